@@ -1,0 +1,50 @@
+# gpunode developer entry points. `make demo` and `make test` work on a fresh machine.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test check lint fmt types bench setup system-deps test-fast clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+# Debian packages the tests need: Chromium for the console tests, promtool for the alert rules.
+system-deps:
+	@if ! command -v chromium >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then \
+	  echo "installing chromium and prometheus (promtool) from Debian"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium prometheus >/dev/null; \
+	fi
+
+demo: $(STAMP)
+	$(BIN)/gpunode demo
+
+test: $(STAMP) system-deps
+	$(BIN)/pytest -q
+
+test-fast: $(STAMP)
+	$(BIN)/pytest -q -m 'not slow and not browser'
+
+fmt: $(STAMP)
+	$(BIN)/ruff format bot tests bench
+	$(BIN)/ruff check --fix bot tests bench
+
+lint: $(STAMP)
+	$(BIN)/ruff format --check bot tests bench
+	$(BIN)/ruff check bot tests bench
+
+types: $(STAMP)
+	$(BIN)/mypy
+
+check: lint types test
+
+bench: $(STAMP)
+	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache dist build test-artifacts

@@ -1,0 +1,113 @@
+"""The ``gpunode`` command line.
+
+Each subcommand's implementation lives in its own module and is imported only when that
+subcommand runs, so ``gpunode collect`` (run on every diagnosed node) never imports the
+Kubernetes client, Slack or Jinja2 and starts fast. Handlers take the parsed namespace and
+return an exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+
+from bot import __version__
+from bot.errors import GpunodeError
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _cluster_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("cluster access (default: in-cluster, else ~/.kube/config)")
+    g.add_argument("--kubeconfig", help="kubeconfig file")
+    g.add_argument("--context", help="kubeconfig context")
+    g.add_argument("--server", help="API server URL, e.g. the stand-in's")
+    g.add_argument("--config", help="gpunode settings YAML")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpunode",
+        description="Diagnose and mitigate memory incidents on Kubernetes GPU nodes.",
+    )
+    parser.add_argument("--version", action="version", version=f"gpunode {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("collect", help="collect node memory evidence (runs inside the Job)")
+    p.add_argument("--root", default="/", help="host root to read (default /)")
+    p.add_argument("--top", type=int, default=20, help="top N processes by RSS (default 20)")
+    p.add_argument("--format", choices=["json", "text"], default="json")
+    p.add_argument("--fake-nvml", metavar="FILE", help="read GPUs from a fake-NVML JSON spec")
+    p.add_argument("--node-name", help="node name to record (default $NODE_NAME)")
+    p.set_defaults(handler="bot.collectors.cli:main")
+
+    p = sub.add_parser("diagnose", help="diagnose a node against a cluster and print the report")
+    p.add_argument("node")
+    p.add_argument("--format", choices=["text", "markdown", "json", "blocks"], default="text")
+    _cluster_args(p)
+    p.set_defaults(handler="bot.services.cli_diagnose:diagnose_main")
+
+    p = sub.add_parser("analyze", help="analyze a saved evidence bundle offline")
+    p.add_argument("evidence", help="EvidenceBundle JSON file (from `gpunode collect`)")
+    p.add_argument("--cluster", help="ClusterView JSON file")
+    p.add_argument("--format", choices=["text", "markdown", "json", "blocks"], default="text")
+    p.set_defaults(handler="bot.services.cli_diagnose:analyze_main")
+
+    for name, helptext in (
+        ("status", "open incidents (optionally for one node)"),
+        ("top", "GPU nodes ranked by memory pressure"),
+        ("timeline", "an incident's timeline as Markdown"),
+        ("resolve", "resolve an incident"),
+    ):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("words", nargs="*", help="same arguments as the slash command")
+        _cluster_args(p)
+        p.set_defaults(handler="bot.services.cli_ops:main")
+
+    p = sub.add_parser("audit", help="print the audit log")
+    p.add_argument("--since", help="e.g. 30m, 4h, 7d")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--config", help="gpunode settings YAML")
+    p.set_defaults(handler="bot.services.cli_audit:main")
+
+    p = sub.add_parser("serve", help="run the Slack bot (HTTP or Socket Mode)")
+    p.add_argument("--config", help="gpunode settings YAML")
+    p.set_defaults(handler="bot.slack.serve:main")
+
+    p = sub.add_parser("demo", help="run gpunode with stand-ins for Slack and Kubernetes")
+    p.add_argument("--scenario", default="seed")
+    p.add_argument("--port", type=int, default=8700, help="console port (default 8700)")
+    p.add_argument("--script", action="store_true", help="run the story headless, print it")
+    p.set_defaults(handler="bot.sandbox.demo:main")
+
+    p = sub.add_parser("sandbox", help="run one stand-in on its own")
+    ss = p.add_subparsers(dest="sandbox", metavar="WHICH", required=True)
+    k = ss.add_parser("kube", help="the Kubernetes API stand-in")
+    k.add_argument("--scenario", default="seed")
+    k.add_argument("--port", type=int, default=0, help="0 = any free port")
+    k.add_argument("--version", dest="kube_version", default="1.35")
+    k.set_defaults(handler="bot.sandbox.kubesim.cli:main")
+    return parser
+
+
+def _resolve(ref: str) -> Handler:
+    module, _, func = ref.partition(":")
+    handler: Handler = getattr(importlib.import_module(module), func)
+    return handler
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 2
+    try:
+        return _resolve(args.handler)(args)
+    except GpunodeError as err:
+        print(f"gpunode: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,151 @@
+"""What the Kubernetes API knows about a node: the ClusterView.
+
+Built by ``bot.kube`` (the gateway) from API objects; consumed by ``bot.core.analysis``.
+Pure data. Quantities keep the API's text (``"64Gi"``) next to a parsed number where the
+analysis needs arithmetic (``memory_request_bytes``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bot.core.evidence import QosTier
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Condition(_Model):
+    type: str
+    status: str
+    reason: str | None = None
+    message: str | None = None
+    last_transition_time: datetime | None = None
+
+
+class Taint(_Model):
+    key: str
+    value: str | None = None
+    effect: str
+
+
+class NodeInfo(_Model):
+    name: str
+    uid: str = ""
+    labels: dict[str, str] = Field(default_factory=dict)
+    capacity: dict[str, str] = Field(default_factory=dict)
+    allocatable: dict[str, str] = Field(default_factory=dict)
+    conditions: list[Condition] = Field(default_factory=list)
+    taints: list[Taint] = Field(default_factory=list)
+    unschedulable: bool = False
+    ready: bool = True
+    gpu_product: str | None = Field(None, description="label nvidia.com/gpu.product")
+    kubelet_version: str | None = None
+    kernel_version: str | None = None
+    resource_version: str | None = None
+
+
+class OwnerRef(_Model):
+    kind: str
+    name: str
+    api_version: str = ""
+    uid: str = ""
+
+
+class ContainerInfo(_Model):
+    name: str
+    init: bool = False
+    sidecar: bool = Field(False, description="init container with restartPolicy Always")
+    image: str = ""
+    requests: dict[str, str] = Field(default_factory=dict)
+    limits: dict[str, str] = Field(default_factory=dict)
+    container_id: str | None = Field(None, description="64-hex id, runtime prefix removed")
+    restart_count: int = 0
+    last_termination_reason: str | None = None
+    env: dict[str, str] = Field(default_factory=dict, description="literal env values only")
+
+
+class PodInfo(_Model):
+    namespace: str
+    name: str
+    uid: str
+    phase: str = "Running"
+    node_name: str | None = None
+    qos_class: QosTier = "besteffort"
+    priority: int = 0
+    priority_class_name: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    owners: list[OwnerRef] = Field(
+        default_factory=list, description="controller chain, nearest first (RS, Deployment)"
+    )
+    containers: list[ContainerInfo] = Field(default_factory=list)
+    memory_request_bytes: int = Field(0, description="pod total as kubectl aggregates it")
+    memory_limit_bytes: int | None = Field(None, description="None when any container is unbounded")
+    gpu_request: int = 0
+    is_daemonset: bool = False
+    is_mirror: bool = False
+    has_emptydir: bool = False
+    deleting: bool = False
+    created_at: datetime | None = None
+
+    @property
+    def top_owner(self) -> OwnerRef | None:
+        return self.owners[-1] if self.owners else None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class EventInfo(_Model):
+    namespace: str = ""
+    involved_kind: str
+    involved_name: str
+    reason: str
+    message: str = ""
+    type: str = "Normal"
+    count: int = 1
+    last_seen: datetime | None = None
+
+
+class ResourceAllocation(_Model):
+    """One row of kubectl's "Allocated resources" with the numbers behind it."""
+
+    resource: str
+    requests: str = Field(description="canonical quantity text as kubectl prints it")
+    limits: str
+    requests_value: float
+    limits_value: float
+    allocatable_value: float | None
+    requests_percent: int | None = Field(None, description="None for extended resources")
+    limits_percent: int | None = None
+
+
+class PodMetrics(_Model):
+    namespace: str
+    name: str
+    memory_working_set_bytes: int
+
+
+class PriorityClassInfo(_Model):
+    name: str
+    value: int
+    global_default: bool = False
+    preemption_policy: str | None = None
+
+
+class ClusterView(_Model):
+    """The API's side of a diagnosis, for one node."""
+
+    node: NodeInfo
+    pods: list[PodInfo] = Field(default_factory=list, description="non-terminated pods on node")
+    events: list[EventInfo] = Field(default_factory=list)
+    allocated: list[ResourceAllocation] = Field(default_factory=list)
+    allocated_text: str = Field("", description="exact `kubectl describe node` block")
+    metrics: list[PodMetrics] | None = Field(None, description="None when metrics.k8s.io absent")
+    priority_classes: list[PriorityClassInfo] = Field(default_factory=list)
+    server_version: str | None = None
+    observed_at: datetime | None = None

@@ -1,0 +1,127 @@
+"""The one error hierarchy of gpunode.
+
+Every error that crosses a package boundary is one of these. Edges (``bot/kube``,
+``bot/slack``, ``bot/store``, the collectors) translate foreign exceptions once, with
+``raise GpunodeError(...) from exc``; nothing from ``kubernetes``, ``aiohttp`` or
+``slack_sdk`` leaks past its edge. Each message tells the user what to do next.
+
+::
+
+    GpunodeError
+    ├── ConfigError                  a setting is missing or malformed (fail fast at start)
+    ├── UsageError                   a command line or slash command does not parse
+    ├── CollectorError               the node collector could not produce a bundle at all
+    ├── KubeError                    anything the Kubernetes API said or failed to say
+    │   ├── NotFoundError            node / pod / controller does not exist (404)
+    │   ├── ForbiddenError           RBAC refused the call (403)
+    │   ├── ConflictError            resourceVersion conflict or already exists (409)
+    │   ├── InvalidObjectError       the server refused the object (400/422)
+    │   ├── TooManyRequestsError     429; for evictions: blocked by a PodDisruptionBudget
+    │   ├── KubeUnavailableError     5xx, timeout, connection refused
+    │   └── DiagnosticJobError       the diagnostic Job did not yield evidence (reason code)
+    ├── SlackError                   a Slack Web API call failed after retries
+    ├── StoreError                   the incident store failed or its schema is too new
+    ├── PolicyError                  the role policy file is invalid
+    └── ActionError                  an action was refused or could not be carried out
+        ├── StaleActionError         evidence too old or a target changed since the plan
+        └── AlreadyClaimedError      another click already claimed this action
+"""
+
+from __future__ import annotations
+
+
+class GpunodeError(Exception):
+    """Base of every gpunode error. ``str(err)`` is safe to show a user."""
+
+    #: short machine-readable reason, stable across versions (used in JSON and audit rows)
+    code: str = "error"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else self.code
+
+
+class ConfigError(GpunodeError):
+    code = "config"
+
+
+class UsageError(GpunodeError):
+    """A command did not parse. ``usage`` is the usage line to show back."""
+
+    code = "usage"
+
+    def __init__(self, message: str, *, usage: str = "") -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+class CollectorError(GpunodeError):
+    code = "collector"
+
+
+class KubeError(GpunodeError):
+    code = "kube"
+
+    def __init__(self, message: str, *, code: str | None = None, status: int | None = None) -> None:
+        super().__init__(message, code=code)
+        self.status = status
+
+
+class NotFoundError(KubeError):
+    code = "not_found"
+
+
+class ForbiddenError(KubeError):
+    code = "forbidden"
+
+
+class ConflictError(KubeError):
+    code = "conflict"
+
+
+class InvalidObjectError(KubeError):
+    code = "invalid"
+
+
+class TooManyRequestsError(KubeError):
+    code = "too_many_requests"
+
+
+class KubeUnavailableError(KubeError):
+    code = "unavailable"
+
+
+class DiagnosticJobError(KubeError):
+    """The diagnostic Job failed. ``code`` is one of: node_not_found, node_not_ready,
+    image_pull, not_admitted, deadline_exceeded, evidence_unreadable, job_failed."""
+
+    code = "job_failed"
+
+
+class SlackError(GpunodeError):
+    code = "slack"
+
+
+class StoreError(GpunodeError):
+    code = "store"
+
+
+class PolicyError(GpunodeError):
+    code = "policy"
+
+
+class ActionError(GpunodeError):
+    code = "action"
+
+
+class StaleActionError(ActionError):
+    code = "stale"
+
+
+class AlreadyClaimedError(ActionError):
+    code = "already_claimed"

@@ -1,0 +1,1 @@
+"""Rendering: the only package that imports ``jinja2``. Views -> Block Kit, Markdown, text."""

@@ -1,0 +1,1 @@
+"""Use-cases (diagnose, act, approve, alert intake). Async; they talk to ports only."""

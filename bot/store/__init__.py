@@ -1,0 +1,1 @@
+"""The incident store: SQLite (WAL) behind a small interface. Incidents, timeline, audit."""
