@@ -3,6 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: demo test check lint fmt types bench setup system-deps test-fast clean
 
@@ -16,9 +17,13 @@ setup: $(STAMP)
 
 # Debian packages the tests need: Chromium for the console tests, promtool for the alert rules.
 system-deps:
-	@if ! command -v chromium >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then \
-	  echo "installing chromium and prometheus (promtool) from Debian"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium prometheus >/dev/null; \
+	@missing=""; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
+	dpkg -s fonts-noto-color-emoji >/dev/null 2>&1 || missing="$$missing fonts-noto-color-emoji"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing from Debian:$$missing"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
 demo: $(STAMP)

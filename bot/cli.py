@@ -60,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("top", "GPU nodes ranked by memory pressure"),
         ("timeline", "an incident's timeline as Markdown"),
         ("resolve", "resolve an incident"),
+        ("help", "the slash command's help (same grammar as /gpunode)"),
     ):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("words", nargs="*", help="same arguments as the slash command")

@@ -10,6 +10,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+#: resource quantities for a container patch; None = remove the key (used by undo)
+ResourceValues = dict[str, str | None]
+#: env for a container patch: literal value, a whole env entry to restore, or None = remove
+EnvValues = dict[str, str | dict[str, Any] | None]
+
 
 class Change(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -1,5 +1,25 @@
 """The Kubernetes edge: the only package that imports ``kubernetes``.
 
 The sync client runs in ``asyncio.to_thread``; every client exception becomes a
-``bot.errors.KubeError`` here and nowhere else.
+``bot.errors.KubeError`` here and nowhere else (``bot.kube.errors``).
+
+Modules: ``connecting`` (ApiClient from settings), ``transport`` (raw JSON requests through
+the client), ``errors`` (exception mapping), ``objects`` (API JSON -> core models, pure),
+``reading`` (node, pods, owners, events, metrics, discovery), ``jobs`` (the diagnostic Job),
+``patching`` (remedy primitives), ``resizing`` (in-place pod resize), ``gateway``
+(``Gateway``, the KubePort), ``permissions`` (``API_CALLS``: every call the gateway makes,
+for RBAC checks).
 """
+
+from bot.kube.permissions import API_CALLS
+
+__all__ = ["API_CALLS", "Gateway"]
+
+
+def __getattr__(name: str) -> object:
+    # Gateway imports the client; keep ``import bot.kube`` cheap for the permissions check.
+    if name == "Gateway":
+        from bot.kube.gateway import Gateway
+
+        return Gateway
+    raise AttributeError(name)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from bot.core.changes import Change, EvictionOutcome
+from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
 from bot.core.cluster import ClusterView, NodeInfo
 from bot.core.evidence import EvidenceBundle
 
@@ -45,12 +45,48 @@ class KubePort(Protocol):
         name: str,
         container: str,
         *,
-        requests: dict[str, str],
-        limits: dict[str, str],
-        env: dict[str, str],
+        requests: ResourceValues,
+        limits: ResourceValues,
+        env: EnvValues,
         dry_run: bool,
     ) -> Change:
         """Strategic-merge patch of one container in a controller's pod template."""
 
     async def read_controller(self, kind: str, namespace: str, name: str) -> dict[str, object]:
         """The controller object as JSON (for staleness checks and undo)."""
+
+
+class ChatPort(Protocol):
+    """What the use-cases need from the chat surface (``bot.slack.chatting.SlackChat``).
+
+    Blocks are plain Block Kit dicts already within Slack's limits (``bot.render``).
+    Every method raises ``SlackError`` after the client's own rate-limit retries.
+    """
+
+    async def post(
+        self, channel: str, *, text: str, blocks: list[dict[str, object]], thread_ts: str | None
+    ) -> str:
+        """Post a message (a thread reply when ``thread_ts``); return its ts."""
+
+    async def update(
+        self, channel: str, ts: str, *, text: str, blocks: list[dict[str, object]]
+    ) -> None: ...
+
+    async def post_ephemeral(
+        self,
+        channel: str,
+        user: str,
+        *,
+        text: str,
+        blocks: list[dict[str, object]],
+        thread_ts: str | None = None,
+    ) -> None: ...
+
+    async def upload(
+        self, channel: str, thread_ts: str | None, *, filename: str, title: str, content: str
+    ) -> None: ...
+
+    async def open_view(self, trigger_id: str, view: dict[str, object]) -> str:
+        """Open a modal; return its view id."""
+
+    async def usergroup_members(self, usergroup_id: str) -> list[str]: ...

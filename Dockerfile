@@ -1,0 +1,32 @@
+# syntax=docker/dockerfile:1
+# One image, two uses: `gpunode serve` (the bot, the default CMD) and `gpunode collect` (the
+# diagnostic Job on each node, which overrides the args and, for hostPID/host mounts, the user).
+
+# --- builder: build gpunode's wheel (templates force-included as bot/_templates) and the
+# wheels of its dependencies, so the final stage installs offline without build tools.
+FROM python:3.11-slim AS builder
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY bot ./bot
+COPY templates ./templates
+RUN pip wheel --wheel-dir /wheels .
+
+# --- final: the runtime only; no compiler, no pip cache, no sources.
+FROM python:3.11-slim
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1
+RUN groupadd --gid 10001 gpunode \
+ && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
+      --shell /usr/sbin/nologin gpunode \
+ && install -d -o 10001 -g 10001 /var/lib/gpunode
+# Bind-mount the wheels for the install only, so they never become an image layer.
+RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
+    pip install --no-index --find-links=/wheels gpunode
+WORKDIR /var/lib/gpunode
+USER 10001:10001
+EXPOSE 3000
+ENTRYPOINT ["gpunode"]
+CMD ["serve"]

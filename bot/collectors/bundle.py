@@ -1,0 +1,203 @@
+"""Assemble one node's evidence: ``collect()`` -> EvidenceBundle.
+
+``collect_document()`` does the work with plain dicts and returns the bundle's JSON-ready
+document; ``gpunode collect --format json`` prints it without ever importing pydantic (that
+import alone costs ~0.2 s and ~20 MiB, more than the whole scan). ``collect()`` validates the
+same document into the frozen ``EvidenceBundle``; tests check the two agree, and the model's
+``extra="forbid"`` catches any drift in field names.
+
+Order matters: NVML is read before the process scan so that every process holding GPU memory
+is kept alongside the top N by RSS.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from bot import __version__
+from bot.collectors import cgroups, nvml, procfs
+from bot.collectors.gaps import GapLog
+from bot.core.memory import free_figures_data
+
+if TYPE_CHECKING:  # pathlib and pydantic cost ~25 ms of start-up; only types here
+    from pathlib import Path
+
+    from bot.core.evidence import EvidenceBundle
+
+SCHEMA_VERSION = "1.0"  # must equal bot.core.evidence.SCHEMA_VERSION (a test checks)
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _hostname(root: str) -> str:
+    if root in ("", "/"):
+        return os.uname().nodename
+    for rel in ("proc/sys/kernel/hostname", "etc/hostname"):
+        try:
+            with open(f"{root}/{rel}", encoding="utf-8", errors="replace") as fh:
+                name = fh.read().strip()
+        except OSError:
+            continue
+        if name:
+            return name
+    return os.uname().nodename
+
+
+def _host_memory(root: str, doc: dict[str, Any], gaps: GapLog, page_size: int) -> None:
+    text = procfs.read_text(f"{root}/proc/meminfo", source="procfs:/proc/meminfo", gaps=gaps)
+    if text is not None:
+        fields, problems = procfs.parse_meminfo(text)
+        for problem in problems:
+            gaps.add("procfs:/proc/meminfo", problem)
+        if fields is not None:
+            doc["meminfo"] = fields
+            doc["free"] = free_figures_data(fields)
+    text = procfs.read_text(
+        f"{root}/proc/pressure/memory", source="procfs:/proc/pressure/memory", gaps=gaps
+    )
+    if text is not None:
+        doc["pressure"] = procfs.parse_pressure(text)
+        if doc["pressure"] is None:
+            gaps.add("procfs:/proc/pressure/memory", "unparsable")
+    text = procfs.read_text(
+        f"{root}/proc/net/sockstat", source="procfs:/proc/net/sockstat", gaps=gaps
+    )
+    if text is not None:
+        doc["socket_memory_bytes"] = procfs.parse_sockstat(text, page_size=page_size)
+
+
+def _kube_cgroups(root: str, version: int, doc: dict[str, Any], gaps: GapLog) -> None:
+    mount = cgroups.memory_mount(root, version)
+    hint = cgroups.runtime_hint(root)
+    pod_paths, container_paths = cgroups.find_kube_cgroups(mount)
+    for rel in pod_paths:
+        kube = cgroups.parse_kube_path(rel)
+        figures = cgroups.read_cgroup_memory(mount, rel, version=version, gaps=gaps)
+        doc["pods"].append(
+            {
+                "cgroup_path": rel,
+                "pod_uid": kube.pod_uid,
+                "qos": kube.qos,
+                "usage_bytes": figures["usage_bytes"],
+                "limit_bytes": figures["limit_bytes"],
+                "working_set_bytes": figures["working_set_bytes"],
+            }
+        )
+    for rel in container_paths:
+        doc["containers"].append(_container(mount, rel, version=version, hint=hint, gaps=gaps))
+
+
+def _container(mount: str, rel: str, *, version: int, hint: str, gaps: GapLog) -> dict[str, Any]:
+    kube = cgroups.parse_kube_path(rel)
+    return {
+        "cgroup_path": rel,
+        "pod_uid": kube.pod_uid,
+        "container_id": kube.container_id,
+        "runtime": cgroups.runtime_name(kube.runtime_prefix, hint=hint)
+        if kube.container_id
+        else "unknown",
+        "qos": kube.qos,
+        **cgroups.read_cgroup_memory(mount, rel, version=version, gaps=gaps),
+    }
+
+
+def _process_cgroups(root: str, version: int, doc: dict[str, Any], gaps: GapLog) -> None:
+    """Non-pod cgroups of the kept processes (system services, other containers), pod_uid None."""
+    mount = cgroups.memory_mount(root, version)
+    known = {c["cgroup_path"] for c in doc["containers"]}
+    for proc in doc["processes"]:
+        path = proc.get("cgroup_path")
+        if not path or proc.get("pod_uid"):
+            continue
+        rel = "/" + "/".join(s for s in path.split("/") if s and s not in (".", ".."))
+        if rel == "/" or rel in known or not os.path.isdir(mount + rel):
+            continue
+        known.add(rel)
+        doc["containers"].append(_container(mount, rel, version=version, hint="unknown", gaps=gaps))
+
+
+def collect_document(
+    root: Path | str,
+    *,
+    top: int = 20,
+    nvml_module: object | None = None,
+    node_name: str | None = None,
+    now: Callable[[], datetime] = _utcnow,
+) -> dict[str, Any]:
+    """The EvidenceBundle as a JSON-ready dict (``collected_at`` as ISO-8601 text)."""
+    started = time.perf_counter()
+    root_s = str(root).rstrip("/") or ""
+    gaps = GapLog()
+    page_size = os.sysconf("SC_PAGE_SIZE")
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "collector_version": __version__,
+        "hostname": _hostname(root_s),
+        "node_name": node_name or os.environ.get("NODE_NAME") or None,
+        "collected_at": now().isoformat(),
+        "host_root": str(root),
+        "cgroup_version": None,
+        "meminfo": None,
+        "free": None,
+        "pressure": None,
+        "socket_memory_bytes": None,
+        "pods": [],
+        "containers": [],
+    }
+    _host_memory(root_s, doc, gaps, page_size)
+    version = cgroups.detect_version(root_s)
+    doc["cgroup_version"] = version
+    if version is None:
+        gaps.add("cgroup:/sys/fs/cgroup", "no cgroup v2 mount or v1 memory controller found")
+    else:
+        _kube_cgroups(root_s, version, doc, gaps)
+    gpus, gpu_procs, driver = nvml.read_gpus(nvml_module, gaps=gaps)
+    processes, count = procfs.scan_processes(
+        f"{root_s}/proc",
+        top=top,
+        always=frozenset(p["pid"] for p in gpu_procs),
+        page_size=page_size,
+        gaps=gaps,
+    )
+    by_pid = {p["pid"]: p for p in processes}
+    for gp in gpu_procs:
+        info = by_pid.get(gp["pid"])
+        if info is None:
+            gaps.add(
+                f"procfs:/proc/{gp['pid']}",
+                "GPU process not visible (the collector pod needs hostPID: true)",
+            )
+        gp["command"] = info["command"] if info else None
+        gp["pod_uid"] = info["pod_uid"] if info else None
+        gp["container_id"] = info["container_id"] if info else None
+    doc.update(processes=processes, process_count=count, gpus=gpus, gpu_processes=gpu_procs)
+    doc["nvml_driver_version"] = driver
+    if version is not None:
+        _process_cgroups(root_s, version, doc, gaps)
+    doc["gaps"] = gaps.items
+    doc["duration_s"] = round(time.perf_counter() - started, 6)
+    return doc
+
+
+def collect(
+    root: Path,
+    *,
+    top: int = 20,
+    nvml: object | None = None,
+    node_name: str | None = None,
+    now: Callable[[], datetime] = _utcnow,
+) -> EvidenceBundle:
+    """Everything one collection sees under ``root``. Never raises on partial evidence.
+
+    ``nvml=None`` imports the real ``pynvml`` lazily; its absence is a gap.
+    """
+    from bot.core.evidence import EvidenceBundle
+
+    doc = collect_document(root, top=top, nvml_module=nvml, node_name=node_name, now=now)
+    return EvidenceBundle.model_validate(doc)

@@ -1,0 +1,134 @@
+"""``gpunode collect``: print the node's EvidenceBundle as JSON (for the bot) or a summary.
+
+The JSON path imports neither pydantic nor any bot-side SDK: it prints
+``bundle.collect_document()`` directly (see ``bundle``'s docstring). The text summary is for a
+person at a terminal on the node; the bot's own reports are rendered elsewhere from the JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from bot.collectors.bundle import collect_document
+from bot.errors import CollectorError
+
+_GIB = 1024**3
+_MIB = 1024**2
+
+
+def _size(value: int | None) -> str:
+    if value is None:
+        return "-"
+    if abs(value) >= _GIB:
+        return f"{value / _GIB:.1f}Gi"
+    return f"{value / _MIB:.0f}Mi"
+
+
+def _count(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _percent(part: int | None, whole: int | None) -> str:
+    if part is None or not whole:
+        return ""
+    return f" ({100 * part / whole:.0f}%)"
+
+
+def render_text(doc: dict[str, Any]) -> str:
+    """A short human summary of a bundle document."""
+    lines = [
+        f"gpunode collect {doc['collector_version']} on {doc['hostname']}"
+        f" (node {doc.get('node_name') or '-'}) at {doc['collected_at']}"
+        f" in {doc['duration_s']:.2f}s, cgroup v{doc.get('cgroup_version') or '?'}",
+    ]
+    free = doc.get("free")
+    if free:
+        lines.append(
+            "memory: total {t}  used {u}  free {f}  shared {s}  buff/cache {b}  available {a}"
+            "  (legacy used {lu}; swap used {su} of {st})".format(
+                t=_size(free["total_bytes"]),
+                u=_size(free["used_bytes"]),
+                f=_size(free["free_bytes"]),
+                s=_size(free["shared_bytes"]),
+                b=_size(free["buff_cache_bytes"]),
+                a=_size(free["available_bytes"]),
+                lu=_size(free["used_legacy_bytes"]),
+                su=_size(free["swap_used_bytes"]),
+                st=_size(free["swap_total_bytes"]),
+            )
+        )
+    meminfo = doc.get("meminfo") or {}
+    if meminfo:
+        lines.append(
+            f"kernel: slab {_size(meminfo.get('slab_bytes'))}"
+            f" (unreclaimable {_size(meminfo.get('s_unreclaim_bytes'))}),"
+            f" sockets {_size(doc.get('socket_memory_bytes'))}"
+        )
+    pressure = doc.get("pressure")
+    if pressure:
+        some, full = pressure["some"], pressure.get("full") or {}
+        lines.append(
+            f"pressure: some avg10={some['avg10']:.2f} avg60={some['avg60']:.2f}"
+            f"  full avg10={full.get('avg10', 0.0):.2f}"
+        )
+    containers = sorted(doc.get("containers", []), key=lambda c: -(c.get("working_set_bytes") or 0))
+    lines.append(f"containers ({len(containers)}; working set / limit):")
+    for c in containers[:15]:
+        who = (c.get("pod_uid") or "-")[:36]
+        cid = (c.get("container_id") or c["cgroup_path"].rsplit("/", 1)[-1])[:12]
+        lines.append(
+            f"  {_size(c.get('working_set_bytes')):>8} / {_size(c.get('limit_bytes')):>8}"
+            f"{_percent(c.get('working_set_bytes'), c.get('limit_bytes')):>7}"
+            f"  pod {who}  {cid} {c.get('runtime')} {c.get('qos') or ''}"
+            f"  oom_kill={_count(c.get('oom_kill_events'))}"
+        )
+    lines.append(f"processes (top {len(doc['processes'])} of {doc['process_count']} by RSS):")
+    for p in doc["processes"]:
+        lines.append(
+            f"  {p['pid']:>8} {_size(p['rss_bytes']):>8}  {p['command'][:16]:<16}"
+            f" {(p.get('pod_uid') or '')[:8]:<8} {p['cmdline'][:60]}"
+        )
+    gpus = doc.get("gpus", [])
+    driver = doc.get("nvml_driver_version") or "-"
+    lines.append(f"gpus ({len(gpus)}, driver {driver}):")
+    for g in gpus:
+        lines.append(
+            f"  {g['index']} {g['name']} used {_size(g['memory_used_bytes'])}"
+            f" of {_size(g['memory_total_bytes'])}, free {_size(g['memory_free_bytes'])},"
+            f" reserved {_size(g.get('memory_reserved_bytes'))}"
+        )
+    for gp in doc.get("gpu_processes", []):
+        lines.append(
+            f"    gpu{gp['gpu_index']} pid {gp['pid']} {gp.get('command') or '?'}"
+            f" {_size(gp.get('used_gpu_memory_bytes'))} pod {gp.get('pod_uid') or '-'}"
+        )
+    gaps = doc.get("gaps", [])
+    lines.append(f"gaps ({len(gaps)}):")
+    lines += [f"  {g['source']}: {g['reason']}" for g in gaps]
+    return "\n".join(lines) + "\n"
+
+
+def main(args: argparse.Namespace) -> int:
+    """Handler for ``gpunode collect`` (args: root, top, format, fake_nvml, node_name)."""
+    if args.top < 0:
+        raise CollectorError("--top must be 0 or more")
+    fake = None
+    if args.fake_nvml:
+        from bot.sandbox.fake_nvml import FakeNvml
+
+        try:
+            fake = FakeNvml.from_file(args.fake_nvml)
+        except (OSError, ValueError) as exc:
+            raise CollectorError(
+                f"cannot read the fake-NVML spec {args.fake_nvml}: {exc}; pass a JSON file "
+                "as described in bot/sandbox/fake_nvml.py"
+            ) from exc
+    doc = collect_document(args.root, top=args.top, nvml_module=fake, node_name=args.node_name)
+    if args.format == "text":
+        sys.stdout.write(render_text(doc))
+    else:
+        sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
+    return 0

@@ -1,0 +1,310 @@
+"""Read ``/proc`` under a host root: meminfo, PSI, sockstat, and per-process memory.
+
+``parse_*`` functions are pure and total: any text (truncated, garbled, empty) gives a result
+plus a list of problems, never an exception. ``read_*`` / ``scan_*`` do the I/O and turn
+unreadable files into gaps (``GapLog``).
+
+Speed matters (the collector runs on busy nodes): processes are ranked by ``statm`` (one short
+line each, mode 0444, no ptrace check), and only the top-N candidates plus GPU processes get
+their ``status``, ``cmdline``, ``cgroup`` and ``smaps_rollup`` read. ``smaps_rollup`` gives the
+exact RSS (``status``/``statm`` are approximate, see proc_pid_statm(5)); when it is denied (it
+needs the ptrace read check) ``VmRSS`` from ``status`` is used and the gap recorded.
+Results are plain dicts shaped like the ``bot.core.evidence`` models (no pydantic here).
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import re
+from typing import Any
+
+from bot.collectors.cgroups import parse_kube_path
+from bot.collectors.gaps import GapLog
+
+_KB = 1024
+#: meminfo key -> MemInfo field (all kB lines except the HugePages_* counts)
+MEMINFO_FIELDS = {
+    "MemTotal": "mem_total_bytes",
+    "MemFree": "mem_free_bytes",
+    "MemAvailable": "mem_available_bytes",
+    "Buffers": "buffers_bytes",
+    "Cached": "cached_bytes",
+    "SwapCached": "swap_cached_bytes",
+    "Active(anon)": "active_anon_bytes",
+    "Inactive(anon)": "inactive_anon_bytes",
+    "Active(file)": "active_file_bytes",
+    "Inactive(file)": "inactive_file_bytes",
+    "AnonPages": "anon_pages_bytes",
+    "Mapped": "mapped_bytes",
+    "Shmem": "shmem_bytes",
+    "KReclaimable": "k_reclaimable_bytes",
+    "Slab": "slab_bytes",
+    "SReclaimable": "s_reclaimable_bytes",
+    "SUnreclaim": "s_unreclaim_bytes",
+    "KernelStack": "kernel_stack_bytes",
+    "PageTables": "page_tables_bytes",
+    "VmallocUsed": "vmalloc_used_bytes",
+    "Percpu": "percpu_bytes",
+    "SwapTotal": "swap_total_bytes",
+    "SwapFree": "swap_free_bytes",
+    "HugePages_Total": "hugepages_total",
+    "HugePages_Free": "hugepages_free",
+    "Hugepagesize": "hugepage_size_bytes",
+    "Hugetlb": "hugetlb_bytes",
+}
+#: fields procps reads as 0 when absent (the model's defaults); every other absent one is None
+_ZERO_DEFAULT = frozenset({"buffers_bytes", "cached_bytes"})
+_MEMINFO_LINE = re.compile(r"([A-Za-z0-9_()]+):[ \t]*(\d+)(?:[ \t]+(kB))?[ \t]*")
+_CMDLINE_MAX = 512
+#: processes ranked by statm beyond N whose exact RSS is also read, so that statm's
+#: approximation (per-CPU counter lag) cannot push a true top-N process out
+_RANK_SLACK = 8
+
+
+def parse_meminfo(text: str) -> tuple[dict[str, Any] | None, list[str]]:
+    """``/proc/meminfo`` -> (MemInfo fields, problems). None without MemTotal and MemFree.
+
+    A last line with no newline is treated as truncated and dropped.
+    """
+    problems: list[str] = []
+    fields: dict[str, Any] = {}
+    other: dict[str, int] = {}
+    lines = text.split("\n")
+    if lines and lines[-1] != "":
+        problems.append(f"truncated last line {lines[-1][:40]!r}")
+    for line in lines[:-1]:
+        match = _MEMINFO_LINE.fullmatch(line)
+        if match is None:
+            if line.strip():
+                problems.append(f"unparsable line {line[:40]!r}")
+            continue
+        key, value, unit = match.group(1), int(match.group(2)), match.group(3)
+        amount = value * _KB if unit else value
+        if key in MEMINFO_FIELDS:
+            fields[MEMINFO_FIELDS[key]] = amount
+        else:
+            other[key] = amount
+    if "mem_total_bytes" not in fields or "mem_free_bytes" not in fields:
+        problems.append("MemTotal or MemFree missing")
+        return None, problems
+    absent = {f: 0 if f in _ZERO_DEFAULT else None for f in MEMINFO_FIELDS.values()}
+    return {**absent, **fields, "other": other}, problems
+
+
+def parse_pressure(text: str) -> dict[str, Any] | None:
+    """``/proc/pressure/memory`` -> MemoryPressure fields; None when ``some`` is unreadable."""
+    lines: dict[str, dict[str, Any]] = {}
+    for line in text.splitlines():
+        kind, _, rest = line.partition(" ")
+        values = dict(part.partition("=")[::2] for part in rest.split())
+        try:
+            lines[kind] = {
+                "avg10": float(values["avg10"]),
+                "avg60": float(values["avg60"]),
+                "avg300": float(values["avg300"]),
+                "total_us": int(values["total"]),
+            }
+        except (KeyError, ValueError):
+            continue
+    if "some" not in lines:
+        return None
+    return {"some": lines["some"], "full": lines.get("full")}
+
+
+def parse_sockstat(text: str, *, page_size: int) -> int | None:
+    """TCP + UDP ``mem`` (pages) from ``/proc/net/sockstat``, in bytes; None if neither."""
+    total, seen = 0, False
+    for line in text.splitlines():
+        proto, _, rest = line.partition(":")
+        if proto not in ("TCP", "UDP"):
+            continue
+        words = rest.split()
+        for name, value in zip(words[::2], words[1::2], strict=False):
+            if name == "mem" and value.isdecimal():
+                total += int(value) * page_size
+                seen = True
+    return total if seen else None
+
+
+def parse_statm_rss(data: bytes, *, page_size: int) -> int | None:
+    """Resident pages (second field of ``statm``) in bytes."""
+    parts = data.split()
+    if len(parts) < 2 or not parts[1].isdigit():
+        return None
+    return int(parts[1]) * page_size
+
+
+_STATUS_KEYS = {"VmRSS": "rss", "RssAnon": "anon", "RssFile": "file", "RssShmem": "shmem"}
+
+
+def parse_status(text: str) -> dict[str, Any]:
+    """``status`` -> {"name": str|None, "rss"/"anon"/"file"/"shmem": bytes} (keys when seen)."""
+    out: dict[str, Any] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key == "Name":
+            out["name"] = value.strip()
+        elif key in _STATUS_KEYS:
+            words = value.split()
+            if words and words[0].isdecimal():
+                out[_STATUS_KEYS[key]] = int(words[0]) * _KB
+    return out
+
+
+def parse_smaps_rollup_rss(text: str) -> int | None:
+    """The ``Rss:`` line of ``smaps_rollup`` in bytes (exact, unlike statm/status)."""
+    for line in text.splitlines():
+        if line.startswith("Rss:"):
+            words = line[4:].split()
+            if words and words[0].isdecimal():
+                return int(words[0]) * _KB
+    return None
+
+
+def parse_cmdline(data: bytes) -> str:
+    """argv joined by spaces; undecodable bytes replaced; truncated to 512 characters."""
+    text = data.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", errors="replace")
+    return text[:_CMDLINE_MAX]
+
+
+def parse_proc_cgroup(text: str) -> str | None:
+    """The memory cgroup path from ``/proc/PID/cgroup`` (v2 ``0::`` line, else v1 memory).
+
+    Paths are returned as written, ``../`` components (cgroup namespaces) included.
+    """
+    unified: str | None = None
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        hid, controllers, path = parts
+        if "memory" in controllers.split(","):
+            return path
+        if hid == "0" and controllers == "":
+            unified = path
+    return unified
+
+
+def _slurp(path: str) -> bytes:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_text(path: str, *, source: str, gaps: GapLog, missing_ok: bool = False) -> str | None:
+    """A whole file as text (undecodable bytes replaced), or None with a gap recorded."""
+    try:
+        return _slurp(path).decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        if not missing_ok:
+            gaps.add(source, "not present")
+    except PermissionError:
+        gaps.add(source, "permission denied")
+    except OSError as exc:
+        gaps.add(source, f"unreadable ({exc.strerror or exc.__class__.__name__})")
+    return None
+
+
+def rank_by_statm(proc: str, *, page_size: int, gaps: GapLog) -> tuple[list[tuple[int, int]], int]:
+    """Every process's (approximate rss bytes, pid) and how many pids were seen."""
+    try:
+        names = os.listdir(proc)
+    except OSError as exc:
+        gaps.add("procfs:/proc", f"cannot list ({exc.strerror})")
+        return [], 0
+    ranked: list[tuple[int, int]] = []
+    denied: list[int] = []
+    seen = 0
+    for name in names:
+        if not name.isdecimal():
+            continue
+        try:
+            fd = os.open(f"{proc}/{name}/statm", os.O_RDONLY)
+            try:
+                data = os.read(fd, 256)  # one short line: a single read
+            finally:
+                os.close(fd)
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # exited mid-scan: nothing to report
+        except PermissionError:
+            seen += 1
+            denied.append(int(name))
+            continue
+        except OSError:
+            continue
+        seen += 1
+        rss = parse_statm_rss(data, page_size=page_size)
+        ranked.append((rss or 0, int(name)))
+    if denied:
+        sample = ", ".join(str(p) for p in sorted(denied)[:5])
+        gaps.add(
+            "procfs:/proc/<pid>/statm",
+            f"permission denied for {len(denied)} process(es) (e.g. {sample}); not ranked",
+        )
+    return ranked, seen
+
+
+def read_process(proc: str, pid: int, *, gaps: GapLog) -> dict[str, Any] | None:
+    """One process as ProcessMemory fields, or None when it has exited or is unreadable."""
+    base = f"{proc}/{pid}"
+    label = f"procfs:/proc/{pid}"  # sources name the host path, not the mount point
+    try:
+        status = parse_status(_slurp(f"{base}/status").decode("utf-8", errors="replace"))
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    except OSError as exc:
+        gaps.add(f"{label}/status", exc.strerror or "unreadable")
+        return None
+    name = status.get("name")
+    if name is None:
+        comm = read_text(f"{base}/comm", source=f"{label}/comm", gaps=gaps, missing_ok=True)
+        name = comm.strip() if comm else ""
+    try:
+        cmdline = parse_cmdline(_slurp(f"{base}/cmdline"))
+    except OSError:
+        cmdline = ""
+    rollup = read_text(f"{base}/smaps_rollup", source=f"{label}/smaps_rollup", gaps=gaps)
+    rss = parse_smaps_rollup_rss(rollup) if rollup else None
+    if rss is None:
+        rss = status.get("rss", 0)
+    cg_text = read_text(f"{base}/cgroup", source=f"{label}/cgroup", gaps=gaps, missing_ok=True)
+    cg_path = parse_proc_cgroup(cg_text) if cg_text else None
+    kube = parse_kube_path(cg_path) if cg_path else None
+    return {
+        "pid": pid,
+        "command": name,
+        "cmdline": cmdline,
+        "rss_bytes": rss,
+        "rss_anon_bytes": status.get("anon"),
+        "rss_file_bytes": status.get("file"),
+        "rss_shmem_bytes": status.get("shmem"),
+        "pod_uid": kube.pod_uid if kube else None,
+        "container_id": kube.container_id if kube else None,
+        "cgroup_path": cg_path,
+    }
+
+
+def scan_processes(
+    proc: str, *, top: int, always: frozenset[int], page_size: int, gaps: GapLog
+) -> tuple[list[dict[str, Any]], int]:
+    """Top ``top`` processes by exact RSS plus every pid in ``always``; and the pid count."""
+    ranked, seen = rank_by_statm(proc, page_size=page_size, gaps=gaps)
+    candidates = [pid for _, pid in heapq.nlargest(max(top, 0) + _RANK_SLACK, ranked)]
+    details: dict[int, dict[str, Any]] = {}
+    for pid in candidates:
+        info = read_process(proc, pid, gaps=gaps)
+        if info is not None:
+            details[pid] = info
+    kept = sorted(details.values(), key=lambda p: (-p["rss_bytes"], p["pid"]))[: max(top, 0)]
+    kept_pids = {p["pid"] for p in kept}
+    for pid in sorted(always - kept_pids):
+        info = details.get(pid) or read_process(proc, pid, gaps=gaps)
+        if info is not None:
+            kept.append(info)
+    return kept, seen

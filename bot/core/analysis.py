@@ -1,0 +1,73 @@
+"""Evidence in, Diagnosis out: findings, ledger, verdict, plans, talking points. Pure.
+
+``analyze`` never raises on partial evidence (``None`` fields, empty lists, no view): each
+rule skips what it cannot judge, and the bundle's gaps are carried into
+``Diagnosis.unverified`` and into talking points marked unverified. Time is an argument
+(``now``), used only for the evidence's age.
+
+Order: attribute (join bundle to pods, dict indexes) -> rules (``bot.core.rules``) ->
+ledger (``bot.core.ledger``) -> verdict (``bot.core.verdicts``) -> plans (needs a view) ->
+talking points. Findings are sorted by severity (critical first), then code and subject.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from bot.core.attribution import attribute
+from bot.core.cluster import ClusterView
+from bot.core.evidence import EvidenceBundle
+from bot.core.findings import Diagnosis, Finding
+from bot.core.ledger import build_ledger
+from bot.core.planning import plan_all
+from bot.core.rules import ALL_RULES, Context
+from bot.core.talking_points import build_talking_points
+from bot.core.thresholds import DEFAULT, Thresholds
+from bot.core.verdicts import decide
+
+_SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2, "ok": 3}
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _node_name(bundle: EvidenceBundle, view: ClusterView | None) -> str:
+    if view is not None:
+        return view.node.name
+    return bundle.node_name or bundle.hostname
+
+
+def run_rules(ctx: Context, thresholds: Thresholds) -> list[Finding]:
+    findings = [f for rule in ALL_RULES for f in rule(ctx, thresholds)]
+    return sorted(findings, key=lambda f: (_SEVERITY_ORDER[f.severity], f.code, f.subject))
+
+
+def analyze(
+    bundle: EvidenceBundle,
+    view: ClusterView | None,
+    *,
+    thresholds: Thresholds = DEFAULT,
+    now: datetime,
+) -> Diagnosis:
+    node = _node_name(bundle, view)
+    attr = attribute(bundle, view)
+    ctx = Context(bundle=bundle, view=view, attr=attr, node=node, now=now)
+    findings = run_rules(ctx, thresholds)
+    ledger = build_ledger(bundle, attr)
+    verdict = decide(ctx, findings, thresholds)
+    age = (_aware(now) - _aware(bundle.collected_at)).total_seconds()
+    diagnosis = Diagnosis(
+        node=node,
+        collected_at=bundle.collected_at,
+        evidence_age_s=age,
+        verdict=verdict,
+        findings=findings,
+        ledger=ledger,
+        unverified=list(bundle.gaps),
+    )
+    if view is not None:
+        plans = plan_all(view, diagnosis, thresholds=thresholds)
+        diagnosis = diagnosis.model_copy(update={"plans": plans})
+    points = build_talking_points(diagnosis, view, thresholds=thresholds)
+    return diagnosis.model_copy(update={"talking_points": points})

@@ -1,0 +1,179 @@
+"""Tier 3: caps for the offending workload, computed from the evidence. Pure: no I/O.
+
+Target: the verdict's pod (causes ``host_memory_workload`` and ``container_limit``), changed
+through its top controller's template (so its pods roll; ``restarts`` names them).
+
+Values (``Tier3Values``, editable in the confirmation modal):
+
+- memory limit: cut the container's limit by what the node's limit total exceeds
+  ``tier3_limits_target_ratio`` x allocatable, so the total lands under allocatable with
+  headroom. Rounded down to whole GiB (Mi under 1 GiB). Without a needed cut the limit stays
+  (warning ``memory_limit_unchanged``). An unbounded container gets what room is left (or its
+  working set + 10% when there is none, warning ``limits_remain_overcommitted``). A limit
+  under the current working set is flagged ``below_working_set`` + warning ``immediate_oom``:
+  it is only proposed when the node's arithmetic requires it.
+- memory request: ``memory_request_ratio`` (87.5%) of the new limit (domain: 28 of 32 GiB).
+- CPU cap: the container's current CPU request in whole cores (the scheduler already
+  reserved that much), else half its CPU limit; request = ``cpu_request_ratio`` of the cap.
+- ``OMP_NUM_THREADS``: the CPU cap, or ``default_omp_threads`` when there is none.
+"""
+
+from __future__ import annotations
+
+import math
+
+from bot.core.actions import PATCHABLE_KINDS, ActionPlan, Step, Tier3Values
+from bot.core.cluster import ClusterView, ContainerInfo, PodInfo
+from bot.core.findings import Diagnosis
+from bot.core.plans import make_plan
+from bot.core.quantity import QuantityError, canonical, parse_quantity
+from bot.core.thresholds import DEFAULT, Thresholds
+
+GIB = 1024**3
+MIB = 1024**2
+_OFFENDER_CAUSES = frozenset({"host_memory_workload", "container_limit"})
+
+
+def binary_text(value: int) -> str:
+    """Bytes as Kubernetes binary quantity text, rounded down to Gi (or Mi under 1 GiB)."""
+    if value >= GIB:
+        return f"{value // GIB}Gi"
+    return f"{max(1, value // MIB)}Mi"
+
+
+def _round_down(value: int) -> int:
+    return (value // GIB) * GIB if value >= GIB else max(MIB, (value // MIB) * MIB)
+
+
+def _value(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        return parse_quantity(text).as_float()
+    except QuantityError:
+        return None
+
+
+def _unavailable(view: ClusterView, code: str, target: str | None = None) -> ActionPlan:
+    return make_plan(view.node.name, 3, [], target=target, available=False, warnings=[code])
+
+
+def _memory_limit(
+    view: ClusterView, info: ContainerInfo, ws: int, t: Thresholds
+) -> tuple[int, list[str]]:
+    row = next((r for r in view.allocated if r.resource == "memory"), None)
+    total = int(row.limits_value) if row is not None else 0
+    allocatable = int(row.allocatable_value or 0) if row is not None else 0
+    target_total = int(allocatable * t.tier3_limits_target_ratio)
+    current = _value(info.limits.get("memory"))
+    warnings: list[str] = []
+    if current:
+        cut = total - target_total if allocatable else 0
+        if cut <= 0:
+            return int(current), ["memory_limit_unchanged"]
+        return _round_down(max(MIB, int(current) - cut)), warnings
+    room = target_total - total if allocatable else 0
+    wanted = _round_down(int(ws * 1.1) + GIB - 1) if ws else GIB
+    if room <= 0:
+        return wanted, ["limits_remain_overcommitted"]
+    return _round_down(min(wanted, room)), warnings
+
+
+def _cpu(info: ContainerInfo, t: Thresholds) -> tuple[str | None, str | None, int]:
+    request, limit = _value(info.requests.get("cpu")), _value(info.limits.get("cpu"))
+    cap: int | None = None
+    if request and request >= 1:
+        cap = int(request)
+    elif limit:
+        cap = max(1, int(limit // 2))
+    if cap is None:
+        return None, None, t.default_omp_threads
+    request_m = max(1, math.floor(cap * 1000 * t.cpu_request_ratio))
+    return str(cap), canonical(f"{request_m}m"), cap
+
+
+def plan_tier3(
+    view: ClusterView, diagnosis: Diagnosis, *, thresholds: Thresholds = DEFAULT
+) -> ActionPlan:
+    t = thresholds
+    verdict = diagnosis.verdict
+    pod_key = verdict.params.get("pod")
+    if verdict.cause not in _OFFENDER_CAUSES or not isinstance(pod_key, str):
+        return _unavailable(view, "no_offender")
+    pod: PodInfo | None = next((p for p in view.pods if p.key == pod_key), None)
+    if pod is None:
+        return _unavailable(view, "offender_not_in_view", target=pod_key)
+    owner = pod.top_owner
+    if owner is None:
+        return _unavailable(view, "offender_has_no_controller", target=f"Pod/{pod_key}")
+    target = f"{owner.kind}/{pod.namespace}/{owner.name}"
+    if owner.kind in ("Job", "CronJob"):
+        return _unavailable(view, "job_template_immutable", target=target)
+    if owner.kind not in PATCHABLE_KINDS:
+        return _unavailable(view, "controller_kind_unsupported", target=target)
+    name = verdict.params.get("container")
+    regular = [c for c in pod.containers if not c.init or c.sidecar]
+    info = next((c for c in regular if c.name == name), regular[0] if regular else None)
+    if info is None:
+        return _unavailable(view, "offender_has_no_containers", target=target)
+    ws_raw = verdict.params.get(
+        "container_working_set_bytes", verdict.params.get("working_set_bytes")
+    )
+    ws = int(ws_raw) if isinstance(ws_raw, int | float) and ws_raw > 0 else 0
+
+    limit, warnings = _memory_limit(view, info, ws, t)
+    request = max(MIB, (int(limit * t.memory_request_ratio) // MIB) * MIB)
+    cpu_limit, cpu_request, omp = _cpu(info, t)
+    below = bool(ws) and limit < ws
+    if below:
+        warnings.append("immediate_oom")
+    if pod.gpu_request > 0:
+        warnings.append("offender_is_gpu_workload")
+    values = Tier3Values(
+        container=info.name,
+        memory_limit=binary_text(limit),
+        memory_request=binary_text(request)
+        if request >= GIB and request % GIB == 0
+        else f"{request // MIB}Mi",
+        cpu_limit=cpu_limit,
+        cpu_request=cpu_request,
+        omp_num_threads=omp,
+        current_working_set_bytes=ws or None,
+        memory_limit_bytes=limit,
+        below_working_set=below,
+    )
+    requests = {"memory": values.memory_request}
+    limits = {"memory": values.memory_limit}
+    if cpu_limit is not None and cpu_request is not None:
+        requests["cpu"], limits["cpu"] = cpu_request, cpu_limit
+    step = Step(
+        verb="patch_resources",
+        kind=owner.kind,
+        namespace=pod.namespace,
+        name=owner.name,
+        params={
+            "container": info.name,
+            "requests": requests,
+            "limits": limits,
+            "env": {"OMP_NUM_THREADS": str(omp)},
+        },
+    )
+    restarts = sorted(
+        p.key
+        for p in view.pods
+        if p.top_owner is not None
+        and (p.top_owner.kind, p.namespace, p.top_owner.name)
+        == (owner.kind, pod.namespace, owner.name)
+    )
+    warnings.append("template_change_restarts_pods")
+    return make_plan(
+        view.node.name,
+        3,
+        [step],
+        target=target,
+        blast_radius=restarts,
+        restarts=restarts,
+        reversible=True,
+        values=values,
+        warnings=warnings,
+    )

@@ -1,0 +1,131 @@
+"""The diagnosis as data: facts with sources, findings, the memory ledger, the verdict,
+talking points, and the Diagnosis that carries them all.
+
+Produced by ``bot.core.analysis.analyze``; rendered by ``bot.render``. No wording lives
+here beyond stable codes and keys: sentences are in ``templates/`` so they can be reviewed
+(and translated) in one place. Every number a person reads is a ``Fact`` with its source.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bot.core.actions import ActionPlan
+from bot.core.evidence import Gap
+
+Severity = Literal["critical", "warning", "info", "ok"]
+Unit = Literal["bytes", "percent", "count", "seconds", "ratio", "text", "cores"]
+Audience = Literal["ai_team", "ops_team"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Fact(_Model):
+    """One measured or read number, and where it came from.
+
+    ``source`` examples: ``procfs:/proc/meminfo``, ``cgroup:/kubepods/burstable/pod.../``,
+    ``k8s:node/status.allocatable``, ``k8s:pod/ml/train-0``, ``nvml:GPU-...``,
+    ``psi:/proc/pressure/memory``.
+    """
+
+    key: str = Field(description="stable id, e.g. 'container.working_set_bytes'")
+    label: str = Field(description="short human label, e.g. 'working set'")
+    value: float | int | str | None
+    unit: Unit
+    source: str
+
+
+class Finding(_Model):
+    code: str = Field(description="stable code, e.g. 'HOST_MEM_NON_GPU_WORKLOAD'")
+    severity: Severity
+    subject: str = Field(description="what it is about: node name, ns/pod, GPU uuid")
+    facts: list[Fact] = Field(default_factory=list)
+    params: dict[str, str | int | float] = Field(
+        default_factory=dict, description="values the template sentence interpolates"
+    )
+
+
+LedgerCategory = Literal[
+    "kernel_slab_unreclaimable",
+    "kernel_slab_reclaimable",
+    "kernel_page_tables",
+    "kernel_stacks",
+    "kernel_other",
+    "page_cache",
+    "pod",
+    "system",
+    "unattributed",
+    "free",
+]
+
+
+class LedgerEntry(_Model):
+    category: LedgerCategory
+    label: str = Field(description="e.g. 'ml/preprocess-7d9f (working set)'")
+    bytes: int
+    source: str
+    pod_key: str | None = Field(None, description="namespace/name for pod entries")
+
+
+class Ledger(_Model):
+    """Node total = kernel + page cache + pods' working sets + unattributed + free (+ residual).
+
+    ``residual_bytes`` is what the parts do not explain (positive: unexplained use;
+    negative: double counting); it is always stated, never hidden.
+    """
+
+    total_bytes: int
+    entries: list[LedgerEntry] = Field(default_factory=list)
+    residual_bytes: int = 0
+
+
+VerdictCause = Literal[
+    "host_memory_workload",
+    "container_limit",
+    "kernel_slab",
+    "gpu_memory",
+    "overcommit",
+    "healthy",
+    "inconclusive",
+]
+
+
+class Verdict(_Model):
+    cause: VerdictCause
+    subject: str | None = Field(None, description="the workload / node / GPU blamed")
+    confidence: Literal["high", "medium", "low"] = "medium"
+    facts: list[Fact] = Field(default_factory=list)
+    params: dict[str, str | int | float] = Field(default_factory=dict)
+
+
+class TalkingPoint(_Model):
+    """A point addressed to one team. ``key`` selects the template sentence.
+
+    ``stance``: whether the evidence supports or contradicts that team's usual position
+    ("our GPU use is fine" / "the node is out of memory"), or is neutral advice.
+    A point without facts is only allowed with ``unverified=True``.
+    """
+
+    audience: Audience
+    key: str
+    stance: Literal["supports", "contradicts", "neutral"] = "neutral"
+    facts: list[Fact] = Field(default_factory=list)
+    params: dict[str, str | int | float] = Field(default_factory=dict)
+    unverified: bool = False
+
+
+class Diagnosis(_Model):
+    node: str
+    collected_at: datetime
+    evidence_age_s: float | None = None
+    verdict: Verdict
+    findings: list[Finding] = Field(default_factory=list)
+    ledger: Ledger
+    talking_points: list[TalkingPoint] = Field(default_factory=list)
+    plans: list[ActionPlan] = Field(default_factory=list)
+    unverified: list[Gap] = Field(default_factory=list, description="what was not verified")

@@ -1,0 +1,274 @@
+"""Tiered remedy plans, as data, from the cluster view and the diagnosis. Pure: no I/O.
+
+Tier 1, stop the cascade: cordon the node, evict every *non-critical* pod. "Non-critical"
+means: requests no GPU AND priority below ``critical_priority_threshold``. Never evicted
+(listed in ``protected`` with the reason): mirror (static) pods, DaemonSet pods, diagnostic
+pods (label ``gpunode.io/role=diagnostic``), pods labelled ``<protected_label>=true``,
+critical-priority pods (priority >= threshold or a ``system-`` class), GPU pods (the
+training we protect), and pods without a controller unless ``force_unmanaged`` (nothing
+would recreate them). Terminating and finished pods are skipped silently.
+
+Tier 2, protect the critical workload: ensure a PriorityClass and set it on the top
+controllers of the GPU pods. Pod priority is immutable, so the template change rolls every
+pod of the controller: ``restarts`` names them. Bare pods and Jobs (immutable template) cannot
+be changed: warning codes, and the plan is unavailable when nothing is left. The "request
+slightly below limit" advice stays a talking point (not automated).
+
+Tier 3, constrain the offender (the verdict's pod, through its top controller): see
+``bot.core.caps`` for how the values are computed from the evidence.
+
+``plan_id``: see ``bot.core.plans``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.core.actions import PATCHABLE_KINDS, ActionPlan, ProtectedPod, Step
+from bot.core.caps import plan_tier3
+from bot.core.cluster import ClusterView, PodInfo
+from bot.core.findings import Diagnosis
+from bot.core.plans import make_plan, plan_id
+from bot.core.thresholds import DEFAULT, Thresholds
+
+PROTECTED_LABEL = "gpunode.io/protected"
+ROLE_LABEL = "gpunode.io/role"
+DEFAULT_PRIORITY_CLASS = "gpunode-critical-training"
+CRITICAL_PRIORITY = DEFAULT.critical_priority_threshold
+
+__all__ = [
+    "DEFAULT_PRIORITY_CLASS",
+    "PROTECTED_LABEL",
+    "make_plan",
+    "plan_all",
+    "plan_id",
+    "plan_tier1",
+    "plan_tier2",
+    "plan_tier3",
+    "protection_reason",
+    "undo_steps",
+]
+
+
+def _terminal(pod: PodInfo) -> bool:
+    return pod.deleting or pod.phase in ("Succeeded", "Failed")
+
+
+def protection_reason(
+    pod: PodInfo,
+    *,
+    protected_label: str = PROTECTED_LABEL,
+    critical_priority_threshold: int = CRITICAL_PRIORITY,
+    force_unmanaged: bool = False,
+) -> str | None:
+    """Why tier 1 must not evict this pod, or None when it is non-critical and evictable."""
+    if pod.is_mirror:
+        return "mirror"
+    if pod.is_daemonset or (pod.top_owner is not None and pod.top_owner.kind == "DaemonSet"):
+        return "daemonset"
+    if pod.labels.get(ROLE_LABEL) == "diagnostic":
+        return "diagnostic"
+    if pod.labels.get(protected_label, "").lower() == "true":
+        return "protected_label"
+    if pod.priority >= critical_priority_threshold or (pod.priority_class_name or "").startswith(
+        "system-"
+    ):
+        return "critical_priority"
+    if pod.gpu_request > 0:
+        return "gpu_workload"
+    if not pod.owners and not force_unmanaged:
+        return "no_controller"
+    return None
+
+
+def plan_tier1(
+    view: ClusterView,
+    diagnosis: Diagnosis | None = None,
+    *,
+    force_unmanaged: bool = False,
+    protected_label: str = PROTECTED_LABEL,
+    critical_priority_threshold: int = CRITICAL_PRIORITY,
+) -> ActionPlan:
+    node = view.node.name
+    steps = [Step(verb="cordon", kind="Node", name=node)]
+    protected: list[ProtectedPod] = []
+    evicted: list[PodInfo] = []
+    for pod in sorted(view.pods, key=lambda p: p.key):
+        if _terminal(pod):
+            continue
+        reason = protection_reason(
+            pod,
+            protected_label=protected_label,
+            critical_priority_threshold=critical_priority_threshold,
+            force_unmanaged=force_unmanaged,
+        )
+        if reason is not None:
+            protected.append(ProtectedPod.model_validate({"pod": pod.key, "reason": reason}))
+        else:
+            evicted.append(pod)
+            steps.append(Step(verb="evict", kind="Pod", namespace=pod.namespace, name=pod.name))
+    warnings: list[str] = []
+    if view.node.unschedulable:
+        warnings.append("already_cordoned")
+    if not evicted:
+        warnings.append("no_pods_to_evict")
+    if force_unmanaged and any(not p.owners for p in evicted):
+        warnings.append("unmanaged_pods_deleted_for_good")
+    if any(p.has_emptydir for p in evicted):
+        warnings.append("emptydir_data_lost")
+    return make_plan(
+        node,
+        1,
+        steps,
+        target=f"Node/{node}",
+        blast_radius=[p.key for p in evicted],
+        protected=protected,
+        reversible=not evicted,
+        warnings=warnings,
+    )
+
+
+def plan_tier2(
+    view: ClusterView,
+    diagnosis: Diagnosis | None = None,
+    *,
+    priority_class: str = DEFAULT_PRIORITY_CLASS,
+    priority_value: int = CRITICAL_PRIORITY,
+    critical_priority_threshold: int = CRITICAL_PRIORITY,
+) -> ActionPlan:
+    node = view.node.name
+    warnings: list[str] = []
+    controllers: dict[tuple[str, str, str], list[PodInfo]] = {}
+    gpu_pods = [p for p in view.pods if p.gpu_request > 0 and not _terminal(p)]
+    for pod in sorted(gpu_pods, key=lambda p: p.key):
+        if pod.priority >= critical_priority_threshold:
+            continue
+        owner = pod.top_owner
+        if owner is None:
+            warnings.append("bare_pod_priority_immutable")
+            continue
+        if owner.kind in ("Job", "CronJob"):
+            warnings.append("job_template_immutable")
+            continue
+        if owner.kind not in PATCHABLE_KINDS:
+            warnings.append("controller_kind_unsupported")
+            continue
+        controllers.setdefault((owner.kind, pod.namespace, owner.name), []).append(pod)
+    # every pod of a chosen controller restarts, GPU or not (same template)
+    for pod in view.pods:
+        owner = pod.top_owner
+        if owner is not None and (owner.kind, pod.namespace, owner.name) in controllers:
+            group = controllers[(owner.kind, pod.namespace, owner.name)]
+            if pod not in group:
+                group.append(pod)
+    if not gpu_pods:
+        warnings.append("no_gpu_workloads")
+    elif not controllers and not warnings:
+        warnings.append("already_critical_priority")
+    steps: list[Step] = []
+    restarts: list[str] = []
+    if controllers:
+        existing = {pc.name: pc for pc in view.priority_classes}
+        if priority_class in existing and existing[priority_class].value != priority_value:
+            warnings.append("priority_class_value_differs")
+        steps.append(
+            Step(
+                verb="ensure_priority_class",
+                kind="PriorityClass",
+                name=priority_class,
+                params={"value": priority_value, "description": "gpunode: critical GPU training"},
+            )
+        )
+        for kind, ns, name in sorted(controllers):
+            steps.append(
+                Step(
+                    verb="set_priority_class",
+                    kind=kind,
+                    namespace=ns,
+                    name=name,
+                    params={"priority_class": priority_class},
+                )
+            )
+            restarts += sorted(p.key for p in controllers[(kind, ns, name)])
+            if kind == "StatefulSet":
+                warnings.append("statefulset_restarts_one_by_one")
+            elif kind == "ReplicaSet":
+                warnings.append("replicaset_template_does_not_roll")
+        warnings.append("pod_priority_immutable_restarts")
+    kinds = sorted(controllers)
+    return make_plan(
+        node,
+        2,
+        steps,
+        target="/".join(kinds[0]) if len(kinds) == 1 else None,
+        blast_radius=restarts,
+        restarts=restarts,
+        reversible=True,
+        warnings=sorted(set(warnings), key=warnings.index),
+        available=bool(controllers),
+    )
+
+
+def plan_all(
+    view: ClusterView,
+    diagnosis: Diagnosis,
+    *,
+    force_unmanaged: bool = False,
+    protected_label: str = PROTECTED_LABEL,
+    thresholds: Thresholds = DEFAULT,
+) -> list[ActionPlan]:
+    threshold = thresholds.critical_priority_threshold
+    return [
+        plan_tier1(
+            view,
+            diagnosis,
+            force_unmanaged=force_unmanaged,
+            protected_label=protected_label,
+            critical_priority_threshold=threshold,
+        ),
+        plan_tier2(view, diagnosis, critical_priority_threshold=threshold),
+        plan_tier3(view, diagnosis, thresholds=thresholds),
+    ]
+
+
+def undo_steps(step: Step, before: dict[str, Any]) -> list[Step]:
+    """Steps that restore ``before`` (a Change's captured state) after ``step`` ran.
+
+    ``before`` is what the gateway's primitives capture (``bot.kube.patching``):
+    cordon/uncordon ``{"unschedulable": bool}``; set_priority_class
+    ``{"priorityClassName": str | None}``; patch_resources ``{"container": name,
+    "resources": {"requests": {...}, "limits": {...}}, "env": {NAME: entry | None}}``.
+    In the returned params a value of None means "was unset: remove it"; an env entry that
+    had more than a literal value (``valueFrom``) is restored whole. Evictions and
+    PriorityClass creation have no undo (a recreated pod is a new pod; an unused class is
+    harmless).
+    """
+    kind, ns, name = step.kind, step.namespace, step.name
+    if step.verb in ("cordon", "uncordon"):
+        was = bool(before.get("unschedulable", step.verb == "uncordon"))
+        if was == (step.verb == "cordon"):
+            return []
+        return [Step(verb="cordon" if was else "uncordon", kind=kind, namespace=ns, name=name)]
+    if step.verb == "set_priority_class":
+        params: dict[str, Any] = {"priority_class": before.get("priorityClassName")}
+        return [Step(verb="set_priority_class", kind=kind, namespace=ns, name=name, params=params)]
+    if step.verb == "patch_resources":
+        old_resources = dict(before.get("resources") or {})
+        params = {"container": before.get("container", step.params.get("container"))}
+        for section in ("requests", "limits"):
+            old = {str(k): str(v) for k, v in (old_resources.get(section) or {}).items()}
+            keys = sorted(set(old) | set(step.params.get(section) or {}))
+            params[section] = {k: old.get(k) for k in keys}
+        env: dict[str, Any] = {}
+        old_env = dict(before.get("env") or {})
+        for var in sorted(set(old_env) | set(step.params.get("env") or {})):
+            entry = old_env.get(var)
+            if entry is None:
+                env[var] = None
+            elif set(entry) <= {"name", "value"}:
+                env[var] = str(entry.get("value", ""))
+            else:
+                env[var] = dict(entry)
+        params["env"] = env
+        return [Step(verb="patch_resources", kind=kind, namespace=ns, name=name, params=params)]
+    return []

@@ -1,0 +1,29 @@
+"""Analysis rules, one module per family (host, kernel, gpu, pods, events).
+
+Each rule is a small pure function ``rule(ctx, t) -> list[Finding]`` over a prepared
+``Context``; ``ALL_RULES`` is the order in which ``bot.core.analysis`` runs them. A rule that
+lacks its inputs (no meminfo, no view, no NVML) returns nothing: gaps are reported separately.
+
+Finding codes are stable (templates and tests key on them); see each module's docstring.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bot.core.findings import Finding
+from bot.core.rules import events, gpu, host, kernel, pods
+from bot.core.rules.context import Context
+from bot.core.thresholds import Thresholds
+
+Rule = Callable[[Context, Thresholds], list[Finding]]
+
+ALL_RULES: tuple[Rule, ...] = (
+    *host.RULES,
+    *kernel.RULES,
+    *pods.RULES,
+    *gpu.RULES,
+    *events.RULES,
+)
+
+__all__ = ["ALL_RULES", "Context", "Rule"]

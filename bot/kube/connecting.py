@@ -1,0 +1,55 @@
+"""Build the ``kubernetes`` ApiClient from ``KubeSettings``.
+
+Modes: ``in_cluster`` (service-account token), ``kubeconfig`` (file + optional context),
+``server`` (explicit URL + optional bearer token, TLS verification switchable), and
+``auto`` (in-cluster when ``KUBERNETES_SERVICE_HOST`` is set, else kubeconfig).
+Configuration errors become ``ConfigError`` saying which setting to fix.
+"""
+
+from __future__ import annotations
+
+import os
+
+from kubernetes import client, config
+
+from bot.config import KubeSettings
+from bot.errors import ConfigError
+from bot.kube.errors import translating
+
+#: urllib3 retries on connection/read errors; one retry rides over a dropped keep-alive
+#: connection without multiplying long timeouts.
+DEFAULT_RETRIES = 1
+
+
+def _server_configuration(settings: KubeSettings) -> client.Configuration:
+    if not settings.server:
+        raise ConfigError("kube.mode is 'server' but kube.server is empty; set the API URL.")
+    cfg = client.Configuration()
+    cfg.host = settings.server.rstrip("/")
+    cfg.verify_ssl = settings.verify_tls
+    if settings.token is not None:
+        cfg.api_key = {"authorization": settings.token.get_secret_value()}
+        cfg.api_key_prefix = {"authorization": "Bearer"}
+    return cfg
+
+
+def build_api_client(settings: KubeSettings, *, retries: int = DEFAULT_RETRIES) -> client.ApiClient:
+    """A configured ApiClient; nothing is contacted yet."""
+    mode = settings.mode
+    if mode == "auto":
+        mode = "in_cluster" if os.environ.get("KUBERNETES_SERVICE_HOST") else "kubeconfig"
+    with translating("load Kubernetes configuration"):
+        if mode == "server":
+            cfg = _server_configuration(settings)
+        elif mode == "in_cluster":
+            cfg = client.Configuration()
+            config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+        else:
+            cfg = client.Configuration()
+            config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=settings.kubeconfig,
+                context=settings.context,
+                client_configuration=cfg,
+            )
+    cfg.retries = retries
+    return client.ApiClient(configuration=cfg)

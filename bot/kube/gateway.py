@@ -1,0 +1,336 @@
+"""``Gateway``: the async face of ``bot.kube``; implements ``bot.services.ports.KubePort``.
+
+Every client call runs in ``asyncio.to_thread`` and every client exception is translated
+(``bot.kube.errors``) before it leaves this module. One diagnosis runs per node at a time:
+concurrent ``run_diagnostic`` calls for a node share one Job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from kubernetes import client
+
+from bot.config import KubeSettings
+from bot.core.allocation import allocated_resources, describe_allocated
+from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
+from bot.core.cluster import ClusterView, NodeInfo, ResourceAllocation
+from bot.core.evidence import EvidenceBundle
+from bot.errors import DiagnosticJobError, GpunodeError, NotFoundError
+from bot.kube import jobs, objects, patching, reading, resizing
+from bot.kube.connecting import build_api_client
+from bot.kube.errors import translate
+from bot.kube.transport import Transport
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+Obj = dict[str, Any]
+
+
+class Gateway:
+    """Talks to one cluster. Build with ``Gateway.from_settings(settings.kube)``."""
+
+    def __init__(self, api_client: client.ApiClient, settings: KubeSettings) -> None:
+        self.transport = Transport(api_client)
+        self.settings = settings
+        self._diagnoses: dict[str, asyncio.Task[EvidenceBundle]] = {}
+        self._waiters: dict[str, int] = {}
+        self._discovery: tuple[str | None, set[str]] | None = None
+
+    @classmethod
+    def from_settings(cls, settings: KubeSettings) -> Gateway:
+        return cls(build_api_client(settings), settings)
+
+    def close(self) -> None:
+        self.transport.api_client.close()  # type: ignore[no-untyped-call]
+
+    async def _call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a sync client function in a thread; translate what it raises."""
+        try:
+            return await asyncio.to_thread(fn, self.transport, *args, **kwargs)
+        except GpunodeError:
+            raise
+        except Exception as exc:
+            raise translate(exc, what=what) from exc
+
+    # -- reads --------------------------------------------------------------------------
+    async def read_node(self, node: str) -> Obj:
+        return await self._call(f"read node {node}", reading.read_node, node)
+
+    async def list_gpu_nodes(self) -> list[NodeInfo]:
+        nodes = await self._call("list nodes", reading.list_nodes)
+        return [objects.parse_node(n) for n in nodes if objects.is_gpu_node(n)]
+
+    async def _metrics(self, groups: dict[str, str]) -> list[Obj] | None:
+        version = groups.get(reading.METRICS_GROUP)
+        if not version:
+            return None
+        try:
+            return await self._call("list pod metrics", reading.list_pod_metrics, version)
+        except GpunodeError as exc:  # served but failing: metrics are optional evidence
+            log.warning("metrics.k8s.io is served but failed: %s", exc)
+            return None
+
+    def _owner_chains(self, t: Transport, pods: list[Obj]) -> list[list[Any]]:
+        cache: dict[tuple[str, str, str], Obj | None] = {}
+        return [reading.owner_chain(t, p, cache) for p in pods]
+
+    async def fleet_allocation(self) -> dict[str, list[ResourceAllocation]]:
+        """kubectl's Allocated-resources rows for every GPU node, from one list of nodes and
+        one (paged) list of all pods, grouped by ``spec.nodeName`` here."""
+        nodes, pods = await asyncio.gather(
+            self._call("list nodes", reading.list_nodes),
+            self._call("list pods", reading.list_all_pods),
+        )
+        by_node: dict[str, list[Obj]] = {}
+        for pod in non_terminated(pods):
+            if name := (pod.get("spec") or {}).get("nodeName"):
+                by_node.setdefault(name, []).append(pod)
+        return {
+            n["metadata"]["name"]: allocated_resources(n, by_node.get(n["metadata"]["name"], []))
+            for n in nodes
+            if objects.is_gpu_node(n)
+        }
+
+    async def get_cluster_view(self, node: str) -> ClusterView:
+        node_obj = await self.read_node(node)
+        all_pods, groups, classes, version = await asyncio.gather(
+            self._call(
+                f"list pods on {node}", reading.list_pods_on_node, node, non_terminated=False
+            ),
+            self._call("discover API groups", reading.served_groups),
+            self._call("list priority classes", reading.list_priority_classes),
+            self._call("read server version", reading.server_version),
+        )
+        pods = non_terminated(all_pods)
+        chains, events, metrics = await asyncio.gather(
+            self._call("read pod owners", self._owner_chains, pods),
+            self._call(f"list events of {node}", reading.list_events, node, all_pods),
+            self._metrics(groups),
+        )
+        keys = {(p["metadata"].get("namespace"), p["metadata"].get("name")) for p in pods}
+        return ClusterView(
+            node=objects.parse_node(node_obj),
+            pods=[objects.parse_pod(p, owners=c) for p, c in zip(pods, chains, strict=True)],
+            events=[objects.parse_event(e) for e in events],
+            allocated=allocated_resources(node_obj, pods),
+            allocated_text=describe_allocated(node_obj, pods),
+            metrics=None
+            if metrics is None
+            else [
+                m
+                for m in (objects.parse_pod_metrics(i) for i in metrics)
+                if (m.namespace, m.name) in keys
+            ],
+            priority_classes=[objects.parse_priority_class(c) for c in classes],
+            server_version=version,
+            observed_at=datetime.now(UTC),
+        )
+
+    async def read_controller(self, kind: str, namespace: str, name: str) -> dict[str, object]:
+        return await self._call(
+            f"read {kind} {namespace}/{name}", patching.read_controller, kind, namespace, name
+        )
+
+    # -- diagnostic Job -------------------------------------------------------------------
+    async def run_diagnostic(self, node: str) -> EvidenceBundle:
+        task = self._diagnoses.get(node)
+        if task is None or task.done():
+            task = asyncio.create_task(self._diagnose(node), name=f"gpunode-diagnose-{node}")
+            self._diagnoses[node] = task
+            task.add_done_callback(functools.partial(self._forget, node))
+        self._waiters[node] = self._waiters.get(node, 0) + 1
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if self._waiters.get(node, 0) <= 1 and not task.done():
+                task.cancel()  # the last waiter left: stop the Job (it is still deleted)
+            raise
+        finally:
+            left = self._waiters.get(node, 1) - 1
+            if left > 0:
+                self._waiters[node] = left
+            else:
+                self._waiters.pop(node, None)
+
+    def _forget(self, node: str, task: asyncio.Task[EvidenceBundle]) -> None:
+        if self._diagnoses.get(node) is task:
+            del self._diagnoses[node]
+        if not task.cancelled():
+            task.exception()  # mark retrieved: a failure is delivered to every waiter
+
+    async def _check_node(self, node: str) -> None:
+        try:
+            node_obj = await self.read_node(node)
+        except NotFoundError as exc:
+            raise DiagnosticJobError(
+                f"node {node} does not exist; check the name (list GPU nodes with `gpunode nodes`)",
+                code="node_not_found",
+            ) from exc
+        info = objects.parse_node(node_obj)
+        if not info.ready:
+            ready = next((c for c in info.conditions if c.type == "Ready"), None)
+            why = f"{ready.reason}: {ready.message}" if ready else "no Ready condition"
+            raise DiagnosticJobError(
+                f"node {node} is not Ready ({why}); its kubelet cannot run the collector - "
+                "look at the node's conditions and events first",
+                code="node_not_ready",
+            )
+
+    async def _diagnose(self, node: str) -> EvidenceBundle:
+        await self._check_node(node)
+        run_id = jobs.new_run_id()
+        job = jobs.build_job(self.settings, node, run_id)
+        ns, name = self.settings.namespace, job["metadata"]["name"]
+        await self._call(f"create diagnostic Job {ns}/{name}", jobs.create_job, job)
+        cancel = threading.Event()
+        try:
+            deadline = time.monotonic() + self.settings.job_timeout_s + jobs.DEADLINE_GRACE_S
+            outcome = await self._call(
+                f"watch diagnostic Job {ns}/{name}",
+                jobs.wait_for_pod,
+                ns,
+                run_id,
+                deadline=deadline,
+                cancel=cancel,
+            )
+            if outcome.state == "succeeded" and outcome.pod is not None:
+                pod_name = outcome.pod["metadata"]["name"]
+                text = await self._call(f"read log of {ns}/{pod_name}", jobs.read_log, ns, pod_name)
+                return jobs.parse_evidence(text)
+            job_now = None
+            if outcome.state in ("timeout", "deleted"):
+                try:
+                    job_now = await self._call(f"read Job {ns}/{name}", jobs.read_job, ns, name)
+                except GpunodeError:
+                    job_now = None
+            raise jobs.failure(outcome, job_now, node=node, timeout_s=self.settings.job_timeout_s)
+        finally:
+            cancel.set()
+            await asyncio.shield(self._delete_job(ns, name))
+
+    async def _delete_job(self, namespace: str, name: str) -> None:
+        try:
+            await self._call(f"delete Job {namespace}/{name}", jobs.delete_job, namespace, name)
+        except NotFoundError:
+            pass
+        except GpunodeError as exc:  # ttlSecondsAfterFinished still removes it later
+            log.warning("could not delete diagnostic Job %s/%s: %s", namespace, name, exc)
+
+    # -- remedies -------------------------------------------------------------------------
+    async def cordon(self, node: str, *, dry_run: bool) -> Change:
+        return await self._call(
+            f"cordon {node}", patching.set_unschedulable, node, True, dry_run=dry_run
+        )
+
+    async def uncordon(self, node: str, *, dry_run: bool) -> Change:
+        return await self._call(
+            f"uncordon {node}", patching.set_unschedulable, node, False, dry_run=dry_run
+        )
+
+    async def evict(self, namespace: str, name: str, *, dry_run: bool) -> EvictionOutcome:
+        return await self._call(
+            f"evict pod {namespace}/{name}", patching.evict, namespace, name, dry_run=dry_run
+        )
+
+    async def evict_pods(
+        self, pods: list[tuple[str, str]], *, dry_run: bool
+    ) -> list[EvictionOutcome]:
+        """Evict several pods concurrently (like drain); one outcome per pod, in order."""
+        return list(await asyncio.gather(*(self.evict(ns, n, dry_run=dry_run) for ns, n in pods)))
+
+    async def ensure_priority_class(
+        self, name: str, value: int, *, description: str, dry_run: bool
+    ) -> Change:
+        return await self._call(
+            f"ensure PriorityClass {name}",
+            patching.ensure_priority_class,
+            name,
+            value,
+            description=description,
+            dry_run=dry_run,
+        )
+
+    async def set_priority_class_name(
+        self, kind: str, namespace: str, name: str, priority_class: str | None, *, dry_run: bool
+    ) -> Change:
+        return await self._call(
+            f"set priorityClassName on {kind} {namespace}/{name}",
+            patching.set_priority_class_name,
+            kind,
+            namespace,
+            name,
+            priority_class,
+            dry_run=dry_run,
+        )
+
+    async def patch_container_resources(
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        container: str,
+        *,
+        requests: ResourceValues,
+        limits: ResourceValues,
+        env: EnvValues,
+        dry_run: bool,
+    ) -> Change:
+        return await self._call(
+            f"patch {kind} {namespace}/{name} container {container}",
+            patching.patch_container_resources,
+            kind,
+            namespace,
+            name,
+            container,
+            requests=requests,
+            limits=limits,
+            env=env,
+            dry_run=dry_run,
+        )
+
+    async def _resize_discovery(self) -> tuple[str | None, set[str]]:
+        if self._discovery is None:
+            version, resources = await asyncio.gather(
+                self._call("read server version", reading.server_version),
+                self._call("discover /api/v1", reading.core_resources),
+            )
+            self._discovery = (version, resources)
+        return self._discovery
+
+    async def resize_pod(
+        self,
+        namespace: str,
+        name: str,
+        container: str,
+        *,
+        requests: dict[str, str],
+        limits: dict[str, str],
+        dry_run: bool,
+    ) -> Change:
+        """In-place resize through ``pods/resize`` where served (kube >= 1.33)."""
+        version, resources = await self._resize_discovery()
+        return await self._call(
+            f"resize pod {namespace}/{name}",
+            resizing.resize_pod,
+            namespace,
+            name,
+            container,
+            requests=requests,
+            limits=limits,
+            dry_run=dry_run,
+            server_version=version,
+            resources=resources,
+        )
+
+
+def non_terminated(pods: list[Obj]) -> list[Obj]:
+    """kubectl's non-terminated pods (phase not Succeeded/Failed), in API order."""
+    return [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]

@@ -1,0 +1,238 @@
+"""API JSON -> ``bot.core.cluster`` models. Pure (``parse_*``); no client calls here.
+
+Quantities keep the API's text; the parsed pod totals come from ``bot.core.allocation`` so
+they match what kubectl shows.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from bot.core.allocation import pod_requests_and_limits
+from bot.core.cluster import (
+    Condition,
+    ContainerInfo,
+    EventInfo,
+    NodeInfo,
+    OwnerRef,
+    PodInfo,
+    PodMetrics,
+    PriorityClassInfo,
+    Taint,
+)
+from bot.core.evidence import QosTier
+from bot.core.quantity import parse_quantity
+
+GPU_RESOURCE = "nvidia.com/gpu"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+_CONTAINER_ID = re.compile(r"^[a-z0-9.-]+://([0-9a-f]{64})$")
+_QOS: dict[str, QosTier] = {
+    "Guaranteed": "guaranteed",
+    "Burstable": "burstable",
+    "BestEffort": "besteffort",
+}
+
+Obj = Mapping[str, Any]
+
+
+def parse_time(value: Any) -> datetime | None:
+    if not value or not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _meta(obj: Obj) -> Obj:
+    return obj.get("metadata") or {}
+
+
+def parse_node(node: Obj) -> NodeInfo:
+    meta, spec, status = _meta(node), node.get("spec") or {}, node.get("status") or {}
+    conditions = [
+        Condition(
+            type=c.get("type", ""),
+            status=c.get("status", "Unknown"),
+            reason=c.get("reason"),
+            message=c.get("message"),
+            last_transition_time=parse_time(c.get("lastTransitionTime")),
+        )
+        for c in status.get("conditions") or []
+    ]
+    ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
+    info = status.get("nodeInfo") or {}
+    labels = dict(meta.get("labels") or {})
+    return NodeInfo(
+        name=meta.get("name", ""),
+        uid=meta.get("uid", ""),
+        labels=labels,
+        capacity={k: str(v) for k, v in (status.get("capacity") or {}).items()},
+        allocatable={k: str(v) for k, v in (status.get("allocatable") or {}).items()},
+        conditions=conditions,
+        taints=[
+            Taint(key=t.get("key", ""), value=t.get("value"), effect=t.get("effect", ""))
+            for t in spec.get("taints") or []
+        ],
+        unschedulable=bool(spec.get("unschedulable")),
+        ready=ready,
+        gpu_product=labels.get(GPU_PRODUCT_LABEL),
+        kubelet_version=info.get("kubeletVersion"),
+        kernel_version=info.get("kernelVersion"),
+        resource_version=meta.get("resourceVersion"),
+    )
+
+
+def is_gpu_node(node: Obj) -> bool:
+    alloc = (node.get("status") or {}).get("allocatable") or {}
+    try:
+        return GPU_RESOURCE in alloc and parse_quantity(alloc[GPU_RESOURCE]).value() > 0
+    except ValueError:
+        return False
+
+
+def controller_ref(obj: Obj) -> Obj | None:
+    """The ownerReference with ``controller: true`` (the one that manages the object)."""
+    for ref in _meta(obj).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return ref  # type: ignore[no-any-return]
+    return None
+
+
+def parse_owner(ref: Obj) -> OwnerRef:
+    return OwnerRef(
+        kind=ref.get("kind", ""),
+        name=ref.get("name", ""),
+        api_version=ref.get("apiVersion", ""),
+        uid=ref.get("uid", ""),
+    )
+
+
+def _container_id(raw: Any) -> str | None:
+    match = _CONTAINER_ID.match(raw or "")
+    return match.group(1) if match else None
+
+
+def _containers(pod: Obj) -> list[ContainerInfo]:
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    statuses = {
+        cs.get("name"): cs
+        for key in ("initContainerStatuses", "containerStatuses")
+        for cs in status.get(key) or []
+    }
+    out = []
+    for init, key in ((True, "initContainers"), (False, "containers")):
+        for c in spec.get(key) or []:
+            cs = statuses.get(c.get("name")) or {}
+            resources = c.get("resources") or {}
+            last = ((cs.get("lastState") or {}).get("terminated") or {}).get("reason")
+            out.append(
+                ContainerInfo(
+                    name=c.get("name", ""),
+                    init=init,
+                    sidecar=init and c.get("restartPolicy") == "Always",
+                    image=c.get("image", ""),
+                    requests={k: str(v) for k, v in (resources.get("requests") or {}).items()},
+                    limits={k: str(v) for k, v in (resources.get("limits") or {}).items()},
+                    container_id=_container_id(cs.get("containerID")),
+                    restart_count=int(cs.get("restartCount") or 0),
+                    last_termination_reason=last,
+                    env={
+                        e["name"]: str(e["value"])
+                        for e in c.get("env") or []
+                        if "name" in e and "value" in e
+                    },
+                )
+            )
+    return out
+
+
+def _memory_limit_bytes(pod: Obj, limits: Mapping[str, Any]) -> int | None:
+    """None when some long-running container has no memory limit (the pod is unbounded)."""
+    spec = pod.get("spec") or {}
+    if "memory" in ((spec.get("resources") or {}).get("limits") or {}):
+        return int(limits["memory"].value())
+    running = list(spec.get("containers") or []) + [
+        c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"
+    ]
+    if not running or "memory" not in limits:
+        return None
+    for c in running:
+        if "memory" not in ((c.get("resources") or {}).get("limits") or {}):
+            return None
+    return int(limits["memory"].value())
+
+
+def parse_pod(pod: Obj, *, owners: Sequence[OwnerRef] = ()) -> PodInfo:
+    meta, spec, status = _meta(pod), pod.get("spec") or {}, pod.get("status") or {}
+    requests, limits = pod_requests_and_limits(pod)
+    ref = controller_ref(pod)
+    volumes = spec.get("volumes") or []
+    return PodInfo(
+        namespace=meta.get("namespace", ""),
+        name=meta.get("name", ""),
+        uid=meta.get("uid", ""),
+        phase=status.get("phase") or "Pending",
+        node_name=spec.get("nodeName"),
+        qos_class=_QOS.get(status.get("qosClass") or "", "besteffort"),
+        priority=int(spec.get("priority") or 0),
+        priority_class_name=spec.get("priorityClassName"),
+        labels=dict(meta.get("labels") or {}),
+        owners=list(owners),
+        containers=_containers(pod),
+        memory_request_bytes=requests["memory"].value() if "memory" in requests else 0,
+        memory_limit_bytes=_memory_limit_bytes(pod, limits),
+        gpu_request=requests[GPU_RESOURCE].value() if GPU_RESOURCE in requests else 0,
+        is_daemonset=bool(ref and ref.get("kind") == "DaemonSet"),
+        is_mirror=MIRROR_ANNOTATION in (meta.get("annotations") or {}),
+        has_emptydir=any("emptyDir" in v for v in volumes),
+        deleting=bool(meta.get("deletionTimestamp")),
+        created_at=parse_time(meta.get("creationTimestamp")),
+    )
+
+
+def parse_event(event: Obj) -> EventInfo:
+    involved = event.get("involvedObject") or event.get("regarding") or {}
+    last = (
+        event.get("lastTimestamp")
+        or (event.get("series") or {}).get("lastObservedTime")
+        or event.get("eventTime")
+        or event.get("firstTimestamp")
+        or _meta(event).get("creationTimestamp")
+    )
+    return EventInfo(
+        namespace=_meta(event).get("namespace", ""),
+        involved_kind=involved.get("kind", ""),
+        involved_name=involved.get("name", ""),
+        reason=event.get("reason") or "",
+        message=event.get("message") or event.get("note") or "",
+        type=event.get("type") or "Normal",
+        count=int(event.get("count") or (event.get("series") or {}).get("count") or 1),
+        last_seen=parse_time(last),
+    )
+
+
+def parse_pod_metrics(item: Obj) -> PodMetrics:
+    total = sum(
+        parse_quantity((c.get("usage") or {}).get("memory", "0")).value()
+        for c in item.get("containers") or []
+    )
+    meta = _meta(item)
+    return PodMetrics(
+        namespace=meta.get("namespace", ""),
+        name=meta.get("name", ""),
+        memory_working_set_bytes=total,
+    )
+
+
+def parse_priority_class(item: Obj) -> PriorityClassInfo:
+    return PriorityClassInfo(
+        name=_meta(item).get("name", ""),
+        value=int(item.get("value") or 0),
+        global_default=bool(item.get("globalDefault")),
+        preemption_policy=item.get("preemptionPolicy"),
+    )

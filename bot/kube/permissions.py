@@ -1,0 +1,56 @@
+"""Every (apiGroup, resource, verb) the gateway calls, for the ClusterRole check in deploy/.
+
+``scope``: ``cluster`` = any namespace or cluster-scoped; ``own_namespace`` = only the
+bot's namespace (``kube.namespace``, where the diagnostic Jobs run). Server-side dry run
+uses the real verb. Discovery (``/api``, ``/apis``, ``/version``) is non-resource and granted
+to every authenticated user by ``system:discovery``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class ApiCall(NamedTuple):
+    api_group: str
+    resource: str
+    verb: str
+    scope: str = "cluster"
+
+
+_CONTROLLERS = (
+    ("apps", "deployments"),
+    ("apps", "statefulsets"),
+    ("apps", "daemonsets"),
+    ("apps", "replicasets"),
+    ("batch", "jobs"),
+    ("batch", "cronjobs"),
+    ("", "replicationcontrollers"),
+)
+
+API_CALLS: tuple[ApiCall, ...] = (
+    # reads for the cluster view
+    ApiCall("", "nodes", "get"),
+    ApiCall("", "nodes", "list"),
+    ApiCall("", "pods", "list"),
+    ApiCall("", "pods", "get"),
+    ApiCall("", "events", "list"),
+    ApiCall("scheduling.k8s.io", "priorityclasses", "list"),
+    ApiCall("metrics.k8s.io", "pods", "list"),
+    *(ApiCall(group, plural, "get") for group, plural in _CONTROLLERS),
+    # the diagnostic Job
+    ApiCall("batch", "jobs", "create", "own_namespace"),
+    ApiCall("batch", "jobs", "delete", "own_namespace"),
+    ApiCall("", "pods", "watch", "own_namespace"),
+    ApiCall("", "pods/log", "get", "own_namespace"),
+    # remedies
+    ApiCall("", "nodes", "patch"),
+    ApiCall("", "pods/eviction", "create"),
+    ApiCall("", "pods/resize", "patch"),
+    ApiCall("policy", "poddisruptionbudgets", "list"),
+    ApiCall("scheduling.k8s.io", "priorityclasses", "get"),
+    ApiCall("scheduling.k8s.io", "priorityclasses", "create"),
+    # tier 2 / 3 patch pod templates of these kinds only (bot.core.actions.PATCHABLE_KINDS)
+    ApiCall("apps", "deployments", "patch"),
+    ApiCall("apps", "statefulsets", "patch"),
+)

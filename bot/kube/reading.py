@@ -1,0 +1,158 @@
+"""Sync reads (run in threads by the gateway): node, pods on a node, owner chains, events,
+metrics when served, priority classes, discovery. Return API JSON; client errors propagate
+for the gateway to translate."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from bot.core.cluster import OwnerRef
+from bot.errors import ForbiddenError, NotFoundError
+from bot.kube.errors import translating
+from bot.kube.objects import controller_ref, parse_owner
+from bot.kube.transport import Transport
+
+Obj = dict[str, Any]
+
+#: kind -> (API path prefix, plural) for controllers the gateway reads and patches
+CONTROLLERS: dict[str, tuple[str, str]] = {
+    "Deployment": ("/apis/apps/v1", "deployments"),
+    "StatefulSet": ("/apis/apps/v1", "statefulsets"),
+    "DaemonSet": ("/apis/apps/v1", "daemonsets"),
+    "ReplicaSet": ("/apis/apps/v1", "replicasets"),
+    "Job": ("/apis/batch/v1", "jobs"),
+    "CronJob": ("/apis/batch/v1", "cronjobs"),
+    "ReplicationController": ("/api/v1", "replicationcontrollers"),
+}
+#: how deep an ownerReference chain may go (Pod -> RS -> Deployment is 2; guards loops)
+MAX_OWNER_DEPTH = 5
+#: events kept per view, newest first
+MAX_EVENTS = 200
+METRICS_GROUP = "metrics.k8s.io"
+
+
+def controller_path(kind: str, namespace: str, name: str) -> str:
+    try:
+        prefix, plural = CONTROLLERS[kind]
+    except KeyError:
+        known = ", ".join(sorted(CONTROLLERS))
+        raise ValueError(f"unsupported controller kind {kind!r}; use one of {known}") from None
+    return f"{prefix}/namespaces/{namespace}/{plural}/{name}"
+
+
+def read_node(t: Transport, name: str) -> Obj:
+    return t.get(f"/api/v1/nodes/{name}")  # type: ignore[no-any-return]
+
+
+def list_nodes(t: Transport) -> list[Obj]:
+    return t.list_all("/api/v1/nodes")
+
+
+def list_pods_on_node(t: Transport, node: str, *, non_terminated: bool) -> list[Obj]:
+    """kubectl's selector (``spec.nodeName=...,status.phase!=Succeeded,...``) or all phases."""
+    selector = f"spec.nodeName={node}"
+    if non_terminated:
+        selector += ",status.phase!=Succeeded,status.phase!=Failed"
+    return t.list_all("/api/v1/pods", field_selector=selector)
+
+
+def list_all_pods(t: Transport) -> list[Obj]:
+    return t.list_all("/api/v1/pods")
+
+
+def owner_chain(
+    t: Transport, pod: Obj, cache: dict[tuple[str, str, str], Obj | None]
+) -> list[OwnerRef]:
+    """Controller refs from the pod up to the top controller (nearest first).
+
+    A kind the gateway does not know, or an owner it may not read (404/403), ends the chain
+    at that owner: it is still reported, only its own owners stay unknown.
+    """
+    namespace = (pod.get("metadata") or {}).get("namespace", "")
+    chain: list[OwnerRef] = []
+    obj: Obj | None = pod
+    while obj is not None and len(chain) < MAX_OWNER_DEPTH:
+        ref = controller_ref(obj)
+        if ref is None:
+            break
+        owner = parse_owner(ref)
+        chain.append(owner)
+        if owner.kind not in CONTROLLERS:
+            break
+        key = (owner.kind, namespace, owner.name)
+        if key not in cache:
+            try:
+                with translating(f"read {owner.kind} {namespace}/{owner.name}"):
+                    cache[key] = t.get(controller_path(owner.kind, namespace, owner.name))
+            except (NotFoundError, ForbiddenError):
+                cache[key] = None
+        obj = cache[key]
+    return chain
+
+
+def list_events(t: Transport, node: str, pods: Iterable[Obj]) -> list[Obj]:
+    """Events about the node and about the given pods (newest first, at most MAX_EVENTS).
+
+    Node events: field selector on the involved object. Pod events: one list per namespace
+    that has pods on the node, filtered to those pods here (kept even if the server ignores
+    the selector).
+    """
+    node_events = [
+        e
+        for e in t.list_all(
+            "/api/v1/events",
+            field_selector=f"involvedObject.kind=Node,involvedObject.name={node}",
+        )
+        if (e.get("involvedObject") or {}).get("kind") == "Node"
+        and (e.get("involvedObject") or {}).get("name") == node
+    ]
+    wanted: dict[str, set[str]] = {}
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        wanted.setdefault(meta.get("namespace", ""), set()).add(meta.get("name", ""))
+    pod_events = []
+    for namespace, names in sorted(wanted.items()):
+        for e in t.list_all(
+            f"/api/v1/namespaces/{namespace}/events", field_selector="involvedObject.kind=Pod"
+        ):
+            involved = e.get("involvedObject") or {}
+            if involved.get("kind") == "Pod" and involved.get("name") in names:
+                pod_events.append(e)
+    events = node_events + pod_events
+    events.sort(key=_event_time, reverse=True)
+    return events[:MAX_EVENTS]
+
+
+def _event_time(e: Obj) -> str:
+    return str(
+        e.get("lastTimestamp")
+        or e.get("eventTime")
+        or e.get("firstTimestamp")
+        or (e.get("metadata") or {}).get("creationTimestamp")
+        or ""
+    )
+
+
+def served_groups(t: Transport) -> dict[str, str]:
+    """API group -> preferred version, from ``/apis`` discovery."""
+    groups = t.get("/apis").get("groups") or []
+    return {g.get("name", ""): (g.get("preferredVersion") or {}).get("version", "") for g in groups}
+
+
+def list_pod_metrics(t: Transport, version: str) -> list[Obj]:
+    return t.list_all(f"/apis/{METRICS_GROUP}/{version}/pods")
+
+
+def list_priority_classes(t: Transport) -> list[Obj]:
+    return t.list_all("/apis/scheduling.k8s.io/v1/priorityclasses")
+
+
+def server_version(t: Transport) -> str | None:
+    version = t.get("/version")
+    return version.get("gitVersion") if isinstance(version, dict) else None
+
+
+def core_resources(t: Transport) -> set[str]:
+    """Names in ``/api/v1`` discovery (``pods/resize``, ``pods/eviction``, ...)."""
+    return {r.get("name", "") for r in t.get("/api/v1").get("resources") or []}

@@ -1,0 +1,99 @@
+"""Raw JSON requests through the official client's ApiClient (auth, TLS, pooling, retries).
+
+Why not the typed ``CoreV1Api`` models: the gateway wants API JSON (the allocation port
+reads ``kubectl get -o json`` shapes) and model deserialization dominates large lists
+(see bench/fleet.py). Every request still goes through ``ApiClient.param_serialize`` and
+``call_api``, so authentication and configuration are the client's own.
+
+Sync on purpose: callers run it in ``asyncio.to_thread``. Errors are client exceptions here;
+``bot.kube.errors`` translates them at the gateway's boundary.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+#: seconds for one ordinary request (connect + read); watches use their own timeouts
+REQUEST_TIMEOUT_S = 30.0
+
+SMP = "application/strategic-merge-patch+json"
+MERGE = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+
+class Transport:
+    """``request`` returns parsed JSON (or text with ``text=True``); raises ApiException."""
+
+    def __init__(self, api_client: client.ApiClient, *, timeout_s: float = REQUEST_TIMEOUT_S):
+        self.api_client = api_client
+        self.timeout_s = timeout_s
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, Any]] = (),
+        body: Any = None,
+        content_type: str | None = None,
+        text: bool = False,
+        timeout_s: float | None = None,
+    ) -> Any:
+        headers = {"Accept": "text/plain" if text else "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type or "application/json"
+        method_, url, header_params, body_, _ = self.api_client.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=[(k, v) for k, v in query if v is not None],
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        response = self.api_client.call_api(
+            method_,
+            url,
+            header_params=header_params,
+            body=body_,
+            _request_timeout=timeout_s or self.timeout_s,
+        )
+        data = response.read()  # type: ignore[no-untyped-call]
+        if not 200 <= response.status <= 299:
+            raise ApiException.from_response(
+                http_resp=response, body=data.decode("utf-8", "replace"), data=None
+            )
+        if text:
+            return data.decode("utf-8", "replace")
+        return json.loads(data) if data else {}
+
+    def get(self, path: str, **query: Any) -> Any:
+        return self.request("GET", path, query=_query(query))
+
+    def list_all(self, path: str, *, page_size: int = 500, **query: Any) -> list[Any]:
+        """Every item of a list, following ``continue`` tokens (pages of ``page_size``)."""
+        return list(self.iter_items(path, page_size=page_size, **query))
+
+    def iter_items(self, path: str, *, page_size: int = 500, **query: Any) -> Iterator[Any]:
+        token: str | None = None
+        while True:
+            page = self.request(
+                "GET", path, query=[*_query(query), ("limit", page_size), ("continue", token)]
+            )
+            yield from page.get("items") or []
+            token = (page.get("metadata") or {}).get("continue") or None
+            if not token:
+                return
+
+
+def _query(params: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """snake_case keyword arguments to the API's camelCase query parameters."""
+    out = []
+    for key, value in params.items():
+        head, *rest = key.split("_")
+        out.append((head + "".join(part.title() for part in rest), value))
+    return out

@@ -1,0 +1,284 @@
+"""Block Kit for the action flow: confirmation modal, dry-run message, approval request,
+outcome (which replaces the buttons), before/after diff, and short notices.
+
+Structure here, wording in ``templates/slack/<locale>/acting.j2``. Button values carry only
+ids (action, approval); everything else is re-read from the store at click time.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from bot.core.actions import ActionPlan
+from bot.core.approvals import ApprovalRequest
+from bot.core.diffing import DiagnosisDiff
+from bot.core.findings import Diagnosis
+from bot.render import environment
+from bot.render.blocks import Block, Message, context, divider, fit, header, section
+from bot.render.filters import truncate
+
+CONFIRM_CALLBACK = "gpunode_confirm"
+APPLY, CANCEL, UNDO = "gpunode_apply", "gpunode_cancel", "gpunode_undo"
+APPROVE, DENY, REDIAGNOSE = "gpunode_approve", "gpunode_deny", "gpunode_rediagnose"
+MODAL_TEXT = 3000  # section text limit inside views as in messages
+
+
+def _t(locale: str = "en") -> Any:
+    return environment.macros("slack", "acting.j2", locale=locale)
+
+
+def _s(value: Any) -> str:
+    return str(value).strip()
+
+
+def _plain(text: str, limit: int = 75) -> dict[str, Any]:
+    return {"type": "plain_text", "text": truncate(text, limit)}
+
+
+def _button(action_id: str, text: str, value: str, style: str | None = None) -> Block:
+    b: Block = {"type": "button", "action_id": action_id, "text": _plain(text), "value": value}
+    if style:
+        b["style"] = style
+    return b
+
+
+def _input(block_id: str, label: str, element: Block, *, optional: bool = False) -> Block:
+    return {
+        "type": "input",
+        "block_id": block_id,
+        "label": _plain(label, 2000),
+        "optional": optional,
+        "element": element,
+    }
+
+
+def _text_input(initial: str | None, *, multiline: bool = False) -> Block:
+    el: Block = {"type": "plain_text_input", "action_id": "value", "multiline": multiline}
+    if initial:
+        el["initial_value"] = initial
+    return el
+
+
+def confirmation_modal(
+    plan: ActionPlan, *, diagnosis: Diagnosis, meta: dict[str, Any], locale: str = "en"
+) -> dict[str, Any]:
+    t = _t(locale)
+    blocks: list[Block] = [section(_s(t.modal_intro(plan)))]
+    if plan.tier == 1:
+        blocks.append(section(_s(t.modal_evictions(plan))))
+        if plan.protected:
+            blocks.append(section(_s(t.modal_protected(plan))))
+    else:
+        blocks.append(section(_s(t.modal_steps(plan))))
+    if plan.restarts:
+        blocks.append(section(_s(t.modal_restarts(plan))))
+    if plan.values is not None:
+        v = plan.values
+        blocks.append(section(_s(t.modal_values(plan))))
+        blocks.append(
+            _input("memory_limit", _s(t.label("memory_limit")), _text_input(v.memory_limit))
+        )
+        blocks.append(
+            _input("memory_request", _s(t.label("memory_request")), _text_input(v.memory_request))
+        )
+        blocks.append(
+            _input("cpu_limit", _s(t.label("cpu_limit")), _text_input(v.cpu_limit), optional=True)
+        )
+        blocks.append(
+            _input(
+                "cpu_request", _s(t.label("cpu_request")), _text_input(v.cpu_request), optional=True
+            )
+        )
+        omp: Block = {
+            "type": "number_input",
+            "action_id": "value",
+            "is_decimal_allowed": False,
+            "min_value": "1",
+            "max_value": "1024",
+        }
+        if v.omp_num_threads is not None:
+            omp["initial_value"] = str(v.omp_num_threads)
+        blocks.append(_input("omp_num_threads", _s(t.label("omp_num_threads")), omp, optional=True))
+        option = {"text": _plain(_s(t.label("accept_oom_option")), 75), "value": "yes"}
+        blocks.append(
+            _input(
+                "accept_oom",
+                _s(t.label("accept_oom")),
+                {"type": "checkboxes", "action_id": "value", "options": [option]},
+                optional=True,
+            )
+        )
+    blocks.append(_input("reason", _s(t.label("reason")), _text_input(None, multiline=True)))
+    return {
+        "type": "modal",
+        "callback_id": CONFIRM_CALLBACK,
+        "private_metadata": json.dumps(meta, separators=(",", ":")),
+        "title": _plain(_s(t.modal_title(plan.tier)), 24),
+        "submit": _plain(_s(t.modal_submit(plan.tier)), 24),
+        "close": _plain("Cancel", 24),
+        "blocks": blocks[:100],
+    }
+
+
+def _result_lines(result: Any, t: Any) -> list[str]:
+    if result is None:
+        return []
+    lines = [_s(t.change_line(c)) for c in result.changes]
+    lines += [_s(t.eviction_line(e)) for e in result.evictions]
+    if result.error is not None:
+        lines.append(_s(t.error_line(result.error.code, result.error.message, result.failed_step)))
+    if result.not_run:
+        lines.append(_s(t.not_run_line(result.not_run)))
+    return lines
+
+
+def _lines_blocks(lines: list[str]) -> list[Block]:
+    blocks: list[Block] = []
+    chunk: list[str] = []
+    size = 0
+    for line in lines:
+        if size + len(line) + 1 > MODAL_TEXT - 100 and chunk:
+            blocks.append(section("\n".join(chunk)))
+            chunk, size = [], 0
+        chunk.append(line)
+        size += len(line) + 1
+    if chunk:
+        blocks.append(section("\n".join(chunk)))
+    return blocks
+
+
+def dry_run_message(
+    plan: ActionPlan,
+    *,
+    action_id: str,
+    requester: str,
+    reason: str,
+    result: Any,
+    needs_approval: bool,
+    locale: str = "en",
+) -> Message:
+    t = _t(locale)
+    blocks: list[Block] = [
+        header(_s(t.dry_run_header(plan))),
+        section(_s(t.dry_run_summary(plan, requester, reason, result.ok, needs_approval))),
+    ]
+    blocks += _lines_blocks(_result_lines(result, t))
+    text = truncate(_s(t.dry_run_header(plan)), 3000)
+    if not result.ok:
+        # applying would fail the same way: the request is closed, offer a fresh diagnosis
+        retry = _button(REDIAGNOSE, _s(t.rediagnose_button()), plan.node, "primary")
+        tail = [{"type": "actions", "block_id": f"act:{action_id}", "elements": [retry]}]
+        return text, fit(blocks, "…", tail=tail)
+    apply = _button(APPLY, _s(t.apply_button()), action_id, "danger")
+    apply["confirm"] = {
+        "title": _plain(_s(t.apply_confirm_title()), 100),
+        "text": _plain(_s(t.apply_confirm_text(plan)), 300),
+        "confirm": _plain(_s(t.apply_button())),
+        "deny": _plain(_s(t.cancel_button())),
+        "style": "danger",
+    }
+    actions = {
+        "type": "actions",
+        "block_id": f"act:{action_id}",
+        "elements": [apply, _button(CANCEL, _s(t.cancel_button()), action_id)],
+    }
+    return text, fit(blocks, "…", tail=[actions])
+
+
+def approval_message(
+    plan: ActionPlan,
+    req: ApprovalRequest,
+    *,
+    reason: str,
+    roles: tuple[str, ...],
+    locale: str = "en",
+) -> Message:
+    t = _t(locale)
+    body = _s(t.approval_text(plan, req, reason, list(roles)))
+    blocks: list[Block] = [
+        section(body),
+        {
+            "type": "actions",
+            "block_id": f"approval:{req.id}",
+            "elements": [
+                _button(APPROVE, _s(t.approve_button()), req.id, "primary"),
+                _button(DENY, _s(t.deny_button()), req.id, "danger"),
+            ],
+        },
+    ]
+    return truncate(body, 3000), blocks
+
+
+def approval_closed(
+    plan: ActionPlan,
+    req: ApprovalRequest,
+    *,
+    state: str,
+    by: str,
+    reason: str,
+    locale: str = "en",
+) -> Message:
+    """The approval request once decided (``approved``, ``denied``, ``expired``): the same
+    request with its outcome and no buttons, so nobody clicks a dead Approve."""
+    t = _t(locale)
+    body = _s(t.approval_closed_text(plan, req, state, by, reason))
+    return truncate(body, 3000), [section(body)]
+
+
+def vote_refusal(outcome: str, locale: str = "en") -> str:
+    return _s(_t(locale).vote_refusal(outcome))
+
+
+def outcome_message(
+    plan: ActionPlan,
+    *,
+    action_id: str,
+    state: str,
+    requester: str,
+    by: str,
+    reason: str,
+    detail: str,
+    result: Any,
+    undo: bool,
+    locale: str = "en",
+) -> Message:
+    t = _t(locale)
+    summary = _s(t.outcome_summary(plan, state, requester, by, reason, detail))
+    blocks: list[Block] = [section(summary)]
+    if result is not None:
+        blocked = [e for e in result.evictions if e.status == "blocked"]
+        if blocked:
+            blocks.append(context(_s(t.blocked_summary(blocked))))
+        blocks += _lines_blocks(_result_lines(result, t))
+    elements: list[Block] = []
+    if undo:
+        elements.append(_button(UNDO, _s(t.undo_button()), action_id))
+    if state == "stale":
+        elements.append(_button(REDIAGNOSE, _s(t.rediagnose_button()), plan.node, "primary"))
+    tail = (
+        [{"type": "actions", "block_id": f"done:{action_id}", "elements": elements}]
+        if elements
+        else []
+    )
+    return truncate(summary, 3000), fit(blocks, "…", tail=tail)
+
+
+def diff_message(diff: DiagnosisDiff, locale: str = "en") -> Message:
+    t = _t(locale)
+    blocks = [
+        header(_s(t.diff_header(diff))),
+        section(_s(t.diff_summary(diff))),
+        section(_s(t.diff_ledger(diff))),
+    ]
+    findings = _s(t.diff_findings(diff))
+    if findings:
+        blocks.append(section(findings))
+    blocks.append(divider())
+    return truncate(_s(t.diff_summary(diff)), 3000), blocks
+
+
+def notice(key: str, locale: str = "en", **params: Any) -> Message:
+    macro = getattr(_t(locale), f"notice_{key}")
+    text = _s(macro(**params))
+    return truncate(text, 3000), [section(text)]

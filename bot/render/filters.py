@@ -1,0 +1,190 @@
+"""Formatting and escaping shared by every view. Pure functions, no Jinja import.
+
+Escaping contract (reference/slack.md section 3): Slack mrkdwn needs only ``&`` ``<`` ``>``
+replaced, ``&`` first; never HTML-encode the rest. Markdown escapes inline markup and raw
+HTML so a hostile pod name cannot inject links, emphasis or tags into a report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from bot.core.quantity import QuantityError, parse_quantity
+
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def fmt_bytes(value: float | int | None) -> str:
+    """Binary units with one decimal: ``62.0 GiB``; ``n/a`` for None; sign kept."""
+    if value is None:
+        return "n/a"
+    sign = "-" if value < 0 else ""
+    n = float(abs(value))
+    if n < 1024:
+        return f"{sign}{int(n)} B"
+    unit = 0
+    while n >= 1024 and unit < len(_UNITS) - 1:
+        n /= 1024
+        unit += 1
+    return f"{sign}{n:.1f} {_UNITS[unit]}"
+
+
+def fmt_percent(value: float | int | None) -> str:
+    """A 0-100 value: ``85%``, small values keep one decimal (``3.5%``)."""
+    if value is None:
+        return "n/a"
+    v = float(value)
+    if v != 0 and abs(v) < 10:
+        return f"{v:.1f}%"
+    return f"{v:.0f}%"
+
+
+def fmt_ratio(value: float | int | None) -> str:
+    """A 0-1 ratio shown as a percentage."""
+    return "n/a" if value is None else fmt_percent(float(value) * 100)
+
+
+def fmt_duration(seconds: float | int | None) -> str:
+    """``45s``, ``3m 20s``, ``2h 5m``, ``1d 3h``."""
+    if seconds is None:
+        return "n/a"
+    s = round(float(seconds))
+    if s < 60:
+        return f"{s}s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m}m {s}s" if s else f"{m}m"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{h}h {m}m" if m else f"{h}h"
+    d, h = divmod(h, 24)
+    return f"{d}d {h}h" if h else f"{d}d"
+
+
+def fmt_number(value: float | int | str | None) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.0f}" if value.is_integer() else f"{value:,.2f}"
+    return str(value)
+
+
+def mrkdwn(text: object) -> str:
+    """Slack mrkdwn escape: ``&`` first, then ``<`` and ``>``. Nothing else."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+_MD_SPECIAL = "\\`*_[]|~#"
+
+
+def md(text: object) -> str:
+    """Markdown inline escape: HTML-significant characters as entities, inline markup
+    characters backslash-escaped, newlines flattened (safe in table cells and list items)."""
+    out = (
+        plain(str(text).replace("\n", " "))
+        .replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+    )
+    out = "".join("\\" + c if c in _MD_SPECIAL else c for c in out)
+    return out.replace("\r", " ").replace("\n", " ")
+
+
+def plain(text: object) -> str:
+    """Terminal text: control characters (ANSI escapes included) made visible as ``?``."""
+    return "".join(c if c.isprintable() else "?" for c in str(text))
+
+
+def md_code(text: object) -> str:
+    """An inline Markdown code span that survives backticks in the text. Nothing renders
+    inside a code span, so only ``|`` (GFM table cells) and control characters are
+    neutralised."""
+    s = plain(str(text).replace("\n", " ")).replace("|", "\\|")
+    fence = "`"
+    while fence in s:
+        fence += "`"
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
+def truncate(text: str, limit: int, *, marker: str = "…") -> str:
+    """Cut to at most ``limit`` characters, ending with ``marker`` when cut."""
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - len(marker))] + marker
+
+
+ESCAPERS: dict[str, Callable[[object], str]] = {"mrkdwn": mrkdwn, "markdown": md, "text": plain}
+
+
+def format_value(value: float | int | str | None, unit: str) -> str:
+    """A fact's value by its unit (``bytes``, ``percent``, ``ratio``, ``seconds``...)."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, str):
+        return value
+    if unit == "bytes":
+        return fmt_bytes(value)
+    if unit == "percent":
+        return fmt_percent(value)
+    if unit == "ratio":
+        return fmt_ratio(value)
+    if unit == "seconds":
+        return fmt_duration(value)
+    if unit == "cores":
+        return f"{fmt_number(value)} cores"
+    return fmt_number(value)
+
+
+def format_param(name: str, value: float | int | str | None) -> str:
+    """A template parameter by its name's unit suffix (``_bytes``, ``_percent``, ``_ratio``,
+    ``_s``); strings are returned unescaped (the caller escapes for its format)."""
+    if isinstance(value, str) or value is None:
+        return "n/a" if value is None else value
+    if name in ("percent", "share"):
+        return format_value(value, "percent")
+    for suffix, unit in (
+        ("_bytes", "bytes"),
+        ("_percent", "percent"),
+        ("_pct", "percent"),
+        ("_ratio", "ratio"),
+        ("_s", "seconds"),
+        ("_seconds", "seconds"),
+        ("_cores", "cores"),
+    ):
+        if name.endswith(suffix):
+            return format_value(value, unit)
+    return fmt_number(value)
+
+
+def memory_hint(value: object) -> str:
+    """`` (42.9 GiB)`` after a memory quantity that is not a round number of GiB
+    (``43904Mi``), else ``""``: the quantity stays exactly as Kubernetes reads it and the
+    reader gets a size they can compare. Never echoes its input, so it needs no escaping."""
+    try:
+        size = parse_quantity(str(value)).as_float()
+    except QuantityError:
+        return ""
+    if size >= 1 << 30 and not float(size / (1 << 30)).is_integer():
+        return f" ({fmt_bytes(size)})"
+    return ""
+
+
+FILTERS: dict[str, Callable[..., Any]] = {
+    "bytes": fmt_bytes,
+    "percent": fmt_percent,
+    "ratio": fmt_ratio,
+    "duration": fmt_duration,
+    "number": fmt_number,
+    "mrkdwn": mrkdwn,
+    "md": md,
+    "md_code": md_code,
+    "plain": plain,
+    "truncate_to": truncate,
+    "memory_hint": memory_hint,
+}

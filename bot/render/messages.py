@@ -1,0 +1,96 @@
+"""Slack messages of an incident thread beyond the diagnosis itself: the root status line
+and short notices, plus ``render_diagnosis_messages`` (the three diagnosis messages).
+
+Each function returns ``(fallback_text, blocks)``; wording in ``templates/slack/<locale>/``.
+Notice params are raw; the templates escape every string with the mrkdwn escape.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from bot.core.evidence import EvidenceBundle
+from bot.core.findings import Diagnosis
+from bot.render import environment
+from bot.render.blocks import Block, Message, context, diagnosis_messages, section
+from bot.render.filters import truncate
+
+NOTICE_KEYS = (
+    "diagnose_started",
+    "diagnose_joined",
+    "diagnose_failed",
+    "node_not_found",
+    "usage_error",
+    "help",
+    "status_list",
+    "top_nodes",
+    "alert_firing",
+    "alert_resolved",
+    "resolved",
+    "timeline_uploaded",
+    "channel_not_served",
+    "command_failed",
+)
+_MARKUP = re.compile(r"```|[*_`]|:[a-z0-9_+-]+: ?")
+
+
+def _plain(mrkdwn_text: str) -> str:
+    """A notification fallback: the mrkdwn without emphasis and emoji. Entities stay
+    escaped: Slack parses ``text`` as mrkdwn too, so unescaping would turn a hostile
+    ``&lt;!channel&gt;`` back into a mention."""
+    return " ".join(_MARKUP.sub("", mrkdwn_text).split())
+
+
+def render_root(
+    *,
+    incident_id: str,
+    node: str,
+    state: str,
+    headline: str,
+    opened_by: str,
+    progress: str | None,
+    locale: str = "en",
+) -> Message:
+    """Root message of an incident thread. ``headline`` is already mrkdwn (the verdict
+    sentence from ``verdict_headline``) or plain text from the caller (escaped here if it
+    contains markup characters that are not entities)."""
+    t = environment.macros("slack", "notices.j2", locale=locale)
+    status = str(t.root_status(incident_id, node, state)).strip()
+    lines = [status]
+    if headline:
+        lines.append(str(t.root_headline(headline)).strip())
+    blocks: list[Block] = [section("\n".join(lines))]
+    meta = [str(t.root_opened_by(opened_by)).strip()]
+    if progress:
+        meta.append(str(t.root_progress(progress)).strip())
+    blocks.append(context(*meta))
+    text = _plain(status) + (f": {_plain(headline)}" if headline else "")
+    return truncate(text, 3000), blocks
+
+
+def render_notice(key: str, locale: str = "en", **params: Any) -> Message:
+    """A short notice. Unknown keys render the key itself (never crash a reply)."""
+    t = environment.macros("slack", "notices.j2", locale=locale)
+    macro = getattr(t, key, None) if key in NOTICE_KEYS else None
+    body = str(macro(params) if macro is not None else t.unknown(key)).strip()
+    return truncate(_plain(body), 3000), [section(body)]
+
+
+def verdict_headline(diagnosis: Diagnosis, *, locale: str = "en") -> str:
+    """The verdict as one mrkdwn sentence (for the root message's headline)."""
+    from bot.render.sentences import sentence
+
+    v = diagnosis.verdict
+    return sentence("verdicts", v.cause, v.params, fmt="mrkdwn", subject=v.subject, locale=locale)
+
+
+def render_diagnosis_messages(
+    diagnosis: Diagnosis,
+    *,
+    incident_id: str | None,
+    bundle: EvidenceBundle | None = None,
+    locale: str = "en",
+) -> list[Message]:
+    """[evidence, talking points, actions] for the incident thread, each within limits."""
+    return diagnosis_messages(diagnosis, bundle, incident=incident_id, locale=locale)

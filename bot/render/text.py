@@ -1,0 +1,26 @@
+"""The terminal report (``gpunode diagnose|analyze --format text``): plain, aligned text.
+
+No ANSI colour: output is often piped or pasted into a ticket, and control characters in
+node-supplied strings are neutralised by the ``plain`` filter.
+"""
+
+from __future__ import annotations
+
+from bot.core.evidence import EvidenceBundle
+from bot.core.findings import Diagnosis
+from bot.render import environment
+from bot.render.reports import context_for
+from bot.render.views import build_view
+
+
+def render_report_text(
+    diagnosis: Diagnosis,
+    bundle: EvidenceBundle | None = None,
+    *,
+    incident: str | None = None,
+    locale: str = "en",
+    top_pods: int = 10,
+) -> str:
+    view = build_view(diagnosis, bundle, top_pods=top_pods)
+    ctx = context_for(view, fmt="text", incident=incident, locale=locale, source_limit=72)
+    return environment.render("text", "report.txt.j2", locale=locale, **ctx)

@@ -1,0 +1,144 @@
+"""``gpunode demo``: the whole product on loopback, no Slack workspace and no cluster.
+
+One process runs the Kubernetes stand-in (a scenario, ``seed`` by default), the Slack
+stand-in with its browser console, and the real bot wired to both exactly as ``serve`` wires
+it to the real services. ``--script`` runs the demo story headless and prints the thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiohttp import web
+
+from bot.config import ActionSettings, HttpSettings, Settings, SlackSettings, StoreSettings
+from bot.core.thresholds import Thresholds
+from bot.sandbox.kubesim import KubeSim, load_scenario
+from bot.sandbox.slacksim import SlackSim
+from bot.sandbox.story import CHANNEL, run_story
+from bot.services.policy_loading import read_policy
+from bot.slack.chatting import make_client
+from bot.slack.runtime import Runtime, build_runtime
+
+SIGNING_SECRET = "demo-signing-secret"
+BOT_TOKEN = "xoxb-demo"
+POLICY = Path(__file__).with_name("demo_policy.yaml")
+NAMESPACE = "gpunode"
+
+
+@dataclass
+class Demo:
+    kube: KubeSim
+    slack: SlackSim
+    runtime: Runtime
+    bot_url: str
+    console_url: str
+
+    async def drain(self) -> None:
+        await self.runtime.services.bg.drain(timeout_s=120)
+
+
+def _install_namespace(kube: KubeSim, namespace: str) -> None:
+    """The bot's own namespace, as ``kubectl create namespace gpunode`` does on a real install."""
+    if kube.get("namespaces", None, namespace) is None:
+        kube.api.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+
+
+def _gateway(url: str) -> object:
+    from bot.config import KubeSettings
+    from bot.kube.gateway import Gateway
+
+    return Gateway.from_settings(
+        KubeSettings(mode="server", server=url, verify_tls=False, namespace=NAMESPACE)
+    )
+
+
+@contextlib.asynccontextmanager
+async def running_demo(
+    scenario: str = "seed",
+    *,
+    console_port: int = 0,
+    store_path: str | None = None,
+    alert_token: str | None = None,
+) -> AsyncIterator[Demo]:
+    """Start the three parts on loopback; stop them all on exit.
+
+    ``alert_token``: require ``Authorization: Bearer <token>`` on ``/alertmanager``.
+    """
+    kube = KubeSim(load_scenario(scenario))
+    _install_namespace(kube, NAMESPACE)
+    kube_url = await kube.start()
+    slack = SlackSim(signing_secret=SIGNING_SECRET, bot_token=BOT_TOKEN)
+    console_url = await slack.start(port=console_port)
+    tmp = tempfile.TemporaryDirectory(prefix="gpunode-demo-")
+    settings = Settings(
+        slack=SlackSettings(
+            signing_secret=SIGNING_SECRET,
+            bot_token=BOT_TOKEN,
+            api_base_url=slack.api_url,
+            incident_channel=CHANNEL,
+        ),
+        store=StoreSettings(path=store_path or str(Path(tmp.name) / "gpunode.db")),
+        actions=ActionSettings(policy_file=str(POLICY)),
+        http=HttpSettings(alertmanager_token=alert_token),
+    )
+    runtime = await build_runtime(
+        settings,
+        kube=_gateway(kube_url),  # type: ignore[arg-type]
+        client=make_client(BOT_TOKEN, base_url=slack.api_url),
+        policy=read_policy(POLICY),
+        thresholds=Thresholds(),
+    )
+    runner = web.AppRunner(runtime.web_app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    bot_url = f"http://127.0.0.1:{port}"
+    slack.set_request_url(f"{bot_url}/slack/events")
+    try:
+        yield Demo(kube, slack, runtime, bot_url, console_url)
+    finally:
+        await runtime.close()
+        await runner.cleanup()
+        await slack.stop()
+        await kube.stop()
+        tmp.cleanup()
+
+
+async def _script(scenario: str) -> int:
+    async with running_demo(scenario) as demo:
+        log = await run_story(demo.slack, demo.drain)
+        assert log.thread_ts is not None
+        print(demo.slack.text_of_thread(CHANNEL, log.thread_ts))
+        print()
+        for step in log.steps:
+            print(f"✓ {step}")
+    return 0
+
+
+async def _interactive(scenario: str, port: int) -> int:
+    async with running_demo(scenario, console_port=port) as demo:
+        print(f"gpunode demo ({scenario}) is running.")
+        print(f"  console:        {demo.console_url}/")
+        print(f"  Kubernetes API: {demo.kube.url}   (kubectl --server {demo.kube.url} get nodes)")
+        print("Open the console, pick a user, and type: diagnose gpu-node-01   (Ctrl-C stops)")
+        sys.stdout.flush()
+        await asyncio.Event().wait()
+    return 0
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        if args.script:
+            return asyncio.run(_script(args.scenario))
+        return asyncio.run(_interactive(args.scenario, args.port))
+    except KeyboardInterrupt:
+        return 0

@@ -1,0 +1,392 @@
+"""The aiohttp application: discovery, REST routing, watch streams, logs, metrics.
+
+Path grammar (after ``/api/v1`` or ``/apis/GROUP/VERSION``)::
+
+    PLURAL                          list (all namespaces) / create cluster-scoped
+    PLURAL/NAME[/SUB]               cluster-scoped object or subresource
+    namespaces/NS/PLURAL            namespaced list / create
+    namespaces/NS/PLURAL/NAME[/SUB] namespaced object or subresource
+
+Every error leaves as a ``Status`` object; every request is logged in ``sim.requests`` and
+checked against ``sim.faults`` first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import copy
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from bot.sandbox.kubesim import eviction, resources
+from bot.sandbox.kubesim.resources import Resource
+from bot.sandbox.kubesim.rules import resize_supported
+from bot.sandbox.kubesim.selectors import parse_field_selector, parse_label_selector
+from bot.sandbox.kubesim.statuses import ApiError
+from bot.sandbox.kubesim.store import Obj
+
+if TYPE_CHECKING:
+    from bot.sandbox.kubesim.sim import KubeSim
+
+SIM_KEY: web.AppKey[KubeSim] = web.AppKey("sim")
+
+
+@dataclass
+class Route:
+    res: Resource
+    namespace: str | None
+    name: str | None
+    sub: str
+
+
+def parse_route(group: str, version: str, tail: str) -> Route:
+    segs = [s for s in tail.split("/") if s]
+    nsd = None
+    if len(segs) >= 3 and segs[0] == "namespaces":
+        r = resources.find(group, version, segs[2])
+        if r is not None and r.namespaced:
+            nsd = segs[1]
+            segs = segs[2:]
+    if not segs:
+        raise ApiError(404, "the server could not find the requested resource")
+    res = resources.find(group, version, segs[0])
+    if res is None or len(segs) > 3:
+        raise ApiError(404, "the server could not find the requested resource")
+    name = segs[1] if len(segs) > 1 else None
+    sub = segs[2] if len(segs) > 2 else ""
+    if sub and sub not in res.subresources:
+        raise ApiError(404, "the server could not find the requested resource")
+    return Route(res, nsd, name, sub)
+
+
+def _dry_run(request: web.Request) -> bool:
+    return "All" in request.query.getall("dryRun", [])
+
+
+async def _json_body(request: web.Request) -> Any:
+    raw = await request.read()
+    if not raw:
+        return {}
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise ApiError(400, f"invalid JSON body: {exc}") from exc
+
+
+def _json(obj: Any, status: int = 200) -> web.Response:
+    return web.Response(
+        body=json.dumps(obj).encode(), status=status, content_type="application/json"
+    )
+
+
+@web.middleware
+async def middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+    sim = request.app[SIM_KEY]
+    sim.requests.append((request.method, request.path, request.query_string))
+    auth = request.headers.get("Authorization", "")
+    sim.tokens.append(auth.removeprefix("Bearer ").strip() or None)
+    try:
+        await sim.faults.apply(request.method, request.path)
+        return await handler(request)  # type: ignore[no-any-return]
+    except ApiError as err:
+        return _json(err.status(), err.code)
+
+
+def build_app(sim: KubeSim) -> web.Application:
+    app = web.Application(middlewares=[middleware], client_max_size=64 * 1024 * 1024)
+    app[SIM_KEY] = sim
+    app.router.add_get("/version", version)
+    app.router.add_get("/version/", version)
+    app.router.add_get("/api", api_versions)
+    app.router.add_get("/api/", api_versions)
+    app.router.add_get("/apis", api_groups)
+    app.router.add_get("/apis/", api_groups)
+    app.router.add_get("/api/v1", resource_list_core)
+    app.router.add_get("/api/v1/", resource_list_core)
+    app.router.add_get("/apis/{group}/{version}", resource_list_group)
+    app.router.add_get("/apis/{group}/{version}/", resource_list_group)
+    app.router.add_get("/apis/{group}", group_info)
+    app.router.add_get("/apis/{group}/", group_info)
+    app.router.add_route("*", "/api/v1/{tail:.+}", rest_core)
+    app.router.add_route("*", "/apis/{group}/{version}/{tail:.+}", rest_group)
+    app.router.add_get("/healthz", ok_text)
+    app.router.add_get("/readyz", ok_text)
+    app.router.add_route("*", "/{tail:.*}", not_found_route)
+    return app
+
+
+async def not_found_route(_request: web.Request) -> web.Response:
+    raise ApiError(404, "the server could not find the requested resource")
+
+
+async def ok_text(_request: web.Request) -> web.Response:
+    return web.Response(text="ok")
+
+
+# ---- discovery -----------------------------------------------------------------------------
+async def version(request: web.Request) -> web.Response:
+    v = request.app[SIM_KEY].kube_version
+    major, minor = v.split(".")[:2]
+    return _json(
+        {
+            "major": major,
+            "minor": minor,
+            "gitVersion": f"v{major}.{minor}.0",
+            "gitCommit": "gpunode-kubesim",
+            "gitTreeState": "clean",
+            "buildDate": "2026-01-01T00:00:00Z",
+            "goVersion": "go1.25",
+            "compiler": "gc",
+            "platform": "linux/amd64",
+        }
+    )
+
+
+async def api_versions(_request: web.Request) -> web.Response:
+    return _json(
+        {
+            "kind": "APIVersions",
+            "versions": ["v1"],
+            "serverAddressByClientCIDRs": [
+                {"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}
+            ],
+        }
+    )
+
+
+def _groups() -> list[Obj]:
+    out: dict[str, Obj] = {}
+    for gv in resources.group_versions():
+        if "/" not in gv:
+            continue
+        g, v = gv.split("/")
+        entry = {"groupVersion": gv, "version": v}
+        out.setdefault(g, {"name": g, "versions": [], "preferredVersion": entry})
+        out[g]["versions"].append(entry)
+    return list(out.values())
+
+
+async def api_groups(_request: web.Request) -> web.Response:
+    return _json({"kind": "APIGroupList", "apiVersion": "v1", "groups": _groups()})
+
+
+async def group_info(request: web.Request) -> web.Response:
+    for g in _groups():
+        if g["name"] == request.match_info["group"]:
+            return _json({"kind": "APIGroup", "apiVersion": "v1", **g})
+    raise ApiError(404, "the server could not find the requested resource")
+
+
+def _resource_list(gv: str) -> Obj:
+    sim_resources = resources.group_versions().get(gv)
+    if sim_resources is None:
+        raise ApiError(404, "the server could not find the requested resource")
+    items: list[Obj] = []
+    for r in sim_resources:
+        items.append(
+            {
+                "name": r.plural,
+                "singularName": r.singular,
+                "namespaced": r.namespaced,
+                "kind": r.kind,
+                "verbs": list(r.verbs),
+                "shortNames": list(r.short_names),
+            }
+        )
+        for sub in r.subresources:
+            kind, group, ver = resources.SUBRESOURCE_KINDS.get(sub, (r.kind, "", ""))
+            entry: Obj = {
+                "name": f"{r.plural}/{sub}",
+                "singularName": "",
+                "namespaced": r.namespaced,
+                "kind": kind,
+                "verbs": {
+                    "eviction": ["create"],
+                    "log": ["get"],
+                    "resize": ["get", "patch", "update"],
+                }.get(sub, ["get", "patch", "update"]),
+            }
+            if group:
+                entry.update(group=group, version=ver)
+            items.append(entry)
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": items}
+
+
+async def resource_list_core(request: web.Request) -> web.Response:
+    lst = _resource_list("v1")
+    if not resize_supported(request.app[SIM_KEY].kube_version):
+        lst["resources"] = [r for r in lst["resources"] if r["name"] != "pods/resize"]
+    return _json(lst)
+
+
+async def resource_list_group(request: web.Request) -> web.Response:
+    return _json(_resource_list(f"{request.match_info['group']}/{request.match_info['version']}"))
+
+
+# ---- REST ------------------------------------------------------------------------------------
+async def rest_core(request: web.Request) -> web.StreamResponse:
+    return await _rest(request, parse_route("", "v1", request.match_info["tail"]))
+
+
+async def rest_group(request: web.Request) -> web.StreamResponse:
+    m = request.match_info
+    return await _rest(request, parse_route(m["group"], m["version"], m["tail"]))
+
+
+async def _rest(request: web.Request, route: Route) -> web.StreamResponse:
+    sim = request.app[SIM_KEY]
+    res, m = route.res, request.method
+    if not res.stored:
+        if m != "GET":
+            raise ApiError(405, "the server does not allow this method on the requested resource")
+        return _json(sim.metrics(res, route.namespace, route.name))
+    if route.name is None:
+        if m == "GET":
+            if request.query.get("watch") in ("true", "1"):
+                return await _watch(request, route)
+            return _json(_list(request, route))
+        if m == "POST":
+            body = await _json_body(request)
+            return _json(sim.api.create(res, route.namespace, body, dry_run=_dry_run(request)), 201)
+        raise ApiError(405, "the server does not allow this method on the requested resource")
+    if route.sub == "log":
+        return web.Response(text=sim.pod_log(route.namespace or "", route.name, request.query))
+    if route.sub == "eviction":
+        if m != "POST":
+            raise ApiError(405, "eviction supports POST only")
+        body = await _json_body(request)
+        return _json(
+            eviction.evict(
+                sim.api, route.namespace or "", route.name, body, dry_run=_dry_run(request)
+            ),
+            201,
+        )
+    if route.sub == "resize" and not resize_supported(sim.kube_version):
+        raise ApiError(404, "the server could not find the requested resource")
+    if m == "GET":
+        return _json(sim.present(res, sim.api.get(res.plural, route.namespace, route.name)))
+    if m == "PUT":
+        body = await _json_body(request)
+        return _json(
+            sim.api.update(
+                res,
+                route.namespace,
+                route.name,
+                body,
+                subresource=route.sub,
+                dry_run=_dry_run(request),
+            )
+        )
+    if m == "PATCH":
+        body = await _json_body(request)
+        return _json(
+            sim.api.patch(
+                res,
+                route.namespace,
+                route.name,
+                body,
+                request.content_type,
+                subresource=route.sub,
+                dry_run=_dry_run(request),
+            )
+        )
+    if m == "DELETE":
+        body = await _json_body(request)
+        policy = request.query.get("propagationPolicy") or body.get("propagationPolicy")
+        rv = (body.get("preconditions") or {}).get("resourceVersion")
+        dry = _dry_run(request) or "All" in (body.get("dryRun") or [])
+        return _json(
+            sim.api.delete(
+                res,
+                route.namespace,
+                route.name,
+                dry_run=dry,
+                propagation=policy,
+                precondition_rv=rv,
+            )
+        )
+    raise ApiError(405, "the server does not allow this method on the requested resource")
+
+
+def _matcher(request: web.Request) -> Any:
+    label = parse_label_selector(request.query.get("labelSelector"))
+    field = parse_field_selector(request.query.get("fieldSelector"))
+    return lambda o: label(o["metadata"].get("labels") or {}) and field(o)
+
+
+def _list(request: web.Request, route: Route) -> Obj:
+    sim = request.app[SIM_KEY]
+    match = _matcher(request)
+    items = [o for o in sim.api.store.list(route.res.plural, route.namespace) if match(o)]
+    start = 0
+    if cont := request.query.get("continue"):
+        start = int(base64.urlsafe_b64decode(cont.encode()).decode())
+    meta: Obj = {"resourceVersion": str(sim.api.store.rv)}
+    limit = int(request.query.get("limit") or 0)
+    if limit > 0 and start + limit < len(items):
+        meta["continue"] = base64.urlsafe_b64encode(str(start + limit).encode()).decode()
+        meta["remainingItemCount"] = len(items) - start - limit
+        items = items[start : start + limit]
+    else:
+        items = items[start:]
+    return {
+        "kind": f"{route.res.kind}List",
+        "apiVersion": route.res.api_version,
+        "metadata": meta,
+        "items": [sim.present(route.res, o) for o in items],
+    }
+
+
+async def _watch(request: web.Request, route: Route) -> web.StreamResponse:
+    sim = request.app[SIM_KEY]
+    match = _matcher(request)
+    timeout = float(request.query.get("timeoutSeconds") or 1800)
+    rv = request.query.get("resourceVersion") or ""
+    store = sim.api.store
+    watcher = store.subscribe(route.res.plural)
+    resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+    await resp.prepare(request)
+
+    def wanted(obj: Obj) -> bool:
+        ns = obj["metadata"].get("namespace")
+        return (route.namespace is None or ns == route.namespace) and bool(match(obj))
+
+    async def send(kind: str, obj: Obj) -> None:
+        line = {"type": kind, "object": sim.present(route.res, obj)}
+        await resp.write(json.dumps(line).encode() + b"\n")
+
+    try:
+        last = store.rv
+        if rv in ("", "0"):
+            for o in store.list(route.res.plural, route.namespace):
+                if wanted(o):
+                    await send("ADDED", o)
+        else:
+            backlog = store.events_since(route.res.plural, int(rv))
+            if backlog is None:
+                gone = ApiError(
+                    410, f"too old resource version: {rv} ({store.rv})", reason="Expired"
+                ).status()
+                await resp.write(json.dumps({"type": "ERROR", "object": gone}).encode() + b"\n")
+                return resp
+            for ev in backlog:
+                if wanted(ev.obj):
+                    await send(ev.type, ev.obj)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while (left := deadline - loop.time()) > 0:
+            try:
+                ev = await asyncio.wait_for(watcher.queue.get(), left)
+            except TimeoutError:
+                break
+            if ev.rv > last and wanted(ev.obj):
+                await send(ev.type, copy.deepcopy(ev.obj))
+    except ConnectionResetError:
+        pass  # the client went away; nothing to tell it
+    finally:
+        store.unsubscribe(watcher)
+    return resp

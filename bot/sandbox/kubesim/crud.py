@@ -1,0 +1,270 @@
+"""Create, read, update, patch, delete with the API server's rules, independent of HTTP.
+
+``ApiCore`` owns the store and applies, in order: defaulting, admission-like checks
+(namespace exists, priority class resolves), update rules (immutable fields, resourceVersion
+preconditions), schema validation (strict, per configured version), then stores unless
+``dry_run``. Controllers subscribe to changes through ``on_change`` callbacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from bot.sandbox.kubesim import defaults, rules
+from bot.sandbox.kubesim.patching import apply_patch
+from bot.sandbox.kubesim.resources import BY_KIND, STORED, Resource
+from bot.sandbox.kubesim.statuses import ApiError, already_exists, conflict, not_found
+from bot.sandbox.kubesim.store import Obj, Store, clone
+from bot.sandbox.kubesim.validation import check_version, validate_object
+
+ChangeHook = Callable[[str, Obj | None, Obj | None], None]
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class ApiCore:
+    """The API server's object semantics over a :class:`Store`."""
+
+    def __init__(self, *, kube_version: str = "1.35") -> None:
+        check_version(kube_version)
+        self.kube_version = kube_version
+        self.store = Store()
+        self.on_change: list[ChangeHook] = []
+        self.validate = True
+
+    # ---- reads -------------------------------------------------------------------------
+    def get(self, plural: str, namespace: str | None, name: str) -> Obj:
+        obj = self.store.get(plural, namespace, name)
+        if obj is None:
+            res = STORED[plural]
+            raise not_found(plural, name, group=res.group)
+        return obj
+
+    def priorities(self) -> dict[str, int]:
+        return {
+            pc["metadata"]["name"]: int(pc["value"]) for pc in self.store.list("priorityclasses")
+        }
+
+    # ---- writes ------------------------------------------------------------------------
+    def _emit(self, plural: str, old: Obj | None, new: Obj | None) -> None:
+        for hook in list(self.on_change):
+            hook(plural, old, new)
+
+    def create(
+        self,
+        res: Resource,
+        namespace: str | None,
+        body: Obj,
+        *,
+        dry_run: bool = False,
+        validate: bool | None = None,
+    ) -> Obj:
+        obj = clone(body)
+        obj.setdefault("apiVersion", res.api_version)
+        obj.setdefault("kind", res.kind)
+        if obj["kind"] != res.kind or obj["apiVersion"] != res.api_version:
+            raise ApiError(
+                400,
+                f"the API version in the data ({obj['apiVersion']}) does not "
+                f"match the expected API version ({res.api_version})",
+            )
+        meta = obj.setdefault("metadata", {})
+        if res.namespaced:
+            if meta.get("namespace") and namespace and meta["namespace"] != namespace:
+                raise ApiError(
+                    400,
+                    "the namespace of the provided object does not match the "
+                    "namespace sent on the request",
+                )
+            meta["namespace"] = namespace or meta.get("namespace") or "default"
+            if self.store.get("namespaces", None, meta["namespace"]) is None:
+                raise not_found("namespaces", meta["namespace"])
+        else:
+            meta.pop("namespace", None)
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = (
+                meta["generateName"]
+                + defaults.stable_uid(str(self.store.rv), meta["generateName"])[:5]
+            )
+        if not meta.get("name"):
+            raise defaults_invalid(res, "", "metadata.name", "name or generateName is required")
+        if self.store.get(res.plural, meta.get("namespace"), meta["name"]) is not None:
+            raise already_exists(res.plural, meta["name"], group=res.group)
+        defaults.stamp_metadata(obj, now=now_iso())
+        self._default(res, obj)
+        rules.check_create(res, obj, self)
+        if validate if validate is not None else self.validate:
+            validate_object(obj, self.kube_version)
+        if dry_run:
+            obj["metadata"]["resourceVersion"] = str(self.store.rv)
+            return obj
+        stored = self.store.put(res.plural, obj, owned=True)
+        self._emit(res.plural, None, stored)
+        return stored
+
+    def _default(self, res: Resource, obj: Obj) -> None:
+        if res.kind == "Pod":
+            defaults.default_pod(obj, priorities=self.priorities())
+        elif res.kind in ("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "Job"):
+            defaults.default_controller(obj)
+        elif res.kind == "Namespace":
+            obj.setdefault("spec", {"finalizers": ["kubernetes"]})
+            obj.setdefault("status", {"phase": "Active"})
+            labels = obj["metadata"].setdefault("labels", {})
+            labels.setdefault("kubernetes.io/metadata.name", obj["metadata"]["name"])
+        elif res.kind == "PriorityClass":
+            obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+        elif res.kind == "Node":
+            rules.sync_unschedulable_taint(obj, now=now_iso())
+
+    def update(
+        self,
+        res: Resource,
+        namespace: str | None,
+        name: str,
+        new: Obj,
+        *,
+        subresource: str = "",
+        dry_run: bool = False,
+        precondition_rv: str | None = None,
+    ) -> Obj:
+        """Replace ``name`` with ``new`` (PUT semantics); PATCH calls this after patching."""
+        old = self.get(res.plural, namespace, name)
+        new = clone(new)
+        new.setdefault("apiVersion", res.api_version)
+        new.setdefault("kind", res.kind)
+        rv = precondition_rv or (new.get("metadata") or {}).get("resourceVersion")
+        if rv and rv != old["metadata"]["resourceVersion"]:
+            raise conflict(res.plural, name, group=res.group)
+        meta = new.setdefault("metadata", {})
+        if meta.get("name", name) != name:
+            raise ApiError(
+                400,
+                f"the name of the object ({meta.get('name')}) does not match "
+                f"the name on the URL ({name})",
+            )
+        for k in ("uid", "creationTimestamp", "namespace", "generation", "deletionTimestamp"):
+            if k in old["metadata"]:
+                meta[k] = old["metadata"][k]
+        meta["name"] = name
+        if subresource == "status":
+            merged = clone(old)
+            merged["status"] = new.get("status", {})
+            new = merged
+        elif "status" in old:
+            new["status"] = clone(old["status"])
+        if new.get("spec") != old.get("spec"):
+            meta["generation"] = int(old["metadata"].get("generation", 1)) + 1
+        rules.check_update(res, old, new, self, subresource=subresource)
+        if self.validate:
+            validate_object(new, self.kube_version)
+        if dry_run:
+            meta["resourceVersion"] = old["metadata"]["resourceVersion"]
+            return new
+        stored = self.store.put(res.plural, new, event="MODIFIED", owned=True)
+        self._emit(res.plural, old, stored)
+        return stored
+
+    def patch(
+        self,
+        res: Resource,
+        namespace: str | None,
+        name: str,
+        patch: Any,
+        content_type: str,
+        *,
+        subresource: str = "",
+        dry_run: bool = False,
+    ) -> Obj:
+        old = self.get(res.plural, namespace, name)
+        patched = apply_patch(clone(old), patch, content_type)
+        if not isinstance(patched, dict):
+            raise ApiError(422, "patch did not produce an object")
+        rv = (patched.get("metadata") or {}).get("resourceVersion")
+        precondition = rv if rv != old["metadata"]["resourceVersion"] else None
+        if precondition is None:
+            patched.setdefault("metadata", {})["resourceVersion"] = old["metadata"][
+                "resourceVersion"
+            ]
+        return self.update(
+            res,
+            namespace,
+            name,
+            patched,
+            subresource=subresource,
+            dry_run=dry_run,
+            precondition_rv=precondition,
+        )
+
+    def delete(
+        self,
+        res: Resource,
+        namespace: str | None,
+        name: str,
+        *,
+        dry_run: bool = False,
+        propagation: str | None = None,
+        precondition_rv: str | None = None,
+    ) -> Obj:
+        obj = self.get(res.plural, namespace, name)
+        if precondition_rv and precondition_rv != obj["metadata"]["resourceVersion"]:
+            raise conflict(res.plural, name, group=res.group)
+        if res.kind == "PriorityClass" and name.startswith("system-"):
+            raise ApiError(
+                403,
+                f'priorityclasses.scheduling.k8s.io "{name}" is forbidden: '
+                "this is a system priority class and cannot be deleted",
+            )
+        if dry_run:
+            return clone(obj)
+        # batch/v1 Jobs orphan their pods unless told otherwise (legacy GC default).
+        policy = propagation or ("Orphan" if res.kind == "Job" else "Background")
+        self.store.remove(res.plural, namespace, name)
+        self._emit(res.plural, obj, None)
+        self._collect_dependents(obj, orphan=policy == "Orphan")
+        gone = clone(obj)
+        gone["metadata"]["deletionTimestamp"] = now_iso()
+        return gone
+
+    def _collect_dependents(self, owner: Obj, *, orphan: bool) -> None:
+        uid = owner["metadata"]["uid"]
+        ns = owner["metadata"].get("namespace")
+        for plural in ("replicasets", "pods"):
+            for dep in list(self.store.list(plural, ns)):
+                refs = dep["metadata"].get("ownerReferences") or []
+                if not any(r.get("uid") == uid for r in refs):
+                    continue
+                if orphan:
+                    d = clone(dep)
+                    d["metadata"]["ownerReferences"] = [r for r in refs if r.get("uid") != uid]
+                    if not d["metadata"]["ownerReferences"]:
+                        del d["metadata"]["ownerReferences"]
+                    self.store.put(plural, d)
+                else:
+                    self.delete(STORED[plural], ns, dep["metadata"]["name"])
+
+    def seed(self, obj: Obj, *, validate: bool = False) -> Obj:
+        """Bulk-load path for scenarios: create without hooks; validation optional."""
+        res = BY_KIND[obj["kind"]]
+        ns = (obj.get("metadata") or {}).get("namespace")
+        saved = self.on_change
+        self.on_change = []
+        try:
+            return self.create(res, ns, obj, validate=validate)
+        finally:
+            self.on_change = saved
+
+
+def defaults_invalid(res: Resource, name: str, field: str, message: str) -> ApiError:
+    from bot.sandbox.kubesim.statuses import invalid
+
+    return invalid(
+        res.kind,
+        name,
+        [{"reason": "FieldValueRequired", "field": field, "message": message}],
+        group=res.group,
+    )

@@ -1,0 +1,97 @@
+"""The API resources the stand-in serves, as data (drives routing and discovery).
+
+Metrics (``metrics.k8s.io``) are computed from the scenario, never stored, so they appear here
+for discovery only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One REST resource: where it lives, what it is called, which subresources it has."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = ALL_VERBS
+    stored: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+
+RESOURCES: tuple[Resource, ...] = (
+    Resource("", "v1", "Namespace", "namespaces", False, ("ns",), ("status",)),
+    Resource("", "v1", "Node", "nodes", False, ("no",), ("status",)),
+    Resource("", "v1", "Pod", "pods", True, ("po",), ("eviction", "log", "resize", "status")),
+    Resource("", "v1", "Event", "events", True, ("ev",)),
+    Resource("apps", "v1", "Deployment", "deployments", True, ("deploy",), ("scale", "status")),
+    Resource("apps", "v1", "ReplicaSet", "replicasets", True, ("rs",), ("scale", "status")),
+    Resource("apps", "v1", "StatefulSet", "statefulsets", True, ("sts",), ("scale", "status")),
+    Resource("apps", "v1", "DaemonSet", "daemonsets", True, ("ds",), ("status",)),
+    Resource("batch", "v1", "Job", "jobs", True, (), ("status",)),
+    Resource(
+        "policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ("pdb",), ("status",)
+    ),
+    Resource("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, ("pc",)),
+    Resource(
+        "metrics.k8s.io",
+        "v1beta1",
+        "NodeMetrics",
+        "nodes",
+        False,
+        (),
+        (),
+        ("get", "list"),
+        stored=False,
+    ),
+    Resource(
+        "metrics.k8s.io",
+        "v1beta1",
+        "PodMetrics",
+        "pods",
+        True,
+        (),
+        (),
+        ("get", "list"),
+        stored=False,
+    ),
+)
+
+#: subresource -> (kind, group, version) as reported by discovery
+SUBRESOURCE_KINDS: dict[str, tuple[str, str, str]] = {
+    "eviction": ("Eviction", "policy", "v1"),
+    "scale": ("Scale", "autoscaling", "v1"),
+}
+
+STORED: dict[str, Resource] = {r.plural: r for r in RESOURCES if r.stored}
+BY_KIND: dict[str, Resource] = {r.kind: r for r in RESOURCES if r.stored}
+
+
+def group_versions() -> dict[str, list[Resource]]:
+    """``"apps/v1" -> resources`` for every served group version (core is ``"v1"``)."""
+    out: dict[str, list[Resource]] = {}
+    for r in RESOURCES:
+        out.setdefault(r.api_version, []).append(r)
+    return out
+
+
+def find(group: str, version: str, plural: str) -> Resource | None:
+    for r in RESOURCES:
+        if r.group == group and r.version == version and r.plural == plural:
+            return r
+    return None

@@ -1,0 +1,163 @@
+"""``KubeSim``: the Kubernetes API stand-in, started on a loopback port.
+
+Owns the API core (store + rules), the HTTP app, the controllers (Jobs run the real collector
+against a generated host tree) and the scenario's usage figures (for metrics and host trees).
+Use ``await sim.start()`` / ``await sim.stop()`` in async code, or
+``KubeSim.running_in_thread(scenario)`` from sync code (its own loop in a thread).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from bot.sandbox.kubesim import building, eviction
+from bot.sandbox.kubesim.app import build_app
+from bot.sandbox.kubesim.crud import ApiCore
+from bot.sandbox.kubesim.faults import Faults
+from bot.sandbox.kubesim.resources import STORED, Resource
+from bot.sandbox.kubesim.scenarios import Scenario
+from bot.sandbox.kubesim.statuses import ApiError, not_found
+
+Obj = dict[str, Any]
+
+
+class KubeSim:
+    """A Kubernetes API server stand-in serving ``scenario``."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        kube_version: str = "1.35",
+        workdir: Path | None = None,
+        step_s: float = 0.05,
+    ) -> None:
+        self.scenario = scenario
+        self.kube_version = kube_version
+        self.api = ApiCore(kube_version=kube_version)
+        self.faults = Faults()
+        self.requests: list[tuple[str, str, str]] = []
+        self.tokens: list[str | None] = []
+        self.logs: dict[tuple[str, str], str] = {}
+        self.step_s = step_s
+        #: node -> diagnostic mode for the job controller (see ``jobs.MODES``)
+        self.diagnostic_mode: dict[str, str] = {}
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._workdir = workdir
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+        building.seed(self.api, scenario)
+        from bot.sandbox.kubesim.controllers import Controllers
+
+        self.controllers = Controllers(self)
+
+    @property
+    def workdir(self) -> Path:
+        """Where host trees are generated (a temporary folder removed by ``stop`` unless one
+        was given)."""
+        if self._workdir is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="kubesim-")
+            self._workdir = Path(self._tmp.name)
+        return self._workdir
+
+    # ---- lifecycle -----------------------------------------------------------------------
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        self.controllers.loop = asyncio.get_running_loop()
+        self._runner = web.AppRunner(build_app(self), access_log=None, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port)
+        await site.start()
+        bound = self._runner.addresses[0]
+        self.url = f"http://{bound[0]}:{bound[1]}"
+        return self.url
+
+    async def stop(self) -> None:
+        await self.controllers.stop()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+            self._workdir = None
+
+    @classmethod
+    @contextlib.contextmanager
+    def running_in_thread(cls, scenario: Scenario, **kw: Any) -> Iterator[KubeSim]:
+        """A started sim on its own event loop in a daemon thread (for sync code, benches)."""
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        thread = threading.Thread(target=loop.run_forever, daemon=True, name="kubesim")
+        thread.start()
+        sim = cls(scenario, **kw)
+        asyncio.run_coroutine_threadsafe(sim.start(), loop).result(30)
+        ready.set()
+        try:
+            yield sim
+        finally:
+            asyncio.run_coroutine_threadsafe(sim.stop(), loop).result(30)
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(10)
+            loop.close()
+
+    # ---- direct access for tests ----------------------------------------------------------
+    def get(self, kind_plural: str, namespace: str | None, name: str) -> Obj | None:
+        obj = self.api.store.get(kind_plural, namespace, name)
+        if obj is None:
+            return None
+        return self.present(STORED[kind_plural], obj)
+
+    def list(self, kind_plural: str, namespace: str | None = None) -> list[Obj]:
+        res = STORED[kind_plural]
+        return [self.present(res, o) for o in self.api.store.list(kind_plural, namespace)]
+
+    def present(self, res: Resource, obj: Obj) -> Obj:
+        """The object as the API returns it (PDB status computed now), a private copy."""
+        if res.kind == "PodDisruptionBudget":
+            return copy.deepcopy(eviction.with_status(self.api, obj))
+        return copy.deepcopy(obj)
+
+    # ---- logs and metrics ------------------------------------------------------------------
+    def pod_log(self, namespace: str, name: str, query: Mapping[str, str]) -> str:
+        pod = self.api.get("pods", namespace, name)
+        containers = [c["name"] for c in pod["spec"]["containers"]]
+        container = query.get("container") or containers[0]
+        if container not in containers:
+            raise ApiError(400, f"container {container} is not valid for pod {name}")
+        if (pod.get("status") or {}).get("phase") == "Pending":
+            waiting = "ContainerCreating"
+            for cs in pod["status"].get("containerStatuses") or []:
+                waiting = ((cs.get("state") or {}).get("waiting") or {}).get("reason", waiting)
+            raise ApiError(
+                400, f'container "{container}" in pod "{name}" is waiting to start: {waiting}'
+            )
+        text = self.logs.get((namespace, name), "")
+        if tail := query.get("tailLines"):
+            lines = text.splitlines(keepends=True)
+            text = "".join(lines[-int(tail) :]) if int(tail) > 0 else ""
+        return text
+
+    def metrics(self, res: Resource, namespace: str | None, name: str | None) -> Obj:
+        from bot.sandbox.kubesim.metrics import node_metrics, pod_metrics
+
+        items = node_metrics(self) if res.kind == "NodeMetrics" else pod_metrics(self, namespace)
+        if name is not None:
+            for item in items:
+                if item["metadata"]["name"] == name:
+                    return item
+            raise not_found(res.plural, name, group=res.group)
+        return {
+            "kind": f"{res.kind}List",
+            "apiVersion": "metrics.k8s.io/v1beta1",
+            "metadata": {},
+            "items": items,
+        }

@@ -1,0 +1,115 @@
+"""The object store: objects by resource plural, one global resourceVersion, watch fan-out.
+
+Runs on the sim's event loop only (no locks). Every write bumps the global resourceVersion,
+stamps it on the object and publishes a watch event; a bounded history lets a watch resume
+from a recent resourceVersion (older ones get 410 Gone, as etcd compaction would give).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+Obj = dict[str, Any]
+HISTORY = 20_000  # events kept for watch resumption; older resourceVersions answer 410
+
+
+@dataclass
+class WatchEvent:
+    rv: int
+    type: str  # ADDED | MODIFIED | DELETED
+    plural: str
+    obj: Obj
+
+
+@dataclass(eq=False)
+class Watcher:
+    plural: str
+    queue: asyncio.Queue[WatchEvent] = field(default_factory=asyncio.Queue)
+
+
+T = TypeVar("T")
+
+
+def clone(o: T) -> T:
+    """A deep copy of JSON data (dicts, lists, scalars); ~5x faster than copy.deepcopy."""
+    t = type(o)
+    if t is dict:
+        return {k: clone(v) for k, v in o.items()}  # type: ignore[attr-defined, return-value]
+    if t is list:
+        return [clone(v) for v in o]  # type: ignore[attr-defined, return-value]
+    return o
+
+
+def key_of(obj: Obj) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return (meta.get("namespace") or "", meta["name"])
+
+
+class Store:
+    """In-memory objects keyed by ``(namespace, name)`` per plural."""
+
+    def __init__(self) -> None:
+        self._objs: dict[str, dict[tuple[str, str], Obj]] = {}
+        self.rv = 1000
+        self.history: deque[WatchEvent] = deque(maxlen=HISTORY)
+        self._watchers: set[Watcher] = set()
+
+    def next_rv(self) -> int:
+        self.rv += 1
+        return self.rv
+
+    def get(self, plural: str, namespace: str | None, name: str) -> Obj | None:
+        """The stored object itself (callers that hand it out must copy)."""
+        return self._objs.get(plural, {}).get((namespace or "", name))
+
+    def list(self, plural: str, namespace: str | None = None) -> list[Obj]:
+        bucket = self._objs.get(plural, {})
+        keys = sorted(k for k in bucket if namespace is None or k[0] == namespace)
+        return [bucket[k] for k in keys]
+
+    def put(self, plural: str, obj: Obj, *, event: str | None = None, owned: bool = False) -> Obj:
+        """Store a copy of ``obj`` (or ``obj`` itself when ``owned``: the caller hands it
+        over), stamp a new resourceVersion, publish.
+
+        ``event`` defaults to ADDED for a new key and MODIFIED otherwise.
+        """
+        bucket = self._objs.setdefault(plural, {})
+        k = key_of(obj)
+        kind = event or ("MODIFIED" if k in bucket else "ADDED")
+        stored = obj if owned else clone(obj)
+        stored["metadata"]["resourceVersion"] = str(self.next_rv())
+        bucket[k] = stored
+        self._publish(WatchEvent(self.rv, kind, plural, stored))
+        return stored
+
+    def remove(self, plural: str, namespace: str | None, name: str) -> Obj | None:
+        obj = self._objs.get(plural, {}).pop((namespace or "", name), None)
+        if obj is not None:
+            gone = clone(obj)
+            gone["metadata"]["resourceVersion"] = str(self.next_rv())
+            self._publish(WatchEvent(self.rv, "DELETED", plural, gone))
+        return obj
+
+    def _publish(self, ev: WatchEvent) -> None:
+        self.history.append(ev)
+        for w in list(self._watchers):
+            if w.plural == ev.plural:
+                w.queue.put_nowait(ev)
+
+    def subscribe(self, plural: str) -> Watcher:
+        w = Watcher(plural)
+        self._watchers.add(w)
+        return w
+
+    def unsubscribe(self, w: Watcher) -> None:
+        self._watchers.discard(w)
+
+    def events_since(self, plural: str, rv: int) -> builtins.list[WatchEvent] | None:
+        """Events after ``rv``, or None when ``rv`` is older than the kept history."""
+        if self.history and rv < self.history[0].rv - 1 and rv < self.rv:
+            return None
+        return [e for e in self.history if e.rv > rv and e.plural == plural]

@@ -1,0 +1,244 @@
+"""``SlackSim``: the Slack stand-in in one object (Web API server, driver, console, state).
+
+Usage::
+
+    sim = SlackSim(signing_secret="s")
+    await sim.start()                      # -> "http://127.0.0.1:PORT"
+    client = AsyncWebClient(token="xoxb-sim", base_url=sim.api_url)
+    sim.set_request_url("http://127.0.0.1:P/slack/events")
+    await sim.slash_command("U_ALICE", "C0INCIDENT", "diagnose gpu-node-01")
+
+The default workspace has channel ``C0INCIDENT`` (#gpu-incidents) and four people:
+U_ALICE (on-call SRE), U_BOB (SRE lead, approver), U_CAROL (ML engineer), U_DAVE (viewer, no
+role). Their role lives in ``title``; the bot's policy decides what a role may do.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+from bot.sandbox.slacksim import console, responses
+from bot.sandbox.slacksim.blocks import message_text
+from bot.sandbox.slacksim.driver import Driver, DriverResult, SignOptions
+from bot.sandbox.slacksim.events import EventDelivery, EventSender
+from bot.sandbox.slacksim.state import Channel, User, UserGroup, Workspace
+from bot.sandbox.slacksim.webapi import ApiCall, WebApi
+
+JSON = dict[str, Any]
+DEFAULT_USERS = (
+    ("U_ALICE", "alice", "Alice Ng", "On-call SRE"),
+    ("U_BOB", "bob", "Bob Okafor", "SRE lead (approver)"),
+    ("U_CAROL", "carol", "Carol Diaz", "ML engineer"),
+    ("U_DAVE", "dave", "Dave Kim", "Viewer (no role)"),
+)
+
+
+class SlackSim:
+    def __init__(
+        self,
+        *,
+        signing_secret: str,
+        bot_token: str = "xoxb-sim",  # noqa: S107
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.bot_token = bot_token
+        self.ws = Workspace(clock=clock)
+        self.api = WebApi(self.ws)
+        self.driver = Driver(self.ws, secret=signing_secret)
+        self.events = EventSender(self.driver)
+        self._runner: web.AppRunner | None = None
+        self.base_url = ""
+        for uid, name, real, title in DEFAULT_USERS:
+            self.add_user(uid, name, real_name=real, title=title)
+        self.add_channel("C0INCIDENT", "#gpu-incidents")
+        self.add_usergroup("S_ONCALL", "gpu-oncall", ["U_ALICE"])
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def web_app(self) -> web.Application:
+        app = web.Application()
+        app.add_routes(self.api.routes())
+        app.add_routes(responses.routes(self.ws))
+        app.add_routes(console.routes(self))
+        return app
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        self._runner = web.AppRunner(self.web_app(), access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port)
+        await site.start()
+        bound = int(self._runner.addresses[0][1])
+        self.base_url = f"http://{host}:{bound}"
+        self.ws.base_url = self.base_url
+        return self.base_url
+
+    async def stop(self) -> None:
+        self.ws.closed = True
+        self.ws.changed()
+        await self.driver.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    @property
+    def api_url(self) -> str:
+        return self.base_url + "/api/"
+
+    def set_request_url(self, url: str) -> None:
+        self.driver.request_url = url
+
+    # -- workspace setup --------------------------------------------------------------------
+    def add_user(self, id: str, name: str, *, real_name: str = "", title: str = "") -> None:
+        self.ws.add_user(User(id, name, real_name, title))
+
+    def add_usergroup(self, id: str, handle: str, members: list[str]) -> None:
+        self.ws.usergroups[id] = UserGroup(id, handle, list(members))
+
+    def add_channel(self, id: str, name: str) -> None:
+        self.ws.add_channel(Channel(id, name))
+
+    # -- knobs ------------------------------------------------------------------------------
+    def rate_limit(self, method: str, *, times: int = 1) -> None:
+        """The next ``times`` calls of ``method`` get 429 + Retry-After: 1 + ratelimited."""
+        self.api.rate_limit(method, times=times)
+
+    def fail(
+        self, method: str, *, error: str = "fatal_error", times: int = 1, status: int = 200
+    ) -> None:
+        """The next ``times`` calls of ``method`` fail with ``error`` (HTTP ``status``)."""
+        self.api.fail(method, error=error, times=times, status=status)
+
+    # -- driver -----------------------------------------------------------------------------
+    async def slash_command(
+        self,
+        user_id: str,
+        channel_id: str,
+        text: str,
+        *,
+        command: str = "/gpunode",
+        signing: SignOptions | None = None,
+    ) -> DriverResult:
+        return await self.driver.slash_command(
+            user_id, channel_id, text, command=command, signing=signing
+        )
+
+    async def click(
+        self,
+        user_id: str,
+        channel_id: str,
+        message_ts: str,
+        action_id: str,
+        *,
+        value: str | None = None,
+        block_id: str | None = None,
+        signing: SignOptions | None = None,
+    ) -> DriverResult:
+        return await self.driver.click(
+            user_id,
+            channel_id,
+            message_ts,
+            action_id,
+            value=value,
+            block_id=block_id,
+            signing=signing,
+        )
+
+    async def submit_view(
+        self,
+        user_id: str,
+        view_id: str,
+        values: dict[str, dict[str, Any]],
+        *,
+        signing: SignOptions | None = None,
+    ) -> DriverResult:
+        return await self.driver.submit_view(user_id, view_id, values, signing=signing)
+
+    async def close_view(self, user_id: str, view_id: str) -> DriverResult | None:
+        return await self.driver.close_view(user_id, view_id)
+
+    async def post_user_message(
+        self,
+        user_id: str,
+        channel_id: str,
+        text: str,
+        *,
+        thread_ts: str | None = None,
+        deliveries: int = 1,
+        signing: SignOptions | None = None,
+    ) -> str:
+        return await self.events.post_user_message(
+            user_id, channel_id, text, thread_ts=thread_ts, deliveries=deliveries, signing=signing
+        )
+
+    async def mention(
+        self, user_id: str, channel_id: str, text: str, *, thread_ts: str | None = None
+    ) -> str:
+        return await self.events.mention(user_id, channel_id, text, thread_ts=thread_ts)
+
+    async def url_verification(self, challenge: str) -> DriverResult:
+        return await self.events.url_verification(challenge)
+
+    async def send_raw(self, body: bytes, headers: dict[str, str]) -> DriverResult:
+        return await self.driver.send_raw(body, headers)
+
+    def sign_headers(
+        self,
+        body: bytes,
+        *,
+        content_type: str = "application/x-www-form-urlencoded",
+        signing: SignOptions | None = None,
+    ) -> dict[str, str]:
+        return self.driver.sign_headers(body, content_type=content_type, signing=signing)
+
+    # -- inspection -------------------------------------------------------------------------
+    @property
+    def calls(self) -> list[ApiCall]:
+        return self.api.calls
+
+    @property
+    def deliveries(self) -> list[EventDelivery]:
+        return self.events.deliveries
+
+    def messages(self, channel_id: str, *, thread_ts: str | None = None) -> list[JSON]:
+        if thread_ts is not None:
+            return self.ws.thread(channel_id, thread_ts)
+        return self.ws.top_level(channel_id)
+
+    def message(self, channel_id: str, ts: str) -> JSON | None:
+        found = self.ws.messages.get(channel_id, {}).get(ts)
+        return dict(found) if found is not None else None
+
+    def ephemerals(self, user_id: str) -> list[JSON]:
+        return [{**e.message, "channel": e.channel} for e in self.ws.ephemerals.get(user_id, [])]
+
+    def open_views(self, user_id: str) -> list[JSON]:
+        """The user's modal stack, bottom first; each view has ``errors`` from the last reply."""
+        stack = self.ws.stacks.get(user_id, [])
+        return [{**self.ws.views[v].view, "errors": dict(self.ws.views[v].errors)} for v in stack]
+
+    def files(self, channel_id: str) -> list[JSON]:
+        return [
+            {
+                "id": f.id,
+                "name": f.filename,
+                "title": f.title,
+                "thread_ts": f.thread_ts,
+                "content": f.content,
+            }
+            for f in self.ws.files.values()
+            if channel_id in f.channels
+        ]
+
+    def text_of_thread(self, channel_id: str, thread_ts: str) -> str:
+        """Plain text of a thread (parent and replies, blocks rendered as lines)."""
+        parts = []
+        for msg in self.ws.thread(channel_id, thread_ts):
+            who = self.ws.users.get(msg.get("user", ""))
+            name = who.name if who else msg.get("user", "?")
+            body = message_text(msg)
+            files = [f"[file {f['name']}]" for f in msg.get("files", [])]
+            parts.append("\n".join([f"{name}:", body, *files]).rstrip())
+        return "\n\n".join(parts)

@@ -1,0 +1,134 @@
+"""aiohttp routes of the Web API stand-in: ``POST|GET /api/<method>`` and the upload/file URLs.
+
+Contract (reference/slack.md section 6.1): arguments are merged from the query string, a
+form body and a JSON body; ``Authorization: Bearer xoxb-...`` (or a ``token`` argument) is
+required, else ``not_authed`` / ``invalid_auth``; API errors are HTTP 200 with
+``{"ok": false, "error": ...}``, except rate limiting (429 + ``Retry-After``). Every call is
+recorded in :attr:`WebApi.calls`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+from aiohttp import web
+
+from bot.sandbox.slacksim import methods_chat, methods_files, methods_views
+from bot.sandbox.slacksim.apierrors import ApiError
+from bot.sandbox.slacksim.state import Workspace
+
+JSON = dict[str, Any]
+HANDLERS = {**methods_chat.HANDLERS, **methods_views.HANDLERS, **methods_files.HANDLERS}
+SCOPES = "commands,chat:write,chat:write.public,users:read,usergroups:read,files:write,"
+SCOPES += "channels:history,groups:history,app_mentions:read,reactions:write"
+
+
+@dataclass(frozen=True)
+class ApiCall:
+    """One recorded Web API call."""
+
+    method: str
+    args: JSON
+    ok: bool
+    error: str | None = None
+
+
+@dataclass
+class _Fault:
+    error: str
+    status: int
+    times: int
+
+
+@dataclass
+class WebApi:
+    ws: Workspace
+    calls: list[ApiCall] = field(default_factory=list)
+    rate_limited: dict[str, int] = field(default_factory=dict)
+    faults: dict[str, _Fault] = field(default_factory=dict)
+
+    def routes(self) -> list[web.RouteDef]:
+        return [
+            web.route("*", "/api/{method}", self.handle),
+            web.post("/upload/v1/{fid}", self.upload),
+            web.get("/files/{fid}/{name}", self.download),
+        ]
+
+    async def _args(self, request: web.Request) -> JSON:
+        args: JSON = dict(request.query)
+        if request.method == "POST" and request.can_read_body:
+            raw = await request.read()
+            ctype = request.content_type
+            if ctype == "application/json":
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError as exc:
+                    raise ApiError("invalid_json") from exc
+                if not isinstance(body, dict):
+                    raise ApiError("invalid_json")
+                args.update(body)
+            elif raw:
+                args.update(parse_qsl(raw.decode("utf-8"), keep_blank_values=True))
+        return args
+
+    async def handle(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        args: JSON = {}
+        headers: dict[str, str] = {}
+        try:
+            args = await self._args(request)
+            token = args.pop("token", None)
+            auth = request.headers.get("Authorization", "")
+            if auth.startswith("Bearer "):
+                token = auth.removeprefix("Bearer ")
+            if not token:
+                raise ApiError("not_authed")
+            if not str(token).startswith("xoxb-"):
+                raise ApiError("invalid_auth")
+            handler = HANDLERS.get(method)
+            if handler is None:
+                raise ApiError("unknown_method", status=404)
+            self._inject_faults(method)
+            body = {"ok": True, **handler(self.ws, args)}
+            status = 200
+            if method == "auth.test":
+                headers["x-oauth-scopes"] = SCOPES
+            self.calls.append(ApiCall(method, args, True))
+        except ApiError as err:
+            body, status = err.body(), err.status
+            if status == 429:
+                headers.update({"Retry-After": "1", "x-slack-failure": err.error})
+            self.calls.append(ApiCall(method, args, False, err.error))
+        return web.json_response(body, status=status, headers=headers)
+
+    def _inject_faults(self, method: str) -> None:
+        if self.rate_limited.get(method, 0) > 0:
+            self.rate_limited[method] -= 1
+            raise ApiError("ratelimited", status=429)
+        fault = self.faults.get(method)
+        if fault is not None and fault.times > 0:
+            fault.times -= 1
+            raise ApiError(fault.error, status=fault.status)
+
+    def rate_limit(self, method: str, *, times: int = 1) -> None:
+        self.rate_limited[method] = times
+
+    def fail(
+        self, method: str, *, error: str = "fatal_error", times: int = 1, status: int = 200
+    ) -> None:
+        self.faults[method] = _Fault(error, status, times)
+
+    async def upload(self, request: web.Request) -> web.Response:
+        content = await request.read()
+        if not methods_files.receive_upload(self.ws, request.match_info["fid"], content):
+            return web.Response(status=404, text="file_not_found")
+        return web.Response(text=f"OK - {len(content)}")
+
+    async def download(self, request: web.Request) -> web.Response:
+        f = self.ws.files.get(request.match_info["fid"])
+        if f is None or f.content is None:
+            return web.Response(status=404, text="file_not_found")
+        return web.Response(body=f.content, content_type="text/plain", charset="utf-8")

@@ -1,0 +1,109 @@
+"""The action use-case, as one facade: tier button -> confirmation -> dry run -> Apply ->
+(approval) -> exactly-once execution -> outcome, Undo, re-diagnosis and a before/after diff.
+
+Safety properties, each enforced in the step modules and tested end to end
+(``tests/services/test_act_*.py``):
+- roles are checked at every click, on the identity Slack signed (never on message content);
+- nothing touches the cluster before a server-side dry run of the exact changes has been
+  shown and the requester confirmed it (``requesting``); tier 1 also needs an approver other
+  than the requester (``approving``);
+- every action runs at most once: ``store.claim_action`` is one atomic UPDATE made before
+  any cluster call, so double clicks, Slack retries and two replicas cannot run it twice
+  (``applying``); Undo likewise through ``store.claim_undo`` (``undoing``);
+- before executing, the node and the targets are re-read and a stale plan is refused;
+- every decision, refusal and API change is appended to the audit log;
+- actions a crash left half-way are reported at the next start (``reconciling``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from bot.core.actions import ActionPlan
+from bot.core.policy import Policy, Principal
+from bot.services import applying, approving, reconciling, requesting, undoing
+from bot.services.acting import ActDeps
+from bot.services.background import Background
+from bot.services.diagnose import DiagnoseService
+from bot.services.ports import ChatPort, KubePort
+from bot.store.storing import Store
+
+
+class ActService:
+    """One per process. Every public method is safe to call concurrently and repeatedly."""
+
+    def __init__(
+        self,
+        kube: KubePort,
+        store: Store,
+        chat: ChatPort,
+        diagnose: DiagnoseService,
+        bg: Background,
+        *,
+        policy: Policy,
+        clock: Callable[[], datetime],
+        new_id: Callable[[], str],
+        replica_id: str,
+        evidence_max_age_s: float,
+        approval_ttl_s: int,
+    ) -> None:
+        self.deps = ActDeps(
+            kube=kube, store=store, chat=chat, diagnose=diagnose, bg=bg, policy=policy,
+            clock=clock, new_id=new_id, replica_id=replica_id,
+            evidence_max_age_s=evidence_max_age_s, approval_ttl_s=approval_ttl_s,
+        )  # fmt: skip
+
+    async def principal(self, user: str, channel: str) -> Principal:
+        return await self.deps.principal(user, channel)
+
+    async def open_confirmation(
+        self, *, tier: int, incident_id: str, plan_id: str, user: str, channel: str,
+        trigger_id: str,
+    ) -> None:  # fmt: skip
+        """Tier button: check the role, open the confirmation modal (within 3 s of the click)."""
+        await requesting.open_confirmation(
+            self.deps, tier=tier, incident_id=incident_id, plan_id=plan_id, user=user,
+            channel=channel, trigger_id=trigger_id,
+        )  # fmt: skip
+
+    async def validate_submission(
+        self, meta: dict[str, Any], values: dict[str, Any]
+    ) -> tuple[ActionPlan | None, dict[str, str]]:
+        """Modal submitted: the (edited) plan, or errors keyed by block id."""
+        return await requesting.validate_submission(self.deps, meta, values)
+
+    async def submitted(
+        self, *, meta: dict[str, Any], plan: ActionPlan, reason: str, user: str
+    ) -> str:
+        """Record the request, dry-run it, post the dry run with Apply/Cancel; its id."""
+        return await requesting.submitted(self.deps, meta=meta, plan=plan, reason=reason, user=user)
+
+    async def apply(self, *, action_id: str, user: str, channel: str) -> None:
+        """The requester's Apply: execute now, or ask for approval when the policy says so."""
+        await approving.apply(self.deps, action_id=action_id, user=user, channel=channel)
+
+    async def cancel(self, *, action_id: str, user: str, channel: str) -> None:
+        await requesting.cancel(self.deps, action_id=action_id, user=user, channel=channel)
+
+    async def vote(self, *, approval_id: str, user: str, channel: str, yes: bool) -> None:
+        """Approve (``yes``) or Deny; the vote that reaches the quorum executes the action."""
+        await approving.vote(
+            self.deps, approval_id=approval_id, user=user, channel=channel, yes=yes
+        )
+
+    async def undo(self, *, action_id: str, user: str, channel: str) -> None:
+        await undoing.undo(self.deps, action_id=action_id, user=user, channel=channel)
+
+    async def expire_overdue(self) -> int:
+        """Expire approval requests nobody answered in time (run periodically)."""
+        return await approving.expire_overdue(self.deps)
+
+    async def reconcile_interrupted(self) -> int:
+        """At start: report actions a previous process left claimed or running."""
+        return await reconciling.reconcile_interrupted(self.deps)
+
+    async def rediagnose_after(self, incident_id: str) -> None:
+        """Re-diagnose and post the before/after diff (normally spawned after execution)."""
+        await applying.after(self.deps, incident_id)

@@ -1,0 +1,177 @@
+"""What every step of the action flow shares: its dependencies and small helpers.
+
+The flow is split by step (``requesting``, ``approving``, ``applying``, ``undoing``,
+``reconciling``); each step is a function over ``ActDeps``. ``bot.services.act.ActService``
+is the facade the Slack glue calls. Helpers here never touch the cluster.
+
+Audit rule: every click that is refused is audited too (who tried what, and why not), not
+only the ones that changed something; the audit log answers "who tried to do what, when".
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from bot.core.actions import ActionPlan
+from bot.core.findings import Diagnosis
+from bot.core.incidents import Incident, TimelineEntry, TimelineKind
+from bot.core.policy import TIERS, Policy, Principal, Tier
+from bot.errors import GpunodeError
+from bot.render import acting as views
+from bot.services.background import Background
+from bot.services.diagnose import DiagnoseService
+from bot.services.executing import StepsResult
+from bot.services.ports import ChatPort, KubePort
+from bot.store.models import ActionRecord, AuditRecord
+from bot.store.storing import Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ActDeps:
+    kube: KubePort
+    store: Store
+    chat: ChatPort
+    diagnose: DiagnoseService
+    bg: Background
+    policy: Policy
+    clock: Callable[[], datetime]
+    new_id: Callable[[], str]
+    replica_id: str
+    evidence_max_age_s: float
+    approval_ttl_s: int
+
+    async def principal(self, user: str, channel: str) -> Principal:
+        """The clicking user with the policy's user groups they belong to (resolved now)."""
+        groups = {g for b in self.policy.bindings.values() for g in b.usergroups}
+        member_of = set()
+        for group in sorted(groups):
+            try:
+                if user in await self.chat.usergroup_members(group):
+                    member_of.add(group)
+            except GpunodeError:
+                log.warning("could not resolve user group %s; treating as not a member", group)
+        return Principal(user_id=user, usergroup_ids=frozenset(member_of), channel_id=channel)
+
+    async def audit(self, **fields: Any) -> None:
+        await self.store.append_audit(AuditRecord(at=self.clock(), **fields))
+
+    async def refuse(
+        self,
+        channel: str,
+        user: str,
+        text: str,
+        *,
+        thread_ts: str | None = None,
+        audit: dict[str, Any] | None = None,
+    ) -> None:
+        """Tell only ``user`` why not; with ``audit`` fields, record the refusal too."""
+        if audit is not None:
+            fields = {"channel": channel, "decision": "refused", "detail": text} | audit
+            await self.audit(actor=user, **fields)
+        t, blocks = views.notice("refused", reason=text)
+        await self.chat.post_ephemeral(channel, user, text=t, blocks=blocks, thread_ts=thread_ts)
+
+    async def say(self, channel: str, user: str, key: str, **params: Any) -> None:
+        t, blocks = views.notice(key, **params)
+        await self.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
+
+    async def timeline(
+        self,
+        incident_id: str | None,
+        kind: TimelineKind,
+        actor: str,
+        text: str,
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        if incident_id is None:
+            return
+        entry = TimelineEntry(
+            incident_id=incident_id, at=self.clock(), kind=kind, actor=actor, text=text,
+            data=data or {},
+        )  # fmt: skip
+        await self.store.append_timeline(entry)
+
+    async def thread_of(self, incident_id: str | None) -> str | None:
+        if incident_id is None:
+            return None
+        incident = await self.store.get_incident(incident_id)
+        return incident.thread_ts if incident else None
+
+    async def plan_of(
+        self, incident_id: str, plan_id: str
+    ) -> tuple[Incident, Diagnosis, ActionPlan] | None:
+        """The available plan ``plan_id`` of the incident's latest evidence, or None."""
+        incident = await self.store.get_incident(incident_id)
+        snap = await self.store.latest_snapshot(incident_id)
+        if incident is None or snap is None:
+            return None
+        diagnosis = Diagnosis.model_validate_json(snap.diagnosis_json)
+        plan = next((p for p in diagnosis.plans if p.plan_id == plan_id), None)
+        if plan is None or not plan.available:
+            return None
+        return incident, diagnosis, plan
+
+    async def update_message(
+        self,
+        record: ActionRecord,
+        state: str,
+        *,
+        by: str,
+        detail: str = "",
+        result: StepsResult | None = None,
+        undo: bool = False,
+    ) -> None:
+        """Replace the action's message (and its buttons) with the outcome."""
+        incident = await self.store.get_incident(record.incident_id or "")
+        fresh = await self.store.get_action(record.action_id)
+        ts = (fresh or record).message_ts
+        if incident is None or ts is None:
+            return
+        t, blocks = views.outcome_message(
+            plan_of_record(record),
+            action_id=record.action_id,
+            state=state,
+            requester=record.requester,
+            by=by,
+            reason=reason_of(record),
+            detail=detail,
+            result=result,
+            undo=undo,
+        )
+        try:
+            await self.chat.update(incident.channel, ts, text=t, blocks=blocks)
+        except GpunodeError as err:
+            # the state and the audit row are already written; a lost edit must not undo them
+            log.warning("could not update action message %s: %s", record.action_id, err)
+
+
+def plan_of_record(record: ActionRecord) -> ActionPlan:
+    return ActionPlan.model_validate({k: v for k, v in record.plan.items() if k != "reason"})
+
+
+def tier_of(value: int) -> Tier:
+    """A stored tier number as the policy's ``Tier`` (1-3; anything else is a bug)."""
+    if value not in TIERS:
+        raise ValueError(f"no tier {value}")
+    return value
+
+
+def reason_of(record: ActionRecord) -> str:
+    return str(record.plan.get("reason", ""))
+
+
+def audit_fields(record: ActionRecord, channel: str, what: str) -> dict[str, Any]:
+    """The audit columns that identify an action (``what``: request, apply, execute...)."""
+    return {
+        "action": f"tier{record.tier}.{what}",
+        "channel": channel,
+        "incident_id": record.incident_id,
+        "action_id": record.action_id,
+        "tier": record.tier,
+    }

@@ -1,0 +1,200 @@
+"""Step 5 of an action: claim it, re-check the world, run it for real, report everything.
+
+Order matters and is the safety argument:
+1. ``store.claim_action`` is one atomic UPDATE made before any cluster call: of any number
+   of clicks, retries and replicas, exactly one caller proceeds;
+2. the node, pods and target controllers are re-read; a stale plan is refused (``refused``);
+3. the steps run; the result (what changed, what failed, what did not run) is stored,
+   audited, put in the timeline and shown in place of the buttons;
+4. a re-diagnosis runs in the background and posts a before/after diff.
+Whatever goes wrong after the claim, the action ends ``failed`` with the reason: it is never
+left ``claimed`` or ``running`` by this process (only a crash does that; see reconciling).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from bot.core.actions import ActionPlan, Step
+from bot.core.approvals import mark_executed
+from bot.core.cluster import ClusterView
+from bot.core.diffing import diff_diagnoses
+from bot.core.findings import Diagnosis
+from bot.core.planning import undo_steps
+from bot.core.staleness import controller_key, controller_steps, stale_reason
+from bot.errors import GpunodeError, NotFoundError
+from bot.render import acting as views
+from bot.services.acting import ActDeps, audit_fields, plan_of_record, reason_of
+from bot.services.executing import StepsResult, run_steps
+from bot.store.models import ActionRecord, ActionState
+
+log = logging.getLogger(__name__)
+
+
+async def execute(
+    d: ActDeps,
+    record: ActionRecord,
+    *,
+    by: str,
+    channel: str,
+    approval_id: str | None = None,
+) -> bool:
+    """Run the action once. False when another caller already claimed it."""
+    fields = audit_fields(record, channel, "execute")
+    if not await d.store.claim_action(record.action_id, d.replica_id, at=d.clock()):
+        current = await d.store.get_action(record.action_id)
+        state = current.state if current else "gone"
+        await d.refuse(channel, by, f"this action is already {state}", audit=fields)
+        return False
+    plan = plan_of_record(record)
+    try:
+        if approval_id is not None:
+            at = d.clock()
+            await d.store.update_approval(
+                approval_id,
+                lambda r: (mark_executed(r, at) if r.state == "approved" else r, None),
+            )
+        reason = await _stale(d, record, plan)
+        if reason is not None:
+            await _refuse_stale(d, record, reason, by=by, fields=fields)
+            return True
+        await d.store.set_action_state(record.action_id, "running", at=d.clock())
+        result = await run_steps(d.kube, list(plan.steps), dry_run=False)
+    except GpunodeError as err:
+        await _crashed(
+            d, record, err.code, f"{err.message}. Nothing was changed.", by=by, fields=fields
+        )
+        return True
+    except TimeoutError:
+        why = "the API server did not answer in time. Nothing was changed; retry in a minute."
+        await _crashed(d, record, "timeout", why, by=by, fields=fields)
+        return True
+    except Exception as exc:
+        why = f"{exc!r}; check the targets by hand before retrying"
+        await _crashed(d, record, "internal", why, by=by, fields=fields)
+        raise
+    await _record(d, record, plan, result, by=by, fields=fields)
+    return True
+
+
+async def _record(
+    d: ActDeps,
+    record: ActionRecord,
+    plan: ActionPlan,
+    result: StepsResult,
+    *,
+    by: str,
+    fields: dict[str, Any],
+) -> None:
+    undo = undo_for(plan, result)
+    state: ActionState = "succeeded" if result.ok else "failed"
+    payload = result.as_json() | {"undo": [s.model_dump(mode="json") for s in undo]}
+    await d.store.set_action_state(record.action_id, state, at=d.clock(), result=payload)
+    await d.audit(
+        actor=by, **fields, decision="executed" if result.ok else "failed", outcome=state,
+        changes=payload, detail=reason_of(record),
+    )  # fmt: skip
+    summary = f"tier {plan.tier} {state}"
+    if not result.ok and result.applied:
+        summary += " after changing part of the cluster (see the action message)"
+    await d.timeline(
+        record.incident_id, "action_result", by, summary, {"action_id": record.action_id}
+    )
+    await d.update_message(
+        record, state, by=by, result=result, undo=bool(undo) and result.ok,
+    )  # fmt: skip
+    if result.applied:
+        await _mitigating(d, record.incident_id, by=by)
+
+
+async def _mitigating(d: ActDeps, incident_id: str | None, *, by: str) -> None:
+    incident = await d.store.get_incident(incident_id or "")
+    if incident is None:
+        return
+    if incident.state == "investigating":
+        await d.store.set_incident_state(incident.id, "mitigating", at=d.clock(), actor=by)
+        await d.diagnose.refresh_root(incident.id)
+    d.bg.spawn(after(d, incident.id), name=f"rediagnose-{incident.node}")
+
+
+async def _refuse_stale(
+    d: ActDeps, record: ActionRecord, reason: str, *, by: str, fields: dict[str, Any]
+) -> None:
+    await d.store.set_action_state(
+        record.action_id, "refused", at=d.clock(), result={"reason": reason}
+    )
+    await d.audit(actor=by, **fields, decision="refused", outcome="stale", detail=reason)
+    await d.timeline(record.incident_id, "action_result", by, f"refused as stale: {reason}")
+    await d.update_message(record, "stale", by=by, detail=reason)
+
+
+async def _crashed(
+    d: ActDeps, record: ActionRecord, code: str, message: str, *, by: str, fields: dict[str, Any]
+) -> None:
+    """After the claim something failed outside the steps (the re-read before acting, the
+    store): end ``failed`` and say so, rather than leave the action claimed."""
+    why = f"could not carry out the action ({code}): {message}"
+    try:
+        await d.store.set_action_state(
+            record.action_id, "failed", at=d.clock(), result={"reason": why}
+        )
+        await d.audit(actor=by, **fields, decision="failed", outcome="error", detail=why)
+        await d.timeline(record.incident_id, "action_result", by, why)
+        await d.update_message(record, "failed", by=by, detail=why)
+    except GpunodeError:
+        log.exception("could not record the failure of action %s", record.action_id)
+
+
+def undo_for(plan: ActionPlan, result: StepsResult) -> list[Step]:
+    """Steps restoring what ``result`` changed (only changes really made)."""
+    steps: list[Step] = []
+    planned = [s for s in plan.steps if s.verb != "evict"]
+    for step, change in zip(planned, result.changes, strict=False):
+        if change.noop or change.dry_run:
+            continue
+        steps.extend(undo_steps(step, change.before))
+    return steps
+
+
+async def _stale(d: ActDeps, record: ActionRecord, plan: ActionPlan) -> str | None:
+    snap = await d.store.latest_snapshot(record.incident_id or "")
+    if snap is None:
+        return "no evidence recorded for this incident; re-diagnose"
+    evidence = Diagnosis.model_validate_json(snap.diagnosis_json)
+    before = ClusterView.model_validate_json(snap.view_json)
+    try:
+        current = await d.kube.get_cluster_view(plan.node)
+        controllers: dict[str, dict[str, Any] | None] = {}
+        for step in controller_steps(plan):
+            try:
+                controllers[controller_key(step)] = await d.kube.read_controller(
+                    step.kind, step.namespace or "", step.name
+                )
+            except NotFoundError:
+                controllers[controller_key(step)] = None
+    except NotFoundError:
+        return f"node {plan.node} no longer exists; nothing to act on"
+    return stale_reason(
+        plan,
+        evidence_at=evidence.collected_at,
+        now=d.clock(),
+        max_age_s=d.evidence_max_age_s,
+        before=before,
+        current=current,
+        controllers=controllers,
+    )
+
+
+async def after(d: ActDeps, incident_id: str) -> None:
+    """Re-diagnose and post what the action bought (before/after diff) in the thread."""
+    incident = await d.store.get_incident(incident_id)
+    before = await d.store.latest_snapshot(incident_id)
+    if incident is None or before is None:
+        return
+    outcome = await d.diagnose.diagnose(incident.node, channel=incident.channel, user="gpunode")
+    if outcome.diagnosis is None:
+        return
+    diff = diff_diagnoses(Diagnosis.model_validate_json(before.diagnosis_json), outcome.diagnosis)
+    t, blocks = views.diff_message(diff)
+    await d.chat.post(incident.channel, text=t, blocks=blocks, thread_ts=incident.thread_ts)

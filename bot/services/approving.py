@@ -1,0 +1,225 @@
+"""Steps 3-4 of an action: the requester's Apply, and the approvers' votes.
+
+Apply is the requester's confirmation after seeing the dry run; only the requester may press
+it. When the policy needs approvals, Apply posts one approval request (a repeated Apply,
+from a double click, a Slack retry or another replica, is answered but posts nothing new:
+``remember_event`` gates it). Votes go through ``store.update_approval``: read, apply the
+pure ``approvals.approve``/``deny``, write, in one transaction, so simultaneous votes on
+several replicas are all counted and exactly one of them sees ``approved``.
+
+Once decided (approved, denied, expired), the approval message is edited to its outcome
+without buttons; its channel and ts are kept in the action's result (``note_action``).
+``expire_overdue`` ends requests nobody answered in time (call it periodically).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from bot.core.approvals import ApprovalRequest, approve, deny, expire_if_due, new_request
+from bot.core.policy import ActionRequestInfo, Deny, NeedsApproval, can_approve, decide
+from bot.errors import GpunodeError
+from bot.render import acting as views
+from bot.services.acting import ActDeps, audit_fields, plan_of_record, reason_of, tier_of
+from bot.services.applying import execute
+from bot.store.models import ActionRecord
+
+log = logging.getLogger(__name__)
+APPROVAL_MESSAGE = "approval_message"  # key in ActionRecord.result: {"channel", "ts"}
+
+VOTE_DECISION = {
+    "approved": "approved",
+    "counted": "approval_counted",
+    "denied": "approval_denied",
+    "self_approval_rejected": "self_approval_rejected",
+    "not_eligible": "not_eligible",
+    "expired": "expired",
+    "already_final": "ignored",
+    "already_counted": "ignored",
+}
+
+
+async def apply(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
+    record = await d.store.get_action(action_id)
+    if record is None:
+        await d.refuse(
+            channel, user, "unknown action; re-diagnose and request it again",
+            audit={"action": "apply", "action_id": action_id},
+        )  # fmt: skip
+        return
+    thread_ts = await d.thread_of(record.incident_id)
+    fields = audit_fields(record, channel, "apply")
+    if user != record.requester:
+        text = (
+            f"only <@{record.requester}> can confirm their request; "
+            "approvers use the approval message"
+        )
+        await d.refuse(channel, user, text, thread_ts=thread_ts, audit=fields)
+        return
+    plan = plan_of_record(record)
+    principal = await d.principal(user, channel)
+    decision = decide(principal, ActionRequestInfo(tier=plan.tier), d.policy)
+    if isinstance(decision, Deny):
+        await d.refuse(channel, user, decision.reason, thread_ts=thread_ts, audit=fields)
+        return
+    if record.state != "requested":
+        await d.refuse(
+            channel, user, f"this action is already {record.state}", thread_ts=thread_ts,
+            audit=fields,
+        )  # fmt: skip
+        return
+    if isinstance(decision, NeedsApproval):
+        await _request_approval(d, record, decision, channel=channel, thread_ts=thread_ts)
+        return
+    await execute(d, record, by=user, channel=channel)
+
+
+async def _request_approval(
+    d: ActDeps,
+    record: ActionRecord,
+    decision: NeedsApproval,
+    *,
+    channel: str,
+    thread_ts: str | None,
+) -> None:
+    if not await d.store.remember_event(f"approval-requested:{record.action_id}", at=d.clock()):
+        await d.say(channel, record.requester, "approval_pending")
+        return
+    plan = plan_of_record(record)
+    req = new_request(
+        d.new_id(),
+        record.action_id,
+        tier=plan.tier,
+        requester=record.requester,
+        quorum=decision.quorum,
+        at=d.clock(),
+        ttl_s=d.approval_ttl_s,
+    )
+    await d.store.save_approval(req)
+    await d.audit(
+        actor=record.requester,
+        **audit_fields(record, channel, "approval_requested"),
+        decision="needs_approval",
+        detail=f"quorum {decision.quorum}; expires {req.expires_at.isoformat()}",
+    )
+    t, blocks = views.approval_message(
+        plan, req, reason=reason_of(record), roles=decision.approver_roles
+    )
+    ts = await d.chat.post(channel, text=t, blocks=blocks, thread_ts=thread_ts)
+    await d.store.note_action(record.action_id, {APPROVAL_MESSAGE: {"channel": channel, "ts": ts}})
+    await d.update_message(record, "awaiting_approval", by=record.requester)
+
+
+async def vote(d: ActDeps, *, approval_id: str, user: str, channel: str, yes: bool) -> None:
+    """An approver's Approve or Deny (the requester may Deny to withdraw)."""
+    req = await d.store.get_approval(approval_id)
+    record = await d.store.get_action(req.action_id) if req else None
+    if req is None or record is None:
+        await d.refuse(
+            channel, user, "unknown approval request; request the action again",
+            audit={"action": "approve" if yes else "deny", "detail": approval_id},
+        )  # fmt: skip
+        return
+    principal = await d.principal(user, channel)
+    eligible = can_approve(principal, tier_of(record.tier), d.policy)
+    now = d.clock()
+
+    def change(r: ApprovalRequest) -> tuple[ApprovalRequest, str]:
+        if yes:
+            return approve(r, user, now, eligible=eligible)
+        return deny(r, user, now, eligible=eligible)
+
+    new, outcome = await d.store.update_approval(approval_id, change)
+    fields = audit_fields(record, channel, "approve" if yes else "deny")
+    await d.audit(actor=user, **fields, decision=VOTE_DECISION[outcome])
+    thread_ts = await d.thread_of(record.incident_id)
+    if outcome in ("self_approval_rejected", "not_eligible", "already_final", "already_counted"):
+        await d.refuse(channel, user, views.vote_refusal(outcome), thread_ts=thread_ts)
+        return
+    if outcome == "expired":
+        await d.refuse(channel, user, views.vote_refusal(outcome), thread_ts=thread_ts)
+        await close_approval_message(d, record, new, state="expired", by="")
+        await _end(d, record, "expired", by=user, why="approval expired")
+        return
+    if outcome == "counted":
+        await d.say(channel, user, "vote_counted", remaining=new.remaining)
+        await d.timeline(record.incident_id, "approval", user, "approved (more needed)")
+        return
+    if outcome == "denied":
+        await d.timeline(record.incident_id, "approval", user, "denied")
+        await close_approval_message(d, record, new, state="denied", by=user)
+        await _end(d, record, "denied", by=user, why=f"denied by {user}")
+        return
+    await close_approval_message(d, record, new, state="approved", by=user)
+    await _approved(d, record, new, by=user, channel=channel)
+
+
+async def close_approval_message(
+    d: ActDeps, record: ActionRecord, req: ApprovalRequest, *, state: str, by: str
+) -> None:
+    """Edit the approval message to its outcome, without buttons (best effort: the state
+    and the audit row are already written; a lost edit leaves buttons that answer
+    "already decided")."""
+    fresh = await d.store.get_action(record.action_id)
+    where: Any = ((fresh or record).result or {}).get(APPROVAL_MESSAGE)
+    if not isinstance(where, dict) or not where.get("ts"):
+        return
+    t, blocks = views.approval_closed(
+        plan_of_record(record), req, state=state, by=by, reason=reason_of(record)
+    )
+    try:
+        await d.chat.update(str(where["channel"]), str(where["ts"]), text=t, blocks=blocks)
+    except GpunodeError as err:
+        log.warning("could not close approval message of %s: %s", record.action_id, err)
+
+
+async def expire_overdue(d: ActDeps) -> int:
+    """End pending approval requests whose time ran out with nobody answering: the request
+    becomes ``expired``, its message loses its buttons, the action is closed. Idempotent
+    and safe on several replicas (the store's transaction lets one of them expire each).
+    Returns how many this call expired."""
+    now = d.clock()
+    count = 0
+    for pending in await d.store.pending_approvals():
+        if now < pending.expires_at:
+            continue
+
+        def change(r: ApprovalRequest) -> tuple[ApprovalRequest, bool]:
+            expired = expire_if_due(r, now)
+            return expired, expired.state == "expired" and r.state == "pending"
+
+        new, expired_now = await d.store.update_approval(pending.id, change)
+        record = await d.store.get_action(pending.action_id)
+        if not expired_now or record is None:
+            continue
+        count += 1
+        fields = audit_fields(record, "", "approve")
+        await d.audit(
+            actor="gpunode", **fields, decision="expired", detail="nobody approved in time"
+        )
+        await d.timeline(record.incident_id, "approval", "gpunode", "approval expired")
+        await close_approval_message(d, record, new, state="expired", by="")
+        await _end(d, record, "expired", by="gpunode", why="approval expired")
+    return count
+
+
+async def _end(d: ActDeps, record: ActionRecord, state: str, *, by: str, why: str) -> None:
+    """Close a request that will never run (denied, expired); the first caller wins."""
+    if await d.store.set_action_state(
+        record.action_id, "refused", at=d.clock(), result={"reason": why}
+    ):
+        await d.update_message(record, state, by=by)
+
+
+async def _approved(
+    d: ActDeps, record: ActionRecord, req: ApprovalRequest, *, by: str, channel: str
+) -> None:
+    await d.timeline(record.incident_id, "approval", by, "approved")
+    if not await d.store.set_action_state(record.action_id, "approved", at=d.clock()):
+        current = await d.store.get_action(record.action_id)
+        state = current.state if current else "gone"
+        await d.refuse(channel, by, f"this action is {state}; it will not run")
+        return
+    fresh = await d.store.get_action(record.action_id)
+    await execute(d, fresh or record, by=by, channel=channel, approval_id=req.id)

@@ -1,0 +1,80 @@
+"""``gpunode audit [--since 4h] [--format text|json]``: print the audit log.
+
+Reads the store named by the settings (``store.path``), so an admin can review who did what
+on the machine (or pod) where the bot keeps its database. JSON output is one object per line
+so it pipes into ``jq`` or a log shipper.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TextIO
+
+from bot.config import load_settings
+from bot.core.durations import parse_duration
+from bot.errors import StoreError
+from bot.store import AuditRecord, Store
+
+_COLUMNS = ("at", "actor", "action", "decision", "outcome", "incident", "channel", "detail")
+
+
+def _row(record: AuditRecord) -> tuple[str, ...]:
+    return (
+        record.at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S"),
+        record.actor,
+        record.action + (f" (tier {record.tier})" if record.tier else ""),
+        record.decision,
+        record.outcome,
+        record.incident_id or "-",
+        record.channel or "-",
+        record.detail,
+    )
+
+
+def format_text(records: list[AuditRecord]) -> str:
+    """A plain table, widths fitted to the content; ``detail`` is last and not padded."""
+    if not records:
+        return "no audit records in this period"
+    rows = [tuple(c.upper() for c in _COLUMNS), *(_row(r) for r in records)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS) - 1)]
+    lines = []
+    for row in rows:
+        cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])]
+        lines.append("  ".join([*cells, row[-1]]).rstrip())
+    return "\n".join(lines)
+
+
+def format_json_lines(records: list[AuditRecord]) -> str:
+    return "\n".join(json.dumps(r.model_dump(mode="json"), sort_keys=True) for r in records)
+
+
+async def _read(path: str, since: datetime | None) -> list[AuditRecord]:
+    async with await Store.open(path) as store:
+        return await store.audit_since(since)
+
+
+def main(
+    args: argparse.Namespace, *, now: datetime | None = None, out: TextIO | None = None
+) -> int:
+    """Entry point of ``gpunode audit``; ``now`` and ``out`` are for tests."""
+    settings = load_settings(config_file=getattr(args, "config", None))
+    path = settings.store.path
+    if path != ":memory:" and not Path(path).expanduser().exists():
+        raise StoreError(
+            f"no incident store at {path}; set store.path (GPUNODE_STORE__PATH) to the "
+            "bot's database file"
+        )
+    since = None
+    if getattr(args, "since", None):
+        since = (now or datetime.now(UTC)) - parse_duration(args.since)
+    records = asyncio.run(_read(path, since))
+    stream = out or sys.stdout
+    text = format_json_lines(records) if args.format == "json" else format_text(records)
+    if text:
+        print(text, file=stream)
+    return 0

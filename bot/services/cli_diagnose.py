@@ -1,0 +1,203 @@
+"""``gpunode analyze`` (offline, from saved JSON) and ``gpunode diagnose`` (live).
+
+Both end in the same place: ``analyze(bundle, view)`` then one renderer chosen by
+``--format``: ``text`` (terminal), ``markdown`` (the incident report), ``json`` (the
+Diagnosis: findings with stable codes, verdict, ledger, plans) or ``blocks`` (the three
+Block Kit messages as Slack would receive them).
+
+Offline analysis judges the evidence as of its own ``collected_at`` (so a saved bundle gives
+the same answer tomorrow); a live diagnose uses the wall clock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from bot.core.cluster import ClusterView
+from bot.core.evidence import SCHEMA_VERSION, EvidenceBundle
+from bot.core.findings import Diagnosis
+from bot.core.thresholds import DEFAULT, Thresholds, parse_thresholds
+from bot.errors import CollectorError, ConfigError, UsageError
+
+M = TypeVar("M", bound=BaseModel)
+FORMATS = ("text", "markdown", "json", "blocks")
+
+
+def _read_json(path: str, what: str, hint: str) -> Any:
+    try:
+        raw = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read {what} file {path}: {exc.strerror or exc}. {hint}") from exc
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{what} file {path} is not UTF-8 text. {hint}") from exc
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise UsageError(
+            f"{what} file {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
+            f"{exc.msg}). {hint}"
+        ) from exc
+
+
+def _validate(model: type[M], data: Any, path: str, what: str, hint: str) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}"
+            for e in exc.errors()[:5]
+        )
+        more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+        raise UsageError(
+            f"{what} file {path} does not match the schema: {problems}{more}. {hint}"
+        ) from exc
+
+
+def read_bundle(path: str) -> EvidenceBundle:
+    """An EvidenceBundle from a file; refuses another schema major version."""
+    hint = "Pass the JSON printed by `gpunode collect` (or saved from a diagnostic Job's log)."
+    data = _read_json(path, "evidence", hint)
+    if not isinstance(data, dict):
+        raise UsageError(f"evidence file {path} must hold a JSON object. {hint}")
+    version = str(data.get("schema_version", ""))
+    if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
+        raise CollectorError(
+            f"evidence file {path} has schema version {version or 'none'}, this gpunode reads "
+            f"{SCHEMA_VERSION}: collect again with a matching gpunode version."
+        )
+    return _validate(EvidenceBundle, data, path, "evidence", hint)
+
+
+def read_view(path: str) -> ClusterView:
+    hint = "Pass a ClusterView JSON (e.g. from `gpunode diagnose NODE --format json` inputs)."
+    return _validate(
+        ClusterView, _read_json(path, "cluster view", hint), path, "cluster view", hint
+    )
+
+
+def read_thresholds(config: str | None) -> Thresholds:
+    """Thresholds from the settings' ``thresholds_file`` when a config is given."""
+    if not config:
+        return DEFAULT
+    import yaml
+
+    from bot.config import load_settings
+
+    settings = load_settings(config_file=config)
+    if not settings.thresholds_file:
+        return DEFAULT
+    try:
+        raw = yaml.safe_load(Path(settings.thresholds_file).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read thresholds file {settings.thresholds_file}: {exc}") from exc
+    return parse_thresholds(raw)
+
+
+def render_output(
+    diagnosis: Diagnosis,
+    fmt: str,
+    *,
+    bundle: EvidenceBundle | None = None,
+    incident: str | None = None,
+) -> str:
+    """The diagnosis in one of ``FORMATS``."""
+    if fmt == "json":
+        return diagnosis.model_dump_json(indent=2) + "\n"
+    if fmt == "blocks":
+        from bot.render.blocks import diagnosis_messages
+
+        messages = diagnosis_messages(diagnosis, bundle, incident=incident)
+        payload = [{"text": text, "blocks": blocks} for text, blocks in messages]
+        return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+    if fmt == "markdown":
+        from bot.render.markdown import render_report_markdown
+
+        return render_report_markdown(diagnosis, bundle, incident=incident)
+    if fmt == "text":
+        from bot.render.text import render_report_text
+
+        return render_report_text(diagnosis, bundle, incident=incident)
+    raise UsageError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+
+
+def analyze_files(
+    evidence: str,
+    cluster: str | None,
+    fmt: str,
+    *,
+    thresholds: Thresholds = DEFAULT,
+    now: datetime | None = None,
+) -> str:
+    from bot.core.analysis import analyze
+
+    bundle = read_bundle(evidence)
+    view = read_view(cluster) if cluster else None
+    diagnosis = analyze(bundle, view, thresholds=thresholds, now=now or bundle.collected_at)
+    return render_output(diagnosis, fmt, bundle=bundle)
+
+
+def analyze_main(args: argparse.Namespace) -> int:
+    out = analyze_files(
+        args.evidence,
+        args.cluster,
+        args.format,
+        thresholds=read_thresholds(getattr(args, "config", None)),
+    )
+    print(out, end="")
+    return 0
+
+
+async def diagnose_node(
+    kube: Any, node: str, fmt: str, *, thresholds: Thresholds, now: datetime
+) -> str:
+    """Live: the node's cluster view, the diagnostic Job's bundle, the analysis, rendered.
+    ``kube`` is a ``bot.services.ports.KubePort``."""
+    from bot.core.analysis import analyze
+
+    view = await kube.get_cluster_view(node)
+    bundle = await kube.run_diagnostic(node)
+    diagnosis = analyze(bundle, view, thresholds=thresholds, now=now)
+    return render_output(diagnosis, fmt, bundle=bundle)
+
+
+def _gateway(args: argparse.Namespace) -> Any:
+    from bot.config import load_settings
+    from bot.kube.gateway import Gateway
+
+    settings = load_settings(config_file=args.config) if args.config else load_settings()
+    kube = settings.kube
+    overrides: dict[str, Any] = {}
+    if args.kubeconfig or args.context:
+        overrides.update(mode="kubeconfig", kubeconfig=args.kubeconfig, context=args.context)
+    if args.server:
+        overrides.update(mode="server", server=args.server)
+    if overrides:
+        kube = kube.model_validate({**kube.model_dump(), **overrides})
+    return Gateway.from_settings(kube)
+
+
+def diagnose_main(args: argparse.Namespace) -> int:
+    thresholds = read_thresholds(args.config)
+    gateway = _gateway(args)
+
+    async def run() -> str:
+        try:
+            return await diagnose_node(
+                gateway, args.node, args.format, thresholds=thresholds, now=datetime.now(UTC)
+            )
+        finally:
+            close = getattr(gateway, "close", None)
+            if close is not None:
+                result = close()
+                if asyncio.iscoroutine(result):
+                    await result
+
+    print(asyncio.run(run()), end="")
+    return 0

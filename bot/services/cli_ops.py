@@ -1,0 +1,99 @@
+"""``gpunode status | top | timeline | resolve`` in a terminal: the slash command's grammar.
+
+The words after the verb go through ``bot.core.commands.parse`` exactly as Slack's text does,
+so both surfaces accept the same input and print the same usage on a mistake. ``status``,
+``timeline`` and ``resolve`` read the bot's store (``store.path``); ``top`` asks the cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bot.config import load_settings
+from bot.core import commands
+from bot.errors import StoreError
+from bot.render.markdown import render_timeline_markdown
+from bot.services.operations import IncidentOps, top_nodes
+from bot.store.storing import Store
+
+
+def _store_path(args: argparse.Namespace) -> str:
+    path = load_settings(config_file=getattr(args, "config", None)).store.path
+    if path != ":memory:" and not Path(path).expanduser().exists():
+        raise StoreError(
+            f"no incident store at {path}; set store.path (GPUNODE_STORE__PATH) to the bot's "
+            "database file"
+        )
+    return path
+
+
+async def _incident_cmd(cmd: commands.Command, path: str) -> str:
+    async with await Store.open(path) as store:
+        ops = IncidentOps(store, clock=lambda: datetime.now(UTC))
+        if isinstance(cmd, commands.Status):
+            rows = await ops.status(cmd.node)
+            if not rows:
+                return "no open incidents" + (f" for {cmd.node}" if cmd.node else "")
+            return "\n".join(
+                f"{i.id}  {i.node:<24} {i.state:<13} opened {i.opened_at:%Y-%m-%d %H:%M} UTC"
+                for i in rows
+            )
+        if isinstance(cmd, commands.Timeline):
+            incident = await ops.resolve_id(cmd.incident, channel="", thread_ts=None)
+            entries = await ops.timeline(incident.id)
+            return render_timeline_markdown(incident, entries, await store.snapshots(incident.id))
+        assert isinstance(cmd, commands.Resolve)
+        incident = await ops.resolve(cmd.incident, by=f"cli:{getpass.getuser()}", note=cmd.note)
+        return f"{incident.id} resolved"
+
+
+def _gateway(args: argparse.Namespace) -> Any:
+    """The cluster from settings, with ``--kubeconfig/--context/--server`` taking precedence."""
+    from bot.kube.gateway import Gateway
+
+    kube = load_settings(config_file=getattr(args, "config", None)).kube
+    overrides: dict[str, Any] = {}
+    if args.kubeconfig or args.context:
+        overrides.update(mode="kubeconfig", kubeconfig=args.kubeconfig, context=args.context)
+    if args.server:
+        overrides.update(mode="server", server=args.server)
+    if overrides:
+        kube = kube.model_validate({**kube.model_dump(), **overrides})
+    return Gateway.from_settings(kube)
+
+
+async def _top(args: argparse.Namespace) -> str:
+    kube = _gateway(args)
+    try:
+        ranks = await top_nodes(kube)
+    finally:
+        kube.close()
+    if not ranks:
+        return "no GPU nodes found"
+    lines = [f"{'NODE':<28}{'PRESSURE':<10}{'USED%':>6}{'LIMITS%':>9}{'REQUESTS%':>11}"]
+    for r in ranks:
+        used = "-" if r.working_set_percent is None else str(r.working_set_percent)
+        lim = "-" if r.limits_percent is None else str(r.limits_percent)
+        req = "-" if r.requests_percent is None else str(r.requests_percent)
+        lines.append(
+            f"{r.node:<28}{'yes' if r.memory_pressure else 'no':<10}{used:>6}{lim:>9}{req:>11}"
+        )
+    return "\n".join(lines)
+
+
+def main(args: argparse.Namespace) -> int:
+    cmd = commands.parse(" ".join([args.command, *args.words]), prog="gpunode")
+    if isinstance(cmd, commands.Help):
+        out = commands.help_text(cmd.topic, prog="gpunode")
+    elif isinstance(cmd, commands.Top):
+        out = asyncio.run(_top(args))
+    else:
+        out = asyncio.run(_incident_cmd(cmd, _store_path(args)))
+    sys.stdout.write(out.rstrip("\n") + "\n")
+    return 0

@@ -1,0 +1,142 @@
+"""Carrying out an ActionPlan's steps through the KubePort (dry run or for real).
+
+Steps run in plan order; evictions of one plan run concurrently (as ``kubectl drain`` does)
+behind a small gate. The first failing non-eviction step stops the run: what already happened
+and what did not are both reported, never a silent half-application. A failed eviction does
+not stop the others (each pod is independent) but makes the whole result not ``ok``.
+A call that hangs is cut off after ``STEP_TIMEOUT_S`` and reported as a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from bot.core.actions import Step
+from bot.core.changes import Change, EvictionOutcome
+from bot.errors import GpunodeError, KubeUnavailableError
+from bot.services.ports import KubePort
+
+EVICTION_CONCURRENCY = 8  # enough to drain a GPU node's pods quickly without API bursts
+# an eviction or patch answers in well under a second; a minute means the API is wedged
+STEP_TIMEOUT_S = 60.0
+T = TypeVar("T")
+
+
+@dataclass
+class StepsResult:
+    changes: list[Change] = field(default_factory=list)
+    evictions: list[EvictionOutcome] = field(default_factory=list)
+    failed_step: Step | None = None
+    error: GpunodeError | None = None
+    not_run: list[Step] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Every step ran and no eviction failed (a PDB-blocked eviction is an answer, not
+        a failure: the pod keeps running and the message says so)."""
+        return self.error is None and not any(e.status == "failed" for e in self.evictions)
+
+    @property
+    def applied(self) -> bool:
+        """Something in the cluster changed (for real, not dry run)."""
+        return any(not c.noop and not c.dry_run for c in self.changes) or any(
+            e.status == "evicted" for e in self.evictions
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "changes": [c.model_dump(mode="json") for c in self.changes],
+            "evictions": [e.model_dump(mode="json") for e in self.evictions],
+            "failed_step": self.failed_step.model_dump(mode="json") if self.failed_step else None,
+            "error": {"code": self.error.code, "message": self.error.message}
+            if self.error
+            else None,
+            "not_run": [s.model_dump(mode="json") for s in self.not_run],
+        }
+
+
+async def _timed(what: str, call: Awaitable[T]) -> T:
+    try:
+        async with asyncio.timeout(STEP_TIMEOUT_S):
+            return await call
+    except TimeoutError as exc:
+        raise KubeUnavailableError(
+            f"{what} did not answer in time; check the API server, then look at the object "
+            "before retrying (the change may or may not have been made)",
+            code="timeout",
+        ) from exc
+
+
+async def _one(kube: KubePort, step: Step, *, dry_run: bool) -> Change:
+    what = f"{step.verb} {step.kind} {step.namespace + '/' if step.namespace else ''}{step.name}"
+    return await _timed(what, _call(kube, step, dry_run=dry_run))
+
+
+async def _call(kube: KubePort, step: Step, *, dry_run: bool) -> Change:
+    p = step.params
+    if step.verb == "cordon":
+        return await kube.cordon(step.name, dry_run=dry_run)
+    if step.verb == "uncordon":
+        return await kube.uncordon(step.name, dry_run=dry_run)
+    if step.verb == "ensure_priority_class":
+        return await kube.ensure_priority_class(
+            step.name, int(p["value"]), description=str(p.get("description", "")), dry_run=dry_run
+        )
+    if step.verb == "set_priority_class":
+        return await kube.set_priority_class_name(
+            step.kind, step.namespace or "", step.name, p.get("priority_class"), dry_run=dry_run
+        )
+    if step.verb == "patch_resources":
+        return await kube.patch_container_resources(
+            step.kind,
+            step.namespace or "",
+            step.name,
+            str(p["container"]),
+            requests=dict(p.get("requests") or {}),
+            limits=dict(p.get("limits") or {}),
+            env=dict(p.get("env") or {}),
+            dry_run=dry_run,
+        )
+    raise GpunodeError(f"unknown step verb {step.verb}; this is a bug in the plan")
+
+
+async def run_steps(kube: KubePort, steps: list[Step], *, dry_run: bool) -> StepsResult:
+    result = StepsResult()
+    gate = asyncio.Semaphore(EVICTION_CONCURRENCY)
+
+    async def evict(step: Step) -> EvictionOutcome:
+        async with gate:
+            try:
+                return await _timed(
+                    f"evict {step.namespace}/{step.name}",
+                    kube.evict(step.namespace or "", step.name, dry_run=dry_run),
+                )
+            except GpunodeError as err:
+                return EvictionOutcome(
+                    namespace=step.namespace or "",
+                    name=step.name,
+                    status="failed",
+                    reason=err.message,
+                )
+
+    i = 0
+    while i < len(steps):
+        step = steps[i]
+        if step.verb == "evict":
+            batch = []
+            while i < len(steps) and steps[i].verb == "evict":
+                batch.append(steps[i])
+                i += 1
+            result.evictions.extend(await asyncio.gather(*(evict(s) for s in batch)))
+            continue
+        try:
+            result.changes.append(await _one(kube, step, dry_run=dry_run))
+        except GpunodeError as err:
+            result.failed_step, result.error = step, err
+            result.not_run = steps[i + 1 :]
+            return result
+        i += 1
+    return result

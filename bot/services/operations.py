@@ -1,0 +1,105 @@
+"""The read-side use-cases behind status, top, timeline and resolve.
+
+Shared by the Slack app and the terminal (``bot.services.cli_ops``); they return data, and
+the caller renders it for its surface.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from bot.core.cluster import ClusterView
+from bot.core.incidents import TimelineEntry
+from bot.core.quantity import parse_quantity
+from bot.errors import KubeError, UsageError
+from bot.services.ports import KubePort
+
+
+@dataclass(frozen=True)
+class NodeRank:
+    node: str
+    memory_pressure: bool
+    limits_percent: int | None
+    requests_percent: int | None
+    working_set_percent: int | None
+    score: float
+
+
+def _percent_of(view: ClusterView, resource: str) -> tuple[int | None, int | None]:
+    for row in view.allocated:
+        if row.resource == resource:
+            return row.requests_percent, row.limits_percent
+    return None, None
+
+
+def rank_node(view: ClusterView) -> NodeRank:
+    """Pressure score: MemoryPressure condition first, then measured use, then limits."""
+    pressure = any(c.type == "MemoryPressure" and c.status == "True" for c in view.node.conditions)
+    req_pct, lim_pct = _percent_of(view, "memory")
+    ws_pct: int | None = None
+    alloc = view.node.allocatable.get("memory")
+    if view.metrics is not None and alloc:
+        total = sum(m.memory_working_set_bytes for m in view.metrics)
+        ws_pct = int(total / parse_quantity(alloc).as_float() * 100)
+    score = (1000.0 if pressure else 0.0) + float(ws_pct or 0) * 2 + float(lim_pct or 0) / 10
+    return NodeRank(view.node.name, pressure, lim_pct, req_pct, ws_pct, score)
+
+
+async def top_nodes(kube: KubePort, *, limit: int = 15, concurrency: int = 8) -> list[NodeRank]:
+    nodes = await kube.list_gpu_nodes()
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(name: str) -> NodeRank | None:
+        async with gate:
+            try:
+                return rank_node(await kube.get_cluster_view(name))
+            except KubeError:
+                return None
+
+    ranks = [r for r in await asyncio.gather(*(one(n.name) for n in nodes)) if r is not None]
+    ranks.sort(key=lambda r: (-r.score, r.node))
+    return ranks[:limit]
+
+
+class IncidentOps:
+    """status / timeline / resolve over the store."""
+
+    def __init__(self, store: Any, *, clock: Callable[[], datetime]) -> None:
+        self._store = store
+        self._clock = clock
+
+    async def status(self, node: str | None) -> list[Any]:
+        return list(await self._store.open_incidents(node=node))
+
+    async def resolve_id(self, incident: str | None, *, channel: str, thread_ts: str | None) -> Any:
+        if incident:
+            found = await self._store.get_incident(incident)
+        elif thread_ts:
+            found = await self._store.find_incident_by_thread(channel, thread_ts)
+        else:
+            raise UsageError("name the incident, e.g. INC-0001", usage="timeline INCIDENT")
+        if found is None:
+            raise UsageError(
+                f"no incident {incident or 'in this thread'}; `status` lists the open ones",
+                usage="timeline INCIDENT",
+            )
+        return found
+
+    async def timeline(self, incident_id: str) -> list[TimelineEntry]:
+        return list(await self._store.timeline(incident_id))
+
+    async def resolve(self, incident_id: str, *, by: str, note: str) -> Any:
+        incident = await self._store.get_incident(incident_id)
+        if incident is None:
+            raise UsageError(f"no incident {incident_id}", usage="resolve INCIDENT [NOTE]")
+        if incident.state == "resolved":
+            raise UsageError(f"{incident_id} is already resolved", usage="resolve INCIDENT")
+        # the store records the transition's timeline entry (with the note) itself
+        await self._store.set_incident_state(
+            incident_id, "resolved", at=self._clock(), actor=by, note=note
+        )
+        return await self._store.get_incident(incident_id)

@@ -1,0 +1,72 @@
+"""At start: report actions a previous process left ``claimed`` or ``running``.
+
+A crash between the claim and the recorded result leaves the cluster in an unknown state.
+Nothing is retried automatically (the world may have moved); each such action is marked
+``failed`` with what the cluster shows now, audited, and reported in its thread so a human
+decides. Running this on every start is idempotent: a reconciled action is no longer
+claimed or running.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from bot.core.actions import ActionPlan
+from bot.errors import GpunodeError, KubeError
+from bot.render import acting as views
+from bot.services.acting import ActDeps, plan_of_record
+
+log = logging.getLogger(__name__)
+
+
+async def reconcile_interrupted(d: ActDeps) -> int:
+    """Number of interrupted actions found (and reported)."""
+    count = 0
+    for record in await d.store.interrupted_actions():
+        count += 1
+        plan = plan_of_record(record)
+        observed = await observe(d, plan)
+        if not await d.store.set_action_state(
+            record.action_id, "failed", at=d.clock(),
+            result={"reason": "interrupted by a restart", "observed": observed},
+        ):  # fmt: skip
+            continue  # another replica reconciled it first
+        await d.audit(
+            actor="gpunode", action=f"tier{plan.tier}.reconcile", incident_id=record.incident_id,
+            action_id=record.action_id, tier=plan.tier, decision="interrupted",
+            outcome="failed", detail=observed,
+        )  # fmt: skip
+        await d.timeline(
+            record.incident_id, "action_result", "gpunode",
+            f"tier {plan.tier} interrupted by a restart; found: {observed}",
+            {"action_id": record.action_id},
+        )  # fmt: skip
+        incident = await d.store.get_incident(record.incident_id or "")
+        if incident is None or not incident.thread_ts:
+            continue
+        t, blocks = views.notice(
+            "interrupted", action_id=record.action_id, tier=plan.tier, observed=observed
+        )
+        try:
+            await d.chat.post(incident.channel, text=t, blocks=blocks, thread_ts=incident.thread_ts)
+        except GpunodeError as err:
+            log.warning("could not report interrupted action %s: %s", record.action_id, err)
+    return count
+
+
+async def observe(d: ActDeps, plan: ActionPlan) -> str:
+    """A one-line account of the plan's targets as the cluster shows them now."""
+    try:
+        view = await d.kube.get_cluster_view(plan.node)
+    except (KubeError, TimeoutError) as err:
+        code = err.code if isinstance(err, KubeError) else "timeout"
+        return f"could not read node {plan.node} ({code}); check it by hand"
+    parts = [f"node {plan.node} {'cordoned' if view.node.unschedulable else 'schedulable'}"]
+    evict = {f"{s.namespace}/{s.name}" for s in plan.steps if s.verb == "evict"}
+    if evict:
+        still = sum(1 for p in view.pods if p.key in evict)
+        parts.append(f"{len(evict) - still} of {len(evict)} planned evictions done")
+    for step in plan.steps:
+        if step.verb in ("set_priority_class", "patch_resources"):
+            parts.append(f"{step.kind}/{step.namespace}/{step.name}: check its current spec")
+    return "; ".join(parts)

@@ -1,0 +1,173 @@
+"""Steps 1-2 of an action: tier button -> confirmation modal -> recorded request + dry run.
+
+Nothing here changes the cluster: the only Kubernetes calls are server-side dry runs
+(``dry_run=True``) of exactly the steps that Apply would send, edited values included.
+A dry run that fails ends the request (state ``refused``) and offers no Apply button:
+applying would fail the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.core.actions import ActionPlan
+from bot.core.editing import Tier3Edits, apply_tier3_edits
+from bot.core.policy import ActionRequestInfo, Deny, NeedsApproval, decide
+from bot.render import acting as views
+from bot.services.acting import ActDeps, audit_fields, tier_of
+from bot.services.executing import StepsResult, run_steps
+from bot.store.models import ActionRecord
+
+NOT_CURRENT = "this plan is no longer current; re-diagnose the node and use the new buttons"
+
+
+async def open_confirmation(
+    d: ActDeps,
+    *,
+    tier: int,
+    incident_id: str,
+    plan_id: str,
+    user: str,
+    channel: str,
+    trigger_id: str,
+) -> None:
+    found = await d.plan_of(incident_id, plan_id)
+    thread_ts = found[0].thread_ts if found else await d.thread_of(incident_id)
+    plan_tier = found[2].tier if found else tier
+    principal = await d.principal(user, channel)
+    decision = decide(principal, ActionRequestInfo(tier=tier_of(plan_tier)), d.policy)
+    if isinstance(decision, Deny):
+        await d.refuse(
+            channel, user, decision.reason, thread_ts=thread_ts,
+            audit={"action": f"tier{plan_tier}.request", "incident_id": incident_id,
+                   "tier": plan_tier},
+        )  # fmt: skip
+        return
+    if found is None:
+        await d.refuse(channel, user, NOT_CURRENT, thread_ts=thread_ts)
+        return
+    _incident, diagnosis, plan = found
+    meta = {"incident": incident_id, "plan_id": plan_id, "tier": plan.tier, "channel": channel}
+    await d.chat.open_view(
+        trigger_id, views.confirmation_modal(plan, diagnosis=diagnosis, meta=meta)
+    )
+
+
+def _edits(values: dict[str, Any]) -> Tier3Edits:
+    omp = values.get("omp_num_threads")
+    return Tier3Edits(
+        memory_limit=str(values.get("memory_limit") or ""),
+        memory_request=str(values.get("memory_request") or ""),
+        cpu_limit=values.get("cpu_limit") or None,
+        cpu_request=values.get("cpu_request") or None,
+        omp_num_threads=int(omp) if omp not in (None, "") else None,
+        accept_oom=bool(values.get("accept_oom")),
+    )
+
+
+async def validate_submission(
+    d: ActDeps, meta: dict[str, Any], values: dict[str, Any]
+) -> tuple[ActionPlan | None, dict[str, str]]:
+    """Runs inside Slack's 3-second ack: the plan to dry-run, or errors keyed by block id."""
+    reason = str(values.get("reason") or "").strip()
+    errors: dict[str, str] = {}
+    if len(reason) < 3:
+        errors["reason"] = "say why, in a few words (it goes into the audit log)"
+    found = await d.plan_of(str(meta.get("incident", "")), str(meta.get("plan_id", "")))
+    if found is None:
+        return None, {"reason": "this plan is no longer current; close and re-diagnose"}
+    plan = found[2]
+    if plan.tier == 3:
+        try:
+            edits = _edits(values)
+        except (ValueError, TypeError):
+            errors["omp_num_threads"] = "use a whole number"
+            return None, errors
+        edited = apply_tier3_edits(plan, edits)
+        if isinstance(edited, dict):
+            errors.update(edited)
+        else:
+            plan = edited
+    return (None if errors else plan), errors
+
+
+async def submitted(
+    d: ActDeps, *, meta: dict[str, Any], plan: ActionPlan, reason: str, user: str
+) -> str:
+    """Record the request, dry-run it, post the result with Apply/Cancel. Returns the id."""
+    incident_id, channel = str(meta["incident"]), str(meta["channel"])
+    action_id = d.new_id()
+    incident = await d.store.get_incident(incident_id)
+    thread_ts = incident.thread_ts if incident else None
+    principal = await d.principal(user, channel)
+    decision = decide(principal, ActionRequestInfo(tier=plan.tier), d.policy)
+    if isinstance(decision, Deny) or incident is None:
+        why = decision.reason if isinstance(decision, Deny) else NOT_CURRENT
+        await d.refuse(
+            channel, user, why, thread_ts=thread_ts,
+            audit={"action": f"tier{plan.tier}.request", "incident_id": incident_id,
+                   "tier": plan.tier},
+        )  # fmt: skip
+        return action_id
+    now = d.clock()
+    record = ActionRecord(
+        action_id=action_id,
+        incident_id=incident_id,
+        tier=plan.tier,
+        plan=plan.model_dump(mode="json") | {"reason": reason},
+        requester=user,
+        needs_approval=isinstance(decision, NeedsApproval),
+        created_at=now,
+        updated_at=now,
+    )
+    await d.store.create_action(record)
+    dry = await run_steps(d.kube, list(plan.steps), dry_run=True)
+    await d.audit(
+        actor=user,
+        **audit_fields(record, channel, "dry_run"),
+        decision="needs_approval" if record.needs_approval else "allowed",
+        dry_run=dry.as_json(),
+        outcome="ok" if dry.ok else "dry_run_failed",
+        detail=reason,
+    )
+    await d.timeline(
+        incident_id, "action_requested", user, f"tier {plan.tier} requested: {reason}",
+        {"action_id": action_id, "dry_run_ok": dry.ok},
+    )  # fmt: skip
+    if not dry.ok:
+        await _end_failed_dry_run(d, record, dry)
+    t, blocks = views.dry_run_message(
+        plan, action_id=action_id, requester=user, reason=reason, result=dry,
+        needs_approval=record.needs_approval,
+    )  # fmt: skip
+    ts = await d.chat.post(channel, text=t, blocks=blocks, thread_ts=thread_ts)
+    await d.store.set_action_message(action_id, ts)
+    return action_id
+
+
+async def _end_failed_dry_run(d: ActDeps, record: ActionRecord, dry: StepsResult) -> None:
+    error = dry.error.message if dry.error else "an eviction was refused"
+    await d.store.set_action_state(
+        record.action_id, "refused", at=d.clock(),
+        result={"reason": f"dry run failed: {error}", "dry_run": dry.as_json()},
+    )  # fmt: skip
+
+
+async def cancel(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
+    record = await d.store.get_action(action_id)
+    if record is None or record.state not in ("requested", "approved"):
+        state = record.state if record else "unknown"
+        await d.refuse(channel, user, f"nothing to cancel: this action is {state}")
+        return
+    fields = audit_fields(record, channel, "cancel")
+    if user != record.requester:
+        await d.refuse(channel, user, "only the requester can cancel", audit=fields)
+        return
+    if not await d.store.set_action_state(
+        action_id, "refused", at=d.clock(), result={"reason": f"cancelled by {user}"}
+    ):
+        await d.refuse(channel, user, "too late: this action has already started", audit=fields)
+        return
+    await d.audit(actor=user, **fields, decision="cancelled")
+    await d.timeline(record.incident_id, "action_result", user, f"tier {record.tier} cancelled")
+    await d.update_message(record, "cancelled", by=user)

@@ -1,0 +1,55 @@
+"""Step 6 of an action: Undo restores what a succeeded action changed, once.
+
+The undo steps were computed at execution time from each change's captured before-state
+(``planning.undo_steps``) and stored with the result, so Undo sends exactly the previous
+values back (a key that was unset is removed again). ``store.claim_undo`` makes the undo run
+at most once whatever the clicks and replicas. Evictions cannot be undone (a recreated pod
+is a new pod); the outcome message says what was restored.
+"""
+
+from __future__ import annotations
+
+from bot.core.actions import Step
+from bot.core.policy import ActionRequestInfo, Deny, decide
+from bot.services.acting import ActDeps, audit_fields, tier_of
+from bot.services.executing import run_steps
+
+
+async def undo(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
+    record = await d.store.get_action(action_id)
+    if record is None or record.state != "succeeded" or not record.result:
+        state = record.state if record else "unknown"
+        await d.refuse(
+            channel, user, f"nothing to undo: this action is {state}",
+            audit={"action": "undo", "action_id": action_id},
+        )  # fmt: skip
+        return
+    fields = audit_fields(record, channel, "undo")
+    thread_ts = await d.thread_of(record.incident_id)
+    principal = await d.principal(user, channel)
+    decision = decide(principal, ActionRequestInfo(tier=tier_of(record.tier), undo=True), d.policy)
+    if isinstance(decision, Deny):
+        await d.refuse(channel, user, decision.reason, thread_ts=thread_ts, audit=fields)
+        return
+    steps = [Step.model_validate(s) for s in record.result.get("undo", [])]
+    if not steps:
+        await d.refuse(channel, user, "this action changed nothing that can be undone")
+        return
+    if not await d.store.claim_undo(action_id, d.replica_id, at=d.clock()):
+        await d.refuse(channel, user, "this action is already being undone", audit=fields)
+        return
+    result = await run_steps(d.kube, steps, dry_run=False)
+    if result.ok:
+        await d.store.set_action_state(
+            action_id,
+            "undone",
+            at=d.clock(),
+            result=record.result | {"undo_result": result.as_json()},
+        )
+    await d.audit(
+        actor=user, **fields, decision="undone" if result.ok else "failed",
+        changes=result.as_json(), outcome="undone" if result.ok else "undo_failed",
+    )  # fmt: skip
+    text = f"tier {record.tier} undone" if result.ok else "undo failed (see the action message)"
+    await d.timeline(record.incident_id, "action_result", user, text, {"action_id": action_id})
+    await d.update_message(record, "undone" if result.ok else "undo_failed", by=user, result=result)

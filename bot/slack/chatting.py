@@ -1,0 +1,117 @@
+"""``SlackChat``: the ChatPort over slack_sdk's AsyncWebClient.
+
+Rate limits are retried by the client's ``AsyncRateLimitErrorRetryHandler`` (it honours
+Retry-After); connection errors by ``AsyncConnectionErrorRetryHandler``. Whatever still
+fails becomes ``SlackError`` here, once. Tokens never appear in messages or logs.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.errors import SlackError
+
+
+def make_client(token: str, *, base_url: str, max_retries: int = 3) -> AsyncWebClient:
+    client = AsyncWebClient(token=token, base_url=base_url)
+    client.retry_handlers.append(AsyncRateLimitErrorRetryHandler(max_retry_count=max_retries))
+    client.retry_handlers.append(AsyncConnectionErrorRetryHandler(max_retry_count=2))
+    return client
+
+
+def _fail(method: str, exc: Exception) -> SlackError:
+    if isinstance(exc, SlackApiError):
+        error = exc.response.get("error", "unknown_error") if exc.response else "unknown_error"
+        return SlackError(f"Slack {method} failed: {error}", code=str(error))
+    return SlackError(f"Slack {method} failed: {type(exc).__name__}; check connectivity")
+
+
+class SlackChat:
+    """ChatPort implementation. ``usergroup_members`` is cached for ``cache_ttl_s``."""
+
+    def __init__(self, client: AsyncWebClient, *, cache_ttl_s: float = 300.0) -> None:
+        self._client = client
+        self._ttl = cache_ttl_s
+        self._groups: dict[str, tuple[float, list[str]]] = {}
+
+    @property
+    def client(self) -> AsyncWebClient:
+        return self._client
+
+    async def post(
+        self, channel: str, *, text: str, blocks: list[dict[str, Any]], thread_ts: str | None
+    ) -> str:
+        try:
+            resp = await self._client.chat_postMessage(
+                channel=channel, text=text, blocks=blocks, thread_ts=thread_ts
+            )
+        except (SlackApiError, SlackClientError) as exc:
+            raise _fail("chat.postMessage", exc) from exc
+        return str(resp["ts"])
+
+    async def update(
+        self, channel: str, ts: str, *, text: str, blocks: list[dict[str, Any]]
+    ) -> None:
+        try:
+            await self._client.chat_update(channel=channel, ts=ts, text=text, blocks=blocks)
+        except (SlackApiError, SlackClientError) as exc:
+            raise _fail("chat.update", exc) from exc
+
+    async def post_ephemeral(
+        self,
+        channel: str,
+        user: str,
+        *,
+        text: str,
+        blocks: list[dict[str, Any]],
+        thread_ts: str | None = None,
+    ) -> None:
+        try:
+            await self._client.chat_postEphemeral(
+                channel=channel, user=user, text=text, blocks=blocks, thread_ts=thread_ts
+            )
+        except (SlackApiError, SlackClientError) as exc:
+            raise _fail("chat.postEphemeral", exc) from exc
+
+    async def upload(
+        self, channel: str, thread_ts: str | None, *, filename: str, title: str, content: str
+    ) -> None:
+        try:
+            await self._client.files_upload_v2(
+                channel=channel,
+                thread_ts=thread_ts,
+                filename=filename,
+                title=title,
+                content=content,
+            )
+        except (SlackApiError, SlackClientError) as exc:
+            raise _fail("files.upload", exc) from exc
+
+    async def open_view(self, trigger_id: str, view: dict[str, Any]) -> str:
+        try:
+            resp = await self._client.views_open(trigger_id=trigger_id, view=view)
+        except (SlackApiError, SlackClientError) as exc:
+            raise _fail("views.open", exc) from exc
+        return str(resp["view"]["id"])
+
+    async def usergroup_members(self, usergroup_id: str) -> list[str]:
+        cached = self._groups.get(usergroup_id)
+        now = time.monotonic()
+        if cached and now - cached[0] < self._ttl:
+            return cached[1]
+        try:
+            resp = await self._client.usergroups_users_list(usergroup=usergroup_id)
+        except (SlackApiError, SlackClientError) as exc:
+            raise _fail("usergroups.users.list", exc) from exc
+        users: list[Any] = list(resp.get("users") or [])
+        members = [str(u) for u in users]
+        self._groups[usergroup_id] = (now, members)
+        return members

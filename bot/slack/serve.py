@@ -1,0 +1,119 @@
+"""``gpunode serve``: the bot against a real Slack workspace and a real cluster.
+
+Fails fast, before opening any port, on a missing or malformed setting, naming the variable
+to set. Secrets are never printed: only which ones are present.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+from pathlib import Path
+
+import yaml
+from aiohttp import web
+
+from bot.config import Settings, load_settings
+from bot.core.policy import Policy, parse_policy
+from bot.core.thresholds import Thresholds, parse_thresholds
+from bot.errors import ConfigError
+from bot.services.policy_loading import read_policy
+from bot.slack.chatting import make_client
+from bot.slack.runtime import build_runtime
+
+log = logging.getLogger("gpunode")
+
+
+def check_settings(settings: Settings) -> None:
+    """Raise ConfigError listing every missing setting for the chosen mode."""
+    missing = []
+    s = settings.slack
+    if s.bot_token is None:
+        missing.append("GPUNODE_SLACK__BOT_TOKEN (xoxb-...)")
+    if s.socket_mode and s.app_token is None:
+        missing.append("GPUNODE_SLACK__APP_TOKEN (xapp-..., Socket Mode)")
+    if not s.socket_mode and s.signing_secret is None:
+        missing.append("GPUNODE_SLACK__SIGNING_SECRET (HTTP mode)")
+    if missing:
+        raise ConfigError("missing settings: " + ", ".join(missing))
+    token = s.bot_token.get_secret_value() if s.bot_token else ""
+    if not token.startswith("xoxb-"):
+        raise ConfigError("GPUNODE_SLACK__BOT_TOKEN must be a bot token starting with xoxb-")
+    if s.socket_mode and s.app_token and not s.app_token.get_secret_value().startswith("xapp-"):
+        raise ConfigError("GPUNODE_SLACK__APP_TOKEN must be an app-level token starting with xapp-")
+
+
+def load_policy(settings: Settings) -> Policy:
+    if settings.actions.policy_file:
+        return read_policy(settings.actions.policy_file)
+    log.warning("no policy file (GPUNODE_ACTIONS__POLICY_FILE): every action is denied")
+    return parse_policy({})
+
+
+def load_thresholds(settings: Settings) -> Thresholds:
+    if not settings.thresholds_file:
+        return Thresholds()
+    try:
+        data = yaml.safe_load(Path(settings.thresholds_file).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read thresholds file {settings.thresholds_file}: {exc}") from exc
+    return parse_thresholds(data)
+
+
+async def _serve(settings: Settings) -> None:
+    from bot.kube.gateway import Gateway
+
+    policy = load_policy(settings)
+    thresholds = load_thresholds(settings)
+    kube = Gateway.from_settings(settings.kube)
+    assert settings.slack.bot_token is not None  # checked by check_settings
+    client = make_client(
+        settings.slack.bot_token.get_secret_value(), base_url=settings.slack.api_base_url
+    )
+    runtime = await build_runtime(
+        settings, kube=kube, client=client, policy=policy, thresholds=thresholds
+    )
+    runner = web.AppRunner(runtime.web_app)
+    await runner.setup()
+    site = web.TCPSite(runner, settings.http.host, settings.http.port)
+    await site.start()
+    log.info(
+        "listening on %s:%s (%s mode)",
+        settings.http.host,
+        settings.http.port,
+        "socket" if settings.slack.socket_mode else "http",
+    )
+    handler = None
+    if settings.slack.socket_mode:
+        from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+        assert settings.slack.app_token is not None
+        handler = AsyncSocketModeHandler(runtime.app, settings.slack.app_token.get_secret_value())
+        await handler.connect_async()  # type: ignore[no-untyped-call]
+    try:
+        await asyncio.Event().wait()
+    finally:
+        if handler is not None:
+            await handler.close_async()  # type: ignore[no-untyped-call]
+        await runner.cleanup()
+        await runtime.close()
+
+
+def main(args: argparse.Namespace) -> int:
+    settings = load_settings(config_file=getattr(args, "config", None))
+    logging.basicConfig(
+        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+    check_settings(settings)
+    present = [
+        k
+        for k in ("bot_token", "signing_secret", "app_token")
+        if getattr(settings.slack, k) is not None
+    ]
+    log.info("starting gpunode serve; Slack secrets present: %s", ", ".join(present))
+    try:
+        asyncio.run(_serve(settings))
+    except KeyboardInterrupt:
+        return 130
+    return 0

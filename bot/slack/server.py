@@ -1,0 +1,62 @@
+"""The HTTP surface: ``/slack/events`` (Bolt), ``/healthz``, ``/readyz`` and ``/alertmanager``.
+
+``/readyz`` answers 200 only once the store is open and the Slack token was accepted
+(``auth.test``), so a Deployment does not route traffic to a pod that cannot work.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from slack_bolt.async_app import AsyncApp
+
+from bot.errors import UsageError
+from bot.services.alerts import AlertService, parse_payload
+
+Ready = Callable[[], Awaitable[bool]]
+
+
+def build_web_app(
+    app: AsyncApp,
+    *,
+    alerts: AlertService | None,
+    alert_token: str | None,
+    ready: Ready,
+) -> web.Application:
+    web_app = app.web_app(path="/slack/events")
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
+
+    async def readyz(_: web.Request) -> web.Response:
+        ok = await ready()
+        return web.json_response({"ok": ok}, status=200 if ok else 503)
+
+    async def alertmanager(request: web.Request) -> web.Response:
+        if alerts is None:
+            return web.json_response({"error": "alert intake is not configured"}, status=404)
+        if alert_token:
+            given = request.headers.get("Authorization", "")
+            if not hmac.compare_digest(given.encode(), f"Bearer {alert_token}".encode()):
+                return web.json_response({"error": "missing or wrong bearer token"}, status=401)
+        body = await request.read()
+        try:
+            payload = parse_payload(body)
+        except UsageError as err:
+            return web.json_response({"error": err.message}, status=400)
+        result = await alerts.intake(payload)
+        return web.json_response(
+            {
+                "diagnosing": result.diagnosing,
+                "resolved": result.resolved,
+                "duplicates": result.duplicates,
+                "ignored": result.ignored,
+            }
+        )
+
+    web_app.router.add_get("/healthz", healthz)
+    web_app.router.add_get("/readyz", readyz)
+    web_app.router.add_post("/alertmanager", alertmanager)
+    return web_app

@@ -1,0 +1,290 @@
+"""Incident, timeline and evidence rows (sync; called on the store's thread)."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from datetime import datetime
+from typing import Any
+
+from bot.core.incidents import (
+    Incident,
+    IncidentState,
+    TimelineEntry,
+    find_joinable,
+    open_incident,
+    order_timeline,
+    resolve_incident,
+    start_mitigation,
+)
+from bot.errors import StoreError
+from bot.store.models import EvidenceSnapshot
+from bot.store.sqlite import dumps, loads, parse_ts, transaction, ts
+
+_SELECT_INCIDENTS = (
+    "SELECT id, number, node, channel, thread_ts, root_ts, state, opened_at, resolved_at, "
+    "opened_by, alert_fingerprint, resolution_note FROM incidents"
+)
+
+
+def _incident(row: sqlite3.Row) -> Incident:
+    data = dict(row)
+    data["opened_at"] = parse_ts(data["opened_at"])
+    data["resolved_at"] = parse_ts(data["resolved_at"])
+    return Incident.model_validate(data)
+
+
+def _insert_incident(conn: sqlite3.Connection, incident: Incident) -> None:
+    conn.execute(
+        "INSERT INTO incidents (id, number, node, channel, thread_ts, root_ts, state, opened_at, "
+        "resolved_at, opened_by, alert_fingerprint, resolution_note) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            incident.id,
+            incident.number,
+            incident.node,
+            incident.channel,
+            incident.thread_ts,
+            incident.root_ts,
+            incident.state,
+            ts(incident.opened_at),
+            ts(incident.resolved_at) if incident.resolved_at else None,
+            incident.opened_by,
+            incident.alert_fingerprint,
+            incident.resolution_note,
+        ),
+    )
+
+
+def save_incident(conn: sqlite3.Connection, incident: Incident) -> None:
+    """Write back an incident changed by a core transition (state, thread, note)."""
+    cur = conn.execute(
+        "UPDATE incidents SET channel=?, thread_ts=?, root_ts=?, state=?, resolved_at=?, "
+        "alert_fingerprint=?, resolution_note=? WHERE id=?",
+        (
+            incident.channel,
+            incident.thread_ts,
+            incident.root_ts,
+            incident.state,
+            ts(incident.resolved_at) if incident.resolved_at else None,
+            incident.alert_fingerprint,
+            incident.resolution_note,
+            incident.id,
+        ),
+    )
+    if cur.rowcount != 1:
+        raise StoreError(f"no incident {incident.id} in the store; was it opened here?")
+
+
+def insert_timeline(conn: sqlite3.Connection, entry: TimelineEntry) -> int:
+    cur = conn.execute(
+        "INSERT INTO timeline (incident_id, at, kind, actor, text, data) VALUES (?,?,?,?,?,?)",
+        (entry.incident_id, ts(entry.at), entry.kind, entry.actor, entry.text, dumps(entry.data)),
+    )
+    return int(cur.lastrowid or 0)
+
+
+def open_or_join(
+    conn: sqlite3.Connection,
+    node: str,
+    channel: str,
+    *,
+    opened_by: str,
+    at: datetime,
+    alert_fingerprint: str | None = None,
+) -> tuple[Incident, bool]:
+    """Join the node's open incident or open the next one, in one write transaction."""
+    with transaction(conn):
+        rows = conn.execute(
+            _SELECT_INCIDENTS + " WHERE node=? AND state!='resolved'",
+            (node,),
+        ).fetchall()
+        joined = find_joinable([_incident(r) for r in rows], node)
+        if joined is not None:
+            return joined, False
+        top = conn.execute("SELECT COALESCE(MAX(number), 0) FROM incidents").fetchone()[0]
+        incident, entry = open_incident(
+            int(top) + 1,
+            node,
+            at=at,
+            opened_by=opened_by,
+            channel=channel,
+            alert_fingerprint=alert_fingerprint,
+        )
+        _insert_incident(conn, incident)
+        insert_timeline(conn, entry)
+        return incident, True
+
+
+def get_incident(conn: sqlite3.Connection, incident_id: str) -> Incident | None:
+    row = conn.execute(_SELECT_INCIDENTS + " WHERE id=?", (incident_id,)).fetchone()
+    return _incident(row) if row else None
+
+
+def require_incident(conn: sqlite3.Connection, incident_id: str) -> Incident:
+    incident = get_incident(conn, incident_id)
+    if incident is None:
+        raise StoreError(f"no incident {incident_id}; `status` lists the open incidents")
+    return incident
+
+
+def find_by_thread(conn: sqlite3.Connection, channel: str, thread_ts: str) -> Incident | None:
+    row = conn.execute(
+        _SELECT_INCIDENTS
+        + " WHERE channel=? AND (thread_ts=? OR root_ts=?) ORDER BY number DESC LIMIT 1",
+        (channel, thread_ts, thread_ts),
+    ).fetchone()
+    return _incident(row) if row else None
+
+
+def incidents_for_node(conn: sqlite3.Connection, node: str) -> list[Incident]:
+    rows = conn.execute(_SELECT_INCIDENTS + " WHERE node=? ORDER BY number", (node,)).fetchall()
+    return [_incident(r) for r in rows]
+
+
+def open_incidents(conn: sqlite3.Connection, node: str | None = None) -> list[Incident]:
+    sql = _SELECT_INCIDENTS + " WHERE state!='resolved'"
+    params: tuple[Any, ...] = ()
+    if node is not None:
+        sql += " AND node=?"
+        params = (node,)
+    return [_incident(r) for r in conn.execute(sql + " ORDER BY number", params).fetchall()]
+
+
+def set_state(
+    conn: sqlite3.Connection,
+    incident_id: str,
+    state: IncidentState,
+    *,
+    at: datetime,
+    actor: str,
+    note: str = "",
+) -> tuple[Incident, TimelineEntry | None]:
+    """Apply a core transition and record its timeline entry (None when nothing changed)."""
+    with transaction(conn):
+        incident = require_incident(conn, incident_id)
+        entry: TimelineEntry | None = None
+        if state == "resolved":
+            incident, entry = resolve_incident(incident, at=at, actor=actor, note=note)
+        elif state == "mitigating":
+            if incident.state == "mitigating":
+                return incident, None
+            incident, entry = start_mitigation(incident, at=at, actor=actor, text=note)
+        elif incident.state != "investigating":
+            raise StoreError(
+                f"{incident_id} is {incident.state}; it cannot go back to investigating"
+            )
+        else:
+            return incident, None
+        save_incident(conn, incident)
+        insert_timeline(conn, entry)
+        return incident, entry
+
+
+def timeline(conn: sqlite3.Connection, incident_id: str) -> list[TimelineEntry]:
+    rows = conn.execute(
+        "SELECT seq, incident_id, at, kind, actor, text, data FROM timeline "
+        "WHERE incident_id=? ORDER BY at, seq",
+        (incident_id,),
+    ).fetchall()
+    entries = [
+        TimelineEntry(
+            seq=r["seq"],
+            incident_id=r["incident_id"],
+            at=parse_ts(r["at"]),
+            kind=r["kind"],
+            actor=r["actor"],
+            text=r["text"],
+            data=loads(r["data"]),
+        )
+        for r in rows
+    ]
+    return order_timeline(entries)
+
+
+def snapshot_digest(bundle_json: str, view_json: str, diagnosis_json: str) -> str:
+    """sha256 over the three texts, length-prefixed so no two splits collide."""
+    digest = hashlib.sha256()
+    for part in (bundle_json, view_json, diagnosis_json):
+        raw = part.encode("utf-8")
+        digest.update(len(raw).to_bytes(8, "big"))
+        digest.update(raw)
+    return digest.hexdigest()
+
+
+def _text(value: str | dict[str, Any] | list[Any]) -> str:
+    return value if isinstance(value, str) else dumps(value)
+
+
+def save_snapshot(
+    conn: sqlite3.Connection,
+    incident_id: str,
+    *,
+    at: datetime,
+    bundle_json: str | dict[str, Any],
+    view_json: str | dict[str, Any],
+    diagnosis_json: str | dict[str, Any],
+) -> EvidenceSnapshot:
+    """Keep the evidence exactly as given (text) or canonically dumped (dict)."""
+    texts = (_text(bundle_json), _text(view_json), _text(diagnosis_json))
+    digest = snapshot_digest(*texts)
+    cur = conn.execute(
+        "INSERT INTO evidence_snapshots (incident_id, at, bundle, cluster_view, diagnosis, "
+        "sha256) VALUES (?,?,?,?,?,?)",
+        (incident_id, ts(at), *texts, digest),
+    )
+    return EvidenceSnapshot(
+        id=int(cur.lastrowid or 0),
+        incident_id=incident_id,
+        at=at,
+        bundle_json=texts[0],
+        view_json=texts[1],
+        diagnosis_json=texts[2],
+        sha256=digest,
+    )
+
+
+_SELECT_SNAPSHOTS = (
+    "SELECT id, incident_id, at, bundle, cluster_view, diagnosis, sha256 FROM evidence_snapshots"
+)
+
+
+def snapshots(conn: sqlite3.Connection, incident_id: str) -> list[EvidenceSnapshot]:
+    rows = conn.execute(
+        _SELECT_SNAPSHOTS + " WHERE incident_id=? ORDER BY at, id", (incident_id,)
+    ).fetchall()
+    return [_snapshot(r) for r in rows]
+
+
+def latest_snapshot(conn: sqlite3.Connection, incident_id: str) -> EvidenceSnapshot | None:
+    row = conn.execute(
+        _SELECT_SNAPSHOTS + " WHERE incident_id=? ORDER BY at DESC, id DESC LIMIT 1",
+        (incident_id,),
+    ).fetchone()
+    return _snapshot(row) if row else None
+
+
+def _snapshot(row: sqlite3.Row) -> EvidenceSnapshot:
+    return EvidenceSnapshot(
+        id=row["id"],
+        incident_id=row["incident_id"],
+        at=parse_ts(row["at"]),
+        bundle_json=row["bundle"],
+        view_json=row["cluster_view"],
+        diagnosis_json=row["diagnosis"],
+        sha256=row["sha256"],
+    )
+
+
+def set_thread(
+    conn: sqlite3.Connection, incident_id: str, *, root_ts: str, channel: str | None = None
+) -> Incident:
+    """The incident's root message was posted: its ts is the thread to reply in."""
+    with transaction(conn):
+        incident = require_incident(conn, incident_id)
+        update: dict[str, Any] = {"root_ts": root_ts, "thread_ts": root_ts}
+        if channel is not None:
+            update["channel"] = channel
+        incident = incident.model_copy(update=update)
+        save_incident(conn, incident)
+        return incident

@@ -1,0 +1,109 @@
+"""Ordered schema migrations. Append only: never edit a released step, add the next one.
+
+``schema_version`` holds one row: the number of steps applied. A file whose version is
+higher than ``len(MIGRATIONS)`` was written by a newer gpunode and is refused, not guessed at.
+"""
+
+from __future__ import annotations
+
+_APPEND_ONLY = "audit rows are append-only"
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE incidents (
+            id TEXT PRIMARY KEY,
+            number INTEGER NOT NULL UNIQUE,
+            node TEXT NOT NULL,
+            channel TEXT NOT NULL DEFAULT '',
+            thread_ts TEXT,
+            root_ts TEXT,
+            state TEXT NOT NULL CHECK (state IN ('investigating', 'mitigating', 'resolved')),
+            opened_at TEXT NOT NULL,
+            resolved_at TEXT,
+            opened_by TEXT NOT NULL,
+            alert_fingerprint TEXT,
+            resolution_note TEXT NOT NULL DEFAULT ''
+        )""",
+        # at most one open incident per node, whatever the callers race
+        "CREATE UNIQUE INDEX incidents_open_node ON incidents(node) WHERE state != 'resolved'",
+        "CREATE INDEX incidents_node ON incidents(node, number)",
+        "CREATE INDEX incidents_thread ON incidents(channel, thread_ts)",
+        """CREATE TABLE timeline (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            incident_id TEXT NOT NULL REFERENCES incidents(id),
+            at TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            text TEXT NOT NULL,
+            data TEXT NOT NULL
+        )""",
+        "CREATE INDEX timeline_incident ON timeline(incident_id, at, seq)",
+        """CREATE TABLE evidence_snapshots (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            incident_id TEXT NOT NULL REFERENCES incidents(id),
+            at TEXT NOT NULL,
+            bundle TEXT NOT NULL,
+            cluster_view TEXT NOT NULL,
+            diagnosis TEXT NOT NULL,
+            sha256 TEXT NOT NULL
+        )""",
+        "CREATE INDEX evidence_incident ON evidence_snapshots(incident_id, at, id)",
+        """CREATE TABLE actions (
+            action_id TEXT PRIMARY KEY,
+            incident_id TEXT REFERENCES incidents(id),
+            tier INTEGER NOT NULL,
+            plan TEXT NOT NULL,
+            requester TEXT NOT NULL,
+            needs_approval INTEGER NOT NULL,
+            state TEXT NOT NULL CHECK (state IN ('requested', 'approved', 'claimed', 'running',
+                'succeeded', 'failed', 'refused', 'undone')),
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            claimed_by TEXT,
+            claimed_at TEXT,
+            result TEXT,
+            message_ts TEXT,
+            undo_claimed_by TEXT,
+            undo_claimed_at TEXT
+        )""",
+        "CREATE INDEX actions_incident ON actions(incident_id, created_at)",
+        "CREATE INDEX actions_state ON actions(state)",
+        """CREATE TABLE approvals (
+            id TEXT PRIMARY KEY,
+            action_id TEXT NOT NULL,
+            state TEXT NOT NULL,
+            expires_at TEXT NOT NULL,
+            body TEXT NOT NULL
+        )""",
+        "CREATE INDEX approvals_action ON approvals(action_id)",
+        "CREATE TABLE processed_events (key TEXT PRIMARY KEY, at TEXT NOT NULL)",
+        """CREATE TABLE alert_groups (
+            group_key TEXT PRIMARY KEY,
+            status TEXT NOT NULL,
+            incident_id TEXT,
+            updated_at TEXT NOT NULL
+        )""",
+        """CREATE TABLE audit (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            at TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            action TEXT NOT NULL,
+            channel TEXT NOT NULL DEFAULT '',
+            incident_id TEXT,
+            action_id TEXT,
+            tier INTEGER,
+            decision TEXT NOT NULL,
+            dry_run TEXT,
+            outcome TEXT NOT NULL DEFAULT '',
+            changes TEXT,
+            detail TEXT NOT NULL DEFAULT ''
+        )""",
+        "CREATE INDEX audit_at ON audit(at, id)",
+        f"""CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
+            BEGIN SELECT RAISE(ABORT, '{_APPEND_ONLY}'); END""",
+        f"""CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
+            BEGIN SELECT RAISE(ABORT, '{_APPEND_ONLY}'); END""",
+    ),
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)

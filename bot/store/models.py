@@ -1,0 +1,92 @@
+"""Rows of the incident store as frozen models (the store's own vocabulary).
+
+Incidents, timeline entries and approval requests reuse the core models; this module adds
+what only the store keeps: action records with their claim, evidence snapshots with their
+hash, and audit rows. Times are timezone-aware; the store keeps them as UTC ISO-8601 text.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from bot.core.incidents import Incident
+
+#: what the lead's services call the stored incident
+IncidentRecord = Incident
+
+ActionState = Literal[
+    "requested", "approved", "claimed", "running", "succeeded", "failed", "refused", "undone"
+]
+#: states an action may move to, and the states it may come from (``claimed`` is special:
+#: only ``claim_action`` enters it, from ``approved``, or from ``requested`` when no approval
+#: is needed)
+ACTION_TRANSITIONS: dict[ActionState, tuple[ActionState, ...]] = {
+    "approved": ("requested",),
+    "running": ("claimed",),
+    "succeeded": ("claimed", "running"),
+    "failed": ("claimed", "running"),
+    "refused": ("requested", "approved", "claimed"),
+    "undone": ("succeeded",),
+}
+INTERRUPTED_STATES: tuple[ActionState, ...] = ("claimed", "running")
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ActionRecord(_Row):
+    action_id: str
+    incident_id: str | None = None
+    tier: int = Field(ge=1, le=3)
+    plan: dict[str, Any] = Field(default_factory=dict, description="ActionPlan as JSON")
+    requester: str
+    needs_approval: bool = False
+    state: ActionState = "requested"
+    created_at: AwareDatetime
+    updated_at: AwareDatetime
+    claimed_by: str | None = Field(None, description="replica id that won the claim")
+    claimed_at: AwareDatetime | None = None
+    result: dict[str, Any] | None = None
+    message_ts: str | None = Field(None, description="ts of the Slack message with buttons")
+    undo_claimed_by: str | None = Field(None, description="replica that won the undo claim")
+    undo_claimed_at: AwareDatetime | None = None
+
+
+class EvidenceSnapshot(_Row):
+    id: int
+    incident_id: str
+    at: AwareDatetime
+    bundle_json: str
+    view_json: str
+    diagnosis_json: str
+    sha256: str = Field(description="hex digest over bundle, view and diagnosis (see hashing)")
+
+
+#: what the lead's services call a stored evidence capture
+SnapshotRecord = EvidenceSnapshot
+
+
+class AuditRecord(_Row):
+    """One append-only audit row: who did what, where, what was decided and what changed."""
+
+    id: int | None = Field(None, description="assigned by the store")
+    at: AwareDatetime
+    actor: str = Field(description="Slack user id, 'gpunode' or 'alertmanager'")
+    action: str = Field(description="what was attempted, e.g. 'tier1.cordon_evict', 'resolve'")
+    channel: str = ""
+    incident_id: str | None = None
+    action_id: str | None = None
+    tier: int | None = None
+    decision: str = Field(
+        description="allowed | denied | needs_approval | approved | approval_denied | expired "
+        "| executed | failed | refused | undone | ..."
+    )
+    dry_run: dict[str, Any] | list[Any] | None = Field(None, description="dry-run result")
+    outcome: str = ""
+    changes: dict[str, Any] | list[Any] | None = Field(
+        None, description="exactly what was sent to the API (Change records)"
+    )
+    detail: str = ""

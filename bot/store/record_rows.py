@@ -1,0 +1,104 @@
+"""Dedupe keys (Slack events, Alertmanager groups) and the append-only audit log (sync)."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime
+
+from bot.store.models import AuditRecord
+from bot.store.sqlite import dumps, loads, parse_ts, transaction, ts
+
+_SELECT_AUDIT = (
+    "SELECT id, at, actor, action, channel, incident_id, action_id, tier, decision, dry_run, "
+    "outcome, changes, detail FROM audit"
+)
+
+
+def remember_event(conn: sqlite3.Connection, key: str, *, at: datetime) -> bool:
+    """True the first time ``key`` (a Slack event_id or interaction key) is seen."""
+    cur = conn.execute(
+        "INSERT OR IGNORE INTO processed_events (key, at) VALUES (?, ?)", (key, ts(at))
+    )
+    return cur.rowcount == 1
+
+
+def forget_events_before(conn: sqlite3.Connection, before: datetime) -> int:
+    """Prune dedupe keys older than any retry Slack would still send."""
+    return conn.execute("DELETE FROM processed_events WHERE at < ?", (ts(before),)).rowcount
+
+
+def remember_alert_group(
+    conn: sqlite3.Connection,
+    group_key: str,
+    status: str,
+    *,
+    at: datetime,
+    incident_id: str | None = None,
+) -> bool:
+    """True when the group is new or its status changed (firing <-> resolved); repeats of
+    the same notification (Alertmanager's repeat_interval) return False."""
+    with transaction(conn):
+        row = conn.execute(
+            "SELECT status FROM alert_groups WHERE group_key=?", (group_key,)
+        ).fetchone()
+        if row is not None and row["status"] == status:
+            return False
+        conn.execute(
+            "INSERT INTO alert_groups (group_key, status, incident_id, updated_at) "
+            "VALUES (?,?,?,?) ON CONFLICT(group_key) DO UPDATE SET status=excluded.status, "
+            "updated_at=excluded.updated_at, "
+            "incident_id=COALESCE(excluded.incident_id, alert_groups.incident_id)",
+            (group_key, status, incident_id, ts(at)),
+        )
+        return True
+
+
+def link_alert_group(conn: sqlite3.Connection, group_key: str, incident_id: str) -> None:
+    conn.execute(
+        "UPDATE alert_groups SET incident_id=? WHERE group_key=?", (incident_id, group_key)
+    )
+
+
+def incident_for_alert_group(conn: sqlite3.Connection, group_key: str) -> str | None:
+    row = conn.execute(
+        "SELECT incident_id FROM alert_groups WHERE group_key=?", (group_key,)
+    ).fetchone()
+    return str(row["incident_id"]) if row and row["incident_id"] else None
+
+
+def append_audit(conn: sqlite3.Connection, record: AuditRecord) -> AuditRecord:
+    cur = conn.execute(
+        "INSERT INTO audit (at, actor, action, channel, incident_id, action_id, tier, decision, "
+        "dry_run, outcome, changes, detail) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            ts(record.at),
+            record.actor,
+            record.action,
+            record.channel,
+            record.incident_id,
+            record.action_id,
+            record.tier,
+            record.decision,
+            dumps(record.dry_run) if record.dry_run is not None else None,
+            record.outcome,
+            dumps(record.changes) if record.changes is not None else None,
+            record.detail,
+        ),
+    )
+    return record.model_copy(update={"id": int(cur.lastrowid or 0)})
+
+
+def audit_since(conn: sqlite3.Connection, since: datetime | None = None) -> list[AuditRecord]:
+    sql = _SELECT_AUDIT
+    params: tuple[str, ...] = ()
+    if since is not None:
+        sql += " WHERE at >= ?"
+        params = (ts(since),)
+    records = []
+    for row in conn.execute(sql + " ORDER BY at, id", params).fetchall():
+        data = dict(row)
+        data["at"] = parse_ts(data["at"])
+        data["dry_run"] = loads(data["dry_run"])
+        data["changes"] = loads(data["changes"])
+        records.append(AuditRecord.model_validate(data))
+    return records

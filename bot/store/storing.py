@@ -1,0 +1,285 @@
+"""The async incident store: one SQLite connection on one dedicated thread.
+
+Every call hops to the store's own thread (``run_in_executor`` with a one-worker pool), so
+the event loop never blocks on disk and the connection is only ever touched by the thread
+that opened it. Several replicas may share the file: the claim, incident numbering and
+approval updates are single statements or ``BEGIN IMMEDIATE`` transactions. ``sqlite3``
+errors become ``StoreError`` here, once. The store never reads the clock: callers pass ``at``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from functools import partial
+from types import TracebackType
+from typing import Any, TypeVar
+
+from bot.core.approvals import ApprovalRequest
+from bot.core.incidents import Incident, IncidentState, TimelineEntry
+from bot.errors import GpunodeError, StoreError
+from bot.store import action_rows, incident_rows, record_rows
+from bot.store.models import ActionRecord, ActionState, AuditRecord, EvidenceSnapshot
+from bot.store.sqlite import connect, dumps
+
+T = TypeVar("T")
+
+
+class Store:
+    """Open with ``await Store.open(path)``; close with ``await store.close()`` (or ``async
+    with``). ``path`` may be ``":memory:"`` for tests."""
+
+    def __init__(self, path: str, executor: ThreadPoolExecutor, conn: sqlite3.Connection) -> None:
+        self.path = path
+        self._executor = executor
+        self._conn = conn
+        self._closed = False
+
+    @classmethod
+    async def open(cls, path: str) -> Store:
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpunode-store")
+        loop = asyncio.get_running_loop()
+        try:
+            conn = await loop.run_in_executor(executor, partial(connect, path))
+        except (sqlite3.Error, OSError) as exc:
+            executor.shutdown(wait=False)
+            raise StoreError(
+                f"cannot open the incident store {path}: {exc}; check store.path "
+                "(GPUNODE_STORE__PATH) and that the folder is writable"
+            ) from exc
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
+        return cls(path, executor, conn)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, self._conn.close)
+        self._executor.shutdown(wait=True)
+
+    async def __aenter__(self) -> Store:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def _run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        if self._closed:
+            raise StoreError("the incident store is closed; this is a bug in the caller")
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(
+                self._executor, partial(fn, self._conn, *args, **kwargs)
+            )
+        except GpunodeError:
+            raise
+        except sqlite3.Error as exc:
+            raise StoreError(f"the incident store {self.path} failed: {exc}") from exc
+
+    # incidents ----------------------------------------------------------------------------
+
+    async def open_or_join_incident(
+        self,
+        node: str,
+        channel: str,
+        *,
+        opened_by: str,
+        at: datetime,
+        alert_fingerprint: str | None = None,
+    ) -> tuple[Incident, bool]:
+        """The node's open incident (created=False) or a new one (created=True)."""
+        return await self._run(
+            incident_rows.open_or_join,
+            node,
+            channel,
+            opened_by=opened_by,
+            at=at,
+            alert_fingerprint=alert_fingerprint,
+        )
+
+    async def set_incident_thread(
+        self, incident_id: str, *, root_ts: str, channel: str | None = None
+    ) -> Incident:
+        return await self._run(
+            incident_rows.set_thread, incident_id, root_ts=root_ts, channel=channel
+        )
+
+    async def set_incident_state(
+        self,
+        incident_id: str,
+        state: IncidentState,
+        *,
+        at: datetime,
+        actor: str = "gpunode",
+        note: str = "",
+    ) -> tuple[Incident, TimelineEntry | None]:
+        """Apply the core transition (IncidentStateError when not allowed) and record it."""
+        return await self._run(
+            incident_rows.set_state, incident_id, state, at=at, actor=actor, note=note
+        )
+
+    async def save_incident(self, incident: Incident) -> None:
+        await self._run(incident_rows.save_incident, incident)
+
+    async def get_incident(self, incident_id: str) -> Incident | None:
+        return await self._run(incident_rows.get_incident, incident_id)
+
+    async def find_incident_by_thread(self, channel: str, thread_ts: str) -> Incident | None:
+        return await self._run(incident_rows.find_by_thread, channel, thread_ts)
+
+    async def incidents_for_node(self, node: str) -> list[Incident]:
+        return await self._run(incident_rows.incidents_for_node, node)
+
+    async def open_incidents(self, node: str | None = None) -> list[Incident]:
+        return await self._run(incident_rows.open_incidents, node)
+
+    async def append_timeline(self, entry: TimelineEntry) -> int:
+        """Append one entry; returns its sequence number."""
+        return await self._run(incident_rows.insert_timeline, entry)
+
+    async def timeline(self, incident_id: str) -> list[TimelineEntry]:
+        return await self._run(incident_rows.timeline, incident_id)
+
+    async def save_snapshot(
+        self,
+        incident_id: str,
+        *,
+        at: datetime,
+        bundle_json: str | dict[str, Any],
+        view_json: str | dict[str, Any],
+        diagnosis_json: str | dict[str, Any],
+    ) -> str:
+        """Store one evidence capture; returns its sha256 (shown in the thread)."""
+        snap = await self._run(
+            incident_rows.save_snapshot,
+            incident_id,
+            at=at,
+            bundle_json=bundle_json,
+            view_json=view_json,
+            diagnosis_json=diagnosis_json,
+        )
+        return snap.sha256
+
+    async def snapshots(self, incident_id: str) -> list[EvidenceSnapshot]:
+        """Every evidence capture of the incident, oldest first (for before/after diffs)."""
+        return await self._run(incident_rows.snapshots, incident_id)
+
+    async def latest_snapshot(self, incident_id: str) -> EvidenceSnapshot | None:
+        return await self._run(incident_rows.latest_snapshot, incident_id)
+
+    # actions and approvals ----------------------------------------------------------------
+
+    async def create_action(self, record: ActionRecord) -> None:
+        await self._run(action_rows.insert_action, record)
+
+    async def get_action(self, action_id: str) -> ActionRecord | None:
+        return await self._run(action_rows.get_action, action_id)
+
+    async def claim_action(self, action_id: str, replica_id: str, *, at: datetime) -> bool:
+        """True for exactly one caller across threads, connections and processes."""
+        return await self._run(action_rows.claim_action, action_id, replica_id, at=at)
+
+    async def claim_undo(self, action_id: str, replica_id: str, *, at: datetime) -> bool:
+        """True for exactly one caller: the undo of a succeeded action runs once."""
+        return await self._run(action_rows.claim_undo, action_id, replica_id, at=at)
+
+    async def transition_action(
+        self, action_id: str, to: ActionState, *, at: datetime, result: dict[str, Any] | None = None
+    ) -> bool:
+        return await self._run(action_rows.transition_action, action_id, to, at=at, result=result)
+
+    async def set_action_state(
+        self,
+        action_id: str,
+        state: ActionState,
+        *,
+        at: datetime,
+        result: dict[str, Any] | None = None,
+    ) -> bool:
+        """Same as ``transition_action`` (the name the action service uses)."""
+        return await self.transition_action(action_id, state, at=at, result=result)
+
+    async def set_action_message(self, action_id: str, message_ts: str) -> None:
+        await self._run(action_rows.set_message_ts, action_id, message_ts)
+
+    async def note_action(self, action_id: str, values: dict[str, Any]) -> bool:
+        """Merge ``values`` into the action's ``result`` without changing its state (e.g.
+        the ts of its approval message, so the message can lose its buttons once decided).
+        A later ``set_action_state(..., result=...)`` replaces the whole result. False when
+        there is no such action."""
+        return await self._run(_merge_result, action_id, dumps(values))
+
+    async def actions_for_incident(self, incident_id: str) -> list[ActionRecord]:
+        return await self._run(action_rows.actions_for_incident, incident_id)
+
+    async def interrupted_actions(self) -> list[ActionRecord]:
+        return await self._run(action_rows.interrupted_actions)
+
+    async def save_approval(self, req: ApprovalRequest) -> None:
+        await self._run(action_rows.save_approval, req)
+
+    async def get_approval(self, approval_id: str) -> ApprovalRequest | None:
+        return await self._run(action_rows.get_approval, approval_id)
+
+    async def approval_for_action(self, action_id: str) -> ApprovalRequest | None:
+        return await self._run(action_rows.approval_for_action, action_id)
+
+    async def pending_approvals(self) -> list[ApprovalRequest]:
+        return await self._run(action_rows.pending_approvals)
+
+    async def update_approval(
+        self, approval_id: str, change: Callable[[ApprovalRequest], tuple[ApprovalRequest, T]]
+    ) -> tuple[ApprovalRequest, T]:
+        """Apply a pure change (``lambda r: approvals.approve(r, user, at, eligible=...)``)
+        atomically: read, change, write in one write transaction."""
+        return await self._run(action_rows.update_approval, approval_id, change)
+
+    # dedupe and audit ---------------------------------------------------------------------
+
+    async def remember_event(self, key: str, *, at: datetime) -> bool:
+        """True the first time ``key`` is seen (Slack retries and double clicks get False)."""
+        return await self._run(record_rows.remember_event, key, at=at)
+
+    async def forget_events_before(self, before: datetime) -> int:
+        return await self._run(record_rows.forget_events_before, before)
+
+    async def remember_alert_group(
+        self, group_key: str, status: str, *, at: datetime, incident_id: str | None = None
+    ) -> bool:
+        return await self._run(
+            record_rows.remember_alert_group, group_key, status, at=at, incident_id=incident_id
+        )
+
+    async def link_alert_group(self, group_key: str, incident_id: str) -> None:
+        await self._run(record_rows.link_alert_group, group_key, incident_id)
+
+    async def incident_for_alert_group(self, group_key: str) -> str | None:
+        return await self._run(record_rows.incident_for_alert_group, group_key)
+
+    async def append_audit(self, record: AuditRecord) -> int:
+        """Append one audit row (rows can never be changed or deleted); returns its id."""
+        stored = await self._run(record_rows.append_audit, record)
+        return stored.id or 0
+
+    async def audit_since(self, since: datetime | None = None) -> list[AuditRecord]:
+        return await self._run(record_rows.audit_since, since)
+
+
+def _merge_result(conn: sqlite3.Connection, action_id: str, values_json: str) -> bool:
+    """One UPDATE (atomic across replicas): JSON merge-patch of ``values`` into ``result``."""
+    cur = conn.execute(
+        "UPDATE actions SET result=json_patch(COALESCE(result, '{}'), ?) WHERE action_id=?",
+        (values_json, action_id),
+    )
+    return cur.rowcount == 1

@@ -1,0 +1,179 @@
+"""The demo story, walked by a person in the browser console of ``gpunode demo``.
+
+Alice diagnoses gpu-node-01 from the command box, reads the evidence and the talking points
+in the thread, presses tier 3, edits the caps (the bot refuses a limit below the working set
+until she ticks the acknowledgement), sees the dry run, applies it through the confirm
+dialog, and sees the outcome and the before/after diff. She then requests tier 1, Bob
+approves it (user picker), and the PodDisruptionBudget-protected pod is reported as blocked.
+Finally Alice exports the timeline and the Markdown file appears in the thread.
+
+Assertions are on what is on screen (texts, dialogs, buttons), never on bot internals.
+Screenshots go to ``test-artifacts/browser/``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+NODE = "gpu-node-01"
+INCIDENT = "INC-0001"
+DIAGNOSIS_MS = 40_000  # the diagnostic Job runs in the Kubernetes stand-in
+STEP_MS = 15_000  # a click's answer: dry run, apply, re-diagnosis
+
+Shots = Callable[[str, Any], Any]
+
+
+def _button(scope: Any, action_id: str) -> Any:
+    """The newest button with this action id (older messages keep theirs)."""
+    return scope.locator(f'[data-testid="button"][data-action-id="{action_id}"]').last
+
+
+def _field(modal: Any, block_id: str) -> Any:
+    return modal.locator(f'[data-block-id="{block_id}"][data-element-type]')
+
+
+def act_as(page: Any, user_id: str) -> None:
+    page.get_by_test_id("user-picker").select_option(user_id)
+    expect(page.get_by_test_id("user-picker")).to_have_value(user_id)
+
+
+def command(page: Any, text: str) -> None:
+    box = page.get_by_test_id("command-input")
+    box.fill(text)
+    box.press("Enter")
+    expect(page.get_by_test_id("command-status")).to_contain_text("bot answered 200")
+
+
+def diagnose(page: Any, shots: Shots) -> Any:
+    """Alice runs the command; the thread shows evidence, verdict, talking points, tiers."""
+    act_as(page, "U_ALICE")
+    command(page, f"diagnose {NODE}")
+    root = page.get_by_test_id("messages").get_by_test_id("message").filter(has_text=NODE).first
+    expect(root).to_contain_text(INCIDENT)
+    root.get_by_test_id("open-thread").click(timeout=DIAGNOSIS_MS)
+    thread = page.get_by_test_id("thread-pane")
+    expect(thread).to_be_visible()
+    expect(thread).to_contain_text(f"Memory evidence · {NODE}", timeout=DIAGNOSIS_MS)
+    expect(thread).to_contain_text(re.compile(r"Verdict \((high|medium|low) confidence\)"))
+    expect(thread).to_contain_text("What the evidence says to each team")
+    expect(thread).to_contain_text("For the AI/ML team")
+    expect(thread).to_contain_text("For the Ops team")
+    expect(thread).to_contain_text("Mitigation tiers")
+    shots("01-diagnosis", page)
+    return thread
+
+
+def cap_the_offender(page: Any, thread: Any, shots: Shots) -> None:
+    """Tier 3 with edited caps: refused below the working set until acknowledged, applied."""
+    _button(thread, "gpunode_tier3").click()
+    modal = page.get_by_test_id("modal")
+    expect(modal).to_contain_text("Confirm tier 3")
+    expect(modal).to_contain_text("working set")
+    _field(modal, "memory_limit").fill("48Gi")
+    _field(modal, "memory_request").fill("40Gi")
+    _field(modal, "omp_num_threads").fill("4")
+    _field(modal, "reason").fill("preprocessing is starving the node")
+    shots("02-tier3-modal", page)
+    modal.get_by_test_id("modal-submit").click()
+    error = modal.get_by_test_id("input-error")
+    expect(error).to_contain_text("below the container's current working set", timeout=STEP_MS)
+    expect(_field(modal, "memory_limit")).to_have_value("48Gi")  # the edits survive the refusal
+    shots("03-tier3-refused-below-working-set", page)
+    modal.locator('[data-block-id="accept_oom"] input[type="checkbox"]').check()
+    modal.get_by_test_id("modal-submit").click()
+    expect(page.get_by_test_id("modal")).to_have_count(0, timeout=STEP_MS)
+
+    expect(thread).to_contain_text("Dry run · Tier 3", timeout=STEP_MS)
+    expect(thread).to_contain_text("accepted every change in dry-run mode")
+    thread.get_by_test_id("message").filter(
+        has_text="Dry run · Tier 3"
+    ).last.scroll_into_view_if_needed()
+    shots("04-tier3-dry-run", page)
+    _button(thread, "gpunode_apply").click()
+    dialog = page.get_by_test_id("confirm-dialog")
+    expect(dialog).to_contain_text("Apply for real?")
+    shots("05-apply-confirm", page)
+    page.get_by_test_id("confirm-yes").click()
+    expect(dialog).to_have_count(0)
+    outcome = thread.get_by_test_id("message").filter(has_text="Tier 3 · constrain").last
+    expect(outcome).to_contain_text("Applied", timeout=STEP_MS)
+    expect(thread).to_contain_text(f"Before / after on {NODE}", timeout=DIAGNOSIS_MS)
+    expect(thread).to_contain_text("Verdict:")
+    thread.get_by_test_id("message").filter(
+        has_text="Before / after"
+    ).last.scroll_into_view_if_needed()
+    shots("06-tier3-applied-diff", page)
+
+
+def stop_the_cascade(page: Any, thread: Any, shots: Shots) -> None:
+    """Tier 1: Alice requests it, the dry run says it needs approval, Bob approves."""
+    _button(thread, "gpunode_tier1").click()
+    modal = page.get_by_test_id("modal")
+    expect(modal).to_contain_text("Confirm tier 1")
+    expect(modal).to_contain_text("Pods to evict")
+    _field(modal, "reason").fill("stop the cascade while preprocessing restarts")
+    shots("07-tier1-modal", page)
+    modal.get_by_test_id("modal-submit").click()
+    expect(page.get_by_test_id("modal")).to_have_count(0, timeout=STEP_MS)
+    expect(thread).to_contain_text("Dry run · Tier 1", timeout=STEP_MS)
+    expect(thread).to_contain_text("needs approval")
+    _button(thread, "gpunode_apply").click()
+    page.get_by_test_id("confirm-yes").click()
+    request = thread.get_by_test_id("message").filter(has_text="Approval needed").last
+    expect(request).to_contain_text("expires", timeout=STEP_MS)
+    expect(request).not_to_contain_text("date^")  # the expiry reads as a time
+    request.scroll_into_view_if_needed()
+    request_ts = request.get_attribute("data-ts")
+    shots("08-tier1-approval-needed", page)
+
+    act_as(page, "U_BOB")
+    approve = _button(thread, "gpunode_approve")
+    expect(approve).to_be_visible()
+    approve.click()
+    # the approval request itself now reads "Approved by @bob" without buttons
+    closed = thread.locator(f'[data-testid="message"][data-ts="{request_ts}"]')
+    expect(closed).to_contain_text("Approved by", timeout=STEP_MS)
+    expect(closed.get_by_test_id("button")).to_have_count(0)
+    outcome = thread.get_by_test_id("message").filter(has_text="Applied").last
+    expect(outcome).to_contain_text("approved by", timeout=STEP_MS)
+    expect(outcome).to_contain_text("@bob")
+    expect(outcome).to_contain_text("blocked by a PodDisruptionBudget")
+    expect(outcome).to_contain_text("BLOCKED")
+    outcome.scroll_into_view_if_needed()
+    shots("09-tier1-approved-pdb-blocked", page)
+
+
+def export_timeline(page: Any, shots: Shots) -> None:
+    act_as(page, "U_ALICE")
+    command(page, f"timeline {INCIDENT}")
+    thread = page.get_by_test_id("thread-pane")
+    card = thread.get_by_test_id("file-card").filter(has_text=INCIDENT).last
+    expect(card.get_by_test_id("file-meta")).to_contain_text(
+        re.compile(rf"{INCIDENT}\S*\.md"), timeout=STEP_MS
+    )
+    card.scroll_into_view_if_needed()
+    shots("10-timeline-file", page)
+    with page.context.expect_page() as opened:
+        card.get_by_test_id("file").click()
+    content = opened.value
+    expect(content.locator("body")).to_contain_text(INCIDENT)
+    expect(content.locator("body")).to_contain_text(NODE)
+    shots("11-timeline-opened", content)
+    content.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_person_walks_the_demo_story_in_the_console(
+    demo_console: str, page: Any, shots: Shots
+) -> None:
+    page.goto(demo_console + "/")
+    thread = diagnose(page, shots)
+    cap_the_offender(page, thread, shots)
+    stop_the_cascade(page, thread, shots)
+    export_timeline(page, shots)

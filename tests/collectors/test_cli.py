@@ -1,0 +1,133 @@
+"""``gpunode collect`` prints a valid bundle, stays light, and survives hostile hosts."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.collectors.bundle import SCHEMA_VERSION, collect_document
+from bot.core import evidence
+from bot.core.evidence import EvidenceBundle
+
+REPO = Path(__file__).resolve().parents[2]
+HOSTS = REPO / "tests" / "fixtures" / "hosts"
+FORBIDDEN = ["slack_bolt", "slack_sdk", "kubernetes", "jinja2", "aiohttp", "yaml", "pydantic"]
+
+
+def _run(*args: str, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "bot", "collect", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+
+
+# root without the capabilities that bypass file permissions, so EACCES is real
+NO_DAC = ("setpriv", "--bounding-set=-dac_override,-dac_read_search", "--inh-caps=-all")
+
+
+def test_schema_versions_agree() -> None:
+    assert SCHEMA_VERSION == evidence.SCHEMA_VERSION
+
+
+def test_json_output_is_a_valid_bundle() -> None:
+    spec = HOSTS / "v2-systemd-containerd" / "nvml.json"
+    run = _run(
+        "--root",
+        str(HOSTS / "v2-systemd-containerd"),
+        "--fake-nvml",
+        str(spec),
+        "--node-name",
+        "gpu-node-01",
+    )
+    assert run.returncode == 0, run.stderr
+    bundle = EvidenceBundle.model_validate_json(run.stdout)
+    assert bundle.node_name == "gpu-node-01" and len(bundle.gpus) == 1
+    assert bundle.gpu_processes[0].pod_uid == "1b4e28ba-2fa1-11d2-883f-0016d3cca427"
+
+
+def test_the_document_and_the_model_agree_field_for_field() -> None:
+    doc = collect_document(HOSTS / "v1-cgroupfs-docker", nvml_module=None)
+    bundle = EvidenceBundle.model_validate(doc)
+    dumped = json.loads(bundle.model_dump_json())
+    doc = json.loads(json.dumps(doc))
+    doc.pop("collected_at"), dumped.pop("collected_at")
+    assert dumped == doc
+
+
+def test_collect_imports_no_bot_side_sdk_and_not_even_pydantic() -> None:
+    code = (
+        "import sys, io, contextlib\n"
+        "from bot.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main(['collect', '--root', {str(HOSTS / 'v2-cgroupfs-crio')!r}])\n"
+        f"print([m for m in {FORBIDDEN!r} if m in sys.modules])\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
+
+
+def test_text_summary_names_figures_containers_gpus_and_gaps() -> None:
+    spec = HOSTS / "v2-systemd-containerd" / "nvml.json"
+    run = _run(
+        "--root", str(HOSTS / "v2-systemd-containerd"), "--fake-nvml", str(spec), "--format", "text"
+    )
+    assert run.returncode == 0, run.stderr
+    for words in (
+        "available 9.0Gi",
+        "pressure: some avg10=12.50",
+        "31.0Gi /   32.0Gi",
+        "H100",
+        "memory.max",
+        "train.py",
+    ):
+        assert words in run.stdout
+
+
+def test_an_unreadable_fake_nvml_spec_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "bad.json").write_text("{")
+    run = _run("--root", str(HOSTS / "v2-cgroupfs-crio"), "--fake-nvml", str(tmp_path / "bad.json"))
+    assert run.returncode == 1 and "fake-NVML spec" in run.stderr
+
+
+@pytest.fixture
+def hostile_host() -> Iterator[Path]:
+    """A copy of a fixture host with hostile bits (a pid directory of another user)."""
+    top = Path(tempfile.mkdtemp(prefix="gpunode-host-"))
+    os.chmod(top, 0o755)
+    root = top / "host"
+    shutil.copytree(HOSTS / "v2-cgroupfs-crio", root)
+    os.chown(root / "proc" / "300", 12345, 12345)  # permission denied on a pid directory
+    os.chmod(root / "proc" / "300", 0o700)
+    (root / "proc" / "meminfo").write_bytes(b"MemTotal: 10\xff kB\nMemFree: \n")  # garbled
+    (root / "proc" / "301" / "cmdline").write_bytes(b"\xff\xfe\x00--\x80\x00")
+    yield root
+    shutil.rmtree(top)
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv"
+)
+def test_a_hostile_host_gives_a_complete_bundle_that_names_its_gaps(hostile_host: Path) -> None:
+    run = _run("--root", str(hostile_host), "--top", "5", prefix=NO_DAC)
+    assert run.returncode == 0, run.stderr
+    bundle = EvidenceBundle.model_validate_json(run.stdout)
+    sources = {g.source: g.reason for g in bundle.gaps}
+    assert bundle.meminfo is None and "procfs:/proc/meminfo" in sources
+    assert "permission denied for 1 process(es) (e.g. 300)" in sources["procfs:/proc/<pid>/statm"]
+    assert [p.pid for p in bundle.processes] == [301]
+    assert "\ufffd" in bundle.processes[0].cmdline
+    assert "nvml" in sources and len(bundle.containers) == 2

@@ -1,0 +1,147 @@
+"""procfs parsers are total (any input, no exception) and right on real formats."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bot.collectors import procfs
+from bot.collectors.gaps import GapLog
+from bot.core.evidence import MemInfo, MemoryPressure
+
+MEMINFO = (
+    "MemTotal:  1000 kB\nMemFree:  100 kB\nMemAvailable: 600 kB\nHugePages_Total: 4\nZswap: 8 kB\n"
+)
+
+
+def test_meminfo_is_converted_to_bytes_and_unknown_keys_kept() -> None:
+    fields, problems = procfs.parse_meminfo(MEMINFO)
+    assert problems == [] and fields is not None
+    info = MemInfo(**fields)
+    assert (info.mem_total_bytes, info.mem_available_bytes) == (1024000, 614400)
+    assert info.hugepages_total == 4 and info.other == {"Zswap": 8192}
+
+
+@pytest.mark.parametrize(
+    ("text", "usable", "problem"),
+    [
+        ("MemTotal:  1000 kB\nMemFree:  100 kB\nMemAvail", True, "truncated"),
+        ("MemTotal:  1000 kB\nMemFr", False, "missing"),
+        ("MemTotal: lots kB\nMemFree: 1 kB\n", False, "unparsable"),
+        ("", False, "missing"),
+        ("\x00\xff garbage\n", False, "unparsable"),
+    ],
+)
+def test_bad_meminfo_is_reported_not_raised(text: str, usable: bool, problem: str) -> None:
+    fields, problems = procfs.parse_meminfo(text)
+    assert (fields is not None) is usable
+    assert any(problem in p for p in problems)
+
+
+@given(st.text())
+def test_meminfo_parser_accepts_any_text(text: str) -> None:
+    fields, _ = procfs.parse_meminfo(text)
+    if fields is not None:
+        MemInfo(**fields)
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(sorted(procfs.MEMINFO_FIELDS)), st.integers(0, 2**40), min_size=1
+    )
+)
+def test_meminfo_round_trips_any_kernel_values(values: dict[str, int]) -> None:
+    text = "".join(f"{k}: {v} kB\n" for k, v in values.items())
+    text = "MemTotal: 9 kB\nMemFree: 1 kB\n" + text
+    fields, problems = procfs.parse_meminfo(text)
+    assert problems == [] and fields is not None
+    for key, value in values.items():
+        assert fields[procfs.MEMINFO_FIELDS[key]] == value * 1024
+
+
+def test_pressure_reads_some_and_full() -> None:
+    text = (
+        "some avg10=1.50 avg60=0.25 avg300=0.00 total=42\nfull avg10=0.1 avg60=0 avg300=0 total=7\n"
+    )
+    parsed = procfs.parse_pressure(text)
+    assert parsed is not None
+    pressure = MemoryPressure(**parsed)
+    assert pressure.some.total_us == 42 and pressure.full is not None
+
+
+def test_pressure_without_full_line_is_fine_and_garbage_is_none() -> None:
+    parsed = procfs.parse_pressure("some avg10=0 avg60=0 avg300=0 total=1\n")
+    assert parsed is not None and parsed["full"] is None
+    assert procfs.parse_pressure("some avg10=x\n") is None
+
+
+@given(st.text())
+def test_pressure_parser_accepts_any_text(text: str) -> None:
+    parsed = procfs.parse_pressure(text)
+    if parsed is not None:
+        MemoryPressure(**parsed)
+
+
+def test_sockstat_memory_is_tcp_plus_udp_pages() -> None:
+    text = (
+        "TCP: inuse 1 orphan 0 tw 0 alloc 1 mem 214\nUDP: inuse 0 mem 2\nFRAG: inuse 0 memory 9\n"
+    )
+    assert procfs.parse_sockstat(text, page_size=4096) == 216 * 4096
+    assert procfs.parse_sockstat("sockets: used 3\n", page_size=4096) is None
+
+
+@given(st.text())
+def test_sockstat_parser_accepts_any_text(text: str) -> None:
+    value = procfs.parse_sockstat(text, page_size=4096)
+    assert value is None or value >= 0
+
+
+@given(st.binary())
+def test_statm_and_cmdline_parsers_accept_any_bytes(data: bytes) -> None:
+    rss = procfs.parse_statm_rss(data, page_size=4096)
+    assert rss is None or rss >= 0
+    assert len(procfs.parse_cmdline(data)) <= 512
+
+
+def test_non_utf8_cmdline_is_replaced_not_fatal() -> None:
+    assert procfs.parse_cmdline(b"vllm\0serve\0\xff\xfe\0") == "vllm serve \ufffd\ufffd"
+
+
+@given(st.text())
+def test_status_and_smaps_parsers_accept_any_text(text: str) -> None:
+    status = procfs.parse_status(text)
+    assert all(v >= 0 for k, v in status.items() if k != "name")
+    rss = procfs.parse_smaps_rollup_rss(text)
+    assert rss is None or rss >= 0
+
+
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        ("0::/kubepods.slice/x.scope\n", "/kubepods.slice/x.scope"),
+        ("12:pids:/a\n4:memory:/process_api/abc\n0::/\n", "/process_api/abc"),
+        ("3:cpu,memory:/k/pod1\n", "/k/pod1"),
+        ("0::/../../kubepods/burstable/podX/abc\n", "/../../kubepods/burstable/podX/abc"),
+        ("garbage", None),
+    ],
+)
+def test_memory_cgroup_path_is_taken_from_proc_pid_cgroup(text: str, path: str | None) -> None:
+    assert procfs.parse_proc_cgroup(text) == path
+
+
+@given(st.text())
+def test_proc_cgroup_parser_accepts_any_text(text: str) -> None:
+    procfs.parse_proc_cgroup(text)
+
+
+def test_a_process_that_exits_mid_scan_is_dropped_without_a_gap(tmp_path: Path) -> None:
+    (tmp_path / "77").mkdir()
+    (tmp_path / "77" / "statm").write_text("10 5 0 0 0 0 0\n")  # status already gone
+    gaps = GapLog()
+    kept, seen = procfs.scan_processes(
+        str(tmp_path), top=5, always=frozenset(), page_size=4096, gaps=gaps
+    )
+    assert (kept, seen, gaps.items) == ([], 1, [])

@@ -1,0 +1,127 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bot.core.commands import (
+    VERBS,
+    Diagnose,
+    Help,
+    Resolve,
+    Status,
+    Timeline,
+    Top,
+    closest_verb,
+    help_text,
+    parse,
+    usage,
+)
+from bot.errors import UsageError
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("diagnose gpu-node-01", Diagnose(node="gpu-node-01")),
+        ("  DIAGNOSE   gpu-node-01  ", Diagnose(node="gpu-node-01")),
+        ("diagnose ip-10-0-1-5.ec2.internal", Diagnose(node="ip-10-0-1-5.ec2.internal")),
+        ("status", Status()),
+        ("status gpu-node-02", Status(node="gpu-node-02")),
+        ("top", Top()),
+        ("timeline", Timeline()),
+        ("timeline INC-0007", Timeline(incident="INC-0007")),
+        ("timeline inc-7", Timeline(incident="INC-0007")),
+        ("timeline 7", Timeline(incident="INC-0007")),
+        ("timeline #12345", Timeline(incident="INC-12345")),
+        ("resolve INC-0003", Resolve(incident="INC-0003")),
+        (
+            "resolve 3 memory freed after eviction",
+            Resolve(incident="INC-0003", note="memory freed after eviction"),
+        ),
+        ("help", Help()),
+        ("", Help()),
+        ("help diagnose", Help(topic="diagnose")),
+    ],
+)
+def test_valid_commands_parse_to_their_model(text: str, expected: object) -> None:
+    assert parse(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment", "usage_fragment"),
+    [
+        ("diagnose", "needs a node name", "diagnose NODE"),
+        ("diagnose a b", "unexpected: b", "diagnose NODE"),
+        ("diagnose GPU-node-01", "did you mean gpu-node-01", "diagnose NODE"),
+        ("diagnose gpu_node", "not a valid node name", "diagnose NODE"),
+        ("diagnose -gpu", "not a valid node name", "diagnose NODE"),
+        ("diagnose " + "a" * 254, "limit is 253", "diagnose NODE"),
+        ("top now", "takes no arguments", "top"),
+        ("status a b", "unexpected: b", "status [NODE]"),
+        ("timeline INC-abc", "not an incident id", "timeline [INCIDENT]"),
+        ("timeline 0", "not an incident id", "timeline [INCIDENT]"),
+        ("resolve", "needs an incident id", "resolve INCIDENT"),
+        ("resolve gpu-node-01", "not an incident id", "resolve INCIDENT"),
+        ("diagnoes gpu-node-01", "did you mean diagnose?", "Commands:"),
+        ("stat", "did you mean status?", "Commands:"),
+        ("help nope", "no command", "Commands:"),
+    ],
+)
+def test_malformed_commands_raise_usage_error_with_the_usage_line(
+    text: str, fragment: str, usage_fragment: str
+) -> None:
+    with pytest.raises(UsageError) as caught:
+        parse(text)
+    assert fragment in caught.value.message
+    assert usage_fragment in caught.value.usage
+
+
+def test_a_word_far_from_every_verb_gets_no_suggestion() -> None:
+    assert closest_verb("xylophone") is None
+    with pytest.raises(UsageError) as caught:
+        parse("xylophone")
+    assert "did you mean" not in caught.value.message
+
+
+def test_node_names_of_exactly_253_characters_are_accepted() -> None:
+    name = ".".join(["a" * 63] * 4)[:253]
+    assert len(name) == 253
+    assert parse(f"diagnose {name}") == Diagnose(node=name)
+
+
+def test_help_lists_every_verb_with_the_given_prog() -> None:
+    text = help_text(prog="gpunode")
+    for verb in VERBS:
+        assert usage(verb, prog="gpunode") in text
+    assert "/gpunode" not in text
+
+
+def test_usage_errors_use_the_callers_prog() -> None:
+    with pytest.raises(UsageError) as caught:
+        parse("diagnose", prog="gpunode")
+    assert caught.value.usage == "gpunode diagnose NODE"
+
+
+@given(st.text(max_size=300))
+def test_parse_raises_only_usage_error_on_arbitrary_text(text: str) -> None:
+    try:
+        parse(text)
+    except UsageError as err:
+        assert err.message
+        assert err.usage
+
+
+@given(
+    st.sampled_from(VERBS),
+    st.lists(
+        st.text(alphabet=st.characters(blacklist_categories=["Zs", "Cc"]), min_size=1), max_size=4
+    ),
+)
+def test_parse_raises_only_usage_error_on_known_verbs_with_arbitrary_arguments(
+    verb: str, args: list[str]
+) -> None:
+    try:
+        parse(" ".join([verb, *args]))
+    except UsageError as err:
+        assert err.usage

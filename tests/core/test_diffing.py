@@ -1,0 +1,66 @@
+"""Before/after diffs: ledger moves above the noise floor, findings resolved/new/kept."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from bot.core.analysis import analyze
+from bot.core.diffing import diff_diagnoses
+from bot.core.findings import Diagnosis, Finding, LedgerEntry
+from tests.services.fakes import load_scenario
+
+GIB = 1 << 30
+
+
+@pytest.fixture(scope="module")
+def seed() -> Diagnosis:
+    bundle, view = load_scenario("seed")
+    return analyze(bundle, view, now=bundle.collected_at + timedelta(seconds=30))
+
+
+def _with(d: Diagnosis, entries: list[LedgerEntry], findings: list[Finding]) -> Diagnosis:
+    ledger = d.ledger.model_copy(update={"entries": entries})
+    return d.model_copy(update={"ledger": ledger, "findings": findings})
+
+
+def test_identical_diagnoses_show_no_change(seed: Diagnosis) -> None:
+    diff = diff_diagnoses(seed, seed)
+    assert diff.ledger == [] and diff.resolved_findings == [] and diff.new_findings == []
+    assert len(diff.kept_findings) == len([f for f in seed.findings if f.severity != "ok"])
+
+
+def test_moves_below_64_mib_are_noise_and_larger_ones_are_listed_biggest_first(
+    seed: Diagnosis,
+) -> None:
+    pod = LedgerEntry(category="pod", label="p", bytes=60 * GIB, source="s", pod_key="ml/p")
+    free = LedgerEntry(category="free", label="free", bytes=2 * GIB, source="s")
+    kernel = LedgerEntry(category="kernel_other", label="k", bytes=10 * GIB, source="s")
+    before = _with(seed, [pod, free, kernel], [])
+    after = _with(
+        seed,
+        [
+            pod.model_copy(update={"bytes": 0}),
+            free.model_copy(update={"bytes": 50 * GIB}),
+            kernel.model_copy(update={"bytes": 10 * GIB + (32 << 20)}),
+        ],
+        [],
+    )
+    diff = diff_diagnoses(before, after)
+    assert [(r.label, r.delta_bytes) for r in diff.ledger] == [
+        ("ml/p", -60 * GIB),
+        ("free", 48 * GIB),
+    ]
+    assert (diff.available_before_bytes, diff.available_after_bytes) == (2 * GIB, 50 * GIB)
+
+
+def test_findings_are_split_into_resolved_new_and_kept(seed: Diagnosis) -> None:
+    a = Finding(code="A", severity="critical", subject="n")
+    b = Finding(code="B", severity="warning", subject="n")
+    c = Finding(code="C", severity="warning", subject="n")
+    ok = Finding(code="OK", severity="ok", subject="n")
+    diff = diff_diagnoses(_with(seed, [], [a, b, ok]), _with(seed, [], [b, c]))
+    assert diff.resolved_findings == ["A:n"]
+    assert diff.new_findings == ["C:n"]
+    assert diff.kept_findings == ["B:n"]

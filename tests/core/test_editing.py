@@ -1,0 +1,77 @@
+"""Responder edits of a tier-3 plan: validated, errors keyed by the modal's block ids."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from bot.core.actions import ActionPlan
+from bot.core.analysis import analyze
+from bot.core.editing import Tier3Edits, apply_tier3_edits
+from tests.services.fakes import load_scenario
+
+
+@pytest.fixture(scope="module")
+def plan() -> ActionPlan:
+    bundle, view = load_scenario("seed")
+    d = analyze(bundle, view, now=bundle.collected_at + timedelta(seconds=30))
+    return next(p for p in d.plans if p.tier == 3)
+
+
+def edits(**kw: object) -> Tier3Edits:
+    base: dict[str, object] = {"memory_limit": "70Gi", "memory_request": "60Gi"}
+    return Tier3Edits.model_validate(base | kw)
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "words"),
+    [
+        ({"memory_limit": "lots"}, "memory_limit", "not a Kubernetes quantity"),
+        ({"memory_limit": "0"}, "memory_limit", "greater than zero"),
+        ({"memory_request": "80Gi"}, "memory_request", "may not exceed the limit"),
+        ({"cpu_limit": "2", "cpu_request": "4"}, "cpu_request", "may not exceed the limit"),
+        ({"cpu_limit": "fast"}, "cpu_limit", "not a CPU quantity"),
+        ({"omp_num_threads": 0}, "omp_num_threads", "whole number from 1"),
+        ({"omp_num_threads": 40000}, "omp_num_threads", "whole number from 1"),
+        ({"memory_limit": "40Gi", "memory_request": "30Gi"}, "accept_oom", "OOM-kill"),
+    ],
+)
+def test_bad_edits_are_refused_next_to_their_field(
+    plan: ActionPlan, change: dict[str, object], field: str, words: str
+) -> None:
+    result = apply_tier3_edits(plan, edits(**change))
+    assert isinstance(result, dict)
+    assert words in result[field]
+
+
+def test_good_edits_replace_the_patch_exactly(plan: ActionPlan) -> None:
+    result = apply_tier3_edits(plan, edits(cpu_limit="6", cpu_request="4", omp_num_threads=6))
+    assert isinstance(result, ActionPlan)
+    [step] = [s for s in result.steps if s.verb == "patch_resources"]
+    assert step.params["limits"] == {"memory": "70Gi", "cpu": "6"}
+    assert step.params["requests"] == {"memory": "60Gi", "cpu": "4"}
+    assert step.params["env"]["OMP_NUM_THREADS"] == "6"
+    assert result.values is not None and result.values.memory_limit_bytes == 70 << 30
+    assert "immediate_oom" not in result.warnings
+
+
+def test_clearing_omp_threads_removes_the_variable(plan: ActionPlan) -> None:
+    result = apply_tier3_edits(plan, edits(omp_num_threads=None))
+    assert isinstance(result, ActionPlan)
+    [step] = [s for s in result.steps if s.verb == "patch_resources"]
+    assert "OMP_NUM_THREADS" not in step.params["env"]
+
+
+def test_an_accepted_limit_below_the_working_set_is_flagged(plan: ActionPlan) -> None:
+    result = apply_tier3_edits(
+        plan, edits(memory_limit="40Gi", memory_request="30Gi", accept_oom=True)
+    )
+    assert isinstance(result, ActionPlan)
+    assert result.values is not None and result.values.below_working_set
+    assert "immediate_oom" in result.warnings
+
+
+def test_plans_without_caps_cannot_be_edited(plan: ActionPlan) -> None:
+    tier2 = plan.model_copy(update={"tier": 2, "values": None})
+    assert isinstance(apply_tier3_edits(tier2, edits()), dict)

@@ -1,0 +1,261 @@
+"""Tiered plans: who is evicted and who is protected, what restarts, computed caps, undo."""
+
+from __future__ import annotations
+
+import pytest
+from analysis_builders import pod, view
+from test_analysis_scenarios import diagnose
+
+from bot.core.actions import Step
+from bot.core.findings import Diagnosis, Ledger, Verdict
+from bot.core.planning import (
+    plan_all,
+    plan_tier1,
+    plan_tier2,
+    plan_tier3,
+    protection_reason,
+    undo_steps,
+)
+from bot.core.plans import plan_id
+
+GI = 1024**3
+
+
+@pytest.mark.parametrize(
+    ("changes", "reason"),
+    [
+        ({}, None),
+        ({"is_mirror": True}, "mirror"),
+        ({"is_daemonset": True}, "daemonset"),
+        ({"labels": {"gpunode.io/role": "diagnostic"}}, "diagnostic"),
+        ({"labels": {"gpunode.io/protected": "true"}}, "protected_label"),
+        ({"priority": 1_000_000}, "critical_priority"),
+        ({"priority_class_name": "system-cluster-critical"}, "critical_priority"),
+        ({"gpu_request": 8}, "gpu_workload"),
+        ({"owners": []}, "no_controller"),
+    ],
+)
+def test_tier1_protection_rules(changes: dict[str, object], reason: str | None) -> None:
+    assert protection_reason(pod("a").model_copy(update=changes)) == reason
+
+
+def test_tier1_cordons_then_evicts_only_non_critical_pods() -> None:
+    pods = [
+        pod("prep"),
+        pod("train", gpu=8),
+        pod("bare", owner=None),
+        pod("ds").model_copy(update={"is_daemonset": True}),
+    ]
+    plan = plan_tier1(view(pods))
+    assert [(s.verb, s.name) for s in plan.steps] == [("cordon", "n1"), ("evict", "prep")]
+    assert {(p.pod, p.reason) for p in plan.protected} == {
+        ("ml/train", "gpu_workload"),
+        ("ml/bare", "no_controller"),
+        ("ml/ds", "daemonset"),
+    }
+    assert plan.blast_radius == ["ml/prep"]
+    assert plan.reversible is False
+
+
+def test_tier1_evicts_bare_pods_only_when_forced() -> None:
+    plan = plan_tier1(view([pod("bare", owner=None)]), force_unmanaged=True)
+    assert [s.name for s in plan.steps if s.verb == "evict"] == ["bare"]
+    assert "unmanaged_pods_deleted_for_good" in plan.warnings
+
+
+def test_tier1_honours_a_custom_protected_label_and_threshold() -> None:
+    pods = [pod("a", labels={"team/keep": "true"}), pod("b", priority=500)]
+    plan = plan_tier1(view(pods), protected_label="team/keep", critical_priority_threshold=100)
+    assert [p.reason for p in plan.protected] == ["protected_label", "critical_priority"]
+
+
+def test_plan_id_is_deterministic_and_depends_on_the_steps() -> None:
+    v = view([pod("prep")])
+    assert plan_tier1(v).plan_id == plan_tier1(v).plan_id
+    assert len(plan_tier1(v).plan_id) == 12
+    assert plan_tier1(v).plan_id != plan_tier1(view([pod("other")])).plan_id
+    assert plan_id("n1", 1, []) != plan_id("n1", 2, [])
+
+
+def test_tier2_names_what_restarts_and_warns_about_statefulsets() -> None:
+    pods = [pod("train-0", gpu=4, owner="StatefulSet"), pod("prep")]
+    pods[0] = pods[0].model_copy(
+        update={"owners": [pods[0].owners[0].model_copy(update={"name": "train"})]}
+    )
+    pods.append(
+        pod("train-1", gpu=4, owner="StatefulSet").model_copy(update={"owners": pods[0].owners})
+    )
+    plan = plan_tier2(view(pods))
+    assert [s.verb for s in plan.steps] == ["ensure_priority_class", "set_priority_class"]
+    assert plan.steps[0].params["value"] == 1_000_000
+    assert plan.restarts == ["ml/train-0", "ml/train-1"]
+    assert plan.target == "StatefulSet/ml/train"
+    assert {"statefulset_restarts_one_by_one", "pod_priority_immutable_restarts"} <= set(
+        plan.warnings
+    )
+
+
+@pytest.mark.parametrize(
+    ("owner", "warning"),
+    [("Job", "job_template_immutable"), (None, "bare_pod_priority_immutable")],
+)
+def test_tier2_is_unavailable_for_jobs_and_bare_pods(owner: str | None, warning: str) -> None:
+    plan = plan_tier2(view([pod("train", gpu=8, owner=owner)]))
+    assert (plan.available, plan.warnings, plan.steps) == (False, [warning], [])
+
+
+def test_tier2_without_gpu_pods_is_unavailable() -> None:
+    assert plan_tier2(view([pod("prep")])).warnings == ["no_gpu_workloads"]
+
+
+def test_tier3_for_the_seed_caps_the_preprocessing_deployment_from_the_evidence() -> None:
+    d = diagnose("seed")
+    plan = next(p for p in d.plans if p.tier == 3)
+    assert plan.target == "Deployment/ml/preprocess"
+    values = plan.values
+    assert values is not None
+    # limits 150 GiB vs 90% of 150.5 GiB allocatable: cut 14.55 GiB from 64 -> 49 GiB (rounded down)
+    assert (values.memory_limit, values.memory_request) == ("49Gi", "43904Mi")
+    assert values.below_working_set is True and "immediate_oom" in plan.warnings
+    assert (values.cpu_limit, values.cpu_request, values.omp_num_threads) == ("8", "6", 8)
+    assert plan.restarts == ["ml/preprocess-7d9f8c6b5-x2k4q"]
+    step = plan.steps[0]
+    assert step.params == {
+        "container": "preprocess",
+        "requests": {"memory": "43904Mi", "cpu": "6"},
+        "limits": {"memory": "49Gi", "cpu": "8"},
+        "env": {"OMP_NUM_THREADS": "8"},
+    }
+
+
+def test_tier3_keeps_a_limit_that_the_node_does_not_need_cut() -> None:
+    plan = next(p for p in diagnose("limit-edge").plans if p.tier == 3)
+    assert plan.values is not None
+    assert (plan.values.memory_limit, plan.values.memory_request) == ("16Gi", "14Gi")
+    assert "memory_limit_unchanged" in plan.warnings and plan.values.below_working_set is False
+
+
+@pytest.mark.parametrize(
+    ("name", "available"), [("healthy", False), ("slab-leak", False), ("gpu-bound", False)]
+)
+def test_tier3_needs_an_offending_workload(name: str, available: bool) -> None:
+    plan = next(p for p in diagnose(name).plans if p.tier == 3)
+    assert (plan.available, plan.warnings) == (available, ["no_offender"])
+
+
+def test_tier3_refuses_a_job_offender() -> None:
+    p = pod("etl", owner="Job")
+    d = Diagnosis.model_validate(
+        {
+            "node": "n1",
+            "collected_at": "2026-01-01T00:00:00Z",
+            "ledger": Ledger(total_bytes=0),
+            "verdict": Verdict(cause="container_limit", subject="ml/etl", params={"pod": "ml/etl"}),
+        }
+    )
+    assert plan_tier3(view([p]), d).warnings == ["job_template_immutable"]
+
+
+def test_plan_all_returns_three_tiers_in_order() -> None:
+    d = diagnose("seed")
+    assert [p.tier for p in plan_all(view([pod("a")]), d)] == [1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    ("step", "before", "expected"),
+    [
+        (Step(verb="cordon", kind="Node", name="n1"), {"unschedulable": False}, [("uncordon", {})]),
+        (Step(verb="cordon", kind="Node", name="n1"), {"unschedulable": True}, []),
+        (Step(verb="evict", kind="Pod", namespace="ml", name="p"), {}, []),
+        (
+            Step(
+                verb="set_priority_class",
+                kind="Deployment",
+                namespace="ml",
+                name="d",
+                params={"priority_class": "x"},
+            ),
+            {"priorityClassName": None, "resourceVersion": "7"},
+            [("set_priority_class", {"priority_class": None})],
+        ),
+        (
+            Step(
+                verb="patch_resources",
+                kind="Deployment",
+                namespace="ml",
+                name="d",
+                params={
+                    "container": "c",
+                    "requests": {"memory": "28Gi", "cpu": "6"},
+                    "limits": {"memory": "32Gi"},
+                    "env": {"OMP_NUM_THREADS": "4"},
+                },
+            ),
+            {
+                "container": "c",
+                "resources": {
+                    "requests": {"memory": "48Gi"},
+                    "limits": {"memory": "64Gi", "cpu": "16"},
+                },
+                "env": {"OMP_NUM_THREADS": None},
+                "resourceVersion": "7",
+            },
+            [
+                (
+                    "patch_resources",
+                    {
+                        "container": "c",
+                        "requests": {"cpu": None, "memory": "48Gi"},
+                        "limits": {"cpu": "16", "memory": "64Gi"},
+                        "env": {"OMP_NUM_THREADS": None},
+                    },
+                )
+            ],
+        ),
+        (
+            Step(
+                verb="patch_resources",
+                kind="Deployment",
+                namespace="ml",
+                name="d",
+                params={"container": "c", "env": {"OMP_NUM_THREADS": "4", "MODE": "x"}},
+            ),
+            {
+                "container": "c",
+                "resources": {},
+                "env": {
+                    "OMP_NUM_THREADS": {"name": "OMP_NUM_THREADS", "value": "16"},
+                    "MODE": {
+                        "name": "MODE",
+                        "valueFrom": {"configMapKeyRef": {"name": "m", "key": "k"}},
+                    },
+                },
+            },
+            [
+                (
+                    "patch_resources",
+                    {
+                        "container": "c",
+                        "requests": {},
+                        "limits": {},
+                        "env": {
+                            "MODE": {
+                                "name": "MODE",
+                                "valueFrom": {"configMapKeyRef": {"name": "m", "key": "k"}},
+                            },
+                            "OMP_NUM_THREADS": "16",
+                        },
+                    },
+                )
+            ],
+        ),
+    ],
+)
+def test_undo_steps_restore_the_captured_before_state(
+    step: Step, before: dict[str, object], expected: list[tuple[str, dict[str, object]]]
+) -> None:
+    undo = undo_steps(step, before)
+    assert [(s.verb, s.params) for s in undo] == expected
+    assert all(
+        (s.kind, s.namespace, s.name) == (step.kind, step.namespace, step.name) for s in undo
+    )

@@ -1,0 +1,120 @@
+"""stale_reason: the rules table, over the seed plans and a drifted re-read."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from bot.core.actions import ActionPlan
+from bot.core.analysis import analyze
+from bot.core.cluster import ClusterView
+from bot.core.staleness import controller_key, controller_steps, stale_reason
+from tests.services.fakes import FakeKube, load_scenario
+
+BUNDLE, VIEW = load_scenario("seed")
+NOW = BUNDLE.collected_at + timedelta(seconds=30)
+PLANS = {p.tier: p for p in analyze(BUNDLE, VIEW, now=NOW).plans}
+Controllers = dict[str, dict[str, Any] | None]
+
+
+def _controllers(plan: ActionPlan) -> Controllers:
+    kube = FakeKube(BUNDLE, VIEW)
+    return {
+        controller_key(s): kube.controllers.get(controller_key(s)) for s in controller_steps(plan)
+    }
+
+
+def _check(
+    tier: int,
+    *,
+    current: ClusterView = VIEW,
+    controllers: Controllers | None = None,
+    now: datetime = NOW,
+    before: ClusterView = VIEW,
+) -> str | None:
+    plan = PLANS[tier]
+    return stale_reason(
+        plan, evidence_at=BUNDLE.collected_at, now=now, max_age_s=900, before=before,
+        current=current,
+        controllers=_controllers(plan) if controllers is None else controllers,
+    )  # fmt: skip
+
+
+def _cordoned(v: ClusterView) -> ClusterView:
+    return v.model_copy(update={"node": v.node.model_copy(update={"unschedulable": True})})
+
+
+def _without(pod: str) -> Callable[[ClusterView], ClusterView]:
+    return lambda v: v.model_copy(update={"pods": [p for p in v.pods if p.key != pod]})
+
+
+@pytest.mark.parametrize("tier", [1, 2, 3])
+def test_an_unchanged_world_is_not_stale(tier: int) -> None:
+    assert _check(tier) is None
+
+
+@pytest.mark.parametrize("tier", [1, 2, 3])
+def test_evidence_older_than_the_limit_is_stale(tier: int) -> None:
+    reason = _check(tier, now=BUNDLE.collected_at + timedelta(minutes=16))
+    assert reason is not None and "16 min old (limit 15 min)" in reason
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (_cordoned, "was cordoned since the diagnosis"),
+        (_without("ml/preprocess-7d9f8c6b5-x2k4q"), "is no longer on gpu-node-01"),
+    ],
+)
+def test_tier1_drift_is_stale(change: Callable[[ClusterView], ClusterView], words: str) -> None:
+    reason = _check(1, current=change(VIEW))
+    assert reason is not None and words in reason
+
+
+def test_a_node_already_cordoned_at_diagnosis_time_is_not_drift() -> None:
+    assert _check(1, current=_cordoned(VIEW), before=_cordoned(VIEW)) is None
+
+
+def test_pods_leaving_do_not_make_tier3_stale() -> None:
+    assert _check(3, current=_without("ml/train-0")(VIEW)) is None
+
+
+def _template(ctrls: Controllers, key: str) -> dict[str, Any]:
+    obj = ctrls[key]
+    assert obj is not None
+    spec: dict[str, Any] = obj["spec"]["template"]["spec"]
+    return spec
+
+
+def test_a_gone_controller_is_stale() -> None:
+    for tier in (2, 3):
+        ctrls = {k: None for k in _controllers(PLANS[tier])}
+        reason = _check(tier, controllers=ctrls)
+        assert reason is not None and "no longer exists" in reason
+
+
+def test_changed_limits_are_stale_but_equal_quantities_in_other_units_are_not() -> None:
+    ctrls = _controllers(PLANS[3])
+    limits = _template(ctrls, "Deployment/ml/preprocess")["containers"][0]["resources"]["limits"]
+    limits["memory"] = "65536Mi"  # == 64Gi
+    assert _check(3, controllers=ctrls) is None
+    limits["memory"] = "80Gi"
+    reason = _check(3, controllers=ctrls)
+    assert reason is not None and "limits now cpu=16, memory=80Gi" in reason
+
+
+def test_a_gone_container_is_stale() -> None:
+    ctrls = _controllers(PLANS[3])
+    _template(ctrls, "Deployment/ml/preprocess")["containers"][0]["name"] = "renamed"
+    reason = _check(3, controllers=ctrls)
+    assert reason is not None and "container preprocess is gone" in reason
+
+
+def test_a_changed_priority_class_is_stale() -> None:
+    ctrls = _controllers(PLANS[2])
+    _template(ctrls, "StatefulSet/ml/train")["priorityClassName"] = "other"
+    reason = _check(2, controllers=ctrls)
+    assert reason is not None and "now uses priority class other" in reason

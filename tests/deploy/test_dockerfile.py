@@ -1,0 +1,71 @@
+"""Static checks of the Dockerfile (no Docker engine runs in CI or here)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+DOCKERFILE = REPO / "Dockerfile"
+
+
+def _stages() -> list[list[str]]:
+    """Instructions per stage, continuation lines joined, comments dropped."""
+    text = re.sub(r"\\\n", " ", DOCKERFILE.read_text(encoding="utf-8"))
+    stages: list[list[str]] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.upper().startswith("FROM "):
+            stages.append([])
+        stages[-1].append(line)
+    return stages
+
+
+def _instructions(stage: list[str], name: str) -> list[str]:
+    return [i.split(None, 1)[1] for i in stage if i.split(None, 1)[0].upper() == name]
+
+
+def test_image_is_multi_stage_on_python_311_slim() -> None:
+    stages = _stages()
+    assert len(stages) >= 2
+    for stage in stages:
+        assert stage[0].split()[1] == "python:3.11-slim"
+    assert stages[0][0].endswith(" AS builder")
+
+
+def test_final_stage_runs_as_a_numeric_non_root_user() -> None:
+    (user,) = _instructions(_stages()[-1], "USER")
+    uid = user.split(":")[0]
+    assert uid.isdigit() and int(uid) == 10001
+
+
+def test_final_stage_has_no_build_tools_and_no_sources() -> None:
+    final = _stages()[-1]
+    text = "\n".join(final)
+    for tool in ("gcc", "build-essential", "make ", "apt-get install", "git "):
+        assert tool not in text, tool
+    copies = _instructions(final, "COPY")
+    assert copies == [], "the final stage installs the wheel only (no COPY of sources)"
+    assert any("from=builder" in r for r in _instructions(final, "RUN"))
+
+
+def test_builder_builds_the_wheel_with_the_templates() -> None:
+    builder = _stages()[0]
+    assert any(c.startswith("templates") for c in _instructions(builder, "COPY"))
+    assert any(r.startswith("pip wheel") for r in _instructions(builder, "RUN"))
+
+
+def test_entrypoint_is_gpunode_and_default_command_is_serve() -> None:
+    final = _stages()[-1]
+    assert json.loads(_instructions(final, "ENTRYPOINT")[0]) == ["gpunode"]
+    assert json.loads(_instructions(final, "CMD")[0]) == ["serve"]
+
+
+def test_dockerignore_keeps_secrets_and_the_venv_out_of_the_context() -> None:
+    lines = (REPO / ".dockerignore").read_text().split()
+    assert lines[lines.index("*")] == "*", "deny by default"
+    allowed = {line[1:].rstrip("/") for line in lines if line.startswith("!")}
+    assert allowed == {"pyproject.toml", "README.md", "bot", "templates"}

@@ -1,0 +1,210 @@
+"""The kustomize base and overlay render, and every object passes the official schemas.
+
+Objects are validated with kubernetes-validate in strict mode (unknown fields rejected)
+against the oldest and newest supported Kubernetes versions. The pure-Python renderer in
+kustomizing.py is cross-checked against ``kubectl kustomize`` when kubectl is installed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+from kustomizing import KustomizeError, find, render, strategic_merge
+
+REPO = Path(__file__).resolve().parents[2]
+BASE = REPO / "deploy" / "base"
+SOCKET = REPO / "deploy" / "overlays" / "socket-mode"
+VERSIONS = ("1.31.0", "1.37.0")  # oldest and newest supported (ARCHITECTURE.md)
+TARGETS = {"base": BASE, "socket-mode": SOCKET}
+
+
+def _validate(obj: dict[str, Any], version: str) -> None:
+    kubernetes_validate.validate(obj, version, strict=True)
+
+
+def _env(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    container = find(objects, "Deployment", "gpunode")["spec"]["template"]["spec"]["containers"]
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container[0]["env"]}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_every_rendered_object_passes_strict_schema_validation(target: str, version: str) -> None:
+    objects = render(TARGETS[target])
+    assert objects
+    for obj in objects:
+        _validate(obj, version)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_example_secret_passes_strict_schema_validation(version: str) -> None:
+    _validate(yaml.safe_load((BASE / "secret.example.yaml").read_text()), version)
+
+
+def test_strict_validation_rejects_a_misspelled_field() -> None:
+    deployment = find(render(BASE), "Deployment", "gpunode")
+    deployment["spec"]["template"]["spec"]["containers"][0]["readOnlyRootFileSystem"] = True
+    with pytest.raises(kubernetes_validate.ValidationError):
+        _validate(deployment, VERSIONS[0])
+
+
+def test_base_holds_the_expected_objects_all_in_the_gpunode_namespace() -> None:
+    objects = render(BASE)
+    kinds = sorted((o["kind"], o["metadata"]["name"]) for o in objects)
+    assert kinds == [
+        ("ClusterRole", "gpunode"),
+        ("ClusterRoleBinding", "gpunode"),
+        ("ConfigMap", "gpunode"),
+        ("Deployment", "gpunode"),
+        ("Namespace", "gpunode"),
+        ("NetworkPolicy", "gpunode"),
+        ("PersistentVolumeClaim", "gpunode-store"),
+        ("Role", "gpunode-diagnostics"),
+        ("RoleBinding", "gpunode-diagnostics"),
+        ("Service", "gpunode"),
+        ("ServiceAccount", "gpunode"),
+        ("ServiceAccount", "gpunode-collector"),
+    ]
+    for obj in objects:
+        if obj["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
+            assert obj["metadata"]["namespace"] == "gpunode", obj["kind"]
+        assert obj["metadata"]["labels"]["app.kubernetes.io/part-of"] == "gpunode"
+
+
+def test_no_secret_is_part_of_the_kustomization() -> None:
+    for target in TARGETS.values():
+        assert all(o["kind"] != "Secret" for o in render(target))
+
+
+def test_socket_mode_overlay_drops_the_service_and_all_ingress() -> None:
+    objects = render(SOCKET)
+    assert all(o["kind"] != "Service" for o in objects)
+    policy = find(objects, "NetworkPolicy", "gpunode")["spec"]
+    assert "Ingress" in policy["policyTypes"]
+    assert not policy.get("ingress")
+    assert _env(objects)["GPUNODE_SLACK__SOCKET_MODE"] == "true"
+
+
+def test_http_mode_base_serves_on_port_3000_behind_the_service() -> None:
+    objects = render(BASE)
+    assert _env(objects)["GPUNODE_SLACK__SOCKET_MODE"] == "false"
+    assert _env(objects)["GPUNODE_HTTP__PORT"] == "3000"
+    service = find(objects, "Service", "gpunode")["spec"]
+    assert service["ports"][0]["targetPort"] == "http"
+    policy = find(objects, "NetworkPolicy", "gpunode")["spec"]
+    assert policy["ingress"] == [{"ports": [{"protocol": "TCP", "port": 3000}]}]
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_the_collector_image_setting_matches_the_bot_image(target: str) -> None:
+    objects = render(TARGETS[target])
+    container = find(objects, "Deployment", "gpunode")["spec"]["template"]["spec"]["containers"][0]
+    assert _env(objects)["GPUNODE_KUBE__IMAGE"] == container["image"]
+
+
+def test_every_env_var_names_a_real_setting() -> None:
+    from bot.config import load_settings
+
+    env = {k: v for k, v in _env(render(BASE)).items() if isinstance(v, str)}
+    env["GPUNODE_KUBE__NAMESPACE"] = "gpunode"
+    settings = load_settings(env)
+    assert settings.store.path == "/var/lib/gpunode/gpunode.db"
+    assert settings.kube.mode == "in_cluster"
+    assert settings.kube.service_account == "gpunode-collector"
+
+
+def test_probes_hit_healthz_and_readyz_on_the_http_port() -> None:
+    container = find(render(BASE), "Deployment", "gpunode")["spec"]["template"]["spec"][
+        "containers"
+    ][0]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert container["ports"] == [{"name": "http", "containerPort": 3000, "protocol": "TCP"}]
+
+
+def test_store_lives_on_a_persistent_volume_with_a_single_writer() -> None:
+    objects = render(BASE)
+    deployment = find(objects, "Deployment", "gpunode")["spec"]
+    volumes = {v["name"]: v for v in deployment["template"]["spec"]["volumes"]}
+    assert volumes["store"]["persistentVolumeClaim"]["claimName"] == "gpunode-store"
+    assert deployment["replicas"] == 1
+    assert deployment["strategy"]["type"] == "Recreate"
+    find(objects, "PersistentVolumeClaim", "gpunode-store")
+
+
+def test_strategic_merge_merges_env_by_name_and_deletes_on_null() -> None:
+    base = {"env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}], "x": 1}
+    merged = strategic_merge(base, {"env": [{"name": "B", "value": "3"}], "x": None})
+    assert merged == {"env": [{"name": "A", "value": "1"}, {"name": "B", "value": "3"}]}
+
+
+def test_renderer_refuses_kustomize_features_it_does_not_implement(tmp_path: Path) -> None:
+    (tmp_path / "kustomization.yaml").write_text("configMapGenerator: []\n")
+    with pytest.raises(KustomizeError):
+        render(tmp_path)
+
+
+def _normalize(value: Any) -> Any:
+    """Make list order irrelevant where kustomize reorders merged keyed lists."""
+    if isinstance(value, dict):
+        return {k: _normalize(v) for k, v in value.items()}
+    if isinstance(value, list):
+        items = [_normalize(v) for v in value]
+        if all(isinstance(v, dict) and "name" in v for v in items):
+            return sorted(items, key=lambda v: str(v["name"]))
+        return items
+    return value
+
+
+def _keyed(objects: list[dict[str, Any]]) -> dict[tuple[str, str, str], Any]:
+    return {
+        (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): _normalize(o)
+        for o in objects
+    }
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_pure_python_render_equals_kubectl_kustomize(target: str) -> None:
+    out = subprocess.run(
+        ["kubectl", "kustomize", str(TARGETS[target])],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    expected = [d for d in yaml.safe_load_all(out) if d]
+    assert _keyed(render(TARGETS[target])) == _keyed(expected)
+
+
+def test_configmap_policy_parses_and_binds_nobody() -> None:
+    from bot.core.policy import parse_policy
+
+    data = find(render(BASE), "ConfigMap", "gpunode")["data"]
+    policy = parse_policy(yaml.safe_load(data["policy.yaml"]), source="configmap policy.yaml")
+    assert set(policy.roles) == {"viewer", "responder", "approver", "admin"}
+    assert not policy.bindings
+
+
+def test_configmap_thresholds_parse() -> None:
+    from bot.core.thresholds import parse_thresholds
+
+    data = find(render(BASE), "ConfigMap", "gpunode")["data"]
+    thresholds = parse_thresholds(yaml.safe_load(data["thresholds.yaml"]))
+    assert thresholds.container_near_limit_ratio == 0.95
+
+
+def test_mounted_files_are_the_ones_the_settings_point_at() -> None:
+    objects = render(BASE)
+    data = find(objects, "ConfigMap", "gpunode")["data"]
+    env = _env(objects)
+    for key in ("GPUNODE_ACTIONS__POLICY_FILE", "GPUNODE_THRESHOLDS_FILE"):
+        directory, _, name = env[key].rpartition("/")
+        assert directory == "/etc/gpunode"
+        assert name in data

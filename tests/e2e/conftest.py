@@ -1,0 +1,96 @@
+"""End-to-end fixtures: the real bot over HTTP between the Slack and Kubernetes stand-ins.
+
+``demo``: ``running_demo("seed")`` (bot's aiohttp app on a free port, SlackSim, KubeSim).
+Helpers read the stand-ins' recorded state; nothing here reaches into the bot's internals
+except its store, which is what an operator's ``gpunode status`` reads too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from bot.sandbox.demo import Demo, running_demo
+from bot.sandbox.slacksim import SlackSim
+from bot.sandbox.story import CHANNEL, find_button
+
+NODE = "gpu-node-01"
+
+
+@pytest.fixture
+async def demo() -> AsyncIterator[Demo]:
+    async with running_demo("seed") as d:
+        yield d
+
+
+def text_of(msg: dict[str, Any]) -> str:
+    return str(msg.get("text", "")) + json.dumps(msg.get("blocks", []))
+
+
+def incident_roots(sim: SlackSim) -> list[dict[str, Any]]:
+    """Top-level bot messages in the incident channel that are incident roots."""
+    return [m for m in sim.messages(CHANNEL) if m.get("bot_id") and "INC-" in text_of(m)]
+
+
+def failed_chat_calls(sim: SlackSim) -> list[Any]:
+    return [c for c in sim.calls if c.method.startswith("chat.") and not c.ok]
+
+
+async def diagnose(demo: Demo, node: str = NODE, *, user: str = "U_ALICE") -> str:
+    """Run ``/gpunode diagnose``; the incident thread's ts."""
+    result = await demo.slack.slash_command(user, CHANNEL, f"diagnose {node}")
+    assert result.status == 200, result.body
+    await demo.drain()
+    roots = incident_roots(demo.slack)
+    assert roots, "no incident thread"
+    return str(roots[-1]["ts"])
+
+
+def thread(demo: Demo, root_ts: str) -> list[dict[str, Any]]:
+    return demo.slack.messages(CHANNEL, thread_ts=root_ts)
+
+
+async def press(demo: Demo, root_ts: str, user: str, action_id: str) -> None:
+    """Click the newest ``action_id`` button of the thread as ``user`` and wait for the work."""
+    found = find_button(thread(demo, root_ts), action_id)
+    assert found is not None, f"no {action_id} button in the thread"
+    ts, button = found
+    result = await demo.slack.click(user, CHANNEL, ts, action_id, value=button.get("value"))
+    assert result.status == 200, result.body
+    await demo.drain()
+
+
+def modal_values(view: dict[str, Any], edits: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The modal's inputs as a person leaves them: initial values, then ``edits``."""
+    out: dict[str, dict[str, Any]] = {}
+    for block in view.get("blocks", []):
+        if block.get("type") != "input":
+            continue
+        bid, el = block["block_id"], block["element"]
+        value = edits.get(bid, el.get("initial_value"))
+        if el["type"] == "checkboxes":
+            out[bid] = {el["action_id"]: [el["options"][0]["value"]] if value else []}
+        else:
+            out[bid] = {el["action_id"]: value}
+    return out
+
+
+async def submit_modal(
+    demo: Demo, user: str, edits: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Submit the user's top modal with ``edits``: (the view as shown, errors left on it)."""
+    views = demo.slack.open_views(user)
+    assert views, f"no modal open for {user}"
+    view = views[-1]
+    result = await demo.slack.submit_view(user, view["id"], modal_values(view, edits))
+    assert result.status == 200, result.body
+    await demo.drain()
+    left = demo.slack.open_views(user)
+    return view, (left[-1].get("errors", {}) if left else {})
+
+
+def ephemeral_texts(sim: SlackSim, user: str) -> list[str]:
+    return [text_of(m) for m in sim.ephemerals(user)]

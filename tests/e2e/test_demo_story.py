@@ -1,0 +1,53 @@
+"""``gpunode demo``: the story runs headless and prints the thread; the console starts promptly."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+GPUNODE = [sys.executable, "-m", "bot"]
+
+
+def test_demo_script_runs_the_whole_story_and_prints_the_thread(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*GPUNODE, "demo", "--script"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=tmp_path,
+    )
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    assert "INC-0001" in out and "Memory evidence" in out
+    assert "✓ tier 3 applied" in out
+    assert "✓ tier 1 approved by Bob and executed" in out
+    assert "✓ timeline exported: INC-0001-timeline.md" in out
+    assert "Traceback" not in done.stderr
+
+
+def test_demo_prints_the_console_url_within_seconds(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [*GPUNODE, "demo", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    try:
+        start = time.monotonic()
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline() for _ in range(2)]
+        elapsed = time.monotonic() - start
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+
+    assert "console:" in lines[1] and "http://127.0.0.1:" in lines[1]
+    assert elapsed < 15

@@ -1,0 +1,153 @@
+"""The diagnostic Job and every object the remedies send pass strict schema validation
+(kubernetes-validate, the oldest and newest supported versions)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import kubernetes_validate
+import pytest
+
+from bot.config import KubeSettings
+from bot.kube import jobs, patching
+from bot.sandbox.kubesim.patching import strategic_merge_patch
+
+VERSIONS = ("1.31", "1.37")
+
+
+def _validate(obj: dict[str, Any]) -> None:
+    for version in VERSIONS:
+        kubernetes_validate.validate(obj, version, strict=True)
+
+
+def _job(**settings: Any) -> dict[str, Any]:
+    return jobs.build_job(KubeSettings(**settings), "gpu-node-01", "abc123")
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {},
+        {"nvidia_runtime_class": "nvidia", "nvidia_visible_devices_all": True},
+    ],
+)
+def test_the_diagnostic_job_is_schema_valid(settings: dict[str, Any]) -> None:
+    _validate(_job(**settings))
+
+
+def test_the_diagnostic_job_is_bound_hardened_and_burstable() -> None:
+    job = _job(namespace="ops", image="img:1", service_account="sa", job_timeout_s=90, job_ttl_s=60)
+    spec = job["spec"]
+    pod = spec["template"]["spec"]
+    (container,) = pod["containers"]
+    assert job["metadata"]["namespace"] == "ops"
+    assert (
+        spec["activeDeadlineSeconds"],
+        spec["backoffLimit"],
+        spec["ttlSecondsAfterFinished"],
+    ) == (90, 0, 60)
+    assert pod["nodeName"] == "gpu-node-01"
+    assert pod["tolerations"] == [{"operator": "Exists"}]
+    assert pod["hostPID"] is True and pod["hostNetwork"] is False
+    assert (pod["serviceAccountName"], pod["automountServiceAccountToken"]) == ("sa", False)
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    sc = container["securityContext"]
+    assert sc["readOnlyRootFilesystem"] and not sc["allowPrivilegeEscalation"]
+    assert sc["capabilities"] == {"drop": ["ALL"]}
+    assert container["image"] == "img:1"
+    assert container["command"] == ["gpunode", "collect", "--root", "/host", "--format", "json"]
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    assert mounts["/host/proc"]["readOnly"] and mounts["/host/sys/fs/cgroup"]["readOnly"]
+    hostpaths = {v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
+    assert hostpaths == {"/proc", "/sys/fs/cgroup"}
+    env = {e["name"]: e for e in container["env"]}
+    assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    assert "NVIDIA_VISIBLE_DEVICES" not in env and "runtimeClassName" not in pod
+    res = container["resources"]
+    # Burstable: memory request == limit, cpu request without a limit
+    assert res["requests"]["memory"] == res["limits"]["memory"]
+    assert "cpu" in res["requests"] and "cpu" not in res["limits"]
+    labels = job["metadata"]["labels"]
+    assert labels["app.kubernetes.io/name"] == "gpunode"
+    assert labels["gpunode.io/role"] == "diagnostic"
+    assert labels["gpunode.io/node"] == "gpu-node-01"
+
+
+def test_nvidia_runtime_settings_are_optional() -> None:
+    pod = _job(nvidia_runtime_class="nvidia", nvidia_visible_devices_all=True)["spec"]["template"][
+        "spec"
+    ]
+    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+    assert pod["runtimeClassName"] == "nvidia"
+    assert env["NVIDIA_VISIBLE_DEVICES"] == "all"
+    assert env["NVIDIA_DRIVER_CAPABILITIES"] == "utility"
+
+
+def test_hostile_node_names_cannot_change_the_manifest() -> None:
+    job = jobs.build_job(KubeSettings(), 'x"\n  hostNetwork: true', "abc123")
+    assert job["spec"]["template"]["spec"]["hostNetwork"] is False
+
+
+def test_long_node_names_give_valid_label_values_and_job_names() -> None:
+    node = "gpu-" + "a" * 120 + ".example.internal"
+    assert len(jobs.label_value(node)) <= 63
+    assert len(jobs.job_name(node, "abc123")) <= 63
+    _validate(jobs.build_job(KubeSettings(), node, "abc123"))
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_eviction_bodies_are_schema_valid(dry_run: bool) -> None:
+    _validate(patching.eviction_body("research", "jupyter-alice", dry_run=dry_run))
+
+
+def test_priority_class_bodies_are_schema_valid() -> None:
+    _validate(patching.priority_class_body("gpu-critical", 100000, description="GPU jobs"))
+
+
+def test_node_patches_apply_to_schema_valid_nodes() -> None:
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}, "spec": {}}
+    for value in (True, False):
+        _validate(strategic_merge_patch(copy.deepcopy(node), {"spec": {"unschedulable": value}}))
+
+
+DEPLOYMENT = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "preprocess", "namespace": "data-prep"},
+    "spec": {
+        "selector": {"matchLabels": {"app": "p"}},
+        "template": {
+            "metadata": {"labels": {"app": "p"}},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "pandas",
+                        "image": "img",
+                        "resources": {"requests": {"cpu": "1"}},
+                        "env": [{"name": "A", "value": "1"}],
+                    },
+                    {"name": "side", "image": "img2"},
+                ]
+            },
+        },
+    },
+}
+
+
+def test_container_patches_apply_to_schema_valid_controllers() -> None:
+    entry = patching.container_patch(
+        "pandas", requests={"memory": "64Gi"}, limits={"memory": "64Gi"}, env={"B": "2"}
+    )
+    patch = {"spec": {"template": {"spec": {"containers": [entry]}}}}
+    merged = strategic_merge_patch(copy.deepcopy(DEPLOYMENT), patch)
+    _validate(merged)
+    pandas = merged["spec"]["template"]["spec"]["containers"][0]
+    assert pandas["resources"]["requests"] == {"cpu": "1", "memory": "64Gi"}
+    assert [e["name"] for e in pandas["env"]] == ["A", "B"]
+
+
+def test_priority_class_name_patches_apply_to_schema_valid_controllers() -> None:
+    patch = {"spec": {"template": {"spec": {"priorityClassName": "batch-low"}}}}
+    _validate(strategic_merge_patch(copy.deepcopy(DEPLOYMENT), patch))

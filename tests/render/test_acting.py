@@ -1,0 +1,196 @@
+"""The action flow's Block Kit: valid for Slack (the stand-in's validator), ids in buttons,
+untrusted names escaped, the right buttons per state."""
+
+from __future__ import annotations
+
+import json
+import typing
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from bot.core.actions import ActionPlan, Step
+from bot.core.analysis import analyze
+from bot.core.approvals import new_request
+from bot.core.changes import Change, EvictionOutcome
+from bot.core.diffing import DiagnosisDiff, diff_diagnoses
+from bot.core.findings import Diagnosis
+from bot.errors import ForbiddenError
+from bot.render import acting
+from bot.sandbox.slacksim.validation import blocks_errors, view_errors
+from bot.services.executing import StepsResult
+from tests.services.fakes import load_scenario
+
+AT = datetime(2026, 3, 14, 9, 30, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def seed() -> Diagnosis:
+    bundle, view = load_scenario("seed")
+    return analyze(bundle, view, now=bundle.collected_at + timedelta(seconds=30))
+
+
+def _plan(d: Diagnosis, tier: int) -> ActionPlan:
+    return next(p for p in d.plans if p.tier == tier)
+
+
+def _buttons(blocks: list[dict[str, object]]) -> list[str]:
+    out = []
+    for b in blocks:
+        if b.get("type") == "actions":
+            out += [str(e["action_id"]) for e in b["elements"]]  # type: ignore[attr-defined]
+    return out
+
+
+@pytest.mark.parametrize("tier", [1, 2, 3])
+def test_every_confirmation_modal_is_a_valid_view(seed: Diagnosis, tier: int) -> None:
+    view = acting.confirmation_modal(_plan(seed, tier), diagnosis=seed, meta={"incident": "I"})
+    assert view_errors(view) == []
+    ids = [b.get("block_id") for b in view["blocks"]]
+    assert "reason" in ids
+    assert ("memory_limit" in ids) == (tier == 3)
+
+
+def _result(ok: bool) -> StepsResult:
+    change = Change(verb="cordon", kind="Node", name="gpu-node-01", dry_run=True,
+                    patch={"spec": {"unschedulable": True}})  # fmt: skip
+    result = StepsResult(changes=[change], evictions=[
+        EvictionOutcome(namespace="ml", name="a", status="dry_run", reason="<!channel>")
+    ])  # fmt: skip
+    if not ok:
+        result.error = ForbiddenError("no <rights>")
+        result.failed_step = Step(verb="evict", kind="Pod", namespace="ml", name="x")
+    return result
+
+
+@pytest.mark.parametrize(("ok", "buttons"), [(True, [acting.APPLY, acting.CANCEL]),
+                                             (False, [acting.REDIAGNOSE])])  # fmt: skip
+def test_the_dry_run_offers_apply_only_when_it_passed(
+    seed: Diagnosis, ok: bool, buttons: list[str]
+) -> None:
+    _, blocks = acting.dry_run_message(
+        _plan(seed, 1), action_id="A1", requester="U1", reason="r", result=_result(ok),
+        needs_approval=True,
+    )  # fmt: skip
+    assert blocks_errors(blocks) == []
+    assert _buttons(blocks) == buttons
+    text = json.dumps(blocks)
+    assert "<!channel>" not in text and "&lt;!channel&gt;" in text  # escaped
+    assert ("no &lt;rights&gt;" in text) == (not ok)
+
+
+@pytest.mark.parametrize(
+    ("state", "undo", "buttons"),
+    [
+        ("succeeded", True, [acting.UNDO]),
+        ("failed", False, []),
+        ("stale", False, [acting.REDIAGNOSE]),
+        ("cancelled", False, []),
+        ("denied", False, []),
+        ("expired", False, []),
+        ("awaiting_approval", False, []),
+        ("undone", False, []),
+        ("undo_failed", False, []),
+    ],
+)
+def test_the_outcome_replaces_the_buttons(
+    seed: Diagnosis, state: str, undo: bool, buttons: list[str]
+) -> None:
+    text, blocks = acting.outcome_message(
+        _plan(seed, 3), action_id="A1", state=state, requester="U1", by="U2", reason="why",
+        detail="", result=_result(state != "failed"), undo=undo,
+    )  # fmt: skip
+    assert blocks_errors(blocks) == [] and text
+    assert _buttons(blocks) == buttons
+
+
+def test_the_approval_message_carries_only_the_request_id(seed: Diagnosis) -> None:
+    req = new_request("R1", "A1", tier=1, requester="U1", quorum=1, at=AT, ttl_s=600)
+    _, blocks = acting.approval_message(_plan(seed, 1), req, reason="r", roles=("approver",))
+    assert blocks_errors(blocks) == []
+    values = [e["value"] for b in blocks if b["type"] == "actions" for e in b["elements"]]  # type: ignore[attr-defined]
+    assert values == ["R1", "R1"]
+
+
+def test_the_diff_message_is_valid(seed: Diagnosis) -> None:
+    _, blocks = acting.diff_message(diff_diagnoses(seed, seed))
+    assert blocks_errors(blocks) == []
+
+
+@pytest.mark.parametrize(
+    ("key", "params"),
+    [
+        ("refused", {"reason": "no <@U1>"}),
+        ("approval_pending", {}),
+        ("vote_counted", {"remaining": 1}),
+        ("interrupted", {"action_id": "A1", "tier": 1, "observed": "x"}),
+    ],
+)
+def test_every_notice_renders(key: str, params: dict[str, object]) -> None:
+    text, blocks = acting.notice(key, **params)
+    assert text and blocks_errors(blocks) == []
+
+
+@pytest.mark.parametrize(
+    "outcome", ["self_approval_rejected", "not_eligible", "expired", "already_final",
+                "already_counted"],
+)  # fmt: skip
+def test_every_vote_refusal_has_words(outcome: str) -> None:
+    assert acting.vote_refusal(outcome)
+
+
+@pytest.mark.parametrize(("state", "by", "words"), [
+    ("approved", "U2", "Approved* by <@U2>"),
+    ("denied", "U2", "Denied* by <@U2>"),
+    ("expired", "", "Expired*: nobody approved before"),
+])  # fmt: skip
+def test_a_closed_approval_message_has_its_outcome_and_no_buttons(
+    seed: Diagnosis, state: str, by: str, words: str
+) -> None:
+    req = new_request("R1", "A1", tier=1, requester="U1", quorum=1, at=AT, ttl_s=600)
+    text, blocks = acting.approval_closed(_plan(seed, 1), req, state=state, by=by, reason="r")
+    assert blocks_errors(blocks) == [] and text
+    assert _buttons(blocks) == []
+    assert words in json.dumps(blocks)
+
+
+def _change_verbs() -> list[str]:
+    return list(typing.get_args(Change.model_fields["verb"].annotation))
+
+
+@pytest.mark.parametrize("verb", _change_verbs())
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_every_change_verb_reads_as_words(verb: str, dry_run: bool) -> None:
+    change = Change(verb=verb, kind="Deployment", namespace="ml", name="x", dry_run=dry_run)  # type: ignore[arg-type]
+    line = str(acting._t().change_line(change)).strip()
+    assert verb not in line or "_" not in verb, line
+    assert line.startswith("• ") and "`ml/x`" in line
+
+
+def test_each_list_of_the_diff_findings_is_on_its_own_line() -> None:
+    diff = DiagnosisDiff(
+        node="n1", verdict_before="host_memory_workload", verdict_after="healthy",
+        resolved_findings=["CONTAINER_NEAR_LIMIT:ml/a"], new_findings=["MEMORY_AVAILABLE_LOW:n1"],
+        kept_findings=["LIMITS_OVERCOMMITTED:n1"],
+    )  # fmt: skip
+    _, blocks = acting.diff_message(diff)
+    text = blocks[-2]["text"]["text"]  # type: ignore[index]
+    lines = text.split("\n")
+    assert len(lines) == 3
+    assert "Resolved: container near its memory limit (`ml/a`)" in lines[0]
+    assert "New: little memory available (`n1`)" in lines[1]
+    assert "Still open: memory limits overcommitted (`n1`)" in lines[2]
+
+
+@pytest.mark.parametrize(("tier", "words", "not_words"), [
+    (2, "priority is immutable", "pod template"),
+    (3, "the new caps change the pod template of `Deployment/ml/preprocess`", "immutable"),
+])  # fmt: skip
+def test_the_modal_says_why_pods_restart_for_its_tier(
+    seed: Diagnosis, tier: int, words: str, not_words: str
+) -> None:
+    plan = _plan(seed, tier)
+    assert plan.restarts
+    text = str(acting._t().modal_restarts(plan))
+    assert words in text and not_words not in text
+    assert all(f"`{r}`" in text for r in plan.restarts)

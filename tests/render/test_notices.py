@@ -1,0 +1,46 @@
+"""Wording of the short notices that depend on who or what they are about."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.render.messages import render_notice
+from bot.services.operations import NodeRank
+from bot.slack.blockkit import validate_blocks
+
+
+def _body(blocks: list[dict[str, object]]) -> str:
+    return str(blocks[0]["text"]["text"])  # type: ignore[index]
+
+
+def test_top_nodes_renders_noderank_rows_unchanged() -> None:
+    rows = [
+        NodeRank("gpu-node-01", True, 99, 85, 92, 1184.0).__dict__,
+        NodeRank("gpu-<b>", False, None, None, None, 0.0).__dict__,
+    ]
+    _text, blocks = render_notice("top_nodes", rows=rows)
+    validate_blocks(blocks)
+    lines = _body(blocks).split("\n")
+    header = next(line for line in lines if line.startswith("NODE"))
+    assert header.split() == ["NODE", "PRESSURE", "USED", "LIMITS", "REQUESTS"]
+    assert next(line for line in lines if "gpu-node-01" in line).split() == [
+        "gpu-node-01", "yes", "92%", "99%", "85%",
+    ]  # fmt: skip
+    assert next(line for line in lines if "gpu-&lt;b&gt;" in line).split()[1:] == [
+        "no", "n/a", "n/a", "n/a",
+    ]  # fmt: skip
+    assert "metrics.k8s.io" in _body(blocks)
+
+
+@pytest.mark.parametrize(
+    ("user", "present", "absent"),
+    [
+        ("gpunode", "after the action", "<@"),
+        ("alertmanager", "An alert", "<@"),
+        ("U_BOB", "<@U_BOB>'s diagnosis", "gpunode's"),
+    ],
+)
+def test_a_joined_diagnosis_mentions_only_people(user: str, present: str, absent: str) -> None:
+    _text, blocks = render_notice("diagnose_joined", node="gpu-node-01", user=user)
+    body = _body(blocks)
+    assert present in body and absent not in body

@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from bot.core.cluster import ClusterView, NodeInfo, PodInfo
+from bot.core.prevention import kube_reserved_bytes, prevention_params
+from bot.render.prevention import KIT_FILES, render_prevention_kit
+
+GiB = 1024**3
+VERSIONS = ("1.31.0", "1.37.0")
+
+
+def _view() -> ClusterView:
+    def pod(ns: str, name: str, gpus: int, req: int, lim: int | None) -> PodInfo:
+        return PodInfo(
+            namespace=ns,
+            name=name,
+            uid=name,
+            gpu_request=gpus,
+            memory_request_bytes=req,
+            memory_limit_bytes=lim,
+        )
+
+    return ClusterView(
+        node=NodeInfo(
+            name="gpu-node-01",
+            capacity={"memory": "263174212Ki", "nvidia.com/gpu": "8", "cpu": "64"},
+            allocatable={"memory": "250Gi", "nvidia.com/gpu": "8"},
+            gpu_product="NVIDIA-A100-SXM4-80GB",
+        ),
+        pods=[
+            pod("ml", "train-0", 4, 16 * GiB, 16 * GiB),
+            pod("ml", "train-1", 4, 16 * GiB, 16 * GiB),
+            pod("ml", "preprocess-7d9f", 0, 32 * GiB, 64 * GiB),
+            pod("research", "notebook-0", 0, 2 * GiB, None),
+            pod("kube-system", "nvidia-device-plugin", 0, 0, None),
+        ],
+    )
+
+
+def test_quotas_cover_only_namespaces_with_gpu_pods_with_their_current_gpu_requests() -> None:
+    p = prevention_params(_view())
+    assert [q.namespace for q in p.namespaces] == ["ml"]
+    ml = p.namespaces[0]
+    assert (ml.gpu_pods, ml.gpu_requests, ml.quota_gpu) == (2, 8, 8)
+    assert ml.quota_memory_requests == "80Gi"  # 64 GiB requested x 1.25
+    assert ml.quota_memory_limits == "120Gi"  # 96 GiB limits x 1.25
+
+
+def test_kubelet_reservations_follow_the_tiered_rule_for_the_node_capacity() -> None:
+    assert kube_reserved_bytes(4 * GiB) == GiB
+    assert abs(kube_reserved_bytes(251 * GiB) / GiB - 11.78) < 0.01
+    k = prevention_params(_view()).kubelet
+    assert k.capacity_memory_bytes == 263174212 * 1024
+    assert k.eviction_hard_memory == "2571Mi" and k.eviction_soft_memory == "5141Mi"
+
+
+@pytest.fixture(scope="module")
+def kit() -> dict[str, str]:
+    return render_prevention_kit(_view())
+
+
+def test_the_kit_has_every_file_and_they_parse_as_yaml(kit: dict[str, str]) -> None:
+    assert set(kit) == {*KIT_FILES, "README.md"}
+    for name in KIT_FILES:
+        docs = [d for d in yaml.safe_load_all(kit[name]) if d is not None]
+        assert docs, name
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_quota_and_limitrange_validate_against_the_official_schemas(
+    kit: dict[str, str], version: str
+) -> None:
+    for name in ("resourcequota.yaml", "limitrange.yaml"):
+        for doc in yaml.safe_load_all(kit[name]):
+            if doc is not None:
+                kubernetes_validate.validate(doc, version, strict=True)
+    quota = next(d for d in yaml.safe_load_all(kit["resourcequota.yaml"]) if d)
+    assert quota["spec"]["hard"]["requests.nvidia.com/gpu"] == "8"
+    assert quota["metadata"]["namespace"] == "ml"
+
+
+def test_the_kit_does_not_repeat_the_common_wrong_advice(kit: dict[str, str]) -> None:
+    yaml_text = "\n".join(kit[n] for n in KIT_FILES)
+    assert "ClusterResourceQuota" not in "".join(
+        line for line in yaml_text.splitlines() if not line.lstrip().startswith("#")
+    )
+    assert "node_memory_SUnreclaim_bytes / node_memory_MemTotal_bytes > 0.3" in yaml_text
+    assert "node_memory_SUnreclaim " not in yaml_text and "node_memory_SUnreclaim/" not in yaml_text
+    assert "HighMemoryUtilization" not in yaml_text
+    assert "tcp_mem" not in yaml_text
+    policy = yaml.safe_load(kit["descheduler-policy.yaml"])
+    assert policy["apiVersion"] == "descheduler/v1alpha2" and policy["kind"] == "DeschedulerPolicy"
+    assert policy["profiles"][0]["plugins"]["balance"]["enabled"] == ["LowNodeUtilization"]
+    assert "by default, computed" in kit["descheduler-policy.yaml"]
+    assert "HighNodeUtilization is the opposite" in kit["descheduler-policy.yaml"]
+    kubelet = yaml.safe_load(kit["kubelet-config.yaml"])
+    assert kubelet["kind"] == "KubeletConfiguration"
+    assert kubelet["evictionHard"]["memory.available"] == "2571Mi"
+    assert kubelet["evictionSoftGracePeriod"] == {"memory.available": "1m30s"}
+    assert kubelet["mergeDefaultEvictionSettings"] is True
+    assert kubelet["kubeReserved"]["memory"] and kubelet["systemReserved"]["memory"]
+    readme = kit["README.md"]
+    for needle in ("memory-pressure", "quota.openshift.io/v1", "pages", "v1alpha2"):
+        assert needle in readme
+
+
+def test_the_prometheus_rule_passes_promtool(kit: dict[str, str], tmp_path: Path) -> None:
+    rule = yaml.safe_load(kit["prometheusrule.yaml"])
+    path = tmp_path / "rules.yml"
+    path.write_text(yaml.safe_dump({"groups": rule["spec"]["groups"]}), encoding="utf-8")
+    result = subprocess.run(
+        ["promtool", "check", "rules", str(path)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -1,0 +1,126 @@
+"""Every key the analysis can emit has a template sentence (in every locale present).
+
+The key lists are read from where their owners document them, not copied here: finding
+codes from the "Codes:" docstrings of ``bot/core/rules/*.py``, talking-point keys from the
+``bot/core/talking_points.py`` docstring, verdict causes from the ``VerdictCause`` Literal,
+plan warning codes from the string literals the planners append.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import typing
+from pathlib import Path
+
+import pytest
+
+from bot.core.findings import VerdictCause
+from bot.render import environment
+from bot.render.sentences import CATEGORIES, defined_keys, macro_name, sentence
+
+CORE = Path(__file__).resolve().parents[2] / "bot" / "core"
+
+
+def finding_codes() -> set[str]:
+    codes: set[str] = set()
+    for path in sorted((CORE / "rules").glob("*.py")):
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        if "Codes:" in doc:
+            codes |= set(re.findall(r"``([A-Z][A-Z0-9_]{3,})``", doc.split("Codes:", 1)[1]))
+    return codes
+
+
+def emitted_finding_codes() -> set[str]:
+    """``code="X"`` literals (and conditional ``"X" if .. else "Y"``) in the rule modules."""
+    codes: set[str] = set()
+    for path in sorted((CORE / "rules").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.keyword) and node.arg == "code":
+                for c in ast.walk(node.value):
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str):
+                        codes.add(c.value)
+    return codes
+
+
+def talking_point_keys() -> set[str]:
+    path = CORE / "talking_points.py"
+    if not path.exists():
+        return set()
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    # the docstring's table: first column of each row is a key like ``ai.oom_killed``
+    return set(re.findall(r"^([a-z][a-z0-9_]*\.[a-z0-9_.]+)\s", doc, flags=re.MULTILINE))
+
+
+def warning_codes() -> set[str]:
+    codes: set[str] = set()
+    for name in ("planning.py", "caps.py"):
+        path = CORE / name
+        if not path.exists():
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            fname = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if fname in ("append", "_unavailable"):
+                for arg in node.args:
+                    if (
+                        isinstance(arg, ast.Constant)
+                        and isinstance(arg.value, str)
+                        and re.fullmatch(r"[a-z][a-z0-9_]+", arg.value)
+                    ):
+                        codes.add(arg.value)
+    return codes
+
+
+def locales() -> list[str]:
+    root = environment.template_root() / "sentences"
+    return sorted(p.name for p in root.iterdir() if p.is_dir())
+
+
+def test_the_rule_docstrings_and_code_agree_on_the_finding_codes() -> None:
+    assert finding_codes(), "no codes documented under bot/core/rules"
+    assert emitted_finding_codes() <= finding_codes()
+
+
+@pytest.mark.parametrize("locale", locales())
+@pytest.mark.parametrize(
+    ("category", "keys"),
+    [
+        ("findings", finding_codes),
+        ("verdicts", lambda: set(typing.get_args(VerdictCause))),
+        ("warnings", warning_codes),
+        ("talking_points", talking_point_keys),
+    ],
+)
+def test_every_key_has_a_sentence(category: str, keys: typing.Any, locale: str) -> None:
+    defined = defined_keys(category, locale=locale)  # type: ignore[arg-type]
+    missing = sorted(k for k in keys() if macro_name(k) not in defined)
+    assert missing == []
+
+
+def test_all_categories_exist_for_the_default_locale() -> None:
+    for category in CATEGORIES:
+        assert defined_keys(category) or category == "talking_points"
+
+
+def test_a_key_without_a_sentence_falls_back_to_its_code_and_params() -> None:
+    out = sentence("findings", "NO_SUCH_CODE", {"pod": "a&b", "x_bytes": 2048}, fmt="mrkdwn")
+    assert "NO_SUCH_CODE" in out and "a&amp;b" in out and "2.0 KiB" in out
+
+
+def test_sentence_params_are_escaped_for_each_format() -> None:
+    params = {
+        "pod": "<!channel>/x_y",
+        "controller": "",
+        "working_set_bytes": 1024**3,
+        "share_percent": 25.0,
+        "limit_bytes": 0,
+    }
+    slack = sentence("findings", "HOST_MEM_NON_GPU_WORKLOAD", params, fmt="mrkdwn", strict=True)
+    md = sentence("findings", "HOST_MEM_NON_GPU_WORKLOAD", params, fmt="markdown", strict=True)
+    text = sentence("findings", "HOST_MEM_NON_GPU_WORKLOAD", params, fmt="text", strict=True)
+    assert "&lt;!channel&gt;/x_y" in slack and "1.0 GiB" in slack
+    assert "&lt;!channel&gt;/x\\_y" in md
+    assert "<!channel>/x_y" in text

@@ -1,0 +1,58 @@
+"""The "Approval needed" message loses its Approve/Deny buttons once the request is decided."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.render.acting import APPROVE
+from bot.services import approving
+from tests.services.fakes import Posted
+from tests.services.world import APPROVER, CHANNEL, REQ, TTL_S, World
+
+
+async def _approval(world: World) -> tuple[str, Posted]:
+    action_id = await world.request(1)
+    await world.act.apply(action_id=action_id, user=REQ, channel=CHANNEL)
+    for msg in world.chat.messages.values():
+        if any(button == APPROVE for button, _ in world.chat.buttons(msg.ts)):
+            return action_id, msg
+    raise AssertionError("no approval request posted")
+
+
+@pytest.mark.parametrize(
+    ("yes", "expected"),
+    [(True, f"Approved* by <@{APPROVER}>"), (False, f"Denied* by <@{APPROVER}>")],
+)
+async def test_a_decided_approval_message_shows_the_outcome_without_buttons(
+    world: World, yes: bool, expected: str
+) -> None:
+    _action_id, msg = await _approval(world)
+    approval_id = world.chat.buttons(msg.ts)[0][1]
+    await world.act.vote(approval_id=approval_id, user=APPROVER, channel=CHANNEL, yes=yes)
+    assert world.chat.buttons(msg.ts) == []
+    body = msg.blocks[0]["text"]["text"]
+    assert expected in body
+    assert "Approval needed" not in body
+
+
+async def test_an_approval_clicked_after_expiry_shows_expired_without_buttons(
+    world: World,
+) -> None:
+    _action_id, msg = await _approval(world)
+    approval_id = world.chat.buttons(msg.ts)[0][1]
+    world.clock.advance(TTL_S + 1)
+    await world.act.vote(approval_id=approval_id, user=APPROVER, channel=CHANNEL, yes=True)
+    assert world.chat.buttons(msg.ts) == []
+    assert "Expired" in msg.blocks[0]["text"]["text"]
+
+
+async def test_an_unanswered_approval_expires_by_itself_once(world: World) -> None:
+    action_id, msg = await _approval(world)
+    assert await approving.expire_overdue(world.act.deps) == 0, "not due yet"
+    world.clock.advance(TTL_S + 1)
+    assert await approving.expire_overdue(world.act.deps) == 1
+    assert await approving.expire_overdue(world.act.deps) == 0
+    assert world.chat.buttons(msg.ts) == []
+    assert "Expired" in msg.blocks[0]["text"]["text"]
+    assert await world.state(action_id) == "refused"
+    assert ("gpunode", "tier1.approve", "expired") in await world.audit(action_id)

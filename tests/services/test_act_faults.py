@@ -1,0 +1,111 @@
+"""Faults at every step of every tier: a clear message, an audit row, state ``failed``, and
+every change that did happen reported (never a silent half-application)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bot.core.changes import Change
+from bot.errors import (
+    ConflictError,
+    ForbiddenError,
+    KubeUnavailableError,
+    TooManyRequestsError,
+)
+from bot.render.acting import _t
+from tests.services.world import APPROVER, CHANNEL, REQ, World
+
+FAULTS = {
+    "500": lambda: KubeUnavailableError("the API server failed (500)", status=500),
+    "timeout": TimeoutError,
+    "403": lambda: ForbiddenError("forbidden: gpunode may not do this; check RBAC", status=403),
+    "409": lambda: ConflictError("the object was modified; retry", status=409),
+    "429": lambda: TooManyRequestsError("too many requests; retry later", status=429),
+}
+CODES = {"500": "unavailable", "timeout": "timeout", "403": "forbidden", "409": "conflict",
+         "429": "too_many_requests"}  # fmt: skip
+# (tier, failing method, what already changed before it, what must be reported as not run)
+STEPS = [
+    (1, "cordon", [], ["evict"]),
+    (1, "evict", ["cordon"], []),
+    (2, "ensure_priority_class", [], ["set_priority_class"]),
+    (2, "set_priority_class_name", ["ensure_priority_class"], []),
+    (3, "patch_container_resources", [], []),
+]
+RECHECKS = [(1, "get_cluster_view"), (2, "read_controller"), (3, "read_controller")]
+
+
+async def _run(world: World, tier: int) -> str:
+    action_id = await world.request(tier, memory_limit="70Gi", memory_request="60Gi")
+    await world.act.apply(action_id=action_id, user=REQ, channel=CHANNEL)
+    if tier == 1:
+        req = [m for m in world.chat.messages.values() if "Approval needed" in m.text]
+        approval_id = req[0].blocks[-1]["elements"][0]["value"]
+        await world.act.vote(approval_id=approval_id, user=APPROVER, channel=CHANNEL, yes=True)
+    return action_id
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+@pytest.mark.parametrize(("tier", "method", "done", "not_run"), STEPS)
+async def test_a_fault_during_execution_is_reported_with_what_changed(
+    world: World, tier: int, method: str, done: list[str], not_run: list[str], fault: str
+) -> None:
+    world.kube.fail(method, FAULTS[fault](), dry_run=False)
+    action_id = await _run(world, tier)
+    record = await world.store.get_action(action_id)
+    assert record is not None and record.state == "failed"
+    assert record.result is not None
+    changed = [c["verb"] for c in record.result["changes"]]
+    assert [v.replace("create_", "ensure_") for v in changed] == done
+    if method == "evict":
+        [first, *_rest] = record.result["evictions"]
+        assert first["status"] == "failed"
+    else:
+        assert record.result["error"]["code"] == CODES[fault]
+        assert [s["verb"] for s in record.result["not_run"]][: len(not_run)] == not_run
+    msg = await world.action_message(action_id)
+    shown = msg.text + json.dumps(msg.blocks)
+    assert "Failed" in shown
+    for change in record.result["changes"]:
+        line = str(_t().change_line(Change.model_validate(change))).strip()
+        assert json.dumps(line)[1:-1] in shown  # listed, in words
+        assert "_" not in line.split("`")[0], line  # no raw verb such as set_priority_class
+    if method != "evict":
+        assert CODES[fault] in shown
+    if not_run:
+        assert "Not run" in shown
+    rows = await world.store.audit_since(None)
+    [row] = [r for r in rows if r.action_id == action_id and r.action.endswith(".execute")]
+    assert row.decision == "failed" and row.changes is not None
+    assert row.changes["changes"] == record.result["changes"]
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+@pytest.mark.parametrize(("tier", "method"), RECHECKS)
+async def test_a_fault_while_rechecking_fails_the_action_before_any_change(
+    world: World, tier: int, method: str, fault: str
+) -> None:
+    await world.diagnosed()
+    world.kube.fail(method, FAULTS[fault]())  # the next call: the re-read before acting
+    action_id = await _run(world, tier)
+    assert world.kube.effects() == []
+    assert await world.state(action_id) == "failed"
+    msg = await world.action_message(action_id)
+    assert "Nothing was changed" in msg.text + json.dumps(msg.blocks)
+    rows = [r for r in await world.store.audit_since(None) if r.action_id == action_id]
+    assert rows[-1].decision == "failed" and rows[-1].outcome == "error"
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+async def test_a_fault_during_the_dry_run_changes_nothing_and_offers_no_apply(
+    world: World, fault: str
+) -> None:
+    world.kube.fail("patch_container_resources", FAULTS[fault](), dry_run=True)
+    action_id = await world.request(3, memory_limit="70Gi", memory_request="60Gi")
+    assert await world.state(action_id) == "refused"
+    msg = await world.action_message(action_id)
+    assert CODES[fault] in json.dumps(msg.blocks)
+    await world.act.apply(action_id=action_id, user=REQ, channel=CHANNEL)
+    assert world.kube.effects() == []

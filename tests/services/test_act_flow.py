@@ -1,0 +1,184 @@
+"""Tier buttons end to end: edit -> dry run -> apply -> audit -> undo; roles at each click."""
+
+from __future__ import annotations
+
+from bot.render.acting import APPLY, CANCEL, REDIAGNOSE, UNDO
+from tests.services.world import CHANNEL, REQ, REQ2, STRANGER, VIEWER, World
+
+PRE = "Deployment/ml/preprocess"
+EDITS = {
+    "memory_limit": "70Gi",
+    "memory_request": "60Gi",
+    "cpu_limit": "6",
+    "cpu_request": "4",
+    "omp_num_threads": "6",
+}
+
+
+async def test_tier3_dry_runs_exactly_the_edited_values_and_changes_nothing(world: World) -> None:
+    await world.diagnosed()
+    action_id = await world.request(3, **EDITS)
+    assert world.kube.effects() == []
+    [dry] = world.kube.mutating_calls()
+    assert dry.dry_run is True and dry.method == "patch_container_resources"
+    assert dry.kwargs["limits"] == {"memory": "70Gi", "cpu": "6"}
+    assert dry.kwargs["requests"] == {"memory": "60Gi", "cpu": "4"}
+    assert dry.kwargs["env"] == {"OMP_NUM_THREADS": "6"}
+    msg = await world.action_message(action_id)
+    assert (APPLY, action_id) in world.chat.buttons(msg.ts)
+    assert (CANCEL, action_id) in world.chat.buttons(msg.ts)
+    assert world.kube.template_container(PRE, "preprocess")["resources"]["limits"]["memory"] == (
+        "64Gi"
+    )
+
+
+async def test_tier3_apply_sends_the_edited_values_audits_and_undo_restores(world: World) -> None:
+    await world.diagnosed()
+    action_id = await world.request(3, **EDITS)
+    await world.act.apply(action_id=action_id, user=REQ, channel=CHANNEL)
+    [call] = world.kube.effects()
+    assert call.kwargs["limits"] == {"memory": "70Gi", "cpu": "6"}
+    assert call.kwargs["requests"] == {"memory": "60Gi", "cpu": "4"}
+    res = world.kube.template_container(PRE, "preprocess")["resources"]
+    assert res == {
+        "requests": {"memory": "60Gi", "cpu": "4"},
+        "limits": {"memory": "70Gi", "cpu": "6"},
+    }
+    assert await world.state(action_id) == "succeeded"
+    msg = await world.action_message(action_id)
+    assert world.chat.buttons(msg.ts) == [(UNDO, action_id)]
+    assert "Applied" in msg.text
+    incident = await world.store.get_incident("INC-0001")
+    assert incident is not None and incident.state == "mitigating"
+
+    await world.act.undo(action_id=action_id, user=REQ2, channel=CHANNEL)
+    res = world.kube.template_container(PRE, "preprocess")["resources"]
+    assert res == {
+        "requests": {"memory": "48Gi", "cpu": "8"},
+        "limits": {"memory": "64Gi", "cpu": "16"},
+    }
+    env = world.kube.template_container(PRE, "preprocess").get("env", [])
+    assert env == []  # OMP_NUM_THREADS was unset before: removed again
+    assert await world.state(action_id) == "undone"
+    assert [d for _, a, d in await world.audit(action_id)] == [
+        "allowed", "executed", "undone"
+    ]  # fmt: skip
+    # a second undo is refused and sends nothing
+    calls = len(world.kube.effects())
+    await world.act.undo(action_id=action_id, user=REQ, channel=CHANNEL)
+    assert len(world.kube.effects()) == calls
+    await world.bg.drain()
+    [root] = world.chat.roots()
+    assert any(
+        "Before / after" in m.text or "Verdict" in m.text for m in world.chat.thread(root.ts)
+    )
+
+
+async def test_an_edit_below_the_working_set_needs_the_oom_acknowledgement(world: World) -> None:
+    await world.diagnosed()
+    incident = (await world.store.open_incidents())[0]
+    snap = await world.store.latest_snapshot(incident.id)
+    assert snap is not None
+    import json
+
+    plan_id = next(p["plan_id"] for p in json.loads(snap.diagnosis_json)["plans"] if p["tier"] == 3)
+    meta = {"incident": incident.id, "plan_id": plan_id, "tier": 3, "channel": CHANNEL}
+    values = {"reason": "cap it", "memory_limit": "40Gi", "memory_request": "30Gi"}
+    plan, errors = await world.act.validate_submission(meta, values)
+    assert plan is None and "accept_oom" in errors
+    plan, errors = await world.act.validate_submission(meta, values | {"accept_oom": True})
+    assert plan is not None and errors == {}
+    assert plan.values is not None and plan.values.below_working_set
+
+
+async def test_a_user_without_a_role_is_refused_audited_and_nothing_is_called(world: World) -> None:
+    await world.diagnosed()
+    incident = (await world.store.open_incidents())[0]
+    snap = await world.store.latest_snapshot(incident.id)
+    assert snap is not None
+    import json
+
+    plan_id = next(p["plan_id"] for p in json.loads(snap.diagnosis_json)["plans"] if p["tier"] == 3)
+    before = len(world.kube.calls)
+    for user in (STRANGER, VIEWER):
+        await world.act.open_confirmation(
+            tier=3, incident_id=incident.id, plan_id=plan_id, user=user, channel=CHANNEL,
+            trigger_id="T",
+        )  # fmt: skip
+        assert world.chat.views == []
+        assert "responder" in world.chat.ephemerals_for(user)[-1]
+    assert len(world.kube.calls) == before
+    rows = await world.audit()
+    assert (STRANGER, "tier3.request", "refused") in rows
+    assert (VIEWER, "tier3.request", "refused") in rows
+
+
+async def test_only_the_requester_may_apply_and_others_are_audited(world: World) -> None:
+    action_id = await world.request(3, **EDITS)
+    await world.act.apply(action_id=action_id, user=REQ2, channel=CHANNEL)
+    await world.act.apply(action_id=action_id, user=STRANGER, channel=CHANNEL)
+    assert world.kube.effects() == []
+    assert await world.state(action_id) == "requested"
+    rows = await world.audit(action_id)
+    assert (REQ2, "tier3.apply", "refused") in rows and (STRANGER, "tier3.apply", "refused") in rows
+
+
+async def test_cancel_ends_the_request_and_apply_afterwards_does_nothing(world: World) -> None:
+    action_id = await world.request(3, **EDITS)
+    await world.act.cancel(action_id=action_id, user=REQ, channel=CHANNEL)
+    await world.act.apply(action_id=action_id, user=REQ, channel=CHANNEL)
+    assert world.kube.effects() == []
+    assert await world.state(action_id) == "refused"
+    msg = await world.action_message(action_id)
+    assert "Cancelled" in msg.text and world.chat.buttons(msg.ts) == []
+
+
+async def test_a_failed_dry_run_closes_the_request_without_an_apply_button(world: World) -> None:
+    from bot.errors import InvalidObjectError
+
+    world.kube.fail(
+        "patch_container_resources",
+        InvalidObjectError("spec.template: memory limit too small"),
+        dry_run=True,
+    )
+    action_id = await world.request(3, **EDITS)
+    msg = await world.action_message(action_id)
+    assert [a for a, _ in world.chat.buttons(msg.ts)] == [REDIAGNOSE]
+    assert await world.state(action_id) == "refused"
+    await world.act.apply(action_id=action_id, user=REQ, channel=CHANNEL)
+    assert world.kube.effects() == []
+    rows = await world.audit(action_id)
+    assert rows[0][2] == "allowed"
+    stored = await world.store.audit_since(None)
+    assert any(r.outcome == "dry_run_failed" for r in stored)
+
+
+async def test_tier2_sets_the_priority_class_and_undo_removes_it(world: World) -> None:
+    action_id = await world.request(2)
+    await world.act.apply(action_id=action_id, user=REQ, channel=CHANNEL)
+    methods = [c.method for c in world.kube.effects()]
+    assert methods == ["ensure_priority_class", "set_priority_class_name"]
+    spec = world.kube.controllers["StatefulSet/ml/train"]["spec"]["template"]["spec"]
+    assert spec["priorityClassName"] == "gpunode-critical-training"
+    await world.act.undo(action_id=action_id, user=REQ, channel=CHANNEL)
+    assert "priorityClassName" not in spec or spec.get("priorityClassName") is None
+    assert await world.state(action_id) == "undone"
+
+
+async def test_the_audit_rows_written_by_the_flow_cannot_be_changed(world: World) -> None:
+    import sqlite3
+
+    action_id = await world.request(3, **EDITS)
+    await world.act.apply(action_id=action_id, user=REQ, channel=CHANNEL)
+    conn = sqlite3.connect(world.store.path)
+    try:
+        for sql in ("UPDATE audit SET decision='allowed'", "DELETE FROM audit"):
+            try:
+                conn.execute(sql)
+                conn.commit()
+                raise AssertionError(f"{sql} was accepted")
+            except sqlite3.DatabaseError as err:
+                assert "append-only" in str(err)
+    finally:
+        conn.close()
+    assert [d for _, _, d in await world.audit(action_id)] == ["allowed", "executed"]

@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from bot.errors import StoreError, UsageError
+from bot.services.cli_audit import main
+from bot.store import AuditRecord, Store
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def _seed(path: str) -> None:
+    async def go() -> None:
+        async with await Store.open(path) as store:
+            for hours, decision in ((10, "allowed"), (3, "denied"), (1, "executed")):
+                await store.append_audit(
+                    AuditRecord(
+                        at=NOW - timedelta(hours=hours),
+                        actor="U0SRE00001",
+                        action="cordon_evict",
+                        tier=1,
+                        channel="C0INC",
+                        incident_id="INC-0001",
+                        decision=decision,
+                        outcome="ok" if decision == "executed" else "",
+                        changes=[{"verb": "cordon", "name": "gpu-node-01"}],
+                    )
+                )
+
+    asyncio.run(go())
+
+
+@pytest.fixture
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    path = str(tmp_path / "audit.db")
+    monkeypatch.setenv("GPUNODE_STORE__PATH", path)
+    monkeypatch.delenv("GPUNODE_CONFIG", raising=False)
+    _seed(path)
+    return path
+
+
+def run(**kwargs: object) -> str:
+    out = io.StringIO()
+    args = argparse.Namespace(since=None, format="text", config=None)
+    for key, value in kwargs.items():
+        setattr(args, key, value)
+    assert main(args, now=NOW, out=out) == 0
+    return out.getvalue()
+
+
+def test_text_output_is_a_table_of_every_row(db: str) -> None:
+    lines = run().splitlines()
+    assert lines[0].split()[:4] == ["AT", "ACTOR", "ACTION", "DECISION"]
+    assert len(lines) == 4
+    assert "cordon_evict (tier 1)" in lines[1] and "allowed" in lines[1]
+
+
+def test_since_limits_the_rows(db: str) -> None:
+    lines = run(since="4h").splitlines()
+    assert len(lines) == 3
+    assert "denied" in lines[1] and "executed" in lines[2]
+    assert "allowed" not in "".join(lines)
+
+
+def test_json_output_is_one_object_per_line(db: str) -> None:
+    rows = [json.loads(line) for line in run(format="json", since="2h").splitlines()]
+    assert len(rows) == 1
+    assert rows[0]["decision"] == "executed"
+    assert rows[0]["changes"] == [{"verb": "cordon", "name": "gpu-node-01"}]
+
+
+def test_an_empty_period_says_so(db: str) -> None:
+    assert run(since="30m").strip() == "no audit records in this period"
+
+
+def test_a_bad_duration_is_a_usage_error(db: str) -> None:
+    with pytest.raises(UsageError, match="30m, 4h, 7d"):
+        run(since="yesterday")
+
+
+def test_a_missing_database_is_a_store_error_not_a_new_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "nothing.db"
+    monkeypatch.setenv("GPUNODE_STORE__PATH", str(path))
+    with pytest.raises(StoreError, match="GPUNODE_STORE__PATH"):
+        run()
+    assert not path.exists()
+
+
+def test_the_cli_entry_point_prints_the_audit(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from bot.cli import main as cli_main
+
+    assert cli_main(["audit", "--format", "json"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 3

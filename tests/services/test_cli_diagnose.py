@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from bot.core.cluster import ClusterView
+from bot.core.evidence import EvidenceBundle
+from bot.core.thresholds import DEFAULT
+from bot.errors import CollectorError, NotFoundError, UsageError
+from bot.services.cli_diagnose import analyze_files, diagnose_node
+from bot.slack.blockkit import validate_blocks
+
+SEED = Path(__file__).resolve().parents[1] / "fixtures" / "bundles" / "seed"
+EVIDENCE, CLUSTER = str(SEED / "evidence.json"), str(SEED / "cluster.json")
+
+
+def test_analyze_json_prints_codes_verdict_ledger_and_plans(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["analyze", EVIDENCE, "--cluster", CLUSTER, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"]["cause"] == "host_memory_workload"
+    assert "HOST_MEM_NON_GPU_WORKLOAD" in {f["code"] for f in out["findings"]}
+    assert out["ledger"]["total_bytes"] > 0
+    assert {p["tier"] for p in out["plans"]} == {1, 2, 3}
+
+
+def test_analyze_blocks_prints_three_valid_slack_messages(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["analyze", EVIDENCE, "--cluster", CLUSTER, "--format", "blocks"]) == 0
+    messages = json.loads(capsys.readouterr().out)
+    assert len(messages) == 3
+    for m in messages:
+        validate_blocks(m["blocks"])
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_analyze_works_offline_without_a_cluster_view(fmt: str) -> None:
+    out = analyze_files(EVIDENCE, None, fmt)
+    assert "gpu-node-01" in out
+
+
+def test_a_missing_file_is_a_usage_error_that_says_what_to_pass(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="gpunode collect"):
+        analyze_files(str(tmp_path / "nope.json"), None, "text")
+
+
+def test_malformed_json_names_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema_version": "1.0",\n  oops}')
+    assert main(["analyze", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert "not valid JSON (line 2" in err and "gpunode collect" in err
+
+
+def test_a_bundle_missing_fields_lists_what_is_wrong(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"schema_version": "1.0", "hostname": "x"}))
+    with pytest.raises(UsageError, match="collector_version"):
+        analyze_files(str(bad), None, "json")
+
+
+def test_another_schema_major_version_is_refused(tmp_path: Path) -> None:
+    data = json.loads(Path(EVIDENCE).read_text())
+    data["schema_version"] = "2.0"
+    bad = tmp_path / "v2.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(CollectorError, match=r"schema version 2\.0"):
+        analyze_files(str(bad), None, "json")
+
+
+def test_a_malformed_cluster_view_is_a_usage_error(tmp_path: Path) -> None:
+    bad = tmp_path / "view.json"
+    bad.write_text(json.dumps({"node": {}}))
+    with pytest.raises(UsageError, match="cluster view"):
+        analyze_files(EVIDENCE, str(bad), "json")
+
+
+class FakeKube:
+    """A KubePort stand-in returning the seed fixture (or NotFound for other nodes)."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.view = ClusterView.model_validate_json(Path(CLUSTER).read_text())
+        self.bundle = EvidenceBundle.model_validate_json(Path(EVIDENCE).read_text())
+
+    async def get_cluster_view(self, node: str) -> ClusterView:
+        self.calls.append(f"view:{node}")
+        if node != "gpu-node-01":
+            raise NotFoundError(f"node {node} not found")
+        return self.view
+
+    async def run_diagnostic(self, node: str) -> EvidenceBundle:
+        self.calls.append(f"diag:{node}")
+        return self.bundle
+
+
+async def test_diagnose_reads_the_view_then_runs_the_job_and_renders() -> None:
+    kube = FakeKube()
+    now = datetime(2026, 3, 14, 9, 31, tzinfo=UTC)
+    out = await diagnose_node(kube, "gpu-node-01", "text", thresholds=DEFAULT, now=now)
+    assert kube.calls == ["view:gpu-node-01", "diag:gpu-node-01"]
+    assert "VERDICT" in out and "age 1m" in out
+
+
+async def test_diagnose_of_an_unknown_node_runs_no_job() -> None:
+    kube = FakeKube()
+    with pytest.raises(NotFoundError):
+        await diagnose_node(kube, "nope", "json", thresholds=DEFAULT, now=datetime.now(UTC))
+    assert kube.calls == ["view:nope"]

@@ -1,0 +1,63 @@
+"""``gpunode serve`` refuses to start on missing or malformed settings, naming what to set,
+and never echoes a secret's value."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SECRET = "sig-secret-value-5f2a9c"
+TOKEN = "xoxp-user-token-value-77aa"
+
+
+def serve(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    base = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    return subprocess.run(
+        [sys.executable, "-m", "bot", "serve"],
+        env={**base, **env},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        ({}, "GPUNODE_SLACK__BOT_TOKEN"),
+        ({"GPUNODE_SLACK__BOT_TOKEN": "xoxb-abc"}, "GPUNODE_SLACK__SIGNING_SECRET"),
+        (
+            {"GPUNODE_SLACK__BOT_TOKEN": TOKEN, "GPUNODE_SLACK__SIGNING_SECRET": SECRET},
+            "must be a bot token starting with xoxb-",
+        ),
+        (
+            {"GPUNODE_SLACK__BOT_TOKEN": "xoxb-abc", "GPUNODE_SLACK__SOCKET_MODE": "true"},
+            "GPUNODE_SLACK__APP_TOKEN",
+        ),
+        (
+            {
+                "GPUNODE_SLACK__BOT_TOKEN": "xoxb-abc",
+                "GPUNODE_SLACK__SIGNING_SECRET": SECRET,
+                "GPUNODE_HTTP__PORT": "not-a-port",
+            },
+            "http.port",
+        ),
+    ],
+    ids=["nothing", "no-secret", "user-token", "socket-no-app-token", "bad-port"],
+)
+def test_serve_fails_fast_naming_the_setting_without_printing_secrets(
+    env: dict[str, str], says: str, tmp_path: Path
+) -> None:
+    done = serve(env, tmp_path)
+
+    assert done.returncode == 1
+    assert says in done.stderr
+    assert "Traceback" not in done.stderr
+    for value in (SECRET, TOKEN):
+        assert value not in done.stderr and value not in done.stdout
