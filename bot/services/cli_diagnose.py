@@ -23,8 +23,9 @@ from pydantic import BaseModel, ValidationError
 from bot.core.cluster import ClusterView
 from bot.core.evidence import SCHEMA_VERSION, EvidenceBundle
 from bot.core.findings import Diagnosis
-from bot.core.thresholds import DEFAULT, Thresholds, parse_thresholds
-from bot.errors import CollectorError, ConfigError, UsageError
+from bot.core.thresholds import DEFAULT, Thresholds
+from bot.errors import CollectorError, UsageError
+from bot.services.cli_common import gateway_from_args
 
 M = TypeVar("M", bound=BaseModel)
 FORMATS = ("text", "markdown", "json", "blocks")
@@ -83,21 +84,11 @@ def read_view(path: str) -> ClusterView:
 
 
 def read_thresholds(config: str | None) -> Thresholds:
-    """Thresholds from the settings' ``thresholds_file`` when a config is given."""
-    if not config:
-        return DEFAULT
-    import yaml
-
+    """Thresholds from the settings (``--config`` file and ``GPUNODE_*`` environment)."""
     from bot.config import load_settings
+    from bot.services.thresholds_loading import read_thresholds as read
 
-    settings = load_settings(config_file=config)
-    if not settings.thresholds_file:
-        return DEFAULT
-    try:
-        raw = yaml.safe_load(Path(settings.thresholds_file).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read thresholds file {settings.thresholds_file}: {exc}") from exc
-    return parse_thresholds(raw)
+    return read(load_settings(config_file=config))
 
 
 def render_output(
@@ -167,25 +158,9 @@ async def diagnose_node(
     return render_output(diagnosis, fmt, bundle=bundle)
 
 
-def _gateway(args: argparse.Namespace) -> Any:
-    from bot.config import load_settings
-    from bot.kube.gateway import Gateway
-
-    settings = load_settings(config_file=args.config) if args.config else load_settings()
-    kube = settings.kube
-    overrides: dict[str, Any] = {}
-    if args.kubeconfig or args.context:
-        overrides.update(mode="kubeconfig", kubeconfig=args.kubeconfig, context=args.context)
-    if args.server:
-        overrides.update(mode="server", server=args.server)
-    if overrides:
-        kube = kube.model_validate({**kube.model_dump(), **overrides})
-    return Gateway.from_settings(kube)
-
-
 def diagnose_main(args: argparse.Namespace) -> int:
     thresholds = read_thresholds(args.config)
-    gateway = _gateway(args)
+    gateway = gateway_from_args(args)
 
     async def run() -> str:
         try:

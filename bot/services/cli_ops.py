@@ -13,12 +13,12 @@ import getpass
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from bot.config import load_settings
 from bot.core import commands
 from bot.errors import StoreError
 from bot.render.markdown import render_timeline_markdown
+from bot.services.cli_common import gateway_from_args
 from bot.services.operations import IncidentOps, top_nodes
 from bot.store.storing import Store
 
@@ -53,23 +53,8 @@ async def _incident_cmd(cmd: commands.Command, path: str) -> str:
         return f"{incident.id} resolved"
 
 
-def _gateway(args: argparse.Namespace) -> Any:
-    """The cluster from settings, with ``--kubeconfig/--context/--server`` taking precedence."""
-    from bot.kube.gateway import Gateway
-
-    kube = load_settings(config_file=getattr(args, "config", None)).kube
-    overrides: dict[str, Any] = {}
-    if args.kubeconfig or args.context:
-        overrides.update(mode="kubeconfig", kubeconfig=args.kubeconfig, context=args.context)
-    if args.server:
-        overrides.update(mode="server", server=args.server)
-    if overrides:
-        kube = kube.model_validate({**kube.model_dump(), **overrides})
-    return Gateway.from_settings(kube)
-
-
 async def _top(args: argparse.Namespace) -> str:
-    kube = _gateway(args)
+    kube = gateway_from_args(args)
     try:
         ranks = await top_nodes(kube)
     finally:

@@ -16,6 +16,7 @@ from slack_sdk.errors import SlackObjectFormationError
 from slack_sdk.models.blocks import Block
 
 from bot.errors import SlackError
+from bot.render.blocks import block_text_size
 
 MAX_MESSAGE_BLOCKS = 50
 MAX_MODAL_BLOCKS = 100
@@ -23,17 +24,6 @@ MAX_FIELD_CHARS = 2000
 #: Slack's undocumented cumulative limit is ~12-13k characters (bolt-js#2509); 12,000 is
 #: the conservative edge.
 MAX_TOTAL_TEXT = 12_000
-
-
-def _text_size(value: Any) -> int:
-    if isinstance(value, dict):
-        return sum(
-            len(v) if k == "text" and isinstance(v, str) else _text_size(v)
-            for k, v in value.items()
-        )
-    if isinstance(value, list):
-        return sum(_text_size(v) for v in value)
-    return 0
 
 
 def _fail(message: str) -> SlackError:
@@ -64,6 +54,6 @@ def validate_blocks(blocks: Sequence[dict[str, Any]], *, surface: str = "message
             text = field.get("text", "") if isinstance(field, dict) else ""
             if len(text) > MAX_FIELD_CHARS:
                 raise _fail(f"block {i} field {j}: {len(text)} chars, at most {MAX_FIELD_CHARS}")
-    total = _text_size(list(blocks))
+    total = block_text_size(list(blocks))
     if surface == "message" and total > MAX_TOTAL_TEXT:
         raise _fail(f"{total} characters of text in blocks, at most about {MAX_TOTAL_TEXT}")

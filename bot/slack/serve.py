@@ -9,16 +9,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-from pathlib import Path
 
-import yaml
 from aiohttp import web
 
 from bot.config import Settings, load_settings
 from bot.core.policy import Policy, parse_policy
-from bot.core.thresholds import Thresholds, parse_thresholds
 from bot.errors import ConfigError
 from bot.services.policy_loading import read_policy
+from bot.services.thresholds_loading import read_thresholds
 from bot.slack.chatting import make_client
 from bot.slack.runtime import build_runtime
 
@@ -51,21 +49,11 @@ def load_policy(settings: Settings) -> Policy:
     return parse_policy({})
 
 
-def load_thresholds(settings: Settings) -> Thresholds:
-    if not settings.thresholds_file:
-        return Thresholds()
-    try:
-        data = yaml.safe_load(Path(settings.thresholds_file).read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read thresholds file {settings.thresholds_file}: {exc}") from exc
-    return parse_thresholds(data)
-
-
 async def _serve(settings: Settings) -> None:
     from bot.kube.gateway import Gateway
 
     policy = load_policy(settings)
-    thresholds = load_thresholds(settings)
+    thresholds = read_thresholds(settings)
     kube = Gateway.from_settings(settings.kube)
     assert settings.slack.bot_token is not None  # checked by check_settings
     client = make_client(
