@@ -7,9 +7,11 @@ fails becomes ``SlackError`` here, once. Tokens never appear in messages or logs
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
+import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
@@ -18,6 +20,10 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.errors import SlackError
+
+#: what a Web API call can raise: Slack's errors, and aiohttp's own when the connection
+#: fails after the retry handlers gave up (slack_sdk does not wrap those)
+_FAILURES = (SlackApiError, SlackClientError, aiohttp.ClientError, asyncio.TimeoutError)
 
 
 def make_client(token: str, *, base_url: str, max_retries: int = 3) -> AsyncWebClient:
@@ -53,7 +59,7 @@ class SlackChat:
             resp = await self._client.chat_postMessage(
                 channel=channel, text=text, blocks=blocks, thread_ts=thread_ts
             )
-        except (SlackApiError, SlackClientError) as exc:
+        except _FAILURES as exc:
             raise _fail("chat.postMessage", exc) from exc
         return str(resp["ts"])
 
@@ -62,7 +68,7 @@ class SlackChat:
     ) -> None:
         try:
             await self._client.chat_update(channel=channel, ts=ts, text=text, blocks=blocks)
-        except (SlackApiError, SlackClientError) as exc:
+        except _FAILURES as exc:
             raise _fail("chat.update", exc) from exc
 
     async def post_ephemeral(
@@ -78,7 +84,7 @@ class SlackChat:
             await self._client.chat_postEphemeral(
                 channel=channel, user=user, text=text, blocks=blocks, thread_ts=thread_ts
             )
-        except (SlackApiError, SlackClientError) as exc:
+        except _FAILURES as exc:
             raise _fail("chat.postEphemeral", exc) from exc
 
     async def upload(
@@ -92,13 +98,13 @@ class SlackChat:
                 title=title,
                 content=content,
             )
-        except (SlackApiError, SlackClientError) as exc:
+        except _FAILURES as exc:
             raise _fail("files.upload", exc) from exc
 
     async def open_view(self, trigger_id: str, view: dict[str, Any]) -> str:
         try:
             resp = await self._client.views_open(trigger_id=trigger_id, view=view)
-        except (SlackApiError, SlackClientError) as exc:
+        except _FAILURES as exc:
             raise _fail("views.open", exc) from exc
         return str(resp["view"]["id"])
 
@@ -109,7 +115,7 @@ class SlackChat:
             return cached[1]
         try:
             resp = await self._client.usergroups_users_list(usergroup=usergroup_id)
-        except (SlackApiError, SlackClientError) as exc:
+        except _FAILURES as exc:
             raise _fail("usergroups.users.list", exc) from exc
         users: list[Any] = list(resp.get("users") or [])
         members = [str(u) for u in users]
