@@ -3,6 +3,12 @@
 Target: the verdict's pod (causes ``host_memory_workload`` and ``container_limit``), changed
 through its top controller's template (so its pods roll; ``restarts`` names them).
 
+Not offered (warning ``gpu_container_at_own_limit``) for a ``container_limit`` verdict on a
+pod that requests GPUs: the container is at its *own* limit, so a lower limit only kills the
+training sooner and an unchanged one plus CPU / thread caps frees no host memory. The advice
+for that case is a talking point (``ai.container_at_own_limit``): reduce the process's host
+memory, or raise its limit where the node has room. A non-GPU offender keeps its plan.
+
 Values (``Tier3Values``, editable in the confirmation modal):
 
 - memory limit: cut the container's limit by what the node's limit total exceeds
@@ -15,7 +21,8 @@ Values (``Tier3Values``, editable in the confirmation modal):
 - memory request: ``memory_request_ratio`` (87.5%) of the new limit (domain: 28 of 32 GiB).
 - CPU cap: the container's current CPU request in whole cores (the scheduler already
   reserved that much), else half its CPU limit; request = ``cpu_request_ratio`` of the cap.
-- ``OMP_NUM_THREADS``: the CPU cap, or ``default_omp_threads`` when there is none.
+- ``OMP_NUM_THREADS``: the CPU cap, or ``default_omp_threads`` when there is none; never
+  above the container's current literal value (a cap does not raise the thread count).
 """
 
 from __future__ import annotations
@@ -58,6 +65,13 @@ def _unavailable(view: ClusterView, code: str, target: str | None = None) -> Act
     return make_plan(view.node.name, 3, [], target=target, available=False, warnings=[code])
 
 
+def _target(pod: PodInfo) -> str:
+    owner = pod.top_owner
+    if owner is None:
+        return f"Pod/{pod.key}"
+    return f"{owner.kind}/{pod.namespace}/{owner.name}"
+
+
 def _memory_limit(
     view: ClusterView, info: ContainerInfo, ws: int, t: Thresholds
 ) -> tuple[int, list[str]]:
@@ -86,10 +100,18 @@ def _cpu(info: ContainerInfo, t: Thresholds) -> tuple[str | None, str | None, in
         cap = int(request)
     elif limit:
         cap = max(1, int(limit // 2))
+    current_omp = _omp(info)
     if cap is None:
-        return None, None, t.default_omp_threads
+        omp = t.default_omp_threads
+        return None, None, min(omp, current_omp) if current_omp else omp
     request_m = max(1, math.floor(cap * 1000 * t.cpu_request_ratio))
-    return str(cap), canonical(f"{request_m}m"), cap
+    return str(cap), canonical(f"{request_m}m"), min(cap, current_omp) if current_omp else cap
+
+
+def _omp(info: ContainerInfo) -> int | None:
+    """The container's literal OMP_NUM_THREADS (a cap never raises it), None if unset."""
+    text = info.env.get("OMP_NUM_THREADS", "").strip()
+    return int(text) if text.isdecimal() and int(text) > 0 else None
 
 
 def plan_tier3(
@@ -103,6 +125,8 @@ def plan_tier3(
     pod: PodInfo | None = next((p for p in view.pods if p.key == pod_key), None)
     if pod is None:
         return _unavailable(view, "offender_not_in_view", target=pod_key)
+    if verdict.cause == "container_limit" and pod.gpu_request > 0:
+        return _unavailable(view, "gpu_container_at_own_limit", target=_target(pod))
     owner = pod.top_owner
     if owner is None:
         return _unavailable(view, "offender_has_no_controller", target=f"Pod/{pod_key}")

@@ -16,12 +16,23 @@ ai.gpu_memory_not_cause            supports    requested, allocatable, max_used_
 ai.gpu_memory_is_cause             contradicts gpu_index, used_bytes, total_bytes, percent
 ai.gpu_isolation_broken            contradicts requested, allocatable, mismatched
 ai.host_memory_workload            neutral     pod, controller, working_set_bytes,
-                                               limit_bytes, share_percent (separate from GPU)
-ai.training_host_memory_cause      contradicts pod, working_set_bytes, limit_bytes
+                                               limit_bytes, share_percent (separate from GPU),
+                                               biggest_consumer (0/1: the node's largest pod)
+ai.training_host_memory_cause      contradicts pod, working_set_bytes, limit_bytes,
+                                               at_limit (0/1: container_limit verdict)
 ai.container_near_limit            neutral     pod, container, working_set_bytes,
                                                limit_bytes, percent
+ai.container_at_own_limit          neutral     pod, container, working_set_bytes,
+                                               limit_bytes, gpu (0/1), limits_known (0/1),
+                                               limits_headroom_bytes, limits_excess_bytes
+                                               (allocatable vs limits total), available_bytes
+                                               (MemAvailable, -1 unknown), room_bytes (the
+                                               smaller of the two, >= 0; -1 unknown)
 ai.suggest_memory_limit            neutral     pod, controller, current_limit_bytes,
-                                               proposed_limit ("" when no tier-3 plan)
+                                               proposed_limit ("" when no tier-3 plan),
+                                               working_set_bytes, below_working_set (0/1);
+                                               only when the proposal is below the current
+                                               limit (or there is none)
 ai.suggest_chunked_processing      neutral     pod (e.g. Dask instead of pandas)
 ai.suggest_dedicated_node_pool     neutral     pod, node
 ai.training_request_buffer         neutral     pod, limit_bytes, request_bytes,
@@ -32,7 +43,8 @@ ops.verdict                        neutral     cause, subject, confidence
 ops.node_out_of_memory             supports    available_bytes, mem_total_bytes,
                                                share_percent
 ops.page_cache_squeezed            supports    buff_cache_bytes, available_bytes,
-                                               share_percent
+                                               share_percent (not when MemAvailable exceeds
+                                               buff/cache: that is free memory, no pressure)
 ops.gpu_not_cause                  contradicts requested, allocatable, max_used_bytes,
                                                max_total_bytes, max_percent
 ops.limits_overcommitted           neutral     limits, requests, limits_percent,
@@ -43,20 +55,25 @@ ops.system_oom_without_eviction    neutral     count
 ops.besteffort_on_gpu_node         neutral     pods, count
 ops.gpu_process_without_pod        neutral     pid, command, gpu_index, used_bytes
 ops.node_healthy                   contradicts node
-ops.tier1_available                neutral     plan_id, evictions, protected
+ops.tier1_available                neutral     plan_id, evictions, protected,
+                                               already_cordoned (0/1)
 ops.tier2_available                neutral     plan_id, priority_class, restarts
 ops.tier3_available                neutral     plan_id, target, memory_limit, memory_request,
-                                               below_working_set (0/1)
+                                               below_working_set (0/1), memory_unchanged
+                                               (0/1), cpu_limit ("" none), omp_num_threads
 unverified.gpu_memory              neutral     reason (both audiences, unverified=True)
 unverified.gap                     neutral     source, reason (ops, unverified=True)
 =================================  ==========  ==============================================
+
+Pods the API view does not know (``pod-uid/...``: gpunode's own diagnostic pod, or a pod that
+just left) get no point: nobody can act on them.
 """
 
 from __future__ import annotations
 
 from bot.core.cluster import ClusterView
 from bot.core.findings import Audience, Diagnosis, Fact, Finding, TalkingPoint
-from bot.core.rules.context import fact, pod_source
+from bot.core.rules.context import ALLOCATABLE, ALLOCATED, fact, pod_source
 from bot.core.thresholds import DEFAULT, Thresholds
 
 Params = dict[str, str | int | float]
@@ -140,13 +157,115 @@ def _gpu_points(d: Diagnosis, codes: dict[str, list[Finding]]) -> list[TalkingPo
     return out
 
 
-def _culprit_points(d: Diagnosis, view: ClusterView | None) -> list[TalkingPoint]:
+def _known_pod(key: str, view: ClusterView | None) -> bool:
+    """A pod the API view knows. Cgroups of pods outside the view (gpunode's own diagnostic
+    pod, deleted before the view is read, or a pod that just left) get no talking point:
+    nobody can act on them."""
+    if not key or key.startswith("pod-uid/"):
+        return False
+    return view is None or any(p.key == key for p in view.pods)
+
+
+def _available_fact(codes: dict[str, list[Finding]]) -> Fact | None:
+    """MemAvailable as a finding already quoted it (memory-available-low, page cache)."""
+    for code in ("MEMORY_AVAILABLE_LOW", "PAGE_CACHE_SQUEEZED"):
+        for f in codes.get(code, []):
+            hit = next((x for x in f.facts if x.key == "node.mem_available_bytes"), None)
+            if hit is not None and isinstance(hit.value, int | float):
+                return hit
+    return None
+
+
+def _own_limit_point(
+    d: Diagnosis, view: ClusterView | None, codes: dict[str, list[Finding]], pod: str, gpu: bool
+) -> TalkingPoint:
+    """``ai.container_at_own_limit``: what helps a container at its own limit. The kubelet
+    does not: a cgroup OOM kill is per container and comes before any node-level eviction.
+    The raise option is stated with the node's room (allocatable - limits total, MemAvailable)
+    so nobody raises a limit into a node that has nothing left."""
+    v = d.verdict
+    facts = list(v.facts)
+    params: Params = {
+        "pod": pod,
+        "container": str(v.params.get("container", "")),
+        "working_set_bytes": v.params.get("working_set_bytes", 0),
+        "limit_bytes": v.params.get("limit_bytes", 0),
+        "gpu": int(gpu),
+        "limits_known": 0,
+        "limits_headroom_bytes": 0,
+        "limits_excess_bytes": 0,
+        "available_bytes": -1,
+        "room_bytes": -1,
+    }
+    rooms: list[int] = []
+    row = next((r for r in view.allocated if r.resource == "memory"), None) if view else None
+    if row is not None and row.allocatable_value:
+        alloc, limits = int(row.allocatable_value), int(row.limits_value)
+        params.update(
+            limits_known=1,
+            limits_headroom_bytes=max(0, alloc - limits),
+            limits_excess_bytes=max(0, limits - alloc),
+        )
+        rooms.append(alloc - limits)
+        facts += [
+            fact("node.memory_limits_bytes", "memory limits", limits, "bytes", ALLOCATED),
+            fact("node.memory_allocatable_bytes", "allocatable", alloc, "bytes", ALLOCATABLE),
+        ]
+    avail = _available_fact(codes)
+    if avail is not None and isinstance(avail.value, int | float):
+        params["available_bytes"] = int(avail.value)
+        rooms.append(int(avail.value))
+        facts.append(avail)
+    if rooms:
+        params["room_bytes"] = max(0, min(rooms))
+    return _point("ai_team", "ai.container_at_own_limit", "neutral", facts, params)
+
+
+def _limit_suggestion(d: Diagnosis, pod: str) -> TalkingPoint | None:
+    """``ai.suggest_memory_limit`` only when it suggests something: tier 3 proposes a limit
+    below the current one (or the container has none). A "cap" equal to today's limit is
+    not advice; without a tier-3 plan, only a workload with no limit is told to get one."""
+    v = d.verdict
+    current = v.params.get("limit_bytes", 0)
+    current_bytes = int(current) if isinstance(current, int | float) else 0
+    tier3 = next((p for p in d.plans if p.tier == 3 and p.available and p.values is not None), None)
+    values = tier3.values if tier3 is not None else None
+    if values is None:
+        if current_bytes > 0 or v.cause != "host_memory_workload":
+            return None
+    elif current_bytes > 0 and values.memory_limit_bytes >= current_bytes:
+        return None
+    return _point(
+        "ai_team",
+        "ai.suggest_memory_limit",
+        "neutral",
+        list(v.facts),
+        {
+            "pod": pod,
+            "controller": str(v.params.get("controller", "")),
+            "current_limit_bytes": current_bytes,
+            "proposed_limit": values.memory_limit if values is not None else "",
+            "working_set_bytes": v.params.get("working_set_bytes", 0),
+            "below_working_set": int(values.below_working_set) if values is not None else 0,
+        },
+    )
+
+
+def _culprit_points(
+    d: Diagnosis, view: ClusterView | None, codes: dict[str, list[Finding]]
+) -> list[TalkingPoint]:
     v = d.verdict
     out: list[TalkingPoint] = []
     if v.cause not in ("host_memory_workload", "container_limit") or not v.facts:
         return out
     pod = str(v.params.get("pod", v.subject or ""))
+    if not _known_pod(pod, view):
+        return out
     gpu = int(v.params.get("gpu_request", 0) or 0) > 0
+    if view is not None:
+        info = next((p for p in view.pods if p.key == pod), None)
+        gpu = gpu or (info is not None and info.gpu_request > 0)
+    at_limit = v.cause == "container_limit"
     facts = list(v.facts)
     if gpu:
         out.append(
@@ -159,6 +278,7 @@ def _culprit_points(d: Diagnosis, view: ClusterView | None) -> list[TalkingPoint
                     "pod": pod,
                     "working_set_bytes": v.params.get("working_set_bytes", 0),
                     "limit_bytes": v.params.get("limit_bytes", 0),
+                    "at_limit": int(at_limit),
                 },
             )
         )
@@ -177,6 +297,7 @@ def _culprit_points(d: Diagnosis, view: ClusterView | None) -> list[TalkingPoint
                         "working_set_bytes",
                         "limit_bytes",
                         "share_percent",
+                        "biggest_consumer",
                     )
                     if k in v.params
                 },
@@ -196,23 +317,11 @@ def _culprit_points(d: Diagnosis, view: ClusterView | None) -> list[TalkingPoint
                 },
             )
         )
-    tier3 = next((p for p in d.plans if p.tier == 3 and p.available and p.values is not None), None)
-    out.append(
-        _point(
-            "ai_team",
-            "ai.suggest_memory_limit",
-            "neutral",
-            facts,
-            {
-                "pod": pod,
-                "controller": str(v.params.get("controller", "")),
-                "current_limit_bytes": v.params.get("limit_bytes", 0),
-                "proposed_limit": tier3.values.memory_limit
-                if tier3 is not None and tier3.values is not None
-                else "",
-            },
-        )
-    )
+    if at_limit:
+        out.append(_own_limit_point(d, view, codes, pod, gpu))
+    suggestion = _limit_suggestion(d, pod)
+    if suggestion is not None:
+        out.append(suggestion)
     if v.cause == "host_memory_workload" and not gpu:
         out.append(
             _point("ai_team", "ai.suggest_chunked_processing", "neutral", facts, {"pod": pod})
@@ -291,6 +400,8 @@ def _training_points(
             )
         )
     for f in codes.get("CONTAINER_OOM_KILLED", []):
+        if not _known_pod(str(f.params.get("pod", f.subject)), view):
+            continue
         out.append(
             _point(
                 "ai_team",
@@ -306,7 +417,7 @@ def _training_points(
 def _ops_points(d: Diagnosis, codes: dict[str, list[Finding]]) -> list[TalkingPoint]:
     out: list[TalkingPoint] = []
     v = d.verdict
-    if v.facts:
+    if v.facts and not (v.subject or "").startswith("pod-uid/"):
         out.append(
             _point(
                 "ops_team",
@@ -410,6 +521,7 @@ def _plan_points(d: Diagnosis) -> list[TalkingPoint]:
                 "plan_id": plan.plan_id,
                 "evictions": len(plan.blast_radius),
                 "protected": len(plan.protected),
+                "already_cordoned": int("already_cordoned" in plan.warnings),
             }
         elif plan.tier == 2:
             facts = [fact("plan.restarts", "pods that restart", len(plan.restarts), "count", src)]
@@ -429,6 +541,9 @@ def _plan_points(d: Diagnosis) -> list[TalkingPoint]:
                 "memory_limit": plan.values.memory_limit,
                 "memory_request": plan.values.memory_request,
                 "below_working_set": int(plan.values.below_working_set),
+                "memory_unchanged": int("memory_limit_unchanged" in plan.warnings),
+                "cpu_limit": plan.values.cpu_limit or "",
+                "omp_num_threads": plan.values.omp_num_threads or 0,
             }
         if facts:
             out.append(
@@ -444,7 +559,7 @@ def build_talking_points(
     codes = _by_code(diagnosis)
     points = [
         *_gpu_points(diagnosis, codes),
-        *_culprit_points(diagnosis, view),
+        *_culprit_points(diagnosis, view, codes),
         *_training_points(diagnosis, view, codes, thresholds),
         *_ops_points(diagnosis, codes),
         *_plan_points(diagnosis),

@@ -59,6 +59,9 @@ class Thresholds(BaseModel):
     # buff/cache under 8% of RAM: the page cache has been squeezed out (domain: 14 of 251
     # GiB = 5.6%). A healthy busy node keeps well above 10% as cache.
     page_cache_low_share: float = Field(0.08, gt=0, le=1)
+    # ...but only when memory is short: a small cache beside 10%+ of RAM available is a
+    # workload doing little file I/O (or just freed), not a cache the kernel reclaimed.
+    page_cache_squeeze_available_share: float = Field(0.10, gt=0, le=1)
     # MemAvailable under 5% of RAM (domain: 3.5 of 251 GiB = 1.4%) is severe pressure;
     # under 2% the next allocation burst means a kernel OOM.
     available_low_share: float = Field(0.05, gt=0, le=1)

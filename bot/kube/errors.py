@@ -47,8 +47,11 @@ def _server_message(exc: ApiException) -> str:
     return str(status.get("message") or exc.reason or "no message").strip()
 
 
-def translate(exc: BaseException, *, what: str) -> GpunodeError:
-    """Map a client exception raised while doing ``what`` to a ``bot.errors`` error."""
+def translate(exc: BaseException, *, what: str, write: bool = False) -> GpunodeError:
+    """Map a client exception raised while doing ``what`` to a ``bot.errors`` error.
+
+    ``write``: ``what`` was a real (not dry-run) change; if no answer came, the server may
+    have applied it anyway, so the advice is to re-read before retrying."""
     if isinstance(exc, GpunodeError):
         return exc
     if isinstance(exc, ApiException):
@@ -84,6 +87,12 @@ def translate(exc: BaseException, *, what: str) -> GpunodeError:
                 status=code or None,
             )
         return KubeError(f"{what}: HTTP {code} ({msg}).", status=code)
+    if isinstance(exc, urllib3.exceptions.HTTPError | TimeoutError | ConnectionError) and write:
+        return KubeUnavailableError(
+            f"{what}: the API server did not answer ({type(exc).__name__}); the change may or "
+            "may not have been made: re-diagnose to see the object as it is now before "
+            "retrying."
+        )
     if isinstance(exc, urllib3.exceptions.HTTPError | TimeoutError | ConnectionError):
         return KubeUnavailableError(
             f"{what}: the API server did not answer ({type(exc).__name__}); check that it is "

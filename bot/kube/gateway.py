@@ -52,13 +52,16 @@ class Gateway:
         self.transport.api_client.close()  # type: ignore[no-untyped-call]
 
     async def _call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run a sync client function in a thread; translate what it raises."""
+        """Run a sync client function in a thread; translate what it raises.
+
+        Every effect takes ``dry_run``; with ``dry_run=False`` it is a real write, and a
+        write that got no answer may still have been applied (the error says so)."""
         try:
             return await asyncio.to_thread(fn, self.transport, *args, **kwargs)
         except GpunodeError:
             raise
         except Exception as exc:
-            raise translate(exc, what=what) from exc
+            raise translate(exc, what=what, write=kwargs.get("dry_run") is False) from exc
 
     # -- reads --------------------------------------------------------------------------
     async def read_node(self, node: str) -> Obj:

@@ -143,8 +143,24 @@ def _blocked(t: Transport, namespace: str, name: str, exc: ApiException) -> Evic
     )
 
 
+def _is_budget_refusal(exc: ApiException) -> bool:
+    """A 429 from a PodDisruptionBudget (cause type DisruptionBudget, or its message), as
+    opposed to the API server's own request throttling, which is also a 429."""
+    status = status_body(exc)
+    causes = (status.get("details") or {}).get("causes") or []
+    if any(
+        c.get("reason") == "DisruptionBudget" or c.get("type") == "DisruptionBudget" for c in causes
+    ):
+        return True
+    texts = [str(status.get("message") or ""), *(str(c.get("message", "")) for c in causes)]
+    return any("disruption budget" in x.lower() or _PDB_COUNTS.search(x) for x in texts)
+
+
 def evict(t: Transport, namespace: str, name: str, *, dry_run: bool) -> EvictionOutcome:
-    """policy/v1 Eviction: 429 -> blocked (with the PDB), 404 -> not_found, 500 -> failed."""
+    """policy/v1 Eviction, with the API server's semantics (reference kubernetes.md §2):
+    429 from a PodDisruptionBudget -> blocked (naming the budget); 429 from throttling ->
+    failed, retry later; 500 for a pod under several budgets -> blocked (the Eviction API
+    cannot evict it); other 500 -> failed; 404 -> not_found."""
     try:
         t.request(
             "POST",
@@ -153,8 +169,15 @@ def evict(t: Transport, namespace: str, name: str, *, dry_run: bool) -> Eviction
             body=eviction_body(namespace, name, dry_run=dry_run),
         )
     except ApiException as exc:
-        if exc.status == 429:
+        if exc.status == 429 and _is_budget_refusal(exc):
             return _blocked(t, namespace, name, exc)
+        if exc.status == 429:
+            return EvictionOutcome(
+                namespace=namespace,
+                name=name,
+                status="failed",
+                reason="the API server is throttling requests (429 Too Many Requests); retry later",
+            )
         if exc.status == 404:
             return EvictionOutcome(
                 namespace=namespace,
@@ -163,9 +186,22 @@ def evict(t: Transport, namespace: str, name: str, *, dry_run: bool) -> Eviction
                 reason="the pod no longer exists",
             )
         if exc.status == 500:
-            message = status_body(exc).get("message") or exc.reason or "server error"
+            message = str(status_body(exc).get("message") or exc.reason or "server error")
+            if "more than one poddisruptionbudget" in message.lower():
+                return EvictionOutcome(
+                    namespace=namespace,
+                    name=name,
+                    status="blocked",
+                    reason="more than one PodDisruptionBudget covers this pod, which the "
+                    "Eviction API does not support; remove the extra budget or move the "
+                    "pod by hand",
+                )
             return EvictionOutcome(
-                namespace=namespace, name=name, status="failed", reason=str(message)
+                namespace=namespace,
+                name=name,
+                status="failed",
+                reason=f"the API server failed the eviction ({message}); check the API "
+                "server's health and apply again",
             )
         raise
     return EvictionOutcome(

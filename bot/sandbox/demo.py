@@ -3,6 +3,9 @@
 One process runs the Kubernetes stand-in (a scenario, ``seed`` by default), the Slack
 stand-in with its browser console, and the real bot wired to both exactly as ``serve`` wires
 it to the real services. ``--script`` runs the demo story headless and prints the thread.
+With ``socket_mode=True`` the bot connects to the Slack stand-in over Socket Mode (an xapp-
+token, ``apps.connections.open``, a WebSocket) through the same ``start_socket_mode`` that
+``serve`` uses, and has no signing secret: nothing is posted to its ``/slack/events``.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiohttp import web
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from bot.config import ActionSettings, HttpSettings, Settings, SlackSettings, StoreSettings
 from bot.core.thresholds import Thresholds
@@ -26,9 +30,11 @@ from bot.sandbox.story import CHANNEL, run_story
 from bot.services.policy_loading import read_policy
 from bot.slack.chatting import make_client
 from bot.slack.runtime import Runtime, build_runtime
+from bot.slack.serve import start_socket_mode
 
 SIGNING_SECRET = "demo-signing-secret"
 BOT_TOKEN = "xoxb-demo"
+APP_TOKEN = "xapp-1-A0GPUNODE-demo"
 POLICY = Path(__file__).with_name("demo_policy.yaml")
 NAMESPACE = "gpunode"
 
@@ -40,6 +46,7 @@ class Demo:
     runtime: Runtime
     bot_url: str
     console_url: str
+    socket: AsyncSocketModeHandler | None = None
 
     async def drain(self) -> None:
         await self.runtime.services.bg.drain(timeout_s=120)
@@ -67,21 +74,27 @@ async def running_demo(
     console_port: int = 0,
     store_path: str | None = None,
     alert_token: str | None = None,
+    socket_mode: bool = False,
+    app_token: str = APP_TOKEN,
 ) -> AsyncIterator[Demo]:
     """Start the three parts on loopback; stop them all on exit.
 
     ``alert_token``: require ``Authorization: Bearer <token>`` on ``/alertmanager``.
+    ``socket_mode``: Slack talks to the bot over Socket Mode with ``app_token`` (a refused
+    token raises SlackError from ``start_socket_mode``, after everything is stopped again).
     """
     kube = KubeSim(load_scenario(scenario))
     _install_namespace(kube, NAMESPACE)
     kube_url = await kube.start()
-    slack = SlackSim(signing_secret=SIGNING_SECRET, bot_token=BOT_TOKEN)
+    slack = SlackSim(signing_secret=SIGNING_SECRET, bot_token=BOT_TOKEN, socket_mode=socket_mode)
     console_url = await slack.start(port=console_port)
     tmp = tempfile.TemporaryDirectory(prefix="gpunode-demo-")
     settings = Settings(
         slack=SlackSettings(
-            signing_secret=SIGNING_SECRET,
+            signing_secret=None if socket_mode else SIGNING_SECRET,
             bot_token=BOT_TOKEN,
+            app_token=app_token if socket_mode else None,
+            socket_mode=socket_mode,
             api_base_url=slack.api_url,
             incident_channel=CHANNEL,
         ),
@@ -102,10 +115,16 @@ async def running_demo(
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     bot_url = f"http://127.0.0.1:{port}"
-    slack.set_request_url(f"{bot_url}/slack/events")
+    handler = None
     try:
-        yield Demo(kube, slack, runtime, bot_url, console_url)
+        if socket_mode:
+            handler = await start_socket_mode(runtime, app_token)
+        else:
+            slack.set_request_url(f"{bot_url}/slack/events")
+        yield Demo(kube, slack, runtime, bot_url, console_url, socket=handler)
     finally:
+        if handler is not None:
+            await handler.close_async()  # type: ignore[no-untyped-call]
         await runtime.close()
         await runner.cleanup()
         await slack.stop()

@@ -151,7 +151,11 @@ async def build_runtime(
         return True
 
     web_app = build_web_app(
-        app, alerts=alerts, alert_token=token.get_secret_value() if token else None, ready=ready
+        app,
+        alerts=alerts,
+        alert_token=token.get_secret_value() if token else None,
+        ready=ready,
+        slack_events=not settings.slack.socket_mode,
     )
     web_app.cleanup_ctx.append(_approval_sweeper(act, interval_s=APPROVAL_SWEEP_S))
     await act.reconcile_interrupted()

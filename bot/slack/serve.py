@@ -11,14 +11,16 @@ import asyncio
 import logging
 
 from aiohttp import web
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_sdk.errors import SlackApiError
 
 from bot.config import Settings, load_settings
 from bot.core.policy import Policy, parse_policy
-from bot.errors import ConfigError
+from bot.errors import ConfigError, SlackError
 from bot.services.policy_loading import read_policy
 from bot.services.thresholds_loading import read_thresholds
 from bot.slack.chatting import make_client
-from bot.slack.runtime import build_runtime
+from bot.slack.runtime import Runtime, build_runtime
 
 log = logging.getLogger("gpunode")
 
@@ -49,6 +51,27 @@ def load_policy(settings: Settings) -> Policy:
     return parse_policy({})
 
 
+async def start_socket_mode(runtime: Runtime, app_token: str) -> AsyncSocketModeHandler:
+    """Connect the bot to Slack over Socket Mode; the caller closes the handler.
+
+    ``apps.connections.open`` goes through the app's own Web API client (its ``base_url``, so
+    the Slack stand-in works too). It is called once here, before connecting, so a refused
+    app token fails fast with SlackError instead of the SDK's endless reconnect loop.
+    """
+    handler = AsyncSocketModeHandler(runtime.app, app_token)
+    try:
+        handler.client.wss_uri = await handler.client.issue_new_wss_url()
+    except SlackApiError as exc:
+        await handler.close_async()  # type: ignore[no-untyped-call]
+        error = exc.response.get("error", "unknown")
+        raise SlackError(
+            f"Slack refused the app-level token for Socket Mode ({error}): set "
+            "GPUNODE_SLACK__APP_TOKEN to an xapp- token with the connections:write scope"
+        ) from exc
+    await handler.connect_async()  # type: ignore[no-untyped-call]
+    return handler
+
+
 async def _serve(settings: Settings) -> None:
     from bot.kube.gateway import Gateway
 
@@ -73,13 +96,11 @@ async def _serve(settings: Settings) -> None:
         "socket" if settings.slack.socket_mode else "http",
     )
     handler = None
-    if settings.slack.socket_mode:
-        from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
-
-        assert settings.slack.app_token is not None
-        handler = AsyncSocketModeHandler(runtime.app, settings.slack.app_token.get_secret_value())
-        await handler.connect_async()  # type: ignore[no-untyped-call]
     try:
+        if settings.slack.socket_mode:
+            assert settings.slack.app_token is not None  # checked by check_settings
+            token = settings.slack.app_token.get_secret_value()
+            handler = await start_socket_mode(runtime, token)
         await asyncio.Event().wait()
     finally:
         if handler is not None:

@@ -1,5 +1,9 @@
 """The HTTP surface: ``/slack/events`` (Bolt), ``/healthz``, ``/readyz`` and ``/alertmanager``.
 
+``/slack/events`` is served in HTTP mode only: in Socket Mode the Bolt app skips request
+signature verification (Slack's socket is the authentication), so an HTTP route would let
+anyone who reaches the port act as any Slack user.
+
 ``/readyz`` answers 200 only once the store is open and the Slack token was accepted
 (``auth.test``), so a Deployment does not route traffic to a pod that cannot work.
 """
@@ -24,8 +28,9 @@ def build_web_app(
     alerts: AlertService | None,
     alert_token: str | None,
     ready: Ready,
+    slack_events: bool = True,
 ) -> web.Application:
-    web_app = app.web_app(path="/slack/events")
+    web_app = app.web_app(path="/slack/events") if slack_events else web.Application()
 
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"ok": True})

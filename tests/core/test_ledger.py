@@ -43,7 +43,7 @@ def test_each_byte_lands_in_exactly_one_line() -> None:
     b = bundle(meminfo=mi, containers=[c], processes=[sysproc], socket_memory_bytes=GI)
     ledger = build_ledger(b, attribute(b, view([p])))
     lines = {e.label: e.bytes for e in ledger.entries}
-    assert lines["ml/a (working set)"] == 12 * GI  # anon 10 + active file 2; kernel 1 left out
+    assert lines["ml/a"] == 12 * GI  # anon 10 + active file 2; kernel 1 left out
     assert category_bytes(ledger, "page_cache") == 8 * GI  # 1 + 9 - pod's active file 2
     assert category_bytes(ledger, "system") == 3 * GI
     assert category_bytes(ledger, "unattributed") == 37 * GI  # 50 - 10 - 3
@@ -77,11 +77,21 @@ def test_no_evidence_gives_an_empty_ledger_that_still_balances() -> None:
     assert (ledger.total_bytes, ledger.entries, ledger.residual_bytes) == (0, [], 0)
 
 
-def test_pods_without_a_view_are_named_by_uid() -> None:
+def test_pods_without_a_view_are_named_readably_by_a_short_uid() -> None:
     b = bundle(meminfo=_mi(mem_total=64, mem_free=10), containers=[cgroup(pod("a"), 4)])
     ledger = build_ledger(b, attribute(b, None))
     pods = [e for e in ledger.entries if e.category == "pod"]
-    assert [(e.label, e.pod_key) for e in pods] == [("pod-uid/uid-a (working set)", None)]
+    assert [(e.label, e.pod_key) for e in pods] == [
+        ("pod uid-a… (not in the API: gpunode's diagnostic pod or a pod that just left)", None)
+    ]
+    assert "pod-uid/" not in pods[0].label
+
+
+def test_pods_in_the_view_are_labelled_with_their_name_only() -> None:
+    p = pod("a")
+    b = bundle(meminfo=_mi(mem_total=64, mem_free=10), containers=[cgroup(p, 4)])
+    ledger = build_ledger(b, attribute(b, view([p])))
+    assert [e.label for e in ledger.entries if e.category == "pod"] == [p.key]
 
 
 def test_over_counted_pods_show_as_a_negative_residual_not_a_hidden_one() -> None:

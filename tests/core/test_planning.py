@@ -259,3 +259,49 @@ def test_undo_steps_restore_the_captured_before_state(
     assert all(
         (s.kind, s.namespace, s.name) == (step.kind, step.namespace, step.name) for s in undo
     )
+
+
+def _limit_verdict(pod_key: str) -> Diagnosis:
+    return Diagnosis.model_validate(
+        {
+            "node": "n1",
+            "collected_at": "2026-01-01T00:00:00Z",
+            "ledger": Ledger(total_bytes=0),
+            "verdict": Verdict(
+                cause="container_limit",
+                subject=pod_key,
+                params={"pod": pod_key, "container": "main", "working_set_bytes": 69 * GI},
+            ),
+        }
+    )
+
+
+def test_tier3_is_not_offered_for_a_gpu_container_at_its_own_limit() -> None:
+    train = pod("train", gpu=8, req=68, lim=72, owner="StatefulSet")
+    plan = plan_tier3(view([train]), _limit_verdict(train.key))
+    assert (plan.available, plan.warnings, plan.steps) == (
+        False,
+        ["gpu_container_at_own_limit"],
+        [],
+    )
+    assert plan.target == "StatefulSet/ml/train-ctl"
+
+
+def test_tier3_still_caps_a_non_gpu_container_at_its_own_limit() -> None:
+    etl = pod("etl", req=60, lim=72)
+    plan = plan_tier3(view([etl]), _limit_verdict(etl.key))
+    assert plan.available and plan.steps and "gpu_container_at_own_limit" not in plan.warnings
+
+
+@pytest.mark.parametrize(("current", "expected"), [("4", 4), ("16", 8), ("0", 8), ("x", 8)])
+def test_tier3_never_raises_the_current_omp_num_threads(current: str, expected: int) -> None:
+    etl = pod("etl", req=60, lim=72)
+    main = etl.containers[0].model_copy(
+        update={
+            "requests": {**etl.containers[0].requests, "cpu": "8"},
+            "env": {"OMP_NUM_THREADS": current},
+        }
+    )
+    etl = etl.model_copy(update={"containers": [main]})
+    plan = plan_tier3(view([etl]), _limit_verdict(etl.key))
+    assert plan.values is not None and plan.values.omp_num_threads == expected

@@ -11,21 +11,31 @@ from bot.core.thresholds import DEFAULT
 
 
 @pytest.mark.parametrize(
-    ("buffers", "cached", "sreclaimable", "expected"),
+    ("buffers", "cached", "sreclaimable", "available", "expected"),
     [
-        (0.5, 9.5, 4, ["PAGE_CACHE_SQUEEZED"]),
-        (1, 30, 5, []),
-        (0, 0, 0, ["PAGE_CACHE_SQUEEZED"]),
-        (2, 16, 2.5, []),
+        (0.5, 9.5, 4, 3.5, ["PAGE_CACHE_SQUEEZED"]),
+        (1, 30, 5, 3.5, []),
+        (0, 0, 0, 3.5, ["PAGE_CACHE_SQUEEZED"]),
+        (2, 16, 2.5, 3.5, []),
+        # a small cache beside plenty of available memory is not a squeeze
+        (0.5, 9.5, 2.8, 64, []),
+        (0.5, 9.5, 2.8, 25.1, []),
+        (0.5, 9.5, 2.8, 25.0, ["PAGE_CACHE_SQUEEZED"]),
     ],
 )
-def test_page_cache_squeezed_fires_under_eight_percent(
-    buffers: float, cached: float, sreclaimable: float, expected: list[str]
+def test_page_cache_squeezed_fires_under_eight_percent_when_memory_is_short(
+    buffers: float, cached: float, sreclaimable: float, available: float, expected: list[str]
 ) -> None:
-    ctx = context(
-        bundle(meminfo=meminfo(251, buffers=buffers, cached=cached, s_reclaimable=sreclaimable))
+    info = meminfo(
+        251, buffers=buffers, cached=cached, s_reclaimable=sreclaimable, mem_available=available
     )
+    ctx = context(bundle(meminfo=info))
     assert [f.code for f in host.page_cache_squeezed(ctx, DEFAULT)] == expected
+
+
+def test_page_cache_squeezed_without_memavailable_judges_the_cache_alone() -> None:
+    ctx = context(bundle(meminfo=meminfo(251, buffers=0.5, cached=9.5, s_reclaimable=4)))
+    assert [f.code for f in host.page_cache_squeezed(ctx, DEFAULT)] == ["PAGE_CACHE_SQUEEZED"]
 
 
 @pytest.mark.parametrize(

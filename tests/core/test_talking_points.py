@@ -6,12 +6,14 @@ import re
 from pathlib import Path
 
 import pytest
+from analysis_builders import AT, bundle, cgroup, meminfo, memory_row, pod, view
 from test_analysis_scenarios import AT_NOW, BUNDLES, diagnose
 
 from bot.core import talking_points
 from bot.core.analysis import analyze
 from bot.core.cluster import ClusterView
 from bot.core.evidence import EvidenceBundle, Gap
+from bot.core.findings import Diagnosis
 
 GI = 1024**3
 
@@ -105,3 +107,92 @@ def test_no_point_repeats_advice_gpunode_must_never_give() -> None:
     )
     for bad in ("memory-pressure", "tcp_mem", "ClusterResourceQuota", "HighMemoryUtilization"):
         assert bad not in text
+
+
+# --- a GPU training container at its own limit (the demo after tier 1 evicted preprocessing)
+
+
+def _training_at_its_limit(*, available: float = 3.5, limits_pct: int = 57) -> Diagnosis:
+    train = pod("train-0", gpu=8, req=68, lim=72, owner="StatefulSet")
+    b = bundle(
+        meminfo=meminfo(251, free=available, mem_available=available, buffers=0.2, cached=3),
+        containers=[cgroup(train, 69, limit=72)],
+    )
+    v = view([train], allocated=[memory_row(40, limits_pct, alloc=150.5)])
+    return analyze(b, v, now=AT)
+
+
+def test_a_gpu_container_at_its_own_limit_gets_no_limit_cap_suggestion() -> None:
+    d = _training_at_its_limit()
+    assert d.verdict.cause == "container_limit"
+    keys = [p.key for p in d.talking_points]
+    assert "ai.suggest_memory_limit" not in keys
+    assert "ai.container_at_own_limit" in keys
+    assert not any(p.tier == 3 and p.available for p in d.plans)
+
+
+def test_the_own_limit_advice_states_the_node_room_from_facts() -> None:
+    d = _training_at_its_limit(available=3.5, limits_pct=57)
+    point = next(p for p in d.talking_points if p.key == "ai.container_at_own_limit")
+    headroom = 150.5 * GI - 57 * 150.5 / 100 * GI
+    assert point.params["gpu"] == 1 and point.params["limits_known"] == 1
+    assert point.params["limits_headroom_bytes"] == int(150.5 * GI) - int(57 * 150.5 / 100 * GI)
+    assert point.params["available_bytes"] == int(3.5 * GI)
+    assert point.params["room_bytes"] == min(int(3.5 * GI), int(headroom))
+    keys = {f.key for f in point.facts}
+    assert {
+        "node.memory_limits_bytes",
+        "node.memory_allocatable_bytes",
+        "node.mem_available_bytes",
+    } <= keys
+
+
+def test_own_limit_advice_says_limits_exceed_allocatable_when_they_do() -> None:
+    d = _training_at_its_limit(limits_pct=110)
+    point = next(p for p in d.talking_points if p.key == "ai.container_at_own_limit")
+    assert point.params["limits_headroom_bytes"] == 0
+    assert point.params["limits_excess_bytes"] > 0 and point.params["room_bytes"] == 0
+
+
+def test_the_training_point_blames_the_container_limit_not_the_node() -> None:
+    d = _training_at_its_limit()
+    point = next(p for p in d.talking_points if p.key == "ai.training_host_memory_cause")
+    assert point.params["at_limit"] == 1
+
+
+def test_no_limit_suggestion_when_tier3_keeps_the_current_limit() -> None:
+    d = diagnose("limit-edge")
+    plan = next(p for p in d.plans if p.tier == 3)
+    assert plan.available and "memory_limit_unchanged" in plan.warnings
+    assert "ai.suggest_memory_limit" not in _keys("limit-edge")
+    tier3 = next(p for p in d.talking_points if p.key == "ops.tier3_available")
+    assert tier3.params["memory_unchanged"] == 1
+
+
+def test_the_seed_limit_suggestion_says_it_is_below_the_working_set() -> None:
+    point = next(p for p in diagnose("seed").talking_points if p.key == "ai.suggest_memory_limit")
+    assert point.params["below_working_set"] == 1
+    assert point.params["proposed_limit"] == "49Gi"
+
+
+def test_pods_the_api_does_not_know_get_no_talking_point() -> None:
+    ghost = pod("ghost", req=1, lim=4)
+    b = bundle(
+        meminfo=meminfo(64, free=20, mem_available=30),
+        containers=[cgroup(ghost, 3.9, limit=4, oom_kill_events=2)],
+    )
+    d = analyze(b, view([]), now=AT)
+    assert d.verdict.cause == "container_limit"
+    assert str(d.verdict.subject).startswith("pod-uid/")
+    mentioned = [p.key for p in d.talking_points if "pod-uid/" in str(p.params)]
+    assert mentioned == []
+    assert not {"ai.container_near_limit", "ai.container_at_own_limit", "ai.oom_killed"} & {
+        p.key for p in d.talking_points
+    }
+
+
+def test_a_small_page_cache_with_plenty_available_is_not_told_to_ops_as_pressure() -> None:
+    b = bundle(meminfo=meminfo(251, free=64, mem_available=64, buffers=0.2, cached=3))
+    d = analyze(b, view([]), now=AT)
+    assert "PAGE_CACHE_SQUEEZED" not in {f.code for f in d.findings}
+    assert "ops.page_cache_squeezed" not in {p.key for p in d.talking_points}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -92,6 +93,44 @@ async def test_eviction_blocked_by_a_pdb_reports_that_pod_and_evicts_the_rest(ga
                 or pod["metadata"].get("deletionTimestamp")
                 or pod["metadata"]["uid"] != uids[outcome.name]
             )
+
+
+async def test_api_throttling_is_a_failed_eviction_to_retry_not_a_budget_block(
+    gateway: GW,
+) -> None:
+    gw, sim = gateway
+    pod = next(p for p in _pods_on(sim, "gpu-node-01") if p["metadata"]["name"].startswith("pre"))
+    ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+    sim.faults.add("POST", r"/eviction$", status=429, times=1)
+    outcome = await gw.evict(ns, name, dry_run=False)
+    assert outcome.status == "failed"
+    assert "throttling" in outcome.reason and "retry later" in outcome.reason
+    assert outcome.pdb_name is None
+    assert sim.get("pods", ns, name) is not None
+
+
+async def test_a_pod_under_two_budgets_is_blocked_with_what_to_do(gateway: GW) -> None:
+    gw, sim = gateway
+    pod = next(p for p in _pods_on(sim, "gpu-node-01") if p["metadata"]["name"].startswith("pre"))
+    ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+    labels = pod["metadata"]["labels"]
+    for i in (1, 2):
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": f"extra-{i}", "namespace": ns},
+            "spec": {"minAvailable": 0, "selector": {"matchLabels": labels}},
+        }
+        await asyncio.to_thread(
+            gw.transport.request,
+            "POST",
+            f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
+            body=body,
+        )
+    outcome = await gw.evict(ns, name, dry_run=False)
+    assert outcome.status == "blocked"
+    assert "more than one PodDisruptionBudget" in outcome.reason
+    assert sim.get("pods", ns, name) is not None
 
 
 async def test_dry_run_eviction_changes_nothing(gateway: GW) -> None:

@@ -25,7 +25,7 @@ def make_diagnosis(
     entries = [
         LedgerEntry(
             category="pod",
-            label=f"{key} (working set)",
+            label=key,
             bytes=b,
             source=f"cgroup:/kubepods/burstable/pod-{i}",
             pod_key=key,

@@ -5,6 +5,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.render.blocks import MAX_BLOCKS, diagnosis_messages
@@ -106,6 +108,32 @@ def test_the_ledger_is_drawn_as_a_bar_with_a_legend(seed_diagnosis: Diagnosis) -
     bar = re.search(r"```(.+)```", ledger)
     assert bar is not None and len(bar.group(1)) == 40
     assert "█ pods 124.0 GiB" in ledger and "▒ kernel 44.0 GiB" in ledger
+
+
+@pytest.mark.parametrize(
+    ("residual", "expected", "absent"),
+    [
+        (-187 * 1024**2, "add up to 187.0 MiB more than MemTotal", "Unexplained"),
+        (GiB, "Unexplained by the parts: 1.0 GiB", "more than MemTotal"),
+    ],
+)
+def test_the_residual_is_worded_by_its_sign(
+    seed_diagnosis: Diagnosis, residual: int, expected: str, absent: str
+) -> None:
+    ledger = seed_diagnosis.ledger.model_copy(update={"residual_bytes": residual})
+    d = seed_diagnosis.model_copy(update={"ledger": ledger})
+    text = next(t for t in _texts(diagnosis_messages(d)[0][1]) if t.startswith("*Host memory*"))
+    assert expected in text and absent not in text and "-187" not in text
+
+
+def test_top_pods_say_what_their_figure_is_and_drop_the_per_line_suffix(
+    seed_diagnosis: Diagnosis,
+) -> None:
+    pods = next(
+        t for t in _texts(diagnosis_messages(seed_diagnosis)[0][1]) if t.startswith("*Top pods")
+    )
+    assert pods.startswith("*Top pods by host memory*") and "anon + active page cache" in pods
+    assert "(working set)" not in pods
 
 
 def test_notices_and_root_are_valid_and_escape_their_params() -> None:

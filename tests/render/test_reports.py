@@ -24,7 +24,7 @@ def test_the_markdown_report_has_what_the_write_up_reported(
         "| Incident type | host memory exhausted by a workload",
         "Total 251.0 GiB, used 248.0 GiB",
         "### Per-workload breakdown",
-        "| ml/preprocess-7d9f (working set) | 62.0 GiB |",
+        "| ml/preprocess-7d9f | 62.0 GiB |",
         "Total 640.0 GiB, used 512.0 GiB.",
         "## Findings",
         "### For the AI/ML team",

@@ -124,3 +124,106 @@ def test_sentence_params_are_escaped_for_each_format() -> None:
     assert "&lt;!channel&gt;/x_y" in slack and "1.0 GiB" in slack
     assert "&lt;!channel&gt;/x\\_y" in md
     assert "<!channel>/x_y" in text
+
+
+_OWN_LIMIT = {
+    "pod": "ml-train/train-llm-0",
+    "container": "trainer",
+    "working_set_bytes": 69 * 1024**3,
+    "limit_bytes": 72 * 1024**3,
+    "gpu": 1,
+    "limits_known": 1,
+    "limits_headroom_bytes": 10 * 1024**3,
+    "limits_excess_bytes": 0,
+    "available_bytes": 3 * 1024**3,
+    "room_bytes": 3 * 1024**3,
+}
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected", "absent"),
+    [
+        (
+            {},
+            [
+                "Container trainer of ml-train/train-llm-0 is at its own limit (69.0 GiB of 72.0",
+                "the kubelet will not save it",
+                "DataLoader workers",
+                "allocatable minus memory limits leaves 10.0 GiB",
+                "MemAvailable is 3.0 GiB",
+                "at most 3.0 GiB more",
+            ],
+            ["no room"],
+        ),
+        (
+            {"limits_headroom_bytes": 0, "limits_excess_bytes": 5 * 1024**3, "room_bytes": 0},
+            ["memory limits already exceed allocatable by 5.0 GiB", "no room to raise it now"],
+            ["at most"],
+        ),
+        (
+            {"gpu": 0},
+            ["process data in chunks"],
+            ["DataLoader"],
+        ),
+        (
+            {"limits_known": 0, "available_bytes": -1, "room_bytes": -1},
+            ["does not show the node's room"],
+            ["MemAvailable", "allocatable"],
+        ),
+    ],
+)
+def test_the_own_limit_advice_follows_its_numbers(
+    changes: dict[str, int], expected: list[str], absent: list[str]
+) -> None:
+    params = {**_OWN_LIMIT, **changes}
+    out = sentence("talking_points", "ai.container_at_own_limit", params, fmt="text", strict=True)
+    assert [e for e in expected if e not in out] == []
+    assert [a for a in absent if a in out] == []
+
+
+def test_a_tier3_that_keeps_the_memory_limit_says_it_frees_no_memory() -> None:
+    params = {
+        "plan_id": "p",
+        "target": "Deployment/ml/prep",
+        "memory_limit": "49Gi",
+        "memory_request": "43904Mi",
+        "below_working_set": 0,
+        "memory_unchanged": 1,
+        "cpu_limit": "9",
+        "omp_num_threads": 4,
+    }
+    out = sentence("talking_points", "ops.tier3_available", params, fmt="text", strict=True)
+    assert "CPU at 9 and OMP_NUM_THREADS at 4" in out and "frees no memory" in out
+    assert "constrains" not in out
+
+
+def test_a_squeezed_page_cache_is_told_as_pressure_with_what_is_available() -> None:
+    # the rule fires only when memory is short (tests/core/test_rules_host.py)
+    gib = 1024**3
+    params = {
+        "buff_cache_bytes": 14 * gib,
+        "available_bytes": 3 * gib,
+        "mem_total_bytes": 251 * gib,
+        "share_percent": 5.6,
+    }
+    out = sentence("findings", "PAGE_CACHE_SQUEEZED", params, fmt="text", strict=True)
+    assert "severe memory pressure" in out and "3.0 GiB available" in out
+
+
+def test_a_verdict_on_a_pod_outside_the_api_names_it_readably() -> None:
+    params = {"pod": "pod-uid/c03fcb9e-b094-4c1e", "working_set_bytes": 1, "limit_bytes": 2}
+    out = sentence(
+        "verdicts",
+        "container_limit",
+        params,
+        fmt="mrkdwn",
+        subject="pod-uid/c03fcb9e-b094-4c1e",
+        strict=True,
+    )
+    assert out.startswith("Pod c03fcb9e… (not in the API") and "pod-uid/" not in out
+
+
+def test_a_container_limit_verdict_does_not_claim_the_node_is_fine() -> None:
+    params = {"pod": "ml/a", "working_set_bytes": 1, "limit_bytes": 2}
+    out = sentence("verdicts", "container_limit", params, fmt="text", subject="ml/a", strict=True)
+    assert "not the limit" not in out and "whatever memory the node has left" in out

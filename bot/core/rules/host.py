@@ -3,7 +3,9 @@
 Codes:
 
 - ``PAGE_CACHE_SQUEEZED``: buff/cache (Buffers + Cached + SReclaimable) under
-  ``page_cache_low_share`` of MemTotal.
+  ``page_cache_low_share`` of MemTotal while MemAvailable is under
+  ``page_cache_squeeze_available_share`` (or unknown): a small cache only means pressure
+  when memory is short.
 - ``MEMORY_AVAILABLE_LOW``: MemAvailable under ``available_low_share`` (critical under
   ``available_critical_share``).
 - ``MEMORY_PRESSURE_STALL``: PSI memory some/full avg10 above thresholds.
@@ -62,6 +64,9 @@ def page_cache_squeezed(ctx: Context, t: Thresholds) -> list[Finding]:
     if cache is None or share is None or share >= t.page_cache_low_share:
         return []
     avail = available_bytes(ctx)
+    avail_share = ratio(avail or 0, total) if avail is not None else None
+    if avail_share is not None and avail_share >= t.page_cache_squeeze_available_share:
+        return []
     facts = [
         fact("node.buff_cache_bytes", "buff/cache", cache, "bytes", MEMINFO),
         fact("node.mem_total_bytes", "MemTotal", total, "bytes", MEMINFO),

@@ -136,18 +136,3 @@ def memory_files(layout: Layout, f: Figures, *, limit: int | None, ooms: int = 0
         "memory.failcnt": f"{ooms * 40}\n",
         "memory.kmem.usage_in_bytes": f"{f.kernel}\n",
     }
-
-
-def add(a: Figures, b: Figures) -> Figures:
-    return Figures(
-        a.anon + b.anon,
-        a.file + b.file,
-        a.inactive_file + b.inactive_file,
-        a.shmem + b.shmem,
-        a.kernel + b.kernel,
-        a.cpu_m + b.cpu_m,
-        (),
-    )
-
-
-ZERO = Figures(0, 0, 0, 0, 0, 0, ())

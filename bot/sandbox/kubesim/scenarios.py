@@ -97,7 +97,11 @@ class Kernel(_M):
     buffers: Quantity = "256Mi"
     shmem: Quantity = 0
     system_anon: Quantity = Field("2Gi", description="anon memory of non-pod processes")
-    mem_available: Quantity | None = Field(None, description="override the estimate")
+    mem_available: Quantity | None = Field(
+        None,
+        description="MemAvailable with the scenario's starting pods; later readings move from "
+        "it as pods leave or shrink (see kubesim/procfiles.py)",
+    )
     sock_tcp_pages: int = 2048
 
 

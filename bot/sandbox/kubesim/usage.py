@@ -4,6 +4,10 @@ A pod's workload is found through its ownerReferences (ReplicaSet -> Deployment)
 created later by rollouts keep their workload's memory figures. Usage is clamped just under
 the container's *current* memory limit: after a tier-3 patch halves a limit, the new pod
 cannot hold more than its cgroup allows.
+
+``starting_figures`` sums the figures of the pods a scenario places on a node when it is
+loaded: the state the scenario's node-level numbers (``mem_available``, ``pressure``) were
+written for. Host trees compare the pods present now against it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,12 @@ if TYPE_CHECKING:
 
 Obj = dict[str, Any]
 CLAMP = 0.995  # a pod squeezed by a lower limit runs just under it
+PAGE = 4096
+
+
+def _pages(b: int) -> int:
+    """``b`` rounded down to whole pages (memory is handed out in pages)."""
+    return b - b % PAGE
 
 
 @dataclass(frozen=True)
@@ -40,6 +50,22 @@ class Figures:
         return max(0, self.usage - self.inactive_file)
 
 
+ZERO = Figures(0, 0, 0, 0, 0, 0, ())
+
+
+def add(a: Figures, b: Figures) -> Figures:
+    """The sum of two cgroups' figures (processes are not carried: a parent has none)."""
+    return Figures(
+        a.anon + b.anon,
+        a.file + b.file,
+        a.inactive_file + b.inactive_file,
+        a.shmem + b.shmem,
+        a.kernel + b.kernel,
+        a.cpu_m + b.cpu_m,
+        (),
+    )
+
+
 def workload_of(sim: KubeSim, pod: Obj) -> sc.Workload | None:
     ns = pod["metadata"].get("namespace", "")
     kind, name = "Pod", pod["metadata"]["name"]
@@ -56,6 +82,27 @@ def workload_of(sim: KubeSim, pod: Obj) -> sc.Workload | None:
     return None
 
 
+def container_figures(c: sc.Container, limit: sc.Quantity | None) -> Figures:
+    """Figures of scenario container ``c`` running under memory ``limit`` (None: no limit)."""
+    u = c.usage
+    anon, file, kernel = to_bytes(u.anon), to_bytes(u.file), to_bytes(u.kernel)
+    inactive = to_bytes(u.inactive_file) if u.inactive_file is not None else file // 2
+    shmem = to_bytes(u.shmem)
+    procs = tuple(c.processes)
+    if limit is not None:
+        cap = int(to_bytes(limit) * CLAMP)
+        total = anon + file + kernel
+        if total > cap:
+            scale = cap / total
+            anon, file = _pages(int(anon * scale)), _pages(int(file * scale))
+            inactive, shmem = min(inactive, file), min(shmem, file)
+            procs = tuple(
+                p.model_copy(update={"rss_anon": _pages(int(to_bytes(p.rss_anon) * scale))})
+                for p in procs
+            )
+    return Figures(anon, file, inactive, shmem, kernel, to_millicores(u.cpu), procs)
+
+
 def figures(sim: KubeSim, pod: Obj) -> dict[str, Figures]:
     """Container name -> figures, for every container of ``pod`` (defaults if unknown)."""
     w = workload_of(sim, pod)
@@ -63,22 +110,33 @@ def figures(sim: KubeSim, pod: Obj) -> dict[str, Figures]:
     out: dict[str, Figures] = {}
     for c in pod["spec"]["containers"]:
         sc_c = by_name.get(c["name"]) or sc.Container(name=c["name"])
-        u = sc_c.usage
-        anon, file, kernel = to_bytes(u.anon), to_bytes(u.file), to_bytes(u.kernel)
-        inactive = to_bytes(u.inactive_file) if u.inactive_file is not None else file // 2
-        shmem = to_bytes(u.shmem)
-        procs = tuple(sc_c.processes)
         limit = ((c.get("resources") or {}).get("limits") or {}).get("memory")
-        if limit is not None:
-            cap = int(to_bytes(limit) * CLAMP)
-            total = anon + file + kernel
-            if total > cap:
-                scale = cap / total
-                anon, file = int(anon * scale), int(file * scale)
-                inactive, shmem = min(inactive, file), min(shmem, file)
-                procs = tuple(
-                    p.model_copy(update={"rss_anon": int(to_bytes(p.rss_anon) * scale)})
-                    for p in procs
-                )
-        out[c["name"]] = Figures(anon, file, inactive, shmem, kernel, to_millicores(u.cpu), procs)
+        out[c["name"]] = container_figures(sc_c, limit)
     return out
+
+
+def replicas_on(w: sc.Workload, node: str, all_nodes: list[str]) -> int:
+    """How many of ``w``'s pods ``building.Placement`` puts on ``node`` (without naming them:
+    this runs for every host tree, on fleets of 60,000 pods)."""
+    if w.kind == "DaemonSet":
+        return int(node in (w.nodes or all_nodes))
+    targets: list[str | None] = list(w.nodes) or [None]
+    count = 1 if w.kind == "Pod" else w.replicas
+    return sum(1 for i in range(count) if targets[i % len(targets)] == node)
+
+
+def starting_figures(scenario: sc.Scenario, node: str) -> Figures:
+    """The summed figures of the Running pods ``scenario`` places on ``node`` when loaded.
+
+    Same placement as ``building.Placement`` and the same clamp as ``figures``, so for a
+    freshly seeded sim it equals the sum of ``figures`` over the node's Running pods.
+    """
+    all_nodes = [n.name for n in scenario.nodes]
+    total = ZERO
+    for w in scenario.workloads:
+        placed = replicas_on(w, node, all_nodes) if w.phase == "Running" else 0
+        for c in w.containers if placed else ():
+            f = container_figures(c, c.limits.get("memory"))
+            for _ in range(placed):
+                total = add(total, f)
+    return total

@@ -6,6 +6,10 @@ verifier uses it; the workspace clock (injectable) only drives ts values and tri
 The bot's HTTP reply is honoured as Slack does: a JSON/text ack of a slash command becomes an
 immediate (ephemeral by default) message; a view_submission reply's ``response_action``
 (errors / update / push / clear; empty = close) is applied to the modal stack.
+
+In Socket Mode (``Driver.socket`` set and enabled) the same payloads travel as envelopes over
+the app's WebSocket instead (``socket_mode.py``), unsigned, and the app's ack payload is
+honoured exactly like an HTTP reply body.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ import hmac
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl
 
 import aiohttp
 
@@ -26,6 +31,9 @@ from bot.sandbox.slacksim.apierrors import ApiError
 from bot.sandbox.slacksim.blocks import find_element
 from bot.sandbox.slacksim.methods_chat import bot_message
 from bot.sandbox.slacksim.state import Workspace
+
+if TYPE_CHECKING:
+    from bot.sandbox.slacksim.socket_mode import SocketMode
 
 JSON = dict[str, Any]
 FORM = "application/x-www-form-urlencoded"
@@ -72,6 +80,7 @@ class Driver:
         self.request_url = ""
         self.timeout_s = timeout_s
         self._session: aiohttp.ClientSession | None = None
+        self.socket: SocketMode | None = None
 
     async def close(self) -> None:
         if self._session is not None:
@@ -120,6 +129,34 @@ class Driver:
             body = body.replace(b"=", b"=x", 1) if b"=" in body else body + b" "
         return await self.send_raw(body, headers)
 
+    @property
+    def socket_mode(self) -> bool:
+        return self.socket is not None and self.socket.enabled
+
+    async def dispatch(
+        self,
+        kind: str,
+        body: bytes,
+        *,
+        content_type: str = FORM,
+        signing: SignOptions | None = None,
+        extra_headers: dict[str, str] | None = None,
+        retry_attempt: int = 0,
+    ) -> DriverResult:
+        """Deliver a request the way the app receives them: over its socket or a signed POST.
+
+        ``kind`` is the Socket Mode envelope type (slash_commands, interactive, events_api);
+        ``signing`` and ``extra_headers`` only apply to HTTP (Socket Mode is not signed).
+        """
+        if self.socket is not None and self.socket.enabled:
+            payload = socket_payload(kind, body)
+            return await self.socket.deliver(
+                kind, payload, retry_attempt=retry_attempt, timeout_s=self.timeout_s
+            )
+        return await self.send(
+            body, content_type=content_type, signing=signing, extra_headers=extra_headers
+        )
+
     def _user(self, user_id: str) -> Any:
         user = self.ws.users.get(user_id)
         if user is None:
@@ -150,7 +187,7 @@ class Driver:
             response_url=self.ws.issue_response_url(user.id, channel[0]),
             trigger_id=self.ws.issue_trigger(user.id),
         )
-        result = await self.send(body, signing=signing)
+        result = await self.dispatch("slash_commands", body, signing=signing)
         self._record_command_ack(user.id, channel[0], command, result)
         return result
 
@@ -214,7 +251,9 @@ class Driver:
                 user.id, channel[0], source_ts=message_ts, ephemeral=ephemeral
             ),
         )
-        return await self.send(payloads.interaction_body(payload), signing=signing)
+        return await self.dispatch(
+            "interactive", payloads.interaction_body(payload), signing=signing
+        )
 
     async def submit_view(
         self,
@@ -232,7 +271,8 @@ class Driver:
         opened.view["state"] = {"values": views.state_values(opened.view, values)}
         trigger = self.ws.issue_trigger(user.id)
         payload = payloads.view_payload("view_submission", user, opened.view, trigger_id=trigger)
-        result = await self.send(payloads.interaction_body(payload), signing=signing)
+        body = payloads.interaction_body(payload)
+        result = await self.dispatch("interactive", body, signing=signing)
         if result.status == 200:
             self._apply_view_reply(user.id, view_id, result)
         return result
@@ -269,6 +309,19 @@ class Driver:
         result = None
         if opened.view.get("notify_on_close"):
             payload = payloads.view_payload("view_closed", user, opened.view, trigger_id=None)
-            result = await self.send(payloads.interaction_body(payload))
+            result = await self.dispatch("interactive", payloads.interaction_body(payload))
         views.close_top(self.ws, user.id)
         return result
+
+
+def socket_payload(kind: str, body: bytes) -> JSON:
+    """The envelope payload for an HTTP body: form fields, the ``payload`` JSON, or the event."""
+    if kind == "slash_commands":
+        return dict(parse_qsl(body.decode("utf-8"), keep_blank_values=True))
+    if kind == "interactive":
+        loaded = json.loads(dict(parse_qsl(body.decode("utf-8")))["payload"])
+    else:
+        loaded = json.loads(body)
+    if not isinstance(loaded, dict):
+        raise ValueError(f"a {kind} payload must be a JSON object")
+    return loaded

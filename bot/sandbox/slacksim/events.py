@@ -5,6 +5,7 @@ A human message is stored first (so ``conversations.replies`` sees it), then del
 ``event_id`` with ``X-Slack-Retry-Num`` / ``X-Slack-Retry-Reason`` (slack.md section 1.7).
 With ``retry_failed`` on, a non-2xx or late (over 3 s) reply triggers up to 3 retries, sent
 back to back (Slack waits about 1 and 5 minutes between them; the sandbox does not).
+In Socket Mode the envelope carries ``retry_attempt`` / ``retry_reason`` instead of headers.
 """
 
 from __future__ import annotations
@@ -50,8 +51,13 @@ class EventSender:
                 # a forced redelivery of a 2xx reply is reported as Slack's usual http_timeout
                 reason = "http_error" if results[-1].status >= 300 else "http_timeout"
                 extra = {"X-Slack-Retry-Num": str(attempt), "X-Slack-Retry-Reason": reason}
-            result = await self.driver.send(
-                body, content_type="application/json", signing=signing, extra_headers=extra
+            result = await self.driver.dispatch(
+                "events_api",
+                body,
+                content_type="application/json",
+                signing=signing,
+                extra_headers=extra,
+                retry_attempt=attempt,
             )
             results.append(result)
             self.deliveries.append(EventDelivery(event_id, attempt, result))

@@ -11,6 +11,10 @@ Usage::
 The default workspace has channel ``C0INCIDENT`` (#gpu-incidents) and four people:
 U_ALICE (on-call SRE), U_BOB (SRE lead, approver), U_CAROL (ML engineer), U_DAVE (viewer, no
 role). Their role lives in ``title``; the bot's policy decides what a role may do.
+
+Socket Mode: ``SlackSim(..., socket_mode=True)`` or ``sim.use_socket_mode()``; the app then
+connects with ``apps.connections.open`` (xapp- token) and every driver method delivers its
+payload as an envelope over the app's WebSocket instead of a signed POST (``socket_mode.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from bot.sandbox.slacksim import console, responses
 from bot.sandbox.slacksim.blocks import message_text
 from bot.sandbox.slacksim.driver import Driver, DriverResult, SignOptions
 from bot.sandbox.slacksim.events import EventDelivery, EventSender
+from bot.sandbox.slacksim.socket_mode import Ack, Envelope, SocketMode
 from bot.sandbox.slacksim.state import Channel, User, UserGroup, Workspace
 from bot.sandbox.slacksim.webapi import ApiCall, WebApi
 
@@ -44,12 +49,16 @@ class SlackSim:
         signing_secret: str,
         bot_token: str = "xoxb-sim",  # noqa: S107
         clock: Callable[[], float] = time.time,
+        socket_mode: bool = False,
     ) -> None:
         self.bot_token = bot_token
         self.ws = Workspace(clock=clock)
         self.api = WebApi(self.ws)
         self.driver = Driver(self.ws, secret=signing_secret)
         self.events = EventSender(self.driver)
+        self.socket = SocketMode(self.ws, enabled=socket_mode)
+        self.driver.socket = self.socket
+        self.api.app_methods["apps.connections.open"] = self.socket.open_connection
         self._runner: web.AppRunner | None = None
         self.base_url = ""
         for uid, name, real, title in DEFAULT_USERS:
@@ -63,6 +72,7 @@ class SlackSim:
         app.add_routes(self.api.routes())
         app.add_routes(responses.routes(self.ws))
         app.add_routes(console.routes(self))
+        app.add_routes(self.socket.routes())
         return app
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
@@ -78,6 +88,7 @@ class SlackSim:
     async def stop(self) -> None:
         self.ws.closed = True
         self.ws.changed()
+        await self.socket.close()
         await self.driver.close()
         if self._runner is not None:
             await self._runner.cleanup()
@@ -89,6 +100,10 @@ class SlackSim:
 
     def set_request_url(self, url: str) -> None:
         self.driver.request_url = url
+
+    def use_socket_mode(self, on: bool = True) -> None:
+        """Deliver requests over the app's Socket Mode connection (``on``) or by HTTP POST."""
+        self.socket.enabled = on
 
     # -- workspace setup --------------------------------------------------------------------
     def add_user(self, id: str, name: str, *, real_name: str = "", title: str = "") -> None:
@@ -197,6 +212,16 @@ class SlackSim:
     @property
     def calls(self) -> list[ApiCall]:
         return self.api.calls
+
+    @property
+    def envelopes(self) -> list[Envelope]:
+        """Socket Mode envelopes sent to the app, oldest first."""
+        return self.socket.envelopes
+
+    @property
+    def acks(self) -> list[Ack]:
+        """Messages the app sent back over its socket (acks), oldest first."""
+        return self.socket.acks
 
     @property
     def deliveries(self) -> list[EventDelivery]:

@@ -2,7 +2,9 @@
 
 Contract (reference/slack.md section 6.1): arguments are merged from the query string, a
 form body and a JSON body; ``Authorization: Bearer xoxb-...`` (or a ``token`` argument) is
-required, else ``not_authed`` / ``invalid_auth``; API errors are HTTP 200 with
+required, else ``not_authed`` / ``invalid_auth`` (methods in ``app_methods``, such as
+``apps.connections.open``, take an app-level ``xapp-`` token instead;
+a bot token there gets ``not_allowed_token_type``); API errors are HTTP 200 with
 ``{"ok": false, "error": ...}``, except rate limiting (429 + ``Retry-After``). Every call is
 recorded in :attr:`WebApi.calls`.
 """
@@ -10,6 +12,7 @@ recorded in :attr:`WebApi.calls`.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
@@ -21,6 +24,7 @@ from bot.sandbox.slacksim.apierrors import ApiError
 from bot.sandbox.slacksim.state import Workspace
 
 JSON = dict[str, Any]
+Handler = Callable[[Workspace, JSON], JSON]
 HANDLERS = {**methods_chat.HANDLERS, **methods_views.HANDLERS, **methods_files.HANDLERS}
 SCOPES = "commands,chat:write,chat:write.public,users:read,usergroups:read,files:write,"
 SCOPES += "channels:history,groups:history,app_mentions:read,reactions:write"
@@ -49,6 +53,8 @@ class WebApi:
     calls: list[ApiCall] = field(default_factory=list)
     rate_limited: dict[str, int] = field(default_factory=dict)
     faults: dict[str, _Fault] = field(default_factory=dict)
+    #: methods called with an app-level (xapp-) token, e.g. apps.connections.open
+    app_methods: dict[str, Handler] = field(default_factory=dict)
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -86,11 +92,7 @@ class WebApi:
                 token = auth.removeprefix("Bearer ")
             if not token:
                 raise ApiError("not_authed")
-            if not str(token).startswith("xoxb-"):
-                raise ApiError("invalid_auth")
-            handler = HANDLERS.get(method)
-            if handler is None:
-                raise ApiError("unknown_method", status=404)
+            handler = self._handler(method, str(token))
             self._inject_faults(method)
             body = {"ok": True, **handler(self.ws, args)}
             status = 200
@@ -103,6 +105,22 @@ class WebApi:
                 headers.update({"Retry-After": "1", "x-slack-failure": err.error})
             self.calls.append(ApiCall(method, args, False, err.error))
         return web.json_response(body, status=status, headers=headers)
+
+    def _handler(self, method: str, token: str) -> Handler:
+        """The method's handler, once the token is of the kind it needs (xapp- or xoxb-)."""
+        app_level = self.app_methods.get(method)
+        if app_level is not None:
+            if token.startswith(("xoxb-", "xoxp-")):
+                raise ApiError("not_allowed_token_type")
+            if not token.startswith("xapp-"):
+                raise ApiError("invalid_auth")
+            return app_level
+        if not token.startswith("xoxb-"):
+            raise ApiError("invalid_auth")
+        handler = HANDLERS.get(method)
+        if handler is None:
+            raise ApiError("unknown_method", status=404)
+        return handler
 
     def _inject_faults(self, method: str) -> None:
         if self.rate_limited.get(method, 0) > 0:

@@ -81,7 +81,8 @@ async def test_diagnostic_job_yields_a_log_that_parses_as_an_evidence_bundle(
     assert bundle.node_name == "gpu-node-01"
     assert bundle.meminfo is not None
     assert bundle.meminfo.s_unreclaim_bytes == 36 * 2**30
-    assert bundle.meminfo.mem_available_bytes == 3584 * 2**20
+    # The scenario's 3.5 GiB, less what the diagnostic pod itself holds (a few MiB of anon).
+    assert 3520 * 2**20 <= bundle.meminfo.mem_available_bytes < 3584 * 2**20
     train = kubesim.get("pods", "ml-train", "train-llm-0")
     assert train is not None
     cid = train["status"]["containerStatuses"][0]["containerID"].split("://")[1]
