@@ -234,7 +234,7 @@ def plan_all(
 def undo_steps(step: Step, before: dict[str, Any]) -> list[Step]:
     """Steps that restore ``before`` (a Change's captured state) after ``step`` ran.
 
-    ``before`` is what the gateway's primitives capture (``bot.kube.patching``):
+    ``before`` is what the gateway's primitives capture (``bot.kube.draining``, ``.patching``):
     cordon/uncordon ``{"unschedulable": bool}``; set_priority_class
     ``{"priorityClassName": str | None}``; patch_resources ``{"container": name,
     "resources": {"requests": {...}, "limits": {...}}, "env": {NAME: entry | None}}``.

@@ -6,7 +6,8 @@ The sync client runs in ``asyncio.to_thread``; every client exception becomes a
 Modules: ``connecting`` (ApiClient from settings), ``transport`` (raw JSON requests through
 the client), ``errors`` (exception mapping), ``objects`` (API JSON -> core models, pure),
 ``reading`` (node, pods, owners, events, metrics, discovery), ``jobs`` (the diagnostic Job),
-``patching`` (remedy primitives), ``resizing`` (in-place pod resize), ``gateway``
+``draining`` (cordon, eviction), ``prioritizing`` (PriorityClass creation), ``patching``
+(controller template patches), ``resizing`` (in-place pod resize), ``gateway``
 (``Gateway``, the KubePort), ``permissions`` (``API_CALLS``: every call the gateway makes,
 for RBAC checks).
 """

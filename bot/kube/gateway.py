@@ -24,7 +24,7 @@ from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
 from bot.core.cluster import ClusterView, NodeInfo, ResourceAllocation
 from bot.core.evidence import EvidenceBundle
 from bot.errors import DiagnosticJobError, GpunodeError, NotFoundError
-from bot.kube import jobs, objects, patching, reading, resizing
+from bot.kube import draining, jobs, objects, patching, prioritizing, reading, resizing
 from bot.kube.connecting import build_api_client
 from bot.kube.errors import translate
 from bot.kube.transport import Transport
@@ -230,17 +230,17 @@ class Gateway:
     # -- remedies -------------------------------------------------------------------------
     async def cordon(self, node: str, *, dry_run: bool) -> Change:
         return await self._call(
-            f"cordon {node}", patching.set_unschedulable, node, True, dry_run=dry_run
+            f"cordon {node}", draining.set_unschedulable, node, True, dry_run=dry_run
         )
 
     async def uncordon(self, node: str, *, dry_run: bool) -> Change:
         return await self._call(
-            f"uncordon {node}", patching.set_unschedulable, node, False, dry_run=dry_run
+            f"uncordon {node}", draining.set_unschedulable, node, False, dry_run=dry_run
         )
 
     async def evict(self, namespace: str, name: str, *, dry_run: bool) -> EvictionOutcome:
         return await self._call(
-            f"evict pod {namespace}/{name}", patching.evict, namespace, name, dry_run=dry_run
+            f"evict pod {namespace}/{name}", draining.evict, namespace, name, dry_run=dry_run
         )
 
     async def evict_pods(
@@ -254,7 +254,7 @@ class Gateway:
     ) -> Change:
         return await self._call(
             f"ensure PriorityClass {name}",
-            patching.ensure_priority_class,
+            prioritizing.ensure_priority_class,
             name,
             value,
             description=description,

@@ -10,7 +10,7 @@ import kubernetes_validate
 import pytest
 
 from bot.config import KubeSettings
-from bot.kube import jobs, patching
+from bot.kube import draining, jobs, patching, prioritizing
 from bot.sandbox.kubesim.patching import strategic_merge_patch
 
 VERSIONS = ("1.31", "1.37")
@@ -99,11 +99,11 @@ def test_long_node_names_give_valid_label_values_and_job_names() -> None:
 
 @pytest.mark.parametrize("dry_run", [False, True])
 def test_eviction_bodies_are_schema_valid(dry_run: bool) -> None:
-    _validate(patching.eviction_body("research", "jupyter-alice", dry_run=dry_run))
+    _validate(draining.eviction_body("research", "jupyter-alice", dry_run=dry_run))
 
 
 def test_priority_class_bodies_are_schema_valid() -> None:
-    _validate(patching.priority_class_body("gpu-critical", 100000, description="GPU jobs"))
+    _validate(prioritizing.priority_class_body("gpu-critical", 100000, description="GPU jobs"))
 
 
 def test_node_patches_apply_to_schema_valid_nodes() -> None:

@@ -12,7 +12,7 @@ import asyncio
 import copy
 from typing import TYPE_CHECKING, Any
 
-from bot.sandbox.kubesim import building
+from bot.sandbox.kubesim import pods, stamps
 from bot.sandbox.kubesim.crud import now_iso
 from bot.sandbox.kubesim.defaults import stable_uid, template_hash
 from bot.sandbox.kubesim.jobs import JobRunner
@@ -77,17 +77,17 @@ class Controllers(JobRunner):
     def _start_pod(
         self, tmpl: Obj, *, name: str, ns: str, node: str | None, owner: Obj, extra: dict[str, str]
     ) -> None:
-        pod = building.pod_from_template(
+        pod = pods.pod_from_template(
             tmpl, name=name, namespace=ns, node=node, owner=owner, extra_labels=extra
         )
         pod["metadata"]["uid"] = stable_uid("pod", ns, name, now_iso(), str(self.sim.api.store.rv))
         created = self.sim.api.create(STORED["pods"], ns, pod)
         sc_node = self.sim.scenario.node(node) if node else None
-        status = building.running_status(
+        status = pods.running_status(
             created,
             sc_node,
             phase="Running" if node else "Pending",
-            started=building.T0,
+            started=stamps.T0,
             restarts={},
         )
         status["startTime"] = now_iso()
@@ -116,9 +116,7 @@ class Controllers(JobRunner):
             return
         tmpl = owner["spec"]["template"]
         old_node = old["spec"].get("nodeName")
-        fresh = (
-            f"{ref['name']}-{building.suffix(ref['name'], now_iso(), str(self.sim.api.store.rv))}"
-        )
+        fresh = f"{ref['name']}-{stamps.suffix(ref['name'], now_iso(), str(self.sim.api.store.rv))}"
         if ref["kind"] == "DaemonSet":
             node: str | None = old_node
             name = fresh
@@ -158,7 +156,7 @@ class Controllers(JobRunner):
                         "name": f"{ctrl['metadata']['name']}-{h}",
                         "namespace": ns,
                         "labels": labels,
-                        "ownerReferences": [building.owner_ref(ctrl)],
+                        "ownerReferences": [pods.owner_ref(ctrl)],
                     },
                     "spec": {
                         "replicas": ctrl["spec"].get("replicas", 1),
@@ -176,7 +174,7 @@ class Controllers(JobRunner):
             replicas = int(ctrl["spec"].get("replicas", 1))
             for i in range(replicas):
                 prev = nodes[i] if i < len(nodes) else None
-                name = f"{new_rs['metadata']['name']}-{building.suffix(h, str(i), now_iso())}"
+                name = f"{new_rs['metadata']['name']}-{stamps.suffix(h, str(i), now_iso())}"
                 self._start_pod(
                     rs_tmpl,
                     name=name,
@@ -190,7 +188,7 @@ class Controllers(JobRunner):
             pname, node = p["metadata"]["name"], p["spec"].get("nodeName")
             api.store.remove("pods", ns, pname)
             if plural == "daemonsets":
-                pname = f"{ctrl['metadata']['name']}-{building.suffix(pname, now_iso())}"
+                pname = f"{ctrl['metadata']['name']}-{stamps.suffix(pname, now_iso())}"
             else:
                 node = self._schedulable(node, tmpl["spec"])
             self._start_pod(tmpl, name=pname, ns=ns, node=node, owner=ctrl, extra={})

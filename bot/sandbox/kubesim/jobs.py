@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bot.sandbox.kubesim import building
+from bot.sandbox.kubesim import pods, stamps
 from bot.sandbox.kubesim.crud import now_iso
 from bot.sandbox.kubesim.hosttree import write_host_tree
 from bot.sandbox.kubesim.resources import STORED
@@ -114,10 +114,8 @@ class JobRunner:
             },
         )
         while True:
-            pod_name = f"{name}-{building.suffix(name, str(failures), now_iso())}"
-            pod = building.pod_from_template(
-                tmpl, name=pod_name, namespace=ns, node=None, owner=job
-            )
+            pod_name = f"{name}-{stamps.suffix(name, str(failures), now_iso())}"
+            pod = pods.pod_from_template(tmpl, name=pod_name, namespace=ns, node=None, owner=job)
             pod["metadata"].pop("uid")
             pod["metadata"]["labels"] = {**pod["metadata"]["labels"]}
             try:
@@ -168,7 +166,7 @@ class JobRunner:
         sim, step = self.sim, self.sim.step_s
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
         c = pod["spec"]["containers"][0]
-        base = building.running_status(pod, None, phase="Pending", started=building.T0, restarts={})
+        base = pods.running_status(pod, None, phase="Pending", started=stamps.T0, restarts={})
         base["startTime"] = now_iso()
         mode = self.mode(node)
         if sim.api.store.get("nodes", None, node) is None or mode == "never_started":
@@ -208,8 +206,8 @@ class JobRunner:
             base.pop("containerStatuses", None)
             self._pod_status(ns, name, base)
             return "failed"
-        running = building.running_status(
-            pod, sim.scenario.node(node), phase="Running", started=building.T0, restarts={}
+        running = pods.running_status(
+            pod, sim.scenario.node(node), phase="Running", started=stamps.T0, restarts={}
         )
         running["startTime"] = base["startTime"]
         self._pod_status(ns, name, running)
@@ -220,11 +218,11 @@ class JobRunner:
         except TimeoutError:
             return "deadline"
         sim.logs[(ns, name)] = out if code == 0 else out + err
-        done = building.running_status(
+        done = pods.running_status(
             pod,
             sim.scenario.node(node),
             phase="Succeeded" if code == 0 else "Failed",
-            started=building.T0,
+            started=stamps.T0,
             restarts={},
         )
         done["startTime"] = base["startTime"]

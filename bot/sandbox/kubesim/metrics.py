@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bot.sandbox.kubesim.building import T0, ts
 from bot.sandbox.kubesim.quantities import to_bytes
+from bot.sandbox.kubesim.stamps import T0, ts
 from bot.sandbox.kubesim.usage import figures
 
 if TYPE_CHECKING:

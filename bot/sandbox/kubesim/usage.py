@@ -116,7 +116,7 @@ def figures(sim: KubeSim, pod: Obj) -> dict[str, Figures]:
 
 
 def replicas_on(w: sc.Workload, node: str, all_nodes: list[str]) -> int:
-    """How many of ``w``'s pods ``building.Placement`` puts on ``node`` (without naming them:
+    """How many of ``w``'s pods ``workloads.Placement`` puts on ``node`` (without naming them:
     this runs for every host tree, on fleets of 60,000 pods)."""
     if w.kind == "DaemonSet":
         return int(node in (w.nodes or all_nodes))
@@ -128,7 +128,7 @@ def replicas_on(w: sc.Workload, node: str, all_nodes: list[str]) -> int:
 def starting_figures(scenario: sc.Scenario, node: str) -> Figures:
     """The summed figures of the Running pods ``scenario`` places on ``node`` when loaded.
 
-    Same placement as ``building.Placement`` and the same clamp as ``figures``, so for a
+    Same placement as ``workloads.Placement`` and the same clamp as ``figures``, so for a
     freshly seeded sim it equals the sum of ``figures`` over the node's Running pods.
     """
     all_nodes = [n.name for n in scenario.nodes]

@@ -1,0 +1,41 @@
+"""What every talking-point builder shares: the point constructor, param picking, findings
+indexed by code, and the rule that pods outside the API view get no point. Pure: no I/O."""
+
+from __future__ import annotations
+
+from bot.core.cluster import ClusterView
+from bot.core.findings import Audience, Diagnosis, Fact, Finding, TalkingPoint
+
+Params = dict[str, str | int | float]
+Codes = dict[str, list[Finding]]
+
+
+def point(
+    audience: Audience, key: str, stance: str, facts: list[Fact], params: Params
+) -> TalkingPoint:
+    """Validate through the model, so a bad stance or audience fails here, not in a template."""
+    return TalkingPoint.model_validate(
+        {"audience": audience, "key": key, "stance": stance, "facts": facts, "params": params}
+    )
+
+
+def pick(f: Finding, *keys: str) -> Params:
+    """The finding's params named by ``keys``; a missing one is left out, not defaulted."""
+    return {k: f.params[k] for k in keys if k in f.params}
+
+
+def by_code(d: Diagnosis) -> Codes:
+    """Findings grouped by code, each group in the diagnosis's order."""
+    out: Codes = {}
+    for f in d.findings:
+        out.setdefault(f.code, []).append(f)
+    return out
+
+
+def known_pod(key: str, view: ClusterView | None) -> bool:
+    """A pod the API view knows. Cgroups of pods outside the view (gpunode's own diagnostic
+    pod, deleted before the view is read, or a pod that just left) get no talking point:
+    nobody can act on them."""
+    if not key or key.startswith("pod-uid/"):
+        return False
+    return view is None or any(p.key == key for p in view.pods)

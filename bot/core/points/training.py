@@ -1,0 +1,89 @@
+"""Points that make GPU training pods safer, for the AI team: a priority class, a memory
+request close to the limit, and OOM kills. Pure: no I/O.
+
+Keys: ai.training_priority_missing, ai.training_request_buffer, ai.oom_killed.
+"""
+
+from __future__ import annotations
+
+from bot.core.cluster import ClusterView
+from bot.core.findings import Diagnosis, TalkingPoint
+from bot.core.points.common import Codes, known_pod, pick, point
+from bot.core.rules.context import fact, pod_source
+from bot.core.thresholds import Thresholds
+
+
+def training_points(
+    d: Diagnosis, view: ClusterView | None, *, codes: Codes, t: Thresholds
+) -> list[TalkingPoint]:
+    out: list[TalkingPoint] = []
+    missing = codes.get("GPU_POD_NO_PRIORITY", [])
+    if missing:
+        pods = [str(f.params["pod"]) for f in missing]
+        facts = [x for f in missing for x in f.facts[:1]]
+        out.append(
+            point(
+                "ai_team",
+                "ai.training_priority_missing",
+                "neutral",
+                facts,
+                {
+                    "pods": ", ".join(pods),
+                    "count": len(pods),
+                    "priority_class": "gpunode-critical-training",
+                },
+            )
+        )
+    seen: set[str] = set()
+    for pod in sorted(view.pods if view is not None else [], key=lambda p: p.key):
+        owner = pod.top_owner
+        group = f"{owner.kind}/{pod.namespace}/{owner.name}" if owner is not None else pod.key
+        if pod.gpu_request <= 0 or not pod.memory_limit_bytes or group in seen:
+            continue
+        seen.add(group)
+        suggested = int(pod.memory_limit_bytes * t.memory_request_ratio)
+        if pod.memory_request_bytes >= suggested:
+            continue
+        src = pod_source(pod)
+        out.append(
+            point(
+                "ai_team",
+                "ai.training_request_buffer",
+                "neutral",
+                [
+                    fact(
+                        "pod.memory_request_bytes",
+                        "memory request",
+                        pod.memory_request_bytes,
+                        "bytes",
+                        src,
+                    ),
+                    fact(
+                        "pod.memory_limit_bytes",
+                        "memory limit",
+                        pod.memory_limit_bytes,
+                        "bytes",
+                        src,
+                    ),
+                ],
+                {
+                    "pod": pod.key,
+                    "limit_bytes": pod.memory_limit_bytes,
+                    "request_bytes": pod.memory_request_bytes,
+                    "suggested_request_bytes": suggested,
+                },
+            )
+        )
+    for f in codes.get("CONTAINER_OOM_KILLED", []):
+        if not known_pod(str(f.params.get("pod", f.subject)), view):
+            continue
+        out.append(
+            point(
+                "ai_team",
+                "ai.oom_killed",
+                "neutral",
+                f.facts,
+                pick(f, "pod", "container", "restarts", "oom_kills"),
+            )
+        )
+    return out

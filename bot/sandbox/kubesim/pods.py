@@ -1,0 +1,152 @@
+"""Pod templates, pods and their statuses, as the seeder and the controllers create them.
+
+Pod UIDs and container IDs are deterministic from names (``defaults.stable_uid`` and
+``container_id``), so a host tree generated later matches the API objects.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from bot.sandbox.kubesim import scenarios as sc
+from bot.sandbox.kubesim.defaults import container_id, qos_class, stable_uid
+from bot.sandbox.kubesim.stamps import ts
+from bot.sandbox.kubesim.store import clone
+
+Obj = dict[str, Any]
+RUNTIME_PREFIX = {"containerd": "containerd://", "cri-o": "cri-o://", "docker": "docker://"}
+
+
+def container_spec(c: sc.Container) -> Obj:
+    out: Obj = {"name": c.name, "image": c.image, "resources": {}}
+    if c.command:
+        out["command"] = list(c.command)
+    if c.requests:
+        out["resources"]["requests"] = {k: str(v) for k, v in c.requests.items()}
+    if c.limits:
+        out["resources"]["limits"] = {k: str(v) for k, v in c.limits.items()}
+    if c.env:
+        out["env"] = [{"name": k, "value": v} for k, v in c.env.items()]
+    return out
+
+
+def pod_template(w: sc.Workload) -> Obj:
+    labels = {"app": w.name, **w.labels}
+    spec: Obj = {"containers": [container_spec(c) for c in w.containers]}
+    if w.priority_class:
+        spec["priorityClassName"] = w.priority_class
+    if w.emptydir:
+        spec["volumes"] = [{"name": "scratch", "emptyDir": {}}]
+        for c in spec["containers"]:
+            c["volumeMounts"] = [{"name": "scratch", "mountPath": "/scratch"}]
+    if w.kind == "Job":
+        spec["restartPolicy"] = "Never"
+    return {"metadata": {"labels": labels}, "spec": spec}
+
+
+def owner_ref(ctrl: Obj) -> Obj:
+    return {
+        "apiVersion": ctrl["apiVersion"],
+        "kind": ctrl["kind"],
+        "name": ctrl["metadata"]["name"],
+        "uid": ctrl["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def pod_from_template(
+    tmpl: Obj,
+    *,
+    name: str,
+    namespace: str,
+    node: str | None,
+    owner: Obj | None,
+    extra_labels: dict[str, str] | None = None,
+) -> Obj:
+    spec = clone(tmpl["spec"])
+    if node:
+        spec["nodeName"] = node
+    meta: Obj = {
+        "name": name,
+        "namespace": namespace,
+        "labels": {**(tmpl.get("metadata") or {}).get("labels", {}), **(extra_labels or {})},
+        "uid": stable_uid("pod", namespace, name),
+    }
+    if owner is not None:
+        meta["ownerReferences"] = [owner_ref(owner)]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def running_status(
+    pod: Obj,
+    node: sc.Node | None,
+    *,
+    phase: str,
+    started: datetime,
+    restarts: dict[str, tuple[int, str | None]],
+) -> Obj:
+    uid = pod["metadata"]["uid"]
+    statuses = []
+    for c in pod["spec"]["containers"]:
+        cid = container_id(uid, c["name"])
+        count, last_reason = restarts.get(c["name"], (0, None))
+        st: Obj = {
+            "name": c["name"],
+            "image": c["image"],
+            "imageID": c["image"].split(":")[0] + "@sha256:" + cid[:64],
+            "containerID": RUNTIME_PREFIX[node.runtime if node else "containerd"] + cid,
+            "ready": phase == "Running",
+            "started": phase == "Running",
+            "restartCount": count,
+            "state": {},
+            "lastState": {},
+        }
+        if phase == "Running":
+            st["state"]["running"] = {"startedAt": ts(started)}
+        elif phase in ("Succeeded", "Failed"):
+            st["state"]["terminated"] = {
+                "exitCode": 0 if phase == "Succeeded" else 1,
+                "reason": "Completed" if phase == "Succeeded" else "Error",
+                "startedAt": ts(started),
+                "finishedAt": ts(started + timedelta(minutes=5)),
+            }
+        else:
+            st["state"]["waiting"] = {"reason": "ContainerCreating"}
+            st.pop("containerID")
+        if last_reason:
+            st["lastState"]["terminated"] = {
+                "exitCode": 137,
+                "reason": last_reason,
+                "startedAt": ts(started - timedelta(minutes=40)),
+                "finishedAt": ts(started - timedelta(seconds=5)),
+            }
+        if (c.get("resources") or {}) and phase == "Running":
+            st["allocatedResources"] = dict((c["resources"]).get("requests") or {})
+            st["resources"] = dict(c["resources"])
+        statuses.append(st)
+    ready = "True" if phase == "Running" else "False"
+    when = ts(started)
+    conds = [
+        {"type": t, "status": s, "lastTransitionTime": when}
+        for t, s in (
+            ("PodReadyToStartContainers", "True" if phase != "Pending" else "False"),
+            ("Initialized", "True"),
+            ("Ready", ready),
+            ("ContainersReady", ready),
+            ("PodScheduled", "True" if node else "False"),
+        )
+    ]
+    ip_seed = int(uid.replace("-", "")[:6], 16)
+    out: Obj = {
+        "phase": phase,
+        "conditions": conds,
+        "startTime": when,
+        "containerStatuses": statuses,
+        "qosClass": qos_class(pod),
+    }
+    if node:
+        out["hostIP"] = "10.0.0.1"
+        out["podIP"] = f"10.244.{ip_seed % 250}.{ip_seed // 250 % 250 + 2}"
+    return out

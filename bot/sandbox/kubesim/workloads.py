@@ -1,0 +1,149 @@
+"""Scenario workload -> controller (Deployment + ReplicaSet, StatefulSet, DaemonSet, Job) or
+bare pod, its pods placed on nodes, and a settled controller status.
+
+``Placement`` is the one place that decides pod names and nodes; ``usage`` counts pods per
+node the same way without building them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bot.sandbox.kubesim import scenarios as sc
+from bot.sandbox.kubesim.pods import owner_ref, pod_from_template, pod_template, running_status
+from bot.sandbox.kubesim.stamps import T0, rs_hash, suffix, ts
+
+if TYPE_CHECKING:
+    from bot.sandbox.kubesim.crud import ApiCore
+
+Obj = dict[str, Any]
+
+
+class Placement:
+    """Where each workload's pods go: ``names[i] -> node``, deterministic."""
+
+    @staticmethod
+    def pods(w: sc.Workload, all_nodes: list[str]) -> list[tuple[str, str | None]]:
+        if w.kind == "DaemonSet":
+            targets = w.nodes or all_nodes
+            return [(f"{w.name}-{suffix(w.namespace, w.name, n)}", n) for n in targets]
+        nodes = w.nodes or [None]  # type: ignore[list-item]
+        out: list[tuple[str, str | None]] = []
+        for i in range(w.replicas if w.kind != "Pod" else 1):
+            node = nodes[i % len(nodes)]
+            if w.kind == "StatefulSet":
+                name = f"{w.name}-{i}"
+            elif w.kind == "Pod":
+                name = w.name
+            elif w.kind == "Deployment":
+                name = f"{w.name}-{rs_hash(w)}-{suffix(w.namespace, w.name, str(i))}"
+            else:
+                name = f"{w.name}-{suffix(w.namespace, w.name, str(i))}"
+            out.append((name, node))
+        return out
+
+
+def seed_workload(api: ApiCore, w: sc.Workload, nodes: dict[str, sc.Node]) -> None:
+    tmpl = pod_template(w)
+    owner: Obj | None = None
+    if w.kind != "Pod":
+        api_version = "batch/v1" if w.kind == "Job" else "apps/v1"
+        spec: Obj = {"selector": {"matchLabels": {"app": w.name}}, "template": tmpl}
+        if w.kind in ("Deployment", "StatefulSet"):
+            spec["replicas"] = w.replicas
+        if w.kind == "StatefulSet":
+            spec["serviceName"] = w.name
+        if w.kind == "Job":
+            spec.pop("selector")
+            spec["manualSelector"] = False
+        ctrl = api.seed(
+            {
+                "apiVersion": api_version,
+                "kind": w.kind,
+                "metadata": {"name": w.name, "namespace": w.namespace, "labels": {"app": w.name}},
+                "spec": spec,
+            },
+            validate=True,
+        )
+        owner = ctrl
+        if w.kind == "Deployment":
+            rs_spec: Obj = {
+                "replicas": w.replicas,
+                "selector": {"matchLabels": {"app": w.name, "pod-template-hash": rs_hash(w)}},
+                "template": {
+                    "metadata": {
+                        "labels": {**tmpl["metadata"]["labels"], "pod-template-hash": rs_hash(w)}
+                    },
+                    "spec": tmpl["spec"],
+                },
+            }
+            owner = api.seed(
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "metadata": {
+                        "name": f"{w.name}-{rs_hash(w)}",
+                        "namespace": w.namespace,
+                        "labels": rs_spec["template"]["metadata"]["labels"],
+                        "ownerReferences": [owner_ref(ctrl)],
+                    },
+                    "spec": rs_spec,
+                },
+                validate=False,
+            )
+        set_controller_status(api, owner if w.kind != "Deployment" else ctrl, w)
+    restarts = {c.name: (c.restart_count, c.last_terminated_reason) for c in w.containers}
+    for i, (name, node_name) in enumerate(Placement.pods(w, list(nodes))):
+        pod = pod_from_template(
+            tmpl,
+            name=name,
+            namespace=w.namespace,
+            node=node_name,
+            owner=owner,
+            extra_labels=(
+                {"pod-template-hash": rs_hash(w)}
+                if w.kind == "Deployment"
+                else {"job-name": w.name}
+                if w.kind == "Job"
+                else {}
+            ),
+        )
+        node = nodes.get(node_name or "")
+        phase = w.phase if node is not None else "Pending"
+        pod["status"] = running_status(pod, node, phase=phase, started=T0, restarts=restarts)
+        api.seed(pod, validate=i == 0)
+
+
+def set_controller_status(api: ApiCore, obj: Obj, w: sc.Workload) -> None:
+    n = w.replicas
+    if w.kind == "DaemonSet":
+        n = len(w.nodes) if w.nodes else len(api.store.list("nodes"))
+        obj["status"] = {
+            "currentNumberScheduled": n,
+            "desiredNumberScheduled": n,
+            "numberAvailable": n,
+            "numberReady": n,
+            "numberMisscheduled": 0,
+            "updatedNumberScheduled": n,
+            "observedGeneration": 1,
+        }
+    elif w.kind == "Job":
+        obj["status"] = {"active": n, "startTime": ts(T0), "ready": n}
+    else:
+        obj["status"] = {
+            "replicas": n,
+            "readyReplicas": n,
+            "availableReplicas": n,
+            "updatedReplicas": n,
+            "observedGeneration": 1,
+        }
+    api.store.put(
+        {
+            "Deployment": "deployments",
+            "StatefulSet": "statefulsets",
+            "DaemonSet": "daemonsets",
+            "ReplicaSet": "replicasets",
+            "Job": "jobs",
+        }[obj["kind"]],
+        obj,
+    )
