@@ -25,6 +25,7 @@ DEFAULT_LOCALE = "en"
 _HERE = Path(__file__).resolve().parent
 
 
+@cache
 def template_root() -> Path:
     """The templates directory: installed ``bot/_templates`` first, else the repository's."""
     for candidate in (_HERE.parent / "_templates", _HERE.parents[1] / "templates"):
@@ -42,6 +43,9 @@ def get_environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         autoescape=False,  # noqa: S701 - not HTML; escaping is per format, see filters
         keep_trailing_newline=True,
+        # templates ship with the package and never change while the bot runs; without
+        # this Jinja stats every file on every lookup (measured: 4 stats per slash command)
+        auto_reload=False,
         trim_blocks=True,
         lstrip_blocks=True,
     )
@@ -49,6 +53,7 @@ def get_environment() -> jinja2.Environment:
     return env
 
 
+@cache
 def localized_name(kind: str, name: str, *, locale: str = DEFAULT_LOCALE) -> str:
     """``<kind>/<locale>/<name>`` if that file exists, else the ``en`` one."""
     root = template_root()

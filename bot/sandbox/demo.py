@@ -68,6 +68,77 @@ def _gateway(url: str) -> object:
 
 
 @contextlib.asynccontextmanager
+async def running_standins(
+    scenario: str = "seed", *, console_port: int = 0, socket_mode: bool = False
+) -> AsyncIterator[tuple[KubeSim, SlackSim]]:
+    """The Kubernetes and Slack stand-ins on loopback (the console is the Slack one's)."""
+    kube = KubeSim(load_scenario(scenario))
+    _install_namespace(kube, NAMESPACE)
+    await kube.start()
+    slack = SlackSim(signing_secret=SIGNING_SECRET, bot_token=BOT_TOKEN, socket_mode=socket_mode)
+    try:
+        await slack.start(port=console_port)
+        try:
+            yield kube, slack
+        finally:
+            await slack.stop()
+    finally:
+        await kube.stop()
+
+
+@contextlib.asynccontextmanager
+async def running_bot(
+    *,
+    kube_url: str,
+    slack_api_url: str,
+    store_path: str | None = None,
+    alert_token: str | None = None,
+    socket_mode: bool = False,
+    app_token: str = APP_TOKEN,
+) -> AsyncIterator[tuple[Runtime, str, AsyncSocketModeHandler | None]]:
+    """The real bot, wired to the given endpoints exactly as ``serve`` wires it.
+
+    Yields (runtime, bot_url, socket-mode handler or None)."""
+    tmp = tempfile.TemporaryDirectory(prefix="gpunode-demo-")
+    settings = Settings(
+        slack=SlackSettings(
+            signing_secret=None if socket_mode else SIGNING_SECRET,
+            bot_token=BOT_TOKEN,
+            app_token=app_token if socket_mode else None,
+            socket_mode=socket_mode,
+            api_base_url=slack_api_url,
+            incident_channel=CHANNEL,
+        ),
+        store=StoreSettings(path=store_path or str(Path(tmp.name) / "gpunode.db")),
+        actions=ActionSettings(policy_file=str(POLICY)),
+        http=HttpSettings(alertmanager_token=alert_token),
+    )
+    runtime = await build_runtime(
+        settings,
+        kube=_gateway(kube_url),  # type: ignore[arg-type]
+        client=make_client(BOT_TOKEN, base_url=slack_api_url),
+        policy=read_policy(POLICY),
+        thresholds=Thresholds(),
+    )
+    runner = web.AppRunner(runtime.web_app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    handler = None
+    try:
+        if socket_mode:
+            handler = await start_socket_mode(runtime, app_token)
+        yield runtime, f"http://127.0.0.1:{port}", handler
+    finally:
+        if handler is not None:
+            await handler.close_async()  # type: ignore[no-untyped-call]
+        await runtime.close()
+        await runner.cleanup()
+        tmp.cleanup()
+
+
+@contextlib.asynccontextmanager
 async def running_demo(
     scenario: str = "seed",
     *,
@@ -83,53 +154,23 @@ async def running_demo(
     ``socket_mode``: Slack talks to the bot over Socket Mode with ``app_token`` (a refused
     token raises SlackError from ``start_socket_mode``, after everything is stopped again).
     """
-    kube = KubeSim(load_scenario(scenario))
-    _install_namespace(kube, NAMESPACE)
-    kube_url = await kube.start()
-    slack = SlackSim(signing_secret=SIGNING_SECRET, bot_token=BOT_TOKEN, socket_mode=socket_mode)
-    console_url = await slack.start(port=console_port)
-    tmp = tempfile.TemporaryDirectory(prefix="gpunode-demo-")
-    settings = Settings(
-        slack=SlackSettings(
-            signing_secret=None if socket_mode else SIGNING_SECRET,
-            bot_token=BOT_TOKEN,
-            app_token=app_token if socket_mode else None,
-            socket_mode=socket_mode,
-            api_base_url=slack.api_url,
-            incident_channel=CHANNEL,
+    async with (
+        running_standins(scenario, console_port=console_port, socket_mode=socket_mode) as (
+            kube,
+            slack,
         ),
-        store=StoreSettings(path=store_path or str(Path(tmp.name) / "gpunode.db")),
-        actions=ActionSettings(policy_file=str(POLICY)),
-        http=HttpSettings(alertmanager_token=alert_token),
-    )
-    runtime = await build_runtime(
-        settings,
-        kube=_gateway(kube_url),  # type: ignore[arg-type]
-        client=make_client(BOT_TOKEN, base_url=slack.api_url),
-        policy=read_policy(POLICY),
-        thresholds=Thresholds(),
-    )
-    runner = web.AppRunner(runtime.web_app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    bot_url = f"http://127.0.0.1:{port}"
-    handler = None
-    try:
-        if socket_mode:
-            handler = await start_socket_mode(runtime, app_token)
-        else:
+        running_bot(
+            kube_url=kube.url,
+            slack_api_url=slack.api_url,
+            store_path=store_path,
+            alert_token=alert_token,
+            socket_mode=socket_mode,
+            app_token=app_token,
+        ) as (runtime, bot_url, handler),
+    ):
+        if not socket_mode:
             slack.set_request_url(f"{bot_url}/slack/events")
-        yield Demo(kube, slack, runtime, bot_url, console_url, socket=handler)
-    finally:
-        if handler is not None:
-            await handler.close_async()  # type: ignore[no-untyped-call]
-        await runtime.close()
-        await runner.cleanup()
-        await slack.stop()
-        await kube.stop()
-        tmp.cleanup()
+        yield Demo(kube, slack, runtime, bot_url, slack.base_url, socket=handler)
 
 
 async def _script(scenario: str) -> int:

@@ -85,8 +85,25 @@ def _register_commands(app: AsyncApp, s: BotServices) -> None:
             t, blocks = render_notice("help", text=commands.help_text(cmd.topic))
             await ack(text=t, blocks=blocks, response_type="ephemeral")
             return
+        if isinstance(cmd, commands.Status):
+            # a local store read: answered in the ack itself (one round trip, no Web API
+            # call, nothing left running after the ack)
+            try:
+                t, blocks = await _status_notice(s, cmd.node)
+            except GpunodeError as err:
+                t, blocks = render_notice("command_failed", message=err.message, code=err.code)
+            await ack(text=t, blocks=blocks, response_type="ephemeral")
+            return
         await ack(text=f"On it: `{text}`")
         s.bg.spawn(_run(s, cmd, channel=channel, user=user), name=f"cmd-{cmd.verb}")
+
+
+async def _status_notice(s: BotServices, node: str | None) -> tuple[str, list[dict[str, Any]]]:
+    rows = [
+        {"id": i.id, "node": i.node, "state": i.state, "opened_at": str(i.opened_at)}
+        for i in await s.ops.status(node)
+    ]
+    return render_notice("status_list", incidents=rows)
 
 
 async def permitted(
@@ -115,14 +132,6 @@ async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> None:
             return
         if isinstance(cmd, commands.Diagnose):
             await s.diagnose.diagnose(cmd.node, channel=channel, user=user)
-        elif isinstance(cmd, commands.Status):
-            incidents = await s.ops.status(cmd.node)
-            rows = [
-                {"id": i.id, "node": i.node, "state": i.state, "opened_at": str(i.opened_at)}
-                for i in incidents
-            ]
-            t, blocks = render_notice("status_list", incidents=rows)
-            await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
         elif isinstance(cmd, commands.Top):
             ranks = await top_nodes(s.kube)
             rows = [dataclasses.asdict(r) for r in ranks]

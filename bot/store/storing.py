@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -27,16 +28,36 @@ from bot.store.sqlite import connect, dumps
 
 T = TypeVar("T")
 
+#: how stale ``open_incidents`` may be for writes made by *another* replica sharing the
+#: database (this store's own writes are seen at once): a status listing, not a decision
+OPEN_INCIDENTS_TTL_S = 2.0
+
 
 class Store:
     """Open with ``await Store.open(path)``; close with ``await store.close()`` (or ``async
-    with``). ``path`` may be ``":memory:"`` for tests."""
+    with``). ``path`` may be ``":memory:"`` for tests.
 
-    def __init__(self, path: str, executor: ThreadPoolExecutor, conn: sqlite3.Connection) -> None:
+    Two connections, each on its own thread: every write goes through the writer, in order;
+    queries go through a reader. In WAL mode a reader sees every committed write and never
+    waits behind a writer, so a ``/gpunode status`` answered inside Slack's 3 seconds is not
+    queued behind a large evidence snapshot being saved. (``:memory:`` has one database per
+    connection, so there the reader is the writer.)"""
+
+    def __init__(
+        self,
+        path: str,
+        executor: ThreadPoolExecutor,
+        conn: sqlite3.Connection,
+        *,
+        reader: tuple[ThreadPoolExecutor, sqlite3.Connection] | None = None,
+    ) -> None:
         self.path = path
         self._executor = executor
         self._conn = conn
+        self._reader = reader
         self._closed = False
+        self._open_cache: tuple[float, list[Incident]] | None = None
+        self._incident_generation = 0
 
     @classmethod
     async def open(cls, path: str) -> Store:
@@ -53,13 +74,27 @@ class Store:
         except BaseException:
             executor.shutdown(wait=False)
             raise
-        return cls(path, executor, conn)
+        if path == ":memory:":
+            return cls(path, executor, conn)
+        reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpunode-store-read")
+        try:
+            rconn = await loop.run_in_executor(reads, partial(connect, path, migrate=False))
+        except (sqlite3.Error, OSError) as exc:
+            reads.shutdown(wait=False)
+            await loop.run_in_executor(executor, conn.close)
+            executor.shutdown(wait=False)
+            raise StoreError(f"cannot open a reader on the incident store {path}: {exc}") from exc
+        return cls(path, executor, conn, reader=(reads, rconn))
 
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
         loop = asyncio.get_running_loop()
+        if self._reader is not None:
+            reads, rconn = self._reader
+            await loop.run_in_executor(reads, rconn.close)
+            reads.shutdown(wait=True)
         await loop.run_in_executor(self._executor, self._conn.close)
         self._executor.shutdown(wait=True)
 
@@ -75,13 +110,29 @@ class Store:
         await self.close()
 
     async def _run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """A write (or read-modify-write): on the writer, in submission order."""
+        return await self._on(self._executor, self._conn, fn, *args, **kwargs)
+
+    async def _read(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """A query: on the reader, never queued behind writes."""
+        if self._reader is None:
+            return await self._run(fn, *args, **kwargs)
+        return await self._on(self._reader[0], self._reader[1], fn, *args, **kwargs)
+
+    async def _on(
+        self,
+        executor: ThreadPoolExecutor,
+        conn: sqlite3.Connection,
+        fn: Callable[..., T],
+        /,
+        *args: Any,
+        **kwargs: Any,
+    ) -> T:
         if self._closed:
             raise StoreError("the incident store is closed; this is a bug in the caller")
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(
-                self._executor, partial(fn, self._conn, *args, **kwargs)
-            )
+            return await loop.run_in_executor(executor, partial(fn, conn, *args, **kwargs))
         except GpunodeError:
             raise
         except sqlite3.Error as exc:
@@ -99,7 +150,7 @@ class Store:
         alert_fingerprint: str | None = None,
     ) -> tuple[Incident, bool]:
         """The node's open incident (created=False) or a new one (created=True)."""
-        return await self._run(
+        return await self._incident_write(
             incident_rows.open_or_join,
             node,
             channel,
@@ -111,7 +162,7 @@ class Store:
     async def set_incident_thread(
         self, incident_id: str, *, root_ts: str, channel: str | None = None
     ) -> Incident:
-        return await self._run(
+        return await self._incident_write(
             incident_rows.set_thread, incident_id, root_ts=root_ts, channel=channel
         )
 
@@ -125,31 +176,54 @@ class Store:
         note: str = "",
     ) -> tuple[Incident, TimelineEntry | None]:
         """Apply the core transition (IncidentStateError when not allowed) and record it."""
-        return await self._run(
+        return await self._incident_write(
             incident_rows.set_state, incident_id, state, at=at, actor=actor, note=note
         )
 
     async def save_incident(self, incident: Incident) -> None:
-        await self._run(incident_rows.save_incident, incident)
+        await self._incident_write(incident_rows.save_incident, incident)
 
     async def get_incident(self, incident_id: str) -> Incident | None:
-        return await self._run(incident_rows.get_incident, incident_id)
+        return await self._read(incident_rows.get_incident, incident_id)
 
     async def find_incident_by_thread(self, channel: str, thread_ts: str) -> Incident | None:
-        return await self._run(incident_rows.find_by_thread, channel, thread_ts)
+        return await self._read(incident_rows.find_by_thread, channel, thread_ts)
 
     async def incidents_for_node(self, node: str) -> list[Incident]:
-        return await self._run(incident_rows.incidents_for_node, node)
+        return await self._read(incident_rows.incidents_for_node, node)
 
     async def open_incidents(self, node: str | None = None) -> list[Incident]:
-        return await self._run(incident_rows.open_incidents, node)
+        """Open incidents (of ``node``), oldest first.
+
+        Served from memory when fresh: ``/gpunode status`` is answered inside the slash
+        command's acknowledgement, and a query costs a thread hop that a busy event loop
+        makes slow (bench/ack.py). Every incident write through this store drops the copy;
+        writes by another replica show within ``OPEN_INCIDENTS_TTL_S``."""
+        now = time.monotonic()
+        cached = self._open_cache
+        if cached is None or now - cached[0] > OPEN_INCIDENTS_TTL_S:
+            generation = self._incident_generation
+            rows = await self._read(incident_rows.open_incidents, None)
+            if generation == self._incident_generation:  # no write raced the read
+                self._open_cache = (now, rows)
+        else:
+            rows = cached[1]
+        return [i for i in rows if node is None or i.node == node]
+
+    async def _incident_write(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """A write that may change which incidents are open: drop the in-memory copy."""
+        try:
+            return await self._run(fn, *args, **kwargs)
+        finally:
+            self._incident_generation += 1
+            self._open_cache = None
 
     async def append_timeline(self, entry: TimelineEntry) -> int:
         """Append one entry; returns its sequence number."""
         return await self._run(incident_rows.insert_timeline, entry)
 
     async def timeline(self, incident_id: str) -> list[TimelineEntry]:
-        return await self._run(incident_rows.timeline, incident_id)
+        return await self._read(incident_rows.timeline, incident_id)
 
     async def save_snapshot(
         self,
@@ -173,10 +247,10 @@ class Store:
 
     async def snapshots(self, incident_id: str) -> list[EvidenceSnapshot]:
         """Every evidence capture of the incident, oldest first (for before/after diffs)."""
-        return await self._run(incident_rows.snapshots, incident_id)
+        return await self._read(incident_rows.snapshots, incident_id)
 
     async def latest_snapshot(self, incident_id: str) -> EvidenceSnapshot | None:
-        return await self._run(incident_rows.latest_snapshot, incident_id)
+        return await self._read(incident_rows.latest_snapshot, incident_id)
 
     # actions and approvals ----------------------------------------------------------------
 
@@ -184,7 +258,7 @@ class Store:
         await self._run(action_rows.insert_action, record)
 
     async def get_action(self, action_id: str) -> ActionRecord | None:
-        return await self._run(action_rows.get_action, action_id)
+        return await self._read(action_rows.get_action, action_id)
 
     async def claim_action(self, action_id: str, replica_id: str, *, at: datetime) -> bool:
         """True for exactly one caller across threads, connections and processes."""
@@ -221,22 +295,22 @@ class Store:
         return await self._run(_merge_result, action_id, dumps(values))
 
     async def actions_for_incident(self, incident_id: str) -> list[ActionRecord]:
-        return await self._run(action_rows.actions_for_incident, incident_id)
+        return await self._read(action_rows.actions_for_incident, incident_id)
 
     async def interrupted_actions(self) -> list[ActionRecord]:
-        return await self._run(action_rows.interrupted_actions)
+        return await self._read(action_rows.interrupted_actions)
 
     async def save_approval(self, req: ApprovalRequest) -> None:
         await self._run(action_rows.save_approval, req)
 
     async def get_approval(self, approval_id: str) -> ApprovalRequest | None:
-        return await self._run(action_rows.get_approval, approval_id)
+        return await self._read(action_rows.get_approval, approval_id)
 
     async def approval_for_action(self, action_id: str) -> ApprovalRequest | None:
-        return await self._run(action_rows.approval_for_action, action_id)
+        return await self._read(action_rows.approval_for_action, action_id)
 
     async def pending_approvals(self) -> list[ApprovalRequest]:
-        return await self._run(action_rows.pending_approvals)
+        return await self._read(action_rows.pending_approvals)
 
     async def update_approval(
         self, approval_id: str, change: Callable[[ApprovalRequest], tuple[ApprovalRequest, T]]
@@ -265,7 +339,7 @@ class Store:
         await self._run(record_rows.link_alert_group, group_key, incident_id)
 
     async def incident_for_alert_group(self, group_key: str) -> str | None:
-        return await self._run(record_rows.incident_for_alert_group, group_key)
+        return await self._read(record_rows.incident_for_alert_group, group_key)
 
     async def append_audit(self, record: AuditRecord) -> int:
         """Append one audit row (rows can never be changed or deleted); returns its id."""
@@ -273,7 +347,7 @@ class Store:
         return stored.id or 0
 
     async def audit_since(self, since: datetime | None = None) -> list[AuditRecord]:
-        return await self._run(record_rows.audit_since, since)
+        return await self._read(record_rows.audit_since, since)
 
 
 def _merge_result(conn: sqlite3.Connection, action_id: str, values_json: str) -> bool:

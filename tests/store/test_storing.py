@@ -10,7 +10,7 @@ import pytest
 from bot.core.approvals import approve, new_request
 from bot.core.incidents import IncidentStateError, TimelineEntry
 from bot.errors import StoreError
-from bot.store import ActionRecord, AuditRecord, Store
+from bot.store import ActionRecord, AuditRecord, Store, storing
 from bot.store.migrations import SCHEMA_VERSION
 from bot.store.sqlite import connect
 
@@ -276,3 +276,29 @@ async def test_snapshots_are_listed_oldest_first(store: Store) -> None:
         incident.id, at=at(1), bundle_json="{}", view_json="{}", diagnosis_json='{"v":1}'
     )
     assert [s.sha256 for s in await store.snapshots(incident.id)] == [early, late]
+
+
+async def test_open_incidents_see_this_stores_writes_at_once(tmp_path: Path) -> None:
+    async with await Store.open(str(tmp_path / "g.db")) as store:
+        assert await store.open_incidents() == []
+        incident, _ = await store.open_or_join_incident(
+            "gpu-node-01", "C1", opened_by="U1", at=datetime(2026, 1, 1, tzinfo=UTC)
+        )
+        assert [i.id for i in await store.open_incidents()] == [incident.id]
+        await store.set_incident_state(
+            incident.id, "resolved", at=datetime(2026, 1, 1, 1, tzinfo=UTC)
+        )
+        assert await store.open_incidents() == []
+
+
+async def test_open_incidents_see_another_replicas_writes_within_the_ttl(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = str(tmp_path / "g.db")
+    async with await Store.open(path) as mine, await Store.open(path) as theirs:
+        assert await mine.open_incidents() == []
+        await theirs.open_or_join_incident(
+            "gpu-node-02", "C1", opened_by="U2", at=datetime(2026, 1, 1, tzinfo=UTC)
+        )
+        monkeypatch.setattr(storing, "OPEN_INCIDENTS_TTL_S", 0.0)
+        assert [i.node for i in await mine.open_incidents()] == ["gpu-node-02"]
