@@ -15,7 +15,7 @@ never with the plan's own assumptions):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -154,4 +154,57 @@ def stale_reason(
         drift = _controller_drift(step, obj, before)
         if drift:
             return drift
+    return None
+
+
+def undo_conflict(
+    changes: Sequence[Mapping[str, Any]],
+    *,
+    node_unschedulable: bool | None,
+    controllers: Mapping[str, Mapping[str, Any] | None],
+) -> str | None:
+    """Why Undo must not run now, or None: someone changed a target after our action.
+
+    ``changes`` are the action's recorded ``Change`` dicts (``after`` = what the server
+    answered); ``controllers`` maps "Kind/namespace/name" to the object as it is now (None
+    if gone); ``node_unschedulable`` is the node's current flag. Undo restores the
+    before-state only where the object still holds exactly what the action left, so it never
+    overwrites a later hand edit or another action.
+    """
+    for c in changes:
+        if c.get("noop") or c.get("dry_run"):
+            continue
+        verb, after = c.get("verb"), c.get("after") or {}
+        if verb in ("cordon", "uncordon"):
+            if node_unschedulable is not None and node_unschedulable != after.get("unschedulable"):
+                return (
+                    f"node {c.get('name')} was {'cordoned' if node_unschedulable else 'uncordoned'}"
+                    " by someone else since the action; nothing to undo there"
+                )
+            continue
+        if verb not in ("set_priority_class", "patch_resources"):
+            continue
+        key = f"{c.get('kind')}/{c.get('namespace')}/{c.get('name')}"
+        now = controllers.get(key)
+        if now is None:
+            return f"{key} no longer exists; there is nothing to restore"
+        if verb == "set_priority_class":
+            if _template_spec(now).get("priorityClassName") != after.get("priorityClassName"):
+                return (
+                    f"{key}'s priority class was changed again since the action; undo would "
+                    "overwrite that change, so it is refused: restore it by hand if needed"
+                )
+            continue
+        container = str((c.get("before") or {}).get("container", ""))
+        current = _template_container(now, container) or {}
+        res_now, res_after = current.get("resources") or {}, after.get("resources") or {}
+        same = all(
+            _same_quantities(res_now.get(part) or {}, res_after.get(part) or {})
+            for part in ("requests", "limits")
+        )
+        if not same:
+            return (
+                f"{key} (container {container}) was changed again since the action; undo would "
+                "overwrite that change, so it is refused: restore it by hand if needed"
+            )
     return None

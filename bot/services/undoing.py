@@ -4,15 +4,41 @@ The undo steps were computed at execution time from each change's captured befor
 (``planning.undo_steps``) and stored with the result, so Undo sends exactly the previous
 values back (a key that was unset is removed again). ``store.claim_undo`` makes the undo run
 at most once whatever the clicks and replicas. Evictions cannot be undone (a recreated pod
-is a new pod); the outcome message says what was restored.
+is a new pod); the outcome message says what was restored. Before claiming, the targets are
+re-read: if someone changed one after the action, Undo is refused rather than overwrite it.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from bot.core.actions import Step
 from bot.core.policy import ActionRequestInfo, Deny, decide
+from bot.core.staleness import undo_conflict
+from bot.errors import KubeError, NotFoundError
 from bot.services.acting import ActDeps, audit_fields, tier_of
 from bot.services.executing import run_steps
+
+
+async def _conflict(d: ActDeps, changes: list[dict[str, Any]], node: str) -> str | None:
+    """Re-read what the action changed; say why undo would overwrite someone else's edit."""
+    try:
+        unschedulable = None
+        if any(c.get("verb") in ("cordon", "uncordon") for c in changes):
+            unschedulable = (await d.kube.get_cluster_view(node)).node.unschedulable
+        controllers: dict[str, dict[str, Any] | None] = {}
+        for c in changes:
+            if c.get("verb") in ("set_priority_class", "patch_resources"):
+                key = f"{c.get('kind')}/{c.get('namespace')}/{c.get('name')}"
+                try:
+                    controllers[key] = await d.kube.read_controller(
+                        str(c.get("kind")), str(c.get("namespace")), str(c.get("name"))
+                    )
+                except NotFoundError:
+                    controllers[key] = None
+    except KubeError as err:
+        return f"could not re-read the targets before undoing ({err.code}): {err.message}"
+    return undo_conflict(changes, node_unschedulable=unschedulable, controllers=controllers)
 
 
 async def undo(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
@@ -34,6 +60,10 @@ async def undo(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
     steps = [Step.model_validate(s) for s in record.result.get("undo", [])]
     if not steps:
         await d.refuse(channel, user, "this action changed nothing that can be undone")
+        return
+    conflict = await _conflict(d, record.result.get("changes") or [], str(record.plan.get("node")))
+    if conflict is not None:
+        await d.refuse(channel, user, conflict, thread_ts=thread_ts, audit=fields)
         return
     if not await d.store.claim_undo(action_id, d.replica_id, at=d.clock()):
         await d.refuse(channel, user, "this action is already being undone", audit=fields)

@@ -11,7 +11,7 @@ import pytest
 from bot.core.actions import ActionPlan
 from bot.core.analysis import analyze
 from bot.core.cluster import ClusterView
-from bot.core.staleness import controller_key, controller_steps, stale_reason
+from bot.core.staleness import controller_key, controller_steps, stale_reason, undo_conflict
 from tests.services.fakes import FakeKube, load_scenario
 
 BUNDLE, VIEW = load_scenario("seed")
@@ -118,3 +118,54 @@ def test_a_changed_priority_class_is_stale() -> None:
     _template(ctrls, "StatefulSet/ml/train")["priorityClassName"] = "other"
     reason = _check(2, controllers=ctrls)
     assert reason is not None and "now uses priority class other" in reason
+
+
+_PATCHED = {
+    "verb": "patch_resources", "kind": "Deployment", "namespace": "d", "name": "p",
+    "before": {"container": "c"},
+    "after": {"resources": {"limits": {"memory": "32Gi"}, "requests": {"memory": "28Gi"}}},
+}  # fmt: skip
+_PRIORITY = {
+    "verb": "set_priority_class", "kind": "StatefulSet", "namespace": "t", "name": "s",
+    "after": {"priorityClassName": "critical"},
+}  # fmt: skip
+_CORDON = {"verb": "cordon", "kind": "Node", "name": "n1", "after": {"unschedulable": True}}
+
+
+def _deployment(limits: dict[str, str], requests: dict[str, str]) -> dict[str, object]:
+    container = {"name": "c", "resources": {"limits": limits, "requests": requests}}
+    return {"spec": {"template": {"spec": {"containers": [container]}}}}
+
+
+@pytest.mark.parametrize(
+    ("changes", "unschedulable", "controllers", "refused_because"),
+    [
+        # the objects still hold what the action left: undo may run
+        ([_PATCHED], None, {"Deployment/d/p": _deployment({"memory": "32768Mi"},
+                                                          {"memory": "28Gi"})}, None),
+        ([_PRIORITY], None, {"StatefulSet/t/s": {"spec": {"template": {"spec": {
+            "priorityClassName": "critical"}}}}}, None),
+        ([_CORDON], True, {}, None),
+        # someone changed them since: undo would overwrite that, so it is refused
+        ([_PATCHED], None, {"Deployment/d/p": _deployment({"memory": "40Gi"},
+                                                          {"memory": "28Gi"})},
+         "changed again"),
+        ([_PATCHED], None, {"Deployment/d/p": None}, "no longer exists"),
+        ([_PRIORITY], None, {"StatefulSet/t/s": {"spec": {"template": {"spec": {}}}}},
+         "changed again"),
+        ([_CORDON], False, {}, "uncordoned by someone else"),
+        # a no-op or dry-run change left nothing to compare
+        ([{**_CORDON, "noop": True}], False, {}, None),
+    ],
+)  # fmt: skip
+def test_undo_is_refused_only_when_a_target_changed_after_the_action(
+    changes: list[dict[str, object]],
+    unschedulable: bool | None,
+    controllers: dict[str, dict[str, object] | None],
+    refused_because: str | None,
+) -> None:
+    reason = undo_conflict(changes, node_unschedulable=unschedulable, controllers=controllers)
+    if refused_because is None:
+        assert reason is None
+    else:
+        assert reason is not None and refused_because in reason

@@ -229,3 +229,36 @@ async def test_undo_after_tier3_restores_the_previous_spec(demo: Demo) -> None:
     [was] = before["spec"]["template"]["spec"]["containers"]
     # the API server omits an empty env list (omitempty); the stand-in may keep []
     assert {**now, "env": now.get("env") or []} == {**was, "env": was.get("env") or []}
+
+
+async def test_undo_is_refused_when_someone_changed_the_target_after_the_action(
+    demo: Demo,
+) -> None:
+    root_ts, _ = await apply_tier3(demo)
+    url = f"{demo.kube.url}/apis/apps/v1/namespaces/data-prep/deployments/preprocess"
+    by_hand = {
+        "spec": {"template": {"spec": {"containers": [
+            {"name": "pandas", "resources": {"limits": {"memory": "40Gi"}}}
+        ]}}}
+    }  # fmt: skip
+    async with (
+        aiohttp.ClientSession() as http,
+        http.patch(
+            url,
+            data=json.dumps(by_hand),
+            headers={
+                "Content-Type": "application/strategic-merge-patch+json",
+                "Authorization": "Bearer t",
+            },
+        ) as r,
+    ):
+        assert r.status == 200
+    edited = copy.deepcopy(demo.kube.get("deployments", "data-prep", "preprocess"))
+
+    await press(demo, root_ts, ALICE, "gpunode_undo")
+
+    assert demo.kube.get("deployments", "data-prep", "preprocess") == edited
+    said = "\n".join(ephemeral_texts(demo.slack, ALICE))
+    assert "was changed again since the action" in said
+    undo_rows = [a for a in await audit(demo) if a.tier == 3 and "undo" in a.action]
+    assert [a.decision for a in undo_rows] == ["refused"]

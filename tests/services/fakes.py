@@ -237,6 +237,7 @@ class FakeKube:
             dry_run=dry_run,
             patch={"spec": {"template": {"spec": {"priorityClassName": priority_class}}}},
             before={"priorityClassName": was}, noop=was == priority_class,
+            after={"priorityClassName": spec.get("priorityClassName")},
         )  # fmt: skip
 
     async def patch_container_resources(
@@ -292,6 +293,7 @@ class FakeKube:
             verb="patch_resources", kind=kind, namespace=namespace, name=name, dry_run=dry_run,
             patch={"spec": {"template": {"spec": {"containers": [{"name": container, **patch}]}}}},
             patch_type="application/strategic-merge-patch+json", before=before,
+            after={"resources": {k: dict(v) for k, v in c.get("resources", {}).items()}},
         )  # fmt: skip
 
 
