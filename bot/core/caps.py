@@ -33,7 +33,7 @@ from bot.core.actions import PATCHABLE_KINDS, ActionPlan, Step, Tier3Values
 from bot.core.cluster import ClusterView, ContainerInfo, PodInfo
 from bot.core.findings import Diagnosis
 from bot.core.plans import make_plan
-from bot.core.quantity import QuantityError, canonical, parse_quantity
+from bot.core.quantity import canonical, quantity_value
 from bot.core.thresholds import DEFAULT, Thresholds
 
 GIB = 1024**3
@@ -50,15 +50,6 @@ def binary_text(value: int) -> str:
 
 def _round_down(value: int) -> int:
     return (value // GIB) * GIB if value >= GIB else max(MIB, (value // MIB) * MIB)
-
-
-def _value(text: str | None) -> float | None:
-    if text is None:
-        return None
-    try:
-        return parse_quantity(text).as_float()
-    except QuantityError:
-        return None
 
 
 def _unavailable(view: ClusterView, code: str, target: str | None = None) -> ActionPlan:
@@ -79,7 +70,7 @@ def _memory_limit(
     total = int(row.limits_value) if row is not None else 0
     allocatable = int(row.allocatable_value or 0) if row is not None else 0
     target_total = int(allocatable * t.tier3_limits_target_ratio)
-    current = _value(info.limits.get("memory"))
+    current = quantity_value(info.limits.get("memory"))
     warnings: list[str] = []
     if current:
         cut = total - target_total if allocatable else 0
@@ -94,7 +85,10 @@ def _memory_limit(
 
 
 def _cpu(info: ContainerInfo, t: Thresholds) -> tuple[str | None, str | None, int]:
-    request, limit = _value(info.requests.get("cpu")), _value(info.limits.get("cpu"))
+    request, limit = (
+        quantity_value(info.requests.get("cpu")),
+        quantity_value(info.limits.get("cpu")),
+    )
     cap: int | None = None
     if request and request >= 1:
         cap = int(request)

@@ -180,3 +180,13 @@ def _parse_text(text: str) -> Quantity:
 def canonical(text: str | int | float) -> str:
     """The text the API server would store and kubectl would print for ``text``."""
     return parse_quantity(text).canonical()
+
+
+def quantity_value(text: str | None) -> float | None:
+    """A quantity's numeric value (bytes, cores, count); None if absent or malformed."""
+    if text is None:
+        return None
+    try:
+        return parse_quantity(text).as_float()
+    except QuantityError:
+        return None

@@ -9,6 +9,7 @@ PodDisruptionBudget refusal is an answer (``blocked``, naming the budget), not a
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
@@ -28,31 +29,19 @@ def set_unschedulable(t: Transport, node: str, value: bool, *, dry_run: bool) ->
     current = t.get(path)
     before = bool((current.get("spec") or {}).get("unschedulable"))
     patch: Obj = {"spec": {"unschedulable": value}}
+    base: dict[str, Any] = {
+        "verb": verb, "kind": "Node", "name": node, "dry_run": dry_run, "patch": patch,
+        "patch_type": SMP, "before": {"unschedulable": before},
+    }  # fmt: skip
     if before == value:
-        return Change(
-            verb=verb,
-            kind="Node",
-            name=node,
-            dry_run=dry_run,
-            patch=patch,
-            patch_type=SMP,
-            before={"unschedulable": before},
-            noop=True,
-        )
+        return Change(**base, noop=True)
     answer = patch_object(t, path, patch, dry_run=dry_run)
-    return Change(
-        verb=verb,
-        kind="Node",
-        name=node,
-        dry_run=dry_run,
-        patch=patch,
-        patch_type=SMP,
-        before={"unschedulable": before},
-        after={
-            "unschedulable": bool((answer.get("spec") or {}).get("unschedulable")),
-            "resourceVersion": (answer.get("metadata") or {}).get("resourceVersion"),
-        },
-    )
+    spec, meta = answer.get("spec") or {}, answer.get("metadata") or {}
+    after = {
+        "unschedulable": bool(spec.get("unschedulable")),
+        "resourceVersion": meta.get("resourceVersion"),
+    }
+    return Change(**base, after=after)
 
 
 def eviction_body(namespace: str, name: str, *, dry_run: bool) -> Obj:

@@ -15,7 +15,7 @@ from bot.core.attribution import Attribution, PodUsage
 from bot.core.cluster import ClusterView, PodInfo, ResourceAllocation
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Fact, Unit
-from bot.core.quantity import QuantityError, parse_quantity
+from bot.core.quantity import quantity_value
 
 MEMINFO = "procfs:/proc/meminfo"
 PSI = "psi:/proc/pressure/memory"
@@ -39,16 +39,6 @@ def ratio(part: float, whole: float | None) -> float | None:
     if not whole:
         return None
     return round(part / whole, 4)
-
-
-def quantity_value(text: str | None) -> float | None:
-    """A quantity's numeric value (bytes, cores, count); None if absent or malformed."""
-    if text is None:
-        return None
-    try:
-        return parse_quantity(text).as_float()
-    except QuantityError:
-        return None
 
 
 def controller_of(pod: PodInfo | None) -> str | None:

@@ -16,6 +16,7 @@ Codes:
 from __future__ import annotations
 
 from bot.core.findings import Fact, Finding
+from bot.core.quantity import quantity_value
 from bot.core.rules.context import (
     ALLOCATABLE,
     ALLOCATED,
@@ -23,7 +24,6 @@ from bot.core.rules.context import (
     Context,
     fact,
     pod_source,
-    quantity_value,
     ratio,
 )
 from bot.core.thresholds import Thresholds

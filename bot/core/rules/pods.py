@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from bot.core.attribution import ContainerUsage, norm_uid
 from bot.core.findings import Finding
-from bot.core.rules.context import Context, controller_of, fact, pod_source, quantity_value, ratio
+from bot.core.quantity import quantity_value
+from bot.core.rules.context import Context, controller_of, fact, pod_source, ratio
 from bot.core.thresholds import Thresholds
 
 
