@@ -101,9 +101,9 @@ async def _record(
     await d.timeline(
         record.incident_id, "action_result", by, summary, {"action_id": record.action_id}
     )
-    await d.update_message(
-        record, state, by=by, result=result, undo=bool(undo) and result.ok,
-    )  # fmt: skip
+    # a failed action that changed part of the cluster can be undone too (e.g. a node that
+    # was cordoned before the evictions failed)
+    await d.update_message(record, state, by=by, result=result, undo=bool(undo))
     if result.applied:
         await _mitigating(d, record.incident_id, by=by)
 

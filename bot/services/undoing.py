@@ -1,4 +1,4 @@
-"""Step 6 of an action: Undo restores what a succeeded action changed, once.
+"""Step 6 of an action: Undo restores what a succeeded (or partly applied) action changed.
 
 The undo steps were computed at execution time from each change's captured before-state
 (``planning.undo_steps``) and stored with the result, so Undo sends exactly the previous
@@ -43,7 +43,7 @@ async def _conflict(d: ActDeps, changes: list[dict[str, Any]], node: str) -> str
 
 async def undo(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
     record = await d.store.get_action(action_id)
-    if record is None or record.state != "succeeded" or not record.result:
+    if record is None or record.state not in ("succeeded", "failed") or not record.result:
         state = record.state if record else "unknown"
         await d.refuse(
             channel, user, f"nothing to undo: this action is {state}",

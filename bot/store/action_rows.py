@@ -80,11 +80,12 @@ def claim_action(
 
 
 def claim_undo(conn: sqlite3.Connection, action_id: str, replica_id: str, *, at: datetime) -> bool:
-    """True for exactly one caller: a succeeded action whose undo nobody has claimed yet.
-    The winner runs the undo, then moves the action to ``undone``."""
+    """True for exactly one caller: a succeeded action, or a failed one that changed part of
+    the cluster, whose undo nobody has claimed yet. The winner runs the undo, then moves the
+    action to ``undone``."""
     cur = conn.execute(
         "UPDATE actions SET undo_claimed_by=?, undo_claimed_at=?, updated_at=? "
-        "WHERE action_id=? AND state='succeeded' AND undo_claimed_by IS NULL",
+        "WHERE action_id=? AND state IN ('succeeded', 'failed') AND undo_claimed_by IS NULL",
         (replica_id, ts(at), ts(at), action_id),
     )
     return cur.rowcount == 1

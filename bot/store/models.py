@@ -28,7 +28,7 @@ ACTION_TRANSITIONS: dict[ActionState, tuple[ActionState, ...]] = {
     "succeeded": ("claimed", "running"),
     "failed": ("claimed", "running"),
     "refused": ("requested", "approved", "claimed"),
-    "undone": ("succeeded",),
+    "undone": ("succeeded", "failed"),
 }
 INTERRUPTED_STATES: tuple[ActionState, ...] = ("claimed", "running")
 

@@ -109,3 +109,29 @@ async def test_a_fault_during_the_dry_run_changes_nothing_and_offers_no_apply(
     assert CODES[fault] in json.dumps(msg.blocks)
     await world.act.apply(action_id=action_id, user=REQ, channel=CHANNEL)
     assert world.kube.effects() == []
+
+
+async def test_a_partly_applied_action_offers_undo_and_undo_restores_what_it_changed(
+    world: World,
+) -> None:
+    # the node gets cordoned, then the evictions fail: the cordon must not be left stranded
+    world.kube.fail("evict", FAULTS["500"](), dry_run=False)
+    action_id = await _run(world, 1)
+    record = await world.store.get_action(action_id)
+    assert record is not None and record.state == "failed"
+    assert [s["verb"] for s in record.result["undo"]] == ["uncordon"]  # type: ignore[index]
+    msg = await world.action_message(action_id)
+    assert "gpunode_undo" in json.dumps(msg.blocks)
+
+    await world.act.undo(action_id=action_id, user=REQ, channel=CHANNEL)
+
+    assert [c.method for c in world.kube.effects("uncordon")] == ["uncordon"]
+    done = await world.store.get_action(action_id)
+    assert done is not None and done.state == "undone"
+
+
+async def test_a_failed_action_that_changed_nothing_offers_no_undo(world: World) -> None:
+    world.kube.fail("cordon", FAULTS["403"](), dry_run=False)
+    action_id = await _run(world, 1)
+    msg = await world.action_message(action_id)
+    assert "gpunode_undo" not in json.dumps(msg.blocks)
