@@ -42,7 +42,7 @@ def render_text(doc: dict[str, Any]) -> str:
     lines = [
         f"gpunode collect {doc['collector_version']} on {doc['hostname']}"
         f" (node {doc.get('node_name') or '-'}) at {doc['collected_at']}"
-        f" in {doc['duration_s']:.2f}s, cgroup v{doc.get('cgroup_version') or '?'}",
+        f" in {doc['duration_s'] * 1000:.0f} ms, cgroup v{doc.get('cgroup_version') or '?'}",
     ]
     free = doc.get("free")
     if free:
