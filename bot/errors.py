@@ -22,9 +22,7 @@ Every error that crosses a package boundary is one of these. Edges (``bot/kube``
     ├── SlackError                   a Slack Web API call failed after retries
     ├── StoreError                   the incident store failed or its schema is too new
     ├── PolicyError                  the role policy file is invalid
-    └── ActionError                  an action was refused or could not be carried out
-        ├── StaleActionError         evidence too old or a target changed since the plan
-        └── AlreadyClaimedError      another click already claimed this action
+    └── ActionError                  an action could not be carried out (e.g. run twice)
 """
 
 from __future__ import annotations
@@ -117,11 +115,3 @@ class PolicyError(GpunodeError):
 
 class ActionError(GpunodeError):
     code = "action"
-
-
-class StaleActionError(ActionError):
-    code = "stale"
-
-
-class AlreadyClaimedError(ActionError):
-    code = "already_claimed"

@@ -49,10 +49,6 @@ def defined_keys(category: Category, *, locale: str = "en") -> set[str]:
     return set(re.findall(r"{%-?\s*macro\s+(\w+)\s*\(", source))
 
 
-def has_sentence(category: Category, key: str, *, locale: str = "en") -> bool:
-    return macro_name(key) in defined_keys(category, locale=locale)
-
-
 def _flat(text: str) -> str:
     return " ".join(text.split())
 

@@ -13,7 +13,6 @@ import re
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
-import kubernetes_validate
 from kubernetes_validate import utils as kv_utils
 from referencing import Registry, Resource
 
@@ -63,15 +62,6 @@ def validate_object(obj: dict[str, Any], kube_version: str) -> None:
     ]
     meta = obj.get("metadata") or {}
     raise invalid(obj.get("kind", "Object"), meta.get("name", ""), causes)
-
-
-def library_verdict(obj: dict[str, Any], kube_version: str) -> bool:
-    """The library's own answer (used by tests to prove the cache agrees with it)."""
-    try:
-        kubernetes_validate.validate(obj, kube_version, strict=True)
-    except kubernetes_validate.ValidationError:
-        return False
-    return True
 
 
 def check_version(kube_version: str) -> str:
