@@ -137,6 +137,15 @@ class PriorityClassInfo(_Model):
     preemption_policy: str | None = None
 
 
+class NodeLoad(_Model):
+    """One GPU node's memory at a glance, for ranking the fleet (``/gpunode top``): read in
+    one pass over nodes, pods and pod metrics, without a per-node cluster view."""
+
+    node: NodeInfo
+    allocated: list[ResourceAllocation] = Field(default_factory=list)
+    working_set_bytes: int | None = Field(None, description="None when metrics.k8s.io is absent")
+
+
 class ClusterView(_Model):
     """The API's side of a diagnosis, for one node."""
 

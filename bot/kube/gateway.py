@@ -21,7 +21,7 @@ from kubernetes import client
 from bot.config import KubeSettings
 from bot.core.allocation import allocated_resources, describe_allocated
 from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
-from bot.core.cluster import ClusterView, NodeInfo, ResourceAllocation
+from bot.core.cluster import ClusterView, NodeInfo, NodeLoad, ResourceAllocation
 from bot.core.evidence import EvidenceBundle
 from bot.errors import DiagnosticJobError, GpunodeError, NotFoundError
 from bot.kube import draining, jobs, objects, patching, prioritizing, reading, resizing
@@ -85,9 +85,9 @@ class Gateway:
         cache: dict[tuple[str, str, str], Obj | None] = {}
         return [reading.owner_chain(t, p, cache) for p in pods]
 
-    async def fleet_allocation(self) -> dict[str, list[ResourceAllocation]]:
-        """kubectl's Allocated-resources rows for every GPU node, from one list of nodes and
-        one (paged) list of all pods, grouped by ``spec.nodeName`` here."""
+    async def _fleet(self) -> tuple[list[Obj], dict[str, list[Obj]]]:
+        """GPU nodes, and every non-terminated pod grouped by ``spec.nodeName``: one list of
+        nodes and one (paged) list of all pods."""
         nodes, pods = await asyncio.gather(
             self._call("list nodes", reading.list_nodes),
             self._call("list pods", reading.list_all_pods),
@@ -96,11 +96,43 @@ class Gateway:
         for pod in non_terminated(pods):
             if name := (pod.get("spec") or {}).get("nodeName"):
                 by_node.setdefault(name, []).append(pod)
+        return [n for n in nodes if objects.is_gpu_node(n)], by_node
+
+    async def fleet_allocation(self) -> dict[str, list[ResourceAllocation]]:
+        """kubectl's Allocated-resources rows for every GPU node."""
+        gpu, by_node = await self._fleet()
         return {
             n["metadata"]["name"]: allocated_resources(n, by_node.get(n["metadata"]["name"], []))
-            for n in nodes
-            if objects.is_gpu_node(n)
+            for n in gpu
         }
+
+    async def gpu_node_loads(self) -> list[NodeLoad]:
+        (gpu, by_node), groups = await asyncio.gather(
+            self._fleet(), self._call("discover API groups", reading.served_groups)
+        )
+        metrics = await self._metrics(groups)
+        used: dict[str, int] | None = None
+        if metrics is not None:
+            where = {
+                (p["metadata"].get("namespace"), p["metadata"].get("name")): node
+                for node, pods in by_node.items()
+                for p in pods
+            }
+            used = {}
+            for m in (objects.parse_pod_metrics(i) for i in metrics):
+                if node := where.get((m.namespace, m.name)):
+                    used[node] = used.get(node, 0) + m.memory_working_set_bytes
+        loads = []
+        for n in gpu:
+            name = n["metadata"]["name"]
+            loads.append(
+                NodeLoad(
+                    node=objects.parse_node(n),
+                    allocated=allocated_resources(n, by_node.get(name, [])),
+                    working_set_bytes=None if used is None else used.get(name, 0),
+                )
+            )
+        return loads
 
     async def get_cluster_view(self, node: str) -> ClusterView:
         node_obj = await self.read_node(node)

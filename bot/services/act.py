@@ -23,7 +23,7 @@ from typing import Any
 
 from bot.core.actions import ActionPlan
 from bot.core.policy import Policy, Principal
-from bot.services import applying, approving, reconciling, requesting, undoing
+from bot.services import approving, reconciling, requesting, undoing
 from bot.services.acting import ActDeps
 from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
@@ -103,7 +103,3 @@ class ActService:
     async def reconcile_interrupted(self) -> int:
         """At start: report actions a previous process left claimed or running."""
         return await reconciling.reconcile_interrupted(self.deps)
-
-    async def rediagnose_after(self, incident_id: str) -> None:
-        """Re-diagnose and post the before/after diff (normally spawned after execution)."""
-        await applying.after(self.deps, incident_id)

@@ -6,16 +6,15 @@ the caller renders it for its surface.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from bot.core.cluster import ClusterView
+from bot.core.cluster import NodeLoad
 from bot.core.incidents import TimelineEntry
 from bot.core.quantity import parse_quantity
-from bot.errors import KubeError, UsageError
+from bot.errors import UsageError
 from bot.services.ports import KubePort
 
 
@@ -29,38 +28,30 @@ class NodeRank:
     score: float
 
 
-def _percent_of(view: ClusterView, resource: str) -> tuple[int | None, int | None]:
-    for row in view.allocated:
+def _percent_of(load: NodeLoad, resource: str) -> tuple[int | None, int | None]:
+    for row in load.allocated:
         if row.resource == resource:
             return row.requests_percent, row.limits_percent
     return None, None
 
 
-def rank_node(view: ClusterView) -> NodeRank:
+def rank_node(load: NodeLoad) -> NodeRank:
     """Pressure score: MemoryPressure condition first, then measured use, then limits."""
-    pressure = any(c.type == "MemoryPressure" and c.status == "True" for c in view.node.conditions)
-    req_pct, lim_pct = _percent_of(view, "memory")
+    node = load.node
+    pressure = any(c.type == "MemoryPressure" and c.status == "True" for c in node.conditions)
+    req_pct, lim_pct = _percent_of(load, "memory")
     ws_pct: int | None = None
-    alloc = view.node.allocatable.get("memory")
-    if view.metrics is not None and alloc:
-        total = sum(m.memory_working_set_bytes for m in view.metrics)
-        ws_pct = int(total / parse_quantity(alloc).as_float() * 100)
+    alloc = node.allocatable.get("memory")
+    if load.working_set_bytes is not None and alloc:
+        ws_pct = int(load.working_set_bytes / parse_quantity(alloc).as_float() * 100)
     score = (1000.0 if pressure else 0.0) + float(ws_pct or 0) * 2 + float(lim_pct or 0) / 10
-    return NodeRank(view.node.name, pressure, lim_pct, req_pct, ws_pct, score)
+    return NodeRank(node.name, pressure, lim_pct, req_pct, ws_pct, score)
 
 
-async def top_nodes(kube: KubePort, *, limit: int = 15, concurrency: int = 8) -> list[NodeRank]:
-    nodes = await kube.list_gpu_nodes()
-    gate = asyncio.Semaphore(concurrency)
-
-    async def one(name: str) -> NodeRank | None:
-        async with gate:
-            try:
-                return rank_node(await kube.get_cluster_view(name))
-            except KubeError:
-                return None
-
-    ranks = [r for r in await asyncio.gather(*(one(n.name) for n in nodes)) if r is not None]
+async def top_nodes(kube: KubePort, *, limit: int = 15) -> list[NodeRank]:
+    """GPU nodes ranked by memory pressure, from one pass over the fleet (not a cluster view
+    per node: a fleet of hundreds of GPU nodes would cost thousands of API calls)."""
+    ranks = [rank_node(load) for load in await kube.gpu_node_loads()]
     ranks.sort(key=lambda r: (-r.score, r.node))
     return ranks[:limit]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
-from bot.core.cluster import ClusterView, NodeInfo
+from bot.core.cluster import ClusterView, NodeInfo, NodeLoad
 from bot.core.evidence import EvidenceBundle
 
 
@@ -19,6 +19,9 @@ class KubePort(Protocol):
 
     async def list_gpu_nodes(self) -> list[NodeInfo]:
         """Nodes with nvidia.com/gpu in allocatable."""
+
+    async def gpu_node_loads(self) -> list[NodeLoad]:
+        """Every GPU node's allocation and measured working set, in one pass over the fleet."""
 
     async def run_diagnostic(self, node: str) -> EvidenceBundle:
         """Run the diagnostic Job on ``node``; concurrent calls for one node share one Job.

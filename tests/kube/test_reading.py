@@ -26,6 +26,21 @@ async def test_gpu_nodes_are_the_nodes_with_gpus_in_allocatable(
     assert nodes[0].allocatable["nvidia.com/gpu"] == "8"
 
 
+async def test_gpu_node_loads_read_the_fleet_once_and_match_each_nodes_cluster_view(
+    gateway: tuple[Gateway, KubeSim],
+) -> None:
+    gw, sim = gateway
+    sim.requests.clear()
+    loads = await gw.gpu_node_loads()
+    pod_lists = [r for r in sim.requests if r[0] == "GET" and r[1] == "/api/v1/pods"]
+    assert len(pod_lists) == 1  # one list of all pods, not one per node
+    assert [load.node.name for load in loads] == ["gpu-node-01", "gpu-node-02"]
+    view = await gw.get_cluster_view("gpu-node-01")
+    assert loads[0].allocated == view.allocated
+    assert view.metrics is not None
+    assert loads[0].working_set_bytes == sum(m.memory_working_set_bytes for m in view.metrics)
+
+
 async def test_cluster_view_allocation_matches_kubectl_on_the_same_objects(
     gateway: tuple[Gateway, KubeSim],
 ) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.core.changes import Change, EvictionOutcome
-from bot.core.cluster import ClusterView, NodeInfo, PodInfo
+from bot.core.cluster import ClusterView, NodeInfo, NodeLoad, PodInfo
 from bot.core.evidence import EvidenceBundle
 from bot.errors import NotFoundError, SlackError
 
@@ -156,6 +156,16 @@ class FakeKube:
     async def list_gpu_nodes(self) -> list[NodeInfo]:
         await self._enter("list_gpu_nodes")
         return [self.node, *(NodeInfo(name=n) for n in self.extra_nodes)]
+
+    async def gpu_node_loads(self) -> list[NodeLoad]:
+        await self._enter("gpu_node_loads")
+        used = None
+        if self.view.metrics is not None:
+            used = sum(m.memory_working_set_bytes for m in self.view.metrics)
+        return [
+            NodeLoad(node=self.node, allocated=list(self.view.allocated), working_set_bytes=used),
+            *(NodeLoad(node=NodeInfo(name=n)) for n in self.extra_nodes),
+        ]
 
     async def run_diagnostic(self, node: str) -> EvidenceBundle:
         await self._enter("run_diagnostic", node)

@@ -24,9 +24,11 @@ async def test_resolve_records_one_timeline_entry_and_refuses_twice(world: World
     assert await ops.status(None) == []
 
 
-async def test_top_ranks_the_gpu_nodes_it_can_read(world: World) -> None:
+async def test_top_ranks_the_loaded_node_before_one_with_nothing_measured(world: World) -> None:
     ranks = await top_nodes(world.kube)
-    assert [r.node for r in ranks] == [NODE]  # gpu-node-02 is unknown to the fake: skipped
+    assert [r.node for r in ranks] == [NODE, "gpu-node-02"]
+    assert ranks[0].score > ranks[1].score
+    assert [c.method for c in world.kube.calls] == ["gpu_node_loads"]  # one fleet read
 
 
 def _payload(
