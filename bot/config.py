@@ -53,6 +53,9 @@ class KubeSettings(_Group):
 
 class StoreSettings(_Group):
     path: str = Field(".gpunode/gpunode.db", description="SQLite file (WAL mode)")
+    audit_to_log: bool = Field(
+        False, description="also log each audit row (with its chain hash) as JSON on gpunode.audit"
+    )
 
 
 class HttpSettings(_Group):

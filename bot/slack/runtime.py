@@ -99,6 +99,7 @@ async def build_runtime(
     if settings.store.path != ":memory:":
         Path(settings.store.path).parent.mkdir(parents=True, exist_ok=True)
     store = await Store.open(settings.store.path)
+    store.export_audit = settings.store.audit_to_log
     chat = SlackChat(client, cache_ttl_s=settings.actions.usergroup_cache_ttl_s)
     bg = Background()
     diagnose = DiagnoseService(kube, store, chat, clock=clock, thresholds=thresholds)
