@@ -131,6 +131,12 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
             BEGIN SELECT RAISE(ABORT, 'audit rows are hash-chained; only gpunode writes them');
             END""",
     ),
+    (
+        # 3: the incident's root message is claimed before it is posted (claim, post, fill in
+        # the ts), so concurrent diagnoses of one node post one root (incident_rows.claim_root)
+        "ALTER TABLE incidents ADD COLUMN root_claimed_by TEXT",
+        "ALTER TABLE incidents ADD COLUMN root_claimed_at TEXT",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

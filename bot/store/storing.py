@@ -164,6 +164,17 @@ class Store:
             alert_fingerprint=alert_fingerprint,
         )
 
+    async def claim_root(
+        self, incident_id: str, claimer: str, *, at: datetime, stale_before: datetime
+    ) -> bool:
+        """True for exactly one caller, who posts the root and then ``set_incident_thread``."""
+        return await self._run(
+            incident_rows.claim_root, incident_id, claimer, at=at, stale_before=stale_before
+        )
+
+    async def release_root(self, incident_id: str, claimer: str) -> None:
+        await self._run(incident_rows.release_root, incident_id, claimer)
+
     async def set_incident_thread(
         self, incident_id: str, *, root_ts: str, channel: str | None = None
     ) -> Incident:
