@@ -28,6 +28,7 @@ NOTICE_KEYS = (
     "top_nodes",
     "alert_firing",
     "alert_resolved",
+    "alerts_skipped",
     "resolved",
     "timeline_uploaded",
     "channel_not_served",

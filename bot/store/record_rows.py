@@ -23,6 +23,11 @@ def remember_event(conn: sqlite3.Connection, key: str, *, at: datetime) -> bool:
     return cur.rowcount == 1
 
 
+def seen_event(conn: sqlite3.Connection, key: str) -> bool:
+    """Whether ``key`` was remembered (a read: it remembers nothing)."""
+    return conn.execute("SELECT 1 FROM processed_events WHERE key=?", (key,)).fetchone() is not None
+
+
 def forget_events_before(conn: sqlite3.Connection, before: datetime) -> int:
     """Prune dedupe keys older than any retry Slack would still send."""
     return conn.execute("DELETE FROM processed_events WHERE at < ?", (ts(before),)).rowcount

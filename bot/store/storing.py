@@ -341,6 +341,10 @@ class Store:
         """True the first time ``key`` is seen (Slack retries and double clicks get False)."""
         return await self._run(record_rows.remember_event, key, at=at)
 
+    async def seen_event(self, key: str) -> bool:
+        """Whether ``remember_event(key)`` happened already (on the writer: no lag)."""
+        return await self._run(record_rows.seen_event, key)
+
     async def forget_events_before(self, before: datetime) -> int:
         return await self._run(record_rows.forget_events_before, before)
 
