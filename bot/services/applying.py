@@ -199,7 +199,9 @@ async def after(d: ActDeps, incident_id: str) -> None:
     before = await d.store.latest_snapshot(incident_id)
     if incident is None or before is None:
         return
-    outcome = await d.diagnose.diagnose(incident.node, channel=incident.channel, user="gpunode")
+    outcome = await d.diagnose.diagnose(
+        incident.node, channel=incident.channel, user="gpunode", fresh=True
+    )
     if outcome.diagnosis is None:
         return
     diff = diff_diagnoses(Diagnosis.model_validate_json(before.diagnosis_json), outcome.diagnosis)

@@ -14,6 +14,7 @@ A failure at step 3 is posted in the thread with what to do; the incident stays 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import itertools
 import logging
@@ -99,8 +100,17 @@ class DiagnoseService:
         self._running: dict[str, asyncio.Task[DiagnoseOutcome]] = {}
 
     async def diagnose(
-        self, node: str, *, channel: str, user: str, alert_fingerprint: str | None = None
+        self,
+        node: str,
+        *,
+        channel: str,
+        user: str,
+        alert_fingerprint: str | None = None,
+        fresh: bool = False,
     ) -> DiagnoseOutcome:
+        """Diagnose ``node`` into its incident thread. A diagnosis already running for the
+        incident in this process is joined, unless ``fresh`` (after a change to the cluster,
+        whose effect a diagnosis started before it cannot show): then it runs after it."""
         try:
             await self._kube.get_cluster_view(node)  # an unknown node opens nothing
         except NotFoundError as err:
@@ -120,6 +130,10 @@ class DiagnoseService:
             node, channel, opened_by=user, at=now, alert_fingerprint=alert_fingerprint
         )
         running = self._running.get(incident.id)
+        while fresh and running is not None and not running.done():
+            with contextlib.suppress(Exception):
+                await asyncio.shield(running)
+            running = self._running.get(incident.id)
         if running is None or running.done():
             task = asyncio.create_task(
                 self._run(incident, node, channel, created=created, user=user),

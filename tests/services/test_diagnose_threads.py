@@ -87,3 +87,17 @@ async def test_a_root_that_could_not_be_posted_lets_the_next_diagnose_post_it(
     assert root.channel == "C0OTHER"  # a thread-less incident opens where it is asked for
     assert all(m.channel == "C0OTHER" for m in world.chat.messages.values())
     assert outcome.incident_id == "INC-0001" and outcome.diagnosis is not None
+
+
+async def test_a_fresh_diagnosis_waits_for_the_running_one_and_then_runs_its_own(
+    world: World,
+) -> None:
+    first = asyncio.create_task(world.diagnose.diagnose(NODE, channel=CHANNEL, user="U0001"))
+    while not world.chat.roots():  # the first diagnosis is running (it posted the root)
+        await asyncio.sleep(0)
+    after_action = await world.diagnose.diagnose(NODE, channel=CHANNEL, user="gpunode", fresh=True)
+    await first
+
+    assert [c.method for c in world.kube.calls].count("run_diagnostic") == 2
+    assert len(await world.store.snapshots("INC-0001")) == 2
+    assert after_action.diagnosis is not None
