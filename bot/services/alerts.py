@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from bot.core.alert_caps import AlertCaps, over_cap, recent
 from bot.core.commands import parse_node_name
 from bot.core.incidents import TimelineEntry
-from bot.errors import SlackError, UsageError
+from bot.errors import GpunodeError, SlackError, UsageError
 from bot.render.messages import render_notice
 from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
@@ -205,7 +205,8 @@ class AlertService:
             )
         except SlackError as err:
             if err.code not in CHANNEL_ERRORS:
-                raise
+                log.warning("alert diagnosis of %s failed: %s", f.node, err.message)
+                return
             if self.channel_problem != err.code:
                 log.error(
                     "cannot post alert incidents in slack.incident_channel %s: Slack says %s. "
@@ -215,6 +216,10 @@ class AlertService:
                     err.code,
                 )
             self.channel_problem = err.code
+            return
+        except GpunodeError as err:
+            # said in the thread when there is one; here one line, no traceback
+            log.warning("alert diagnosis of %s failed (%s): %s", f.node, err.code, err.message)
             return
         self.channel_problem = None
 
