@@ -215,3 +215,20 @@ async def test_apply_removes_the_dry_run_buttons_before_the_changes_are_sent(
     msg = await world.action_message(action_id)
     assert world.chat.buttons(msg.ts) == []
     assert "Applying" in msg.text
+
+
+async def test_after_a_crash_mid_apply_the_restart_shows_the_outcome_on_the_message(
+    world: World,
+) -> None:
+    action_id = await world.request(3, **EDITS)
+    world.kube.fail("patch_container_resources", Killed(), dry_run=False)
+    with contextlib.suppress(Killed):
+        await world.act.apply(action_id=action_id, user=REQ, channel=CHANNEL)
+
+    restarted = world.service(world.store, replica="replica-b")
+    assert await restarted.reconcile_interrupted() == 1
+
+    msg = await world.action_message(action_id)
+    assert "Applying" not in msg.text and "Interrupted by a restart" in msg.text
+    assert world.chat.buttons(msg.ts) == []
+    assert (REQ, "tier3.execute", "claimed") in await world.audit(action_id)

@@ -93,7 +93,9 @@ async def test_a_fresh_diagnosis_waits_for_the_running_one_and_then_runs_its_own
     world: World,
 ) -> None:
     first = asyncio.create_task(world.diagnose.diagnose(NODE, channel=CHANNEL, user="U0001"))
-    while not world.chat.roots():  # the first diagnosis is running (it posted the root)
+    for _ in range(1000):  # until the first diagnosis is running (it posted the root)
+        if world.chat.roots():
+            break
         await asyncio.sleep(0)
     after_action = await world.diagnose.diagnose(NODE, channel=CHANNEL, user="gpunode", fresh=True)
     await first
