@@ -22,14 +22,16 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.config import Settings
 from bot.core.policy import Policy
 from bot.core.thresholds import Thresholds
+from bot.errors import ConfigError
 from bot.services.act import ActService
 from bot.services.alerts import AlertService
 from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
 from bot.services.operations import IncidentOps
 from bot.services.ports import KubePort
-from bot.slack.app import BotServices, build_app
+from bot.slack.app import BotServices, build_app, report_malformed
 from bot.slack.chatting import SlackChat
+from bot.slack.edge import Malformed, SlackEdge
 from bot.slack.server import build_web_app
 from bot.store.storing import Store
 
@@ -71,6 +73,16 @@ def _approval_sweeper(
             await task
 
     return ctx
+
+
+def _edge(app: AsyncApp, services: BotServices, secret: str | None) -> SlackEdge:
+    if not secret:
+        raise ConfigError("GPUNODE_SLACK__SIGNING_SECRET is required in HTTP mode")
+
+    def on_malformed(m: Malformed) -> None:
+        services.bg.spawn(report_malformed(services, m), name="malformed")
+
+    return SlackEdge(app, signing_secret=secret, on_malformed=on_malformed)
 
 
 @dataclass
@@ -151,11 +163,10 @@ async def build_runtime(
         return True
 
     web_app = build_web_app(
-        app,
+        _edge(app, services, secret) if not settings.slack.socket_mode else None,
         alerts=alerts,
         alert_token=token.get_secret_value() if token else None,
         ready=ready,
-        slack_events=not settings.slack.socket_mode,
     )
     web_app.cleanup_ctx.append(_approval_sweeper(act, interval_s=APPROVAL_SWEEP_S))
     await act.reconcile_interrupted()

@@ -154,6 +154,8 @@ def test_notices_and_root_are_valid_and_escape_their_params() -> None:
         "by": "U2",
         "note": "<b>",
         "channel": "C1",
+        "command": "<!channel>",
+        "problem": "a&b<c>",
     }
     for key in NOTICE_KEYS:
         text, blocks = render_notice(key, **params)
