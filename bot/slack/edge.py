@@ -45,7 +45,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 
 from bot.errors import RequestError
-from bot.slack.payloads import PayloadError, addressee, check_envelope
+from bot.slack.payloads import PayloadError, addressee, check_envelope, printable
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +162,7 @@ def _json_object(text: str, what: str) -> dict[str, Any]:
 def _kind(body: dict[str, Any]) -> str:
     if "command" in body:
         return "slash_command"
-    return str(body.get("type") or "unknown")[:40]
+    return printable(str(body.get("type") or "unknown"), 40)
 
 
 class SlackEdge:

@@ -183,10 +183,18 @@ def parse(model: type[M], data: Any) -> M:
 
 
 def describe(exc: ValidationError) -> str:
-    """``field.path: problem`` for the first error, without the input value."""
+    """``field.path: problem`` for the first error, without the input value. Keys come from
+    the request (block ids), so they are shown printable and short: this text reaches log
+    lines, audit rows and Slack messages."""
     err = exc.errors(include_input=False, include_url=False)[0]
-    where = ".".join(str(p) for p in err["loc"]) or "payload"
+    where = ".".join(printable(str(p), 40) for p in err["loc"]) or "payload"
     return f"{where}: {err['msg']}"
+
+
+def printable(text: str, limit: int) -> str:
+    """``text`` with control and other unprintable characters as ``?``, cut to ``limit``."""
+    shown = "".join(c if c.isprintable() else "?" for c in text[:limit])
+    return shown + ("…" if len(text) > limit else "")
 
 
 def addressee(body: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -251,7 +259,8 @@ def view_values(state_values: dict[str, dict[str, _Element]]) -> dict[str, FormV
             elif element.type == "static_select":
                 value = (element.selected_option or {}).get("value")
                 if value is not None and not isinstance(value, str):
-                    raise PayloadError(f"{block_id}: the selected option has no text value")
+                    where = printable(block_id, 40)
+                    raise PayloadError(f"{where}: the selected option has no text value")
                 out[block_id] = value
             else:
                 out[block_id] = element.value

@@ -98,3 +98,23 @@ def test_an_ssl_check_is_recognised_by_its_field() -> None:
 def test_garbage_is_a_request_error_saying_what_is_wrong(raw: bytes, ctype: str, says: str) -> None:
     with pytest.raises(RequestError, match=says):
         parse_body(raw, ctype)
+
+
+def test_a_malformed_payload_is_described_without_its_values_or_control_characters() -> None:
+    from bot.slack.payloads import PayloadError, ViewPayload, parse
+
+    body = {
+        "type": "view_submission",
+        "user": {"id": "U1"},
+        "view": {
+            "callback_id": "c",
+            "state": {"values": {"x\nCRITICAL forged": {"a": {"type": "t", "value": 5}}}},
+            "private_metadata": "xoxb-secret-looking-value",
+        },
+    }
+    with pytest.raises(PayloadError) as caught:
+        parse(ViewPayload, body)
+
+    assert "\n" not in caught.value.message
+    assert "xoxb" not in caught.value.message and "5" not in caught.value.message.split(":")[-1]
+    assert caught.value.loc[:3] == ("view", "state", "values")
