@@ -7,6 +7,8 @@ signed slash command whose text merely contains the word "payload" was parsed as
 interaction and answered 404 (Slack shows the user ``dispatch_failed``). This edge does the
 steps in the safe order, each answered with at most one log line and never a 5xx:
 
+0. Slack's ``ssl_check`` probe (only ``ssl_check=1`` and ``token``) is answered 200 with
+   nothing done, signed or not, as Bolt does;
 1. the signature over the raw bytes (``v0:{timestamp}:{body}``, HMAC-SHA256, timestamps
    within 5 minutes; reference/slack.md 1.1): otherwise 401;
 2. a replay of a request already received (same signature) within that window: 200 with an
@@ -144,8 +146,6 @@ def parse_body(raw: bytes, content_type: str) -> dict[str, Any]:
         return fields  # a slash command: every field a string, ``text`` whatever was typed
     if set(fields) == {"payload"}:
         return _json_object(fields["payload"], "the interaction payload")
-    if fields.get("ssl_check") == "1":
-        return fields
     raise RequestError("a form that is neither a slash command nor an interaction")
 
 
@@ -157,6 +157,15 @@ def _json_object(text: str, what: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise RequestError(f"{what} is not a JSON object")
     return data
+
+
+def _is_ssl_check(raw: bytes, content_type: str) -> bool:
+    """Slack's certificate probe of a slash command URL (``ssl_check=1&token=...``): Bolt
+    answers it before verifying, as it may come unsigned; it carries nothing to act on."""
+    if content_type != FORM or len(raw) > 512:
+        return False
+    fields = dict(parse_qsl(raw.decode("ascii", "replace"), keep_blank_values=True))
+    return fields.get("ssl_check") == "1" and set(fields) <= {"ssl_check", "token"}
 
 
 def _kind(body: dict[str, Any]) -> str:
@@ -185,6 +194,8 @@ class SlackEdge:
 
     async def handle(self, request: web.Request) -> web.Response:
         raw = await request.read()
+        if _is_ssl_check(raw, request.content_type):
+            return web.Response(status=200)  # does nothing; Bolt answers these unsigned too
         timestamp = request.headers.get("X-Slack-Request-Timestamp", "")
         signature = request.headers.get("X-Slack-Signature", "")
         ok, why = signed(raw, timestamp, signature, secret=self._secret, now=self._clock())
@@ -199,8 +210,6 @@ class SlackEdge:
         except RequestError as err:
             log.warning("refused a signed Slack request: %s", err.message)
             return web.json_response({"error": err.message}, status=400)
-        if body.get("ssl_check") == "1" and "command" not in body:
-            return web.Response(status=200)
         try:
             check_envelope(body)
         except PayloadError as err:

@@ -7,11 +7,13 @@ field) and an audit row; a replayed signed request does nothing; tier-3 caps are
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 from typing import Any
 from urllib.parse import parse_qsl
 
+import aiohttp
 import pytest
 
 from bot.sandbox.demo import Demo
@@ -96,6 +98,16 @@ async def test_an_unsigned_request_gets_401_with_one_log_line_and_no_traceback(
     logged = problems(caplog)
     assert len(logged) == 1, [r.getMessage() for r in logged]
     assert logged[0].exc_info is None
+
+
+async def test_an_unsigned_ssl_check_gets_an_empty_200_and_nothing_happens(demo: Demo) -> None:
+    result = await demo.slack.driver.send(
+        b"ssl_check=1&token=t", signing=SignOptions(unsigned=True)
+    )
+    await demo.drain()
+
+    assert (result.status, result.body) == (200, "")
+    assert demo.slack.calls == []
 
 
 @pytest.mark.parametrize(
@@ -317,3 +329,16 @@ async def test_a_replayed_signed_slash_command_is_dropped_within_the_window(demo
     jobs = [r for r in demo.kube.requests if r[0] == "POST" and "/jobs" in r[1]]
     assert len(jobs) == 1
     assert dict(parse_qsl(body.decode()))["text"] == f"diagnose {NODE}"
+
+
+async def test_a_body_over_the_size_limit_gets_413_without_a_traceback(
+    demo: Demo, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.clear()
+    body = io.BytesIO(b"payload=" + b"9" * (2 << 20))
+    url = demo.slack.driver.request_url
+    async with aiohttp.ClientSession() as http, http.post(url, data=body) as resp:
+        status = resp.status
+
+    assert status == 413
+    assert not [r for r in caplog.records if r.exc_info is not None]

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 import pytest
 
 from bot.errors import RequestError
-from bot.slack.edge import FORM, JSON_TYPE, ReplayGuard, parse_body, signed
+from bot.slack.edge import FORM, JSON_TYPE, ReplayGuard, _is_ssl_check, parse_body, signed
 
 SECRET = b"edge-secret"
 
@@ -76,8 +76,21 @@ def test_an_interaction_is_its_payload_object() -> None:
     assert parse_body(form(payload='{"type": "block_actions"}'), FORM) == {"type": "block_actions"}
 
 
-def test_an_ssl_check_is_recognised_by_its_field() -> None:
-    assert parse_body(form(ssl_check="1", token="t"), FORM)["ssl_check"] == "1"
+@pytest.mark.parametrize(
+    ("raw", "ctype", "probe"),
+    [
+        (form(ssl_check="1", token="t"), FORM, True),
+        (form(ssl_check="1"), FORM, True),
+        (form(ssl_check="1", token="t", command="/gpunode"), FORM, False),
+        (form(ssl_check="0", token="t"), FORM, False),
+        (form(ssl_check="1", token="t"), JSON_TYPE, False),
+        (form(token="t", command="/gpunode", text="ssl_check=1"), FORM, False),
+    ],
+)
+def test_only_a_bare_ssl_check_is_answered_before_the_signature(
+    raw: bytes, ctype: str, probe: bool
+) -> None:
+    assert _is_ssl_check(raw, ctype) is probe
 
 
 @pytest.mark.parametrize(
