@@ -16,7 +16,7 @@ from tests.e2e.conftest import NODE, diagnose, ephemeral_texts, text_of, thread
 
 pytestmark = pytest.mark.slow
 ALICE, CAROL, DAVE = "U_ALICE", "U_CAROL", "U_DAVE"
-FUZZ_EXAMPLES = 300
+FUZZ_EXAMPLES = 500
 
 #: Slack's own request field names and values, JSON and URL-encoding fragments, Slack
 #: markup, CJK: what could confuse a parser that guesses a body's kind from its content
