@@ -4,6 +4,11 @@ The identity acted on is always ``body["user"]["id"]`` from the signed payload, 
 are checked by the service at the moment of the click. Button values carry only ids.
 The modal's validation runs inside the ack (``response_action: errors``) because Slack
 shows those errors next to the fields; everything slower runs in the background.
+
+Every payload is validated with the models of ``bot.slack.payloads`` before use (Socket Mode
+requests do not pass the HTTP edge, so the listeners check for themselves): a click or a
+submission of the wrong shape is told to the user (ephemeral, or next to the modal's field)
+and audited, never dropped and never a 500.
 """
 
 from __future__ import annotations
@@ -39,11 +44,10 @@ DAMAGED_FORM = "this form arrived damaged ({problem}); close it and press the ti
 
 
 def _refuse_malformed(
-    s: Any, kind: str, user: str | None, channel: str | None, err: Exception
+    s: Any, kind: str, user: str | None, channel: str | None, err: PayloadError
 ) -> None:
-    problem = err.message if isinstance(err, PayloadError) else str(err)
-    log.warning("refused a malformed %s from %s: %s", kind, user, problem)
-    s.bg.spawn(report_malformed(s, Malformed(kind, user, channel, problem)), name="malformed")
+    log.warning("refused a malformed %s from %s: %s", kind, user, err.message)
+    s.bg.spawn(report_malformed(s, Malformed(kind, user, channel, err.message)), name="malformed")
 
 
 def _field_of(body: dict[str, Any], loc: tuple[str | int, ...]) -> str:
