@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
+import itertools
 import json
 import multiprocessing as mp
 import statistics
@@ -49,6 +50,10 @@ COMMAND_TEXT = "status"
 NODES = ("gpu-node-01", "gpu-node-02")
 
 
+#: a unique trigger_id per command, as Slack sends: the bot drops byte-identical replays
+_SEQUENCE = itertools.count()
+
+
 def signed(text: str, *, user: str = ALICE) -> tuple[bytes, dict[str, str]]:
     body = urlencode(
         {
@@ -56,7 +61,7 @@ def signed(text: str, *, user: str = ALICE) -> tuple[bytes, dict[str, str]]:
             "channel_id": CHANNEL, "channel_name": "gpu-incidents", "user_id": user,
             "user_name": "alice", "command": "/gpunode", "text": text, "api_app_id": "A0",
             "is_enterprise_install": "false", "response_url": "http://127.0.0.1:9/unused",
-            "trigger_id": "1.2.bench",
+            "trigger_id": f"1.2.bench{next(_SEQUENCE)}",
         }
     ).encode()  # fmt: skip
     ts = str(int(time.time()))

@@ -2,12 +2,16 @@
 
 Sources, later wins: defaults < optional YAML file (``GPUNODE_CONFIG`` or ``--config``) <
 environment variables ``GPUNODE_<GROUP>__<FIELD>`` (e.g. ``GPUNODE_SLACK__BOT_TOKEN``).
-Nothing here is read at import time. Secrets are ``SecretStr`` and never logged.
+Nothing here is read at import time. Secrets are ``SecretStr`` and never logged, and no
+error message echoes a value: a YAML syntax error names the line and column (never the
+line's text, which may hold a token), a validation error the key and the problem (never
+the input), and neither chains the original exception (its text would hold both).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -135,9 +139,11 @@ def load_settings(
         try:
             loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
         except OSError as exc:
-            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
         except yaml.YAMLError as exc:
-            raise ConfigError(f"config file {path} is not valid YAML: {exc}") from exc
+            raise ConfigError(
+                f"config file {path} is not valid YAML: {_yaml_problem(exc)}"
+            ) from None
         if not isinstance(loaded, dict):
             raise ConfigError(f"config file {path} must hold a mapping at the top level")
         data = loaded
@@ -146,9 +152,30 @@ def load_settings(
         return Settings.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+            f"{_key_path(err['loc'])}: {err['msg']}"
+            for err in exc.errors(include_input=False, include_url=False, include_context=False)
         )
         raise ConfigError(
             f"invalid settings ({problems}). Set them in the config file or as "
             f"{ENV_PREFIX}<GROUP>__<FIELD> environment variables."
-        ) from exc
+        ) from None
+
+
+_SETTING_NAME = re.compile(r"[a-z][a-z0-9_]{0,29}")  # every field name fits; 32-hex secrets not
+
+
+def _key_path(loc: tuple[str | int, ...]) -> str:
+    """``slack.bot_token``; a key that cannot be a setting's name (a value pasted one line
+    too far left, say) is shown as ``<unknown key>`` rather than echoed."""
+    return ".".join(
+        str(p) if isinstance(p, int) or _SETTING_NAME.fullmatch(p) else "<unknown key>" for p in loc
+    )
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """What and where, without the snippet of the file PyYAML's ``str()`` quotes."""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        return where + (exc.problem or exc.context or "syntax error")
+    return type(exc).__name__

@@ -22,6 +22,7 @@ Every error that crosses a package boundary is one of these. Edges (``bot/kube``
     ├── SlackError                   a Slack Web API call failed after retries
     ├── StoreError                   the incident store failed or its schema is too new
     ├── PolicyError                  the role policy file is invalid
+    ├── RequestError                 a request at the HTTP edge is unsigned, replayed or malformed
     └── ActionError                  an action could not be carried out (e.g. run twice)
 """
 
@@ -111,6 +112,12 @@ class StoreError(GpunodeError):
 
 class PolicyError(GpunodeError):
     code = "policy"
+
+
+class RequestError(GpunodeError):
+    """A request at the HTTP edge that gpunode refuses (answered 4xx, never a 5xx)."""
+
+    code = "bad_request"
 
 
 class ActionError(GpunodeError):

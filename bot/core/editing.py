@@ -3,18 +3,34 @@
 The confirmation modal shows the proposed caps and lets the responder change them. Edits are
 checked here (pure): quantities must parse, a request may not exceed its limit, and a memory
 limit below the container's current working set is refused unless the responder explicitly
-acknowledges the immediate OOM kill it causes. Errors are keyed by the modal's block ids so
-Slack can show them next to the field (``response_action: errors``).
+acknowledges the immediate OOM kill it causes. Caps have upper bounds: the node's
+allocatable memory and CPU (``Tier3Bounds``, from the evidence the plan was made from; a
+container cannot be given more than the node offers), and in any case what a Kubernetes
+quantity can hold (``Value()`` is an int64). Errors are keyed by the modal's block ids so
+Slack can show them next to the field (``response_action: errors``) and name the bound.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from bot.core.actions import ActionPlan, Step, Tier3Values
-from bot.core.quantity import QuantityError, parse_quantity
+from bot.core.quantity import MAX_INT64, Quantity, QuantityError, parse_quantity
 
 MAX_OMP_THREADS = 1024  # far above any node's core count; catches typos like 40000
+#: longer than any real quantity ("1099511627776Ki" is 15): refused before parsing
+MAX_QUANTITY_CHARS = 64
+
+
+class Tier3Bounds(BaseModel):
+    """Upper bounds for the caps: the node's allocatable (None: unknown, only the int64
+    bound of a Kubernetes quantity applies)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    memory_bytes: int | None = None
+    cpu_millis: int | None = None
+    memory_text: str | None = Field(None, description="as the node reports it, for messages")
+    cpu_text: str | None = None
 
 
 class Tier3Edits(BaseModel):
@@ -27,41 +43,77 @@ class Tier3Edits(BaseModel):
     accept_oom: bool = False
 
 
-def _bytes(text: str, field: str, errors: dict[str, str]) -> int | None:
+def _quantity(
+    text: str, field: str, kind: str, example: str, errors: dict[str, str]
+) -> Quantity | None:
+    raw = text.strip()
+    if len(raw) > MAX_QUANTITY_CHARS:
+        errors[field] = f"too long for a quantity (at most {MAX_QUANTITY_CHARS} characters)"
+        return None
     try:
-        q = parse_quantity(text.strip())
+        return parse_quantity(raw)
     except QuantityError:
-        errors[field] = f"'{text}' is not a Kubernetes quantity; write e.g. 32Gi or 30720Mi"
+        shown = raw if raw.isprintable() else repr(raw)
+        errors[field] = f"'{shown}' is not {kind}; write e.g. {example}"
+        return None
+
+
+def _bytes(
+    text: str, field: str, errors: dict[str, str], *, bound: int | None, bound_text: str | None
+) -> int | None:
+    q = _quantity(text, field, "a Kubernetes quantity", "32Gi or 30720Mi", errors)
+    if q is None:
         return None
     if q.value() <= 0:
         errors[field] = "must be greater than zero"
         return None
+    if bound is not None and q.value() > bound:
+        errors[field] = f"must be at most {bound_text or bound}, the node's allocatable memory"
+        return None
+    if q.value() > MAX_INT64:
+        errors[field] = f"must be at most {MAX_INT64} bytes, the largest Kubernetes quantity"
+        return None
     return q.value()
 
 
-def _cpu(text: str | None, field: str, errors: dict[str, str]) -> float | None:
+def _cpu(
+    text: str | None, field: str, errors: dict[str, str], *, bound: int | None,
+    bound_text: str | None,
+) -> float | None:  # fmt: skip
     if text is None or not text.strip():
         return None
-    try:
-        q = parse_quantity(text.strip())
-    except QuantityError:
-        errors[field] = f"'{text}' is not a CPU quantity; write e.g. 8 or 7500m"
+    q = _quantity(text, field, "a CPU quantity", "8 or 7500m", errors)
+    if q is None:
         return None
     if q.milli_value() <= 0:
         errors[field] = "must be greater than zero"
         return None
+    if bound is not None and q.milli_value() > bound:
+        errors[field] = f"must be at most {bound_text or f'{bound}m'}, the node's allocatable CPU"
+        return None
+    if q.milli_value() > MAX_INT64:
+        errors[field] = f"must be at most {MAX_INT64}m, the largest Kubernetes CPU quantity"
+        return None
     return q.as_float()
 
 
-def apply_tier3_edits(plan: ActionPlan, edits: Tier3Edits) -> ActionPlan | dict[str, str]:
+def apply_tier3_edits(
+    plan: ActionPlan, edits: Tier3Edits, *, bounds: Tier3Bounds | None = None
+) -> ActionPlan | dict[str, str]:
     """The plan with the edited values, or ``{block_id: message}`` errors."""
     if plan.tier != 3 or plan.values is None:
         return {"memory_limit": "this plan has no editable caps"}
+    b = bounds or Tier3Bounds()
     errors: dict[str, str] = {}
-    limit = _bytes(edits.memory_limit, "memory_limit", errors)
-    request = _bytes(edits.memory_request, "memory_request", errors)
-    cpu_lim = _cpu(edits.cpu_limit, "cpu_limit", errors)
-    cpu_req = _cpu(edits.cpu_request, "cpu_request", errors)
+    mem_bound, mem_text = b.memory_bytes, b.memory_text
+    limit = _bytes(edits.memory_limit, "memory_limit", errors, bound=mem_bound, bound_text=mem_text)
+    request = _bytes(
+        edits.memory_request, "memory_request", errors, bound=mem_bound, bound_text=mem_text
+    )
+    cpu_lim = _cpu(edits.cpu_limit, "cpu_limit", errors, bound=b.cpu_millis, bound_text=b.cpu_text)
+    cpu_req = _cpu(
+        edits.cpu_request, "cpu_request", errors, bound=b.cpu_millis, bound_text=b.cpu_text
+    )
     if limit is not None and request is not None and request > limit:
         errors["memory_request"] = "the request may not exceed the limit"
     if cpu_lim is not None and cpu_req is not None and cpu_req > cpu_lim:

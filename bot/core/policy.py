@@ -27,7 +27,7 @@ from bot.errors import PolicyError
 
 Tier = Literal[1, 2, 3]
 TIERS: tuple[Tier, ...] = (1, 2, 3)
-Permission = Literal["diagnose", "undo", "resolve"]
+Permission = Literal["diagnose", "undo", "resolve", "view"]
 _USER_ID = r"^[UW][A-Z0-9_]{2,}$"  # "_": the stand-in's readable ids (U_ALICE)
 _GROUP_ID = r"^S[A-Z0-9]{2,}$"
 _CHANNEL_ID = r"^[CGD][A-Z0-9]{2,}$"
@@ -201,10 +201,18 @@ def can_approve(principal: Principal, tier: Tier, policy: Policy) -> bool:
 
 
 def authorize(principal: Principal, permission: Permission, policy: Policy) -> Allow | Deny:
-    """For the non-action verbs: diagnose, undo, resolve."""
+    """For the non-action verbs: diagnose, undo, resolve, and ``view`` (status, top,
+    timeline), which any role grants: someone bound to no role sees nothing either."""
     denied = _channel_denied(principal, policy)
     if denied:
         return denied
+    if permission == "view":
+        if roles_of(principal, policy):
+            return Allow()
+        return Deny(
+            reason="you are bound to no role in the policy file, so gpunode shows you nothing; "
+            "ask an admin to bind you to a role (e.g. viewer)"
+        )
     flag = f"can_{permission}"
     if any(getattr(policy.roles[name], flag) for name in roles_of(principal, policy)):
         return Allow()

@@ -17,6 +17,10 @@ Contract (``k8s.io/apimachinery/pkg/api/resource``, see reference/kubernetes.md 
 - ``add`` keeps the receiver's format unless the receiver is zero (``Quantity.Add``).
 - ``value()`` / ``milli_value()`` take the ceiling at that scale (``Value``/``MilliValue``).
 
+Deviation: texts over ``MAX_TEXT`` characters and exponents beyond ``MAX_EXPONENT`` are
+refused (``QuantityError``) rather than computed: either overflows every resource (``Value()``
+is an int64) and would cost unbounded big-number arithmetic on untrusted input.
+
 Deviation: values beyond the largest suffix (>= 1000E, >= 1024Ei) print with the largest
 suffix and a longer mantissa; apimachinery's output there is not meaningful for resources.
 """
@@ -33,6 +37,8 @@ QuantityFormat = Literal["DecimalSI", "BinarySI", "DecimalExponent"]
 
 NANO = 10**9
 MAX_INT64 = 2**63 - 1
+MAX_TEXT = 1000  # under CPython's 4300-digit int() limit; real quantities are < 30 chars
+MAX_EXPONENT = 1000  # 1e1000 is far past int64 yet cheap to compute and to refuse later
 
 DECIMAL_SUFFIXES: dict[str, int] = {
     "n": -9,
@@ -137,9 +143,13 @@ def _interpret(suffix: str) -> tuple[int, int, QuantityFormat]:
         return 2, BINARY_SUFFIXES[suffix], "BinarySI"
     if len(suffix) > 1 and suffix[0] in "eE":
         try:
-            return 10, int(suffix[1:]), "DecimalExponent"
+            exponent = int(suffix[1:])
         except ValueError:
             pass
+        else:
+            if abs(exponent) > MAX_EXPONENT:
+                raise QuantityError(f"exponent {exponent} is out of range")
+            return 10, exponent, "DecimalExponent"
     raise QuantityError(f"unknown quantity suffix {suffix!r}")
 
 
@@ -156,6 +166,8 @@ def parse_quantity(text: str | int | float) -> Quantity:
 def _parse_text(text: str) -> Quantity:
     """Cached: a fleet repeats the same few hundred quantity strings (Quantity is frozen)."""
     raw = text.strip()
+    if len(raw) > MAX_TEXT:
+        raise QuantityError(f"a quantity of {len(raw)} characters is too long")
     if raw == "0":
         return Quantity(0, "DecimalSI")
     match = _SYNTAX.fullmatch(raw)

@@ -7,6 +7,7 @@ HTML so a hostile pod name cannot inject links, emphasis or tags into a report.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -77,6 +78,15 @@ def fmt_number(value: float | int | str | None) -> str:
 def mrkdwn(text: object) -> str:
     """Slack mrkdwn escape: ``&`` first, then ``<`` and ``>``. Nothing else."""
     return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+_ESCAPED_MENTION = re.compile(r"&lt;@([UW][A-Z0-9_]{2,40})&gt;")
+
+
+def user_mentions(escaped: str) -> str:
+    """After ``mrkdwn``: turn escaped user mentions (``&lt;@U123&gt;``) back into mentions.
+    Only plain user ids: ``<!channel>``, links and anything else stay escaped."""
+    return _ESCAPED_MENTION.sub(r"<@\1>", escaped)
 
 
 _MD_SPECIAL = "\\`*_[]|~#"
@@ -182,6 +192,7 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "duration": fmt_duration,
     "number": fmt_number,
     "mrkdwn": mrkdwn,
+    "user_mentions": user_mentions,
     "md": md,
     "md_code": md_code,
     "plain": plain,

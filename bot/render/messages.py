@@ -33,15 +33,30 @@ NOTICE_KEYS = (
     "timeline_uploaded",
     "channel_not_served",
     "command_failed",
+    "command_started",
+    "malformed_request",
 )
-_MARKUP = re.compile(r"```|[*_`]|:[a-z0-9_+-]+: ?")
+#: emphasis marks only at a word's edge (``_x_``, ``*x*``; never the ``_`` in ``U_ALICE``
+#: or ``snake_case``), code fences and ticks, and emoji codes not glued to a digit or a word
+#: (``:warning:``, but not the ``:30:`` of ``10:30:00``)
+_MARKUP = re.compile(
+    r"```|`|(?<![\w*])[*_](?=\S)|(?<=\S)[*_](?![\w*])|(?<![\w:]):[a-z0-9_+-]+:(?![\w:]) ?"
+)
+#: Slack's control sequences (``<@U123>``, ``<#C1|x>``, ``<!date^...|...>``, links): kept whole
+_CONTROL = re.compile(r"<[^<>\s][^<>]*>")
 
 
 def _plain(mrkdwn_text: str) -> str:
-    """A notification fallback: the mrkdwn without emphasis and emoji. Entities stay
-    escaped: Slack parses ``text`` as mrkdwn too, so unescaping would turn a hostile
-    ``&lt;!channel&gt;`` back into a mention."""
-    return " ".join(_MARKUP.sub("", mrkdwn_text).split())
+    """A notification fallback: the mrkdwn without emphasis and emoji. Mentions, channel
+    links and dates stay intact, and entities stay escaped: Slack parses ``text`` as mrkdwn
+    too, so unescaping would turn a hostile ``&lt;!channel&gt;`` back into a mention."""
+    parts: list[str] = []
+    last = 0
+    for m in _CONTROL.finditer(mrkdwn_text):
+        parts += [_MARKUP.sub("", mrkdwn_text[last : m.start()]), m.group(0)]
+        last = m.end()
+    parts.append(_MARKUP.sub("", mrkdwn_text[last:]))
+    return " ".join("".join(parts).split())
 
 
 def render_root(

@@ -8,11 +8,13 @@ applying would fail the same way.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from bot.core.actions import ActionPlan
-from bot.core.editing import Tier3Edits, apply_tier3_edits
+from bot.core.editing import Tier3Bounds, Tier3Edits, apply_tier3_edits
 from bot.core.policy import ActionRequestInfo, Deny, NeedsApproval, decide
+from bot.core.quantity import QuantityError, parse_quantity
 from bot.render import acting as views
 from bot.services.acting import ActDeps, audit_fields, tier_of
 from bot.services.executing import StepsResult, run_steps
@@ -57,15 +59,52 @@ async def open_confirmation(
     )
 
 
-def _edits(values: dict[str, Any]) -> Tier3Edits:
-    omp = values.get("omp_num_threads")
+_TEXT_FIELDS = ("memory_limit", "memory_request", "cpu_limit", "cpu_request", "omp_num_threads")
+
+
+def _edits(values: dict[str, Any], errors: dict[str, str]) -> Tier3Edits | None:
+    """The modal's tier-3 fields as edits; a field of the wrong kind is an error keyed by
+    that field (never by another one)."""
+    for field in _TEXT_FIELDS:
+        if not isinstance(values.get(field), str | None):
+            errors[field] = "enter text here"
+    omp_text = values.get("omp_num_threads")
+    omp: int | None = None
+    if isinstance(omp_text, str) and omp_text.strip():
+        digits = omp_text.strip()
+        if digits.isascii() and digits.isdecimal() and len(digits) <= 9:
+            omp = int(digits)
+        else:
+            errors["omp_num_threads"] = "use a whole number"
+    if errors:
+        return None
     return Tier3Edits(
         memory_limit=str(values.get("memory_limit") or ""),
         memory_request=str(values.get("memory_request") or ""),
         cpu_limit=values.get("cpu_limit") or None,
         cpu_request=values.get("cpu_request") or None,
-        omp_num_threads=int(omp) if omp not in (None, "") else None,
+        omp_num_threads=omp,
         accept_oom=bool(values.get("accept_oom")),
+    )
+
+
+def bounds_of(view_json: str) -> Tier3Bounds:
+    """The node's allocatable memory and CPU from a snapshot's cluster view (None: unknown)."""
+    try:
+        allocatable = json.loads(view_json)["node"]["allocatable"]
+    except (ValueError, KeyError, TypeError):
+        return Tier3Bounds()
+    memory, cpu = allocatable.get("memory"), allocatable.get("cpu")
+    try:
+        mem_q = parse_quantity(memory) if isinstance(memory, str) else None
+        cpu_q = parse_quantity(cpu) if isinstance(cpu, str) else None
+    except QuantityError:
+        return Tier3Bounds()
+    return Tier3Bounds(
+        memory_bytes=mem_q.value() if mem_q else None,
+        memory_text=memory if mem_q else None,
+        cpu_millis=cpu_q.milli_value() if cpu_q else None,
+        cpu_text=cpu if cpu_q else None,
     )
 
 
@@ -74,7 +113,8 @@ async def validate_submission(
 ) -> tuple[ActionPlan | None, dict[str, str]]:
     """Runs inside Slack's 3-second ack: the plan to dry-run, or errors keyed by block id.
     A plan that is not (or no longer) the incident's is refused, and audited as ``user``."""
-    reason = str(values.get("reason") or "").strip()
+    reason = values.get("reason")
+    reason = reason.strip() if isinstance(reason, str) else ""
     errors: dict[str, str] = {}
     if len(reason) < 3:
         errors["reason"] = "say why, in a few words (it goes into the audit log)"
@@ -89,12 +129,12 @@ async def validate_submission(
         return None, {"reason": "this plan is no longer current; close and re-diagnose"}
     plan = found[2]
     if plan.tier == 3:
-        try:
-            edits = _edits(values)
-        except (ValueError, TypeError):
-            errors["omp_num_threads"] = "use a whole number"
+        edits = _edits(values, errors)
+        if edits is None:
             return None, errors
-        edited = apply_tier3_edits(plan, edits)
+        snap = await d.store.latest_snapshot(incident_id)
+        bounds = bounds_of(snap.view_json) if snap else Tier3Bounds()
+        edited = apply_tier3_edits(plan, edits, bounds=bounds)
         if isinstance(edited, dict):
             errors.update(edited)
         else:

@@ -21,12 +21,16 @@ from bot.core import commands
 from bot.core.incidents import TimelineEntry
 from bot.core.policy import Deny, Permission, authorize
 from bot.errors import GpunodeError, UsageError
+from bot.render.acting import notice as _acting_notice
 from bot.render.markdown import render_timeline_markdown
 from bot.render.messages import render_notice
 from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
 from bot.services.operations import IncidentOps, top_nodes
 from bot.services.ports import ChatPort, KubePort
+from bot.slack.edge import Malformed
+from bot.slack.payloads import slack_unescape
+from bot.store.models import AuditRecord
 
 log = logging.getLogger(__name__)
 
@@ -66,10 +70,15 @@ def build_app(
     return app
 
 
+def render_refused(reason: str) -> tuple[str, list[dict[str, Any]]]:
+    return _acting_notice("refused", reason=reason)
+
+
 def _register_commands(app: AsyncApp, s: BotServices) -> None:
     @app.command("/gpunode")
     async def on_command(ack: Any, body: dict[str, Any]) -> None:
-        text = str(body.get("text", "")).strip()
+        # Slack escapes & < > in the text it sends; the templates escape on the way out
+        text = slack_unescape(str(body.get("text", ""))).strip()
         channel, user = str(body.get("channel_id", "")), str(body.get("user_id", ""))
         try:
             cmd = commands.parse(text)
@@ -89,13 +98,28 @@ def _register_commands(app: AsyncApp, s: BotServices) -> None:
             # a local store read: answered in the ack itself (one round trip, no Web API
             # call, nothing left running after the ack)
             try:
-                t, blocks = await _status_notice(s, cmd.node)
+                denied = await _denied(s, "view", user=user, channel=channel)
+                if denied is not None:
+                    t, blocks = render_refused(denied.reason)
+                else:
+                    t, blocks = await _status_notice(s, cmd.node)
             except GpunodeError as err:
                 t, blocks = render_notice("command_failed", message=err.message, code=err.code)
             await ack(text=t, blocks=blocks, response_type="ephemeral")
             return
-        await ack(text=f"On it: `{text}`")
+        t, blocks = render_notice("command_started", command=canonical(cmd))
+        await ack(text=t, blocks=blocks, response_type="ephemeral")
         s.bg.spawn(_run(s, cmd, channel=channel, user=user), name=f"cmd-{cmd.verb}")
+
+
+def canonical(cmd: commands.Command) -> str:
+    """The command as gpunode understood it (validated words only: never the raw text)."""
+    words: list[str] = [cmd.verb]
+    if isinstance(cmd, commands.Diagnose):
+        words.append(cmd.node)
+    elif isinstance(cmd, commands.Timeline | commands.Resolve) and cmd.incident:
+        words.append(cmd.incident)
+    return " ".join(words)
 
 
 async def _status_notice(s: BotServices, node: str | None) -> tuple[str, list[dict[str, Any]]]:
@@ -104,6 +128,22 @@ async def _status_notice(s: BotServices, node: str | None) -> tuple[str, list[di
         for i in await s.ops.status(node)
     ]
     return render_notice("status_list", incidents=rows)
+
+
+async def _denied(
+    s: BotServices, permission: Permission, *, user: str, channel: str
+) -> Deny | None:
+    """The policy's refusal of ``permission`` for ``user`` (audited), or None if allowed."""
+    if s.act is None:
+        return None  # actions (and with them the policy) are not enabled
+    decision = authorize(await s.act.principal(user, channel), permission, s.act.deps.policy)
+    if isinstance(decision, Deny):
+        await s.act.deps.audit(
+            actor=user, action=permission, channel=channel, decision="denied",
+            detail=decision.reason,
+        )  # fmt: skip
+        return decision
+    return None
 
 
 async def permitted(
@@ -122,13 +162,30 @@ async def permitted(
     return True
 
 
+async def report_malformed(s: BotServices, m: Malformed) -> None:
+    """A signed request gpunode could not use: an audit row, and the user told if known."""
+    await s.store.append_audit(
+        AuditRecord(
+            at=s.clock(), actor=m.user or "unknown", action=f"slack.{m.kind}",
+            channel=m.channel or "", decision="refused", outcome="malformed_request",
+            detail=m.problem,
+        )
+    )  # fmt: skip
+    if m.user and m.channel:
+        t, blocks = render_notice("malformed_request", problem=m.problem)
+        try:
+            await s.chat.post_ephemeral(m.channel, m.user, text=t, blocks=blocks)
+        except GpunodeError as err:
+            log.warning("could not tell %s about a malformed request: %s", m.user, err.code)
+
+
 async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> None:
     try:
-        needs: Permission | None = (
+        needs: Permission = (
             "diagnose" if isinstance(cmd, commands.Diagnose)
-            else "resolve" if isinstance(cmd, commands.Resolve) else None
+            else "resolve" if isinstance(cmd, commands.Resolve) else "view"
         )  # fmt: skip
-        if needs and not await permitted(s, needs, user=user, channel=channel):
+        if not await permitted(s, needs, user=user, channel=channel):
             return
         if isinstance(cmd, commands.Diagnose):
             await s.diagnose.diagnose(cmd.node, channel=channel, user=user)
@@ -213,7 +270,7 @@ async def _note_reply(s: BotServices, event_id: str, event: dict[str, Any]) -> N
     await s.store.append_timeline(
         TimelineEntry(
             incident_id=incident.id, at=s.clock(), kind="message",
-            actor=str(event.get("user", "")), text=str(event.get("text", "")),
+            actor=str(event.get("user", "")), text=slack_unescape(str(event.get("text", ""))),
             data={"ts": event.get("ts")},
         )
     )  # fmt: skip
@@ -232,6 +289,8 @@ async def _mentioned(s: BotServices, event_id: str, event: dict[str, Any]) -> No
     if "diagnose" in words:
         if await permitted(s, "diagnose", user=user, channel=channel, thread_ts=thread_ts):
             await s.diagnose.diagnose(incident.node, channel=channel, user=user)
+    elif not await permitted(s, "view", user=user, channel=channel, thread_ts=thread_ts):
+        return
     elif "timeline" in words:
         await upload_timeline(s, incident.id, channel=channel, user=user, thread_ts=None)
     else:

@@ -4,46 +4,85 @@ The identity acted on is always ``body["user"]["id"]`` from the signed payload, 
 are checked by the service at the moment of the click. Button values carry only ids.
 The modal's validation runs inside the ack (``response_action: errors``) because Slack
 shows those errors next to the fields; everything slower runs in the background.
+
+Every payload is validated with the models of ``bot.slack.payloads`` before use (Socket Mode
+requests do not pass the HTTP edge, so the listeners check for themselves): a click or a
+submission of the wrong shape is told to the user (ephemeral, or next to the modal's field)
+and audited, never dropped and never a 500.
 """
 
 from __future__ import annotations
 
-import json
+import logging
 import re
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
 from slack_bolt.async_app import AsyncApp
 
 from bot.render.acting import APPLY, APPROVE, CANCEL, CONFIRM_CALLBACK, DENY, REDIAGNOSE, UNDO
+from bot.slack.app import report_malformed
+from bot.slack.edge import Malformed
+from bot.slack.payloads import (
+    BlockActions,
+    ConfirmMeta,
+    FormValue,
+    NodeName,
+    PayloadError,
+    RecordId,
+    TierRef,
+    ViewPayload,
+    addressee,
+    parse,
+    parse_json,
+    view_values,
+)
 
+log = logging.getLogger(__name__)
 TIER_ACTION = re.compile(r"^gpunode_tier([123])$")
+DAMAGED_FORM = "this form arrived damaged ({problem}); close it and press the tier button again"
 
 
-def _value(body: dict[str, Any]) -> str:
-    return str(body["actions"][0].get("value") or "")
+def _refuse_malformed(
+    s: Any, kind: str, user: str | None, channel: str | None, err: PayloadError
+) -> None:
+    log.warning("refused a malformed %s from %s: %s", kind, user, err.message)
+    s.bg.spawn(report_malformed(s, Malformed(kind, user, channel, err.message)), name="malformed")
 
 
-def _who(body: dict[str, Any]) -> tuple[str, str]:
-    channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get(
-        "channel_id", ""
-    )
-    return str(body["user"]["id"]), str(channel)
+def _field_of(body: dict[str, Any], loc: tuple[str | int, ...]) -> str:
+    """The modal block an error at ``loc`` belongs to, if the view has it; else ``reason``
+    (the one input every confirmation modal has)."""
+    if len(loc) > 3 and loc[:3] == ("view", "state", "values"):
+        view = body.get("view")
+        blocks = view.get("blocks") if isinstance(view, dict) else None
+        ids = (
+            {b.get("block_id") for b in blocks if isinstance(b, dict)}
+            if isinstance(blocks, list)
+            else set()
+        )
+        if loc[3] in ids:
+            return str(loc[3])
+    return "reason"
 
 
-def view_values(view: dict[str, Any]) -> dict[str, Any]:
-    """Flatten ``view.state.values`` to {block_id: value} for our one-element inputs."""
-    out: dict[str, Any] = {}
-    for block_id, actions in (view.get("state", {}).get("values") or {}).items():
-        for element in actions.values():
-            kind = element.get("type")
-            if kind == "checkboxes":
-                out[block_id] = bool(element.get("selected_options"))
-            elif kind == "static_select":
-                selected = element.get("selected_option") or {}
-                out[block_id] = selected.get("value")
-            else:
-                out[block_id] = element.get("value")
-    return out
+def _click(s: Any, body: dict[str, Any], what: str) -> BlockActions | None:
+    """The validated click, or None after telling the user (and auditing) why not."""
+    try:
+        return parse(BlockActions, body)
+    except PayloadError as err:
+        _refuse_malformed(s, what, *addressee(body), err)
+        return None
+
+
+def _button_value(s: Any, click: BlockActions, what: str, model: Any) -> Any:
+    """The button's value validated as ``model`` (a pydantic type), or None (reported)."""
+    try:
+        return TypeAdapter(model).validate_python(click.actions[0].value or "")
+    except ValidationError:
+        err = PayloadError(f"the {what} button carries no valid value")
+        _refuse_malformed(s, what, click.user.id, click.channel_id, err)
+        return None
 
 
 def register_interactions(app: AsyncApp, s: Any) -> None:
@@ -52,50 +91,67 @@ def register_interactions(app: AsyncApp, s: Any) -> None:
     @app.action(TIER_ACTION)
     async def on_tier(ack: Any, body: dict[str, Any]) -> None:
         await ack()
-        user, channel = _who(body)
-        tier = int(TIER_ACTION.match(body["actions"][0]["action_id"]).group(1))  # type: ignore[union-attr]
+        click = _click(s, body, "tier")
+        if click is None:
+            return
+        tier = int(TIER_ACTION.match(click.actions[0].action_id).group(1))  # type: ignore[union-attr]
         try:
-            ref = json.loads(_value(body))
-            incident, plan_id = str(ref["incident"]), str(ref["plan_id"])
-        except (ValueError, KeyError, TypeError):
+            ref = parse_json(TierRef, click.actions[0].value, what="the tier button's value")
+        except PayloadError as err:
+            _refuse_malformed(s, f"tier{tier}", click.user.id, click.channel_id, err)
             return
         # views.open must follow within 3 s of the click: the task starts at once, and being
         # tracked by Background lets shutdown and tests wait for it
         s.bg.spawn(
             act.open_confirmation(
                 tier=tier,
-                incident_id=incident,
-                plan_id=plan_id,
-                user=user,
-                channel=channel,
-                trigger_id=str(body.get("trigger_id", "")),
+                incident_id=ref.incident,
+                plan_id=ref.plan_id,
+                user=click.user.id,
+                channel=click.channel_id,
+                trigger_id=click.trigger_id,
             ),
             name="confirm",
         )
 
     @app.view(CONFIRM_CALLBACK)
-    async def on_confirm(ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
+    async def on_confirm(ack: Any, body: dict[str, Any]) -> None:
         try:
-            meta = json.loads(view.get("private_metadata") or "{}")
-        except ValueError:
+            submission = parse(ViewPayload, body)
+        except PayloadError as err:
+            _refuse_malformed(s, "view_submission", addressee(body)[0], None, err)
+            field = _field_of(body, err.loc)
+            message = (
+                "too long or of the wrong kind; enter a short value"
+                if field != "reason"
+                else DAMAGED_FORM.format(problem=err.message)
+            )
+            await ack(response_action="errors", errors={field: message})
+            return
+        user = submission.user.id
+        try:
+            meta = parse_json(
+                ConfirmMeta, submission.view.private_metadata, what="the form's metadata"
+            )
+            values: dict[str, FormValue] = view_values(submission.view.state.values)
+        except PayloadError as err:
+            _refuse_malformed(s, "view_submission", user, None, err)
             await ack(
-                response_action="errors", errors={"reason": "this form is damaged; reopen it"}
+                response_action="errors",
+                errors={"reason": DAMAGED_FORM.format(problem=err.message)},
             )
             return
-        values = view_values(view)
-        who = body.get("user")
-        user = str(who.get("id", "")) if isinstance(who, dict) else ""
-        plan, errors = await act.validate_submission(meta, values, user=user)
+        plan, errors = await act.validate_submission(meta.model_dump(), values, user=user)
         if errors or plan is None:
             await ack(response_action="errors", errors=errors or {"reason": "cannot proceed"})
             return
         await ack()
         s.bg.spawn(
             act.submitted(
-                meta=meta,
+                meta=meta.model_dump(),
                 plan=plan,
-                reason=str(values.get("reason", "")).strip(),
-                user=str(body["user"]["id"]),
+                reason=str(values.get("reason") or "").strip(),
+                user=user,
             ),
             name="dry-run",
         )
@@ -103,13 +159,19 @@ def register_interactions(app: AsyncApp, s: Any) -> None:
     def _background(name: str, method: str, **extra: Any) -> Any:
         async def handler(ack: Any, body: dict[str, Any]) -> None:
             await ack()
-            user, channel = _who(body)
+            click = _click(s, body, name)
+            if click is None:
+                return
+            ident = _button_value(s, click, name, RecordId)
+            if ident is None:
+                return
             s.bg.spawn(
                 getattr(act, method)(
-                    user=user, channel=channel, **extra, **{_ID_ARG[method]: _value(body)}
+                    user=click.user.id, channel=click.channel_id, **extra,
+                    **{_ID_ARG[method]: ident},
                 ),
                 name=name,
-            )
+            )  # fmt: skip
 
         return handler
 
@@ -122,8 +184,15 @@ def register_interactions(app: AsyncApp, s: Any) -> None:
     @app.action(REDIAGNOSE)
     async def on_rediagnose(ack: Any, body: dict[str, Any]) -> None:
         await ack()
-        user, channel = _who(body)
-        s.bg.spawn(_rediagnose(s, _value(body), user=user, channel=channel), name="rediag")
+        click = _click(s, body, "rediagnose")
+        if click is None:
+            return
+        node = _button_value(s, click, "rediagnose", NodeName)
+        if node is None:
+            return
+        s.bg.spawn(
+            _rediagnose(s, node, user=click.user.id, channel=click.channel_id), name="rediag"
+        )
 
 
 async def _rediagnose(s: Any, node: str, *, user: str, channel: str) -> None:

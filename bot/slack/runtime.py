@@ -30,8 +30,9 @@ from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
 from bot.services.operations import IncidentOps
 from bot.services.ports import KubePort
-from bot.slack.app import BotServices, build_app
+from bot.slack.app import BotServices, build_app, report_malformed
 from bot.slack.chatting import SlackChat
+from bot.slack.edge import Malformed, SlackEdge
 from bot.slack.server import build_web_app
 from bot.store.storing import Store
 
@@ -108,6 +109,16 @@ def alert_intake_state(settings: Settings) -> str:
         "GPUNODE_HTTP__ALERTMANAGER_TOKEN instead unless a proxy authenticates every request"
     )
     return "open"
+
+
+def _edge(app: AsyncApp, services: BotServices, secret: str | None) -> SlackEdge:
+    if not secret:
+        raise ConfigError("GPUNODE_SLACK__SIGNING_SECRET is required in HTTP mode")
+
+    def on_malformed(m: Malformed) -> None:
+        services.bg.spawn(report_malformed(services, m), name="malformed")
+
+    return SlackEdge(app, signing_secret=secret, on_malformed=on_malformed)
 
 
 @dataclass
@@ -194,11 +205,10 @@ async def build_runtime(
         return True
 
     web_app = build_web_app(
-        app,
+        _edge(app, services, secret) if not settings.slack.socket_mode else None,
         alerts=alerts,
         alert_token=token.get_secret_value() if token else None,
         ready=ready,
-        slack_events=not settings.slack.socket_mode,
     )
     web_app.cleanup_ctx.append(_approval_sweeper(act, interval_s=APPROVAL_SWEEP_S))
     await act.reconcile_interrupted()

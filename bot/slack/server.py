@@ -1,4 +1,5 @@
-"""The HTTP surface: ``/slack/events`` (Bolt), ``/healthz``, ``/readyz`` and ``/alertmanager``.
+"""The HTTP surface: ``/slack/events`` (``bot.slack.edge``, then Bolt), ``/healthz``,
+``/readyz`` and ``/alertmanager``.
 
 ``/slack/events`` is served in HTTP mode only: in Socket Mode the Bolt app skips request
 signature verification (Slack's socket is the authentication), so an HTTP route would let
@@ -17,10 +18,10 @@ import hmac
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
-from slack_bolt.async_app import AsyncApp
 
 from bot.errors import KubeError, UsageError
 from bot.services.alerts import AlertService, parse_payload
+from bot.slack.edge import SlackEdge
 
 Ready = Callable[[], Awaitable[bool]]
 INTAKE_DISABLED = (
@@ -30,14 +31,16 @@ INTAKE_DISABLED = (
 
 
 def build_web_app(
-    app: AsyncApp,
+    slack: SlackEdge | None,
     *,
     alerts: AlertService | None,
     alert_token: str | None,
     ready: Ready,
-    slack_events: bool = True,
 ) -> web.Application:
-    web_app = app.web_app(path="/slack/events") if slack_events else web.Application()
+    """``slack``: the ``/slack/events`` handler (None in Socket Mode: no such route)."""
+    web_app = web.Application()
+    if slack is not None:
+        web_app.router.add_post("/slack/events", slack.handle)
 
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"ok": True})

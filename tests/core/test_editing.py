@@ -8,7 +8,7 @@ import pytest
 
 from bot.core.actions import ActionPlan
 from bot.core.analysis import analyze
-from bot.core.editing import Tier3Edits, apply_tier3_edits
+from bot.core.editing import Tier3Bounds, Tier3Edits, apply_tier3_edits
 from tests.services.fakes import load_scenario
 
 
@@ -75,3 +75,43 @@ def test_an_accepted_limit_below_the_working_set_is_flagged(plan: ActionPlan) ->
 def test_plans_without_caps_cannot_be_edited(plan: ActionPlan) -> None:
     tier2 = plan.model_copy(update={"tier": 2, "values": None})
     assert isinstance(apply_tier3_edits(tier2, edits()), dict)
+
+
+NODE_BOUNDS = Tier3Bounds(
+    memory_bytes=503 << 30, memory_text="503Gi", cpu_millis=94_000, cpu_text="94"
+)
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "words"),
+    [
+        ({"memory_limit": "1e100"}, "memory_limit", "at most 503Gi, the node's allocatable memory"),
+        ({"memory_limit": "504Gi"}, "memory_limit", "at most 503Gi"),
+        ({"memory_request": "1e100"}, "memory_request", "at most 503Gi"),
+        ({"cpu_limit": "1e100"}, "cpu_limit", "at most 94, the node's allocatable CPU"),
+        ({"cpu_limit": "8", "cpu_request": "94001m"}, "cpu_request", "at most 94"),
+        ({"memory_limit": "9" * 900_000}, "memory_limit", "too long"),
+        ({"memory_limit": "1e99999999"}, "memory_limit", "not a Kubernetes quantity"),
+    ],
+)
+def test_caps_above_the_node_allocatable_are_refused_naming_the_bound(
+    plan: ActionPlan, change: dict[str, object], field: str, words: str
+) -> None:
+    result = apply_tier3_edits(plan, edits(**change), bounds=NODE_BOUNDS)
+    assert isinstance(result, dict)
+    assert words in result[field], result
+
+
+@pytest.mark.parametrize("field", ["memory_limit", "cpu_limit"])
+def test_without_known_bounds_a_cap_is_still_held_to_the_int64_quantity_limit(
+    plan: ActionPlan, field: str
+) -> None:
+    result = apply_tier3_edits(plan, edits(**{field: "1e100"}))
+    assert isinstance(result, dict)
+    assert "the largest Kubernetes" in result[field]
+
+
+def test_a_cap_at_the_node_allocatable_is_accepted(plan: ActionPlan) -> None:
+    change = {"memory_limit": "503Gi", "memory_request": "60Gi", "cpu_limit": "94"}
+    result = apply_tier3_edits(plan, edits(**change), bounds=NODE_BOUNDS)
+    assert isinstance(result, ActionPlan)

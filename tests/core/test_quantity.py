@@ -145,3 +145,13 @@ def test_values_beyond_the_largest_suffix_keep_the_largest_suffix() -> None:
     """Documented deviation: apimachinery has no suffix past E (its text is meaningless)."""
     assert canonical("1000E") == "1000E"
     assert parse_quantity("1000E").nanos == 10**21 * 10**9
+
+
+@pytest.mark.parametrize("text", ["9" * 900_000, "1e99999999", "1E-99999999", "1" * 1001 + "Gi"])
+def test_untrusted_quantities_too_long_or_too_large_to_compute_are_refused(text: str) -> None:
+    with pytest.raises(QuantityError):
+        parse_quantity(text)
+
+
+def test_a_large_but_finite_exponent_still_parses() -> None:
+    assert parse_quantity("1e100").value() == 10**100

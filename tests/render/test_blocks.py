@@ -159,6 +159,8 @@ def test_notices_and_root_are_valid_and_escape_their_params() -> None:
         "per_node": 1,
         "per_window": 10,
         "window_s": 600,
+        "command": "<!channel>",
+        "problem": "a&b<c>",
     }
     for key in NOTICE_KEYS:
         text, blocks = render_notice(key, **params)

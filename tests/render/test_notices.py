@@ -55,3 +55,39 @@ def test_joining_a_running_diagnosis_says_so(user: str, present: str, absent: st
     validate_blocks(blocks)
     body = _body(blocks)
     assert "already running" in body and present in body and absent not in body
+
+
+@pytest.mark.parametrize(
+    ("note", "kept"),
+    [
+        ("restarted at 10:30:00 UTC", "10:30:00"),
+        ("see snake_case_name and U_BOB", "snake_case_name and U_BOB"),
+        ("ratio 3:100: fine", "3:100:"),
+        ("a*b*c stays", "a*b*c"),
+    ],
+)
+def test_the_plain_fallback_keeps_mentions_times_and_inner_underscores(
+    note: str, kept: str
+) -> None:
+    text, _ = render_notice("resolved", incident_id="INC-0001", by="U_ALICE", note=note)
+
+    assert "<@U_ALICE>" in text
+    assert kept in text
+    assert ":white_check_mark:" not in text and "*INC-0001*" not in text
+
+
+def test_the_plain_fallback_drops_emphasis_and_emoji_but_keeps_escapes() -> None:
+    text, _ = render_notice("resolved", incident_id="INC-0001", by="U_ALICE", note="<!channel> _x_")
+
+    assert text == "INC-0001 resolved by <@U_ALICE>: &lt;!channel&gt; x."
+
+
+def test_a_refusal_shows_a_mention_not_its_escaped_text() -> None:
+    from bot.render.acting import notice
+
+    text, blocks = notice("refused", reason="only <@U_ALICE> can confirm; <!channel> <https://x|y>")
+    body = _body(blocks)
+
+    assert "<@U_ALICE>" in body and "&lt;@U_ALICE&gt;" not in body
+    assert "&lt;!channel&gt;" in body and "&lt;https://x|y&gt;" in body
+    assert "<@U_ALICE>" in text

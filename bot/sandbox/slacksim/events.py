@@ -95,7 +95,7 @@ class EventSender:
         deliveries: int = 1,
         signing: SignOptions | None = None,
     ) -> str:
-        stored = self._store_human(user_id, channel_id, text, thread_ts)
+        stored = self._store_human(user_id, channel_id, payloads.escape_text(text), thread_ts)
         event = payloads.message_event(stored, channel=channel_id)
         await self.deliver(event, deliveries=deliveries, signing=signing)
         return str(stored["ts"])
@@ -107,6 +107,8 @@ class EventSender:
         tag = f"<@{BOT_USER_ID}>"
         if tag not in text:
             text = f"{tag} {text}"
+        # what the person typed is escaped; the mention itself is Slack's control sequence
+        text = payloads.escape_text(text).replace(payloads.escape_text(tag), tag)
         stored = self._store_human(user_id, channel_id, text, thread_ts)
         await self.deliver(payloads.message_event(stored, channel=channel_id))
         await self.deliver(payloads.message_event(stored, channel=channel_id, kind="app_mention"))
