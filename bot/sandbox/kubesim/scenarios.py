@@ -164,6 +164,27 @@ class Event(_M):
     age_s: int = 600
 
 
+class OomKill(_M):
+    """A kernel OOM kill on ``node``; seeding turns it into the events a real node leaves
+    (node-problem-detector's ``OOMKilling``, the kubelet's ``SystemOOM`` for a global one;
+    see ``kubesim/npd.py``)."""
+
+    node: str
+    pid: int
+    process: str
+    scope: Literal["cgroup", "global"] = Field(
+        "cgroup", description="cgroup: a memory cgroup hit its limit; global: the node ran out"
+    )
+    total_vm: Quantity = "1Gi"
+    anon_rss: Quantity = "1Gi"
+    file_rss: Quantity = 0
+    shmem_rss: Quantity = 0
+    pgtables: Quantity = "2Mi"
+    uid: int = 0
+    oom_score_adj: int = 0
+    age_s: int = 600
+
+
 class Fault(_M):
     """A scripted failure of diagnostic pods on ``node`` (all nodes when unset):
     ``image_pull`` (ErrImagePull), ``collector_error`` (the collector exits non-zero),
@@ -182,6 +203,7 @@ class Scenario(_M):
     workloads: list[Workload] = Field(default_factory=list)
     pdbs: list[Pdb] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)
+    oom_kills: list[OomKill] = Field(default_factory=list)
     faults: list[Fault] = Field(default_factory=list)
 
     def node(self, name: str) -> Node | None:
