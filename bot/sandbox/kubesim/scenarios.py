@@ -69,6 +69,11 @@ class Workload(_M):
     labels: dict[str, str] = Field(default_factory=dict)
     priority_class: str | None = None
     emptydir: bool = False
+    resource_claims: list[str] = Field(
+        default_factory=list,
+        description="DRA: pod resourceClaims (from a ResourceClaimTemplate of the same name), "
+        "each used by every container",
+    )
     containers: list[Container]
     phase: Literal["Running", "Pending", "Succeeded", "Failed"] = "Running"
 
