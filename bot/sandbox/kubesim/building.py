@@ -66,6 +66,16 @@ def seed(api: ApiCore, scenario: sc.Scenario) -> None:
         if pc2.global_default:
             obj["globalDefault"] = True
         api.seed(obj, validate=True)
+    for rc in scenario.runtime_classes:
+        api.seed(
+            {
+                "apiVersion": "node.k8s.io/v1",
+                "kind": "RuntimeClass",
+                "metadata": {"name": rc},
+                "handler": rc,
+            },
+            validate=True,
+        )
     for i, n in enumerate(scenario.nodes):
         api.seed(node_object(n), validate=i == 0)
     nodes = {n.name: n for n in scenario.nodes}

@@ -192,10 +192,11 @@ class OomKill(_M):
 
 class Fault(_M):
     """A scripted failure of diagnostic pods on ``node`` (all nodes when unset):
-    ``image_pull`` (ErrImagePull), ``collector_error`` (the collector exits non-zero),
-    ``job_hang`` (pods never start), ``collector_slow`` (Running until the deadline)."""
+    ``image_pull`` (ErrImagePull), ``container_error`` (CreateContainerError),
+    ``collector_error`` (the collector exits non-zero), ``job_hang`` (pods never start),
+    ``collector_slow`` (Running until the deadline)."""
 
-    kind: Literal["image_pull", "collector_error", "job_hang", "collector_slow"]
+    kind: Literal["image_pull", "container_error", "collector_error", "job_hang", "collector_slow"]
     node: str | None = None
 
 
@@ -209,6 +210,10 @@ class Scenario(_M):
     pdbs: list[Pdb] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)
     oom_kills: list[OomKill] = Field(default_factory=list)
+    runtime_classes: list[str] = Field(
+        default_factory=lambda: ["nvidia"],
+        description="RuntimeClasses (handler = name); the GPU Operator creates 'nvidia'",
+    )
     faults: list[Fault] = Field(default_factory=list)
 
     def node(self, name: str) -> Node | None:
