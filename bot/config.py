@@ -58,7 +58,7 @@ class KubeSettings(_Group):
         None,
         description="optional priorityClassName of the collector pod (e.g. system-node-critical) "
         "so the kubelet admits it on a node under pressure or with full requests; needs the "
-        "ResourceQuota in deploy/components/critical-collector",
+        "ResourceQuota in deploy/overlays/critical-collector",
     )
     service_account: str = Field("gpunode-collector", description="SA of the diagnostic pod")
 

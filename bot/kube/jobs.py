@@ -55,7 +55,7 @@ NO_POD_CHUNK_S = 2
 CRITICAL_PRIORITY = 2_000_000_000
 FALLBACK_HINT = (
     "to run the collector there anyway, set kube.diagnostic_priority_class=system-node-critical "
-    "and apply deploy/components/critical-collector (a ResourceQuota that allows that class in "
+    "and apply deploy/overlays/critical-collector (a ResourceQuota that allows that class in "
     "the bot's namespace); the kubelet then admits it, evicting lower-priority pods if requests "
     "are full"
 )
@@ -327,6 +327,7 @@ def _not_admitted(
 ) -> DiagnosticJobError:
     """The kubelet refused the pod: say whether a node condition or full requests did, and
     offer the critical priority class fallback unless the pod already had it."""
+    message = message.removeprefix("Pod was rejected: ")  # the kubelet's status prefix
     if reason.startswith("OutOf"):
         why = f"the node's requests are full ({reason}: {message or 'no message'})"
     elif reason == "Evicted":

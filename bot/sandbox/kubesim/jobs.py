@@ -131,6 +131,8 @@ class JobRunner:
             },
         )
         while True:
+            if sim.api.store.get("jobs", ns, name) is None:
+                return  # deleted while retrying: the controller forgets it
             pod_name = f"{name}-{stamps.suffix(name, str(failures), now_iso())}"
             pod = pods.pod_from_template(tmpl, name=pod_name, namespace=ns, node=None, owner=job)
             pod["metadata"].pop("uid")
