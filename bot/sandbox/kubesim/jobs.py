@@ -348,20 +348,31 @@ class JobRunner:
     async def _run_collector(self, pod: Obj, node: str) -> tuple[int, str, str]:
         sim = self.sim
         root = Path(sim.workdir) / "hosts" / pod["metadata"]["name"]
-        spec = await asyncio.to_thread(write_host_tree, sim, node, root)
-        if spec is not None and not self._nvml_injected(pod):
-            _fail_nvml(spec)
+        nvml, ptrace = self._nvml_injected(pod), _ptrace(pod)
         # /proc/sys/kernel/hostname shows the reader's UTS namespace: the node's only with
         # hostNetwork (the kubelet shares the host's UTS namespace then), else the pod's name
         uts = node if (pod.get("spec") or {}).get("hostNetwork") else pod["metadata"]["name"]
-        hostname = root / "proc" / "sys" / "kernel" / "hostname"
-        hostname.parent.mkdir(parents=True, exist_ok=True)
-        hostname.write_text(uts[:63] + "\n", encoding="utf-8")
+
+        def prepare() -> Path | None:
+            spec = write_host_tree(sim, node, root)
+            if spec is not None and not nvml:
+                _fail_nvml(spec)
+            hostname = root / "proc" / "sys" / "kernel" / "hostname"
+            hostname.parent.mkdir(parents=True, exist_ok=True)
+            hostname.write_text(uts[:63] + "\n", encoding="utf-8")
+            if not ptrace:
+                _deny_smaps(root)
+            return spec
+
+        writing = asyncio.ensure_future(asyncio.to_thread(prepare))
+        try:
+            spec = await asyncio.shield(writing)
+        except asyncio.CancelledError:
+            await writing  # finish the files before the sim may remove its workdir
+            raise
         prefix: list[str] = []
-        if not _ptrace(pod):
-            await asyncio.to_thread(_deny_smaps, root)
-            if os.geteuid() == 0 and shutil.which("setpriv"):
-                prefix = list(NO_DAC)
+        if not ptrace and os.geteuid() == 0 and shutil.which("setpriv"):
+            prefix = list(NO_DAC)
         cmd = [
             *prefix,
             sys.executable,
