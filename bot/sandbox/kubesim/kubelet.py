@@ -12,7 +12,8 @@ kubelet's admit handlers decide it, in their order:
    refuses: ``OutOfpods`` / ``OutOfcpu`` / ``OutOfmemory`` / ``OutOf<resource>``, message
    ``Node didn't have enough resource: R, requested: N, used: N, capacity: N`` (cpu in
    millicores). For a critical pod the kubelet instead preempts (``Preempting``: "Preempted in
-   order to admit critical pod") lower-priority pods on the node until it fits.
+   order to admit critical pod") non-critical pods on the node, BestEffort first, until it
+   fits (the real kubelet picks a minimal set per QoS class; here: in name order).
 
 A refused pod is Failed with that reason and ``Pod was rejected: <message>``, and the kubelet
 records the same reason and message as a Warning event on the pod.
@@ -25,11 +26,13 @@ from typing import Any
 
 from bot.core.allocation import pod_requests_and_limits
 from bot.core.quantity import parse_quantity
+from bot.sandbox.kubesim.defaults import qos_class
 
 Obj = dict[str, Any]
 CRITICAL_PRIORITY = 2_000_000_000
 PRESSURES = ("MemoryPressure", "DiskPressure", "PIDPressure")
 _FIT_ORDER = ("cpu", "memory", "ephemeral-storage")
+_QOS_ORDER = {"BestEffort": 0, "Burstable": 1, "Guaranteed": 2}
 
 
 @dataclass(frozen=True)
@@ -45,15 +48,6 @@ class Admission:
 
 def _critical(pod: Obj) -> bool:
     return int((pod.get("spec") or {}).get("priority") or 0) >= CRITICAL_PRIORITY
-
-
-def _best_effort(pod: Obj) -> bool:
-    for c in (pod.get("spec") or {}).get("containers") or []:
-        res = c.get("resources") or {}
-        for key in ("requests", "limits"):
-            if {"cpu", "memory"} & set(res.get(key) or {}):
-                return False
-    return True
 
 
 def _tolerates_memory_pressure(pod: Obj) -> bool:
@@ -115,7 +109,9 @@ def admit(pod: Obj, node: Obj, others: list[Obj]) -> Admission:
     conditions = _conditions(node)
     if conditions and not _critical(pod):
         only_memory = conditions == ["MemoryPressure"]
-        if not (only_memory and (not _best_effort(pod) or _tolerates_memory_pressure(pod))):
+        if not (
+            only_memory and (qos_class(pod) != "BestEffort" or _tolerates_memory_pressure(pod))
+        ):
             return Admission(
                 False, "Evicted", f"The node had condition: [{' '.join(conditions)}]. "
             )
@@ -124,12 +120,12 @@ def admit(pod: Obj, node: Obj, others: list[Obj]) -> Admission:
         return Admission(True)
     if not _critical(pod):
         return Admission(False, *short)
-    # critical pod: preempt lower-priority, non-critical pods until it fits
-    mine = int((pod.get("spec") or {}).get("priority") or 0)
+    # critical pod: the kubelet preempts non-critical pods, BestEffort first, then Burstable,
+    # then Guaranteed (pkg/kubelet/preemption), until it fits
     candidates = sorted(
-        (o for o in others if int((o.get("spec") or {}).get("priority") or 0) < mine),
+        (o for o in others if not _critical(o)),
         key=lambda o: (
-            int((o.get("spec") or {}).get("priority") or 0),
+            _QOS_ORDER.get(qos_class(o), 3),
             o["metadata"].get("namespace", ""),
             o["metadata"]["name"],
         ),
