@@ -8,17 +8,11 @@ becomes the pod log. ``activeDeadlineSeconds`` -> Job Failed, reason DeadlineExc
 removed); exhausted ``backoffLimit`` -> BackoffLimitExceeded; ``ttlSecondsAfterFinished``
 deletes the Job and its pods.
 
-A pod the API server refuses (quota, RuntimeClass admission: ``kubesim/admission.py``) is a
-``FailedCreate`` event on the Job ("Error creating: ..."), retried until the deadline, as the
-real Job controller does. The node's kubelet admits the bound pod first (``kubesim/kubelet.py``:
-pressure conditions, the pod count, resource fit; critical pods preempt): a refused pod is
-Failed with the kubelet's reason and "Pod was rejected: ..." plus a pod event.
-
-What the collector can read follows the pod spec like a real node: NVML only when the pod
-names an existing RuntimeClass and sets ``NVIDIA_VISIBLE_DEVICES`` (else the fake NVML fails
-as nvidia-ml-py does without the injected library); ``smaps_rollup`` of other processes only
-with ptrace rights (``capabilities.add: [SYS_PTRACE]`` or ``privileged``): without them the
-files are mode 0 and the collector runs without CAP_DAC_* (``setpriv``), so reads fail EACCES.
+A pod the API server refuses (``admission.py``) is a ``FailedCreate`` event on the Job
+("Error creating: ..."), retried until the deadline, as the real Job controller does. The
+node's kubelet admits the bound pod first (``kubelet.py``); a refused pod is Failed with its
+reason, "Pod was rejected: ..." and a pod event. What the collector reads follows the pod's
+spec (``podview.py``: NVML, ptrace rights, hostname).
 
 Diagnostic modes per node (``sim.diagnostic_mode[node] = MODE``, or a scenario fault):
 ``ok``; ``image_pull`` (Pending, ErrImagePull then ImagePullBackOff); ``container_error``
@@ -34,15 +28,12 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-import os
-import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bot.sandbox.kubesim import kubelet, pods, recorder, stamps
+from bot.sandbox.kubesim import kubelet, pods, podview, recorder, stamps
 from bot.sandbox.kubesim.crud import now_iso
-from bot.sandbox.kubesim.hosttree import write_host_tree
 from bot.sandbox.kubesim.resources import STORED
 from bot.sandbox.kubesim.statuses import ApiError
 
@@ -220,7 +211,7 @@ class JobRunner:
             self._pod_status(ns, name, base)
             return await self._wait_until(t_end)
         await asyncio.sleep(step)
-        verdict = self._admit(pod, node)
+        verdict = kubelet.admit_bound(sim.api, pod, node)
         if not verdict.admit:
             base.update(
                 phase="Failed",
@@ -297,37 +288,6 @@ class JobRunner:
             return "deadline"
         return "ok" if code == 0 else "failed"
 
-    def _admit(self, pod: Obj, node: str) -> kubelet.Admission:
-        """The kubelet's admission of ``pod`` on ``node``; preempted victims are failed."""
-        sim = self.sim
-        node_obj = sim.api.store.get("nodes", None, node) or {}
-        others = [
-            p
-            for p in sim.api.store.list("pods")
-            if (p.get("spec") or {}).get("nodeName") == node
-            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-            and p["metadata"]["uid"] != pod["metadata"]["uid"]
-        ]
-        verdict = kubelet.admit(pod, node_obj, others)
-        for victim in verdict.victims:
-            meta = victim["metadata"]
-            status = copy.deepcopy(victim.get("status") or {})
-            status.update(
-                phase="Failed",
-                reason="Preempting",
-                message="Preempted in order to admit critical pod",
-            )
-            self._pod_status(meta["namespace"], meta["name"], status)
-            recorder.record(
-                sim.api,
-                victim,
-                "Preempting",
-                "Preempted in order to admit critical pod",
-                component="kubelet",
-                host=node,
-            )
-        return verdict
-
     async def _collect(self, pod: Obj, node: str, mode: str) -> tuple[int, str, str]:
         if mode == "crash":
             return 1, "", "Traceback (most recent call last):\n  ...\nRuntimeError: simulated\n"
@@ -348,31 +308,13 @@ class JobRunner:
     async def _run_collector(self, pod: Obj, node: str) -> tuple[int, str, str]:
         sim = self.sim
         root = Path(sim.workdir) / "hosts" / pod["metadata"]["name"]
-        nvml, ptrace = self._nvml_injected(pod), _ptrace(pod)
-        # /proc/sys/kernel/hostname shows the reader's UTS namespace: the node's only with
-        # hostNetwork (the kubelet shares the host's UTS namespace then), else the pod's name
-        uts = node if (pod.get("spec") or {}).get("hostNetwork") else pod["metadata"]["name"]
-
-        def prepare() -> Path | None:
-            spec = write_host_tree(sim, node, root)
-            if spec is not None and not nvml:
-                _fail_nvml(spec)
-            hostname = root / "proc" / "sys" / "kernel" / "hostname"
-            hostname.parent.mkdir(parents=True, exist_ok=True)
-            hostname.write_text(uts[:63] + "\n", encoding="utf-8")
-            if not ptrace:
-                _deny_smaps(root)
-            return spec
-
-        writing = asyncio.ensure_future(asyncio.to_thread(prepare))
+        writing = asyncio.ensure_future(asyncio.to_thread(podview.prepare, sim, pod, node, root))
         try:
             spec = await asyncio.shield(writing)
         except asyncio.CancelledError:
             await writing  # finish the files before the sim may remove its workdir
             raise
-        prefix: list[str] = []
-        if not ptrace and os.geteuid() == 0 and shutil.which("setpriv"):
-            prefix = list(NO_DAC)
+        prefix = podview.collector_prefix(pod)
         cmd = [
             *prefix,
             sys.executable,
@@ -398,19 +340,6 @@ class JobRunner:
             await proc.wait()
             return 124, "", "collector timed out\n"
         return proc.returncode or 0, out.decode(), err.decode()
-
-    def _nvml_injected(self, pod: Obj) -> bool:
-        """The NVIDIA runtime injects NVML only for a pod with an existing RuntimeClass and
-        NVIDIA_VISIBLE_DEVICES set (a pod requesting no GPU gets no devices otherwise)."""
-        spec = pod.get("spec") or {}
-        handler = spec.get("runtimeClassName")
-        if not handler or self.sim.api.store.get("runtimeclasses", None, handler) is None:
-            return False
-        return any(
-            e.get("name") == "NVIDIA_VISIBLE_DEVICES" and e.get("value")
-            for c in spec.get("containers") or []
-            for e in c.get("env") or []
-        )
 
     def _finish(
         self,
@@ -484,34 +413,3 @@ class JobRunner:
         await asyncio.sleep(ttl)
         if self.sim.api.store.get("jobs", ns, name) is not None:
             self.sim.api.delete(STORED["jobs"], ns, name, propagation="Background")
-
-
-#: run the collector without the capabilities that bypass file permissions, as a container
-#: with ``capabilities.drop: [ALL]`` runs (root in the sandbox would read mode-0 files)
-NO_DAC = ("setpriv", "--bounding-set=-dac_override,-dac_read_search", "--inh-caps=-all", "--")
-
-
-def _ptrace(pod: Obj) -> bool:
-    """Ptrace read rights over other processes: CAP_SYS_PTRACE added, or privileged."""
-    for c in (pod.get("spec") or {}).get("containers") or []:
-        sc = c.get("securityContext") or {}
-        added = {
-            str(x).upper().removeprefix("CAP_")
-            for x in (sc.get("capabilities") or {}).get("add") or []
-        }
-        if sc.get("privileged") or "SYS_PTRACE" in added:
-            return True
-    return False
-
-
-def _deny_smaps(root: Path) -> None:
-    """smaps_rollup of every process fails the ptrace check without CAP_SYS_PTRACE."""
-    for path in (root / "proc").glob("[0-9]*/smaps_rollup"):
-        path.chmod(0)
-
-
-def _fail_nvml(spec: Path) -> None:
-    """No NVIDIA runtime injection: nvmlInit fails with LIBRARY_NOT_FOUND."""
-    doc = json.loads(spec.read_text(encoding="utf-8"))
-    doc["fail"] = "library_not_found"
-    spec.write_text(json.dumps(doc, indent=1), encoding="utf-8")

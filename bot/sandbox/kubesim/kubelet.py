@@ -21,18 +21,24 @@ records the same reason and message as a Warning event on the pod.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.core.allocation import pod_requests_and_limits
 from bot.core.quantity import parse_quantity
+from bot.sandbox.kubesim import recorder
 from bot.sandbox.kubesim.defaults import qos_class
+
+if TYPE_CHECKING:
+    from bot.sandbox.kubesim.crud import ApiCore
 
 Obj = dict[str, Any]
 CRITICAL_PRIORITY = 2_000_000_000
 PRESSURES = ("MemoryPressure", "DiskPressure", "PIDPressure")
 _FIT_ORDER = ("cpu", "memory", "ephemeral-storage")
 _QOS_ORDER = {"BestEffort": 0, "Burstable": 1, "Guaranteed": 2}
+PREEMPTED = "Preempted in order to admit critical pod"
 
 
 @dataclass(frozen=True)
@@ -137,3 +143,25 @@ def admit(pod: Obj, node: Obj, others: list[Obj]) -> Admission:
         if _shortfall(pod, node, left) is None:
             return Admission(True, victims=victims)
     return Admission(False, *short)
+
+
+def admit_bound(api: ApiCore, pod: Obj, node: str) -> Admission:
+    """Admit ``pod`` on ``node`` against the node's other running pods; preempted victims are
+    Failed (``Preempting``) with a kubelet event, as the kubelet leaves them."""
+    node_obj = api.store.get("nodes", None, node) or {}
+    others = [
+        p
+        for p in api.store.list("pods")
+        if (p.get("spec") or {}).get("nodeName") == node
+        and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        and p["metadata"]["uid"] != pod["metadata"]["uid"]
+    ]
+    verdict = admit(pod, node_obj, others)
+    for victim in verdict.victims:
+        failed = copy.deepcopy(victim)
+        failed.setdefault("status", {}).update(
+            phase="Failed", reason="Preempting", message=PREEMPTED
+        )
+        api.store.put("pods", failed)
+        recorder.record(api, victim, "Preempting", PREEMPTED, component="kubelet", host=node)
+    return verdict
