@@ -22,7 +22,7 @@ from bot.config import KubeSettings
 from bot.core.allocation import allocated_resources, describe_allocated
 from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
 from bot.core.cluster import ClusterView, NodeInfo, NodeLoad, ResourceAllocation
-from bot.core.evidence import EvidenceBundle
+from bot.core.evidence import EvidenceBundle, Gap
 from bot.errors import DiagnosticJobError, GpunodeError, NotFoundError
 from bot.kube import (
     draining,
@@ -229,7 +229,7 @@ class Gateway:
             )
         return node_obj
 
-    async def _gpu_preflight(self, node_obj: Obj) -> tuple[bool, list[Any]]:
+    async def _gpu_preflight(self, node_obj: Obj) -> tuple[bool, list[Gap]]:
         """(use the runtime class?, gaps to add): GPU evidence needs the NVIDIA RuntimeClass;
         a missing one is left out of the Job (host evidence still comes) and named in a gap."""
         if not objects.is_gpu_node(node_obj):
