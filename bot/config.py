@@ -50,8 +50,20 @@ class KubeSettings(_Group):
     image: str = Field("ghcr.io/gpunode/gpunode:0.1.0", description="collector image")
     job_timeout_s: int = Field(120, ge=10, le=3600, description="activeDeadlineSeconds")
     job_ttl_s: int = Field(300, ge=0, description="ttlSecondsAfterFinished")
-    nvidia_runtime_class: str | None = Field(None, description="runtimeClassName for NVML")
-    nvidia_visible_devices_all: bool = Field(False, description="set NVIDIA_VISIBLE_DEVICES=all")
+    nvidia_runtime_class: str | None = Field(
+        "nvidia",
+        description="runtimeClassName of the collector pod, so the NVIDIA runtime injects NVML "
+        "(GPU Operator / Container Toolkit create 'nvidia'); empty or null turns GPU evidence off",
+    )
+    nvidia_visible_devices_all: bool = Field(
+        True, description="set NVIDIA_VISIBLE_DEVICES=all (+ capabilities utility) for NVML"
+    )
+    diagnostic_priority_class: str | None = Field(
+        None,
+        description="optional priorityClassName of the collector pod (e.g. system-node-critical) "
+        "so the kubelet admits it on a node under pressure or with full requests; needs the "
+        "ResourceQuota in deploy/overlays/critical-collector",
+    )
     service_account: str = Field("gpunode-collector", description="SA of the diagnostic pod")
 
 

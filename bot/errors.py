@@ -97,7 +97,8 @@ class KubeUnavailableError(KubeError):
 
 class DiagnosticJobError(KubeError):
     """The diagnostic Job failed. ``code`` is one of: node_not_found, node_not_ready,
-    image_pull, not_admitted, deadline_exceeded, evidence_unreadable, job_failed."""
+    image_pull, container_error, create_failed, not_admitted, deadline_exceeded,
+    evidence_unreadable, job_failed."""
 
     code = "job_failed"
 

@@ -17,8 +17,6 @@ Kubernetes stand-in must match it)::
     proc/<pid>/comm              fallback name
     sys/fs/cgroup/cgroup.controllers   present => cgroup v2, unified at sys/fs/cgroup
     sys/fs/cgroup/memory/              else    => cgroup v1 memory controller
-    run/cri-dockerd.sock, run/crio/crio.sock, run/containerd/containerd.sock
-                                 runtime hint for bare 64-hex leaves (checked in that order)
 
 Each cgroup directory holds v2 ``memory.current``, ``memory.max`` (``max`` = no limit),
 ``memory.stat``, ``memory.events``; or v1 ``memory.usage_in_bytes``,

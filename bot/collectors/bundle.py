@@ -74,7 +74,6 @@ def _host_memory(root: str, doc: dict[str, Any], gaps: GapLog, page_size: int) -
 
 def _kube_cgroups(root: str, version: int, doc: dict[str, Any], gaps: GapLog) -> None:
     mount = cgroups.memory_mount(root, version)
-    hint = cgroups.runtime_hint(root)
     pod_paths, container_paths = cgroups.find_kube_cgroups(mount)
     for rel in pod_paths:
         kube = cgroups.parse_kube_path(rel)
@@ -90,18 +89,16 @@ def _kube_cgroups(root: str, version: int, doc: dict[str, Any], gaps: GapLog) ->
             }
         )
     for rel in container_paths:
-        doc["containers"].append(_container(mount, rel, version=version, hint=hint, gaps=gaps))
+        doc["containers"].append(_container(mount, rel, version=version, gaps=gaps))
 
 
-def _container(mount: str, rel: str, *, version: int, hint: str, gaps: GapLog) -> dict[str, Any]:
+def _container(mount: str, rel: str, *, version: int, gaps: GapLog) -> dict[str, Any]:
     kube = cgroups.parse_kube_path(rel)
     return {
         "cgroup_path": rel,
         "pod_uid": kube.pod_uid,
         "container_id": kube.container_id,
-        "runtime": cgroups.runtime_name(kube.runtime_prefix, hint=hint)
-        if kube.container_id
-        else "unknown",
+        "runtime": cgroups.runtime_name(kube.runtime_prefix) if kube.container_id else "unknown",
         "qos": kube.qos,
         **cgroups.read_cgroup_memory(mount, rel, version=version, gaps=gaps),
     }
@@ -119,7 +116,7 @@ def _process_cgroups(root: str, version: int, doc: dict[str, Any], gaps: GapLog)
         if rel == "/" or rel in known or not os.path.isdir(mount + rel):
             continue
         known.add(rel)
-        doc["containers"].append(_container(mount, rel, version=version, hint="unknown", gaps=gaps))
+        doc["containers"].append(_container(mount, rel, version=version, gaps=gaps))
 
 
 def collect_document(

@@ -87,9 +87,12 @@ def parse_kube_path(path: str) -> KubePath:
     return KubePath(pod_uid, qos if pod_uid else None, container_id, prefix, pod_depth)
 
 
-def runtime_name(prefix: str | None, *, hint: str) -> str:
-    """Runtime from a leaf prefix; a bare 64-hex leaf (cgroupfs) takes the node's hint."""
-    return _RUNTIMES[prefix] if prefix else hint
+def runtime_name(prefix: str | None) -> str:
+    """Runtime from a leaf prefix; ``unknown`` for a bare 64-hex leaf (cgroupfs driver).
+
+    No guess from the runtime's socket: that would need the host's /run mounted, which also
+    holds every container's root filesystem; the API's containerID prefix names it anyway."""
+    return _RUNTIMES[prefix] if prefix else "unknown"
 
 
 def parse_memory_stat(text: str) -> dict[str, int]:
@@ -129,21 +132,6 @@ def detect_version(root: str) -> Literal[1, 2] | None:
 
 def memory_mount(root: str, version: int) -> str:
     return f"{root}/sys/fs/cgroup" if version == 2 else f"{root}/sys/fs/cgroup/memory"
-
-
-def runtime_hint(root: str) -> str:
-    """The node's runtime for bare-id leaves, from its sockets (cri-dockerd runs on containerd
-    too, so it is checked first); ``unknown`` when none is visible."""
-    for sock, runtime in (
-        ("run/cri-dockerd.sock", "docker"),
-        ("var/run/cri-dockerd.sock", "docker"),
-        ("run/crio/crio.sock", "cri-o"),
-        ("var/run/crio/crio.sock", "cri-o"),
-        ("run/containerd/containerd.sock", "containerd"),
-    ):
-        if os.path.exists(f"{root}/{sock}"):
-            return runtime
-    return "unknown"
 
 
 def _read(path: str) -> str | None:

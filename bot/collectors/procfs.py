@@ -57,6 +57,11 @@ MEMINFO_FIELDS = {
 _ZERO_DEFAULT = frozenset({"buffers_bytes", "cached_bytes"})
 _MEMINFO_LINE = re.compile(r"([A-Za-z0-9_()]+):[ \t]*(\d+)(?:[ \t]+(kB))?[ \t]*")
 _CMDLINE_MAX = 512
+SMAPS_SOURCE = "procfs:/proc/<pid>/smaps_rollup"
+SMAPS_DENIED = (
+    "permission denied (reading it needs ptrace rights, CAP_SYS_PTRACE); RSS from status "
+    "(VmRSS, approximate)"
+)
 #: processes ranked by statm beyond N whose exact RSS is also read, so that statm's
 #: approximation (per-CPU counter lag) cannot push a true top-N process out
 _RANK_SLACK = 8
@@ -250,6 +255,22 @@ def rank_by_statm(proc: str, *, page_size: int, gaps: GapLog) -> tuple[list[tupl
     return ranked, seen
 
 
+def _read_rollup(base: str, pid: int, *, label: str, gaps: GapLog) -> str | None:
+    """``smaps_rollup`` text; a ptrace denial (EACCES: the collector lacks CAP_SYS_PTRACE,
+    the usual case) joins one summarized gap instead of one gap per process."""
+    try:
+        return _slurp(f"{base}/smaps_rollup").decode("utf-8", errors="replace")
+    except ProcessLookupError:
+        return None  # exited mid-scan
+    except FileNotFoundError:
+        gaps.add(f"{label}/smaps_rollup", "not present")
+    except PermissionError:
+        gaps.add_each(SMAPS_SOURCE, SMAPS_DENIED, pid)
+    except OSError as exc:
+        gaps.add(f"{label}/smaps_rollup", f"unreadable ({exc.strerror or exc.__class__.__name__})")
+    return None
+
+
 def read_process(proc: str, pid: int, *, gaps: GapLog) -> dict[str, Any] | None:
     """One process as ProcessMemory fields, or None when it has exited or is unreadable."""
     base = f"{proc}/{pid}"
@@ -269,7 +290,7 @@ def read_process(proc: str, pid: int, *, gaps: GapLog) -> dict[str, Any] | None:
         cmdline = parse_cmdline(_slurp(f"{base}/cmdline"))
     except OSError:
         cmdline = ""
-    rollup = read_text(f"{base}/smaps_rollup", source=f"{label}/smaps_rollup", gaps=gaps)
+    rollup = _read_rollup(base, pid, label=label, gaps=gaps)
     rss = parse_smaps_rollup_rss(rollup) if rollup else None
     if rss is None:
         rss = status.get("rss", 0)

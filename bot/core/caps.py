@@ -119,7 +119,7 @@ def plan_tier3(
     pod: PodInfo | None = next((p for p in view.pods if p.key == pod_key), None)
     if pod is None:
         return _unavailable(view, "offender_not_in_view", target=pod_key)
-    if verdict.cause == "container_limit" and pod.gpu_request > 0:
+    if verdict.cause == "container_limit" and pod.accelerated:
         return _unavailable(view, "gpu_container_at_own_limit", target=_target(pod))
     owner = pod.top_owner
     if owner is None:
@@ -145,7 +145,7 @@ def plan_tier3(
     below = bool(ws) and limit < ws
     if below:
         warnings.append("immediate_oom")
-    if pod.gpu_request > 0:
+    if pod.accelerated:
         warnings.append("offender_is_gpu_workload")
     values = Tier3Values(
         container=info.name,

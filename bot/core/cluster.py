@@ -13,6 +13,20 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bot.core.evidence import QosTier
 
+#: extended resources that are accelerator devices: every ``nvidia.com/*`` resource (whole
+#: GPUs, MIG slices such as ``nvidia.com/mig-1g.10gb``, time-sliced ``nvidia.com/gpu.shared``)
+#: and AMD GPUs. Pods with ``spec.resourceClaims`` (DRA) count as accelerated too.
+ACCELERATOR_PREFIXES = ("nvidia.com/",)
+ACCELERATOR_RESOURCES = frozenset({"amd.com/gpu"})
+#: container env keys gpunode reads (caps); every other value stays out of the view and the
+#: store, since env values often hold tokens
+USED_ENV_KEYS = frozenset({"OMP_NUM_THREADS"})
+
+
+def is_accelerator_resource(name: str) -> bool:
+    """True for a resource name that requests an accelerator device."""
+    return name in ACCELERATOR_RESOURCES or name.startswith(ACCELERATOR_PREFIXES)
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -65,7 +79,9 @@ class ContainerInfo(_Model):
     container_id: str | None = Field(None, description="64-hex id, runtime prefix removed")
     restart_count: int = 0
     last_termination_reason: str | None = None
-    env: dict[str, str] = Field(default_factory=dict, description="literal env values only")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="literal values of USED_ENV_KEYS only (never others)"
+    )
 
 
 class PodInfo(_Model):
@@ -84,12 +100,31 @@ class PodInfo(_Model):
     containers: list[ContainerInfo] = Field(default_factory=list)
     memory_request_bytes: int = Field(0, description="pod total as kubectl aggregates it")
     memory_limit_bytes: int | None = Field(None, description="None when any container is unbounded")
-    gpu_request: int = 0
+    gpu_request: int = Field(0, description="nvidia.com/gpu requested (whole GPUs only)")
+    accelerators: dict[str, int] = Field(
+        default_factory=dict,
+        description="every accelerator resource requested (nvidia.com/*, amd.com/gpu) -> count",
+    )
+    resource_claims: list[str] = Field(
+        default_factory=list, description="spec.resourceClaims names (DRA devices)"
+    )
     is_daemonset: bool = False
     is_mirror: bool = False
     has_emptydir: bool = False
     deleting: bool = False
     created_at: datetime | None = None
+
+    @property
+    def accelerator_request(self) -> int:
+        """Accelerator devices requested through extended resources (whole GPUs, MIG slices,
+        shared GPUs, AMD GPUs); at least ``gpu_request``."""
+        return max(self.gpu_request, sum(self.accelerators.values()))
+
+    @property
+    def accelerated(self) -> bool:
+        """A GPU workload: any accelerator resource or any DRA resource claim. Such pods are
+        critical everywhere (tier 1 never evicts them)."""
+        return self.accelerator_request > 0 or bool(self.resource_claims)
 
     @property
     def top_owner(self) -> OwnerRef | None:

@@ -74,7 +74,7 @@ def protection_reason(
         "system-"
     ):
         return "critical_priority"
-    if pod.gpu_request > 0:
+    if pod.accelerated:
         return "gpu_workload"
     if not pod.owners and not force_unmanaged:
         return "no_controller"
@@ -139,7 +139,7 @@ def plan_tier2(
     node = view.node.name
     warnings: list[str] = []
     controllers: dict[tuple[str, str, str], list[PodInfo]] = {}
-    gpu_pods = [p for p in view.pods if p.gpu_request > 0 and not _terminal(p)]
+    gpu_pods = [p for p in view.pods if p.accelerated and not _terminal(p)]
     for pod in sorted(gpu_pods, key=lambda p: p.key):
         if pod.priority >= critical_priority_threshold:
             continue

@@ -22,9 +22,18 @@ from bot.config import KubeSettings
 from bot.core.allocation import allocated_resources, describe_allocated
 from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
 from bot.core.cluster import ClusterView, NodeInfo, NodeLoad, ResourceAllocation
-from bot.core.evidence import EvidenceBundle
+from bot.core.evidence import EvidenceBundle, Gap
 from bot.errors import DiagnosticJobError, GpunodeError, NotFoundError
-from bot.kube import draining, jobs, objects, patching, prioritizing, reading, resizing
+from bot.kube import (
+    draining,
+    jobs,
+    objects,
+    patching,
+    preflight,
+    prioritizing,
+    reading,
+    resizing,
+)
 from bot.kube.connecting import build_api_client
 from bot.kube.errors import translate
 from bot.kube.transport import Transport
@@ -201,7 +210,7 @@ class Gateway:
         if not task.cancelled():
             task.exception()  # mark retrieved: a failure is delivered to every waiter
 
-    async def _check_node(self, node: str) -> None:
+    async def _check_node(self, node: str) -> Obj:
         try:
             node_obj = await self.read_node(node)
         except NotFoundError as exc:
@@ -218,11 +227,26 @@ class Gateway:
                 "look at the node's conditions and events first",
                 code="node_not_ready",
             )
+        return node_obj
+
+    async def _gpu_preflight(self, node_obj: Obj) -> tuple[bool, list[Gap]]:
+        """(use the runtime class?, gaps to add): GPU evidence needs the NVIDIA RuntimeClass;
+        a missing one is left out of the Job (host evidence still comes) and named in a gap."""
+        if not objects.is_gpu_node(node_obj):
+            return False, []  # no GPUs to read; CPU nodes often lack the NVIDIA handler
+        name = self.settings.nvidia_runtime_class
+        state: preflight.RuntimeClassState = "unknown"
+        if name and self.settings.nvidia_visible_devices_all:
+            state = await self._call(
+                f"read RuntimeClass {name}", preflight.read_runtime_class, name
+            )
+        return state != "missing", preflight.gpu_gaps(self.settings, runtime_class=state)
 
     async def _diagnose(self, node: str) -> EvidenceBundle:
-        await self._check_node(node)
+        node_obj = await self._check_node(node)
+        use_class, gaps = await self._gpu_preflight(node_obj)
         run_id = jobs.new_run_id()
-        job = jobs.build_job(self.settings, node, run_id)
+        job = jobs.build_job(self.settings, node, run_id, runtime_class=use_class)
         ns, name = self.settings.namespace, job["metadata"]["name"]
         await self._call(f"create diagnostic Job {ns}/{name}", jobs.create_job, job)
         cancel = threading.Event()
@@ -235,18 +259,28 @@ class Gateway:
                 run_id,
                 deadline=deadline,
                 cancel=cancel,
+                job=name,
             )
             if outcome.state == "succeeded" and outcome.pod is not None:
                 pod_name = outcome.pod["metadata"]["name"]
                 text = await self._call(f"read log of {ns}/{pod_name}", jobs.read_log, ns, pod_name)
-                return jobs.parse_evidence(text)
+                bundle = jobs.parse_evidence(text)
+                if gaps:
+                    bundle = bundle.model_copy(update={"gaps": [*gaps, *bundle.gaps]})
+                return bundle
             job_now = None
             if outcome.state in ("timeout", "deleted"):
                 try:
                     job_now = await self._call(f"read Job {ns}/{name}", jobs.read_job, ns, name)
                 except GpunodeError:
                     job_now = None
-            raise jobs.failure(outcome, job_now, node=node, timeout_s=self.settings.job_timeout_s)
+            raise jobs.failure(
+                outcome,
+                job_now or job,
+                node=node,
+                timeout_s=self.settings.job_timeout_s,
+                priority_class=self.settings.diagnostic_priority_class,
+            )
         finally:
             cancel.set()
             await asyncio.shield(self._delete_job(ns, name))

@@ -42,6 +42,23 @@ MAX_LOG_BYTES = 16 * 1024 * 1024
 IMAGE_PULL_REASONS = frozenset(
     {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
 )
+#: container waiting reasons that end a restartPolicy-Never pod's chances: the runtime could
+#: not create or start the container (bad securityContext for the node, a missing runtime
+#: handler, a seccomp/AppArmor profile the node lacks)
+CONTAINER_ERROR_REASONS = frozenset(
+    {"CreateContainerError", "CreateContainerConfigError", "RunContainerError"}
+)
+#: seconds between checks for the Job controller's FailedCreate events while no pod exists
+NO_POD_CHUNK_S = 2
+#: the kubelet admits pods at or above this priority under any node condition, and evicts
+#: others to make room for them (kubelettypes.IsCriticalPod: system-cluster-critical and up)
+CRITICAL_PRIORITY = 2_000_000_000
+FALLBACK_HINT = (
+    "to run the collector there anyway, set kube.diagnostic_priority_class=system-node-critical "
+    "and apply deploy/overlays/critical-collector (a ResourceQuota that allows that class in "
+    "the bot's namespace); the kubelet then admits it, evicting lower-priority pods if requests "
+    "are full"
+)
 #: pod.status.reason values the kubelet sets when it refuses or evicts a pod
 NOT_ADMITTED_REASONS = frozenset(
     {
@@ -73,7 +90,14 @@ def new_run_id() -> str:
     return uuid.uuid4().hex[:6]
 
 
-def build_job(settings: KubeSettings, node: str, run_id: str) -> Obj:
+def gpu_evidence_on(settings: KubeSettings) -> bool:
+    """The collector gets NVML only with the NVIDIA runtime class AND NVIDIA_VISIBLE_DEVICES."""
+    return bool(settings.nvidia_runtime_class) and settings.nvidia_visible_devices_all
+
+
+def build_job(settings: KubeSettings, node: str, run_id: str, *, runtime_class: bool = True) -> Obj:
+    """The Job for ``node``; ``runtime_class=False`` leaves the NVIDIA runtime class out
+    (the preflight found it missing)."""
     return render_manifest(
         TEMPLATE,
         name=job_name(node, run_id),
@@ -84,8 +108,9 @@ def build_job(settings: KubeSettings, node: str, run_id: str) -> Obj:
         deadline_s=settings.job_timeout_s,
         ttl_s=settings.job_ttl_s,
         service_account=settings.service_account,
-        runtime_class=settings.nvidia_runtime_class,
-        nvidia_visible_devices_all=settings.nvidia_visible_devices_all,
+        runtime_class=settings.nvidia_runtime_class if runtime_class else None,
+        nvidia_visible_devices_all=settings.nvidia_visible_devices_all and runtime_class,
+        priority_class=settings.diagnostic_priority_class,
         image=settings.image,
         cpu_request=CPU_REQUEST,
         memory=MEMORY,
@@ -94,19 +119,27 @@ def build_job(settings: KubeSettings, node: str, run_id: str) -> Obj:
 
 @dataclass(frozen=True)
 class PodOutcome:
-    """How the wait ended: ``succeeded``, ``failed``, ``image_pull``, ``deleted``,
-    ``timeout`` or ``cancelled``; ``pod`` is the last pod seen (None if none ever was)."""
+    """How the wait ended: ``succeeded``, ``failed``, ``image_pull``, ``container_error``,
+    ``create_failed`` (the Job controller could not create the pod: ``detail`` holds its
+    FailedCreate message), ``deleted``, ``timeout`` or ``cancelled``; ``pod`` is the last pod
+    seen (None if none ever was)."""
 
     state: str
     pod: Obj | None
+    detail: str = ""
+
+
+def _waiting(pod: Obj) -> tuple[str, str] | None:
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        waiting = (cs.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason"):
+            return str(waiting["reason"]), str(waiting.get("message") or "")
+    return None
 
 
 def _waiting_reason(pod: Obj) -> str | None:
-    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-        reason = ((cs.get("state") or {}).get("waiting") or {}).get("reason")
-        if reason:
-            return str(reason)
-    return None
+    waiting = _waiting(pod)
+    return waiting[0] if waiting else None
 
 
 def classify_pod(pod: Obj) -> str | None:
@@ -116,16 +149,28 @@ def classify_pod(pod: Obj) -> str | None:
         return "succeeded"
     if phase == "Failed":
         return "failed"
-    if _waiting_reason(pod) in IMAGE_PULL_REASONS:
+    reason = _waiting_reason(pod)
+    if reason in IMAGE_PULL_REASONS:
         return "image_pull"
+    if reason in CONTAINER_ERROR_REASONS:
+        return "container_error"
     return None
 
 
 def wait_for_pod(
-    t: Transport, namespace: str, run_id: str, *, deadline: float, cancel: threading.Event
+    t: Transport,
+    namespace: str,
+    run_id: str,
+    *,
+    deadline: float,
+    cancel: threading.Event,
+    job: str | None = None,
 ) -> PodOutcome:
     """List-then-watch the run's pod until its fate is known, the deadline (monotonic
-    seconds) passes, or ``cancel`` is set."""
+    seconds) passes, or ``cancel`` is set. While no pod exists, the ``job``'s FailedCreate
+    events are read between short watches, so a refused pod fails the wait at once."""
+    from bot.kube.preflight import create_failures
+
     core = client.CoreV1Api(t.api_client)
     selector = f"gpunode.io/run={run_id}"
     last: Obj | None = None
@@ -137,10 +182,13 @@ def wait_for_pod(
             last = pod
             if state := classify_pod(pod):
                 return PodOutcome(state, pod)
+        if last is None and job is not None and (failed := create_failures(t, namespace, job)):
+            return PodOutcome("create_failed", None, detail=failed[-1])
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return PodOutcome("timeout", last)
-        chunk = max(1, min(WATCH_CHUNK_S, int(remaining) + 1))
+        step = WATCH_CHUNK_S if last is not None or job is None else NO_POD_CHUNK_S
+        chunk = max(1, min(step, int(remaining) + 1))
         w = watch.Watch()  # type: ignore[no-untyped-call]
         for event in w.stream(  # type: ignore[no-untyped-call]
             core.list_namespaced_pod,
@@ -207,7 +255,12 @@ def _started(pod: Obj | None) -> bool:
 
 
 def failure(
-    outcome: PodOutcome, job: Obj | None, *, node: str, timeout_s: int
+    outcome: PodOutcome,
+    job: Obj | None,
+    *,
+    node: str,
+    timeout_s: int,
+    priority_class: str | None = None,
 ) -> DiagnosticJobError:
     """Turn a non-successful outcome into the DiagnosticJobError the user sees."""
     pod = outcome.pod or {}
@@ -219,16 +272,27 @@ def failure(
             "check kube.image and the node's registry access or pull secrets",
             code="image_pull",
         )
+    if outcome.state == "container_error":
+        why, detail = _waiting(pod) or ("", "")
+        return DiagnosticJobError(
+            f"the container runtime on {node} could not create or start the collector "
+            f"({why}: {detail or 'no message'}); check the node's runtime and the Job's "
+            "securityContext and runtimeClassName (kube.nvidia_runtime_class)",
+            code="container_error",
+        )
+    if outcome.state == "create_failed":
+        return DiagnosticJobError(
+            f"the diagnostic pod for {node} could not be created ({outcome.detail}); a "
+            "ResourceQuota, LimitRange, admission policy or webhook in namespace "
+            f"{(job or {}).get('metadata', {}).get('namespace', 'gpunode')} refused it - "
+            "allow the collector Job there, then retry",
+            code="create_failed",
+        )
     if outcome.state == "failed":
         if reason == "DeadlineExceeded":
             return _deadline(node, timeout_s)
         if reason in NOT_ADMITTED_REASONS or reason.startswith("OutOf"):
-            return DiagnosticJobError(
-                f"the kubelet on {node} did not admit or keep the diagnostic pod "
-                f"({reason}: {message or 'no message'}); the node is likely under pressure - "
-                "act on the node's conditions and events, then retry",
-                code="not_admitted",
-            )
+            return _not_admitted(node, reason, message, pod, priority_class)
         return DiagnosticJobError(
             f"the collector failed on {node} ({_terminated_reason(pod)}); "
             "see the Job's pod log and the collector image version",
@@ -255,6 +319,37 @@ def failure(
     return DiagnosticJobError(
         f"the diagnostic pod on {node} disappeared before finishing; retry the diagnosis",
         code="job_failed",
+    )
+
+
+def _not_admitted(
+    node: str, reason: str, message: str, pod: Obj, priority_class: str | None
+) -> DiagnosticJobError:
+    """The kubelet refused the pod: say whether a node condition or full requests did, and
+    offer the critical priority class fallback unless the pod already had it."""
+    message = message.removeprefix("Pod was rejected: ")  # the kubelet's status prefix
+    if reason.startswith("OutOf"):
+        why = f"the node's requests are full ({reason}: {message or 'no message'})"
+    elif reason == "Evicted":
+        why = f"a node condition refuses new pods ({message.strip() or reason})"
+    else:
+        why = f"{reason}: {message or 'no message'}"
+    priority = int((pod.get("spec") or {}).get("priority") or 0)
+    if priority >= CRITICAL_PRIORITY:
+        advice = (
+            f"the pod already ran at critical priority ({priority_class or priority}); act "
+            "on the node's conditions and events, then retry"
+        )
+    elif priority_class:
+        advice = (
+            f"kube.diagnostic_priority_class={priority_class} is below the kubelet's critical "
+            "priority (2000000000): use system-node-critical or system-cluster-critical"
+        )
+    else:
+        advice = f"act on the node's conditions and events, then retry; or, {FALLBACK_HINT}"
+    return DiagnosticJobError(
+        f"the kubelet on {node} refused the diagnostic pod: {why}; {advice}",
+        code="not_admitted",
     )
 
 

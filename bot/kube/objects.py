@@ -13,6 +13,7 @@ from typing import Any
 
 from bot.core.allocation import pod_requests_and_limits
 from bot.core.cluster import (
+    USED_ENV_KEYS,
     Condition,
     ContainerInfo,
     EventInfo,
@@ -22,6 +23,7 @@ from bot.core.cluster import (
     PodMetrics,
     PriorityClassInfo,
     Taint,
+    is_accelerator_resource,
 )
 from bot.core.evidence import QosTier
 from bot.core.quantity import parse_quantity
@@ -144,7 +146,7 @@ def _containers(pod: Obj) -> list[ContainerInfo]:
                     env={
                         e["name"]: str(e["value"])
                         for e in c.get("env") or []
-                        if "name" in e and "value" in e
+                        if e.get("name") in USED_ENV_KEYS and "value" in e
                     },
                 )
             )
@@ -187,6 +189,14 @@ def parse_pod(pod: Obj, *, owners: Sequence[OwnerRef] = ()) -> PodInfo:
         memory_request_bytes=requests["memory"].value() if "memory" in requests else 0,
         memory_limit_bytes=_memory_limit_bytes(pod, limits),
         gpu_request=requests[GPU_RESOURCE].value() if GPU_RESOURCE in requests else 0,
+        accelerators={
+            name: int(q.value())
+            for name, q in sorted(requests.items())
+            if is_accelerator_resource(name) and q.value() > 0
+        },
+        resource_claims=[
+            str(c.get("name", "")) for c in spec.get("resourceClaims") or [] if isinstance(c, dict)
+        ],
         is_daemonset=bool(ref and ref.get("kind") == "DaemonSet"),
         is_mirror=MIRROR_ANNOTATION in (meta.get("annotations") or {}),
         has_emptydir=any("emptyDir" in v for v in volumes),

@@ -38,7 +38,9 @@ API_CALLS: tuple[ApiCall, ...] = (
     ApiCall("scheduling.k8s.io", "priorityclasses", "list"),
     ApiCall("metrics.k8s.io", "pods", "list"),
     *(ApiCall(group, plural, "get") for group, plural in _CONTROLLERS),
-    # the diagnostic Job
+    # the diagnostic Job: the NVIDIA RuntimeClass preflight, then the Job (its FailedCreate
+    # events come from the events list above)
+    ApiCall("node.k8s.io", "runtimeclasses", "get"),
     ApiCall("batch", "jobs", "create", "own_namespace"),
     ApiCall("batch", "jobs", "delete", "own_namespace"),
     ApiCall("", "pods", "watch", "own_namespace"),

@@ -54,8 +54,12 @@ class DiagnoseOutcome:
 #: what to do next, by error code (the error's own message says what happened)
 WHAT_TO_DO = {
     "image_pull": "Check `kube.image` and that nodes can pull it, then run diagnose again.",
-    "not_admitted": "The node refused the Job's pod (taints, quota, admission); check its "
-    "events, then run diagnose again.",
+    "not_admitted": "The kubelet refused the Job's pod (node conditions or full requests); "
+    "act on the node, or enable the critical priority class fallback the message names.",
+    "create_failed": "A quota or admission policy refused the Job's pod; allow the collector "
+    "Job in gpunode's namespace, then run diagnose again.",
+    "container_error": "The node's container runtime could not start the collector; check the "
+    "runtime and `kube.nvidia_runtime_class`, then run diagnose again.",
     "node_not_ready": "The node is NotReady: check the kubelet first; the collector cannot run.",
     "deadline_exceeded": "The collector did not finish in time; the node may be thrashing. "
     "Run diagnose again, or raise `kube.job_timeout_s`.",

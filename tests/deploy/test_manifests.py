@@ -22,7 +22,13 @@ BASE = REPO / "deploy" / "base"
 SOCKET = REPO / "deploy" / "overlays" / "socket-mode"
 SOURCES = REPO / "deploy" / "overlays" / "ingress-sources"
 VERSIONS = ("1.31.0", "1.37.0")  # oldest and newest supported (ARCHITECTURE.md)
-TARGETS = {"base": BASE, "socket-mode": SOCKET, "ingress-sources": SOURCES}
+CRITICAL = REPO / "deploy" / "overlays" / "critical-collector"
+TARGETS = {
+    "base": BASE,
+    "socket-mode": SOCKET,
+    "ingress-sources": SOURCES,
+    "critical-collector": CRITICAL,
+}
 
 
 def _validate(obj: dict[str, Any], version: str) -> None:
@@ -141,6 +147,23 @@ def test_every_env_var_names_a_real_setting() -> None:
     assert settings.store.path == "/var/lib/gpunode/gpunode.db"
     assert settings.kube.mode == "in_cluster"
     assert settings.kube.service_account == "gpunode-collector"
+    # GPU evidence is shipped on
+    assert settings.kube.nvidia_runtime_class == "nvidia"
+    assert settings.kube.nvidia_visible_devices_all is True
+    assert settings.kube.diagnostic_priority_class is None
+
+
+def test_the_critical_collector_overlay_sets_the_class_its_quota_allows() -> None:
+    from bot.config import load_settings
+
+    objects = render(CRITICAL)
+    env = {k: v for k, v in _env(objects).items() if isinstance(v, str)}
+    settings = load_settings({**env, "GPUNODE_KUBE__NAMESPACE": "gpunode"})
+    quota = find(objects, "ResourceQuota", "gpunode-critical-collector")
+    assert quota["metadata"]["namespace"] == "gpunode"
+    (expr,) = quota["spec"]["scopeSelector"]["matchExpressions"]
+    assert (expr["scopeName"], expr["operator"]) == ("PriorityClass", "In")
+    assert settings.kube.diagnostic_priority_class in expr["values"]
 
 
 def test_probes_hit_healthz_and_readyz_on_the_http_port() -> None:

@@ -205,6 +205,51 @@ def test_failed_pod_reasons_map_to_codes(reason: str, code: str) -> None:
     assert "n1" in str(err)
 
 
+@pytest.mark.parametrize(
+    "reason", ["CreateContainerError", "CreateContainerConfigError", "RunContainerError"]
+)
+def test_container_runtime_errors_end_the_wait_and_are_reported(reason: str) -> None:
+    pod = {
+        "status": {
+            "phase": "Pending",
+            "containerStatuses": [
+                {"name": "collector", "state": {"waiting": {"reason": reason, "message": "boom"}}}
+            ],
+        }
+    }
+    assert jobs.classify_pod(pod) == "container_error"
+    err = jobs.failure(jobs.PodOutcome("container_error", pod), None, node="n1", timeout_s=60)
+    assert err.code == "container_error" and reason in str(err) and "boom" in str(err)
+
+
+@pytest.mark.parametrize(
+    ("priority", "setting", "says"),
+    [
+        (0, None, "kube.diagnostic_priority_class=system-node-critical"),
+        (1_000_000, "gpunode-high", "below the kubelet's critical priority"),
+        (2_000_001_000, "system-node-critical", "already ran at critical priority"),
+    ],
+)
+def test_a_kubelet_refusal_offers_the_fallback_only_where_it_can_help(
+    priority: int, setting: str | None, says: str
+) -> None:
+    pod = {
+        "spec": {"priority": priority},
+        "status": {
+            "phase": "Failed",
+            "reason": "OutOfcpu",
+            "message": "Pod was rejected: Node didn't have enough resource: cpu, requested: 50, "
+            "used: 95500, capacity: 95500",
+        },
+    }
+    err = jobs.failure(
+        jobs.PodOutcome("failed", pod), None, node="n1", timeout_s=60, priority_class=setting
+    )
+    assert err.code == "not_admitted"
+    assert "requests are full (OutOfcpu: Node didn't have enough resource: cpu" in str(err)
+    assert says in str(err)
+
+
 def test_evidence_after_stderr_lines_is_found() -> None:
     bundle = EvidenceBundle(
         collector_version="1", hostname="h", collected_at="2026-01-01T00:00:00Z"
@@ -221,6 +266,7 @@ def test_evidence_after_stderr_lines_is_found() -> None:
         ("old_schema", "evidence_unreadable"),
         ("crash", "job_failed"),
         ("image_pull", "image_pull"),
+        ("container_error", "container_error"),
     ],
 )
 async def test_each_stand_in_job_mode_gives_its_reason_code(

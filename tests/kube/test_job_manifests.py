@@ -29,7 +29,8 @@ def _job(**settings: Any) -> dict[str, Any]:
     "settings",
     [
         {},
-        {"nvidia_runtime_class": "nvidia", "nvidia_visible_devices_all": True},
+        {"nvidia_runtime_class": None, "nvidia_visible_devices_all": False},
+        {"diagnostic_priority_class": "system-node-critical"},
     ],
 )
 def test_the_diagnostic_job_is_schema_valid(settings: dict[str, Any]) -> None:
@@ -49,7 +50,10 @@ def test_the_diagnostic_job_is_bound_hardened_and_burstable() -> None:
     ) == (90, 0, 60)
     assert pod["nodeName"] == "gpu-node-01"
     assert pod["tolerations"] == [{"operator": "Exists"}]
-    assert pod["hostPID"] is True and pod["hostNetwork"] is False
+    # host PID and UTS/network namespaces: host PIDs for NVML, the node's hostname, no CNI
+    assert pod["hostPID"] is True and pod["hostNetwork"] is True
+    assert pod["dnsPolicy"] == "Default"
+    assert "priorityClassName" not in pod
     assert (pod["serviceAccountName"], pod["automountServiceAccountToken"]) == ("sa", False)
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
@@ -64,7 +68,8 @@ def test_the_diagnostic_job_is_bound_hardened_and_burstable() -> None:
     assert hostpaths == {"/proc", "/sys/fs/cgroup"}
     env = {e["name"]: e for e in container["env"]}
     assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
-    assert "NVIDIA_VISIBLE_DEVICES" not in env and "runtimeClassName" not in pod
+    # GPU evidence is on by default: the NVIDIA runtime injects NVML
+    assert env["NVIDIA_VISIBLE_DEVICES"]["value"] == "all" and pod["runtimeClassName"] == "nvidia"
     res = container["resources"]
     # Burstable: memory request == limit, cpu request without a limit
     assert res["requests"]["memory"] == res["limits"]["memory"]
@@ -75,19 +80,35 @@ def test_the_diagnostic_job_is_bound_hardened_and_burstable() -> None:
     assert labels["gpunode.io/node"] == "gpu-node-01"
 
 
-def test_nvidia_runtime_settings_are_optional() -> None:
-    pod = _job(nvidia_runtime_class="nvidia", nvidia_visible_devices_all=True)["spec"]["template"][
-        "spec"
-    ]
+def test_nvidia_runtime_settings_are_on_by_default_and_can_be_turned_off() -> None:
+    pod = _job()["spec"]["template"]["spec"]
     env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
     assert pod["runtimeClassName"] == "nvidia"
     assert env["NVIDIA_VISIBLE_DEVICES"] == "all"
     assert env["NVIDIA_DRIVER_CAPABILITIES"] == "utility"
+    off = _job(nvidia_runtime_class=None)["spec"]["template"]["spec"]
+    assert "runtimeClassName" not in off
+    missing = jobs.build_job(KubeSettings(), "gpu-node-01", "abc123", runtime_class=False)
+    pod = missing["spec"]["template"]["spec"]
+    env = {e["name"] for e in pod["containers"][0]["env"]}
+    assert "runtimeClassName" not in pod and "NVIDIA_VISIBLE_DEVICES" not in env
+
+
+def test_the_optional_priority_class_reaches_the_pod() -> None:
+    pod = _job(diagnostic_priority_class="system-node-critical")["spec"]["template"]["spec"]
+    assert pod["priorityClassName"] == "system-node-critical"
+
+
+def test_the_collector_mounts_only_proc_and_cgroups_from_the_host() -> None:
+    pod = _job()["spec"]["template"]["spec"]
+    hostpaths = {v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
+    assert hostpaths == {"/proc", "/sys/fs/cgroup"}  # never /run (rootfs of every container)
 
 
 def test_hostile_node_names_cannot_change_the_manifest() -> None:
-    job = jobs.build_job(KubeSettings(), 'x"\n  hostNetwork: true', "abc123")
-    assert job["spec"]["template"]["spec"]["hostNetwork"] is False
+    job = jobs.build_job(KubeSettings(), 'x"\n  hostPID: false', "abc123")
+    assert job["spec"]["template"]["spec"]["hostPID"] is True
+    assert job["spec"]["template"]["spec"]["nodeName"] == 'x"\n  hostPID: false'
 
 
 def test_long_node_names_give_valid_label_values_and_job_names() -> None:

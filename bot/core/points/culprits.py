@@ -110,7 +110,7 @@ def culprit_points(d: Diagnosis, view: ClusterView | None, *, codes: Codes) -> l
     gpu = int(v.params.get("gpu_request", 0) or 0) > 0
     if view is not None:
         info = next((p for p in view.pods if p.key == pod), None)
-        gpu = gpu or (info is not None and info.gpu_request > 0)
+        gpu = gpu or (info is not None and info.accelerated)
     at_limit = v.cause == "container_limit"
     facts = list(v.facts)
     if gpu:

@@ -38,7 +38,7 @@ def training_points(
     for pod in sorted(view.pods if view is not None else [], key=lambda p: p.key):
         owner = pod.top_owner
         group = f"{owner.kind}/{pod.namespace}/{owner.name}" if owner is not None else pod.key
-        if pod.gpu_request <= 0 or not pod.memory_limit_bytes or group in seen:
+        if not pod.accelerated or not pod.memory_limit_bytes or group in seen:
             continue
         seen.add(group)
         suggested = int(pod.memory_limit_bytes * t.memory_request_ratio)

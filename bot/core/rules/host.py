@@ -195,7 +195,7 @@ def host_mem_non_gpu_workload(ctx: Context, t: Thresholds) -> list[Finding]:
     for rank, usage in enumerate(ranked, start=1):
         ws = usage.working_set_bytes or 0
         pod = usage.pod
-        if pod is None or pod.gpu_request > 0 or ctx.attr.gpu_processes_by_pod.get(usage.uid):
+        if pod is None or pod.accelerated or ctx.attr.gpu_processes_by_pod.get(usage.uid):
             continue
         if ws < t.min_consumer_bytes or ws < t.non_gpu_workload_share * total:
             continue

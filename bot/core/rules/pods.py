@@ -68,7 +68,7 @@ def container_near_limit(ctx: Context, t: Thresholds) -> list[Finding]:
                     "working_set_bytes": ws,
                     "limit_bytes": limit or 0,
                     "percent": round(share * 100, 1),
-                    "gpu_request": c.pod.gpu_request if c.pod is not None else 0,
+                    "gpu_request": c.pod.accelerator_request if c.pod is not None else 0,
                 },
             )
         )
@@ -178,7 +178,7 @@ def besteffort_on_gpu_node(ctx: Context, t: Thresholds) -> list[Finding]:
                 params={
                     "pod": pod.key,
                     "working_set_bytes": ws if ws is not None else -1,
-                    "gpu_request": pod.gpu_request,
+                    "gpu_request": pod.accelerator_request,
                 },
             )
         )
@@ -190,7 +190,7 @@ def gpu_pod_no_priority(ctx: Context, t: Thresholds) -> list[Finding]:
         return []
     out: list[Finding] = []
     for pod in sorted(ctx.view.pods, key=lambda p: p.key):
-        if pod.gpu_request <= 0 or pod.priority >= t.critical_priority_threshold:
+        if not pod.accelerated or pod.priority >= t.critical_priority_threshold:
             continue
         src = pod_source(pod)
         out.append(
@@ -207,14 +207,16 @@ def gpu_pod_no_priority(ctx: Context, t: Thresholds) -> list[Finding]:
                         "text",
                         src,
                     ),
-                    fact("pod.gpu_request", "GPUs requested", pod.gpu_request, "count", src),
+                    fact(
+                        "pod.gpu_request", "GPUs requested", pod.accelerator_request, "count", src
+                    ),
                 ],
                 params={
                     "pod": pod.key,
                     "controller": controller_of(pod) or "",
                     "priority": pod.priority,
                     "priority_class": pod.priority_class_name or "",
-                    "gpu_request": pod.gpu_request,
+                    "gpu_request": pod.accelerator_request,
                     "threshold": t.critical_priority_threshold,
                 },
             )

@@ -15,6 +15,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from bot.sandbox.kubesim import npd
 from bot.sandbox.kubesim import scenarios as sc
 from bot.sandbox.kubesim.defaults import SYSTEM_PRIORITY_CLASSES
 from bot.sandbox.kubesim.nodes import node_object
@@ -65,6 +66,16 @@ def seed(api: ApiCore, scenario: sc.Scenario) -> None:
         if pc2.global_default:
             obj["globalDefault"] = True
         api.seed(obj, validate=True)
+    for rc in scenario.runtime_classes:
+        api.seed(
+            {
+                "apiVersion": "node.k8s.io/v1",
+                "kind": "RuntimeClass",
+                "metadata": {"name": rc},
+                "handler": rc,
+            },
+            validate=True,
+        )
     for i, n in enumerate(scenario.nodes):
         api.seed(node_object(n), validate=i == 0)
     nodes = {n.name: n for n in scenario.nodes}
@@ -85,7 +96,8 @@ def seed(api: ApiCore, scenario: sc.Scenario) -> None:
             },
             validate=True,
         )
-    for i, e in enumerate(scenario.events):
+    kills = [e for k in scenario.oom_kills for e in npd.oom_events(k)]
+    for i, e in enumerate([*scenario.events, *kills]):
         api.seed(event_object(e, i, api), validate=i == 0)
 
 
@@ -98,7 +110,9 @@ def event_object(e: sc.Event, i: int, api: ApiCore) -> Obj:
     involved: Obj = {"kind": e.kind, "name": e.name, "apiVersion": "v1"}
     if e.kind != "Node":
         involved["namespace"] = e.namespace
-    if target is not None:
+    if e.kind == "Node":
+        involved["uid"] = e.name  # the kubelet and NPD use the node name as the UID
+    elif target is not None:
         involved["uid"] = target["metadata"]["uid"]
     return {
         "apiVersion": "v1",

@@ -35,6 +35,9 @@ class ApiCore:
         self.store = Store()
         self.on_change: list[ChangeHook] = []
         self.validate = True
+        #: True while a scenario loads: seeded objects are the cluster's existing state, so
+        #: create-time admission (RuntimeClass, priority quota) does not apply to them
+        self.seeding = False
 
     # ---- reads -------------------------------------------------------------------------
     def get(self, plural: str, namespace: str | None, name: str) -> Obj:
@@ -253,10 +256,12 @@ class ApiCore:
         ns = (obj.get("metadata") or {}).get("namespace")
         saved = self.on_change
         self.on_change = []
+        self.seeding = True
         try:
             return self.create(res, ns, obj, validate=validate)
         finally:
             self.on_change = saved
+            self.seeding = False
 
 
 def defaults_invalid(res: Resource, name: str, field: str, message: str) -> ApiError:

@@ -8,12 +8,19 @@ becomes the pod log. ``activeDeadlineSeconds`` -> Job Failed, reason DeadlineExc
 removed); exhausted ``backoffLimit`` -> BackoffLimitExceeded; ``ttlSecondsAfterFinished``
 deletes the Job and its pods.
 
+A pod the API server refuses (``admission.py``) is a ``FailedCreate`` event on the Job
+("Error creating: ..."), retried until the deadline, as the real Job controller does. The
+node's kubelet admits the bound pod first (``kubelet.py``); a refused pod is Failed with its
+reason, "Pod was rejected: ..." and a pod event. What the collector reads follows the pod's
+spec (``podview.py``: NVML, ptrace rights, hostname).
+
 Diagnostic modes per node (``sim.diagnostic_mode[node] = MODE``, or a scenario fault):
-``ok``; ``image_pull`` (Pending, ErrImagePull then ImagePullBackOff); ``not_admitted`` (pod
-Failed, reason OutOfmemory); ``never_started`` (Pending until the deadline; also for an
-unknown node); ``hang`` (Running, the collector never ends, until the deadline); ``crash``
-(exit code 1); ``bad_log`` (Succeeded, the log is not JSON); ``old_schema`` (Succeeded, the
-bundle says schema_version "0.9"). An image ending in ``:bad`` behaves like ``image_pull``.
+``ok``; ``image_pull`` (Pending, ErrImagePull then ImagePullBackOff); ``container_error``
+(Pending, CreateContainerError); ``not_admitted`` (pod Failed, reason OutOfmemory, whatever
+the node holds); ``never_started`` (Pending until the deadline; also for an unknown node);
+``hang`` (Running, the collector never ends, until the deadline); ``crash`` (exit code 1);
+``bad_log`` (Succeeded, the log is not JSON); ``old_schema`` (Succeeded, the bundle says
+schema_version "0.9"). An image ending in ``:bad`` behaves like ``image_pull``.
 """
 
 from __future__ import annotations
@@ -25,9 +32,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bot.sandbox.kubesim import pods, stamps
+from bot.sandbox.kubesim import kubelet, pods, podview, recorder, stamps
 from bot.sandbox.kubesim.crud import now_iso
-from bot.sandbox.kubesim.hosttree import write_host_tree
 from bot.sandbox.kubesim.resources import STORED
 from bot.sandbox.kubesim.statuses import ApiError
 
@@ -39,6 +45,7 @@ COLLECTOR_TIMEOUT_S = 120
 MODES = (
     "ok",
     "image_pull",
+    "container_error",
     "not_admitted",
     "never_started",
     "hang",
@@ -48,6 +55,7 @@ MODES = (
 )
 FAULT_MODES = {
     "image_pull": "image_pull",
+    "container_error": "container_error",
     "collector_error": "crash",
     "job_hang": "never_started",
     "collector_slow": "hang",
@@ -114,6 +122,8 @@ class JobRunner:
             },
         )
         while True:
+            if sim.api.store.get("jobs", ns, name) is None:
+                return  # deleted while retrying: the controller forgets it
             pod_name = f"{name}-{stamps.suffix(name, str(failures), now_iso())}"
             pod = pods.pod_from_template(tmpl, name=pod_name, namespace=ns, node=None, owner=job)
             pod["metadata"].pop("uid")
@@ -121,10 +131,29 @@ class JobRunner:
             try:
                 created = sim.api.create(STORED["pods"], ns, pod)
             except ApiError as err:
-                self._finish(
-                    ns, name, start, ok=False, reason="PodCreateFailed", message=err.message
+                recorder.record(
+                    sim.api,
+                    job,
+                    "FailedCreate",
+                    f"Error creating: {err.message}",
+                    component="job-controller",
                 )
-                return
+                if t_end is not None and loop.time() >= t_end:
+                    self._finish(
+                        ns,
+                        name,
+                        start,
+                        ok=False,
+                        reason="DeadlineExceeded",
+                        message="Job was active longer than specified deadline",
+                    )
+                    return
+                # the controller retries with backoff (10s, 20s, ... in a real cluster)
+                wait = step * 4
+                if t_end is not None:
+                    wait = min(wait, max(0.0, t_end - loop.time()))
+                await asyncio.sleep(wait)
+                continue
             outcome = await self._run_pod(created, node, t_end)
             if outcome == "ok":
                 self._finish(ns, name, start, ok=True)
@@ -182,6 +211,31 @@ class JobRunner:
             self._pod_status(ns, name, base)
             return await self._wait_until(t_end)
         await asyncio.sleep(step)
+        verdict = kubelet.admit_bound(sim.api, pod, node)
+        if not verdict.admit:
+            base.update(
+                phase="Failed",
+                reason=verdict.reason,
+                message=f"Pod was rejected: {verdict.message}",
+            )
+            base.pop("containerStatuses", None)
+            self._pod_status(ns, name, base)
+            current = sim.api.store.get("pods", ns, name) or pod
+            recorder.record(
+                sim.api, current, verdict.reason, verdict.message, component="kubelet", host=node
+            )
+            return "failed"
+        if mode == "container_error":
+            for cs in base["containerStatuses"]:
+                cs["state"] = {
+                    "waiting": {
+                        "reason": "CreateContainerError",
+                        "message": f'failed to generate container "{cs["name"]}" spec: failed '
+                        "to apply OCI options: failed to mount /host/proc: permission denied",
+                    }
+                }
+            self._pod_status(ns, name, base)
+            return await self._wait_until(t_end)
         if c.get("image", "").endswith(":bad") or c.get("image") == "bad" or mode == "image_pull":
             for reason in ("ErrImagePull", "ImagePullBackOff"):
                 for cs in base["containerStatuses"]:
@@ -254,15 +308,15 @@ class JobRunner:
     async def _run_collector(self, pod: Obj, node: str) -> tuple[int, str, str]:
         sim = self.sim
         root = Path(sim.workdir) / "hosts" / pod["metadata"]["name"]
-        # The write runs in a worker thread that a cancellation cannot stop: wait for it even
-        # when cancelled, so ``KubeSim.stop`` never removes the tree while it is being written.
-        writing = asyncio.ensure_future(asyncio.to_thread(write_host_tree, sim, node, root))
+        writing = asyncio.ensure_future(asyncio.to_thread(podview.prepare, sim, pod, node, root))
         try:
             spec = await asyncio.shield(writing)
         except asyncio.CancelledError:
-            await asyncio.wait([writing])
+            await writing  # finish the files before the sim may remove its workdir
             raise
+        prefix = podview.collector_prefix(pod)
         cmd = [
+            *prefix,
             sys.executable,
             "-m",
             "bot",

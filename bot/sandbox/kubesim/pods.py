@@ -42,6 +42,12 @@ def pod_template(w: sc.Workload) -> Obj:
             c["volumeMounts"] = [{"name": "scratch", "mountPath": "/scratch"}]
     if w.kind == "Job":
         spec["restartPolicy"] = "Never"
+    if w.resource_claims:
+        spec["resourceClaims"] = [
+            {"name": n, "resourceClaimTemplateName": n} for n in w.resource_claims
+        ]
+        for c in spec["containers"]:
+            c["resources"]["claims"] = [{"name": n} for n in w.resource_claims]
     return {"metadata": {"labels": labels}, "spec": spec}
 
 

@@ -48,6 +48,8 @@ RESOURCES: tuple[Resource, ...] = (
         "policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ("pdb",), ("status",)
     ),
     Resource("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, ("pc",)),
+    Resource("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", False),
+    Resource("", "v1", "ResourceQuota", "resourcequotas", True, ("quota",), ("status",)),
     Resource(
         "metrics.k8s.io",
         "v1beta1",

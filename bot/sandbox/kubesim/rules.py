@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
+from bot.sandbox.kubesim import admission
 from bot.sandbox.kubesim.resources import Resource
 from bot.sandbox.kubesim.statuses import ApiError, invalid
 
@@ -56,6 +57,8 @@ def check_create(res: Resource, obj: Obj, api: ApiCore) -> None:
                 kind="pods",
             )
         _check_extended_resources(res, name, spec)
+        if not api.seeding:
+            admission.check_pod(api, obj)
     if res.kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"):
         tspec = ((obj["spec"].get("template") or {}).get("spec")) or {}
         _check_extended_resources(res, name, tspec, prefix="spec.template.spec")

@@ -69,6 +69,11 @@ class Workload(_M):
     labels: dict[str, str] = Field(default_factory=dict)
     priority_class: str | None = None
     emptydir: bool = False
+    resource_claims: list[str] = Field(
+        default_factory=list,
+        description="DRA: pod resourceClaims (from a ResourceClaimTemplate of the same name), "
+        "each used by every container",
+    )
     containers: list[Container]
     phase: Literal["Running", "Pending", "Succeeded", "Failed"] = "Running"
 
@@ -164,12 +169,34 @@ class Event(_M):
     age_s: int = 600
 
 
+class OomKill(_M):
+    """A kernel OOM kill on ``node``; seeding turns it into the events a real node leaves
+    (node-problem-detector's ``OOMKilling``, the kubelet's ``SystemOOM`` for a global one;
+    see ``kubesim/npd.py``)."""
+
+    node: str
+    pid: int
+    process: str
+    scope: Literal["cgroup", "global"] = Field(
+        "cgroup", description="cgroup: a memory cgroup hit its limit; global: the node ran out"
+    )
+    total_vm: Quantity = "1Gi"
+    anon_rss: Quantity = "1Gi"
+    file_rss: Quantity = 0
+    shmem_rss: Quantity = 0
+    pgtables: Quantity = "2Mi"
+    uid: int = 0
+    oom_score_adj: int = 0
+    age_s: int = 600
+
+
 class Fault(_M):
     """A scripted failure of diagnostic pods on ``node`` (all nodes when unset):
-    ``image_pull`` (ErrImagePull), ``collector_error`` (the collector exits non-zero),
-    ``job_hang`` (pods never start), ``collector_slow`` (Running until the deadline)."""
+    ``image_pull`` (ErrImagePull), ``container_error`` (CreateContainerError),
+    ``collector_error`` (the collector exits non-zero), ``job_hang`` (pods never start),
+    ``collector_slow`` (Running until the deadline)."""
 
-    kind: Literal["image_pull", "collector_error", "job_hang", "collector_slow"]
+    kind: Literal["image_pull", "container_error", "collector_error", "job_hang", "collector_slow"]
     node: str | None = None
 
 
@@ -182,6 +209,11 @@ class Scenario(_M):
     workloads: list[Workload] = Field(default_factory=list)
     pdbs: list[Pdb] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)
+    oom_kills: list[OomKill] = Field(default_factory=list)
+    runtime_classes: list[str] = Field(
+        default_factory=lambda: ["nvidia"],
+        description="RuntimeClasses (handler = name); the GPU Operator creates 'nvidia'",
+    )
     faults: list[Fault] = Field(default_factory=list)
 
     def node(self, name: str) -> Node | None:

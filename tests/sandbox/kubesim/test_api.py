@@ -65,7 +65,10 @@ async def test_events_filter_by_involved_object(kubesim: KubeSim) -> None:
         v1.list_event_for_all_namespaces,
         field_selector="involvedObject.name=gpu-node-01,involvedObject.kind=Node",
     )
-    assert {e.reason for e in evs.items} == {"SystemOOM", "OOMKilling"}
+    # the seed's kills are cgroup-limit kills: NPD's OOMKilling only, no kubelet SystemOOM
+    assert {e.reason for e in evs.items} == {"OOMKilling"}
+    assert all(e.involved_object.uid == "gpu-node-01" for e in evs.items)
+    assert all(e.source.component == "kernel-monitor" for e in evs.items)
 
 
 async def test_discovery_lists_subresources(kubesim: KubeSim) -> None:

@@ -36,7 +36,16 @@ def diag_job(
                 "nodeName": node,
                 "restartPolicy": "Never",
                 "hostPID": True,
-                "containers": [{"name": "collect", "image": image, "args": ["collect"]}],
+                # NVML comes only through the NVIDIA runtime, as on a real node
+                "runtimeClassName": "nvidia",
+                "containers": [
+                    {
+                        "name": "collect",
+                        "image": image,
+                        "args": ["collect"],
+                        "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}],
+                    }
+                ],
             },
         },
     }

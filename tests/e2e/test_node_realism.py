@@ -1,0 +1,51 @@
+"""Issue 11 end to end: what a person sees in Slack when the node behaves like a real one.
+
+- A node under DiskPressure refuses the collector: the thread says the kubelet refused it,
+  why, and which setting (with its ResourceQuota overlay) runs the collector anyway.
+- The seed's preprocessing kills are cgroup-limit kills (NPD OOMKilling "Memory cgroup out of
+  memory"): the thread never calls them a global OOM.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from bot.sandbox.demo import Demo
+from tests.e2e.conftest import NODE, diagnose, failed_chat_calls, text_of, thread
+
+pytestmark = pytest.mark.slow
+
+
+async def test_a_refused_collector_is_explained_with_the_fallback_in_the_thread(
+    demo: Demo,
+) -> None:
+    node = copy.deepcopy(demo.kube.api.store.get("nodes", None, NODE))
+    assert node is not None
+    node["status"]["conditions"].append(
+        {
+            "type": "DiskPressure",
+            "status": "True",
+            "reason": "KubeletHasDiskPressure",
+            "message": "kubelet has disk pressure",
+        }
+    )
+    demo.kube.api.store.put("nodes", node)
+
+    root_ts = await diagnose(demo)
+
+    replies = "\n".join(text_of(m) for m in thread(demo, root_ts)[1:])
+    assert "not_admitted" in replies
+    assert "DiskPressure" in replies
+    assert "system-node-critical" in replies and "critical-collector" in replies
+    assert failed_chat_calls(demo.slack) == []
+
+
+async def test_the_seed_thread_reports_cgroup_oom_kills_not_a_global_oom(demo: Demo) -> None:
+    root_ts = await diagnose(demo)
+
+    replies = "\n".join(text_of(m) for m in thread(demo, root_ts))
+    assert "inside memory cgroups that hit their own limit" in replies
+    assert "global OOM killer ran" not in replies
+    assert failed_chat_calls(demo.slack) == []
