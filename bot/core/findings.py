@@ -89,6 +89,7 @@ VerdictCause = Literal[
     "container_limit",
     "kernel_slab",
     "gpu_memory",
+    "gpu_xid",
     "overcommit",
     "healthy",
     "inconclusive",
