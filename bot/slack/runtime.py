@@ -26,6 +26,7 @@ from bot.services.act import ActService
 from bot.services.alerts import AlertService
 from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
+from bot.services.history import HistoryService
 from bot.services.operations import IncidentOps
 from bot.services.ports import KubePort
 from bot.slack.app import BotServices, build_app
@@ -83,6 +84,7 @@ class Runtime:
 
     async def close(self) -> None:
         await self.services.bg.drain(timeout_s=30)
+        await self.services.diagnose.close()
         await self.store.close()
 
 
@@ -101,7 +103,14 @@ async def build_runtime(
     store = await Store.open(settings.store.path)
     chat = SlackChat(client, cache_ttl_s=settings.actions.usergroup_cache_ttl_s)
     bg = Background()
-    diagnose = DiagnoseService(kube, store, chat, clock=clock, thresholds=thresholds)
+    diagnose = DiagnoseService(
+        kube,
+        store,
+        chat,
+        clock=clock,
+        thresholds=thresholds,
+        history=HistoryService.from_settings(settings.prometheus),
+    )
     act = ActService(
         kube,
         store,
