@@ -93,3 +93,12 @@ def test_markers_come_from_the_kernel_log_and_the_evictions_in_time_order() -> N
         ("oom_kill", "node", "global OOM kill python"),
         ("eviction", "ml/p", "evicted"),
     ]
+
+
+def test_the_verdict_sentence_quotes_the_growth_of_its_own_consumer() -> None:
+    slab = _series("node:slab_unreclaimable", "kernel_slab_unreclaimable", _leak, "kernel slab")
+    out = apply_history(_diagnosis("kernel_slab", "n1"), _history(slab))
+    v = out.verdict
+    text = sentence("verdicts", v.cause, v.params, fmt="markdown", subject=v.subject, strict=True)
+    assert "It has been growing 4.1 GiB/h since 0" in text
+    assert text.endswith("at that rate the node runs out of memory in 4h 52m.")

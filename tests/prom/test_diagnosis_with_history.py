@@ -68,6 +68,7 @@ async def test_the_report_quotes_the_growth_rate_and_the_oom_record(
     assert "the node runs out of memory in" in text
     assert "The global OOM killer killed `python` (PID 2210000) of ml-train/train-llm-0" in text
     assert "critical MEMORY_GROWTH" in text  # runs out within hours
+    assert f"It has been growing {planted.rate_gib_per_h} GiB/h since" in text  # the verdict
 
 
 async def test_an_unreachable_prometheus_is_a_gap_and_costs_at_most_its_timeout(
