@@ -49,6 +49,9 @@ class KubeSettings(_Group):
     nvidia_runtime_class: str | None = Field(None, description="runtimeClassName for NVML")
     nvidia_visible_devices_all: bool = Field(False, description="set NVIDIA_VISIBLE_DEVICES=all")
     service_account: str = Field("gpunode-collector", description="SA of the diagnostic pod")
+    kernel_log_window_s: int = Field(
+        86400, ge=0, le=30 * 86400, description="kernel log (OOM kills, XIDs) kept; 0: not read"
+    )
 
 
 class StoreSettings(_Group):

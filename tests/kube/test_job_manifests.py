@@ -57,7 +57,10 @@ def test_the_diagnostic_job_is_bound_hardened_and_burstable() -> None:
     assert sc["readOnlyRootFilesystem"] and not sc["allowPrivilegeEscalation"]
     assert sc["capabilities"] == {"drop": ["ALL"], "add": ["SYSLOG"]}  # /dev/kmsg
     assert container["image"] == "img:1"
-    assert container["command"] == ["gpunode", "collect", "--root", "/host", "--format", "json"]
+    assert container["command"] == [
+        "gpunode", "collect", "--root", "/host", "--format", "json",
+        "--kernel-log-window", "86400",
+    ]  # fmt: skip
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
     assert mounts["/host/proc"]["readOnly"] and mounts["/host/sys/fs/cgroup"]["readOnly"]
     hostpaths = {v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
