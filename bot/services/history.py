@@ -6,8 +6,8 @@ Prometheus refuses, Prometheus unreachable or slower than ``timeout_s`` are gaps
 errors. The diagnose service starts ``fetch`` together with the diagnostic Job and waits for
 it only after the Job, so Prometheus never delays a diagnosis past ``timeout_s``.
 
-``attach(diagnosis, history, bundle, view)`` adds the snapshot's markers (kernel log,
-evictions) and the growth of the verdict's leading consumer (``bot.core.rules.growth``).
+``attach`` (re-exported from ``bot.core.rules.growth``, pure) adds the snapshot's markers
+(kernel log, evictions) and the growth of the verdict's leading consumer.
 """
 
 from __future__ import annotations
@@ -17,16 +17,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from bot.config import PrometheusSettings
-from bot.core.cluster import ClusterView
-from bot.core.evidence import EvidenceBundle, Gap
-from bot.core.findings import Diagnosis
-from bot.core.history import History, Marker, Series, SeriesKind, markers_from
-from bot.core.rules.growth import apply_history
+from bot.core.evidence import Gap
+from bot.core.history import History, Marker, Series, SeriesKind
+from bot.core.rules.growth import attach
 from bot.errors import PrometheusError
 from bot.prom.client import PrometheusClient, Sample
 from bot.prom.queries import Query, node_queries
 
 MIB = 1024**2
+__all__ = ["HistoryService", "RangeQuerier", "attach", "build_series"]
 
 
 class RangeQuerier(Protocol):
@@ -243,39 +242,3 @@ class HistoryService:
     async def _one(self, q: Query, start: datetime, end: datetime) -> list[Sample]:
         assert self._client is not None
         return await self._client.query_range(q.expr, start=start, end=end, step_s=self._step)
-
-
-def attach(
-    diagnosis: Diagnosis,
-    history: History | None,
-    *,
-    bundle: EvidenceBundle | None,
-    view: ClusterView | None,
-    now: datetime,
-) -> Diagnosis:
-    """The diagnosis with the history (or, without Prometheus, the snapshot's markers)."""
-    snapshot_markers = markers_from(bundle, view)
-    if history is None:
-        history = History(
-            node=diagnosis.node,
-            source="snapshot",
-            start=min([m.at for m in snapshot_markers] + [now]),
-            end=now,
-            step_s=0,
-        )
-    merged = sorted(
-        [*snapshot_markers, *_unduplicated(history.markers, snapshot_markers, history.step_s)],
-        key=lambda m: (m.at, m.kind, m.subject),
-    )
-    history = history.model_copy(update={"markers": merged})
-    diagnosis = apply_history(diagnosis, history)
-    gaps = [g for g in history.gaps if g not in diagnosis.unverified]
-    return diagnosis.model_copy(update={"unverified": [*diagnosis.unverified, *gaps]})
-
-
-def _unduplicated(prom: list[Marker], kernel: list[Marker], step_s: float) -> list[Marker]:
-    """Prometheus markers that the kernel log did not already record (within two steps)."""
-    slack = timedelta(seconds=max(2 * step_s, 60))
-    return [
-        m for m in prom if not any(k.kind == m.kind and abs(k.at - m.at) <= slack for k in kernel)
-    ]

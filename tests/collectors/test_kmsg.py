@@ -207,3 +207,22 @@ def test_the_live_kernel_log_reads_to_the_end_without_blocking() -> None:
 )
 def test_pci_addresses_are_normalised_to_domain_bus_device(bus_id: str, normal: str | None) -> None:
     assert kmsg.normalize_pci(bus_id) == normal
+
+
+def test_collect_maps_an_xid_to_the_gpu_the_fake_nvml_lists_at_that_pci_address(
+    tmp_path: Path,
+) -> None:
+    from bot.collectors.bundle import collect
+    from bot.sandbox.fake_nvml import FakeNvml
+
+    root = _host(tmp_path, XIDS)
+    nvml = FakeNvml.from_spec(
+        {"devices": [{"index": i, "uuid": f"GPU-{i}", "name": "H100", "memory_total_bytes": 1,
+                      "memory_used_bytes": 0} for i in range(4)]}
+    )  # fmt: skip
+    bundle = collect(Path(root), nvml=nvml, now=lambda: NOW)
+    assert [g.pci_bus_id for g in bundle.gpus][:3] == [
+        "00000000:18:00.0", "00000000:2A:00.0", "00000000:3A:00.0",
+    ]  # fmt: skip
+    assert bundle.kernel_log is not None
+    assert [(x.code, x.gpu_index) for x in bundle.kernel_log.xids] == [(79, 2), (13, 0), (63, 3)]

@@ -102,3 +102,17 @@ def test_the_verdict_sentence_quotes_the_growth_of_its_own_consumer() -> None:
     text = sentence("verdicts", v.cause, v.params, fmt="markdown", subject=v.subject, strict=True)
     assert "It has been growing 4.1 GiB/h since 0" in text
     assert text.endswith("at that rate the node runs out of memory in 4h 52m.")
+
+
+def test_without_prometheus_the_diagnosis_still_carries_the_kernel_markers() -> None:
+    from bot.core.rules.growth import attach
+
+    at = END - timedelta(minutes=10)
+    log = KernelLog(
+        window_s=86400, oom_kills=[OomKill(at=at, uptime_us=1, scope="cgroup", pid=7, comm="x")]
+    )
+    b = bundle(meminfo=meminfo(251), kernel_log=log)
+    out = attach(analyze(b, None, now=END), None, bundle=b, view=None, now=END)
+    assert out.history is not None and out.history.source == "snapshot"
+    assert [(m.kind, m.label) for m in out.history.markers] == [("oom_kill", "cgroup OOM kill x")]
+    assert out.history.series == [] and out.history.start == at

@@ -1,7 +1,8 @@
 """The time dimension of the verdict: the leading consumer's growth over the history window.
 
-Not one of ``ALL_RULES`` (those judge a snapshot): ``apply_history`` runs after ``analyze``
-when a ``History`` is at hand, adds the finding, quotes the growth in the verdict's params
+Not one of ``ALL_RULES`` (those judge a snapshot): ``attach`` runs after ``analyze``. It
+merges the snapshot's markers (kernel log, evictions) with Prometheus' (a History of source
+``snapshot`` when there is no Prometheus), and ``apply_history`` adds the finding, quotes the growth in the verdict's params
 (``growth_rate_gib_per_h``, ``growing_since_at``, ``exhaustion_s``) when the growing series is
 the consumer the verdict blames, and attaches the history (series and markers) for charts.
 
@@ -14,8 +15,12 @@ Codes:
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
+from bot.core.cluster import ClusterView
+from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis, Fact, Finding, Severity
-from bot.core.history import GIB, History, growth_of, leading_series_key
+from bot.core.history import GIB, History, Marker, growth_of, leading_series_key, markers_from
 
 _SOON_S = 6 * 3600  # runs out within a working shift: critical
 
@@ -72,3 +77,39 @@ def apply_history(diagnosis: Diagnosis, history: History) -> Diagnosis:
             )
             update["verdict"] = verdict.model_copy(update={"params": params})
     return diagnosis.model_copy(update=update)
+
+
+def attach(
+    diagnosis: Diagnosis,
+    history: History | None,
+    *,
+    bundle: EvidenceBundle | None,
+    view: ClusterView | None,
+    now: datetime,
+) -> Diagnosis:
+    """The diagnosis with the history (or, without Prometheus, the snapshot's markers)."""
+    snapshot_markers = markers_from(bundle, view)
+    if history is None:
+        history = History(
+            node=diagnosis.node,
+            source="snapshot",
+            start=min([m.at for m in snapshot_markers] + [now]),
+            end=now,
+            step_s=0,
+        )
+    merged = sorted(
+        [*snapshot_markers, *_unduplicated(history.markers, snapshot_markers, history.step_s)],
+        key=lambda m: (m.at, m.kind, m.subject),
+    )
+    history = history.model_copy(update={"markers": merged})
+    diagnosis = apply_history(diagnosis, history)
+    gaps = [g for g in history.gaps if g not in diagnosis.unverified]
+    return diagnosis.model_copy(update={"unverified": [*diagnosis.unverified, *gaps]})
+
+
+def _unduplicated(prom: list[Marker], kernel: list[Marker], step_s: float) -> list[Marker]:
+    """Prometheus markers that the kernel log did not already record (within two steps)."""
+    slack = timedelta(seconds=max(2 * step_s, 60))
+    return [
+        m for m in prom if not any(k.kind == m.kind and abs(k.at - m.at) <= slack for k in kernel)
+    ]
