@@ -57,7 +57,7 @@ def _series(
     )  # fmt: skip
 
 
-_NODE = {
+_NODE: dict[str, tuple[str, SeriesKind, str, str]] = {
     "mem_available": ("node:mem_available", "mem_available", "available", "bytes"),
     "slab_unreclaimable": (
         "node:slab_unreclaimable", "kernel_slab_unreclaimable", "kernel slab (unreclaimable)",
@@ -67,6 +67,10 @@ _NODE = {
     "psi_full_rate": ("node:psi_full_rate", "psi_full_rate", "memory stall (PSI full)", "ratio"),
     "oom_kills": ("node:oom_kills", "oom_kills", "OOM kills (vmstat)", "count"),
 }  # fmt: skip
+
+
+def _gpu_order(label: str) -> tuple[int, str]:
+    return (int(label), "") if label.isdigit() else (1 << 30, label)
 
 
 def _increases(s: Sample) -> list[tuple[float, float]]:
@@ -82,7 +86,7 @@ def build_series(
     for name, (key, kind, label, unit) in _NODE.items():
         if name in results and results[name][1]:
             q, samples = results[name]
-            series.append(_series(key, kind, label, q, samples[0], unit=unit))  # type: ignore[arg-type]
+            series.append(_series(key, kind, label, q, samples[0], unit=unit))
     if "pods" in results:
         q, samples = results["pods"]
         for s in sorted(
@@ -92,7 +96,7 @@ def build_series(
             series.append(_series(f"pod:{who}", "pod_working_set", who, q, s))
     if "gpu_fb_used" in results:
         q, samples = results["gpu_fb_used"]
-        for s in sorted(samples, key=lambda x: int(x.labels.get("gpu", "0") or 0)):
+        for s in sorted(samples, key=lambda x: _gpu_order(x.labels.get("gpu", ""))):
             gpu = s.labels.get("gpu", "?")
             series.append(_series(f"gpu:{gpu}", "gpu_memory_used", f"GPU {gpu}", q, s, scale=MIB))
     if "gpu_xid" in results:
