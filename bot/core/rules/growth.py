@@ -2,9 +2,10 @@
 
 Not one of ``ALL_RULES`` (those judge a snapshot): ``attach`` runs after ``analyze``. It
 merges the snapshot's markers (kernel log, evictions) with Prometheus' (a History of source
-``snapshot`` when there is no Prometheus), and ``apply_history`` adds the finding, quotes the growth in the verdict's params
-(``growth_rate_gib_per_h``, ``growing_since_at``, ``exhaustion_s``) when the growing series is
-the consumer the verdict blames, and attaches the history (series and markers) for charts.
+``snapshot`` when there is no Prometheus), and ``apply_history`` adds the finding, quotes
+the growth in the verdict's params (``growth_rate_gib_per_h``, ``growing_since_at``,
+``exhaustion_s``) when the growing series is the consumer the verdict blames, and attaches
+the history (series and markers) for charts.
 
 Codes:
 
