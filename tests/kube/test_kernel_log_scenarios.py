@@ -16,6 +16,7 @@ import pytest
 from bot.core.analysis import analyze
 from bot.core.thresholds import DEFAULT
 from bot.render.sentences import sentence
+from bot.services.cli_diagnose import render_output
 
 pytestmark = pytest.mark.slow
 
@@ -49,6 +50,10 @@ async def test_a_lost_gpu_in_the_kernel_log_is_the_verdict_not_memory(
     finding = next(f for f in diagnosis.findings if f.code == "GPU_XID" and f.params["code"] == 79)
     line = sentence("findings", "GPU_XID", finding.params, fmt="text", strict=True)
     assert "a hardware fault, not memory" in line
+    report = render_output(diagnosis, "text", bundle=bundle)
+    assert "GPU hardware fault (XID)" in report and "XID 79" in report
+    for fmt in ("markdown", "blocks", "json"):
+        assert "79" in render_output(diagnosis, fmt, bundle=bundle)
     at = bundle.kernel_log.xids[0].at
     assert at is not None and abs((datetime.now(UTC) - at).total_seconds() - 1200) < 120
 
