@@ -75,3 +75,24 @@ async def test_the_seed_cgroup_oom_kill_names_the_pod_and_container_not_an_evict
     )
     assert "in container pandas of data-prep/preprocess-" in line
     assert "the container hit its own memory limit" in line
+
+
+@pytest.mark.parametrize(
+    ("scenario", "keys"),
+    [
+        ("gpu-xid", {"ai.gpu_hardware_fault", "ops.gpu_hardware_fault"}),
+        ("seed", {"ai.cgroup_oom_kill"}),
+        ("slab-leak", {"ops.global_oom_kill"}),
+    ],
+)
+async def test_each_team_hears_what_the_kernel_recorded(
+    make_gateway: Callable[..., Awaitable[tuple[Any, Any]]], scenario: str, keys: set[str]
+) -> None:
+    _bundle, diagnosis = await _diagnose(make_gateway, scenario)
+    points = {p.key: p for p in diagnosis.talking_points}
+    assert keys <= set(points), sorted(points)
+    for key in keys:
+        p = points[key]
+        assert p.facts and not p.unverified
+        text = sentence("talking_points", key, p.params, fmt="mrkdwn", strict=True)
+        assert "UTC" in text
