@@ -41,6 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["json", "text"], default="json")
     p.add_argument("--fake-nvml", metavar="FILE", help="read GPUs from a fake-NVML JSON spec")
     p.add_argument("--node-name", help="node name to record (default $NODE_NAME)")
+    p.add_argument(
+        "--kernel-log-window",
+        type=int,
+        default=86400,
+        metavar="SECONDS",
+        help="keep kernel log (OOM kill, XID) records this recent (default 86400; 0: skip)",
+    )
     p.set_defaults(handler="bot.collectors.cli:main")
 
     p = sub.add_parser("diagnose", help="diagnose a node against a cluster and print the report")

@@ -65,6 +65,9 @@ class KubeSettings(_Group):
         "ResourceQuota in deploy/overlays/critical-collector",
     )
     service_account: str = Field("gpunode-collector", description="SA of the diagnostic pod")
+    kernel_log_window_s: int = Field(
+        86400, ge=0, le=30 * 86400, description="kernel log (OOM kills, XIDs) kept; 0: not read"
+    )
 
 
 class StoreSettings(_Group):
@@ -101,6 +104,19 @@ class ActionSettings(_Group):
     usergroup_cache_ttl_s: int = Field(300, ge=0, description="usergroups.users.list cache")
 
 
+class PrometheusSettings(_Group):
+    url: str | None = Field(
+        None, description="Prometheus base URL (e.g. http://prometheus:9090); unset: no history"
+    )
+    bearer_token: SecretStr | None = Field(None, description="sent as Authorization: Bearer")
+    verify_tls: bool = Field(True, description="verify the Prometheus server certificate")
+    window_s: int = Field(6 * 3600, ge=600, le=7 * 86400, description="history window")
+    step_s: int = Field(60, ge=5, le=3600, description="query_range resolution")
+    timeout_s: float = Field(
+        3.0, gt=0, le=30, description="the longest a diagnosis waits for Prometheus"
+    )
+
+
 class Settings(_Group):
     slack: SlackSettings = SlackSettings()
     kube: KubeSettings = KubeSettings()
@@ -108,6 +124,7 @@ class Settings(_Group):
     http: HttpSettings = HttpSettings()
     actions: ActionSettings = ActionSettings()
     alerts: AlertSettings = AlertSettings()
+    prometheus: PrometheusSettings = PrometheusSettings()
     thresholds_file: str | None = Field(None, description="analysis thresholds YAML")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 

@@ -20,6 +20,7 @@ Every error that crosses a package boundary is one of these. Edges (``bot/kube``
     │   ├── KubeUnavailableError     5xx, timeout, connection refused
     │   └── DiagnosticJobError       the diagnostic Job did not yield evidence (reason code)
     ├── SlackError                   a Slack Web API call failed after retries
+    ├── PrometheusError              Prometheus unreachable, slow, or refused a query
     ├── StoreError                   the incident store failed or its schema is too new
     ├── PolicyError                  the role policy file is invalid
     ├── RequestError                 a request at the HTTP edge is unsigned, replayed or malformed
@@ -123,3 +124,11 @@ class RequestError(GpunodeError):
 
 class ActionError(GpunodeError):
     code = "action"
+
+
+class PrometheusError(GpunodeError):
+    """Prometheus could not answer (unreachable, timeout, HTTP or query error).
+
+    The diagnosis never fails for it: the history service turns it into a gap."""
+
+    code = "prometheus"

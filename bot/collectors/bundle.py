@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from bot import __version__
-from bot.collectors import cgroups, nvml, procfs
+from bot.collectors import cgroups, kmsg, nvml, procfs
 from bot.collectors.gaps import GapLog
 from bot.core.memory import free_figures_data
 
@@ -126,9 +126,14 @@ def collect_document(
     nvml_module: object | None = None,
     node_name: str | None = None,
     now: Callable[[], datetime] = _utcnow,
+    kernel_log_window_s: int = kmsg.DEFAULT_WINDOW_S,
 ) -> dict[str, Any]:
-    """The EvidenceBundle as a JSON-ready dict (``collected_at`` as ISO-8601 text)."""
+    """The EvidenceBundle as a JSON-ready dict (``collected_at`` as ISO-8601 text).
+
+    ``kernel_log_window_s``: how far back to keep kernel log records (0: do not read it).
+    """
     started = time.perf_counter()
+    moment = now()
     root_s = str(root).rstrip("/") or ""
     gaps = GapLog()
     page_size = os.sysconf("SC_PAGE_SIZE")
@@ -137,7 +142,7 @@ def collect_document(
         "collector_version": __version__,
         "hostname": _hostname(root_s),
         "node_name": node_name or os.environ.get("NODE_NAME") or None,
-        "collected_at": now().isoformat(),
+        "collected_at": moment.isoformat(),
         "host_root": str(root),
         "cgroup_version": None,
         "meminfo": None,
@@ -175,6 +180,11 @@ def collect_document(
         gp["container_id"] = info["container_id"] if info else None
     doc.update(processes=processes, process_count=count, gpus=gpus, gpu_processes=gpu_procs)
     doc["nvml_driver_version"] = driver
+    doc["kernel_log"] = (
+        kmsg.read_kernel_log(root_s, now=moment, gpus=gpus, gaps=gaps, window_s=kernel_log_window_s)
+        if kernel_log_window_s > 0
+        else None
+    )
     if version is not None:
         _process_cgroups(root_s, version, doc, gaps)
     doc["gaps"] = gaps.items
@@ -189,6 +199,7 @@ def collect(
     nvml: object | None = None,
     node_name: str | None = None,
     now: Callable[[], datetime] = _utcnow,
+    kernel_log_window_s: int = kmsg.DEFAULT_WINDOW_S,
 ) -> EvidenceBundle:
     """Everything one collection sees under ``root``. Never raises on partial evidence.
 
@@ -196,5 +207,12 @@ def collect(
     """
     from bot.core.evidence import EvidenceBundle
 
-    doc = collect_document(root, top=top, nvml_module=nvml, node_name=node_name, now=now)
+    doc = collect_document(
+        root,
+        top=top,
+        nvml_module=nvml,
+        node_name=node_name,
+        now=now,
+        kernel_log_window_s=kernel_log_window_s,
+    )
     return EvidenceBundle.model_validate(doc)

@@ -105,6 +105,22 @@ def render_text(doc: dict[str, Any]) -> str:
             f"    gpu{gp['gpu_index']} pid {gp['pid']} {gp.get('command') or '?'}"
             f" {_size(gp.get('used_gpu_memory_bytes'))} pod {gp.get('pod_uid') or '-'}"
         )
+    klog = doc.get("kernel_log")
+    if klog:
+        lines.append(
+            f"kernel log ({klog['records_read']} records, last {klog['window_s'] // 3600} h):"
+        )
+        for k in klog["oom_kills"]:
+            lines.append(
+                f"  {k.get('at') or '?'} {k['scope']} OOM kill: {k['comm']} pid {k['pid']}"
+                f" anon-rss {_size(k.get('anon_rss_bytes'))} pod {k.get('pod_uid') or '-'}"
+            )
+        for x in klog["xids"]:
+            lines.append(
+                f"  {x.get('at') or '?'} XID {x['code']} on GPU"
+                f" {x.get('gpu_index') if x.get('gpu_index') is not None else '?'}"
+                f" ({x.get('pci_bus_id')}): {x.get('message')}"
+            )
     gaps = doc.get("gaps", [])
     lines.append(f"gaps ({len(gaps)}):")
     lines += [f"  {g['source']}: {g['reason']}" for g in gaps]
@@ -126,7 +142,16 @@ def main(args: argparse.Namespace) -> int:
                 f"cannot read the fake-NVML spec {args.fake_nvml}: {exc}; pass a JSON file "
                 "as described in bot/sandbox/fake_nvml.py"
             ) from exc
-    doc = collect_document(args.root, top=args.top, nvml_module=fake, node_name=args.node_name)
+    window = getattr(args, "kernel_log_window", 86400)
+    if window < 0:
+        raise CollectorError("--kernel-log-window must be 0 or more seconds")
+    doc = collect_document(
+        args.root,
+        top=args.top,
+        nvml_module=fake,
+        node_name=args.node_name,
+        kernel_log_window_s=window,
+    )
     if args.format == "text":
         sys.stdout.write(render_text(doc))
     else:

@@ -112,6 +112,11 @@ def _device(nv: Any, index: int, gaps: GapLog) -> tuple[dict[str, Any], list[dic
         util = int(nv.nvmlDeviceGetUtilizationRates(handle).gpu)
     except (nv.NVMLError, AttributeError):
         util = None
+    pci: str | None = None
+    try:
+        pci = _text(nv.nvmlDeviceGetPciInfo(handle).busId)
+    except (nv.NVMLError, AttributeError):
+        pci = None
     device = {
         "index": index,
         "uuid": uuid,
@@ -121,6 +126,7 @@ def _device(nv: Any, index: int, gaps: GapLog) -> tuple[dict[str, Any], list[dic
         "memory_free_bytes": int(mem.free),
         "memory_reserved_bytes": int(mem.reserved) if v2 else None,
         "utilization_gpu_percent": util,
+        "pci_bus_id": pci,
     }
     procs: list[dict[str, Any]] = []
     try:

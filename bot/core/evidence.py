@@ -16,6 +16,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bot.core.kernel_records import KernelLog
+
 SCHEMA_VERSION = "1.0"
 
 CgroupVersion = Literal[1, 2]
@@ -163,6 +165,7 @@ class GpuDevice(_Model):
     memory_free_bytes: int
     memory_reserved_bytes: int | None = Field(None, description="v2 only; None on v1 drivers")
     utilization_gpu_percent: int | None = None
+    pci_bus_id: str | None = Field(None, description="NVML busId, e.g. 00000000:3B:00.0")
 
 
 class GpuProcess(_Model):
@@ -201,4 +204,7 @@ class EvidenceBundle(_Model):
     gpus: list[GpuDevice] = Field(default_factory=list)
     gpu_processes: list[GpuProcess] = Field(default_factory=list)
     nvml_driver_version: str | None = None
+    kernel_log: KernelLog | None = Field(
+        None, description="OOM kills and XIDs from /dev/kmsg; None when unread (see gaps)"
+    )
     gaps: list[Gap] = Field(default_factory=list)

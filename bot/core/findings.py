@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bot.core.actions import ActionPlan
 from bot.core.evidence import Gap
+from bot.core.history import History
 
 Severity = Literal["critical", "warning", "info", "ok"]
 Unit = Literal["bytes", "percent", "count", "seconds", "ratio", "text", "cores"]
@@ -89,6 +90,7 @@ VerdictCause = Literal[
     "container_limit",
     "kernel_slab",
     "gpu_memory",
+    "gpu_xid",
     "overcommit",
     "healthy",
     "inconclusive",
@@ -129,3 +131,6 @@ class Diagnosis(_Model):
     talking_points: list[TalkingPoint] = Field(default_factory=list)
     plans: list[ActionPlan] = Field(default_factory=list)
     unverified: list[Gap] = Field(default_factory=list, description="what was not verified")
+    history: History | None = Field(
+        None, description="series and markers over time (bot.core.history); None: not built"
+    )

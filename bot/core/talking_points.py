@@ -40,6 +40,10 @@ ai.training_request_buffer         neutral     pod, limit_bytes, request_bytes,
                                                suggested_request_bytes (87.5% of limit)
 ai.training_priority_missing       neutral     pods, count, priority_class
 ai.oom_killed                      neutral     pod, container, restarts, oom_kills
+ai.gpu_hardware_fault              supports    gpu_index (-1 unknown), pci_bus_id, code,
+                                               meaning, last_at, action (a GPU lost: XID)
+ai.cgroup_oom_kill                 neutral     comm, pid, killed_at, pod, container,
+                                               anon_rss_bytes (-1 unknown), limit_level
 ops.verdict                        neutral     cause, subject, confidence
 ops.node_out_of_memory             supports    available_bytes, mem_total_bytes,
                                                share_percent
@@ -53,6 +57,8 @@ ops.limits_overcommitted           neutral     limits, requests, limits_percent,
 ops.kernel_slab_eviction_blind     neutral     s_unreclaim_bytes, share_percent
 ops.socket_memory_eviction_blind   neutral     socket_memory_bytes, share_percent
 ops.system_oom_without_eviction    neutral     count
+ops.gpu_hardware_fault             contradicts as ai.gpu_hardware_fault
+ops.global_oom_kill                supports    as ai.cgroup_oom_kill (the latest global kill)
 ops.besteffort_on_gpu_node         neutral     pods, count
 ops.gpu_process_without_pod        neutral     pid, command, gpu_index, used_bytes
 ops.node_healthy                   contradicts node
@@ -77,6 +83,7 @@ from bot.core.findings import Diagnosis, TalkingPoint
 from bot.core.points.common import by_code
 from bot.core.points.culprits import culprit_points
 from bot.core.points.gpu import gpu_points
+from bot.core.points.kernel_log import kernel_log_points
 from bot.core.points.ops import ops_points
 from bot.core.points.tiers import tier_points
 from bot.core.points.training import training_points
@@ -93,6 +100,7 @@ def build_talking_points(
         *culprit_points(diagnosis, view, codes=codes),
         *training_points(diagnosis, view, codes=codes, t=thresholds),
         *ops_points(diagnosis, codes),
+        *kernel_log_points(diagnosis, view, codes=codes),
         *tier_points(diagnosis),
     ]
     for gap in diagnosis.unverified:

@@ -9,7 +9,10 @@ Precedence (first match wins; the order is the contract, tested per fixture scen
 3. ``container_limit`` (high with OOM kills, else medium): a container at its own limit
    (cgroup OOM imminent) or OOM-killed, while the node as a whole may be fine.
 4. ``kernel_slab`` (medium): SUnreclaim is high (warning) and the node is under pressure.
-5. ``gpu_memory`` (high if host memory is fine, else medium): a GPU's memory is exhausted.
+5. ``gpu_xid`` (high if host memory is fine, else medium): a GPU raised an XID that makes it
+   unusable until reset (fallen off the bus, uncorrectable ECC; ``GPU_XID`` critical): a
+   hardware fault, not memory.
+5b. ``gpu_memory`` (high if host memory is fine, else medium): a GPU's memory is exhausted.
 6. ``overcommit`` (medium): limits exceed allocatable and the node is under pressure.
 7. ``inconclusive`` (low): the node is under pressure but no single cause stands out, or
    the evidence is too thin to judge (no meminfo, no cgroups).
@@ -80,6 +83,11 @@ def decide(ctx: Context, findings: list[Finding], t: Thresholds) -> Verdict:
 
     if slab and pressured:
         return _verdict("kernel_slab", slab[0], "medium")
+
+    lost = _first(findings, "GPU_XID", "critical")
+    if lost:
+        top = max(lost, key=lambda f: (str(f.params.get("last_at", "")), f.subject))
+        return _verdict("gpu_xid", top, "medium" if pressured else "high", xid_gpus=len(lost))
 
     gpus = _first(findings, "GPU_MEMORY_EXHAUSTED")
     if gpus:

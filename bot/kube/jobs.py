@@ -114,6 +114,7 @@ def build_job(settings: KubeSettings, node: str, run_id: str, *, runtime_class: 
         image=settings.image,
         cpu_request=CPU_REQUEST,
         memory=MEMORY,
+        kernel_log_window_s=settings.kernel_log_window_s,
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from bot.core.quantity import QuantityError, parse_quantity
@@ -61,6 +62,17 @@ def fmt_duration(seconds: float | int | None) -> str:
         return f"{h}h {m}m" if m else f"{h}h"
     d, h = divmod(h, 24)
     return f"{d}d {h}h" if h else f"{d}d"
+
+
+def fmt_clock(iso: str) -> str:
+    """``2026-12-01T02:14:09+00:00`` -> ``02:14 UTC``; text that is not ISO-8601 unchanged."""
+    try:
+        moment = datetime.fromisoformat(iso)
+    except ValueError:
+        return iso
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%H:%M UTC")
 
 
 def fmt_number(value: float | int | str | None) -> str:
@@ -153,7 +165,10 @@ def format_value(value: float | int | str | None, unit: str) -> str:
 
 def format_param(name: str, value: float | int | str | None) -> str:
     """A template parameter by its name's unit suffix (``_bytes``, ``_percent``, ``_ratio``,
-    ``_s``); strings are returned unescaped (the caller escapes for its format)."""
+    ``_s``); strings are returned unescaped (the caller escapes for its format). An ISO-8601
+    string named ``*_at`` is a moment, shown as ``02:14 UTC``."""
+    if name.endswith("_at") and isinstance(value, str):
+        return fmt_clock(value)
     if isinstance(value, str) or value is None:
         return "n/a" if value is None else value
     if name in ("percent", "share"):
@@ -198,4 +213,5 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "plain": plain,
     "truncate_to": truncate,
     "memory_hint": memory_hint,
+    "clock": fmt_clock,
 }

@@ -74,7 +74,13 @@ def sentence(
     macro = getattr(_module(category, locale), macro_name(key), None)
     if macro is not None:
         try:
-            return _flat(str(macro(p)))
+            text = _flat(str(macro(p)))
+            if category == "verdicts" and "growth_rate_gib_per_h" in params:
+                # the verdict's time dimension (bot/core/rules/growth.py), for every cause
+                clause = getattr(_module(category, locale), "time_dimension", None)
+                if clause is not None:
+                    text += " " + _flat(str(clause(p)))
+            return text
         except jinja2.UndefinedError as exc:
             if strict:
                 raise MissingSentenceError(f"{category}/{key}: {exc}") from exc

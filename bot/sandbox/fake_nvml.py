@@ -17,6 +17,7 @@ Spec (JSON; keep exactly, the stand-in writes it)::
          "memory_total_bytes": 85899345920, "memory_used_bytes": 1048576,
          "memory_reserved_bytes": 536870912,        # null with memory_info_version 1
          "utilization_gpu_percent": 97,             # null: NOT_SUPPORTED
+         "pci_bus_id": "00000000:18:00.0",          # optional; default from the index
          "processes": [{"pid": 4242, "used_gpu_memory_bytes": 1048576}]}  # null: unknown
       ]
     }
@@ -89,6 +90,27 @@ class _Memory:
 class _Utilization:
     gpu: int
     memory: int = 0
+
+
+@dataclass(frozen=True)
+class _PciInfo:
+    busIdLegacy: str
+    domain: int
+    bus: int
+    device: int
+    pciDeviceId: int
+    pciSubSystemId: int
+    busId: str
+
+
+#: PCI buses of the eight GPUs of an HGX H100 board, a realistic default for the fake
+DEFAULT_PCI_BUSES = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
+
+
+def default_pci_bus_id(index: int) -> str:
+    """``00000000:BB:00.0`` as NVML prints ``busId`` (8-digit domain, upper-case hex)."""
+    bus = DEFAULT_PCI_BUSES[index] if index < len(DEFAULT_PCI_BUSES) else 0x100 - 1 - index
+    return f"00000000:{bus:02X}:00.0"
 
 
 @dataclass(frozen=True)
@@ -175,6 +197,21 @@ class FakeNvml:
         self.calls.append("nvmlDeviceGetMemoryInfo_v2")
         free = max(total - used - reserved, 0)
         return _Memory(total=total, free=free, used=used, reserved=reserved, version=version)
+
+    def nvmlDeviceGetPciInfo(self, handle: object) -> _PciInfo:
+        """Like NVML's v3 PCI info: ``busId`` 8-digit domain, ``busIdLegacy`` 4-digit."""
+        dev = self._device(handle)
+        bus_id = str(dev.get("pci_bus_id") or default_pci_bus_id(int(dev["index"])))
+        domain, bus, rest = bus_id.split(":")
+        return _PciInfo(
+            busIdLegacy=f"{domain[-4:]}:{bus}:{rest}",
+            domain=int(domain, 16),
+            bus=int(bus, 16),
+            device=int(rest.split(".")[0], 16),
+            pciDeviceId=0x233010DE,  # H100 SXM5 device id << 16 | NVIDIA vendor id
+            pciSubSystemId=0x16C110DE,
+            busId=bus_id,
+        )
 
     def nvmlDeviceGetUtilizationRates(self, handle: object) -> _Utilization:
         value = self._device(handle).get("utilization_gpu_percent")

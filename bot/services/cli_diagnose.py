@@ -146,28 +146,54 @@ def analyze_main(args: argparse.Namespace) -> int:
 
 
 async def diagnose_node(
-    kube: Any, node: str, fmt: str, *, thresholds: Thresholds, now: datetime
+    kube: Any,
+    node: str,
+    fmt: str,
+    *,
+    thresholds: Thresholds,
+    now: datetime,
+    history: Any | None = None,
 ) -> str:
     """Live: the node's cluster view, the diagnostic Job's bundle, the analysis, rendered.
-    ``kube`` is a ``bot.services.ports.KubePort``."""
+    ``kube`` is a ``bot.services.ports.KubePort``; ``history`` a
+    ``bot.services.history.HistoryService`` (queried alongside the Job) or None."""
     from bot.core.analysis import analyze
+    from bot.services.history import HistoryService, attach
 
+    service = history or HistoryService(None)
     view = await kube.get_cluster_view(node)
-    bundle = await kube.run_diagnostic(node)
+    history_task = asyncio.create_task(service.fetch(node, now=now))
+    try:
+        bundle = await kube.run_diagnostic(node)
+    except BaseException:
+        history_task.cancel()
+        raise
     diagnosis = analyze(bundle, view, thresholds=thresholds, now=now)
+    diagnosis = attach(diagnosis, await history_task, bundle=bundle, view=view, now=now)
     return render_output(diagnosis, fmt, bundle=bundle)
 
 
 def diagnose_main(args: argparse.Namespace) -> int:
+    from bot.config import load_settings
+    from bot.services.history import HistoryService
+
     thresholds = read_thresholds(args.config)
     gateway = gateway_from_args(args)
+    prometheus = load_settings(config_file=args.config).prometheus
 
     async def run() -> str:
+        history = HistoryService.from_settings(prometheus)
         try:
             return await diagnose_node(
-                gateway, args.node, args.format, thresholds=thresholds, now=datetime.now(UTC)
+                gateway,
+                args.node,
+                args.format,
+                thresholds=thresholds,
+                now=datetime.now(UTC),
+                history=history,
             )
         finally:
+            await history.close()
             close = getattr(gateway, "close", None)
             if close is not None:
                 result = close()

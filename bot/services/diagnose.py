@@ -37,6 +37,7 @@ from bot.render.messages import (
     verdict_headline,
 )
 from bot.render.sentences import sentence
+from bot.services.history import HistoryService, attach
 from bot.services.ports import ChatPort, KubePort
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,9 @@ class DiagnoseService:
         clock: Callable[[], datetime],
         thresholds: Thresholds,
         replica: str | None = None,
+        history: HistoryService | None = None,
     ) -> None:
+        self._history = history or HistoryService(None)
         self._kube = kube
         self._store = store
         self._chat = chat
@@ -169,12 +172,16 @@ class DiagnoseService:
             await self._chat.post(channel, text=text, blocks=blocks, thread_ts=thread_ts)
         await self._refresh_root(incident, progress="Running the diagnostic Job on the node…")
 
+        # Prometheus runs alongside the Job and is bounded by its own short timeout
+        history_task = asyncio.create_task(self._history.fetch(node, now=self._clock()))
         try:
             bundle = await self._kube.run_diagnostic(node)
             view = await self._kube.get_cluster_view(node)
         except KubeError as err:
+            history_task.cancel()
             return await self._report_failure(incident, err, thread_ts)
         except TimeoutError:
+            history_task.cancel()
             timeout = KubeError(
                 "the diagnostic Job did not report in time; check the node, then retry",
                 code="timeout",
@@ -182,6 +189,9 @@ class DiagnoseService:
             return await self._report_failure(incident, timeout, thread_ts)
 
         diagnosis = analyze(bundle, view, thresholds=self._thresholds, now=self._clock())
+        diagnosis = attach(
+            diagnosis, await history_task, bundle=bundle, view=view, now=self._clock()
+        )
         await self._store.save_snapshot(
             incident.id,
             at=self._clock(),
@@ -202,6 +212,10 @@ class DiagnoseService:
         )
         await self._refresh_root(incident, progress=None, diagnosis=diagnosis)
         return DiagnoseOutcome(incident.id, diagnosis, view, created=created)
+
+    async def close(self) -> None:
+        """Release the Prometheus client (if any)."""
+        await self._history.close()
 
     async def refresh_root(self, incident_id: str) -> None:
         """Re-render the root status line from the store (after resolve, actions...)."""

@@ -28,6 +28,7 @@ from bot.services.act import ActService
 from bot.services.alerts import AlertService
 from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
+from bot.services.history import HistoryService
 from bot.services.operations import IncidentOps
 from bot.services.ports import KubePort
 from bot.slack.app import BotServices, build_app, report_malformed
@@ -131,6 +132,7 @@ class Runtime:
 
     async def close(self) -> None:
         await self.services.bg.drain(timeout_s=30)
+        await self.services.diagnose.close()
         await self.store.close()
 
 
@@ -150,7 +152,14 @@ async def build_runtime(
     store.export_audit = settings.store.audit_to_log
     chat = SlackChat(client, cache_ttl_s=settings.actions.usergroup_cache_ttl_s)
     bg = Background()
-    diagnose = DiagnoseService(kube, store, chat, clock=clock, thresholds=thresholds)
+    diagnose = DiagnoseService(
+        kube,
+        store,
+        chat,
+        clock=clock,
+        thresholds=thresholds,
+        history=HistoryService.from_settings(settings.prometheus),
+    )
     act = ActService(
         kube,
         store,

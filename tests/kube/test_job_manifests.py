@@ -59,13 +59,17 @@ def test_the_diagnostic_job_is_bound_hardened_and_burstable() -> None:
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     sc = container["securityContext"]
     assert sc["readOnlyRootFilesystem"] and not sc["allowPrivilegeEscalation"]
-    assert sc["capabilities"] == {"drop": ["ALL"]}
+    assert sc["capabilities"] == {"drop": ["ALL"], "add": ["SYSLOG"]}  # /dev/kmsg
     assert container["image"] == "img:1"
-    assert container["command"] == ["gpunode", "collect", "--root", "/host", "--format", "json"]
+    assert container["command"] == [
+        "gpunode", "collect", "--root", "/host", "--format", "json",
+        "--kernel-log-window", "86400",
+    ]  # fmt: skip
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
     assert mounts["/host/proc"]["readOnly"] and mounts["/host/sys/fs/cgroup"]["readOnly"]
     hostpaths = {v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
-    assert hostpaths == {"/proc", "/sys/fs/cgroup"}
+    assert hostpaths == {"/proc", "/sys/fs/cgroup", "/dev/kmsg"}
+    assert mounts["/host/dev/kmsg"]["readOnly"]
     env = {e["name"]: e for e in container["env"]}
     assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
     # GPU evidence is on by default: the NVIDIA runtime injects NVML

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bot.core.findings import Finding
-from bot.core.rules import events, gpu, host, kernel, pods
+from bot.core.rules import events, gpu, host, kernel, kernel_log, pods
 from bot.core.rules.context import Context
 from bot.core.thresholds import Thresholds
 
@@ -24,6 +24,7 @@ ALL_RULES: tuple[Rule, ...] = (
     *pods.RULES,
     *gpu.RULES,
     *events.RULES,
+    *kernel_log.RULES,
 )
 
 __all__ = ["ALL_RULES", "Context", "Rule"]

@@ -11,17 +11,21 @@
 - cgroup memory files for the kubepods hierarchy, QoS levels, pods and containers, in the
   node's cgroup version, driver and runtime (container ids match the pods'
   ``status.containerStatuses[].containerID``, pod UIDs match the API objects);
-- ``nvml.json``, the fake NVML spec for GPU nodes (process PIDs = host PIDs).
+- ``nvml.json``, the fake NVML spec for GPU nodes (process PIDs = host PIDs);
+- ``dev/kmsg`` (the kernel log, with the scenario's OOM kills and XIDs, see ``kmsgfiles``),
+  ``proc/stat`` (``btime``) and ``proc/sys/kernel/dmesg_restrict``.
 Returns the path of the NVML spec, or None for a node without GPUs.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bot.sandbox.kubesim import procfiles
+from bot.sandbox.fake_nvml import default_pci_bus_id
+from bot.sandbox.kubesim import kmsgfiles, procfiles
 from bot.sandbox.kubesim import scenarios as sc
 from bot.sandbox.kubesim.cgroupfiles import Layout, memory_files
 from bot.sandbox.kubesim.defaults import stable_uid
@@ -81,6 +85,7 @@ def write_host_tree(sim: KubeSim, node_name: str, root: Path) -> Path | None:
     pid = PID_BASE
     node_total, qos_totals = ZERO, {"burstable": ZERO, "besteffort": ZERO, "guaranteed": ZERO}
     gpu_procs: dict[int, list[tuple[int, int]]] = {}
+    placed: dict[tuple[str, str, str], kmsgfiles.Placed] = {}
     for pod in _pods_on(sim, node_name):
         uid = pod["metadata"]["uid"]
         qos = (pod.get("status") or {}).get("qosClass", "BestEffort").lower()
@@ -99,6 +104,8 @@ def write_host_tree(sim: KubeSim, node_name: str, root: Path) -> Path | None:
             for fname, text in memory_files(layout, f, limit=lim, ooms=ooms).items():
                 _w(root, f"{layout.mount}/{cdir}/{fname}", text)
             procs = f.processes or (sc.Process(command=cname[:15], cmdline=cname, rss_anon=f.anon),)
+            meta = pod["metadata"]
+            placed[(meta["namespace"], meta["name"], cname)] = kmsgfiles.Placed(uid, qos, cid, pid)
             parent = pid
             for proc in procs:
                 files = procfiles.process_files(pid, proc, layout.proc_cgroup(cdir), ppid=parent)
@@ -135,12 +142,24 @@ def write_host_tree(sim: KubeSim, node_name: str, root: Path) -> Path | None:
             "sys/fs/cgroup/cgroup.controllers",
             "cpuset cpu io memory hugetlb pids rdma misc\n",
         )
+    _kernel_log(root, node, layout, placed)
     if node.gpus is None:
         return None
     spec = nvml_spec(node.gpus, node.name, gpu_procs)
     path = root / "nvml.json"
     path.write_text(json.dumps(spec, indent=1), encoding="utf-8")
     return path
+
+
+def _kernel_log(
+    root: Path, node: sc.Node, layout: Layout, placed: dict[tuple[str, str, str], kmsgfiles.Placed]
+) -> None:
+    uptime = kmsgfiles.uptime_for(node)
+    bus_ids = [default_pci_bus_id(i) for i in range(node.gpus.count if node.gpus else 0)]
+    text = kmsgfiles.kmsg_text(node, placed, layout, uptime_s=uptime, bus_ids=bus_ids)
+    _w(root, "dev/kmsg", text)
+    _w(root, "proc/stat", f"cpu  0 0 0 0 0 0 0 0 0 0\nbtime {int(time.time()) - uptime}\n")
+    _w(root, "proc/sys/kernel/dmesg_restrict", "1\n")
 
 
 def _ooms(sim: KubeSim, pod: Obj, cname: str) -> int:
@@ -168,6 +187,7 @@ def nvml_spec(g: sc.Gpus, node: str, procs: dict[int, list[tuple[int, int]]]) ->
                 "memory_reserved_bytes": reserved,
                 "utilization_gpu_percent": g.utilization_percent if plist else 0,
                 "processes": [{"pid": p, "used_gpu_memory_bytes": u} for p, u in plist],
+                "pci_bus_id": default_pci_bus_id(i),
             }
         )
     return {

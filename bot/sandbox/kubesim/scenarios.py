@@ -121,6 +121,34 @@ class Pressure(_M):
     full_total_us: int = 0
 
 
+class KernelEvent(_M):
+    """A kernel log record the node's ``/dev/kmsg`` holds (``kubesim/kmsgfiles.py``).
+
+    ``oom_kill``: the OOM killer killed ``command`` of the first pod of ``workload``
+    (``namespace/name``, pods named ``name`` or ``name-...``) on this node, container
+    ``container`` (default: its first); ``scope`` ``node`` = the global OOM killer, ``cgroup`` =
+    the cgroup at ``limit`` (container, pod, kubepods) hit its limit. ``xid``: GPU ``gpu``
+    raised XID ``code`` (driver text by code unless ``message``).
+    """
+
+    kind: Literal["oom_kill", "xid"]
+    age_s: int = Field(600, ge=0, description="seconds before the diagnosis")
+    workload: str | None = None
+    container: str | None = None
+    command: str = "python"
+    pid: int | None = Field(None, description="default: the container's first host PID")
+    uid: int = 1000
+    invoked_by: str | None = None
+    oom_score_adj: int = 0
+    scope: Literal["node", "cgroup"] = "node"
+    limit: Literal["container", "pod", "kubepods"] = "container"
+    anon_rss: Quantity = "1Gi"
+    file_rss: Quantity = "40Mi"
+    gpu: int = 0
+    code: int = 79
+    message: str | None = None
+
+
 class Node(_M):
     name: str
     labels: dict[str, str] = Field(default_factory=dict)
@@ -139,6 +167,9 @@ class Node(_M):
     pressure: Pressure = Field(default_factory=Pressure)
     gpus: Gpus | None = None
     system_processes: list[Process] = Field(default_factory=list)
+    kernel_log: list[KernelEvent] = Field(
+        default_factory=list, description="OOM kills and XIDs in the node's /dev/kmsg"
+    )
 
 
 class PriorityClass(_M):

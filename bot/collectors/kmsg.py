@@ -1,0 +1,323 @@
+"""The kernel's own record: OOM-killer kills and NVIDIA XID errors from ``/dev/kmsg``.
+
+``read_kernel_log(root, ...)`` reads ``{root}/dev/kmsg`` (read-only, non-blocking: one
+``read()`` returns one record and ``EAGAIN`` ends the log; ``EPIPE`` means records were
+overwritten while we read, and we go on) or a plain file holding the same text (the stand-in
+writes one), keeps the records of the last ``window_s`` seconds and returns a JSON-ready dict
+(``bot.core.kernel_records.KernelLog``'s fields). Everything it cannot do is a gap, never an
+exception: with ``kernel.dmesg_restrict=1`` the kernel refuses the open with EPERM unless the
+reader holds CAP_SYSLOG, and the gap says so.
+
+Record format (Documentation/ABI/testing/dev-kmsg): ``prio,seq,usec,flags[,...];message``
+then optional continuation lines that start with a space (``" SUBSYSTEM=pci"``). Non-printable
+bytes in the message are escaped as ``\\xNN``, so one line is one message. ``usec`` is the
+time since boot; wall time = ``btime`` (``/proc/stat``) + usec.
+
+Messages parsed (formats of mm/oom_kill.c, mm/memcontrol.c and the NVIDIA driver):
+- ``<comm> invoked oom-killer: gfp_mask=..., order=N, oom_score_adj=N`` (start of a report);
+- ``oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=...,mems_allowed=0,
+  oom_memcg=/kubepods/...,task_memcg=/kubepods/.../<id>,task=python,pid=4242,uid=1000``
+  (kernels >= 5.0; a global kill prints ``,global_oom`` instead of ``,oom_memcg=``);
+- ``Out of memory: Killed process 4242 (python) total-vm:..kB, anon-rss:..kB, file-rss:..kB,
+  shmem-rss:..kB, UID:1000 pgtables:..kB oom_score_adj:0`` (global) and the same after
+  ``Memory cgroup out of memory:`` (cgroup); older kernels print a bare ``Killed process``
+  line after ``Task in /a killed as a result of limit of /b``;
+- ``NVRM: Xid (PCI:0000:3b:00): 79, pid=..., name=..., GPU has fallen off the bus.``
+
+Pure parsing (``parse_records``, ``parse_events``) is separate from reading so the tests can
+feed recorded text; this module imports no pydantic (``gpunode collect`` stays light).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from bot.collectors import cgroups
+from bot.collectors.gaps import GapLog
+
+SOURCE = "kmsg:/dev/kmsg"
+DEFAULT_WINDOW_S = 24 * 3600
+MAX_BYTES = 32 * 1024 * 1024  # the largest log_buf_len distributions set (CONFIG_LOG_BUF_SHIFT 25)
+MAX_EVENTS = 50  # per kind, the latest kept: a report quotes a few, the chart marks them
+_READ_SIZE = 16384  # > CONSOLE_EXT_LOG_MAX (8192): a smaller buffer makes read() fail EINVAL
+
+_HEADER = re.compile(r"^(\d+),(\d+),(\d+),([^;,]*)[^;]*;(.*)$")
+_ESCAPE = re.compile(r"\\x([0-9a-fA-F]{2})")
+_INVOKED = re.compile(r"^(?P<comm>.*) invoked oom-killer: ")
+_SUMMARY = re.compile(
+    r"^oom-kill:constraint=(?P<constraint>[A-Z_]+),nodemask=(?P<nodemask>.*?)"
+    r"(?:,cpuset=(?P<cpuset>.*?),mems_allowed=(?P<mems>.*?))?"
+    r"(?:,oom_memcg=(?P<oom_memcg>.*?)|,global_oom)"
+    r"(?:,task_memcg=(?P<task_memcg>.*?))?"
+    r",task=(?P<task>.*),pid=(?P<pid>\d+),uid=(?P<uid>\d+)$"
+)
+_KILLED = re.compile(
+    r"^(?:(?P<prefix>[^:]*): )?Killed process (?P<pid>\d+) \((?P<comm>.*)\) "
+    r"total-vm:(?P<vm>\d+)kB, anon-rss:(?P<anon>\d+)kB, file-rss:(?P<file>\d+)kB"
+    r"(?:, shmem-rss:(?P<shmem>\d+)kB)?(?:, UID:(?P<uid>\d+))?"
+)
+_LEGACY_TASK = re.compile(r"^Task in (?P<task>\S+) killed as a result of limit of (?P<oom>\S+)")
+_XID = re.compile(
+    r"NVRM: Xid \((?:PCI:)?(?P<pci>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})"
+    r"(?:\.[0-9a-fA-F])?\): (?P<code>\d+), ?(?P<rest>.*)$"
+)
+_XID_PID = re.compile(r"^pid='?(?P<pid><unknown>|\d+)'?, ?")
+_XID_NAME = re.compile(r"^name=(?P<name>[^,]*), ?")
+
+
+def normalize_pci(bus_id: str) -> str | None:
+    """``00000000:3B:00.0`` / ``0000:3b:00`` -> ``0000:3b:00`` (domain:bus:device), else None."""
+    match = re.match(r"^([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})", bus_id.strip())
+    if match is None:
+        return None
+    return f"{match.group(1)[-4:]}:{match.group(2)}:{match.group(3)}".lower()
+
+
+def _unescape(text: str) -> str:
+    if "\\x" not in text:
+        return text
+    raw = _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
+    return raw.encode("latin-1", "replace").decode("utf-8", "replace")
+
+
+def parse_records(text: str) -> list[tuple[int, int, str]]:
+    """``/dev/kmsg`` text -> [(seq, usec, message)], continuation lines and junk skipped."""
+    out: list[tuple[int, int, str]] = []
+    for line in text.split("\n"):
+        if not line or line[0] == " ":
+            continue
+        match = _HEADER.match(line)
+        if match is None:
+            continue
+        out.append((int(match.group(2)), int(match.group(3)), _unescape(match.group(5))))
+    return out
+
+
+def _kb(value: str | None) -> int | None:
+    return int(value) * 1024 if value is not None else None
+
+
+def _kube(path: str | None) -> tuple[str | None, str | None]:
+    if not path:
+        return None, None
+    kube = cgroups.parse_kube_path(path)
+    return kube.pod_uid, kube.container_id
+
+
+def _kill(usec: int, context: dict[str, Any], match: re.Match[str]) -> dict[str, Any]:
+    prefix = match.group("prefix") or ""
+    constraint = context.get("constraint")
+    if constraint is None:
+        if prefix.startswith("Memory cgroup") or context.get("oom_memcg"):
+            constraint = "CONSTRAINT_MEMCG"
+        elif prefix.startswith("Out of memory"):
+            constraint = "CONSTRAINT_NONE"
+    task_memcg = context.get("task_memcg")
+    pod_uid, container_id = _kube(task_memcg)
+    uid = match.group("uid") or context.get("uid")
+    return {
+        "uptime_us": usec,
+        "scope": "cgroup" if constraint == "CONSTRAINT_MEMCG" else "node",
+        "constraint": constraint,
+        "invoked_by": context.get("invoked_by"),
+        "pid": int(match.group("pid")),
+        "comm": match.group("comm"),
+        "uid": int(uid) if uid is not None else None,
+        "total_vm_bytes": _kb(match.group("vm")),
+        "anon_rss_bytes": _kb(match.group("anon")),
+        "file_rss_bytes": _kb(match.group("file")),
+        "shmem_rss_bytes": _kb(match.group("shmem")),
+        "oom_memcg": context.get("oom_memcg"),
+        "task_memcg": task_memcg,
+        "pod_uid": pod_uid,
+        "container_id": container_id,
+    }
+
+
+def _xid(usec: int, match: re.Match[str]) -> dict[str, Any]:
+    rest = match.group("rest").strip()
+    pid: int | None = None
+    name: str | None = None
+    pid_m = _XID_PID.match(rest)
+    if pid_m:
+        pid = int(pid_m.group("pid")) if pid_m.group("pid").isdigit() else None
+        rest = rest[pid_m.end() :]
+    name_m = _XID_NAME.match(rest)
+    if name_m:
+        value = name_m.group("name").strip()
+        name = None if value in ("", "<unknown>") else value
+        rest = rest[name_m.end() :]
+    return {
+        "uptime_us": usec,
+        "pci_bus_id": normalize_pci(match.group("pci")),
+        "code": int(match.group("code")),
+        "pid": pid,
+        "process": name,
+        "message": rest[:300],
+        "gpu_index": None,
+        "gpu_uuid": None,
+    }
+
+
+def parse_events(
+    records: Iterable[tuple[int, int, str]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(OOM kills, XIDs) from records in log order; times are still ``uptime_us``."""
+    kills: list[dict[str, Any]] = []
+    xids: list[dict[str, Any]] = []
+    context: dict[str, Any] = {}
+    for _seq, usec, msg in records:
+        if "NVRM: Xid" in msg:
+            match = _XID.search(msg)
+            if match:
+                xids.append(_xid(usec, match))
+            continue
+        invoked = _INVOKED.match(msg)
+        if invoked:
+            context = {"invoked_by": invoked.group("comm")}
+            continue
+        summary = _SUMMARY.match(msg)
+        if summary:
+            context.update(
+                constraint=summary.group("constraint"),
+                oom_memcg=summary.group("oom_memcg"),
+                task_memcg=summary.group("task_memcg"),
+                summary_pid=int(summary.group("pid")),
+                uid=summary.group("uid"),
+            )
+            continue
+        legacy = _LEGACY_TASK.match(msg)
+        if legacy:
+            context.update(task_memcg=legacy.group("task"), oom_memcg=legacy.group("oom"))
+            continue
+        killed = _KILLED.match(msg)
+        if killed:
+            if context.get("summary_pid") not in (None, int(killed.group("pid"))):
+                context = {}
+            kills.append(_kill(usec, context, killed))
+            context = {}
+    return kills, xids
+
+
+def _boot_time(root: str, gaps: GapLog) -> datetime | None:
+    try:
+        with open(f"{root}/proc/stat", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("btime "):
+                    return datetime.fromtimestamp(int(line.split()[1]), UTC)
+    except (OSError, ValueError):
+        pass
+    gaps.add("procfs:/proc/stat", "no btime: kernel log times cannot be placed on the clock")
+    return None
+
+
+def _restricted(root: str) -> str:
+    try:
+        with open(f"{root}/proc/sys/kernel/dmesg_restrict", encoding="ascii") as fh:
+            value = fh.read().strip()
+    except OSError:
+        return "kernel.dmesg_restrict is probably 1"
+    return f"kernel.dmesg_restrict={value}"
+
+
+def _read_all(path: str, opener: Callable[[str, int], int]) -> bytes:
+    fd = opener(path, os.O_RDONLY | os.O_NONBLOCK)
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        while size < MAX_BYTES:
+            try:
+                data = os.read(fd, _READ_SIZE)
+            except BlockingIOError:  # EAGAIN: the end of /dev/kmsg
+                break
+            except BrokenPipeError:  # EPIPE: records overwritten under us; next read goes on
+                continue
+            if not data:  # a plain file (the stand-in, a saved log): end of file
+                break
+            chunks.append(data)
+            size += len(data)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def read_kernel_log(
+    root: str,
+    *,
+    now: datetime,
+    gpus: list[dict[str, Any]],
+    gaps: GapLog,
+    window_s: int = DEFAULT_WINDOW_S,
+    opener: Callable[[str, int], int] = os.open,
+) -> dict[str, Any] | None:
+    """The ``kernel_log`` document, or None with a gap when the log cannot be read.
+
+    ``gpus`` are the NVML devices already read (``pci_bus_id`` maps an XID to its GPU).
+    ``opener`` is ``os.open``; tests pass one that fails as the kernel would.
+    """
+    path = f"{root}/dev/kmsg"
+    try:
+        raw = _read_all(path, opener)
+    except OSError as exc:
+        gaps.add(SOURCE, _open_reason(exc, root))
+        return None
+    boot = _boot_time(root, gaps)
+    records = parse_records(raw.decode("utf-8", "replace"))
+    kills, xids = parse_events(records)
+    since = now - timedelta(seconds=window_s)
+    by_pci = {normalize_pci(g.get("pci_bus_id") or ""): g for g in gpus if g.get("pci_bus_id")}
+    kept_kills = _placed(kills, boot, since)
+    kept_xids = _placed(xids, boot, since)
+    for x in kept_xids:
+        gpu = by_pci.get(x["pci_bus_id"])
+        if gpu is not None:
+            x["gpu_index"], x["gpu_uuid"] = gpu["index"], gpu["uuid"]
+        elif gpus:
+            gaps.add(
+                f"kmsg:xid:{x['pci_bus_id']}",
+                "no GPU with this PCI address among the devices NVML lists (it may have "
+                "fallen off the bus)",
+            )
+    return {
+        "source": "/dev/kmsg",
+        "window_s": window_s,
+        "boot_time": boot.isoformat() if boot is not None else None,
+        "records_read": len(records),
+        "first_record_at": _at(boot, records[0][1]) if records else None,
+        "oom_kills": kept_kills[-MAX_EVENTS:],
+        "xids": kept_xids[-MAX_EVENTS:],
+    }
+
+
+def _at(boot: datetime | None, usec: int) -> str | None:
+    return (boot + timedelta(microseconds=usec)).isoformat() if boot is not None else None
+
+
+def _placed(
+    events: list[dict[str, Any]], boot: datetime | None, since: datetime
+) -> list[dict[str, Any]]:
+    out = []
+    for e in events:
+        at = boot + timedelta(microseconds=e["uptime_us"]) if boot is not None else None
+        if at is not None and at < since:
+            continue
+        e["at"] = at.isoformat() if at is not None else None
+        out.append(e)
+    return out
+
+
+def _open_reason(exc: OSError, root: str) -> str:
+    if exc.errno in (errno.EPERM, errno.EACCES):
+        return (
+            f"permission denied opening /dev/kmsg ({_restricted(root)}): reading the kernel "
+            "log then needs CAP_SYSLOG, which the collector lacks; OOM-killer and XID records "
+            "were not read (grant CAP_SYSLOG to the diagnostic Job, see deploy/)"
+        )
+    if exc.errno == errno.ENOENT:
+        return "no /dev/kmsg under the host root: mount the host's /dev/kmsg into the collector"
+    return f"cannot read /dev/kmsg: {exc.strerror or exc}"

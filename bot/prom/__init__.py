@@ -1,0 +1,1 @@
+"""Prometheus over its HTTP API: the only place gpunode talks to Prometheus (aiohttp)."""

@@ -1,0 +1,249 @@
+"""Memory history for a diagnosis: Prometheus series and markers, within a short deadline.
+
+``HistoryService.fetch(node, now=...)`` runs every query of ``bot.prom.queries`` at once and
+returns a ``History`` (``bot.core.history``) whatever happens: a series nobody scrapes, a query
+Prometheus refuses, Prometheus unreachable or slower than ``timeout_s`` are gaps in it, never
+errors. The diagnose service starts ``fetch`` together with the diagnostic Job and waits for
+it only after the Job, so Prometheus never delays a diagnosis past ``timeout_s``.
+
+``attach`` (re-exported from ``bot.core.rules.growth``, pure) adds the snapshot's markers
+(kernel log, evictions) and the growth of the verdict's leading consumer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+from bot.config import PrometheusSettings
+from bot.core.evidence import Gap
+from bot.core.history import History, Marker, Series, SeriesKind
+from bot.core.rules.growth import attach
+from bot.errors import PrometheusError
+from bot.prom.client import PrometheusClient, Sample
+from bot.prom.queries import Query, node_queries
+
+MIB = 1024**2
+__all__ = ["HistoryService", "RangeQuerier", "attach", "build_series"]
+
+
+class RangeQuerier(Protocol):
+    async def query_range(
+        self, expr: str, *, start: datetime, end: datetime, step_s: float
+    ) -> list[Sample]: ...
+
+
+def _series(
+    key: str,
+    kind: SeriesKind,
+    label: str,
+    q: Query,
+    s: Sample,
+    *,
+    scale: float = 1.0,
+    unit: str = "bytes",
+) -> Series:
+    return Series.model_validate(
+        {
+            "key": key,
+            "kind": kind,
+            "label": label,
+            "unit": unit,
+            "source": f"prometheus:{q.metric}",
+            "timestamps_s": [t for t, _ in s.points],
+            "values": [v * scale for _, v in s.points],
+        }
+    )  # fmt: skip
+
+
+_NODE: dict[str, tuple[str, SeriesKind, str, str]] = {
+    "mem_total": ("node:mem_total", "mem_total", "total", "bytes"),
+    "mem_available": ("node:mem_available", "mem_available", "available", "bytes"),
+    "slab_unreclaimable": (
+        "node:slab_unreclaimable", "kernel_slab_unreclaimable", "kernel slab (unreclaimable)",
+        "bytes",
+    ),
+    "page_cache": ("node:page_cache", "page_cache", "page cache", "bytes"),
+    "psi_full_rate": ("node:psi_full_rate", "psi_full_rate", "memory stall (PSI full)", "ratio"),
+    "oom_kills": ("node:oom_kills", "oom_kills", "OOM kills (vmstat)", "count"),
+}  # fmt: skip
+
+
+def _gpu_order(label: str) -> tuple[int, str]:
+    return (int(label), "") if label.isdigit() else (1 << 30, label)
+
+
+def _increases(s: Sample) -> list[tuple[float, float]]:
+    return [(t, v) for (_, prev), (t, v) in zip(s.points, s.points[1:], strict=False) if v > prev]
+
+
+def build_series(
+    results: dict[str, tuple[Query, list[Sample]]],
+) -> tuple[list[Series], list[Marker]]:
+    """Series and Prometheus-side markers from the query results (pure)."""
+    series: list[Series] = []
+    markers: list[Marker] = []
+    for name, (key, kind, label, unit) in _NODE.items():
+        if name in results and results[name][1]:
+            q, samples = results[name]
+            series.append(_series(key, kind, label, q, samples[0], unit=unit))
+    if "pods" in results:
+        q, samples = results["pods"]
+        for s in sorted(
+            samples, key=lambda x: (x.labels.get("namespace", ""), x.labels.get("pod", ""))
+        ):
+            who = f"{s.labels.get('namespace', '?')}/{s.labels.get('pod', '?')}"
+            series.append(_series(f"pod:{who}", "pod_working_set", who, q, s))
+    if "gpu_fb_used" in results:
+        q, samples = results["gpu_fb_used"]
+        for s in sorted(samples, key=lambda x: _gpu_order(x.labels.get("gpu", ""))):
+            gpu = s.labels.get("gpu", "?")
+            series.append(_series(f"gpu:{gpu}", "gpu_memory_used", f"GPU {gpu}", q, s, scale=MIB))
+    if "gpu_xid" in results:
+        q, samples = results["gpu_xid"]
+        for s in samples:
+            gpu = s.labels.get("gpu", "?")
+            for t, v in _changes(s):
+                markers.append(_marker(t, "xid", f"GPU {gpu}", f"XID {int(v)}", q))
+    oom_killed = {
+        _container(s.labels)
+        for s in results.get("oom_killed", (None, []))[1]
+        if s.points and s.points[-1][1] > 0
+    }
+    if "restarts" in results:
+        q, samples = results["restarts"]
+        for s in samples:
+            who = _container(s.labels)
+            label = "restart (OOMKilled)" if who in oom_killed else "restart"
+            for t, _ in _increases(s):
+                markers.append(_marker(t, "restart", who, label, q))
+    if "oom_kills" in results and results["oom_kills"][1]:
+        q, samples = results["oom_kills"]
+        for t, _ in _increases(samples[0]):
+            markers.append(_marker(t, "oom_kill", "node", "OOM kill (node_vmstat_oom_kill)", q))
+    return series, markers
+
+
+def _changes(s: Sample) -> list[tuple[float, float]]:
+    out, prev = [], 0.0
+    for t, v in s.points:
+        if v and v != prev:
+            out.append((t, v))
+        prev = v
+    return out
+
+
+def _container(labels: dict[str, str]) -> str:
+    return f"{labels.get('namespace', '?')}/{labels.get('pod', '?')}/{labels.get('container', '?')}"
+
+
+def _marker(t: float, kind: str, subject: str, label: str, q: Query) -> Marker:
+    return Marker.model_validate(
+        {
+            "at": datetime.fromtimestamp(t, UTC),
+            "kind": kind,
+            "subject": subject,
+            "label": label,
+            "source": f"prometheus:{q.metric}",
+        }
+    )
+
+
+class HistoryService:
+    """Fetches one node's history from Prometheus; ``client`` None = no Prometheus configured."""
+
+    def __init__(
+        self,
+        client: RangeQuerier | None,
+        *,
+        window_s: float = 6 * 3600,
+        step_s: float = 60,
+        timeout_s: float = 3.0,
+    ) -> None:
+        self._client = client
+        self._window = timedelta(seconds=window_s)
+        self._step = step_s
+        self._timeout = timeout_s
+
+    async def fetch(self, node: str, *, now: datetime) -> History | None:
+        """The node's history over the window ending ``now``; None without Prometheus."""
+        if self._client is None:
+            return None
+        start = now - self._window
+        queries = node_queries(node)
+        gaps: list[Gap] = []
+        try:
+            answers = await asyncio.wait_for(
+                asyncio.gather(
+                    *(self._one(q, start, now) for q in queries), return_exceptions=True
+                ),
+                self._timeout,
+            )
+        except TimeoutError:
+            gaps.append(
+                Gap(
+                    source="prometheus",
+                    reason=f"Prometheus did not answer within {self._timeout:g} s; the "
+                    "diagnosis went on without history (raise prometheus.timeout_s)",
+                )
+            )
+            answers = []
+        results: dict[str, tuple[Query, list[Sample]]] = {}
+        reasons: set[str] = set()
+        for q, answer in zip(queries, answers, strict=False):
+            if isinstance(answer, PrometheusError):
+                if str(answer) not in reasons:  # one gap for "unreachable", not ten
+                    reasons.add(str(answer))
+                    gaps.append(Gap(source="prometheus", reason=str(answer)))
+            elif isinstance(answer, BaseException):
+                raise answer
+            elif not answer:
+                gaps.append(
+                    Gap(
+                        source=f"prometheus:{q.metric}",
+                        reason=f"no {q.metric} series for node {node}: is {q.exporter} "
+                        "scraped, with the labels the README documents?",
+                    )
+                )
+            else:
+                results[q.key] = (q, answer)
+        series, markers = build_series(results)
+        return History(
+            node=node,
+            source="prometheus",
+            start=start,
+            end=now,
+            step_s=self._step,
+            series=series,
+            markers=markers,
+            gaps=gaps,
+        )
+
+    @classmethod
+    def from_settings(cls, settings: PrometheusSettings) -> HistoryService:
+        """A service over a real client when ``prometheus.url`` is set, else a no-op one."""
+        client = None
+        if settings.url:
+            token = settings.bearer_token.get_secret_value() if settings.bearer_token else None
+            client = PrometheusClient(
+                settings.url,
+                timeout_s=settings.timeout_s,
+                bearer_token=token,
+                verify_tls=settings.verify_tls,
+            )
+        return cls(
+            client,
+            window_s=settings.window_s,
+            step_s=settings.step_s,
+            timeout_s=settings.timeout_s,
+        )
+
+    async def close(self) -> None:
+        close = getattr(self._client, "close", None)
+        if close is not None:
+            await close()
+
+    async def _one(self, q: Query, start: datetime, end: datetime) -> list[Sample]:
+        assert self._client is not None
+        return await self._client.query_range(q.expr, start=start, end=end, step_s=self._step)

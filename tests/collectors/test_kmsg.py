@@ -1,0 +1,228 @@
+"""``/dev/kmsg`` reading and parsing: OOM-killer reports (global, cgroup, legacy) and XIDs.
+
+Record texts follow the kernel's mm/oom_kill.c and memcontrol.c formats and the lines in
+cAdvisor's oomparser tests; XID lines the NVIDIA driver's ``NVRM: Xid (PCI:...)`` format.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from bot.collectors import kmsg
+from bot.collectors.gaps import GapLog
+
+BTIME = 1_796_000_000
+NOW = datetime.fromtimestamp(BTIME, UTC) + timedelta(days=3)
+UID = "fbdfe8e3-1c87-4ff2-907c-b2ec8e25d012"
+CID = "ef807430361e6e82b45db92e2e9b6fbec98f419b12c591e655c1a725565e73a8"
+
+GLOBAL = [
+    "4,100,259000000000,-;python invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|"
+    "__GFP_COMP), order=0, oom_score_adj=0",
+    "4,101,259000000010,-;CPU: 3 PID: 4242 Comm: python Not tainted 6.8.0-45-generic #45-Ubuntu",
+    " SUBSYSTEM=cpu",
+    "6,102,259000000020,-;oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,"
+    "mems_allowed=0-1,global_oom,task_memcg=/kubepods.slice/kubepods-burstable.slice/"
+    f"kubepods-burstable-pod{UID.replace('-', '_')}.slice/cri-containerd-{CID}.scope,"
+    "task=python,pid=4242,uid=1000",
+    "3,103,259000000030,-;Out of memory: Killed process 4242 (python) total-vm:70231040kB, "
+    "anon-rss:66060288kB, file-rss:1024kB, shmem-rss:0kB, UID:1000 pgtables:131240kB "
+    "oom_score_adj:0",
+]
+CGROUP = [
+    "4,200,259100000000,-;manager invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, "
+    "oom_score_adj=999",
+    f"6,201,259100000010,-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset={CID},"
+    f"mems_allowed=0,oom_memcg=/kubepods/burstable/pod{UID}/{CID},"
+    f"task_memcg=/kubepods/burstable/pod{UID}/{CID},task=manager,pid=966,uid=0",
+    "3,202,259100000020,-;Memory cgroup out of memory: Killed process 966 (manager) "
+    "total-vm:1460016kB, anon-rss:1414008kB, file-rss:4kB, shmem-rss:0kB, UID:0 "
+    "pgtables:2900kB oom_score_adj:999",
+]
+LEGACY = [
+    "4,300,259200000000,-;memorymonster invoked oom-killer: gfp_mask=0xd0, order=0, "
+    "oom_score_adj=0",
+    "6,301,259200000010,-;Task in /mem2 killed as a result of limit of /mem2",
+    "3,302,259200000020,-;Memory cgroup out of memory: Kill process 13536 (memorymonster) "
+    "score 996 or sacrifice child",
+    "3,303,259200000030,-;Killed process 13536 (memorymonster) total-vm:33558652kB, "
+    "anon-rss:920kB, file-rss:452kB",
+]
+XIDS = [
+    "4,400,259300000000,-;NVRM: Xid (PCI:0000:3a:00): 79, pid='<unknown>', name=<unknown>, "
+    "GPU has fallen off the bus.",
+    " SUBSYSTEM=pci",
+    " DEVICE=+pci:0000:3a:00.0",
+    "4,401,259300500000,-;NVRM: Xid (PCI:0000:18:00): 13, pid=1896, name=python, Graphics SM "
+    "Warp Exception on (GPC 7, TPC 0, SM 1): Out Of Range Address",
+    "4,402,259301000000,-;NVRM: Xid (PCI:0000:5d:00): 63, Row Remapper: New row marked for "
+    "remapping, reset gpu to activate.",
+]
+GPUS = [
+    {"index": 0, "uuid": "GPU-zero", "pci_bus_id": "00000000:18:00.0"},
+    {"index": 2, "uuid": "GPU-two", "pci_bus_id": "00000000:3A:00.0"},
+]
+
+
+def _host(tmp_path: Path, lines: list[str], *, btime: int | None = BTIME) -> str:
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev" / "kmsg").write_text("\n".join(lines) + "\n")
+    (tmp_path / "proc").mkdir()
+    if btime is not None:
+        (tmp_path / "proc" / "stat").write_text(f"cpu  1 2 3\nbtime {btime}\n")
+    return str(tmp_path)
+
+
+def test_the_global_oom_killer_is_told_from_the_summary_and_the_killed_line(
+    tmp_path: Path,
+) -> None:
+    doc = kmsg.read_kernel_log(_host(tmp_path, GLOBAL), now=NOW, gpus=[], gaps=GapLog())
+    assert doc is not None
+    (kill,) = doc["oom_kills"]
+    assert kill["scope"] == "node" and kill["constraint"] == "CONSTRAINT_NONE"
+    assert (kill["comm"], kill["pid"], kill["uid"]) == ("python", 4242, 1000)
+    assert kill["anon_rss_bytes"] == 66060288 * 1024 and kill["file_rss_bytes"] == 1024 * 1024
+    assert (kill["pod_uid"], kill["container_id"]) == (UID, CID)
+    assert kill["oom_memcg"] is None and kill["invoked_by"] == "python"
+    expected = datetime.fromtimestamp(BTIME, UTC) + timedelta(microseconds=259000000030)
+    assert datetime.fromisoformat(kill["at"]) == expected
+
+
+def test_a_cgroup_kill_keeps_the_cgroup_whose_limit_was_hit(tmp_path: Path) -> None:
+    doc = kmsg.read_kernel_log(_host(tmp_path, CGROUP), now=NOW, gpus=[], gaps=GapLog())
+    assert doc is not None
+    (kill,) = doc["oom_kills"]
+    assert kill["scope"] == "cgroup" and kill["comm"] == "manager" and kill["pid"] == 966
+    assert kill["oom_memcg"] == f"/kubepods/burstable/pod{UID}/{CID}"
+    assert (kill["pod_uid"], kill["container_id"]) == (UID, CID)
+
+
+def test_pre_5_0_kernels_report_without_a_summary_line(tmp_path: Path) -> None:
+    doc = kmsg.read_kernel_log(_host(tmp_path, LEGACY), now=NOW, gpus=[], gaps=GapLog())
+    assert doc is not None
+    (kill,) = doc["oom_kills"]
+    assert (kill["scope"], kill["pid"], kill["comm"]) == ("cgroup", 13536, "memorymonster")
+    assert kill["oom_memcg"] == "/mem2" and kill["anon_rss_bytes"] == 920 * 1024
+
+
+@pytest.mark.parametrize(
+    "comm", ["foo", "python3.4", "foo-bar", "Plex Media Server", "[", "()", '"with quotes"']
+)
+def test_process_names_with_odd_characters_survive(comm: str) -> None:
+    line = (
+        f"3,1,5,-;Out of memory: Killed process 1234 ({comm}) total-vm:1460016kB, "
+        "anon-rss:1414008kB, file-rss:4kB, shmem-rss:0kB"
+    )
+    kills, _ = kmsg.parse_events(kmsg.parse_records(line))
+    assert [(k["pid"], k["comm"]) for k in kills] == [(1234, comm)]
+
+
+def test_xids_are_mapped_to_their_gpu_by_pci_address(tmp_path: Path) -> None:
+    gaps = GapLog()
+    doc = kmsg.read_kernel_log(_host(tmp_path, XIDS), now=NOW, gpus=GPUS, gaps=gaps)
+    assert doc is not None
+    got = [(x["code"], x["gpu_index"], x["gpu_uuid"], x["pid"], x["process"]) for x in doc["xids"]]
+    assert got == [
+        (79, 2, "GPU-two", None, None),
+        (13, 0, "GPU-zero", 1896, "python"),
+        (63, None, None, None, None),
+    ]
+    assert doc["xids"][0]["message"] == "GPU has fallen off the bus."
+    assert doc["xids"][2]["pci_bus_id"] == "0000:5d:00"
+    assert [g["source"] for g in gaps.items] == ["kmsg:xid:0000:5d:00"]
+
+
+def test_records_older_than_the_window_are_dropped(tmp_path: Path) -> None:
+    lines = GLOBAL + XIDS
+    newest = datetime.fromtimestamp(BTIME, UTC) + timedelta(microseconds=259301000000)
+    doc = kmsg.read_kernel_log(
+        _host(tmp_path, lines),
+        now=newest + timedelta(seconds=10),
+        gpus=GPUS,
+        gaps=GapLog(),
+        window_s=200,
+    )
+    assert doc is not None
+    assert doc["oom_kills"] == [] and [x["code"] for x in doc["xids"]] == [79, 13, 63]
+    assert doc["records_read"] == 7
+
+
+def test_escaped_bytes_in_a_message_are_decoded() -> None:
+    records = kmsg.parse_records("6,1,2,-;caf\\xc3\\xa9 \\x5c done\n")
+    assert records == [(1, 2, "café \\ done")]
+
+
+def test_without_btime_the_records_are_kept_with_no_time_and_a_gap(tmp_path: Path) -> None:
+    gaps = GapLog()
+    doc = kmsg.read_kernel_log(_host(tmp_path, GLOBAL, btime=None), now=NOW, gpus=[], gaps=gaps)
+    assert doc is not None and doc["oom_kills"][0]["at"] is None
+    assert [g["source"] for g in gaps.items] == ["procfs:/proc/stat"]
+
+
+def _refusing(code: int):  # type: ignore[no-untyped-def]
+    def opener(path: str, flags: int) -> int:
+        raise OSError(code, os.strerror(code), path)
+
+    return opener
+
+
+def test_dmesg_restrict_without_cap_syslog_is_a_gap_naming_the_capability(
+    tmp_path: Path,
+) -> None:
+    root = _host(tmp_path, GLOBAL)
+    (tmp_path / "proc" / "sys" / "kernel").mkdir(parents=True)
+    (tmp_path / "proc" / "sys" / "kernel" / "dmesg_restrict").write_text("1\n")
+    gaps = GapLog()
+    doc = kmsg.read_kernel_log(root, now=NOW, gpus=[], gaps=gaps, opener=_refusing(errno.EPERM))
+    assert doc is None
+    (gap,) = gaps.items
+    assert gap["source"] == "kmsg:/dev/kmsg"
+    assert "kernel.dmesg_restrict=1" in gap["reason"] and "CAP_SYSLOG" in gap["reason"]
+
+
+def test_a_missing_kmsg_is_a_gap_that_says_to_mount_it(tmp_path: Path) -> None:
+    gaps = GapLog()
+    assert kmsg.read_kernel_log(str(tmp_path), now=NOW, gpus=[], gaps=gaps) is None
+    assert "mount the host's /dev/kmsg" in gaps.items[0]["reason"]
+
+
+@pytest.mark.skipif(not os.access("/dev/kmsg", os.R_OK), reason="no readable /dev/kmsg here")
+def test_the_live_kernel_log_reads_to_the_end_without_blocking() -> None:
+    gaps = GapLog()
+    doc = kmsg.read_kernel_log("", now=datetime.now(UTC), gpus=[], gaps=gaps)
+    if doc is None:  # e.g. dmesg_restrict=1 without CAP_SYSLOG: then the gap says why
+        assert "kmsg:/dev/kmsg" in {g["source"] for g in gaps.items}
+        return
+    assert doc["records_read"] > 0 and doc["boot_time"] is not None
+
+
+@pytest.mark.parametrize(
+    ("bus_id", "normal"),
+    [("00000000:3B:00.0", "0000:3b:00"), ("0000:3b:00", "0000:3b:00"), ("garbage", None)],
+)
+def test_pci_addresses_are_normalised_to_domain_bus_device(bus_id: str, normal: str | None) -> None:
+    assert kmsg.normalize_pci(bus_id) == normal
+
+
+def test_collect_maps_an_xid_to_the_gpu_the_fake_nvml_lists_at_that_pci_address(
+    tmp_path: Path,
+) -> None:
+    from bot.collectors.bundle import collect
+    from bot.sandbox.fake_nvml import FakeNvml
+
+    root = _host(tmp_path, XIDS)
+    nvml = FakeNvml.from_spec(
+        {"devices": [{"index": i, "uuid": f"GPU-{i}", "name": "H100", "memory_total_bytes": 1,
+                      "memory_used_bytes": 0} for i in range(4)]}
+    )  # fmt: skip
+    bundle = collect(Path(root), nvml=nvml, now=lambda: NOW)
+    assert [g.pci_bus_id for g in bundle.gpus][:3] == [
+        "00000000:18:00.0", "00000000:2A:00.0", "00000000:3A:00.0",
+    ]  # fmt: skip
+    assert bundle.kernel_log is not None
+    assert [(x.code, x.gpu_index) for x in bundle.kernel_log.xids] == [(79, 2), (13, 0), (63, 3)]
