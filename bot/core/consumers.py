@@ -214,7 +214,11 @@ def _shmem_rows(bundle: EvidenceBundle, attr: Attribution) -> list[Consumer]:
         if shmem <= 0:
             continue
         in_pods += shmem
-        params: Params = {"pod": usage.key, "shmem_bytes": shmem}
+        params: Params = {
+            "pod": usage.key,
+            "shmem_bytes": shmem,
+            "working_set_bytes": usage.working_set_bytes or 0,
+        }
         rows.append(Consumer("shmem", usage.key, shmem, usage.source, True, params))
     mi = bundle.meminfo
     if mi is not None and mi.shmem_bytes:

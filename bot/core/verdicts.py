@@ -179,7 +179,7 @@ def _host_verdict(
         if c.bytes >= max(t.min_consumer_bytes, t.culprit_min_share * total / 2)
     ]
     contributing += _local_contributions(findings, _gpu_candidate(ctx, t))
-    params: Params = {**top.params, "bytes": top.bytes}
+    params: Params = {**top.params, "held_bytes": top.bytes}
     share = ratio(top.bytes, total) or 0.0
     params["share_percent"] = round(share * 100, 1)
     params["shortage_bytes"] = short
