@@ -36,7 +36,9 @@ from bot.core.thresholds import Thresholds
 _PRESSURE_CODES = frozenset(
     {"SYSTEM_OOM_EVENTS", "MEMORY_PRESSURE_STALL", "MEMORY_AVAILABLE_LOW", "NODE_MEMORY_PRESSURE"}
 )
-_HOST_GAPS = ("procfs:/proc/meminfo", "cgroup", "procfs:/proc/<pid>", "procfs:/proc")
+#: gaps that hide consumers of host memory (an unreadable /proc/slabinfo only hides which
+#: slab caches, not how much slab: it does not lower confidence)
+_HOST_GAPS = ("procfs:/proc/meminfo", "cgroup", "procfs:/proc/<pid>")
 _LEVELS = ("low", "medium", "high")
 Params = dict[str, str | int | float]
 

@@ -10,7 +10,7 @@ from generating import AT, GI, NODE, _daemons, _finish, _gpus, _kernel, _Node, _
 
 from bot.core.analysis import analyze
 from bot.core.cluster import EventInfo
-from bot.core.evidence import GpuProcess
+from bot.core.evidence import GpuProcess, SlabCache
 from bot.core.findings import Diagnosis
 
 
@@ -90,3 +90,19 @@ def test_a_gpu_process_of_no_pod_is_an_orphan_end_to_end() -> None:
     assert any(f.code == "GPU_PROCESS_NO_POD" for f in d.findings)
     tier3 = next(p for p in d.plans if p.tier == 3)
     assert f"kill -TERM {orphan.pid}" in [r.command for r in tier3.runbook]
+
+
+def test_a_slab_verdict_names_the_biggest_caches_when_slabinfo_was_readable() -> None:
+    n = _Node(rng=random.Random(4), total=251 * GI)
+    _daemons(n)
+    k = _kernel(n)
+    k.s_unreclaim = 150 * GI
+    caches = [
+        SlabCache(name="dentry", active_objs=9, num_objs=9, objsize_bytes=192, bytes=120 * GI),
+        SlabCache(name="kmalloc-64", active_objs=9, num_objs=9, objsize_bytes=64, bytes=20 * GI),
+    ]
+    b = _finish(n, k, pressured=True).model_copy(update={"slab_caches": caches})
+    d = analyze(b, _view(n), now=AT)
+    assert (d.verdict.cause, d.verdict.subject) == ("kernel_slab", NODE)
+    assert d.verdict.params["top_cache"] == "dentry"
+    assert d.verdict.params["top_caches"] == "dentry, kmalloc-64"
