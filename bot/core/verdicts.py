@@ -322,18 +322,34 @@ def _simple(
     )
 
 
-def _container_verdict(findings: list[Finding]) -> Verdict | None:
+def _container_verdict(ctx: Context, findings: list[Finding]) -> Verdict | None:
     near = _codes(findings, "CONTAINER_NEAR_LIMIT", "critical")
     ooms = _codes(findings, "CONTAINER_OOM_KILLED")
     if near:
         top = max(near, key=lambda f: (_num(f, "percent"), f.subject))
         killed = any(o.subject == top.subject for o in ooms)
-        v = _simple("container_limit", top, "high" if killed else "medium", None)
-    elif ooms:
-        v = _simple("container_limit", ooms[0], "medium", None)
-    else:
+        return _simple("container_limit", top, "high" if killed else "medium", None)
+    if not ooms:
         return None
-    return v
+    killed_one = ooms[0]
+    # OOM-killed below its limit now: quote what the container holds against that limit
+    usage = next(
+        (
+            c
+            for c in ctx.attr.containers
+            if c.pod is not None
+            and c.pod.key == killed_one.subject
+            and c.name == killed_one.params.get("container")
+        ),
+        None,
+    )
+    extra: Params = {}
+    if usage is not None:
+        ws, limit = usage.mem.working_set_bytes or 0, usage.mem.limit_bytes or 0
+        extra = {"working_set_bytes": ws, "limit_bytes": limit}
+        if limit:
+            extra["percent"] = round(ws * 100 / limit, 1)
+    return _simple("container_limit", killed_one, "medium", None, **extra)
 
 
 def _healthy(ctx: Context, findings: list[Finding], t: Thresholds) -> Verdict:
@@ -377,7 +393,7 @@ def decide(ctx: Context, findings: list[Finding], t: Thresholds) -> Verdict:
         else:
             v = _simple("inconclusive", None, "low", ctx.node, reason="no_consumer_stands_out")
         return v.model_copy(update={"shortage_bytes": short})
-    container = _container_verdict(findings)
+    container = _container_verdict(ctx, findings)
     if container is not None:
         return container
     gpu = _gpu_candidate(ctx, t)
