@@ -41,6 +41,7 @@ def test_a_training_pod_eating_host_ram_is_named_with_its_numbers() -> None:
     keys = {p.key: p for p in d.talking_points}
     assert keys["ai.training_host_memory_cause"].stance == "contradicts"
     assert "ai.gpu_memory_not_cause" not in keys
+    assert "ai.training_priority_missing" not in keys  # never protect the consumer
 
 
 def test_plans_for_the_training_pod_target_it_and_state_their_relief() -> None:
