@@ -79,6 +79,14 @@ class Tier3Values(_Model):
     )
 
 
+class RunbookStep(_Model):
+    """A manual step for a human (a process outside Kubernetes): shown as text, never run."""
+
+    unit: str = Field(description="systemd unit or 'comm[pid]'")
+    command: str = Field(description="e.g. 'systemctl status nv-hostengine.service'")
+    purpose: Literal["inspect", "restart", "kill"]
+
+
 class ActionPlan(_Model):
     plan_id: str = Field(description="deterministic: hash of node, tier, steps")
     tier: Tier
@@ -95,3 +103,11 @@ class ActionPlan(_Model):
     values: Tier3Values | None = None
     warnings: list[str] = Field(default_factory=list, description="stable warning codes")
     available: bool = Field(True, description="False when nothing to do; reason in warnings")
+    relief_bytes: int = Field(0, description="host memory the plan frees (estimate)")
+    shortage_bytes: int = Field(0, description="the node's shortage when planned (0: none)")
+    relieves: bool = Field(
+        False, description="relief_bytes covers shortage_bytes (False when not short)"
+    )
+    runbook: list[RunbookStep] = Field(
+        default_factory=list, description="manual steps (outside Kubernetes): shown, not run"
+    )

@@ -89,20 +89,70 @@ VerdictCause = Literal[
     "host_memory_workload",
     "container_limit",
     "kernel_slab",
+    "kernel_memory",
+    "system_process",
+    "shmem",
+    "hugepages",
     "gpu_memory",
     "gpu_xid",
+    "gpu_orphan",
     "overcommit",
     "healthy",
     "inconclusive",
 ]
+"""What a verdict can blame (the contract other code and the corpus key on):
+
+- ``host_memory_workload``: a pod / owner group holds host memory (any QoS, GPU pods too);
+  subject ``namespace/pod`` of the group's biggest pod (``owner_kind``, ``owner_name``,
+  ``pods_in_group`` in params).
+- ``container_limit``: a container at/over its own cgroup limit or cgroup-OOM-killed while
+  the node has headroom; subject the pod.
+- ``kernel_slab``: unreclaimable slab; ``kernel_memory``: other kernel memory (page tables,
+  stacks, vmalloc, percpu, socket buffers); subject the node.
+- ``system_process``: a process outside pods; subject its cgroup unit
+  (``system.slice/nv-hostengine.service``) when known, else ``comm[pid]``.
+- ``shmem``: tmpfs / ``/dev/shm`` / memory-backed emptyDir (not reclaimable while its files
+  exist); subject the owning pod or ``host``.
+- ``hugepages``: reserved ``HugePages_Total x Hugepagesize``, used or not; subject the node.
+- ``gpu_memory``: a GPU's memory exhausted by a pod's processes; ``gpu_orphan``: GPU memory
+  held by a process of no pod; subject the GPU uuid, the process in params.
+- ``overcommit``, ``healthy``, ``inconclusive``: subject the node.
+"""
+
+
+class Contribution(_Model):
+    """One consumer the verdict names besides (or as) the primary one."""
+
+    cause: VerdictCause
+    subject: str
+    bytes: int = Field(description="host bytes (GPU bytes for gpu_* causes)")
+    share: float = Field(description="bytes / MemTotal (GPU total for gpu_* causes)")
 
 
 class Verdict(_Model):
+    """The verdict, computed from the attribution (``bot.core.consumers``), not rule order.
+
+    ``shortage_bytes``: how far the node is short of memory (MemAvailable below the target
+    ``shortage_target_available_share`` x MemTotal), 0 when it is not short.
+    ``share``: the primary consumer's bytes / MemTotal (per GPU for gpu causes);
+    ``margin``: its share minus the next consumer's (``margin_bytes`` in bytes).
+    ``contributing``: the other consumers that explain the shortage, biggest first.
+    ``confidence`` comes from the margin and from evidence gaps (``gaps`` counts the ones
+    that bear on the verdict).
+    """
+
     cause: VerdictCause
     subject: str | None = Field(None, description="the workload / node / GPU blamed")
     confidence: Literal["high", "medium", "low"] = "medium"
     facts: list[Fact] = Field(default_factory=list)
     params: dict[str, str | int | float] = Field(default_factory=dict)
+    shortage_bytes: int = 0
+    primary_bytes: int = 0
+    share: float = 0.0
+    margin: float = 0.0
+    margin_bytes: int = 0
+    contributing: list[Contribution] = Field(default_factory=list)
+    gaps: int = Field(0, description="evidence gaps that bear on this verdict")
 
 
 class TalkingPoint(_Model):

@@ -77,6 +77,22 @@ class Thresholds(BaseModel):
     gpu_memory_warn_ratio: float = Field(0.90, gt=0, le=1)
     gpu_memory_exhausted_ratio: float = Field(0.95, gt=0, le=1)
 
+    # --- verdict (attribution first, bot.core.verdicts) ----------------------------------
+    # The node is "short" by what MemAvailable lacks to reach 10% of RAM: the headroom a
+    # healthy GPU node keeps (same figure as page_cache_squeeze_available_share). Plans
+    # state their relief against this number.
+    shortage_target_available_share: float = Field(0.10, gt=0, le=1)
+    # A consumer under 10% of RAM does not explain a node-wide shortage by itself: below
+    # that, no single cause stands out (overcommit or inconclusive).
+    culprit_min_share: float = Field(0.10, gt=0, le=1)
+    # Confidence: a primary consumer 10% of RAM ahead of the next one is unmistakable
+    # (high); within 2% it is a near tie (low unless it alone covers the shortage).
+    verdict_clear_margin_share: float = Field(0.10, ge=0, le=1)
+    verdict_tie_margin_share: float = Field(0.02, ge=0, le=1)
+    # A process of no pod holding half of a GPU is "most of one GPU": nobody can free it
+    # through Kubernetes, so it is named even when the GPU is not yet exhausted.
+    gpu_orphan_share: float = Field(0.50, gt=0, le=1)
+
     # --- priorities and plans ------------------------------------------------------------
     # The domain's training PriorityClass value; user classes may go up to 1e9.
     critical_priority_threshold: int = Field(1_000_000, ge=0)

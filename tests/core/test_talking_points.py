@@ -112,7 +112,9 @@ def test_no_point_repeats_advice_gpunode_must_never_give() -> None:
 # --- a GPU training container at its own limit (the demo after tier 1 evicted preprocessing)
 
 
-def _training_at_its_limit(*, available: float = 3.5, limits_pct: int = 57) -> Diagnosis:
+def _training_at_its_limit(*, available: float = 17.5, limits_pct: int = 57) -> Diagnosis:
+    """A training container at its own limit on a node with headroom (7% of RAM available:
+    not short, so the verdict is the container's limit, not a host-memory consumer)."""
     train = pod("train-0", gpu=8, req=68, lim=72, owner="StatefulSet")
     b = bundle(
         meminfo=meminfo(251, free=available, mem_available=available, buffers=0.2, cached=3),
@@ -132,13 +134,13 @@ def test_a_gpu_container_at_its_own_limit_gets_no_limit_cap_suggestion() -> None
 
 
 def test_the_own_limit_advice_states_the_node_room_from_facts() -> None:
-    d = _training_at_its_limit(available=3.5, limits_pct=57)
+    d = _training_at_its_limit(available=17.5, limits_pct=57)
     point = next(p for p in d.talking_points if p.key == "ai.container_at_own_limit")
     headroom = 150.5 * GI - 57 * 150.5 / 100 * GI
     assert point.params["gpu"] == 1 and point.params["limits_known"] == 1
     assert point.params["limits_headroom_bytes"] == int(150.5 * GI) - int(57 * 150.5 / 100 * GI)
-    assert point.params["available_bytes"] == int(3.5 * GI)
-    assert point.params["room_bytes"] == min(int(3.5 * GI), int(headroom))
+    assert point.params["available_bytes"] == int(17.5 * GI)
+    assert point.params["room_bytes"] == min(int(17.5 * GI), int(headroom))
     keys = {f.key for f in point.facts}
     assert {
         "node.memory_limits_bytes",

@@ -103,10 +103,11 @@ def test_the_optional_priority_class_reaches_the_pod() -> None:
     assert pod["priorityClassName"] == "system-node-critical"
 
 
-def test_the_collector_mounts_only_proc_and_cgroups_from_the_host() -> None:
+def test_the_collector_mounts_only_proc_cgroups_and_the_kernel_log_from_the_host() -> None:
     pod = _job()["spec"]["template"]["spec"]
     hostpaths = {v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
-    assert hostpaths == {"/proc", "/sys/fs/cgroup"}  # never /run (rootfs of every container)
+    # never /run (rootfs of every container)
+    assert hostpaths == {"/proc", "/sys/fs/cgroup", "/dev/kmsg"}
 
 
 def test_hostile_node_names_cannot_change_the_manifest() -> None:
