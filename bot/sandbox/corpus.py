@@ -92,8 +92,12 @@ def describe_expected(e: Expected) -> str:
     parts = [e.cause, e.subject or "-"]
     if e.contributing:
         parts.append("+" + ",".join(c.cause for c in e.contributing))
-    tiers = [t for t, x in sorted(e.tiers.items()) if x.offered is not False]
-    parts.append("T" + ("".join(str(t) for t in tiers) or "-"))
+    tiers = [
+        f"{t}{'?' if x.offered is None else ''}"
+        for t, x in sorted(e.tiers.items())
+        if x.offered is not False
+    ]
+    parts.append("T" + ("".join(tiers) or "-"))
     return " ".join(parts)
 
 

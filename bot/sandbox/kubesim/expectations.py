@@ -54,7 +54,7 @@ class Contribution(_M):
 
 
 class TierExpectation(_M):
-    offered: bool = True
+    offered: bool | None = Field(True, description="None: either (not judged)")
     relief: ByteRange | None = Field(None, description="range for the plan's relief_bytes")
     target: str | None = Field(None, description="glob for the plan's target (Kind/ns/name)")
 

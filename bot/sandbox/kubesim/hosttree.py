@@ -182,6 +182,8 @@ def _write_system_processes(
     stale = {"burstable": ZERO, "besteffort": ZERO, "guaranteed": ZERO}
     parents: dict[str, Figures] = {}
     for path, f in by_cgroup.items():
+        if not path:
+            continue  # the root cgroup has no memory.current / limit files
         for fname, text in memory_files(layout, f, limit=None).items():
             _w(root, f"{layout.mount}/{path}/{fname}", text)
         segments = path.split("/")

@@ -53,14 +53,20 @@ class Process(_M):
             raise ValueError(f"process {self.command}: give unit or cgroup, not both")
         if self.unit is not None and not self.unit.endswith((".service", ".scope")):
             raise ValueError(f"process {self.command}: unit {self.unit!r} is not a .service/.scope")
-        if self.cgroup is not None and (not self.cgroup or self.cgroup.startswith("/")):
-            raise ValueError(f"process {self.command}: cgroup is a path relative to the root")
+        if (
+            self.cgroup is not None
+            and self.cgroup != "/"
+            and (not self.cgroup or self.cgroup.startswith("/"))
+        ):
+            raise ValueError(
+                f"process {self.command}: cgroup is a path relative to the root ('/': the root)"
+            )
         return self
 
     def cgroup_path(self) -> str:
-        """Where a process outside pods lives (relative to the cgroup root)."""
+        """Where a process outside pods lives (relative to the cgroup root; "" the root)."""
         if self.cgroup is not None:
-            return self.cgroup
+            return self.cgroup.strip("/")
         if self.unit is not None:
             return f"system.slice/{self.unit}"
         program = (self.cmdline or self.command).split()[0].rsplit("/", 1)[-1]
