@@ -70,6 +70,12 @@ def _host_memory(root: str, doc: dict[str, Any], gaps: GapLog, page_size: int) -
     )
     if text is not None:
         doc["socket_memory_bytes"] = procfs.parse_sockstat(text, page_size=page_size)
+    # root-only (0400) on most kernels: unreadable is a gap; absent (kernel built without it,
+    # or a host tree that does not stage it) is not
+    text = procfs.read_text(
+        f"{root}/proc/slabinfo", source="procfs:/proc/slabinfo", gaps=gaps, missing_ok=True
+    )
+    doc["slab_caches"] = procfs.parse_slabinfo(text, page_size=page_size) if text else []
 
 
 def _kube_cgroups(root: str, version: int, doc: dict[str, Any], gaps: GapLog) -> None:

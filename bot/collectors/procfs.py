@@ -127,6 +127,37 @@ def parse_sockstat(text: str, *, page_size: int) -> int | None:
     return total if seen else None
 
 
+def parse_slabinfo(text: str, *, page_size: int, top: int = 10) -> list[dict[str, Any]]:
+    """The ``top`` biggest caches of ``/proc/slabinfo`` (version 2.x) as SlabCache fields.
+
+    Line format: ``name active_objs num_objs objsize objperslab pagesperslab : tunables ...
+    : slabdata active_slabs num_slabs sharedavail``; bytes = num_slabs x pagesperslab x page
+    size. Header lines, comments and malformed lines are skipped.
+    """
+    caches: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        if not line or line.startswith(("slabinfo", "#")):
+            continue
+        head, _, rest = line.partition(":")
+        words = head.split()
+        slabdata = rest.rpartition("slabdata")[2].split()
+        if len(words) < 6 or not all(w.isdecimal() for w in words[1:6]) or len(slabdata) < 2:
+            continue
+        if not slabdata[1].isdecimal():
+            continue
+        caches.append(
+            {
+                "name": words[0],
+                "active_objs": int(words[1]),
+                "num_objs": int(words[2]),
+                "objsize_bytes": int(words[3]),
+                "bytes": int(slabdata[1]) * int(words[5]) * page_size,
+            }
+        )
+    caches.sort(key=lambda c: (-c["bytes"], c["name"]))
+    return caches[: max(0, top)]
+
+
 def parse_statm_rss(data: bytes, *, page_size: int) -> int | None:
     """Resident pages (second field of ``statm``) in bytes."""
     parts = data.split()

@@ -1,7 +1,9 @@
 """Tier 3: caps for the offending workload, computed from the evidence. Pure: no I/O.
 
-Target: the verdict's pod (causes ``host_memory_workload`` and ``container_limit``), changed
-through its top controller's template (so its pods roll; ``restarts`` names them).
+Target: the verdict's pod (causes ``host_memory_workload``, ``shmem`` in a pod and
+``container_limit``), whoever owns it (GPU pods included), changed through its top
+controller's template (so its pods roll; ``restarts`` names them). A consumer outside
+Kubernetes gets a manual runbook instead (``bot.core.relief``).
 
 Not offered (warning ``gpu_container_at_own_limit``) for a ``container_limit`` verdict on a
 pod that requests GPUs: the container is at its *own* limit, so a lower limit only kills the
@@ -14,8 +16,10 @@ Values (``Tier3Values``, editable in the confirmation modal):
 - memory limit: cut the container's limit by what the node's limit total exceeds
   ``tier3_limits_target_ratio`` x allocatable, so the total lands under allocatable with
   headroom. Rounded down to whole GiB (Mi under 1 GiB). Without a needed cut the limit stays
-  (warning ``memory_limit_unchanged``). An unbounded container gets what room is left (or its
-  working set + 10% when there is none, warning ``limits_remain_overcommitted``). A limit
+  (warning ``memory_limit_unchanged``). An unbounded container (e.g. a GPU training pod with
+  no memory limit) gets its working set less the node's shortage when the node is short
+  (warning ``limit_set_from_shortage``), else its working set + 10%, within the room left
+  (or regardless, warning ``limits_remain_overcommitted``). A limit
   under the current working set is flagged ``below_working_set`` + warning ``immediate_oom``:
   it is only proposed when the node's arithmetic requires it.
 - memory request: ``memory_request_ratio`` (87.5%) of the new limit (domain: 28 of 32 GiB).
@@ -38,7 +42,7 @@ from bot.core.thresholds import DEFAULT, Thresholds
 
 GIB = 1024**3
 MIB = 1024**2
-_OFFENDER_CAUSES = frozenset({"host_memory_workload", "container_limit"})
+_OFFENDER_CAUSES = frozenset({"host_memory_workload", "container_limit", "shmem"})
 
 
 def binary_text(value: int) -> str:
@@ -64,7 +68,7 @@ def _target(pod: PodInfo) -> str:
 
 
 def _memory_limit(
-    view: ClusterView, info: ContainerInfo, ws: int, t: Thresholds
+    view: ClusterView, info: ContainerInfo, ws: int, t: Thresholds, shortage: int = 0
 ) -> tuple[int, list[str]]:
     row = next((r for r in view.allocated if r.resource == "memory"), None)
     total = int(row.limits_value) if row is not None else 0
@@ -79,8 +83,12 @@ def _memory_limit(
         return _round_down(max(MIB, int(current) - cut)), warnings
     room = target_total - total if allocatable else 0
     wanted = _round_down(int(ws * 1.1) + GIB - 1) if ws else GIB
+    if shortage and ws > shortage + GIB:
+        # no limit today and the node is short: the cap gives the shortage back
+        wanted = _round_down(ws - shortage)
+        warnings.append("limit_set_from_shortage")
     if room <= 0:
-        return wanted, ["limits_remain_overcommitted"]
+        return wanted, [*warnings, "limits_remain_overcommitted"]
     return _round_down(min(wanted, room)), warnings
 
 
@@ -139,7 +147,8 @@ def plan_tier3(
     )
     ws = int(ws_raw) if isinstance(ws_raw, int | float) and ws_raw > 0 else 0
 
-    limit, warnings = _memory_limit(view, info, ws, t)
+    shortage = verdict.shortage_bytes if verdict.cause != "container_limit" else 0
+    limit, warnings = _memory_limit(view, info, ws, t, shortage)
     request = max(MIB, (int(limit * t.memory_request_ratio) // MIB) * MIB)
     cpu_limit, cpu_request, omp = _cpu(info, t)
     below = bool(ws) and limit < ws

@@ -165,16 +165,15 @@ def _kernel_rows(bundle: EvidenceBundle, node: str) -> list[Consumer]:
     if mi is None:
         return rows
     if mi.s_unreclaim_bytes:
-        rows.append(
-            Consumer(
-                "kernel_slab",
-                node,
-                mi.s_unreclaim_bytes,
-                MEMINFO,
-                True,
-                {"s_unreclaim_bytes": mi.s_unreclaim_bytes},
+        slab: Params = {"s_unreclaim_bytes": mi.s_unreclaim_bytes}
+        if bundle.slab_caches:  # which caches, when /proc/slabinfo was readable
+            top = bundle.slab_caches[0]
+            slab.update(
+                top_cache=top.name,
+                top_cache_bytes=top.bytes,
+                top_caches=", ".join(c.name for c in bundle.slab_caches[:5]),
             )
-        )
+        rows.append(Consumer("kernel_slab", node, mi.s_unreclaim_bytes, MEMINFO, True, slab))
     parts = {
         "page_tables_bytes": mi.page_tables_bytes or 0,
         "kernel_stack_bytes": mi.kernel_stack_bytes or 0,
@@ -214,7 +213,11 @@ def _shmem_rows(bundle: EvidenceBundle, attr: Attribution) -> list[Consumer]:
         if shmem <= 0:
             continue
         in_pods += shmem
-        params: Params = {"pod": usage.key, "shmem_bytes": shmem}
+        params: Params = {
+            "pod": usage.key,
+            "shmem_bytes": shmem,
+            "working_set_bytes": usage.working_set_bytes or 0,
+        }
         rows.append(Consumer("shmem", usage.key, shmem, usage.source, True, params))
     mi = bundle.meminfo
     if mi is not None and mi.shmem_bytes:

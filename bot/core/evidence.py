@@ -175,6 +175,16 @@ class GpuProcess(_Model):
     container_id: str | None = None
 
 
+class SlabCache(_Model):
+    """One kernel slab cache from ``/proc/slabinfo`` (kept: the biggest by bytes)."""
+
+    name: str
+    active_objs: int
+    num_objs: int
+    objsize_bytes: int
+    bytes: int = Field(description="num_slabs x pagesperslab x page size")
+
+
 class EvidenceBundle(_Model):
     """Everything one collection saw on one node."""
 
@@ -201,4 +211,8 @@ class EvidenceBundle(_Model):
     gpus: list[GpuDevice] = Field(default_factory=list)
     gpu_processes: list[GpuProcess] = Field(default_factory=list)
     nvml_driver_version: str | None = None
+    slab_caches: list[SlabCache] = Field(
+        default_factory=list,
+        description="top caches from /proc/slabinfo, biggest first; [] when unreadable (a gap)",
+    )
     gaps: list[Gap] = Field(default_factory=list)

@@ -29,6 +29,7 @@ from bot.core.caps import plan_tier3
 from bot.core.cluster import ClusterView, PodInfo
 from bot.core.findings import Diagnosis
 from bot.core.plans import make_plan, plan_id
+from bot.core.relief import runbook_plan, with_relief
 from bot.core.thresholds import DEFAULT, Thresholds
 
 PROTECTED_LABEL = "gpunode.io/protected"
@@ -140,10 +141,14 @@ def plan_tier2(
     warnings: list[str] = []
     controllers: dict[tuple[str, str, str], list[PodInfo]] = {}
     gpu_pods = [p for p in view.pods if p.gpu_request > 0 and not _terminal(p)]
+    consumer = consumer_group(diagnosis)
     for pod in sorted(gpu_pods, key=lambda p: p.key):
         if pod.priority >= critical_priority_threshold:
             continue
         owner = pod.top_owner
+        if consumer is not None and consumer in (pod.key, _group_of(pod)):
+            warnings.append("consumer_not_protected")
+            continue
         if owner is None:
             warnings.append("bare_pod_priority_immutable")
             continue
@@ -209,6 +214,27 @@ def plan_tier2(
     )
 
 
+_HOST_CONSUMER_CAUSES = frozenset({"host_memory_workload", "shmem"})
+
+
+def _group_of(pod: PodInfo) -> str:
+    owner = pod.top_owner
+    return f"{owner.kind}/{pod.namespace}/{owner.name}" if owner is not None else pod.key
+
+
+def consumer_group(diagnosis: Diagnosis | None) -> str | None:
+    """The owner group (``Kind/ns/name``, or the pod key) the verdict blames for host memory:
+    tier 2 never raises its priority (that would protect the consumer it should constrain)."""
+    if diagnosis is None or diagnosis.verdict.cause not in _HOST_CONSUMER_CAUSES:
+        return None
+    params = diagnosis.verdict.params
+    group = params.get("group")
+    if isinstance(group, str) and group:
+        return group
+    pod = params.get("pod")
+    return pod if isinstance(pod, str) and pod else None
+
+
 def plan_all(
     view: ClusterView,
     diagnosis: Diagnosis,
@@ -218,7 +244,8 @@ def plan_all(
     thresholds: Thresholds = DEFAULT,
 ) -> list[ActionPlan]:
     threshold = thresholds.critical_priority_threshold
-    return [
+    tier3 = runbook_plan(view, diagnosis) or plan_tier3(view, diagnosis, thresholds=thresholds)
+    plans = [
         plan_tier1(
             view,
             diagnosis,
@@ -227,8 +254,9 @@ def plan_all(
             critical_priority_threshold=threshold,
         ),
         plan_tier2(view, diagnosis, critical_priority_threshold=threshold),
-        plan_tier3(view, diagnosis, thresholds=thresholds),
+        tier3,
     ]
+    return [with_relief(plan, diagnosis) for plan in plans]
 
 
 def undo_steps(step: Step, before: dict[str, Any]) -> list[Step]:

@@ -20,7 +20,13 @@ ai.host_memory_workload            neutral     pod, controller, working_set_byte
                                                limit_bytes, share_percent (separate from GPU),
                                                biggest_consumer (0/1: the node's largest pod)
 ai.training_host_memory_cause      contradicts pod, working_set_bytes, limit_bytes,
-                                               at_limit (0/1: container_limit verdict)
+                                               at_limit (0/1: container_limit verdict),
+                                               request_bytes, share_percent, processes
+                                               ("comm[pid], ..."), shmem_bytes
+ai.training_host_memory_share      contradicts pod, held_bytes, share_percent, rank (2 = second
+                                               consumer), primary (the verdict's subject)
+ai.pods_not_cause                  supports    cause, subject, held_bytes, share_percent,
+                                               shortage_bytes, pods_bytes, pods_share_percent
 ai.container_near_limit            neutral     pod, container, working_set_bytes,
                                                limit_bytes, percent
 ai.container_at_own_limit          neutral     pod, container, working_set_bytes,
@@ -41,6 +47,10 @@ ai.training_request_buffer         neutral     pod, limit_bytes, request_bytes,
 ai.training_priority_missing       neutral     pods, count, priority_class
 ai.oom_killed                      neutral     pod, container, restarts, oom_kills
 ops.verdict                        neutral     cause, subject, confidence
+ops.consumer_outside_pods          contradicts cause, subject, held_bytes, share_percent,
+                                               shortage_bytes (the primary consumer is a
+                                               process, the kernel, huge pages, host shmem
+                                               or a GPU process of no pod)
 ops.node_out_of_memory             supports    available_bytes, mem_total_bytes,
                                                share_percent
 ops.page_cache_squeezed            supports    buff_cache_bytes, available_bytes,
@@ -55,9 +65,12 @@ ops.socket_memory_eviction_blind   neutral     socket_memory_bytes, share_percen
 ops.system_oom_without_eviction    neutral     count
 ops.besteffort_on_gpu_node         neutral     pods, count
 ops.gpu_process_without_pod        neutral     pid, command, gpu_index, used_bytes
-ops.node_healthy                   contradicts node
+ops.node_healthy                   contradicts node, reason (within_bounds /
+                                               page_cache_reclaimable), page_cache_bytes
 ops.tier1_available                neutral     plan_id, evictions, protected,
-                                               already_cordoned (0/1)
+                                               already_cordoned (0/1); every tier point also
+                                               has relief_bytes, shortage_bytes (0: not
+                                               short), relieves (0/1)
 ops.tier2_available                neutral     plan_id, priority_class, restarts
 ops.tier3_available                neutral     plan_id, target, memory_limit, memory_request,
                                                below_working_set (0/1), memory_unchanged
@@ -74,6 +87,7 @@ from __future__ import annotations
 
 from bot.core.cluster import ClusterView
 from bot.core.findings import Diagnosis, TalkingPoint
+from bot.core.points.attribution import attribution_points
 from bot.core.points.common import by_code
 from bot.core.points.culprits import culprit_points
 from bot.core.points.gpu import gpu_points
@@ -91,6 +105,7 @@ def build_talking_points(
     points = [
         *gpu_points(diagnosis, codes),
         *culprit_points(diagnosis, view, codes=codes),
+        *attribution_points(diagnosis, view),
         *training_points(diagnosis, view, codes=codes, t=thresholds),
         *ops_points(diagnosis, codes),
         *tier_points(diagnosis),

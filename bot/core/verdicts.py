@@ -36,7 +36,9 @@ from bot.core.thresholds import Thresholds
 _PRESSURE_CODES = frozenset(
     {"SYSTEM_OOM_EVENTS", "MEMORY_PRESSURE_STALL", "MEMORY_AVAILABLE_LOW", "NODE_MEMORY_PRESSURE"}
 )
-_HOST_GAPS = ("procfs:/proc/meminfo", "cgroup", "procfs:/proc/<pid>", "procfs:/proc")
+#: gaps that hide consumers of host memory (an unreadable /proc/slabinfo only hides which
+#: slab caches, not how much slab: it does not lower confidence)
+_HOST_GAPS = ("procfs:/proc/meminfo", "cgroup", "procfs:/proc/<pid>")
 _LEVELS = ("low", "medium", "high")
 Params = dict[str, str | int | float]
 
@@ -179,7 +181,7 @@ def _host_verdict(
         if c.bytes >= max(t.min_consumer_bytes, t.culprit_min_share * total / 2)
     ]
     contributing += _local_contributions(findings, _gpu_candidate(ctx, t))
-    params: Params = {**top.params, "bytes": top.bytes}
+    params: Params = {**top.params, "held_bytes": top.bytes}
     share = ratio(top.bytes, total) or 0.0
     params["share_percent"] = round(share * 100, 1)
     params["shortage_bytes"] = short

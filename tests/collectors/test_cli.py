@@ -114,6 +114,10 @@ def hostile_host() -> Iterator[Path]:
     os.chmod(root / "proc" / "300", 0o700)
     (root / "proc" / "meminfo").write_bytes(b"MemTotal: 10\xff kB\nMemFree: \n")  # garbled
     (root / "proc" / "301" / "cmdline").write_bytes(b"\xff\xfe\x00--\x80\x00")
+    slabinfo = root / "proc" / "slabinfo"
+    slabinfo.write_text("slabinfo - version: 2.1\n")
+    os.chown(slabinfo, 12345, 12345)  # root-only on a real kernel; another owner here
+    os.chmod(slabinfo, 0o400)
     yield root
     shutil.rmtree(top)
 
@@ -131,3 +135,4 @@ def test_a_hostile_host_gives_a_complete_bundle_that_names_its_gaps(hostile_host
     assert [p.pid for p in bundle.processes] == [301]
     assert "\ufffd" in bundle.processes[0].cmdline
     assert "nvml" in sources and len(bundle.containers) == 2
+    assert sources["procfs:/proc/slabinfo"] == "permission denied" and bundle.slab_caches == []

@@ -145,3 +145,25 @@ def test_a_process_that_exits_mid_scan_is_dropped_without_a_gap(tmp_path: Path) 
         str(tmp_path), top=5, always=frozenset(), page_size=4096, gaps=gaps
     )
     assert (kept, seen, gaps.items) == ([], 1, [])
+
+
+# real layout (mm/slab_common.c), columns squeezed to fit the line length
+SLABINFO = """slabinfo - version: 2.1
+# name <active_objs> <num_objs> <objsize> <objperslab> <pagesperslab> : tunables <limit> ...
+kmalloc-64 1000 1024 64 64 1 : tunables 0 0 0 : slabdata 16 16 0
+dentry 900000 900060 192 21 1 : tunables 0 0 0 : slabdata 42860 42860 0
+garbled line
+ext4_inode_cache 5000 5010 1080 30 8 : tunables 0 0 0 : slabdata 167 167 0
+"""
+
+
+def test_slabinfo_keeps_the_biggest_caches_in_bytes() -> None:
+    caches = procfs.parse_slabinfo(SLABINFO, page_size=4096, top=2)
+    assert [c["name"] for c in caches] == ["dentry", "ext4_inode_cache"]
+    assert caches[0]["bytes"] == 42860 * 1 * 4096
+    assert caches[1]["bytes"] == 167 * 8 * 4096 and caches[1]["objsize_bytes"] == 1080
+
+
+@given(st.text())
+def test_slabinfo_parser_accepts_any_text(text: str) -> None:
+    assert isinstance(procfs.parse_slabinfo(text, page_size=4096), list)

@@ -125,6 +125,10 @@ def culprit_points(d: Diagnosis, view: ClusterView | None, *, codes: Codes) -> l
                     "working_set_bytes": v.params.get("working_set_bytes", 0),
                     "limit_bytes": v.params.get("limit_bytes", 0),
                     "at_limit": int(at_limit),
+                    "request_bytes": v.params.get("request_bytes", 0),
+                    "share_percent": v.params.get("share_percent", round(v.share * 100, 1)),
+                    "processes": str(v.params.get("processes", "")),
+                    "shmem_bytes": v.params.get("shmem_bytes", 0),
                 },
             )
         )

@@ -16,13 +16,17 @@ def gpu_points(d: Diagnosis, codes: Codes) -> list[TalkingPoint]:
     unless the verdict itself blames GPU memory."""
     out: list[TalkingPoint] = []
     iso, ok = codes.get("GPU_ISOLATION_HOLDS"), codes.get("GPU_MEMORY_OK")
+    gpu_consumer = d.verdict.cause == "host_memory_workload" and bool(
+        d.verdict.params.get("gpu_request", 0)
+    )
     if iso and ok and d.verdict.cause != "gpu_memory":
         params = {
             **pick(iso[0], "requested", "allocatable"),
             **pick(ok[0], "max_used_bytes", "max_total_bytes", "max_percent", "gpu_count"),
         }
         facts = [*iso[0].facts[:3], *ok[0].facts]
-        out.append(point("ai_team", "ai.gpu_memory_not_cause", "supports", facts, params))
+        if not gpu_consumer:  # GPU memory is fine, but their pod holds the host RAM
+            out.append(point("ai_team", "ai.gpu_memory_not_cause", "supports", facts, params))
         out.append(point("ops_team", "ops.gpu_not_cause", "contradicts", facts, params))
     if d.verdict.cause == "gpu_memory":
         out.append(

@@ -99,7 +99,15 @@ def ops_points(d: Diagnosis, codes: Codes) -> list[TalkingPoint]:
         if healthy_facts:
             out.append(
                 point(
-                    "ops_team", "ops.node_healthy", "contradicts", healthy_facts, {"node": d.node}
+                    "ops_team",
+                    "ops.node_healthy",
+                    "contradicts",
+                    healthy_facts,
+                    {
+                        "node": d.node,
+                        "reason": str(v.params.get("reason", "within_bounds")),
+                        "page_cache_bytes": v.params.get("page_cache_bytes", 0),
+                    },
                 )
             )
     return out

@@ -50,6 +50,11 @@ def tier_points(d: Diagnosis) -> list[TalkingPoint]:
                 "cpu_limit": plan.values.cpu_limit or "",
                 "omp_num_threads": plan.values.omp_num_threads or 0,
             }
+        params.update(
+            relief_bytes=plan.relief_bytes,
+            shortage_bytes=plan.shortage_bytes,
+            relieves=int(plan.relieves),
+        )
         if facts:
             out.append(
                 point("ops_team", f"ops.tier{plan.tier}_available", "neutral", facts, params)

@@ -1,0 +1,87 @@
+"""Points from the attribution itself, symmetric for both teams. Pure: no I/O.
+
+A team hears that it is at fault when its numbers say so, as plainly as the other team would:
+
+- the primary consumer is outside every pod (a process of a systemd unit, kernel slab or other
+  kernel memory, huge pages, host shmem, a GPU process of no pod): the ops team hears it
+  (``ops.consumer_outside_pods``, contradicts "the GPU jobs did it") and the AI team hears
+  that its pods are not the cause (``ai.pods_not_cause``, supports);
+- a GPU pod is among the consumers that explain the shortage without being the primary one:
+  the AI team hears its share and rank (``ai.training_host_memory_share``, contradicts).
+
+Keys: ops.consumer_outside_pods, ai.pods_not_cause, ai.training_host_memory_share.
+"""
+
+from __future__ import annotations
+
+from bot.core.cluster import ClusterView
+from bot.core.findings import Diagnosis, TalkingPoint
+from bot.core.points.common import Params, known_pod, point
+from bot.core.rules.context import fact
+
+_OUTSIDE = frozenset(
+    {"system_process", "kernel_slab", "kernel_memory", "hugepages", "shmem", "gpu_orphan"}
+)
+
+
+def _pods_bytes(d: Diagnosis) -> int:
+    return sum(e.bytes for e in d.ledger.entries if e.category == "pod")
+
+
+def attribution_points(d: Diagnosis, view: ClusterView | None) -> list[TalkingPoint]:
+    v = d.verdict
+    out: list[TalkingPoint] = []
+    outside = v.cause in _OUTSIDE and not (v.cause == "shmem" and v.subject != "host")
+    if outside and v.facts:
+        params: Params = {
+            "cause": v.cause,
+            "subject": v.subject or "",
+            "held_bytes": v.primary_bytes,
+            "share_percent": round(v.share * 100, 1),
+            "shortage_bytes": v.shortage_bytes,
+        }
+        out.append(
+            point("ops_team", "ops.consumer_outside_pods", "contradicts", list(v.facts), params)
+        )
+        if d.ledger.total_bytes:
+            pods = _pods_bytes(d)
+            pods_fact = fact(
+                "node.pods_bytes", "all pods' memory", pods, "bytes", "cgroup:kubepods"
+            )
+            out.append(
+                point(
+                    "ai_team",
+                    "ai.pods_not_cause",
+                    "supports",
+                    [*v.facts[:1], pods_fact],
+                    {
+                        **params,
+                        "pods_bytes": pods,
+                        "pods_share_percent": round(pods * 100 / d.ledger.total_bytes, 1),
+                    },
+                )
+            )
+    if v.cause == "host_memory_workload" and view is not None:
+        gpu_pods = {p.key for p in view.pods if p.gpu_request > 0}
+        for rank, c in enumerate(v.contributing, start=2):
+            if c.cause != "host_memory_workload" or c.subject not in gpu_pods:
+                continue
+            if not known_pod(c.subject, view):
+                continue
+            src = f"k8s:pod/{c.subject}"
+            out.append(
+                point(
+                    "ai_team",
+                    "ai.training_host_memory_share",
+                    "contradicts",
+                    [fact("pod.host_memory_bytes", "host memory held", c.bytes, "bytes", src)],
+                    {
+                        "pod": c.subject,
+                        "held_bytes": c.bytes,
+                        "share_percent": round(c.share * 100, 1),
+                        "rank": rank,
+                        "primary": v.subject or "",
+                    },
+                )
+            )
+    return out

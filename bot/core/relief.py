@@ -1,0 +1,104 @@
+"""What each plan frees against the node's shortage, and manual runbooks. Pure: no I/O.
+
+``with_relief(plan, diagnosis)`` fills ``relief_bytes``, ``shortage_bytes`` and ``relieves``:
+
+- tier 1 (cordon + evict): the evicted pods' memory (their ledger lines: anon + active file);
+- tier 2 (priority class): nothing; it protects the training from eviction, it frees no memory;
+- tier 3 (caps): for each pod that restarts under the new limit, what it holds above the
+  limit (a cap below the working set frees the difference once the pod restarts).
+
+``relieves`` is True only when the node is short and the relief covers the shortage: a plan
+that cannot relieve it says so (templates: "not the fix") rather than being offered as one.
+
+``runbook_plan``: the consumer is outside Kubernetes (a process of a systemd unit, or a GPU
+process of no pod). No API call can free it, so the tier-3 plan has no steps and is not
+available; it carries ``runbook`` steps (which unit, which command) shown as text.
+"""
+
+from __future__ import annotations
+
+from bot.core.actions import ActionPlan, RunbookStep
+from bot.core.cluster import ClusterView
+from bot.core.findings import Diagnosis
+from bot.core.plans import make_plan
+
+
+def _pod_bytes(diagnosis: Diagnosis) -> dict[str, int]:
+    return {
+        e.pod_key: e.bytes
+        for e in diagnosis.ledger.entries
+        if e.category == "pod" and e.pod_key is not None
+    }
+
+
+def relief_bytes(plan: ActionPlan, diagnosis: Diagnosis) -> int:
+    held = _pod_bytes(diagnosis)
+    if not plan.available:
+        return 0
+    if plan.tier == 1:
+        return sum(held.get(key, 0) for key in plan.blast_radius)
+    if plan.tier == 3 and plan.values is not None:
+        limit = plan.values.memory_limit_bytes
+        return sum(max(0, held.get(key, 0) - limit) for key in plan.restarts)
+    return 0
+
+
+def with_relief(plan: ActionPlan, diagnosis: Diagnosis) -> ActionPlan:
+    short = diagnosis.verdict.shortage_bytes
+    relief = relief_bytes(plan, diagnosis)
+    return plan.model_copy(
+        update={
+            "relief_bytes": relief,
+            "shortage_bytes": short,
+            "relieves": short > 0 and relief >= short,
+        }
+    )
+
+
+def runbook_steps(diagnosis: Diagnosis) -> list[RunbookStep]:
+    """Manual steps for a consumer outside Kubernetes; [] for any other verdict."""
+    v = diagnosis.verdict
+    pid = v.params.get("pid")
+    if v.cause == "system_process":
+        unit = str(v.params.get("systemd_unit") or "")
+        if unit:
+            return [
+                RunbookStep(unit=unit, command=f"systemctl status {unit}", purpose="inspect"),
+                RunbookStep(
+                    unit=unit, command=f"journalctl -u {unit} --since -1h", purpose="inspect"
+                ),
+                RunbookStep(unit=unit, command=f"systemctl restart {unit}", purpose="restart"),
+            ]
+        name = v.subject or f"pid {pid}"
+        return [
+            RunbookStep(unit=name, command=f"ps -o pid,rss,etime,cmd -p {pid}", purpose="inspect"),
+            RunbookStep(unit=name, command=f"kill -TERM {pid}", purpose="kill"),
+        ]
+    if v.cause == "gpu_orphan" and pid is not None:
+        name = f"{v.params.get('command', '')}[{pid}]"
+        return [
+            RunbookStep(
+                unit=name,
+                command="nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",
+                purpose="inspect",
+            ),
+            RunbookStep(unit=name, command=f"cat /proc/{pid}/cgroup", purpose="inspect"),
+            RunbookStep(unit=name, command=f"kill -TERM {pid}", purpose="kill"),
+        ]
+    return []
+
+
+def runbook_plan(view: ClusterView, diagnosis: Diagnosis) -> ActionPlan | None:
+    steps = runbook_steps(diagnosis)
+    if not steps:
+        return None
+    return make_plan(
+        view.node.name,
+        3,
+        [],
+        target=steps[0].unit,
+        available=False,
+        warnings=["outside_kubernetes_manual_step"],
+        runbook=steps,
+        shortage_bytes=diagnosis.verdict.shortage_bytes,
+    )
