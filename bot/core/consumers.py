@@ -48,19 +48,33 @@ class Consumer:
     params: Params = field(default_factory=dict)
 
 
+def unreserved_bytes(c: Consumer) -> int:
+    """What a consumer holds beyond what the scheduler reserved for it: a pod group's bytes
+    above its requests (the kubelet's own eviction order ranks pods by usage above request);
+    every other consumer has no request, so all of its bytes."""
+    if c.cause != "host_memory_workload":
+        return c.bytes
+    request = c.params.get("group_request_bytes", 0)
+    return max(0, c.bytes - (int(request) if isinstance(request, int | float) else 0))
+
+
 @dataclass(frozen=True)
 class GpuHolder:
-    """Who holds one GPU's memory: a pod (``pod`` set) or an orphan process."""
+    """Who holds one GPU's memory: a pod (``pod`` set) or a process of no pod.
+
+    ``seen``: the process was found in ``/proc`` (so its cgroup proves it is in no pod). A
+    GPU process the collector could not see (no ``hostPID``) is not called an orphan."""
 
     gpu: GpuDevice
     pod: str | None
     pid: int
     command: str
     bytes: int
+    seen: bool = True
 
     @property
     def orphan(self) -> bool:
-        return self.pod is None
+        return self.pod is None and self.seen
 
 
 def _pod_shmem(p: PodUsage) -> int:
@@ -103,6 +117,7 @@ def _pod_rows(attr: Attribution) -> list[Consumer]:
             "owner_name": name,
             "pods_in_group": len(members),
             "group_bytes": total,
+            "group_request_bytes": sum(p.pod.memory_request_bytes for p in members if p.pod),
             "working_set_bytes": top.working_set_bytes or 0,
             "request_bytes": pod.memory_request_bytes if pod is not None else 0,
             "limit_bytes": (container.mem.limit_bytes if container is not None else None)
@@ -263,6 +278,7 @@ def gpu_holders(bundle: EvidenceBundle, attr: Attribution) -> dict[int, list[Gpu
     """Per GPU index: holders of its memory, biggest first. A pod's processes on one GPU are
     summed under the pod; an orphan process (no pod) is its own holder."""
     devices = {g.index: g for g in bundle.gpus}
+    seen = {p.pid for p in bundle.processes}
     out: dict[int, dict[str, GpuHolder]] = {}
     placed = [(uid, gp) for uid, procs in attr.gpu_processes_by_pod.items() for gp in procs] + [
         (None, gp) for gp in attr.unmapped_gpu_processes
@@ -278,7 +294,9 @@ def gpu_holders(bundle: EvidenceBundle, attr: Attribution) -> dict[int, list[Gpu
         prior = held.get(key)
         used = gp.used_gpu_memory_bytes or 0
         if prior is None:
-            held[key] = GpuHolder(gpu, pod, gp.pid, gp.command or "", used)
+            held[key] = GpuHolder(gpu, pod, gp.pid, gp.command or "", used, gp.pid in seen)
         else:
-            held[key] = GpuHolder(gpu, pod, prior.pid, prior.command, prior.bytes + used)
+            held[key] = GpuHolder(
+                gpu, pod, prior.pid, prior.command, prior.bytes + used, prior.seen
+            )
     return {i: sorted(h.values(), key=lambda x: (-x.bytes, x.pid)) for i, h in sorted(out.items())}

@@ -7,7 +7,9 @@ Rules add findings; they do not decide the verdict by their order. ``decide``:
    kills, or the MemoryPressure condition): rank every consumer of host RAM
    (``bot.core.consumers``) by bytes. The biggest one that may be a culprit (never
    reclaimable page cache) is the primary cause when it holds at least ``culprit_min_share``
-   of RAM and more than the memory no kept process explains; otherwise ``overcommit`` when
+   of RAM and more than the memory no kept process explains (a near tie, within
+   ``verdict_tie_margin_share``, goes to the one holding most beyond its memory request: the
+   kubelet's own eviction order); otherwise ``overcommit`` when
    limits are critically overcommitted, else ``inconclusive``. The others of at least half
    that share are ``contributing``, with any local problem (a container at its limit, a
    full GPU).
@@ -26,7 +28,13 @@ processes for host causes; NVML for GPU causes) lowers it one step.
 
 from __future__ import annotations
 
-from bot.core.consumers import Consumer, GpuHolder, gpu_holders, host_consumers
+from bot.core.consumers import (
+    Consumer,
+    GpuHolder,
+    gpu_holders,
+    host_consumers,
+    unreserved_bytes,
+)
 from bot.core.evidence import GpuDevice
 from bot.core.findings import Contribution, Fact, Finding, Verdict
 from bot.core.rules.context import MEMINFO, Context, fact, ratio
@@ -167,17 +175,22 @@ def _host_verdict(
     unexplained = next((r.bytes for r in rows if r.cause == "unattributed"), 0)
     if not culprits or not total:
         return None
-    top = culprits[0]
-    if top.bytes < t.culprit_min_share * total or top.bytes < t.min_consumer_bytes:
+    biggest = culprits[0]
+    if biggest.bytes < t.culprit_min_share * total or biggest.bytes < t.min_consumer_bytes:
         return None
-    if unexplained > top.bytes:
+    if unexplained > biggest.bytes:
         return None
-    runner_up = max(culprits[1].bytes if len(culprits) > 1 else 0, unexplained)
+    # a near tie (within verdict_tie_margin_share of RAM) goes to the consumer holding the
+    # most beyond what was reserved for it (see consumers.unreserved_bytes)
+    tied = [c for c in culprits if biggest.bytes - c.bytes <= t.verdict_tie_margin_share * total]
+    top = max(tied, key=lambda c: (unreserved_bytes(c), c.bytes))
+    others = [c for c in culprits if c is not top]
+    runner_up = max(others[0].bytes if others else 0, unexplained)
     lead = (top.bytes - runner_up) / total
     gaps = _gap_count(ctx, _HOST_GAPS)
     contributing = [
         _contribution(c, total)
-        for c in culprits[1:5]
+        for c in others[:4]
         if c.bytes >= max(t.min_consumer_bytes, t.culprit_min_share * total / 2)
     ]
     contributing += _local_contributions(findings, _gpu_candidate(ctx, t))
@@ -186,7 +199,7 @@ def _host_verdict(
     params["share_percent"] = round(share * 100, 1)
     params["shortage_bytes"] = short
     if top.cause == "host_memory_workload":
-        params["biggest_consumer"] = 1
+        params["biggest_consumer"] = int(top is biggest)
         params["controller"] = params.get("group", "") if params.get("owner_kind") != "Pod" else ""
     facts = _consumer_facts(top, total)
     slab = _codes(findings, "KERNEL_SLAB_UNRECLAIMABLE_HIGH")
@@ -309,18 +322,34 @@ def _simple(
     )
 
 
-def _container_verdict(findings: list[Finding]) -> Verdict | None:
+def _container_verdict(ctx: Context, findings: list[Finding]) -> Verdict | None:
     near = _codes(findings, "CONTAINER_NEAR_LIMIT", "critical")
     ooms = _codes(findings, "CONTAINER_OOM_KILLED")
     if near:
         top = max(near, key=lambda f: (_num(f, "percent"), f.subject))
         killed = any(o.subject == top.subject for o in ooms)
-        v = _simple("container_limit", top, "high" if killed else "medium", None)
-    elif ooms:
-        v = _simple("container_limit", ooms[0], "medium", None)
-    else:
+        return _simple("container_limit", top, "high" if killed else "medium", None)
+    if not ooms:
         return None
-    return v
+    killed_one = ooms[0]
+    # OOM-killed below its limit now: quote what the container holds against that limit
+    usage = next(
+        (
+            c
+            for c in ctx.attr.containers
+            if c.pod is not None
+            and c.pod.key == killed_one.subject
+            and c.name == killed_one.params.get("container")
+        ),
+        None,
+    )
+    extra: Params = {}
+    if usage is not None:
+        ws, limit = usage.mem.working_set_bytes or 0, usage.mem.limit_bytes or 0
+        extra = {"working_set_bytes": ws, "limit_bytes": limit}
+        if limit:
+            extra["percent"] = round(ws * 100 / limit, 1)
+    return _simple("container_limit", killed_one, "medium", None, **extra)
 
 
 def _healthy(ctx: Context, findings: list[Finding], t: Thresholds) -> Verdict:
@@ -364,7 +393,7 @@ def decide(ctx: Context, findings: list[Finding], t: Thresholds) -> Verdict:
         else:
             v = _simple("inconclusive", None, "low", ctx.node, reason="no_consumer_stands_out")
         return v.model_copy(update={"shortage_bytes": short})
-    container = _container_verdict(findings)
+    container = _container_verdict(ctx, findings)
     if container is not None:
         return container
     gpu = _gpu_candidate(ctx, t)

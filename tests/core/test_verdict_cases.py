@@ -106,3 +106,16 @@ def test_a_slab_verdict_names_the_biggest_caches_when_slabinfo_was_readable() ->
     assert (d.verdict.cause, d.verdict.subject) == ("kernel_slab", NODE)
     assert d.verdict.params["top_cache"] == "dentry"
     assert d.verdict.params["top_caches"] == "dentry, kmalloc-64"
+
+
+def test_a_gpu_process_the_collector_could_not_see_is_not_called_an_orphan() -> None:
+    n = _Node(rng=random.Random(9), total=251 * GI)
+    _daemons(n)
+    _gpus(n, 8, _pod(n, "train-0", 20 * GI, gpu=8, limit=40 * GI, owner=("StatefulSet", "train")),
+          max_share=0.3)  # fmt: skip
+    g = n.gpus[2]
+    n.gpus[2] = g.model_copy(update={"memory_used_bytes": 70 * GI, "memory_free_bytes": 10 * GI})
+    n.gpu_procs.append(GpuProcess(gpu_index=2, gpu_uuid=g.uuid, pid=424242,
+                                  used_gpu_memory_bytes=60 * GI))  # fmt: skip
+    d = analyze(_finish(n, _kernel(n), pressured=False), _view(n), now=AT)
+    assert d.verdict.cause != "gpu_orphan"
