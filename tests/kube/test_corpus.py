@@ -40,8 +40,8 @@ DISAGREES: dict[str, str] = {
     "taken for a pod: gpu_memory instead of gpu_orphan, no runbook",
     "issue-gpu-trainer-host-ram": "tier 3's limit (working set less the shortage) frees 21.0 "
     "GiB of a 21.1 GiB shortage: rounded the wrong way, so not offered as the fix",
-    "seed": "names train-llm-0 (63 GiB inside its 68 GiB request) over preprocess (62 GiB, "
-    "14 over its request, at 97% of its limit): then no tier 2, tier 3 caps the training",
+    "seed": "tier 3 cuts preprocess's limit by the overcommit arithmetic and frees 12.5 GiB of "
+    "the 21.6 GiB shortage; the story's halving (64 -> 32 GiB) frees ~30 GiB",
 }
 
 
