@@ -96,3 +96,19 @@ async def test_a_wrong_label_is_reported_on_every_count(
     for part in ("cause system_process", "subject", "contributing hugepages", "tier 3",
                  "no-such.service", "shortage"):  # fmt: skip
         assert part in text, problems
+
+
+def test_the_corpus_table_prints_one_row_per_scenario_and_its_disagreements(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from bot.sandbox.corpus_table import main
+
+    status = main(["limit-edge", "gpu-bound"])
+
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "| scenario | expected | got | ok |"
+    rows = [line for line in out if line.startswith(("| limit-edge ", "| gpu-bound "))]
+    assert len(rows) == 2 and all(row.endswith(("| yes |", "| NO |")) for row in rows)
+    agreed = sum(row.endswith("| yes |") for row in rows)
+    assert f"{agreed}/2 agree" in out
+    assert status == (0 if agreed == 2 else 1)
