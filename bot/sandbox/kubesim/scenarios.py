@@ -257,6 +257,12 @@ class Node(_M):
             bad = [i for i in p.gpu_memory if self.gpus is None or not 0 <= i < self.gpus.count]
             if bad:
                 raise ValueError(f"node {self.name}: process {p.command} uses GPUs {bad} it lacks")
+        shared = max((to_bytes(p.rss_shmem) for p in self.system_processes), default=0)
+        if shared > to_bytes(self.kernel.shmem):
+            raise ValueError(
+                f"node {self.name}: a system process maps {shared} bytes of shmem, more than "
+                f"the host's kernel.shmem ({self.kernel.shmem}); raise kernel.shmem"
+            )
         anon = sum(to_bytes(p.rss_anon) for p in self.system_processes)
         if anon > to_bytes(self.kernel.system_anon):
             raise ValueError(

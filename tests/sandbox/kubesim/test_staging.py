@@ -233,6 +233,8 @@ def test_named_slab_caches_cannot_exceed_the_slab() -> None:
                                             "reserved": 3}]}]}, "reserved <= free"),
         ({"nodes": [{**NODE, "system_processes": [{**DAEMON, "rss_anon": "20Gi"}]}]},
          "system_anon"),
+        ({"nodes": [{**NODE, "system_processes": [{**DAEMON, "rss_shmem": "1Gi"}]}]},
+         "kernel.shmem"),
         ({"nodes": [{**NODE, "system_processes": [{**DAEMON, "gpu_memory": {5: "1Gi"}}]}]},
          "GPUs"),
         ({"nodes": [{**NODE, "system_processes": [{**DAEMON, "cgroup": "x.slice"}]}]},
