@@ -58,6 +58,7 @@ class JobRunner:
     """Mixin of :class:`~bot.sandbox.kubesim.controllers.Controllers`: the Job side."""
 
     sim: KubeSim
+    writing: set[asyncio.Future[Any]]
 
     def _spawn(self, coro: Any) -> None:
         raise NotImplementedError
@@ -254,7 +255,10 @@ class JobRunner:
     async def _run_collector(self, pod: Obj, node: str) -> tuple[int, str, str]:
         sim = self.sim
         root = Path(sim.workdir) / "hosts" / pod["metadata"]["name"]
-        spec = await asyncio.to_thread(write_host_tree, sim, node, root)
+        write = asyncio.ensure_future(asyncio.to_thread(write_host_tree, sim, node, root))
+        self.writing.add(write)
+        write.add_done_callback(self.writing.discard)
+        spec = await asyncio.shield(write)  # Controllers.stop waits for the thread
         cmd = [
             sys.executable,
             "-m",
@@ -278,6 +282,10 @@ class JobRunner:
             proc.kill()
             await proc.wait()
             return 124, "", "collector timed out\n"
+        except asyncio.CancelledError:  # the sim stops: no collector outlives it
+            proc.kill()
+            await asyncio.shield(proc.wait())
+            raise
         return proc.returncode or 0, out.decode(), err.decode()
 
     def _finish(
