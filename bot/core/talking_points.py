@@ -25,6 +25,8 @@ ai.training_host_memory_cause      contradicts pod, working_set_bytes, limit_byt
                                                ("comm[pid], ..."), shmem_bytes
 ai.training_host_memory_share      contradicts pod, held_bytes, share_percent, rank (2 = second
                                                consumer), primary (the verdict's subject)
+ai.shmem_held                      contradicts pod, held_bytes, share_percent (its tmpfs,
+                                               /dev/shm or memory-backed emptyDir)
 ai.pods_not_cause                  supports    cause, subject, held_bytes, share_percent,
                                                shortage_bytes, pods_bytes, pods_share_percent
 ai.container_near_limit            neutral     pod, container, working_set_bytes,

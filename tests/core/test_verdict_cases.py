@@ -6,7 +6,21 @@ from __future__ import annotations
 
 import random
 
-from generating import AT, GI, NODE, _daemons, _finish, _gpus, _kernel, _Node, _pod, _system, _view
+import pytest
+from generating import (
+    AT,
+    GI,
+    NODE,
+    _daemons,
+    _finish,
+    _gpus,
+    _kernel,
+    _Node,
+    _pod,
+    _system,
+    _view,
+    plant,
+)
 
 from bot.core.analysis import analyze
 from bot.core.cluster import EventInfo
@@ -41,6 +55,7 @@ def test_a_training_pod_eating_host_ram_is_named_with_its_numbers() -> None:
     keys = {p.key: p for p in d.talking_points}
     assert keys["ai.training_host_memory_cause"].stance == "contradicts"
     assert "ai.gpu_memory_not_cause" not in keys
+    assert "ai.training_priority_missing" not in keys  # never protect the consumer
 
 
 def test_plans_for_the_training_pod_target_it_and_state_their_relief() -> None:
@@ -119,3 +134,26 @@ def test_a_gpu_process_the_collector_could_not_see_is_not_called_an_orphan() -> 
                                   used_gpu_memory_bytes=60 * GI))  # fmt: skip
     d = analyze(_finish(n, _kernel(n), pressured=False), _view(n), now=AT)
     assert d.verdict.cause != "gpu_orphan"
+
+
+@pytest.mark.parametrize(
+    ("cls", "team_key", "stance"),
+    [
+        ("system_process", "ai.pods_not_cause", "supports"),
+        ("kernel_memory", "ai.pods_not_cause", "supports"),
+        ("hugepages", "ai.pods_not_cause", "supports"),
+        ("shmem_host", "ai.pods_not_cause", "supports"),
+        ("shmem_pod", "ai.shmem_held", "contradicts"),
+        ("gpu_training", "ai.training_host_memory_cause", "contradicts"),
+        ("pod", "ai.host_memory_workload", "neutral"),
+    ],
+)
+def test_the_team_whose_numbers_show_it_at_fault_hears_it(
+    cls: str, team_key: str, stance: str
+) -> None:
+    planted = plant(cls, random.Random(3))
+    d = analyze(planted.bundle, planted.view, now=AT)
+    points = {p.key: p for p in d.talking_points}
+    assert points[team_key].stance == stance and points[team_key].audience == "ai_team"
+    outside = team_key == "ai.pods_not_cause"
+    assert ("ops.consumer_outside_pods" in points) == outside

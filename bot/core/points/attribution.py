@@ -6,10 +6,13 @@ A team hears that it is at fault when its numbers say so, as plainly as the othe
   kernel memory, huge pages, host shmem, a GPU process of no pod): the ops team hears it
   (``ops.consumer_outside_pods``, contradicts "the GPU jobs did it") and the AI team hears
   that its pods are not the cause (``ai.pods_not_cause``, supports);
+- a pod's tmpfs, ``/dev/shm`` or memory-backed emptyDir holds the memory: its team hears it
+  (``ai.shmem_held``, contradicts);
 - a GPU pod is among the consumers that explain the shortage without being the primary one:
   the AI team hears its share and rank (``ai.training_host_memory_share``, contradicts).
 
-Keys: ops.consumer_outside_pods, ai.pods_not_cause, ai.training_host_memory_share.
+Keys: ops.consumer_outside_pods, ai.pods_not_cause, ai.shmem_held,
+ai.training_host_memory_share.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ def attribution_points(d: Diagnosis, view: ClusterView | None) -> list[TalkingPo
         out.append(
             point("ops_team", "ops.consumer_outside_pods", "contradicts", list(v.facts), params)
         )
-        if d.ledger.total_bytes:
+        if d.ledger.total_bytes and v.cause != "gpu_orphan":  # host RAM vs host RAM only
             pods = _pods_bytes(d)
             pods_fact = fact(
                 "node.pods_bytes", "all pods' memory", pods, "bytes", "cgroup:kubepods"
@@ -61,6 +64,20 @@ def attribution_points(d: Diagnosis, view: ClusterView | None) -> list[TalkingPo
                     },
                 )
             )
+    if v.cause == "shmem" and v.subject != "host" and known_pod(v.subject or "", view):
+        out.append(
+            point(
+                "ai_team",
+                "ai.shmem_held",
+                "contradicts",
+                list(v.facts),
+                {
+                    "pod": v.subject or "",
+                    "held_bytes": v.primary_bytes,
+                    "share_percent": round(v.share * 100, 1),
+                },
+            )
+        )
     if v.cause == "host_memory_workload" and view is not None:
         gpu_pods = {p.key for p in view.pods if p.gpu_request > 0}
         for rank, c in enumerate(v.contributing, start=2):

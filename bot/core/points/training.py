@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from bot.core.cluster import ClusterView
 from bot.core.findings import Diagnosis, TalkingPoint
+from bot.core.planning import consumer_group
 from bot.core.points.common import Codes, known_pod, pick, point
 from bot.core.rules.context import fact, pod_source
 from bot.core.thresholds import Thresholds
@@ -17,7 +18,13 @@ def training_points(
     d: Diagnosis, view: ClusterView | None, *, codes: Codes, t: Thresholds
 ) -> list[TalkingPoint]:
     out: list[TalkingPoint] = []
-    missing = codes.get("GPU_POD_NO_PRIORITY", [])
+    consumer = consumer_group(d)
+    # never advise raising the priority of the pod that holds the node's memory
+    missing = [
+        f
+        for f in codes.get("GPU_POD_NO_PRIORITY", [])
+        if consumer is None or consumer not in (f.subject, f.params.get("controller"))
+    ]
     if missing:
         pods = [str(f.params["pod"]) for f in missing]
         facts = [x for f in missing for x in f.facts[:1]]
