@@ -81,7 +81,6 @@ def _buttons(messages: list[dict[str, object]]) -> set[str]:
 
 #: case -> why the bot gets it wrong today (strict: fails once fixed, then remove the entry)
 DISAGREES = {
-    "issue-gpu-trainer-host-ram": "a talking point proposes a PriorityClass for the consumer",
     "issue-gpu-orphan": "a leftover process in a gone pod's scope is taken for a pod",
 }
 
