@@ -32,6 +32,7 @@ class Case:
     consumer_pod: str | None = None  # must never get a higher priority
     short: bool = True  # the node is short: plans state relief against it
     runbook: list[str] = field(default_factory=list)  # the manual step's words
+    fix: int | None = None  # the tier that relieves the shortage (not "not the fix")
 
 
 CASES = [
@@ -40,6 +41,7 @@ CASES = [
         "gpu-node-07",
         names=["ml-train/llm-pretrain-0"],
         consumer_pod="ml-train/llm-pretrain-0",
+        fix=3,
     ),
     Case(
         "issue-host-daemon",
@@ -81,6 +83,7 @@ def _buttons(messages: list[dict[str, object]]) -> set[str]:
 
 #: case -> why the bot gets it wrong today (strict: fails once fixed, then remove the entry)
 DISAGREES = {
+    "issue-gpu-trainer-host-ram": "tier 3 frees 21.0 GiB of a 21.1 GiB shortage: 'not the fix'",
     "issue-gpu-orphan": "a leftover process in a gone pod's scope is taken for a pod",
 }
 
@@ -122,6 +125,9 @@ async def test_an_issue_case_is_judged_right_end_to_end_in_the_thread(case: Case
         offered = [t for t in tiers if "→" in t and "Not available" not in t]
         assert offered, tiers
         assert all(RELIEF.search(t) and "short of about" in t for t in offered), offered
+    if case.fix is not None:
+        fix = [t for t in tiers if t.startswith(f"*Tier {case.fix}")]
+        assert fix and all("→" in t and "not the fix" not in t for t in fix), fix
     if case.runbook:
         assert all(word in everything for word in case.runbook), tiers
         assert "gpunode_tier3" not in _buttons(messages)  # no API action for it
