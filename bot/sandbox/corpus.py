@@ -88,10 +88,18 @@ def _range_text(r: ByteRange) -> str:
     return f"[{low}..{high}]"
 
 
+def _causes(causes: list[str]) -> str:
+    """``+a,b×3``: contributing causes in first-seen order, repeats counted."""
+    counts: dict[str, int] = {}
+    for c in causes:
+        counts[c] = counts.get(c, 0) + 1
+    return "+" + ",".join(c if n == 1 else f"{c}×{n}" for c, n in counts.items())
+
+
 def describe_expected(e: Expected) -> str:
     parts = [e.cause, e.subject or "-"]
     if e.contributing:
-        parts.append("+" + ",".join(c.cause for c in e.contributing))
+        parts.append(_causes([c.cause for c in e.contributing]))
     tiers = [
         f"{t}{'?' if x.offered is None else ''}"
         for t, x in sorted(e.tiers.items())
@@ -105,7 +113,7 @@ def describe_got(d: Diagnosis) -> str:
     v = d.verdict
     parts = [v.cause, v.subject or "-"]
     if v.contributing:
-        parts.append("+" + ",".join(c.cause for c in v.contributing))
+        parts.append(_causes([c.cause for c in v.contributing]))
     tiers = sorted(p.tier for p in d.plans if offered(p))
     parts.append("T" + ("".join(str(t) for t in tiers) or "-"))
     return " ".join(parts)
