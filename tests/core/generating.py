@@ -9,7 +9,9 @@ that, by construction, nothing else explains the problem:
 - host classes (``pod``, ``gpu_training``, ``system_process``, ``kernel_slab``,
   ``kernel_memory``, ``shmem_pod``, ``shmem_host``, ``hugepages``): the node is short
   (MemAvailable 0.5-4% of RAM, PSI stalls, sometimes a SystemOOM event) and the culprit holds
-  20-60% of RAM while every other consumer holds at most 60% of the culprit;
+  12-60% of RAM while every other consumer (an owner group counts as one) holds at most 80%
+  of the culprit; a pod culprit may be a group of replicas (subject: the biggest one);
+  some nodes carry evidence gaps (they may lower confidence, never the answer);
 - local classes (``container_limit``, ``gpu_memory``, ``gpu_orphan``) and ``healthy``: the
   node has headroom (MemAvailable >= 20%); the culprit is a container at its own limit, one
   exhausted GPU (a pod's process) or a GPU held by a process of no pod; ``healthy`` only looks
@@ -39,6 +41,7 @@ from bot.core.cluster import (
 from bot.core.evidence import (
     ContainerMemory,
     EvidenceBundle,
+    Gap,
     GpuDevice,
     GpuProcess,
     MemInfo,
@@ -429,8 +432,8 @@ def plant(cls: str, rng: random.Random) -> Planted:
     pressured = cls in HOST_CLASSES
     subject = NODE
     if pressured:
-        c = int(t * rng.uniform(0.20, 0.60))
-        cap = int(c * rng.uniform(0.2, 0.6))
+        c = int(t * rng.uniform(0.12, 0.60))
+        cap = int(c * rng.uniform(0.2, 0.8))
         gpu_count = rng.choice((0, 4, 8))
         train = None
         if cls == "gpu_training":
@@ -443,7 +446,7 @@ def plant(cls: str, rng: random.Random) -> Planted:
                 "train-0",
                 c + shm,
                 gpu=8,
-                limit=None,
+                limit=int((c + shm) / rng.uniform(0.7, 0.95)) if rng.random() < 0.3 else None,
                 request=int(c * rng.uniform(0.05, 0.3)),
                 owner=("StatefulSet", "train"),
                 shmem=shm,
@@ -455,16 +458,17 @@ def plant(cls: str, rng: random.Random) -> Planted:
             train = _training(n, int(min(cap, t * 0.06) * rng.uniform(0.3, 1.0)))
         _gpus(n, gpu_count, train)
         if cls == "pod":
-            limit = int(c / rng.uniform(0.9, 1.0)) if rng.random() < 0.5 else None
-            p = _pod(
-                n,
-                f"preprocess-{rng.getrandbits(20):05x}-x",
-                c,
-                limit=limit,
-                ns=rng.choice(("data", "ml")),
-                owner=("Deployment", "preprocess"),
-            )
-            subject = p.key
+            replicas = rng.randint(1, 3)
+            weights = sorted((rng.uniform(0.5, 1.0) for _ in range(replicas)), reverse=True)
+            weights[0] += 0.1  # the biggest replica is unique: it is the subject
+            ns = rng.choice(("data", "ml"))
+            keys = []
+            for r, w in enumerate(weights):
+                ws = int(c * w / sum(weights))
+                limit = int(ws / rng.uniform(0.9, 1.0)) if rng.random() < 0.5 else None
+                name = f"preprocess-{rng.getrandbits(20):05x}-{r}"
+                keys.append(_pod(n, name, ws, limit=limit, ns=ns, owner=("Deployment", "prep")).key)
+            subject = keys[0]
         elif cls == "system_process":
             comm = rng.choice(_HOGS)
             unit = rng.random() < 0.7
@@ -495,7 +499,7 @@ def plant(cls: str, rng: random.Random) -> Planted:
         used = n.anon() + n.pod_shmem() + k.host_shmem + _kernel_bytes(k)
         used += k.hugepages_total * k.hugepage_size
         left_target = int(t * rng.uniform(0.005, 0.035))
-        noise = int(t * rng.uniform(0.0, 0.01))
+        noise = int(t * rng.uniform(0.0, 0.03))
         _background_pods(n, t - used - left_target - noise, cap, limited=True)
         if rng.random() < 0.5:
             n.events.append(
@@ -507,7 +511,7 @@ def plant(cls: str, rng: random.Random) -> Planted:
                     message="System OOM encountered",
                 )
             )
-        bundle = _finish(n, k, pressured=True, unattributed=noise)
+        bundle = _gaps(_finish(n, k, pressured=True, unattributed=noise), rng)
         return Planted(cls, CAUSE[cls], subject, bundle, _view(n))
     gpu_count = 0 if cls == "container_limit" and rng.random() < 0.3 else rng.choice((4, 8))
     train = _training(n, int(t * rng.uniform(0.02, 0.08))) if gpu_count else None
@@ -564,6 +568,17 @@ def plant(cls: str, rng: random.Random) -> Planted:
     if cls == "healthy":
         bundle = _finish_looks_full(bundle)
     return Planted(cls, CAUSE[cls], subject, bundle, _view(n))
+
+
+def _gaps(b: EvidenceBundle, rng: random.Random) -> EvidenceBundle:
+    """Sometimes what a real collector meets: a denied file, an unreadable slabinfo."""
+    pool = [
+        Gap(source="procfs:/proc/<pid>/statm", reason="permission denied for 3 process(es)"),
+        Gap(source="procfs:/proc/slabinfo", reason="permission denied"),
+        Gap(source="procfs:/proc/4242/smaps_rollup", reason="permission denied"),
+    ]
+    gaps = [g for g in pool if rng.random() < 0.15]
+    return b.model_copy(update={"gaps": gaps}) if gaps else b
 
 
 def _finish_looks_full(b: EvidenceBundle) -> EvidenceBundle:

@@ -16,6 +16,9 @@ from hypothesis import strategies as st
 
 from bot.core.analysis import analyze
 
+#: hypothesis draws the generator's seed (a drawn ``random.Random`` makes huge base examples:
+#: a node has hundreds of random choices)
+SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 SETTINGS = settings(
     max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
 )
@@ -23,9 +26,9 @@ SETTINGS = settings(
 
 @pytest.mark.parametrize("cls", CLASSES)
 @SETTINGS
-@given(rng=st.randoms(use_true_random=False))
-def test_the_verdict_names_the_planted_culprit(cls: str, rng: random.Random) -> None:
-    planted = plant(cls, rng)
+@given(seed=SEEDS)
+def test_the_verdict_names_the_planted_culprit(cls: str, seed: int) -> None:
+    planted = plant(cls, random.Random(seed))
     d = analyze(planted.bundle, planted.view, now=AT)
     assert (d.verdict.cause, d.verdict.subject) == (planted.cause, planted.subject), (
         d.verdict.cause,
@@ -36,14 +39,12 @@ def test_the_verdict_names_the_planted_culprit(cls: str, rng: random.Random) -> 
 
 @pytest.mark.parametrize("cls", HOST_CLASSES)
 @SETTINGS
-@given(rng=st.randoms(use_true_random=False))
-def test_a_short_node_states_its_shortage_and_the_culprits_share(
-    cls: str, rng: random.Random
-) -> None:
-    planted = plant(cls, rng)
+@given(seed=SEEDS)
+def test_a_short_node_states_its_shortage_and_the_culprits_share(cls: str, seed: int) -> None:
+    planted = plant(cls, random.Random(seed))
     v = analyze(planted.bundle, planted.view, now=AT).verdict
     assert v.shortage_bytes > 0
-    assert v.share >= 0.19 and v.margin > 0
+    assert v.share >= 0.11 and v.margin > 0  # the generator plants 12-60% of RAM
     assert all(c.share <= v.share for c in v.contributing if c.cause == v.cause)
 
 
