@@ -61,6 +61,37 @@ class Layout:
         lines = [f"{13 - i}:{c}:/{path}" for i, c in enumerate(ctrls)]
         return "\n".join([*lines, f"1:name=systemd:/{path}", "0::/"]) + "\n"
 
+    def proc_cgroup_unit(self, path: str) -> str:
+        """``/proc/PID/cgroup`` text for a process that systemd placed in ``path`` (a unit).
+
+        v2: the one ``0::`` line. v1 (hybrid, as systemd sets it up): the controllers
+        systemd delegates per unit (memory, pids, blkio, devices, cpu,cpuacct and its own
+        ``name=systemd``) show the unit's path; the others stay at ``/``; the unified
+        hierarchy's ``0::`` line follows the unit too.
+        """
+        if self.version == 2:
+            return f"0::/{path}\n"
+        unit_ctrls = {"memory", "cpu,cpuacct", "pids", "blkio", "devices"}
+        ctrls = [
+            "misc",
+            "rdma",
+            "hugetlb",
+            "perf_event",
+            "net_cls,net_prio",
+            "freezer",
+            "cpuset",
+            "memory",
+            "pids",
+            "blkio",
+            "devices",
+            "cpu,cpuacct",
+        ]
+        lines = [
+            f"{len(ctrls) + 1 - i}:{c}:{'/' + path if c in unit_ctrls else '/'}"
+            for i, c in enumerate(ctrls)
+        ]
+        return "\n".join([*lines, f"1:name=systemd:/{path}", f"0::/{path}"]) + "\n"
+
 
 def memory_files(layout: Layout, f: Figures, *, limit: int | None, ooms: int = 0) -> dict[str, str]:
     """The memory controller files of one cgroup with figures ``f``."""

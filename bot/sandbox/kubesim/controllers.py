@@ -29,6 +29,7 @@ class Controllers(JobRunner):
         self.sim = sim
         self.loop: asyncio.AbstractEventLoop | None = None
         self.tasks: set[asyncio.Task[None]] = set()
+        self.writing: set[asyncio.Future[Any]] = set()
         sim.api.on_change.append(self._on_change)
 
     def _spawn(self, coro: Any) -> None:
@@ -45,6 +46,9 @@ class Controllers(JobRunner):
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self.tasks.clear()
+        # host trees still being written in a thread: let them finish before the sim
+        # removes its work directory (a cancelled job cannot stop the thread)
+        await asyncio.gather(*list(self.writing), return_exceptions=True)
 
     # ---- dispatch ---------------------------------------------------------------------------
     def _on_change(self, plural: str, old: Obj | None, new: Obj | None) -> None:

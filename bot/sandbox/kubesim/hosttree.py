@@ -8,10 +8,15 @@
   capped pods hold what their new limit allows; see ``procfiles`` for the model);
 - ``proc/<pid>/{status,cmdline,comm,cgroup,statm,smaps_rollup}`` for every process of every
   running pod on the node and for the node's system processes (host PIDs, deterministic);
+  a system process lives in its systemd unit (``system.slice/<unit>``) or the cgroup its
+  scenario names (a user session, or the kubepods scope of a container whose pod is gone);
+- ``proc/slabinfo`` (version 2.1) with the scenario's biggest caches, unless turned off;
 - cgroup memory files for the kubepods hierarchy, QoS levels, pods and containers, in the
   node's cgroup version, driver and runtime (container ids match the pods'
-  ``status.containerStatuses[].containerID``, pod UIDs match the API objects);
-- ``nvml.json``, the fake NVML spec for GPU nodes (process PIDs = host PIDs);
+  ``status.containerStatuses[].containerID``, pod UIDs match the API objects), and for the
+  cgroups of system processes (their RSS: anon, file, shmem);
+- ``nvml.json``, the fake NVML spec for GPU nodes (process PIDs = host PIDs; system
+  processes' GPU memory is listed too: NVML does not know about pods);
 - ``dev/kmsg`` (the kernel log, with the scenario's OOM kills and XIDs, see ``kmsgfiles``),
   ``proc/stat`` (``btime``) and ``proc/sys/kernel/dmesg_restrict``.
 Returns the path of the NVML spec, or None for a node without GPUs.
@@ -30,7 +35,8 @@ from bot.sandbox.kubesim import scenarios as sc
 from bot.sandbox.kubesim.cgroupfiles import Layout, memory_files
 from bot.sandbox.kubesim.defaults import stable_uid
 from bot.sandbox.kubesim.quantities import to_bytes
-from bot.sandbox.kubesim.usage import ZERO, add, figures, starting_figures
+from bot.sandbox.kubesim.slabfiles import slabinfo_text
+from bot.sandbox.kubesim.usage import ZERO, Figures, add, figures, starting_figures
 
 if TYPE_CHECKING:
     from bot.sandbox.kubesim.sim import KubeSim
@@ -77,15 +83,13 @@ def write_host_tree(sim: KubeSim, node_name: str, root: Path) -> Path | None:
     if node is None:
         raise ValueError(f"node {node_name!r} is not in scenario {sim.scenario.name!r}")
     layout = Layout(node.cgroup_version, node.cgroup_driver, node.runtime)
-    pid = 1100
-    for p in node.system_processes:
-        svc = f"system.slice/{p.command.split('-')[0]}.service"
-        _write_all(root, procfiles.process_files(pid, p, layout.proc_cgroup(svc), ppid=1))
-        pid += 1
-    pid = PID_BASE
-    node_total, qos_totals = ZERO, {"burstable": ZERO, "besteffort": ZERO, "guaranteed": ZERO}
+    kube_dir = "kubepods.slice" if layout.driver == "systemd" else "kubepods"
     gpu_procs: dict[int, list[tuple[int, int]]] = {}
     placed: dict[tuple[str, str, str], kmsgfiles.Placed] = {}
+    qos_totals = _write_system_processes(root, node, layout, gpu_procs, kube_dir=kube_dir)
+    stale = add(add(qos_totals["burstable"], qos_totals["besteffort"]), qos_totals["guaranteed"])
+    pid = PID_BASE
+    node_total = ZERO
     for pod in _pods_on(sim, node_name):
         uid = pod["metadata"]["uid"]
         qos = (pod.get("status") or {}).get("qosClass", "BestEffort").lower()
@@ -122,13 +126,12 @@ def write_host_tree(sim: KubeSim, node_name: str, root: Path) -> Path | None:
             _w(root, f"{layout.mount}/{pdir}/{fname}", text)
         qos_totals[qos] = add(qos_totals[qos], pod_total)
         node_total = add(node_total, pod_total)
-    kube_dir = "kubepods.slice" if layout.driver == "systemd" else "kubepods"
     for q in ("burstable", "besteffort"):
         qdir = f"{kube_dir}/kubepods-{q}.slice" if layout.driver == "systemd" else f"{kube_dir}/{q}"
         for fname, text in memory_files(layout, qos_totals[q], limit=None).items():
             _w(root, f"{layout.mount}/{qdir}/{fname}", text)
     alloc = to_bytes(node.allocatable.get("memory", node.capacity.get("memory", 0)))
-    for fname, text in memory_files(layout, node_total, limit=alloc).items():
+    for fname, text in memory_files(layout, add(node_total, stale), limit=alloc).items():
         _w(root, f"{layout.mount}/{kube_dir}/{fname}", text)
     start = starting_figures(sim.scenario, node_name)
     values = procfiles.meminfo(node, node_total, start=start)
@@ -136,6 +139,8 @@ def write_host_tree(sim: KubeSim, node_name: str, root: Path) -> Path | None:
     scale = procfiles.pressure_scale(node, node_total, start=start)
     _w(root, "proc/pressure/memory", procfiles.pressure_text(node.pressure, scale))
     _w(root, "proc/net/sockstat", procfiles.sockstat_text(node.kernel.sock_tcp_pages))
+    if node.kernel.slabinfo:
+        _w(root, "proc/slabinfo", slabinfo_text(node.kernel))
     if layout.version == 2:
         _w(
             root,
@@ -160,6 +165,56 @@ def _kernel_log(
     _w(root, "dev/kmsg", text)
     _w(root, "proc/stat", f"cpu  0 0 0 0 0 0 0 0 0 0\nbtime {int(time.time()) - uptime}\n")
     _w(root, "proc/sys/kernel/dmesg_restrict", "1\n")
+
+
+def _process_figures(p: sc.Process) -> Figures:
+    """A system process's RSS as the memory figures of the cgroup it alone occupies."""
+    anon, file, shm = to_bytes(p.rss_anon), to_bytes(p.rss_file), to_bytes(p.rss_shmem)
+    return Figures(anon, file + shm, file // 2, shm, 4 * procfiles.MIB, 0, ())
+
+
+def _write_system_processes(
+    root: Path,
+    node: sc.Node,
+    layout: Layout,
+    gpu_procs: dict[int, list[tuple[int, int]]],
+    *,
+    kube_dir: str,
+) -> dict[str, Figures]:
+    """Processes outside pods: proc files, their cgroups' memory files, their GPU memory.
+
+    Returns, per QoS level, what the ones left in a kubepods scope (their pod is gone) hold:
+    the kubepods and QoS cgroups' totals include it, as the kernel's hierarchical counters
+    do (their pod-level cgroup is written here too).
+    """
+    by_cgroup: dict[str, Figures] = {}
+    pid = 1100
+    for p in node.system_processes:
+        path = p.cgroup_path()
+        in_kube = path.split("/", 1)[0] == kube_dir
+        text = layout.proc_cgroup(path) if in_kube else layout.proc_cgroup_unit(path)
+        _write_all(root, procfiles.process_files(pid, p, text, ppid=1))
+        for idx, used in p.gpu_memory.items():
+            gpu_procs.setdefault(int(idx), []).append((pid, to_bytes(used)))
+        by_cgroup[path] = add(by_cgroup.get(path, ZERO), _process_figures(p))
+        pid += 1
+    stale = {"burstable": ZERO, "besteffort": ZERO, "guaranteed": ZERO}
+    parents: dict[str, Figures] = {}
+    for path, f in by_cgroup.items():
+        if not path:
+            continue  # the root cgroup has no memory.current / limit files
+        for fname, text in memory_files(layout, f, limit=None).items():
+            _w(root, f"{layout.mount}/{path}/{fname}", text)
+        segments = path.split("/")
+        if segments[0] == kube_dir and len(segments) > 2:
+            qos = next((q for q in ("burstable", "besteffort") if q in path), "guaranteed")
+            stale[qos] = add(stale[qos], f)
+            parent = "/".join(segments[:-1])
+            parents[parent] = add(parents.get(parent, ZERO), f)
+    for path, f in parents.items():
+        for fname, text in memory_files(layout, f, limit=None).items():
+            _w(root, f"{layout.mount}/{path}/{fname}", text)
+    return stale
 
 
 def _ooms(sim: KubeSim, pod: Obj, cname: str) -> int:

@@ -66,6 +66,7 @@ class JobRunner:
     """Mixin of :class:`~bot.sandbox.kubesim.controllers.Controllers`: the Job side."""
 
     sim: KubeSim
+    writing: set[asyncio.Future[Any]]
 
     def _spawn(self, coro: Any) -> None:
         raise NotImplementedError
@@ -308,12 +309,10 @@ class JobRunner:
     async def _run_collector(self, pod: Obj, node: str) -> tuple[int, str, str]:
         sim = self.sim
         root = Path(sim.workdir) / "hosts" / pod["metadata"]["name"]
-        writing = asyncio.ensure_future(asyncio.to_thread(podview.prepare, sim, pod, node, root))
-        try:
-            spec = await asyncio.shield(writing)
-        except asyncio.CancelledError:
-            await writing  # finish the files before the sim may remove its workdir
-            raise
+        write = asyncio.ensure_future(asyncio.to_thread(podview.prepare, sim, pod, node, root))
+        self.writing.add(write)
+        write.add_done_callback(self.writing.discard)
+        spec = await asyncio.shield(write)  # Controllers.stop waits for the thread
         prefix = podview.collector_prefix(pod)
         cmd = [
             *prefix,

@@ -15,6 +15,12 @@ from bot.sandbox.kubesim.stamps import T0, ts
 Obj = dict[str, Any]
 
 
+def _hugepages(n: sc.Node) -> dict[str, str]:
+    """``hugepages-<size>`` as the kubelet reports pre-allocated pools (total x size, in
+    capacity and allocatable alike); scenario values, when given, win (they are checked)."""
+    return {f"hugepages-{p.size}": str(p.total * p.page_bytes) for p in n.hugepages}
+
+
 def node_object(n: sc.Node) -> Obj:
     labels = {
         "kubernetes.io/hostname": n.name,
@@ -66,8 +72,8 @@ def node_object(n: sc.Node) -> Obj:
         },
         "spec": {"podCIDR": "10.244.0.0/24"},
         "status": {
-            "capacity": {k: str(v) for k, v in n.capacity.items()},
-            "allocatable": {k: str(v) for k, v in n.allocatable.items()},
+            "capacity": {**_hugepages(n), **{k: str(v) for k, v in n.capacity.items()}},
+            "allocatable": {**_hugepages(n), **{k: str(v) for k, v in n.allocatable.items()}},
             "conditions": conditions,
             "addresses": [
                 {"type": "InternalIP", "address": ip},

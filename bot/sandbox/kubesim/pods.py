@@ -36,10 +36,16 @@ def pod_template(w: sc.Workload) -> Obj:
     spec: Obj = {"containers": [container_spec(c) for c in w.containers]}
     if w.priority_class:
         spec["priorityClassName"] = w.priority_class
+    volumes: list[tuple[Obj, str]] = []
     if w.emptydir:
-        spec["volumes"] = [{"name": "scratch", "emptyDir": {}}]
+        volumes.append(({"name": "scratch", "emptyDir": {}}, "/scratch"))
+    if w.shm_size is not None:
+        shm = {"medium": "Memory", "sizeLimit": str(w.shm_size)}
+        volumes.append(({"name": "dshm", "emptyDir": shm}, "/dev/shm"))
+    if volumes:
+        spec["volumes"] = [v for v, _ in volumes]
         for c in spec["containers"]:
-            c["volumeMounts"] = [{"name": "scratch", "mountPath": "/scratch"}]
+            c["volumeMounts"] = [{"name": v["name"], "mountPath": m} for v, m in volumes]
     if w.kind == "Job":
         spec["restartPolicy"] = "Never"
     if w.resource_claims:

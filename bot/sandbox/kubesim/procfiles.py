@@ -6,9 +6,11 @@ The node's memory is a function of the pods on it *now*. The scenario's kernel f
 (slab, page tables, kernel stacks, percpu, vmalloc, buffers, host page cache, system anon)
 stay fixed; AnonPages, Cached, Shmem and the file LRU follow the pods present, and MemFree
 is what is left of MemTotal, so ``MemTotal = MemFree + AnonPages + Cached + Buffers + Slab
-+ KernelStack + PageTables + Percpu + VmallocUsed + socket buffers`` holds exactly in every
-state (socket buffers: the TCP + UDP ``mem`` pages of ``/proc/net/sockstat``, which no
-meminfo line shows, as on a real node). A pod that
++ KernelStack + PageTables + Percpu + VmallocUsed + socket buffers + Hugetlb`` holds exactly
+in every state (socket buffers: the TCP + UDP ``mem`` pages of ``/proc/net/sockstat``, which
+no meminfo line shows, as on a real node; Hugetlb: every hugepage pool, used or not, in no
+other line). Cached includes Shmem (tmpfs, /dev/shm, memory-backed emptyDirs: pods' shmem
+and the host's ``kernel.shmem``), which sits on the anon LRU and is not reclaimable. A pod that
 leaves takes its anon memory and its page cache with it (its emptyDir and private files go).
 
 MemAvailable follows the kernel's ``si_mem_available`` (mm/show_mem.c): MemFree less the
@@ -63,11 +65,13 @@ class Parts:
     vmalloc: int
     sockets: int
     inactive_file: int
+    hugetlb: int = 0
 
     @property
     def free(self) -> int:
         used = self.anon + self.cached + self.buffers + self.srec + self.sunrec + self.sockets
-        return self.total - used - self.stack - self.ptables - self.percpu - self.vmalloc
+        kernel = self.stack + self.ptables + self.percpu + self.vmalloc
+        return self.total - used - kernel - self.hugetlb
 
     @property
     def file_lru(self) -> int:
@@ -108,6 +112,7 @@ def parts(node: sc.Node, pods: Figures) -> Parts:
         vmalloc=_pages(k.other),
         sockets=socket_bytes(node),
         inactive_file=min(cached - shmem + buffers, inactive),
+        hugetlb=hugetlb_bytes(node),
     )
     if p.free < 0:
         raise ValueError(
@@ -168,6 +173,7 @@ def meminfo(node: sc.Node, pods: Figures, *, start: Figures) -> dict[str, int]:
     file_lru, inactive_file = p.file_lru, p.inactive_file
     anon_lru = p.anon + p.shmem
     active_anon = int(anon_lru * 0.9)
+    pool = node.hugepages[0] if node.hugepages else None
     return {
         "MemTotal": p.total,
         "MemFree": p.free,
@@ -202,7 +208,7 @@ def meminfo(node: sc.Node, pods: Figures, *, start: Figures) -> dict[str, int]:
         "NFS_Unstable": 0,
         "Bounce": 0,
         "WritebackTmp": 0,
-        "CommitLimit": p.total // 2,
+        "CommitLimit": (p.total - p.hugetlb) // 2,  # vm_commit_limit: ratio 50, no swap
         "Committed_AS": p.anon + p.shmem + 8 * GIB,
         "VmallocTotal": 34359738367 * KB,
         "VmallocUsed": p.vmalloc,
@@ -215,12 +221,12 @@ def meminfo(node: sc.Node, pods: Figures, *, start: Figures) -> dict[str, int]:
         "FileHugePages": 0,
         "FilePmdMapped": 0,
         "Unaccepted": 0,
-        "HugePages_Total": 0,
-        "HugePages_Free": 0,
-        "HugePages_Rsvd": 0,
-        "HugePages_Surp": 0,
-        "Hugepagesize": 2048 * KB,
-        "Hugetlb": 0,
+        "HugePages_Total": pool.total if pool else 0,
+        "HugePages_Free": pool.free_pages if pool else 0,
+        "HugePages_Rsvd": pool.reserved if pool else 0,
+        "HugePages_Surp": pool.surplus if pool else 0,
+        "Hugepagesize": pool.page_bytes if pool else 2048 * KB,
+        "Hugetlb": p.hugetlb,
         "DirectMap4k": 1 * GIB,
         "DirectMap2M": 64 * GIB,
         "DirectMap1G": max(0, p.total - 65 * GIB),
@@ -235,6 +241,15 @@ def format_meminfo(values: dict[str, int]) -> str:
         else:
             lines.append(f"{key + ':':<16}{v // KB:>8} kB")
     return "\n".join(lines) + "\n"
+
+
+def hugetlb_bytes(node: sc.Node) -> int:
+    """meminfo ``Hugetlb``: every pool's pages (surplus included) times its page size.
+
+    Hugetlb pages are taken from MemTotal but show in no other line (not AnonPages, not
+    Shmem, not Cached): a reserved pool is memory gone, used or not.
+    """
+    return sum(pool.total * pool.page_bytes for pool in node.hugepages)
 
 
 def socket_bytes(node: sc.Node) -> int:
@@ -257,8 +272,9 @@ def kb(b: int) -> str:
 def process_files(pid: int, p: sc.Process, cgroup_text: str, *, ppid: int) -> dict[str, bytes]:
     """``proc/<pid>/...`` relative path -> content for one process."""
     anon, file, shm = to_bytes(p.rss_anon), to_bytes(p.rss_file), to_bytes(p.rss_shmem)
-    rss = anon + file + shm
-    vsz = rss + 2 * GIB
+    huge = to_bytes(p.hugetlb)
+    rss = anon + file + shm  # hugetlb pages are not in VmRSS
+    vsz = rss + huge + 2 * GIB
     name = p.command[:15]
     status = (
         f"Name:\t{name}\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t{pid}\nNgid:\t0\n"
@@ -269,7 +285,7 @@ def process_files(pid: int, p: sc.Process, cgroup_text: str, *, ppid: int) -> di
         f"VmRSS:\t{kb(rss)}\nRssAnon:\t{kb(anon)}\nRssFile:\t{kb(file)}\n"
         f"RssShmem:\t{kb(shm)}\nVmData:\t{kb(anon + MIB)}\nVmStk:\t{kb(132 * KB)}\n"
         f"VmExe:\t{kb(4 * MIB)}\nVmLib:\t{kb(60 * MIB)}\nVmPTE:\t{kb(rss // 512)}\n"
-        f"VmSwap:\t{kb(0)}\nHugetlbPages:\t{kb(0)}\nCoreDumping:\t0\nTHP_enabled:\t1\n"
+        f"VmSwap:\t{kb(0)}\nHugetlbPages:\t{kb(huge)}\nCoreDumping:\t0\nTHP_enabled:\t1\n"
         f"Threads:\t16\nSigQ:\t0/1030000\n"
     )
     page = 4096
@@ -286,7 +302,7 @@ def process_files(pid: int, p: sc.Process, cgroup_text: str, *, ppid: int) -> di
         f"Private_Clean:  {kb(file)}\nPrivate_Dirty:  {kb(anon + shm)}\n"
         f"Referenced:     {kb(rss)}\nAnonymous:      {kb(anon)}\nKSM:            {kb(0)}\n"
         f"LazyFree:       {kb(0)}\nAnonHugePages:  {kb(0)}\nShmemPmdMapped: {kb(0)}\n"
-        f"FilePmdMapped:  {kb(0)}\nShared_Hugetlb: {kb(0)}\nPrivate_Hugetlb:{kb(0)}\n"
+        f"FilePmdMapped:  {kb(0)}\nShared_Hugetlb: {kb(huge)}\nPrivate_Hugetlb:{kb(0)}\n"
         f"Swap:           {kb(0)}\nSwapPss:        {kb(0)}\nLocked:         {kb(0)}\n"
     )
     args = (p.cmdline or p.command).split()

@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from bot.errors import ConfigError
+from bot.sandbox.kubesim.expectations import Expected
+from bot.sandbox.kubesim.quantities import to_bytes
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 Quantity = str | int
@@ -30,18 +32,71 @@ class Process(_M):
     rss_anon: Quantity = 0
     rss_file: Quantity = "40Mi"
     rss_shmem: Quantity = 0
+    hugetlb: Quantity = Field(0, description="hugetlbfs pages mapped (status HugetlbPages)")
     gpu_memory: dict[int, Quantity] = Field(
         default_factory=dict, description="GPU index -> memory this PID uses"
     )
+    unit: str | None = Field(
+        None,
+        description="system processes: the systemd unit (``x.service`` / ``x.scope``) under "
+        "system.slice; default: the cmdline's program name + .service",
+    )
+    cgroup: str | None = Field(
+        None,
+        description="system processes: the full cgroup path instead of ``unit`` (e.g. a "
+        "user session scope, or the kubepods scope of a container whose pod is gone)",
+    )
+
+    @model_validator(mode="after")
+    def _one_placement(self) -> Process:
+        if self.unit is not None and self.cgroup is not None:
+            raise ValueError(f"process {self.command}: give unit or cgroup, not both")
+        if self.unit is not None and not self.unit.endswith((".service", ".scope")):
+            raise ValueError(f"process {self.command}: unit {self.unit!r} is not a .service/.scope")
+        if (
+            self.cgroup is not None
+            and self.cgroup != "/"
+            and (not self.cgroup or self.cgroup.startswith("/"))
+        ):
+            raise ValueError(
+                f"process {self.command}: cgroup is a path relative to the root ('/': the root)"
+            )
+        return self
+
+    def cgroup_path(self) -> str:
+        """Where a process outside pods lives (relative to the cgroup root; "" the root)."""
+        if self.cgroup is not None:
+            return self.cgroup.strip("/")
+        if self.unit is not None:
+            return f"system.slice/{self.unit}"
+        program = (self.cmdline or self.command).split()[0].rsplit("/", 1)[-1]
+        return f"system.slice/{program}.service"
 
 
 class Usage(_M):
+    """One container's memory cgroup. ``shmem`` (tmpfs, /dev/shm, memory-backed emptyDir)
+    is part of ``file`` as in memory.stat; it sits on the anon LRU, so it is never in
+    ``inactive_file``."""
+
     anon: Quantity = "20Mi"
     file: Quantity = "10Mi"
-    inactive_file: Quantity | None = Field(None, description="default: half of file")
+    inactive_file: Quantity | None = Field(
+        None, description="default: half of the file pages that are not shmem"
+    )
     shmem: Quantity = 0
     kernel: Quantity = "8Mi"
     cpu: Quantity = "100m"
+
+    @model_validator(mode="after")
+    def _shmem_in_file(self) -> Usage:
+        file, shmem = to_bytes(self.file), to_bytes(self.shmem)
+        if shmem > file:
+            raise ValueError(
+                f"usage: shmem ({self.shmem}) is part of file ({self.file}): raise file"
+            )
+        if self.inactive_file is not None and to_bytes(self.inactive_file) > file - shmem:
+            raise ValueError("usage: inactive_file cannot exceed file - shmem (shmem is anon LRU)")
+        return self
 
 
 class Container(_M):
@@ -73,6 +128,9 @@ class Workload(_M):
         default_factory=list,
         description="DRA: pod resourceClaims (from a ResourceClaimTemplate of the same name), "
         "each used by every container",
+    )
+    shm_size: Quantity | None = Field(
+        None, description="mount a memory-backed emptyDir (sizeLimit) at /dev/shm"
     )
     containers: list[Container]
     phase: Literal["Running", "Pending", "Succeeded", "Failed"] = "Running"
@@ -108,6 +166,44 @@ class Kernel(_M):
         "it as pods leave or shrink (see kubesim/procfiles.py)",
     )
     sock_tcp_pages: int = 2048
+    slab_caches: dict[str, Quantity] = Field(
+        default_factory=dict,
+        description="/proc/slabinfo: the biggest caches (name -> bytes); the rest of Slab is "
+        "spread over common caches",
+    )
+    slabinfo: bool = Field(
+        True,
+        description="write /proc/slabinfo; False: absent (the collector records a gap; a "
+        "denial cannot be staged for a collector that runs as root)",
+    )
+
+
+class HugePool(_M):
+    """One hugetlb pool. The first pool of a node is the default size (meminfo's
+    ``HugePages_*`` lines); ``Hugetlb`` sums every pool. ``total`` includes ``surplus``."""
+
+    size: Literal["2Mi", "1Gi"] = "2Mi"
+    total: int = Field(ge=0)
+    free: int | None = Field(None, ge=0, description="default: all free")
+    reserved: int = Field(0, ge=0, description="HugePages_Rsvd: promised, not yet faulted")
+    surplus: int = Field(0, ge=0)
+
+    @model_validator(mode="after")
+    def _counts(self) -> HugePool:
+        free = self.total if self.free is None else self.free
+        if free > self.total or self.reserved > free or self.surplus > self.total:
+            raise ValueError(
+                f"hugepages {self.size}: need free <= total, reserved <= free, surplus <= total"
+            )
+        return self
+
+    @property
+    def free_pages(self) -> int:
+        return self.total if self.free is None else self.free
+
+    @property
+    def page_bytes(self) -> int:
+        return to_bytes(self.size)
 
 
 class Pressure(_M):
@@ -166,10 +262,50 @@ class Node(_M):
     kernel: Kernel = Field(default_factory=Kernel)
     pressure: Pressure = Field(default_factory=Pressure)
     gpus: Gpus | None = None
+    hugepages: list[HugePool] = Field(default_factory=list)
     system_processes: list[Process] = Field(default_factory=list)
     kernel_log: list[KernelEvent] = Field(
         default_factory=list, description="OOM kills and XIDs in the node's /dev/kmsg"
     )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Node:
+        sizes = [p.size for p in self.hugepages]
+        if len(set(sizes)) != len(sizes):
+            raise ValueError(f"node {self.name}: one hugepages pool per size")
+        for pool in self.hugepages:
+            key = f"hugepages-{pool.size}"
+            for side in (self.capacity, self.allocatable):
+                if key in side and to_bytes(side[key]) != pool.total * pool.page_bytes:
+                    raise ValueError(
+                        f"node {self.name}: {key} must be total x size "
+                        f"({pool.total * pool.page_bytes} bytes), as the kubelet reports it"
+                    )
+        huge = sum(p.total * p.page_bytes for p in self.hugepages)
+        if huge and "memory" in self.allocatable and "memory" in self.capacity:
+            room = to_bytes(self.capacity["memory"]) - huge
+            if to_bytes(self.allocatable["memory"]) > room:
+                raise ValueError(
+                    f"node {self.name}: allocatable memory must leave out the hugepages "
+                    f"(at most capacity - {huge} bytes), as the kubelet computes it"
+                )
+        for p in self.system_processes:
+            bad = [i for i in p.gpu_memory if self.gpus is None or not 0 <= i < self.gpus.count]
+            if bad:
+                raise ValueError(f"node {self.name}: process {p.command} uses GPUs {bad} it lacks")
+        shared = max((to_bytes(p.rss_shmem) for p in self.system_processes), default=0)
+        if shared > to_bytes(self.kernel.shmem):
+            raise ValueError(
+                f"node {self.name}: a system process maps {shared} bytes of shmem, more than "
+                f"the host's kernel.shmem ({self.kernel.shmem}); raise kernel.shmem"
+            )
+        anon = sum(to_bytes(p.rss_anon) for p in self.system_processes)
+        if anon > to_bytes(self.kernel.system_anon):
+            raise ValueError(
+                f"node {self.name}: system processes hold {anon} bytes of anon memory, more "
+                f"than kernel.system_anon ({self.kernel.system_anon}); raise system_anon"
+            )
+        return self
 
 
 class PriorityClass(_M):
@@ -246,6 +382,15 @@ class Scenario(_M):
         description="RuntimeClasses (handler = name); the GPU Operator creates 'nvidia'",
     )
     faults: list[Fault] = Field(default_factory=list)
+    expected: Expected | None = Field(
+        None, description="the labelled outcome (corpus): what an expert concludes"
+    )
+
+    @model_validator(mode="after")
+    def _expected_node(self) -> Scenario:
+        if self.expected is not None and self.node(self.expected.node) is None:
+            raise ValueError(f"expected.node {self.expected.node!r} is not a node of the scenario")
+        return self
 
     def node(self, name: str) -> Node | None:
         return next((n for n in self.nodes if n.name == name), None)

@@ -86,8 +86,8 @@ def container_figures(c: sc.Container, limit: sc.Quantity | None) -> Figures:
     """Figures of scenario container ``c`` running under memory ``limit`` (None: no limit)."""
     u = c.usage
     anon, file, kernel = to_bytes(u.anon), to_bytes(u.file), to_bytes(u.kernel)
-    inactive = to_bytes(u.inactive_file) if u.inactive_file is not None else file // 2
     shmem = to_bytes(u.shmem)
+    inactive = to_bytes(u.inactive_file) if u.inactive_file is not None else (file - shmem) // 2
     procs = tuple(c.processes)
     if limit is not None:
         cap = int(to_bytes(limit) * CLAMP)
@@ -95,7 +95,8 @@ def container_figures(c: sc.Container, limit: sc.Quantity | None) -> Figures:
         if total > cap:
             scale = cap / total
             anon, file = _pages(int(anon * scale)), _pages(int(file * scale))
-            inactive, shmem = min(inactive, file), min(shmem, file)
+            shmem = min(shmem, file)
+            inactive = min(inactive, file - shmem)
             procs = tuple(
                 p.model_copy(update={"rss_anon": _pages(int(to_bytes(p.rss_anon) * scale))})
                 for p in procs

@@ -38,7 +38,7 @@ def test_every_shipped_scenario_is_listed() -> None:
     assert {"seed", "slab-leak", "gpu-bound", "limit-edge", "healthy"} <= set(list_scenarios())
 
 
-@pytest.mark.parametrize("name", ["seed", "slab-leak", "gpu-bound", "limit-edge", "healthy"])
+@pytest.mark.parametrize("name", list_scenarios())
 def test_every_node_host_tree_adds_up_to_mem_total(name: str, tmp_path: Path) -> None:
     sim = KubeSim(load_scenario(name))
     for node in sim.scenario.nodes:
@@ -54,10 +54,15 @@ def test_every_node_host_tree_adds_up_to_mem_total(name: str, tmp_path: Path) ->
             "PageTables",
             "Percpu",
             "VmallocUsed",
+            "Hugetlb",
         )
         assert sum(m[p] for p in parts) + socket_bytes(tmp_path / node.name) == m["MemTotal"]
         assert m["Slab"] == m["SReclaimable"] + m["SUnreclaim"]
         assert m["Active(file)"] + m["Inactive(file)"] == m["Cached"] - m["Shmem"] + m["Buffers"]
+        assert m["Cached"] >= m["Shmem"]
+        file_lru = m["Active(file)"] + m["Inactive(file)"]
+        assert m["MemAvailable"] <= m["MemFree"] + file_lru + m["SReclaimable"]
+        assert m["Hugetlb"] >= m["HugePages_Total"] * m["Hugepagesize"]
 
 
 def test_seed_node_tells_the_story_in_kernel_numbers(tmp_path: Path) -> None:

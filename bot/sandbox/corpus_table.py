@@ -1,0 +1,24 @@
+"""Print the corpus table: ``python -m bot.sandbox.corpus_table [SCENARIO ...]``.
+
+Each labelled scenario runs through the real collector, gateway and analysis (one stand-in
+per scenario, in turn); prints ``scenario | expected | got | ok`` and the disagreements.
+Exit status 0 when every scenario agrees with its label, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+from bot.sandbox.corpus import judge_all, table
+
+
+def main(argv: list[str] | None = None) -> int:
+    names = list(argv if argv is not None else sys.argv[1:]) or None
+    outcomes = asyncio.run(judge_all(names))
+    print(table(outcomes))
+    return 0 if all(o.ok for o in outcomes) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

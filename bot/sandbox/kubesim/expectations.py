@@ -1,0 +1,70 @@
+"""The labelled outcome of a corpus scenario: what an expert concludes from its numbers.
+
+A scenario's ``expected:`` block (YAML) is written from the scenario's figures, never from
+the bot's output; ``bot.sandbox.corpus`` compares a Diagnosis with it. Unknown keys are
+errors, like everywhere in the scenario format.
+
+- ``cause`` / ``subject``: the verdict. ``subject`` is a glob (``data-prep/preprocess-*``
+  for a Deployment's pod, whose name has a generated suffix) or ``gpu:N``, the uuid of GPU
+  index N on that node (uuids are generated).
+- ``contributing``: consumers that must be named besides the primary one (a subset: the
+  verdict may name more).
+- ``tiers``: the tiers offered (tier 1 and 3: available and relieving the shortage; tier 2:
+  available, it frees nothing by design). A tier not listed must not be offered; one
+  listed with ``offered: false`` is checked for its relief only (e.g. "evicting these pods
+  frees about 8 GiB, not enough").
+- ``runbook``: a glob the unit of a manual runbook step must match (processes outside
+  Kubernetes get a runbook step, no API action).
+- ``shortage``: range for ``Verdict.shortage_bytes`` (MemAvailable short of 10% of RAM).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from bot.core.findings import VerdictCause
+from bot.sandbox.kubesim.quantities import to_bytes
+
+Quantity = str | int
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ByteRange(_M):
+    """Inclusive bounds in bytes (quantity strings); either may be omitted."""
+
+    min: Quantity | None = None
+    max: Quantity | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ByteRange:
+        low, high = self.min, self.max
+        if low is not None and high is not None and to_bytes(low) > to_bytes(high):
+            raise ValueError(f"range min {self.min} is above max {self.max}")
+        return self
+
+
+class Contribution(_M):
+    cause: VerdictCause
+    subject: str | None = Field(None, description="glob, or gpu:N; None: any subject")
+
+
+class TierExpectation(_M):
+    offered: bool | None = Field(True, description="None: either (not judged)")
+    relief: ByteRange | None = Field(None, description="range for the plan's relief_bytes")
+    target: str | None = Field(None, description="glob for the plan's target (Kind/ns/name)")
+
+
+class Expected(_M):
+    node: str
+    cause: VerdictCause
+    subject: str | None = None
+    contributing: list[Contribution] = Field(default_factory=list)
+    tiers: dict[Literal[1, 2, 3], TierExpectation] = Field(default_factory=dict)
+    runbook: str | None = None
+    shortage: ByteRange | None = None
+    why: str = Field(description="the expert's reasoning from the numbers, one or two lines")
