@@ -2,7 +2,8 @@
 
 ``kubesim``: the seed scenario, started and stopped around one test.
 ``make_kubesim(name, **kw)``: start any scenario (or a ``Scenario`` object); all stopped after.
-``kube_client_config(url)``: a ``kubernetes.client.Configuration`` pointed at a sim.
+``kube_client_config(url)``: a ``kubernetes.client.Configuration`` pointed at a sim, as the
+cluster admin (test setup); pass ``token=BOT_TOKEN`` to act with the bot's deployed rights.
 """
 
 from __future__ import annotations
@@ -13,14 +14,15 @@ from typing import Any
 import pytest
 
 from bot.sandbox.kubesim import KubeSim, Scenario, load_scenario
+from bot.sandbox.kubesim.access import ADMIN_TOKEN
 
 
-def kube_client_config(url: str) -> Any:
+def kube_client_config(url: str, *, token: str = ADMIN_TOKEN) -> Any:
     from kubernetes import client
 
     cfg = client.Configuration()
     cfg.host = url
-    cfg.api_key = {"authorization": "Bearer test-token"}
+    cfg.api_key = {"authorization": f"Bearer {token}"}
     cfg.verify_ssl = False
     return cfg
 

@@ -70,6 +70,12 @@ def test_base_holds_the_expected_objects_all_in_the_gpunode_namespace() -> None:
         ("Service", "gpunode"),
         ("ServiceAccount", "gpunode"),
         ("ServiceAccount", "gpunode-collector"),
+        ("ValidatingAdmissionPolicy", "gpunode-diagnostic-job"),
+        ("ValidatingAdmissionPolicy", "gpunode-node-cordon"),
+        ("ValidatingAdmissionPolicy", "gpunode-priority-class"),
+        ("ValidatingAdmissionPolicyBinding", "gpunode-diagnostic-job"),
+        ("ValidatingAdmissionPolicyBinding", "gpunode-node-cordon"),
+        ("ValidatingAdmissionPolicyBinding", "gpunode-priority-class"),
     ]
     for obj in objects:
         if obj["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):

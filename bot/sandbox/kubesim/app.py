@@ -23,6 +23,13 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from bot.sandbox.kubesim import eviction, resources
+from bot.sandbox.kubesim.authz import (
+    CURRENT_USER,
+    Attributes,
+    UserInfo,
+    resource_verb,
+    self_subject_access_review,
+)
 from bot.sandbox.kubesim.resources import Resource
 from bot.sandbox.kubesim.rules import resize_supported
 from bot.sandbox.kubesim.selectors import parse_field_selector, parse_label_selector
@@ -33,6 +40,7 @@ if TYPE_CHECKING:
     from bot.sandbox.kubesim.sim import KubeSim
 
 SIM_KEY: web.AppKey[KubeSim] = web.AppKey("sim")
+USER_KEY: web.RequestKey[UserInfo] = web.RequestKey("kubesim_user", UserInfo)
 
 
 @dataclass
@@ -89,11 +97,46 @@ async def middleware(request: web.Request, handler: Any) -> web.StreamResponse:
     sim.requests.append((request.method, request.path, request.query_string))
     auth = request.headers.get("Authorization", "")
     sim.tokens.append(auth.removeprefix("Bearer ").strip() or None)
+    reset = None
     try:
+        user = sim.authn.authenticate(auth)
+        request[USER_KEY] = user
+        reset = CURRENT_USER.set(user)
+        if not _is_resource_path(request.path):
+            verb = request.method.lower()
+            sim.authorizer.authorize(Attributes(user, verb, path=request.path))
         await sim.faults.apply(request.method, request.path)
         return await handler(request)  # type: ignore[no-any-return]
     except ApiError as err:
         return _json(err.status(), err.code)
+    finally:
+        if reset is not None:
+            CURRENT_USER.reset(reset)
+
+
+def _is_resource_path(path: str) -> bool:
+    """kube-apiserver's RequestInfo: /api/v1/X... and /apis/G/V/X... name resources;
+    discovery (/api, /api/v1, /apis/G/V), /version, /openapi are non-resource URLs."""
+    segs = [s for s in path.split("/") if s]
+    return (len(segs) >= 3 and segs[0] == "api") or (len(segs) >= 4 and segs[0] == "apis")
+
+
+def _authorize(request: web.Request, route: Route) -> None:
+    """RBAC for a resource request (403 in the API server's words when denied)."""
+    attrs = Attributes(
+        request[USER_KEY],
+        resource_verb(
+            request.method,
+            named=route.name is not None,
+            watch=request.query.get("watch") in ("true", "1"),
+        ),
+        api_group=route.res.group,
+        resource=route.res.plural,
+        subresource=route.sub,
+        namespace=route.namespace or "",
+        name=route.name or "",
+    )
+    request.app[SIM_KEY].authorizer.authorize(attrs)
 
 
 def build_app(sim: KubeSim) -> web.Application:
@@ -240,6 +283,10 @@ async def rest_group(request: web.Request) -> web.StreamResponse:
 async def _rest(request: web.Request, route: Route) -> web.StreamResponse:
     sim = request.app[SIM_KEY]
     res, m = route.res, request.method
+    _authorize(request, route)
+    if res.kind == "SelfSubjectAccessReview" and m == "POST":
+        body = await _json_body(request)
+        return _json(self_subject_access_review(sim.authorizer, request[USER_KEY], body), 201)
     if not res.stored:
         if m != "GET":
             raise ApiError(405, "the server does not allow this method on the requested resource")
