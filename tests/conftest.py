@@ -46,3 +46,36 @@ async def make_kubesim() -> AsyncIterator[Callable[..., Awaitable[KubeSim]]]:
 @pytest.fixture
 async def kubesim(make_kubesim: Callable[..., Awaitable[KubeSim]]) -> KubeSim:
     return await make_kubesim("seed")
+
+
+async def kube_call(
+    url: str,
+    method: str,
+    path: str,
+    *,
+    token: str | None = ADMIN_TOKEN,
+    body: Any = None,
+    content_type: str = "application/json",
+    headers: dict[str, str] | None = None,
+) -> tuple[int, Any]:
+    """One raw request to a stand-in: (HTTP status, parsed JSON body or text)."""
+    import json
+
+    import aiohttp
+
+    sent = dict(headers or {})
+    if token is not None:
+        sent["Authorization"] = f"Bearer {token}"
+    data = None
+    if body is not None:
+        data = json.dumps(body)
+        sent["Content-Type"] = content_type
+    async with (
+        aiohttp.ClientSession() as http,
+        http.request(method, url + path, data=data, headers=sent) as resp,
+    ):
+        text = await resp.text()
+        try:
+            return resp.status, json.loads(text)
+        except ValueError:
+            return resp.status, text

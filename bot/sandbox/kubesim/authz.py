@@ -143,6 +143,8 @@ class Authorizer:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        #: every denied request, in order (tests read it: "the bot was never refused")
+        self.denied: list[Attributes] = []
 
     def _grants(self, attrs: Attributes) -> Iterator[tuple[str, list[Obj] | None, str]]:
         """(description, rules or None when the role is missing, missing-role error)."""
@@ -194,6 +196,7 @@ class Authorizer:
         """Raise the API server's 403 unless ``attrs`` is allowed."""
         decision = self.decide(attrs)
         if not decision.allowed:
+            self.denied.append(attrs)
             raise forbidden(attrs, decision.reason)
 
 
