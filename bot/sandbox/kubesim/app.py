@@ -18,11 +18,12 @@ import base64
 import copy
 import json
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from bot.sandbox.kubesim import eviction, resources
+from bot.sandbox.kubesim import eviction, openapi, resources, tables
 from bot.sandbox.kubesim.authz import (
     CURRENT_USER,
     Attributes,
@@ -30,6 +31,7 @@ from bot.sandbox.kubesim.authz import (
     resource_verb,
     self_subject_access_review,
 )
+from bot.sandbox.kubesim.fields import check_field_selector
 from bot.sandbox.kubesim.resources import Resource
 from bot.sandbox.kubesim.rules import resize_supported
 from bot.sandbox.kubesim.selectors import parse_field_selector, parse_label_selector
@@ -156,6 +158,9 @@ def build_app(sim: KubeSim) -> web.Application:
     app.router.add_get("/apis/{group}/", group_info)
     app.router.add_route("*", "/api/v1/{tail:.+}", rest_core)
     app.router.add_route("*", "/apis/{group}/{version}/{tail:.+}", rest_group)
+    app.router.add_get("/openapi/v2", openapi_v2)
+    app.router.add_get("/openapi/v3", openapi_v3_index)
+    app.router.add_get("/openapi/v3/{path:.+}", openapi_v3)
     app.router.add_get("/healthz", ok_text)
     app.router.add_get("/readyz", ok_text)
     app.router.add_route("*", "/{tail:.*}", not_found_route)
@@ -168,6 +173,23 @@ async def not_found_route(_request: web.Request) -> web.Response:
 
 async def ok_text(_request: web.Request) -> web.Response:
     return web.Response(text="ok")
+
+
+# ---- OpenAPI (kubesim/openapi.py) ---------------------------------------------------------
+async def openapi_v2(request: web.Request) -> web.Response:
+    openapi.require_json(request.headers.get("Accept", ""))
+    text = openapi.v2(request.app[SIM_KEY].kube_version)
+    return web.Response(text=text, content_type="application/json")
+
+
+async def openapi_v3_index(request: web.Request) -> web.Response:
+    return _json(openapi.v3_index(request.app[SIM_KEY].kube_version))
+
+
+async def openapi_v3(request: web.Request) -> web.Response:
+    openapi.require_json(request.headers.get("Accept", ""))
+    text = openapi.v3(request.app[SIM_KEY].kube_version, request.match_info["path"])
+    return web.Response(text=text, content_type="application/json")
 
 
 # ---- discovery -----------------------------------------------------------------------------
@@ -295,7 +317,7 @@ async def _rest(request: web.Request, route: Route) -> web.StreamResponse:
         if m == "GET":
             if request.query.get("watch") in ("true", "1"):
                 return await _watch(request, route)
-            return _json(_list(request, route))
+            return _json(_as_table(request, route, _list(request, route)))
         if m == "POST":
             body = await _json_body(request)
             return _json(sim.api.create(res, route.namespace, body, dry_run=_dry_run(request)), 201)
@@ -315,7 +337,8 @@ async def _rest(request: web.Request, route: Route) -> web.StreamResponse:
     if route.sub == "resize" and not resize_supported(sim.kube_version):
         raise ApiError(404, "the server could not find the requested resource")
     if m == "GET":
-        return _json(sim.present(res, sim.api.get(res.plural, route.namespace, route.name)))
+        obj = sim.present(res, sim.api.get(res.plural, route.namespace, route.name))
+        return _json(_as_table(request, route, obj))
     if m == "PUT":
         body = await _json_body(request)
         return _json(
@@ -359,7 +382,23 @@ async def _rest(request: web.Request, route: Route) -> web.StreamResponse:
     raise ApiError(405, "the server does not allow this method on the requested resource")
 
 
-def _matcher(request: web.Request) -> Any:
+def _as_table(request: web.Request, route: Route, answer: Obj) -> Obj:
+    """``answer`` (a list or one object) as a Table when the client asked for one."""
+    if route.sub or not tables.wants_table(request.headers.get("Accept", "")):
+        return answer
+    items = answer["items"] if route.name is None else [answer]
+    meta = answer.get("metadata") if route.name is None else {}
+    return tables.table(
+        route.res,
+        items,
+        now=datetime.now(UTC),
+        include_object=request.query.get("includeObject", "Metadata"),
+        list_meta=meta,
+    )
+
+
+def _matcher(request: web.Request, route: Route) -> Any:
+    check_field_selector(route.res, request.query.get("fieldSelector"))
     label = parse_label_selector(request.query.get("labelSelector"))
     field = parse_field_selector(request.query.get("fieldSelector"))
     return lambda o: label(o["metadata"].get("labels") or {}) and field(o)
@@ -367,7 +406,7 @@ def _matcher(request: web.Request) -> Any:
 
 def _list(request: web.Request, route: Route) -> Obj:
     sim = request.app[SIM_KEY]
-    match = _matcher(request)
+    match = _matcher(request, route)
     items = [o for o in sim.api.store.list(route.res.plural, route.namespace) if match(o)]
     start = 0
     if cont := request.query.get("continue"):
@@ -390,7 +429,7 @@ def _list(request: web.Request, route: Route) -> Obj:
 
 async def _watch(request: web.Request, route: Route) -> web.StreamResponse:
     sim = request.app[SIM_KEY]
-    match = _matcher(request)
+    match = _matcher(request, route)
     timeout = float(request.query.get("timeoutSeconds") or 1800)
     rv = request.query.get("resourceVersion") or ""
     store = sim.api.store
