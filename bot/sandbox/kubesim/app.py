@@ -28,6 +28,7 @@ from bot.sandbox.kubesim.authz import (
     CURRENT_USER,
     Attributes,
     UserInfo,
+    is_resource_path,
     resource_verb,
     self_subject_access_review,
 )
@@ -104,7 +105,7 @@ async def middleware(request: web.Request, handler: Any) -> web.StreamResponse:
         user = sim.authn.authenticate(auth)
         request[USER_KEY] = user
         reset = CURRENT_USER.set(user)
-        if not _is_resource_path(request.path):
+        if not is_resource_path(request.path):
             verb = request.method.lower()
             sim.authorizer.authorize(Attributes(user, verb, path=request.path))
         await sim.faults.apply(request.method, request.path)
@@ -114,13 +115,6 @@ async def middleware(request: web.Request, handler: Any) -> web.StreamResponse:
     finally:
         if reset is not None:
             CURRENT_USER.reset(reset)
-
-
-def _is_resource_path(path: str) -> bool:
-    """kube-apiserver's RequestInfo: /api/v1/X... and /apis/G/V/X... name resources;
-    discovery (/api, /api/v1, /apis/G/V), /version, /openapi are non-resource URLs."""
-    segs = [s for s in path.split("/") if s]
-    return (len(segs) >= 3 and segs[0] == "api") or (len(segs) >= 4 and segs[0] == "apis")
 
 
 def _authorize(request: web.Request, route: Route) -> None:
@@ -158,9 +152,7 @@ def build_app(sim: KubeSim) -> web.Application:
     app.router.add_get("/apis/{group}/", group_info)
     app.router.add_route("*", "/api/v1/{tail:.+}", rest_core)
     app.router.add_route("*", "/apis/{group}/{version}/{tail:.+}", rest_group)
-    app.router.add_get("/openapi/v2", openapi_v2)
-    app.router.add_get("/openapi/v3", openapi_v3_index)
-    app.router.add_get("/openapi/v3/{path:.+}", openapi_v3)
+    openapi.add_routes(app.router, lambda request: request.app[SIM_KEY].kube_version)
     app.router.add_get("/healthz", ok_text)
     app.router.add_get("/readyz", ok_text)
     app.router.add_route("*", "/{tail:.*}", not_found_route)
@@ -173,23 +165,6 @@ async def not_found_route(_request: web.Request) -> web.Response:
 
 async def ok_text(_request: web.Request) -> web.Response:
     return web.Response(text="ok")
-
-
-# ---- OpenAPI (kubesim/openapi.py) ---------------------------------------------------------
-async def openapi_v2(request: web.Request) -> web.Response:
-    openapi.require_json(request.headers.get("Accept", ""))
-    text = openapi.v2(request.app[SIM_KEY].kube_version)
-    return web.Response(text=text, content_type="application/json")
-
-
-async def openapi_v3_index(request: web.Request) -> web.Response:
-    return _json(openapi.v3_index(request.app[SIM_KEY].kube_version))
-
-
-async def openapi_v3(request: web.Request) -> web.Response:
-    openapi.require_json(request.headers.get("Accept", ""))
-    text = openapi.v3(request.app[SIM_KEY].kube_version, request.match_info["path"])
-    return web.Response(text=text, content_type="application/json")
 
 
 # ---- discovery -----------------------------------------------------------------------------

@@ -72,6 +72,13 @@ class Attributes:
         return not self.path
 
 
+def is_resource_path(path: str) -> bool:
+    """kube-apiserver's RequestInfo: /api/v1/X... and /apis/G/V/X... name resources;
+    discovery (/api, /api/v1, /apis/G/V), /version, /openapi are non-resource URLs."""
+    segs = [s for s in path.split("/") if s]
+    return (len(segs) >= 3 and segs[0] == "api") or (len(segs) >= 4 and segs[0] == "apis")
+
+
 def resource_verb(method: str, *, named: bool, watch: bool) -> str:
     """The RBAC verb of an HTTP request on a resource (kube-apiserver's RequestInfo)."""
     if watch:

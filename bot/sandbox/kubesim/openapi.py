@@ -18,8 +18,10 @@ import copy
 import functools
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
 
+from aiohttp import web
 from kubernetes_validate import utils as kv_utils
 
 from bot.sandbox.kubesim.resources import RESOURCES, Resource
@@ -175,3 +177,24 @@ def v3(kube_version: str, path: str) -> str:
         if _v3_path(gv) == path.strip("/"):
             return _v3_text(kube_version, gv)
     raise ApiError(404, "the server could not find the requested resource")
+
+
+def add_routes(router: web.UrlDispatcher, version_of: Callable[[web.Request], str]) -> None:
+    """Serve ``/openapi/v2``, ``/openapi/v3`` and ``/openapi/v3/{group version}``."""
+
+    async def v2_handler(request: web.Request) -> web.Response:
+        require_json(request.headers.get("Accept", ""))
+        return web.Response(text=v2(version_of(request)), content_type="application/json")
+
+    async def v3_index_handler(request: web.Request) -> web.Response:
+        text = json.dumps(v3_index(version_of(request)))
+        return web.Response(text=text, content_type="application/json")
+
+    async def v3_handler(request: web.Request) -> web.Response:
+        require_json(request.headers.get("Accept", ""))
+        text = v3(version_of(request), request.match_info["path"])
+        return web.Response(text=text, content_type="application/json")
+
+    router.add_get("/openapi/v2", v2_handler)
+    router.add_get("/openapi/v3", v3_index_handler)
+    router.add_get("/openapi/v3/{path:.+}", v3_handler)
