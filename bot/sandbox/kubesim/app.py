@@ -417,7 +417,11 @@ async def _watch(request: web.Request, route: Route) -> web.StreamResponse:
         return (route.namespace is None or ns == route.namespace) and bool(match(obj))
 
     async def send(kind: str, obj: Obj) -> None:
-        line = {"type": kind, "object": sim.present(route.res, obj)}
+        shown = sim.present(route.res, obj)
+        if tables.wants_table(request.headers.get("Accept", "")):  # kubectl get -w
+            include = request.query.get("includeObject", "Metadata")
+            shown = tables.table(route.res, [shown], now=datetime.now(UTC), include_object=include)
+        line = {"type": kind, "object": shown}
         await resp.write(json.dumps(line).encode() + b"\n")
 
     try:

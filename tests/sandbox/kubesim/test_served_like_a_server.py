@@ -214,3 +214,17 @@ async def test_kubectl_get_prints_the_servers_columns_and_apply_validates(
     assert "lease.coordination.k8s.io/l created" in applied
     leases = await asyncio.to_thread(_kubectl, sim.url, "get", "leases", "-A")
     assert leases.splitlines()[0].split() == ["NAMESPACE", "NAME", "HOLDER", "AGE"]
+    watched = await asyncio.to_thread(_watch_briefly, sim.url, "get", "nodes", "-w")
+    assert watched.splitlines()[0].split() == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
+    assert "gpu-node-01" in watched
+
+
+def _watch_briefly(url: str, *args: str) -> str:
+    """kubectl's output during a few seconds of a watch (it runs until stopped)."""
+    try:
+        subprocess.run(["kubectl", *args, "--server", url], capture_output=True, text=True,
+                       timeout=4)  # fmt: skip
+    except subprocess.TimeoutExpired as stopped:
+        out = stopped.stdout or b""
+        return out.decode() if isinstance(out, bytes) else out
+    raise AssertionError("the watch ended by itself")
