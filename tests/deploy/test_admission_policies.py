@@ -112,6 +112,14 @@ DENIED = [
     ("no securityContext", _drop(f"{CONTAINER}.securityContext"), "securityContext"),
     ("host IPC", _set(f"{TEMPLATE}.hostIPC", True), "host PID"),
     (
+        "an unconfined AppArmor annotation",
+        _set(
+            "spec.template.metadata.annotations",
+            {"container.apparmor.security.beta.kubernetes.io/collector": "unconfined"},
+        ),
+        "annotations",
+    ),
+    (
         "the host root",
         _set(f"{TEMPLATE}.volumes.0.hostPath", {"path": "/", "type": "Directory"}),
         "may mount only",
