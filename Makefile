@@ -15,11 +15,13 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# Debian packages the tests need: Chromium for the console tests, promtool for the alert rules.
+# Debian packages the tests need: Chromium for the console tests, promtool for the alert rules,
+# Alertmanager (binary /usr/bin/prometheus-alertmanager) for the webhook tests against it.
 system-deps:
 	@missing=""; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
+	command -v prometheus-alertmanager >/dev/null 2>&1 || missing="$$missing prometheus-alertmanager"; \
 	dpkg -s fonts-noto-color-emoji >/dev/null 2>&1 || missing="$$missing fonts-noto-color-emoji"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing from Debian:$$missing"; \

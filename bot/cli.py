@@ -71,6 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("audit", help="print the audit log")
     p.add_argument("--since", help="e.g. 30m, 4h, 7d")
     p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="check the audit hash chain; exit 1 naming the first bad row",
+    )
     p.add_argument("--config", help="gpunode settings YAML")
     p.set_defaults(handler="bot.services.cli_audit:main")
 

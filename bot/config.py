@@ -53,12 +53,29 @@ class KubeSettings(_Group):
 
 class StoreSettings(_Group):
     path: str = Field(".gpunode/gpunode.db", description="SQLite file (WAL mode)")
+    audit_to_log: bool = Field(
+        False, description="also log each audit row (with its chain hash) as JSON on gpunode.audit"
+    )
 
 
 class HttpSettings(_Group):
     host: str = Field("0.0.0.0", description="listen address for HTTP mode")
     port: int = Field(3000, ge=1, le=65535, description="listen port")
     alertmanager_token: SecretStr | None = Field(None, description="bearer for /alertmanager")
+
+
+class AlertSettings(_Group):
+    """The Alertmanager intake (``/alertmanager``): closed unless a bearer token is set."""
+
+    allow_unauthenticated: bool = Field(
+        False,
+        description="serve /alertmanager WITHOUT a token (anyone who reaches the port can open "
+        "incidents and start Jobs); only behind a proxy that authenticates",
+    )
+    max_diagnoses_per_request: int = Field(3, ge=1, description="per webhook request")
+    max_diagnoses_per_node: int = Field(1, ge=1, description="per node in window_s")
+    max_diagnoses_per_window: int = Field(10, ge=1, description="all nodes in window_s")
+    window_s: int = Field(600, ge=1, description="the caps' sliding window, seconds")
 
 
 class ActionSettings(_Group):
@@ -74,8 +91,14 @@ class Settings(_Group):
     store: StoreSettings = StoreSettings()
     http: HttpSettings = HttpSettings()
     actions: ActionSettings = ActionSettings()
+    alerts: AlertSettings = AlertSettings()
     thresholds_file: str | None = Field(None, description="analysis thresholds YAML")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+
+def alerts_enabled(settings: Settings) -> bool:
+    """The intake is served with a token, or with the explicit unauthenticated opt-out."""
+    return settings.http.alertmanager_token is not None or settings.alerts.allow_unauthenticated
 
 
 def _env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:

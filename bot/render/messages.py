@@ -19,6 +19,7 @@ from bot.render.filters import truncate
 NOTICE_KEYS = (
     "diagnose_started",
     "diagnose_joined",
+    "diagnose_joined_running",
     "diagnose_failed",
     "node_not_found",
     "usage_error",
@@ -27,6 +28,7 @@ NOTICE_KEYS = (
     "top_nodes",
     "alert_firing",
     "alert_resolved",
+    "alerts_skipped",
     "resolved",
     "timeline_uploaded",
     "channel_not_served",

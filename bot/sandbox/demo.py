@@ -22,7 +22,14 @@ from pathlib import Path
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
-from bot.config import ActionSettings, HttpSettings, Settings, SlackSettings, StoreSettings
+from bot.config import (
+    ActionSettings,
+    AlertSettings,
+    HttpSettings,
+    Settings,
+    SlackSettings,
+    StoreSettings,
+)
 from bot.core.thresholds import Thresholds
 from bot.sandbox.kubesim import KubeSim, load_scenario
 from bot.sandbox.kubesim.access import BOT_TOKEN as KUBE_BOT_TOKEN
@@ -95,6 +102,8 @@ async def running_bot(
     alert_token: str | None = None,
     socket_mode: bool = False,
     app_token: str = APP_TOKEN,
+    alerts: AlertSettings | None = None,
+    incident_channel: str = CHANNEL,
 ) -> AsyncIterator[tuple[Runtime, str, AsyncSocketModeHandler | None]]:
     """The real bot, wired to the given endpoints exactly as ``serve`` wires it.
 
@@ -107,11 +116,12 @@ async def running_bot(
             app_token=app_token if socket_mode else None,
             socket_mode=socket_mode,
             api_base_url=slack_api_url,
-            incident_channel=CHANNEL,
+            incident_channel=incident_channel,
         ),
         store=StoreSettings(path=store_path or str(Path(tmp.name) / "gpunode.db")),
         actions=ActionSettings(policy_file=str(POLICY)),
         http=HttpSettings(alertmanager_token=alert_token),
+        alerts=alerts or AlertSettings(),
     )
     runtime = await build_runtime(
         settings,
@@ -147,10 +157,14 @@ async def running_demo(
     alert_token: str | None = None,
     socket_mode: bool = False,
     app_token: str = APP_TOKEN,
+    alerts: AlertSettings | None = None,
+    incident_channel: str = CHANNEL,
 ) -> AsyncIterator[Demo]:
     """Start the three parts on loopback; stop them all on exit.
 
-    ``alert_token``: require ``Authorization: Bearer <token>`` on ``/alertmanager``.
+    ``alert_token``: require ``Authorization: Bearer <token>`` on ``/alertmanager`` (without
+    one the intake is disabled, as in ``serve``, unless ``alerts`` opts out).
+    ``incident_channel``: where alert incidents open (a channel the stand-in must know).
     ``socket_mode``: Slack talks to the bot over Socket Mode with ``app_token`` (a refused
     token raises SlackError from ``start_socket_mode``, after everything is stopped again).
     """
@@ -166,6 +180,8 @@ async def running_demo(
             alert_token=alert_token,
             socket_mode=socket_mode,
             app_token=app_token,
+            alerts=alerts,
+            incident_channel=incident_channel,
         ) as (runtime, bot_url, handler),
     ):
         if not socket_mode:

@@ -69,10 +69,10 @@ class ActService:
         )  # fmt: skip
 
     async def validate_submission(
-        self, meta: dict[str, Any], values: dict[str, Any]
+        self, meta: dict[str, Any], values: dict[str, Any], *, user: str = ""
     ) -> tuple[ActionPlan | None, dict[str, str]]:
         """Modal submitted: the (edited) plan, or errors keyed by block id."""
-        return await requesting.validate_submission(self.deps, meta, values)
+        return await requesting.validate_submission(self.deps, meta, values, user=user)
 
     async def submitted(
         self, *, meta: dict[str, Any], plan: ActionPlan, reason: str, user: str

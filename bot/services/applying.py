@@ -2,7 +2,8 @@
 
 Order matters and is the safety argument:
 1. ``store.claim_action`` is one atomic UPDATE made before any cluster call: of any number
-   of clicks, retries and replicas, exactly one caller proceeds;
+   of clicks, retries and replicas, exactly one caller proceeds; it is audited (``claimed``,
+   by whom) and the message's buttons are removed right away, before anything runs;
 2. the node, pods and target controllers are re-read; a stale plan is refused (``refused``);
 3. the steps run; the result (what changed, what failed, what did not run) is stored,
    audited, put in the timeline and shown in place of the buttons;
@@ -49,6 +50,12 @@ async def execute(
         return False
     plan = plan_of_record(record)
     try:
+        # who pressed Apply is on record before any cluster call: a crash mid-apply leaves
+        # this row, and the message loses its Apply/Cancel buttons at once
+        await d.audit(
+            actor=by, **fields, decision="claimed", outcome="running", detail=reason_of(record)
+        )
+        await d.update_message(record, "applying", by=by)
         if approval_id is not None:
             at = d.clock()
             await d.store.update_approval(
@@ -192,7 +199,9 @@ async def after(d: ActDeps, incident_id: str) -> None:
     before = await d.store.latest_snapshot(incident_id)
     if incident is None or before is None:
         return
-    outcome = await d.diagnose.diagnose(incident.node, channel=incident.channel, user="gpunode")
+    outcome = await d.diagnose.diagnose(
+        incident.node, channel=incident.channel, user="gpunode", fresh=True
+    )
     if outcome.diagnosis is None:
         return
     diff = diff_diagnoses(Diagnosis.model_validate_json(before.diagnosis_json), outcome.diagnosis)

@@ -219,7 +219,10 @@ async def _approved(
     if not await d.store.set_action_state(record.action_id, "approved", at=d.clock()):
         current = await d.store.get_action(record.action_id)
         state = current.state if current else "gone"
-        await d.refuse(channel, by, f"this action is {state}; it will not run")
+        await d.refuse(
+            channel, by, f"this action is {state}; it will not run",
+            audit=audit_fields(record, channel, "execute") | {"outcome": state},
+        )  # fmt: skip
         return
     fresh = await d.store.get_action(record.action_id)
     await execute(d, fresh or record, by=by, channel=channel, approval_id=req.id)

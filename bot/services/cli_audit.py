@@ -1,4 +1,7 @@
-"""``gpunode audit [--since 4h] [--format text|json]``: print the audit log.
+"""``gpunode audit [--since 4h] [--format text|json] [--verify]``: print or check the audit log.
+
+``--verify`` walks the audit hash chain (``bot.store.audit_chain``) and exits 1 naming the
+first row that does not hold (edited, deleted, forged) or the trigger that was dropped.
 
 Reads the store named by the settings (``store.path``), so an admin can review who did what
 on the machine (or pod) where the bot keeps its database. JSON output is one object per line
@@ -19,6 +22,7 @@ from bot.config import load_settings
 from bot.core.durations import parse_duration
 from bot.errors import StoreError
 from bot.store import AuditRecord, Store
+from bot.store.audit_chain import ChainReport
 
 _COLUMNS = ("at", "actor", "action", "decision", "outcome", "incident", "channel", "detail")
 
@@ -58,6 +62,20 @@ async def _read(path: str, since: datetime | None) -> list[AuditRecord]:
         return await store.audit_since(since)
 
 
+async def _verify(path: str) -> ChainReport:
+    async with await Store.open(path) as store:
+        return await store.verify_audit()
+
+
+def verify_text(report: ChainReport) -> str:
+    if report.ok:
+        return f"audit chain intact: {report.rows} rows verified"
+    where = f"row {report.bad_id}" if report.bad_id is not None else "the audit table"
+    return (
+        f"audit chain BROKEN at {where}: {report.problem} ({report.rows} rows before it verified)"
+    )
+
+
 def main(
     args: argparse.Namespace, *, now: datetime | None = None, out: TextIO | None = None
 ) -> int:
@@ -69,11 +87,15 @@ def main(
             f"no incident store at {path}; set store.path (GPUNODE_STORE__PATH) to the "
             "bot's database file"
         )
+    stream = out or sys.stdout
+    if getattr(args, "verify", False):
+        report = asyncio.run(_verify(path))
+        print(verify_text(report), file=stream)
+        return 0 if report.ok else 1
     since = None
     if getattr(args, "since", None):
         since = (now or datetime.now(UTC)) - parse_duration(args.since)
     records = asyncio.run(_read(path, since))
-    stream = out or sys.stdout
     text = format_json_lines(records) if args.format == "json" else format_text(records)
     if text:
         print(text, file=stream)

@@ -3,7 +3,9 @@
 Order of work (each step visible in the thread):
 1. read the node's cluster view first, so an unknown node is answered before any incident
    is opened (nothing is created for a typo);
-2. open the node's incident or join the open one, post/refresh the root status line;
+2. open the node's incident or join the open one; the root message is claimed in the store
+   before it is posted, so concurrent diagnoses post one root; a diagnosis already running
+   for the incident in this process is joined (and the thread says so), not run twice;
 3. run the diagnostic Job (shared per node by the gateway), analyze, store the snapshot;
 4. post evidence, talking points and actions as thread replies; refresh the root line.
 A failure at step 3 is posted in the thread with what to do; the incident stays consistent.
@@ -11,10 +13,15 @@ A failure at step 3 is posted in the thread with what to do; the incident stays 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import dataclasses
+import itertools
 import logging
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from bot.core.analysis import analyze
@@ -22,7 +29,7 @@ from bot.core.cluster import ClusterView
 from bot.core.findings import Diagnosis
 from bot.core.incidents import TimelineEntry
 from bot.core.thresholds import Thresholds
-from bot.errors import GpunodeError, KubeError, NotFoundError
+from bot.errors import GpunodeError, KubeError, NotFoundError, StoreError
 from bot.render.messages import (
     render_diagnosis_messages,
     render_notice,
@@ -58,6 +65,13 @@ WHAT_TO_DO = {
 }
 DEFAULT_WHAT_TO_DO = "Run diagnose again; if it keeps failing, check the gpunode logs."
 
+#: a root message is posted in well under a second (a few with Slack's rate-limit retries);
+#: a claim this old whose ts never came was left by a crash between claim and post
+ROOT_CLAIM_TTL_S = 15.0
+#: how long a concurrent diagnose waits for the root another one is posting
+ROOT_WAIT_S = 20.0
+ROOT_POLL_S = 0.05
+
 STATE_LABEL = {"investigating": "Investigating", "mitigating": "Mitigating", "resolved": "Resolved"}
 
 
@@ -72,18 +86,33 @@ class DiagnoseService:
         *,
         clock: Callable[[], datetime],
         thresholds: Thresholds,
+        replica: str | None = None,
     ) -> None:
         self._kube = kube
         self._store = store
         self._chat = chat
         self._clock = clock
         self._thresholds = thresholds
+        #: prefix of this process's root claims (``ensure_thread``); unique per replica
+        self._replica = replica or f"replica-{secrets.token_hex(4)}"
+        self._claims = itertools.count(1)
+        #: the diagnosis running per incident in this process; a second one joins it
+        self._running: dict[str, asyncio.Task[DiagnoseOutcome]] = {}
 
     async def diagnose(
-        self, node: str, *, channel: str, user: str, alert_fingerprint: str | None = None
+        self,
+        node: str,
+        *,
+        channel: str,
+        user: str,
+        alert_fingerprint: str | None = None,
+        fresh: bool = False,
     ) -> DiagnoseOutcome:
+        """Diagnose ``node`` into its incident thread. A diagnosis already running for the
+        incident in this process is joined, unless ``fresh`` (after a change to the cluster,
+        whose effect a diagnosis started before it cannot show): then it runs after it."""
         try:
-            view = await self._kube.get_cluster_view(node)
+            await self._kube.get_cluster_view(node)  # an unknown node opens nothing
         except NotFoundError as err:
             known = await self._known_nodes()
             text, blocks = render_notice("node_not_found", node=node, known_nodes=known)
@@ -100,8 +129,37 @@ class DiagnoseService:
         incident, created = await self._store.open_or_join_incident(
             node, channel, opened_by=user, at=now, alert_fingerprint=alert_fingerprint
         )
-        thread_ts = await self._ensure_thread(incident)
+        running = self._running.get(incident.id)
+        while fresh and running is not None and not running.done():
+            with contextlib.suppress(Exception):
+                await asyncio.shield(running)
+            running = self._running.get(incident.id)
+        if running is None or running.done():
+            task = asyncio.create_task(
+                self._run(incident, node, channel, created=created, user=user),
+                name=f"diagnosis-{incident.id}",
+            )
+            self._running[incident.id] = task
+            task.add_done_callback(lambda t: self._forget(incident.id, t))
+            return await task
+        # one diagnosis per incident at a time in this process: join it, and say so
+        incident, thread_ts = await self._ensure_thread(incident, channel)
         await self._note(incident.id, "diagnosis", user, f"diagnose {node} requested")
+        text, blocks = render_notice("diagnose_joined_running", node=node, user=user)
+        await self._chat.post(incident.channel, text=text, blocks=blocks, thread_ts=thread_ts)
+        joined = await asyncio.shield(running)
+        return dataclasses.replace(joined, created=False)
+
+    def _forget(self, incident_id: str, task: asyncio.Task[DiagnoseOutcome]) -> None:
+        if self._running.get(incident_id) is task:
+            del self._running[incident_id]
+
+    async def _run(
+        self, incident: Any, node: str, channel: str, *, created: bool, user: str
+    ) -> DiagnoseOutcome:
+        incident, thread_ts = await self._ensure_thread(incident, channel)
+        await self._note(incident.id, "diagnosis", user, f"diagnose {node} requested")
+        channel = incident.channel
         if not created:
             text, blocks = render_notice("diagnose_joined", node=node, user=user)
             await self._chat.post(channel, text=text, blocks=blocks, thread_ts=thread_ts)
@@ -153,14 +211,43 @@ class DiagnoseService:
         except KubeError:
             return []
 
-    async def _ensure_thread(self, incident: Any) -> str:
-        if incident.thread_ts:
-            return str(incident.thread_ts)
+    async def _ensure_thread(self, incident: Any, channel: str) -> tuple[Any, str]:
+        """The incident (fresh) and its thread, posting the root first if nobody has.
+
+        Claim, post, fill in the ts: ``store.claim_root`` lets exactly one caller post (on
+        any replica); the others wait for its ts. A root that could not be posted releases
+        the claim; a claim left by a crash is taken over after ``ROOT_CLAIM_TTL_S``. An
+        incident without a thread yet belongs to no channel: it opens in the caller's."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + ROOT_WAIT_S
+        claimer = f"{self._replica}-{next(self._claims)}"
+        while True:
+            fresh = await self._store.get_incident(incident.id) or incident
+            if fresh.thread_ts:
+                return fresh, str(fresh.thread_ts)
+            now = self._clock()
+            stale = now - timedelta(seconds=ROOT_CLAIM_TTL_S)
+            if await self._store.claim_root(incident.id, claimer, at=now, stale_before=stale):
+                return await self._post_root(fresh, channel or fresh.channel, claimer)
+            if loop.time() > deadline:
+                raise StoreError(
+                    f"the thread of {incident.id} is being opened by another diagnose that "
+                    "has not finished; run diagnose again in a minute"
+                )
+            await asyncio.sleep(ROOT_POLL_S)
+
+    async def _post_root(self, incident: Any, channel: str, claimer: str) -> tuple[Any, str]:
         text, blocks = self._root(incident, progress="Opening the incident…")
-        ts = await self._chat.post(incident.channel, text=text, blocks=blocks, thread_ts=None)
-        await self._store.set_incident_thread(incident.id, root_ts=ts)
+        try:
+            ts = await self._chat.post(channel, text=text, blocks=blocks, thread_ts=None)
+        except BaseException:
+            await self._store.release_root(incident.id, claimer)
+            raise
         # no "opened" entry here: store.open_or_join_incident wrote it with the incident
-        return ts
+        stored = await self._store.set_incident_thread(incident.id, root_ts=ts, channel=channel)
+        if stored.thread_ts != ts:  # our claim went stale and another caller posted first
+            log.warning("incident %s got two roots; %s is not its thread", incident.id, ts)
+        return stored, str(stored.thread_ts)
 
     def _root(
         self, incident: Any, *, progress: str | None, diagnosis: Diagnosis | None = None

@@ -41,6 +41,10 @@ async def reconcile_interrupted(d: ActDeps) -> int:
             f"tier {plan.tier} interrupted by a restart; found: {observed}",
             {"action_id": record.action_id},
         )  # fmt: skip
+        # the action's message said "Applying…" since the claim: it gets its outcome
+        await d.update_message(
+            record, "failed", by="gpunode", detail=f"Interrupted by a restart. Found: {observed}"
+        )
         incident = await d.store.get_incident(record.incident_id or "")
         if incident is None or not incident.thread_ts:
             continue

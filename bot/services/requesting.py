@@ -44,7 +44,11 @@ async def open_confirmation(
         )  # fmt: skip
         return
     if found is None:
-        await d.refuse(channel, user, NOT_CURRENT, thread_ts=thread_ts)
+        await d.refuse(
+            channel, user, NOT_CURRENT, thread_ts=thread_ts,
+            audit={"action": f"tier{plan_tier}.request", "incident_id": incident_id,
+                   "tier": plan_tier, "outcome": "not_current", "detail": f"plan {plan_id}"},
+        )  # fmt: skip
         return
     _incident, diagnosis, plan = found
     meta = {"incident": incident_id, "plan_id": plan_id, "tier": plan.tier, "channel": channel}
@@ -66,15 +70,22 @@ def _edits(values: dict[str, Any]) -> Tier3Edits:
 
 
 async def validate_submission(
-    d: ActDeps, meta: dict[str, Any], values: dict[str, Any]
+    d: ActDeps, meta: dict[str, Any], values: dict[str, Any], *, user: str = ""
 ) -> tuple[ActionPlan | None, dict[str, str]]:
-    """Runs inside Slack's 3-second ack: the plan to dry-run, or errors keyed by block id."""
+    """Runs inside Slack's 3-second ack: the plan to dry-run, or errors keyed by block id.
+    A plan that is not (or no longer) the incident's is refused, and audited as ``user``."""
     reason = str(values.get("reason") or "").strip()
     errors: dict[str, str] = {}
     if len(reason) < 3:
         errors["reason"] = "say why, in a few words (it goes into the audit log)"
-    found = await d.plan_of(str(meta.get("incident", "")), str(meta.get("plan_id", "")))
+    incident_id, plan_id = str(meta.get("incident", "")), str(meta.get("plan_id", ""))
+    found = await d.plan_of(incident_id, plan_id)
     if found is None:
+        await d.audit(
+            actor=user or "unknown", action="request", channel=str(meta.get("channel", "")),
+            incident_id=incident_id or None, decision="refused", outcome="not_current",
+            detail=f"plan {plan_id} is not a current plan of this incident",
+        )  # fmt: skip
         return None, {"reason": "this plan is no longer current; close and re-diagnose"}
     plan = found[2]
     if plan.tier == 3:
@@ -157,7 +168,10 @@ async def cancel(d: ActDeps, *, action_id: str, user: str, channel: str) -> None
     record = await d.store.get_action(action_id)
     if record is None or record.state not in ("requested", "approved"):
         state = record.state if record else "unknown"
-        await d.refuse(channel, user, f"nothing to cancel: this action is {state}")
+        await d.refuse(
+            channel, user, f"nothing to cancel: this action is {state}",
+            audit={"action": "cancel", "action_id": action_id, "outcome": state},
+        )  # fmt: skip
         return
     fields = audit_fields(record, channel, "cancel")
     if user != record.requester:

@@ -59,7 +59,9 @@ async def undo(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
         return
     steps = [Step.model_validate(s) for s in record.result.get("undo", [])]
     if not steps:
-        await d.refuse(channel, user, "this action changed nothing that can be undone")
+        await d.refuse(
+            channel, user, "this action changed nothing that can be undone", audit=fields
+        )
         return
     conflict = await _conflict(d, record.result.get("changes") or [], str(record.plan.get("node")))
     if conflict is not None:

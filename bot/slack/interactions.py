@@ -83,7 +83,9 @@ def register_interactions(app: AsyncApp, s: Any) -> None:
             )
             return
         values = view_values(view)
-        plan, errors = await act.validate_submission(meta, values)
+        who = body.get("user")
+        user = str(who.get("id", "")) if isinstance(who, dict) else ""
+        plan, errors = await act.validate_submission(meta, values, user=user)
         if errors or plan is None:
             await ack(response_action="errors", errors=errors or {"reason": "cannot proceed"})
             return

@@ -19,9 +19,11 @@ from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.config import Settings
+from bot.config import Settings, alerts_enabled
+from bot.core.alert_caps import AlertCaps
 from bot.core.policy import Policy
 from bot.core.thresholds import Thresholds
+from bot.errors import ConfigError
 from bot.services.act import ActService
 from bot.services.alerts import AlertService
 from bot.services.background import Background
@@ -73,6 +75,41 @@ def _approval_sweeper(
     return ctx
 
 
+def alert_caps(settings: Settings) -> AlertCaps:
+    a = settings.alerts
+    return AlertCaps(
+        per_request=a.max_diagnoses_per_request,
+        per_node=a.max_diagnoses_per_node,
+        per_window=a.max_diagnoses_per_window,
+        window_s=a.window_s,
+    )
+
+
+def alert_intake_state(settings: Settings) -> str:
+    """``token``, ``open`` (the unauthenticated opt-out, logged loudly) or ``disabled``.
+
+    Raises ConfigError when the intake is on but has no channel to open incidents in."""
+    if not alerts_enabled(settings):
+        log.info(
+            "alert intake disabled: /alertmanager answers 404 until "
+            "GPUNODE_HTTP__ALERTMANAGER_TOKEN is set"
+        )
+        return "disabled"
+    if not settings.slack.incident_channel.strip():
+        raise ConfigError(
+            "the alert intake is enabled but GPUNODE_SLACK__INCIDENT_CHANNEL is empty: set it "
+            "to the channel ID (C...) where alert incidents open, and invite the bot there"
+        )
+    if settings.http.alertmanager_token is not None:
+        return "token"
+    log.warning(
+        "ALERT INTAKE IS OPEN WITHOUT A TOKEN (alerts.allow_unauthenticated=true): anyone who "
+        "reaches /alertmanager can open incidents and start diagnostic Jobs. Set "
+        "GPUNODE_HTTP__ALERTMANAGER_TOKEN instead unless a proxy authenticates every request"
+    )
+    return "open"
+
+
 @dataclass
 class Runtime:
     app: AsyncApp
@@ -99,6 +136,7 @@ async def build_runtime(
     if settings.store.path != ":memory:":
         Path(settings.store.path).parent.mkdir(parents=True, exist_ok=True)
     store = await Store.open(settings.store.path)
+    store.export_audit = settings.store.audit_to_log
     chat = SlackChat(client, cache_ttl_s=settings.actions.usergroup_cache_ttl_s)
     bg = Background()
     diagnose = DiagnoseService(kube, store, chat, clock=clock, thresholds=thresholds)
@@ -135,9 +173,14 @@ async def build_runtime(
         services=services,
         socket_mode=settings.slack.socket_mode,
     )
-    alerts = AlertService(
-        diagnose, store, chat, bg, channel=settings.slack.incident_channel, clock=clock
-    )
+    alerts = (
+        AlertService(
+            diagnose, store, chat, bg, channel=settings.slack.incident_channel, clock=clock,
+            kube=kube, caps=alert_caps(settings),
+        )
+        if alert_intake_state(settings) != "disabled"
+        else None
+    )  # fmt: skip
     token = settings.http.alertmanager_token
     ready_state = {"ok": False}
 

@@ -14,9 +14,10 @@ from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_sdk.errors import SlackApiError
 
-from bot.config import Settings, load_settings
+from bot.config import Settings, alerts_enabled, load_settings
 from bot.core.policy import Policy, parse_policy
 from bot.errors import ConfigError, SlackError
+from bot.logs import configure_logging
 from bot.services.policy_loading import read_policy
 from bot.services.thresholds_loading import read_thresholds
 from bot.slack.chatting import make_client
@@ -35,6 +36,11 @@ def check_settings(settings: Settings) -> None:
         missing.append("GPUNODE_SLACK__APP_TOKEN (xapp-..., Socket Mode)")
     if not s.socket_mode and s.signing_secret is None:
         missing.append("GPUNODE_SLACK__SIGNING_SECRET (HTTP mode)")
+    if alerts_enabled(settings) and not s.incident_channel.strip():
+        missing.append(
+            "GPUNODE_SLACK__INCIDENT_CHANNEL (channel ID for alert incidents; the alert "
+            "intake is enabled)"
+        )
     if missing:
         raise ConfigError("missing settings: " + ", ".join(missing))
     token = s.bot_token.get_secret_value() if s.bot_token else ""
@@ -111,9 +117,7 @@ async def _serve(settings: Settings) -> None:
 
 def main(args: argparse.Namespace) -> int:
     settings = load_settings(config_file=getattr(args, "config", None))
-    logging.basicConfig(
-        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
+    configure_logging(settings.log_level)
     check_settings(settings)
     present = [
         k

@@ -6,6 +6,9 @@ anyone who reaches the port act as any Slack user.
 
 ``/readyz`` answers 200 only once the store is open and the Slack token was accepted
 (``auth.test``), so a Deployment does not route traffic to a pod that cannot work.
+
+``/alertmanager`` is closed by default: ``alerts`` is None (404, saying how to enable it)
+unless a bearer token is set or ``alerts.allow_unauthenticated`` opts out, loudly.
 """
 
 from __future__ import annotations
@@ -16,10 +19,14 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 
-from bot.errors import UsageError
+from bot.errors import KubeError, UsageError
 from bot.services.alerts import AlertService, parse_payload
 
 Ready = Callable[[], Awaitable[bool]]
+INTAKE_DISABLED = (
+    "the alert intake is disabled: set GPUNODE_HTTP__ALERTMANAGER_TOKEN and send it from "
+    "Alertmanager as a bearer token (webhook_configs http_config authorization)"
+)
 
 
 def build_web_app(
@@ -41,7 +48,7 @@ def build_web_app(
 
     async def alertmanager(request: web.Request) -> web.Response:
         if alerts is None:
-            return web.json_response({"error": "alert intake is not configured"}, status=404)
+            return web.json_response({"error": INTAKE_DISABLED}, status=404)
         if alert_token:
             given = request.headers.get("Authorization", "")
             if not hmac.compare_digest(given.encode(), f"Bearer {alert_token}".encode()):
@@ -51,15 +58,12 @@ def build_web_app(
             payload = parse_payload(body)
         except UsageError as err:
             return web.json_response({"error": err.message}, status=400)
-        result = await alerts.intake(payload)
-        return web.json_response(
-            {
-                "diagnosing": result.diagnosing,
-                "resolved": result.resolved,
-                "duplicates": result.duplicates,
-                "ignored": result.ignored,
-            }
-        )
+        try:
+            result = await alerts.intake(payload)
+        except KubeError as err:
+            # the cluster cannot say which nodes exist: 503, so Alertmanager sends it again
+            return web.json_response({"error": err.message, "code": err.code}, status=503)
+        return web.json_response(result.as_json())
 
     web_app.router.add_get("/healthz", healthz)
     web_app.router.add_get("/readyz", readyz)

@@ -276,12 +276,47 @@ def _snapshot(row: sqlite3.Row) -> EvidenceSnapshot:
     )
 
 
+def claim_root(
+    conn: sqlite3.Connection,
+    incident_id: str,
+    claimer: str,
+    *,
+    at: datetime,
+    stale_before: datetime,
+) -> bool:
+    """True for exactly one caller: it may post the incident's root message.
+
+    One UPDATE, so callers on any thread, connection or replica race safely. A claim older
+    than ``stale_before`` whose ts was never filled in (the claimer crashed between claim
+    and post) may be taken over."""
+    cur = conn.execute(
+        "UPDATE incidents SET root_claimed_by=?, root_claimed_at=? WHERE id=? "
+        "AND thread_ts IS NULL AND (root_claimed_by IS NULL OR root_claimed_at < ?)",
+        (claimer, ts(at), incident_id, ts(stale_before)),
+    )
+    return cur.rowcount == 1
+
+
+def release_root(conn: sqlite3.Connection, incident_id: str, claimer: str) -> None:
+    """The claimer could not post the root: let the next caller try at once."""
+    conn.execute(
+        "UPDATE incidents SET root_claimed_by=NULL, root_claimed_at=NULL "
+        "WHERE id=? AND root_claimed_by=? AND thread_ts IS NULL",
+        (incident_id, claimer),
+    )
+
+
 def set_thread(
     conn: sqlite3.Connection, incident_id: str, *, root_ts: str, channel: str | None = None
 ) -> Incident:
-    """The incident's root message was posted: its ts is the thread to reply in."""
+    """The incident's root message was posted: its ts is the thread to reply in.
+
+    The first ts wins: an incident whose thread is already set keeps it (a claimer whose
+    claim was taken over after it went stale gets the incident back and sees the other ts)."""
     with transaction(conn):
         incident = require_incident(conn, incident_id)
+        if incident.thread_ts:
+            return incident
         update: dict[str, Any] = {"root_ts": root_ts, "thread_ts": root_ts}
         if channel is not None:
             update["channel"] = channel

@@ -6,9 +6,17 @@ higher than ``len(MIGRATIONS)`` was written by a newer gpunode and is refused, n
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
+
+from bot.store.audit_chain import chain_existing
+
+#: a step is SQL, or a function for what SQL cannot do (hashing existing rows)
+Step = str | Callable[[sqlite3.Connection], None]
+
 _APPEND_ONLY = "audit rows are append-only"
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
+MIGRATIONS: tuple[tuple[Step, ...], ...] = (
     (
         """CREATE TABLE incidents (
             id TEXT PRIMARY KEY,
@@ -103,6 +111,31 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             BEGIN SELECT RAISE(ABORT, '{_APPEND_ONLY}'); END""",
         f"""CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
             BEGIN SELECT RAISE(ABORT, '{_APPEND_ONLY}'); END""",
+    ),
+    (
+        # 2: the audit log becomes a hash chain (bot/store/audit_chain.py); rows written
+        # before are chained here, oldest first, so `gpunode audit --verify` covers them too
+        "ALTER TABLE audit ADD COLUMN prev_hash TEXT",
+        "ALTER TABLE audit ADD COLUMN row_hash TEXT",
+        """CREATE TABLE audit_head (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            last_id INTEGER NOT NULL,
+            last_hash TEXT NOT NULL
+        )""",
+        "DROP TRIGGER audit_no_update",
+        chain_existing,
+        f"""CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
+            BEGIN SELECT RAISE(ABORT, '{_APPEND_ONLY}'); END""",
+        """CREATE TRIGGER audit_chained BEFORE INSERT ON audit
+            WHEN NEW.prev_hash IS NULL OR NEW.row_hash IS NULL
+            BEGIN SELECT RAISE(ABORT, 'audit rows are hash-chained; only gpunode writes them');
+            END""",
+    ),
+    (
+        # 3: the incident's root message is claimed before it is posted (claim, post, fill in
+        # the ts), so concurrent diagnoses of one node post one root (incident_rows.claim_root)
+        "ALTER TABLE incidents ADD COLUMN root_claimed_by TEXT",
+        "ALTER TABLE incidents ADD COLUMN root_claimed_at TEXT",
     ),
 )
 

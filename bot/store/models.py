@@ -90,3 +90,4 @@ class AuditRecord(_Row):
         None, description="exactly what was sent to the API (Change records)"
     )
     detail: str = ""
+    row_hash: str | None = Field(None, description="its link in the hash chain (the store's)")

@@ -5,12 +5,13 @@ from __future__ import annotations
 import sqlite3
 from datetime import datetime
 
+from bot.store import audit_chain
 from bot.store.models import AuditRecord
 from bot.store.sqlite import dumps, loads, parse_ts, transaction, ts
 
 _SELECT_AUDIT = (
     "SELECT id, at, actor, action, channel, incident_id, action_id, tier, decision, dry_run, "
-    "outcome, changes, detail FROM audit"
+    "outcome, changes, detail, row_hash FROM audit"
 )
 
 
@@ -20,6 +21,11 @@ def remember_event(conn: sqlite3.Connection, key: str, *, at: datetime) -> bool:
         "INSERT OR IGNORE INTO processed_events (key, at) VALUES (?, ?)", (key, ts(at))
     )
     return cur.rowcount == 1
+
+
+def seen_event(conn: sqlite3.Connection, key: str) -> bool:
+    """Whether ``key`` was remembered (a read: it remembers nothing)."""
+    return conn.execute("SELECT 1 FROM processed_events WHERE key=?", (key,)).fetchone() is not None
 
 
 def forget_events_before(conn: sqlite3.Connection, before: datetime) -> int:
@@ -67,25 +73,33 @@ def incident_for_alert_group(conn: sqlite3.Connection, group_key: str) -> str | 
 
 
 def append_audit(conn: sqlite3.Connection, record: AuditRecord) -> AuditRecord:
-    cur = conn.execute(
-        "INSERT INTO audit (at, actor, action, channel, incident_id, action_id, tier, decision, "
-        "dry_run, outcome, changes, detail) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-        (
-            ts(record.at),
-            record.actor,
-            record.action,
-            record.channel,
-            record.incident_id,
-            record.action_id,
-            record.tier,
-            record.decision,
-            dumps(record.dry_run) if record.dry_run is not None else None,
-            record.outcome,
-            dumps(record.changes) if record.changes is not None else None,
-            record.detail,
-        ),
-    )
-    return record.model_copy(update={"id": int(cur.lastrowid or 0)})
+    """Append one row to the hash chain (``audit_chain``), atomically across replicas."""
+    values = {
+        "at": ts(record.at),
+        "actor": record.actor,
+        "action": record.action,
+        "channel": record.channel,
+        "incident_id": record.incident_id,
+        "action_id": record.action_id,
+        "tier": record.tier,
+        "decision": record.decision,
+        "dry_run": dumps(record.dry_run) if record.dry_run is not None else None,
+        "outcome": record.outcome,
+        "changes": dumps(record.changes) if record.changes is not None else None,
+        "detail": record.detail,
+    }
+    with transaction(conn):
+        row_id, _prev, digest = audit_chain.insert(conn, values)
+    return record.model_copy(update={"id": row_id, "row_hash": digest})
+
+
+def verify_audit(conn: sqlite3.Connection) -> audit_chain.ChainReport:
+    """Check the whole chain in one read transaction (a consistent snapshot)."""
+    conn.execute("BEGIN")
+    try:
+        return audit_chain.verify(conn)
+    finally:
+        conn.execute("COMMIT")
 
 
 def audit_since(conn: sqlite3.Connection, since: datetime | None = None) -> list[AuditRecord]:

@@ -83,7 +83,10 @@ def apply_migrations(conn: sqlite3.Connection, *, path: str) -> int:
             )
         for statements in MIGRATIONS[current:]:
             for statement in statements:
-                conn.execute(statement)
+                if callable(statement):
+                    statement(conn)
+                else:
+                    conn.execute(statement)
         if current == 0:
             conn.execute("DELETE FROM schema_version")
             conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))

@@ -10,6 +10,7 @@ errors become ``StoreError`` here, once. The store never reads the clock: caller
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import time
 from collections.abc import Callable
@@ -23,10 +24,12 @@ from bot.core.approvals import ApprovalRequest
 from bot.core.incidents import Incident, IncidentState, TimelineEntry
 from bot.errors import GpunodeError, StoreError
 from bot.store import action_rows, incident_rows, record_rows
+from bot.store.audit_chain import ChainReport
 from bot.store.models import ActionRecord, ActionState, AuditRecord, EvidenceSnapshot
 from bot.store.sqlite import connect, dumps
 
 T = TypeVar("T")
+audit_log = logging.getLogger("gpunode.audit")
 
 #: how stale ``open_incidents`` may be for writes made by *another* replica sharing the
 #: database (this store's own writes are seen at once): a status listing, not a decision
@@ -58,6 +61,8 @@ class Store:
         self._closed = False
         self._open_cache: tuple[float, list[Incident]] | None = None
         self._incident_generation = 0
+        #: log each new audit row as JSON on ``gpunode.audit`` (settings: store.audit_to_log)
+        self.export_audit = False
 
     @classmethod
     async def open(cls, path: str) -> Store:
@@ -158,6 +163,17 @@ class Store:
             at=at,
             alert_fingerprint=alert_fingerprint,
         )
+
+    async def claim_root(
+        self, incident_id: str, claimer: str, *, at: datetime, stale_before: datetime
+    ) -> bool:
+        """True for exactly one caller, who posts the root and then ``set_incident_thread``."""
+        return await self._run(
+            incident_rows.claim_root, incident_id, claimer, at=at, stale_before=stale_before
+        )
+
+    async def release_root(self, incident_id: str, claimer: str) -> None:
+        await self._run(incident_rows.release_root, incident_id, claimer)
 
     async def set_incident_thread(
         self, incident_id: str, *, root_ts: str, channel: str | None = None
@@ -325,6 +341,10 @@ class Store:
         """True the first time ``key`` is seen (Slack retries and double clicks get False)."""
         return await self._run(record_rows.remember_event, key, at=at)
 
+    async def seen_event(self, key: str) -> bool:
+        """Whether ``remember_event(key)`` happened already (on the writer: no lag)."""
+        return await self._run(record_rows.seen_event, key)
+
     async def forget_events_before(self, before: datetime) -> int:
         return await self._run(record_rows.forget_events_before, before)
 
@@ -342,9 +362,18 @@ class Store:
         return await self._read(record_rows.incident_for_alert_group, group_key)
 
     async def append_audit(self, record: AuditRecord) -> int:
-        """Append one audit row (rows can never be changed or deleted); returns its id."""
+        """Append one audit row (rows can never be changed or deleted); returns its id.
+
+        With ``export_audit`` set, the stored row (its hash included) is also logged as one
+        JSON line on the ``gpunode.audit`` logger: a copy outside the store's file."""
         stored = await self._run(record_rows.append_audit, record)
+        if self.export_audit:
+            audit_log.info("%s", dumps(stored.model_dump(mode="json")))
         return stored.id or 0
+
+    async def verify_audit(self) -> ChainReport:
+        """Check the audit hash chain; the first bad row and why, or how many rows hold."""
+        return await self._read(record_rows.verify_audit)
 
     async def audit_since(self, since: datetime | None = None) -> list[AuditRecord]:
         return await self._read(record_rows.audit_since, since)

@@ -20,9 +20,15 @@ from kustomizing import KustomizeError, find, render, strategic_merge
 REPO = Path(__file__).resolve().parents[2]
 BASE = REPO / "deploy" / "base"
 SOCKET = REPO / "deploy" / "overlays" / "socket-mode"
+SOURCES = REPO / "deploy" / "overlays" / "ingress-sources"
 OPENSHIFT = REPO / "deploy" / "overlays" / "openshift"
 VERSIONS = ("1.31.0", "1.37.0")  # oldest and newest supported (ARCHITECTURE.md)
-TARGETS = {"base": BASE, "socket-mode": SOCKET, "openshift": OPENSHIFT}
+TARGETS = {
+    "base": BASE,
+    "socket-mode": SOCKET,
+    "ingress-sources": SOURCES,
+    "openshift": OPENSHIFT,
+}
 #: kinds kubernetes-validate has no schema for; tests/deploy/test_openshift.py checks them
 OPENSHIFT_KINDS = {"SecurityContextConstraints"}
 
@@ -109,7 +115,30 @@ def test_http_mode_base_serves_on_port_3000_behind_the_service() -> None:
     service = find(objects, "Service", "gpunode")["spec"]
     assert service["ports"][0]["targetPort"] == "http"
     policy = find(objects, "NetworkPolicy", "gpunode")["spec"]
-    assert policy["ingress"] == [{"ports": [{"protocol": "TCP", "port": 3000}]}]
+    assert [r["ports"] for r in policy["ingress"]] == [[{"protocol": "TCP", "port": 3000}]]
+
+
+def _sources(target: Path) -> list[dict[str, Any]]:
+    policy = find(render(target), "NetworkPolicy", "gpunode")["spec"]
+    assert all(rule.get("from") for rule in policy["ingress"]), "a rule admits every source"
+    return [peer for rule in policy["ingress"] for peer in rule["from"]]
+
+
+def test_port_3000_is_reachable_only_from_the_ingress_and_alertmanager_namespaces() -> None:
+    namespaces = [
+        p["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] for p in _sources(BASE)
+    ]
+    assert namespaces == ["ingress-nginx", "monitoring"]
+    assert all(set(p) == {"namespaceSelector"} for p in _sources(BASE))  # no ipBlock
+
+
+def test_an_overlay_sets_the_admitted_sources_of_its_cluster() -> None:
+    peers = _sources(SOURCES)
+    assert [p["namespaceSelector"]["matchLabels"] for p in peers] == [
+        {"kubernetes.io/metadata.name": "traefik"},
+        {"kubernetes.io/metadata.name": "observability"},
+    ]
+    assert peers[1]["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "alertmanager"}}
 
 
 @pytest.mark.parametrize("target", sorted(TARGETS))

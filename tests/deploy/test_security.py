@@ -142,3 +142,14 @@ def test_the_token_detector_recognises_a_real_looking_token() -> None:
     assert REAL_LOOKING.search("GPUNODE_SLACK__BOT_TOKEN: xoxb-1234-5678-abcdef")
     assert REAL_LOOKING.search("signing: 8f14e45fceea167a5a36dedd4bea2543")
     assert not REAL_LOOKING.search('GPUNODE_SLACK__BOT_TOKEN: "<xoxb-bot-token>"')
+
+
+def test_the_secret_example_and_the_readme_make_the_alert_token_required() -> None:
+    example = (BASE / "secret.example.yaml").read_text(encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    create = readme[readme.index("kubectl -n gpunode create secret") :].split("```", 1)[0]
+
+    assert "--from-literal=GPUNODE_HTTP__ALERTMANAGER_TOKEN" in example
+    assert "Required for alert intake" in example and "Optional" not in example
+    assert "GPUNODE_HTTP__ALERTMANAGER_TOKEN" in create and "optional" not in create.lower()
+    assert "disabled (404)" in readme

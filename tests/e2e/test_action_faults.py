@@ -220,7 +220,8 @@ async def test_a_fault_at_a_write_is_reported_and_the_cluster_matches_the_thread
         assert "Not run:" in text and name in text.split("Not run:", 1)[1]
     now = cluster(demo)
     assert {k for k in now if now[k] != untouched[k]} == said  # no unreported change
-    [row] = [r for r in await audit_rows(demo, action) if r.action.endswith(".execute")]
+    claimed, row = [r for r in await audit_rows(demo, action) if r.action.endswith(".execute")]
+    assert claimed.decision == "claimed"
     assert row.decision == "failed"
     assert row.changes is not None and row.changes["changes"] == (action.result or {})["changes"]
     incident = (await demo.runtime.store.open_incidents(NODE))[0]

@@ -154,6 +154,11 @@ def test_notices_and_root_are_valid_and_escape_their_params() -> None:
         "by": "U2",
         "note": "<b>",
         "channel": "C1",
+        "skipped": [{"node": "<!channel>", "alertname": "<!here>", "cap": "per_node"}],
+        "per_request": 3,
+        "per_node": 1,
+        "per_window": 10,
+        "window_s": 600,
     }
     for key in NOTICE_KEYS:
         text, blocks = render_notice(key, **params)

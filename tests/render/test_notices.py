@@ -44,3 +44,14 @@ def test_a_joined_diagnosis_mentions_only_people(user: str, present: str, absent
     _text, blocks = render_notice("diagnose_joined", node="gpu-node-01", user=user)
     body = _body(blocks)
     assert present in body and absent not in body
+
+
+@pytest.mark.parametrize(
+    ("user", "present", "absent"),
+    [("U_BOB", "<@U_BOB>'s request joins it", "this request"), ("gpunode", "this request", "<@")],
+)
+def test_joining_a_running_diagnosis_says_so(user: str, present: str, absent: str) -> None:
+    _text, blocks = render_notice("diagnose_joined_running", node="gpu-node-01", user=user)
+    validate_blocks(blocks)
+    body = _body(blocks)
+    assert "already running" in body and present in body and absent not in body

@@ -336,11 +336,15 @@ class FakeChat:
         self.uploads: list[dict[str, Any]] = []
         self.usergroups = usergroups or {}
         self._ts = itertools.count(1)
+        #: errors the next ``post`` calls raise, in order (as Slack's not_in_channel would)
+        self.post_failures: list[Exception] = []
 
     async def post(
         self, channel: str, *, text: str, blocks: list[dict[str, object]], thread_ts: str | None
     ) -> str:
         await asyncio.sleep(0)
+        if self.post_failures:
+            raise self.post_failures.pop(0)
         ts = f"1700000000.{next(self._ts):06d}"
         self.messages[ts] = Posted(channel, ts, text, list(blocks), thread_ts)
         return ts

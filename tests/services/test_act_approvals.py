@@ -44,7 +44,7 @@ async def test_tier1_runs_once_after_another_users_approval(world: World) -> Non
     req = await world.store.get_approval(approval_id)
     assert req is not None and req.state == "executed"
     decisions = [d for _, _, d in await world.audit(action_id)]
-    assert decisions == ["needs_approval", "needs_approval", "approved", "executed"]
+    assert decisions == ["needs_approval", "needs_approval", "approved", "claimed", "executed"]
 
 
 async def test_an_approver_through_a_user_group_counts(world: World) -> None:

@@ -77,7 +77,8 @@ async def test_a_fault_during_execution_is_reported_with_what_changed(
     if not_run:
         assert "Not run" in shown
     rows = await world.store.audit_since(None)
-    [row] = [r for r in rows if r.action_id == action_id and r.action.endswith(".execute")]
+    claimed, row = [r for r in rows if r.action_id == action_id and r.action.endswith(".execute")]
+    assert claimed.decision == "claimed"
     assert row.decision == "failed" and row.changes is not None
     assert row.changes["changes"] == record.result["changes"]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from bot.render.acting import APPLY, CANCEL, REDIAGNOSE, UNDO
 from tests.services.world import CHANNEL, REQ, REQ2, STRANGER, VIEWER, World
 
@@ -61,7 +63,7 @@ async def test_tier3_apply_sends_the_edited_values_audits_and_undo_restores(worl
     assert env == []  # OMP_NUM_THREADS was unset before: removed again
     assert await world.state(action_id) == "undone"
     assert [d for _, a, d in await world.audit(action_id)] == [
-        "allowed", "executed", "undone"
+        "allowed", "claimed", "executed", "undone"
     ]  # fmt: skip
     # a second undo is refused and sends nothing
     calls = len(world.kube.effects())
@@ -181,4 +183,52 @@ async def test_the_audit_rows_written_by_the_flow_cannot_be_changed(world: World
                 assert "append-only" in str(err)
     finally:
         conn.close()
-    assert [d for _, _, d in await world.audit(action_id)] == ["allowed", "executed"]
+    assert [d for _, _, d in await world.audit(action_id)] == ["allowed", "claimed", "executed"]
+
+
+class Killed(BaseException):
+    """A process killed mid-apply (``kill -9``): no handler in the bot runs."""
+
+
+async def test_who_pressed_apply_is_audited_before_anything_runs(world: World) -> None:
+    action_id = await world.request(3, **EDITS)
+    world.kube.fail("patch_container_resources", Killed(), dry_run=False)
+
+    with contextlib.suppress(Killed):
+        await world.act.apply(action_id=action_id, user=REQ, channel=CHANNEL)
+
+    assert await world.audit(action_id) == [
+        (REQ, "tier3.dry_run", "allowed"), (REQ, "tier3.execute", "claimed"),
+    ]  # fmt: skip
+    assert await world.state(action_id) == "running"
+
+
+async def test_apply_removes_the_dry_run_buttons_before_the_changes_are_sent(
+    world: World,
+) -> None:
+    action_id = await world.request(3, **EDITS)
+    world.kube.fail("patch_container_resources", Killed(), dry_run=False)
+
+    with contextlib.suppress(Killed):
+        await world.act.apply(action_id=action_id, user=REQ, channel=CHANNEL)
+
+    msg = await world.action_message(action_id)
+    assert world.chat.buttons(msg.ts) == []
+    assert "Applying" in msg.text
+
+
+async def test_after_a_crash_mid_apply_the_restart_shows_the_outcome_on_the_message(
+    world: World,
+) -> None:
+    action_id = await world.request(3, **EDITS)
+    world.kube.fail("patch_container_resources", Killed(), dry_run=False)
+    with contextlib.suppress(Killed):
+        await world.act.apply(action_id=action_id, user=REQ, channel=CHANNEL)
+
+    restarted = world.service(world.store, replica="replica-b")
+    assert await restarted.reconcile_interrupted() == 1
+
+    msg = await world.action_message(action_id)
+    assert "Applying" not in msg.text and "Interrupted by a restart" in msg.text
+    assert world.chat.buttons(msg.ts) == []
+    assert (REQ, "tier3.execute", "claimed") in await world.audit(action_id)

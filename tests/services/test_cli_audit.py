@@ -4,6 +4,7 @@ import argparse
 import asyncio
 import io
 import json
+import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -100,3 +101,37 @@ def test_the_cli_entry_point_prints_the_audit(db: str, capsys: pytest.CaptureFix
 
     assert cli_main(["audit", "--format", "json"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 3
+
+
+def test_verify_reports_an_intact_chain_and_exits_0(db: str) -> None:
+    assert run(verify=True).strip() == "audit chain intact: 3 rows verified"
+
+
+def test_verify_names_the_first_edited_row_and_exits_1(db: str) -> None:
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("DROP TRIGGER audit_no_update")
+    conn.execute("UPDATE audit SET actor='U0SOMEONE' WHERE id=2")
+    conn.close()
+    out = io.StringIO()
+    args = argparse.Namespace(since=None, format="text", config=None, verify=True)
+
+    assert main(args, now=NOW, out=out) == 1
+    assert "trigger audit_no_update was dropped" in out.getvalue()
+
+
+def test_verify_from_the_command_line_finds_a_deleted_row(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bot.cli import main as cli_main
+
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("DROP TRIGGER audit_no_delete")
+    conn.execute("DELETE FROM audit WHERE id=2")
+    conn.execute(
+        "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit "
+        "BEGIN SELECT RAISE(ABORT, 'audit rows are append-only'); END"
+    )
+    conn.close()
+
+    assert cli_main(["audit", "--verify"]) == 1
+    assert "BROKEN at row 3" in capsys.readouterr().out

@@ -48,8 +48,33 @@ def serve(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[st
             },
             "http.port",
         ),
+        (
+            {
+                "GPUNODE_SLACK__BOT_TOKEN": "xoxb-abc",
+                "GPUNODE_SLACK__SIGNING_SECRET": SECRET,
+                "GPUNODE_HTTP__ALERTMANAGER_TOKEN": SECRET,
+            },
+            "GPUNODE_SLACK__INCIDENT_CHANNEL",
+        ),
+        (
+            {
+                "GPUNODE_SLACK__BOT_TOKEN": "xoxb-abc",
+                "GPUNODE_SLACK__SIGNING_SECRET": SECRET,
+                "GPUNODE_ALERTS__ALLOW_UNAUTHENTICATED": "true",
+                "GPUNODE_SLACK__INCIDENT_CHANNEL": "  ",
+            },
+            "GPUNODE_SLACK__INCIDENT_CHANNEL",
+        ),
     ],
-    ids=["nothing", "no-secret", "user-token", "socket-no-app-token", "bad-port"],
+    ids=[
+        "nothing",
+        "no-secret",
+        "user-token",
+        "socket-no-app-token",
+        "bad-port",
+        "alert-token-without-channel",
+        "open-intake-without-channel",
+    ],
 )
 def test_serve_fails_fast_naming_the_setting_without_printing_secrets(
     env: dict[str, str], says: str, tmp_path: Path

@@ -254,7 +254,14 @@ class JobRunner:
     async def _run_collector(self, pod: Obj, node: str) -> tuple[int, str, str]:
         sim = self.sim
         root = Path(sim.workdir) / "hosts" / pod["metadata"]["name"]
-        spec = await asyncio.to_thread(write_host_tree, sim, node, root)
+        # The write runs in a worker thread that a cancellation cannot stop: wait for it even
+        # when cancelled, so ``KubeSim.stop`` never removes the tree while it is being written.
+        writing = asyncio.ensure_future(asyncio.to_thread(write_host_tree, sim, node, root))
+        try:
+            spec = await asyncio.shield(writing)
+        except asyncio.CancelledError:
+            await asyncio.wait([writing])
+            raise
         cmd = [
             sys.executable,
             "-m",
@@ -275,9 +282,13 @@ class JobRunner:
         try:
             out, err = await asyncio.wait_for(proc.communicate(), COLLECTOR_TIMEOUT_S)
         except TimeoutError:
-            proc.kill()
-            await proc.wait()
             return 124, "", "collector timed out\n"
+        finally:
+            # Cancelled (the sim stopping) or timed out: the collector must not outlive the
+            # tree it reads.
+            if proc.returncode is None:
+                proc.kill()
+                await asyncio.shield(proc.wait())
         return proc.returncode or 0, out.decode(), err.decode()
 
     def _finish(

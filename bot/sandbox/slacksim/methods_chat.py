@@ -113,6 +113,8 @@ def auth_test(ws: Workspace, args: JSON) -> JSON:
 
 def chat_post_message(ws: Workspace, args: JSON) -> JSON:
     channel = channel_id(ws, args)
+    if not ws.channels[channel].bot_member:
+        raise ApiError("not_in_channel")  # a public channel the bot was not invited to
     text, blocks, warnings = checked_content(args, strict_len=False)
     thread_ts = args.get("thread_ts") or None
     if thread_ts is not None and thread_ts not in ws.messages[channel]:

@@ -112,8 +112,8 @@ class SlackSim:
     def add_usergroup(self, id: str, handle: str, members: list[str]) -> None:
         self.ws.usergroups[id] = UserGroup(id, handle, list(members))
 
-    def add_channel(self, id: str, name: str) -> None:
-        self.ws.add_channel(Channel(id, name))
+    def add_channel(self, id: str, name: str, *, bot_member: bool = True) -> None:
+        self.ws.add_channel(Channel(id, name, bot_member=bot_member))
 
     # -- knobs ------------------------------------------------------------------------------
     def rate_limit(self, method: str, *, times: int = 1) -> None:

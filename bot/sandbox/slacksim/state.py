@@ -69,6 +69,8 @@ class UserGroup:
 class Channel:
     id: str
     name: str
+    #: whether the bot was invited; chat.postMessage elsewhere is Slack's ``not_in_channel``
+    bot_member: bool = True
 
 
 @dataclass

@@ -1,0 +1,44 @@
+"""Incident threads are created once, through the Slack stand-in: many people diagnosing two
+nodes at the same moment get two incident roots, and every post lands in those threads."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from bot.sandbox.demo import Demo
+from bot.sandbox.story import CHANNEL
+from tests.e2e.conftest import failed_chat_calls, incident_roots, text_of
+
+pytestmark = pytest.mark.slow
+NODES = ("gpu-node-01", "gpu-node-02")
+USERS = ("U_ALICE", "U_BOB", "U_CAROL")
+
+
+async def test_twenty_concurrent_diagnoses_of_two_nodes_make_exactly_two_threads(
+    demo: Demo,
+) -> None:
+    commands = [
+        demo.slack.slash_command(USERS[i % 3], CHANNEL, f"diagnose {NODES[i % 2]}")
+        for i in range(20)
+    ]
+
+    results = await asyncio.gather(*commands)
+    await demo.drain()
+
+    assert [r.status for r in results] == [200] * 20
+    roots = incident_roots(demo.slack)
+    assert len(roots) == 2
+    root_ts = {str(r["ts"]) for r in roots}
+    posted = [m for m in demo.slack.ws.messages[CHANNEL].values() if m.get("bot_id")]
+    top = [m for m in posted if m.get("thread_ts", m["ts"]) == m["ts"]]
+    assert {str(m["ts"]) for m in top} == root_ts
+    assert all(str(m["thread_ts"]) in root_ts for m in posted if m not in top)
+    evidence = [m for m in posted if "Memory evidence" in text_of(m)]
+    assert len(evidence) == 2  # one diagnosis per node; the other 18 requests joined it
+    assert {str(m["thread_ts"]) for m in evidence} == root_ts
+    incidents = await demo.runtime.store.open_incidents()
+    assert sorted(i.node for i in incidents) == sorted(NODES)
+    assert {i.thread_ts for i in incidents} == root_ts
+    assert failed_chat_calls(demo.slack) == []

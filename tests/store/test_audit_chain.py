@@ -1,0 +1,172 @@
+"""The audit log proves itself: a hash chain that shows edits, deletions, forged rows and
+dropped triggers, made by anyone who can write the SQLite file directly."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from bot.store import AuditRecord, Store
+from bot.store.migrations import MIGRATIONS
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+FORGED_INSERT = (
+    "INSERT INTO audit (at, actor, action, decision) "
+    "VALUES ('2026-02-01T00:00:00.000000+00:00', 'U_FORGER', 'tier1.execute', 'executed')"
+)
+
+
+def record(minutes: int, decision: str = "allowed") -> AuditRecord:
+    return AuditRecord(
+        at=T0 + timedelta(minutes=minutes), actor="U1", action="tier1.execute",
+        decision=decision, changes=[{"verb": "cordon", "name": "gpu-node-01"}],
+    )  # fmt: skip
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    s = await Store.open(str(tmp_path / "gpunode.db"))
+    for minute, decision in ((0, "allowed"), (1, "claimed"), (2, "executed")):
+        await s.append_audit(record(minute, decision))
+    yield s
+    await s.close()
+
+
+def tamper(path: str, *statements: str) -> None:
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        for statement in statements:
+            conn.execute(statement)
+    finally:
+        conn.close()
+
+
+async def test_an_untouched_log_verifies_with_every_row_counted(store: Store) -> None:
+    report = await store.verify_audit()
+    assert (report.ok, report.rows, report.bad_id) == (True, 3, None)
+
+
+async def test_a_forged_insert_without_the_chain_is_refused_by_the_store(store: Store) -> None:
+    with pytest.raises(sqlite3.IntegrityError, match="hash-chained"):
+        tamper(store.path, FORGED_INSERT)
+    assert (await store.verify_audit()).ok
+
+
+_DROP = "DROP TRIGGER {}"
+_UPDATE_TRIGGER = (
+    "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit "
+    "BEGIN SELECT RAISE(ABORT, 'audit rows are append-only'); END"
+)
+_DELETE_TRIGGER = _UPDATE_TRIGGER.replace("no_update", "no_delete").replace(
+    "UPDATE ON", "DELETE ON"
+)
+_CHAINED_TRIGGER = (
+    "CREATE TRIGGER audit_chained BEFORE INSERT ON audit WHEN NEW.row_hash IS NULL "
+    "BEGIN SELECT RAISE(ABORT, 'x'); END"
+)
+
+
+@pytest.mark.parametrize(
+    ("statements", "bad_id", "words"),
+    [
+        (
+            [_DROP.format("audit_no_update"), "UPDATE audit SET decision='denied' WHERE id=2",
+             _UPDATE_TRIGGER],
+            2, "edited",
+        ),
+        (
+            [_DROP.format("audit_no_delete"), "DELETE FROM audit WHERE id=2", _DELETE_TRIGGER],
+            3, "deleted",
+        ),
+        (
+            [_DROP.format("audit_no_delete"), "DELETE FROM audit WHERE id=3", _DELETE_TRIGGER],
+            3, "deleted",
+        ),
+        (
+            [_DROP.format("audit_chained"), FORGED_INSERT, _CHAINED_TRIGGER],
+            4, "prev_hash",
+        ),
+        (
+            [_DROP.format("audit_chained"),
+             FORGED_INSERT.replace("(at,", "(prev_hash, row_hash, at,").replace(
+                 "VALUES (", f"VALUES ('{'0' * 64}', '{'1' * 64}', "),
+             _CHAINED_TRIGGER],
+            4, "prev_hash",
+        ),
+        ([_DROP.format("audit_no_delete")], None, "audit_no_delete was dropped"),
+        ([_DROP.format("audit_chained")], None, "audit_chained was dropped"),
+    ],
+    ids=["edited-row", "deleted-row", "deleted-last-row", "forged-back-dated-insert",
+         "forged-insert-with-made-up-hashes", "dropped-delete-trigger", "dropped-chain-trigger"],
+)  # fmt: skip
+async def test_verify_names_the_first_bad_row(
+    store: Store, statements: list[str], bad_id: int | None, words: str
+) -> None:
+    tamper(store.path, *statements)
+
+    report = await store.verify_audit()
+
+    assert not report.ok
+    assert report.bad_id == bad_id
+    assert words in report.problem
+
+
+async def test_rows_appended_after_a_forged_row_still_show_the_forgery(store: Store) -> None:
+    tamper(store.path, _DROP.format("audit_chained"), FORGED_INSERT, _CHAINED_TRIGGER)
+    await store.append_audit(record(5, "executed"))
+
+    report = await store.verify_audit()
+
+    assert (report.ok, report.bad_id) == (False, 4)
+
+
+async def test_rows_written_before_the_chain_existed_are_chained_by_the_migration(
+    tmp_path: Path,
+) -> None:
+    path = str(tmp_path / "old.db")
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+    conn.execute("INSERT INTO schema_version (version) VALUES (1)")
+    for statement in MIGRATIONS[0]:
+        assert isinstance(statement, str)
+        conn.execute(statement)
+    for i in range(3):
+        conn.execute(
+            "INSERT INTO audit (at, actor, action, decision) VALUES (?, 'U1', 'resolve', 'ok')",
+            (f"2026-01-0{i + 1}T00:00:00.000000+00:00",),
+        )
+    conn.close()
+
+    async with await Store.open(path) as store:
+        before = await store.verify_audit()
+        await store.append_audit(record(0))
+        after = await store.verify_audit()
+
+    assert (before.ok, before.rows) == (True, 3)
+    assert (after.ok, after.rows) == (True, 4)
+
+
+async def test_each_row_is_exported_to_the_log_with_its_hash_when_asked(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.export_audit = True
+    with caplog.at_level(logging.INFO, logger="gpunode.audit"):
+        row_id = await store.append_audit(record(9, "executed"))
+
+    exported = [json.loads(r.getMessage()) for r in caplog.records if r.name == "gpunode.audit"]
+    assert [(e["id"], e["decision"]) for e in exported] == [(row_id, "executed")]
+    assert len(exported[0]["row_hash"]) == 64
+
+
+async def test_rows_are_not_exported_by_default(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="gpunode.audit"):
+        await store.append_audit(record(9))
+    assert [r for r in caplog.records if r.name == "gpunode.audit"] == []
