@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+from kustomizing import find, render
 
 from bot.config import KubeSettings
 from bot.kube.jobs import build_job
@@ -247,3 +249,17 @@ async def test_the_bot_creates_only_gpunode_priority_classes_never_a_global_defa
         return
     assert status == 422 and says in answer["message"], answer
     assert "ValidatingAdmissionPolicy 'gpunode-priority-class'" in answer["message"]
+
+
+def test_every_policy_matches_the_service_account_the_base_deploys() -> None:
+    objects = render(Path(__file__).resolve().parents[2] / "deploy" / "base")
+    deployment = find(objects, "Deployment", "gpunode")
+    account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+    user = f"system:serviceaccount:{deployment['metadata']['namespace']}:{account}"
+    policies = [o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"]
+    bound = {o["spec"]["policyName"] for o in objects
+             if o["kind"] == "ValidatingAdmissionPolicyBinding"}  # fmt: skip
+    assert {p["metadata"]["name"] for p in policies} == bound
+    for policy in policies:
+        conditions = [c["expression"] for c in policy["spec"]["matchConditions"]]
+        assert conditions == [f"request.userInfo.username == '{user}'"]
