@@ -2,7 +2,8 @@
 # One image, two uses: `gpunode serve` (the bot, the default CMD) and `gpunode collect` (the
 # diagnostic Job on each node, which overrides the args and, for hostPID/host mounts, the user).
 
-# --- builder: build gpunode's wheel (templates force-included as bot/_templates) and the
+# --- builder: build gpunode's wheel (templates force-included as bot/_templates, deploy/base
+# as bot/_deploy/base for the sandbox's RBAC) and the
 # wheels of its dependencies, so the final stage installs offline without build tools.
 FROM python:3.11-slim AS builder
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
@@ -10,6 +11,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY bot ./bot
 COPY templates ./templates
+COPY deploy/base ./deploy/base
 RUN pip wheel --wheel-dir /wheels .
 
 # --- final: the runtime only; no compiler, no pip cache, no sources.

@@ -30,6 +30,7 @@ from bot.config import KubeSettings
 from bot.kube import reading
 from bot.kube.gateway import Gateway
 from bot.sandbox.kubesim import KubeSim, Scenario
+from bot.sandbox.kubesim.access import BOT_TOKEN
 
 TARGET = 1.5
 
@@ -58,7 +59,7 @@ def main() -> None:
     with KubeSim.running_in_thread(scenario) as sim:
         print(f"stand-in loaded in {time.perf_counter() - t0:.1f}s at {sim.url}", file=sys.stderr)
         gw = Gateway.from_settings(
-            KubeSettings(mode="server", server=sim.url, token="bench", verify_tls=False)
+            KubeSettings(mode="server", server=sim.url, token=BOT_TOKEN, verify_tls=False)
         )
         gw.transport.timeout_s = 300
         base: list[float] = []

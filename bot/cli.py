@@ -24,6 +24,7 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--kubeconfig", help="kubeconfig file")
     g.add_argument("--context", help="kubeconfig context")
     g.add_argument("--server", help="API server URL, e.g. the stand-in's")
+    g.add_argument("--token", help="bearer token for --server (or GPUNODE_KUBE__TOKEN)")
     g.add_argument("--config", help="gpunode settings YAML")
 
 

@@ -2,7 +2,8 @@
 
 ``kubesim``: the seed scenario, started and stopped around one test.
 ``make_kubesim(name, **kw)``: start any scenario (or a ``Scenario`` object); all stopped after.
-``kube_client_config(url)``: a ``kubernetes.client.Configuration`` pointed at a sim.
+``kube_client_config(url)``: a ``kubernetes.client.Configuration`` pointed at a sim, as the
+cluster admin (test setup); pass ``token=BOT_TOKEN`` to act with the bot's deployed rights.
 """
 
 from __future__ import annotations
@@ -13,14 +14,15 @@ from typing import Any
 import pytest
 
 from bot.sandbox.kubesim import KubeSim, Scenario, load_scenario
+from bot.sandbox.kubesim.access import ADMIN_TOKEN
 
 
-def kube_client_config(url: str) -> Any:
+def kube_client_config(url: str, *, token: str = ADMIN_TOKEN) -> Any:
     from kubernetes import client
 
     cfg = client.Configuration()
     cfg.host = url
-    cfg.api_key = {"authorization": "Bearer test-token"}
+    cfg.api_key = {"authorization": f"Bearer {token}"}
     cfg.verify_ssl = False
     return cfg
 
@@ -44,3 +46,36 @@ async def make_kubesim() -> AsyncIterator[Callable[..., Awaitable[KubeSim]]]:
 @pytest.fixture
 async def kubesim(make_kubesim: Callable[..., Awaitable[KubeSim]]) -> KubeSim:
     return await make_kubesim("seed")
+
+
+async def kube_call(
+    url: str,
+    method: str,
+    path: str,
+    *,
+    token: str | None = ADMIN_TOKEN,
+    body: Any = None,
+    content_type: str = "application/json",
+    headers: dict[str, str] | None = None,
+) -> tuple[int, Any]:
+    """One raw request to a stand-in: (HTTP status, parsed JSON body or text)."""
+    import json
+
+    import aiohttp
+
+    sent = dict(headers or {})
+    if token is not None:
+        sent["Authorization"] = f"Bearer {token}"
+    data = None
+    if body is not None:
+        data = json.dumps(body)
+        sent["Content-Type"] = content_type
+    async with (
+        aiohttp.ClientSession() as http,
+        http.request(method, url + path, data=data, headers=sent) as resp,
+    ):
+        text = await resp.text()
+        try:
+            return resp.status, json.loads(text)
+        except ValueError:
+            return resp.status, text

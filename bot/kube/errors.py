@@ -65,6 +65,9 @@ def translate(exc: BaseException, *, what: str, write: bool = False) -> GpunodeE
             hint = (
                 "the credentials were rejected; refresh the kubeconfig or token"
                 if code == 401
+                else "the request carried no credentials; set kube.token (--token) or a "
+                "kubeconfig user"
+                if 'User "system:anonymous"' in msg
                 else "grant the gpunode ClusterRole this permission (see deploy/)"
             )
             return ForbiddenError(f"{what}: forbidden ({msg}); {hint}.", status=code)

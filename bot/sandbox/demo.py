@@ -32,6 +32,7 @@ from bot.config import (
 )
 from bot.core.thresholds import Thresholds
 from bot.sandbox.kubesim import KubeSim, load_scenario
+from bot.sandbox.kubesim.access import BOT_TOKEN as KUBE_BOT_TOKEN
 from bot.sandbox.slacksim import SlackSim
 from bot.sandbox.story import CHANNEL, run_story
 from bot.services.policy_loading import read_policy
@@ -59,18 +60,16 @@ class Demo:
         await self.runtime.services.bg.drain(timeout_s=120)
 
 
-def _install_namespace(kube: KubeSim, namespace: str) -> None:
-    """The bot's own namespace, as ``kubectl create namespace gpunode`` does on a real install."""
-    if kube.get("namespaces", None, namespace) is None:
-        kube.api.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-
-
 def _gateway(url: str) -> object:
+    """The bot's gateway with the bot's ServiceAccount token: the stand-in enforces the RBAC
+    and admission policies of deploy/base, so the demo has exactly the deployed rights."""
     from bot.config import KubeSettings
     from bot.kube.gateway import Gateway
 
     return Gateway.from_settings(
-        KubeSettings(mode="server", server=url, verify_tls=False, namespace=NAMESPACE)
+        KubeSettings(
+            mode="server", server=url, token=KUBE_BOT_TOKEN, verify_tls=False, namespace=NAMESPACE
+        )
     )
 
 
@@ -79,8 +78,9 @@ async def running_standins(
     scenario: str = "seed", *, console_port: int = 0, socket_mode: bool = False
 ) -> AsyncIterator[tuple[KubeSim, SlackSim]]:
     """The Kubernetes and Slack stand-ins on loopback (the console is the Slack one's)."""
-    kube = KubeSim(load_scenario(scenario))
-    _install_namespace(kube, NAMESPACE)
+    # deploy/base installs the gpunode namespace, RBAC and admission policies; the bot sends
+    # its ServiceAccount token, kubectl (no token over HTTP) is the insecure port's superuser
+    kube = KubeSim(load_scenario(scenario), insecure_superuser=True)
     await kube.start()
     slack = SlackSim(signing_secret=SIGNING_SECRET, bot_token=BOT_TOKEN, socket_mode=socket_mode)
     try:
@@ -204,7 +204,8 @@ async def _interactive(scenario: str, port: int) -> int:
     async with running_demo(scenario, console_port=port) as demo:
         print(f"gpunode demo ({scenario}) is running.")
         print(f"  console:        {demo.console_url}/")
-        print(f"  Kubernetes API: {demo.kube.url}   (kubectl --server {demo.kube.url} get nodes)")
+        print(f"  Kubernetes API: {demo.kube.url}   (kubectl get nodes --server {demo.kube.url})")
+        print(f"  the bot's token (its deployed RBAC): {KUBE_BOT_TOKEN}")
         print("Open the console, pick a user, and type: diagnose gpu-node-01   (Ctrl-C stops)")
         sys.stdout.flush()
         await asyncio.Event().wait()

@@ -12,13 +12,16 @@ if TYPE_CHECKING:
 
 
 def cluster_settings(args: argparse.Namespace) -> KubeSettings:
-    """``kube`` settings, with ``--kubeconfig/--context`` or ``--server`` taking precedence."""
+    """``kube`` settings, with ``--kubeconfig/--context`` or ``--server`` (and ``--token``)
+    taking precedence."""
     kube = load_settings(config_file=getattr(args, "config", None)).kube
     overrides: dict[str, Any] = {}
     if getattr(args, "kubeconfig", None) or getattr(args, "context", None):
         overrides.update(mode="kubeconfig", kubeconfig=args.kubeconfig, context=args.context)
     if getattr(args, "server", None):
         overrides.update(mode="server", server=args.server)
+        if getattr(args, "token", None):
+            overrides.update(token=args.token)
     return KubeSettings.model_validate({**kube.model_dump(), **overrides}) if overrides else kube
 
 

@@ -12,6 +12,7 @@ import aiohttp
 import pytest
 
 from bot.sandbox.demo import Demo
+from bot.sandbox.kubesim.access import ADMIN_TOKEN
 from bot.sandbox.story import CHANNEL, find_button
 from tests.e2e.conftest import (
     NODE,
@@ -169,7 +170,10 @@ async def test_a_plan_made_stale_by_a_change_in_the_cluster_is_refused(demo: Dem
         http.patch(
             url,
             data=json.dumps(change),
-            headers={"Content-Type": "application/merge-patch+json", "Authorization": "Bearer t"},
+            headers={
+                "Content-Type": "application/merge-patch+json",
+                "Authorization": f"Bearer {ADMIN_TOKEN}",
+            },
         ) as r,
     ):
         assert r.status == 200
@@ -248,7 +252,7 @@ async def test_undo_is_refused_when_someone_changed_the_target_after_the_action(
             data=json.dumps(by_hand),
             headers={
                 "Content-Type": "application/strategic-merge-patch+json",
-                "Authorization": "Bearer t",
+                "Authorization": f"Bearer {ADMIN_TOKEN}",
             },
         ) as r,
     ):

@@ -21,6 +21,7 @@ import pytest
 from bot.errors import SlackError
 from bot.sandbox.demo import POLICY, Demo, running_demo
 from bot.sandbox.kubesim import KubeSim, load_scenario
+from bot.sandbox.kubesim.access import BOT_TOKEN
 from bot.sandbox.slacksim import SlackSim
 from bot.sandbox.story import CHANNEL
 from tests.e2e.conftest import (
@@ -168,6 +169,7 @@ async def test_gpunode_serve_in_socket_mode_connects_and_diagnoses(tmp_path: Pat
         "GPUNODE_SLACK__SOCKET_MODE": "true",
         "GPUNODE_KUBE__MODE": "server",
         "GPUNODE_KUBE__SERVER": await kube.start(),
+        "GPUNODE_KUBE__TOKEN": BOT_TOKEN,
         "GPUNODE_KUBE__VERIFY_TLS": "false",
         "GPUNODE_ACTIONS__POLICY_FILE": str(POLICY),
         "GPUNODE_STORE__PATH": str(tmp_path / "gpunode.db"),

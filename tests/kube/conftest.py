@@ -1,8 +1,8 @@
-"""Gateway fixtures: the real ``kubernetes`` client against the Kubernetes stand-in."""
+"""Gateway fixtures: the real ``kubernetes`` client against the Kubernetes stand-in, with the
+bot's token: the gateway has exactly the rights deploy/base grants it."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -11,6 +11,7 @@ import pytest
 from bot.config import KubeSettings
 from bot.kube.gateway import Gateway
 from bot.sandbox.kubesim import KubeSim
+from bot.sandbox.kubesim.access import BOT_TOKEN
 
 NAMESPACE = "gpunode"
 
@@ -19,7 +20,7 @@ def settings_for(url: str, **overrides: Any) -> KubeSettings:
     base = KubeSettings(
         mode="server",
         server=url,
-        token="test-token",
+        token=BOT_TOKEN,
         verify_tls=False,
         namespace=NAMESPACE,
         job_timeout_s=20,
@@ -27,13 +28,10 @@ def settings_for(url: str, **overrides: Any) -> KubeSettings:
     return base.model_copy(update=overrides)
 
 
-async def ensure_namespace(gw: Gateway, name: str = NAMESPACE) -> None:
-    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-    try:
-        await asyncio.to_thread(gw.transport.request, "POST", "/api/v1/namespaces", body=body)
-    except Exception as exc:  # already exists (scenario provides it)
-        if getattr(exc, "status", None) != 409:
-            raise
+def ensure_namespace(sim: KubeSim, name: str = NAMESPACE) -> None:
+    """The namespace as an admin creates it (deploy/base already has ``gpunode``)."""
+    if sim.get("namespaces", None, name) is None:
+        sim.api.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 
 
 @pytest.fixture
@@ -48,7 +46,7 @@ async def make_gateway(
         sim = await make_kubesim(scenario, **(sim_kw or {}))
         gw = Gateway.from_settings(settings_for(sim.url, **settings))
         made.append(gw)
-        await ensure_namespace(gw)
+        ensure_namespace(sim)
         return gw, sim
 
     yield make

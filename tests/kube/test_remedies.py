@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -121,12 +120,7 @@ async def test_a_pod_under_two_budgets_is_blocked_with_what_to_do(gateway: GW) -
             "metadata": {"name": f"extra-{i}", "namespace": ns},
             "spec": {"minAvailable": 0, "selector": {"matchLabels": labels}},
         }
-        await asyncio.to_thread(
-            gw.transport.request,
-            "POST",
-            f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
-            body=body,
-        )
+        sim.api.seed(body, validate=True)  # as an admin would; the bot may only list PDBs
     outcome = await gw.evict(ns, name, dry_run=False)
     assert outcome.status == "blocked"
     assert "more than one PodDisruptionBudget" in outcome.reason
@@ -149,15 +143,15 @@ async def test_evicting_a_missing_pod_is_not_found(gateway: GW) -> None:
 
 async def test_priority_class_is_created_then_a_noop_then_a_conflict(gateway: GW) -> None:
     gw, sim = gateway
-    dry = await gw.ensure_priority_class("gpu-critical", 100000, description="d", dry_run=True)
-    assert dry.dry_run and sim.get("priorityclasses", None, "gpu-critical") is None
-    made = await gw.ensure_priority_class("gpu-critical", 100000, description="d", dry_run=False)
+    dry = await gw.ensure_priority_class("gpunode-critical", 100000, description="", dry_run=True)
+    assert dry.dry_run and sim.get("priorityclasses", None, "gpunode-critical") is None
+    made = await gw.ensure_priority_class("gpunode-critical", 100000, description="", dry_run=False)
     assert made.before == {"exists": False} and not made.noop
-    assert sim.get("priorityclasses", None, "gpu-critical")["value"] == 100000  # type: ignore[index]
-    same = await gw.ensure_priority_class("gpu-critical", 100000, description="d", dry_run=False)
+    assert sim.get("priorityclasses", None, "gpunode-critical")["value"] == 100000  # type: ignore[index]
+    same = await gw.ensure_priority_class("gpunode-critical", 100000, description="", dry_run=False)
     assert same.noop
     with pytest.raises(ConflictError, match="immutable"):
-        await gw.ensure_priority_class("gpu-critical", 5, description="d", dry_run=False)
+        await gw.ensure_priority_class("gpunode-critical", 5, description="d", dry_run=False)
 
 
 async def test_set_priority_class_name_on_a_deployment_keeps_the_old_value_for_undo(

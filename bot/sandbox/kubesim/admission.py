@@ -1,84 +1,288 @@
-"""API-server admission for pods the stand-in creates: RuntimeClass and critical priority.
+"""ValidatingAdmissionPolicies (admissionregistration.k8s.io/v1), evaluated with CEL.
 
-- RuntimeClass admission (plugin/pkg/admission/runtimeclass): a pod naming a RuntimeClass
-  that does not exist is refused: ``pod rejected: RuntimeClass "NAME" not found``.
-- Critical priority classes (``system-node-critical``, ``system-cluster-critical``) outside
-  ``kube-system`` need a ResourceQuota in the namespace whose ``scopeSelector`` matches the
-  class, as GKE configures the ResourceQuota plugin (``limitedResources``; see the Kubernetes
-  docs "Limit Priority Class consumption by default"): ``insufficient quota to match these
-  scopes: [{PriorityClass In [system-node-critical system-cluster-critical]}]``. The stand-in
-  is as strict as the strictest common server. A matching quota's ``hard.pods`` is enforced.
+The expressions run through ``celpy`` (cel-python, a CEL implementation), never a hand-made
+parser. What the API server does, mirrored here:
+
+- A policy applies through each ``ValidatingAdmissionPolicyBinding`` naming it (a binding
+  whose policy is missing is ignored); only ``Deny`` bindings deny (Warn/Audit do not).
+- Matching: ``matchConstraints`` of the policy and ``matchResources`` of the binding —
+  resourceRules (apiGroups, apiVersions, operations, resources with ``*``, ``x/*``, ``*/x``
+  and ``*/*`` subresource forms, resourceNames, scope), excludeResourceRules,
+  namespaceSelector and objectSelector — then every ``matchConditions`` expression.
+- Variables (``variables.NAME``) are composed in order; ``object``, ``oldObject``
+  (``null`` on CREATE / DELETE), ``request`` (operation, userInfo, namespace, name, kind,
+  resource, subResource, dryRun) and ``namespaceObject`` are bound; ``params`` is null.
+- The first failing validation denies: ``<resource> "<name>" is forbidden:
+  ValidatingAdmissionPolicy '<policy>' with binding '<binding>' denied request: <message>``,
+  where the message is ``message``, else ``messageExpression``, else ``failed expression:
+  <expression>``; reason ``validation.reason`` (default ``Invalid``, HTTP 422).
+- An expression that errors follows ``failurePolicy`` (default Fail: deny, saying so).
+- Creating or updating a policy whose expressions do not compile is a 422.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import contextlib
+import functools
+from collections.abc import Mapping
+from typing import Any
 
-from bot.sandbox.kubesim.statuses import ApiError
+import celpy
+from celpy import celparser, celtypes
+from celpy.adapter import json_to_cel
+from celpy.evaluation import CELEvalError
 
-if TYPE_CHECKING:
-    from bot.sandbox.kubesim.crud import ApiCore
+from bot.sandbox.kubesim.authz import CURRENT_USER
+from bot.sandbox.kubesim.resources import Resource
+from bot.sandbox.kubesim.selectors import match_label_selector
+from bot.sandbox.kubesim.statuses import ApiError, invalid
+from bot.sandbox.kubesim.store import Obj, Store
 
-Obj = dict[str, Any]
-CRITICAL_CLASSES = ("system-node-critical", "system-cluster-critical")
-
-
-def _forbidden(name: str, message: str) -> ApiError:
-    return ApiError(
-        403, f'pods "{name}" is forbidden: {message}', reason="Forbidden", name=name, kind="pods"
-    )
+_CODES = {"Invalid": 422, "Forbidden": 403, "Unauthorized": 401, "RequestEntityTooLarge": 413}
+_ENV = celpy.Environment()
 
 
-def _scope_matches(quota: Obj, priority_class: str) -> bool:
-    selector = (quota.get("spec") or {}).get("scopeSelector") or {}
-    for expr in selector.get("matchExpressions") or []:
-        if expr.get("scopeName") != "PriorityClass":
-            continue
-        op, values = expr.get("operator"), expr.get("values") or []
-        if (op == "In" and priority_class in values) or (
-            op == "NotIn" and priority_class not in values
-        ):
+class CelError(Exception):
+    """An expression failed to evaluate (missing field, wrong type...)."""
+
+
+@functools.lru_cache(maxsize=512)
+def _program(expression: str) -> Any:
+    return _ENV.program(_ENV.compile(expression))
+
+
+def compile_error(expression: str) -> str | None:
+    """Why ``expression`` does not compile, or None."""
+    try:
+        _program(expression)
+    except celparser.CELParseError as exc:
+        return str(exc).strip().splitlines()[0] if str(exc).strip() else "syntax error"
+    return None
+
+
+def evaluate(expression: str, activation: Mapping[str, Any]) -> Any:
+    """The value of ``expression`` (CEL types); CelError when evaluation fails."""
+    try:
+        result = _program(expression).evaluate(dict(activation))
+    except CELEvalError as exc:
+        raise CelError(str(exc.args[0]) if exc.args else str(exc)) from exc
+    if isinstance(result, CELEvalError):
+        raise CelError(str(result.args[0]) if result.args else str(result))
+    return result
+
+
+def _rule_matches(rule: Obj, op: str, res: Resource, sub: str, name: str) -> bool:
+    def has(values: Any, wanted: str) -> bool:
+        return isinstance(values, list) and ("*" in values or wanted in values)
+
+    if not (
+        has(rule.get("apiGroups"), res.group)
+        and has(rule.get("apiVersions"), res.version)
+        and has(rule.get("operations"), op)
+    ):
+        return False
+    scope = rule.get("scope", "*")
+    if (scope == "Cluster" and res.namespaced) or (scope == "Namespaced" and not res.namespaced):
+        return False
+    names = rule.get("resourceNames") or []
+    if names and name not in names:
+        return False
+    for r in rule.get("resources") or []:
+        plural, _, rsub = r.partition("/")
+        if r == "*/*":
             return True
-        if op == "Exists":
+        if plural in ("*", res.plural) and rsub == sub == "":
+            return True
+        if sub and plural in ("*", res.plural) and rsub in ("*", sub) and rsub:
             return True
     return False
 
 
-def _pods_in_scope(api: ApiCore, namespace: str, priority_class: str) -> int:
-    return sum(
-        1
-        for p in api.store.list("pods", namespace)
-        if (p.get("spec") or {}).get("priorityClassName") == priority_class
-        and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+def _matches(
+    match: Obj | None,
+    op: str,
+    res: Resource,
+    sub: str,
+    obj: Obj,
+    namespace: Obj | None,
+    *,
+    required: bool,
+) -> bool:
+    """``MatchResources`` semantics; an absent block matches when not ``required``."""
+    if not match:
+        return not required
+    name = obj.get("metadata", {}).get("name", "")
+    rules = match.get("resourceRules")
+    if rules is not None and not any(_rule_matches(r, op, res, sub, name) for r in rules):
+        return False
+    if rules is None and required:
+        return False
+    if any(_rule_matches(r, op, res, sub, name) for r in match.get("excludeResourceRules") or []):
+        return False
+    ns_sel = match.get("namespaceSelector")
+    if ns_sel and res.namespaced and namespace is not None:
+        ns_labels = namespace.get("metadata", {}).get("labels") or {}
+        if not match_label_selector(ns_sel, ns_labels):
+            return False
+    obj_sel = match.get("objectSelector")
+    return not obj_sel or match_label_selector(obj_sel, obj.get("metadata", {}).get("labels") or {})
+
+
+class Admission:
+    """The validating admission step of ``ApiCore`` (an ``AdmitHook``)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def __call__(
+        self, op: str, res: Resource, sub: str, obj: Obj | None, old: Obj | None, dry: bool
+    ) -> None:
+        if res.kind == "ValidatingAdmissionPolicy" and obj is not None:
+            check_policy(obj)
+        subject = obj if obj is not None else (old or {})
+        meta = subject.get("metadata") or {}
+        ns_name = meta.get("namespace") if res.namespaced else None
+        namespace = self.store.get("namespaces", None, ns_name) if ns_name else None
+        for binding in self.store.list("validatingadmissionpolicybindings"):
+            spec = binding.get("spec") or {}
+            policy = self.store.get("validatingadmissionpolicies", None, spec.get("policyName", ""))
+            if policy is None or "Deny" not in (spec.get("validationActions") or []):
+                continue
+            pspec = policy.get("spec") or {}
+            if not _matches(
+                pspec.get("matchConstraints"), op, res, sub, subject, namespace, required=True
+            ) or not _matches(
+                spec.get("matchResources"), op, res, sub, subject, namespace, required=False
+            ):
+                continue
+            activation = self._activation(op, res, sub, obj, old, namespace, dry)
+            denial = _evaluate_policy(pspec, activation)
+            if denial is not None:
+                message, reason = denial
+                raise _denied(
+                    res,
+                    subject,
+                    policy["metadata"]["name"],
+                    binding["metadata"]["name"],
+                    message,
+                    reason,
+                )
+
+    def _activation(
+        self,
+        op: str,
+        res: Resource,
+        sub: str,
+        obj: Obj | None,
+        old: Obj | None,
+        namespace: Obj | None,
+        dry: bool,
+    ) -> dict[str, Any]:
+        meta = (obj if obj is not None else old or {}).get("metadata") or {}
+        request = {
+            "operation": op,
+            "userInfo": CURRENT_USER.get().as_request(),
+            "namespace": meta.get("namespace", "") if res.namespaced else "",
+            "name": meta.get("name", ""),
+            "kind": {"group": res.group, "version": res.version, "kind": res.kind},
+            "resource": {"group": res.group, "version": res.version, "resource": res.plural},
+            "subResource": sub,
+            "dryRun": dry,
+        }
+        return {
+            "object": json_to_cel(obj),
+            "oldObject": json_to_cel(old),
+            "request": json_to_cel(request),
+            "namespaceObject": json_to_cel(namespace),
+            "params": json_to_cel(None),
+        }
+
+
+def _evaluate_policy(spec: Obj, activation: dict[str, Any]) -> tuple[str, str] | None:
+    """None when the request passes, else (message, reason)."""
+    fail = spec.get("failurePolicy", "Fail") == "Fail"
+    variables: dict[str, Any] = {}
+    activation["variables"] = _cel_map(variables)
+    try:
+        for cond in spec.get("matchConditions") or []:
+            if not bool(evaluate(cond["expression"], activation)):
+                return None
+        for var in spec.get("variables") or []:
+            # lazily evaluated in the API server: an error surfaces only where it is used
+            with contextlib.suppress(CelError):
+                variables[var["name"]] = evaluate(var["expression"], activation)
+                activation["variables"] = _cel_map(variables)
+    except CelError as exc:
+        return (f"expression resulted in error: {exc}", "Invalid") if fail else None
+    for validation in spec.get("validations") or []:
+        expression = validation["expression"]
+        try:
+            ok = bool(evaluate(expression, activation))
+        except CelError as exc:
+            if fail:
+                return f"expression '{expression}' resulted in error: {exc}", "Invalid"
+            continue
+        if ok:
+            continue
+        message = validation.get("message") or ""
+        if not message and validation.get("messageExpression"):
+            try:
+                message = str(evaluate(validation["messageExpression"], activation))
+            except CelError:
+                message = ""
+        return message or f"failed expression: {expression}", validation.get("reason", "Invalid")
+    return None
+
+
+def _cel_map(values: dict[str, Any]) -> Any:
+    return celtypes.MapType({celtypes.StringType(k): v for k, v in values.items()})
+
+
+def _denied(
+    res: Resource, obj: Obj, policy: str, binding: str, message: str, reason: str
+) -> ApiError:
+    meta = obj.get("metadata") or {}
+    name = meta.get("name") or meta.get("generateName") or "Unknown"
+    qualified = f"{res.plural}.{res.group}" if res.group else res.plural
+    text = (
+        f"ValidatingAdmissionPolicy '{policy}' with binding '{binding}' denied request: {message}"
+    )
+    return ApiError(
+        _CODES.get(reason, 422),
+        f'{qualified} "{name}" is forbidden: {text}',
+        reason=reason,
+        name=name,
+        group=res.group or None,
+        kind=res.plural,
+        causes=[{"message": text}],
     )
 
 
-def check_pod(api: ApiCore, pod: Obj) -> None:
-    """Raise the 403 a real API server answers for this pod, if any."""
-    meta, spec = pod["metadata"], pod.get("spec") or {}
-    name, namespace = meta["name"], meta.get("namespace", "default")
-    handler = spec.get("runtimeClassName")
-    if handler and api.store.get("runtimeclasses", None, handler) is None:
-        raise _forbidden(name, f'pod rejected: RuntimeClass "{handler}" not found')
-    pc = spec.get("priorityClassName")
-    if pc not in CRITICAL_CLASSES or namespace == "kube-system":
-        return
-    quotas = [q for q in api.store.list("resourcequotas", namespace) if _scope_matches(q, pc)]
-    if not quotas:
-        raise ApiError(
-            403,
-            "insufficient quota to match these scopes: "
-            f"[{{PriorityClass In [{' '.join(CRITICAL_CLASSES)}]}}]",
-            reason="Forbidden",
-            name=name,
-            kind="pods",
+def check_policy(policy: Obj) -> None:
+    """422 when an expression of ``policy`` does not compile (as the API server refuses it)."""
+    spec = policy.get("spec") or {}
+    causes: list[dict[str, str]] = []
+    for key, field in (
+        ("matchConditions", "expression"),
+        ("variables", "expression"),
+        ("validations", "expression"),
+        ("validations", "messageExpression"),
+        ("auditAnnotations", "valueExpression"),
+    ):
+        for i, item in enumerate(spec.get(key) or []):
+            expr = item.get(field)
+            if expr and (why := compile_error(expr)):
+                causes.append(
+                    {
+                        "reason": "FieldValueInvalid",
+                        "field": f"spec.{key}[{i}].{field}",
+                        "message": f"Invalid value: {expr!r}: compilation failed: {why}",
+                    }
+                )
+    if causes:
+        raise invalid(
+            "ValidatingAdmissionPolicy",
+            policy.get("metadata", {}).get("name", ""),
+            causes,
+            group="admissionregistration.k8s.io",
         )
-    for q in quotas:
-        hard = ((q.get("spec") or {}).get("hard") or {}).get("pods")
-        used = _pods_in_scope(api, namespace, pc)
-        if hard is not None and used + 1 > int(str(hard)):
-            raise _forbidden(
-                name,
-                f"exceeded quota: {q['metadata']['name']}, requested: pods=1, "
-                f"used: pods={used}, limited: pods={hard}",
-            )

@@ -18,11 +18,21 @@ import base64
 import copy
 import json
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from bot.sandbox.kubesim import eviction, resources
+from bot.sandbox.kubesim import eviction, openapi, resources, tables
+from bot.sandbox.kubesim.authz import (
+    CURRENT_USER,
+    Attributes,
+    UserInfo,
+    is_resource_path,
+    resource_verb,
+    self_subject_access_review,
+)
+from bot.sandbox.kubesim.fields import check_field_selector
 from bot.sandbox.kubesim.resources import Resource
 from bot.sandbox.kubesim.rules import resize_supported
 from bot.sandbox.kubesim.selectors import parse_field_selector, parse_label_selector
@@ -33,6 +43,7 @@ if TYPE_CHECKING:
     from bot.sandbox.kubesim.sim import KubeSim
 
 SIM_KEY: web.AppKey[KubeSim] = web.AppKey("sim")
+USER_KEY: web.RequestKey[UserInfo] = web.RequestKey("kubesim_user", UserInfo)
 
 
 @dataclass
@@ -89,11 +100,39 @@ async def middleware(request: web.Request, handler: Any) -> web.StreamResponse:
     sim.requests.append((request.method, request.path, request.query_string))
     auth = request.headers.get("Authorization", "")
     sim.tokens.append(auth.removeprefix("Bearer ").strip() or None)
+    reset = None
     try:
+        user = sim.authn.authenticate(auth)
+        request[USER_KEY] = user
+        reset = CURRENT_USER.set(user)
+        if not is_resource_path(request.path):
+            verb = request.method.lower()
+            sim.authorizer.authorize(Attributes(user, verb, path=request.path))
         await sim.faults.apply(request.method, request.path)
         return await handler(request)  # type: ignore[no-any-return]
     except ApiError as err:
         return _json(err.status(), err.code)
+    finally:
+        if reset is not None:
+            CURRENT_USER.reset(reset)
+
+
+def _authorize(request: web.Request, route: Route) -> None:
+    """RBAC for a resource request (403 in the API server's words when denied)."""
+    attrs = Attributes(
+        request[USER_KEY],
+        resource_verb(
+            request.method,
+            named=route.name is not None,
+            watch=request.query.get("watch") in ("true", "1"),
+        ),
+        api_group=route.res.group,
+        resource=route.res.plural,
+        subresource=route.sub,
+        namespace=route.namespace or "",
+        name=route.name or "",
+    )
+    request.app[SIM_KEY].authorizer.authorize(attrs)
 
 
 def build_app(sim: KubeSim) -> web.Application:
@@ -113,6 +152,7 @@ def build_app(sim: KubeSim) -> web.Application:
     app.router.add_get("/apis/{group}/", group_info)
     app.router.add_route("*", "/api/v1/{tail:.+}", rest_core)
     app.router.add_route("*", "/apis/{group}/{version}/{tail:.+}", rest_group)
+    openapi.add_routes(app.router, lambda request: request.app[SIM_KEY].kube_version)
     app.router.add_get("/healthz", ok_text)
     app.router.add_get("/readyz", ok_text)
     app.router.add_route("*", "/{tail:.*}", not_found_route)
@@ -240,6 +280,10 @@ async def rest_group(request: web.Request) -> web.StreamResponse:
 async def _rest(request: web.Request, route: Route) -> web.StreamResponse:
     sim = request.app[SIM_KEY]
     res, m = route.res, request.method
+    _authorize(request, route)
+    if res.kind == "SelfSubjectAccessReview" and m == "POST":
+        body = await _json_body(request)
+        return _json(self_subject_access_review(sim.authorizer, request[USER_KEY], body), 201)
     if not res.stored:
         if m != "GET":
             raise ApiError(405, "the server does not allow this method on the requested resource")
@@ -248,7 +292,7 @@ async def _rest(request: web.Request, route: Route) -> web.StreamResponse:
         if m == "GET":
             if request.query.get("watch") in ("true", "1"):
                 return await _watch(request, route)
-            return _json(_list(request, route))
+            return _json(_as_table(request, route, _list(request, route)))
         if m == "POST":
             body = await _json_body(request)
             return _json(sim.api.create(res, route.namespace, body, dry_run=_dry_run(request)), 201)
@@ -268,7 +312,8 @@ async def _rest(request: web.Request, route: Route) -> web.StreamResponse:
     if route.sub == "resize" and not resize_supported(sim.kube_version):
         raise ApiError(404, "the server could not find the requested resource")
     if m == "GET":
-        return _json(sim.present(res, sim.api.get(res.plural, route.namespace, route.name)))
+        obj = sim.present(res, sim.api.get(res.plural, route.namespace, route.name))
+        return _json(_as_table(request, route, obj))
     if m == "PUT":
         body = await _json_body(request)
         return _json(
@@ -312,7 +357,23 @@ async def _rest(request: web.Request, route: Route) -> web.StreamResponse:
     raise ApiError(405, "the server does not allow this method on the requested resource")
 
 
-def _matcher(request: web.Request) -> Any:
+def _as_table(request: web.Request, route: Route, answer: Obj) -> Obj:
+    """``answer`` (a list or one object) as a Table when the client asked for one."""
+    if route.sub or not tables.wants_table(request.headers.get("Accept", "")):
+        return answer
+    items = answer["items"] if route.name is None else [answer]
+    meta = answer.get("metadata") if route.name is None else {}
+    return tables.table(
+        route.res,
+        items,
+        now=datetime.now(UTC),
+        include_object=request.query.get("includeObject", "Metadata"),
+        list_meta=meta,
+    )
+
+
+def _matcher(request: web.Request, route: Route) -> Any:
+    check_field_selector(route.res, request.query.get("fieldSelector"))
     label = parse_label_selector(request.query.get("labelSelector"))
     field = parse_field_selector(request.query.get("fieldSelector"))
     return lambda o: label(o["metadata"].get("labels") or {}) and field(o)
@@ -320,7 +381,7 @@ def _matcher(request: web.Request) -> Any:
 
 def _list(request: web.Request, route: Route) -> Obj:
     sim = request.app[SIM_KEY]
-    match = _matcher(request)
+    match = _matcher(request, route)
     items = [o for o in sim.api.store.list(route.res.plural, route.namespace) if match(o)]
     start = 0
     if cont := request.query.get("continue"):
@@ -343,7 +404,7 @@ def _list(request: web.Request, route: Route) -> Obj:
 
 async def _watch(request: web.Request, route: Route) -> web.StreamResponse:
     sim = request.app[SIM_KEY]
-    match = _matcher(request)
+    match = _matcher(request, route)
     timeout = float(request.query.get("timeoutSeconds") or 1800)
     rv = request.query.get("resourceVersion") or ""
     store = sim.api.store
@@ -356,7 +417,11 @@ async def _watch(request: web.Request, route: Route) -> web.StreamResponse:
         return (route.namespace is None or ns == route.namespace) and bool(match(obj))
 
     async def send(kind: str, obj: Obj) -> None:
-        line = {"type": kind, "object": sim.present(route.res, obj)}
+        shown = sim.present(route.res, obj)
+        if tables.wants_table(request.headers.get("Accept", "")):  # kubectl get -w
+            include = request.query.get("includeObject", "Metadata")
+            shown = tables.table(route.res, [shown], now=datetime.now(UTC), include_object=include)
+        line = {"type": kind, "object": shown}
         await resp.write(json.dumps(line).encode() + b"\n")
 
     try:

@@ -1,7 +1,8 @@
 """``gpunode sandbox kube``: run the Kubernetes API stand-in on its own and print its URL.
 
-Then e.g. ``kubectl --server URL get nodes,pods -A`` or
-``gpunode diagnose gpu-node-01 --server URL``.
+Then e.g. ``kubectl get nodes,pods -A --server URL`` (no token over plain HTTP: the insecure
+port's superuser) or, with the bot's deployed rights, ``gpunode diagnose gpu-node-01 --server
+URL --token BOT_TOKEN`` (the token is printed; see ``access``).
 """
 
 from __future__ import annotations
@@ -9,17 +10,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 
+from bot.sandbox.kubesim.access import BOT_TOKEN
 from bot.sandbox.kubesim.scenarios import load_scenario
 from bot.sandbox.kubesim.sim import KubeSim
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    sim = KubeSim(load_scenario(args.scenario), kube_version=args.kube_version)
+    # kubectl sends no token over plain HTTP: token-less requests are the insecure port's
+    # superuser; the bot's token (printed) has exactly the deployed rights.
+    sim = KubeSim(
+        load_scenario(args.scenario), kube_version=args.kube_version, insecure_superuser=True
+    )
     url = await sim.start(port=args.port)
     print(
         f"kubesim: scenario {args.scenario!r}, Kubernetes {args.kube_version}, at {url}", flush=True
     )
-    print(f"try: kubectl --server {url} get nodes,pods -A", flush=True)
+    print(f"try: kubectl get nodes,pods -A --server {url}", flush=True)
+    print(f"the bot's token (deploy/base RBAC): {BOT_TOKEN}", flush=True)
     try:
         await asyncio.Event().wait()
     finally:

@@ -20,6 +20,9 @@ from bot.sandbox.kubesim.store import Obj, Store, clone
 from bot.sandbox.kubesim.validation import check_version, validate_object
 
 ChangeHook = Callable[[str, Obj | None, Obj | None], None]
+#: validating admission: (operation, resource, subresource, object, oldObject, dry_run);
+#: raises ApiError to deny (kubesim/admission.py)
+AdmitHook = Callable[[str, Resource, str, Obj | None, Obj | None, bool], None]
 
 
 def now_iso() -> str:
@@ -34,6 +37,7 @@ class ApiCore:
         self.kube_version = kube_version
         self.store = Store()
         self.on_change: list[ChangeHook] = []
+        self.admit: list[AdmitHook] = []
         self.validate = True
         #: True while a scenario loads: seeded objects are the cluster's existing state, so
         #: create-time admission (RuntimeClass, priority quota) does not apply to them
@@ -53,6 +57,12 @@ class ApiCore:
         }
 
     # ---- writes ------------------------------------------------------------------------
+    def _admit(
+        self, op: str, res: Resource, sub: str, obj: Obj | None, old: Obj | None, dry: bool
+    ) -> None:
+        for hook in list(self.admit):
+            hook(op, res, sub, obj, old, dry)
+
     def _emit(self, plural: str, old: Obj | None, new: Obj | None) -> None:
         for hook in list(self.on_change):
             hook(plural, old, new)
@@ -102,6 +112,7 @@ class ApiCore:
         rules.check_create(res, obj, self)
         if validate if validate is not None else self.validate:
             validate_object(obj, self.kube_version)
+        self._admit("CREATE", res, "", obj, None, dry_run)
         if dry_run:
             obj["metadata"]["resourceVersion"] = str(self.store.rv)
             return obj
@@ -165,6 +176,7 @@ class ApiCore:
         rules.check_update(res, old, new, self, subresource=subresource)
         if self.validate:
             validate_object(new, self.kube_version)
+        self._admit("UPDATE", res, subresource, new, old, dry_run)
         if dry_run:
             meta["resourceVersion"] = old["metadata"]["resourceVersion"]
             return new
@@ -222,6 +234,7 @@ class ApiCore:
                 f'priorityclasses.scheduling.k8s.io "{name}" is forbidden: '
                 "this is a system priority class and cannot be deleted",
             )
+        self._admit("DELETE", res, "", None, obj, dry_run)
         if dry_run:
             return clone(obj)
         # batch/v1 Jobs orphan their pods unless told otherwise (legacy GC default).

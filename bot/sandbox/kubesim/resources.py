@@ -34,6 +34,43 @@ class Resource:
         return self.kind.lower()
 
 
+_RBAC = "rbac.authorization.k8s.io"
+_ADMISSION = "admissionregistration.k8s.io"
+#: who may do what (served and enforced: kubesim/authz.py, admission.py)
+ACCESS_RESOURCES: tuple[Resource, ...] = (
+    Resource(_RBAC, "v1", "Role", "roles", True),
+    Resource(_RBAC, "v1", "RoleBinding", "rolebindings", True),
+    Resource(_RBAC, "v1", "ClusterRole", "clusterroles", False),
+    Resource(_RBAC, "v1", "ClusterRoleBinding", "clusterrolebindings", False),
+    Resource(
+        _ADMISSION,
+        "v1",
+        "ValidatingAdmissionPolicy",
+        "validatingadmissionpolicies",
+        False,
+        (),
+        ("status",),
+    ),
+    Resource(
+        _ADMISSION,
+        "v1",
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+        False,
+    ),
+    Resource(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        False,
+        (),
+        (),
+        ("create",),
+        stored=False,
+    ),
+)
+
 RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "Namespace", "namespaces", False, ("ns",), ("status",)),
     Resource("", "v1", "Node", "nodes", False, ("no",), ("status",)),
@@ -50,6 +87,9 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, ("pc",)),
     Resource("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", False),
     Resource("", "v1", "ResourceQuota", "resourcequotas", True, ("quota",), ("status",)),
+    Resource("", "v1", "ServiceAccount", "serviceaccounts", True, ("sa",)),
+    Resource("coordination.k8s.io", "v1", "Lease", "leases", True),
+    *ACCESS_RESOURCES,
     Resource(
         "metrics.k8s.io",
         "v1beta1",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from bot.sandbox.kubesim import admission
+from bot.sandbox.kubesim import podadmission as admission
 from bot.sandbox.kubesim.resources import Resource
 from bot.sandbox.kubesim.statuses import ApiError, invalid
 

@@ -85,8 +85,7 @@ def field_value(obj: Mapping[str, Any], path: str) -> str:
     return str(cur)
 
 
-def parse_field_selector(text: str | None) -> Callable[[Mapping[str, Any]], bool]:
-    """A predicate over a whole object; raises a 400 ApiError on bad syntax."""
+def _field_terms(text: str | None) -> list[tuple[str, bool, str]]:
     terms: list[tuple[str, bool, str]] = []
     for term in _split_terms(text or ""):
         m = re.match(r"^\s*([A-Za-z0-9_.]+)\s*(==|=|!=)\s*(.*?)\s*$", term)
@@ -94,6 +93,17 @@ def parse_field_selector(text: str | None) -> Callable[[Mapping[str, Any]], bool
             raise ApiError(400, f"invalid field selector: {term!r}")
         path, op, value = m.groups()
         terms.append((path, op != "!=", value))
+    return terms
+
+
+def field_terms(text: str | None) -> list[str]:
+    """The field paths a field selector names (400 on bad syntax)."""
+    return [path for path, _, _ in _field_terms(text)]
+
+
+def parse_field_selector(text: str | None) -> Callable[[Mapping[str, Any]], bool]:
+    """A predicate over a whole object; raises a 400 ApiError on bad syntax."""
+    terms = _field_terms(text)
 
     def pred(obj: Mapping[str, Any]) -> bool:
         return all((field_value(obj, p) == v) == eq for p, eq, v in terms)

@@ -19,8 +19,10 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.sandbox.kubesim import building, eviction
+from bot.sandbox.kubesim import access, building, eviction
+from bot.sandbox.kubesim.admission import Admission
 from bot.sandbox.kubesim.app import build_app
+from bot.sandbox.kubesim.authz import Authorizer
 from bot.sandbox.kubesim.crud import ApiCore
 from bot.sandbox.kubesim.faults import Faults
 from bot.sandbox.kubesim.resources import STORED, Resource
@@ -31,7 +33,15 @@ Obj = dict[str, Any]
 
 
 class KubeSim:
-    """A Kubernetes API server stand-in serving ``scenario``."""
+    """A Kubernetes API server stand-in serving ``scenario``.
+
+    Access is enforced as in a real cluster: the roles, bindings and admission policies of
+    ``access_dir`` (``deploy/base`` by default) are installed, and every request is
+    authenticated by its bearer token and authorized by RBAC (see ``access``, ``authz``,
+    ``admission``). Use ``access.ADMIN_TOKEN`` for setup and ``access.BOT_TOKEN`` for the bot.
+    ``insecure_superuser``: token-less requests act as ``system:unsecured`` (for kubectl,
+    which sends no token over plain HTTP); otherwise they are ``system:anonymous``.
+    """
 
     def __init__(
         self,
@@ -40,6 +50,8 @@ class KubeSim:
         kube_version: str = "1.35",
         workdir: Path | None = None,
         step_s: float = 0.05,
+        access_dir: Path | None = None,
+        insecure_superuser: bool = False,
     ) -> None:
         self.scenario = scenario
         self.kube_version = kube_version
@@ -56,6 +68,12 @@ class KubeSim:
         self._runner: web.AppRunner | None = None
         self.url = ""
         building.seed(self.api, scenario)
+        access.install(
+            self.api, access.bootstrap_objects() + access.shipped_access_objects(access_dir)
+        )
+        self.authn = access.Tokens(self.api, insecure_superuser=insecure_superuser)
+        self.authorizer = Authorizer(self.api.store)
+        self.api.admit.append(Admission(self.api.store))
         from bot.sandbox.kubesim.controllers import Controllers
 
         self.controllers = Controllers(self)

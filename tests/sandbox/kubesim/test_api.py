@@ -11,6 +11,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from bot.sandbox.kubesim import KubeSim
+from bot.sandbox.kubesim.access import ADMIN_TOKEN
 from tests.conftest import kube_client_config
 
 
@@ -202,7 +203,11 @@ async def test_schema_invalid_object_is_a_422(kubesim: KubeSim) -> None:
 
     async with (
         aiohttp.ClientSession() as http,
-        http.post(f"{kubesim.url}/api/v1/namespaces/default/pods", json=pod) as resp,
+        http.post(
+            f"{kubesim.url}/api/v1/namespaces/default/pods",
+            json=pod,
+            headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+        ) as resp,
     ):
         body = await resp.json()
     assert resp.status == 422 and body["kind"] == "Status" and body["code"] == 422
@@ -362,7 +367,7 @@ async def test_fault_injection_answers_status_then_clears(kubesim: KubeSim) -> N
     assert status_of(err.value)["message"] == "etcd down"
     assert (await call(v1.read_node, "gpu-node-01")).metadata.name == "gpu-node-01"
     assert ("GET", "/api/v1/nodes/gpu-node-01", "") in kubesim.requests
-    assert "test-token" in kubesim.tokens
+    assert ADMIN_TOKEN in kubesim.tokens
 
 
 async def test_metrics_api_serves_node_and_pod_usage(kubesim: KubeSim) -> None:

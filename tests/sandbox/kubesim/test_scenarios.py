@@ -159,7 +159,7 @@ def test_kubectl_describe_node_shows_the_seed_allocation() -> None:
         assert proc.stdout is not None
         url = proc.stdout.readline().rsplit(" at ", 1)[1].strip()
         got = subprocess.run(
-            ["kubectl", "--server", url, "get", "nodes,pods", "-A"],
+            ["kubectl", "get", "nodes,pods", "-A", "--server", url],
             capture_output=True,
             text=True,
             timeout=60,
@@ -167,7 +167,7 @@ def test_kubectl_describe_node_shows_the_seed_allocation() -> None:
         ).stdout
         assert "node/gpu-node-01" in got and "pod/train-llm-0" in got
         described = subprocess.run(
-            ["kubectl", "--server", url, "describe", "node", "gpu-node-01"],
+            ["kubectl", "describe", "node", "gpu-node-01", "--server", url],
             capture_output=True,
             text=True,
             timeout=60,
