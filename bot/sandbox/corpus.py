@@ -191,10 +191,11 @@ async def judge(scenario: Scenario, *, url: str) -> tuple[Diagnosis, EvidenceBun
     """Diagnose the expected node of ``scenario`` served by a running stand-in at ``url``."""
     from bot.config import KubeSettings
     from bot.kube.gateway import Gateway
+    from bot.sandbox.kubesim.access import BOT_TOKEN
 
     assert scenario.expected is not None
-    settings = KubeSettings(
-        mode="server", server=url, token="corpus", verify_tls=False, job_timeout_s=20
+    settings = KubeSettings(  # the bot's own token: exactly the deployed permissions
+        mode="server", server=url, token=BOT_TOKEN, verify_tls=False, job_timeout_s=20
     )
     gw = Gateway.from_settings(settings)
     try:

@@ -58,8 +58,9 @@ def test_the_scc_allows_exactly_what_the_diagnostic_pod_uses() -> None:
     assert all(m["readOnly"] for m in container["volumeMounts"] if m["name"].startswith("host-"))
     assert scc["allowPrivilegedContainer"] is False and scc["allowHostIPC"] is False
     assert scc["allowHostPorts"] is False and scc["allowPrivilegeEscalation"] is False
-    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
-    assert scc["requiredDropCapabilities"] == ["ALL"] and scc["allowedCapabilities"] == []
+    caps = container["securityContext"]["capabilities"]
+    assert caps == {"drop": ["ALL"], "add": ["SYSLOG"]}
+    assert scc["requiredDropCapabilities"] == ["ALL"] and scc["allowedCapabilities"] == caps["add"]
     assert scc["readOnlyRootFilesystem"] is container["securityContext"]["readOnlyRootFilesystem"]
     assert scc["runAsUser"]["type"] == "MustRunAsNonRoot" and spec["securityContext"]["runAsUser"]
     assert spec["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"

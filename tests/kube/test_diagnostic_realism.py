@@ -13,7 +13,6 @@ stand-in's job controller and kubelet, and the real collector:
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -25,6 +24,7 @@ from bot.errors import DiagnosticJobError
 from bot.kube.gateway import Gateway
 from bot.sandbox.kubesim import KubeSim
 from bot.sandbox.kubesim import scenarios as sc
+from tests.conftest import kube_call
 
 pytestmark = pytest.mark.slow
 NODE = "gpu-node-01"
@@ -151,9 +151,11 @@ async def test_the_critical_fallback_needs_its_quota_and_then_preempts_to_fit(
             },
         },
     }
-    await asyncio.to_thread(
-        gw.transport.request, "POST", "/api/v1/namespaces/gpunode/resourcequotas", body=quota
+    # the cluster admin installs the quota (the bot may not create quotas)
+    status, _ = await kube_call(
+        sim.url, "POST", "/api/v1/namespaces/gpunode/resourcequotas", body=quota
     )
+    assert status == 201
     bundle = await gw.run_diagnostic(NODE)
     assert bundle.meminfo is not None
     preempted = [
