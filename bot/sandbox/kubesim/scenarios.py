@@ -55,6 +55,19 @@ class Container(_M):
     processes: list[Process] = Field(default_factory=list)
     restart_count: int = 0
     last_terminated_reason: str | None = None
+    resize_policy: dict[str, str] = Field(
+        default_factory=dict, description="resource -> NotRequired | RestartContainer"
+    )
+
+
+class Owner(_M):
+    """A custom resource that owns the workload (a gang: PyTorchJob, JobSet, Volcano Job...);
+    seeded as given, so its CRD must be in ``Scenario.crds``."""
+
+    api_version: str
+    kind: str
+    name: str
+    spec: dict[str, Any] = Field(default_factory=dict)
 
 
 class Workload(_M):
@@ -71,6 +84,19 @@ class Workload(_M):
     emptydir: bool = False
     containers: list[Container]
     phase: Literal["Running", "Pending", "Succeeded", "Failed"] = "Running"
+    annotations: dict[str, str] = Field(default_factory=dict, description="pod annotations")
+    pod_spec: dict[str, Any] = Field(
+        default_factory=dict,
+        description="more pod spec fields (tolerations, nodeSelector, affinity, "
+        "serviceAccountName...), merged into the template",
+    )
+    controller_spec: dict[str, Any] = Field(
+        default_factory=dict,
+        description="more controller spec fields (strategy, updateStrategy, podFailurePolicy)",
+    )
+    controller_labels: dict[str, str] = Field(default_factory=dict)
+    controller_annotations: dict[str, str] = Field(default_factory=dict)
+    owner: Owner | None = None
 
 
 class Gpus(_M):
@@ -183,6 +209,12 @@ class Scenario(_M):
     pdbs: list[Pdb] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)
     faults: list[Fault] = Field(default_factory=list)
+    crds: list[str] = Field(
+        default_factory=list, description="installed custom resources, as plural.group"
+    )
+    objects: list[dict[str, Any]] = Field(
+        default_factory=list, description="more API objects (VPAs, PodGroups), seeded as given"
+    )
 
     def node(self, name: str) -> Node | None:
         return next((n for n in self.nodes if n.name == name), None)

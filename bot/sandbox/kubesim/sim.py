@@ -49,6 +49,8 @@ class KubeSim:
         self.tokens: list[str | None] = []
         self.logs: dict[tuple[str, str], str] = {}
         self.step_s = step_s
+        #: installed custom resources (``plural.group``); any other custom resource is a 404
+        self.crds: frozenset[str] = frozenset(scenario.crds)
         #: node -> diagnostic mode for the job controller (see ``jobs.MODES``)
         self.diagnostic_mode: dict[str, str] = {}
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
@@ -154,7 +156,7 @@ class KubeSim:
             for item in items:
                 if item["metadata"]["name"] == name:
                     return item
-            raise not_found(res.plural, name, group=res.group)
+            raise not_found(res.plural, name, group=res.group)  # metrics: never a CRD
         return {
             "kind": f"{res.kind}List",
             "apiVersion": "metrics.k8s.io/v1beta1",
