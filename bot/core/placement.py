@@ -4,7 +4,7 @@ A node takes a pod when it is not cordoned, every ``NoSchedule``/``NoExecute`` t
 tolerated, the node selector and required node affinity match, and the pod's requests fit in
 what the node has free. Preemption (only for ``preemptionPolicy: PreemptLowerPriority``)
 removes pods of *lower* priority on one node, lowest first, until the pod fits; there is no
-cross-node preemption (reference kubernetes.md section 3).
+cross-node preemption (reference kubernetes.md section 3); victims as ``victims`` says.
 """
 
 from __future__ import annotations
@@ -70,20 +70,29 @@ def fits(pod: PodScheduling, room: RoomOnNode) -> bool:
 
 
 def victims(pod: PodScheduling, priority: int, room: RoomOnNode) -> list[str] | None:
-    """The pods preemption would remove on ``room`` so that ``pod`` fits (lowest priority
-    first), ``[]`` when it fits as is, None when even preemption cannot make room."""
+    """The pods preemption would remove on ``room`` so that ``pod`` fits, ``[]`` when it
+    fits as is, None when even removing every lower-priority pod leaves too little.
+
+    As kube-scheduler's DefaultPreemption selects them: remove every pod of lower priority,
+    then reprieve them one by one, highest priority first, while the pod still fits."""
     if not matches_node(pod, room):
         return None
-    free = dict(room.free)
-    if not short_of(pod.requests, free):
+    if not short_of(pod.requests, room.free):
         return []
-    chosen: list[str] = []
-    for slot in sorted(room.pods, key=lambda s: (s.priority, s.key)):
-        if slot.priority >= priority:
-            break
-        chosen.append(slot.key)
+    lower = [s for s in room.pods if s.priority < priority]
+    free = dict(room.free)
+    for slot in lower:
         for k, v in slot.requests.items():
             free[k] = free.get(k, 0) + v
-        if not short_of(pod.requests, free):
-            return chosen
-    return None
+    if short_of(pod.requests, free):
+        return None
+    chosen: list[str] = []
+    for slot in sorted(lower, key=lambda s: (-s.priority, s.key)):
+        trial = {
+            k: free.get(k, 0) - slot.requests.get(k, 0) for k in set(free) | set(slot.requests)
+        }
+        if not short_of(pod.requests, trial):
+            free = trial  # reprieved: it keeps running
+        else:
+            chosen.append(slot.key)
+    return sorted(chosen)

@@ -9,7 +9,9 @@ the change is allowed in place:
 - a non-sidecar init container cannot be resized;
 - lowering the memory limit: on 1.33 only when the container's memory ``resizePolicy`` is
   ``RestartContainer`` (the container restarts; the pod and its emptyDirs stay); from 1.34 the
-  kubelet does it best effort (it defers the resize while usage is above the new limit).
+  kubelet does it best effort: it does not lower a limit below what the container uses, so a
+  limit under the working set goes through the template (a restart) unless the policy is
+  ``RestartContainer``.
 
 Otherwise the plan falls back to the controller template (a rollout: pods are recreated and
 emptyDir data is lost, warning ``emptydir_lost_on_restart``). An in-place resize leaves the
@@ -52,8 +54,11 @@ def _resized(c: ContainerInfo, requests: dict[str, str], limits: dict[str, str])
     )
 
 
-def in_place_refusal(view: ClusterView, pod: PodInfo, step: Step) -> str | None:
-    """Why ``step`` (a template ``patch_resources``) cannot be done in place, or None."""
+def in_place_refusal(
+    view: ClusterView, pod: PodInfo, step: Step, *, below_usage: bool = False
+) -> str | None:
+    """Why ``step`` (a template ``patch_resources``) cannot be done in place, or None.
+    ``below_usage``: the new memory limit is under the container's working set."""
     if not view.in_place_resize:
         return "resize_not_served"
     name = str(step.params.get("container"))
@@ -69,8 +74,12 @@ def in_place_refusal(view: ClusterView, pod: PodInfo, step: Step) -> str | None:
     old, new = quantity_value(info.limits.get("memory")), quantity_value(limits.get("memory"))
     lowering = old is not None and new is not None and new < old
     minor = minor_version(view.server_version)
-    if lowering and minor == 33 and info.memory_resize_policy != "RestartContainer":
+    restarts = info.memory_resize_policy == "RestartContainer"
+    if lowering and minor == 33 and not restarts:
         return "resize_memory_decrease_needs_restart_policy"
+    if lowering and below_usage and not restarts:
+        # the kubelet only lowers a limit the container is under: it would stay pending
+        return "resize_below_usage"
     return None
 
 
@@ -79,7 +88,8 @@ def in_place_plan(view: ClusterView, pod: PodInfo, template: ActionPlan) -> Acti
     step = template.steps[0] if template.steps else None
     if step is None or step.verb != "patch_resources":
         return None
-    if in_place_refusal(view, pod, step) is not None:
+    below = template.values is not None and template.values.below_working_set
+    if in_place_refusal(view, pod, step, below_usage=below) is not None:
         return None
     name = str(step.params["container"])
     info = next(c for c in pod.containers if c.name == name)

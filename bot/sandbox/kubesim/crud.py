@@ -113,6 +113,11 @@ class ApiCore:
             return
         if res.kind == "Pod":
             defaults.default_pod(obj, priorities=self.priorities())
+            # the Priority admission plugin copies the class's preemptionPolicy to the pod
+            name = obj["spec"].get("priorityClassName")
+            pc = self.store.get("priorityclasses", None, name) if name else None
+            if pc is not None and pc.get("preemptionPolicy"):
+                obj["spec"]["preemptionPolicy"] = pc["preemptionPolicy"]
         elif res.kind in ("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "Job"):
             defaults.default_controller(obj)
         elif res.kind == "Namespace":

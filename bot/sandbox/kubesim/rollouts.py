@@ -103,14 +103,14 @@ class Rollouts:
                 component="default-scheduler",
             )
             return False
-        if decision.victims:
-            sched.preempt(pod, decision)
         current = api.store.get("pods", ns, name)
         if current is None:
             return False
         bound = copy.deepcopy(current)
         bound["spec"]["nodeName"] = decision.node
         api.store.put("pods", bound)
+        if decision.victims:  # after binding: the victims' replacements must not take the room
+            sched.preempt(pod, decision)
         status = pods.running_status(
             bound,
             self.sim.scenario.node(decision.node),
@@ -156,7 +156,17 @@ class Rollouts:
         return created
 
     def retry_pending(self) -> None:
-        """Try again to schedule every controller pod that is Pending without a node."""
+        """Try again to schedule every controller pod that is Pending without a node (not
+        re-entered: binding may preempt, and a preempted pod's replacement comes back here)."""
+        if getattr(self, "_retrying", False):
+            return
+        self._retrying = True
+        try:
+            self._retry_pending()
+        finally:
+            self._retrying = False
+
+    def _retry_pending(self) -> None:
         for pod in list(self.sim.api.store.list("pods")):
             if pod["spec"].get("nodeName") or (pod.get("status") or {}).get("phase") != "Pending":
                 continue

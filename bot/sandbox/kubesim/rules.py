@@ -4,7 +4,9 @@
   plugin answers); a client may not set ``spec.priority`` to anything else; extended resources
   (``nvidia.com/gpu``) need request == limit; on update only images, activeDeadlineSeconds,
   tolerations (additions) and terminationGracePeriodSeconds may change (422 with the API
-  server's wording); the ``resize`` subresource (>= 1.33) changes only container cpu/memory.
+  server's wording); the ``resize`` subresource (>= 1.33) changes only container cpu/memory,
+  and on 1.33 lowers a memory limit only for a container whose memory resizePolicy is
+  RestartContainer (1.34+: best effort, kubernetes PR #133012).
 - PriorityClass: ``value`` and ``preemptionPolicy`` are immutable; ``system-`` names reserved.
 - Nodes: ``spec.unschedulable`` keeps the ``node.kubernetes.io/unschedulable:NoSchedule`` taint
   in step, as the node lifecycle controller does (synchronously here).
@@ -185,6 +187,29 @@ def _check_resize(res: Resource, old: Obj, new: Obj, api: ApiCore) -> None:
                     name,
                     f"spec.containers[*].resources.{part}",
                     "only cpu and memory resources are mutable",
+                )
+    if _version_tuple(api.kube_version) == (1, 33):  # 1.34+ lowers memory limits best effort
+        from bot.sandbox.kubesim.quantities import to_bytes
+
+        for i, (oc, nc) in enumerate(
+            zip(old["spec"]["containers"], new["spec"]["containers"], strict=True)
+        ):
+            was = ((oc.get("resources") or {}).get("limits") or {}).get("memory")
+            now = ((nc.get("resources") or {}).get("limits") or {}).get("memory")
+            policy = {
+                r.get("resourceName"): r.get("restartPolicy") for r in oc.get("resizePolicy") or []
+            }
+            if (
+                was
+                and now
+                and to_bytes(now) < to_bytes(was)
+                and (policy.get("memory") != "RestartContainer")
+            ):
+                raise _forbidden_field(
+                    res,
+                    name,
+                    f"spec.containers[{i}].resources.limits[memory]",
+                    "memory limits cannot be decreased unless resizePolicy is RestartContainer",
                 )
     if qos_class(old) != qos_class(new):
         raise _forbidden_field(

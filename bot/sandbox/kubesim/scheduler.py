@@ -187,28 +187,32 @@ class Scheduler:
         )
 
     def _preemption(self, pod: Obj, nodes: list[Obj]) -> Decision | None:
+        """DefaultPreemption: per node, remove every lower-priority pod, then reprieve them
+        (highest priority first) while the pod still fits; pick the node whose victims have
+        the lowest highest priority, then the fewest victims."""
         priority = int((pod.get("spec") or {}).get("priority") or 0)
         options: list[tuple[tuple[int, int, str], Decision]] = []
         for node in nodes:
             name = node["metadata"]["name"]
-            lower = sorted(
-                (
-                    p
-                    for p in self.api.store.list("pods")
-                    if (p.get("spec") or {}).get("nodeName") == name
-                    and int((p.get("spec") or {}).get("priority") or 0) < priority
-                    and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-                ),
-                key=lambda p: (int(p["spec"].get("priority") or 0), p["metadata"]["name"]),
-            )
-            chosen: list[Obj] = []
-            for victim in lower:
-                chosen.append(victim)
-                free = self.free(node, without={v["metadata"]["uid"] for v in chosen})
-                if not self._short(pod, free):
-                    top = max(int(v["spec"].get("priority") or 0) for v in chosen)
-                    options.append(((top, len(chosen), name), Decision(name, victims=chosen)))
-                    break
+            lower = [
+                p
+                for p in self.api.store.list("pods")
+                if (p.get("spec") or {}).get("nodeName") == name
+                and int((p.get("spec") or {}).get("priority") or 0) < priority
+                and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+            ]
+            removed = {p["metadata"]["uid"] for p in lower}
+            if not lower or self._short(pod, self.free(node, without=removed)):
+                continue
+            for p in sorted(
+                lower, key=lambda p: (-int(p["spec"].get("priority") or 0), p["metadata"]["name"])
+            ):
+                trial = removed - {p["metadata"]["uid"]}
+                if not self._short(pod, self.free(node, without=trial)):
+                    removed = trial  # reprieved
+            chosen = [p for p in lower if p["metadata"]["uid"] in removed]
+            top = max(int(v["spec"].get("priority") or 0) for v in chosen)
+            options.append(((top, len(chosen), name), Decision(name, victims=chosen)))
         if not options:
             return None
         return min(options, key=lambda o: o[0])[1]
