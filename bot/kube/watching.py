@@ -118,6 +118,18 @@ def rollout_progress(
     ]
     template = spec.get("template") or {}
     events = t.list_all(f"/api/v1/namespaces/{namespace}/events")
+    if kind == "Deployment":  # a new ReplicaSet whose pods all failed to be created has none
+        for e in events:
+            ref = e.get("involvedObject") or {}
+            rs = str(ref.get("name") or "")
+            if ref.get("kind") != "ReplicaSet" or rs in involved or not rs.startswith(f"{name}-"):
+                continue
+            try:
+                obj = t.get(f"/apis/apps/v1/namespaces/{namespace}/replicasets/{rs}")
+            except ApiException:
+                continue
+            if _owned_by(obj, uids):
+                involved.add(rs)
     names = involved | {(p.get("metadata") or {}).get("name") for p in mine}
     problems = [
         f"{e.get('reason')}: {e.get('message') or ''}"
