@@ -3,13 +3,18 @@
 Tier 1, stop the cascade: cordon the node, evict every *non-critical* pod. "Non-critical"
 means: requests no GPU AND priority below ``critical_priority_threshold``. Never evicted
 (listed in ``protected`` with the reason): mirror (static) pods, DaemonSet pods, diagnostic
-pods (label ``gpunode.io/role=diagnostic``), pods labelled ``<protected_label>=true``,
-critical-priority pods (priority >= threshold or a ``system-`` class), GPU pods (the
-training we protect), and pods without a controller unless ``force_unmanaged`` (nothing
-would recreate them). Terminating and finished pods are skipped silently.
+pods (label ``gpunode.io/role=diagnostic``), gpunode's own pods, pods labelled
+``<protected_label>=true``, critical-priority pods (priority >= threshold or a ``system-``
+class), members of a training gang, GPU or CPU-only (``bot.core.gangs``; a note names the
+gang, its members elsewhere and what evicting one would do), GPU pods (the training we
+protect), and pods without a controller unless ``force_unmanaged`` (nothing would recreate
+them). Terminating and finished pods are skipped silently. Evicted ``batch/v1`` Job pods get
+a note on ``backoffLimit`` (``bot.core.safety``).
 
-Tier 2, protect the critical workload: ensure a PriorityClass and set it on the top
-controllers of the GPU pods. Pod priority is immutable, so the template change rolls every
+Tier 2, protect the critical workload: ensure a PriorityClass (``preemptionPolicy: Never``)
+and set it on the top controllers of the GPU pods; notes say how the controller rolls and
+where each restarted GPU pod goes (``bot.core.rollouts``; refused on a cordoned node when a
+restarted pod fits nowhere). Pod priority is immutable, so the template change rolls every
 pod of the controller: ``restarts`` names them. Bare pods and Jobs (immutable template) cannot
 be changed: warning codes, and the plan is unavailable when nothing is left. The "request
 slightly below limit" advice stays a talking point (not automated).
