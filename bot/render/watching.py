@@ -10,6 +10,7 @@ from bot.core.watching import RolloutProgress, Verdict
 from bot.render import environment
 from bot.render.blocks import Block, Message, context, section
 from bot.render.filters import truncate
+from bot.render.sentences import sentence
 
 #: step verbs that restart pods through the controller's template
 TEMPLATE_VERBS = ("set_priority_class", "patch_resources")
@@ -60,3 +61,11 @@ def evictions_message(
 ) -> Message:
     text = _s(_t(locale).evictions(gone, left, waited_s))
     return truncate(text, 3000), [section(truncate(text, 3000))]
+
+
+def modal_notes(plan: ActionPlan, *, locale: str = "en") -> list[Block]:
+    """The plan's named warnings (gangs, rollouts, placement) in the confirmation modal."""
+    if not plan.notes:
+        return []
+    said = [sentence("notes", n.code, n.params, fmt="mrkdwn", locale=locale) for n in plan.notes]
+    return [section(truncate(_s(_t(locale).modal_notes(said)), 3000))]

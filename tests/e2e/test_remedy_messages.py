@@ -36,6 +36,9 @@ async def test_tier1_in_the_thread_names_the_gang_its_members_elsewhere_and_its_
     async with running_demo(str(path)) as demo:
         root_ts = await diagnose(demo)
         said = _said(demo, root_ts)
+        await press(demo, root_ts, ALICE, "gpunode_tier1")
+        modal = text_of(demo.slack.open_views(ALICE)[-1])
+    assert "Before you confirm" in modal and "llm-ft-worker-1 on gpu-node-02" in modal
     assert "belongs to the gang PyTorchJob ml-train/llm-ft" in said
     assert "llm-ft-worker-1 on gpu-node-02" in said
     assert "CPU-only coordinator here: mpi-bench-launcher (launcher)" in said
