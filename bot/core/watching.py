@@ -48,7 +48,8 @@ class RolloutProgress(_Model):
 def judge(progress: RolloutProgress) -> Verdict:
     """``applied`` when ``desired`` current pods run and are ready and no old pod is left;
     ``on_delete`` when the strategy waits for deletions and old pods remain; ``stalled``
-    when a problem was reported or a current pod cannot start; else ``rolling``."""
+    when a problem was reported or a pod not yet running the change says why (unschedulable,
+    a waiting container, a resize the kubelet skipped); else ``rolling``."""
     current = [p for p in progress.pods if p.current]
     running = [p for p in current if p.phase == "Running" and p.ready]
     old = [p for p in progress.pods if not p.current]
@@ -56,6 +57,7 @@ def judge(progress: RolloutProgress) -> Verdict:
         return "applied"
     if progress.strategy == "OnDelete" and old:
         return "on_delete"
-    if progress.problems or any(p.phase == "Pending" and p.reason for p in current):
+    waiting = [p for p in progress.pods if not (p.current and p.phase == "Running")]
+    if progress.problems or any(p.reason for p in waiting):
         return "stalled"
     return "rolling"

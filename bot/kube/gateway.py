@@ -406,6 +406,15 @@ class Gateway:
             since=since,
         )
 
+    async def resize_progress(self, namespace: str, name: str, container: str) -> RolloutProgress:
+        return await self._call(
+            f"read the resize of pod {namespace}/{name}",
+            watching.resize_progress,
+            namespace,
+            name,
+            container,
+        )
+
     async def pods_present(self, pods: list[tuple[str, str, str]]) -> list[str]:
         return await self._call("read evicted pods", watching.pods_present, pods)
 

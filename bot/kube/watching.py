@@ -160,6 +160,48 @@ def rollout_progress(
     )
 
 
+def resize_progress(t: Transport, namespace: str, name: str, container: str) -> RolloutProgress:
+    """An in-place resize as a one-pod rollout: *current* once the kubelet actuated it (the
+    container's status resources equal its spec), the PodResizePending/PodResizeInProgress
+    condition's message as the reason while it has not."""
+    pod = t.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
+    spec: Obj = next(
+        (c for c in (pod.get("spec") or {}).get("containers") or [] if c.get("name") == container),
+        {},
+    )
+    status = pod.get("status") or {}
+    actual: Obj = next(
+        (c for c in status.get("containerStatuses") or [] if c.get("name") == container), {}
+    )
+    want, have = spec.get("resources") or {}, actual.get("resources") or {}
+    done = all(_same(want.get(k) or {}, have.get(k) or {}) for k in ("limits", "requests"))
+    reason = next(
+        (
+            f"{c.get('type')}: {c.get('reason') or ''} {c.get('message') or ''}".strip()
+            for c in status.get("conditions") or []
+            if c.get("type") in ("PodResizePending", "PodResizeInProgress")
+            and c.get("status") == "True"
+        ),
+        None,
+    )
+    return RolloutProgress(
+        kind="Pod",
+        namespace=namespace,
+        name=name,
+        desired=1,
+        pods=[
+            PodProgress(
+                key=f"{namespace}/{name}",
+                node=(pod.get("spec") or {}).get("nodeName"),
+                phase=status.get("phase") or "Pending",
+                ready=_ready(pod),
+                current=done,
+                reason=reason,
+            )
+        ],
+    )
+
+
 def pods_present(t: Transport, pods: list[tuple[str, str, str]]) -> list[str]:
     """Keys of the (namespace, name, uid) pods that still exist with that uid."""
     left = []

@@ -26,7 +26,7 @@ def _s(value: Any) -> str:
 
 def rolls_pods(plan: ActionPlan) -> bool:
     """The plan reaches the pods through a rollout or evictions (applied ≠ accepted)."""
-    return any(s.verb in (*TEMPLATE_VERBS, "evict") for s in plan.steps)
+    return any(s.verb in (*TEMPLATE_VERBS, "evict", "resize_pod") for s in plan.steps)
 
 
 def outcome_extras(plan: ActionPlan, *, state: str, undo: bool, locale: str = "en") -> list[Block]:

@@ -85,6 +85,9 @@ class KubePort(Protocol):
         """Where the controller's rollout stands: its pods, which run the current template,
         and the FailedCreate/FailedScheduling events since ``since`` (RFC 3339)."""
 
+    async def resize_progress(self, namespace: str, name: str, container: str) -> RolloutProgress:
+        """An in-place resize as a one-pod rollout: current once the kubelet actuated it."""
+
     async def pods_present(self, pods: list[tuple[str, str, str]]) -> list[str]:
         """Of (namespace, name, uid), the "namespace/name" keys of those still there (same
         uid: a pod recreated under the same name is a new pod)."""

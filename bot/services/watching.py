@@ -2,7 +2,8 @@
 
 The API server accepting a patch or an eviction is not the end: a template change is
 *applied* only when the controller's pods run the new template (``bot.core.watching.judge``),
-and an eviction is *complete* only when the pod is gone (a pod recreated under the same name
+an in-place resize only when the kubelet actuated it (status resources = spec), and an
+eviction is *complete* only when the pod is gone (a pod recreated under the same name
 has another uid). The watch polls every ``watch_interval_s`` for at most ``watch_timeout_s``
 and posts one message per rollout and one for the evictions, whatever the outcome: applied,
 stalled (with the pods' reasons and the FailedCreate/FailedScheduling events), still rolling,
@@ -55,7 +56,12 @@ async def watch(
         if e.status == "evicted"
     ]
     targets = rollout_targets(plan, result)
-    if not evicted and not targets:
+    resized = [
+        (s.namespace or "", s.name, str(s.params.get("container", "")))
+        for s, c in zip([s for s in plan.steps if s.verb != "evict"], result.changes, strict=False)
+        if s.verb == "resize_pod" and not c.noop and not c.dry_run
+    ]
+    if not evicted and not targets and not resized:
         return
     loop = asyncio.get_running_loop()
     start = loop.time()
@@ -66,13 +72,16 @@ async def watch(
             for kind, ns, name in targets:
                 p = await d.kube.rollout_progress(kind, ns, name, since=since)
                 progress[(kind, ns, name)] = (p, judge(p))
+            for ns, name, container in resized:
+                p = await d.kube.resize_progress(ns, name, container)
+                progress[("Pod", ns, name)] = (p, judge(p))
             if evicted:
                 left = await d.kube.pods_present(evicted)
         except GpunodeError as err:
             log.warning("watching action %s: %s", record.action_id, err)
         done = all(v in ("applied", "on_delete") for _, v in progress.values()) and len(
             progress
-        ) == len(targets)
+        ) == len(targets) + len(resized)
         waited = loop.time() - start
         if (done and not left) or waited >= d.watch_timeout_s:
             break

@@ -14,6 +14,7 @@ from bot.core.actions import Step, Tier3Values
 from bot.core.planning import undo_steps
 from bot.core.plans import make_plan
 from bot.core.resizes import in_place_plan, in_place_refusal
+from bot.core.watching import judge
 from bot.kube.gateway import Gateway
 from bot.render.sentences import sentence
 from bot.sandbox.kubesim import KubeSim, Scenario, load_scenario
@@ -144,3 +145,23 @@ async def test_the_stand_in_refuses_a_memory_decrease_in_place_on_1_33_without_r
         )
     assert info.value.status == 422
     assert "RestartContainer" in str(info.value.body)
+
+
+@pytest.mark.parametrize(("limit", "verdict"), [("8Gi", "applied"), ("2Gi", "stalled")])
+async def test_the_watch_reports_a_resize_applied_only_once_the_kubelet_actuated_it(
+    make_gateway: Make, limit: str, verdict: str
+) -> None:
+    """From 1.34 the kubelet skips a memory limit under the container's usage (redis uses
+    3 GiB) and keeps PodResizeInProgress with reason Error: the resize is not applied."""
+    gw, _ = await make_gateway(_cache())
+    view = await gw.get_cluster_view(NODE)
+    pod = next(p for p in view.pods if p.name.startswith("feature-cache-"))
+    await gw.resize_pod(
+        "serving", pod.name, "redis", requests={"memory": "1Gi"}, limits={"memory": limit},
+        dry_run=False,
+    )  # fmt: skip
+    progress = await gw.resize_progress("serving", pod.name, "redis")
+    assert judge(progress) == verdict
+    if verdict == "stalled":
+        assert "PodResizeInProgress: Error" in (progress.pods[0].reason or "")
+        assert "exceeds desired limit" in (progress.pods[0].reason or "")

@@ -189,6 +189,9 @@ class FakeKube:
         """Changes land at once here (not recorded in ``calls``: watching reads only)."""
         return RolloutProgress(kind=kind, namespace=namespace, name=name, desired=0)
 
+    async def resize_progress(self, namespace: str, name: str, container: str) -> RolloutProgress:
+        return RolloutProgress(kind="Pod", namespace=namespace, name=name, desired=0)
+
     async def pods_present(self, pods: list[tuple[str, str, str]]) -> list[str]:
         return []
 

@@ -35,6 +35,8 @@ class ApiCore:
         self.store = Store()
         self.on_change: list[ChangeHook] = []
         self.validate = True
+        #: container name -> memory in use, per pod (the kubelet's view; set by KubeSim)
+        self.memory_usage: Callable[[Obj], dict[str, int]] | None = None
 
     # ---- reads -------------------------------------------------------------------------
     def get(self, plural: str, namespace: str | None, name: str) -> Obj:

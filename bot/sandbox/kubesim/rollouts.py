@@ -318,8 +318,8 @@ class Rollouts:
             self._scale(new_rs, len(new) + 1)
             return self._add_new(ctrl, new_rs, old) is not None
         available = sum(self._running(p) for p in new + old)
-        if old and available - (1 if self._running(old[0]) else 0) >= replicas - unavailable:
-            victim = sorted(old, key=lambda p: self._running(p))[0]
+        victim = min(old, key=self._running) if old else None  # a pod not running goes first
+        if victim is not None and (available - self._running(victim) >= replicas - unavailable):
             owner = next(
                 rs
                 for rs in old_sets
@@ -331,8 +331,6 @@ class Rollouts:
             self._scale(owner, max(0, len(self._owned(owner)) - 1))
             self.sim.api.delete(STORED["pods"], ns, victim["metadata"]["name"])
             return True
-        if not old and len(new) > replicas:
-            return False
         return False
 
     def _add_new(self, ctrl: Obj, rs: Obj, old: list[Obj]) -> Obj | None:

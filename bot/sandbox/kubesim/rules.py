@@ -218,13 +218,43 @@ def _check_resize(res: Resource, old: Obj, new: Obj, api: ApiCore) -> None:
             "spec.containers[*].resources",
             "Pod QOS Class may not change as a result of resizing",
         )
-    # The kubelet actuates at once in the stand-in: status follows spec.
+    # The kubelet actuates at once in the stand-in: status follows spec, except (1.34+) a
+    # memory limit lowered below what the container uses with resizePolicy NotRequired: the
+    # kubelet skips it and keeps PodResizeInProgress with reason Error (KEP-1287, k/e#5368).
+    from bot.sandbox.kubesim.quantities import to_bytes
+
+    usage = api.memory_usage(old) if api.memory_usage is not None else {}
+    skipped: list[str] = []
     for cs in (new.get("status") or {}).get("containerStatuses") or []:
         spec_c = next((c for c in new["spec"]["containers"] if c["name"] == cs["name"]), None)
-        if spec_c is not None:
-            r = spec_c.get("resources") or {}
-            cs["allocatedResources"] = copy.deepcopy(r.get("requests") or {})
-            cs["resources"] = copy.deepcopy(r)
+        if spec_c is None:
+            continue
+        r = spec_c.get("resources") or {}
+        limit = (r.get("limits") or {}).get("memory")
+        policy = {
+            p.get("resourceName"): p.get("restartPolicy") for p in spec_c.get("resizePolicy") or []
+        }
+        used, wanted = usage.get(cs["name"], 0), to_bytes(limit) if limit else None
+        if wanted is not None and used > wanted and policy.get("memory") != "RestartContainer":
+            cname = cs["name"]
+            skipped.append(f"container {cname}: memory usage {used} exceeds desired limit {wanted}")
+            continue
+        cs["allocatedResources"] = copy.deepcopy(r.get("requests") or {})
+        cs["resources"] = copy.deepcopy(r)
+    status = new.setdefault("status", {})
+    conditions = [
+        c for c in status.get("conditions") or [] if c.get("type") != "PodResizeInProgress"
+    ]
+    if skipped:
+        conditions.append(
+            {
+                "type": "PodResizeInProgress",
+                "status": "True",
+                "reason": "Error",
+                "message": "; ".join(skipped),
+            }
+        )
+    status["conditions"] = conditions
 
 
 def sync_unschedulable_taint(node: Obj, *, now: str) -> None:

@@ -98,7 +98,11 @@ class Scheduler:
     def __init__(self, api: ApiCore) -> None:
         self.api = api
 
-    def free(self, node: Obj, *, without: set[str] = frozenset()) -> dict[str, int]:  # type: ignore[assignment]
+    def free(
+        self, node: Obj, *, without: frozenset[str] | set[str] = frozenset()
+    ) -> dict[str, int]:
+        """Allocatable minus the requests of the node's non-terminated pods (but ``without``
+        the pods of these uids)."""
         name = node["metadata"]["name"]
         alloc = (node.get("status") or {}).get("allocatable") or {}
         free = {k: _amount(k, v) for k, v in alloc.items()}

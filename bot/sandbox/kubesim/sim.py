@@ -58,6 +58,7 @@ class KubeSim:
         self._runner: web.AppRunner | None = None
         self.url = ""
         building.seed(self.api, scenario)
+        self.api.memory_usage = self._memory_usage
         from bot.sandbox.kubesim.controllers import Controllers
 
         self.controllers = Controllers(self)
@@ -127,6 +128,11 @@ class KubeSim:
         if res.kind == "PodDisruptionBudget":
             return copy.deepcopy(eviction.with_status(self.api, obj))
         return copy.deepcopy(obj)
+
+    def _memory_usage(self, pod: Obj) -> dict[str, int]:
+        from bot.sandbox.kubesim.usage import figures
+
+        return {name: f.usage for name, f in figures(self, pod).items()}
 
     # ---- logs and metrics ------------------------------------------------------------------
     def pod_log(self, namespace: str, name: str, query: Mapping[str, str]) -> str:
