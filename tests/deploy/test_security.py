@@ -34,6 +34,7 @@ CLUSTER_RULES = {
     ("scheduling.k8s.io", "priorityclasses"): {"get", "list", "create"},
     ("policy", "poddisruptionbudgets"): {"list"},
     ("metrics.k8s.io", "pods"): {"list"},
+    ("autoscaling.k8s.io", "verticalpodautoscalers"): {"list"},
 }
 NAMESPACED_RULES = {
     ("batch", "jobs"): {"create", "delete"},
