@@ -68,7 +68,10 @@ class KubeSim:
         """Where host trees are generated (a temporary folder removed by ``stop`` unless one
         was given)."""
         if self._workdir is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="kubesim-")
+            self._tmp = tempfile.TemporaryDirectory(
+                prefix="kubesim-",
+                ignore_cleanup_errors=True,  # a host tree may still be written
+            )
             self._workdir = Path(self._tmp.name)
         return self._workdir
 
