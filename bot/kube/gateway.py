@@ -25,16 +25,7 @@ from bot.core.cluster import ClusterView, NodeInfo, NodeLoad, ResourceAllocation
 from bot.core.evidence import EvidenceBundle
 from bot.core.watching import RolloutProgress
 from bot.errors import DiagnosticJobError, GpunodeError, NotFoundError
-from bot.kube import (
-    draining,
-    jobs,
-    objects,
-    patching,
-    prioritizing,
-    reading,
-    resizing,
-    watching,
-)
+from bot.kube import draining, jobs, objects, patching, prioritizing, reading, resizing, watching
 from bot.kube.connecting import build_api_client
 from bot.kube.errors import translate
 from bot.kube.surveying import survey
