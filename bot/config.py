@@ -102,6 +102,10 @@ class ActionSettings(_Group):
     evidence_max_age_s: int = Field(900, ge=30, description="refuse actions on older evidence")
     approval_ttl_s: int = Field(900, ge=30, description="approvals expire after this")
     usergroup_cache_ttl_s: int = Field(300, ge=0, description="usergroups.users.list cache")
+    watch_timeout_s: float = Field(
+        180, ge=0, description="how long to watch a rollout/eviction land before reporting"
+    )
+    watch_interval_s: float = Field(2, gt=0, description="seconds between rollout checks")
 
 
 class PrometheusSettings(_Group):

@@ -26,6 +26,7 @@ StepVerb = Literal[
     "ensure_priority_class",
     "set_priority_class",
     "patch_resources",
+    "resize_pod",
 ]
 
 
@@ -41,6 +42,8 @@ class Step(_Model):
     - ensure_priority_class: {"value": int, "description": str}
     - set_priority_class: {"priority_class": str | None}  (kind/ns/name = controller)
     - patch_resources: {"container": str, "requests": {..}, "limits": {..}, "env": {..}}
+    - resize_pod: {"container": str, "requests": {..}, "limits": {..}}  (kind Pod: in place,
+      through ``pods/<name>/resize``)
     """
 
     verb: StepVerb
@@ -60,7 +63,17 @@ class ProtectedPod(_Model):
         "no_controller",
         "diagnostic",
         "gpu_workload",
+        "gang_member",
+        "gpunode_itself",
     ]
+
+
+class PlanNote(_Model):
+    """A warning that names things (a gang and its members, the pods a priority would
+    preempt): ``code`` picks the sentence in ``templates/sentences/<locale>/notes.j2``."""
+
+    code: str
+    params: dict[str, str | int | None] = Field(default_factory=dict)
 
 
 class Tier3Values(_Model):
@@ -102,6 +115,7 @@ class ActionPlan(_Model):
     reversible: bool = True
     values: Tier3Values | None = None
     warnings: list[str] = Field(default_factory=list, description="stable warning codes")
+    notes: list[PlanNote] = Field(default_factory=list, description="warnings with names")
     available: bool = Field(True, description="False when nothing to do; reason in warnings")
     relief_bytes: int = Field(0, description="host memory the plan frees (estimate)")
     shortage_bytes: int = Field(0, description="the node's shortage when planned (0: none)")

@@ -36,8 +36,11 @@ import math
 from bot.core.actions import PATCHABLE_KINDS, ActionPlan, Step, Tier3Values
 from bot.core.cluster import ClusterView, ContainerInfo, PodInfo
 from bot.core.findings import Diagnosis
+from bot.core.gangs import builtin_kind
 from bot.core.plans import make_plan
 from bot.core.quantity import canonical, quantity_value
+from bot.core.resizes import in_place_plan
+from bot.core.rollouts import rollout_notes
 from bot.core.thresholds import DEFAULT, Thresholds
 
 GIB = 1024**3
@@ -133,9 +136,9 @@ def plan_tier3(
     if owner is None:
         return _unavailable(view, "offender_has_no_controller", target=f"Pod/{pod_key}")
     target = f"{owner.kind}/{pod.namespace}/{owner.name}"
-    if owner.kind in ("Job", "CronJob"):
+    if builtin_kind(owner) in ("Job", "CronJob"):
         return _unavailable(view, "job_template_immutable", target=target)
-    if owner.kind not in PATCHABLE_KINDS:
+    if builtin_kind(owner) not in PATCHABLE_KINDS:
         return _unavailable(view, "controller_kind_unsupported", target=target)
     name = verdict.params.get("container")
     regular = [c for c in pod.containers if not c.init or c.sidecar]
@@ -193,7 +196,10 @@ def plan_tier3(
         == (owner.kind, pod.namespace, owner.name)
     )
     warnings.append("template_change_restarts_pods")
-    return make_plan(
+    restarted = [p for p in view.pods if p.key in restarts]
+    if any(p.has_emptydir for p in restarted):
+        warnings.append("emptydir_lost_on_restart")
+    template = make_plan(
         view.node.name,
         3,
         [step],
@@ -203,4 +209,9 @@ def plan_tier3(
         reversible=True,
         values=values,
         warnings=warnings,
+        notes=rollout_notes(
+            view, owner.kind, pod.namespace, owner.name, pods=restarted, resources=True
+        ),
     )
+    # where the server resizes in place, only the offender changes and nothing restarts
+    return in_place_plan(view, pod, template) or template

@@ -12,6 +12,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.core.evidence import QosTier
+from bot.core.workloads import PodScheduling, PodSlot, WorkloadInfo
 
 #: extended resources that are accelerator devices: every ``nvidia.com/*`` resource (whole
 #: GPUs, MIG slices such as ``nvidia.com/mig-1g.10gb``, time-sliced ``nvidia.com/gpu.shared``)
@@ -44,6 +45,19 @@ class Taint(_Model):
     key: str
     value: str | None = None
     effect: str
+
+
+class RoomOnNode(_Model):
+    """Another node as the scheduler sees it: free requests (allocatable minus what its
+    non-terminated pods request; cpu in millicores, memory in bytes, other resources in
+    units) and the pods a higher priority could preempt there."""
+
+    name: str
+    unschedulable: bool = False
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: list[Taint] = Field(default_factory=list)
+    free: dict[str, int] = Field(default_factory=dict)
+    pods: list[PodSlot] = Field(default_factory=list)
 
 
 class NodeInfo(_Model):
@@ -82,6 +96,9 @@ class ContainerInfo(_Model):
     env: dict[str, str] = Field(
         default_factory=dict, description="literal values of USED_ENV_KEYS only (never others)"
     )
+    memory_resize_policy: str | None = Field(
+        None, description="resizePolicy restartPolicy for memory (NotRequired when unset)"
+    )
 
 
 class PodInfo(_Model):
@@ -113,6 +130,11 @@ class PodInfo(_Model):
     has_emptydir: bool = False
     deleting: bool = False
     created_at: datetime | None = None
+    service_account: str | None = None
+    annotations: dict[str, str] = Field(
+        default_factory=dict, description="only the keys gpunode reads (gangs, GitOps)"
+    )
+    scheduling: PodScheduling | None = Field(None, description="what the scheduler matches")
 
     @property
     def accelerator_request(self) -> int:
@@ -193,3 +215,14 @@ class ClusterView(_Model):
     priority_classes: list[PriorityClassInfo] = Field(default_factory=list)
     server_version: str | None = None
     observed_at: datetime | None = None
+    gang_pods: list[PodInfo] = Field(
+        default_factory=list, description="members of the node's gangs running elsewhere"
+    )
+    workloads: list[WorkloadInfo] = Field(
+        default_factory=list, description="rollout facts of the top controllers of its pods"
+    )
+    room: list[RoomOnNode] | None = Field(
+        None, description="every node's free requests (None: not read)"
+    )
+    bot_namespace: str | None = Field(None, description="where gpunode itself runs")
+    in_place_resize: bool = Field(False, description="the server serves pods/resize")

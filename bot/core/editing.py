@@ -141,7 +141,10 @@ def apply_tier3_edits(
         memory_limit_bytes=limit,
         below_working_set=below,
     )
-    steps = [_patch_step(s, values) if s.verb == "patch_resources" else s for s in plan.steps]
+    steps = [
+        _patch_step(s, values) if s.verb in ("patch_resources", "resize_pod") else s
+        for s in plan.steps
+    ]
     warnings = [w for w in plan.warnings if w != "immediate_oom"]
     if below:
         warnings.append("immediate_oom")
@@ -155,10 +158,13 @@ def _patch_step(step: Step, v: Tier3Values) -> Step:
         limits["cpu"] = v.cpu_limit
     if v.cpu_request:
         requests["cpu"] = v.cpu_request
+    params = {**step.params, "requests": requests, "limits": limits}
+    if step.verb == "resize_pod":  # env cannot change in place
+        return step.model_copy(update={"params": params})
     env = dict(step.params.get("env") or {})
     if v.omp_num_threads is not None:
         env["OMP_NUM_THREADS"] = str(v.omp_num_threads)
     else:
         env.pop("OMP_NUM_THREADS", None)
-    params = {**step.params, "requests": requests, "limits": limits, "env": env}
+    params["env"] = env
     return step.model_copy(update={"params": params})

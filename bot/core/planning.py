@@ -3,13 +3,18 @@
 Tier 1, stop the cascade: cordon the node, evict every *non-critical* pod. "Non-critical"
 means: requests no GPU AND priority below ``critical_priority_threshold``. Never evicted
 (listed in ``protected`` with the reason): mirror (static) pods, DaemonSet pods, diagnostic
-pods (label ``gpunode.io/role=diagnostic``), pods labelled ``<protected_label>=true``,
-critical-priority pods (priority >= threshold or a ``system-`` class), GPU pods (the
-training we protect), and pods without a controller unless ``force_unmanaged`` (nothing
-would recreate them). Terminating and finished pods are skipped silently.
+pods (label ``gpunode.io/role=diagnostic``), gpunode's own pods, pods labelled
+``<protected_label>=true``, critical-priority pods (priority >= threshold or a ``system-``
+class), members of a training gang, GPU or CPU-only (``bot.core.gangs``; a note names the
+gang, its members elsewhere and what evicting one would do), GPU pods (the training we
+protect), and pods without a controller unless ``force_unmanaged`` (nothing would recreate
+them). Terminating and finished pods are skipped silently. Evicted ``batch/v1`` Job pods get
+a note on ``backoffLimit`` (``bot.core.safety``).
 
-Tier 2, protect the critical workload: ensure a PriorityClass and set it on the top
-controllers of the GPU pods. Pod priority is immutable, so the template change rolls every
+Tier 2, protect the critical workload: ensure a PriorityClass (``preemptionPolicy: Never``)
+and set it on the top controllers of the GPU pods; notes say how the controller rolls and
+where each restarted GPU pod goes (``bot.core.rollouts``; refused on a cordoned node when a
+restarted pod fits nowhere). Pod priority is immutable, so the template change rolls every
 pod of the controller: ``restarts`` names them. Bare pods and Jobs (immutable template) cannot
 be changed: warning codes, and the plan is unavailable when nothing is left. The "request
 slightly below limit" advice stays a talking point (not automated).
@@ -24,12 +29,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.core.actions import PATCHABLE_KINDS, ActionPlan, ProtectedPod, Step
+from bot.core.actions import PATCHABLE_KINDS, ActionPlan, PlanNote, ProtectedPod, Step
 from bot.core.caps import plan_tier3
 from bot.core.cluster import ClusterView, PodInfo
 from bot.core.findings import Diagnosis
+from bot.core.gangs import builtin_kind, gang_of
 from bot.core.plans import make_plan, plan_id
 from bot.core.relief import runbook_plan, with_relief
+from bot.core.rollouts import restart_notes, rollout_notes
+from bot.core.safety import gang_notes, is_self, job_notes
 from bot.core.thresholds import DEFAULT, Thresholds
 
 PROTECTED_LABEL = "gpunode.io/protected"
@@ -61,20 +69,29 @@ def protection_reason(
     protected_label: str = PROTECTED_LABEL,
     critical_priority_threshold: int = CRITICAL_PRIORITY,
     force_unmanaged: bool = False,
+    bot_namespace: str | None = None,
 ) -> str | None:
-    """Why tier 1 must not evict this pod, or None when it is non-critical and evictable."""
+    """Why tier 1 must not evict this pod, or None when it is non-critical and evictable.
+
+    gpunode's own pods and gang members (``bot.core.safety``, ``bot.core.gangs``) are
+    protected too: a gang member, GPU or CPU-only (launcher, head, driver), is never evicted
+    silently."""
     if pod.is_mirror:
         return "mirror"
-    if pod.is_daemonset or (pod.top_owner is not None and pod.top_owner.kind == "DaemonSet"):
+    if pod.is_daemonset or builtin_kind(pod.top_owner) == "DaemonSet":
         return "daemonset"
     if pod.labels.get(ROLE_LABEL) == "diagnostic":
         return "diagnostic"
+    if is_self(pod, bot_namespace):
+        return "gpunode_itself"
     if pod.labels.get(protected_label, "").lower() == "true":
         return "protected_label"
     if pod.priority >= critical_priority_threshold or (pod.priority_class_name or "").startswith(
         "system-"
     ):
         return "critical_priority"
+    if gang_of(pod) is not None:
+        return "gang_member"
     if pod.accelerated:
         return "gpu_workload"
     if not pod.owners and not force_unmanaged:
@@ -102,6 +119,7 @@ def plan_tier1(
             protected_label=protected_label,
             critical_priority_threshold=critical_priority_threshold,
             force_unmanaged=force_unmanaged,
+            bot_namespace=view.bot_namespace,
         )
         if reason is not None:
             protected.append(ProtectedPod.model_validate({"pod": pod.key, "reason": reason}))
@@ -117,6 +135,8 @@ def plan_tier1(
         warnings.append("unmanaged_pods_deleted_for_good")
     if any(p.has_emptydir for p in evicted):
         warnings.append("emptydir_data_lost")
+    kept = {p.pod for p in protected if p.reason == "gang_member"}
+    notes = gang_notes(view, [p for p in view.pods if p.key in kept]) + job_notes(view, evicted)
     return make_plan(
         node,
         1,
@@ -126,6 +146,7 @@ def plan_tier1(
         protected=protected,
         reversible=not evicted,
         warnings=warnings,
+        notes=notes,
     )
 
 
@@ -152,10 +173,10 @@ def plan_tier2(
         if owner is None:
             warnings.append("bare_pod_priority_immutable")
             continue
-        if owner.kind in ("Job", "CronJob"):
+        if builtin_kind(owner) in ("Job", "CronJob"):
             warnings.append("job_template_immutable")
             continue
-        if owner.kind not in PATCHABLE_KINDS:
+        if builtin_kind(owner) not in PATCHABLE_KINDS:
             warnings.append("controller_kind_unsupported")
             continue
         controllers.setdefault((owner.kind, pod.namespace, owner.name), []).append(pod)
@@ -172,16 +193,24 @@ def plan_tier2(
         warnings.append("already_critical_priority")
     steps: list[Step] = []
     restarts: list[str] = []
+    notes: list[PlanNote] = []
+    stranded = False
     if controllers:
         existing = {pc.name: pc for pc in view.priority_classes}
         if priority_class in existing and existing[priority_class].value != priority_value:
             warnings.append("priority_class_value_differs")
+        if priority_class in existing and existing[priority_class].preemption_policy != "Never":
+            warnings.append("priority_class_preempts")
         steps.append(
             Step(
                 verb="ensure_priority_class",
                 kind="PriorityClass",
                 name=priority_class,
-                params={"value": priority_value, "description": "gpunode: critical GPU training"},
+                params={
+                    "value": priority_value,
+                    "description": "gpunode: critical GPU training",
+                    "preemption_policy": "Never",
+                },
             )
         )
         for kind, ns, name in sorted(controllers):
@@ -195,11 +224,19 @@ def plan_tier2(
                 )
             )
             restarts += sorted(p.key for p in controllers[(kind, ns, name)])
+            notes += rollout_notes(
+                view, kind, ns, name, pods=controllers[(kind, ns, name)], resources=False
+            )
             if kind == "StatefulSet":
                 warnings.append("statefulset_restarts_one_by_one")
             elif kind == "ReplicaSet":
                 warnings.append("replicaset_template_does_not_roll")
         warnings.append("pod_priority_immutable_restarts")
+        restarted = [p for group in controllers.values() for p in group]
+        placed, stranded = restart_notes(view, restarted, priority=priority_value)
+        notes += placed
+        if stranded:
+            warnings.append("restarts_cannot_return")
     kinds = sorted(controllers)
     return make_plan(
         node,
@@ -210,7 +247,8 @@ def plan_tier2(
         restarts=restarts,
         reversible=True,
         warnings=sorted(set(warnings), key=warnings.index),
-        available=bool(controllers),
+        notes=notes,
+        available=bool(controllers) and not stranded,
     )
 
 
@@ -280,13 +318,15 @@ def undo_steps(step: Step, before: dict[str, Any]) -> list[Step]:
     if step.verb == "set_priority_class":
         params: dict[str, Any] = {"priority_class": before.get("priorityClassName")}
         return [Step(verb="set_priority_class", kind=kind, namespace=ns, name=name, params=params)]
-    if step.verb == "patch_resources":
+    if step.verb in ("patch_resources", "resize_pod"):
         old_resources = dict(before.get("resources") or {})
         params = {"container": before.get("container", step.params.get("container"))}
         for section in ("requests", "limits"):
             old = {str(k): str(v) for k, v in (old_resources.get(section) or {}).items()}
             keys = sorted(set(old) | set(step.params.get(section) or {}))
             params[section] = {k: old.get(k) for k in keys}
+        if step.verb == "resize_pod":  # in place: the same pod gets its old values back
+            return [Step(verb="resize_pod", kind=kind, namespace=ns, name=name, params=params)]
         env: dict[str, Any] = {}
         old_env = dict(before.get("env") or {})
         for var in sorted(set(old_env) | set(step.params.get("env") or {})):

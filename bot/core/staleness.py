@@ -147,6 +147,14 @@ def stale_reason(
         )
     if plan.tier == 1:
         return _tier1(plan, before, current)
+    for step in plan.steps:  # an in-place resize acts on that very pod
+        if step.verb != "resize_pod":
+            continue
+        key = f"{step.namespace}/{step.name}"
+        was = next((p for p in before.pods if p.key == key), None)
+        now_pod = next((p for p in current.pods if p.key == key and not p.deleting), None)
+        if now_pod is None or (was is not None and was.uid != now_pod.uid):
+            return f"pod {key} is no longer the one diagnosed; the plan is out of date, re-diagnose"
     for step in controller_steps(plan):
         obj = controllers.get(controller_key(step))
         if obj is None:

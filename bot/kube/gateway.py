@@ -23,6 +23,7 @@ from bot.core.allocation import allocated_resources, describe_allocated
 from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
 from bot.core.cluster import ClusterView, NodeInfo, NodeLoad, ResourceAllocation
 from bot.core.evidence import EvidenceBundle, Gap
+from bot.core.watching import RolloutProgress
 from bot.errors import DiagnosticJobError, GpunodeError, NotFoundError
 from bot.kube import (
     draining,
@@ -33,9 +34,11 @@ from bot.kube import (
     prioritizing,
     reading,
     resizing,
+    watching,
 )
 from bot.kube.connecting import build_api_client
 from bot.kube.errors import translate
+from bot.kube.surveying import survey
 from bot.kube.transport import Transport
 
 log = logging.getLogger(__name__)
@@ -90,8 +93,9 @@ class Gateway:
             log.warning("metrics.k8s.io is served but failed: %s", exc)
             return None
 
-    def _owner_chains(self, t: Transport, pods: list[Obj]) -> list[list[Any]]:
-        cache: dict[tuple[str, str, str], Obj | None] = {}
+    def _owner_chains(
+        self, t: Transport, pods: list[Obj], cache: dict[tuple[str, str, str], Obj | None]
+    ) -> list[list[Any]]:
         return [reading.owner_chain(t, p, cache) for p in pods]
 
     async def _fleet(self) -> tuple[list[Obj], dict[str, list[Obj]]]:
@@ -154,15 +158,24 @@ class Gateway:
             self._call("read server version", reading.server_version),
         )
         pods = non_terminated(all_pods)
-        chains, events, metrics = await asyncio.gather(
-            self._call("read pod owners", self._owner_chains, pods),
+        cache: dict[tuple[str, str, str], Obj | None] = {}
+        chains, events, metrics, (_, resources) = await asyncio.gather(
+            self._call("read pod owners", self._owner_chains, pods, cache),
             self._call(f"list events of {node}", reading.list_events, node, all_pods),
             self._metrics(groups),
+            self._resize_discovery(),
         )
         keys = {(p["metadata"].get("namespace"), p["metadata"].get("name")) for p in pods}
+        infos = [objects.parse_pod(p, owners=c) for p, c in zip(pods, chains, strict=True)]
+        context = await survey(self, node, infos, cache, groups)
         return ClusterView(
             node=objects.parse_node(node_obj),
-            pods=[objects.parse_pod(p, owners=c) for p, c in zip(pods, chains, strict=True)],
+            pods=infos,
+            gang_pods=context.gang_pods,
+            workloads=context.workloads,
+            room=context.room,
+            bot_namespace=self.settings.namespace,
+            in_place_resize="pods/resize" in resources,
             events=[objects.parse_event(e) for e in events],
             allocated=allocated_resources(node_obj, pods),
             allocated_text=describe_allocated(node_obj, pods),
@@ -316,7 +329,13 @@ class Gateway:
         return list(await asyncio.gather(*(self.evict(ns, n, dry_run=dry_run) for ns, n in pods)))
 
     async def ensure_priority_class(
-        self, name: str, value: int, *, description: str, dry_run: bool
+        self,
+        name: str,
+        value: int,
+        *,
+        description: str,
+        dry_run: bool,
+        preemption_policy: str = "Never",
     ) -> Change:
         return await self._call(
             f"ensure PriorityClass {name}",
@@ -325,6 +344,7 @@ class Gateway:
             value,
             description=description,
             dry_run=dry_run,
+            preemption_policy=preemption_policy,
         )
 
     async def set_priority_class_name(
@@ -380,8 +400,8 @@ class Gateway:
         name: str,
         container: str,
         *,
-        requests: dict[str, str],
-        limits: dict[str, str],
+        requests: ResourceValues,
+        limits: ResourceValues,
         dry_run: bool,
     ) -> Change:
         """In-place resize through ``pods/resize`` where served (kube >= 1.33)."""
@@ -398,6 +418,31 @@ class Gateway:
             server_version=version,
             resources=resources,
         )
+
+    # -- watching an action land ---------------------------------------------------------
+    async def rollout_progress(
+        self, kind: str, namespace: str, name: str, *, since: str = ""
+    ) -> RolloutProgress:
+        return await self._call(
+            f"read the rollout of {kind} {namespace}/{name}",
+            watching.rollout_progress,
+            kind,
+            namespace,
+            name,
+            since=since,
+        )
+
+    async def resize_progress(self, namespace: str, name: str, container: str) -> RolloutProgress:
+        return await self._call(
+            f"read the resize of pod {namespace}/{name}",
+            watching.resize_progress,
+            namespace,
+            name,
+            container,
+        )
+
+    async def pods_present(self, pods: list[tuple[str, str, str]]) -> list[str]:
+        return await self._call("read evicted pods", watching.pods_present, pods)
 
 
 def non_terminated(pods: list[Obj]) -> list[Obj]:

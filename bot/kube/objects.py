@@ -26,11 +26,15 @@ from bot.core.cluster import (
     is_accelerator_resource,
 )
 from bot.core.evidence import QosTier
+from bot.core.gangs import ANNOTATION_KEYS
 from bot.core.quantity import parse_quantity
+from bot.kube.scheduling import parse_scheduling
 
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+#: pod annotations kept on PodInfo (gangs read them; the rest may be large or secret)
+KEPT_ANNOTATIONS = frozenset(ANNOTATION_KEYS)
 _CONTAINER_ID = re.compile(r"^[a-z0-9.-]+://([0-9a-f]{64})$")
 _QOS: dict[str, QosTier] = {
     "Guaranteed": "guaranteed",
@@ -148,6 +152,14 @@ def _containers(pod: Obj) -> list[ContainerInfo]:
                         for e in c.get("env") or []
                         if e.get("name") in USED_ENV_KEYS and "value" in e
                     },
+                    memory_resize_policy=next(
+                        (
+                            r.get("restartPolicy")
+                            for r in c.get("resizePolicy") or []
+                            if r.get("resourceName") == "memory"
+                        ),
+                        None,
+                    ),
                 )
             )
     return out
@@ -202,6 +214,11 @@ def parse_pod(pod: Obj, *, owners: Sequence[OwnerRef] = ()) -> PodInfo:
         has_emptydir=any("emptyDir" in v for v in volumes),
         deleting=bool(meta.get("deletionTimestamp")),
         created_at=parse_time(meta.get("creationTimestamp")),
+        service_account=spec.get("serviceAccountName"),
+        annotations={
+            k: str(v) for k, v in (meta.get("annotations") or {}).items() if k in KEPT_ANNOTATIONS
+        },
+        scheduling=parse_scheduling(pod),
     )
 
 

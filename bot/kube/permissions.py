@@ -37,6 +37,8 @@ API_CALLS: tuple[ApiCall, ...] = (
     ApiCall("", "events", "list"),
     ApiCall("scheduling.k8s.io", "priorityclasses", "list"),
     ApiCall("metrics.k8s.io", "pods", "list"),
+    # template patches check the rollout they rely on: a VPA targeting the workload
+    ApiCall("autoscaling.k8s.io", "verticalpodautoscalers", "list"),
     *(ApiCall(group, plural, "get") for group, plural in _CONTROLLERS),
     # the diagnostic Job: the NVIDIA RuntimeClass preflight, then the Job (its FailedCreate
     # events come from the events list above)

@@ -16,7 +16,12 @@ from bot.kube.patching import Obj, dry_run_query
 from bot.kube.transport import Transport
 
 
-def priority_class_body(name: str, value: int, *, description: str) -> Obj:
+def priority_class_body(
+    name: str, value: int, *, description: str, preemption_policy: str = "Never"
+) -> Obj:
+    """gpunode's class. ``preemptionPolicy`` defaults to Never: a pod restarted with it is
+    queued ahead of lower priorities but never preempts running pods (on a full fleet the
+    training waits instead of killing other people's work)."""
     return {
         "apiVersion": "scheduling.k8s.io/v1",
         "kind": "PriorityClass",
@@ -24,15 +29,23 @@ def priority_class_body(name: str, value: int, *, description: str) -> Obj:
         "value": value,
         "globalDefault": False,
         "description": description,
-        "preemptionPolicy": "PreemptLowerPriority",
+        "preemptionPolicy": preemption_policy,
     }
 
 
 def ensure_priority_class(
-    t: Transport, name: str, value: int, *, description: str, dry_run: bool
+    t: Transport,
+    name: str,
+    value: int,
+    *,
+    description: str,
+    dry_run: bool,
+    preemption_policy: str = "Never",
 ) -> Change:
     path = f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}"
-    body = priority_class_body(name, value, description=description)
+    body = priority_class_body(
+        name, value, description=description, preemption_policy=preemption_policy
+    )
     try:
         current = t.get(path)
     except ApiException as exc:

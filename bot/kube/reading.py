@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from bot.core.cluster import OwnerRef
+from bot.core.gangs import builtin_kind
 from bot.errors import ForbiddenError, NotFoundError
 from bot.kube.errors import translating
 from bot.kube.objects import controller_ref, parse_owner
@@ -30,6 +31,7 @@ MAX_OWNER_DEPTH = 5
 #: events kept per view, newest first
 MAX_EVENTS = 200
 METRICS_GROUP = "metrics.k8s.io"
+VPA_GROUP = "autoscaling.k8s.io"
 
 
 def controller_path(kind: str, namespace: str, name: str) -> str:
@@ -66,8 +68,9 @@ def owner_chain(
 ) -> list[OwnerRef]:
     """Controller refs from the pod up to the top controller (nearest first).
 
-    A kind the gateway does not know, or an owner it may not read (404/403), ends the chain
-    at that owner: it is still reported, only its own owners stay unknown.
+    An owner that is not a built-in controller *of its built-in API group*, or one the
+    gateway may not read (404/403), ends the chain at that owner: it is still reported, only
+    its own owners stay unknown.
     """
     namespace = (pod.get("metadata") or {}).get("namespace", "")
     chain: list[OwnerRef] = []
@@ -78,7 +81,9 @@ def owner_chain(
             break
         owner = parse_owner(ref)
         chain.append(owner)
-        if owner.kind not in CONTROLLERS:
+        # looked up by API group, not kind alone: a Volcano ``Job`` (batch.volcano.sh) is not
+        # a batch/v1 Job, and a gang owner (PyTorchJob, JobSet...) ends the chain here
+        if builtin_kind(owner) is None:
             break
         key = (owner.kind, namespace, owner.name)
         if key not in cache:
@@ -156,3 +161,14 @@ def server_version(t: Transport) -> str | None:
 def core_resources(t: Transport) -> set[str]:
     """Names in ``/api/v1`` discovery (``pods/resize``, ``pods/eviction``, ...)."""
     return {r.get("name", "") for r in t.get("/api/v1").get("resources") or []}
+
+
+def list_namespaced_pods(
+    t: Transport, namespace: str, *, label_selector: str | None = None
+) -> list[Obj]:
+    return t.list_all(f"/api/v1/namespaces/{namespace}/pods", label_selector=label_selector)
+
+
+def list_vpas(t: Transport, version: str, namespace: str) -> list[Obj]:
+    """VerticalPodAutoscalers of ``namespace`` (only called when autoscaling.k8s.io is served)."""
+    return t.list_all(f"/apis/{VPA_GROUP}/{version}/namespaces/{namespace}/verticalpodautoscalers")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from bot.core.changes import Change
+from bot.core.changes import Change, ResourceValues
 from bot.core.quantity import parse_quantity
 from bot.errors import InvalidObjectError, KubeError
 from bot.kube.patching import after_state, container_patch, find_container, patch_object
@@ -27,8 +27,8 @@ def resize_pod(
     name: str,
     container: str,
     *,
-    requests: dict[str, str],
-    limits: dict[str, str],
+    requests: ResourceValues,
+    limits: ResourceValues,
     dry_run: bool,
     server_version: str | None,
     resources: set[str],

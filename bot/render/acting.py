@@ -17,6 +17,7 @@ from bot.core.findings import Diagnosis
 from bot.render import environment
 from bot.render.blocks import Block, Message, context, divider, fit, header, section
 from bot.render.filters import truncate
+from bot.render.watching import modal_notes, outcome_extras
 
 CONFIRM_CALLBACK = "gpunode_confirm"
 APPLY, CANCEL, UNDO = "gpunode_apply", "gpunode_cancel", "gpunode_undo"
@@ -73,6 +74,7 @@ def confirmation_modal(
         blocks.append(section(_s(t.modal_steps(plan))))
     if plan.restarts:
         blocks.append(section(_s(t.modal_restarts(plan))))
+    blocks += modal_notes(plan, locale=locale)
     if plan.values is not None:
         v = plan.values
         blocks.append(section(_s(t.modal_values(plan))))
@@ -251,6 +253,7 @@ def outcome_message(
         if blocked:
             blocks.append(context(_s(t.blocked_summary(blocked))))
         blocks += _lines_blocks(_result_lines(result, t))
+    blocks += outcome_extras(plan, state=state, undo=undo, locale=locale)
     elements: list[Block] = []
     if undo:
         elements.append(_button(UNDO, _s(t.undo_button()), action_id))

@@ -203,6 +203,9 @@ def actions_message(
     buttons: list[Block] = []
     for pl in view.plans:
         warnings = [sentence("warnings", w, {}, fmt="mrkdwn", locale=locale) for w in pl.warnings]
+        warnings += [
+            sentence("notes", n.code, n.params, fmt="mrkdwn", locale=locale) for n in pl.notes
+        ]
         blocks.append(section(_s(t.plan, pl, warnings)))
         if pl.available and pl.tier in ACTION_IDS:
             buttons.append(

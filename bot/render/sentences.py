@@ -23,9 +23,15 @@ from bot.core.findings import Fact
 from bot.render import environment
 from bot.render.filters import ESCAPERS, format_param, format_value
 
-Category = Literal["findings", "talking_points", "verdicts", "warnings"]
+Category = Literal["findings", "talking_points", "verdicts", "warnings", "notes"]
 Fmt = Literal["mrkdwn", "markdown", "text"]
-CATEGORIES: tuple[Category, ...] = ("findings", "talking_points", "verdicts", "warnings")
+CATEGORIES: tuple[Category, ...] = (
+    "findings",
+    "talking_points",
+    "verdicts",
+    "warnings",
+    "notes",
+)
 _NON_IDENT = re.compile(r"\W")
 
 

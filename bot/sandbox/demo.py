@@ -119,7 +119,8 @@ async def running_bot(
             incident_channel=incident_channel,
         ),
         store=StoreSettings(path=store_path or str(Path(tmp.name) / "gpunode.db")),
-        actions=ActionSettings(policy_file=str(POLICY)),
+        # the stand-in rolls out within a second: a short watch keeps the demo snappy
+        actions=ActionSettings(policy_file=str(POLICY), watch_timeout_s=15, watch_interval_s=0.2),
         http=HttpSettings(alertmanager_token=alert_token),
         alerts=alerts or AlertSettings(),
     )

@@ -48,11 +48,14 @@ class ActService:
         replica_id: str,
         evidence_max_age_s: float,
         approval_ttl_s: int,
+        watch_timeout_s: float = 180.0,
+        watch_interval_s: float = 2.0,
     ) -> None:
         self.deps = ActDeps(
             kube=kube, store=store, chat=chat, diagnose=diagnose, bg=bg, policy=policy,
             clock=clock, new_id=new_id, replica_id=replica_id,
             evidence_max_age_s=evidence_max_age_s, approval_ttl_s=approval_ttl_s,
+            watch_timeout_s=watch_timeout_s, watch_interval_s=watch_interval_s,
         )  # fmt: skip
 
     async def principal(self, user: str, channel: str) -> Principal:

@@ -45,6 +45,8 @@ class ActDeps:
     replica_id: str
     evidence_max_age_s: float
     approval_ttl_s: int
+    watch_timeout_s: float = 180.0
+    watch_interval_s: float = 2.0
 
     async def principal(self, user: str, channel: str) -> Principal:
         """The clicking user with the policy's user groups they belong to (resolved now)."""

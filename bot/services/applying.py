@@ -26,6 +26,7 @@ from bot.core.planning import undo_steps
 from bot.core.staleness import controller_key, controller_steps, stale_reason
 from bot.errors import GpunodeError, NotFoundError
 from bot.render import acting as views
+from bot.services import watching
 from bot.services.acting import ActDeps, audit_fields, plan_of_record, reason_of
 from bot.services.executing import StepsResult, run_steps
 from bot.store.models import ActionRecord, ActionState
@@ -67,6 +68,7 @@ async def execute(
             await _refuse_stale(d, record, reason, by=by, fields=fields)
             return True
         await d.store.set_action_state(record.action_id, "running", at=d.clock())
+        since = d.clock().strftime("%Y-%m-%dT%H:%M:%SZ")  # events after this are ours
         result = await run_steps(d.kube, list(plan.steps), dry_run=False)
     except GpunodeError as err:
         await _crashed(
@@ -81,7 +83,7 @@ async def execute(
         why = f"{exc!r}; check the targets by hand before retrying"
         await _crashed(d, record, "internal", why, by=by, fields=fields)
         raise
-    await _record(d, record, plan, result, by=by, fields=fields)
+    await _record(d, record, plan, result, by=by, fields=fields, since=since)
     return True
 
 
@@ -93,6 +95,7 @@ async def _record(
     *,
     by: str,
     fields: dict[str, Any],
+    since: str,
 ) -> None:
     undo = undo_for(plan, result)
     state: ActionState = "succeeded" if result.ok else "failed"
@@ -113,6 +116,7 @@ async def _record(
     await d.update_message(record, state, by=by, result=result, undo=bool(undo))
     if result.applied:
         await _mitigating(d, record.incident_id, by=by)
+        d.bg.spawn(watching.watch(d, record, plan, result, since=since), name="watch-action")
 
 
 async def _mitigating(d: ActDeps, incident_id: str | None, *, by: str) -> None:

@@ -83,7 +83,11 @@ async def _call(kube: KubePort, step: Step, *, dry_run: bool) -> Change:
         return await kube.uncordon(step.name, dry_run=dry_run)
     if step.verb == "ensure_priority_class":
         return await kube.ensure_priority_class(
-            step.name, int(p["value"]), description=str(p.get("description", "")), dry_run=dry_run
+            step.name,
+            int(p["value"]),
+            description=str(p.get("description", "")),
+            dry_run=dry_run,
+            preemption_policy=str(p.get("preemption_policy") or "Never"),
         )
     if step.verb == "set_priority_class":
         return await kube.set_priority_class_name(
@@ -98,6 +102,15 @@ async def _call(kube: KubePort, step: Step, *, dry_run: bool) -> Change:
             requests=dict(p.get("requests") or {}),
             limits=dict(p.get("limits") or {}),
             env=dict(p.get("env") or {}),
+            dry_run=dry_run,
+        )
+    if step.verb == "resize_pod":
+        return await kube.resize_pod(
+            step.namespace or "",
+            step.name,
+            str(p["container"]),
+            requests=dict(p.get("requests") or {}),
+            limits=dict(p.get("limits") or {}),
             dry_run=dry_run,
         )
     raise GpunodeError(f"unknown step verb {step.verb}; this is a bug in the plan")

@@ -11,6 +11,7 @@ from typing import Protocol
 from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
 from bot.core.cluster import ClusterView, NodeInfo, NodeLoad
 from bot.core.evidence import EvidenceBundle
+from bot.core.watching import RolloutProgress
 
 
 class KubePort(Protocol):
@@ -34,8 +35,16 @@ class KubePort(Protocol):
     async def evict(self, namespace: str, name: str, *, dry_run: bool) -> EvictionOutcome: ...
 
     async def ensure_priority_class(
-        self, name: str, value: int, *, description: str, dry_run: bool
-    ) -> Change: ...
+        self,
+        name: str,
+        value: int,
+        *,
+        description: str,
+        dry_run: bool,
+        preemption_policy: str = "Never",
+    ) -> Change:
+        """Create the class if missing (``preemptionPolicy`` Never by default: a restarted
+        pod waits for room instead of preempting other workloads)."""
 
     async def set_priority_class_name(
         self, kind: str, namespace: str, name: str, priority_class: str | None, *, dry_run: bool
@@ -55,8 +64,33 @@ class KubePort(Protocol):
     ) -> Change:
         """Strategic-merge patch of one container in a controller's pod template."""
 
+    async def resize_pod(
+        self,
+        namespace: str,
+        name: str,
+        container: str,
+        *,
+        requests: ResourceValues,
+        limits: ResourceValues,
+        dry_run: bool,
+    ) -> Change:
+        """In-place resize of one container through ``pods/<name>/resize`` (1.33+)."""
+
     async def read_controller(self, kind: str, namespace: str, name: str) -> dict[str, object]:
         """The controller object as JSON (for staleness checks and undo)."""
+
+    async def rollout_progress(
+        self, kind: str, namespace: str, name: str, *, since: str = ""
+    ) -> RolloutProgress:
+        """Where the controller's rollout stands: its pods, which run the current template,
+        and the FailedCreate/FailedScheduling events since ``since`` (RFC 3339)."""
+
+    async def resize_progress(self, namespace: str, name: str, container: str) -> RolloutProgress:
+        """An in-place resize as a one-pod rollout: current once the kubelet actuated it."""
+
+    async def pods_present(self, pods: list[tuple[str, str, str]]) -> list[str]:
+        """Of (namespace, name, uid), the "namespace/name" keys of those still there (same
+        uid: a pod recreated under the same name is a new pod)."""
 
 
 class ChatPort(Protocol):

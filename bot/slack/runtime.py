@@ -172,6 +172,8 @@ async def build_runtime(
         replica_id=replica_id or f"replica-{secrets.token_hex(4)}",
         evidence_max_age_s=settings.actions.evidence_max_age_s,
         approval_ttl_s=settings.actions.approval_ttl_s,
+        watch_timeout_s=settings.actions.watch_timeout_s,
+        watch_interval_s=settings.actions.watch_interval_s,
     )
     services = BotServices(
         kube=kube,

@@ -24,6 +24,7 @@ from typing import Any
 from bot.core.changes import Change, EvictionOutcome
 from bot.core.cluster import ClusterView, NodeInfo, NodeLoad, PodInfo
 from bot.core.evidence import EvidenceBundle
+from bot.core.watching import RolloutProgress
 from bot.errors import NotFoundError, SlackError
 
 BUNDLES = Path(__file__).resolve().parents[1] / "fixtures" / "bundles"
@@ -182,6 +183,18 @@ class FakeKube:
             raise NotFoundError(f"{key} not found")
         return copy.deepcopy(self.controllers[key])
 
+    async def rollout_progress(
+        self, kind: str, namespace: str, name: str, *, since: str = ""
+    ) -> RolloutProgress:
+        """Changes land at once here (not recorded in ``calls``: watching reads only)."""
+        return RolloutProgress(kind=kind, namespace=namespace, name=name, desired=0)
+
+    async def resize_progress(self, namespace: str, name: str, container: str) -> RolloutProgress:
+        return RolloutProgress(kind="Pod", namespace=namespace, name=name, desired=0)
+
+    async def pods_present(self, pods: list[tuple[str, str, str]]) -> list[str]:
+        return []
+
     # -- effects ------------------------------------------------------------------------
     async def _node_flag(self, verb: str, node: str, *, dry_run: bool) -> Change:
         await self._enter(verb, node, dry_run=dry_run)
@@ -215,7 +228,13 @@ class FakeKube:
         return EvictionOutcome(namespace=namespace, name=name, status="evicted")
 
     async def ensure_priority_class(
-        self, name: str, value: int, *, description: str, dry_run: bool
+        self,
+        name: str,
+        value: int,
+        *,
+        description: str,
+        dry_run: bool,
+        preemption_policy: str = "Never",
     ) -> Change:
         await self._enter("ensure_priority_class", name, value, dry_run=dry_run)
         exists = name in self.priority_classes

@@ -54,7 +54,9 @@ class Route:
     sub: str
 
 
-def parse_route(group: str, version: str, tail: str) -> Route:
+def parse_route(
+    group: str, version: str, tail: str, installed: frozenset[str] | set[str] = frozenset()
+) -> Route:
     segs = [s for s in tail.split("/") if s]
     nsd = None
     if len(segs) >= 3 and segs[0] == "namespaces":
@@ -65,6 +67,8 @@ def parse_route(group: str, version: str, tail: str) -> Route:
     if not segs:
         raise ApiError(404, "the server could not find the requested resource")
     res = resources.find(group, version, segs[0])
+    if res is not None and res.crd and res.key not in installed:
+        res = None  # the CRD is not installed on this cluster
     if res is None or len(segs) > 3:
         raise ApiError(404, "the server could not find the requested resource")
     name = segs[1] if len(segs) > 1 else None
@@ -198,9 +202,9 @@ async def api_versions(_request: web.Request) -> web.Response:
     )
 
 
-def _groups() -> list[Obj]:
+def _groups(installed: frozenset[str] | set[str] = frozenset()) -> list[Obj]:
     out: dict[str, Obj] = {}
-    for gv in resources.group_versions():
+    for gv in resources.group_versions(installed):
         if "/" not in gv:
             continue
         g, v = gv.split("/")
@@ -210,19 +214,20 @@ def _groups() -> list[Obj]:
     return list(out.values())
 
 
-async def api_groups(_request: web.Request) -> web.Response:
-    return _json({"kind": "APIGroupList", "apiVersion": "v1", "groups": _groups()})
+async def api_groups(request: web.Request) -> web.Response:
+    groups = _groups(request.app[SIM_KEY].crds)
+    return _json({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 
 
 async def group_info(request: web.Request) -> web.Response:
-    for g in _groups():
+    for g in _groups(request.app[SIM_KEY].crds):
         if g["name"] == request.match_info["group"]:
             return _json({"kind": "APIGroup", "apiVersion": "v1", **g})
     raise ApiError(404, "the server could not find the requested resource")
 
 
-def _resource_list(gv: str) -> Obj:
-    sim_resources = resources.group_versions().get(gv)
+def _resource_list(gv: str, installed: frozenset[str] | set[str] = frozenset()) -> Obj:
+    sim_resources = resources.group_versions(installed).get(gv)
     if sim_resources is None:
         raise ApiError(404, "the server could not find the requested resource")
     items: list[Obj] = []
@@ -264,7 +269,8 @@ async def resource_list_core(request: web.Request) -> web.Response:
 
 
 async def resource_list_group(request: web.Request) -> web.Response:
-    return _json(_resource_list(f"{request.match_info['group']}/{request.match_info['version']}"))
+    gv = f"{request.match_info['group']}/{request.match_info['version']}"
+    return _json(_resource_list(gv, request.app[SIM_KEY].crds))
 
 
 # ---- REST ------------------------------------------------------------------------------------
@@ -274,7 +280,8 @@ async def rest_core(request: web.Request) -> web.StreamResponse:
 
 async def rest_group(request: web.Request) -> web.StreamResponse:
     m = request.match_info
-    return await _rest(request, parse_route(m["group"], m["version"], m["tail"]))
+    route = parse_route(m["group"], m["version"], m["tail"], request.app[SIM_KEY].crds)
+    return await _rest(request, route)
 
 
 async def _rest(request: web.Request, route: Route) -> web.StreamResponse:
@@ -312,7 +319,7 @@ async def _rest(request: web.Request, route: Route) -> web.StreamResponse:
     if route.sub == "resize" and not resize_supported(sim.kube_version):
         raise ApiError(404, "the server could not find the requested resource")
     if m == "GET":
-        obj = sim.present(res, sim.api.get(res.plural, route.namespace, route.name))
+        obj = sim.present(res, sim.api.get(res.key, route.namespace, route.name))
         return _json(_as_table(request, route, obj))
     if m == "PUT":
         body = await _json_body(request)
@@ -382,7 +389,7 @@ def _matcher(request: web.Request, route: Route) -> Any:
 def _list(request: web.Request, route: Route) -> Obj:
     sim = request.app[SIM_KEY]
     match = _matcher(request, route)
-    items = [o for o in sim.api.store.list(route.res.plural, route.namespace) if match(o)]
+    items = [o for o in sim.api.store.list(route.res.key, route.namespace) if match(o)]
     start = 0
     if cont := request.query.get("continue"):
         start = int(base64.urlsafe_b64decode(cont.encode()).decode())
@@ -408,7 +415,7 @@ async def _watch(request: web.Request, route: Route) -> web.StreamResponse:
     timeout = float(request.query.get("timeoutSeconds") or 1800)
     rv = request.query.get("resourceVersion") or ""
     store = sim.api.store
-    watcher = store.subscribe(route.res.plural)
+    watcher = store.subscribe(route.res.key)
     resp = web.StreamResponse(headers={"Content-Type": "application/json"})
     await resp.prepare(request)
 
@@ -427,11 +434,11 @@ async def _watch(request: web.Request, route: Route) -> web.StreamResponse:
     try:
         last = store.rv
         if rv in ("", "0"):
-            for o in store.list(route.res.plural, route.namespace):
+            for o in store.list(route.res.key, route.namespace):
                 if wanted(o):
                     await send("ADDED", o)
         else:
-            backlog = store.events_since(route.res.plural, int(rv))
+            backlog = store.events_since(route.res.key, int(rv))
             if backlog is None:
                 gone = ApiError(
                     410, f"too old resource version: {rv} ({store.rv})", reason="Expired"

@@ -81,6 +81,8 @@ def seed(api: ApiCore, scenario: sc.Scenario) -> None:
     nodes = {n.name: n for n in scenario.nodes}
     for w in scenario.workloads:
         seed_workload(api, w, nodes)
+    for extra in scenario.objects:
+        api.seed(dict(extra), validate=True)
     for p in scenario.pdbs:
         spec: Obj = {"selector": {"matchLabels": dict(p.selector)}}
         if p.max_unavailable is not None:

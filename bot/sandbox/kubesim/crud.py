@@ -14,7 +14,7 @@ from typing import Any
 
 from bot.sandbox.kubesim import defaults, rules
 from bot.sandbox.kubesim.patching import apply_patch
-from bot.sandbox.kubesim.resources import BY_KIND, STORED, Resource
+from bot.sandbox.kubesim.resources import BY_API, BY_KIND, STORED, Resource
 from bot.sandbox.kubesim.statuses import ApiError, already_exists, conflict, not_found
 from bot.sandbox.kubesim.store import Obj, Store, clone
 from bot.sandbox.kubesim.validation import check_version, validate_object
@@ -42,13 +42,16 @@ class ApiCore:
         #: True while a scenario loads: seeded objects are the cluster's existing state, so
         #: create-time admission (RuntimeClass, priority quota) does not apply to them
         self.seeding = False
+        #: container name -> memory in use, per pod (the kubelet's view; set by KubeSim)
+        self.memory_usage: Callable[[Obj], dict[str, int]] | None = None
 
     # ---- reads -------------------------------------------------------------------------
     def get(self, plural: str, namespace: str | None, name: str) -> Obj:
+        """``plural`` is the store key (``Resource.key``: ``plural.group`` for a CRD)."""
         obj = self.store.get(plural, namespace, name)
         if obj is None:
             res = STORED[plural]
-            raise not_found(plural, name, group=res.group)
+            raise not_found(res.plural, name, group=res.group)
         return obj
 
     def priorities(self) -> dict[str, int]:
@@ -105,24 +108,32 @@ class ApiCore:
             )
         if not meta.get("name"):
             raise defaults_invalid(res, "", "metadata.name", "name or generateName is required")
-        if self.store.get(res.plural, meta.get("namespace"), meta["name"]) is not None:
+        if self.store.get(res.key, meta.get("namespace"), meta["name"]) is not None:
             raise already_exists(res.plural, meta["name"], group=res.group)
         defaults.stamp_metadata(obj, now=now_iso())
         self._default(res, obj)
-        rules.check_create(res, obj, self)
+        if not res.crd:
+            rules.check_create(res, obj, self)
         if validate if validate is not None else self.validate:
             validate_object(obj, self.kube_version)
         self._admit("CREATE", res, "", obj, None, dry_run)
         if dry_run:
             obj["metadata"]["resourceVersion"] = str(self.store.rv)
             return obj
-        stored = self.store.put(res.plural, obj, owned=True)
-        self._emit(res.plural, None, stored)
+        stored = self.store.put(res.key, obj, owned=True)
+        self._emit(res.key, None, stored)
         return stored
 
     def _default(self, res: Resource, obj: Obj) -> None:
+        if res.crd:  # no built-in defaults (or rules) for custom resources
+            return
         if res.kind == "Pod":
             defaults.default_pod(obj, priorities=self.priorities())
+            # the Priority admission plugin copies the class's preemptionPolicy to the pod
+            name = obj["spec"].get("priorityClassName")
+            pc = self.store.get("priorityclasses", None, name) if name else None
+            if pc is not None and pc.get("preemptionPolicy"):
+                obj["spec"]["preemptionPolicy"] = pc["preemptionPolicy"]
         elif res.kind in ("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "Job"):
             defaults.default_controller(obj)
         elif res.kind == "Namespace":
@@ -147,7 +158,7 @@ class ApiCore:
         precondition_rv: str | None = None,
     ) -> Obj:
         """Replace ``name`` with ``new`` (PUT semantics); PATCH calls this after patching."""
-        old = self.get(res.plural, namespace, name)
+        old = self.get(res.key, namespace, name)
         new = clone(new)
         new.setdefault("apiVersion", res.api_version)
         new.setdefault("kind", res.kind)
@@ -173,15 +184,16 @@ class ApiCore:
             new["status"] = clone(old["status"])
         if new.get("spec") != old.get("spec"):
             meta["generation"] = int(old["metadata"].get("generation", 1)) + 1
-        rules.check_update(res, old, new, self, subresource=subresource)
+        if not res.crd:
+            rules.check_update(res, old, new, self, subresource=subresource)
         if self.validate:
             validate_object(new, self.kube_version)
         self._admit("UPDATE", res, subresource, new, old, dry_run)
         if dry_run:
             meta["resourceVersion"] = old["metadata"]["resourceVersion"]
             return new
-        stored = self.store.put(res.plural, new, event="MODIFIED", owned=True)
-        self._emit(res.plural, old, stored)
+        stored = self.store.put(res.key, new, event="MODIFIED", owned=True)
+        self._emit(res.key, old, stored)
         return stored
 
     def patch(
@@ -195,7 +207,7 @@ class ApiCore:
         subresource: str = "",
         dry_run: bool = False,
     ) -> Obj:
-        old = self.get(res.plural, namespace, name)
+        old = self.get(res.key, namespace, name)
         patched = apply_patch(clone(old), patch, content_type)
         if not isinstance(patched, dict):
             raise ApiError(422, "patch did not produce an object")
@@ -225,7 +237,7 @@ class ApiCore:
         propagation: str | None = None,
         precondition_rv: str | None = None,
     ) -> Obj:
-        obj = self.get(res.plural, namespace, name)
+        obj = self.get(res.key, namespace, name)
         if precondition_rv and precondition_rv != obj["metadata"]["resourceVersion"]:
             raise conflict(res.plural, name, group=res.group)
         if res.kind == "PriorityClass" and name.startswith("system-"):
@@ -238,9 +250,9 @@ class ApiCore:
         if dry_run:
             return clone(obj)
         # batch/v1 Jobs orphan their pods unless told otherwise (legacy GC default).
-        policy = propagation or ("Orphan" if res.kind == "Job" else "Background")
-        self.store.remove(res.plural, namespace, name)
-        self._emit(res.plural, obj, None)
+        policy = propagation or ("Orphan" if res.key == "jobs" else "Background")
+        self.store.remove(res.key, namespace, name)
+        self._emit(res.key, obj, None)
         self._collect_dependents(obj, orphan=policy == "Orphan")
         gone = clone(obj)
         gone["metadata"]["deletionTimestamp"] = now_iso()
@@ -265,7 +277,7 @@ class ApiCore:
 
     def seed(self, obj: Obj, *, validate: bool = False) -> Obj:
         """Bulk-load path for scenarios: create without hooks; validation optional."""
-        res = BY_KIND[obj["kind"]]
+        res = BY_API.get((obj.get("apiVersion", ""), obj["kind"])) or BY_KIND[obj["kind"]]
         ns = (obj.get("metadata") or {}).get("namespace")
         saved = self.on_change
         self.on_change = []

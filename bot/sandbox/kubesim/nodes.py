@@ -29,6 +29,7 @@ def node_object(n: sc.Node) -> Obj:
         **n.labels,
     }
     if n.gpus:
+        labels.setdefault("nvidia.com/gpu.present", "true")  # as GPU feature discovery sets it
         labels.setdefault("nvidia.com/gpu.product", n.gpus.product)
         labels.setdefault("nvidia.com/gpu.count", str(n.gpus.count))
         labels.setdefault("nvidia.com/gpu.memory", str(to_bytes(n.gpus.memory_total) // 2**20))

@@ -28,6 +28,10 @@ def container_spec(c: sc.Container) -> Obj:
         out["resources"]["limits"] = {k: str(v) for k, v in c.limits.items()}
     if c.env:
         out["env"] = [{"name": k, "value": v} for k, v in c.env.items()]
+    if c.resize_policy:
+        out["resizePolicy"] = [
+            {"resourceName": k, "restartPolicy": v} for k, v in sorted(c.resize_policy.items())
+        ]
     return out
 
 
@@ -54,7 +58,11 @@ def pod_template(w: sc.Workload) -> Obj:
         ]
         for c in spec["containers"]:
             c["resources"]["claims"] = [{"name": n} for n in w.resource_claims]
-    return {"metadata": {"labels": labels}, "spec": spec}
+    spec.update(clone(w.pod_spec))
+    meta: Obj = {"labels": labels}
+    if w.annotations:
+        meta["annotations"] = dict(w.annotations)
+    return {"metadata": meta, "spec": spec}
 
 
 def owner_ref(ctrl: Obj) -> Obj:
@@ -86,6 +94,8 @@ def pod_from_template(
         "labels": {**(tmpl.get("metadata") or {}).get("labels", {}), **(extra_labels or {})},
         "uid": stable_uid("pod", namespace, name),
     }
+    if annotations := (tmpl.get("metadata") or {}).get("annotations"):
+        meta["annotations"] = dict(annotations)
     if owner is not None:
         meta["ownerReferences"] = [owner_ref(owner)]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}

@@ -24,6 +24,13 @@ class Resource:
     subresources: tuple[str, ...] = ()
     verbs: tuple[str, ...] = ALL_VERBS
     stored: bool = True
+    crd: bool = False
+
+    @property
+    def key(self) -> str:
+        """Where the store keeps it: the plural, or ``plural.group`` for a custom resource
+        (a Volcano ``jobs`` must not share the batch/v1 ``jobs`` bucket)."""
+        return f"{self.plural}.{self.group}" if self.crd else self.plural
 
     @property
     def api_version(self) -> str:
@@ -114,20 +121,46 @@ RESOURCES: tuple[Resource, ...] = (
     ),
 )
 
+#: Custom resources the stand-in can serve: only those a scenario installs (``Scenario.crds``,
+#: by ``plural.group``); any other is a 404, as on a cluster without the CRD. Gang owners
+#: (bot.core.gangs) and the VerticalPodAutoscaler.
+CUSTOM: tuple[Resource, ...] = tuple(
+    Resource(group, version, kind, plural, True, (), ("status",), crd=True)
+    for group, version, kind, plural in (
+        ("kubeflow.org", "v1", "PyTorchJob", "pytorchjobs"),
+        ("kubeflow.org", "v1", "TFJob", "tfjobs"),
+        ("kubeflow.org", "v2beta1", "MPIJob", "mpijobs"),
+        ("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"),
+        ("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", "leaderworkersets"),
+        ("ray.io", "v1", "RayCluster", "rayclusters"),
+        ("batch.volcano.sh", "v1alpha1", "Job", "jobs"),
+        ("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups"),
+        ("scheduling.x-k8s.io", "v1alpha1", "PodGroup", "podgroups"),
+        ("kueue.x-k8s.io", "v1beta1", "Workload", "workloads"),
+        ("sparkoperator.k8s.io", "v1beta2", "SparkApplication", "sparkapplications"),
+        ("autoscaling.k8s.io", "v1", "VerticalPodAutoscaler", "verticalpodautoscalers"),
+    )
+)
+RESOURCES = RESOURCES + CUSTOM
+
 #: subresource -> (kind, group, version) as reported by discovery
 SUBRESOURCE_KINDS: dict[str, tuple[str, str, str]] = {
     "eviction": ("Eviction", "policy", "v1"),
     "scale": ("Scale", "autoscaling", "v1"),
 }
 
-STORED: dict[str, Resource] = {r.plural: r for r in RESOURCES if r.stored}
-BY_KIND: dict[str, Resource] = {r.kind: r for r in RESOURCES if r.stored}
+STORED: dict[str, Resource] = {r.key: r for r in RESOURCES if r.stored}
+BY_KIND: dict[str, Resource] = {r.kind: r for r in RESOURCES if r.stored and not r.crd}
+BY_API: dict[tuple[str, str], Resource] = {(r.api_version, r.kind): r for r in RESOURCES}
 
 
-def group_versions() -> dict[str, list[Resource]]:
-    """``"apps/v1" -> resources`` for every served group version (core is ``"v1"``)."""
+def group_versions(installed: frozenset[str] | set[str] = frozenset()) -> dict[str, list[Resource]]:
+    """``"apps/v1" -> resources`` for every served group version (core is ``"v1"``); custom
+    resources only when ``installed`` names them (``plural.group``)."""
     out: dict[str, list[Resource]] = {}
     for r in RESOURCES:
+        if r.crd and r.key not in installed:
+            continue
         out.setdefault(r.api_version, []).append(r)
     return out
 

@@ -4,7 +4,9 @@
   plugin answers); a client may not set ``spec.priority`` to anything else; extended resources
   (``nvidia.com/gpu``) need request == limit; on update only images, activeDeadlineSeconds,
   tolerations (additions) and terminationGracePeriodSeconds may change (422 with the API
-  server's wording); the ``resize`` subresource (>= 1.33) changes only container cpu/memory.
+  server's wording); the ``resize`` subresource (>= 1.33) changes only container cpu/memory,
+  and on 1.33 lowers a memory limit only for a container whose memory resizePolicy is
+  RestartContainer (1.34+: best effort, kubernetes PR #133012).
 - PriorityClass: ``value`` and ``preemptionPolicy`` are immutable; ``system-`` names reserved.
 - Nodes: ``spec.unschedulable`` keeps the ``node.kubernetes.io/unschedulable:NoSchedule`` taint
   in step, as the node lifecycle controller does (synchronously here).
@@ -189,6 +191,29 @@ def _check_resize(res: Resource, old: Obj, new: Obj, api: ApiCore) -> None:
                     f"spec.containers[*].resources.{part}",
                     "only cpu and memory resources are mutable",
                 )
+    if _version_tuple(api.kube_version) == (1, 33):  # 1.34+ lowers memory limits best effort
+        from bot.sandbox.kubesim.quantities import to_bytes
+
+        for i, (oc, nc) in enumerate(
+            zip(old["spec"]["containers"], new["spec"]["containers"], strict=True)
+        ):
+            was = ((oc.get("resources") or {}).get("limits") or {}).get("memory")
+            now = ((nc.get("resources") or {}).get("limits") or {}).get("memory")
+            policy = {
+                r.get("resourceName"): r.get("restartPolicy") for r in oc.get("resizePolicy") or []
+            }
+            if (
+                was
+                and now
+                and to_bytes(now) < to_bytes(was)
+                and (policy.get("memory") != "RestartContainer")
+            ):
+                raise _forbidden_field(
+                    res,
+                    name,
+                    f"spec.containers[{i}].resources.limits[memory]",
+                    "memory limits cannot be decreased unless resizePolicy is RestartContainer",
+                )
     if qos_class(old) != qos_class(new):
         raise _forbidden_field(
             res,
@@ -196,13 +221,43 @@ def _check_resize(res: Resource, old: Obj, new: Obj, api: ApiCore) -> None:
             "spec.containers[*].resources",
             "Pod QOS Class may not change as a result of resizing",
         )
-    # The kubelet actuates at once in the stand-in: status follows spec.
+    # The kubelet actuates at once in the stand-in: status follows spec, except (1.34+) a
+    # memory limit lowered below what the container uses with resizePolicy NotRequired: the
+    # kubelet skips it and keeps PodResizeInProgress with reason Error (KEP-1287, k/e#5368).
+    from bot.sandbox.kubesim.quantities import to_bytes
+
+    usage = api.memory_usage(old) if api.memory_usage is not None else {}
+    skipped: list[str] = []
     for cs in (new.get("status") or {}).get("containerStatuses") or []:
         spec_c = next((c for c in new["spec"]["containers"] if c["name"] == cs["name"]), None)
-        if spec_c is not None:
-            r = spec_c.get("resources") or {}
-            cs["allocatedResources"] = copy.deepcopy(r.get("requests") or {})
-            cs["resources"] = copy.deepcopy(r)
+        if spec_c is None:
+            continue
+        r = spec_c.get("resources") or {}
+        limit = (r.get("limits") or {}).get("memory")
+        policy = {
+            p.get("resourceName"): p.get("restartPolicy") for p in spec_c.get("resizePolicy") or []
+        }
+        used, wanted = usage.get(cs["name"], 0), to_bytes(limit) if limit else None
+        if wanted is not None and used > wanted and policy.get("memory") != "RestartContainer":
+            cname = cs["name"]
+            skipped.append(f"container {cname}: memory usage {used} exceeds desired limit {wanted}")
+            continue
+        cs["allocatedResources"] = copy.deepcopy(r.get("requests") or {})
+        cs["resources"] = copy.deepcopy(r)
+    status = new.setdefault("status", {})
+    conditions = [
+        c for c in status.get("conditions") or [] if c.get("type") != "PodResizeInProgress"
+    ]
+    if skipped:
+        conditions.append(
+            {
+                "type": "PodResizeInProgress",
+                "status": "True",
+                "reason": "Error",
+                "message": "; ".join(skipped),
+            }
+        )
+    status["conditions"] = conditions
 
 
 def sync_unschedulable_taint(node: Obj, *, now: str) -> None:

@@ -110,6 +110,19 @@ class Container(_M):
     processes: list[Process] = Field(default_factory=list)
     restart_count: int = 0
     last_terminated_reason: str | None = None
+    resize_policy: dict[str, str] = Field(
+        default_factory=dict, description="resource -> NotRequired | RestartContainer"
+    )
+
+
+class Owner(_M):
+    """A custom resource that owns the workload (a gang: PyTorchJob, JobSet, Volcano Job...);
+    seeded as given, so its CRD must be in ``Scenario.crds``."""
+
+    api_version: str
+    kind: str
+    name: str
+    spec: dict[str, Any] = Field(default_factory=dict)
 
 
 class Workload(_M):
@@ -134,6 +147,19 @@ class Workload(_M):
     )
     containers: list[Container]
     phase: Literal["Running", "Pending", "Succeeded", "Failed"] = "Running"
+    annotations: dict[str, str] = Field(default_factory=dict, description="pod annotations")
+    pod_spec: dict[str, Any] = Field(
+        default_factory=dict,
+        description="more pod spec fields (tolerations, nodeSelector, affinity, "
+        "serviceAccountName...), merged into the template",
+    )
+    controller_spec: dict[str, Any] = Field(
+        default_factory=dict,
+        description="more controller spec fields (strategy, updateStrategy, podFailurePolicy)",
+    )
+    controller_labels: dict[str, str] = Field(default_factory=dict)
+    controller_annotations: dict[str, str] = Field(default_factory=dict)
+    owner: Owner | None = None
 
 
 class Gpus(_M):
@@ -382,6 +408,12 @@ class Scenario(_M):
         description="RuntimeClasses (handler = name); the GPU Operator creates 'nvidia'",
     )
     faults: list[Fault] = Field(default_factory=list)
+    crds: list[str] = Field(
+        default_factory=list, description="installed custom resources, as plural.group"
+    )
+    objects: list[dict[str, Any]] = Field(
+        default_factory=list, description="more API objects (VPAs, PodGroups), seeded as given"
+    )
     expected: Expected | None = Field(
         None, description="the labelled outcome (corpus): what an expert concludes"
     )

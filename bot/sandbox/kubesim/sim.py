@@ -61,6 +61,8 @@ class KubeSim:
         self.tokens: list[str | None] = []
         self.logs: dict[tuple[str, str], str] = {}
         self.step_s = step_s
+        #: installed custom resources (``plural.group``); any other custom resource is a 404
+        self.crds: frozenset[str] = frozenset(scenario.crds)
         #: node -> diagnostic mode for the job controller (see ``jobs.MODES``)
         self.diagnostic_mode: dict[str, str] = {}
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
@@ -74,6 +76,7 @@ class KubeSim:
         self.authn = access.Tokens(self.api, insecure_superuser=insecure_superuser)
         self.authorizer = Authorizer(self.api.store)
         self.api.admit.append(Admission(self.api.store))
+        self.api.memory_usage = self._memory_usage
         from bot.sandbox.kubesim.controllers import Controllers
 
         self.controllers = Controllers(self)
@@ -83,7 +86,10 @@ class KubeSim:
         """Where host trees are generated (a temporary folder removed by ``stop`` unless one
         was given)."""
         if self._workdir is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="kubesim-")
+            self._tmp = tempfile.TemporaryDirectory(
+                prefix="kubesim-",
+                ignore_cleanup_errors=True,  # a host tree may still be written
+            )
             self._workdir = Path(self._tmp.name)
         return self._workdir
 
@@ -144,6 +150,11 @@ class KubeSim:
             return copy.deepcopy(eviction.with_status(self.api, obj))
         return copy.deepcopy(obj)
 
+    def _memory_usage(self, pod: Obj) -> dict[str, int]:
+        from bot.sandbox.kubesim.usage import figures
+
+        return {name: f.usage for name, f in figures(self, pod).items()}
+
     # ---- logs and metrics ------------------------------------------------------------------
     def pod_log(self, namespace: str, name: str, query: Mapping[str, str]) -> str:
         pod = self.api.get("pods", namespace, name)
@@ -172,7 +183,7 @@ class KubeSim:
             for item in items:
                 if item["metadata"]["name"] == name:
                     return item
-            raise not_found(res.plural, name, group=res.group)
+            raise not_found(res.plural, name, group=res.group)  # metrics: never a CRD
         return {
             "kind": f"{res.kind}List",
             "apiVersion": "metrics.k8s.io/v1beta1",

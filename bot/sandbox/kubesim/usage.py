@@ -109,9 +109,16 @@ def figures(sim: KubeSim, pod: Obj) -> dict[str, Figures]:
     w = workload_of(sim, pod)
     by_name = {c.name: c for c in (w.containers if w else [])}
     out: dict[str, Figures] = {}
+    # the limit the kubelet enforces: the actuated one (status) when a resize is in play
+    actuated = {
+        cs.get("name"): cs["resources"]
+        for cs in (pod.get("status") or {}).get("containerStatuses") or []
+        if "resources" in cs
+    }
     for c in pod["spec"]["containers"]:
         sc_c = by_name.get(c["name"]) or sc.Container(name=c["name"])
-        limit = ((c.get("resources") or {}).get("limits") or {}).get("memory")
+        resources = actuated.get(c["name"], c.get("resources") or {})
+        limit = (resources.get("limits") or {}).get("memory")
         out[c["name"]] = container_figures(sc_c, limit)
     return out
 

@@ -43,9 +43,30 @@ class Placement:
         return out
 
 
+def _seed_owner(api: ApiCore, w: sc.Workload) -> Obj | None:
+    """The workload's custom-resource owner (a gang), once per name."""
+    if w.owner is None:
+        return None
+    o = w.owner
+    from bot.sandbox.kubesim.resources import BY_API
+
+    res = BY_API[(o.api_version, o.kind)]
+    found = api.store.get(res.key, w.namespace, o.name)
+    if found is not None:
+        return found
+    return api.seed(
+        {
+            "apiVersion": o.api_version,
+            "kind": o.kind,
+            "metadata": {"name": o.name, "namespace": w.namespace},
+            "spec": dict(o.spec),
+        }
+    )
+
+
 def seed_workload(api: ApiCore, w: sc.Workload, nodes: dict[str, sc.Node]) -> None:
     tmpl = pod_template(w)
-    owner: Obj | None = None
+    owner: Obj | None = _seed_owner(api, w)
     if w.kind != "Pod":
         api_version = "batch/v1" if w.kind == "Job" else "apps/v1"
         spec: Obj = {"selector": {"matchLabels": {"app": w.name}}, "template": tmpl}
@@ -56,13 +77,18 @@ def seed_workload(api: ApiCore, w: sc.Workload, nodes: dict[str, sc.Node]) -> No
         if w.kind == "Job":
             spec.pop("selector")
             spec["manualSelector"] = False
+        spec.update(w.controller_spec)
+        meta: Obj = {
+            "name": w.name,
+            "namespace": w.namespace,
+            "labels": {"app": w.name, **w.controller_labels},
+        }
+        if w.controller_annotations:
+            meta["annotations"] = dict(w.controller_annotations)
+        if owner is not None:
+            meta["ownerReferences"] = [owner_ref(owner)]
         ctrl = api.seed(
-            {
-                "apiVersion": api_version,
-                "kind": w.kind,
-                "metadata": {"name": w.name, "namespace": w.namespace, "labels": {"app": w.name}},
-                "spec": spec,
-            },
+            {"apiVersion": api_version, "kind": w.kind, "metadata": meta, "spec": spec},
             validate=True,
         )
         owner = ctrl

@@ -150,10 +150,13 @@ async def test_each_patch_kind_changes_the_deployment_and_rolls_its_pods(
     assert c.resources.limits["memory"] == "32Gi"
     if content_type == "application/strategic-merge-patch+json":
         assert c.image.startswith("registry.example.com") and c.env[0].value == "4"
-    after = kubesim.list("pods", "data-prep")
-    assert {p["metadata"]["name"] for p in after}.isdisjoint(
-        {p["metadata"]["name"] for p in before}
-    )
+    old = {p["metadata"]["name"] for p in before}
+    for _ in range(200):  # the rollout runs after the patch is answered, as a controller does
+        after = kubesim.list("pods", "data-prep")
+        if after and {p["metadata"]["name"] for p in after}.isdisjoint(old):
+            break
+        await asyncio.sleep(0.05)
+    assert {p["metadata"]["name"] for p in after}.isdisjoint(old)
     assert after[0]["spec"]["containers"][0]["resources"]["limits"]["memory"] == "32Gi"
 
 

@@ -113,8 +113,15 @@ async def test_evicting_the_offender_ends_the_memory_stall(
 
 
 async def test_a_limit_cut_by_resize_frees_what_the_pod_can_no_longer_hold(
-    kubesim: KubeSim, tmp_path: Path
+    make_kubesim: Any, tmp_path: Path
 ) -> None:
+    """The container's memory resizePolicy is RestartContainer: the kubelet restarts it under
+    the new limit (with NotRequired it would skip a limit under its usage, see below)."""
+    raw = load_scenario("seed").model_dump(mode="json")
+    for w in raw["workloads"]:
+        if w["name"] == "preprocess":
+            w["containers"][0]["resize_policy"] = {"memory": "RestartContainer"}
+    kubesim = await make_kubesim(Scenario.model_validate(raw))
     v1 = core_v1(kubesim)
     name = kubesim.list("pods", "data-prep")[0]["metadata"]["name"]
     ws = working_set(kubesim, "data-prep", name)
@@ -130,6 +137,24 @@ async def test_a_limit_cut_by_resize_frees_what_the_pod_can_no_longer_hold(
     assert 0.95 * (ws - capped) <= freed <= ws - capped
     assert after["MemAvailable"] - before["MemAvailable"] >= 0.95 * (ws - capped)
     assert sum(after[p] for p in PARTS) + socket_bytes(tmp_path / "after") == after["MemTotal"]
+
+
+async def test_a_limit_cut_below_usage_is_skipped_by_the_kubelet_and_frees_nothing(
+    kubesim: KubeSim, tmp_path: Path
+) -> None:
+    """1.34+ with resizePolicy NotRequired: the kubelet keeps the old limit (KEP-1287)."""
+    v1 = core_v1(kubesim)
+    name = kubesim.list("pods", "data-prep")[0]["metadata"]["name"]
+    ws = working_set(kubesim, "data-prep", name)
+    patch = {
+        "spec": {"containers": [{"name": "pandas", "resources": {"limits": {"memory": "32Gi"}}}]}
+    }
+    await asyncio.to_thread(v1.patch_namespaced_pod_resize, name, "data-prep", patch)
+    assert working_set(kubesim, "data-prep", name) == ws
+    pod = kubesim.get("pods", "data-prep", name)
+    assert pod is not None
+    [cond] = [c for c in pod["status"]["conditions"] if c["type"] == "PodResizeInProgress"]
+    assert (cond["status"], cond["reason"]) == ("True", "Error")
 
 
 @pytest.mark.parametrize("name", [*list_scenarios(), "synthetic fleet"])

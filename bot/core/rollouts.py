@@ -1,0 +1,158 @@
+"""Template patches check the rollout they rely on. Pure: no I/O.
+
+A tier 2 or tier 3 change to a controller's pod template only reaches the pods through the
+controller's rollout, so the plan reads it (``WorkloadInfo``, ``bot.core.workloads``):
+
+- ``OnDelete`` (StatefulSet/DaemonSet ``updateStrategy``): nothing restarts; the change
+  reaches a pod only when someone deletes it (note ``on_delete_nothing_restarts``).
+- Deployment ``Recreate``: every pod stops before any new one starts (``recreate_stops_all``).
+- Deployment ``RollingUpdate`` with a surge (``maxSurge`` > 0, default 25% rounded up): the
+  new pod is created *before* an old one leaves; when it fits on no node it stays Pending, and
+  with ``maxUnavailable`` 0 the rollout stalls with the old pods running
+  (``surge_does_not_fit``).
+- GitOps owners revert a live edit: Argo CD (``argocd.argoproj.io/instance`` label,
+  ``argocd.argoproj.io/tracking-id`` annotation) and Flux (``kustomize.toolkit.fluxcd.io/name``,
+  ``helm.toolkit.fluxcd.io/name`` labels) sync the object back from Git (``gitops_reverts``).
+- A VerticalPodAutoscaler (``autoscaling.k8s.io``) in a mode other than ``Off`` sets the
+  pods' requests itself (``vpa_reverts``, tier 3 only: it does not touch priority).
+
+Tier 2 also says where the restarted pods go (``restart_notes``): a cordoned node cannot take
+them back; another node that fits is named; when none fits, the pods a higher priority would
+preempt are named, and ``preemptionPolicy: Never`` (gpunode's default) preempts none of them.
+"""
+
+from __future__ import annotations
+
+import math
+
+from bot.core.actions import PlanNote
+from bot.core.cluster import ClusterView, PodInfo, RoomOnNode
+from bot.core.placement import fits, victims
+from bot.core.workloads import WorkloadInfo
+
+MAX_NAMES = 6
+
+
+def _names(items: list[str]) -> str:
+    shown = items[:MAX_NAMES]
+    return ", ".join(shown) + (
+        f" and {len(items) - len(shown)} more" if len(items) > MAX_NAMES else ""
+    )
+
+
+def scaled(value: str | None, replicas: int, *, round_up: bool, default: str) -> int:
+    """An int-or-percent rollout bound as the controller resolves it (surge rounds up,
+    unavailable rounds down)."""
+    text = str(value if value is not None else default)
+    if text.endswith("%"):
+        raw = int(text[:-1]) * replicas / 100
+        return math.ceil(raw) if round_up else math.floor(raw)
+    return int(text)
+
+
+def workload_of(view: ClusterView, kind: str, namespace: str, name: str) -> WorkloadInfo | None:
+    return next(
+        (w for w in view.workloads if (w.kind, w.namespace, w.name) == (kind, namespace, name)),
+        None,
+    )
+
+
+def _room_after(room: RoomOnNode, leaving: list[PodInfo]) -> RoomOnNode:
+    free = dict(room.free)
+    keys = {p.key for p in leaving}
+    for p in leaving:
+        if p.scheduling is not None:
+            for k, v in p.scheduling.requests.items():
+                free[k] = free.get(k, 0) + v
+    return room.model_copy(
+        update={"free": free, "pods": [s for s in room.pods if s.key not in keys]}
+    )
+
+
+def rollout_notes(
+    view: ClusterView,
+    kind: str,
+    namespace: str,
+    name: str,
+    *,
+    pods: list[PodInfo],
+    resources: bool,
+) -> list[PlanNote]:
+    """What the controller's rollout does with a template change (see module docstring)."""
+    w = workload_of(view, kind, namespace, name)
+    if w is None:
+        return []
+    notes: list[PlanNote] = []
+    ref = {"workload": w.key}
+    if w.strategy == "OnDelete":
+        notes.append(PlanNote(code="on_delete_nothing_restarts", params=ref))
+    elif kind == "Deployment" and w.strategy == "Recreate":
+        notes.append(PlanNote(code="recreate_stops_all", params=ref | {"count": len(pods)}))
+    elif kind == "Deployment":
+        replicas = w.replicas if w.replicas is not None else len(pods)
+        surge = scaled(w.max_surge, replicas, round_up=True, default="25%")
+        unavailable = scaled(w.max_unavailable, replicas, round_up=False, default="25%")
+        if surge > 0 and view.room is not None:
+            sample = next((p for p in pods if p.scheduling is not None), None)
+            if sample is not None and sample.scheduling is not None:
+                sched = sample.scheduling
+                if not any(fits(sched, r) for r in view.room):
+                    notes.append(
+                        PlanNote(
+                            code="surge_does_not_fit",
+                            params=ref
+                            | {"surge": surge, "unavailable": unavailable, "pod": sample.name},
+                        )
+                    )
+    if w.gitops:
+        notes.append(
+            PlanNote(code="gitops_reverts", params=ref | {"tool": w.gitops, "app": w.gitops_name})
+        )
+    if resources and w.vpa and (w.vpa_mode or "Auto") != "Off":
+        notes.append(
+            PlanNote(code="vpa_reverts", params=ref | {"vpa": w.vpa, "mode": w.vpa_mode or "Auto"})
+        )
+    return notes
+
+
+def restart_notes(
+    view: ClusterView, restarted: list[PodInfo], *, priority: int
+) -> tuple[list[PlanNote], bool]:
+    """Where each restarted GPU pod goes; True when one of them can go nowhere while the
+    node is cordoned (tier 2 then refuses: restarting it would stop the training)."""
+    if view.room is None:
+        return [], False
+    notes: list[PlanNote] = []
+    stranded = False
+    rooms = [_room_after(r, restarted) if r.name == view.node.name else r for r in view.room]
+    for pod in restarted:
+        sched = pod.scheduling
+        if sched is None or pod.gpu_request <= 0:
+            continue
+        home = next((r for r in rooms if r.name == view.node.name), None)
+        if home is not None and fits(sched, home):
+            continue
+        targets = [r.name for r in rooms if r.name != view.node.name and fits(sched, r)]
+        cordoned = view.node.unschedulable
+        if targets:
+            code = "restart_moves_cordoned" if cordoned else "restart_moves"
+            notes.append(PlanNote(code=code, params={"pod": pod.key, "nodes": _names(targets)}))
+            continue
+        if cordoned:
+            stranded = True
+        preempt = []
+        for room in rooms:
+            chosen = victims(sched, priority, room)
+            if chosen:
+                preempt.append(f"{_names(chosen)} on {room.name}")
+        notes.append(
+            PlanNote(
+                code="restart_pending",
+                params={
+                    "pod": pod.key,
+                    "cordoned": "yes" if cordoned else None,
+                    "preempt": "; ".join(preempt[:3]) or None,
+                },
+            )
+        )
+    return notes, stranded

@@ -1,0 +1,79 @@
+"""What a workload's controller and a pod's scheduling constraints say, as data. Pure.
+
+Built by ``bot.kube`` from API objects; read by the remedy checks (``bot.core.rollouts``,
+``bot.core.placement``). Units: cpu in millicores, memory in bytes, every other resource
+(``nvidia.com/gpu``, ``amd.com/gpu``...) in whole units.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Toleration(_Model):
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+
+class Requirement(_Model):
+    """One node selector requirement (``In``, ``NotIn``, ``Exists``, ``DoesNotExist``,
+    ``Gt``, ``Lt``)."""
+
+    key: str
+    operator: str
+    values: list[str] = Field(default_factory=list)
+
+
+class PodScheduling(_Model):
+    """What the scheduler matches a pod against."""
+
+    requests: dict[str, int] = Field(default_factory=dict)
+    tolerations: list[Toleration] = Field(default_factory=list)
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    required_terms: list[list[Requirement]] = Field(
+        default_factory=list, description="nodeAffinity required terms: any term, all of it"
+    )
+    preemption_policy: str | None = None
+
+
+class PodSlot(_Model):
+    """A pod on another node: what preempting it would free."""
+
+    key: str
+    priority: int = 0
+    requests: dict[str, int] = Field(default_factory=dict)
+
+
+class WorkloadInfo(_Model):
+    """A top controller of pods on the node, with what decides how a change reaches them."""
+
+    kind: str
+    api_version: str = ""
+    namespace: str
+    name: str
+    replicas: int | None = None
+    strategy: str | None = Field(
+        None, description="Deployment strategy / StatefulSet, DaemonSet updateStrategy type"
+    )
+    max_surge: str | None = None
+    max_unavailable: str | None = None
+    pod_management_policy: str | None = None
+    gitops: str | None = Field(None, description="'Argo CD' or 'Flux' when one manages it")
+    gitops_name: str | None = Field(None, description="the Argo CD app / Flux object")
+    vpa: str | None = Field(None, description="a VerticalPodAutoscaler that targets it")
+    vpa_mode: str | None = None
+    backoff_limit: int | None = Field(None, description="batch/v1 Job only")
+    failed: int | None = None
+    ignores_disruption: bool = Field(
+        False, description="podFailurePolicy has action Ignore on DisruptionTarget"
+    )
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}/{self.namespace}/{self.name}"

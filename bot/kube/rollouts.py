@@ -1,0 +1,93 @@
+"""Controller JSON -> ``WorkloadInfo``: the rollout strategy, GitOps owner, VPA and Job
+failure policy that decide what a remedy does to the pods. Pure (``parse_*``).
+
+GitOps markers (what each tool writes on the objects it manages):
+- Argo CD: label ``argocd.argoproj.io/instance`` (label tracking, the default before 3.0),
+  annotation ``argocd.argoproj.io/tracking-id`` (annotation tracking, the default from 3.0),
+  or ``app.kubernetes.io/instance`` together with the tracking annotation;
+- Flux: labels ``kustomize.toolkit.fluxcd.io/name`` (Kustomization) and
+  ``helm.toolkit.fluxcd.io/name`` (HelmRelease).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from bot.core.workloads import WorkloadInfo
+
+Obj = Mapping[str, Any]
+ARGO_LABEL = "argocd.argoproj.io/instance"
+ARGO_TRACKING = "argocd.argoproj.io/tracking-id"
+FLUX_LABELS = ("kustomize.toolkit.fluxcd.io/name", "helm.toolkit.fluxcd.io/name")
+
+
+def gitops_owner(obj: Obj) -> tuple[str, str] | None:
+    """(tool, application) when Argo CD or Flux manages ``obj``."""
+    meta = obj.get("metadata") or {}
+    labels, notes = meta.get("labels") or {}, meta.get("annotations") or {}
+    if app := labels.get(ARGO_LABEL):
+        return "Argo CD", str(app)
+    if tracking := notes.get(ARGO_TRACKING):
+        return "Argo CD", str(tracking).split(":", 1)[0]
+    for label in FLUX_LABELS:
+        if name := labels.get(label):
+            ns = labels.get(label.replace("/name", "/namespace"))
+            return "Flux", f"{ns}/{name}" if ns else str(name)
+    return None
+
+
+def _ignores_disruption(spec: Obj) -> bool:
+    for rule in (spec.get("podFailurePolicy") or {}).get("rules") or []:
+        if rule.get("action") != "Ignore":
+            continue
+        for cond in rule.get("onPodConditions") or []:
+            if cond.get("type") == "DisruptionTarget" and cond.get("status", "True") == "True":
+                return True
+    return False
+
+
+def vpa_for(kind: str, name: str, vpas: Iterable[Obj]) -> tuple[str, str | None] | None:
+    """(VPA name, updateMode) of a VerticalPodAutoscaler whose targetRef is kind/name."""
+    for vpa in vpas:
+        spec = vpa.get("spec") or {}
+        ref = spec.get("targetRef") or {}
+        if ref.get("kind") == kind and ref.get("name") == name:
+            mode = (spec.get("updatePolicy") or {}).get("updateMode")
+            return str((vpa.get("metadata") or {}).get("name", "")), mode
+    return None
+
+
+def parse_workload(obj: Obj, vpas: Iterable[Obj] = ()) -> WorkloadInfo:
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    kind = str(obj.get("kind", ""))
+    strategy = spec.get("strategy") or spec.get("updateStrategy") or {}
+    rolling = strategy.get("rollingUpdate") or {}
+    gitops = gitops_owner(obj)
+    vpa = vpa_for(kind, str(meta.get("name", "")), vpas)
+    fields: dict[str, Any] = {}
+    if kind == "Job":
+        fields = {
+            "backoff_limit": spec.get("backoffLimit"),
+            "failed": status.get("failed", 0),
+            "ignores_disruption": _ignores_disruption(spec),
+        }
+    default_strategy = {"Deployment": "RollingUpdate", "StatefulSet": "RollingUpdate"}
+    return WorkloadInfo(
+        kind=kind,
+        api_version=str(obj.get("apiVersion", "")),
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        replicas=spec.get("replicas"),
+        strategy=strategy.get("type") or default_strategy.get(kind),
+        max_surge=None if rolling.get("maxSurge") is None else str(rolling["maxSurge"]),
+        max_unavailable=None
+        if rolling.get("maxUnavailable") is None
+        else str(rolling["maxUnavailable"]),
+        pod_management_policy=spec.get("podManagementPolicy"),
+        gitops=gitops[0] if gitops else None,
+        gitops_name=gitops[1] if gitops else None,
+        vpa=vpa[0] if vpa else None,
+        vpa_mode=vpa[1] if vpa else None,
+        **fields,
+    )

@@ -1,0 +1,96 @@
+"""API JSON -> what the scheduler matches (``bot.core.workloads.PodScheduling``) and each
+node's free room (``bot.core.cluster.RoomOnNode``). Pure (``parse_*``).
+
+Units as ``bot.core.workloads`` states: cpu in millicores, memory in bytes, every other
+resource in units; requests as ``PodRequests`` computes them (``bot.core.allocation``),
+plus one ``pods`` slot per pod.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from bot.core.allocation import counted_pods, node_allocatable, pod_requests_and_limits
+from bot.core.cluster import RoomOnNode, Taint
+from bot.core.quantity import Quantity
+from bot.core.workloads import PodScheduling, PodSlot, Requirement, Toleration
+
+Obj = Mapping[str, Any]
+
+
+def _units(resources: Mapping[str, Quantity]) -> dict[str, int]:
+    return {
+        name: q.milli_value() if name == "cpu" else q.value()
+        for name, q in resources.items()
+        if not q.is_zero()
+    }
+
+
+def pod_requests(pod: Obj) -> dict[str, int]:
+    requests, _ = pod_requests_and_limits(pod)
+    return _units(requests) | {"pods": 1}
+
+
+def parse_scheduling(pod: Obj) -> PodScheduling:
+    spec = pod.get("spec") or {}
+    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = [
+        [
+            Requirement(
+                key=str(e.get("key", "")),
+                operator=str(e.get("operator", "")),
+                values=[str(v) for v in e.get("values") or []],
+            )
+            for e in term.get("matchExpressions") or []
+        ]
+        for term in affinity.get("nodeSelectorTerms") or []
+    ]
+    return PodScheduling(
+        requests=pod_requests(pod),
+        tolerations=[
+            Toleration(
+                key=str(t.get("key") or ""),
+                operator=str(t.get("operator") or "Equal"),
+                value=str(t.get("value") or ""),
+                effect=str(t.get("effect") or ""),
+            )
+            for t in spec.get("tolerations") or []
+        ],
+        node_selector={str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()},
+        required_terms=terms,
+        preemption_policy=spec.get("preemptionPolicy"),
+    )
+
+
+def parse_room(node: Obj, pods: Iterable[Obj], *, slots: bool) -> RoomOnNode:
+    """``node``'s free room; with ``slots``, the pods on it that preemption could remove."""
+    meta, spec = node.get("metadata") or {}, node.get("spec") or {}
+    on_node = counted_pods(node, pods)
+    free = _units(node_allocatable(node))
+    for pod in on_node:
+        for name, value in pod_requests(pod).items():
+            free[name] = free.get(name, 0) - value
+    return RoomOnNode(
+        name=str(meta.get("name", "")),
+        unschedulable=bool(spec.get("unschedulable")),
+        labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+        taints=[
+            Taint(key=t.get("key", ""), value=t.get("value"), effect=t.get("effect", ""))
+            for t in spec.get("taints") or []
+        ],
+        free=free,
+        pods=[
+            PodSlot(
+                key=f"{(p.get('metadata') or {}).get('namespace')}/"
+                f"{(p.get('metadata') or {}).get('name')}",
+                priority=int((p.get("spec") or {}).get("priority") or 0),
+                requests=pod_requests(p),
+            )
+            for p in on_node
+        ]
+        if slots
+        else [],
+    )

@@ -1,0 +1,123 @@
+"""What the remedies need beyond the node's own pods, read for one cluster view:
+
+- the rollout facts of the pods' top built-in controllers (strategy, GitOps owner, VPA,
+  Job failure policy), from the controllers the owner-chain walk already read;
+- the members of the node's gangs on other nodes (one pod list per gang namespace);
+- every node's free room, for where a restarted pod can go (one list of nodes and pods;
+  preemption candidates only on GPU nodes, to keep the view small on large fleets).
+
+Each part is optional evidence: a read the bot may not make (403) or a group the server
+does not serve leaves that part empty, never fails the diagnosis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from bot.core.cluster import PodInfo, RoomOnNode
+from bot.core.gangs import builtin_kind, gang_of
+from bot.core.workloads import WorkloadInfo
+from bot.errors import GpunodeError
+from bot.kube import objects, reading
+from bot.kube.rollouts import parse_workload
+from bot.kube.scheduling import parse_room
+
+if TYPE_CHECKING:
+    from bot.kube.gateway import Gateway
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+#: kinds whose rollout facts a remedy reads
+WATCHED_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job")
+
+
+@dataclass
+class RemedyContext:
+    workloads: list[WorkloadInfo] = field(default_factory=list)
+    gang_pods: list[PodInfo] = field(default_factory=list)
+    room: list[RoomOnNode] | None = None
+
+
+async def _optional(gw: Gateway, what: str, fn: Any, *args: Any, **kw: Any) -> Any:
+    try:
+        return await gw._call(what, fn, *args, **kw)
+    except GpunodeError as exc:
+        log.warning("%s failed; the plans say less: %s", what, exc)
+        return None
+
+
+async def _workloads(
+    gw: Gateway,
+    pods: list[PodInfo],
+    cache: dict[tuple[str, str, str], Obj | None],
+    groups: dict[str, str],
+) -> list[WorkloadInfo]:
+    tops: dict[tuple[str, str, str], Obj] = {}
+    for pod in pods:
+        owner = pod.top_owner
+        kind = builtin_kind(owner)
+        if owner is None or kind not in WATCHED_KINDS:
+            continue
+        obj = cache.get((kind, pod.namespace, owner.name))
+        if obj is not None:
+            tops[(kind, pod.namespace, owner.name)] = obj
+    vpas: dict[str, list[Obj]] = {}
+    version = groups.get(reading.VPA_GROUP)
+    if version:
+        for ns in sorted({k[1] for k in tops}):
+            found = await _optional(gw, f"list VPAs in {ns}", reading.list_vpas, version, ns)
+            vpas[ns] = found or []
+    return [parse_workload(obj, vpas.get(key[1], [])) for key, obj in sorted(tops.items())]
+
+
+async def _gang_pods(
+    gw: Gateway, node: str, pods: list[PodInfo], cache: dict[tuple[str, str, str], Obj | None]
+) -> list[PodInfo]:
+    gangs = {g.key: g for p in pods if (g := gang_of(p)) is not None}
+    if not gangs:
+        return []
+    out: list[PodInfo] = []
+    for ns in sorted({g.namespace for g in gangs.values()}):
+        raw = await _optional(gw, f"list pods in {ns}", reading.list_namespaced_pods, ns)
+        others = [
+            p
+            for p in raw or []
+            if (p.get("spec") or {}).get("nodeName") != node
+            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        ]
+        chains = await gw._call("read pod owners", gw._owner_chains, others, cache)
+        for p, chain in zip(others, chains, strict=True):
+            info = objects.parse_pod(p, owners=chain)
+            gang = gang_of(info)
+            if gang is not None and gang.key in gangs:
+                out.append(info)
+    return sorted(out, key=lambda p: p.key)
+
+
+async def survey(
+    gw: Gateway,
+    node: str,
+    pods: list[PodInfo],
+    cache: dict[tuple[str, str, str], Obj | None],
+    groups: dict[str, str],
+) -> RemedyContext:
+    workloads, gang_pods, nodes, all_pods = await asyncio.gather(
+        _workloads(gw, pods, cache, groups),
+        _gang_pods(gw, node, pods, cache),
+        _optional(gw, "list nodes", reading.list_nodes),
+        _optional(gw, "list pods", reading.list_all_pods),
+    )
+    room = None
+    if nodes is not None and all_pods is not None:
+        by_node: dict[str, list[Obj]] = {}
+        for p in all_pods:
+            if name := (p.get("spec") or {}).get("nodeName"):
+                by_node.setdefault(name, []).append(p)
+        room = [
+            parse_room(n, by_node.get(n["metadata"]["name"], []), slots=objects.is_gpu_node(n))
+            for n in nodes
+        ]
+    return RemedyContext(workloads=workloads, gang_pods=gang_pods, room=room)

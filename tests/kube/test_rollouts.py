@@ -1,0 +1,256 @@
+"""Template patches check the rollout they rely on, through the real gateway over the
+stand-in: OnDelete restarts nothing, a surge on a full fleet stays Pending, Recreate stops
+everything first, GitOps owners and a VPA revert the change; the stand-in rolls out per
+strategy (ordered StatefulSets), and a pod it cannot create is a FailedCreate event, not a
+403 on the patch. The watch reports "applied" only when the new pods run."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from bot.core.analysis import analyze
+from bot.core.planning import plan_tier2
+from bot.core.rollouts import rollout_notes
+from bot.core.watching import judge
+from bot.kube.gateway import Gateway
+from bot.render.sentences import sentence
+from bot.sandbox.kubesim import KubeSim, load_scenario
+from bot.services.executing import run_steps
+from tests.kube.remedy_scenarios import container, seed_with
+
+Make = Callable[..., Awaitable[tuple[Gateway, KubeSim]]]
+NODE = "gpu-node-01"
+SMP = "application/strategic-merge-patch+json"
+ENV = [{"name": "A", "value": "1"}]
+ARGO_TRACKING = {"argocd.argoproj.io/tracking-id": "data:apps/Deployment:data-prep/preprocess"}
+FLUX = {"kustomize.toolkit.fluxcd.io/name": "apps", "kustomize.toolkit.fluxcd.io/namespace": "x"}
+
+
+def _trainer(**fields: Any) -> dict[str, Any]:
+    """train-llm (seed's GPU StatefulSet) with other rollout settings."""
+    return {
+        "kind": "StatefulSet",
+        "name": "train-llm",
+        "namespace": "ml-train",
+        "nodes": [NODE],
+        "containers": [
+            container(
+                "trainer",
+                requests={"cpu": "32", "memory": "68Gi", "nvidia.com/gpu": "8"},
+                limits={"memory": "72Gi", "nvidia.com/gpu": "8"},
+            )
+        ],
+        **fields,
+    }
+
+
+def _deployment(name: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "kind": "Deployment",
+        "name": name,
+        "namespace": "data-prep",
+        "nodes": [NODE],
+        "containers": [container("worker")],
+        **fields,
+    }
+
+
+async def _patch(gw: Gateway, path: str, body: dict[str, Any]) -> Any:
+    return await asyncio.to_thread(gw.transport.request, "PATCH", path, body=body, content_type=SMP)
+
+
+async def _until(check: Callable[[], Any], tries: int = 200) -> Any:
+    for _ in range(tries):
+        if value := check():
+            return value
+        await asyncio.sleep(0.05)
+    return check()
+
+
+async def test_on_delete_restarts_nothing_and_the_plan_and_the_watch_say_so(
+    make_gateway: Make,
+) -> None:
+    gw, sim = await make_gateway(
+        seed_with([_trainer(controller_spec={"updateStrategy": {"type": "OnDelete"}})],
+                  drop=("train-llm",))
+    )  # fmt: skip
+    plan = plan_tier2(await gw.get_cluster_view(NODE))
+    codes = [n.code for n in plan.notes]
+    assert "on_delete_nothing_restarts" in codes
+    before = sim.get("pods", "ml-train", "train-llm-0")
+    assert (await run_steps(gw, plan.steps, dry_run=False)).ok
+    await asyncio.sleep(0.3)
+    after = sim.get("pods", "ml-train", "train-llm-0")
+    assert before and after and before["metadata"]["uid"] == after["metadata"]["uid"]
+    progress = await gw.rollout_progress("StatefulSet", "ml-train", "train-llm")
+    assert judge(progress) == "on_delete"
+    # a pod deleted by hand comes back with the new template
+    await asyncio.to_thread(
+        gw.transport.request, "DELETE", "/api/v1/namespaces/ml-train/pods/train-llm-0"
+    )
+    await _until(lambda: judge_now(sim))
+    progress = await gw.rollout_progress("StatefulSet", "ml-train", "train-llm")
+    assert judge(progress) == "applied"
+
+
+def judge_now(sim: KubeSim) -> bool:
+    pod = sim.get("pods", "ml-train", "train-llm-0")
+    return bool(
+        pod and pod["spec"].get("priorityClassName") and pod["status"]["phase"] == "Running"
+    )
+
+
+async def test_a_statefulset_rolls_one_pod_at_a_time_highest_ordinal_first(
+    make_gateway: Make,
+) -> None:
+    gw, sim = await make_gateway(
+        seed_with([_deployment("x", kind="StatefulSet", replicas=3, nodes=["cpu-node-01"])])
+    )
+    start = sim.api.store.rv
+    await _patch(
+        gw,
+        "/apis/apps/v1/namespaces/data-prep/statefulsets/x",
+        {"spec": {"template": {"metadata": {"labels": {"rev": "2"}}}}},
+    )
+    added = await _until(
+        lambda: (
+            names
+            if len(
+                names := [
+                    e.obj["metadata"]["name"]
+                    for e in sim.api.store.history
+                    if e.rv > start and e.plural == "pods" and e.type == "ADDED"
+                ]
+            )
+            == 3
+            else None
+        )
+    )
+    assert added == ["x-2", "x-1", "x-0"]
+
+
+async def test_a_surge_that_fits_nowhere_stays_pending_and_the_watch_reports_it_stalled(
+    make_gateway: Make,
+) -> None:
+    huge = {"requests": {"cpu": "1", "memory": "200Gi"}, "limits": {"memory": "200Gi"}}
+    strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    gw, sim = await make_gateway(
+        seed_with([_deployment("big", containers=[container("worker", **huge)],
+                               controller_spec={"strategy": strategy})]),
+        sim_kw={"kube_version": "1.32"},
+    )  # fmt: skip
+    view = await gw.get_cluster_view(NODE)
+    pods = [p for p in view.pods if p.name.startswith("big-")]
+    [note] = rollout_notes(view, "Deployment", "data-prep", "big", pods=pods, resources=True)
+    assert note.code == "surge_does_not_fit"
+    text = sentence("notes", note.code, note.params, fmt="text", strict=True)
+    assert "stays Pending" in text and "the rollout stalls" in text
+    old = {
+        p["metadata"]["uid"]
+        for p in sim.list("pods", "data-prep")
+        if "big-" in p["metadata"]["name"]
+    }
+    await _patch(
+        gw,
+        "/apis/apps/v1/namespaces/data-prep/deployments/big",
+        {"spec": {"template": {"spec": {"containers": [{"name": "worker", "env": ENV}]}}}},
+    )
+    for _ in range(100):
+        progress = await gw.rollout_progress("Deployment", "data-prep", "big")
+        if judge(progress) == "stalled":
+            break
+        await asyncio.sleep(0.05)
+    assert judge(progress) == "stalled"
+    pending = [p for p in progress.pods if p.current]
+    assert (
+        pending
+        and pending[0].phase == "Pending"
+        and "Insufficient memory" in (pending[0].reason or "")
+    )
+    still = {
+        p["metadata"]["uid"]
+        for p in sim.list("pods", "data-prep")
+        if "big-" in p["metadata"]["name"]
+    }
+    assert old <= still  # maxUnavailable 0: the old pod keeps running
+
+
+async def test_a_pod_the_server_refuses_is_a_failed_create_event_not_a_403_on_the_patch(
+    make_gateway: Make,
+) -> None:
+    gw, sim = await make_gateway("seed")
+    answer = await _patch(
+        gw,
+        "/apis/apps/v1/namespaces/data-prep/deployments/preprocess",
+        {"spec": {"template": {"spec": {"priorityClassName": "no-such-class"}}}},
+    )
+    assert answer["spec"]["template"]["spec"]["priorityClassName"] == "no-such-class"
+    for _ in range(100):
+        progress = await gw.rollout_progress("Deployment", "data-prep", "preprocess")
+        if progress.problems:
+            break
+        await asyncio.sleep(0.05)
+    assert judge(progress) == "stalled"
+    assert any(
+        m.startswith("FailedCreate:") and "no PriorityClass with name no-such-class" in m
+        for m in progress.problems
+    )
+    events = [e for e in sim.list("events", "data-prep") if e["reason"] == "FailedCreate"]
+    assert events and events[0]["involvedObject"]["kind"] == "ReplicaSet"
+
+
+@pytest.mark.parametrize(
+    ("labels", "annotations", "tool"),
+    [
+        ({"argocd.argoproj.io/instance": "data"}, {}, "Argo CD"),
+        ({}, ARGO_TRACKING, "Argo CD"),
+        (FLUX, {}, "Flux"),
+        ({"helm.toolkit.fluxcd.io/name": "preprocess"}, {}, "Flux"),
+    ],
+)  # fmt: skip
+async def test_a_gitops_owner_is_named_as_reverting_a_template_change(
+    make_gateway: Make, labels: dict[str, str], annotations: dict[str, str], tool: str
+) -> None:
+    base = next(w for w in _seed_workloads() if w["name"] == "preprocess")
+    base.update(controller_labels=labels, controller_annotations=annotations)
+    gw, _ = await make_gateway(seed_with([base], drop=("preprocess",)))
+    view = await gw.get_cluster_view(NODE)
+    [w] = [w for w in view.workloads if w.name == "preprocess"]
+    assert w.gitops == tool
+    pods = [p for p in view.pods if p.name.startswith("preprocess-")]
+    notes = rollout_notes(view, "Deployment", "data-prep", "preprocess", pods=pods, resources=True)
+    assert [n.params["tool"] for n in notes if n.code == "gitops_reverts"] == [tool]
+
+
+def _seed_workloads() -> list[dict[str, Any]]:
+    return [w.model_dump(mode="json") for w in load_scenario("seed").workloads]
+
+
+@pytest.mark.parametrize(("mode", "noted"), [("Auto", True), ("Off", False)])
+async def test_a_vpa_targeting_the_offender_is_named_in_tier3(
+    make_gateway: Make, mode: str, noted: bool
+) -> None:
+    vpa = {
+        "apiVersion": "autoscaling.k8s.io/v1",
+        "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": "preprocess-vpa", "namespace": "data-prep"},
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "preprocess"},
+            "updatePolicy": {"updateMode": mode},
+        },
+    }
+    gw, _ = await make_gateway(
+        seed_with(crds=["verticalpodautoscalers.autoscaling.k8s.io"], objects=[vpa])
+    )
+    view = await gw.get_cluster_view(NODE)
+    [w] = [w for w in view.workloads if w.name == "preprocess"]
+    assert (w.vpa, w.vpa_mode) == ("preprocess-vpa", mode)
+    bundle = await gw.run_diagnostic(NODE)
+    diagnosis = analyze(bundle, view, now=datetime.now(UTC))
+    tier3 = next(p for p in diagnosis.plans if p.tier == 3)
+    assert ("vpa_reverts" in [n.code for n in tier3.notes]) is noted

@@ -1,0 +1,107 @@
+"""The stand-in's scheduler, through the real client: a Deployment created over HTTP gets its
+pod bound where kube-scheduler would bind it, or Pending with kube-scheduler's reasons."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from bot.sandbox.kubesim import KubeSim
+from tests.conftest import kube_client_config
+
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+
+
+async def _place(sim: KubeSim, spec: dict[str, Any], *, taint_gpu_nodes: bool = False) -> Any:
+    """Create a one-replica Deployment with ``spec``; its pod (bound or Pending)."""
+    if taint_gpu_nodes:
+        for name in ("gpu-node-01", "gpu-node-02"):
+            node = sim.api.store.get("nodes", None, name)
+            assert node is not None
+            node["spec"]["taints"] = [GPU_TAINT]
+    api = client.AppsV1Api(client.ApiClient(kube_client_config(sim.url)))
+    container = {"name": "c", "image": "registry.example.com/x:1", **spec.pop("container", {})}
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "probe", "namespace": "default"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "probe"}},
+            "template": {
+                "metadata": {"labels": {"app": "probe"}},
+                "spec": {"containers": [container], **spec},
+            },
+        },
+    }
+    await asyncio.to_thread(api.create_namespaced_deployment, "default", body)
+    for _ in range(100):
+        pods = [
+            p for p in sim.list("pods", "default") if p["metadata"]["name"].startswith("probe-")
+        ]
+        if pods and (pods[0]["spec"].get("nodeName") or pods[0]["status"].get("conditions")):
+            return pods[0]
+        await asyncio.sleep(0.05)
+    raise AssertionError("no probe pod")
+
+
+def _event(sim: KubeSim, pod: Any) -> str:
+    return next(
+        e["message"]
+        for e in sim.list("events", "default")
+        if e["reason"] == "FailedScheduling"
+        and e["involvedObject"]["name"] == pod["metadata"]["name"]
+    )
+
+
+GPU4 = {"resources": {"requests": {"nvidia.com/gpu": "4"}, "limits": {"nvidia.com/gpu": "4"}}}
+
+
+@pytest.mark.parametrize(
+    ("spec", "tainted", "node", "reason"),
+    [
+        # seed: gpu-node-01 has no GPU left, gpu-node-02 has 4 free
+        ({"container": GPU4}, False, "gpu-node-02", None),
+        ({"container": {"resources": {"requests": {"nvidia.com/gpu": "8"},
+                                      "limits": {"nvidia.com/gpu": "8"}}}},
+         False, None, "3 Insufficient nvidia.com/gpu"),
+        ({"container": GPU4}, True, None, "untolerated taint {nvidia.com/gpu: present}"),
+        ({"container": GPU4, "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]},
+         True, "gpu-node-02", None),
+        ({"nodeSelector": {"nodepool": "general"}}, False, "cpu-node-01", None),
+        ({"nodeSelector": {"nodepool": "nowhere"}}, False, None,
+         "3 node(s) didn't match Pod's node affinity/selector"),
+        ({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "nvidia.com/gpu.present", "operator": "NotIn", "values": ["true"]}]}]}}}},
+         False, "cpu-node-01", None),
+        ({"container": {"resources": {"requests": {"memory": "500Gi"}}}}, False, None,
+         "3 Insufficient memory"),
+    ],
+)  # fmt: skip
+async def test_the_scheduler_binds_where_requests_taints_and_affinity_allow(
+    make_kubesim: Callable[..., Awaitable[KubeSim]],
+    spec: dict[str, Any],
+    tainted: bool,
+    node: str | None,
+    reason: str | None,
+) -> None:
+    sim = await make_kubesim("seed")
+    pod = await _place(sim, dict(spec), taint_gpu_nodes=tainted)
+    assert pod["spec"].get("nodeName") == node
+    if reason is None:
+        assert pod["status"]["phase"] == "Running"
+    else:
+        assert pod["status"]["phase"] == "Pending"
+        message = _event(sim, pod)
+        assert message.startswith("0/3 nodes are available: ") and reason in message
+        [cond] = pod["status"]["conditions"]
+        assert (cond["type"], cond["status"], cond["reason"]) == (
+            "PodScheduled",
+            "False",
+            "Unschedulable",
+        )
