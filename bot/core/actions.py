@@ -18,7 +18,7 @@ Tier = Literal[1, 2, 3]
 #: warning: a Job's template is immutable, a ReplicaSet belongs to its Deployment, and a
 #: DaemonSet runs on every node (capping it is not a node-local mitigation). The ClusterRole
 #: grants ``patch`` on exactly these (deploy/base/clusterrole.yaml; a test keeps them equal).
-PATCHABLE_KINDS: tuple[str, ...] = ("Deployment", "StatefulSet")
+PATCHABLE_KINDS: tuple[str, ...] = ("Deployment", "StatefulSet", "DaemonSet")
 StepVerb = Literal[
     "cordon",
     "uncordon",

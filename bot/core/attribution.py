@@ -4,6 +4,11 @@ Keys: the pod UID (dashed, lower case; systemd paths use underscores, normalised
 the 64-hex runtime container id. Every join is a dict lookup, so the cost is linear in the
 bundle (110 pods, 5,000 processes, 8 GPUs is milliseconds). Pure: no I/O.
 
+A GPU process whose pod UID (from its cgroup path) the API view does not know, when there
+is a view, belongs to no pod: it is left over in the scope of a pod that is gone (the
+container was killed, the process survived) and is listed in ``unmapped_gpu_processes``
+(an orphan). Host memory of such cgroups stays under the UID (the ledger names it).
+
 Per pod, memory is taken from the most detailed source available: the sum of its containers'
 cgroups (with anon / file split), else the pod cgroup, else metrics.k8s.io.
 """
@@ -169,7 +174,7 @@ def attribute(bundle: EvidenceBundle, view: ClusterView | None) -> Attribution:
     unmapped: list[GpuProcess] = []
     for gp in bundle.gpu_processes:
         uid = locate(gp.pod_uid, gp.container_id) or by_pid.get(gp.pid)
-        if uid:
+        if uid and (view is None or uid in view_pods):
             gpu_by_pod.setdefault(uid, []).append(gp)
         else:
             unmapped.append(gp)

@@ -13,13 +13,21 @@ memory, or raise its limit where the node has room. A non-GPU offender keeps its
 
 Values (``Tier3Values``, editable in the confirmation modal):
 
-- memory limit: cut the container's limit by what the node's limit total exceeds
+- memory limit, when the node is short of host memory (``verdict.shortage_bytes``) and the
+  consumer holds it: what the container holds (its pod's ledger line, anon + active file,
+  the measure ``bot.core.relief`` counts; its working set when there is none) less the
+  shortage, rounded *down* to whole GiB (Mi under 1 GiB) so the relief covers the shortage.
+  Floor: half of what it holds (the domain story halves preprocess 64 -> 32 GiB; a deeper
+  cut is a redesign, not an emergency cap); when the floor stops short of full relief the
+  warning ``cap_floor_limits_relief`` says so (and the relief says "not the fix"). A
+  container with a limit gets the lower of that and the overcommit cut below (warning
+  ``limit_cut_to_shortage`` when the shortage decides); one with no limit (e.g. a GPU
+  training pod) gets it with warning ``limit_set_from_shortage``.
+- otherwise: cut the container's limit by what the node's limit total exceeds
   ``tier3_limits_target_ratio`` x allocatable, so the total lands under allocatable with
-  headroom. Rounded down to whole GiB (Mi under 1 GiB). Without a needed cut the limit stays
-  (warning ``memory_limit_unchanged``). An unbounded container (e.g. a GPU training pod with
-  no memory limit) gets its working set less the node's shortage when the node is short
-  (warning ``limit_set_from_shortage``), else its working set + 10%, within the room left
-  (or regardless, warning ``limits_remain_overcommitted``). A limit
+  headroom, rounded down. Without a needed cut the limit stays (warning
+  ``memory_limit_unchanged``). An unbounded container gets its working set + 10%, within
+  the room left (or regardless, warning ``limits_remain_overcommitted``). A limit
   under the current working set is flagged ``below_working_set`` + warning ``immediate_oom``:
   it is only proposed when the node's arithmetic requires it.
 - memory request: ``memory_request_ratio`` (87.5%) of the new limit (domain: 28 of 32 GiB).
@@ -70,29 +78,62 @@ def _target(pod: PodInfo) -> str:
     return f"{owner.kind}/{pod.namespace}/{owner.name}"
 
 
+def _relief_limit(held: int, shortage: int) -> tuple[int | None, list[str]]:
+    """The limit that gives the node's shortage back: what the container holds less the
+    shortage, rounded down (so the relief covers it), never under the floor: half of what it
+    holds (the domain's halving, 64 -> 32 GiB, is the deepest cut automated; deeper is a
+    redesign, e.g. chunked processing, not an emergency cap). None when nothing is short."""
+    if not shortage or not held:
+        return None, []
+    floor = _round_down(held // 2)
+    wanted = _round_down(held - shortage) if held > shortage else 0
+    if wanted < floor:
+        return floor, ["cap_floor_limits_relief"]
+    return wanted, []
+
+
 def _memory_limit(
-    view: ClusterView, info: ContainerInfo, ws: int, t: Thresholds, shortage: int = 0
+    view: ClusterView, info: ContainerInfo, ws: int, t: Thresholds, shortage: int = 0, held: int = 0
 ) -> tuple[int, list[str]]:
     row = next((r for r in view.allocated if r.resource == "memory"), None)
     total = int(row.limits_value) if row is not None else 0
     allocatable = int(row.allocatable_value or 0) if row is not None else 0
     target_total = int(allocatable * t.tier3_limits_target_ratio)
-    current = quantity_value(info.limits.get("memory"))
-    warnings: list[str] = []
+    current_raw = quantity_value(info.limits.get("memory"))
+    current = int(current_raw) if current_raw else None
+    relief, floor_warnings = _relief_limit(held or ws, shortage)
     if current:
         cut = total - target_total if allocatable else 0
+        overcommit = _round_down(max(MIB, current - cut)) if cut > 0 else current
+        if relief is not None and relief < overcommit:
+            # the consumer holds what the node is short of: the cap gives it back
+            return relief, ["limit_cut_to_shortage", *floor_warnings]
         if cut <= 0:
-            return int(current), ["memory_limit_unchanged"]
-        return _round_down(max(MIB, int(current) - cut)), warnings
+            return current, ["memory_limit_unchanged"]
+        return overcommit, []
     room = target_total - total if allocatable else 0
     wanted = _round_down(int(ws * 1.1) + GIB - 1) if ws else GIB
-    if shortage and ws > shortage + GIB:
+    warnings: list[str] = []
+    if relief is not None:
         # no limit today and the node is short: the cap gives the shortage back
-        wanted = _round_down(ws - shortage)
-        warnings.append("limit_set_from_shortage")
+        wanted = relief
+        warnings += ["limit_set_from_shortage", *floor_warnings]
     if room <= 0:
         return wanted, [*warnings, "limits_remain_overcommitted"]
     return _round_down(min(wanted, room)), warnings
+
+
+def _held(diagnosis: Diagnosis, pod_key: str, container_ws: int) -> int:
+    """What the container holds of the node's memory as the relief counts it (the pod's
+    ledger line, anon + active file: slightly below its working set), or its working set."""
+    line = next(
+        (e.bytes for e in diagnosis.ledger.entries if e.category == "pod" and e.pod_key == pod_key),
+        None,
+    )
+    pod_ws = diagnosis.verdict.params.get("working_set_bytes")
+    if line is None or not isinstance(pod_ws, int | float) or not container_ws:
+        return container_ws
+    return max(0, container_ws - max(0, int(pod_ws) - line))
 
 
 def _cpu(info: ContainerInfo, t: Thresholds) -> tuple[str | None, str | None, int]:
@@ -151,7 +192,8 @@ def plan_tier3(
     ws = int(ws_raw) if isinstance(ws_raw, int | float) and ws_raw > 0 else 0
 
     shortage = verdict.shortage_bytes if verdict.cause != "container_limit" else 0
-    limit, warnings = _memory_limit(view, info, ws, t, shortage)
+    held = _held(diagnosis, pod.key, ws)
+    limit, warnings = _memory_limit(view, info, ws, t, shortage, held)
     request = max(MIB, (int(limit * t.memory_request_ratio) // MIB) * MIB)
     cpu_limit, cpu_request, omp = _cpu(info, t)
     below = bool(ws) and limit < ws

@@ -11,7 +11,9 @@ protect), and pods without a controller unless ``force_unmanaged`` (nothing woul
 them). Terminating and finished pods are skipped silently. Evicted ``batch/v1`` Job pods get
 a note on ``backoffLimit`` (``bot.core.safety``).
 
-Tier 2, protect the critical workload: ensure a PriorityClass (``preemptionPolicy: Never``)
+Tier 2, protect the critical workload (offered only when the training is at risk on this
+node, ``training_at_risk``: else unavailable, warning ``training_not_at_risk``; never for
+the verdict's consumer, ``consumer_group``): ensure a PriorityClass (``preemptionPolicy: Never``)
 and set it on the top controllers of the GPU pods; notes say how the controller rolls and
 where each restarted GPU pod goes (``bot.core.rollouts``; refused on a cordoned node when a
 restarted pod fits nowhere). Pod priority is immutable, so the template change rolls every
@@ -163,6 +165,9 @@ def plan_tier2(
     controllers: dict[tuple[str, str, str], list[PodInfo]] = {}
     gpu_pods = [p for p in view.pods if p.accelerated and not _terminal(p)]
     consumer = consumer_group(diagnosis)
+    at_risk = diagnosis is None or training_at_risk(diagnosis)
+    if not at_risk:
+        warnings.append("training_not_at_risk")
     for pod in sorted(gpu_pods, key=lambda p: p.key):
         if pod.priority >= critical_priority_threshold:
             continue
@@ -176,7 +181,8 @@ def plan_tier2(
         if builtin_kind(owner) in ("Job", "CronJob"):
             warnings.append("job_template_immutable")
             continue
-        if builtin_kind(owner) not in PATCHABLE_KINDS:
+        if builtin_kind(owner) not in PATCHABLE_KINDS or builtin_kind(owner) == "DaemonSet":
+            # a DaemonSet is node infrastructure, not the training: its priority is not ours
             warnings.append("controller_kind_unsupported")
             continue
         controllers.setdefault((owner.kind, pod.namespace, owner.name), []).append(pod)
@@ -189,7 +195,7 @@ def plan_tier2(
                 group.append(pod)
     if not gpu_pods:
         warnings.append("no_gpu_workloads")
-    elif not controllers and not warnings:
+    elif not controllers and at_risk and not warnings:
         warnings.append("already_critical_priority")
     steps: list[Step] = []
     restarts: list[str] = []
@@ -248,11 +254,29 @@ def plan_tier2(
         reversible=True,
         warnings=sorted(set(warnings), key=warnings.index),
         notes=notes,
-        available=bool(controllers) and not stranded,
+        available=bool(controllers) and not stranded and at_risk,
     )
 
 
-_HOST_CONSUMER_CAUSES = frozenset({"host_memory_workload", "shmem"})
+_HOST_CONSUMER_CAUSES = frozenset({"host_memory_workload", "shmem", "container_limit"})
+#: findings that put the GPU pods at risk of a kubelet eviction or the kernel's OOM killer
+_RISK_CODES = frozenset(
+    {"NODE_MEMORY_PRESSURE", "MEMORY_PRESSURE_STALL", "POD_EVICTED_EVENTS", "SYSTEM_OOM_EVENTS"}
+)
+
+
+def training_at_risk(diagnosis: Diagnosis) -> bool:
+    """Whether the GPU pods are at risk of losing their place on this node: the node is
+    short of host memory (``verdict.shortage_bytes``), under memory pressure (the
+    ``MemoryPressure`` condition, PSI stalls), or the kubelet evicted pods / the kernel's
+    global OOM killer ran (``KERNEL_OOM_KILL`` critical = scope node). A cgroup OOM kill at a
+    container's own limit is no such risk: priority does not move a limit."""
+    if diagnosis.verdict.shortage_bytes > 0:
+        return True
+    return any(
+        f.code in _RISK_CODES or (f.code == "KERNEL_OOM_KILL" and f.severity == "critical")
+        for f in diagnosis.findings
+    )
 
 
 def _group_of(pod: PodInfo) -> str:
@@ -261,8 +285,9 @@ def _group_of(pod: PodInfo) -> str:
 
 
 def consumer_group(diagnosis: Diagnosis | None) -> str | None:
-    """The owner group (``Kind/ns/name``, or the pod key) the verdict blames for host memory:
-    tier 2 never raises its priority (that would protect the consumer it should constrain)."""
+    """The owner group (``Kind/ns/name``, or the pod key) the verdict blames for host memory
+    or for reaching its own limit: tier 2 never raises its priority (that would protect the
+    consumer it should constrain)."""
     if diagnosis is None or diagnosis.verdict.cause not in _HOST_CONSUMER_CAUSES:
         return None
     params = diagnosis.verdict.params

@@ -11,7 +11,8 @@ the change is allowed in place:
   ``RestartContainer`` (the container restarts; the pod and its emptyDirs stay); from 1.34 the
   kubelet does it best effort: it does not lower a limit below what the container uses, so a
   limit under the working set goes through the template (a restart) unless the policy is
-  ``RestartContainer``.
+  ``RestartContainer``. Setting a limit on a container that had none counts as lowering it
+  (from unbounded).
 
 Otherwise the plan falls back to the controller template (a rollout: pods are recreated and
 emptyDir data is lost, warning ``emptydir_lost_on_restart``). An in-place resize leaves the
@@ -72,7 +73,8 @@ def in_place_refusal(
     if _qos(after) != _qos(regular):
         return "resize_changes_qos"
     old, new = quantity_value(info.limits.get("memory")), quantity_value(limits.get("memory"))
-    lowering = old is not None and new is not None and new < old
+    # setting a limit where there was none lowers it from "unbounded"
+    lowering = new is not None and (old is None or new < old)
     minor = minor_version(view.server_version)
     restarts = info.memory_resize_policy == "RestartContainer"
     if lowering and minor == 33 and not restarts:

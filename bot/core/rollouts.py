@@ -5,6 +5,9 @@ controller's rollout, so the plan reads it (``WorkloadInfo``, ``bot.core.workloa
 
 - ``OnDelete`` (StatefulSet/DaemonSet ``updateStrategy``): nothing restarts; the change
   reaches a pod only when someone deletes it (note ``on_delete_nothing_restarts``).
+- DaemonSet ``RollingUpdate``: the template change rolls its pod on *every* node it runs on,
+  not only this one (``daemonset_rolls_every_node``: how many, from the DaemonSet's
+  ``desiredNumberScheduled``, and how many at a time, ``maxUnavailable``, default 1).
 - Deployment ``Recreate``: every pod stops before any new one starts (``recreate_stops_all``).
 - Deployment ``RollingUpdate`` with a surge (``maxSurge`` > 0, default 25% rounded up): the
   new pod is created *before* an old one leaves; when it fits on no node it stays Pending, and
@@ -86,6 +89,14 @@ def rollout_notes(
     ref = {"workload": w.key}
     if w.strategy == "OnDelete":
         notes.append(PlanNote(code="on_delete_nothing_restarts", params=ref))
+    elif kind == "DaemonSet":
+        notes.append(
+            PlanNote(
+                code="daemonset_rolls_every_node",
+                params=ref
+                | {"count": w.replicas, "unavailable": w.max_unavailable or "1", "here": len(pods)},
+            )
+        )
     elif kind == "Deployment" and w.strategy == "Recreate":
         notes.append(PlanNote(code="recreate_stops_all", params=ref | {"count": len(pods)}))
     elif kind == "Deployment":

@@ -57,4 +57,5 @@ API_CALLS: tuple[ApiCall, ...] = (
     # tier 2 / 3 patch pod templates of these kinds only (bot.core.actions.PATCHABLE_KINDS)
     ApiCall("apps", "deployments", "patch"),
     ApiCall("apps", "statefulsets", "patch"),
+    ApiCall("apps", "daemonsets", "patch"),  # tier 3 only (tier 2 never patches one)
 )

@@ -72,13 +72,20 @@ def parse_workload(obj: Obj, vpas: Iterable[Obj] = ()) -> WorkloadInfo:
             "failed": status.get("failed", 0),
             "ignores_disruption": _ignores_disruption(spec),
         }
-    default_strategy = {"Deployment": "RollingUpdate", "StatefulSet": "RollingUpdate"}
+    default_strategy = {
+        "Deployment": "RollingUpdate",
+        "StatefulSet": "RollingUpdate",
+        "DaemonSet": "RollingUpdate",
+    }
+    replicas = spec.get("replicas")
+    if kind == "DaemonSet":  # one pod per eligible node: how many the controller wants
+        replicas = status.get("desiredNumberScheduled")
     return WorkloadInfo(
         kind=kind,
         api_version=str(obj.get("apiVersion", "")),
         namespace=str(meta.get("namespace", "")),
         name=str(meta.get("name", "")),
-        replicas=spec.get("replicas"),
+        replicas=replicas,
         strategy=strategy.get("type") or default_strategy.get(kind),
         max_surge=None if rolling.get("maxSurge") is None else str(rolling["maxSurge"]),
         max_unavailable=None

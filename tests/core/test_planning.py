@@ -114,16 +114,19 @@ def test_tier3_for_the_seed_caps_the_preprocessing_deployment_from_the_evidence(
     assert plan.target == "Deployment/ml/preprocess"
     values = plan.values
     assert values is not None
-    # limits 150 GiB vs 90% of 150.5 GiB allocatable: cut 14.55 GiB from 64 -> 49 GiB (rounded down)
-    assert (values.memory_limit, values.memory_request) == ("49Gi", "43904Mi")
+    # preprocess holds 62 GiB (its ledger line) of a node short of 21.6 GiB: 62 - 21.6 = 40.4,
+    # rounded down to 40 GiB (below the overcommit cut, 64 -> 49 GiB; above the floor, 31 GiB)
+    assert (values.memory_limit, values.memory_request) == ("40Gi", "35Gi")
+    assert "limit_cut_to_shortage" in plan.warnings
+    assert plan.relieves and plan.relief_bytes >= d.verdict.shortage_bytes
     assert values.below_working_set is True and "immediate_oom" in plan.warnings
     assert (values.cpu_limit, values.cpu_request, values.omp_num_threads) == ("8", "6", 8)
     assert plan.restarts == ["ml/preprocess-7d9f8c6b5-x2k4q"]
     step = plan.steps[0]
     assert step.params == {
         "container": "preprocess",
-        "requests": {"memory": "43904Mi", "cpu": "6"},
-        "limits": {"memory": "49Gi", "cpu": "8"},
+        "requests": {"memory": "35Gi", "cpu": "6"},
+        "limits": {"memory": "40Gi", "cpu": "8"},
         "env": {"OMP_NUM_THREADS": "8"},
     }
 

@@ -174,7 +174,7 @@ def test_no_limit_suggestion_when_tier3_keeps_the_current_limit() -> None:
 def test_the_seed_limit_suggestion_says_it_is_below_the_working_set() -> None:
     point = next(p for p in diagnose("seed").talking_points if p.key == "ai.suggest_memory_limit")
     assert point.params["below_working_set"] == 1
-    assert point.params["proposed_limit"] == "49Gi"
+    assert point.params["proposed_limit"] == "40Gi"
 
 
 def test_pods_the_api_does_not_know_get_no_talking_point() -> None:

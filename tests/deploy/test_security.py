@@ -27,7 +27,7 @@ CLUSTER_RULES = {
     ("apps", "deployments"): {"get", "patch"},
     ("apps", "statefulsets"): {"get", "patch"},
     ("apps", "replicasets"): {"get"},
-    ("apps", "daemonsets"): {"get"},
+    ("apps", "daemonsets"): {"get", "patch"},
     ("batch", "jobs"): {"get"},
     ("batch", "cronjobs"): {"get"},
     ("", "replicationcontrollers"): {"get"},

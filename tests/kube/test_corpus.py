@@ -22,27 +22,8 @@ from bot.sandbox.kubesim.expectations import Expected, TierExpectation
 
 pytestmark = pytest.mark.slow
 
-_NO_SHORTAGE_TIER2 = (
-    "tier 2 (a priority change that restarts the training) offered on a node with no "
-    "host-memory shortage"
-)
 #: scenario -> why the analysis disagrees with the label today (see the closing report)
-DISAGREES: dict[str, str] = {
-    "container-limit-oomkilled": _NO_SHORTAGE_TIER2 + ", for the consumer pod itself",
-    "daemonset-leak": "tier 3 not offered: the DaemonSet holding the memory is never capped",
-    "gpu-memory-one-pod": _NO_SHORTAGE_TIER2,
-    "gpu-orphan-ssh-session": _NO_SHORTAGE_TIER2,
-    "gpu-shared-without-request": _NO_SHORTAGE_TIER2,
-    "healthy": _NO_SHORTAGE_TIER2,
-    "overcommit-limits": _NO_SHORTAGE_TIER2,
-    "page-cache-full-healthy": _NO_SHORTAGE_TIER2,
-    "issue-gpu-orphan": "a process left in the kubepods scope of a pod the API no longer has is "
-    "taken for a pod: gpu_memory instead of gpu_orphan, no runbook",
-    "issue-gpu-trainer-host-ram": "tier 3's limit (working set less the shortage) frees 21.0 "
-    "GiB of a 21.1 GiB shortage: rounded the wrong way, so not offered as the fix",
-    "seed": "tier 3 cuts preprocess's limit by the overcommit arithmetic and frees 12.5 GiB of "
-    "the 21.6 GiB shortage; the story's halving (64 -> 32 GiB) frees ~30 GiB",
-}
+DISAGREES: dict[str, str] = {}
 
 
 def _param(name: str) -> object:
