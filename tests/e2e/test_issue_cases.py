@@ -82,10 +82,7 @@ def _buttons(messages: list[dict[str, object]]) -> set[str]:
 
 
 #: case -> why the bot gets it wrong today (strict: fails once fixed, then remove the entry)
-DISAGREES = {
-    "issue-gpu-trainer-host-ram": "tier 3 frees 21.0 GiB of a 21.1 GiB shortage: 'not the fix'",
-    "issue-gpu-orphan": "a leftover process in a gone pod's scope is taken for a pod",
-}
+DISAGREES: dict[str, str] = {}
 
 
 def _params() -> list[object]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from bot.core.findings import VerdictCause
 from bot.sandbox.kubesim.quantities import to_bytes
@@ -68,3 +68,13 @@ class Expected(_M):
     runbook: str | None = None
     shortage: ByteRange | None = None
     why: str = Field(description="the expert's reasoning from the numbers, one or two lines")
+
+    @field_validator("tiers", mode="before")
+    @classmethod
+    def _tier_keys(cls, value: object) -> object:
+        """Tier numbers written as text (a JSON round trip of a scenario) read as numbers."""
+        if isinstance(value, dict):
+            return {
+                int(k) if isinstance(k, str) and k.isdecimal() else k: v for k, v in value.items()
+            }
+        return value
