@@ -20,7 +20,7 @@ errors, like everywhere in the scenario format.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -64,7 +64,8 @@ class Expected(_M):
     cause: VerdictCause
     subject: str | None = None
     contributing: list[Contribution] = Field(default_factory=list)
-    tiers: dict[Literal[1, 2, 3], TierExpectation] = Field(default_factory=dict)
+    #: tier number (1-3); an int key so a JSON round trip (keys as strings) validates again
+    tiers: dict[Annotated[int, Field(ge=1, le=3)], TierExpectation] = Field(default_factory=dict)
     runbook: str | None = None
     shortage: ByteRange | None = None
     why: str = Field(description="the expert's reasoning from the numbers, one or two lines")
