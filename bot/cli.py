@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("diagnose", help="diagnose a node against a cluster and print the report")
     p.add_argument("node")
     p.add_argument("--format", choices=["text", "markdown", "json", "blocks"], default="text")
+    p.add_argument("--chart", metavar="PNG", help="also write the memory chart to this PNG file")
     _cluster_args(p)
     p.set_defaults(handler="bot.services.cli_diagnose:diagnose_main")
 

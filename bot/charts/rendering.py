@@ -1,0 +1,104 @@
+"""Draw a ``ChartSpec`` into a PNG (matplotlib's object API, Agg canvas, no pyplot).
+
+The canvas is attached explicitly (``FigureCanvasAgg``), so no backend is selected globally and
+no display is ever needed."""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime
+
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.dates import AutoDateLocator, DateFormatter, date2num
+from matplotlib.figure import Figure
+
+from bot.core.charts import ChartMarker, ChartSeries, ChartSpec
+
+WIDTH_IN, HEIGHT_IN, DPI = 10.0, 6.0, 100  # 1000x600 px: readable in a Slack thread preview
+#: markers further apart than this share a label row; closer ones step down so labels don't overlap
+LABEL_ROWS = 4
+
+
+def _x(t: float) -> float:
+    """Matplotlib's date axis unit (days since its epoch) for Unix seconds."""
+    return float(date2num(datetime.fromtimestamp(t, UTC)))  # type: ignore[no-untyped-call]
+
+
+def _dates(ts: list[float]) -> list[float]:
+    return [_x(t) for t in ts]
+
+
+def _draw_host(ax: Axes, spec: ChartSpec) -> None:
+    bands = [s for s in spec.host if s.values_gib]
+    if bands and len(bands[0].timestamps_s) > 1:
+        ax.stackplot(
+            _dates(bands[0].timestamps_s),
+            *[s.values_gib for s in bands],
+            labels=[s.label for s in bands],
+            colors=[s.colour for s in bands],
+            linewidth=0,
+        )
+    elif bands:
+        _snapshot_bar(ax, bands)
+    if spec.host_total_gib is not None:
+        ax.axhline(spec.host_total_gib, color="#000000", linewidth=1, label="MemTotal")
+    ax.set_ylabel("host memory (GiB)")
+    ax.legend(loc="upper left", fontsize=7, ncol=2, framealpha=0.85)
+
+
+def _snapshot_bar(ax: Axes, bands: list[ChartSeries]) -> None:
+    """One collection: a stacked bar at its time (no history to draw a band from)."""
+    at = _dates(bands[0].timestamps_s)[0]
+    bottom = 0.0
+    for s in bands:
+        ax.bar([at], [s.values_gib[0]], bottom=bottom, width=0.004, color=s.colour, label=s.label)
+        bottom += s.values_gib[0]
+
+
+def _draw_gpu(ax: Axes, spec: ChartSpec) -> None:
+    for s in spec.gpu:
+        style = "-" if len(s.timestamps_s) > 1 else "o"
+        ax.plot(_dates(s.timestamps_s), s.values_gib, style, color=s.colour, label=s.label)
+    if spec.gpu_total_gib is not None:
+        ax.axhline(spec.gpu_total_gib, color="#000000", linewidth=1, linestyle="--")
+    ax.set_ylabel("GPU memory (GiB)")
+    if spec.gpu:
+        ax.legend(loc="upper left", fontsize=7, ncol=4, framealpha=0.85)
+    else:
+        ax.text(0.5, 0.5, "no GPU memory data", ha="center", va="center", transform=ax.transAxes)
+
+
+def _draw_markers(axes: list[Axes], markers: list[ChartMarker]) -> None:
+    for i, m in enumerate(markers):
+        at = _x(m.at_s)
+        width = 2.0 if m.kind == "action" else 1.2
+        for ax in axes:
+            ax.axvline(at, color=m.colour, linestyle=m.linestyle, linewidth=width)
+        y = 0.97 - 0.07 * (i % LABEL_ROWS)
+        axes[0].text(
+            at, y, f" {m.label}", transform=axes[0].get_xaxis_transform(), fontsize=7,
+            color=m.colour, va="top", ha="left",
+            bbox={"facecolor": "white", "alpha": 0.7, "linewidth": 0, "pad": 1},
+        )  # fmt: skip
+
+
+def render_png(spec: ChartSpec) -> bytes:
+    """The chart as PNG bytes (1000x600 px)."""
+    fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    host, gpu = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
+    _draw_host(host, spec)
+    _draw_gpu(gpu, spec)
+    _draw_markers([host, gpu], spec.markers)
+    start, end = spec.start_s, spec.end_s
+    pad = max((end - start) * 0.03, 300.0)  # a lone snapshot still gets a readable span
+    host.set_xlim(_x(start - pad), _x(end + pad))
+    gpu.xaxis.set_major_locator(AutoDateLocator(tz=UTC))  # type: ignore[no-untyped-call]
+    gpu.xaxis.set_major_formatter(DateFormatter("%H:%M", tz=UTC))  # type: ignore[no-untyped-call]
+    gpu.set_xlabel("time (UTC)")
+    source = "Prometheus history" if spec.source == "prometheus" else "snapshot + kernel log"
+    fig.suptitle(f"{spec.title}  ({source})", fontsize=11)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
