@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 from datetime import UTC, datetime
+from typing import Any
 
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -18,11 +19,19 @@ from bot.core.charts import ChartMarker, ChartSeries, ChartSpec
 WIDTH_IN, HEIGHT_IN, DPI = 10.0, 6.0, 100  # 1000x600 px: readable in a Slack thread preview
 #: markers further apart than this share a label row; closer ones step down so labels don't overlap
 LABEL_ROWS = 4
+#: legends sit right of the plot, so they never hide a band or a marker's label
+LEGEND: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "fontsize": 7}
+BAR_FRACTION = 0.04  # a snapshot bar's width as a share of the window
 
 
 def _x(t: float) -> float:
     """Matplotlib's date axis unit (days since its epoch) for Unix seconds."""
     return float(date2num(datetime.fromtimestamp(t, UTC)))  # type: ignore[no-untyped-call]
+
+
+def _short(label: str, limit: int = 36) -> str:
+    """Legend text within ``limit`` characters (long pod names would squeeze the plot)."""
+    return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
 def _dates(ts: list[float]) -> list[float]:
@@ -31,40 +40,44 @@ def _dates(ts: list[float]) -> list[float]:
 
 def _draw_host(ax: Axes, spec: ChartSpec) -> None:
     bands = [s for s in spec.host if s.values_gib]
-    if bands and len(bands[0].timestamps_s) > 1:
+    if bands and spec.source == "prometheus":
         ax.stackplot(
             _dates(bands[0].timestamps_s),
             *[s.values_gib for s in bands],
-            labels=[s.label for s in bands],
+            labels=[_short(s.label) for s in bands],
             colors=[s.colour for s in bands],
             linewidth=0,
         )
     elif bands:
-        _snapshot_bar(ax, bands)
+        _snapshot_bars(ax, spec, bands)
     if spec.host_total_gib is not None:
         ax.axhline(spec.host_total_gib, color="#000000", linewidth=1, label="MemTotal")
     ax.set_ylabel("host memory (GiB)")
-    ax.legend(loc="upper left", fontsize=7, ncol=2, framealpha=0.85)
+    ax.set_ylim(0, (spec.host_total_gib or ax.get_ylim()[1]) * 1.05)
+    ax.legend(**LEGEND)
 
 
-def _snapshot_bar(ax: Axes, bands: list[ChartSeries]) -> None:
-    """One collection: a stacked bar at its time (no history to draw a band from)."""
-    at = _dates(bands[0].timestamps_s)[0]
-    bottom = 0.0
+def _snapshot_bars(ax: Axes, spec: ChartSpec, bands: list[ChartSeries]) -> None:
+    """One stacked bar per collection (no history to draw bands from)."""
+    xs = _dates(bands[0].timestamps_s)
+    span_days = max(spec.end_s - spec.start_s, 600.0) / 86400
+    width = span_days * BAR_FRACTION
+    bottoms = [0.0] * len(xs)
     for s in bands:
-        ax.bar([at], [s.values_gib[0]], bottom=bottom, width=0.004, color=s.colour, label=s.label)
-        bottom += s.values_gib[0]
+        ax.bar(xs, s.values_gib, bottom=bottoms, width=width, color=s.colour, label=_short(s.label))
+        bottoms = [b + v for b, v in zip(bottoms, s.values_gib, strict=True)]
 
 
 def _draw_gpu(ax: Axes, spec: ChartSpec) -> None:
     for s in spec.gpu:
-        style = "-" if len(s.timestamps_s) > 1 else "o"
-        ax.plot(_dates(s.timestamps_s), s.values_gib, style, color=s.colour, label=s.label)
+        style = "-" if spec.source == "prometheus" else "o-"
+        ax.plot(_dates(s.timestamps_s), s.values_gib, style, color=s.colour, label=_short(s.label))
     if spec.gpu_total_gib is not None:
         ax.axhline(spec.gpu_total_gib, color="#000000", linewidth=1, linestyle="--")
     ax.set_ylabel("GPU memory (GiB)")
+    ax.set_ylim(0, (spec.gpu_total_gib or ax.get_ylim()[1]) * 1.05)
     if spec.gpu:
-        ax.legend(loc="upper left", fontsize=7, ncol=4, framealpha=0.85)
+        ax.legend(**LEGEND, ncol=2)
     else:
         ax.text(0.5, 0.5, "no GPU memory data", ha="center", va="center", transform=ax.transAxes)
 

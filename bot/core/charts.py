@@ -102,51 +102,66 @@ def chart_spec(
     bundle: EvidenceBundle | None = None,
     *,
     actions: Sequence[Marker] = (),
+    earlier: Sequence[tuple[Diagnosis, EvidenceBundle | None]] = (),
     title: str | None = None,
 ) -> ChartSpec:
-    """The chart of ``diagnosis`` (see the module docstring); ``actions`` adds action markers."""
+    """The chart of ``diagnosis`` (see the module docstring); ``actions`` adds action markers.
+
+    ``earlier``: previous snapshots of the same incident (e.g. the one before an action); without
+    Prometheus each is one more stacked bar, so a before/after chart shows both."""
     history = diagnosis.history
     at = diagnosis.collected_at.timestamp()
     total = diagnosis.ledger.total_bytes / GIB if diagnosis.ledger.total_bytes else None
     has_series = history is not None and any(s.consumer for s in history.series)
+    snapshots = [*earlier, (diagnosis, bundle)]
     if history is not None and has_series:
         host = _host_from_history(history, total)
         gpu = _gpu_from_history(history)
     else:
-        host = _host_from_ledger(diagnosis, at)
+        host = _host_from_ledgers([d for d, _ in snapshots])
         gpu = []
-    if not gpu and bundle is not None:
-        gpu = [
-            ChartSeries(
-                key=f"gpu:{g.index}",
-                label=f"GPU {g.index}",
-                colour=GPU_COLOURS[i % len(GPU_COLOURS)],
-                timestamps_s=[at],
-                values_gib=[g.memory_used_bytes / GIB],
-            )
-            for i, g in enumerate(sorted(bundle.gpus, key=lambda g: g.index))
-        ]
-    gpu_total = (
-        max(g.memory_total_bytes for g in bundle.gpus) / GIB
-        if bundle is not None and bundle.gpus
-        else None
-    )
+    if not gpu:
+        gpu = _gpu_from_bundles(snapshots)
+    devices = [g for _, b in snapshots if b is not None for g in b.gpus]
+    gpu_total = max(g.memory_total_bytes for g in devices) / GIB if devices else None
     markers = [*(history.markers if history is not None else []), *actions]
     start = history.start.timestamp() if history is not None else at
     end = history.end.timestamp() if history is not None else at
-    times = [m.at.timestamp() for m in markers] + [at, start, end]
+    times = [m.at.timestamp() for m in markers] + [d.collected_at.timestamp() for d, _ in snapshots]
     return ChartSpec(
         title=title or f"{diagnosis.node}: memory",
         node=diagnosis.node,
         source="prometheus" if has_series else "snapshot",
-        start_s=min(times),
-        end_s=max(times),
+        start_s=min([*times, start]),
+        end_s=max([*times, end]),
         host=host,
         host_total_gib=total,
         gpu=gpu,
         gpu_total_gib=gpu_total,
         markers=[_marker(m) for m in sorted(markers, key=lambda m: (m.at, m.kind, m.subject))],
     )
+
+
+def _gpu_from_bundles(
+    snapshots: Sequence[tuple[Diagnosis, EvidenceBundle | None]],
+) -> list[ChartSeries]:
+    """One point per snapshot and device (NVML's used memory at collection time)."""
+    points: dict[int, list[tuple[float, float]]] = {}
+    for d, b in snapshots:
+        for g in b.gpus if b is not None else []:
+            points.setdefault(g.index, []).append(
+                (d.collected_at.timestamp(), g.memory_used_bytes / GIB)
+            )
+    return [
+        ChartSeries(
+            key=f"gpu:{index}",
+            label=f"GPU {index}",
+            colour=GPU_COLOURS[i % len(GPU_COLOURS)],
+            timestamps_s=[t for t, _ in pts],
+            values_gib=[v for _, v in pts],
+        )
+        for i, (index, pts) in enumerate(sorted(points.items()))
+    ]
 
 
 def _marker(m: Marker) -> ChartMarker:
@@ -236,35 +251,49 @@ def _gpu_from_history(history: History) -> list[ChartSeries]:
     ]
 
 
-def _host_from_ledger(diagnosis: Diagnosis, at: float) -> list[ChartSeries]:
-    """One stacked sample from the ledger: top pods, kernel slab, page cache, other."""
+def _ledger_parts(diagnosis: Diagnosis, top: Sequence[str]) -> dict[str, float]:
+    """Bytes per chart key for one snapshot: the ``top`` pods, kernel slab, cache, other."""
     entries = diagnosis.ledger.entries
-    pods = sorted((e for e in entries if e.category == "pod"), key=lambda e: (-e.bytes, e.label))
-    out = [
+    parts = dict.fromkeys([*top, "node:slab_unreclaimable", "node:page_cache", "node:other"], 0.0)
+    for e in entries:
+        key = f"pod:{e.pod_key or e.label}" if e.category == "pod" else ""
+        if key in parts:
+            parts[key] += e.bytes
+        elif e.category == "kernel_slab_unreclaimable":
+            parts["node:slab_unreclaimable"] += e.bytes
+        elif e.category == "page_cache":
+            parts["node:page_cache"] += e.bytes
+        elif e.category != "free":
+            parts["node:other"] += e.bytes
+    return parts
+
+
+def _host_from_ledgers(diagnoses: Sequence[Diagnosis]) -> list[ChartSeries]:
+    """One stacked sample per snapshot from its ledger: the latest snapshot's top pods, kernel
+    slab, page cache, other (the rest of the pods, other kernel memory, processes)."""
+    latest = diagnoses[-1].ledger.entries
+    pods = sorted((e for e in latest if e.category == "pod"), key=lambda e: (-e.bytes, e.label))
+    top = [f"pod:{e.pod_key or e.label}" for e in pods[:TOP_PODS]]
+    labels = {f"pod:{e.pod_key or e.label}": e.pod_key or e.label for e in pods[:TOP_PODS]}
+    labels |= {
+        "node:slab_unreclaimable": "kernel slab (unreclaimable)",
+        "node:page_cache": "page cache",
+        "node:other": "other (rest of pods, kernel, processes)",
+    }
+    colours = dict(zip(top, POD_COLOURS, strict=False)) | {
+        "node:slab_unreclaimable": KERNEL_COLOUR,
+        "node:page_cache": CACHE_COLOUR,
+        "node:other": OTHER_COLOUR,
+    }
+    parts = [_ledger_parts(d, top) for d in diagnoses]
+    times = [d.collected_at.timestamp() for d in diagnoses]
+    return [
         ChartSeries(
-            key=f"pod:{e.pod_key or e.label}",
-            label=e.pod_key or e.label,
-            colour=POD_COLOURS[i],
-            timestamps_s=[at],
-            values_gib=[e.bytes / GIB],
+            key=key,
+            label=labels[key],
+            colour=colours[key],
+            timestamps_s=times,
+            values_gib=[p[key] / GIB for p in parts],
         )
-        for i, e in enumerate(pods[:TOP_PODS])
+        for key in parts[-1]
     ]
-    slab = sum(e.bytes for e in entries if e.category == "kernel_slab_unreclaimable")
-    cache = sum(e.bytes for e in entries if e.category == "page_cache")
-    rest = sum(e.bytes for e in pods[TOP_PODS:]) + sum(
-        e.bytes
-        for e in entries
-        if e.category not in ("pod", "kernel_slab_unreclaimable", "page_cache", "free")
-    )
-    for key, label, colour, value in (
-        ("node:slab_unreclaimable", "kernel slab (unreclaimable)", KERNEL_COLOUR, slab),
-        ("node:page_cache", "page cache", CACHE_COLOUR, cache),
-        ("node:other", "other (rest of pods, kernel, processes)", OTHER_COLOUR, rest),
-    ):
-        out.append(
-            ChartSeries(
-                key=key, label=label, colour=colour, timestamps_s=[at], values_gib=[value / GIB]
-            )
-        )
-    return out

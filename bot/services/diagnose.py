@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from bot.core.analysis import analyze
+from bot.core.charts import action_markers, chart_spec
 from bot.core.cluster import ClusterView
+from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.incidents import TimelineEntry
 from bot.core.thresholds import Thresholds
@@ -44,6 +46,7 @@ class DiagnoseOutcome:
     view: ClusterView | None
     error: GpunodeError | None = None
     created: bool = False
+    bundle: EvidenceBundle | None = None
 
 
 #: what to do next, by error code (the error's own message says what happened)
@@ -75,8 +78,10 @@ class DiagnoseService:
         clock: Callable[[], datetime],
         thresholds: Thresholds,
         history: HistoryService | None = None,
+        charts: bool = True,
     ) -> None:
         self._history = history or HistoryService(None)
+        self._charts = charts
         self._kube = kube
         self._store = store
         self._chat = chat
@@ -84,8 +89,15 @@ class DiagnoseService:
         self._thresholds = thresholds
 
     async def diagnose(
-        self, node: str, *, channel: str, user: str, alert_fingerprint: str | None = None
+        self,
+        node: str,
+        *,
+        channel: str,
+        user: str,
+        alert_fingerprint: str | None = None,
+        chart: bool = True,
     ) -> DiagnoseOutcome:
+        """``chart=False``: the caller posts the chart itself (the before/after diff does)."""
         try:
             view = await self._kube.get_cluster_view(node)
         except NotFoundError as err:
@@ -142,6 +154,8 @@ class DiagnoseService:
             diagnosis, incident_id=incident.id, bundle=bundle
         ):
             await self._chat.post(channel, text=text, blocks=blocks, thread_ts=thread_ts)
+        if chart:
+            await self.upload_chart(incident, diagnosis, bundle, name="memory", thread_ts=thread_ts)
         await self._note(
             incident.id,
             "evidence",
@@ -150,7 +164,42 @@ class DiagnoseService:
             data={"findings": [f.code for f in diagnosis.findings]},
         )
         await self._refresh_root(incident, progress=None, diagnosis=diagnosis)
-        return DiagnoseOutcome(incident.id, diagnosis, view, created=created)
+        return DiagnoseOutcome(incident.id, diagnosis, view, created=created, bundle=bundle)
+
+    async def upload_chart(
+        self,
+        incident: Any,
+        diagnosis: Diagnosis,
+        bundle: EvidenceBundle | None,
+        *,
+        name: str,
+        title: str | None = None,
+        earlier: Sequence[tuple[Diagnosis, EvidenceBundle | None]] = (),
+        thread_ts: str | None = None,
+    ) -> None:
+        """The diagnosis chart (PNG) into the incident thread, gpunode's actions marked.
+
+        A chart is an illustration of evidence already posted: when it cannot be drawn or
+        uploaded the thread says nothing more and the log says why."""
+        thread_ts = thread_ts or incident.thread_ts
+        if not self._charts or not thread_ts:
+            return
+        from bot.charts import render_png  # matplotlib loads only when a chart is drawn
+
+        marks = action_markers(await self._store.timeline(incident.id), node=incident.node)
+        spec = chart_spec(diagnosis, bundle, actions=marks, earlier=earlier, title=title)
+        try:
+            png = await asyncio.to_thread(render_png, spec)
+            await self._chat.upload(
+                incident.channel,
+                thread_ts,
+                filename=f"{incident.id}-{name}-{diagnosis.collected_at:%H%M%S}.png",
+                title=spec.title,
+                content=png,
+                alt_txt=f"{spec.title}: host memory by consumer and GPU memory over time",
+            )
+        except GpunodeError as err:
+            log.warning("chart for %s not uploaded: %s", incident.id, err.code)
 
     async def close(self) -> None:
         """Release the Prometheus client (if any)."""

@@ -88,15 +88,26 @@ class SlackChat:
             raise _fail("chat.postEphemeral", exc) from exc
 
     async def upload(
-        self, channel: str, thread_ts: str | None, *, filename: str, title: str, content: str
+        self,
+        channel: str,
+        thread_ts: str | None,
+        *,
+        filename: str,
+        title: str,
+        content: str | bytes,
+        alt_txt: str | None = None,
     ) -> None:
+        """Slack's upload flow (``files_upload_v2``): ``files.getUploadURLExternal`` with the
+        byte length, the bytes POSTed to the returned ``upload_url``, then
+        ``files.completeUploadExternal`` with ``channel_id`` and ``thread_ts``."""
         try:
             await self._client.files_upload_v2(
                 channel=channel,
                 thread_ts=thread_ts,
                 filename=filename,
                 title=title,
-                content=content,
+                alt_txt=alt_txt,
+                **({"file": content} if isinstance(content, bytes) else {"content": content}),
             )
         except _FAILURES as exc:
             raise _fail("files.upload", exc) from exc

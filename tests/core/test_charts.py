@@ -141,3 +141,25 @@ def test_actions_that_ran_are_marked_and_refusals_are_not() -> None:
     d = _diagnosis(_series("node:slab_unreclaimable", "kernel_slab_unreclaimable", 20))
     spec = chart_spec(d, actions=marks)
     assert [m.kind for m in spec.markers] == ["action", "action"]
+
+
+def test_a_before_after_chart_without_prometheus_has_one_bar_per_snapshot() -> None:
+    def snap(at: datetime, slab: float, used: float) -> tuple[Diagnosis, object]:
+        b = bundle(
+            meminfo=meminfo(251, slab=slab + 10, s_unreclaim=slab, s_reclaimable=10),
+            gpus=[gpu(0, used)],
+        ).model_copy(update={"collected_at": at})
+        return attach(analyze(b, None, now=at), None, bundle=b, view=None, now=at), b
+
+    before, b0 = snap(END - timedelta(minutes=10), 140, 70)
+    after, b1 = snap(END, 40, 20)
+    act = action_markers(
+        [_entry("action_result", "tier 2 succeeded", 5, action_id="A1")], node="n1"
+    )
+    spec = chart_spec(after, b1, actions=act, earlier=[(before, b0)])  # type: ignore[list-item,arg-type]
+    slab = next(s for s in spec.host if s.key == "node:slab_unreclaimable")
+    assert slab.timestamps_s == [(END - timedelta(minutes=10)).timestamp(), END.timestamp()]
+    assert slab.values_gib == [pytest.approx(140), pytest.approx(40)]
+    assert spec.gpu[0].values_gib == [70, 20]
+    assert [m.label for m in spec.markers] == ["tier 2 succeeded"]
+    assert all(len(s.values_gib) == 2 for s in spec.host)

@@ -367,11 +367,18 @@ class FakeChat:
         self.ephemerals.append(Ephemeral(channel, user, text, list(blocks), thread_ts))
 
     async def upload(
-        self, channel: str, thread_ts: str | None, *, filename: str, title: str, content: str
+        self,
+        channel: str,
+        thread_ts: str | None,
+        *,
+        filename: str,
+        title: str,
+        content: str | bytes,
+        alt_txt: str | None = None,
     ) -> None:
         self.uploads.append(
             {"channel": channel, "thread_ts": thread_ts, "filename": filename, "title": title,
-             "content": content}
+             "content": content, "alt_txt": alt_txt}
         )  # fmt: skip
 
     async def open_view(self, trigger_id: str, view: dict[str, object]) -> str:
