@@ -2,7 +2,8 @@
 
 A ``History`` is what a chart draws and what gives the verdict its time dimension:
 - ``series``: one per consumer of host memory (each pod's working set, kernel unreclaimable
-  slab, page cache) plus node context (MemAvailable, PSI stall rate, OOM kill counter), GPU
+  slab, page cache) plus node context (MemTotal and MemAvailable, so "other" = total -
+  available - consumers; PSI stall rate; OOM kill counter), GPU
   memory per device, and container restarts; samples at ``step_s`` from ``start`` to ``end``
   (``timestamps_s`` are Unix seconds, ``values`` in the series' ``unit``);
 - ``markers``: moments to mark (OOM kills and XIDs from the kernel log, evictions from the
@@ -27,6 +28,7 @@ from bot.core.cluster import ClusterView
 from bot.core.evidence import EvidenceBundle, Gap
 
 SeriesKind = Literal[
+    "mem_total",
     "mem_available",
     "kernel_slab_unreclaimable",
     "page_cache",

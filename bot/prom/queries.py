@@ -35,6 +35,8 @@ def node_queries(node: str) -> list[Query]:
     host = f"Hostname={_string(node)}"
     pods = f"kube_pod_info{{{on_node}}}"
     return [
+        Query("mem_total", f"node_memory_MemTotal_bytes{{{inst}}}",
+              "node_memory_MemTotal_bytes", "node_exporter"),
         Query("mem_available", f"node_memory_MemAvailable_bytes{{{inst}}}",
               "node_memory_MemAvailable_bytes", "node_exporter"),
         Query("slab_unreclaimable", f"node_memory_SUnreclaim_bytes{{{inst}}}",

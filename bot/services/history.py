@@ -58,6 +58,7 @@ def _series(
 
 
 _NODE: dict[str, tuple[str, SeriesKind, str, str]] = {
+    "mem_total": ("node:mem_total", "mem_total", "total", "bytes"),
     "mem_available": ("node:mem_available", "mem_available", "available", "bytes"),
     "slab_unreclaimable": (
         "node:slab_unreclaimable", "kernel_slab_unreclaimable", "kernel slab (unreclaimable)",

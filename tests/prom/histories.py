@@ -91,6 +91,7 @@ def _node(
     inst = {"instance": f"{node}:9100", "job": "node-exporter"}
     total = 251 * GI
     used = lambda ago: slab(ago) + sum(p(ago) for p in pods.values()) + 20 * GI  # noqa: E731
+    w.series("node_memory_MemTotal_bytes", inst, lambda ago: total)
     w.series("node_memory_MemAvailable_bytes", inst, lambda ago: total - used(ago), noise=50 * MI)
     w.series("node_memory_SUnreclaim_bytes", inst, slab, noise=20 * MI)
     w.series("node_memory_Cached_bytes", inst, lambda ago: 12 * GI, noise=40 * MI)

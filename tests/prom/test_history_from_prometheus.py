@@ -92,8 +92,10 @@ async def test_series_nobody_scrapes_are_gaps_naming_the_exporter(
     assert "dcgm-exporter" in sources["prometheus:DCGM_FI_DEV_FB_USED"]
     assert "prometheus:kube_pod_container_status_restarts_total" in sources
     assert history.get("node:mem_available") is not None
+    total = history.get("node:mem_total")
+    assert total is not None and total.values[-1] == 251 * GI
 
 
 async def test_an_unknown_node_has_only_gaps(prometheus: RunningPrometheus) -> None:
     history = await _history(prometheus, "no-such-node")
-    assert history.series == [] and len(history.gaps) == 10
+    assert history.series == [] and len(history.gaps) == 11

@@ -254,7 +254,13 @@ class JobRunner:
     async def _run_collector(self, pod: Obj, node: str) -> tuple[int, str, str]:
         sim = self.sim
         root = Path(sim.workdir) / "hosts" / pod["metadata"]["name"]
-        spec = await asyncio.to_thread(write_host_tree, sim, node, root)
+        writing = asyncio.ensure_future(asyncio.to_thread(write_host_tree, sim, node, root))
+        try:
+            spec = await asyncio.shield(writing)
+        except asyncio.CancelledError:
+            # a thread cannot be cancelled: let it finish before stop() removes the workdir
+            await asyncio.wait([writing])
+            raise
         cmd = [
             sys.executable,
             "-m",
