@@ -14,7 +14,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.dates import AutoDateLocator, DateFormatter, date2num
 from matplotlib.figure import Figure
 
-from bot.core.charts import ChartMarker, ChartSeries, ChartSpec
+from bot.core.charts import ChartSeries, ChartSpec
 
 WIDTH_IN, HEIGHT_IN, DPI = 10.0, 6.0, 100  # 1000x600 px: readable in a Slack thread preview
 #: markers further apart than this share a label row; closer ones step down so labels don't overlap
@@ -22,6 +22,7 @@ LABEL_ROWS = 4
 #: legends sit right of the plot, so they never hide a band or a marker's label
 LEGEND: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "fontsize": 7}
 BAR_FRACTION = 0.04  # a snapshot bar's width as a share of the window
+LATE = 0.7  # markers past 70 % of the window carry their label on the left
 
 
 def _x(t: float) -> float:
@@ -82,16 +83,19 @@ def _draw_gpu(ax: Axes, spec: ChartSpec) -> None:
         ax.text(0.5, 0.5, "no GPU memory data", ha="center", va="center", transform=ax.transAxes)
 
 
-def _draw_markers(axes: list[Axes], markers: list[ChartMarker]) -> None:
-    for i, m in enumerate(markers):
+def _draw_markers(axes: list[Axes], spec: ChartSpec) -> None:
+    span = max(spec.end_s - spec.start_s, 1.0)
+    for i, m in enumerate(spec.markers):
+        late = (m.at_s - spec.start_s) / span > LATE  # label to the left of a late marker
         at = _x(m.at_s)
         width = 2.0 if m.kind == "action" else 1.2
         for ax in axes:
             ax.axvline(at, color=m.colour, linestyle=m.linestyle, linewidth=width)
         y = 0.97 - 0.07 * (i % LABEL_ROWS)
         axes[0].text(
-            at, y, f" {m.label}", transform=axes[0].get_xaxis_transform(), fontsize=7,
-            color=m.colour, va="top", ha="left",
+            at, y, f"{m.label} " if late else f" {m.label}",
+            transform=axes[0].get_xaxis_transform(), fontsize=7, color=m.colour, va="top",
+            ha="right" if late else "left",
             bbox={"facecolor": "white", "alpha": 0.7, "linewidth": 0, "pad": 1},
         )  # fmt: skip
 
@@ -103,7 +107,7 @@ def render_png(spec: ChartSpec) -> bytes:
     host, gpu = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
     _draw_host(host, spec)
     _draw_gpu(gpu, spec)
-    _draw_markers([host, gpu], spec.markers)
+    _draw_markers([host, gpu], spec)
     start, end = spec.start_s, spec.end_s
     pad = max((end - start) * 0.03, 300.0)  # a lone snapshot still gets a readable span
     host.set_xlim(_x(start - pad), _x(end + pad))

@@ -216,14 +216,21 @@ def _host_from_history(history: History, total_gib: float | None) -> list[ChartS
                 )
             )
     avail = history.get("node:mem_available")
-    if avail is not None and total_gib is not None:
+    total_series = history.get("node:mem_total")
+    totals = (
+        _on_grid(grid, total_series.timestamps_s, total_series.values)
+        if total_series is not None
+        else [total_gib or 0.0] * len(grid)
+    )
+    if avail is not None and any(totals):
         free = _on_grid(grid, avail.timestamps_s, avail.values)
         stacked = [sum(col) for col in zip(*(s.values_gib for s in out), strict=False)] or [
             0.0
         ] * len(grid)
         # used = total - available; what the bands do not explain is "other" (never negative)
         other = [
-            max(total_gib - f - s, 0.0) if f else 0.0 for f, s in zip(free, stacked, strict=True)
+            max(t - f - s, 0.0) if f and t else 0.0
+            for t, f, s in zip(totals, free, stacked, strict=True)
         ]
         out.append(
             ChartSeries(

@@ -163,3 +163,11 @@ def test_a_before_after_chart_without_prometheus_has_one_bar_per_snapshot() -> N
     assert spec.gpu[0].values_gib == [70, 20]
     assert [m.label for m in spec.markers] == ["tier 2 succeeded"]
     assert all(len(s.values_gib) == 2 for s in spec.host)
+
+
+def test_other_follows_the_nodes_own_memtotal_series_when_prometheus_has_it() -> None:
+    slab = _series("node:slab_unreclaimable", "kernel_slab_unreclaimable", 20)
+    total = _series("node:mem_total", "mem_total", 128)
+    spec = chart_spec(_diagnosis(slab, total, total_gib=256, avail_gib=40))
+    assert spec.host[-1].key == "node:other"
+    assert spec.host[-1].values_gib[0] == pytest.approx(128 - 40 - 20)
