@@ -101,3 +101,6 @@ class ChatPort(Protocol):
         """Open a modal; return its view id."""
 
     async def usergroup_members(self, usergroup_id: str) -> list[str]: ...
+
+    async def user_name(self, user_id: str) -> str:
+        """A person's display name (``users.info``); the id itself when it cannot be read."""

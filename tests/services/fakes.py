@@ -334,6 +334,7 @@ class FakeChat:
         self.ephemerals: list[Ephemeral] = []
         self.views: list[tuple[str, dict[str, Any]]] = []
         self.uploads: list[dict[str, Any]] = []
+        self.names: dict[str, str] = {}
         self.usergroups = usergroups or {}
         self._ts = itertools.count(1)
 
@@ -387,6 +388,9 @@ class FakeChat:
 
     async def usergroup_members(self, usergroup_id: str) -> list[str]:
         return list(self.usergroups.get(usergroup_id, []))
+
+    async def user_name(self, user_id: str) -> str:
+        return self.names.get(user_id, user_id)
 
     # -- test helpers ---------------------------------------------------------------------
     def roots(self) -> list[Posted]:
