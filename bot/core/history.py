@@ -165,11 +165,13 @@ def leading_series_key(cause: str, subject: str | None, params: dict[str, object
 
 def growth_of(history: History, key: str | None) -> Growth | None:
     """The growth of series ``key`` when it grows (or jumped); else of the fastest-growing
-    consumer; None when nothing grows."""
+    pod or kernel slab; None when nothing grows."""
     own = next((_growth(history, s) for s in history.series if s.key == key), None)
     if own is not None and own.kind in ("growth", "step"):
         return own
-    grown = [g for s in history.series if s.consumer and (g := _growth(history, s))]
+    # page cache grows on any healthy node and is reclaimable: never the leading consumer
+    leads = [s for s in history.series if s.consumer and s.kind != "page_cache"]
+    grown = [g for s in leads if (g := _growth(history, s))]
     growing = [g for g in grown if g.kind in ("growth", "step")]
     return max(growing, key=lambda g: (g.rate_bytes_per_h, g.jump_bytes), default=None)
 

@@ -67,9 +67,10 @@ def test_another_consumer_growing_is_a_finding_but_leaves_the_verdict_alone() ->
     assert "growth_rate_gib_per_h" not in out.verdict.params
 
 
-def test_a_flat_node_gets_no_growth_finding() -> None:
+def test_a_flat_node_gets_no_growth_finding_even_as_its_page_cache_fills() -> None:
     flat = _series("pod:ml/a", "pod_working_set", lambda t: 60 * GIB)
-    out = apply_history(_diagnosis("healthy", "n1"), _history(flat))
+    cache = _series("node:page_cache", "page_cache", lambda t: 10 * GIB + t * 2 * GIB / 3600)
+    out = apply_history(_diagnosis("healthy", "n1"), _history(flat, cache))
     assert [f.code for f in out.findings if f.code == "MEMORY_GROWTH"] == []
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from bot.render.sentences import sentence
 from bot.services.cli_diagnose import render_output
 
 pytestmark = pytest.mark.slow
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
 async def _diagnose(make_gateway: Callable[..., Awaitable[tuple[Any, Any]]], scenario: str) -> Any:
@@ -51,6 +53,8 @@ async def test_a_lost_gpu_in_the_kernel_log_is_the_verdict_not_memory(
     line = sentence("findings", "GPU_XID", finding.params, fmt="text", strict=True)
     assert "a hardware fault, not memory" in line
     report = render_output(diagnosis, "text", bundle=bundle)
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "gpu-xid.txt").write_text(report, encoding="utf-8")
     assert "GPU hardware fault (XID)" in report and "XID 79" in report
     for fmt in ("markdown", "blocks", "json"):
         assert "79" in render_output(diagnosis, fmt, bundle=bundle)

@@ -88,3 +88,25 @@ async def test_the_history_service_gives_up_at_its_deadline_with_one_gap(
 
 async def test_without_a_url_there_is_no_history_and_no_request() -> None:
     assert await HistoryService(None).fetch("gpu-node-01", now=NOW) is None
+
+
+def test_prometheus_settings_come_from_the_environment_and_are_checked() -> None:
+    from bot.config import load_settings
+    from bot.errors import ConfigError
+
+    settings = load_settings(
+        {"GPUNODE_PROMETHEUS__URL": "http://prom:9090", "GPUNODE_PROMETHEUS__TIMEOUT_S": "2.5"}
+    )
+    assert settings.prometheus.url == "http://prom:9090"
+    assert (settings.prometheus.timeout_s, settings.prometheus.window_s) == (2.5, 6 * 3600)
+    with pytest.raises(ConfigError, match=r"prometheus\.timeout_s"):
+        load_settings({"GPUNODE_PROMETHEUS__TIMEOUT_S": "60"})
+    assert load_settings({}).prometheus.url is None
+
+
+async def test_a_service_built_without_a_url_asks_nobody() -> None:
+    from bot.config import PrometheusSettings
+
+    service = HistoryService.from_settings(PrometheusSettings())
+    assert await service.fetch("gpu-node-01", now=NOW) is None
+    await service.close()

@@ -74,7 +74,7 @@ def oom_kills(ctx: Context, t: Thresholds) -> list[Finding]:
         who = pod.key if pod is not None else ""
         subject = who or (f"pod-uid/{kill.pod_uid}" if kill.pod_uid else ctx.node)
         facts = [
-            fact("oom.victim_pid", f"victim {kill.comm}", kill.pid, "count", KMSG),
+            fact("oom.victim_pid", "PID", kill.pid, "count", KMSG),
             fact("oom.scope", "OOM killer", kill.scope, "text", KMSG),
         ]
         if kill.anon_rss_bytes is not None:
@@ -135,8 +135,10 @@ def gpu_xids(ctx: Context, t: Thresholds) -> list[Finding]:
                 severity=severity,
                 subject=label,
                 facts=[
-                    fact("gpu.xid_code", f"XID ({last.pci_bus_id or '?'})", code, "count", KMSG),
-                    fact("gpu.xid_count", "XID events in the window", len(events), "count", KMSG),
+                    fact(
+                        "gpu.xid", f"on PCI {last.pci_bus_id or '?'}", f"XID {code}", "text", KMSG
+                    ),
+                    fact("gpu.xid_count", "XID events", len(events), "count", KMSG),
                 ],
                 params={
                     "code": code,
