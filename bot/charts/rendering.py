@@ -6,6 +6,7 @@ no display is ever needed."""
 from __future__ import annotations
 
 import io
+import itertools
 from datetime import UTC, datetime
 from typing import Any
 
@@ -82,15 +83,29 @@ def _draw_host(ax: Axes, spec: ChartSpec) -> None:
     _legend(ax, entries)
 
 
+def bar_positions(xs: list[float], width: float) -> list[float]:
+    """Bar centres: at their times, unless two collections are closer than a bar is wide;
+    then side by side, ending at the last one (each bar keeps its own time label)."""
+    if all(b - a >= width for a, b in itertools.pairwise(xs)):
+        return list(xs)
+    step = width * 1.15
+    return [xs[-1] - (len(xs) - 1 - i) * step for i in range(len(xs))]
+
+
 def _snapshot_bars(ax: Axes, spec: ChartSpec, bands: list[ChartSeries]) -> None:
-    """One stacked bar per collection (no history to draw bands from)."""
-    xs = _dates(bands[0].timestamps_s)
+    """One stacked bar per collection (no history to draw bands from), labelled with its time."""
+    times = bands[0].timestamps_s
     span_days = max(spec.end_s - spec.start_s, 600.0) / 86400
     width = span_days * BAR_FRACTION
+    xs = bar_positions([float(x) for x in _dates(times)], width)
     bottoms = [0.0] * len(xs)
     for s in bands:
         ax.bar(xs, s.values_gib, bottom=bottoms, width=width, color=s.colour, label=_short(s.label))
         bottoms = [b + v for b, v in zip(bottoms, s.values_gib, strict=True)]
+    if len(xs) > 1:
+        for x, t, top in zip(xs, times, bottoms, strict=True):
+            stamp = datetime.fromtimestamp(t, UTC).strftime("%H:%M:%S")
+            ax.text(x, top, stamp, fontsize=6, ha="center", va="bottom", rotation=90)
 
 
 def _draw_gpu(ax: Axes, spec: ChartSpec) -> None:

@@ -111,3 +111,18 @@ def test_a_band_not_in_the_spec_is_not_in_the_picture() -> None:
     spec = _snapshot_spec()
     img = mpimg.imread(io.BytesIO(render_png(spec)), format="png")
     assert not _has_colour(img, CACHE_COLOUR)
+
+
+@pytest.mark.parametrize(
+    ("xs", "width", "expected"),
+    [
+        ([1.0, 2.0, 3.0], 0.5, [1.0, 2.0, 3.0]),  # far apart: at their own times
+        ([1.0, 1.01], 0.5, [1.01 - 0.575, 1.01]),  # too close: side by side, last in place
+    ],
+)
+def test_snapshot_bars_stay_at_their_times_unless_they_would_overlap(
+    xs: list[float], width: float, expected: list[float]
+) -> None:
+    from bot.charts.rendering import bar_positions
+
+    assert bar_positions(xs, width) == pytest.approx(expected)
