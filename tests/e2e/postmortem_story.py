@@ -2,12 +2,14 @@
 
 ``export_story_postmortem(dest)`` runs the whole demo story (``bot.sandbox.story``) against
 the stand-ins, then saves every file the timeline command shared into the thread under
-``dest`` (charts, Markdown, HTML) and returns them by name.
+``dest`` (the charts posted along the way, then the export's charts, Markdown and HTML) and
+returns them by name, in the order they were shared.
 """
 
 from __future__ import annotations
 
 import asyncio
+import shutil
 from pathlib import Path
 
 from bot.sandbox.demo import running_demo
@@ -20,13 +22,14 @@ async def export_story_postmortem(dest: Path) -> dict[str, bytes]:
         files = {
             f["name"]: f["content"]
             for f in demo.slack.files(CHANNEL)
-            if f["thread_ts"] == log.thread_ts and "-postmortem" in f["name"]
+            if f["thread_ts"] == log.thread_ts
         }
     await asyncio.to_thread(_save, dest, files)
     return files
 
 
 def _save(dest: Path, files: dict[str, bytes]) -> None:
-    dest.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(dest, ignore_errors=True)  # only this run's files (names carry times)
+    dest.mkdir(parents=True)
     for name, content in files.items():
         (dest / name).write_bytes(content)

@@ -16,7 +16,12 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "postmortem
 async def test_the_demo_storys_export_is_a_postmortem_draft_with_people_changes_and_effects() -> (
     None
 ):
-    files = await export_story_postmortem(ARTIFACTS)
+    shared = await export_story_postmortem(ARTIFACTS)
+    # a chart after the diagnosis, and after each action one with the action marked
+    charts = [n for n in shared if not n.startswith("INC-0001-postmortem")]
+    assert [n.split("-")[2] for n in charts] == ["memory", "after", "after"], charts
+    assert all(shared[n].startswith(b"\x89PNG") for n in charts)
+    files = {n: c for n, c in shared.items() if n not in charts}
     assert sorted(files) == [
         "INC-0001-postmortem-end.png",
         "INC-0001-postmortem-start.png",
