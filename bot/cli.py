@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, helptext in (
         ("status", "open incidents (optionally for one node)"),
         ("top", "GPU nodes ranked by memory pressure"),
-        ("timeline", "an incident's timeline as Markdown"),
+        ("timeline", "an incident's postmortem draft (Markdown)"),
         ("resolve", "resolve an incident"),
         ("help", "the slash command's help (same grammar as /gpunode)"),
     ):

@@ -10,6 +10,7 @@ charts (the Markdown links them by name), the Markdown and the HTML.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -23,6 +24,8 @@ from bot.core.postmortem import BOT_ACTORS, ActionInput, Postmortem, Snapshot, b
 from bot.core.prevention import prevention_params
 from bot.render.postmortem import render_postmortem_html, render_postmortem_markdown
 from bot.services.ports import ChatPort
+
+UserName = Callable[[str], Awaitable[str]]
 
 
 @dataclass(frozen=True)
@@ -43,9 +46,9 @@ def _snapshot(row: Any) -> tuple[Snapshot, ClusterView | None]:
     return snap, view
 
 
-async def _names(chat: ChatPort, ids: set[str]) -> dict[str, str]:
+async def _names(user_name: UserName, ids: set[str]) -> dict[str, str]:
     wanted = sorted(i for i in ids if i not in BOT_ACTORS)
-    found = await asyncio.gather(*(chat.user_name(i) for i in wanted))
+    found = await asyncio.gather(*(user_name(i) for i in wanted))
     return dict(zip(wanted, found, strict=True))
 
 
@@ -68,9 +71,16 @@ def _charts(pm: Postmortem, entries: list[TimelineEntry]) -> dict[str, bytes]:
 
 
 async def export_postmortem(
-    store: Any, chat: ChatPort, incident: Incident, *, cluster: str, now: datetime
+    store: Any,
+    user_name: UserName,
+    incident: Incident,
+    *,
+    cluster: str,
+    now: datetime,
+    charts: bool = True,
 ) -> ExportFiles:
-    """The postmortem draft of ``incident`` (see the module docstring)."""
+    """The postmortem draft of ``incident`` (see the module docstring). ``user_name``: the
+    chat port's ``user_name`` (display names); ``charts=False``: none drawn (a terminal)."""
     entries = list(await store.timeline(incident.id))
     rows = [_snapshot(r) for r in await store.snapshots(incident.id)]
     actions: list[ActionInput] = []
@@ -86,20 +96,20 @@ async def export_postmortem(
         )  # fmt: skip
     ids = {incident.opened_by, *(e.actor for e in entries)}
     ids |= {a.requester for a in actions} | {u for a in actions for u in a.approvers}
-    names = await _names(chat, ids)
+    names = await _names(user_name, ids)
     views = [v for _, v in rows if v is not None]
     pm = build_postmortem(
         incident, entries, snapshots=[s for s, _ in rows], actions=actions, names=names,
         cluster=cluster, now=now,
         prevention=prevention_params(views[-1]) if views else None,
     )  # fmt: skip
-    charts = await asyncio.to_thread(_charts, pm, entries)
-    chart_names = {k: f"{incident.id}-postmortem-{k}.png" for k in charts}
+    pngs = await asyncio.to_thread(_charts, pm, entries) if charts else {}
+    chart_names = {k: f"{incident.id}-postmortem-{k}.png" for k in pngs}
     return ExportFiles(
         postmortem=pm,
         markdown=render_postmortem_markdown(pm, charts=chart_names),
-        html=render_postmortem_html(pm, charts=charts),
-        charts=charts,
+        html=render_postmortem_html(pm, charts=pngs),
+        charts=pngs,
         chart_names=chart_names,
     )
 

@@ -164,7 +164,9 @@ async def upload_timeline(
 
     incident = await s.ops.resolve_id(incident_ref, channel=channel, thread_ts=thread_ts)
     cluster = str(getattr(s.kube, "cluster_name", "") or "")
-    files = await export_postmortem(s.store, s.chat, incident, cluster=cluster, now=s.clock())
+    files = await export_postmortem(
+        s.store, s.chat.user_name, incident, cluster=cluster, now=s.clock()
+    )
     names = await upload_postmortem(s.chat, incident, files)
     await s.store.append_timeline(
         TimelineEntry(
