@@ -190,6 +190,10 @@ class DiagnoseService:
         spec = chart_spec(diagnosis, bundle, actions=marks, earlier=earlier, title=title)
         try:
             png = await asyncio.to_thread(render_png, spec)
+        except Exception:  # a drawing bug must not cost the thread its verdict line
+            log.exception("chart for %s could not be drawn", incident.id)
+            return
+        try:
             await self._chat.upload(
                 incident.channel,
                 thread_ts,
