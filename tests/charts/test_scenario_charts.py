@@ -15,6 +15,7 @@ from bot.cli import main
 from bot.core.charts import chart_spec
 from bot.core.findings import Diagnosis
 from bot.sandbox.kubesim import KubeSim
+from bot.sandbox.kubesim.access import BOT_TOKEN
 
 pytestmark = pytest.mark.slow
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -38,7 +39,18 @@ async def test_the_cli_writes_the_chart_of_a_scenario_with_its_kernel_records(
     ARTIFACTS.mkdir(exist_ok=True)
     out = ARTIFACTS / f"{scenario}-chart.png"
     out.unlink(missing_ok=True)
-    argv = ["diagnose", "gpu-node-01", "--server", sim.url, "--format", "json", "--chart", str(out)]
+    argv = [
+        "diagnose",
+        "gpu-node-01",
+        "--server",
+        sim.url,
+        "--token",
+        BOT_TOKEN,
+        "--format",
+        "json",
+        "--chart",
+        str(out),
+    ]
     assert await asyncio.to_thread(main, argv) == 0
     diagnosis = Diagnosis.model_validate_json(capsys.readouterr().out)
     spec = chart_spec(diagnosis)

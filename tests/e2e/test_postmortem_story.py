@@ -36,17 +36,18 @@ async def test_the_demo_storys_export_is_a_postmortem_draft_with_people_changes_
         "## Follow-ups",
     ]  # fmt: skip
     assert [s for s in sections if s in body] == sections
-    assert "| Duration |" in body and "| Pods evicted | 1 |" in body
+    assert "| Duration |" in body and "| Pods evicted | 0 |" in body
     # tier 3: who asked, why, what exactly changed (object, field, old -> new), what it bought
     assert "Requested by alice (Alice Ng)" in body
     assert "Why: preprocessing is starving the node" in body
     assert "Deployment data-prep/preprocess (patch\\_resources)" in body
     assert "`resources.limits.memory`: 64Gi → 49Gi" in body
     assert "Measured effect: verdict" in body
-    # tier 1: approved by Bob; the PDB-protected pod blocked, the other evicted
+    # tier 1: approved by Bob; the PDB-protected pod blocked (tier 3's restarted preprocess pod
+    # was scheduled on another node, so nothing else was left to evict)
     assert "Approved by: bob (Bob Okafor)" in body
     assert "Node gpu-node-01 (cordon)" in body and "`unschedulable`: false → true" in body
-    assert "Evicted: data-prep/preprocess" in body
+    assert "Evicted:" not in body
     assert "blocked by PodDisruptionBudget feature-cache" in body
     assert "container OOM-killed (data-prep/preprocess" in body.split("Resolved findings: ")[1]
     # the kernel's OOM record, the talking points as posted, names instead of ids
