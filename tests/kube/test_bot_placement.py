@@ -13,6 +13,7 @@ import yaml
 
 from bot.kube.gateway import Gateway
 from bot.sandbox.kubesim import KubeSim
+from tests.conftest import kube_call
 
 DEPLOYMENT = Path(__file__).resolve().parents[2] / "deploy" / "base" / "deployment.yaml"
 Make = Callable[..., Awaitable[tuple[Gateway, KubeSim]]]
@@ -33,17 +34,18 @@ async def test_the_bot_deployment_never_lands_on_a_gpu_node(make_gateway: Make) 
     gw, sim = await make_gateway("seed")
     body = yaml.safe_load(DEPLOYMENT.read_text(encoding="utf-8"))
     body["metadata"]["namespace"] = "gpunode"
-    await asyncio.to_thread(
-        gw.transport.request, "POST", "/apis/apps/v1/namespaces/gpunode/deployments", body=body
+    # the cluster admin applies the manifest (the bot may not create Deployments)
+    status, _ = await kube_call(
+        sim.url, "POST", "/apis/apps/v1/namespaces/gpunode/deployments", body=body
     )
+    assert status == 201
     [pod] = await _bot_pods(sim)
     assert pod["spec"]["nodeName"] == "cpu-node-01"
     # with the CPU node cordoned, the replacement waits instead of using a GPU node
     await gw.cordon("cpu-node-01", dry_run=False)
     name = pod["metadata"]["name"]
-    await asyncio.to_thread(
-        gw.transport.request, "DELETE", f"/api/v1/namespaces/gpunode/pods/{name}"
-    )
+    status, _ = await kube_call(sim.url, "DELETE", f"/api/v1/namespaces/gpunode/pods/{name}")
+    assert status == 200
     for _ in range(100):
         pending = [p for p in await _bot_pods(sim) if p["metadata"]["name"] != name]
         if pending:

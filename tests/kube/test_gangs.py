@@ -16,6 +16,7 @@ from bot.core.planning import plan_tier1
 from bot.kube.gateway import Gateway
 from bot.render.sentences import sentence
 from bot.sandbox.kubesim import KubeSim
+from tests.conftest import kube_client_config
 from tests.kube.remedy_scenarios import gang_fleet
 
 Make = Callable[..., Awaitable[tuple[Gateway, KubeSim]]]
@@ -101,9 +102,7 @@ async def test_gpunode_never_evicts_its_own_pods(make_gateway: Make) -> None:
 
 async def test_custom_resources_are_served_only_when_installed(make_kubesim: Any) -> None:
     sim = await make_kubesim(gang_fleet())
-    cfg = client.Configuration()
-    cfg.host = sim.url
-    api = client.ApiClient(cfg)
+    api = client.ApiClient(kube_client_config(sim.url))  # the cluster admin reads
     custom = client.CustomObjectsApi(api)
     got = await asyncio.to_thread(
         custom.get_namespaced_custom_object,

@@ -21,6 +21,7 @@ from bot.kube.gateway import Gateway
 from bot.render.sentences import sentence
 from bot.sandbox.kubesim import KubeSim, load_scenario
 from bot.services.executing import run_steps
+from tests.conftest import kube_call
 from tests.kube.remedy_scenarios import container, seed_with
 
 Make = Callable[..., Awaitable[tuple[Gateway, KubeSim]]]
@@ -89,10 +90,9 @@ async def test_on_delete_restarts_nothing_and_the_plan_and_the_watch_say_so(
     assert before and after and before["metadata"]["uid"] == after["metadata"]["uid"]
     progress = await gw.rollout_progress("StatefulSet", "ml-train", "train-llm")
     assert judge(progress) == "on_delete"
-    # a pod deleted by hand comes back with the new template
-    await asyncio.to_thread(
-        gw.transport.request, "DELETE", "/api/v1/namespaces/ml-train/pods/train-llm-0"
-    )
+    # a pod deleted by hand (a person, as the admin) comes back with the new template
+    status, _ = await kube_call(sim.url, "DELETE", "/api/v1/namespaces/ml-train/pods/train-llm-0")
+    assert status == 200
     await _until(lambda: judge_now(sim))
     progress = await gw.rollout_progress("StatefulSet", "ml-train", "train-llm")
     assert judge(progress) == "applied"

@@ -16,6 +16,7 @@ from bot.kube.gateway import Gateway
 from bot.render.sentences import sentence
 from bot.sandbox.kubesim import KubeSim
 from bot.services.executing import run_steps
+from tests.conftest import kube_call
 from tests.kube.remedy_scenarios import container, seed_with
 
 Make = Callable[..., Awaitable[tuple[Gateway, KubeSim]]]
@@ -95,20 +96,33 @@ async def test_the_stand_in_scheduler_preempts_only_when_the_policy_allows(
     make_gateway: Make, policy: str, preempted: bool
 ) -> None:
     gw, sim = await make_gateway(seed_with([_gpu_filler()]))
-    await gw.ensure_priority_class(
-        "urgent", 100000, description="test", dry_run=False, preemption_policy=policy
+    # the world is set up by the cluster admin: a class the bot may not create, and the patch
+    status, _ = await kube_call(
+        sim.url,
+        "POST",
+        "/apis/scheduling.k8s.io/v1/priorityclasses",
+        body={
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "urgent"},
+            "value": 100000,
+            "description": "test",
+            "preemptionPolicy": policy,
+        },
     )
+    assert status == 201
     await gw.cordon(NODE, dry_run=False)
     sweep = next(
         p for p in sim.list("pods", "research") if p["metadata"]["name"].startswith("sweep")
     )
-    await asyncio.to_thread(
-        gw.transport.request,
+    status, _ = await kube_call(
+        sim.url,
         "PATCH",
         "/apis/apps/v1/namespaces/ml-train/statefulsets/train-llm",
         body={"spec": {"template": {"spec": {"priorityClassName": "urgent"}}}},
         content_type="application/strategic-merge-patch+json",
     )
+    assert status == 200
     for _ in range(100):
         pod = sim.get("pods", "ml-train", "train-llm-0")
         if pod is not None and pod["spec"].get("priorityClassName") == "urgent":
