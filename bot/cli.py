@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("diagnose", help="diagnose a node against a cluster and print the report")
     p.add_argument("node")
     p.add_argument("--format", choices=["text", "markdown", "json", "blocks"], default="text")
+    p.add_argument("--chart", metavar="PNG", help="also write the memory chart to this PNG file")
     _cluster_args(p)
     p.set_defaults(handler="bot.services.cli_diagnose:diagnose_main")
 
@@ -66,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, helptext in (
         ("status", "open incidents (optionally for one node)"),
         ("top", "GPU nodes ranked by memory pressure"),
-        ("timeline", "an incident's timeline as Markdown"),
+        ("timeline", "an incident's postmortem draft (Markdown)"),
         ("resolve", "resolve an incident"),
         ("help", "the slash command's help (same grammar as /gpunode)"),
     ):

@@ -17,6 +17,7 @@ HOMES: dict[str, tuple[str, ...]] = {
     "jinja2": ("render/",),
     "pynvml": ("collectors/nvml.py",),
     "sqlite3": ("store/",),
+    "matplotlib": ("charts/",),
 }
 CORE_ALLOWED = {
     "__future__",

@@ -64,7 +64,10 @@ _VERBS: dict[str, tuple[str, str]] = {
     "diagnose": ("NODE", "collect memory and GPU evidence on NODE and open or join its incident"),
     "status": ("[NODE]", "list open incidents, or the open incident of NODE"),
     "top": ("", "rank GPU nodes by memory pressure"),
-    "timeline": ("[INCIDENT]", "show an incident's timeline (default: this thread's incident)"),
+    "timeline": (
+        "[INCIDENT]",
+        "export an incident's postmortem draft with its timeline (default: this thread's)",
+    ),
     "resolve": ("INCIDENT [NOTE...]", "resolve an incident, with an optional closing note"),
     "help": ("[COMMAND]", "show this help, or the help of one command"),
 }

@@ -7,12 +7,12 @@ the change is allowed in place:
 
 - only cpu and memory change, and the pod's QoS class must stay the same;
 - a non-sidecar init container cannot be resized;
-- lowering the memory limit: on 1.33 only when the container's memory ``resizePolicy`` is
-  ``RestartContainer`` (the container restarts; the pod and its emptyDirs stay); from 1.34 the
-  kubelet does it best effort: it does not lower a limit below what the container uses, so a
-  limit under the working set goes through the template (a restart) unless the policy is
-  ``RestartContainer``. Setting a limit on a container that had none counts as lowering it
-  (from unbounded).
+- lowering the memory limit (setting one where there was none lowers it too): on 1.33 only
+  when the container's memory ``resizePolicy`` is ``RestartContainer`` (the container
+  restarts; the pod and its emptyDirs stay); from 1.34 the kubelet does it best effort: it
+  does not lower a limit below what the container uses, so a limit under the working set
+  goes through the template (a restart) unless the policy is
+  ``RestartContainer``.
 
 Otherwise the plan falls back to the controller template (a rollout: pods are recreated and
 emptyDir data is lost, warning ``emptydir_lost_on_restart``). An in-place resize leaves the
@@ -73,7 +73,7 @@ def in_place_refusal(
     if _qos(after) != _qos(regular):
         return "resize_changes_qos"
     old, new = quantity_value(info.limits.get("memory")), quantity_value(limits.get("memory"))
-    # setting a limit where there was none lowers it from "unbounded"
+    # no limit is no bound (the node's allocatable): setting one lowers it
     lowering = new is not None and (old is None or new < old)
     minor = minor_version(view.server_version)
     restarts = info.memory_resize_policy == "RestartContainer"

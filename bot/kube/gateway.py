@@ -60,6 +60,12 @@ class Gateway:
     def from_settings(cls, settings: KubeSettings) -> Gateway:
         return cls(build_api_client(settings), settings)
 
+    @property
+    def cluster_name(self) -> str:
+        """How reports name the cluster: the kubeconfig context, else the API server URL."""
+        s = self.settings
+        return s.context or s.server or ("in-cluster" if s.mode == "in_cluster" else "")
+
     def close(self) -> None:
         self.transport.api_client.close()  # type: ignore[no-untyped-call]
 

@@ -137,9 +137,14 @@ async def run_story(sim: SlackSim, drain: Drain, *, node: str = "gpu-node-01") -
     root = sim.message(CHANNEL, log.thread_ts) or {}
     found = re.search(r"INC-\d+", json.dumps(root.get("blocks", [])))
     log.incident_id = found.group(0) if found else None
+    shared = {f["id"] for f in sim.files(CHANNEL)}  # the charts posted so far
     await sim.slash_command(ALICE, CHANNEL, f"timeline {log.incident_id or ''}".strip())
     await drain()
-    uploaded = [f["name"] for f in sim.files(CHANNEL) if f["thread_ts"] == log.thread_ts]
+    uploaded = [
+        f["name"]
+        for f in sim.files(CHANNEL)
+        if f["thread_ts"] == log.thread_ts and f["id"] not in shared
+    ]
     if not uploaded:
         raise StoryError("the timeline command uploaded no file into the thread")
     log.steps.append(f"timeline exported: {', '.join(uploaded)}")

@@ -21,6 +21,7 @@ from bot.core.actions import ActionPlan, Step
 from bot.core.approvals import mark_executed
 from bot.core.cluster import ClusterView
 from bot.core.diffing import diff_diagnoses
+from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.planning import undo_steps
 from bot.core.staleness import controller_key, controller_steps, stale_reason
@@ -204,10 +205,17 @@ async def after(d: ActDeps, incident_id: str) -> None:
     if incident is None or before is None:
         return
     outcome = await d.diagnose.diagnose(
-        incident.node, channel=incident.channel, user="gpunode", fresh=True
+        incident.node, channel=incident.channel, user="gpunode", fresh=True, chart=False
     )
     if outcome.diagnosis is None:
         return
-    diff = diff_diagnoses(Diagnosis.model_validate_json(before.diagnosis_json), outcome.diagnosis)
+    earlier = Diagnosis.model_validate_json(before.diagnosis_json)
+    diff = diff_diagnoses(earlier, outcome.diagnosis)
     t, blocks = views.diff_message(diff)
     await d.chat.post(incident.channel, text=t, blocks=blocks, thread_ts=incident.thread_ts)
+    # the same chart as the diagnosis', now with the action marked on it
+    await d.diagnose.upload_chart(
+        incident, outcome.diagnosis, outcome.bundle, name="after",
+        title=f"{incident.node}: memory before and after the action",
+        earlier=[(earlier, EvidenceBundle.model_validate_json(before.bundle_json))],
+    )  # fmt: skip

@@ -153,10 +153,12 @@ async def diagnose_node(
     thresholds: Thresholds,
     now: datetime,
     history: Any | None = None,
+    chart: str | None = None,
 ) -> str:
     """Live: the node's cluster view, the diagnostic Job's bundle, the analysis, rendered.
     ``kube`` is a ``bot.services.ports.KubePort``; ``history`` a
-    ``bot.services.history.HistoryService`` (queried alongside the Job) or None."""
+    ``bot.services.history.HistoryService`` (queried alongside the Job) or None; ``chart``
+    a path to write the diagnosis chart (PNG) to."""
     from bot.core.analysis import analyze
     from bot.services.history import HistoryService, attach
 
@@ -170,7 +172,23 @@ async def diagnose_node(
         raise
     diagnosis = analyze(bundle, view, thresholds=thresholds, now=now)
     diagnosis = attach(diagnosis, await history_task, bundle=bundle, view=view, now=now)
+    if chart:
+        write_chart(diagnosis, bundle, chart)
     return render_output(diagnosis, fmt, bundle=bundle)
+
+
+def write_chart(diagnosis: Diagnosis, bundle: EvidenceBundle | None, path: str) -> None:
+    """The diagnosis chart as a PNG file at ``path``."""
+    from bot.charts import render_png
+    from bot.core.charts import chart_spec
+
+    png = render_png(chart_spec(diagnosis, bundle))
+    try:
+        Path(path).write_bytes(png)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write the chart to {path}: {exc.strerror or exc}. Pass a writable path."
+        ) from exc
 
 
 def diagnose_main(args: argparse.Namespace) -> int:
@@ -191,6 +209,7 @@ def diagnose_main(args: argparse.Namespace) -> int:
                 thresholds=thresholds,
                 now=datetime.now(UTC),
                 history=history,
+                chart=args.chart,
             )
         finally:
             await history.close()

@@ -2,7 +2,8 @@
 
 The words after the verb go through ``bot.core.commands.parse`` exactly as Slack's text does,
 so both surfaces accept the same input and print the same usage on a mistake. ``status``,
-``timeline`` and ``resolve`` read the bot's store (``store.path``); ``top`` asks the cluster.
+``timeline`` (the postmortem draft in Markdown) and ``resolve`` read the bot's store
+(``store.path``); ``top`` asks the cluster.
 """
 
 from __future__ import annotations
@@ -17,10 +18,14 @@ from pathlib import Path
 from bot.config import load_settings
 from bot.core import commands
 from bot.errors import StoreError
-from bot.render.markdown import render_timeline_markdown
 from bot.services.cli_common import gateway_from_args
 from bot.services.operations import IncidentOps, top_nodes
+from bot.services.postmortem import export_postmortem
 from bot.store.storing import Store
+
+
+async def _as_is(user_id: str) -> str:
+    return user_id
 
 
 def _store_path(args: argparse.Namespace) -> str:
@@ -46,8 +51,11 @@ async def _incident_cmd(cmd: commands.Command, path: str) -> str:
             )
         if isinstance(cmd, commands.Timeline):
             incident = await ops.resolve_id(cmd.incident, channel="", thread_ts=None)
-            entries = await ops.timeline(incident.id)
-            return render_timeline_markdown(incident, entries, await store.snapshots(incident.id))
+            # a terminal has no Slack to ask for names, and no thread to hold charts
+            files = await export_postmortem(
+                store, _as_is, incident, cluster="", now=datetime.now(UTC), charts=False
+            )
+            return files.markdown
         assert isinstance(cmd, commands.Resolve)
         incident = await ops.resolve(cmd.incident, by=f"cli:{getpass.getuser()}", note=cmd.note)
         return f"{incident.id} resolved"

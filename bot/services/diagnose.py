@@ -19,13 +19,15 @@ import dataclasses
 import itertools
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from bot.core.analysis import analyze
+from bot.core.charts import action_markers, chart_spec
 from bot.core.cluster import ClusterView
+from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.incidents import TimelineEntry
 from bot.core.thresholds import Thresholds
@@ -50,6 +52,7 @@ class DiagnoseOutcome:
     view: ClusterView | None
     error: GpunodeError | None = None
     created: bool = False
+    bundle: EvidenceBundle | None = None
 
 
 #: what to do next, by error code (the error's own message says what happened)
@@ -93,8 +96,10 @@ class DiagnoseService:
         thresholds: Thresholds,
         replica: str | None = None,
         history: HistoryService | None = None,
+        charts: bool = True,
     ) -> None:
         self._history = history or HistoryService(None)
+        self._charts = charts
         self._kube = kube
         self._store = store
         self._chat = chat
@@ -114,10 +119,12 @@ class DiagnoseService:
         user: str,
         alert_fingerprint: str | None = None,
         fresh: bool = False,
+        chart: bool = True,
     ) -> DiagnoseOutcome:
         """Diagnose ``node`` into its incident thread. A diagnosis already running for the
         incident in this process is joined, unless ``fresh`` (after a change to the cluster,
-        whose effect a diagnosis started before it cannot show): then it runs after it."""
+        whose effect a diagnosis started before it cannot show): then it runs after it.
+        ``chart=False``: the caller posts the chart itself (the before/after diff does)."""
         try:
             await self._kube.get_cluster_view(node)  # an unknown node opens nothing
         except NotFoundError as err:
@@ -143,7 +150,7 @@ class DiagnoseService:
             running = self._running.get(incident.id)
         if running is None or running.done():
             task = asyncio.create_task(
-                self._run(incident, node, channel, created=created, user=user),
+                self._run(incident, node, channel, created=created, user=user, chart=chart),
                 name=f"diagnosis-{incident.id}",
             )
             self._running[incident.id] = task
@@ -162,7 +169,7 @@ class DiagnoseService:
             del self._running[incident_id]
 
     async def _run(
-        self, incident: Any, node: str, channel: str, *, created: bool, user: str
+        self, incident: Any, node: str, channel: str, *, created: bool, user: str, chart: bool
     ) -> DiagnoseOutcome:
         incident, thread_ts = await self._ensure_thread(incident, channel)
         await self._note(incident.id, "diagnosis", user, f"diagnose {node} requested")
@@ -203,6 +210,8 @@ class DiagnoseService:
             diagnosis, incident_id=incident.id, bundle=bundle
         ):
             await self._chat.post(channel, text=text, blocks=blocks, thread_ts=thread_ts)
+        if chart:
+            await self.upload_chart(incident, diagnosis, bundle, name="memory", thread_ts=thread_ts)
         await self._note(
             incident.id,
             "evidence",
@@ -211,7 +220,46 @@ class DiagnoseService:
             data={"findings": [f.code for f in diagnosis.findings]},
         )
         await self._refresh_root(incident, progress=None, diagnosis=diagnosis)
-        return DiagnoseOutcome(incident.id, diagnosis, view, created=created)
+        return DiagnoseOutcome(incident.id, diagnosis, view, created=created, bundle=bundle)
+
+    async def upload_chart(
+        self,
+        incident: Any,
+        diagnosis: Diagnosis,
+        bundle: EvidenceBundle | None,
+        *,
+        name: str,
+        title: str | None = None,
+        earlier: Sequence[tuple[Diagnosis, EvidenceBundle | None]] = (),
+        thread_ts: str | None = None,
+    ) -> None:
+        """The diagnosis chart (PNG) into the incident thread, gpunode's actions marked.
+
+        A chart is an illustration of evidence already posted: when it cannot be drawn or
+        uploaded the thread says nothing more and the log says why."""
+        thread_ts = thread_ts or incident.thread_ts
+        if not self._charts or not thread_ts:
+            return
+        from bot.charts import render_png  # matplotlib loads only when a chart is drawn
+
+        marks = action_markers(await self._store.timeline(incident.id), node=incident.node)
+        spec = chart_spec(diagnosis, bundle, actions=marks, earlier=earlier, title=title)
+        try:
+            png = await asyncio.to_thread(render_png, spec)
+        except Exception:  # a drawing bug must not cost the thread its verdict line
+            log.exception("chart for %s could not be drawn", incident.id)
+            return
+        try:
+            await self._chat.upload(
+                incident.channel,
+                thread_ts,
+                filename=f"{incident.id}-{name}-{diagnosis.collected_at:%H%M%S}.png",
+                title=spec.title,
+                content=png,
+                alt_txt=f"{spec.title}: host memory by consumer and GPU memory over time",
+            )
+        except GpunodeError as err:
+            log.warning("chart for %s not uploaded: %s", incident.id, err.code)
 
     async def close(self) -> None:
         """Release the Prometheus client (if any)."""

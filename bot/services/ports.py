@@ -120,10 +120,21 @@ class ChatPort(Protocol):
     ) -> None: ...
 
     async def upload(
-        self, channel: str, thread_ts: str | None, *, filename: str, title: str, content: str
-    ) -> None: ...
+        self,
+        channel: str,
+        thread_ts: str | None,
+        *,
+        filename: str,
+        title: str,
+        content: str | bytes,
+        alt_txt: str | None = None,
+    ) -> None:
+        """Share a file (text or bytes, e.g. a PNG chart) into the channel or thread."""
 
     async def open_view(self, trigger_id: str, view: dict[str, object]) -> str:
         """Open a modal; return its view id."""
 
     async def usergroup_members(self, usergroup_id: str) -> list[str]: ...
+
+    async def user_name(self, user_id: str) -> str:
+        """A person's display name (``users.info``); the id itself when it cannot be read."""

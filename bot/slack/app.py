@@ -22,7 +22,6 @@ from bot.core.incidents import TimelineEntry
 from bot.core.policy import Deny, Permission, authorize
 from bot.errors import GpunodeError, UsageError
 from bot.render.acting import notice as _acting_notice
-from bot.render.markdown import render_timeline_markdown
 from bot.render.messages import render_notice
 from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
@@ -217,25 +216,23 @@ async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> None:
 async def upload_timeline(
     s: BotServices, incident_ref: str | None, *, channel: str, user: str, thread_ts: str | None
 ) -> None:
+    """The postmortem draft (charts, Markdown, self-contained HTML) into the thread."""
+    from bot.services.postmortem import export_postmortem, upload_postmortem
+
     incident = await s.ops.resolve_id(incident_ref, channel=channel, thread_ts=thread_ts)
-    entries = await s.ops.timeline(incident.id)
-    snapshots = await s.store.snapshots(incident.id)
-    content = render_timeline_markdown(incident, entries, snapshots)
-    await s.chat.upload(
-        incident.channel,
-        incident.thread_ts,
-        filename=f"{incident.id}-timeline.md",
-        title=f"{incident.id} timeline",
-        content=content,
+    cluster = str(getattr(s.kube, "cluster_name", "") or "")
+    files = await export_postmortem(
+        s.store, s.chat.user_name, incident, cluster=cluster, now=s.clock()
     )
+    names = await upload_postmortem(s.chat, incident, files)
     await s.store.append_timeline(
         TimelineEntry(
             incident_id=incident.id,
             at=s.clock(),
             kind="note",
             actor=user,
-            text="timeline exported",
-            data={},
+            text="postmortem draft exported",
+            data={"files": names},
         )
     )
 

@@ -47,6 +47,7 @@ class SlackChat:
         self._client = client
         self._ttl = cache_ttl_s
         self._groups: dict[str, tuple[float, list[str]]] = {}
+        self._names: dict[str, str] = {}
 
     @property
     def client(self) -> AsyncWebClient:
@@ -88,15 +89,26 @@ class SlackChat:
             raise _fail("chat.postEphemeral", exc) from exc
 
     async def upload(
-        self, channel: str, thread_ts: str | None, *, filename: str, title: str, content: str
+        self,
+        channel: str,
+        thread_ts: str | None,
+        *,
+        filename: str,
+        title: str,
+        content: str | bytes,
+        alt_txt: str | None = None,
     ) -> None:
+        """Slack's upload flow (``files_upload_v2``): ``files.getUploadURLExternal`` with the
+        byte length, the bytes POSTed to the returned ``upload_url``, then
+        ``files.completeUploadExternal`` with ``channel_id`` and ``thread_ts``."""
         try:
             await self._client.files_upload_v2(
                 channel=channel,
                 thread_ts=thread_ts,
                 filename=filename,
                 title=title,
-                content=content,
+                alt_txt=alt_txt,
+                **({"file": content} if isinstance(content, bytes) else {"content": content}),
             )
         except _FAILURES as exc:
             raise _fail("files.upload", exc) from exc
@@ -107,6 +119,23 @@ class SlackChat:
         except _FAILURES as exc:
             raise _fail("views.open", exc) from exc
         return str(resp["view"]["id"])
+
+    async def user_name(self, user_id: str) -> str:
+        """``users.info``: the display name (with the real name when it differs), cached per
+        process; a lookup that fails gives the id back (a name is never worth a failure)."""
+        if user_id in self._names:
+            return self._names[user_id]
+        try:
+            resp = await self._client.users_info(user=user_id)
+        except _FAILURES:
+            return user_id
+        user = resp.get("user") or {}
+        profile = user.get("profile") or {}
+        display = profile.get("display_name") or user.get("name") or user_id
+        real = profile.get("real_name") or user.get("real_name") or ""
+        name = f"{display} ({real})" if real and real != display else str(display)
+        self._names[user_id] = name
+        return name
 
     async def usergroup_members(self, usergroup_id: str) -> list[str]:
         cached = self._groups.get(usergroup_id)

@@ -5,7 +5,8 @@ in the thread, presses tier 3, edits the caps (the bot refuses a limit below the
 until she ticks the acknowledgement), sees the dry run, applies it through the confirm
 dialog, and sees the outcome and the before/after diff. She then requests tier 1, Bob
 approves it (user picker), and the PodDisruptionBudget-protected pod is reported as blocked.
-Finally Alice exports the timeline and the Markdown file appears in the thread.
+Finally Alice exports the timeline: the postmortem draft (Markdown and HTML) appears in the
+thread, the HTML shown in a frame. The diagnosis chart shows inline as an image.
 
 Assertions are on what is on screen (texts, dialogs, buttons), never on bot internals.
 Screenshots go to ``test-artifacts/browser/``.
@@ -152,19 +153,37 @@ def export_timeline(page: Any, shots: Shots) -> None:
     act_as(page, "U_ALICE")
     command(page, f"timeline {INCIDENT}")
     thread = page.get_by_test_id("thread-pane")
-    card = thread.get_by_test_id("file-card").filter(has_text=INCIDENT).last
+    card = thread.get_by_test_id("file-card").filter(has_text=f"{INCIDENT}-postmortem.html")
     expect(card.get_by_test_id("file-meta")).to_contain_text(
-        re.compile(rf"{INCIDENT}\S*\.md"), timeout=STEP_MS
+        re.compile(rf"{INCIDENT}-postmortem\.html"), timeout=STEP_MS
     )
-    card.scroll_into_view_if_needed()
-    shots("10-timeline-file", page)
+    md = thread.get_by_test_id("file-card").filter(has_text=f"{INCIDENT}-postmortem.md")
+    expect(md).to_have_count(1)
+    frame = thread.get_by_test_id("file-frame").last
+    expect(frame).to_be_visible()
+    expect(page.frame_locator('[data-testid="file-frame"]').last.locator("h1")).to_contain_text(
+        "Postmortem draft"
+    )
+    frame.scroll_into_view_if_needed()
+    shots("10-postmortem-in-thread", page)
     with page.context.expect_page() as opened:
         card.get_by_test_id("file").click()
     content = opened.value
-    expect(content.locator("body")).to_contain_text(INCIDENT)
-    expect(content.locator("body")).to_contain_text(NODE)
-    shots("11-timeline-opened", content)
+    expect(content.locator("h1")).to_contain_text(INCIDENT)
+    expect(content.locator("#summary")).to_contain_text(NODE)
+    expect(content.locator("#participants")).to_contain_text("Alice Ng")
+    shots("11-postmortem-opened", content)
     content.close()
+
+
+def the_chart_is_in_the_thread(page: Any, shots: Shots) -> None:
+    """The diagnosis chart shows inline in the thread as an image that loaded."""
+    image = page.get_by_test_id("thread-pane").get_by_test_id("file-image").first
+    expect(image).to_be_visible(timeout=STEP_MS)
+    width = image.evaluate("img => img.complete ? img.naturalWidth : 0")
+    assert width == 1000
+    image.scroll_into_view_if_needed()
+    shots("03b-chart-in-thread", page)
 
 
 @pytest.mark.browser
@@ -174,6 +193,7 @@ def test_a_person_walks_the_demo_story_in_the_console(
 ) -> None:
     page.goto(demo_console + "/")
     thread = diagnose(page, shots)
+    the_chart_is_in_the_thread(page, shots)
     cap_the_offender(page, thread, shots)
     stop_the_cascade(page, thread, shots)
     export_timeline(page, shots)

@@ -28,7 +28,10 @@ def test_demo_script_runs_the_whole_story_and_prints_the_thread(tmp_path: Path) 
     assert "INC-0001" in out and "Memory evidence" in out
     assert "✓ tier 3 applied" in out
     assert "✓ tier 1 approved by Bob and executed" in out
-    assert "✓ timeline exported: INC-0001-timeline.md" in out
+    exported = ", ".join(
+        f"INC-0001-postmortem{suffix}" for suffix in ("-start.png", "-end.png", ".md", ".html")
+    )
+    assert f"✓ timeline exported: {exported}" in out
     assert "Traceback" not in done.stderr
 
 

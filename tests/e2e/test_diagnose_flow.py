@@ -72,17 +72,45 @@ async def test_a_reply_delivered_three_times_lands_in_the_timeline_once(demo: De
     assert said[0].actor == "U_CAROL"
 
 
-async def test_timeline_command_uploads_the_markdown_into_the_thread(demo: Demo) -> None:
+async def test_diagnose_uploads_a_png_chart_into_the_thread_with_slacks_upload_flow(
+    demo: Demo,
+) -> None:
     root_ts = await diagnose(demo)
+
+    [chart] = [f for f in demo.slack.files(CHANNEL) if f["name"].endswith(".png")]
+    assert chart["thread_ts"] == root_ts and chart["name"].startswith("INC-0001-memory-")
+    png = chart["content"]
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    asked = [c.args for c in demo.slack.calls if c.method == "files.getUploadURLExternal"]
+    assert [int(a["length"]) for a in asked] == [len(png)]
+    [done] = [c.args for c in demo.slack.calls if c.method == "files.completeUploadExternal"]
+    assert (done["channel_id"], done["thread_ts"]) == (CHANNEL, root_ts)
+    [msg] = [m for m in thread(demo, root_ts) if m.get("files")]
+    assert msg["files"][0]["mimetype"] == "image/png"
+
+
+async def test_timeline_command_uploads_the_postmortem_draft_into_the_thread(
+    demo: Demo,
+) -> None:
+    root_ts = await diagnose(demo)
+    charts = {f["id"] for f in demo.slack.files(CHANNEL)}
 
     await demo.slack.slash_command("U_ALICE", CHANNEL, "timeline INC-0001")
     await demo.drain()
 
-    files = demo.slack.files(CHANNEL)
-    assert [f["name"] for f in files] == ["INC-0001-timeline.md"]
-    assert files[0]["thread_ts"] == root_ts
-    content = files[0]["content"].decode()
-    assert content.startswith("#") and "INC-0001" in content and NODE in content
+    files = [f for f in demo.slack.files(CHANNEL) if f["id"] not in charts]
+    assert [f["name"] for f in files] == [
+        "INC-0001-postmortem-start.png",
+        "INC-0001-postmortem.md",
+        "INC-0001-postmortem.html",
+    ]
+    assert all(f["thread_ts"] == root_ts for f in files)
+    md = files[1]["content"].decode()
+    assert md.startswith("# Postmortem draft: INC-0001") and NODE in md
+    assert "![" in md and "(INC-0001-postmortem-start.png)" in md
+    assert "alice (Alice Ng)" in md and "U_ALICE" not in md.split("## Appendix")[0]
+    html = files[2]["content"].decode()
+    assert html.startswith("<!DOCTYPE html>") and 'src="data:image/png;base64,' in html
 
 
 async def test_status_lists_the_open_incident_to_the_asker_only(demo: Demo) -> None:

@@ -43,6 +43,7 @@ def seed_with(
     base["workloads"] = [w for w in base["workloads"] if w["name"] not in drop] + list(workloads)
     base["crds"] = list(crds)
     base["objects"] = list(objects)
+    base.pop("expected", None)  # a changed seed is no longer the labelled story
     return Scenario.model_validate(base)
 
 

@@ -34,7 +34,7 @@ async def test_the_bot_deployment_never_lands_on_a_gpu_node(make_gateway: Make) 
     gw, sim = await make_gateway("seed")
     body = yaml.safe_load(DEPLOYMENT.read_text(encoding="utf-8"))
     body["metadata"]["namespace"] = "gpunode"
-    # installing gpunode is the admin's job (the bot's own role cannot create Deployments)
+    # the cluster admin applies the manifest (the bot may not create Deployments)
     status, _ = await kube_call(
         sim.url, "POST", "/apis/apps/v1/namespaces/gpunode/deployments", body=body
     )

@@ -26,8 +26,8 @@ NODE = "gpu-node-01"
 GI = 1024**3
 
 
-def _cache(policy: str | None = None) -> Scenario:
-    """seed's feature-cache (redis: requests 500m/1Gi, limit 12Gi, uses 3Gi)."""
+def _cache(policy: str | None = None, *, unlimited: bool = False) -> Scenario:
+    """seed's feature-cache (redis: requests 500m/1Gi, limit 12Gi or none, uses 3Gi)."""
     raw = next(
         w.model_dump(mode="json")
         for w in load_scenario("seed").workloads
@@ -35,6 +35,8 @@ def _cache(policy: str | None = None) -> Scenario:
     )
     if policy:
         raw["containers"][0]["resize_policy"] = {"memory": policy}
+    if unlimited:
+        raw["containers"][0]["limits"] = {}
     return seed_with([raw], drop=("feature-cache",))
 
 
@@ -48,6 +50,25 @@ def _template(limit: str, request: str, *, cpu: str | None = None) -> Step:
         name="feature-cache",
         params={"container": "redis", "requests": requests, "limits": limits, "env": {}},
     )
+
+
+@pytest.mark.parametrize(
+    ("version", "limit", "below", "refusal"),
+    [
+        ("1.33", "8Gi", False, "resize_memory_decrease_needs_restart_policy"),
+        ("1.35", "2Gi", True, "resize_below_usage"),
+        ("1.35", "8Gi", False, None),
+    ],
+)
+async def test_setting_a_memory_limit_where_there_was_none_is_a_decrease_for_in_place_resize(
+    make_gateway: Make, version: str, limit: str, below: bool, refusal: str | None
+) -> None:
+    gw, _ = await make_gateway(_cache(unlimited=True), sim_kw={"kube_version": version})
+    view = await gw.get_cluster_view(NODE)
+    pod = next(p for p in view.pods if p.name.startswith("feature-cache-"))
+    assert "memory" not in next(c for c in pod.containers if c.name == "redis").limits
+    step = _template(limit, "1Gi")
+    assert in_place_refusal(view, pod, step, below_usage=below) == refusal
 
 
 @pytest.mark.parametrize(

@@ -90,7 +90,7 @@ async def test_on_delete_restarts_nothing_and_the_plan_and_the_watch_say_so(
     assert before and after and before["metadata"]["uid"] == after["metadata"]["uid"]
     progress = await gw.rollout_progress("StatefulSet", "ml-train", "train-llm")
     assert judge(progress) == "on_delete"
-    # a pod deleted by hand comes back with the new template
+    # a pod deleted by hand (a person, as the admin) comes back with the new template
     status, _ = await kube_call(sim.url, "DELETE", "/api/v1/namespaces/ml-train/pods/train-llm-0")
     assert status == 200
     await _until(lambda: judge_now(sim))

@@ -96,25 +96,33 @@ async def test_the_stand_in_scheduler_preempts_only_when_the_policy_allows(
     make_gateway: Make, policy: str, preempted: bool
 ) -> None:
     gw, sim = await make_gateway(seed_with([_gpu_filler()]))
-    status, _ = await kube_call(  # an admin's class: the bot may create only gpunode-* ones
+    # the world is set up by the cluster admin: a class the bot may not create, and the patch
+    status, _ = await kube_call(
         sim.url,
         "POST",
         "/apis/scheduling.k8s.io/v1/priorityclasses",
-        body={"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-              "metadata": {"name": "urgent"}, "value": 100000, "preemptionPolicy": policy},
-    )  # fmt: skip
+        body={
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "urgent"},
+            "value": 100000,
+            "description": "test",
+            "preemptionPolicy": policy,
+        },
+    )
     assert status == 201
     await gw.cordon(NODE, dry_run=False)
     sweep = next(
         p for p in sim.list("pods", "research") if p["metadata"]["name"].startswith("sweep")
     )
-    await asyncio.to_thread(
-        gw.transport.request,
+    status, _ = await kube_call(
+        sim.url,
         "PATCH",
         "/apis/apps/v1/namespaces/ml-train/statefulsets/train-llm",
         body={"spec": {"template": {"spec": {"priorityClassName": "urgent"}}}},
         content_type="application/strategic-merge-patch+json",
     )
+    assert status == 200
     for _ in range(100):
         pod = sim.get("pods", "ml-train", "train-llm-0")
         if pod is not None and pod["spec"].get("priorityClassName") == "urgent":

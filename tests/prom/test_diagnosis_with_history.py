@@ -21,7 +21,7 @@ from bot.core.thresholds import DEFAULT
 from bot.kube.gateway import Gateway
 from bot.prom.client import PrometheusClient
 from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import BOT_NAMESPACE, BOT_TOKEN
+from bot.sandbox.kubesim.access import BOT_TOKEN
 from bot.services.cli_diagnose import diagnose_node
 from bot.services.history import HistoryService
 
@@ -31,9 +31,13 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 def _gateway(sim: KubeSim) -> Gateway:
     settings = KubeSettings(
-        mode="server", server=sim.url, token=BOT_TOKEN, verify_tls=False, namespace=BOT_NAMESPACE,
+        mode="server",
+        server=sim.url,
+        token=BOT_TOKEN,
+        verify_tls=False,
+        namespace="gpunode",
         job_timeout_s=20,
-    )  # fmt: skip
+    )  # fmt: skip  (the bot diagnoses with its own deployed rights)
     return Gateway.from_settings(settings)
 
 

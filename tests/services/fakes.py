@@ -353,6 +353,7 @@ class FakeChat:
         self.ephemerals: list[Ephemeral] = []
         self.views: list[tuple[str, dict[str, Any]]] = []
         self.uploads: list[dict[str, Any]] = []
+        self.names: dict[str, str] = {}
         self.usergroups = usergroups or {}
         self._ts = itertools.count(1)
         #: errors the next ``post`` calls raise, in order (as Slack's not_in_channel would)
@@ -390,11 +391,18 @@ class FakeChat:
         self.ephemerals.append(Ephemeral(channel, user, text, list(blocks), thread_ts))
 
     async def upload(
-        self, channel: str, thread_ts: str | None, *, filename: str, title: str, content: str
+        self,
+        channel: str,
+        thread_ts: str | None,
+        *,
+        filename: str,
+        title: str,
+        content: str | bytes,
+        alt_txt: str | None = None,
     ) -> None:
         self.uploads.append(
             {"channel": channel, "thread_ts": thread_ts, "filename": filename, "title": title,
-             "content": content}
+             "content": content, "alt_txt": alt_txt}
         )  # fmt: skip
 
     async def open_view(self, trigger_id: str, view: dict[str, object]) -> str:
@@ -403,6 +411,9 @@ class FakeChat:
 
     async def usergroup_members(self, usergroup_id: str) -> list[str]:
         return list(self.usergroups.get(usergroup_id, []))
+
+    async def user_name(self, user_id: str) -> str:
+        return self.names.get(user_id, user_id)
 
     # -- test helpers ---------------------------------------------------------------------
     def roots(self) -> list[Posted]:

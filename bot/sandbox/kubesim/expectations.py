@@ -20,9 +20,9 @@ errors, like everywhere in the scenario format.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from bot.core.findings import VerdictCause
 from bot.sandbox.kubesim.quantities import to_bytes
@@ -64,17 +64,8 @@ class Expected(_M):
     cause: VerdictCause
     subject: str | None = None
     contributing: list[Contribution] = Field(default_factory=list)
-    tiers: dict[Literal[1, 2, 3], TierExpectation] = Field(default_factory=dict)
+    #: tier number (1-3); an int key so a JSON round trip (keys as strings) validates again
+    tiers: dict[Annotated[int, Field(ge=1, le=3)], TierExpectation] = Field(default_factory=dict)
     runbook: str | None = None
     shortage: ByteRange | None = None
     why: str = Field(description="the expert's reasoning from the numbers, one or two lines")
-
-    @field_validator("tiers", mode="before")
-    @classmethod
-    def _tier_keys(cls, value: object) -> object:
-        """Tier numbers written as text (a JSON round trip of a scenario) read as numbers."""
-        if isinstance(value, dict):
-            return {
-                int(k) if isinstance(k, str) and k.isdecimal() else k: v for k, v in value.items()
-            }
-        return value

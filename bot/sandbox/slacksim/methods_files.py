@@ -9,6 +9,7 @@ the files into a channel or thread as a bot message carrying ``files``.
 from __future__ import annotations
 
 import json
+import mimetypes
 from typing import Any
 
 from bot.sandbox.slacksim.apierrors import ApiError
@@ -17,17 +18,29 @@ from bot.sandbox.slacksim.state import BOT_USER_ID, SharedFile, Workspace
 
 JSON = dict[str, Any]
 MAX_FILE_BYTES = 1_000_000_000  # Slack's documented upload cap is 1 GB
+MAX_ALT_TXT = 1000  # files.getUploadURLExternal: alt_txt_too_large beyond 1000 characters
+#: Slack's ``filetype`` for the extensions gpunode uploads (else "text")
+FILETYPES = {".png": "png", ".html": "html", ".md": "markdown", ".json": "json"}
+
+
+def mimetype_of(filename: str) -> str:
+    """The mimetype Slack reports (and the stand-in serves) for a file name."""
+    if filename.endswith(".md"):
+        return "text/markdown"
+    return mimetypes.guess_type(filename)[0] or "text/plain"
 
 
 def file_object(ws: Workspace, f: SharedFile) -> JSON:
     url = f"{ws.base_url}/files/{f.id}/{f.filename}"
+    ext = f.filename[f.filename.rfind(".") :] if "." in f.filename else ""
     return {
         "id": f.id,
         "name": f.filename,
         "title": f.title or f.filename,
         "size": f.length,
-        "mimetype": "text/plain",
-        "filetype": "text",
+        "mimetype": mimetype_of(f.filename),
+        "filetype": FILETYPES.get(ext, "text"),
+        "alt_txt": f.alt_txt,
         "user": f.user,
         "url_private": url,
         "url_private_download": url,
@@ -43,10 +56,15 @@ def get_upload_url(ws: Workspace, args: JSON) -> JSON:
         length = int(args["length"])
     except ValueError as exc:
         raise ApiError("invalid_arguments") from exc
+    if length <= 0:  # Slack: missing_argument "typically only occurs when length is 0"
+        raise ApiError("missing_argument")
     if length > MAX_FILE_BYTES:
         raise ApiError("file_upload_size_restricted")
+    alt = str(args.get("alt_txt") or "")
+    if len(alt) > MAX_ALT_TXT:
+        raise ApiError("alt_txt_too_large")
     fid = ws.new_id("F")
-    ws.files[fid] = SharedFile(fid, str(args["filename"]), length, BOT_USER_ID)
+    ws.files[fid] = SharedFile(fid, str(args["filename"]), length, BOT_USER_ID, alt_txt=alt)
     return {"upload_url": f"{ws.base_url}/upload/v1/{fid}", "file_id": fid}
 
 

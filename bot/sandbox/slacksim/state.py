@@ -122,6 +122,7 @@ class SharedFile:
     content: bytes | None = None
     channels: list[str] = field(default_factory=list)
     thread_ts: str | None = None
+    alt_txt: str = ""
 
 
 class Workspace:

@@ -149,4 +149,6 @@ class WebApi:
         f = self.ws.files.get(request.match_info["fid"])
         if f is None or f.content is None:
             return web.Response(status=404, text="file_not_found")
-        return web.Response(body=f.content, content_type="text/plain", charset="utf-8")
+        mimetype = methods_files.mimetype_of(f.filename)
+        charset = "utf-8" if mimetype.startswith("text/") else None
+        return web.Response(body=f.content, content_type=mimetype, charset=charset)

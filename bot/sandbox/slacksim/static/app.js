@@ -71,8 +71,21 @@ function renderFile(f) {
                         text: f.title || f.name});
   const meta = el("div", {className: "file-meta", "data-testid": "file-meta",
                           text: [f.name, fmtSize(f.size)].filter(Boolean).join(" · ")});
-  return el("div", {className: "file", "data-testid": "file-card"}, [el("span", {className: "file-icon", text: "\u{1F4C4}"}),
+  const card = el("div", {className: "file", "data-testid": "file-card"}, [el("span", {className: "file-icon", text: "\u{1F4C4}"}),
                                          el("div", {}, [link, meta])]);
+  // Slack shows images inline and opens other files in a viewer: images get a preview, an
+  // HTML document (the postmortem draft) a sandboxed frame below its card (no scripts run)
+  if ((f.mimetype || "").startsWith("image/")) {
+    const img = el("img", {className: "file-image", src: f.url_private, alt: f.alt_txt || f.title || f.name,
+                           "data-testid": "file-image"});
+    return el("div", {className: "file-block"}, [card, img]);
+  }
+  if (f.mimetype === "text/html") {
+    const frame = el("iframe", {className: "file-frame", src: f.url_private, title: f.title || f.name,
+                                sandbox: "", "data-testid": "file-frame"});
+    return el("div", {className: "file-block"}, [card, frame]);
+  }
+  return card;
 }
 
 // Message nodes are reused while their message is unchanged, and lists are patched in place

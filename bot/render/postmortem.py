@@ -1,0 +1,119 @@
+"""The postmortem draft as Markdown and as one self-contained HTML file.
+
+Both render the same ``bot.core.postmortem.Postmortem`` through templates
+(``templates/markdown/<locale>/postmortem.md.j2``, ``templates/html/<locale>/postmortem.html.j2``).
+Sentences (verdicts, findings, talking points) come from the shared sentence templates: in
+Markdown escaped for Markdown, in HTML as plain text that the HTML environment's autoescape
+escapes. Charts: Markdown links the PNG files uploaded next to it; HTML embeds them as
+``data:image/png;base64`` URIs, so the file stands alone (no network, no attachments).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+import jinja2
+
+from bot.core.findings import Diagnosis
+from bot.core.postmortem import Postmortem, Snapshot
+from bot.render import environment, filters
+from bot.render.prevention import render_prevention_files
+from bot.render.sentences import Fmt, sentence
+from bot.render.views import build_view
+
+
+@cache
+def html_environment() -> jinja2.Environment:
+    """Like the shared environment, with HTML autoescape on (every value is escaped unless a
+    template marks it safe; only the data: URIs of our own PNGs are)."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(environment.template_root())),
+        undefined=jinja2.StrictUndefined,
+        autoescape=True,
+        keep_trailing_newline=True,
+        auto_reload=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(filters.FILTERS)
+    return env
+
+
+def _evidence(snap: Snapshot | None, fmt: Fmt, locale: str) -> dict[str, Any] | None:
+    if snap is None:
+        return None
+    d: Diagnosis = snap.diagnosis
+    view = build_view(d, snap.bundle, top_pods=5)
+    v = d.verdict
+    return {
+        "at": snap.at,
+        "cause": v.cause,
+        "confidence": v.confidence,
+        "verdict": sentence(
+            "verdicts", v.cause, v.params, fmt=fmt, subject=v.subject, locale=locale
+        ),
+        "used_bytes": view.ledger.used_bytes,
+        "total_bytes": view.ledger.total_bytes,
+        "pods": [(p.label, p.bytes) for p in view.pods],
+        "kernel": [(k.label, k.bytes) for k in view.kernel],
+        "gpu_used_bytes": view.gpu_used_bytes,
+        "gpu_total_bytes": view.gpu_total_bytes,
+        "findings": [
+            sentence(
+                "findings",
+                f.code,
+                f.params,
+                fmt=fmt,
+                subject=f.subject,
+                severity=f.severity,
+                locale=locale,
+            )
+            for f in d.findings
+            if f.severity in ("critical", "warning")
+        ],
+    }
+
+
+def _points(snap: Snapshot | None, fmt: Fmt, locale: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {"ai_team": [], "ops_team": []}
+    for tp in snap.diagnosis.talking_points if snap is not None else []:
+        text = sentence("talking_points", tp.key, tp.params, fmt=fmt, locale=locale)
+        out[tp.audience].append(("(unverified) " if tp.unverified else "") + text)
+    return out
+
+
+def context(pm: Postmortem, *, fmt: Fmt, locale: str = "en") -> dict[str, Any]:
+    """Template context shared by both formats (sentences pre-rendered in ``fmt``)."""
+    kit = render_prevention_files(pm.prevention, locale=locale) if pm.prevention is not None else {}
+    return {
+        "pm": pm,
+        "kit": kit,
+        "start": _evidence(pm.start, fmt, locale),
+        "end": _evidence(pm.end, fmt, locale),
+        "points": _points(pm.start, fmt, locale),
+    }
+
+
+def render_postmortem_markdown(
+    pm: Postmortem, *, charts: Mapping[str, str], locale: str = "en"
+) -> str:
+    """Markdown; ``charts`` maps ``start``/``end`` to the PNG file names uploaded with it."""
+    ctx = context(pm, fmt="markdown", locale=locale)
+    return environment.render("markdown", "postmortem.md.j2", locale=locale, charts=charts, **ctx)
+
+
+def data_uri(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def render_postmortem_html(
+    pm: Postmortem, *, charts: Mapping[str, bytes], locale: str = "en"
+) -> str:
+    """One HTML file; ``charts`` maps ``start``/``end`` to PNG bytes, embedded as data URIs."""
+    ctx = context(pm, fmt="text", locale=locale)
+    name = environment.localized_name("html", "postmortem.html.j2", locale=locale)
+    uris = {k: data_uri(v) for k, v in charts.items()}
+    return html_environment().get_template(name).render(charts=uris, **ctx)

@@ -1,0 +1,102 @@
+"""The postmortem draft as data: who did what, what exactly changed, what it bought."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from analysis_builders import bundle, meminfo
+
+from bot.core.analysis import analyze
+from bot.core.history import History, Marker
+from bot.core.incidents import Incident, TimelineEntry
+from bot.core.postmortem import ActionInput, Snapshot, build_postmortem, object_changes
+
+T0 = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
+NAMES = {"U_ALICE": "alice (Alice Ng)", "U_BOB": "bob (Bob Okafor)"}
+
+
+def _snap(minutes: int, free_gib: float, *oom: tuple[int, str]) -> Snapshot:
+    at = T0 + timedelta(minutes=minutes)
+    d = analyze(bundle(meminfo=meminfo(256, free=free_gib)), None, now=at)
+    marks = [
+        Marker(at=T0 + timedelta(seconds=s), kind="oom_kill", subject=who,
+               label="global OOM kill python", source="kmsg:/dev/kmsg")
+        for s, who in oom
+    ]  # fmt: skip
+    history = History(node="n1", source="snapshot", start=T0, end=at, step_s=0, markers=marks)
+    return Snapshot(at=at, diagnosis=d.model_copy(update={"history": history}))
+
+
+RESULT = {
+    "changes": [
+        {"kind": "Deployment", "namespace": "data-prep", "name": "preprocess",
+         "verb": "patch_resources", "dry_run": False, "noop": False,
+         "before": {"container": "pandas", "resourceVersion": "1",
+                    "resources": {"limits": {"memory": "64Gi"}}},
+         "after": {"generation": 2, "resourceVersion": "2",
+                   "resources": {"limits": {"memory": "49Gi", "cpu": "12"}}}},
+        {"kind": "Node", "name": "n1", "verb": "cordon", "dry_run": True, "noop": False,
+         "before": {"unschedulable": False}, "after": {"unschedulable": True}},
+    ],
+    "evictions": [
+        {"namespace": "serving", "name": "cache-0", "status": "blocked", "reason": "PDB"},
+    ],
+}  # fmt: skip
+
+
+def test_object_changes_are_the_fields_that_moved_without_bookkeeping_or_dry_runs() -> None:
+    [change] = object_changes(RESULT)
+    assert (change.kind, change.name, change.verb) == (
+        "Deployment", "data-prep/preprocess", "patch_resources",
+    )  # fmt: skip
+    assert [(f.field, f.before, f.after) for f in change.fields] == [
+        ("resources.limits.memory", "64Gi", "49Gi"),
+        ("resources.limits.cpu", "unset", "12"),
+    ]
+
+
+def test_the_draft_names_people_measures_each_action_and_counts_each_kill_once() -> None:
+    start = _snap(0, 2, (60, "ml/train-0"))
+    # the same kill re-read a minute later by the next collection, its pod gone by then
+    end = _snap(30, 60, (120, "d8b62765-uid"))
+    incident = Incident(
+        id="INC-0007", number=7, node="n1", channel="C1", thread_ts="1.0",
+        state="mitigating", opened_at=T0, opened_by="U_ALICE",
+    )  # fmt: skip
+    entries = [
+        TimelineEntry(incident_id="INC-0007", at=T0 + timedelta(minutes=m), kind=k,
+                      actor=who, text=t, data=d)
+        for m, k, who, t, d in [
+            (0, "opened", "U_ALICE", "incident opened", {}),
+            (5, "approval", "U_BOB", "approved", {}),
+            (6, "action_result", "U_BOB", "tier 3 succeeded", {"action_id": "A1"}),
+        ]
+    ]  # fmt: skip
+    action = ActionInput(
+        action_id="A1", tier=3, requester="U_ALICE", state="succeeded",
+        created_at=T0 + timedelta(minutes=4), updated_at=T0 + timedelta(minutes=6),
+        plan={"target": "Deployment/data-prep/preprocess", "reason": "starving the node",
+              "restarts": ["data-prep/preprocess-1"]},
+        result=RESULT, approvers=["U_BOB"],
+    )  # fmt: skip
+    pm = build_postmortem(
+        incident, entries, snapshots=[end, start], actions=[action], names=NAMES,
+        cluster="prod-eu", now=T0 + timedelta(hours=1),
+    )  # fmt: skip
+    assert pm.participants == ["alice (Alice Ng)", "bob (Bob Okafor)"]
+    assert pm.duration_s == 3600 and not pm.resolved
+    assert pm.start is start and pm.end is end
+    assert pm.oom_kills == ["global OOM kill python (ml/train-0) at 2026-12-01 02:01 UTC"]
+    assert pm.restarted == ["data-prep/preprocess-1 (tier 3, gpunode)"] and pm.evicted == []
+    [a] = pm.actions
+    assert (a.requested_by, a.approved_by, a.reason) == (
+        "alice (Alice Ng)", ["bob (Bob Okafor)"], "starving the node",
+    )  # fmt: skip
+    assert [e.status for e in a.evictions] == ["blocked"]
+    assert a.effect is not None
+    assert a.effect.available_before_bytes is not None
+    assert a.effect.available_after_bytes is not None
+    assert a.effect.available_after_bytes > a.effect.available_before_bytes
+    assert [r.actor for r in pm.timeline] == [
+        "alice (Alice Ng)", "bob (Bob Okafor)", "bob (Bob Okafor)",
+    ]  # fmt: skip

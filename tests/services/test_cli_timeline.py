@@ -1,0 +1,35 @@
+"""`gpunode timeline INC` in a terminal prints the same postmortem draft as the slash command
+(without charts or Slack names: a terminal has neither)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from bot.core.incidents import TimelineEntry
+from bot.store.storing import Store
+
+
+async def test_the_cli_timeline_prints_the_postmortem_draft(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "gpunode.db"
+    at = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
+    async with await Store.open(str(path)) as store:
+        incident, _ = await store.open_or_join_incident(
+            "gpu-node-01", "C1", opened_by="U_ALICE", at=at
+        )
+        await store.append_timeline(
+            TimelineEntry(incident_id=incident.id, at=at, kind="note", actor="U_BOB",
+                          text="looking at it")
+        )  # fmt: skip
+    monkeypatch.setenv("GPUNODE_STORE__PATH", str(path))
+    assert await asyncio.to_thread(main, ["timeline", incident.id]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"# Postmortem draft: {incident.id} · gpu-node-01")
+    assert "## Participants" in out and "- U\\_BOB" in out
+    assert "| " in out.split("## Appendix: the full timeline")[1]
