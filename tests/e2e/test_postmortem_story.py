@@ -41,7 +41,7 @@ async def test_the_demo_storys_export_is_a_postmortem_draft_with_people_changes_
     assert "Requested by alice (Alice Ng)" in body
     assert "Why: preprocessing is starving the node" in body
     assert "Deployment data-prep/preprocess (patch\\_resources)" in body
-    assert "`resources.limits.memory`: 64Gi → 49Gi" in body
+    assert "`resources.limits.memory`: 64Gi → 39Gi" in body  # held 61.5 GiB less 21.6 short
     assert "Measured effect: verdict" in body
     # tier 1: approved by Bob; the PDB-protected pod blocked (tier 3's restarted preprocess pod
     # was scheduled on another node, so nothing else was left to evict)
