@@ -250,10 +250,11 @@ class DiagnoseService:
             log.exception("chart for %s could not be drawn", incident.id)
             return
         try:
+            # microseconds: two snapshots within one second (an action's before/after) differ
             await self._chat.upload(
                 incident.channel,
                 thread_ts,
-                filename=f"{incident.id}-{name}-{diagnosis.collected_at:%H%M%S}.png",
+                filename=f"{incident.id}-{name}-{diagnosis.collected_at:%H%M%S%f}.png",
                 title=spec.title,
                 content=png,
                 alt_txt=f"{spec.title}: host memory by consumer and GPU memory over time",

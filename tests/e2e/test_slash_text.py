@@ -100,6 +100,7 @@ async def test_a_user_bound_to_no_role_cannot_read_status_top_or_timeline(
 ) -> None:
     await diagnose(demo)
     before = len(ephemeral_texts(demo.slack, DAVE))
+    files_before = demo.slack.files(CHANNEL)  # the diagnosis' own chart
 
     result = await demo.slack.slash_command(DAVE, CHANNEL, typed)
     await demo.drain()
@@ -108,7 +109,7 @@ async def test_a_user_bound_to_no_role_cannot_read_status_top_or_timeline(
     assert result.status == 200
     assert any("bound to no role" in t for t in told), told
     assert not any(shows in t for t in told if "On it" not in t and "no role" not in t)
-    assert demo.slack.files(CHANNEL) == []
+    assert demo.slack.files(CHANNEL) == files_before  # no export uploaded for them
     rows = [a for a in await demo.runtime.store.audit_since(None) if a.actor == DAVE]
     assert rows and rows[-1].action == "view" and rows[-1].decision == "denied"
 

@@ -19,6 +19,7 @@ from bot.core.thresholds import DEFAULT
 from bot.kube.gateway import Gateway
 from bot.prom.client import PrometheusClient
 from bot.sandbox.kubesim import KubeSim
+from bot.sandbox.kubesim.access import BOT_TOKEN
 from bot.services.cli_diagnose import diagnose_node
 from bot.services.history import HistoryService
 
@@ -31,8 +32,8 @@ async def test_the_slab_leak_chart_stacks_the_growing_slab_and_marks_the_oom_kil
 ) -> None:
     sim = await make_kubesim("slab-leak")
     gw = Gateway.from_settings(
-        KubeSettings(mode="server", server=sim.url, token="t", verify_tls=False,
-                     namespace="default", job_timeout_s=20)
+        KubeSettings(mode="server", server=sim.url, token=BOT_TOKEN, verify_tls=False,
+                     namespace="gpunode", job_timeout_s=20)
     )  # fmt: skip
     history = HistoryService(
         PrometheusClient(prometheus.url, timeout_s=10), window_s=6 * 3600, step_s=60, timeout_s=10
