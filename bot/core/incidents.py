@@ -58,6 +58,7 @@ class Incident(BaseModel):
     opened_by: str = Field(description="Slack user id, 'alertmanager' or 'gpunode'")
     alert_fingerprint: str | None = None
     resolution_note: str = ""
+    cluster: str = Field("", description="the cluster the node is in ('' before clusters)")
 
     @property
     def is_open(self) -> bool:
@@ -76,6 +77,7 @@ class TimelineEntry(BaseModel):
     text: str = ""
     data: dict[str, Any] = Field(default_factory=dict)
     seq: int | None = None
+    cluster: str = Field("", description="the incident's cluster (the store fills it in)")
 
 
 def format_incident_id(number: int) -> str:
@@ -103,9 +105,11 @@ def open_incident(
     channel: str = "",
     alert_fingerprint: str | None = None,
     reason: str = "",
+    cluster: str = "",
 ) -> tuple[Incident, TimelineEntry]:
     """A new incident in ``investigating`` and its ``opened`` timeline entry."""
     incident = Incident(
+        cluster=cluster,
         id=format_incident_id(number),
         number=number,
         node=node,
@@ -121,17 +125,19 @@ def open_incident(
         actor=opened_by,
         text=reason or f"incident opened for node {node}",
         data={"node": node, "channel": channel},
+        cluster=cluster,
     )
     return incident, entry
 
 
-def find_joinable(incidents: Iterable[Incident], node: str) -> Incident | None:
-    """The open incident a new diagnose of ``node`` joins, or None when a new one must open.
+def find_joinable(incidents: Iterable[Incident], node: str, cluster: str = "") -> Incident | None:
+    """The open incident a new diagnose of ``cluster``/``node`` joins, or None when a new one
+    must open. A node of the same name in another cluster is another node.
 
     Resolved incidents never qualify. When several are open (should not happen; the store
     opens atomically) the oldest wins so every caller picks the same one.
     """
-    candidates = [i for i in incidents if i.node == node and i.is_open]
+    candidates = [i for i in incidents if (i.cluster, i.node) == (cluster, node) and i.is_open]
     return min(candidates, key=lambda i: i.number) if candidates else None
 
 

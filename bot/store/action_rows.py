@@ -19,8 +19,8 @@ from bot.store.sqlite import dumps, loads, parse_ts, transaction, ts
 T = TypeVar("T")
 _SELECT_ACTIONS = (
     "SELECT action_id, incident_id, tier, plan, requester, needs_approval, state, created_at, "
-    "updated_at, claimed_by, claimed_at, result, message_ts, undo_claimed_by, undo_claimed_at "
-    "FROM actions"
+    "updated_at, claimed_by, claimed_at, result, message_ts, undo_claimed_by, undo_claimed_at, "
+    "cluster FROM actions"
 )
 
 
@@ -38,8 +38,8 @@ def insert_action(conn: sqlite3.Connection, record: ActionRecord) -> None:
     try:
         conn.execute(
             "INSERT INTO actions (action_id, incident_id, tier, plan, requester, needs_approval, "
-            "state, created_at, updated_at, claimed_by, claimed_at, result, message_ts) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "state, created_at, updated_at, claimed_by, claimed_at, result, message_ts, cluster) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 record.action_id,
                 record.incident_id,
@@ -54,6 +54,7 @@ def insert_action(conn: sqlite3.Connection, record: ActionRecord) -> None:
                 ts(record.claimed_at) if record.claimed_at else None,
                 dumps(record.result) if record.result is not None else None,
                 record.message_ts,
+                record.cluster,
             ),
         )
     except sqlite3.IntegrityError as exc:

@@ -2,6 +2,9 @@
 
 Each row stores ``prev_hash`` (the previous row's ``row_hash``; ``GENESIS`` for the first)
 and ``row_hash = sha256(prev_hash || canonical JSON of the row's own columns, id included)``.
+Columns added later (``LATER_COLUMNS``: the cluster, schema step 4) enter the JSON only when
+non-empty: rows written before they existed hold '' there and hash exactly as they did, while
+a new row's cluster is covered (blanking it, or setting one on an old row, breaks the hash).
 ``audit_head`` keeps the newest row's id and hash, so removing rows at the end shows too.
 
 What ``verify`` detects, and how:
@@ -28,24 +31,29 @@ HASHED_COLUMNS = (
     "id", "at", "actor", "action", "channel", "incident_id", "action_id", "tier", "decision",
     "dry_run", "outcome", "changes", "detail", "prev_hash",
 )  # fmt: skip
+#: columns added after the chain began: hashed when non-empty (old rows keep their hash)
+LATER_COLUMNS = ("cluster",)
 #: the triggers that keep the log append-only and chained
 TRIGGERS = ("audit_no_update", "audit_no_delete", "audit_chained")
 # SQL built once from the constant column names above (no value is ever pasted in)
 _INSERT = "INSERT INTO audit ({}) VALUES ({})".format(  # noqa: S608
-    ", ".join([*HASHED_COLUMNS, "row_hash"]), ", ".join("?" * (len(HASHED_COLUMNS) + 1))
+    ", ".join([*HASHED_COLUMNS, *LATER_COLUMNS, "row_hash"]),
+    ", ".join("?" * (len(HASHED_COLUMNS) + len(LATER_COLUMNS) + 1)),
 )
 _SELECT_UNCHAINED = "SELECT {} FROM audit ORDER BY id".format(  # noqa: S608
     ", ".join(c for c in HASHED_COLUMNS if c != "prev_hash")
 )
 _SELECT_CHAINED = "SELECT {} FROM audit ORDER BY id".format(  # noqa: S608
-    ", ".join([*HASHED_COLUMNS, "row_hash"])
+    ", ".join([*HASHED_COLUMNS, *LATER_COLUMNS, "row_hash"])
 )
 
 
 def row_digest(values: dict[str, Any]) -> str:
     """sha256 over the previous hash and the row's canonical JSON (sorted keys)."""
+    hashed = {c: values.get(c) for c in HASHED_COLUMNS}
+    hashed |= {c: values[c] for c in LATER_COLUMNS if values.get(c)}
     body = json.dumps(
-        {c: values.get(c) for c in HASHED_COLUMNS},
+        hashed,
         sort_keys=True,
         separators=(",", ":"),
         ensure_ascii=False,
@@ -76,13 +84,16 @@ def insert(conn: sqlite3.Connection, values: dict[str, Any]) -> tuple[int, str, 
     last_id, prev = _head(conn)
     row = dict(values) | {"id": last_id + 1, "prev_hash": prev}
     digest = row_digest(row)
-    conn.execute(_INSERT, [row.get(c) for c in HASHED_COLUMNS] + [digest])
+    later = [row.get(c) or "" for c in LATER_COLUMNS]
+    conn.execute(_INSERT, [row.get(c) for c in HASHED_COLUMNS] + later + [digest])
     _set_head(conn, row["id"], digest)
     return row["id"], prev, digest
 
 
 def chain_existing(conn: sqlite3.Connection) -> None:
-    """Migration step: chain the rows written before the chain existed, oldest first."""
+    """Migration step: chain the rows written before the chain existed, oldest first.
+
+    Runs at schema step 2, before ``LATER_COLUMNS`` exist: it reads the original columns."""
     prev = GENESIS
     last = 0
     for r in conn.execute(_SELECT_UNCHAINED).fetchall():

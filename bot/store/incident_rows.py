@@ -23,7 +23,7 @@ from bot.store.sqlite import dumps, loads, parse_ts, transaction, ts
 
 _SELECT_INCIDENTS = (
     "SELECT id, number, node, channel, thread_ts, root_ts, state, opened_at, resolved_at, "
-    "opened_by, alert_fingerprint, resolution_note FROM incidents"
+    "opened_by, alert_fingerprint, resolution_note, cluster FROM incidents"
 )
 
 
@@ -37,8 +37,8 @@ def _incident(row: sqlite3.Row) -> Incident:
 def _insert_incident(conn: sqlite3.Connection, incident: Incident) -> None:
     conn.execute(
         "INSERT INTO incidents (id, number, node, channel, thread_ts, root_ts, state, opened_at, "
-        "resolved_at, opened_by, alert_fingerprint, resolution_note) "
-        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        "resolved_at, opened_by, alert_fingerprint, resolution_note, cluster) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             incident.id,
             incident.number,
@@ -52,6 +52,7 @@ def _insert_incident(conn: sqlite3.Connection, incident: Incident) -> None:
             incident.opened_by,
             incident.alert_fingerprint,
             incident.resolution_note,
+            incident.cluster,
         ),
     )
 
@@ -77,9 +78,21 @@ def save_incident(conn: sqlite3.Connection, incident: Incident) -> None:
 
 
 def insert_timeline(conn: sqlite3.Connection, entry: TimelineEntry) -> int:
+    """Append one entry; an entry that names no cluster gets its incident's."""
     cur = conn.execute(
-        "INSERT INTO timeline (incident_id, at, kind, actor, text, data) VALUES (?,?,?,?,?,?)",
-        (entry.incident_id, ts(entry.at), entry.kind, entry.actor, entry.text, dumps(entry.data)),
+        "INSERT INTO timeline (incident_id, at, kind, actor, text, data, cluster) "
+        "VALUES (?,?,?,?,?,?, COALESCE(NULLIF(?, ''), "
+        "(SELECT cluster FROM incidents WHERE id=?), ''))",
+        (
+            entry.incident_id,
+            ts(entry.at),
+            entry.kind,
+            entry.actor,
+            entry.text,
+            dumps(entry.data),
+            entry.cluster,
+            entry.incident_id,
+        ),
     )
     return int(cur.lastrowid or 0)
 
@@ -92,14 +105,16 @@ def open_or_join(
     opened_by: str,
     at: datetime,
     alert_fingerprint: str | None = None,
+    cluster: str = "",
 ) -> tuple[Incident, bool]:
-    """Join the node's open incident or open the next one, in one write transaction."""
+    """Join the (cluster's) node's open incident or open the next one, in one write
+    transaction. Incident numbers are global: INC-0007 names one incident in any cluster."""
     with transaction(conn):
         rows = conn.execute(
-            _SELECT_INCIDENTS + " WHERE node=? AND state!='resolved'",
-            (node,),
+            _SELECT_INCIDENTS + " WHERE cluster=? AND node=? AND state!='resolved'",
+            (cluster, node),
         ).fetchall()
-        joined = find_joinable([_incident(r) for r in rows], node)
+        joined = find_joinable([_incident(r) for r in rows], node, cluster)
         if joined is not None:
             return joined, False
         top = conn.execute("SELECT COALESCE(MAX(number), 0) FROM incidents").fetchone()[0]
@@ -110,6 +125,7 @@ def open_or_join(
             opened_by=opened_by,
             channel=channel,
             alert_fingerprint=alert_fingerprint,
+            cluster=cluster,
         )
         _insert_incident(conn, incident)
         insert_timeline(conn, entry)
@@ -137,9 +153,29 @@ def find_by_thread(conn: sqlite3.Connection, channel: str, thread_ts: str) -> In
     return _incident(row) if row else None
 
 
-def incidents_for_node(conn: sqlite3.Connection, node: str) -> list[Incident]:
-    rows = conn.execute(_SELECT_INCIDENTS + " WHERE node=? ORDER BY number", (node,)).fetchall()
-    return [_incident(r) for r in rows]
+def incidents_for_node(
+    conn: sqlite3.Connection, node: str, cluster: str | None = None
+) -> list[Incident]:
+    """The node's incidents, oldest first; of one cluster, or of every cluster (None)."""
+    if cluster is None:
+        rows = conn.execute(_SELECT_INCIDENTS + " WHERE node=? ORDER BY number", (node,))
+    else:
+        rows = conn.execute(
+            _SELECT_INCIDENTS + " WHERE cluster=? AND node=? ORDER BY number", (cluster, node)
+        )
+    return [_incident(r) for r in rows.fetchall()]
+
+
+def adopt_unclustered(conn: sqlite3.Connection, cluster: str) -> int:
+    """Rows written before clusters existed ('' ) belong to ``cluster`` (the default one):
+    an incident left open across the upgrade is joined, and its actions run, there.
+    Audit rows keep '' (append-only; their hashes cover what they said). Idempotent.
+    Returns how many incidents were adopted."""
+    with transaction(conn):
+        count = conn.execute("UPDATE incidents SET cluster=? WHERE cluster=''", (cluster,)).rowcount
+        conn.execute("UPDATE timeline SET cluster=? WHERE cluster=''", (cluster,))
+        conn.execute("UPDATE actions SET cluster=? WHERE cluster=''", (cluster,))
+    return int(count)
 
 
 def open_incidents(conn: sqlite3.Connection, node: str | None = None) -> list[Incident]:
@@ -183,7 +219,7 @@ def set_state(
 
 def timeline(conn: sqlite3.Connection, incident_id: str) -> list[TimelineEntry]:
     rows = conn.execute(
-        "SELECT seq, incident_id, at, kind, actor, text, data FROM timeline "
+        "SELECT seq, incident_id, at, kind, actor, text, data, cluster FROM timeline "
         "WHERE incident_id=? ORDER BY at, seq",
         (incident_id,),
     ).fetchall()
@@ -196,6 +232,7 @@ def timeline(conn: sqlite3.Connection, incident_id: str) -> list[TimelineEntry]:
             actor=r["actor"],
             text=r["text"],
             data=loads(r["data"]),
+            cluster=r["cluster"],
         )
         for r in rows
     ]

@@ -137,6 +137,20 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         "ALTER TABLE incidents ADD COLUMN root_claimed_by TEXT",
         "ALTER TABLE incidents ADD COLUMN root_claimed_at TEXT",
     ),
+    (
+        # 4: one bot serves many clusters. Each row names its cluster; '' marks a row
+        # written before clusters existed (the single cluster of that time). Portable SQL:
+        # the PostgreSQL store applies the same steps. One open incident per (cluster, node).
+        "ALTER TABLE incidents ADD COLUMN cluster TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE timeline ADD COLUMN cluster TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE actions ADD COLUMN cluster TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE audit ADD COLUMN cluster TEXT NOT NULL DEFAULT ''",
+        "DROP INDEX incidents_open_node",
+        "CREATE UNIQUE INDEX incidents_open_node ON incidents(cluster, node) "
+        "WHERE state != 'resolved'",
+        "DROP INDEX incidents_node",
+        "CREATE INDEX incidents_node ON incidents(cluster, node, number)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

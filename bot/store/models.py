@@ -53,6 +53,7 @@ class ActionRecord(_Row):
     message_ts: str | None = Field(None, description="ts of the Slack message with buttons")
     undo_claimed_by: str | None = Field(None, description="replica that won the undo claim")
     undo_claimed_at: AwareDatetime | None = None
+    cluster: str = Field("", description="the cluster the plan acts on ('' before clusters)")
 
 
 class EvidenceSnapshot(_Row):
@@ -91,3 +92,6 @@ class AuditRecord(_Row):
     )
     detail: str = ""
     row_hash: str | None = Field(None, description="its link in the hash chain (the store's)")
+    cluster: str = Field(
+        "", description="the cluster acted on; the store fills it from the incident or action"
+    )

@@ -11,7 +11,7 @@ from bot.store.sqlite import dumps, loads, parse_ts, transaction, ts
 
 _SELECT_AUDIT = (
     "SELECT id, at, actor, action, channel, incident_id, action_id, tier, decision, dry_run, "
-    "outcome, changes, detail, row_hash FROM audit"
+    "outcome, changes, detail, row_hash, cluster FROM audit"
 )
 
 
@@ -73,7 +73,9 @@ def incident_for_alert_group(conn: sqlite3.Connection, group_key: str) -> str | 
 
 
 def append_audit(conn: sqlite3.Connection, record: AuditRecord) -> AuditRecord:
-    """Append one row to the hash chain (``audit_chain``), atomically across replicas."""
+    """Append one row to the hash chain (``audit_chain``), atomically across replicas.
+
+    A record that names no cluster gets its action's, else its incident's (when known)."""
     values = {
         "at": ts(record.at),
         "actor": record.actor,
@@ -89,8 +91,23 @@ def append_audit(conn: sqlite3.Connection, record: AuditRecord) -> AuditRecord:
         "detail": record.detail,
     }
     with transaction(conn):
+        cluster = record.cluster or _cluster_of(conn, record.action_id, record.incident_id)
+        values["cluster"] = cluster
         row_id, _prev, digest = audit_chain.insert(conn, values)
-    return record.model_copy(update={"id": row_id, "row_hash": digest})
+    return record.model_copy(update={"id": row_id, "row_hash": digest, "cluster": cluster})
+
+
+def _cluster_of(conn: sqlite3.Connection, action_id: str | None, incident_id: str | None) -> str:
+    if action_id:
+        row = conn.execute("SELECT cluster FROM actions WHERE action_id=?", (action_id,))
+        found = row.fetchone()
+        if found is not None and found[0]:
+            return str(found[0])
+    if incident_id:
+        found = conn.execute("SELECT cluster FROM incidents WHERE id=?", (incident_id,)).fetchone()
+        if found is not None and found[0]:
+            return str(found[0])
+    return ""
 
 
 def verify_audit(conn: sqlite3.Connection) -> audit_chain.ChainReport:

@@ -153,8 +153,9 @@ class Store:
         opened_by: str,
         at: datetime,
         alert_fingerprint: str | None = None,
+        cluster: str = "",
     ) -> tuple[Incident, bool]:
-        """The node's open incident (created=False) or a new one (created=True)."""
+        """The node's open incident in ``cluster`` (created=False) or a new one (True)."""
         return await self._incident_write(
             incident_rows.open_or_join,
             node,
@@ -162,7 +163,12 @@ class Store:
             opened_by=opened_by,
             at=at,
             alert_fingerprint=alert_fingerprint,
+            cluster=cluster,
         )
+
+    async def adopt_unclustered(self, cluster: str) -> int:
+        """Give rows written before clusters existed to ``cluster`` (see incident_rows)."""
+        return await self._incident_write(incident_rows.adopt_unclustered, cluster)
 
     async def claim_root(
         self, incident_id: str, claimer: str, *, at: datetime, stale_before: datetime
@@ -205,10 +211,13 @@ class Store:
     async def find_incident_by_thread(self, channel: str, thread_ts: str) -> Incident | None:
         return await self._read(incident_rows.find_by_thread, channel, thread_ts)
 
-    async def incidents_for_node(self, node: str) -> list[Incident]:
-        return await self._read(incident_rows.incidents_for_node, node)
+    async def incidents_for_node(self, node: str, cluster: str | None = None) -> list[Incident]:
+        """The node's incidents in ``cluster`` (every cluster when None), oldest first."""
+        return await self._read(incident_rows.incidents_for_node, node, cluster)
 
-    async def open_incidents(self, node: str | None = None) -> list[Incident]:
+    async def open_incidents(
+        self, node: str | None = None, cluster: str | None = None
+    ) -> list[Incident]:
         """Open incidents (of ``node``), oldest first.
 
         Served from memory when fresh: ``/gpunode status`` is answered inside the slash
@@ -224,7 +233,11 @@ class Store:
                 self._open_cache = (now, rows)
         else:
             rows = cached[1]
-        return [i for i in rows if node is None or i.node == node]
+        return [
+            i
+            for i in rows
+            if (node is None or i.node == node) and (cluster is None or i.cluster == cluster)
+        ]
 
     async def _incident_write(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """A write that may change which incidents are open: drop the in-memory copy."""
