@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
+from bot.core.clusters import cluster_name_problem
 from bot.errors import ConfigError
 
 ENV_PREFIX = "GPUNODE_"
@@ -45,7 +46,14 @@ class KubeSettings(_Group):
     context: str | None = Field(None, description="kubeconfig context")
     server: str | None = Field(None, description="explicit API server URL (mode=server)")
     token: SecretStr | None = Field(None, description="bearer token for mode=server")
+    token_file: str | None = Field(
+        None, description="file holding the bearer token for mode=server (re-read as it rotates)"
+    )
+    ca_file: str | None = Field(None, description="CA bundle that signed the API server's cert")
     verify_tls: bool = Field(True, description="verify the API server certificate")
+    request_timeout_s: float = Field(
+        30.0, gt=0, le=300, description="seconds one API request may take (connect + read)"
+    )
     namespace: str = Field("gpunode", description="namespace of the diagnostic Jobs")
     image: str = Field("ghcr.io/gpunode/gpunode:0.1.0", description="collector image")
     job_timeout_s: int = Field(120, ge=10, le=3600, description="activeDeadlineSeconds")
@@ -95,6 +103,11 @@ class AlertSettings(_Group):
     max_diagnoses_per_node: int = Field(1, ge=1, description="per node in window_s")
     max_diagnoses_per_window: int = Field(10, ge=1, description="all nodes in window_s")
     window_s: int = Field(600, ge=1, description="the caps' sliding window, seconds")
+    cluster_label: str = Field(
+        "cluster",
+        description="the alert label naming the cluster; an alert without it goes to the "
+        "default cluster",
+    )
 
 
 class ActionSettings(_Group):
@@ -121,7 +134,50 @@ class PrometheusSettings(_Group):
     )
 
 
+class ClusterSettings(_Group):
+    """How to reach one cluster of several (``clusters.<name>``). Everything else about the
+    diagnostic Jobs (namespace, image, timeouts) comes from ``kube``, shared by all."""
+
+    mode: Literal["in_cluster", "kubeconfig", "server"] = Field(
+        description="in_cluster (gpunode's own), kubeconfig (+ context) or server (+ token)"
+    )
+    kubeconfig: str | None = Field(None, description="kubeconfig path (mode=kubeconfig)")
+    context: str | None = Field(None, description="kubeconfig context (mode=kubeconfig)")
+    server: str | None = Field(None, description="API server URL (mode=server)")
+    token_file: str | None = Field(None, description="bearer token file (mode=server)")
+    token: SecretStr | None = Field(None, description="bearer token itself (mode=server)")
+    ca_file: str | None = Field(None, description="CA bundle of the API server (mode=server)")
+    verify_tls: bool = Field(True, description="verify the API server certificate")
+    timeout_s: float = Field(
+        10.0,
+        gt=0,
+        le=120,
+        description="the longest one request to this cluster, and its share of a command "
+        "across clusters (top), may take: a slow cluster never delays the others longer",
+    )
+
+    @model_validator(mode="after")
+    def _complete(self) -> ClusterSettings:
+        if self.mode == "server" and not self.server:
+            raise ValueError("mode 'server' needs server (the API server URL)")
+        if self.mode == "server" and self.token is None and self.token_file is None:
+            raise ValueError("mode 'server' needs token_file (or token)")
+        if self.mode == "kubeconfig" and not self.context:
+            raise ValueError("mode 'kubeconfig' needs context (the kubeconfig context to use)")
+        return self
+
+
 class Settings(_Group):
+    clusters: dict[str, ClusterSettings] = Field(
+        default_factory=dict,
+        description="clusters by name; empty: one cluster named 'default', reached as `kube` says",
+    )
+    default_cluster: str | None = Field(
+        None, description="the cluster of a command that names none (default: the first listed)"
+    )
+    channel_clusters: dict[str, str] = Field(
+        default_factory=dict, description="channel id -> the default cluster of that channel"
+    )
     slack: SlackSettings = SlackSettings()
     kube: KubeSettings = KubeSettings()
     store: StoreSettings = StoreSettings()
@@ -131,6 +187,26 @@ class Settings(_Group):
     prometheus: PrometheusSettings = PrometheusSettings()
     thresholds_file: str | None = Field(None, description="analysis thresholds YAML")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @model_validator(mode="after")
+    def _clusters_known(self) -> Settings:
+        for index, name in enumerate(self.clusters, 1):
+            if cluster_name_problem(name):  # the name is not echoed: it may be a pasted secret
+                raise ValueError(
+                    f"clusters: name number {index} is not a DNS-1123 label (lowercase "
+                    "letters, digits and '-', at most 63, starting and ending alphanumeric)"
+                )
+        names = sorted(self.clusters) or ["default"]
+        listed = ", ".join(names)
+        if self.default_cluster is not None and self.default_cluster not in names:
+            raise ValueError(f"default_cluster is not one of the clusters ({listed})")
+        for channel, cluster in self.channel_clusters.items():
+            if cluster not in names:
+                raise ValueError(
+                    f"channel_clusters: channel {channel} maps to a cluster that is not listed "
+                    f"({listed})"
+                )
+        return self
 
 
 def alerts_enabled(settings: Settings) -> bool:
@@ -194,7 +270,7 @@ def load_settings(
         ) from None
 
 
-_SETTING_NAME = re.compile(r"[a-z][a-z0-9_]{0,29}")  # every field name fits; 32-hex secrets not
+_SETTING_NAME = re.compile(r"[a-z][a-z0-9_-]{0,29}")  # field and cluster names fit; 32-hex not
 
 
 def _key_path(loc: tuple[str | int, ...]) -> str:

@@ -10,6 +10,7 @@ Every error that crosses a package boundary is one of these. Edges (``bot/kube``
     GpunodeError
     ├── ConfigError                  a setting is missing or malformed (fail fast at start)
     ├── UsageError                   a command line or slash command does not parse
+    ├── UnknownClusterError          a cluster name that the settings do not list
     ├── CollectorError               the node collector could not produce a bundle at all
     ├── KubeError                    anything the Kubernetes API said or failed to say
     │   ├── NotFoundError            node / pod / controller does not exist (404)
@@ -18,6 +19,7 @@ Every error that crosses a package boundary is one of these. Edges (``bot/kube``
     │   ├── InvalidObjectError       the server refused the object (400/422)
     │   ├── TooManyRequestsError     429; for evictions: blocked by a PodDisruptionBudget
     │   ├── KubeUnavailableError     5xx, timeout, connection refused
+    │   │   └── ClusterUnreachableError  a named cluster did not answer in its time
     │   └── DiagnosticJobError       the diagnostic Job did not yield evidence (reason code)
     ├── SlackError                   a Slack Web API call failed after retries
     ├── PrometheusError              Prometheus unreachable, slow, or refused a query
@@ -132,3 +134,29 @@ class PrometheusError(GpunodeError):
     The diagnosis never fails for it: the history service turns it into a gap."""
 
     code = "prometheus"
+
+
+class UnknownClusterError(GpunodeError):
+    """A cluster name the settings do not list; the message names the known ones."""
+
+    code = "unknown_cluster"
+
+    def __init__(self, name: str, known: tuple[str, ...]) -> None:
+        listed = ", ".join(known) or "none"
+        super().__init__(f"no cluster named {name!r}; the clusters gpunode knows are: {listed}")
+        self.name = name
+        self.known = known
+
+
+class ClusterUnreachableError(KubeUnavailableError):
+    """One cluster's API server did not answer (refused, timed out, failed): named."""
+
+    code = "cluster_unreachable"
+
+    def __init__(self, cluster: str, reason: str) -> None:
+        super().__init__(
+            f"cluster {cluster} could not be reached ({reason}); check its API server and "
+            "gpunode's credentials for it, then retry",
+        )
+        self.cluster = cluster
+        self.reason = reason

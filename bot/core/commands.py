@@ -4,15 +4,22 @@
 go through the same ``parse``, so both accept exactly the same words and show the same help.
 ``parse`` raises only ``UsageError`` (whose ``usage`` holds the usage line to show back),
 whatever text it is given; a property test holds it to that.
+
+A node is named ``[CLUSTER/]NODE`` everywhere (``diagnose prod-eu/gpu-node-01``); without a
+cluster the command's ``cluster`` is None and the caller picks the channel's or the default
+cluster (``bot.core.clusters.choose_cluster``). Given the known cluster names, ``parse``
+refuses an unknown one at once, naming the known ones.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bot.core.clusters import cluster_name_problem, split_node_ref
 from bot.core.incidents import format_incident_id, parse_incident_number
 from bot.errors import UsageError
 
@@ -28,15 +35,18 @@ class _Command(BaseModel):
 class Diagnose(_Command):
     verb: Literal["diagnose"] = "diagnose"
     node: str
+    cluster: str | None = Field(None, description="named as CLUSTER/NODE; None: the default")
 
 
 class Status(_Command):
     verb: Literal["status"] = "status"
     node: str | None = None
+    cluster: str | None = Field(None, description="named as CLUSTER/NODE; None: any")
 
 
 class Top(_Command):
     verb: Literal["top"] = "top"
+    cluster: str | None = Field(None, description="rank one cluster's nodes; None: every one")
 
 
 class Timeline(_Command):
@@ -61,9 +71,12 @@ Command = Annotated[
 
 # verb -> (arguments, one-line description). The grammar's own documentation.
 _VERBS: dict[str, tuple[str, str]] = {
-    "diagnose": ("NODE", "collect memory and GPU evidence on NODE and open or join its incident"),
-    "status": ("[NODE]", "list open incidents, or the open incident of NODE"),
-    "top": ("", "rank GPU nodes by memory pressure"),
+    "diagnose": (
+        "[CLUSTER/]NODE",
+        "collect memory and GPU evidence on NODE and open or join its incident",
+    ),
+    "status": ("[[CLUSTER/]NODE]", "list open incidents, or the open incident of NODE"),
+    "top": ("[CLUSTER]", "rank GPU nodes by memory pressure across clusters (or in CLUSTER)"),
     "timeline": (
         "[INCIDENT]",
         "export an incident's postmortem draft with its timeline (default: this thread's)",
@@ -74,8 +87,9 @@ _VERBS: dict[str, tuple[str, str]] = {
 VERBS: tuple[str, ...] = tuple(_VERBS)
 
 _ARG_HELP = (
-    "NODE is a Kubernetes node name (lowercase letters, digits, '-' and '.'). "
-    "INCIDENT is an incident id such as INC-0007 (or just 7)."
+    "NODE is a Kubernetes node name (lowercase letters, digits, '-' and '.'); "
+    "CLUSTER/NODE names its cluster (e.g. prod-eu/gpu-node-01), otherwise the channel's "
+    "default cluster is used. INCIDENT is an incident id such as INC-0007 (or just 7)."
 )
 
 
@@ -136,6 +150,35 @@ def parse_node_name(word: str, *, verb: str, prog: str = DEFAULT_PROG) -> str:
     )
 
 
+def parse_cluster_name(
+    word: str, *, verb: str, prog: str = DEFAULT_PROG, clusters: Collection[str] = ()
+) -> str:
+    """A DNS-1123 label, and one of ``clusters`` when they are given; UsageError otherwise."""
+    line = usage(verb, prog=prog)
+    problem = cluster_name_problem(word)
+    if problem is not None:
+        raise UsageError(problem, usage=line)
+    if clusters and word not in clusters:
+        known = ", ".join(sorted(clusters))
+        raise UsageError(f"no cluster named {word!r}; the known clusters are: {known}", usage=line)
+    return word
+
+
+def parse_node_ref(
+    word: str, *, verb: str, prog: str = DEFAULT_PROG, clusters: Collection[str] = ()
+) -> tuple[str | None, str]:
+    """``[CLUSTER/]NODE`` -> (cluster or None, node), each validated."""
+    cluster, node = split_node_ref(word)
+    if cluster is not None:
+        cluster = parse_cluster_name(cluster, verb=verb, prog=prog, clusters=clusters)
+        if not node:
+            raise UsageError(
+                f"{_shown(word)!r} names a cluster but no node; write CLUSTER/NODE",
+                usage=usage(verb, prog=prog),
+            )
+    return cluster, parse_node_name(node, verb=verb, prog=prog)
+
+
 def parse_incident_id(word: str, *, verb: str, prog: str = DEFAULT_PROG) -> str:
     """``inc-7`` / ``7`` / ``INC-0007`` -> ``INC-0007``; UsageError otherwise."""
     number = parse_incident_number(word)
@@ -155,9 +198,12 @@ def _at_most(verb: str, words: list[str], count: int, prog: str) -> None:
 
 
 def parse(
-    text: str, *, prog: str = DEFAULT_PROG
+    text: str, *, prog: str = DEFAULT_PROG, clusters: Collection[str] = ()
 ) -> Diagnose | Status | Top | Timeline | Resolve | Help:
-    """Parse one command line (without the ``/gpunode`` prefix). Empty text means ``help``."""
+    """Parse one command line (without the ``/gpunode`` prefix). Empty text means ``help``.
+
+    ``clusters``: the known cluster names; a command naming another is refused here. Empty:
+    names are only checked for form (the caller checks them against its settings)."""
     words = text.split()
     if not words:
         return Help()
@@ -173,13 +219,19 @@ def parse(
         if not args:
             raise UsageError("diagnose needs a node name", usage=usage(verb, prog=prog))
         _at_most(verb, args, 1, prog)
-        return Diagnose(node=parse_node_name(args[0], verb=verb, prog=prog))
+        cluster, node = parse_node_ref(args[0], verb=verb, prog=prog, clusters=clusters)
+        return Diagnose(node=node, cluster=cluster)
     if verb == "status":
         _at_most(verb, args, 1, prog)
-        return Status(node=parse_node_name(args[0], verb=verb, prog=prog) if args else None)
+        if not args:
+            return Status()
+        cluster, node = parse_node_ref(args[0], verb=verb, prog=prog, clusters=clusters)
+        return Status(node=node, cluster=cluster)
     if verb == "top":
-        _at_most(verb, args, 0, prog)
-        return Top()
+        _at_most(verb, args, 1, prog)
+        if not args:
+            return Top()
+        return Top(cluster=parse_cluster_name(args[0], verb=verb, prog=prog, clusters=clusters))
     if verb == "timeline":
         _at_most(verb, args, 1, prog)
         return Timeline(incident=parse_incident_id(args[0], verb=verb, prog=prog) if args else None)

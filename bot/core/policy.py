@@ -7,6 +7,11 @@ diagnose, undo and resolve. ``decide`` answers one question per click:
 binding (default deny). Deny reasons are shown to the user as they are, so they say what to
 do. ``parse_policy`` validates the whole file at start and names the bad key (and line, when
 the reader passes a ``line_of`` lookup).
+
+Many clusters: a role may list ``clusters``; it then applies only there (an SRE of prod-eu
+is no SRE of prod-us). A role without ``clusters`` applies in every cluster. The principal
+carries the cluster in question (the incident's, the action's); with none (a listing across
+clusters) every bound role counts.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from bot.core.clusters import cluster_name_problem
 from bot.errors import PolicyError
 
 Tier = Literal[1, 2, 3]
@@ -48,6 +54,19 @@ class Role(_Model):
     can_diagnose: bool = False
     can_undo: bool = False
     can_resolve: bool = False
+    clusters: tuple[str, ...] = Field((), description="the clusters it applies in; empty: all")
+
+    @field_validator("clusters")
+    @classmethod
+    def _cluster_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if problem := cluster_name_problem(name):
+                raise ValueError(problem)
+        return value
+
+    def applies_in(self, cluster: str) -> bool:
+        """In ``cluster`` ('' : no cluster in question, so yes)."""
+        return not self.clusters or not cluster or cluster in self.clusters
 
 
 class Binding(_Model):
@@ -110,6 +129,7 @@ class Principal(_Model):
     user_id: str
     usergroup_ids: frozenset[str] = frozenset()
     channel_id: str = ""
+    cluster: str = Field("", description="the cluster acted on; '' when none is in question")
 
 
 class ActionRequestInfo(_Model):
@@ -136,14 +156,22 @@ class NeedsApproval(_Model):
 Decision = Annotated[Allow | Deny | NeedsApproval, Field(discriminator="kind")]
 
 
-def roles_of(principal: Principal, policy: Policy) -> list[str]:
-    """Roles bound to the user directly or through any of their user groups (sorted)."""
+def bound_roles(principal: Principal, policy: Policy) -> list[str]:
+    """Roles bound to the user directly or through any of their user groups, in any
+    cluster (sorted)."""
     return sorted(
         role
         for role, binding in policy.bindings.items()
         if principal.user_id in binding.users
         or principal.usergroup_ids.intersection(binding.usergroups)
     )
+
+
+def roles_of(principal: Principal, policy: Policy) -> list[str]:
+    """The bound roles that apply in the principal's cluster (sorted)."""
+    return [
+        r for r in bound_roles(principal, policy) if policy.roles[r].applies_in(principal.cluster)
+    ]
 
 
 def _channel_denied(principal: Principal, policy: Policy) -> Deny | None:
@@ -155,13 +183,42 @@ def _channel_denied(principal: Principal, policy: Policy) -> Deny | None:
     return None
 
 
-def _roles_with(policy: Policy, test: Callable[[Role], bool]) -> list[str]:
-    return sorted(name for name, role in policy.roles.items() if test(role))
+def _roles_with(policy: Policy, test: Callable[[Role], bool], cluster: str = "") -> list[str]:
+    return sorted(
+        name for name, role in policy.roles.items() if test(role) and role.applies_in(cluster)
+    )
 
 
-def _need_role(roles: list[str], what: str) -> Deny:
+def _need_role(
+    roles: list[str],
+    what: str,
+    *,
+    principal: Principal | None = None,
+    policy: Policy | None = None,
+    test: Callable[[Role], bool] | None = None,
+) -> Deny:
+    """Refuse ``what``. When the user holds a role that would allow it in another cluster,
+    say so: the refusal is about the cluster, not the role."""
+    if principal is not None and policy is not None and test is not None and principal.cluster:
+        elsewhere = [
+            name
+            for name in bound_roles(principal, policy)
+            if test(policy.roles[name]) and not policy.roles[name].applies_in(principal.cluster)
+        ]
+        if elsewhere:
+            scopes = "; ".join(
+                f"{name} applies in {', '.join(policy.roles[name].clusters)} only"
+                for name in elsewhere
+            )
+            return Deny(
+                reason=f"this is cluster {principal.cluster} and your role does not cover it "
+                f"({scopes}); ask an admin for a role in {principal.cluster}"
+            )
     if not roles:
-        return Deny(reason=f"no role in the policy file allows {what}; ask an admin to add one")
+        where = f" in cluster {principal.cluster}" if principal and principal.cluster else ""
+        return Deny(
+            reason=f"no role in the policy file allows {what}{where}; ask an admin to add one"
+        )
     names = " or ".join(roles)
     plural = "role" if len(roles) == 1 else "roles"
     return Deny(
@@ -178,18 +235,30 @@ def decide(
     if denied:
         return denied
     mine = [policy.roles[name] for name in roles_of(principal, policy)]
+    where = principal.cluster
+
+    def undoes(r: Role) -> bool:
+        return r.can_undo
+
+    def requests(r: Role) -> bool:
+        return request.tier in r.allows
+
     if request.undo:
-        if any(role.can_undo for role in mine):
+        if any(undoes(role) for role in mine):
             return Allow()
-        return _need_role(_roles_with(policy, lambda r: r.can_undo), "undo")
-    if not any(request.tier in role.allows for role in mine):
         return _need_role(
-            _roles_with(policy, lambda r: request.tier in r.allows), f"tier {request.tier}"
-        )
+            _roles_with(policy, undoes, where), "undo",
+            principal=principal, policy=policy, test=undoes,
+        )  # fmt: skip
+    if not any(requests(role) for role in mine):
+        return _need_role(
+            _roles_with(policy, requests, where), f"tier {request.tier}",
+            principal=principal, policy=policy, test=requests,
+        )  # fmt: skip
     quorum = policy.quorum(request.tier)
     if quorum == 0:
         return Allow()
-    approvers = _roles_with(policy, lambda r: request.tier in r.can_approve)
+    approvers = _roles_with(policy, lambda r: request.tier in r.can_approve, where)
     return NeedsApproval(quorum=quorum, approver_roles=tuple(approvers))
 
 
@@ -209,14 +278,23 @@ def authorize(principal: Principal, permission: Permission, policy: Policy) -> A
     if permission == "view":
         if roles_of(principal, policy):
             return Allow()
+        if bound_roles(principal, policy):
+            return _need_role([], "view", principal=principal, policy=policy, test=lambda r: True)
         return Deny(
             reason="you are bound to no role in the policy file, so gpunode shows you nothing; "
             "ask an admin to bind you to a role (e.g. viewer)"
         )
     flag = f"can_{permission}"
-    if any(getattr(policy.roles[name], flag) for name in roles_of(principal, policy)):
+
+    def grants(r: Role) -> bool:
+        return bool(getattr(r, flag))
+
+    if any(grants(policy.roles[name]) for name in roles_of(principal, policy)):
         return Allow()
-    return _need_role(_roles_with(policy, lambda r: bool(getattr(r, flag))), permission)
+    return _need_role(
+        _roles_with(policy, grants, principal.cluster), permission,
+        principal=principal, policy=policy, test=grants,
+    )  # fmt: skip
 
 
 def parse_policy(

@@ -1,7 +1,9 @@
 """Build the ``kubernetes`` ApiClient from ``KubeSettings``.
 
 Modes: ``in_cluster`` (service-account token), ``kubeconfig`` (file + optional context),
-``server`` (explicit URL + optional bearer token, TLS verification switchable), and
+``server`` (explicit URL + a bearer token, inline or from a file that is re-read on each
+request so a rotated token is picked up; an optional CA bundle; TLS verification
+switchable), and
 ``auto`` (in-cluster when ``KUBERNETES_SERVICE_HOST`` is set, else kubeconfig).
 Configuration errors become ``ConfigError`` saying which setting to fix.
 """
@@ -9,6 +11,7 @@ Configuration errors become ``ConfigError`` saying which setting to fix.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from kubernetes import client, config
 
@@ -27,10 +30,35 @@ def _server_configuration(settings: KubeSettings) -> client.Configuration:
     cfg = client.Configuration()
     cfg.host = settings.server.rstrip("/")
     cfg.verify_ssl = settings.verify_tls
+    if settings.ca_file:
+        if not Path(settings.ca_file).is_file():
+            raise ConfigError(f"kube.ca_file {settings.ca_file} does not exist; fix the path")
+        cfg.ssl_ca_cert = settings.ca_file
     if settings.token is not None:
         cfg.api_key = {"authorization": settings.token.get_secret_value()}
         cfg.api_key_prefix = {"authorization": "Bearer"}
+    elif settings.token_file:
+        token_file = settings.token_file
+        cfg.api_key = {"authorization": _read_token(token_file)}
+        cfg.api_key_prefix = {"authorization": "Bearer"}
+
+        def refresh(c: client.Configuration) -> None:
+            c.api_key["authorization"] = _read_token(token_file)
+
+        cfg.refresh_api_key_hook = refresh  # type: ignore[assignment]  # stubbed as None
     return cfg
+
+
+def _read_token(path: str) -> str:
+    try:
+        token = Path(path).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read the token file {path}: {exc.strerror}; check token_file"
+        ) from exc
+    if not token:
+        raise ConfigError(f"the token file {path} is empty; check token_file")
+    return token
 
 
 def build_api_client(settings: KubeSettings, *, retries: int = DEFAULT_RETRIES) -> client.ApiClient:

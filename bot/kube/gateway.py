@@ -1,6 +1,6 @@
 """``Gateway``: the async face of ``bot.kube``; implements ``bot.services.ports.KubePort``.
 
-Every client call runs in ``asyncio.to_thread`` and every client exception is translated
+Every client call runs on the gateway's own threads and every client exception is translated
 (``bot.kube.errors``) before it leaves this module. One diagnosis runs per node at a time:
 concurrent ``run_diagnostic`` calls for a node share one Job.
 """
@@ -8,11 +8,13 @@ concurrent ``run_diagnostic`` calls for a node share one Job.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -43,6 +45,9 @@ from bot.kube.transport import Transport
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+#: concurrent API calls to one cluster: a diagnosis makes a few at once, `top` three, a
+#: watch one per rollout or Job; 16 (asyncio.to_thread's pool on 12 cores) leaves room
+THREADS_PER_CLUSTER = 16
 Obj = dict[str, Any]
 
 
@@ -50,8 +55,13 @@ class Gateway:
     """Talks to one cluster. Build with ``Gateway.from_settings(settings.kube)``."""
 
     def __init__(self, api_client: client.ApiClient, settings: KubeSettings) -> None:
-        self.transport = Transport(api_client)
+        self.transport = Transport(api_client, timeout_s=settings.request_timeout_s)
         self.settings = settings
+        # this cluster's own threads: a hung API server blocks only its own calls, never
+        # the other clusters' (asyncio.to_thread would share one pool among all of them)
+        self._threads = ThreadPoolExecutor(
+            max_workers=THREADS_PER_CLUSTER, thread_name_prefix="gpunode-kube"
+        )
         self._diagnoses: dict[str, asyncio.Task[EvidenceBundle]] = {}
         self._waiters: dict[str, int] = {}
         self._discovery: tuple[str | None, set[str]] | None = None
@@ -68,6 +78,7 @@ class Gateway:
 
     def close(self) -> None:
         self.transport.api_client.close()  # type: ignore[no-untyped-call]
+        self._threads.shutdown(wait=False, cancel_futures=True)
 
     async def _call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a sync client function in a thread; translate what it raises.
@@ -75,7 +86,9 @@ class Gateway:
         Every effect takes ``dry_run``; with ``dry_run=False`` it is a real write, and a
         write that got no answer may still have been applied (the error says so)."""
         try:
-            return await asyncio.to_thread(fn, self.transport, *args, **kwargs)
+            loop = asyncio.get_running_loop()
+            call = functools.partial(fn, self.transport, *args, **kwargs)
+            return await loop.run_in_executor(self._threads, contextvars.copy_context().run, call)
         except GpunodeError:
             raise
         except Exception as exc:

@@ -17,6 +17,7 @@ Safety properties, each enforced in the step modules and tested end to end
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -26,17 +27,21 @@ from bot.core.policy import Policy, Principal
 from bot.services import approving, reconciling, requesting, undoing
 from bot.services.acting import ActDeps
 from bot.services.background import Background
+from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
 from bot.services.ports import ChatPort, KubePort
 from bot.store.storing import Store
 
 
 class ActService:
-    """One per process. Every public method is safe to call concurrently and repeatedly."""
+    """One per process. Every public method is safe to call concurrently and repeatedly.
+
+    ``kube``: one KubePort (the cluster ``default``) or the ``ClusterRegistry`` of every
+    cluster served; each click acts on its incident's (or action's) cluster."""
 
     def __init__(
         self,
-        kube: KubePort,
+        kube: KubePort | ClusterRegistry,
         store: Store,
         chat: ChatPort,
         diagnose: DiagnoseService,
@@ -51,23 +56,38 @@ class ActService:
         watch_timeout_s: float = 180.0,
         watch_interval_s: float = 2.0,
     ) -> None:
+        clusters = kube if isinstance(kube, ClusterRegistry) else ClusterRegistry.single(kube)
         self.deps = ActDeps(
-            kube=kube, store=store, chat=chat, diagnose=diagnose, bg=bg, policy=policy,
-            clock=clock, new_id=new_id, replica_id=replica_id,
+            kube=clusters.port(clusters.default), store=store, chat=chat, diagnose=diagnose,
+            bg=bg, policy=policy, clock=clock, new_id=new_id, replica_id=replica_id,
             evidence_max_age_s=evidence_max_age_s, approval_ttl_s=approval_ttl_s,
             watch_timeout_s=watch_timeout_s, watch_interval_s=watch_interval_s,
+            clusters=clusters, cluster=clusters.default,
         )  # fmt: skip
 
-    async def principal(self, user: str, channel: str) -> Principal:
-        return await self.deps.principal(user, channel)
+    async def principal(self, user: str, channel: str, cluster: str | None = None) -> Principal:
+        """The user's principal in ``cluster`` (None: no cluster in question, e.g. a listing
+        across clusters: every role they are bound to counts)."""
+        if cluster is None:
+            return await dataclasses.replace(self.deps, cluster="").principal(user, channel)
+        return await self.deps.for_cluster(cluster).principal(user, channel)
+
+    async def _incident_deps(self, incident_id: str) -> ActDeps:
+        incident = await self.deps.store.get_incident(incident_id)
+        return self.deps.for_cluster(incident.cluster if incident else "")
+
+    async def _action_deps(self, action_id: str) -> ActDeps:
+        record = await self.deps.store.get_action(action_id)
+        return self.deps.for_cluster(record.cluster if record else "")
 
     async def open_confirmation(
         self, *, tier: int, incident_id: str, plan_id: str, user: str, channel: str,
         trigger_id: str,
     ) -> None:  # fmt: skip
         """Tier button: check the role, open the confirmation modal (within 3 s of the click)."""
+        d = await self._incident_deps(incident_id)
         await requesting.open_confirmation(
-            self.deps, tier=tier, incident_id=incident_id, plan_id=plan_id, user=user,
+            d, tier=tier, incident_id=incident_id, plan_id=plan_id, user=user,
             channel=channel, trigger_id=trigger_id,
         )  # fmt: skip
 
@@ -75,29 +95,34 @@ class ActService:
         self, meta: dict[str, Any], values: dict[str, Any], *, user: str = ""
     ) -> tuple[ActionPlan | None, dict[str, str]]:
         """Modal submitted: the (edited) plan, or errors keyed by block id."""
-        return await requesting.validate_submission(self.deps, meta, values, user=user)
+        d = await self._incident_deps(str(meta.get("incident", "")))
+        return await requesting.validate_submission(d, meta, values, user=user)
 
     async def submitted(
         self, *, meta: dict[str, Any], plan: ActionPlan, reason: str, user: str
     ) -> str:
         """Record the request, dry-run it, post the dry run with Apply/Cancel; its id."""
-        return await requesting.submitted(self.deps, meta=meta, plan=plan, reason=reason, user=user)
+        d = await self._incident_deps(str(meta.get("incident", "")))
+        return await requesting.submitted(d, meta=meta, plan=plan, reason=reason, user=user)
 
     async def apply(self, *, action_id: str, user: str, channel: str) -> None:
         """The requester's Apply: execute now, or ask for approval when the policy says so."""
-        await approving.apply(self.deps, action_id=action_id, user=user, channel=channel)
+        d = await self._action_deps(action_id)
+        await approving.apply(d, action_id=action_id, user=user, channel=channel)
 
     async def cancel(self, *, action_id: str, user: str, channel: str) -> None:
-        await requesting.cancel(self.deps, action_id=action_id, user=user, channel=channel)
+        d = await self._action_deps(action_id)
+        await requesting.cancel(d, action_id=action_id, user=user, channel=channel)
 
     async def vote(self, *, approval_id: str, user: str, channel: str, yes: bool) -> None:
         """Approve (``yes``) or Deny; the vote that reaches the quorum executes the action."""
-        await approving.vote(
-            self.deps, approval_id=approval_id, user=user, channel=channel, yes=yes
-        )
+        approval = await self.deps.store.get_approval(approval_id)
+        d = await self._action_deps(approval.action_id) if approval else self.deps
+        await approving.vote(d, approval_id=approval_id, user=user, channel=channel, yes=yes)
 
     async def undo(self, *, action_id: str, user: str, channel: str) -> None:
-        await undoing.undo(self.deps, action_id=action_id, user=user, channel=channel)
+        d = await self._action_deps(action_id)
+        await undoing.undo(d, action_id=action_id, user=user, channel=channel)
 
     async def expire_overdue(self) -> int:
         """Expire approval requests nobody answered in time (run periodically)."""

@@ -4,12 +4,17 @@ The flow is split by step (``requesting``, ``approving``, ``applying``, ``undoin
 ``reconciling``); each step is a function over ``ActDeps``. ``bot.services.act.ActService``
 is the facade the Slack glue calls. Helpers here never touch the cluster.
 
+Many clusters: ``ActService`` hands each step the deps of the cluster its incident or action
+is in (``for_cluster``): that cluster's KubePort, and a principal whose roles are those the
+policy grants in that cluster.
+
 Audit rule: every click that is refused is audited too (who tried what, and why not), not
 only the ones that changed something; the audit log answers "who tried to do what, when".
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,12 +22,14 @@ from datetime import datetime
 from typing import Any
 
 from bot.core.actions import ActionPlan
+from bot.core.clusters import format_node_ref
 from bot.core.findings import Diagnosis
 from bot.core.incidents import Incident, TimelineEntry, TimelineKind
 from bot.core.policy import TIERS, Policy, Principal, Tier
 from bot.errors import GpunodeError
 from bot.render import acting as views
 from bot.services.background import Background
+from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
 from bot.services.executing import StepsResult
 from bot.services.ports import ChatPort, KubePort
@@ -47,9 +54,25 @@ class ActDeps:
     approval_ttl_s: int
     watch_timeout_s: float = 180.0
     watch_interval_s: float = 2.0
+    #: the clusters served (None: the one ``kube``) and the one these deps act on
+    clusters: ClusterRegistry | None = None
+    cluster: str = ""
+
+    def for_cluster(self, name: str) -> ActDeps:
+        """These deps, acting on cluster ``name`` ('' : the default one)."""
+        if self.clusters is None:
+            return self if self.cluster == name else dataclasses.replace(self, cluster=name)
+        name = name or self.clusters.default
+        return dataclasses.replace(self, kube=self.clusters.port(name), cluster=name)
+
+    def node_ref(self, node: str) -> str:
+        """``cluster/node`` when several clusters are served, else the node's name."""
+        multi = self.clusters is not None and self.clusters.multi
+        return format_node_ref(self.cluster, node, show_cluster=multi)
 
     async def principal(self, user: str, channel: str) -> Principal:
-        """The clicking user with the policy's user groups they belong to (resolved now)."""
+        """The clicking user with the policy's user groups they belong to (resolved now),
+        in this deps' cluster (roles scoped to other clusters do not apply)."""
         groups = {g for b in self.policy.bindings.values() for g in b.usergroups}
         member_of = set()
         for group in sorted(groups):
@@ -58,9 +81,15 @@ class ActDeps:
                     member_of.add(group)
             except GpunodeError:
                 log.warning("could not resolve user group %s; treating as not a member", group)
-        return Principal(user_id=user, usergroup_ids=frozenset(member_of), channel_id=channel)
+        return Principal(
+            user_id=user,
+            usergroup_ids=frozenset(member_of),
+            channel_id=channel,
+            cluster=self.cluster,
+        )
 
     async def audit(self, **fields: Any) -> None:
+        fields.setdefault("cluster", self.cluster)
         await self.store.append_audit(AuditRecord(at=self.clock(), **fields))
 
     async def refuse(

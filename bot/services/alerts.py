@@ -8,7 +8,16 @@ status, startsAt) is acted on once, whatever the repeats.
 Nothing in a payload is trusted: a ``node`` label that is not a Kubernetes node name is
 refused, a node the cluster does not have is answered in the response (and audited), and
 diagnoses are capped per request, per node and per time window (``bot.core.alert_caps``);
-what is over a cap is said in one message. The HTTP route (``bot.slack.server``) serves this
+what is over a cap is said in one message.
+
+Many clusters: the cluster is the alert's ``cluster`` label (``alerts.cluster_label``); an
+alert without it is about the default cluster, and one naming a cluster gpunode does not
+know is refused (answered and audited, naming the known clusters). Caps count per
+cluster and node. When no cluster asked can say which nodes it has, the request is
+answered 503 so Alertmanager retries; when only some cannot, their alerts are refused
+(not remembered, so a later notification tries again) and the others go ahead.
+
+The HTTP route (``bot.slack.server``) serves this
 only with a bearer token, or with the explicit ``alerts.allow_unauthenticated`` opt-out.
 """
 
@@ -24,11 +33,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.core.alert_caps import AlertCaps, over_cap, recent
+from bot.core.clusters import cluster_name_problem, format_node_ref
 from bot.core.commands import parse_node_name
 from bot.core.incidents import TimelineEntry
-from bot.errors import GpunodeError, SlackError, UsageError
+from bot.errors import GpunodeError, SlackError, UnknownClusterError, UsageError
 from bot.render.messages import render_notice
 from bot.services.background import Background
+from bot.services.clusters import ClusterRegistry, fan_out
 from bot.services.diagnose import DiagnoseService
 from bot.services.ports import ChatPort, KubePort
 from bot.store.models import AuditRecord
@@ -106,6 +117,8 @@ class _Firing:
     key: str
     fingerprint: str
     alertname: str
+    cluster: str
+    label: str  # how messages and the response name it: [cluster/]node
 
 
 class AlertService:
@@ -120,8 +133,9 @@ class AlertService:
         *,
         channel: str,
         clock: Callable[[], datetime],
-        kube: KubePort | None = None,
+        kube: KubePort | ClusterRegistry | None = None,
         caps: AlertCaps = DEFAULT_CAPS,
+        cluster_label: str = "cluster",
     ) -> None:
         self._diagnose = diagnose
         self._store = store
@@ -129,7 +143,16 @@ class AlertService:
         self._bg = bg
         self._channel = channel
         self._clock = clock
-        self._kube = kube
+        #: whether to check that the alerted nodes exist (a KubePort or registry was given)
+        self._check_nodes = kube is not None
+        self._clusters = (
+            kube
+            if isinstance(kube, ClusterRegistry)
+            else ClusterRegistry.single(kube)
+            if kube is not None
+            else diagnose.clusters
+        )
+        self._cluster_label = cluster_label
         self._caps = caps
         self._started: list[tuple[str, datetime]] = []
         #: the incident channel's last Slack error (logged once), cleared by a good post
@@ -147,61 +170,103 @@ class AlertService:
                 continue
             try:
                 parse_node_name(node, verb="diagnose")
-            except UsageError as err:
-                result.refused.append({"node": _echo(node), "reason": err.message})
+                cluster = self._cluster_of(alert)
+            except (UsageError, UnknownClusterError) as err:
+                refusal = {"node": _echo(node), "reason": err.message}
+                if raw := alert.labels.get(self._cluster_label):
+                    refusal["cluster"] = _echo(raw)
+                result.refused.append(refusal)
+                outcome = (
+                    "unknown_cluster" if isinstance(err, UnknownClusterError)
+                    else "invalid_cluster_label" if "cluster" in refusal
+                    else "invalid_node_label"
+                )  # fmt: skip
+                await self._audit("refused", outcome, f"{refusal['node']}: {err.message}")
                 continue
             fp = alert.fingerprint or f"{payload.groupKey}:{sorted(alert.labels.items())}"
             key = f"alert:{fp}:{alert.status}:{alert.startsAt}"
             name = alert.labels.get("alertname", "alert")
+            label = format_node_ref(cluster, node, show_cluster=self._clusters.multi)
             if alert.status == "firing":
-                firing.append(_Firing(node, key, fp, name))
+                firing.append(_Firing(node, key, fp, name, cluster, label))
             elif await self._store.remember_event(key, at=self._clock()):
-                result.resolved.append(node)
-                await self._note_resolved(node, name)
+                result.resolved.append(label)
+                await self._note_resolved(node, name, cluster=cluster, label=label)
             else:
                 result.duplicates += 1
-        await self._refused(result)
         if firing:
             await self._start(firing, result)
         return result
 
+    def _cluster_of(self, alert: Alert) -> str:
+        """The alert's cluster label, else the default cluster; refused when unknown."""
+        raw = alert.labels.get(self._cluster_label)
+        if not raw:
+            return self._clusters.default
+        if problem := cluster_name_problem(raw):
+            raise UsageError(f"label {self._cluster_label}: {problem}")
+        if raw not in self._clusters.names:
+            raise UnknownClusterError(raw, tuple(sorted(self._clusters.names)))
+        return raw
+
     async def _start(self, firing: list[_Firing], result: IntakeResult) -> None:
-        known = await self._known_nodes()
+        known = await self._known_nodes(tuple(dict.fromkeys(f.cluster for f in firing)))
         now = self._clock()
         self._started = recent(self._started, now=now, caps=self._caps)
         in_request = 0
         for f in firing:
-            if known is not None and f.node not in known:
-                if f.node not in result.unknown_nodes:
-                    result.unknown_nodes.append(f.node)
+            nodes = known.get(f.cluster) if known is not None else None
+            if isinstance(nodes, GpunodeError):
+                result.refused.append({"node": f.label, "reason": nodes.message})
+                await self._audit("refused", nodes.code, f"{f.label}: {nodes.message}")
+                continue
+            if nodes is not None and f.node not in nodes:
+                if f.label not in result.unknown_nodes:
+                    result.unknown_nodes.append(f.label)
                 continue
             if await self._store.seen_event(f.key):
                 result.duplicates += 1
                 continue
-            why = over_cap(f.node, self._started, in_request=in_request, now=now, caps=self._caps)
+            why = over_cap(f.label, self._started, in_request=in_request, now=now, caps=self._caps)
             if why is not None:
-                result.skipped.append({"node": f.node, "alertname": f.alertname, "cap": why})
+                result.skipped.append({"node": f.label, "alertname": f.alertname, "cap": why})
                 continue
             if not await self._store.remember_event(f.key, at=now):
                 result.duplicates += 1  # another request took it meanwhile
                 continue
-            self._started.append((f.node, now))
+            self._started.append((f.label, now))
             in_request += 1
-            result.diagnosing.append(f.node)
-            self._bg.spawn(self._diagnose_for(f), name=f"alert-diagnose-{f.node}")
+            result.diagnosing.append(f.label)
+            self._bg.spawn(self._diagnose_for(f), name=f"alert-diagnose-{f.label}")
         await self._unknown(result)
         await self._skipped(result)
 
-    async def _known_nodes(self) -> set[str] | None:
-        if self._kube is None:
+    async def _known_nodes(
+        self, clusters: tuple[str, ...]
+    ) -> dict[str, set[str] | GpunodeError] | None:
+        """Each cluster's GPU node names, or the error that kept it from answering. Raises
+        that error when no cluster answered (the request is retried as a whole)."""
+        if not self._check_nodes:
             return None
-        return {n.name for n in await self._kube.list_gpu_nodes()}
+
+        async def ask(_name: str, kube: KubePort) -> set[str]:
+            return {n.name for n in await kube.list_gpu_nodes()}
+
+        answers = await fan_out(self._clusters, ask, clusters=clusters)
+        errors = [a.error for a in answers if a.error is not None]
+        if errors and len(errors) == len(answers):
+            raise errors[0]
+        return {a.cluster: a.error or a.value or set() for a in answers}
 
     async def _diagnose_for(self, f: _Firing) -> None:
         """The diagnosis an alert asked for; a channel the bot cannot post in is said once."""
         try:
             await self._diagnose.diagnose(
-                f.node, channel=self._channel, user="alertmanager", alert_fingerprint=f.fingerprint
+                f.node,
+                channel=self._channel,
+                user="alertmanager",
+                alert_fingerprint=f.fingerprint,
+                cluster=f.cluster,
             )
         except SlackError as err:
             if err.code not in CHANNEL_ERRORS:
@@ -231,10 +296,6 @@ class AlertService:
             )
         )  # fmt: skip
 
-    async def _refused(self, result: IntakeResult) -> None:
-        for r in result.refused:
-            await self._audit("refused", "invalid_node_label", f"{r['node']}: {r['reason']}")
-
     async def _unknown(self, result: IntakeResult) -> None:
         if result.unknown_nodes:
             detail = "no GPU node named " + ", ".join(result.unknown_nodes)
@@ -256,8 +317,8 @@ class AlertService:
         except SlackError as err:
             log.warning("could not post the skipped-alerts notice: %s", err.code)
 
-    async def _note_resolved(self, node: str, alertname: str) -> None:
-        for incident in await self._store.open_incidents(node=node):
+    async def _note_resolved(self, node: str, alertname: str, *, cluster: str, label: str) -> None:
+        for incident in await self._store.open_incidents(node=node, cluster=cluster):
             now = self._clock()
             await self._store.append_timeline(
                 TimelineEntry(
@@ -270,7 +331,7 @@ class AlertService:
                 )
             )
             if incident.thread_ts:
-                text, blocks = render_notice("alert_resolved", alertname=alertname, node=node)
+                text, blocks = render_notice("alert_resolved", alertname=alertname, node=label)
                 await self._chat.post(
                     incident.channel, text=text, blocks=blocks, thread_ts=incident.thread_ts
                 )

@@ -205,7 +205,12 @@ async def after(d: ActDeps, incident_id: str) -> None:
     if incident is None or before is None:
         return
     outcome = await d.diagnose.diagnose(
-        incident.node, channel=incident.channel, user="gpunode", fresh=True, chart=False
+        incident.node,
+        channel=incident.channel,
+        user="gpunode",
+        fresh=True,
+        chart=False,
+        cluster=incident.cluster or None,
     )
     if outcome.diagnosis is None:
         return

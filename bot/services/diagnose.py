@@ -9,6 +9,10 @@ Order of work (each step visible in the thread):
 3. run the diagnostic Job (shared per node by the gateway), analyze, store the snapshot;
 4. post evidence, talking points and actions as thread replies; refresh the root line.
 A failure at step 3 is posted in the thread with what to do; the incident stays consistent.
+
+Many clusters: the service is given a ``ClusterRegistry`` (or one KubePort, which becomes the
+cluster ``default``); ``diagnose(node, cluster=...)`` works on that cluster's node, and its
+incident is that cluster's. A cluster that cannot be reached is reported by name.
 """
 
 from __future__ import annotations
@@ -27,11 +31,19 @@ from typing import Any
 from bot.core.analysis import analyze
 from bot.core.charts import action_markers, chart_spec
 from bot.core.cluster import ClusterView
+from bot.core.clusters import format_node_ref
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.incidents import TimelineEntry
 from bot.core.thresholds import Thresholds
-from bot.errors import GpunodeError, KubeError, NotFoundError, StoreError
+from bot.errors import (
+    ClusterUnreachableError,
+    GpunodeError,
+    KubeError,
+    KubeUnavailableError,
+    NotFoundError,
+    StoreError,
+)
 from bot.render.messages import (
     render_diagnosis_messages,
     render_notice,
@@ -39,6 +51,7 @@ from bot.render.messages import (
     verdict_headline,
 )
 from bot.render.sentences import sentence
+from bot.services.clusters import ClusterRegistry
 from bot.services.history import HistoryService, attach
 from bot.services.ports import ChatPort, KubePort
 
@@ -70,6 +83,8 @@ WHAT_TO_DO = {
     "evidence_unreadable": "The collector's output could not be read; its pod log has details.",
     "forbidden": "gpunode's service account lacks a permission; apply deploy/ RBAC again.",
     "timeout": "Run diagnose again in a minute; if it keeps timing out, check the API server.",
+    "cluster_unreachable": "Check that cluster's API server and gpunode's credentials for it "
+    "(`clusters.<name>` in the settings), then run diagnose again.",
 }
 DEFAULT_WHAT_TO_DO = "Run diagnose again; if it keeps failing, check the gpunode logs."
 
@@ -88,7 +103,7 @@ class DiagnoseService:
 
     def __init__(
         self,
-        kube: KubePort,
+        kube: KubePort | ClusterRegistry,
         store: Any,
         chat: ChatPort,
         *,
@@ -100,7 +115,7 @@ class DiagnoseService:
     ) -> None:
         self._history = history or HistoryService(None)
         self._charts = charts
-        self._kube = kube
+        self.clusters = kube if isinstance(kube, ClusterRegistry) else ClusterRegistry.single(kube)
         self._store = store
         self._chat = chat
         self._clock = clock
@@ -120,28 +135,44 @@ class DiagnoseService:
         alert_fingerprint: str | None = None,
         fresh: bool = False,
         chart: bool = True,
+        cluster: str | None = None,
     ) -> DiagnoseOutcome:
-        """Diagnose ``node`` into its incident thread. A diagnosis already running for the
-        incident in this process is joined, unless ``fresh`` (after a change to the cluster,
-        whose effect a diagnosis started before it cannot show): then it runs after it.
-        ``chart=False``: the caller posts the chart itself (the before/after diff does)."""
+        """Diagnose ``node`` of ``cluster`` (None: the default one) into its incident thread.
+        A diagnosis already running for the incident in this process is joined, unless
+        ``fresh`` (after a change to the cluster, whose effect a diagnosis started before it
+        cannot show): then it runs after it. ``chart=False``: the caller posts the chart
+        itself (the before/after diff does)."""
+        name = cluster or self.clusters.default
         try:
-            await self._kube.get_cluster_view(node)  # an unknown node opens nothing
+            kube = self.clusters.port(name)
+            async with asyncio.timeout(self.clusters.timeout_s(name)):
+                await kube.get_cluster_view(node)  # an unknown node opens nothing
         except NotFoundError as err:
-            known = await self._known_nodes()
-            text, blocks = render_notice("node_not_found", node=node, known_nodes=known)
-            await self._chat.post_ephemeral(channel, user, text=text, blocks=blocks)
-            return DiagnoseOutcome(None, None, None, error=err)
-        except KubeError as err:
+            known = await self._known_nodes(name)
             text, blocks = render_notice(
-                "diagnose_failed", reason=err.message, code=err.code, what_to_do=_what_to_do(err)
+                "node_not_found", node=self.label(name, node), known_nodes=known
             )
             await self._chat.post_ephemeral(channel, user, text=text, blocks=blocks)
             return DiagnoseOutcome(None, None, None, error=err)
+        except (KubeError, TimeoutError) as caught:
+            failure = _named(caught, name)
+            text, blocks = render_notice(
+                "diagnose_failed",
+                reason=failure.message,
+                code=failure.code,
+                what_to_do=_what_to_do(failure),
+            )
+            await self._chat.post_ephemeral(channel, user, text=text, blocks=blocks)
+            return DiagnoseOutcome(None, None, None, error=failure)
 
         now = self._clock()
         incident, created = await self._store.open_or_join_incident(
-            node, channel, opened_by=user, at=now, alert_fingerprint=alert_fingerprint
+            node,
+            channel,
+            opened_by=user,
+            at=now,
+            alert_fingerprint=alert_fingerprint,
+            cluster=name,
         )
         running = self._running.get(incident.id)
         while fresh and running is not None and not running.done():
@@ -158,8 +189,9 @@ class DiagnoseService:
             return await task
         # one diagnosis per incident at a time in this process: join it, and say so
         incident, thread_ts = await self._ensure_thread(incident, channel)
-        await self._note(incident.id, "diagnosis", user, f"diagnose {node} requested")
-        text, blocks = render_notice("diagnose_joined_running", node=node, user=user)
+        label = self.label(name, node)
+        await self._note(incident.id, "diagnosis", user, f"diagnose {label} requested")
+        text, blocks = render_notice("diagnose_joined_running", node=label, user=user)
         await self._chat.post(incident.channel, text=text, blocks=blocks, thread_ts=thread_ts)
         joined = await asyncio.shield(running)
         return dataclasses.replace(joined, created=False)
@@ -172,21 +204,23 @@ class DiagnoseService:
         self, incident: Any, node: str, channel: str, *, created: bool, user: str, chart: bool
     ) -> DiagnoseOutcome:
         incident, thread_ts = await self._ensure_thread(incident, channel)
-        await self._note(incident.id, "diagnosis", user, f"diagnose {node} requested")
+        label = self.label(incident.cluster, node)
+        await self._note(incident.id, "diagnosis", user, f"diagnose {label} requested")
         channel = incident.channel
         if not created:
-            text, blocks = render_notice("diagnose_joined", node=node, user=user)
+            text, blocks = render_notice("diagnose_joined", node=label, user=user)
             await self._chat.post(channel, text=text, blocks=blocks, thread_ts=thread_ts)
         await self._refresh_root(incident, progress="Running the diagnostic Job on the node…")
 
         # Prometheus runs alongside the Job and is bounded by its own short timeout
         history_task = asyncio.create_task(self._history.fetch(node, now=self._clock()))
         try:
-            bundle = await self._kube.run_diagnostic(node)
-            view = await self._kube.get_cluster_view(node)
+            kube = self.clusters.port(incident.cluster or self.clusters.default)
+            bundle = await kube.run_diagnostic(node)
+            view = await kube.get_cluster_view(node)
         except KubeError as err:
             history_task.cancel()
-            return await self._report_failure(incident, err, thread_ts)
+            return await self._report_failure(incident, _named(err, incident.cluster), thread_ts)
         except TimeoutError:
             history_task.cancel()
             timeout = KubeError(
@@ -272,11 +306,18 @@ class DiagnoseService:
         if incident is not None:
             await self._refresh_root(incident, progress=None)
 
-    async def _known_nodes(self) -> list[str]:
+    def label(self, cluster: str, node: str) -> str:
+        """How messages name a node: ``prod-eu/gpu-node-01`` when gpunode serves several
+        clusters, plain ``gpu-node-01`` when it serves one."""
+        return format_node_ref(cluster, node, show_cluster=self.clusters.multi)
+
+    async def _known_nodes(self, cluster: str) -> list[str]:
         try:
-            return [n.name for n in await self._kube.list_gpu_nodes()][:20]
-        except KubeError:
+            async with asyncio.timeout(self.clusters.timeout_s(cluster)):
+                nodes = await self.clusters.port(cluster).list_gpu_nodes()
+        except (GpunodeError, TimeoutError):
             return []
+        return [n.name for n in nodes][:20]
 
     async def _ensure_thread(self, incident: Any, channel: str) -> tuple[Any, str]:
         """The incident (fresh) and its thread, posting the root first if nobody has.
@@ -324,7 +365,7 @@ class DiagnoseService:
             headline = verdict_headline(diagnosis)
         return render_root(
             incident_id=incident.id,
-            node=incident.node,
+            node=self.label(incident.cluster, incident.node),
             state=STATE_LABEL.get(incident.state, incident.state),
             headline=headline,
             opened_by=incident.opened_by,
@@ -375,6 +416,17 @@ def _verdict_text(diagnosis: Diagnosis) -> str:
     """The verdict as one plain sentence (the timeline export is read by people)."""
     v = diagnosis.verdict
     return sentence("verdicts", v.cause, v.params, fmt="text", subject=v.subject)
+
+
+def _named(err: GpunodeError | TimeoutError, cluster: str) -> KubeError:
+    """A cluster that did not answer is named; other errors stay as they are."""
+    if isinstance(err, TimeoutError):
+        return ClusterUnreachableError(cluster, "no answer in time")
+    if isinstance(err, KubeUnavailableError) and not isinstance(err, ClusterUnreachableError):
+        return ClusterUnreachableError(cluster, err.message)
+    if isinstance(err, KubeError):
+        return err
+    return KubeError(err.message, code=err.code)
 
 
 def _what_to_do(err: GpunodeError) -> str:

@@ -6,6 +6,7 @@ the caller renders it for its surface.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -15,6 +16,7 @@ from bot.core.cluster import NodeLoad
 from bot.core.incidents import TimelineEntry
 from bot.core.quantity import parse_quantity
 from bot.errors import UsageError
+from bot.services.clusters import ClusterRegistry, fan_out
 from bot.services.ports import KubePort
 
 
@@ -26,6 +28,7 @@ class NodeRank:
     requests_percent: int | None
     working_set_percent: int | None
     score: float
+    cluster: str = ""
 
 
 def _percent_of(load: NodeLoad, resource: str) -> tuple[int | None, int | None]:
@@ -56,6 +59,50 @@ async def top_nodes(kube: KubePort, *, limit: int = 15) -> list[NodeRank]:
     return ranks[:limit]
 
 
+@dataclass(frozen=True)
+class ClusterFailure:
+    """A cluster that did not answer (or refused): named, with gpunode's error text."""
+
+    cluster: str
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class TopReport:
+    """``top`` across clusters: the ranked rows, and the clusters that could not be asked."""
+
+    rows: list[NodeRank]
+    failures: list[ClusterFailure]
+
+
+async def top_across(
+    clusters: ClusterRegistry, *, cluster: str | None = None, limit: int = 15
+) -> TopReport:
+    """GPU nodes of every cluster (or of ``cluster``) ranked together by memory pressure.
+
+    The clusters are asked at once, each within its own timeout (``fan_out``): a slow or
+    unreachable cluster is listed in ``failures`` by name and costs the answer at most its
+    timeout; the others' rows are ranked all the same."""
+    names = (clusters.choose(cluster),) if cluster else None
+
+    async def ask(name: str, kube: KubePort) -> list[NodeRank]:
+        return [
+            dataclasses.replace(rank_node(load), cluster=name)
+            for load in await kube.gpu_node_loads()
+        ]
+
+    rows: list[NodeRank] = []
+    failures: list[ClusterFailure] = []
+    for answer in await fan_out(clusters, ask, clusters=names):
+        if answer.error is not None:
+            failures.append(ClusterFailure(answer.cluster, answer.error.code, answer.error.message))
+        else:
+            rows.extend(answer.value or [])
+    rows.sort(key=lambda r: (-r.score, r.cluster, r.node))
+    return TopReport(rows[:limit], failures)
+
+
 class IncidentOps:
     """status / timeline / resolve over the store."""
 
@@ -63,8 +110,9 @@ class IncidentOps:
         self._store = store
         self._clock = clock
 
-    async def status(self, node: str | None) -> list[Any]:
-        return list(await self._store.open_incidents(node=node))
+    async def status(self, node: str | None, cluster: str | None = None) -> list[Any]:
+        """Open incidents (of ``node``; in ``cluster``, or in any cluster when None)."""
+        return list(await self._store.open_incidents(node=node, cluster=cluster))
 
     async def resolve_id(self, incident: str | None, *, channel: str, thread_ts: str | None) -> Any:
         if incident:

@@ -25,13 +25,13 @@ async def reconcile_interrupted(d: ActDeps) -> int:
     for record in await d.store.interrupted_actions():
         count += 1
         plan = plan_of_record(record)
-        observed = await observe(d, plan)
+        observed = await observe(d.for_cluster(record.cluster), plan)
         if not await d.store.set_action_state(
             record.action_id, "failed", at=d.clock(),
             result={"reason": "interrupted by a restart", "observed": observed},
         ):  # fmt: skip
             continue  # another replica reconciled it first
-        await d.audit(
+        await d.for_cluster(record.cluster).audit(
             actor="gpunode", action=f"tier{plan.tier}.reconcile", incident_id=record.incident_id,
             action_id=record.action_id, tier=plan.tier, decision="interrupted",
             outcome="failed", detail=observed,

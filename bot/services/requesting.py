@@ -170,6 +170,7 @@ async def submitted(
         needs_approval=isinstance(decision, NeedsApproval),
         created_at=now,
         updated_at=now,
+        cluster=d.cluster,
     )
     await d.store.create_action(record)
     dry = await run_steps(d.kube, list(plan.steps), dry_run=True)

@@ -29,6 +29,9 @@ from bot.errors import UsageError
         ("status", Status()),
         ("status gpu-node-02", Status(node="gpu-node-02")),
         ("top", Top()),
+        ("top prod-eu", Top(cluster="prod-eu")),
+        ("diagnose prod-eu/gpu-node-01", Diagnose(cluster="prod-eu", node="gpu-node-01")),
+        ("status prod-us/gpu-node-02", Status(cluster="prod-us", node="gpu-node-02")),
         ("timeline", Timeline()),
         ("timeline INC-0007", Timeline(incident="INC-0007")),
         ("timeline inc-7", Timeline(incident="INC-0007")),
@@ -51,14 +54,14 @@ def test_valid_commands_parse_to_their_model(text: str, expected: object) -> Non
 @pytest.mark.parametrize(
     ("text", "fragment", "usage_fragment"),
     [
-        ("diagnose", "needs a node name", "diagnose NODE"),
-        ("diagnose a b", "unexpected: b", "diagnose NODE"),
-        ("diagnose GPU-node-01", "did you mean gpu-node-01", "diagnose NODE"),
-        ("diagnose gpu_node", "not a valid node name", "diagnose NODE"),
-        ("diagnose -gpu", "not a valid node name", "diagnose NODE"),
-        ("diagnose " + "a" * 254, "limit is 253", "diagnose NODE"),
-        ("top now", "takes no arguments", "top"),
-        ("status a b", "unexpected: b", "status [NODE]"),
+        ("diagnose", "needs a node name", "diagnose [CLUSTER/]NODE"),
+        ("diagnose a b", "unexpected: b", "diagnose [CLUSTER/]NODE"),
+        ("diagnose GPU-node-01", "did you mean gpu-node-01", "diagnose [CLUSTER/]NODE"),
+        ("diagnose gpu_node", "not a valid node name", "diagnose [CLUSTER/]NODE"),
+        ("diagnose -gpu", "not a valid node name", "diagnose [CLUSTER/]NODE"),
+        ("diagnose " + "a" * 254, "limit is 253", "diagnose [CLUSTER/]NODE"),
+        ("top now later", "unexpected: later", "top [CLUSTER]"),
+        ("status a b", "unexpected: b", "status [[CLUSTER/]NODE]"),
         ("timeline INC-abc", "not an incident id", "timeline [INCIDENT]"),
         ("timeline 0", "not an incident id", "timeline [INCIDENT]"),
         ("resolve", "needs an incident id", "resolve INCIDENT"),
@@ -75,6 +78,43 @@ def test_malformed_commands_raise_usage_error_with_the_usage_line(
         parse(text)
     assert fragment in caught.value.message
     assert usage_fragment in caught.value.usage
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("diagnose Prod-EU/gpu-node-01", "cluster names are lowercase: did you mean prod-eu?"),
+        ("diagnose prod.eu/gpu-node-01", "not a valid cluster name"),
+        ("diagnose /gpu-node-01", "a cluster name cannot be empty"),
+        ("diagnose prod-eu/", "names a cluster but no node"),
+        ("diagnose prod-eu/a/b", "not a valid node name"),
+        ("diagnose " + "c" * 64 + "/n1", "the limit is 63"),
+        ("diagnose prod-eu/GPU-1", "node names are lowercase"),
+        ("top -eu", "not a valid cluster name"),
+    ],
+)
+def test_malformed_cluster_references_are_refused_saying_what_is_wrong(
+    text: str, fragment: str
+) -> None:
+    with pytest.raises(UsageError) as caught:
+        parse(text)
+    assert fragment in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "text", ["diagnose prod-ap/gpu-node-01", "status prod-ap/gpu-node-01", "top prod-ap"]
+)
+def test_an_unknown_cluster_is_refused_naming_the_known_ones(text: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        parse(text, clusters=("prod-us", "prod-eu"))
+    assert caught.value.message == (
+        "no cluster named 'prod-ap'; the known clusters are: prod-eu, prod-us"
+    )
+
+
+def test_a_known_cluster_parses_when_the_clusters_are_given() -> None:
+    parsed = parse("diagnose prod-eu/gpu-node-01", clusters=("prod-eu", "prod-us"))
+    assert parsed == Diagnose(cluster="prod-eu", node="gpu-node-01")
 
 
 def test_a_word_far_from_every_verb_gets_no_suggestion() -> None:
@@ -100,7 +140,7 @@ def test_help_lists_every_verb_with_the_given_prog() -> None:
 def test_usage_errors_use_the_callers_prog() -> None:
     with pytest.raises(UsageError) as caught:
         parse("diagnose", prog="gpunode")
-    assert caught.value.usage == "gpunode diagnose NODE"
+    assert caught.value.usage == "gpunode diagnose [CLUSTER/]NODE"
 
 
 @given(st.text(max_size=300))

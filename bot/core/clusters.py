@@ -1,0 +1,70 @@
+"""Cluster names and ``[CLUSTER/]NODE`` references (pure: no I/O).
+
+One gpunode serves several clusters. A command names a node as ``NODE`` (the channel's
+default cluster, else the settings' default) or ``CLUSTER/NODE``. Cluster names are
+DNS-1123 labels (what a kubeconfig context or a Prometheus ``cluster`` label usually is,
+and safe in Slack text, file names and metric labels); node names are DNS-1123 subdomains,
+as Kubernetes requires. ``choose_cluster`` decides which cluster a command acts on and names
+the known clusters when asked for one that does not exist.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping
+
+from bot.errors import UnknownClusterError
+
+#: Kubernetes' DNS-1123 label: what `kubectl config rename-context` accepts for a portable name
+MAX_CLUSTER_NAME = 63
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+#: the name of the one cluster of a settings file that lists none (today's single cluster)
+DEFAULT_CLUSTER = "default"
+
+
+def cluster_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a cluster name, or None when it can."""
+    if not name:
+        return "a cluster name cannot be empty"
+    if len(name) > MAX_CLUSTER_NAME:
+        return f"cluster name is {len(name)} characters; the limit is {MAX_CLUSTER_NAME}"
+    if _DNS1123_LABEL.fullmatch(name):
+        return None
+    if _DNS1123_LABEL.fullmatch(name.lower()):
+        return f"cluster names are lowercase: did you mean {name.lower()}?"
+    shown = name if len(name) <= 60 else name[:57] + "..."
+    return (
+        f"{shown!r} is not a valid cluster name: use lowercase letters, digits and '-', "
+        "starting and ending with a letter or digit (no '.' or '/')"
+    )
+
+
+def split_node_ref(word: str) -> tuple[str | None, str]:
+    """``prod-eu/gpu-node-01`` -> ``("prod-eu", "gpu-node-01")``; ``gpu-node-01`` ->
+    ``(None, "gpu-node-01")``. Only the first '/' splits (node names never hold one, so a
+    second '/' is left in the node part for its validation to refuse)."""
+    if "/" not in word:
+        return None, word
+    cluster, _, node = word.partition("/")
+    return cluster, node
+
+
+def format_node_ref(cluster: str, node: str, *, show_cluster: bool = True) -> str:
+    """The inverse of ``split_node_ref``; ``show_cluster=False`` for a one-cluster bot."""
+    return f"{cluster}/{node}" if show_cluster and cluster else node
+
+
+def choose_cluster(
+    explicit: str | None,
+    *,
+    channel: str = "",
+    known: Collection[str],
+    default: str,
+    channel_defaults: Mapping[str, str] | None = None,
+) -> str:
+    """The cluster a command acts on: the one it names, else its channel's default, else the
+    settings' default. UnknownClusterError (naming the known clusters) for any other name."""
+    name = explicit or (channel_defaults or {}).get(channel) or default
+    if name not in known:
+        raise UnknownClusterError(name, tuple(sorted(known)))
+    return name

@@ -1,0 +1,185 @@
+"""The clusters gpunode serves: name -> KubePort, built on first use, and the fan-out that
+asks several of them at once without letting a slow one hold up the rest.
+
+``ClusterRegistry.from_settings`` reads ``Settings.clusters`` (or, when it lists none, the
+one ``kube`` cluster, named ``default``: today's settings keep working as they are). Each
+cluster has its own ``timeout_s``: one request to it may take that long (its gateway's
+transport timeout), and so may its share of a fan-out (``fan_out``), after which it is
+reported as unreachable, by name, while the other clusters' answers are used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from bot.config import KubeSettings, Settings
+from bot.core.clusters import DEFAULT_CLUSTER, choose_cluster
+from bot.errors import (
+    ClusterUnreachableError,
+    GpunodeError,
+    KubeUnavailableError,
+    UnknownClusterError,
+)
+from bot.services.ports import KubePort
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+#: a fan-out share when the settings give none (the single ``kube`` cluster): the gateway's
+#: own request timeout already bounds each call; this bounds the whole share
+DEFAULT_TIMEOUT_S = 30.0
+
+
+def cluster_kube_settings(settings: Settings) -> dict[str, KubeSettings]:
+    """Each cluster's effective ``KubeSettings``: ``kube`` with the cluster's connection."""
+    if not settings.clusters:
+        return {DEFAULT_CLUSTER: settings.kube}
+    out: dict[str, KubeSettings] = {}
+    for name, c in settings.clusters.items():
+        out[name] = settings.kube.model_copy(
+            update={
+                "mode": c.mode,
+                "kubeconfig": c.kubeconfig,
+                "context": c.context,
+                "server": c.server,
+                "token": c.token,
+                "token_file": c.token_file,
+                "ca_file": c.ca_file,
+                "verify_tls": c.verify_tls,
+                "request_timeout_s": c.timeout_s,
+            }
+        )
+    return out
+
+
+class ClusterRegistry:
+    """Which clusters exist, which one a command means, and their KubePorts (lazily)."""
+
+    def __init__(
+        self,
+        builders: Mapping[str, Callable[[], KubePort]],
+        *,
+        default: str | None = None,
+        channel_defaults: Mapping[str, str] | None = None,
+        timeouts: Mapping[str, float] | None = None,
+    ) -> None:
+        if not builders:
+            raise ValueError("a registry needs at least one cluster")
+        self._builders = dict(builders)
+        self.names: tuple[str, ...] = tuple(self._builders)
+        self.default = default or self.names[0]
+        if self.default not in self._builders:
+            raise UnknownClusterError(self.default, tuple(sorted(self.names)))
+        self.channel_defaults = dict(channel_defaults or {})
+        self._timeouts = dict(timeouts or {})
+        self._ports: dict[str, KubePort] = {}
+
+    @classmethod
+    def single(cls, kube: KubePort, name: str = DEFAULT_CLUSTER) -> ClusterRegistry:
+        """One cluster, already built (tests, the single-cluster setup, the CLI)."""
+        registry = cls({name: lambda: kube})
+        registry._ports[name] = kube
+        return registry
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, *, build: Callable[[KubeSettings], KubePort]
+    ) -> ClusterRegistry:
+        """``build`` makes one cluster's port (``Gateway.from_settings``); it runs on first use
+        of that cluster, so a cluster that is never asked about is never connected to."""
+        per_cluster = cluster_kube_settings(settings)
+        builders = {name: _builder(build, ks) for name, ks in per_cluster.items()}
+        timeouts = {name: c.timeout_s for name, c in settings.clusters.items()}
+        return cls(
+            builders,
+            default=settings.default_cluster,
+            channel_defaults=settings.channel_clusters,
+            timeouts=timeouts,
+        )
+
+    @property
+    def multi(self) -> bool:
+        """More than one cluster: messages name the cluster of each node."""
+        return len(self.names) > 1
+
+    def choose(self, explicit: str | None = None, *, channel: str = "") -> str:
+        """The cluster a command means (see ``bot.core.clusters.choose_cluster``)."""
+        return choose_cluster(
+            explicit,
+            channel=channel,
+            known=self.names,
+            default=self.default,
+            channel_defaults=self.channel_defaults,
+        )
+
+    def port(self, name: str) -> KubePort:
+        """The cluster's KubePort, built now if this is its first use."""
+        if name not in self._builders:
+            raise UnknownClusterError(name, tuple(sorted(self.names)))
+        port = self._ports.get(name)
+        if port is None:
+            port = self._ports[name] = self._builders[name]()
+        return port
+
+    def timeout_s(self, name: str) -> float:
+        return self._timeouts.get(name, DEFAULT_TIMEOUT_S)
+
+    def close(self) -> None:
+        """Close the ports that were built (those with a ``close``)."""
+        for port in self._ports.values():
+            close = getattr(port, "close", None)
+            if callable(close):
+                close()
+
+
+def _builder(build: Callable[[KubeSettings], KubePort], ks: KubeSettings) -> Callable[[], KubePort]:
+    return lambda: build(ks)
+
+
+@dataclass(frozen=True)
+class ClusterAnswer(Generic[T]):
+    """One cluster's share of a fan-out: its value, or the error that names it."""
+
+    cluster: str
+    value: T | None = None
+    error: GpunodeError | None = None
+
+
+async def fan_out(
+    registry: ClusterRegistry,
+    ask: Callable[[str, KubePort], Awaitable[T]],
+    *,
+    clusters: tuple[str, ...] | None = None,
+) -> list[ClusterAnswer[T]]:
+    """Ask every cluster (or ``clusters``) at once; each answers within its own timeout.
+
+    The result keeps the registry's order. A cluster that times out, or cannot be reached,
+    becomes a ``ClusterUnreachableError`` naming it; any other gpunode error is kept as it
+    is (the caller names the cluster). The whole call takes about as long as the slowest
+    *healthy* cluster, and never much longer than the largest timeout among those asked."""
+    names = clusters if clusters is not None else registry.names
+    return list(await asyncio.gather(*(_one(registry, name, ask) for name in names)))
+
+
+async def _one(
+    registry: ClusterRegistry, name: str, ask: Callable[[str, KubePort], Awaitable[T]]
+) -> ClusterAnswer[T]:
+    timeout = registry.timeout_s(name)
+    try:
+        async with asyncio.timeout(timeout):
+            return ClusterAnswer(name, value=await ask(name, registry.port(name)))
+    except TimeoutError:
+        log.warning("cluster %s did not answer within %gs", name, timeout)
+        return ClusterAnswer(
+            name, error=ClusterUnreachableError(name, f"no answer in {timeout:g}s")
+        )
+    except ClusterUnreachableError as err:
+        return ClusterAnswer(name, error=err)
+    except KubeUnavailableError as err:
+        return ClusterAnswer(name, error=ClusterUnreachableError(name, err.message))
+    except GpunodeError as err:  # forbidden, a bad kubeconfig...: said as it is, with its name
+        return ClusterAnswer(name, error=err)
