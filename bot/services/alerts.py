@@ -17,7 +17,7 @@ cluster and node. When no cluster asked can say which nodes it has, the request 
 answered 503 so Alertmanager retries; when only some cannot, their alerts are refused
 (not remembered, so a later notification tries again) and the others go ahead.
 
-The HTTP route (``bot.slack.server``) serves this
+The HTTP route (``bot.wiring.server``) serves this
 only with a bearer token, or with the explicit ``alerts.allow_unauthenticated`` opt-out.
 """
 

@@ -172,5 +172,7 @@ def test_with_no_cluster_in_question_every_bound_role_counts() -> None:
 
 def test_a_role_scoped_to_a_malformed_cluster_name_is_refused_at_load() -> None:
     bad = {"roles": {"sre": {"allows": [2], "clusters": ["Prod_EU"]}}}
-    with pytest.raises(PolicyError, match=r"roles\.sre\.clusters: .Prod_EU. is not a valid cluster name"):
+    with pytest.raises(
+        PolicyError, match=r"roles\.sre\.clusters: .Prod_EU. is not a valid cluster name"
+    ):
         parse_policy(bad)
