@@ -270,14 +270,20 @@ def load_settings(
         ) from None
 
 
-_SETTING_NAME = re.compile(r"[a-z][a-z0-9_-]{0,29}")  # field and cluster names fit; 32-hex not
+_SETTING_NAME = re.compile(r"[a-z][a-z0-9_]{0,29}")  # every field name fits; 32-hex secrets not
 
 
 def _key_path(loc: tuple[str | int, ...]) -> str:
     """``slack.bot_token``; a key that cannot be a setting's name (a value pasted one line
-    too far left, say) is shown as ``<unknown key>`` rather than echoed."""
+    too far left, say) is shown as ``<unknown key>`` rather than echoed. The one place
+    names are the user's own is ``clusters.<name>``: a name listed there is shown."""
     return ".".join(
-        str(p) if isinstance(p, int) or _SETTING_NAME.fullmatch(p) else "<unknown key>" for p in loc
+        str(p)
+        if isinstance(p, int)
+        or _SETTING_NAME.fullmatch(p)
+        or (i == 1 and loc[0] == "clusters" and cluster_name_problem(p) is None)
+        else "<unknown key>"
+        for i, p in enumerate(loc)
     )
 
 

@@ -159,7 +159,9 @@ def dry_run_message(
     result: Any,
     needs_approval: bool,
     locale: str = "en",
+    node_ref: str | None = None,
 ) -> Message:
+    """``node_ref``: what the Re-diagnose button names (``cluster/node``; default the node)."""
     t = _t(locale)
     blocks: list[Block] = [
         header(_s(t.dry_run_header(plan))),
@@ -169,7 +171,7 @@ def dry_run_message(
     text = truncate(_s(t.dry_run_header(plan)), 3000)
     if not result.ok:
         # applying would fail the same way: the request is closed, offer a fresh diagnosis
-        retry = _button(REDIAGNOSE, _s(t.rediagnose_button()), plan.node, "primary")
+        retry = _button(REDIAGNOSE, _s(t.rediagnose_button()), node_ref or plan.node, "primary")
         tail = [{"type": "actions", "block_id": f"act:{action_id}", "elements": [retry]}]
         return text, fit(blocks, "…", tail=tail)
     apply = _button(APPLY, _s(t.apply_button()), action_id, "danger")
@@ -244,6 +246,7 @@ def outcome_message(
     result: Any,
     undo: bool,
     locale: str = "en",
+    node_ref: str | None = None,
 ) -> Message:
     t = _t(locale)
     summary = _s(t.outcome_summary(plan, state, requester, by, reason, detail))
@@ -258,7 +261,9 @@ def outcome_message(
     if undo:
         elements.append(_button(UNDO, _s(t.undo_button()), action_id))
     if state == "stale":
-        elements.append(_button(REDIAGNOSE, _s(t.rediagnose_button()), plan.node, "primary"))
+        elements.append(
+            _button(REDIAGNOSE, _s(t.rediagnose_button()), node_ref or plan.node, "primary")
+        )
     tail = (
         [{"type": "actions", "block_id": f"done:{action_id}", "elements": elements}]
         if elements

@@ -17,7 +17,6 @@ Safety properties, each enforced in the step modules and tested end to end
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -62,14 +61,16 @@ class ActService:
             bg=bg, policy=policy, clock=clock, new_id=new_id, replica_id=replica_id,
             evidence_max_age_s=evidence_max_age_s, approval_ttl_s=approval_ttl_s,
             watch_timeout_s=watch_timeout_s, watch_interval_s=watch_interval_s,
-            clusters=clusters, cluster=clusters.default,
+            clusters=clusters, cluster="",
         )  # fmt: skip
+        # ``cluster`` stays '' here: a step always gets ``for_cluster(its incident's)``, and
+        # audit rows written without one (expiry sweeps) take their action's cluster
 
     async def principal(self, user: str, channel: str, cluster: str | None = None) -> Principal:
         """The user's principal in ``cluster`` (None: no cluster in question, e.g. a listing
         across clusters: every role they are bound to counts)."""
         if cluster is None:
-            return await dataclasses.replace(self.deps, cluster="").principal(user, channel)
+            return await self.deps.principal(user, channel)
         return await self.deps.for_cluster(cluster).principal(user, channel)
 
     async def _incident_deps(self, incident_id: str) -> ActDeps:

@@ -174,6 +174,7 @@ class ActDeps:
             detail=detail,
             result=result,
             undo=undo,
+            node_ref=self.node_ref(record.plan.get("node", "")),
         )
         try:
             await self.chat.update(incident.channel, ts, text=t, blocks=blocks)

@@ -190,7 +190,7 @@ async def submitted(
         await _end_failed_dry_run(d, record, dry)
     t, blocks = views.dry_run_message(
         plan, action_id=action_id, requester=user, reason=reason, result=dry,
-        needs_approval=record.needs_approval,
+        needs_approval=record.needs_approval, node_ref=d.node_ref(plan.node),
     )  # fmt: skip
     ts = await d.chat.post(channel, text=t, blocks=blocks, thread_ts=thread_ts)
     await d.store.set_action_message(action_id, ts)

@@ -18,6 +18,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.core import commands
+from bot.core.clusters import format_node_ref
 from bot.core.incidents import TimelineEntry
 from bot.core.policy import Deny, Permission, authorize
 from bot.errors import GpunodeError, UsageError
@@ -25,7 +26,7 @@ from bot.render.acting import notice as _acting_notice
 from bot.render.messages import render_notice
 from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
-from bot.services.operations import IncidentOps, top_nodes
+from bot.services.operations import IncidentOps, top_across
 from bot.services.ports import ChatPort, KubePort
 from bot.slack.edge import Malformed
 from bot.slack.payloads import slack_unescape
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class BotServices:
-    kube: KubePort
+    kube: KubePort  # the default cluster's (``clusters`` has them all)
     store: Any
     chat: ChatPort
     diagnose: DiagnoseService
@@ -45,6 +46,13 @@ class BotServices:
     clock: Callable[[], datetime]
     channels: frozenset[str] = frozenset()  # empty = serve every channel
     act: Any = None  # bot.services.act.ActService when actions are enabled
+    clusters: Any = None  # bot.services.clusters.ClusterRegistry (None: just ``kube``)
+
+    def __post_init__(self) -> None:
+        if self.clusters is None:
+            from bot.services.clusters import ClusterRegistry
+
+            self.clusters = ClusterRegistry.single(self.kube)
 
 
 def build_app(
@@ -80,7 +88,7 @@ def _register_commands(app: AsyncApp, s: BotServices) -> None:
         text = slack_unescape(str(body.get("text", ""))).strip()
         channel, user = str(body.get("channel_id", "")), str(body.get("user_id", ""))
         try:
-            cmd = commands.parse(text)
+            cmd = commands.parse(text, clusters=s.clusters.names)
         except UsageError as err:
             t, blocks = render_notice("usage_error", message=err.message, usage=err.usage)
             await ack(text=t, blocks=blocks, response_type="ephemeral")
@@ -101,7 +109,7 @@ def _register_commands(app: AsyncApp, s: BotServices) -> None:
                 if denied is not None:
                     t, blocks = render_refused(denied.reason)
                 else:
-                    t, blocks = await _status_notice(s, cmd.node)
+                    t, blocks = await _status_notice(s, cmd.node, cmd.cluster)
             except GpunodeError as err:
                 t, blocks = render_notice("command_failed", message=err.message, code=err.code)
             await ack(text=t, blocks=blocks, response_type="ephemeral")
@@ -115,18 +123,28 @@ def canonical(cmd: commands.Command) -> str:
     """The command as gpunode understood it (validated words only: never the raw text)."""
     words: list[str] = [cmd.verb]
     if isinstance(cmd, commands.Diagnose):
-        words.append(cmd.node)
+        words.append(format_node_ref(cmd.cluster or "", cmd.node))
+    elif isinstance(cmd, commands.Top) and cmd.cluster:
+        words.append(cmd.cluster)
     elif isinstance(cmd, commands.Timeline | commands.Resolve) and cmd.incident:
         words.append(cmd.incident)
     return " ".join(words)
 
 
-async def _status_notice(s: BotServices, node: str | None) -> tuple[str, list[dict[str, Any]]]:
+async def _status_notice(
+    s: BotServices, node: str | None, cluster: str | None = None
+) -> tuple[str, list[dict[str, Any]]]:
+    """Open incidents (of ``node``, in ``cluster`` or in any cluster)."""
     rows = [
-        {"id": i.id, "node": i.node, "state": i.state, "opened_at": str(i.opened_at)}
-        for i in await s.ops.status(node)
+        {"id": i.id, "node": _label(s, i), "state": i.state, "opened_at": str(i.opened_at)}
+        for i in await s.ops.status(node, cluster)
     ]
     return render_notice("status_list", incidents=rows)
+
+
+def _label(s: BotServices, incident: Any) -> str:
+    """``cluster/node`` when several clusters are served, else the node."""
+    return format_node_ref(incident.cluster, incident.node, show_cluster=s.clusters.multi)
 
 
 async def _denied(
@@ -146,16 +164,24 @@ async def _denied(
 
 
 async def permitted(
-    s: BotServices, permission: Permission, *, user: str, channel: str, thread_ts: str | None = None
+    s: BotServices,
+    permission: Permission,
+    *,
+    user: str,
+    channel: str,
+    thread_ts: str | None = None,
+    cluster: str | None = None,
 ) -> bool:
-    """The policy's ``can_<permission>`` for ``user``; a refusal is told and audited."""
+    """The policy's ``can_<permission>`` for ``user`` (in ``cluster`` when one is in
+    question); a refusal is told and audited."""
     if s.act is None:
         return True  # actions (and with them the policy) are not enabled
-    decision = authorize(await s.act.principal(user, channel), permission, s.act.deps.policy)
+    principal = await s.act.principal(user, channel, cluster)
+    decision = authorize(principal, permission, s.act.deps.policy)
     if isinstance(decision, Deny):
         await s.act.deps.refuse(
             channel, user, decision.reason, thread_ts=thread_ts,
-            audit={"action": permission, "decision": "denied"},
+            audit={"action": permission, "decision": "denied", "cluster": cluster or ""},
         )  # fmt: skip
         return False
     return True
@@ -178,20 +204,37 @@ async def report_malformed(s: BotServices, m: Malformed) -> None:
             log.warning("could not tell %s about a malformed request: %s", m.user, err.code)
 
 
+async def _cluster_of(s: BotServices, cmd: Any, channel: str) -> str | None:
+    """The cluster a command acts in (None: a read across clusters). Diagnose: the one it
+    names, else the channel's, else the default; resolve and timeline: their incident's."""
+    if isinstance(cmd, commands.Diagnose):
+        return str(s.clusters.choose(cmd.cluster, channel=channel))
+    if isinstance(cmd, commands.Top):
+        return str(s.clusters.choose(cmd.cluster)) if cmd.cluster else None
+    if isinstance(cmd, commands.Resolve | commands.Timeline) and cmd.incident:
+        incident = await s.store.get_incident(cmd.incident)
+        return incident.cluster or None if incident is not None else None
+    return None
+
+
 async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> None:
     try:
         needs: Permission = (
             "diagnose" if isinstance(cmd, commands.Diagnose)
             else "resolve" if isinstance(cmd, commands.Resolve) else "view"
         )  # fmt: skip
-        if not await permitted(s, needs, user=user, channel=channel):
+        cluster = await _cluster_of(s, cmd, channel)
+        if not await permitted(s, needs, user=user, channel=channel, cluster=cluster):
             return
         if isinstance(cmd, commands.Diagnose):
-            await s.diagnose.diagnose(cmd.node, channel=channel, user=user)
+            await s.diagnose.diagnose(cmd.node, channel=channel, user=user, cluster=cluster)
         elif isinstance(cmd, commands.Top):
-            ranks = await top_nodes(s.kube)
-            rows = [dataclasses.asdict(r) for r in ranks]
-            t, blocks = render_notice("top_nodes", rows=rows)
+            report = await top_across(s.clusters, cluster=cluster)
+            rows = [dataclasses.asdict(r) for r in report.rows]
+            failures = [dataclasses.asdict(f) for f in report.failures]
+            t, blocks = render_notice(
+                "top_nodes", rows=rows, failures=failures, show_cluster=s.clusters.multi
+            )
             await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
         elif isinstance(cmd, commands.Timeline):
             await upload_timeline(s, cmd.incident, channel=channel, user=user, thread_ts=None)
@@ -220,7 +263,13 @@ async def upload_timeline(
     from bot.services.postmortem import export_postmortem, upload_postmortem
 
     incident = await s.ops.resolve_id(incident_ref, channel=channel, thread_ts=thread_ts)
-    cluster = str(getattr(s.kube, "cluster_name", "") or "")
+    # several clusters: the incident's cluster by its name; one: as the gateway names it
+    port = s.clusters.port(incident.cluster or s.clusters.default)
+    cluster = (
+        incident.cluster
+        if s.clusters.multi
+        else str(getattr(port, "cluster_name", "") or incident.cluster)
+    )
     files = await export_postmortem(
         s.store, s.chat.user_name, incident, cluster=cluster, now=s.clock()
     )
@@ -283,17 +332,22 @@ async def _mentioned(s: BotServices, event_id: str, event: dict[str, Any]) -> No
     if incident is None:
         return
     words = str(event.get("text", "")).lower().split()
+    where = incident.cluster or None
     if "diagnose" in words:
-        if await permitted(s, "diagnose", user=user, channel=channel, thread_ts=thread_ts):
-            await s.diagnose.diagnose(incident.node, channel=channel, user=user)
-    elif not await permitted(s, "view", user=user, channel=channel, thread_ts=thread_ts):
+        if await permitted(
+            s, "diagnose", user=user, channel=channel, thread_ts=thread_ts, cluster=where
+        ):
+            await s.diagnose.diagnose(incident.node, channel=channel, user=user, cluster=where)
+    elif not await permitted(
+        s, "view", user=user, channel=channel, thread_ts=thread_ts, cluster=where
+    ):
         return
     elif "timeline" in words:
         await upload_timeline(s, incident.id, channel=channel, user=user, thread_ts=None)
     else:
         t, blocks = render_notice(
             "status_list",
-            incidents=[{"id": incident.id, "node": incident.node, "state": incident.state,
+            incidents=[{"id": incident.id, "node": _label(s, incident), "state": incident.state,
                         "opened_at": str(incident.opened_at)}],
         )  # fmt: skip
         await s.chat.post(channel, text=t, blocks=blocks, thread_ts=thread_ts)

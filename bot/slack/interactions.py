@@ -20,6 +20,8 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from slack_bolt.async_app import AsyncApp
 
+from bot.core.clusters import split_node_ref
+from bot.errors import UnknownClusterError
 from bot.render.acting import APPLY, APPROVE, CANCEL, CONFIRM_CALLBACK, DENY, REDIAGNOSE, UNDO
 from bot.slack.app import report_malformed
 from bot.slack.edge import Malformed
@@ -27,7 +29,7 @@ from bot.slack.payloads import (
     BlockActions,
     ConfirmMeta,
     FormValue,
-    NodeName,
+    NodeRef,
     PayloadError,
     RecordId,
     TierRef,
@@ -187,19 +189,27 @@ def register_interactions(app: AsyncApp, s: Any) -> None:
         click = _click(s, body, "rediagnose")
         if click is None:
             return
-        node = _button_value(s, click, "rediagnose", NodeName)
-        if node is None:
+        ref = _button_value(s, click, "rediagnose", NodeRef)
+        if ref is None:
             return
+        cluster, node = split_node_ref(ref)
         s.bg.spawn(
-            _rediagnose(s, node, user=click.user.id, channel=click.channel_id), name="rediag"
+            _rediagnose(s, node, cluster=cluster, user=click.user.id, channel=click.channel_id),
+            name="rediag",
         )
 
 
-async def _rediagnose(s: Any, node: str, *, user: str, channel: str) -> None:
+async def _rediagnose(s: Any, node: str, *, cluster: str | None, user: str, channel: str) -> None:
     from bot.slack.app import permitted
 
-    if await permitted(s, "diagnose", user=user, channel=channel):
-        await s.diagnose.diagnose(node, channel=channel, user=user)
+    try:
+        where = s.clusters.choose(cluster) if cluster else s.clusters.default
+    except UnknownClusterError as err:  # a cluster removed from the settings since
+        err_ = PayloadError(err.message)
+        _refuse_malformed(s, "rediagnose", user, channel, err_)
+        return
+    if await permitted(s, "diagnose", user=user, channel=channel, cluster=where):
+        await s.diagnose.diagnose(node, channel=channel, user=user, cluster=where)
 
 
 _ID_ARG = {"apply": "action_id", "cancel": "action_id", "undo": "action_id", "vote": "approval_id"}

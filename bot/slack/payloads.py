@@ -35,6 +35,15 @@ NodeName = Annotated[
         max_length=253, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
     ),
 ]
+#: a button's ``[cluster/]node``: a DNS-1123 label, a '/', then a node name
+NodeRef = Annotated[
+    str,
+    Field(
+        max_length=317,
+        pattern=r"^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/)?"
+        r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+    ),
+]
 M = TypeVar("M", bound=BaseModel)
 #: action and approval ids in button values (``runtime.new_id``: 12 hex characters)
 RecordId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]

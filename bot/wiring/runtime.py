@@ -27,6 +27,7 @@ from bot.errors import ConfigError
 from bot.services.act import ActService
 from bot.services.alerts import AlertService
 from bot.services.background import Background
+from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
 from bot.services.history import HistoryService
 from bot.services.operations import IncidentOps
@@ -134,12 +135,26 @@ class Runtime:
         await self.services.bg.drain(timeout_s=30)
         await self.services.diagnose.close()
         await self.store.close()
+        self.services.diagnose.clusters.close()
+
+
+def check_policy_clusters(policy: Policy, clusters: ClusterRegistry) -> None:
+    """Every cluster a role is scoped to is one the settings list (a typo would silently
+    give the role nothing)."""
+    for name, role in sorted(policy.roles.items()):
+        unknown = [c for c in role.clusters if c not in clusters.names]
+        if unknown:
+            raise ConfigError(
+                f"the policy's role {name} is scoped to cluster {', '.join(unknown)}, which the "
+                f"settings do not list (clusters: {', '.join(sorted(clusters.names))}); fix "
+                "the role's clusters or add the cluster to the settings"
+            )
 
 
 async def build_runtime(
     settings: Settings,
     *,
-    kube: KubePort,
+    kube: KubePort | ClusterRegistry,
     client: AsyncWebClient,
     policy: Policy,
     thresholds: Thresholds,
@@ -148,12 +163,16 @@ async def build_runtime(
 ) -> Runtime:
     if settings.store.path != ":memory:":
         Path(settings.store.path).parent.mkdir(parents=True, exist_ok=True)
+    clusters = kube if isinstance(kube, ClusterRegistry) else ClusterRegistry.single(kube)
+    check_policy_clusters(policy, clusters)
     store = await Store.open(settings.store.path)
     store.export_audit = settings.store.audit_to_log
+    # incidents and actions recorded before clusters existed belong to the default cluster
+    await store.adopt_unclustered(clusters.default)
     chat = SlackChat(client, cache_ttl_s=settings.actions.usergroup_cache_ttl_s)
     bg = Background()
     diagnose = DiagnoseService(
-        kube,
+        clusters,
         store,
         chat,
         clock=clock,
@@ -161,7 +180,7 @@ async def build_runtime(
         history=HistoryService.from_settings(settings.prometheus),
     )
     act = ActService(
-        kube,
+        clusters,
         store,
         chat,
         diagnose,
@@ -176,7 +195,8 @@ async def build_runtime(
         watch_interval_s=settings.actions.watch_interval_s,
     )
     services = BotServices(
-        kube=kube,
+        kube=clusters.port(clusters.default),
+        clusters=clusters,
         store=store,
         chat=chat,
         diagnose=diagnose,
@@ -198,7 +218,7 @@ async def build_runtime(
     alerts = (
         AlertService(
             diagnose, store, chat, bg, channel=settings.slack.incident_channel, clock=clock,
-            kube=kube, caps=alert_caps(settings),
+            kube=clusters, caps=alert_caps(settings), cluster_label=settings.alerts.cluster_label,
         )
         if alert_intake_state(settings) != "disabled"
         else None

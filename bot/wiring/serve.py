@@ -80,10 +80,11 @@ async def start_socket_mode(runtime: Runtime, app_token: str) -> AsyncSocketMode
 
 async def _serve(settings: Settings) -> None:
     from bot.kube.gateway import Gateway
+    from bot.services.clusters import ClusterRegistry
 
     policy = load_policy(settings)
     thresholds = read_thresholds(settings)
-    kube = Gateway.from_settings(settings.kube)
+    kube = ClusterRegistry.from_settings(settings, build=Gateway.from_settings)
     assert settings.slack.bot_token is not None  # checked by check_settings
     client = make_client(
         settings.slack.bot_token.get_secret_value(), base_url=settings.slack.api_base_url
