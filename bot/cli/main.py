@@ -95,6 +95,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scenario", default="seed")
     p.add_argument("--port", type=int, default=8700, help="console port (default 8700)")
     p.add_argument("--script", action="store_true", help="run the story headless, print it")
+    p.add_argument(
+        "--second",
+        default="slab-leak",
+        help="scenario of the second cluster, prod-us (the first, --scenario, is prod-eu)",
+    )
+    p.add_argument("--one-cluster", action="store_true", help="serve one cluster only")
     p.set_defaults(handler="bot.sandbox.demo:main")
 
     p = sub.add_parser("sandbox", help="run one stand-in on its own")

@@ -6,6 +6,11 @@ it to the real services. ``--script`` runs the demo story headless and prints th
 With ``socket_mode=True`` the bot connects to the Slack stand-in over Socket Mode (an xapp-
 token, ``apps.connections.open``, a WebSocket) through the same ``start_socket_mode`` that
 ``serve`` uses, and has no signing secret: nothing is posted to its ``/slack/events``.
+
+Two clusters (``gpunode demo`` by default; ``second=`` here): a second Kubernetes stand-in
+runs another scenario, and the bot serves both, named ``prod-eu`` (the first, the default
+cluster) and ``prod-us``, through ``clusters:`` settings exactly as ``serve`` reads them.
+The two-cluster policy adds Erin, an SRE of prod-eu only.
 """
 
 from __future__ import annotations
@@ -25,7 +30,9 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from bot.config import (
     ActionSettings,
     AlertSettings,
+    ClusterSettings,
     HttpSettings,
+    KubeSettings,
     Settings,
     SlackSettings,
     StoreSettings,
@@ -36,6 +43,8 @@ from bot.sandbox.kubesim import KubeSim, load_scenario
 from bot.sandbox.kubesim.access import BOT_TOKEN as KUBE_BOT_TOKEN
 from bot.sandbox.slacksim import SlackSim
 from bot.sandbox.story import CHANNEL, run_story
+from bot.sandbox.story_clusters import run_clusters_story, transcript
+from bot.services.clusters import ClusterRegistry
 from bot.slack.chatting import make_client
 from bot.wiring.runtime import Runtime, build_runtime
 from bot.wiring.serve import start_socket_mode
@@ -44,7 +53,12 @@ SIGNING_SECRET = "demo-signing-secret"
 BOT_TOKEN = "xoxb-demo"
 APP_TOKEN = "xapp-1-A0GPUNODE-demo"
 POLICY = Path(__file__).with_name("demo_policy.yaml")
+CLUSTERS_POLICY = Path(__file__).with_name("demo_policy_clusters.yaml")
 NAMESPACE = "gpunode"
+#: the demo's two clusters: the first stand-in (default cluster) and the second
+FIRST, SECOND = "prod-eu", "prod-us"
+#: Erin: an SRE of prod-eu only (in the two-cluster policy)
+ERIN = ("U_ERIN", "erin", "Erin Sato", "SRE, prod-eu only")
 
 
 @dataclass
@@ -55,6 +69,8 @@ class Demo:
     bot_url: str
     console_url: str
     socket: AsyncSocketModeHandler | None = None
+    #: every cluster's stand-in by name (one cluster: ``{"default": kube}``)
+    kubes: dict[str, KubeSim] | None = None
 
     async def drain(self) -> None:
         await self.runtime.services.bg.drain(timeout_s=120)
@@ -93,6 +109,16 @@ async def running_standins(
         await kube.stop()
 
 
+def demo_clusters(urls: dict[str, str]) -> dict[str, ClusterSettings]:
+    """``clusters:`` settings for stand-ins by name: URL + the bot's ServiceAccount token."""
+    return {
+        name: ClusterSettings(
+            mode="server", server=url, token=KUBE_BOT_TOKEN, verify_tls=False, timeout_s=5
+        )
+        for name, url in urls.items()
+    }
+
+
 @contextlib.asynccontextmanager
 async def running_bot(
     *,
@@ -104,11 +130,17 @@ async def running_bot(
     app_token: str = APP_TOKEN,
     alerts: AlertSettings | None = None,
     incident_channel: str = CHANNEL,
+    clusters: dict[str, str] | None = None,
 ) -> AsyncIterator[tuple[Runtime, str, AsyncSocketModeHandler | None]]:
     """The real bot, wired to the given endpoints exactly as ``serve`` wires it.
 
-    Yields (runtime, bot_url, socket-mode handler or None)."""
+    ``clusters``: name -> API URL of several clusters (the first is the default); without
+    it the one cluster at ``kube_url``. Yields (runtime, bot_url, socket-mode handler or
+    None)."""
+    from bot.kube.gateway import Gateway
+
     tmp = tempfile.TemporaryDirectory(prefix="gpunode-demo-")
+    policy = CLUSTERS_POLICY if clusters else POLICY
     settings = Settings(
         slack=SlackSettings(
             signing_secret=None if socket_mode else SIGNING_SECRET,
@@ -120,15 +152,22 @@ async def running_bot(
         ),
         store=StoreSettings(path=store_path or str(Path(tmp.name) / "gpunode.db")),
         # the stand-in rolls out within a second: a short watch keeps the demo snappy
-        actions=ActionSettings(policy_file=str(POLICY), watch_timeout_s=15, watch_interval_s=0.2),
+        actions=ActionSettings(policy_file=str(policy), watch_timeout_s=15, watch_interval_s=0.2),
         http=HttpSettings(alertmanager_token=alert_token),
         alerts=alerts or AlertSettings(),
+        kube=KubeSettings(namespace=NAMESPACE),
+        clusters=demo_clusters(clusters or {}),
+    )
+    kube: object = (
+        ClusterRegistry.from_settings(settings, build=Gateway.from_settings)
+        if clusters
+        else _gateway(kube_url)
     )
     runtime = await build_runtime(
         settings,
-        kube=_gateway(kube_url),  # type: ignore[arg-type]
+        kube=kube,  # type: ignore[arg-type]
         client=make_client(BOT_TOKEN, base_url=slack_api_url),
-        policy=read_policy(POLICY),
+        policy=read_policy(policy),
         thresholds=Thresholds(),
     )
     runner = web.AppRunner(runtime.web_app)
@@ -160,38 +199,56 @@ async def running_demo(
     app_token: str = APP_TOKEN,
     alerts: AlertSettings | None = None,
     incident_channel: str = CHANNEL,
+    second: str | None = None,
 ) -> AsyncIterator[Demo]:
     """Start the three parts on loopback; stop them all on exit.
 
+    ``second``: the scenario of a second cluster; the bot then serves two clusters,
+    ``prod-eu`` (``scenario``, the default) and ``prod-us`` (``second``).
     ``alert_token``: require ``Authorization: Bearer <token>`` on ``/alertmanager`` (without
     one the intake is disabled, as in ``serve``, unless ``alerts`` opts out).
     ``incident_channel``: where alert incidents open (a channel the stand-in must know).
     ``socket_mode``: Slack talks to the bot over Socket Mode with ``app_token`` (a refused
     token raises SlackError from ``start_socket_mode``, after everything is stopped again).
     """
-    async with (
-        running_standins(scenario, console_port=console_port, socket_mode=socket_mode) as (
-            kube,
-            slack,
-        ),
-        running_bot(
-            kube_url=kube.url,
-            slack_api_url=slack.api_url,
-            store_path=store_path,
-            alert_token=alert_token,
-            socket_mode=socket_mode,
-            app_token=app_token,
-            alerts=alerts,
-            incident_channel=incident_channel,
-        ) as (runtime, bot_url, handler),
-    ):
+    async with contextlib.AsyncExitStack() as stack:
+        kube, slack = await stack.enter_async_context(
+            running_standins(scenario, console_port=console_port, socket_mode=socket_mode)
+        )
+        kubes = {"default": kube}
+        if second is not None:
+            other = KubeSim(load_scenario(second), insecure_superuser=True)
+            await other.start()
+            stack.push_async_callback(other.stop)
+            kubes = {FIRST: kube, SECOND: other}
+            slack.add_user(ERIN[0], ERIN[1], real_name=ERIN[2], title=ERIN[3])
+        runtime, bot_url, handler = await stack.enter_async_context(
+            running_bot(
+                kube_url=kube.url,
+                slack_api_url=slack.api_url,
+                store_path=store_path,
+                alert_token=alert_token,
+                socket_mode=socket_mode,
+                app_token=app_token,
+                alerts=alerts,
+                incident_channel=incident_channel,
+                clusters={n: k.url for n, k in kubes.items()} if second is not None else None,
+            )
+        )
         if not socket_mode:
             slack.set_request_url(f"{bot_url}/slack/events")
-        yield Demo(kube, slack, runtime, bot_url, slack.base_url, socket=handler)
+        yield Demo(kube, slack, runtime, bot_url, slack.base_url, socket=handler, kubes=kubes)
 
 
-async def _script(scenario: str) -> int:
-    async with running_demo(scenario) as demo:
+async def _script(scenario: str, second: str | None) -> int:
+    async with running_demo(scenario, second=second) as demo:
+        if second is not None:
+            assert demo.kubes is not None
+            both = await run_clusters_story(
+                demo.slack, demo.drain, demo.kubes, first=FIRST, second=SECOND
+            )
+            print(transcript(both))
+            return 0
         log = await run_story(demo.slack, demo.drain)
         assert log.thread_ts is not None
         print(demo.slack.text_of_thread(CHANNEL, log.thread_ts))
@@ -201,10 +258,13 @@ async def _script(scenario: str) -> int:
     return 0
 
 
-async def _interactive(scenario: str, port: int) -> int:
-    async with running_demo(scenario, console_port=port) as demo:
+async def _interactive(scenario: str, port: int, second: str | None) -> int:
+    async with running_demo(scenario, console_port=port, second=second) as demo:
         print(f"gpunode demo ({scenario}) is running.")
         print(f"  console:        {demo.console_url}/")
+        for name, sim in (demo.kubes or {}).items():
+            if second is not None:
+                print(f"  cluster {name}: {sim.url}   ({sim.scenario.name})")
         print(f"  Kubernetes API: {demo.kube.url}   (kubectl get nodes --server {demo.kube.url})")
         print(f"  the bot's token (its deployed RBAC): {KUBE_BOT_TOKEN}")
         print("Open the console, pick a user, and type: diagnose gpu-node-01   (Ctrl-C stops)")
@@ -215,8 +275,9 @@ async def _interactive(scenario: str, port: int) -> int:
 
 def main(args: argparse.Namespace) -> int:
     try:
+        second = None if getattr(args, "one_cluster", False) else getattr(args, "second", None)
         if args.script:
-            return asyncio.run(_script(args.scenario))
-        return asyncio.run(_interactive(args.scenario, args.port))
+            return asyncio.run(_script(args.scenario, second))
+        return asyncio.run(_interactive(args.scenario, args.port, second))
     except KeyboardInterrupt:
         return 0

@@ -15,7 +15,7 @@ GPUNODE = [sys.executable, "-m", "bot"]
 
 def test_demo_script_runs_the_whole_story_and_prints_the_thread(tmp_path: Path) -> None:
     done = subprocess.run(
-        [*GPUNODE, "demo", "--script"],
+        [*GPUNODE, "demo", "--script", "--one-cluster"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -32,6 +32,30 @@ def test_demo_script_runs_the_whole_story_and_prints_the_thread(tmp_path: Path) 
         f"INC-0001-postmortem{suffix}" for suffix in ("-start.png", "-end.png", ".md", ".html")
     )
     assert f"✓ timeline exported: {exported}" in out
+    assert "Traceback" not in done.stderr
+
+
+def test_demo_script_tells_the_two_cluster_story(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*GPUNODE, "demo", "--script"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+        cwd=tmp_path,
+    )
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    assert "CLUSTER        NODE" in out
+    assert "*INC-0001* · `prod-us/gpu-node-01`" in out
+    assert "*INC-0002* · `prod-eu/gpu-node-01`" in out
+    assert (
+        "this is cluster prod-us and your role does not cover it (sre-eu applies in prod-eu "
+        "only); ask an admin for a role in prod-us"
+    ) in out
+    assert "✓ prod-eu: tier 1 approved by Bob and executed" in out
+    assert "Cluster `prod-us` left out: cluster prod-us could not be reached" in out
     assert "Traceback" not in done.stderr
 
 
