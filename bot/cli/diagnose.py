@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from bot.cli.common import gateway_from_args
+from bot.cli.common import node_target
 from bot.core.cluster import ClusterView
 from bot.core.evidence import SCHEMA_VERSION, EvidenceBundle
 from bot.core.findings import Diagnosis
@@ -196,7 +196,7 @@ def diagnose_main(args: argparse.Namespace) -> int:
     from bot.services.history import HistoryService
 
     thresholds = read_thresholds(args.config)
-    gateway = gateway_from_args(args)
+    gateway, _cluster, node = node_target(args, args.node, verb="diagnose")
     prometheus = load_settings(config_file=args.config).prometheus
 
     async def run() -> str:
@@ -204,7 +204,7 @@ def diagnose_main(args: argparse.Namespace) -> int:
         try:
             return await diagnose_node(
                 gateway,
-                args.node,
+                node,
                 args.format,
                 thresholds=thresholds,
                 now=datetime.now(UTC),

@@ -15,11 +15,12 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot.cli.common import gateway_from_args
+from bot.cli.common import registry_from_args
 from bot.config import load_settings
 from bot.core import commands
+from bot.core.clusters import format_node_ref
 from bot.errors import StoreError
-from bot.services.operations import IncidentOps, top_nodes
+from bot.services.operations import IncidentOps, top_across
 from bot.services.postmortem import export_postmortem
 from bot.store.storing import Store
 
@@ -38,15 +39,17 @@ def _store_path(args: argparse.Namespace) -> str:
     return path
 
 
-async def _incident_cmd(cmd: commands.Command, path: str) -> str:
+async def _incident_cmd(cmd: commands.Command, path: str, *, show_cluster: bool = False) -> str:
     async with await Store.open(path) as store:
         ops = IncidentOps(store, clock=lambda: datetime.now(UTC))
         if isinstance(cmd, commands.Status):
-            rows = await ops.status(cmd.node)
+            rows = await ops.status(cmd.node, cmd.cluster)
             if not rows:
-                return "no open incidents" + (f" for {cmd.node}" if cmd.node else "")
+                ref = format_node_ref(cmd.cluster or "", cmd.node or "")
+                return "no open incidents" + (f" for {ref}" if cmd.node else "")
             return "\n".join(
-                f"{i.id}  {i.node:<24} {i.state:<13} opened {i.opened_at:%Y-%m-%d %H:%M} UTC"
+                f"{i.id}  {format_node_ref(i.cluster, i.node, show_cluster=show_cluster):<24} "
+                f"{i.state:<13} opened {i.opened_at:%Y-%m-%d %H:%M} UTC"
                 for i in rows
             )
         if isinstance(cmd, commands.Timeline):
@@ -61,32 +64,47 @@ async def _incident_cmd(cmd: commands.Command, path: str) -> str:
         return f"{incident.id} resolved"
 
 
-async def _top(args: argparse.Namespace) -> str:
-    kube = gateway_from_args(args)
+async def _top(args: argparse.Namespace, cluster: str | None = None) -> str:
+    """GPU nodes of every cluster (or ``cluster``) ranked together; an unreachable cluster
+    is named on a line of its own (on stderr's behalf: the rows still print)."""
+    clusters = registry_from_args(args)
     try:
-        ranks = await top_nodes(kube)
+        report = await top_across(clusters, cluster=cluster)
     finally:
-        kube.close()
-    if not ranks:
-        return "no GPU nodes found"
-    lines = [f"{'NODE':<28}{'PRESSURE':<10}{'USED%':>6}{'LIMITS%':>9}{'REQUESTS%':>11}"]
-    for r in ranks:
+        clusters.close()
+    asked = 1 if cluster else len(clusters.names)
+    if report.errors and len(report.errors) == asked:
+        raise report.errors[0]  # nothing answered: fail as a one-cluster top always did
+    lines = [f"cluster {f.cluster} left out: {f.message}" for f in report.failures]
+    if not report.rows:
+        return "\n".join([*lines, "no GPU nodes found"])
+    many = clusters.multi
+    head = f"{'CLUSTER':<15}" if many else ""
+    lines.append(f"{head}{'NODE':<28}{'PRESSURE':<10}{'USED%':>6}{'LIMITS%':>9}{'REQUESTS%':>11}")
+    for r in report.rows:
         used = "-" if r.working_set_percent is None else str(r.working_set_percent)
         lim = "-" if r.limits_percent is None else str(r.limits_percent)
         req = "-" if r.requests_percent is None else str(r.requests_percent)
+        where = f"{r.cluster:<15}" if many else ""
         lines.append(
-            f"{r.node:<28}{'yes' if r.memory_pressure else 'no':<10}{used:>6}{lim:>9}{req:>11}"
+            f"{where}{r.node:<28}{'yes' if r.memory_pressure else 'no':<10}{used:>6}"
+            f"{lim:>9}{req:>11}"
         )
     return "\n".join(lines)
 
 
 def main(args: argparse.Namespace) -> int:
-    cmd = commands.parse(" ".join([args.command, *args.words]), prog="gpunode")
+    settings = load_settings(config_file=getattr(args, "config", None))
+    cmd = commands.parse(
+        " ".join([args.command, *args.words]), prog="gpunode", clusters=tuple(settings.clusters)
+    )
     if isinstance(cmd, commands.Help):
         out = commands.help_text(cmd.topic, prog="gpunode")
     elif isinstance(cmd, commands.Top):
-        out = asyncio.run(_top(args))
+        out = asyncio.run(_top(args, cmd.cluster))
     else:
-        out = asyncio.run(_incident_cmd(cmd, _store_path(args)))
+        out = asyncio.run(
+            _incident_cmd(cmd, _store_path(args), show_cluster=len(settings.clusters) > 1)
+        )
     sys.stdout.write(out.rstrip("\n") + "\n")
     return 0

@@ -15,7 +15,7 @@ from typing import Any
 from bot.core.cluster import NodeLoad
 from bot.core.incidents import TimelineEntry
 from bot.core.quantity import parse_quantity
-from bot.errors import UsageError
+from bot.errors import GpunodeError, UsageError
 from bot.services.clusters import ClusterRegistry, fan_out
 from bot.services.ports import KubePort
 
@@ -74,6 +74,8 @@ class TopReport:
 
     rows: list[NodeRank]
     failures: list[ClusterFailure]
+    #: the failures' errors, for a caller that fails when nothing answered
+    errors: list[GpunodeError] = dataclasses.field(default_factory=list)
 
 
 async def top_across(
@@ -94,13 +96,15 @@ async def top_across(
 
     rows: list[NodeRank] = []
     failures: list[ClusterFailure] = []
+    errors: list[GpunodeError] = []
     for answer in await fan_out(clusters, ask, clusters=names):
         if answer.error is not None:
             failures.append(ClusterFailure(answer.cluster, answer.error.code, answer.error.message))
+            errors.append(answer.error)
         else:
             rows.extend(answer.value or [])
     rows.sort(key=lambda r: (-r.score, r.cluster, r.node))
-    return TopReport(rows[:limit], failures)
+    return TopReport(rows[:limit], failures, errors)
 
 
 class IncidentOps:

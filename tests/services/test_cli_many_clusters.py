@@ -1,0 +1,89 @@
+"""The terminal takes ``[CLUSTER/]NODE`` exactly as the slash command does: `gpunode diagnose
+prod-us/gpu-node-01` runs its Job in prod-us; `gpunode top` ranks across the settings'
+clusters and names one that cannot be reached."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from bot.sandbox.kubesim import KubeSim, load_scenario
+from bot.sandbox.kubesim.access import BOT_TOKEN
+
+
+def _closed_port_url() -> str:
+    """A loopback URL nothing listens on (a stopped API server): connection refused."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+@contextlib.contextmanager
+def two_clusters(tmp_path: Path, *, us_stopped: bool = False) -> Iterator[tuple[Path, KubeSim]]:
+    with (
+        KubeSim.running_in_thread(load_scenario("seed")) as eu,
+        KubeSim.running_in_thread(load_scenario("slab-leak")) as us,
+    ):
+        us_url = _closed_port_url() if us_stopped else us.url
+        config = tmp_path / "gpunode.yaml"
+        config.write_text(
+            "kube: {namespace: gpunode}\n"
+            "clusters:\n"
+            f"  prod-eu: {{mode: server, server: '{eu.url}', token: {BOT_TOKEN}, timeout_s: 20}}\n"
+            f"  prod-us: {{mode: server, server: '{us_url}', token: {BOT_TOKEN}, timeout_s: 1}}\n",
+            encoding="utf-8",
+        )
+        yield config, us
+
+
+def test_terminal_diagnose_of_cluster_slash_node_runs_in_that_cluster(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with two_clusters(tmp_path) as (config, us):
+        code = main(["diagnose", "prod-us/gpu-node-01", "--config", str(config)])
+        jobs = [p for m, p, _q in us.requests if m == "POST" and p.endswith("/jobs")]
+    out = capsys.readouterr().out
+
+    assert code == 0
+    assert "slab" in out.lower()
+    assert len(jobs) == 1
+
+
+@pytest.mark.parametrize(
+    ("ref", "says"),
+    [
+        ("prod-ap/gpu-node-01",
+         "no cluster named 'prod-ap'; the known clusters are: prod-eu, prod-us"),
+        ("Prod-US/gpu-node-01", "cluster names are lowercase: did you mean prod-us?"),
+    ],
+)  # fmt: skip
+def test_terminal_diagnose_of_an_unknown_cluster_names_the_known_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], ref: str, says: str
+) -> None:
+    with two_clusters(tmp_path) as (config, _us):
+        code = main(["diagnose", ref, "--config", str(config)])
+    captured = capsys.readouterr()
+
+    assert code != 0
+    assert says in captured.err
+
+
+def test_terminal_top_ranks_both_clusters_and_names_a_stopped_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with two_clusters(tmp_path) as (config, _us):
+        assert main(["top", "--config", str(config)]) == 0
+    both = capsys.readouterr().out
+    with two_clusters(tmp_path, us_stopped=True) as (config, _us):
+        assert main(["top", "--config", str(config)]) == 0
+    one = capsys.readouterr().out
+
+    assert both.splitlines()[0].split()[:2] == ["CLUSTER", "NODE"]
+    assert {line.split()[0] for line in both.splitlines()[1:]} == {"prod-eu", "prod-us"}
+    assert one.startswith("cluster prod-us left out: cluster prod-us could not be reached")
+    assert {line.split()[0] for line in one.splitlines()[2:]} == {"prod-eu"}
