@@ -94,7 +94,7 @@ _ARG_HELP = (
 
 
 def usage(verb: str, *, prog: str = DEFAULT_PROG) -> str:
-    """The usage line of ``verb``, e.g. ``/gpunode diagnose NODE``."""
+    """The usage line of ``verb``, e.g. ``/gpunode diagnose [CLUSTER/]NODE``."""
     args, _ = _VERBS[verb]
     return f"{prog} {verb} {args}".rstrip()
 

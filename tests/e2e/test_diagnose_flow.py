@@ -147,7 +147,7 @@ async def test_a_malformed_command_gets_an_ephemeral_usage_line(demo: Demo) -> N
     assert result.status == 200
     ack = result.json()
     assert ack["response_type"] == "ephemeral"
-    assert "/gpunode diagnose NODE" in ack["text"]
+    assert "/gpunode diagnose [CLUSTER/]NODE" in ack["text"]
     assert incident_roots(demo.slack) == []
     assert demo.slack.messages(CHANNEL) == []  # nothing public
 
