@@ -24,7 +24,9 @@ from bot.errors import StoreError
 from bot.store import AuditRecord, Store
 from bot.store.audit_chain import ChainReport
 
-_COLUMNS = ("at", "actor", "action", "decision", "outcome", "incident", "channel", "detail")
+_COLUMNS = (
+    "at", "actor", "action", "decision", "outcome", "cluster", "incident", "channel", "detail",
+)  # fmt: skip
 
 
 def _row(record: AuditRecord) -> tuple[str, ...]:
@@ -34,6 +36,7 @@ def _row(record: AuditRecord) -> tuple[str, ...]:
         record.action + (f" (tier {record.tier})" if record.tier else ""),
         record.decision,
         record.outcome,
+        record.cluster or "-",
         record.incident_id or "-",
         record.channel or "-",
         record.detail,

@@ -1,6 +1,7 @@
 """The Kubernetes edge: the only package that imports ``kubernetes``.
 
-The sync client runs in ``asyncio.to_thread``; every client exception becomes a
+The sync client runs on each gateway's own threads (one pool per cluster, so a hung API
+server holds up only its own calls); every client exception becomes a
 ``bot.errors.KubeError`` here and nowhere else (``bot.kube.errors``).
 
 Modules: ``connecting`` (ApiClient from settings), ``transport`` (raw JSON requests through

@@ -77,8 +77,10 @@ class Gateway:
         return s.context or s.server or ("in-cluster" if s.mode == "in_cluster" else "")
 
     def close(self) -> None:
+        """Drop queued calls, let running ones end (each within the request timeout, as
+        ``asyncio.run`` waits for ``to_thread`` calls), then close the connections."""
+        self._threads.shutdown(wait=True, cancel_futures=True)
         self.transport.api_client.close()  # type: ignore[no-untyped-call]
-        self._threads.shutdown(wait=False, cancel_futures=True)
 
     async def _call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a sync client function in a thread; translate what it raises.

@@ -5,7 +5,7 @@ reads ``kubectl get -o json`` shapes) and model deserialization dominates large 
 (see bench/fleet.py). Every request still goes through ``ApiClient.param_serialize`` and
 ``call_api``, so authentication and configuration are the client's own.
 
-Sync on purpose: callers run it in ``asyncio.to_thread``. Errors are client exceptions here;
+Sync on purpose: the gateway runs it on its own threads. Errors are client exceptions here;
 ``bot.kube.errors`` translates them at the gateway's boundary.
 """
 

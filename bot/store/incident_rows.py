@@ -7,6 +7,7 @@ import sqlite3
 from datetime import datetime
 from typing import Any
 
+from bot.core.clusters import DEFAULT_CLUSTER
 from bot.core.incidents import (
     Incident,
     IncidentState,
@@ -105,7 +106,7 @@ def open_or_join(
     opened_by: str,
     at: datetime,
     alert_fingerprint: str | None = None,
-    cluster: str = "",
+    cluster: str = DEFAULT_CLUSTER,
 ) -> tuple[Incident, bool]:
     """Join the (cluster's) node's open incident or open the next one, in one write
     transaction. Incident numbers are global: INC-0007 names one incident in any cluster."""

@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from bot.core.approvals import ApprovalRequest
+from bot.core.clusters import DEFAULT_CLUSTER
 from bot.core.incidents import Incident, IncidentState, TimelineEntry
 from bot.errors import GpunodeError, StoreError
 from bot.store import action_rows, incident_rows, record_rows
@@ -153,9 +154,10 @@ class Store:
         opened_by: str,
         at: datetime,
         alert_fingerprint: str | None = None,
-        cluster: str = "",
+        cluster: str = DEFAULT_CLUSTER,
     ) -> tuple[Incident, bool]:
-        """The node's open incident in ``cluster`` (created=False) or a new one (True)."""
+        """The node's open incident in ``cluster`` (created=False) or a new one (True).
+        Without a cluster: the one cluster of a single-cluster bot, ``default``."""
         return await self._incident_write(
             incident_rows.open_or_join,
             node,
