@@ -3,7 +3,7 @@
 # diagnostic Job on each node, which overrides the args and, for hostPID/host mounts, the user).
 
 # --- builder: build gpunode's wheel (templates force-included as bot/_templates, deploy/base
-# as bot/_deploy/base for the sandbox's RBAC) and the
+# as bot/_deploy/base) without the sandbox, and the
 # wheels of its dependencies, so the final stage installs offline without build tools.
 FROM python:3.11-slim AS builder
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
@@ -12,7 +12,10 @@ COPY pyproject.toml README.md ./
 COPY bot ./bot
 COPY templates ./templates
 COPY deploy/base ./deploy/base
-RUN pip wheel --wheel-dir /wheels .
+# The production image leaves the sandbox out: the stand-ins (a Kubernetes API that trusts
+# token-less requests, a fake Slack, a fake GPU) have no business in a cluster. `gpunode demo`,
+# `gpunode sandbox` and `collect --fake-nvml` say so there; run them from a source checkout.
+RUN rm -rf bot/sandbox && pip wheel --wheel-dir /wheels .
 
 # --- final: the runtime only; no compiler, no pip cache, no sources.
 FROM python:3.11-slim
