@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from bot import __version__
-from bot.errors import GpunodeError
+from bot.errors import GpunodeError, UsageError
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -123,6 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _resolve(args.handler)(args)
     except GpunodeError as err:
         print(f"gpunode: {err}", file=sys.stderr)
+        if isinstance(err, UsageError) and err.usage:
+            print(f"usage: {err.usage}", file=sys.stderr)  # as the slash command shows it
         return 1
     except KeyboardInterrupt:
         return 130

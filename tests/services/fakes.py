@@ -168,7 +168,7 @@ class FakeKube:
             *(NodeLoad(node=NodeInfo(name=n)) for n in self.extra_nodes),
         ]
 
-    async def run_diagnostic(self, node: str) -> EvidenceBundle:
+    async def run_diagnostic(self, node: str, *, known: NodeInfo | None = None) -> EvidenceBundle:
         await self._enter("run_diagnostic", node)
         if node != self.node.name:
             raise NotFoundError(f"node {node} not found")

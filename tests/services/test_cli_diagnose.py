@@ -8,7 +8,7 @@ import pytest
 
 from bot.cli import main
 from bot.cli.diagnose import analyze_files, diagnose_node
-from bot.core.cluster import ClusterView
+from bot.core.cluster import ClusterView, NodeInfo
 from bot.core.evidence import EvidenceBundle
 from bot.core.thresholds import DEFAULT
 from bot.errors import CollectorError, NotFoundError, UsageError
@@ -95,7 +95,7 @@ class FakeKube:
             raise NotFoundError(f"node {node} not found")
         return self.view
 
-    async def run_diagnostic(self, node: str) -> EvidenceBundle:
+    async def run_diagnostic(self, node: str, *, known: NodeInfo | None = None) -> EvidenceBundle:
         self.calls.append(f"diag:{node}")
         return self.bundle
 
@@ -113,3 +113,19 @@ async def test_diagnose_of_an_unknown_node_runs_no_job() -> None:
     with pytest.raises(NotFoundError):
         await diagnose_node(kube, "nope", "json", thresholds=DEFAULT, now=datetime.now(UTC))
     assert kube.calls == ["view:nope"]
+
+
+@pytest.mark.parametrize(
+    ("node", "problem"),
+    [
+        ("GPU_Node", "lowercase"),
+        ("a" * 254, "the limit is 253"),
+    ],
+)
+def test_gpunode_diagnose_parses_the_node_with_the_slash_commands_grammar(
+    node: str, problem: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # refused before any cluster is contacted: no --server, no kubeconfig needed
+    assert main(["diagnose", node]) == 1
+    err = capsys.readouterr().err
+    assert problem in err and "gpunode diagnose NODE" in err, err
