@@ -163,14 +163,14 @@ async def diagnose_node(
     history: HistoryService | None = None,
     chart: str | None = None,
 ) -> str:
-    """Live: the diagnose use case Slack runs (``bot.services.diagnosing``: one cluster view,
-    the diagnostic Job with the Prometheus ``history`` alongside, the analysis), presented
-    for a terminal in ``fmt``; ``chart``: a path to write the diagnosis chart (PNG) to."""
-    from bot.services.diagnosing import read_view, run_diagnosis
+    """Live: the diagnose use case Slack runs (``bot.services.diagnosing``: the node, the
+    diagnostic Job with the Prometheus ``history`` alongside, one cluster view, the analysis),
+    presented for a terminal in ``fmt``; ``chart``: a path to write the diagnosis chart (PNG) to."""
+    from bot.services.diagnosing import check_node, run_diagnosis
 
-    view = await read_view(kube, node)
+    known = await check_node(kube, node)
     done = await run_diagnosis(
-        kube, view, thresholds=thresholds, clock=lambda: now, history=history
+        kube, known, thresholds=thresholds, clock=lambda: now, history=history
     )
     if chart:
         write_chart(done.diagnosis, done.bundle, chart)

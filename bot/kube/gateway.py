@@ -85,6 +85,9 @@ class Gateway:
     async def read_node(self, node: str) -> Obj:
         return await self._call(f"read node {node}", reading.read_node, node)
 
+    async def get_node(self, node: str) -> NodeInfo:
+        return objects.parse_node(await self.read_node(node))
+
     async def list_gpu_nodes(self) -> list[NodeInfo]:
         nodes = await self._call("list nodes", reading.list_nodes)
         return [objects.parse_node(n) for n in nodes if objects.is_gpu_node(n)]

@@ -3,8 +3,8 @@ with evidence out. The diagnosis itself (view, Job, analysis) is ``bot.services.
 shared with the terminal's ``gpunode diagnose``; this module adds the incident and its thread.
 
 Order of work (each step visible in the thread):
-1. read the node's cluster view first (the only time per diagnosis), so an unknown node is
-   answered before any incident is opened (nothing is created for a typo);
+1. read the node first, so an unknown node is answered before any incident is opened
+   (nothing is created for a typo);
 2. open the node's incident or join the open one; the root message is claimed in the store
    before it is posted, so concurrent diagnoses post one root; a diagnosis already running
    for the incident in this process is joined (and the thread says so), not run twice;
@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.core.charts import action_markers, chart_spec
-from bot.core.cluster import ClusterView
+from bot.core.cluster import ClusterView, NodeInfo
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.incidents import TimelineEntry
@@ -40,7 +40,7 @@ from bot.render.messages import (
     verdict_headline,
 )
 from bot.render.sentences import sentence
-from bot.services.diagnosing import read_view, run_diagnosis
+from bot.services.diagnosing import check_node, run_diagnosis
 from bot.services.history import HistoryService
 from bot.services.ports import ChatPort, KubePort
 
@@ -128,7 +128,7 @@ class DiagnoseService:
         whose effect a diagnosis started before it cannot show): then it runs after it.
         ``chart=False``: the caller posts the chart itself (the before/after diff does)."""
         try:
-            view = await read_view(self._kube, node)  # an unknown node opens nothing
+            checked = await check_node(self._kube, node)  # an unknown node opens nothing
         except NotFoundError as err:
             known = await self._known_nodes()
             text, blocks = render_notice("node_not_found", node=node, known_nodes=known)
@@ -152,7 +152,7 @@ class DiagnoseService:
             running = self._running.get(incident.id)
         if running is None or running.done():
             task = asyncio.create_task(
-                self._run(incident, view, channel, created=created, user=user, chart=chart),
+                self._run(incident, checked, channel, created=created, user=user, chart=chart),
                 name=f"diagnosis-{incident.id}",
             )
             self._running[incident.id] = task
@@ -173,14 +173,14 @@ class DiagnoseService:
     async def _run(
         self,
         incident: Any,
-        view: ClusterView,
+        known: NodeInfo,
         channel: str,
         *,
         created: bool,
         user: str,
         chart: bool,
     ) -> DiagnoseOutcome:
-        node = view.node.name
+        node = known.name
         incident, thread_ts = await self._ensure_thread(incident, channel)
         await self._note(incident.id, "diagnosis", user, f"diagnose {node} requested")
         channel = incident.channel
@@ -194,7 +194,7 @@ class DiagnoseService:
 
         try:
             done = await run_diagnosis(
-                self._kube, view, thresholds=self._thresholds, clock=self._clock,
+                self._kube, known, thresholds=self._thresholds, clock=self._clock,
                 history=self._history,
             )  # fmt: skip
         except KubeError as err:
@@ -206,7 +206,7 @@ class DiagnoseService:
             )
             return await self._report_failure(incident, timeout, thread_ts)
 
-        bundle, diagnosis = done.bundle, done.diagnosis
+        bundle, view, diagnosis = done.bundle, done.view, done.diagnosis
         await self._store.save_snapshot(
             incident.id,
             at=self._clock(),

@@ -18,6 +18,9 @@ class KubePort(Protocol):
     async def get_cluster_view(self, node: str) -> ClusterView:
         """Node, its non-terminated pods, recent events, allocation. NotFoundError if absent."""
 
+    async def get_node(self, node: str) -> NodeInfo:
+        """The node as the API server has it now. NotFoundError if absent."""
+
     async def list_gpu_nodes(self) -> list[NodeInfo]:
         """Nodes with nvidia.com/gpu in allocatable."""
 
@@ -26,7 +29,7 @@ class KubePort(Protocol):
 
     async def run_diagnostic(self, node: str, *, known: NodeInfo | None = None) -> EvidenceBundle:
         """Run the diagnostic Job on ``node``; concurrent calls for one node share one Job.
-        ``known``: the node as the caller just read it (its cluster view's), so the Job's
+        ``known``: the node as the caller just read it (``get_node``), so the Job's
         readiness and GPU checks do not read it again; None: read it first.
         Raises DiagnosticJobError with a reason code; never leaves a Job behind."""
 

@@ -1,5 +1,7 @@
-"""One diagnosis reads the cluster once: the view is built once, the node read once, and the
-incident read back from the store once (after the Job, for the root line's final state).
+"""One diagnosis builds the cluster view once (after the Job, so it shows the pods as the
+evidence found them), reads the node twice (to answer an unknown node before opening an
+incident, then fresh in the view; the Job reuses the first read) and reads the incident back
+from the store once (after the Job, for the root line's final state).
 
 Counted where the reads land: requests at the Kubernetes stand-in (``KubeSim.requests``, the
 real gateway over HTTP with the bot's token) and ``get_incident`` calls on the real store.
@@ -52,7 +54,7 @@ def _views_built(sim: KubeSim) -> int:
     )
 
 
-async def test_one_diagnosis_builds_the_view_once_and_reads_node_and_incident_once(
+async def test_one_diagnosis_builds_the_view_once_and_reads_the_incident_once(
     make_kubesim: Callable[..., Awaitable[KubeSim]], tmp_path: Path
 ) -> None:
     sim = await make_kubesim("seed")
@@ -75,4 +77,4 @@ async def test_one_diagnosis_builds_the_view_once_and_reads_node_and_incident_on
         await store.close()
         gateway.close()
     assert outcome.error is None and outcome.diagnosis is not None, outcome.error
-    assert (_views_built(sim), _node_reads(sim), CountingStore.incident_reads) == (1, 1, 1)
+    assert (_views_built(sim), _node_reads(sim), CountingStore.incident_reads) == (1, 2, 1)
