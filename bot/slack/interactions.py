@@ -1,4 +1,5 @@
-"""Buttons and modals: each handler acks first, then hands the work to ``ActService``.
+"""Buttons and modals: each handler acks first, then hands the work to ``ActService``
+(registered by ``bot.slack.bolt``; the slash command and events are ``bot.slack.app``).
 
 The identity acted on is always ``body["user"]["id"]`` from the signed payload, and roles
 are checked by the service at the moment of the click. Button values carry only ids.
@@ -23,8 +24,7 @@ from slack_bolt.async_app import AsyncApp
 from bot.core.clusters import split_node_ref
 from bot.errors import UnknownClusterError
 from bot.render.acting import APPLY, APPROVE, CANCEL, CONFIRM_CALLBACK, DENY, REDIAGNOSE, UNDO
-from bot.slack.app import report_malformed
-from bot.slack.edge import Malformed
+from bot.services.chatops import BotServices, permitted, report_malformed
 from bot.slack.payloads import (
     BlockActions,
     ConfirmMeta,
@@ -46,10 +46,13 @@ DAMAGED_FORM = "this form arrived damaged ({problem}); close it and press the ti
 
 
 def _refuse_malformed(
-    s: Any, kind: str, user: str | None, channel: str | None, err: PayloadError
+    s: BotServices, kind: str, user: str | None, channel: str | None, err: PayloadError
 ) -> None:
     log.warning("refused a malformed %s from %s: %s", kind, user, err.message)
-    s.bg.spawn(report_malformed(s, Malformed(kind, user, channel, err.message)), name="malformed")
+    report = report_malformed(
+        s, kind=f"slack.{kind}", user=user, channel=channel, problem=err.message
+    )
+    s.bg.spawn(report, name="malformed")
 
 
 def _field_of(body: dict[str, Any], loc: tuple[str | int, ...]) -> str:
@@ -87,8 +90,11 @@ def _button_value(s: Any, click: BlockActions, what: str, model: Any) -> Any:
         return None
 
 
-def register_interactions(app: AsyncApp, s: Any) -> None:
+def register_interactions(app: AsyncApp, s: BotServices) -> None:
+    """The tier, Apply, Cancel, Undo, Approve, Deny and Re-diagnose buttons and the
+    confirmation modal on ``app``; ``s.act`` must be set."""
     act = s.act
+    assert act is not None, "buttons need the action service"
 
     @app.action(TIER_ACTION)
     async def on_tier(ack: Any, body: dict[str, Any]) -> None:
@@ -199,14 +205,13 @@ def register_interactions(app: AsyncApp, s: Any) -> None:
         )
 
 
-async def _rediagnose(s: Any, node: str, *, cluster: str | None, user: str, channel: str) -> None:
-    from bot.slack.app import permitted
-
+async def _rediagnose(
+    s: BotServices, node: str, *, cluster: str | None, user: str, channel: str
+) -> None:
     try:
         where = s.clusters.choose(cluster) if cluster else s.clusters.default
     except UnknownClusterError as err:  # a cluster removed from the settings since
-        err_ = PayloadError(err.message)
-        _refuse_malformed(s, "rediagnose", user, channel, err_)
+        _refuse_malformed(s, "rediagnose", user, channel, PayloadError(err.message))
         return
     if await permitted(s, "diagnose", user=user, channel=channel, cluster=where):
         await s.diagnose.diagnose(node, channel=channel, user=user, cluster=where)
