@@ -21,7 +21,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import Settings, alerts_enabled
 from bot.core.alert_caps import AlertCaps
-from bot.core.policy import Policy
+from bot.core.policy import TIERS, Policy
 from bot.core.thresholds import Thresholds
 from bot.errors import ConfigError
 from bot.services.act import ActService
@@ -153,6 +153,20 @@ def check_policy_clusters(policy: Policy, clusters: ClusterRegistry) -> None:
                 f"settings do not list (clusters: {', '.join(sorted(clusters.names))}); fix "
                 "the role's clusters or add the cluster to the settings"
             )
+    # a tier someone may request in a cluster where nobody may approve it would wait forever
+    for tier in TIERS:
+        if not policy.quorum(tier):
+            continue
+        for cluster in clusters.names:
+            roles = [r for r in policy.roles.values() if r.applies_in(cluster)]
+            if any(tier in r.allows for r in roles) and not any(
+                tier in r.can_approve for r in roles
+            ):
+                raise ConfigError(
+                    f"tier {tier} needs approval, and may be requested in cluster {cluster}, "
+                    f"but no role may approve it there; give an approver role cluster "
+                    f"{cluster} (or no clusters), or set approvals.{tier}.quorum to 0"
+                )
 
 
 async def build_runtime(

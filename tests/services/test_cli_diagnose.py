@@ -134,4 +134,4 @@ def test_gpunode_diagnose_parses_the_node_with_the_slash_commands_grammar(
     # refused before any cluster is contacted: no --server, no kubeconfig needed
     assert main(["diagnose", node]) == 1
     err = capsys.readouterr().err
-    assert problem in err and "gpunode diagnose NODE" in err, err
+    assert problem in err and "gpunode diagnose [CLUSTER/]NODE" in err, err

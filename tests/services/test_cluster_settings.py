@@ -147,3 +147,45 @@ def _write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "gpunode.yaml"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def test_a_policy_role_scoped_to_a_cluster_the_settings_do_not_list_stops_the_start() -> None:
+    from bot.core.policy import parse_policy
+    from bot.wiring.runtime import check_policy_clusters
+
+    registry = ClusterRegistry({"prod-eu": object, "prod-us": object})  # type: ignore[dict-item]
+    good = parse_policy(
+        {"roles": {"sre": {"allows": [2], "can_approve": [1], "clusters": ["prod-eu"]}}}
+    )
+    typo = parse_policy(
+        {"roles": {"sre": {"allows": [2], "can_approve": [1], "clusters": ["prod-ue"]}}}
+    )
+
+    check_policy_clusters(good, registry)
+    with pytest.raises(ConfigError) as caught:
+        check_policy_clusters(typo, registry)
+    assert caught.value.message.startswith(
+        "the policy's role sre is scoped to cluster prod-ue, which the settings do not list "
+        "(clusters: prod-eu, prod-us)"
+    )
+
+
+def test_a_tier_requestable_in_a_cluster_where_nobody_may_approve_it_stops_the_start() -> None:
+    from bot.core.policy import parse_policy
+    from bot.wiring.runtime import check_policy_clusters
+
+    registry = ClusterRegistry({"prod-eu": object, "prod-us": object})  # type: ignore[dict-item]
+    policy = parse_policy(
+        {
+            "roles": {
+                "sre": {"allows": [1, 2]},
+                "lead": {"can_approve": [1], "clusters": ["prod-eu"]},
+            }
+        }
+    )
+    with pytest.raises(ConfigError) as caught:
+        check_policy_clusters(policy, registry)
+    assert caught.value.message.startswith(
+        "tier 1 needs approval, and may be requested in cluster prod-us, but no role may "
+        "approve it there"
+    )
