@@ -72,9 +72,19 @@ class KubeSettings(_Group):
 
 class StoreSettings(_Group):
     path: str = Field(".gpunode/gpunode.db", description="SQLite file (WAL mode)")
+    dsn: SecretStr | None = Field(
+        None,
+        description="the store as a DSN, overriding path: postgresql://user:pass@host/db for "
+        "PostgreSQL (two or more replicas), sqlite:///path for SQLite",
+    )
     audit_to_log: bool = Field(
         False, description="also log each audit row (with its chain hash) as JSON on gpunode.audit"
     )
+
+    @property
+    def target(self) -> str:
+        """What ``Store.open`` takes: the DSN when set, else the SQLite path."""
+        return self.dsn.get_secret_value() if self.dsn is not None else self.path
 
 
 class HttpSettings(_Group):

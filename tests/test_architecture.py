@@ -17,6 +17,8 @@ HOMES: dict[str, tuple[str, ...]] = {
     "jinja2": ("render/",),
     "pynvml": ("collectors/nvml.py",),
     "sqlite3": ("store/",),
+    "psycopg": ("store/postgres.py",),
+    "psycopg_pool": ("store/postgres.py",),
     "matplotlib": ("charts/",),
 }
 CORE_ALLOWED = {

@@ -13,7 +13,6 @@ import secrets
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
@@ -146,9 +145,7 @@ async def build_runtime(
     clock: Callable[[], datetime] = utc_now,
     replica_id: str | None = None,
 ) -> Runtime:
-    if settings.store.path != ":memory:":
-        Path(settings.store.path).parent.mkdir(parents=True, exist_ok=True)
-    store = await Store.open(settings.store.path)
+    store = await Store.open(settings.store.target)  # a SQLite path's folder is created
     store.export_audit = settings.store.audit_to_log
     chat = SlackChat(client, cache_ttl_s=settings.actions.usergroup_cache_ttl_s)
     bg = Background()
