@@ -87,6 +87,29 @@ class StoreSettings(_Group):
         return self.dsn.get_secret_value() if self.dsn is not None else self.path
 
 
+class LeaderSettings(_Group):
+    """Which replica does the background work (approval expiry, reconciliation, sweeps):
+    the holder of a Kubernetes Lease. Unset ``lease_name``: one replica, always the leader."""
+
+    lease_name: str | None = Field(
+        None, description="coordination.k8s.io Lease to elect the leader with (e.g. gpunode)"
+    )
+    lease_namespace: str | None = Field(None, description="its namespace; default kube.namespace")
+    identity: str | None = Field(
+        None, description="this replica's holderIdentity (the pod name); default a random id"
+    )
+    lease_duration_s: int = Field(
+        15, ge=1, le=3600, description="leaseDurationSeconds: a silent leader is replaced after"
+    )
+    renew_deadline_s: float = Field(
+        10, gt=0, description="a leader that could not renew for this long steps down"
+    )
+    retry_s: float = Field(2, gt=0, description="seconds between acquire/renew attempts")
+    reconcile_s: float = Field(
+        10, gt=0, description="how often the leader looks for actions of stopped replicas"
+    )
+
+
 class HttpSettings(_Group):
     host: str = Field("0.0.0.0", description="listen address for HTTP mode")
     port: int = Field(3000, ge=1, le=65535, description="listen port")
@@ -139,6 +162,7 @@ class Settings(_Group):
     actions: ActionSettings = ActionSettings()
     alerts: AlertSettings = AlertSettings()
     prometheus: PrometheusSettings = PrometheusSettings()
+    leader: LeaderSettings = LeaderSettings()
     thresholds_file: str | None = Field(None, description="analysis thresholds YAML")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 

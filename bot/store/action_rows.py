@@ -124,12 +124,20 @@ def actions_for_incident(conn: Db, incident_id: str) -> list[ActionRecord]:
     return [_action(r) for r in rows]
 
 
-def interrupted_actions(conn: Db) -> list[ActionRecord]:
-    """Claimed or running actions: a replica stopped mid-way; reconcile them at start."""
-    rows = conn.execute(
-        _SELECT_ACTIONS + " WHERE state IN (?, ?) ORDER BY claimed_at, action_id",
-        INTERRUPTED_STATES,
-    ).fetchall()
+def interrupted_actions(conn: Db, orphaned_before: datetime | None = None) -> list[ActionRecord]:
+    """Claimed or running actions: a replica stopped mid-way; reconcile them.
+
+    ``orphaned_before``: only those whose claimer has not said it is alive (``replicas``)
+    since then; an action another live replica is running right now is not interrupted."""
+    sql = _SELECT_ACTIONS + " WHERE state IN (?, ?)"
+    params: list[Any] = list(INTERRUPTED_STATES)
+    if orphaned_before is not None:
+        sql += (
+            " AND (claimed_by IS NULL OR claimed_by NOT IN "
+            "(SELECT replica_id FROM replicas WHERE seen_at >= ?))"
+        )
+        params.append(ts(orphaned_before))
+    rows = conn.execute(sql + " ORDER BY claimed_at, action_id", params).fetchall()
     return [_action(r) for r in rows]
 
 

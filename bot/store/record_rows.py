@@ -34,6 +34,22 @@ def forget_events_before(conn: Db, before: datetime) -> int:
     return conn.execute("DELETE FROM processed_events WHERE at < ?", (ts(before),)).rowcount
 
 
+def beat(conn: Db, replica_id: str, *, at: datetime) -> None:
+    """``replica_id`` is alive at ``at`` (one upsert; the leader reads these)."""
+    conn.execute(
+        "INSERT INTO replicas (replica_id, seen_at) VALUES (?, ?) "
+        "ON CONFLICT(replica_id) DO UPDATE SET seen_at=excluded.seen_at",
+        (replica_id, ts(at)),
+    )
+
+
+def live_replicas(conn: Db, since: datetime) -> list[str]:
+    rows = conn.execute(
+        "SELECT replica_id FROM replicas WHERE seen_at >= ? ORDER BY replica_id", (ts(since),)
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
 def remember_alert_group(
     conn: Db,
     group_key: str,

@@ -275,8 +275,19 @@ class Store:
     async def actions_for_incident(self, incident_id: str) -> list[ActionRecord]:
         return await self._read(action_rows.actions_for_incident, incident_id)
 
-    async def interrupted_actions(self) -> list[ActionRecord]:
-        return await self._read(action_rows.interrupted_actions)
+    async def interrupted_actions(
+        self, *, orphaned_before: datetime | None = None
+    ) -> list[ActionRecord]:
+        """Claimed or running actions (of replicas not alive since ``orphaned_before``)."""
+        return await self._read(action_rows.interrupted_actions, orphaned_before)
+
+    async def beat(self, replica_id: str, *, at: datetime) -> None:
+        """Record that ``replica_id`` is alive (every replica, every few seconds)."""
+        await self._run(record_rows.beat, replica_id, at=at)
+
+    async def live_replicas(self, since: datetime) -> list[str]:
+        """Replicas that said they were alive at or after ``since``."""
+        return await self._read(record_rows.live_replicas, since)
 
     async def save_approval(self, req: ApprovalRequest) -> None:
         await self._run(action_rows.save_approval, req)
