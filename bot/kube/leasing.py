@@ -3,14 +3,16 @@
 Every write is an optimistic-concurrency write: ``replace`` sends the ``resourceVersion``
 that was read, so the API server answers 409 Conflict when another replica wrote first,
 which arrives here as ``ConflictError`` (``bot.kube.errors.translate``). Sync client calls
-run in ``asyncio.to_thread``.
+run on the Lease's own thread.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, TypeVar
 
 from kubernetes import client
@@ -29,10 +31,14 @@ class LeaseApi:
         self._api = client.CoordinationV1Api(api_client)
         self.namespace = namespace
         self.name = name
+        # its own thread: a renewal never queues behind diagnoses' cluster reads in the
+        # default executor (a late renewal costs the leadership)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpunode-lease")
 
     async def _call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         try:
-            return await asyncio.to_thread(fn, *args, **kwargs)
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._executor, partial(fn, *args, **kwargs))
         except GpunodeError:
             raise
         except Exception as exc:

@@ -96,7 +96,26 @@ class LeaderElector:
                 self.on_change(holder, leader)
 
     async def step(self) -> bool:
-        """One attempt to acquire or renew; True while this replica leads."""
+        """One attempt to acquire or renew; True while this replica leads.
+
+        A leader's attempt is bounded by ``renew_deadline_s`` (client-go's renew context):
+        a renewal stuck behind a slow API server ends as a failed one, and a leader whose
+        last renewal is older than the deadline steps down before anyone can take over."""
+        if not self.is_leader:
+            return await self._attempt()
+        try:
+            async with asyncio.timeout(self.renew_deadline_s):
+                await self._attempt()
+        except TimeoutError:
+            log.warning("leader lease: renewal took longer than %ss", self.renew_deadline_s)
+        renewed = self._renewed_at
+        if renewed is not None and self.clock() - renewed > timedelta(
+            seconds=self.renew_deadline_s
+        ):
+            self._set(False, None)  # step down before the Lease expires under us
+        return self.is_leader
+
+    async def _attempt(self) -> bool:
         now = self.clock()
         try:
             current = await self.leases.read()
@@ -121,11 +140,6 @@ class LeaderElector:
             return False
         except GpunodeError as err:
             log.warning("leader lease: %s", err)
-            deadline = self._renewed_at and now - self._renewed_at > timedelta(
-                seconds=self.renew_deadline_s
-            )
-            if self.is_leader and deadline:
-                self._set(False, None)  # step down before the Lease expires under us
             return self.is_leader
         self._observed = Observation(written, now)
         self._renewed_at = now

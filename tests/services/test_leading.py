@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from kubernetes import client
@@ -17,26 +16,11 @@ from bot.errors import ConflictError, ForbiddenError
 from bot.kube.leasing import LeaseApi
 from bot.sandbox.kubesim import KubeSim
 from bot.sandbox.kubesim.access import BOT_TOKEN
-from bot.sandbox.kubesim.kustomize import render
 from bot.services.leading import LeaderElector, LeaderWork
-from tests.conftest import kube_call, kube_client_config
+from tests.conftest import kube_client_config
+from tests.e2e.replicas import install_lease_rbac
 
-HA = Path(__file__).resolve().parents[2] / "deploy" / "overlays" / "ha"
 LEASE = "gpunode-leader"
-
-
-async def install_lease_rbac(url: str) -> None:
-    """What `kubectl apply -k deploy/overlays/ha` adds for leases, applied as the admin."""
-    for obj in render(HA):
-        if obj["kind"] in ("Role", "RoleBinding") and "leader" in obj["metadata"]["name"]:
-            plural = "roles" if obj["kind"] == "Role" else "rolebindings"
-            status, body = await kube_call(
-                url,
-                "POST",
-                f"/apis/rbac.authorization.k8s.io/v1/namespaces/gpunode/{plural}",
-                body=obj,
-            )
-            assert status == 201, body
 
 
 def lease_api(url: str, *, name: str = LEASE) -> LeaseApi:
