@@ -14,9 +14,9 @@ import getpass
 import sys
 from datetime import UTC, datetime
 
+from bot.cli.common import gateway_from_args
 from bot.config import load_settings
 from bot.core import commands
-from bot.services.cli_common import gateway_from_args
 from bot.services.operations import IncidentOps, top_nodes
 from bot.services.postmortem import export_postmortem
 from bot.store.engines import require_existing
