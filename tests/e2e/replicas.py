@@ -71,11 +71,17 @@ class Replicas:
     slack: SlackSim
     dsn: str
     workdir: Path
+    #: Socket Mode: each replica opens its own connection (Slack picks one per envelope)
+    socket_mode: bool = False
     running: dict[str, Replica] = field(default_factory=dict)
     _store: Store | None = None
 
     def env(self, name: str, port: int) -> dict[str, str]:
-        return {
+        socket = {
+            "GPUNODE_SLACK__SOCKET_MODE": "true",
+            "GPUNODE_SLACK__APP_TOKEN": "xapp-1-A0GPUNODE-replicas",
+        }
+        return (socket if self.socket_mode else {}) | {
             "PATH": os.environ.get("PATH", ""),
             # the user's own HOME: matplotlib's font cache is built once, not per replica
             # (building it blocks a replica's event loop for seconds)

@@ -4,7 +4,9 @@ clicks, the kills and the restarts, an intact audit chain, no lost timeline entr
 (a) 100 concurrent clicks on one Apply button, split across both replicas;
 (b) the replica running an action is killed with SIGKILL mid-action: the other takes the
     Lease over and reconciles the action (reported once, never re-run);
-(c) a rolling restart (surge one, SIGTERM the old) while a diagnosis is in flight.
+(c) a rolling restart (surge one, SIGTERM the old) while a diagnosis is in flight;
+(d) Socket Mode with one connection per replica: Slack hands each envelope to one of them,
+    and together they answer each command exactly once.
 Each prints its counts (executions, audit rows, timeline entries) for the record.
 """
 
@@ -266,3 +268,37 @@ async def test_a_rolling_restart_during_a_diagnosis_completes_it_once(world: Rep
         "snapshots": len(snapshots), "audit_rows": len(audit), "timeline_entries": len(timeline),
     }  # fmt: skip
     print(f"\n(c) rolling restart during a diagnosis: {found}; {await assert_audit_intact(w)}")
+
+
+async def test_two_replicas_in_socket_mode_answer_each_command_exactly_once(
+    world: Replicas,
+) -> None:
+    w = world
+    w.socket_mode = True
+    w.slack.use_socket_mode()
+    await w.start("replica-a")
+    await w.start("replica-b")
+    await until(
+        lambda: len([c for c in w.slack.socket.connections if not c.closed]) == 2,
+        timeout_s=20, what="both replicas to connect",
+    )  # fmt: skip
+
+    results = await asyncio.gather(
+        *(w.slack.slash_command(ALICE, CHANNEL, "status") for _ in range(20))
+    )
+    answers = len(w.slack.ephemerals(ALICE))  # status answers in its ack, at once
+    root_ts = await diagnosed(w)
+    await settled(w, root_ts)
+
+    assert [r.status for r in results] == [200] * 20
+    envelopes = w.slack.envelopes
+    acked = [a.envelope_id for a in w.slack.acks if a.matched]
+    assert sorted(acked) == sorted(e.envelope_id for e in envelopes), "each acked exactly once"
+    per_connection = {c: sum(e.connection == c for e in envelopes) for c in (1, 2)}
+    assert all(per_connection.values()), f"one replica got nothing: {per_connection}"
+    assert answers == 20, "one answer per status command"
+    assert len(incident_roots(w.slack)) == 1 and evidence_posts(w, root_ts) == 1
+    found = {"envelopes": len(envelopes), "per_connection": per_connection,
+             "status_answers": answers,
+             "incident_roots": len(incident_roots(w.slack))}  # fmt: skip
+    print(f"\n(d) Socket Mode, two connections: {found}")
