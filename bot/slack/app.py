@@ -114,7 +114,7 @@ def _register_commands(app: AsyncApp, s: BotServices) -> None:
 def canonical(cmd: commands.Command) -> str:
     """The command as gpunode understood it (validated words only: never the raw text)."""
     words: list[str] = [cmd.verb]
-    if isinstance(cmd, commands.Diagnose):
+    if isinstance(cmd, commands.Diagnose | commands.Prevent):
         words.append(cmd.node)
     elif isinstance(cmd, commands.Timeline | commands.Resolve) and cmd.incident:
         words.append(cmd.incident)
@@ -188,6 +188,12 @@ async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> None:
             return
         if isinstance(cmd, commands.Diagnose):
             await s.diagnose.diagnose(cmd.node, channel=channel, user=user)
+        elif isinstance(cmd, commands.Prevent):
+            from bot.services.prevention import prevent_node
+
+            await prevent_node(
+                s.kube, s.store, s.chat, cmd.node, channel=channel, user=user, now=s.clock()
+            )
         elif isinstance(cmd, commands.Top):
             ranks = await top_nodes(s.kube)
             rows = [dataclasses.asdict(r) for r in ranks]

@@ -20,7 +20,9 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from slack_bolt.async_app import AsyncApp
 
+from bot.errors import GpunodeError
 from bot.render.acting import APPLY, APPROVE, CANCEL, CONFIRM_CALLBACK, DENY, REDIAGNOSE, UNDO
+from bot.render.blocks import PREVENTION_ACTION
 from bot.slack.app import report_malformed
 from bot.slack.edge import Malformed
 from bot.slack.payloads import (
@@ -181,6 +183,20 @@ def register_interactions(app: AsyncApp, s: Any) -> None:
     app.action(APPROVE)(_background("approve", "vote", yes=True))
     app.action(DENY)(_background("deny", "vote", yes=False))
 
+    @app.action(PREVENTION_ACTION)
+    async def on_prevention(ack: Any, body: dict[str, Any]) -> None:
+        await ack()
+        click = _click(s, body, "prevention")
+        if click is None:
+            return
+        incident = _button_value(s, click, "prevention", RecordId)
+        if incident is None:
+            return
+        s.bg.spawn(
+            _prevention(s, incident, user=click.user.id, channel=click.channel_id),
+            name="prevention",
+        )
+
     @app.action(REDIAGNOSE)
     async def on_rediagnose(ack: Any, body: dict[str, Any]) -> None:
         await ack()
@@ -200,6 +216,24 @@ async def _rediagnose(s: Any, node: str, *, user: str, channel: str) -> None:
 
     if await permitted(s, "diagnose", user=user, channel=channel):
         await s.diagnose.diagnose(node, channel=channel, user=user)
+
+
+async def _prevention(s: Any, incident: str, *, user: str, channel: str) -> None:
+    """Role checked at the click (``view``: the kit only reads), then the kit from the
+    incident's latest evidence into its thread; a failure is told to the clicker."""
+    from bot.render.messages import render_notice
+    from bot.services.prevention import prevent_incident
+    from bot.slack.app import permitted
+
+    try:
+        if await permitted(s, "view", user=user, channel=channel):
+            await prevent_incident(s.store, s.chat, incident, user=user, now=s.clock())
+    except GpunodeError as err:
+        t, blocks = render_notice("command_failed", message=err.message, code=err.code)
+        try:
+            await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
+        except GpunodeError:
+            log.warning("could not tell %s the prevention kit failed: %s", user, err.code)
 
 
 _ID_ARG = {"apply": "action_id", "cancel": "action_id", "undo": "action_id", "vote": "approval_id"}
