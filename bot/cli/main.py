@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--force", action="store_true", help="with --out: overwrite an earlier kit's files"
     )
     _cluster_args(p)
-    p.set_defaults(handler="bot.services.cli_prevent:main")
+    p.set_defaults(handler="bot.cli.prevent:main")
 
     p = sub.add_parser("analyze", help="analyze a saved evidence bundle offline")
     p.add_argument("evidence", help="EvidenceBundle JSON file (from `gpunode collect`)")

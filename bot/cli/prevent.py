@@ -17,10 +17,10 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bot.cli.common import gateway_from_args
 from bot.core import commands
 from bot.errors import UsageError
 from bot.render.prevention import render_kit_markdown
-from bot.services.cli_common import gateway_from_args
 from bot.services.prevention import Kit, kit_from_cluster
 
 
