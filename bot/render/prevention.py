@@ -15,7 +15,7 @@ from typing import Any
 from bot.core.cluster import ClusterView
 from bot.core.prevention import QUOTA_HEADROOM, KitSource, PreventionParams, prevention_params
 from bot.render import environment
-from bot.render.blocks import Block, Message, context, header, section
+from bot.render.blocks import Block, Message, context, fit, header, pack
 from bot.render.filters import ESCAPERS, format_param, truncate
 from bot.render.sentences import Fmt
 
@@ -27,8 +27,7 @@ KIT_FILES = (
     "kubelet-config.yaml",
 )
 README = "README.md"
-#: one explanation line per value; a Slack section holds 3000 characters, far more than this
-FALLBACK_TEXT = 3000
+FALLBACK_TEXT = 3000  # Slack's limit on a message's notification text
 
 
 def _sentences(locale: str) -> Any:
@@ -165,6 +164,9 @@ def kit_message(
         context(source_line(params, source, fmt="mrkdwn", locale=locale)),
     ]
     for name, lines in value_lines(params, fmt="mrkdwn", locale=locale):
-        blocks.append(section(str(t.file_section(name, lines)).strip()))
-    blocks.append(context(str(t.files_follow(len(KIT_FILES) + 1)).strip()))
+        title = str(t.file_title(name)).strip()
+        blocks += pack(title, [str(t.value_line(line)).strip() for line in lines])
+    tail = [context(str(t.files_follow(len(KIT_FILES) + 1)).strip())]
+    # many GPU namespaces: what does not fit Slack's limits is in the uploaded README.md
+    blocks = fit(blocks, str(t.rest_in_readme()).strip(), tail=tail)
     return truncate(str(t.fallback(params.node)).strip(), FALLBACK_TEXT), blocks

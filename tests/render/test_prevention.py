@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -10,7 +11,8 @@ import yaml
 
 from bot.core.cluster import ClusterView, NodeInfo, PodInfo
 from bot.core.prevention import kube_reserved_bytes, prevention_params
-from bot.render.prevention import KIT_FILES, render_prevention_kit
+from bot.render.prevention import KIT_FILES, kit_message, render_prevention_kit
+from bot.slack.blockkit import validate_blocks
 
 GiB = 1024**3
 VERSIONS = ("1.31.0", "1.37.0")
@@ -159,3 +161,18 @@ def test_a_node_without_gpu_pods_gets_no_quota_and_says_so() -> None:
         "No ResourceQuota or LimitRange: no namespace runs GPU pods on gpu-node-01"
         in (files["README.md"])
     )
+
+
+def test_the_kit_message_fits_slacks_limits_even_with_many_gpu_namespaces() -> None:
+    view = _view()
+    many = [
+        p.model_copy(update={"namespace": f"team-{i:02d}", "uid": f"u{i}", "name": f"t-{i}"})
+        for i in range(40)
+        for p in view.pods[:1]
+    ]
+    params = prevention_params(view.model_copy(update={"pods": many}))
+    assert len(params.namespaces) == 40
+    text, blocks = kit_message(params, None)
+    validate_blocks(blocks)
+    assert "README.md below" in json.dumps(blocks)  # the cut is said, not silent
+    assert blocks[-1]["type"] == "context"  # the files-follow note is always kept
