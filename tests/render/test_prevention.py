@@ -172,7 +172,7 @@ def test_the_kit_message_fits_slacks_limits_even_with_many_gpu_namespaces() -> N
     ]
     params = prevention_params(view.model_copy(update={"pods": many}))
     assert len(params.namespaces) == 40
-    text, blocks = kit_message(params, None)
+    _, blocks = kit_message(params, None)
     validate_blocks(blocks)
     assert "README.md below" in json.dumps(blocks)  # the cut is said, not silent
     assert blocks[-1]["type"] == "context"  # the files-follow note is always kept
