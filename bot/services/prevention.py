@@ -13,6 +13,7 @@ message; in an incident thread it also notes the share in the timeline.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -22,8 +23,12 @@ from bot.core.incidents import Incident, TimelineEntry
 from bot.core.prevention import KitSource, PreventionParams, prevention_params
 from bot.errors import GpunodeError
 from bot.render import environment
+from bot.render.messages import render_notice
 from bot.render.prevention import kit_message, render_prevention_files
+from bot.services.chatops import BotServices, permitted
 from bot.services.ports import ChatPort, KubePort
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -136,3 +141,18 @@ async def prevent_incident(
         chat, kit, channel=incident.channel, thread_ts=incident.thread_ts, store=store,
         incident=incident, actor=user, at=now,
     )  # fmt: skip
+
+
+async def prevention_button(s: BotServices, incident: str, *, user: str, channel: str) -> None:
+    """The **Prevention kit** button: the role checked at the click (``view``: the kit only
+    reads), then the kit from the incident's latest evidence into its thread; a failure is
+    told to the clicker."""
+    try:
+        if await permitted(s, "view", user=user, channel=channel):
+            await prevent_incident(s.store, s.chat, incident, user=user, now=s.clock())
+    except GpunodeError as err:
+        t, blocks = render_notice("command_failed", message=err.message, code=err.code)
+        try:
+            await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
+        except GpunodeError:
+            log.warning("could not tell %s the prevention kit failed: %s", user, err.code)

@@ -1,4 +1,5 @@
-"""Buttons and modals: each handler acks first, then hands the work to ``ActService``.
+"""Buttons and modals: each handler acks first, then hands the work to ``ActService``
+(registered by ``bot.slack.bolt``; the slash command and events are ``bot.slack.app``).
 
 The identity acted on is always ``body["user"]["id"]`` from the signed payload, and roles
 are checked by the service at the moment of the click. Button values carry only ids.
@@ -20,11 +21,10 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from slack_bolt.async_app import AsyncApp
 
-from bot.errors import GpunodeError
 from bot.render.acting import APPLY, APPROVE, CANCEL, CONFIRM_CALLBACK, DENY, REDIAGNOSE, UNDO
 from bot.render.blocks import PREVENTION_ACTION
-from bot.slack.app import report_malformed
-from bot.slack.edge import Malformed
+from bot.services.chatops import BotServices, permitted, report_malformed
+from bot.services.prevention import prevention_button
 from bot.slack.payloads import (
     BlockActions,
     ConfirmMeta,
@@ -46,10 +46,13 @@ DAMAGED_FORM = "this form arrived damaged ({problem}); close it and press the ti
 
 
 def _refuse_malformed(
-    s: Any, kind: str, user: str | None, channel: str | None, err: PayloadError
+    s: BotServices, kind: str, user: str | None, channel: str | None, err: PayloadError
 ) -> None:
     log.warning("refused a malformed %s from %s: %s", kind, user, err.message)
-    s.bg.spawn(report_malformed(s, Malformed(kind, user, channel, err.message)), name="malformed")
+    report = report_malformed(
+        s, kind=f"slack.{kind}", user=user, channel=channel, problem=err.message
+    )
+    s.bg.spawn(report, name="malformed")
 
 
 def _field_of(body: dict[str, Any], loc: tuple[str | int, ...]) -> str:
@@ -87,8 +90,11 @@ def _button_value(s: Any, click: BlockActions, what: str, model: Any) -> Any:
         return None
 
 
-def register_interactions(app: AsyncApp, s: Any) -> None:
+def register_interactions(app: AsyncApp, s: BotServices) -> None:
+    """The tier, Apply, Cancel, Undo, Approve, Deny and Re-diagnose buttons and the
+    confirmation modal on ``app``; ``s.act`` must be set."""
     act = s.act
+    assert act is not None, "buttons need the action service"
 
     @app.action(TIER_ACTION)
     async def on_tier(ack: Any, body: dict[str, Any]) -> None:
@@ -193,7 +199,7 @@ def register_interactions(app: AsyncApp, s: Any) -> None:
         if incident is None:
             return
         s.bg.spawn(
-            _prevention(s, incident, user=click.user.id, channel=click.channel_id),
+            prevention_button(s, incident, user=click.user.id, channel=click.channel_id),
             name="prevention",
         )
 
@@ -211,29 +217,9 @@ def register_interactions(app: AsyncApp, s: Any) -> None:
         )
 
 
-async def _rediagnose(s: Any, node: str, *, user: str, channel: str) -> None:
-    from bot.slack.app import permitted
-
+async def _rediagnose(s: BotServices, node: str, *, user: str, channel: str) -> None:
     if await permitted(s, "diagnose", user=user, channel=channel):
         await s.diagnose.diagnose(node, channel=channel, user=user)
-
-
-async def _prevention(s: Any, incident: str, *, user: str, channel: str) -> None:
-    """Role checked at the click (``view``: the kit only reads), then the kit from the
-    incident's latest evidence into its thread; a failure is told to the clicker."""
-    from bot.render.messages import render_notice
-    from bot.services.prevention import prevent_incident
-    from bot.slack.app import permitted
-
-    try:
-        if await permitted(s, "view", user=user, channel=channel):
-            await prevent_incident(s.store, s.chat, incident, user=user, now=s.clock())
-    except GpunodeError as err:
-        t, blocks = render_notice("command_failed", message=err.message, code=err.code)
-        try:
-            await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
-        except GpunodeError:
-            log.warning("could not tell %s the prevention kit failed: %s", user, err.code)
 
 
 _ID_ARG = {"apply": "action_id", "cancel": "action_id", "undo": "action_id", "vote": "approval_id"}
