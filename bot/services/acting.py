@@ -25,9 +25,8 @@ from bot.render import acting as views
 from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
 from bot.services.executing import StepsResult
-from bot.services.ports import ChatPort, KubePort
+from bot.services.ports import ChatPort, KubePort, StorePort
 from bot.store.models import ActionRecord, AuditRecord
-from bot.store.storing import Store
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +34,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class ActDeps:
     kube: KubePort
-    store: Store
+    store: StorePort
     chat: ChatPort
     diagnose: DiagnoseService
     bg: Background
@@ -113,7 +112,7 @@ class ActDeps:
         snap = await self.store.latest_snapshot(incident_id)
         if incident is None or snap is None:
             return None
-        diagnosis = Diagnosis.model_validate_json(snap.diagnosis_json)
+        diagnosis = snap.diagnosis
         plan = next((p for p in diagnosis.plans if p.plan_id == plan_id), None)
         if plan is None or not plan.available:
             return None

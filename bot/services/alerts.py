@@ -30,7 +30,7 @@ from bot.errors import GpunodeError, SlackError, UsageError
 from bot.render.messages import render_notice
 from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
-from bot.services.ports import ChatPort, KubePort
+from bot.services.ports import ChatPort, KubePort, StorePort
 from bot.store.models import AuditRecord
 
 log = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ class AlertService:
     def __init__(
         self,
         diagnose: DiagnoseService,
-        store: Any,
+        store: StorePort,
         chat: ChatPort,
         bg: Background,
         *,

@@ -22,7 +22,7 @@ from bot.config import load_settings
 from bot.core.durations import parse_duration
 from bot.errors import StoreError
 from bot.store import AuditRecord, Store
-from bot.store.audit_chain import ChainReport
+from bot.store.models import ChainReport
 
 _COLUMNS = ("at", "actor", "action", "decision", "outcome", "incident", "channel", "detail")
 

@@ -40,7 +40,7 @@ from bot.render.messages import (
 )
 from bot.render.sentences import sentence
 from bot.services.history import HistoryService, attach
-from bot.services.ports import ChatPort, KubePort
+from bot.services.ports import ChatPort, KubePort, StorePort
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ class DiagnoseService:
     def __init__(
         self,
         kube: KubePort,
-        store: Any,
+        store: StorePort,
         chat: ChatPort,
         *,
         clock: Callable[[], datetime],
@@ -202,9 +202,9 @@ class DiagnoseService:
         await self._store.save_snapshot(
             incident.id,
             at=self._clock(),
-            bundle_json=bundle.model_dump_json(),
-            view_json=view.model_dump_json(),
-            diagnosis_json=diagnosis.model_dump_json(),
+            bundle=bundle,
+            view=view,
+            diagnosis=diagnosis,
         )
         for text, blocks in render_diagnosis_messages(
             diagnosis, incident_id=incident.id, bundle=bundle

@@ -16,7 +16,6 @@ import asyncio
 import logging
 
 from bot.core.actions import ActionPlan
-from bot.core.cluster import ClusterView
 from bot.core.watching import RolloutProgress, Verdict, judge
 from bot.errors import GpunodeError
 from bot.render import watching as views
@@ -47,9 +46,8 @@ async def watch(
         return
     snap = await d.store.latest_snapshot(incident.id)
     uids = {}
-    if snap is not None:
-        view = ClusterView.model_validate_json(snap.view_json)
-        uids = {p.key: p.uid for p in view.pods}
+    if snap is not None and snap.view is not None:
+        uids = {p.key: p.uid for p in snap.view.pods}
     evicted = [
         (e.namespace, e.name, uids.get(f"{e.namespace}/{e.name}", ""))
         for e in result.evictions

@@ -26,7 +26,7 @@ from bot.render.messages import render_notice
 from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
 from bot.services.operations import IncidentOps, top_nodes
-from bot.services.ports import ChatPort, KubePort
+from bot.services.ports import ChatPort, KubePort, StorePort
 from bot.slack.edge import Malformed
 from bot.slack.payloads import slack_unescape
 from bot.store.models import AuditRecord
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class BotServices:
     kube: KubePort
-    store: Any
+    store: StorePort
     chat: ChatPort
     diagnose: DiagnoseService
     ops: IncidentOps

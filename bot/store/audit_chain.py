@@ -19,8 +19,9 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from dataclasses import dataclass
 from typing import Any
+
+from bot.store.models import ChainReport
 
 GENESIS = "0" * 64
 #: the columns a row's hash covers, in this order (``row_hash`` itself excluded)
@@ -94,19 +95,6 @@ def chain_existing(conn: sqlite3.Connection) -> None:
         prev, last = digest, int(values["id"])
     if last:
         _set_head(conn, last, prev)
-
-
-@dataclass(frozen=True)
-class ChainReport:
-    """``ok`` with the number of rows checked, or the first bad row and what is wrong."""
-
-    rows: int
-    bad_id: int | None = None
-    problem: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return not self.problem
 
 
 def verify(conn: sqlite3.Connection) -> ChainReport:

@@ -6,7 +6,7 @@ import sqlite3
 from datetime import datetime
 
 from bot.store import audit_chain
-from bot.store.models import AuditRecord
+from bot.store.models import AuditRecord, ChainReport
 from bot.store.sqlite import dumps, loads, parse_ts, transaction, ts
 
 _SELECT_AUDIT = (
@@ -93,7 +93,7 @@ def append_audit(conn: sqlite3.Connection, record: AuditRecord) -> AuditRecord:
     return record.model_copy(update={"id": row_id, "row_hash": digest})
 
 
-def verify_audit(conn: sqlite3.Connection) -> audit_chain.ChainReport:
+def verify_audit(conn: sqlite3.Connection) -> ChainReport:
     """Check the whole chain in one read transaction (a consistent snapshot)."""
     conn.execute("BEGIN")
     try:
