@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from analysis_builders import pod, view
-from test_analysis_scenarios import diagnose
 
 from bot.core.actions import Step
 from bot.core.findings import Diagnosis, Ledger, Verdict
@@ -17,6 +15,8 @@ from bot.core.planning import (
     undo_steps,
 )
 from bot.core.plans import plan_id
+from tests.core.analysis_builders import pod, view
+from tests.core.test_analysis_scenarios import diagnose
 
 GI = 1024**3
 
