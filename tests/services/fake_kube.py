@@ -27,7 +27,13 @@ from bot.core.evidence import EvidenceBundle
 from bot.core.quantity import parse_quantity
 from bot.core.resizes import minor_version
 from bot.core.watching import RolloutProgress
-from bot.errors import ConflictError, InvalidObjectError, KubeError, NotFoundError
+from bot.errors import (
+    ConflictError,
+    DiagnosticJobError,
+    InvalidObjectError,
+    KubeError,
+    NotFoundError,
+)
 from bot.kube.patching import container_patch
 from bot.kube.prioritizing import priority_class_body
 from bot.kube.reading import CONTROLLERS
@@ -237,7 +243,7 @@ class FakeKube:
     async def run_diagnostic(self, node: str) -> EvidenceBundle:
         await self._enter("run_diagnostic", node)
         if node != self.node.name:
-            raise NotFoundError(f"node {node} not found")
+            raise DiagnosticJobError(f"node {node} does not exist", code="node_not_found")
         if self.clock is None:
             return self.bundle
         return self.bundle.model_copy(update={"collected_at": self.clock()})
