@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from matplotlib import image as mpimg
 
+from bot.cli.diagnose import diagnose_node
 from bot.config import KubeSettings
 from bot.core.charts import chart_spec
 from bot.core.findings import Diagnosis
@@ -19,7 +20,6 @@ from bot.kube.gateway import Gateway
 from bot.prom.client import PrometheusClient
 from bot.sandbox.kubesim import KubeSim
 from bot.sandbox.kubesim.access import BOT_TOKEN
-from bot.services.cli_diagnose import diagnose_node
 from bot.services.history import HistoryService
 from tests.prom.histories import PLANTED, RunningPrometheus
 
