@@ -25,6 +25,7 @@ from bot.core.cluster import ClusterView
 from bot.core.evidence import SCHEMA_VERSION, EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.thresholds import DEFAULT, Thresholds
+from bot.core.validation import validation_message
 from bot.errors import CollectorError, UsageError
 
 M = TypeVar("M", bound=BaseModel)
@@ -51,13 +52,9 @@ def _validate(model: type[M], data: Any, path: str, what: str, hint: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}"
-            for e in exc.errors()[:5]
-        )
-        more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+        problems = validation_message(exc, limit=5, count_rest=True, top="(top level)")
         raise UsageError(
-            f"{what} file {path} does not match the schema: {problems}{more}. {hint}"
+            f"{what} file {path} does not match the schema: {problems}. {hint}"
         ) from exc
 
 

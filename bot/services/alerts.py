@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from bot.core.alert_caps import AlertCaps, over_cap, recent
 from bot.core.commands import parse_node_name
 from bot.core.incidents import TimelineEntry
+from bot.core.validation import validation_message
 from bot.errors import GpunodeError, SlackError, UsageError
 from bot.render.messages import render_notice
 from bot.services.background import Background
@@ -60,9 +61,8 @@ def parse_payload(body: bytes) -> AlertmanagerPayload:
     try:
         payload = AlertmanagerPayload.model_validate_json(body)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "body"
-        raise UsageError(f"not an Alertmanager webhook payload: {where}: {first['msg']}") from exc
+        problem = validation_message(exc, limit=1, top="body")
+        raise UsageError(f"not an Alertmanager webhook payload: {problem}") from exc
     if payload.version != "4":
         raise UsageError(f"unsupported Alertmanager payload version {payload.version!r}; want 4")
     return payload
