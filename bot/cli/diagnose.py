@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from bot.cli.common import gateway_from_args
 from bot.core.cluster import ClusterView
-from bot.core.evidence import SCHEMA_VERSION, EvidenceBundle
+from bot.core.evidence import SCHEMA_VERSION, EvidenceBundle, foreign_schema
 from bot.core.findings import Diagnosis
 from bot.core.thresholds import DEFAULT, Thresholds
 from bot.core.validation import validation_message
@@ -64,8 +64,8 @@ def read_bundle(path: str) -> EvidenceBundle:
     data = _read_json(path, "evidence", hint)
     if not isinstance(data, dict):
         raise UsageError(f"evidence file {path} must hold a JSON object. {hint}")
-    version = str(data.get("schema_version", ""))
-    if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
+    version = foreign_schema(data)
+    if version is not None:
         raise CollectorError(
             f"evidence file {path} has schema version {version or 'none'}, this gpunode reads "
             f"{SCHEMA_VERSION}: collect again with a matching gpunode version."
