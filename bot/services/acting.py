@@ -18,7 +18,7 @@ from typing import Any
 
 from bot.core.actions import ActionPlan
 from bot.core.findings import Diagnosis
-from bot.core.incidents import Incident, TimelineEntry, TimelineKind
+from bot.core.incidents import Incident, TimelineKind
 from bot.core.policy import TIERS, Policy, Principal, Tier
 from bot.errors import GpunodeError
 from bot.render import acting as views
@@ -26,6 +26,7 @@ from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
 from bot.services.executing import StepsResult
 from bot.services.ports import ChatPort, KubePort, StorePort
+from bot.services.timeline import append_entry
 from bot.store.models import ActionRecord, AuditRecord
 
 log = logging.getLogger(__name__)
@@ -92,11 +93,7 @@ class ActDeps:
     ) -> None:
         if incident_id is None:
             return
-        entry = TimelineEntry(
-            incident_id=incident_id, at=self.clock(), kind=kind, actor=actor, text=text,
-            data=data or {},
-        )  # fmt: skip
-        await self.store.append_timeline(entry)
+        await append_entry(self.store, incident_id, kind, actor, text, at=self.clock(), data=data)
 
     async def thread_of(self, incident_id: str | None) -> str | None:
         if incident_id is None:

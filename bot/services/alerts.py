@@ -25,13 +25,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.core.alert_caps import AlertCaps, over_cap, recent
 from bot.core.commands import parse_node_name
-from bot.core.incidents import TimelineEntry
 from bot.core.validation import validation_message
 from bot.errors import GpunodeError, SlackError, UsageError
 from bot.render.messages import render_notice
 from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
 from bot.services.ports import ChatPort, KubePort, StorePort
+from bot.services.timeline import append_entry
 from bot.store.models import AuditRecord
 
 log = logging.getLogger(__name__)
@@ -258,17 +258,10 @@ class AlertService:
 
     async def _note_resolved(self, node: str, alertname: str) -> None:
         for incident in await self._store.open_incidents(node=node):
-            now = self._clock()
-            await self._store.append_timeline(
-                TimelineEntry(
-                    incident_id=incident.id,
-                    at=now,
-                    kind="alert_resolved",
-                    actor="alertmanager",
-                    text=f"{alertname} resolved",
-                    data={},
-                )
-            )
+            await append_entry(
+                self._store, incident.id, "alert_resolved", "alertmanager",
+                f"{alertname} resolved", at=self._clock(),
+            )  # fmt: skip
             if incident.thread_ts:
                 text, blocks = render_notice("alert_resolved", alertname=alertname, node=node)
                 await self._chat.post(

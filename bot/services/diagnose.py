@@ -29,7 +29,7 @@ from bot.core.charts import action_markers, chart_spec
 from bot.core.cluster import ClusterView
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
-from bot.core.incidents import TimelineEntry
+from bot.core.incidents import TimelineKind
 from bot.core.thresholds import Thresholds
 from bot.errors import GpunodeError, KubeError, NotFoundError, StoreError
 from bot.render.messages import (
@@ -41,6 +41,7 @@ from bot.render.messages import (
 from bot.render.sentences import sentence
 from bot.services.history import HistoryService, attach
 from bot.services.ports import ChatPort, KubePort, StorePort
+from bot.services.timeline import append_entry
 
 log = logging.getLogger(__name__)
 
@@ -354,21 +355,13 @@ class DiagnoseService:
     async def _note(
         self,
         incident_id: str,
-        kind: str,
+        kind: TimelineKind,
         actor: str,
         text: str,
         *,
         data: dict[str, Any] | None = None,
     ) -> None:
-        entry = TimelineEntry(
-            incident_id=incident_id,
-            at=self._clock(),
-            kind=kind,
-            actor=actor,
-            text=text,
-            data=data or {},
-        )
-        await self._store.append_timeline(entry)
+        await append_entry(self._store, incident_id, kind, actor, text, at=self._clock(), data=data)
 
 
 def _verdict_text(diagnosis: Diagnosis) -> str:
