@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from bot.core import actors
 from bot.core.alert_caps import AlertCaps, over_cap, recent
 from bot.core.commands import parse_node_name
 from bot.core.validation import validation_message
@@ -201,7 +202,10 @@ class AlertService:
         """The diagnosis an alert asked for; a channel the bot cannot post in is said once."""
         try:
             await self._diagnose.diagnose(
-                f.node, channel=self._channel, user="alertmanager", alert_fingerprint=f.fingerprint
+                f.node,
+                channel=self._channel,
+                user=actors.ALERTMANAGER,
+                alert_fingerprint=f.fingerprint,
             )
         except SlackError as err:
             if err.code not in CHANNEL_ERRORS:
@@ -226,7 +230,7 @@ class AlertService:
     async def _audit(self, decision: str, outcome: str, detail: str) -> None:
         await self._store.append_audit(
             AuditRecord(
-                at=self._clock(), actor="alertmanager", action="alert", channel=self._channel,
+                at=self._clock(), actor=actors.ALERTMANAGER, action="alert", channel=self._channel,
                 decision=decision, outcome=outcome, detail=detail,
             )
         )  # fmt: skip
@@ -259,7 +263,7 @@ class AlertService:
     async def _note_resolved(self, node: str, alertname: str) -> None:
         for incident in await self._store.open_incidents(node=node):
             await append_entry(
-                self._store, incident.id, "alert_resolved", "alertmanager",
+                self._store, incident.id, "alert_resolved", actors.ALERTMANAGER,
                 f"{alertname} resolved", at=self._clock(),
             )  # fmt: skip
             if incident.thread_ts:

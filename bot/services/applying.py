@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from bot.core import actors
 from bot.core.actions import ActionPlan, Step
 from bot.core.approvals import mark_executed, new_request
 from bot.core.diffing import diff_diagnoses
@@ -283,7 +284,7 @@ async def after(d: ActDeps, incident_id: str) -> None:
     if incident is None or before is None:
         return
     outcome = await d.diagnose.diagnose(
-        incident.node, channel=incident.channel, user="gpunode", fresh=True, chart=False
+        incident.node, channel=incident.channel, user=actors.GPUNODE, fresh=True, chart=False
     )
     if outcome.diagnosis is None:
         return

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from bot.core import actors
 from bot.core.analysis import analyze
 from bot.core.charts import action_markers, chart_spec
 from bot.core.cluster import ClusterView
@@ -216,7 +217,7 @@ class DiagnoseService:
         await self._note(
             incident.id,
             "evidence",
-            "gpunode",
+            actors.GPUNODE,
             f"verdict: {_verdict_text(diagnosis)}",
             data={"findings": [f.code for f in diagnosis.findings]},
         )
@@ -348,7 +349,7 @@ class DiagnoseService:
             "diagnose_failed", reason=err.message, code=err.code, what_to_do=_what_to_do(err)
         )
         await self._chat.post(incident.channel, text=text, blocks=blocks, thread_ts=thread_ts)
-        await self._note(incident.id, "diagnosis", "gpunode", f"diagnosis failed: {err.code}")
+        await self._note(incident.id, "diagnosis", actors.GPUNODE, f"diagnosis failed: {err.code}")
         await self._refresh_root(incident, progress=f"Diagnosis failed ({err.code})")
         return DiagnoseOutcome(incident.id, None, None, error=err)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 
+from bot.core import actors
 from bot.core.actions import ActionPlan
 from bot.errors import GpunodeError, KubeError
 from bot.render import acting as views
@@ -32,18 +33,22 @@ async def reconcile_interrupted(d: ActDeps) -> int:
         ):  # fmt: skip
             continue  # another replica reconciled it first
         await d.audit(
-            actor="gpunode", action=f"tier{plan.tier}.reconcile", incident_id=record.incident_id,
+            actor=actors.GPUNODE, action=f"tier{plan.tier}.reconcile",
+            incident_id=record.incident_id,
             action_id=record.action_id, tier=plan.tier, decision="interrupted",
             outcome="failed", detail=observed,
         )  # fmt: skip
         await d.timeline(
-            record.incident_id, "action_result", "gpunode",
+            record.incident_id, "action_result", actors.GPUNODE,
             f"tier {plan.tier} interrupted by a restart; found: {observed}",
             {"action_id": record.action_id},
         )  # fmt: skip
         # the action's message said "Applying…" since the claim: it gets its outcome
         await d.update_message(
-            record, "failed", by="gpunode", detail=f"Interrupted by a restart. Found: {observed}"
+            record,
+            "failed",
+            by=actors.GPUNODE,
+            detail=f"Interrupted by a restart. Found: {observed}",
         )
         incident = await d.store.get_incident(record.incident_id or "")
         if incident is None or not incident.thread_ts:

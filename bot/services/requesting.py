@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.core import actors
 from bot.core.actions import ActionPlan
 from bot.core.cluster import ClusterView
 from bot.core.editing import Tier3Bounds, Tier3Edits, apply_tier3_edits
@@ -121,7 +122,7 @@ async def validate_submission(
     found = await d.plan_of(incident_id, plan_id)
     if found is None:
         await d.audit(
-            actor=user or "unknown", action="request", channel=str(meta.get("channel", "")),
+            actor=user or actors.UNKNOWN, action="request", channel=str(meta.get("channel", "")),
             incident_id=incident_id or None, decision="refused", outcome="not_current",
             detail=f"plan {plan_id} is not a current plan of this incident",
         )  # fmt: skip

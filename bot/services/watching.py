@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from bot.core import actors
 from bot.core.actions import ActionPlan
 from bot.core.watching import RolloutProgress, Verdict, judge
 from bot.errors import GpunodeError
@@ -95,4 +96,4 @@ async def watch(
     summary = "; ".join(f"{p.key} {v}" for p, v in progress.values())
     if evicted:
         summary = "; ".join(filter(None, [summary, f"evictions complete: {not left}"]))
-    await d.timeline(incident.id, "action_result", "gpunode", f"watched: {summary}")
+    await d.timeline(incident.id, "action_result", actors.GPUNODE, f"watched: {summary}")

@@ -20,6 +20,7 @@ from functools import partial
 from types import TracebackType
 from typing import Any, TypeVar
 
+from bot.core import actors
 from bot.core.approvals import ApprovalRequest
 from bot.core.cluster import ClusterView
 from bot.core.evidence import EvidenceBundle
@@ -196,7 +197,7 @@ class Store:
         state: IncidentState,
         *,
         at: datetime,
-        actor: str = "gpunode",
+        actor: str = actors.GPUNODE,
         note: str = "",
     ) -> tuple[Incident, TimelineEntry | None]:
         """Apply the core transition (IncidentStateError when not allowed) and record it."""
