@@ -31,7 +31,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.core.actions import PATCHABLE_KINDS, ActionPlan, PlanNote, ProtectedPod, Step
+from bot.core.actions import (
+    PATCHABLE_KINDS,
+    ActionPlan,
+    PatchResourcesParams,
+    PlanNote,
+    ProtectedPod,
+    ResizePodParams,
+    Step,
+)
 from bot.core.caps import plan_tier3
 from bot.core.cluster import ClusterView, PodInfo
 from bot.core.findings import Diagnosis
@@ -343,18 +351,20 @@ def undo_steps(step: Step, before: dict[str, Any]) -> list[Step]:
     if step.verb == "set_priority_class":
         params: dict[str, Any] = {"priority_class": before.get("priorityClassName")}
         return [Step(verb="set_priority_class", kind=kind, namespace=ns, name=name, params=params)]
-    if step.verb in ("patch_resources", "resize_pod"):
+    p = step.params
+    if isinstance(p, PatchResourcesParams | ResizePodParams):
         old_resources = dict(before.get("resources") or {})
-        params = {"container": before.get("container", step.params.get("container"))}
-        for section in ("requests", "limits"):
+        params = {"container": before.get("container", p.container)}
+        for section, new in (("requests", p.requests), ("limits", p.limits)):
             old = {str(k): str(v) for k, v in (old_resources.get(section) or {}).items()}
-            keys = sorted(set(old) | set(step.params.get(section) or {}))
+            keys = sorted(set(old) | set(new))
             params[section] = {k: old.get(k) for k in keys}
         if step.verb == "resize_pod":  # in place: the same pod gets its old values back
             return [Step(verb="resize_pod", kind=kind, namespace=ns, name=name, params=params)]
         env: dict[str, Any] = {}
         old_env = dict(before.get("env") or {})
-        for var in sorted(set(old_env) | set(step.params.get("env") or {})):
+        new_env = p.env if isinstance(p, PatchResourcesParams) else {}
+        for var in sorted(set(old_env) | set(new_env)):
             entry = old_env.get(var)
             if entry is None:
                 env[var] = None
