@@ -45,6 +45,7 @@ from bot.core.cluster import ClusterView, PodInfo
 from bot.core.findings import Diagnosis
 from bot.core.gangs import builtin_kind, gang_of
 from bot.core.plans import make_plan, plan_id
+from bot.core.refs import ObjectRef
 from bot.core.relief import runbook_plan, with_relief
 from bot.core.rollouts import restart_notes, rollout_notes
 from bot.core.safety import gang_notes, is_self, job_notes
@@ -170,7 +171,7 @@ def plan_tier2(
 ) -> ActionPlan:
     node = view.node.name
     warnings: list[str] = []
-    controllers: dict[tuple[str, str, str], list[PodInfo]] = {}
+    controllers: dict[ObjectRef, list[PodInfo]] = {}
     gpu_pods = [p for p in view.pods if p.accelerated and not _terminal(p)]
     consumer = consumer_group(diagnosis)
     at_risk = diagnosis is None or training_at_risk(diagnosis)
@@ -193,12 +194,13 @@ def plan_tier2(
             # a DaemonSet is node infrastructure, not the training: its priority is not ours
             warnings.append("controller_kind_unsupported")
             continue
-        controllers.setdefault((owner.kind, pod.namespace, owner.name), []).append(pod)
+        controllers.setdefault(ObjectRef(owner.kind, pod.namespace, owner.name), []).append(pod)
     # every pod of a chosen controller restarts, GPU or not (same template)
     for pod in view.pods:
         owner = pod.top_owner
-        if owner is not None and (owner.kind, pod.namespace, owner.name) in controllers:
-            group = controllers[(owner.kind, pod.namespace, owner.name)]
+        ref = ObjectRef(owner.kind, pod.namespace, owner.name) if owner is not None else None
+        if ref is not None and ref in controllers:
+            group = controllers[ref]
             if pod not in group:
                 group.append(pod)
     if not gpu_pods:
@@ -227,7 +229,8 @@ def plan_tier2(
                 },
             )
         )
-        for kind, ns, name in sorted(controllers):
+        for ref in sorted(controllers):
+            kind, ns, name = ref
             steps.append(
                 Step(
                     verb="set_priority_class",
@@ -237,10 +240,8 @@ def plan_tier2(
                     params={"priority_class": priority_class},
                 )
             )
-            restarts += sorted(p.key for p in controllers[(kind, ns, name)])
-            notes += rollout_notes(
-                view, kind, ns, name, pods=controllers[(kind, ns, name)], resources=False
-            )
+            restarts += sorted(p.key for p in controllers[ref])
+            notes += rollout_notes(view, kind, ns, name, pods=controllers[ref], resources=False)
             if kind == "StatefulSet":
                 warnings.append("statefulset_restarts_one_by_one")
             elif kind == "ReplicaSet":
@@ -256,7 +257,7 @@ def plan_tier2(
         node,
         2,
         steps,
-        target="/".join(kinds[0]) if len(kinds) == 1 else None,
+        target=kinds[0].key if len(kinds) == 1 else None,
         blast_radius=restarts,
         restarts=restarts,
         reversible=True,

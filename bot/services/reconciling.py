@@ -77,5 +77,5 @@ async def observe(d: ActDeps, plan: ActionPlan) -> str:
         parts.append(f"{len(evict) - still} of {len(evict)} planned evictions done")
     for step in plan.steps:
         if step.verb in ("set_priority_class", "patch_resources"):
-            parts.append(f"{step.kind}/{step.namespace}/{step.name}: check its current spec")
+            parts.append(f"{step.ref.key}: check its current spec")
     return "; ".join(parts)
