@@ -15,14 +15,12 @@ import asyncio
 import copy
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Literal
 
 from bot.core.actions import PATCHABLE_KINDS
 from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
-from bot.core.cluster import ClusterView, NodeInfo, NodeLoad, PodInfo
+from bot.core.cluster import ClusterView, NodeInfo, NodeLoad
 from bot.core.evidence import EvidenceBundle
 from bot.core.quantity import parse_quantity
 from bot.core.resizes import minor_version
@@ -38,90 +36,18 @@ from bot.kube.patching import container_patch
 from bot.kube.prioritizing import priority_class_body
 from bot.kube.reading import CONTROLLERS
 from bot.kube.transport import SMP
+from tests.services.fake_parts import (
+    Budget,
+    Call,
+    Fault,
+    budget_refusal,
+    find_container,
+    load_scenario,
+    merge_resources,
+    pod_template,
+)
 
-BUNDLES = Path(__file__).resolve().parents[1] / "fixtures" / "bundles"
-
-
-def load_scenario(name: str = "seed") -> tuple[EvidenceBundle, ClusterView]:
-    folder = BUNDLES / name
-    bundle = EvidenceBundle.model_validate_json((folder / "evidence.json").read_text())
-    view = ClusterView.model_validate_json((folder / "cluster.json").read_text())
-    return bundle, view
-
-
-@dataclass
-class Call:
-    method: str
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-
-    @property
-    def dry_run(self) -> bool | None:
-        value = self.kwargs.get("dry_run")
-        return None if value is None else bool(value)
-
-
-@dataclass
-class _Fault:
-    method: str
-    exc: BaseException
-    nth: int
-    dry_run: bool | None
-    seen: int = 0
-
-
-def _template(pod: PodInfo) -> dict[str, Any]:
-    containers = []
-    for c in pod.containers:
-        if c.init:
-            continue
-        res: dict[str, Any] = {}
-        if c.requests:
-            res["requests"] = dict(c.requests)
-        if c.limits:
-            res["limits"] = dict(c.limits)
-        entry: dict[str, Any] = {"name": c.name, "image": c.image or "img", "resources": res}
-        if c.env:
-            entry["env"] = [{"name": k, "value": v} for k, v in sorted(c.env.items())]
-        containers.append(entry)
-    spec: dict[str, Any] = {"containers": containers}
-    if pod.priority_class_name:
-        spec["priorityClassName"] = pod.priority_class_name
-    return {"metadata": {"labels": dict(pod.labels)}, "spec": spec}
-
-
-@dataclass(frozen=True)
-class Budget:
-    """A PodDisruptionBudget as the fake knows it: counted over the fake's own pods."""
-
-    namespace: str
-    name: str
-    selector: dict[str, str]
-    min_available: int | None = None
-    max_unavailable: int | None = None
-
-    def covers(self, pod: PodInfo) -> bool:
-        return pod.namespace == self.namespace and all(
-            pod.labels.get(k) == v for k, v in self.selector.items()
-        )
-
-
-def _merge_resources(
-    old: dict[str, Any], requests: ResourceValues, limits: ResourceValues
-) -> dict[str, Any]:
-    """A strategic merge of resources: a None value deletes the key."""
-    out = copy.deepcopy(old)
-    for section, values in (("requests", requests), ("limits", limits)):
-        if not values:
-            continue
-        current = dict(out.get(section) or {})
-        for k, v in values.items():
-            if v is None:
-                current.pop(k, None)
-            else:
-                current[k] = v
-        out[section] = current
-    return out
+__all__ = ["Budget", "Call", "FakeKube", "load_scenario"]
 
 
 class FakeKube:
@@ -157,11 +83,11 @@ class FakeKube:
                     "kind": top.kind,
                     "metadata": {"namespace": pod.namespace, "name": top.name,
                                  "resourceVersion": self._next_rv(), "generation": 1},
-                    "spec": {"template": _template(pod)},
+                    "spec": {"template": pod_template(pod)},
                 },
             )  # fmt: skip
         self.calls: list[Call] = []
-        self._faults: list[_Fault] = []
+        self._faults: list[Fault] = []
 
     def _next_rv(self) -> str:
         return str(next(self._rv))
@@ -172,7 +98,7 @@ class FakeKube:
     ) -> None:
         """Raise ``exc`` on the ``nth`` call of ``method`` (counting only calls whose
         dry_run flag equals ``dry_run`` when given). ``TimeoutError()`` models a hang cut off."""
-        self._faults.append(_Fault(method, exc, nth, dry_run))
+        self._faults.append(Fault(method, exc, nth, dry_run))
 
     def effects(self, method: str | None = None) -> list[Call]:
         """Calls that may change the cluster (dry_run=False)."""
@@ -291,35 +217,6 @@ class FakeKube:
     async def uncordon(self, node: str, *, dry_run: bool) -> Change:
         return await self._node_flag("uncordon", node, dry_run=dry_run)
 
-    def _blocking_budget(self, pod: PodInfo) -> EvictionOutcome | None:
-        """The eviction subresource's budget check (see bot/sandbox/kubesim/eviction.py)."""
-        if pod.phase in ("Succeeded", "Failed", "Pending") or pod.deleting:
-            return None
-        budgets = [b for b in self.budgets if b.covers(pod)]
-        if len(budgets) > 1:
-            return EvictionOutcome(
-                namespace=pod.namespace, name=pod.name, status="blocked",
-                reason="more than one PodDisruptionBudget covers this pod, which the "
-                "Eviction API does not support; remove the extra budget or move the pod by hand",
-            )  # fmt: skip
-        if not budgets:
-            return None
-        budget = budgets[0]
-        covered = [p for p in self.pods.values() if budget.covers(p)]
-        healthy = sum(1 for p in covered if p.phase == "Running" and not p.deleting)
-        if budget.max_unavailable is not None:
-            desired = max(0, len(covered) - budget.max_unavailable)
-        else:
-            desired = 1 if budget.min_available is None else budget.min_available
-        if healthy - desired > 0:
-            return None
-        return EvictionOutcome(
-            namespace=pod.namespace, name=pod.name, status="blocked",
-            reason=f"blocked by PodDisruptionBudget {budget.name}: needs {desired} healthy, "
-            f"has {healthy}",
-            pdb_name=budget.name, pdb_needs=desired, pdb_has=healthy,
-        )  # fmt: skip
-
     async def evict(self, namespace: str, name: str, *, dry_run: bool) -> EvictionOutcome:
         await self._enter("evict", namespace, name, dry_run=dry_run)
         key = f"{namespace}/{name}"
@@ -329,7 +226,7 @@ class FakeKube:
                 namespace=namespace, name=name, status="not_found",
                 reason="the pod no longer exists",
             )  # fmt: skip
-        blocked = self._blocking_budget(pod)
+        blocked = budget_refusal(self.budgets, list(self.pods.values()), pod)
         if blocked is not None:
             return blocked
         if dry_run:
@@ -424,7 +321,7 @@ class FakeKube:
         )  # fmt: skip
         ctrl = self._patchable(kind, namespace, name)
         spec = copy.deepcopy(ctrl["spec"]["template"]["spec"])
-        c = _find(spec, container, what=f"{kind} {namespace}/{name}")
+        c = find_container(spec, container, what=f"{kind} {namespace}/{name}")
         old_env = {e["name"]: e for e in c.get("env") or []}
         # the gateway's before shape (bot.kube.patching.patch_container_resources)
         before = {
@@ -433,7 +330,7 @@ class FakeKube:
             "env": {k: copy.deepcopy(old_env.get(k)) for k in env},
             "resourceVersion": ctrl["metadata"]["resourceVersion"],
         }
-        c["resources"] = _merge_resources(c.get("resources") or {}, requests, limits)
+        c["resources"] = merge_resources(c.get("resources") or {}, requests, limits)
         for k, v in env.items():
             if v is None:
                 old_env.pop(k, None)
@@ -501,7 +398,7 @@ class FakeKube:
             old["requests"] = dict(info.requests)
         if info.limits:
             old["limits"] = dict(info.limits)
-        now = _merge_resources(old, requests, limits)
+        now = merge_resources(old, requests, limits)
         if not dry_run:
             updated = info.model_copy(
                 update={"requests": now.get("requests", {}), "limits": now.get("limits", {})}
@@ -515,11 +412,3 @@ class FakeKube:
             before={"container": container, "resources": old},
             after={"resources": now, "resourceVersion": None, "generation": None},
         )  # fmt: skip
-
-
-def _find(spec: dict[str, Any], container: str, *, what: str) -> dict[str, Any]:
-    for c in spec.get("containers") or []:
-        if c.get("name") == container:
-            return c  # type: ignore[no-any-return]
-    names = ", ".join(c.get("name", "") for c in spec.get("containers") or [])
-    raise NotFoundError(f"{what} has no container {container!r} (containers: {names})")
