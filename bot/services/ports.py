@@ -2,9 +2,10 @@
 ``bot.slack.chatting.SlackChat`` ``ChatPort``, ``bot.store.Store`` ``StorePort``.
 
 Keeping the use-cases on these Protocols lets tests run them over the real gateway against
-the Kubernetes stand-in, or over a fake, without changing a line of the use-case. mypy
-checks every implementation against its port (``bot/services/conformance.py`` for the real
-ones, ``tests/services/conformance.py`` for the test fakes).
+the Kubernetes stand-in, or over a fake, without changing a line of the use-case. Every
+implementation, real or fake, is checked against its port by mypy and at run time
+(``tests/contract/test_ports_conform.py``); ``tests/contract/test_kube_port.py`` runs the
+same cases over the fake and the real Kubernetes port.
 """
 
 from __future__ import annotations
