@@ -26,7 +26,7 @@ from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
 from bot.services.executing import StepsResult
 from bot.services.ports import ChatPort, KubePort, StorePort
-from bot.services.timeline import append_entry
+from bot.services.recording import append_entry
 from bot.store.models import ActionRecord, AuditRecord
 
 log = logging.getLogger(__name__)

@@ -32,7 +32,7 @@ from bot.render.messages import render_notice
 from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
 from bot.services.ports import ChatPort, KubePort, StorePort
-from bot.services.timeline import append_entry
+from bot.services.recording import append_entry
 from bot.store.models import AuditRecord
 
 log = logging.getLogger(__name__)

@@ -16,10 +16,6 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from bot.core.cluster import ClusterView
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
-from bot.core.incidents import Incident
-
-#: what the lead's services call the stored incident
-IncidentRecord = Incident
 
 ActionState = Literal[
     "requested", "approved", "claimed", "running", "succeeded", "failed", "refused", "undone"
@@ -85,10 +81,6 @@ class EvidenceSnapshot(_Row):
     @cached_property
     def diagnosis(self) -> Diagnosis:
         return Diagnosis.model_validate_json(self.diagnosis_json)
-
-
-#: what the lead's services call a stored evidence capture
-SnapshotRecord = EvidenceSnapshot
 
 
 class AuditRecord(_Row):

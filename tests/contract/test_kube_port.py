@@ -118,6 +118,14 @@ async def view_of_an_unknown_node(kube: KubePort) -> object:
     return error
 
 
+async def node_known_and_unknown(kube: KubePort) -> object:
+    node = await kube.get_node(NODE)
+    assert node.name == NODE and node.ready and not node.unschedulable
+    error = await _error(kube.get_node("gpu-node-99"))
+    assert error == "NotFoundError:not_found"
+    return [node.name, node.allocatable, error]
+
+
 async def gpu_nodes(kube: KubePort) -> object:
     names = sorted(n.name for n in await kube.list_gpu_nodes())
     loads = sorted(n.node.name for n in await kube.gpu_node_loads())
@@ -332,6 +340,7 @@ CASES: dict[str, Case] = {
     for case in (
         view_of_the_node,
         view_of_an_unknown_node,
+        node_known_and_unknown,
         gpu_nodes,
         cordon_dry_run,
         cordon_then_uncordon,
