@@ -31,7 +31,7 @@ from bot.core.charts import action_markers, chart_spec
 from bot.core.cluster import ClusterView, NodeInfo
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
-from bot.core.incidents import TimelineKind
+from bot.core.incidents import Incident, TimelineKind
 from bot.core.thresholds import Thresholds
 from bot.errors import GpunodeError, KubeError, NotFoundError, StoreError
 from bot.render.messages import (
@@ -174,7 +174,7 @@ class DiagnoseService:
 
     async def _run(
         self,
-        incident: Any,
+        incident: Incident,
         known: NodeInfo,
         channel: str,
         *,
@@ -234,7 +234,7 @@ class DiagnoseService:
 
     async def upload_chart(
         self,
-        incident: Any,
+        incident: Incident,
         diagnosis: Diagnosis,
         bundle: EvidenceBundle | None,
         *,
@@ -288,7 +288,7 @@ class DiagnoseService:
         except KubeError:
             return []
 
-    async def _ensure_thread(self, incident: Any, channel: str) -> tuple[Any, str]:
+    async def _ensure_thread(self, incident: Incident, channel: str) -> tuple[Incident, str]:
         """The incident and its thread, posting the root first if nobody has. ``incident``
         must be as just read from the store: it is only read again while another caller is
         posting the root (a claim fails only when the thread exists or is being opened).
@@ -316,7 +316,9 @@ class DiagnoseService:
             await asyncio.sleep(ROOT_POLL_S)
             fresh = await self._store.get_incident(incident.id) or incident
 
-    async def _post_root(self, incident: Any, channel: str, claimer: str) -> tuple[Any, str]:
+    async def _post_root(
+        self, incident: Incident, channel: str, claimer: str
+    ) -> tuple[Incident, str]:
         text, blocks = self._root(incident, progress="Opening the incident…")
         try:
             ts = await self._chat.post(channel, text=text, blocks=blocks, thread_ts=None)
@@ -330,7 +332,7 @@ class DiagnoseService:
         return stored, str(stored.thread_ts)
 
     def _root(
-        self, incident: Any, *, progress: str | None, diagnosis: Diagnosis | None = None
+        self, incident: Incident, *, progress: str | None, diagnosis: Diagnosis | None = None
     ) -> tuple[str, list[dict[str, Any]]]:
         headline = ""
         if diagnosis is not None:
@@ -346,11 +348,11 @@ class DiagnoseService:
 
     async def _refresh_root(
         self,
-        incident: Any,
+        incident: Incident,
         *,
         progress: str | None,
         diagnosis: Diagnosis | None = None,
-        fresh: Any = None,
+        fresh: Incident | None = None,
     ) -> None:
         """Re-render the root line; ``fresh``: the incident as just read (else read now)."""
         fresh = fresh or await self._store.get_incident(incident.id)
@@ -360,7 +362,7 @@ class DiagnoseService:
         await self._chat.update(fresh.channel, fresh.thread_ts, text=text, blocks=blocks)
 
     async def _report_failure(
-        self, incident: Any, err: KubeError, thread_ts: str
+        self, incident: Incident, err: KubeError, thread_ts: str
     ) -> DiagnoseOutcome:
         text, blocks = render_notice(
             "diagnose_failed", reason=err.message, code=err.code, what_to_do=_what_to_do(err)
