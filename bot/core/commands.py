@@ -38,6 +38,11 @@ class Diagnose(_Command):
     cluster: str | None = Field(None, description="named as CLUSTER/NODE; None: the default")
 
 
+class Prevent(_Command):
+    verb: Literal["prevent"] = "prevent"
+    node: str
+
+
 class Status(_Command):
     verb: Literal["status"] = "status"
     node: str | None = None
@@ -66,7 +71,7 @@ class Help(_Command):
 
 
 Command = Annotated[
-    Diagnose | Status | Top | Timeline | Resolve | Help, Field(discriminator="verb")
+    Diagnose | Prevent | Status | Top | Timeline | Resolve | Help, Field(discriminator="verb")
 ]
 
 # verb -> (arguments, one-line description). The grammar's own documentation.
@@ -74,6 +79,11 @@ _VERBS: dict[str, tuple[str, str]] = {
     "diagnose": (
         "[CLUSTER/]NODE",
         "collect memory and GPU evidence on NODE and open or join its incident",
+    ),
+    "prevent": (
+        "NODE",
+        "the prevention kit for NODE (quota, limits, kubelet, descheduler, alerts) with the "
+        "evidence behind every value",
     ),
     "status": ("[[CLUSTER/]NODE]", "list open incidents, or the open incident of NODE"),
     "top": ("[CLUSTER]", "rank GPU nodes by memory pressure across clusters (or in CLUSTER)"),
@@ -199,7 +209,7 @@ def _at_most(verb: str, words: list[str], count: int, prog: str) -> None:
 
 def parse(
     text: str, *, prog: str = DEFAULT_PROG, clusters: Collection[str] = ()
-) -> Diagnose | Status | Top | Timeline | Resolve | Help:
+) -> Diagnose | Prevent | Status | Top | Timeline | Resolve | Help:
     """Parse one command line (without the ``/gpunode`` prefix). Empty text means ``help``.
 
     ``clusters``: the known cluster names; a command naming another is refused here. Empty:
@@ -221,6 +231,11 @@ def parse(
         _at_most(verb, args, 1, prog)
         cluster, node = parse_node_ref(args[0], verb=verb, prog=prog, clusters=clusters)
         return Diagnose(node=node, cluster=cluster)
+    if verb == "prevent":
+        if not args:
+            raise UsageError("prevent needs a node name", usage=usage(verb, prog=prog))
+        _at_most(verb, args, 1, prog)
+        return Prevent(node=parse_node_name(args[0], verb=verb, prog=prog))
     if verb == "status":
         _at_most(verb, args, 1, prog)
         if not args:

@@ -28,8 +28,7 @@ from bot.services.acting import ActDeps
 from bot.services.background import Background
 from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
-from bot.services.ports import ChatPort, KubePort
-from bot.store.storing import Store
+from bot.services.ports import ChatPort, KubePort, StorePort
 
 
 class ActService:
@@ -41,7 +40,7 @@ class ActService:
     def __init__(
         self,
         kube: KubePort | ClusterRegistry,
-        store: Store,
+        store: StorePort,
         chat: ChatPort,
         diagnose: DiagnoseService,
         bg: Background,
@@ -129,6 +128,7 @@ class ActService:
         """Expire approval requests nobody answered in time (run periodically)."""
         return await approving.expire_overdue(self.deps)
 
-    async def reconcile_interrupted(self) -> int:
-        """At start: report actions a previous process left claimed or running."""
-        return await reconciling.reconcile_interrupted(self.deps)
+    async def reconcile_interrupted(self, *, orphaned_before: datetime | None = None) -> int:
+        """Report actions a stopped process left claimed or running (``orphaned_before``:
+        only those of replicas not alive since then)."""
+        return await reconciling.reconcile_interrupted(self.deps, orphaned_before=orphaned_before)

@@ -25,7 +25,7 @@ from bot.services.background import Background
 from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
 from bot.services.operations import IncidentOps
-from bot.services.ports import ChatPort, KubePort
+from bot.services.ports import ChatPort, KubePort, StorePort
 from bot.store.models import AuditRecord
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ NO_POLICY = (
 @dataclass
 class BotServices:
     kube: KubePort
-    store: Any
+    store: StorePort
     chat: ChatPort
     diagnose: DiagnoseService
     ops: IncidentOps

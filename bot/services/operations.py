@@ -17,7 +17,7 @@ from bot.core.incidents import TimelineEntry
 from bot.core.quantity import parse_quantity
 from bot.errors import GpunodeError, UsageError
 from bot.services.clusters import ClusterRegistry, fan_out
-from bot.services.ports import KubePort
+from bot.services.ports import KubePort, StorePort
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ async def top_across(
 class IncidentOps:
     """status / timeline / resolve over the store."""
 
-    def __init__(self, store: Any, *, clock: Callable[[], datetime]) -> None:
+    def __init__(self, store: StorePort, *, clock: Callable[[], datetime]) -> None:
         self._store = store
         self._clock = clock
 

@@ -24,6 +24,7 @@ from bot.render.messages import render_notice
 from bot.services import chatops, threads
 from bot.services.chatops import BotServices
 from bot.services.operations import top_across
+from bot.services.prevention import prevent_node
 from bot.services.timelines import upload_timeline
 from bot.slack.payloads import slack_unescape
 
@@ -83,6 +84,8 @@ def canonical(cmd: commands.Command) -> str:
     words: list[str] = [cmd.verb]
     if isinstance(cmd, commands.Diagnose):
         words.append(format_node_ref(cmd.cluster or "", cmd.node))
+    elif isinstance(cmd, commands.Prevent):
+        words.append(cmd.node)
     elif isinstance(cmd, commands.Top) and cmd.cluster:
         words.append(cmd.cluster)
     elif isinstance(cmd, commands.Timeline | commands.Resolve) and cmd.incident:
@@ -125,6 +128,11 @@ async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> None:
             return
         if isinstance(cmd, commands.Diagnose):
             await s.diagnose.diagnose(cmd.node, channel=channel, user=user, cluster=cluster)
+        elif isinstance(cmd, commands.Prevent):
+            # the prevention kit reads the default cluster (no [CLUSTER/] for it yet)
+            await prevent_node(
+                s.kube, s.store, s.chat, cmd.node, channel=channel, user=user, now=s.clock()
+            )
         elif isinstance(cmd, commands.Top):
             report = await top_across(s.clusters, cluster=cluster)
             rows = [dataclasses.asdict(r) for r in report.rows]

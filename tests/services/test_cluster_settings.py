@@ -5,6 +5,7 @@ URL with a token file; today's single-cluster settings keep working as the clust
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -12,6 +13,7 @@ from bot.config import KubeSettings, load_settings
 from bot.errors import ConfigError, UnknownClusterError
 from bot.kube.connecting import build_api_client
 from bot.services.clusters import ClusterRegistry, cluster_kube_settings
+from bot.services.ports import KubePort
 
 TWO = """
 kube: {namespace: gpu-ops, image: "registry.example/gpunode:1.2"}
@@ -47,9 +49,12 @@ def test_clusters_are_listed_by_name_and_share_the_job_settings(tmp_path: Path) 
 def test_the_registry_picks_named_then_channel_then_default_cluster(tmp_path: Path) -> None:
     settings = load_settings({}, config_file=_write(tmp_path, TWO))
     built: list[str] = []
-    registry = ClusterRegistry.from_settings(
-        settings, build=lambda ks: built.append(ks.context or ks.server or ks.mode) or object()
-    )  # type: ignore[arg-type, func-returns-value]
+
+    def build(ks: KubeSettings) -> KubePort:
+        built.append(ks.context or ks.server or ks.mode)
+        return cast(KubePort, object())
+
+    registry = ClusterRegistry.from_settings(settings, build=build)
 
     assert registry.multi and registry.default == "prod-us"
     assert registry.choose(channel="C0EUROPE") == "prod-eu"

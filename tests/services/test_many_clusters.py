@@ -24,6 +24,7 @@ from bot.services.background import Background
 from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
 from bot.services.operations import top_across
+from bot.services.ports import KubePort
 from bot.store.storing import Store
 from tests.services.fakes import FakeChat
 
@@ -48,13 +49,11 @@ def gateway(url: str, *, timeout_s: float = 10.0) -> Gateway:
 
 def registry(urls: dict[str, str], timeouts: dict[str, float] | None = None) -> ClusterRegistry:
     t = timeouts or {}
-    return ClusterRegistry(
-        {
-            name: (lambda u=url, n=name: gateway(u, timeout_s=t.get(n, 10.0)))
-            for name, url in urls.items()
-        },
-        timeouts=t,
-    )
+
+    def builder(url: str, name: str) -> Callable[[], KubePort]:
+        return lambda: gateway(url, timeout_s=t.get(name, 10.0))
+
+    return ClusterRegistry({n: builder(u, n) for n, u in urls.items()}, timeouts=t)
 
 
 @pytest.fixture

@@ -15,9 +15,13 @@ import pytest
 
 from bot.core.incidents import TimelineEntry
 from bot.store import ActionRecord, AuditRecord, Store
+from bot.store.migrating import render
 from bot.store.migrations import MIGRATIONS
+from bot.store.sqlite import SqliteDb
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+#: the schema steps before the cluster columns (step 5 adds them)
+BEFORE_CLUSTERS = 4
 # the columns the chain hashed before clusters existed (schema steps 1-3), spelled out here
 # so the test does not borrow the code under test
 _OLD_COLUMNS = (
@@ -122,14 +126,18 @@ def _old_digest(values: dict[str, object]) -> str:
 
 
 def _schema_3_file_with_chained_rows(path: str, count: int) -> None:
-    """A store file as gpunode wrote it before clusters: schema 3, rows chained the old way."""
+    """A store file as gpunode wrote it before clusters (schema 4), rows chained the old way."""
     conn = sqlite3.connect(path, isolation_level=None)
     conn.row_factory = sqlite3.Row
+    db = SqliteDb(conn, path)
     conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-    conn.execute("INSERT INTO schema_version (version) VALUES (3)")
-    for step in MIGRATIONS[:3]:
+    conn.execute("INSERT INTO schema_version (version) VALUES (?)", (BEFORE_CLUSTERS,))
+    for step in MIGRATIONS[:BEFORE_CLUSTERS]:
         for statement in step:
-            statement(conn) if callable(statement) else conn.execute(statement)
+            if callable(statement):
+                statement(db)
+            elif (sql := render(statement, db)) is not None:
+                conn.execute(sql)
     prev = "0" * 64
     for i in range(1, count + 1):
         values: dict[str, object] = dict.fromkeys(_OLD_COLUMNS)
