@@ -31,8 +31,9 @@ _OLD_COLUMNS = (
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    s = await Store.open(str(tmp_path / "gpunode.db"))
+async def store(target: str) -> AsyncIterator[Store]:
+    """The store on each engine (SQLite, PostgreSQL): the same rows, the same answers."""
+    s = await Store.open(target)
     yield s
     await s.close()
 
