@@ -18,6 +18,8 @@ from pathlib import Path
 from bot.config import load_settings
 from bot.core import commands
 from bot.errors import StoreError
+from bot.render.cli_text import line
+from bot.render.help import help_text
 from bot.services.cli_common import gateway_from_args
 from bot.services.operations import IncidentOps, top_nodes
 from bot.services.postmortem import export_postmortem
@@ -44,11 +46,8 @@ async def _incident_cmd(cmd: commands.Command, path: str) -> str:
         if isinstance(cmd, commands.Status):
             rows = await ops.status(cmd.node)
             if not rows:
-                return "no open incidents" + (f" for {cmd.node}" if cmd.node else "")
-            return "\n".join(
-                f"{i.id}  {i.node:<24} {i.state:<13} opened {i.opened_at:%Y-%m-%d %H:%M} UTC"
-                for i in rows
-            )
+                return line("no_open_incidents", cmd.node)
+            return "\n".join(line("status_line", i) for i in rows)
         if isinstance(cmd, commands.Timeline):
             incident = await ops.resolve_id(cmd.incident, channel="", thread_ts=None)
             # a terminal has no Slack to ask for names, and no thread to hold charts
@@ -58,7 +57,7 @@ async def _incident_cmd(cmd: commands.Command, path: str) -> str:
             return files.markdown
         assert isinstance(cmd, commands.Resolve)
         incident = await ops.resolve(cmd.incident, by=f"cli:{getpass.getuser()}", note=cmd.note)
-        return f"{incident.id} resolved"
+        return line("resolved", incident.id)
 
 
 async def _top(args: argparse.Namespace) -> str:
@@ -68,22 +67,20 @@ async def _top(args: argparse.Namespace) -> str:
     finally:
         kube.close()
     if not ranks:
-        return "no GPU nodes found"
-    lines = [f"{'NODE':<28}{'PRESSURE':<10}{'USED%':>6}{'LIMITS%':>9}{'REQUESTS%':>11}"]
+        return line("no_gpu_nodes")
+    lines = [line("top_header")]
     for r in ranks:
         used = "-" if r.working_set_percent is None else str(r.working_set_percent)
         lim = "-" if r.limits_percent is None else str(r.limits_percent)
         req = "-" if r.requests_percent is None else str(r.requests_percent)
-        lines.append(
-            f"{r.node:<28}{'yes' if r.memory_pressure else 'no':<10}{used:>6}{lim:>9}{req:>11}"
-        )
+        lines.append(line("top_line", r, used, lim, req))
     return "\n".join(lines)
 
 
 def main(args: argparse.Namespace) -> int:
     cmd = commands.parse(" ".join([args.command, *args.words]), prog="gpunode")
     if isinstance(cmd, commands.Help):
-        out = commands.help_text(cmd.topic, prog="gpunode")
+        out = help_text(cmd.topic, prog="gpunode")
     elif isinstance(cmd, commands.Top):
         out = asyncio.run(_top(args))
     else:
