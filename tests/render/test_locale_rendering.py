@@ -14,10 +14,12 @@ import pytest
 
 from bot.core.analysis import analyze
 from bot.core.findings import Diagnosis
+from bot.core.xid import CATALOG, describe
 from bot.render.blocks import HEADER_TEXT, SECTION_TEXT, diagnosis_messages
 from bot.render.environment import DEFAULT_LOCALE, LOCALES
 from bot.render.filters import truncate
 from bot.render.messages import NOTICE_KEYS, render_notice
+from bot.render.sentences import sentence
 from bot.sandbox.corpus import corpus_names, judge
 from bot.sandbox.kubesim import KubeSim, load_scenario
 from bot.services.operations import NodeRank
@@ -143,6 +145,23 @@ def test_every_notice_renders_in_every_locale(key: str, locale: str) -> None:
         assert text
         if locale != DEFAULT_LOCALE and key not in ("help", "usage_error"):  # the caller's text
             assert text != english
+
+
+@pytest.mark.parametrize("locale", OTHER_LOCALES)
+@pytest.mark.parametrize("code", [*sorted(CATALOG), 999])
+def test_every_catalogued_xid_is_explained_in_every_locale(code: int, locale: str) -> None:
+    info = describe(code)
+    params: dict[str, str | int | float | None] = {
+        "code": code, "meaning": info.meaning, "origin": info.origin, "action": info.action,
+        "gpu_lost": int(info.gpu_lost), "gpu_index": 3, "gpu_uuid": "", "pci_bus_id": "",
+        "last_at": "2026-12-01T02:00:00+00:00", "count": 2, "process": "",
+    }  # fmt: skip
+    ours = sentence("findings", "GPU_XID", params, fmt="mrkdwn", locale=locale, strict=True)
+    english_words = [info.meaning, info.action]
+    if code in CATALOG:  # a catalogued code reads entirely in the locale
+        assert not any(w in ours for w in english_words), ours
+    else:  # a code gpunode does not know keeps the catalogue's words (better than nothing)
+        assert info.action in ours
 
 
 # --- Slack's limits with CJK text ---------------------------------------------------------
