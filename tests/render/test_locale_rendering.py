@@ -164,6 +164,35 @@ def test_every_catalogued_xid_is_explained_in_every_locale(code: int, locale: st
         assert info.action in ours
 
 
+#: a CJK character or full-width punctuation
+_CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
+#: bold, code and italic spans of mrkdwn (an italic's `_` not inside an identifier)
+_SPAN = re.compile(r"\*[^*\n]+\*|`[^`\n]+`|(?<![A-Za-z0-9])_[^_\n]+_(?![A-Za-z0-9])")
+DOCUMENTS = ("report.", "timeline.", "postmortem.", "prevention", "sentences", "vote.")
+
+
+@pytest.mark.parametrize("locale", OTHER_LOCALES)
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_mrkdwn_markers_never_touch_a_cjk_character_on_their_outer_side(
+    scenario: str, locale: str
+) -> None:
+    """Slack renders *bold*, `code` and _italic_ only with a space or ASCII punctuation
+    outside the markers; glued to a CJK character they show as literal characters."""
+    bundle, view = load_fixture(scenario)
+    d = analyze(bundle, view, now=bundle.collected_at)
+    glued = set()
+    for name, message in every_message(d, bundle, view, locale).items():
+        if name.startswith(DOCUMENTS):
+            continue
+        for text in _texts(message, mrkdwn_only=True):
+            for m in _SPAN.finditer(text):
+                before = text[m.start() - 1] if m.start() else " "
+                after = text[m.end()] if m.end() < len(text) else " "
+                if _CJK.match(before) or _CJK.match(after):
+                    glued.add(f"{name}: {text[max(0, m.start() - 4) : m.end() + 4]}")
+    assert sorted(glued) == []
+
+
 # --- Slack's limits with CJK text ---------------------------------------------------------
 
 CJK = "训练任务占用主机内存"  # ten characters, thirty UTF-8 bytes
