@@ -111,16 +111,19 @@ async def _serve(settings: Settings) -> None:
     )
     handler = None
     stop = asyncio.Event()
-    # SIGTERM (a rolling update, a node drain): stop taking work, let the work in flight
-    # finish (Runtime.close drains it), give the leader Lease up, then exit
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    # SIGTERM (a rolling update, a node drain) or SIGINT (Ctrl-C): stop taking work, let the
+    # work in flight finish (Runtime.close drains it), give the leader Lease up, then exit.
+    # Installed explicitly: a process started in the background by a non-interactive shell
+    # inherits SIGINT ignored, and Python then never raises KeyboardInterrupt.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        asyncio.get_running_loop().add_signal_handler(signum, stop.set)
     try:
         if settings.slack.socket_mode:
             assert settings.slack.app_token is not None  # checked by check_settings
             token = settings.slack.app_token.get_secret_value()
             handler = await start_socket_mode(runtime, token)
         await stop.wait()
-        log.info("SIGTERM: finishing the work in flight, then stopping")
+        log.info("stop signal: finishing the work in flight, then stopping")
     finally:
         if handler is not None:
             await handler.close_async()  # type: ignore[no-untyped-call]
