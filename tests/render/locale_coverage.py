@@ -77,7 +77,8 @@ def signature(source: str) -> Signature:
         imports=tuple(
             str(n.template.value)
             for n in tree.find_all((nodes.Import, nodes.FromImport))
-            if isinstance(n.template, nodes.Const)
+            if isinstance(n, nodes.Import | nodes.FromImport)
+            and isinstance(n.template, nodes.Const)
         ),
     )
 
