@@ -18,6 +18,7 @@ HOMES: dict[str, tuple[str, ...]] = {
     "pynvml": ("collectors/nvml.py",),
     "sqlite3": ("store/",),
     "matplotlib": ("charts/",),
+    "prometheus_client": ("telemetry/",),
 }
 CORE_ALLOWED = {
     "__future__",

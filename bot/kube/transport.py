@@ -18,6 +18,8 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from bot.kube.observing import KubeObserver, resource_of
+
 #: seconds for one ordinary request (connect + read); watches use their own timeouts
 REQUEST_TIMEOUT_S = 30.0
 
@@ -27,11 +29,15 @@ JSON_PATCH = "application/json-patch+json"
 
 
 class Transport:
-    """``request`` returns parsed JSON (or text with ``text=True``); raises ApiException."""
+    """``request`` returns parsed JSON (or text with ``text=True``); raises ApiException.
+
+    ``observer`` (optional) hears about every request once it ended: verb, resource and HTTP
+    status, None when no answer came (the bot's metrics count API errors here)."""
 
     def __init__(self, api_client: client.ApiClient, *, timeout_s: float = REQUEST_TIMEOUT_S):
         self.api_client = api_client
         self.timeout_s = timeout_s
+        self.observer: KubeObserver | None = None
 
     def request(
         self,
@@ -55,14 +61,23 @@ class Transport:
             body=body,
             auth_settings=["BearerToken"],
         )
-        response = self.api_client.call_api(
-            method_,
-            url,
-            header_params=header_params,
-            body=body_,
-            _request_timeout=timeout_s or self.timeout_s,
-        )
-        data = response.read()  # type: ignore[no-untyped-call]
+        status: int | None = None
+        try:
+            response = self.api_client.call_api(
+                method_,
+                url,
+                header_params=header_params,
+                body=body_,
+                _request_timeout=timeout_s or self.timeout_s,
+            )
+            status = int(response.status)
+            data = response.read()  # type: ignore[no-untyped-call]
+        except ApiException as exc:
+            status = int(exc.status) if exc.status else None
+            raise
+        finally:
+            if self.observer is not None:
+                self.observer(method, resource_of(path), status)
         if not 200 <= response.status <= 299:
             raise ApiException.from_response(
                 http_resp=response, body=data.decode("utf-8", "replace"), data=None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -30,6 +30,7 @@ from bot.services.ports import ChatPort, KubePort
 from bot.slack.edge import Malformed
 from bot.slack.payloads import slack_unescape
 from bot.store.models import AuditRecord
+from bot.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ class BotServices:
     clock: Callable[[], datetime]
     channels: frozenset[str] = frozenset()  # empty = serve every channel
     act: Any = None  # bot.services.act.ActService when actions are enabled
+    metrics: Metrics = dataclasses.field(default_factory=Metrics)
 
 
 def build_app(
@@ -84,31 +86,55 @@ def _register_commands(app: AsyncApp, s: BotServices) -> None:
         except UsageError as err:
             t, blocks = render_notice("usage_error", message=err.message, usage=err.usage)
             await ack(text=t, blocks=blocks, response_type="ephemeral")
+            s.metrics.command(_verb_of(text), "usage_error")
             return
         if s.channels and channel not in s.channels:
             t, blocks = render_notice("channel_not_served", channel=channel)
             await ack(text=t, blocks=blocks, response_type="ephemeral")
+            s.metrics.command(cmd.verb, "channel_not_served")
             return
         if isinstance(cmd, commands.Help):
             t, blocks = render_notice("help", text=commands.help_text(cmd.topic))
             await ack(text=t, blocks=blocks, response_type="ephemeral")
+            s.metrics.command(cmd.verb, "ok")
             return
         if isinstance(cmd, commands.Status):
             # a local store read: answered in the ack itself (one round trip, no Web API
             # call, nothing left running after the ack)
+            outcome = "ok"
             try:
                 denied = await _denied(s, "view", user=user, channel=channel)
                 if denied is not None:
                     t, blocks = render_refused(denied.reason)
+                    outcome = "denied"
                 else:
                     t, blocks = await _status_notice(s, cmd.node)
             except GpunodeError as err:
                 t, blocks = render_notice("command_failed", message=err.message, code=err.code)
+                outcome = "failed"
             await ack(text=t, blocks=blocks, response_type="ephemeral")
+            s.metrics.command(cmd.verb, outcome)
             return
         t, blocks = render_notice("command_started", command=canonical(cmd))
         await ack(text=t, blocks=blocks, response_type="ephemeral")
-        s.bg.spawn(_run(s, cmd, channel=channel, user=user), name=f"cmd-{cmd.verb}")
+        work = _run(s, cmd, channel=channel, user=user)
+        s.bg.spawn(_counted(s, cmd.verb, work), name=f"cmd-{cmd.verb}")
+
+
+def _verb_of(text: str) -> str:
+    """The verb of a command that did not parse, if it is one (else ``unknown``): a metric
+    label must not carry whatever someone typed."""
+    words = text.lower().split()
+    return words[0] if words and words[0] in commands.VERBS else "unknown"
+
+
+async def _counted(s: BotServices, verb: str, work: Awaitable[str]) -> None:
+    """Run a command's work; count it by verb and outcome (``error``: it raised)."""
+    outcome = "error"
+    try:
+        outcome = await work
+    finally:
+        s.metrics.command(verb, outcome)
 
 
 def canonical(cmd: commands.Command) -> str:
@@ -178,16 +204,19 @@ async def report_malformed(s: BotServices, m: Malformed) -> None:
             log.warning("could not tell %s about a malformed request: %s", m.user, err.code)
 
 
-async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> None:
+async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> str:
+    """Carry out a command; its outcome: ``ok``, ``denied`` or ``failed``."""
     try:
         needs: Permission = (
             "diagnose" if isinstance(cmd, commands.Diagnose)
             else "resolve" if isinstance(cmd, commands.Resolve) else "view"
         )  # fmt: skip
         if not await permitted(s, needs, user=user, channel=channel):
-            return
+            return "denied"
         if isinstance(cmd, commands.Diagnose):
-            await s.diagnose.diagnose(cmd.node, channel=channel, user=user)
+            done = await s.diagnose.diagnose(cmd.node, channel=channel, user=user)
+            if done.error is not None:  # told in the thread or to the user already
+                return "failed"
         elif isinstance(cmd, commands.Top):
             ranks = await top_nodes(s.kube)
             rows = [dataclasses.asdict(r) for r in ranks]
@@ -211,6 +240,8 @@ async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> None:
             await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
         except GpunodeError:
             log.warning("could not tell %s about a failed command: %s", user, err.code)
+        return "failed"
+    return "ok"
 
 
 async def upload_timeline(

@@ -11,7 +11,7 @@ import contextlib
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -36,6 +36,9 @@ from bot.slack.chatting import SlackChat
 from bot.slack.edge import Malformed, SlackEdge
 from bot.slack.server import build_web_app
 from bot.store.storing import Store
+from bot.telemetry.metrics import Metrics
+from bot.telemetry.serving import add_metrics_route
+from bot.telemetry.wiring import instrument
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +132,8 @@ class Runtime:
     services: BotServices
     store: Store
     chat: SlackChat
+    #: this bot's metrics (``/metrics``); the leader election reports to ``set_leader``
+    metrics: Metrics = field(default_factory=Metrics)
 
     async def close(self) -> None:
         await self.services.bg.drain(timeout_s=30)
@@ -145,12 +150,19 @@ async def build_runtime(
     thresholds: Thresholds,
     clock: Callable[[], datetime] = utc_now,
     replica_id: str | None = None,
+    metrics: Metrics | None = None,
 ) -> Runtime:
+    """The bot's services and apps. ``metrics``: a fresh ``Metrics`` unless given (its
+    registry is this runtime's alone); the Slack client, the gateway and the store report
+    to it when they can (``bot.telemetry.wiring.instrument``)."""
+    metrics = metrics or Metrics()
+    replica_id = replica_id or f"replica-{secrets.token_hex(4)}"
     if settings.store.path != ":memory:":
         Path(settings.store.path).parent.mkdir(parents=True, exist_ok=True)
     store = await Store.open(settings.store.path)
     store.export_audit = settings.store.audit_to_log
     chat = SlackChat(client, cache_ttl_s=settings.actions.usergroup_cache_ttl_s)
+    instrument(metrics, store=store, client=client, kube=kube, replica_id=replica_id)
     bg = Background()
     diagnose = DiagnoseService(
         kube,
@@ -159,6 +171,7 @@ async def build_runtime(
         clock=clock,
         thresholds=thresholds,
         history=HistoryService.from_settings(settings.prometheus),
+        metrics=metrics,
     )
     act = ActService(
         kube,
@@ -169,11 +182,12 @@ async def build_runtime(
         policy=policy,
         clock=clock,
         new_id=new_id,
-        replica_id=replica_id or f"replica-{secrets.token_hex(4)}",
+        replica_id=replica_id,
         evidence_max_age_s=settings.actions.evidence_max_age_s,
         approval_ttl_s=settings.actions.approval_ttl_s,
         watch_timeout_s=settings.actions.watch_timeout_s,
         watch_interval_s=settings.actions.watch_interval_s,
+        metrics=metrics,
     )
     services = BotServices(
         kube=kube,
@@ -185,6 +199,7 @@ async def build_runtime(
         clock=clock,
         channels=frozenset(policy.channels),
         act=act,
+        metrics=metrics,
     )
     secret = (
         settings.slack.signing_secret.get_secret_value() if settings.slack.signing_secret else None
@@ -221,6 +236,10 @@ async def build_runtime(
         alert_token=token.get_secret_value() if token else None,
         ready=ready,
     )
+    if settings.metrics.enabled and settings.metrics.port is None:
+        add_metrics_route(web_app, metrics)  # else serve starts a listener of its own
     web_app.cleanup_ctx.append(_approval_sweeper(act, interval_s=APPROVAL_SWEEP_S))
     await act.reconcile_interrupted()
-    return Runtime(app=app, web_app=web_app, services=services, store=store, chat=chat)
+    return Runtime(
+        app=app, web_app=web_app, services=services, store=store, chat=chat, metrics=metrics
+    )

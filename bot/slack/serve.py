@@ -22,6 +22,7 @@ from bot.services.policy_loading import read_policy
 from bot.services.thresholds_loading import read_thresholds
 from bot.slack.chatting import make_client
 from bot.slack.runtime import Runtime, build_runtime
+from bot.telemetry.serving import start_metrics_listener
 
 log = logging.getLogger("gpunode")
 
@@ -101,6 +102,12 @@ async def _serve(settings: Settings) -> None:
         settings.http.port,
         "socket" if settings.slack.socket_mode else "http",
     )
+    metrics_runner = None
+    if settings.metrics.enabled and settings.metrics.port is not None:
+        metrics_runner = await start_metrics_listener(
+            runtime.metrics, host=settings.metrics.host, port=settings.metrics.port
+        )
+        log.info("metrics on %s:%s/metrics", settings.metrics.host, settings.metrics.port)
     handler = None
     try:
         if settings.slack.socket_mode:
@@ -111,6 +118,8 @@ async def _serve(settings: Settings) -> None:
     finally:
         if handler is not None:
             await handler.close_async()  # type: ignore[no-untyped-call]
+        if metrics_runner is not None:
+            await metrics_runner.cleanup()
         await runner.cleanup()
         await runtime.close()
 
