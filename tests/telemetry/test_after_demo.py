@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from tests.telemetry.conftest import ARTIFACT
-from tests.telemetry.scraping import Scrape
+from tests.telemetry.conftest import ARTIFACT, BotScrapes
 
 
-def test_the_story_leaves_its_trace_in_the_metrics(story_scrape: tuple[Scrape, list[str]]) -> None:
-    s, steps = story_scrape
+def test_the_story_leaves_its_trace_in_the_metrics(bot_scrapes: BotScrapes) -> None:
+    s, steps = bot_scrapes.story, bot_scrapes.steps
     assert any("tier 3 applied" in step for step in steps), steps
 
     assert s.value("gpunode_commands_total", command="diagnose", outcome="ok") == 1
