@@ -157,3 +157,12 @@ def test_promtool_parses_every_dashboard_query(tmp_path: Path) -> None:
         [PROMTOOL, "check", "rules", str(path)], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_misspelled_label_in_a_rule_is_caught(bot_scrapes: BotScrapes) -> None:
+    (_, expr), *_ = rule_exprs()
+    broken = expr.replace("by (namespace, job)", "by (namespace, jbo)")
+    assert broken != expr
+    known = exported_labels(bot_scrapes.full)
+    assert label_names(broken) - known == {"jbo"}
+    assert label_names(expr) - known == set()
