@@ -34,11 +34,11 @@ from bot.services.ports import KubePort
 from bot.slack.app import BotServices, build_app, report_malformed
 from bot.slack.chatting import SlackChat
 from bot.slack.edge import Malformed, SlackEdge
-from bot.slack.server import build_web_app
 from bot.store.storing import Store
 from bot.telemetry.metrics import Metrics
 from bot.telemetry.serving import add_metrics_route
 from bot.telemetry.wiring import instrument
+from bot.wiring.server import build_web_app
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from bot import __version__
-from bot.errors import GpunodeError
+from bot.errors import GpunodeError, UsageError
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -56,13 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["text", "markdown", "json", "blocks"], default="text")
     p.add_argument("--chart", metavar="PNG", help="also write the memory chart to this PNG file")
     _cluster_args(p)
-    p.set_defaults(handler="bot.services.cli_diagnose:diagnose_main")
+    p.set_defaults(handler="bot.cli.diagnose:diagnose_main")
 
     p = sub.add_parser("analyze", help="analyze a saved evidence bundle offline")
     p.add_argument("evidence", help="EvidenceBundle JSON file (from `gpunode collect`)")
     p.add_argument("--cluster", help="ClusterView JSON file")
     p.add_argument("--format", choices=["text", "markdown", "json", "blocks"], default="text")
-    p.set_defaults(handler="bot.services.cli_diagnose:analyze_main")
+    p.set_defaults(handler="bot.cli.diagnose:analyze_main")
 
     for name, helptext in (
         ("status", "open incidents (optionally for one node)"),
@@ -74,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=helptext)
         p.add_argument("words", nargs="*", help="same arguments as the slash command")
         _cluster_args(p)
-        p.set_defaults(handler="bot.services.cli_ops:main")
+        p.set_defaults(handler="bot.cli.ops:main")
 
     p = sub.add_parser("audit", help="print the audit log")
     p.add_argument("--since", help="e.g. 30m, 4h, 7d")
@@ -85,11 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="check the audit hash chain; exit 1 naming the first bad row",
     )
     p.add_argument("--config", help="gpunode settings YAML")
-    p.set_defaults(handler="bot.services.cli_audit:main")
+    p.set_defaults(handler="bot.cli.audit:main")
 
     p = sub.add_parser("serve", help="run the Slack bot (HTTP or Socket Mode)")
     p.add_argument("--config", help="gpunode settings YAML")
-    p.set_defaults(handler="bot.slack.serve:main")
+    p.set_defaults(handler="bot.wiring.serve:main")
 
     p = sub.add_parser("demo", help="run gpunode with stand-ins for Slack and Kubernetes")
     p.add_argument("--scenario", default="seed")
@@ -107,9 +107,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _resolve(ref: str) -> Handler:
+SANDBOX_MISSING = (
+    "`gpunode {command}` needs the sandbox (the stand-ins for Kubernetes, Slack and NVML), "
+    "which the production image leaves out; run it from a source checkout (`make demo`) or "
+    "`pip install` gpunode from source"
+)
+
+
+def _resolve(ref: str, command: str) -> Handler:
     module, _, func = ref.partition(":")
-    handler: Handler = getattr(importlib.import_module(module), func)
+    try:
+        handler: Handler = getattr(importlib.import_module(module), func)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").startswith("bot.sandbox"):
+            raise UsageError(SANDBOX_MISSING.format(command=command)) from exc
+        raise
     return handler
 
 
@@ -120,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return _resolve(args.handler)(args)
+        return _resolve(args.handler, args.command)(args)
     except GpunodeError as err:
         print(f"gpunode: {err}", file=sys.stderr)
         return 1

@@ -15,10 +15,10 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bot.cli.common import gateway_from_args
 from bot.config import load_settings
 from bot.core import commands
 from bot.errors import StoreError
-from bot.services.cli_common import gateway_from_args
 from bot.services.operations import IncidentOps, top_nodes
 from bot.services.postmortem import export_postmortem
 from bot.store.storing import Store

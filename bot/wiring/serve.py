@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import logging
 
 from aiohttp import web
@@ -15,14 +16,14 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_sdk.errors import SlackApiError
 
 from bot.config import Settings, alerts_enabled, load_settings
+from bot.config.policy import read_policy
+from bot.config.thresholds import read_thresholds
 from bot.core.policy import Policy, parse_policy
 from bot.errors import ConfigError, SlackError
 from bot.logs import configure_logging
-from bot.services.policy_loading import read_policy
-from bot.services.thresholds_loading import read_thresholds
 from bot.slack.chatting import make_client
-from bot.slack.runtime import Runtime, build_runtime
 from bot.telemetry.serving import start_metrics_listener
+from bot.wiring.runtime import Runtime, build_runtime
 
 log = logging.getLogger("gpunode")
 
@@ -92,6 +93,10 @@ async def _serve(settings: Settings) -> None:
     runtime = await build_runtime(
         settings, kube=kube, client=client, policy=policy, thresholds=thresholds
     )
+    # matplotlib builds its font cache on first import (seconds on a fresh home, far more on a
+    # busy node): pay it before taking traffic, not inside the first incident's chart, where a
+    # shutdown would also have to wait for it.
+    await asyncio.to_thread(importlib.import_module, "bot.charts")
     runner = web.AppRunner(runtime.web_app)
     await runner.setup()
     site = web.TCPSite(runner, settings.http.host, settings.http.port)
