@@ -69,8 +69,8 @@ class Gateway:
 
     def observe_api(self, observer: KubeObserver | None) -> None:
         """Tell ``observer`` the verb, resource and status of every API request this gateway
-        makes (the bot's metrics count API errors so). The diagnostic Job's pod watch is a
-        stream, not a request, and is not reported."""
+        makes (the bot's metrics count API errors so); the diagnostic Job's pod watch is
+        reported as verb ``WATCH`` when it ends."""
         self.transport.observer = observer
 
     def close(self) -> None:

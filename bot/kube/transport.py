@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client
@@ -26,6 +28,13 @@ REQUEST_TIMEOUT_S = 30.0
 SMP = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
+
+
+@dataclass
+class Seen:
+    """The status an observed request ended with (None: no answer came)."""
+
+    status: int | None
 
 
 class Transport:
@@ -61,8 +70,7 @@ class Transport:
             body=body,
             auth_settings=["BearerToken"],
         )
-        status: int | None = None
-        try:
+        with self.observed(method, path) as seen:
             response = self.api_client.call_api(
                 method_,
                 url,
@@ -70,14 +78,8 @@ class Transport:
                 body=body_,
                 _request_timeout=timeout_s or self.timeout_s,
             )
-            status = int(response.status)
+            seen.status = int(response.status)
             data = response.read()  # type: ignore[no-untyped-call]
-        except ApiException as exc:
-            status = int(exc.status) if exc.status else None
-            raise
-        finally:
-            if self.observer is not None:
-                self.observer(method, resource_of(path), status)
         if not 200 <= response.status <= 299:
             raise ApiException.from_response(
                 http_resp=response, body=data.decode("utf-8", "replace"), data=None
@@ -85,6 +87,24 @@ class Transport:
         if text:
             return data.decode("utf-8", "replace")
         return json.loads(data) if data else {}
+
+    @contextmanager
+    def observed(self, verb: str, path: str) -> Iterator[Seen]:
+        """Report one request (or a watch: ``verb="WATCH"``) to ``observer`` once it ends:
+        the status set on the yielded ``Seen`` (200 unless set), the status of an
+        ApiException raised inside, None for any other failure (no answer)."""
+        seen = Seen(200)
+        try:
+            yield seen
+        except ApiException as exc:
+            seen.status = int(exc.status) if exc.status else None
+            raise
+        except BaseException:
+            seen.status = None
+            raise
+        finally:
+            if self.observer is not None:
+                self.observer(verb, resource_of(path), seen.status)
 
     def get(self, path: str, **query: Any) -> Any:
         return self.request("GET", path, query=_query(query))

@@ -3,7 +3,10 @@ Kubernetes transport), each against the stand-ins over real HTTP."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
+import threading
+import time
 
 import aiohttp
 import pytest
@@ -11,15 +14,20 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bot.config import KubeSettings
 from bot.errors import ForbiddenError, NotFoundError, SlackError
+from bot.kube import jobs
+from bot.kube.connecting import build_api_client
 from bot.kube.gateway import Gateway
 from bot.kube.observing import resource_of
+from bot.kube.transport import Transport
 from bot.sandbox.kubesim import KubeSim
 from bot.sandbox.kubesim.access import BOT_TOKEN as KUBE_BOT_TOKEN
+from bot.sandbox.kubesim.access import service_account_token
 from bot.sandbox.slacksim import SlackSim
 from bot.slack.chatting import SlackChat, make_client
 from bot.telemetry.metrics import EXPORTED, Metrics
 from bot.telemetry.serving import listening_port, start_metrics_listener
 from bot.telemetry.wiring import instrument
+from tests.conftest import kube_call
 
 
 def _value(m: Metrics, name: str, **labels: str) -> float:
@@ -166,3 +174,52 @@ async def test_kubernetes_requests_are_counted_in_the_transport(kubesim: KubeSim
         assert _value(
             m, "gpunode_kube_api_errors_total", verb="GET", resource="nodes", status=status
         ) == 1  # fmt: skip
+
+
+async def test_a_refused_pod_watch_is_counted_as_a_watch_error(kubesim: KubeSim) -> None:
+    """A ServiceAccount that may list pods but not watch them (real RBAC in the stand-in):
+    the diagnostic Job's wait lists, then its watch gets 403, counted as verb WATCH."""
+    ns, rbac = "gpunode", "/apis/rbac.authorization.k8s.io/v1/namespaces/gpunode"
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "lister"}}
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "pod-lister"},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}],
+    }  # fmt: skip
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "pod-lister"},
+        "subjects": [{"kind": "ServiceAccount", "name": "lister", "namespace": ns}],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-lister"},
+    }  # fmt: skip
+    for path, body in (
+        (f"/api/v1/namespaces/{ns}/serviceaccounts", sa),
+        (f"{rbac}/roles", role),
+        (f"{rbac}/rolebindings", binding),
+    ):
+        status, answer = await kube_call(kubesim.url, "POST", path, body=body)
+        assert status == 201, answer
+
+    settings = KubeSettings(
+        mode="server", server=kubesim.url, token=service_account_token(ns, "lister"),
+        verify_tls=False,
+    )  # fmt: skip
+    transport = Transport(build_api_client(settings))
+    m = Metrics()
+    transport.observer = m.kube_api_call
+    try:
+        with pytest.raises(Exception, match=r"403|Forbidden"):
+            await asyncio.to_thread(
+                jobs.wait_for_pod, transport, ns, "run-none",
+                deadline=time.monotonic() + 10, cancel=threading.Event(),
+            )  # fmt: skip
+    finally:
+        transport.api_client.close()
+
+    assert _value(m, "gpunode_kube_api_requests_total", verb="GET", resource="pods") == 1
+    assert (
+        _value(m, "gpunode_kube_api_errors_total", verb="GET", resource="pods", status="403") == 0
+    )
+    assert _value(
+        m, "gpunode_kube_api_errors_total", verb="WATCH", resource="pods", status="403"
+    ) == 1  # fmt: skip
