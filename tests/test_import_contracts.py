@@ -59,6 +59,11 @@ def test_every_import_contract_is_kept_by_the_tree() -> None:
         ("services/act.py", "import slack_sdk", "Slack SDKs only in bot.slack"),
         ("services/act.py", "import prometheus_client", "prometheus_client only in bot.telemetry"),
         ("telemetry/wiring.py", "import bot.kube.gateway", "The adapters do not know each other"),
+        (
+            "slack/interactions.py",
+            "import bot.slack.app",
+            "The slash command and the buttons do not import each other",
+        ),
     ],
 )
 def test_a_planted_forbidden_import_breaks_its_contract(
