@@ -17,13 +17,16 @@ setup: $(STAMP)
 
 # Debian packages the tests need: Chromium for the console tests, promtool for the alert rules,
 # Alertmanager (binary /usr/bin/prometheus-alertmanager) for the webhook tests against it, and
-# prometheus itself for the history tests (tests/prom start one on loopback).
+# prometheus itself for the history tests (tests/prom start one on loopback), and PostgreSQL
+# (initdb, pg_ctl) for the store's contract tests and the replica tests (tests/pgserver.py
+# starts a throwaway cluster on a free loopback port, or uses $GPUNODE_TEST_PG_DSN).
 system-deps:
 	@missing=""; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	{ command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1; } || missing="$$missing prometheus"; \
 	command -v prometheus-alertmanager >/dev/null 2>&1 || missing="$$missing prometheus-alertmanager"; \
 	dpkg -s fonts-noto-color-emoji >/dev/null 2>&1 || missing="$$missing fonts-noto-color-emoji"; \
+	{ command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing from Debian:$$missing"; \
 	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \

@@ -27,8 +27,7 @@ from bot.services import applying, approving, reconciling, requesting, undoing
 from bot.services.acting import ActDeps
 from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
-from bot.services.ports import ChatPort, KubePort
-from bot.store.storing import Store
+from bot.services.ports import ChatPort, KubePort, StorePort
 from bot.telemetry.metrics import Metrics
 
 
@@ -38,7 +37,7 @@ class ActService:
     def __init__(
         self,
         kube: KubePort,
-        store: Store,
+        store: StorePort,
         chat: ChatPort,
         diagnose: DiagnoseService,
         bg: Background,
@@ -106,6 +105,7 @@ class ActService:
         """Expire approval requests nobody answered in time (run periodically)."""
         return await approving.expire_overdue(self.deps)
 
-    async def reconcile_interrupted(self) -> int:
-        """At start: report actions a previous process left claimed or running."""
-        return await reconciling.reconcile_interrupted(self.deps)
+    async def reconcile_interrupted(self, *, orphaned_before: datetime | None = None) -> int:
+        """Report actions a stopped process left claimed or running (``orphaned_before``:
+        only those of replicas not alive since then)."""
+        return await reconciling.reconcile_interrupted(self.deps, orphaned_before=orphaned_before)

@@ -17,7 +17,8 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from kustomizing import find, render
+
+from tests.deploy.kustomizing import find, render
 
 REPO = Path(__file__).resolve().parents[2]
 MONITORING = REPO / "deploy" / "monitoring"
