@@ -114,6 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="scenario of the second cluster, prod-us (the first, --scenario, is prod-eu)",
     )
     p.add_argument("--one-cluster", action="store_true", help="serve one cluster only")
+    p.add_argument(
+        "--metrics-out",
+        metavar="FILE",
+        help="with --script: write the bot's /metrics scrape after the story to FILE",
+    )
     p.set_defaults(handler="bot.sandbox.demo:main")
 
     p = sub.add_parser("sandbox", help="run one stand-in on its own")

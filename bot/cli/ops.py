@@ -18,6 +18,8 @@ from bot.cli.common import registry_from_args
 from bot.config import load_settings
 from bot.core import commands
 from bot.core.clusters import format_node_ref
+from bot.render.cli_text import line
+from bot.render.help import help_text
 from bot.services.operations import IncidentOps, top_across
 from bot.services.postmortem import export_postmortem
 from bot.store.engines import require_existing
@@ -54,7 +56,7 @@ async def _incident_cmd(cmd: commands.Command, path: str, *, show_cluster: bool 
             return files.markdown
         assert isinstance(cmd, commands.Resolve)
         incident = await ops.resolve(cmd.incident, by=f"cli:{getpass.getuser()}", note=cmd.note)
-        return f"{incident.id} resolved"
+        return line("resolved", incident.id)
 
 
 async def _top(args: argparse.Namespace, cluster: str | None = None) -> str:
@@ -92,7 +94,7 @@ def main(args: argparse.Namespace) -> int:
         " ".join([args.command, *args.words]), prog="gpunode", clusters=tuple(settings.clusters)
     )
     if isinstance(cmd, commands.Help):
-        out = commands.help_text(cmd.topic, prog="gpunode")
+        out = help_text(cmd.topic, prog="gpunode")
     elif isinstance(cmd, commands.Top):
         out = asyncio.run(_top(args, cmd.cluster))
     else:

@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
@@ -240,7 +241,10 @@ async def running_demo(
         yield Demo(kube, slack, runtime, bot_url, slack.base_url, socket=handler, kubes=kubes)
 
 
-async def _script(scenario: str, second: str | None) -> int:
+async def _script(scenario: str, second: str | None = None, *, metrics: bool = False) -> str | None:
+    """Run the story (two clusters when ``second``) and print it; the ``/metrics`` scrape
+    after it if asked."""
+    scraped = None
     async with running_demo(scenario, second=second) as demo:
         if second is not None:
             assert demo.kubes is not None
@@ -248,14 +252,25 @@ async def _script(scenario: str, second: str | None) -> int:
                 demo.slack, demo.drain, demo.kubes, first=FIRST, second=SECOND
             )
             print(transcript(both))
-            return 0
+            if metrics:
+                scraped = await scrape_metrics(demo.bot_url)
+            return scraped
         log = await run_story(demo.slack, demo.drain)
         assert log.thread_ts is not None
         print(demo.slack.text_of_thread(CHANNEL, log.thread_ts))
         print()
         for step in log.steps:
             print(f"✓ {step}")
-    return 0
+        if metrics:
+            scraped = await scrape_metrics(demo.bot_url)
+    return scraped
+
+
+async def scrape_metrics(bot_url: str) -> str:
+    """The bot's ``/metrics``, fetched over HTTP as Prometheus would."""
+    async with aiohttp.ClientSession() as http, http.get(f"{bot_url}/metrics") as resp:
+        resp.raise_for_status()
+        return await resp.text()
 
 
 async def _interactive(scenario: str, port: int, second: str | None) -> int:
@@ -277,7 +292,12 @@ def main(args: argparse.Namespace) -> int:
     try:
         second = None if getattr(args, "one_cluster", False) else getattr(args, "second", None)
         if args.script:
-            return asyncio.run(_script(args.scenario, second))
+            metrics_out = getattr(args, "metrics_out", None)
+            scraped = asyncio.run(_script(args.scenario, second, metrics=metrics_out is not None))
+            if metrics_out is not None and scraped is not None:
+                Path(metrics_out).write_text(scraped, encoding="utf-8")
+                print(f"✓ /metrics after the story written to {metrics_out}")
+            return 0
         return asyncio.run(_interactive(args.scenario, args.port, second))
     except KeyboardInterrupt:
         return 0

@@ -29,6 +29,7 @@ from bot.services.background import Background
 from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
 from bot.services.ports import ChatPort, KubePort, StorePort
+from bot.telemetry.metrics import Metrics
 
 
 class ActService:
@@ -53,6 +54,7 @@ class ActService:
         approval_ttl_s: int,
         watch_timeout_s: float = 180.0,
         watch_interval_s: float = 2.0,
+        metrics: Metrics | None = None,
     ) -> None:
         clusters = kube if isinstance(kube, ClusterRegistry) else ClusterRegistry.single(kube)
         self.deps = ActDeps(
@@ -61,6 +63,7 @@ class ActService:
             evidence_max_age_s=evidence_max_age_s, approval_ttl_s=approval_ttl_s,
             watch_timeout_s=watch_timeout_s, watch_interval_s=watch_interval_s,
             clusters=clusters, cluster="",
+            metrics=metrics or Metrics(),
         )  # fmt: skip
         # ``cluster`` stays '' here: a step always gets ``for_cluster(its incident's)``, and
         # audit rows written without one (expiry sweeps) take their action's cluster

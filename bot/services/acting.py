@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -35,8 +36,11 @@ from bot.services.executing import StepsResult
 from bot.services.ports import ChatPort, KubePort, StorePort
 from bot.services.recording import append_entry
 from bot.store.models import ActionRecord, AuditRecord
+from bot.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
+#: an action's audit ``action`` column: ``tier3.execute``
+_ACTION = re.compile(r"tier(?P<tier>[0-9])\.(?P<step>[a-z_]+)")
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,8 @@ class ActDeps:
         multi = self.clusters is not None and self.clusters.multi
         return format_node_ref(self.cluster, node, show_cluster=multi)
 
+    metrics: Metrics = field(default_factory=Metrics)
+
     async def principal(self, user: str, channel: str) -> Principal:
         """The clicking user with the policy's user groups they belong to (resolved now),
         in this deps' cluster (roles scoped to other clusters do not apply)."""
@@ -89,8 +95,15 @@ class ActDeps:
         )
 
     async def audit(self, **fields: Any) -> None:
+        """Append an audit row; a row about an action (``tier<N>.<step>``) is also counted
+        in ``gpunode_actions_total`` by tier, step and decision: every decision of the action
+        flow is audited, so the audit call is the one place that sees them all."""
         fields.setdefault("cluster", self.cluster)
         await self.store.append_audit(AuditRecord(at=self.clock(), **fields))
+        if m := _ACTION.fullmatch(str(fields.get("action", ""))):
+            self.metrics.action(
+                tier=m["tier"], step=m["step"], outcome=str(fields.get("decision", ""))
+            )
 
     async def refuse(
         self,

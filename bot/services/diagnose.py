@@ -25,7 +25,8 @@ import dataclasses
 import itertools
 import logging
 import secrets
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -58,6 +59,7 @@ from bot.services.diagnosing import check_node, run_diagnosis
 from bot.services.history import HistoryService
 from bot.services.ports import ChatPort, KubePort, StorePort
 from bot.services.recording import append_entry
+from bot.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -71,26 +73,6 @@ class DiagnoseOutcome:
     created: bool = False
     bundle: EvidenceBundle | None = None
 
-
-#: what to do next, by error code (the error's own message says what happened)
-WHAT_TO_DO = {
-    "image_pull": "Check `kube.image` and that nodes can pull it, then run diagnose again.",
-    "not_admitted": "The kubelet refused the Job's pod (node conditions or full requests); "
-    "act on the node, or enable the critical priority class fallback the message names.",
-    "create_failed": "A quota or admission policy refused the Job's pod; allow the collector "
-    "Job in gpunode's namespace, then run diagnose again.",
-    "container_error": "The node's container runtime could not start the collector; check the "
-    "runtime and `kube.nvidia_runtime_class`, then run diagnose again.",
-    "node_not_ready": "The node is NotReady: check the kubelet first; the collector cannot run.",
-    "deadline_exceeded": "The collector did not finish in time; the node may be thrashing. "
-    "Run diagnose again, or raise `kube.job_timeout_s`.",
-    "evidence_unreadable": "The collector's output could not be read; its pod log has details.",
-    "forbidden": "gpunode's service account lacks a permission; apply deploy/ RBAC again.",
-    "timeout": "Run diagnose again in a minute; if it keeps timing out, check the API server.",
-    "cluster_unreachable": "Check that cluster's API server and gpunode's credentials for it "
-    "(`clusters.<name>` in the settings), then run diagnose again.",
-}
-DEFAULT_WHAT_TO_DO = "Run diagnose again; if it keeps failing, check the gpunode logs."
 
 #: a root message is posted in well under a second (a few with Slack's rate-limit retries);
 #: a claim this old whose ts never came was left by a crash between claim and post
@@ -116,7 +98,9 @@ class DiagnoseService:
         replica: str | None = None,
         history: HistoryService | None = None,
         charts: bool = True,
+        metrics: Metrics | None = None,
     ) -> None:
+        self._metrics = metrics or Metrics()
         self._history = history or HistoryService(None)
         self._charts = charts
         self.clusters = kube if isinstance(kube, ClusterRegistry) else ClusterRegistry.single(kube)
@@ -164,7 +148,6 @@ class DiagnoseService:
                 "diagnose_failed",
                 reason=failure.message,
                 code=failure.code,
-                what_to_do=_what_to_do(failure),
             )
             await self._chat.post_ephemeral(channel, user, text=text, blocks=blocks)
             return DiagnoseOutcome(None, None, None, error=failure)
@@ -185,7 +168,9 @@ class DiagnoseService:
             running = self._running.get(incident.id)
         if running is None or running.done():
             task = asyncio.create_task(
-                self._run(incident, checked, channel, created=created, user=user, chart=chart),
+                self._measured(
+                    self._run(incident, checked, channel, created=created, user=user, chart=chart)
+                ),
                 name=f"diagnosis-{incident.id}",
             )
             self._running[incident.id] = task
@@ -199,6 +184,30 @@ class DiagnoseService:
         await self._chat.post(incident.channel, text=text, blocks=blocks, thread_ts=thread_ts)
         joined = await asyncio.shield(running)
         return dataclasses.replace(joined, created=False)
+
+    async def _measured(self, run: Awaitable[DiagnoseOutcome]) -> DiagnoseOutcome:
+        """Time one diagnosis run into the metrics: ``ok``; ``failed`` with the failure's
+        code (the Job, the API); ``error`` when something else broke it (posting, the store);
+        ``cancelled`` at shutdown. Joined diagnoses are not counted again."""
+        started = time.perf_counter()
+        outcome, code = "error", "internal"
+        try:
+            result = await run
+            if result.error is None:
+                outcome, code = "ok", "none"
+            else:
+                outcome, code = "failed", result.error.code
+            return result
+        except GpunodeError as err:
+            code = err.code
+            raise
+        except asyncio.CancelledError:
+            outcome, code = "cancelled", "none"
+            raise
+        finally:
+            self._metrics.diagnosis(
+                time.perf_counter() - started, outcome=outcome, failure_code=code
+            )
 
     def _forget(self, incident_id: str, task: asyncio.Task[DiagnoseOutcome]) -> None:
         if self._running.get(incident_id) is task:
@@ -404,9 +413,7 @@ class DiagnoseService:
     async def _report_failure(
         self, incident: Incident, err: KubeError, thread_ts: str
     ) -> DiagnoseOutcome:
-        text, blocks = render_notice(
-            "diagnose_failed", reason=err.message, code=err.code, what_to_do=_what_to_do(err)
-        )
+        text, blocks = render_notice("diagnose_failed", reason=err.message, code=err.code)
         await self._chat.post(incident.channel, text=text, blocks=blocks, thread_ts=thread_ts)
         await self._note(incident.id, "diagnosis", actors.GPUNODE, f"diagnosis failed: {err.code}")
         await self._refresh_root(incident, progress=f"Diagnosis failed ({err.code})")
@@ -439,7 +446,3 @@ def _named(err: GpunodeError | TimeoutError, cluster: str) -> KubeError:
     if isinstance(err, KubeError):
         return err
     return KubeError(err.message, code=err.code)
-
-
-def _what_to_do(err: GpunodeError) -> str:
-    return WHAT_TO_DO.get(err.code, DEFAULT_WHAT_TO_DO)
