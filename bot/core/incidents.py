@@ -58,6 +58,7 @@ class Incident(BaseModel):
     opened_by: str = Field(description="Slack user id, 'alertmanager' or 'gpunode'")
     alert_fingerprint: str | None = None
     resolution_note: str = ""
+    locale: str = Field("en", description="the thread's language (bot.core.locales), kept")
 
     @property
     def is_open(self) -> bool:
@@ -103,8 +104,10 @@ def open_incident(
     channel: str = "",
     alert_fingerprint: str | None = None,
     reason: str = "",
+    locale: str = "en",
 ) -> tuple[Incident, TimelineEntry]:
-    """A new incident in ``investigating`` and its ``opened`` timeline entry."""
+    """A new incident in ``investigating`` and its ``opened`` timeline entry. ``locale``:
+    the language its thread keeps (``bot.core.locales.opening_locale``)."""
     incident = Incident(
         id=format_incident_id(number),
         number=number,
@@ -113,6 +116,7 @@ def open_incident(
         opened_at=at,
         opened_by=opened_by,
         alert_fingerprint=alert_fingerprint,
+        locale=locale,
     )
     entry = TimelineEntry(
         incident_id=incident.id,

@@ -248,7 +248,8 @@ class AlertService:
         await self._audit("skipped", "over_cap", detail)
         caps = self._caps
         text, blocks = render_notice(
-            "alerts_skipped", skipped=result.skipped, per_request=caps.per_request,
+            "alerts_skipped", self._diagnose.locales.channel(self._channel) or "en",
+            skipped=result.skipped, per_request=caps.per_request,
             per_node=caps.per_node, per_window=caps.per_window, window_s=int(caps.window_s),
         )  # fmt: skip
         try:
@@ -270,7 +271,10 @@ class AlertService:
                 )
             )
             if incident.thread_ts:
-                text, blocks = render_notice("alert_resolved", alertname=alertname, node=node)
+                text, blocks = render_notice(
+                    "alert_resolved", self._diagnose.locales.for_thread(incident),
+                    alertname=alertname, node=node,
+                )  # fmt: skip
                 await self._chat.post(
                     incident.channel, text=text, blocks=blocks, thread_ts=incident.thread_ts
                 )

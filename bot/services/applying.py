@@ -211,7 +211,7 @@ async def after(d: ActDeps, incident_id: str) -> None:
         return
     earlier = Diagnosis.model_validate_json(before.diagnosis_json)
     diff = diff_diagnoses(earlier, outcome.diagnosis)
-    t, blocks = views.diff_message(diff)
+    t, blocks = views.diff_message(diff, d.thread_locale(incident))
     await d.chat.post(incident.channel, text=t, blocks=blocks, thread_ts=incident.thread_ts)
     # the same chart as the diagnosis', now with the action marked on it
     await d.diagnose.upload_chart(

@@ -40,6 +40,7 @@ from bot.render.messages import (
 )
 from bot.render.sentences import sentence
 from bot.services.history import HistoryService, attach
+from bot.services.locales import LocaleChooser
 from bot.services.ports import ChatPort, KubePort
 
 log = logging.getLogger(__name__)
@@ -80,8 +81,6 @@ ROOT_CLAIM_TTL_S = 15.0
 ROOT_WAIT_S = 20.0
 ROOT_POLL_S = 0.05
 
-STATE_LABEL = {"investigating": "Investigating", "mitigating": "Mitigating", "resolved": "Resolved"}
-
 
 class DiagnoseService:
     """Runs diagnoses into incident threads. One instance per process."""
@@ -97,8 +96,11 @@ class DiagnoseService:
         replica: str | None = None,
         history: HistoryService | None = None,
         charts: bool = True,
+        locales: LocaleChooser | None = None,
     ) -> None:
         self._history = history or HistoryService(None)
+        #: each message's language: ephemeral ones follow the person, thread posts the thread
+        self.locales = locales or LocaleChooser(chat)
         self._charts = charts
         self._kube = kube
         self._store = store
@@ -129,20 +131,23 @@ class DiagnoseService:
             await self._kube.get_cluster_view(node)  # an unknown node opens nothing
         except NotFoundError as err:
             known = await self._known_nodes()
-            text, blocks = render_notice("node_not_found", node=node, known_nodes=known)
+            locale = await self.locales.for_person(channel, user)
+            text, blocks = render_notice("node_not_found", locale, node=node, known_nodes=known)
             await self._chat.post_ephemeral(channel, user, text=text, blocks=blocks)
             return DiagnoseOutcome(None, None, None, error=err)
         except KubeError as err:
             text, blocks = render_notice(
-                "diagnose_failed", reason=err.message, code=err.code, what_to_do=_what_to_do(err)
-            )
+                "diagnose_failed", await self.locales.for_person(channel, user),
+                reason=err.message, code=err.code, what_to_do=_what_to_do(err),
+            )  # fmt: skip
             await self._chat.post_ephemeral(channel, user, text=text, blocks=blocks)
             return DiagnoseOutcome(None, None, None, error=err)
 
         now = self._clock()
         incident, created = await self._store.open_or_join_incident(
-            node, channel, opened_by=user, at=now, alert_fingerprint=alert_fingerprint
-        )
+            node, channel, opened_by=user, at=now, alert_fingerprint=alert_fingerprint,
+            locale=await self.locales.for_opening(channel, user),
+        )  # fmt: skip
         running = self._running.get(incident.id)
         while fresh and running is not None and not running.done():
             with contextlib.suppress(Exception):
@@ -159,7 +164,9 @@ class DiagnoseService:
         # one diagnosis per incident at a time in this process: join it, and say so
         incident, thread_ts = await self._ensure_thread(incident, channel)
         await self._note(incident.id, "diagnosis", user, f"diagnose {node} requested")
-        text, blocks = render_notice("diagnose_joined_running", node=node, user=user)
+        text, blocks = render_notice(
+            "diagnose_joined_running", self.locales.for_thread(incident), node=node, user=user
+        )
         await self._chat.post(incident.channel, text=text, blocks=blocks, thread_ts=thread_ts)
         joined = await asyncio.shield(running)
         return dataclasses.replace(joined, created=False)
@@ -174,8 +181,9 @@ class DiagnoseService:
         incident, thread_ts = await self._ensure_thread(incident, channel)
         await self._note(incident.id, "diagnosis", user, f"diagnose {node} requested")
         channel = incident.channel
+        locale = self.locales.for_thread(incident)
         if not created:
-            text, blocks = render_notice("diagnose_joined", node=node, user=user)
+            text, blocks = render_notice("diagnose_joined", locale, node=node, user=user)
             await self._chat.post(channel, text=text, blocks=blocks, thread_ts=thread_ts)
         await self._refresh_root(incident, progress="Running the diagnostic Job on the node…")
 
@@ -207,7 +215,7 @@ class DiagnoseService:
             diagnosis_json=diagnosis.model_dump_json(),
         )
         for text, blocks in render_diagnosis_messages(
-            diagnosis, incident_id=incident.id, bundle=bundle
+            diagnosis, incident_id=incident.id, bundle=bundle, locale=locale
         ):
             await self._chat.post(channel, text=text, blocks=blocks, thread_ts=thread_ts)
         if chart:
@@ -319,16 +327,18 @@ class DiagnoseService:
     def _root(
         self, incident: Any, *, progress: str | None, diagnosis: Diagnosis | None = None
     ) -> tuple[str, list[dict[str, Any]]]:
+        locale = self.locales.for_thread(incident)
         headline = ""
         if diagnosis is not None:
-            headline = verdict_headline(diagnosis)
+            headline = verdict_headline(diagnosis, locale=locale)
         return render_root(
             incident_id=incident.id,
             node=incident.node,
-            state=STATE_LABEL.get(incident.state, incident.state),
+            state=incident.state,  # the template words it (templates/slack/<locale>/notices.j2)
             headline=headline,
             opened_by=incident.opened_by,
             progress=progress,
+            locale=locale,
         )
 
     async def _refresh_root(
@@ -344,8 +354,9 @@ class DiagnoseService:
         self, incident: Any, err: KubeError, thread_ts: str
     ) -> DiagnoseOutcome:
         text, blocks = render_notice(
-            "diagnose_failed", reason=err.message, code=err.code, what_to_do=_what_to_do(err)
-        )
+            "diagnose_failed", self.locales.for_thread(incident),
+            reason=err.message, code=err.code, what_to_do=_what_to_do(err),
+        )  # fmt: skip
         await self._chat.post(incident.channel, text=text, blocks=blocks, thread_ts=thread_ts)
         await self._note(incident.id, "diagnosis", "gpunode", f"diagnosis failed: {err.code}")
         await self._refresh_root(incident, progress=f"Diagnosis failed ({err.code})")

@@ -138,3 +138,7 @@ class ChatPort(Protocol):
 
     async def user_name(self, user_id: str) -> str:
         """A person's display name (``users.info``); the id itself when it cannot be read."""
+
+    async def user_locale(self, user_id: str) -> str | None:
+        """A person's Slack locale as Slack spells it (``zh-CN``, ``en-US``), from
+        ``users.info`` with ``include_locale``; None when it cannot be read."""

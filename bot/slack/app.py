@@ -69,8 +69,8 @@ def build_app(
     return app
 
 
-def render_refused(reason: str) -> tuple[str, list[dict[str, Any]]]:
-    return _acting_notice("refused", reason=reason)
+def render_refused(reason: str, locale: str = "en") -> tuple[str, list[dict[str, Any]]]:
+    return _acting_notice("refused", locale, reason=reason)
 
 
 def _register_commands(app: AsyncApp, s: BotServices) -> None:
@@ -79,18 +79,20 @@ def _register_commands(app: AsyncApp, s: BotServices) -> None:
         # Slack escapes & < > in the text it sends; the templates escape on the way out
         text = slack_unescape(str(body.get("text", ""))).strip()
         channel, user = str(body.get("channel_id", "")), str(body.get("user_id", ""))
+        # every answer here is ephemeral: in the asking person's language (bot.core.locales)
+        locale = await s.diagnose.locales.for_person(channel, user)
         try:
             cmd = commands.parse(text)
         except UsageError as err:
-            t, blocks = render_notice("usage_error", message=err.message, usage=err.usage)
+            t, blocks = render_notice("usage_error", locale, message=err.message, usage=err.usage)
             await ack(text=t, blocks=blocks, response_type="ephemeral")
             return
         if s.channels and channel not in s.channels:
-            t, blocks = render_notice("channel_not_served", channel=channel)
+            t, blocks = render_notice("channel_not_served", locale, channel=channel)
             await ack(text=t, blocks=blocks, response_type="ephemeral")
             return
         if isinstance(cmd, commands.Help):
-            t, blocks = render_notice("help", text=commands.help_text(cmd.topic))
+            t, blocks = render_notice("help", locale, text=commands.help_text(cmd.topic))
             await ack(text=t, blocks=blocks, response_type="ephemeral")
             return
         if isinstance(cmd, commands.Status):
@@ -99,14 +101,16 @@ def _register_commands(app: AsyncApp, s: BotServices) -> None:
             try:
                 denied = await _denied(s, "view", user=user, channel=channel)
                 if denied is not None:
-                    t, blocks = render_refused(denied.reason)
+                    t, blocks = render_refused(denied.reason, locale)
                 else:
-                    t, blocks = await _status_notice(s, cmd.node)
+                    t, blocks = await _status_notice(s, cmd.node, locale)
             except GpunodeError as err:
-                t, blocks = render_notice("command_failed", message=err.message, code=err.code)
+                t, blocks = render_notice(
+                    "command_failed", locale, message=err.message, code=err.code
+                )
             await ack(text=t, blocks=blocks, response_type="ephemeral")
             return
-        t, blocks = render_notice("command_started", command=canonical(cmd))
+        t, blocks = render_notice("command_started", locale, command=canonical(cmd))
         await ack(text=t, blocks=blocks, response_type="ephemeral")
         s.bg.spawn(_run(s, cmd, channel=channel, user=user), name=f"cmd-{cmd.verb}")
 
@@ -121,12 +125,14 @@ def canonical(cmd: commands.Command) -> str:
     return " ".join(words)
 
 
-async def _status_notice(s: BotServices, node: str | None) -> tuple[str, list[dict[str, Any]]]:
+async def _status_notice(
+    s: BotServices, node: str | None, locale: str
+) -> tuple[str, list[dict[str, Any]]]:
     rows = [
         {"id": i.id, "node": i.node, "state": i.state, "opened_at": str(i.opened_at)}
         for i in await s.ops.status(node)
     ]
-    return render_notice("status_list", incidents=rows)
+    return render_notice("status_list", locale, incidents=rows)
 
 
 async def _denied(
@@ -171,7 +177,8 @@ async def report_malformed(s: BotServices, m: Malformed) -> None:
         )
     )  # fmt: skip
     if m.user and m.channel:
-        t, blocks = render_notice("malformed_request", problem=m.problem)
+        locale = await s.diagnose.locales.for_person(m.channel, m.user)
+        t, blocks = render_notice("malformed_request", locale, problem=m.problem)
         try:
             await s.chat.post_ephemeral(m.channel, m.user, text=t, blocks=blocks)
         except GpunodeError as err:
@@ -179,6 +186,7 @@ async def report_malformed(s: BotServices, m: Malformed) -> None:
 
 
 async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> None:
+    locale = await s.diagnose.locales.for_person(channel, user)  # cached since the ack
     try:
         needs: Permission = (
             "diagnose" if isinstance(cmd, commands.Diagnose)
@@ -191,13 +199,16 @@ async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> None:
         elif isinstance(cmd, commands.Top):
             ranks = await top_nodes(s.kube)
             rows = [dataclasses.asdict(r) for r in ranks]
-            t, blocks = render_notice("top_nodes", rows=rows)
+            t, blocks = render_notice("top_nodes", locale, rows=rows)
             await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
         elif isinstance(cmd, commands.Timeline):
             await upload_timeline(s, cmd.incident, channel=channel, user=user, thread_ts=None)
         elif isinstance(cmd, commands.Resolve):
             incident = await s.ops.resolve(cmd.incident, by=user, note=cmd.note)
-            t, blocks = render_notice("resolved", incident_id=incident.id, by=user, note=cmd.note)
+            where = s.diagnose.locales.for_thread(incident) if incident.thread_ts else locale
+            t, blocks = render_notice(
+                "resolved", where, incident_id=incident.id, by=user, note=cmd.note
+            )
             if incident.thread_ts:
                 await s.chat.post(
                     incident.channel, text=t, blocks=blocks, thread_ts=incident.thread_ts
@@ -206,7 +217,7 @@ async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> None:
             else:
                 await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
     except GpunodeError as err:
-        t, blocks = render_notice("command_failed", message=err.message, code=err.code)
+        t, blocks = render_notice("command_failed", locale, message=err.message, code=err.code)
         try:
             await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
         except GpunodeError:
@@ -222,8 +233,9 @@ async def upload_timeline(
     incident = await s.ops.resolve_id(incident_ref, channel=channel, thread_ts=thread_ts)
     cluster = str(getattr(s.kube, "cluster_name", "") or "")
     files = await export_postmortem(
-        s.store, s.chat.user_name, incident, cluster=cluster, now=s.clock()
-    )
+        s.store, s.chat.user_name, incident, cluster=cluster, now=s.clock(),
+        locale=s.diagnose.locales.for_thread(incident),
+    )  # fmt: skip
     names = await upload_postmortem(s.chat, incident, files)
     await s.store.append_timeline(
         TimelineEntry(
@@ -292,7 +304,7 @@ async def _mentioned(s: BotServices, event_id: str, event: dict[str, Any]) -> No
         await upload_timeline(s, incident.id, channel=channel, user=user, thread_ts=None)
     else:
         t, blocks = render_notice(
-            "status_list",
+            "status_list", s.diagnose.locales.for_thread(incident),
             incidents=[{"id": incident.id, "node": incident.node, "state": incident.state,
                         "opened_at": str(incident.opened_at)}],
         )  # fmt: skip

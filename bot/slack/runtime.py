@@ -29,6 +29,7 @@ from bot.services.alerts import AlertService
 from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
 from bot.services.history import HistoryService
+from bot.services.locales import LocaleChooser
 from bot.services.operations import IncidentOps
 from bot.services.ports import KubePort
 from bot.slack.app import BotServices, build_app, report_malformed
@@ -150,7 +151,11 @@ async def build_runtime(
         Path(settings.store.path).parent.mkdir(parents=True, exist_ok=True)
     store = await Store.open(settings.store.path)
     store.export_audit = settings.store.audit_to_log
-    chat = SlackChat(client, cache_ttl_s=settings.actions.usergroup_cache_ttl_s)
+    chat = SlackChat(
+        client,
+        cache_ttl_s=settings.actions.usergroup_cache_ttl_s,
+        locale_ttl_s=settings.slack.user_locale_cache_ttl_s,
+    )
     bg = Background()
     diagnose = DiagnoseService(
         kube,
@@ -159,6 +164,7 @@ async def build_runtime(
         clock=clock,
         thresholds=thresholds,
         history=HistoryService.from_settings(settings.prometheus),
+        locales=LocaleChooser(chat, channel_locales=settings.slack.channel_locales),
     )
     act = ActService(
         kube,

@@ -23,7 +23,7 @@ from bot.store.sqlite import dumps, loads, parse_ts, transaction, ts
 
 _SELECT_INCIDENTS = (
     "SELECT id, number, node, channel, thread_ts, root_ts, state, opened_at, resolved_at, "
-    "opened_by, alert_fingerprint, resolution_note FROM incidents"
+    "opened_by, alert_fingerprint, resolution_note, locale FROM incidents"
 )
 
 
@@ -37,8 +37,8 @@ def _incident(row: sqlite3.Row) -> Incident:
 def _insert_incident(conn: sqlite3.Connection, incident: Incident) -> None:
     conn.execute(
         "INSERT INTO incidents (id, number, node, channel, thread_ts, root_ts, state, opened_at, "
-        "resolved_at, opened_by, alert_fingerprint, resolution_note) "
-        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        "resolved_at, opened_by, alert_fingerprint, resolution_note, locale) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             incident.id,
             incident.number,
@@ -52,6 +52,7 @@ def _insert_incident(conn: sqlite3.Connection, incident: Incident) -> None:
             incident.opened_by,
             incident.alert_fingerprint,
             incident.resolution_note,
+            incident.locale,
         ),
     )
 
@@ -92,8 +93,10 @@ def open_or_join(
     opened_by: str,
     at: datetime,
     alert_fingerprint: str | None = None,
+    locale: str = "en",
 ) -> tuple[Incident, bool]:
-    """Join the node's open incident or open the next one, in one write transaction."""
+    """Join the node's open incident or open the next one, in one write transaction.
+    ``locale`` is kept by a new incident only: a joined thread keeps its own."""
     with transaction(conn):
         rows = conn.execute(
             _SELECT_INCIDENTS + " WHERE node=? AND state!='resolved'",
@@ -110,6 +113,7 @@ def open_or_join(
             opened_by=opened_by,
             channel=channel,
             alert_fingerprint=alert_fingerprint,
+            locale=locale,
         )
         _insert_incident(conn, incident)
         insert_timeline(conn, entry)

@@ -137,6 +137,11 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         "ALTER TABLE incidents ADD COLUMN root_claimed_by TEXT",
         "ALTER TABLE incidents ADD COLUMN root_claimed_at TEXT",
     ),
+    (
+        # 4: the language an incident thread keeps (bot/core/locales.py); one portable
+        # statement (SQLite and PostgreSQL alike), existing incidents stay English
+        "ALTER TABLE incidents ADD COLUMN locale TEXT NOT NULL DEFAULT 'en'",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -153,8 +153,10 @@ class Store:
         opened_by: str,
         at: datetime,
         alert_fingerprint: str | None = None,
+        locale: str = "en",
     ) -> tuple[Incident, bool]:
-        """The node's open incident (created=False) or a new one (created=True)."""
+        """The node's open incident (created=False) or a new one (created=True), which keeps
+        ``locale`` as its thread's language."""
         return await self._incident_write(
             incident_rows.open_or_join,
             node,
@@ -162,6 +164,7 @@ class Store:
             opened_by=opened_by,
             at=at,
             alert_fingerprint=alert_fingerprint,
+            locale=locale,
         )
 
     async def claim_root(
