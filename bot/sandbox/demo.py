@@ -104,6 +104,7 @@ async def running_bot(
     app_token: str = APP_TOKEN,
     alerts: AlertSettings | None = None,
     incident_channel: str = CHANNEL,
+    channel_locales: dict[str, str] | None = None,
 ) -> AsyncIterator[tuple[Runtime, str, AsyncSocketModeHandler | None]]:
     """The real bot, wired to the given endpoints exactly as ``serve`` wires it.
 
@@ -117,6 +118,7 @@ async def running_bot(
             socket_mode=socket_mode,
             api_base_url=slack_api_url,
             incident_channel=incident_channel,
+            channel_locales=channel_locales or {},
         ),
         store=StoreSettings(path=store_path or str(Path(tmp.name) / "gpunode.db")),
         # the stand-in rolls out within a second: a short watch keeps the demo snappy
@@ -160,12 +162,14 @@ async def running_demo(
     app_token: str = APP_TOKEN,
     alerts: AlertSettings | None = None,
     incident_channel: str = CHANNEL,
+    channel_locales: dict[str, str] | None = None,
 ) -> AsyncIterator[Demo]:
     """Start the three parts on loopback; stop them all on exit.
 
     ``alert_token``: require ``Authorization: Bearer <token>`` on ``/alertmanager`` (without
     one the intake is disabled, as in ``serve``, unless ``alerts`` opts out).
     ``incident_channel``: where alert incidents open (a channel the stand-in must know).
+    ``channel_locales``: the settings' per-channel language override (``slack.channel_locales``).
     ``socket_mode``: Slack talks to the bot over Socket Mode with ``app_token`` (a refused
     token raises SlackError from ``start_socket_mode``, after everything is stopped again).
     """
@@ -183,6 +187,7 @@ async def running_demo(
             app_token=app_token,
             alerts=alerts,
             incident_channel=incident_channel,
+            channel_locales=channel_locales,
         ) as (runtime, bot_url, handler),
     ):
         if not socket_mode:
