@@ -97,24 +97,25 @@ def render_output(
     *,
     bundle: EvidenceBundle | None = None,
     incident: str | None = None,
+    locale: str = "en",
 ) -> str:
-    """The diagnosis in one of ``FORMATS``."""
+    """The diagnosis in one of ``FORMATS``, worded in ``locale`` (``--lang``; JSON has none)."""
     if fmt == "json":
         return diagnosis.model_dump_json(indent=2) + "\n"
     if fmt == "blocks":
         from bot.render.blocks import diagnosis_messages
 
-        messages = diagnosis_messages(diagnosis, bundle, incident=incident)
+        messages = diagnosis_messages(diagnosis, bundle, incident=incident, locale=locale)
         payload = [{"text": text, "blocks": blocks} for text, blocks in messages]
         return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
     if fmt == "markdown":
         from bot.render.markdown import render_report_markdown
 
-        return render_report_markdown(diagnosis, bundle, incident=incident)
+        return render_report_markdown(diagnosis, bundle, incident=incident, locale=locale)
     if fmt == "text":
         from bot.render.text import render_report_text
 
-        return render_report_text(diagnosis, bundle, incident=incident)
+        return render_report_text(diagnosis, bundle, incident=incident, locale=locale)
     raise UsageError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
 
 
@@ -125,13 +126,14 @@ def analyze_files(
     *,
     thresholds: Thresholds = DEFAULT,
     now: datetime | None = None,
+    locale: str = "en",
 ) -> str:
     from bot.core.analysis import analyze
 
     bundle = read_bundle(evidence)
     view = read_view(cluster) if cluster else None
     diagnosis = analyze(bundle, view, thresholds=thresholds, now=now or bundle.collected_at)
-    return render_output(diagnosis, fmt, bundle=bundle)
+    return render_output(diagnosis, fmt, bundle=bundle, locale=locale)
 
 
 def analyze_main(args: argparse.Namespace) -> int:
@@ -140,6 +142,7 @@ def analyze_main(args: argparse.Namespace) -> int:
         args.cluster,
         args.format,
         thresholds=read_thresholds(getattr(args, "config", None)),
+        locale=getattr(args, "lang", None) or "en",
     )
     print(out, end="")
     return 0
@@ -154,6 +157,7 @@ async def diagnose_node(
     now: datetime,
     history: Any | None = None,
     chart: str | None = None,
+    locale: str = "en",
 ) -> str:
     """Live: the node's cluster view, the diagnostic Job's bundle, the analysis, rendered.
     ``kube`` is a ``bot.services.ports.KubePort``; ``history`` a
@@ -174,7 +178,7 @@ async def diagnose_node(
     diagnosis = attach(diagnosis, await history_task, bundle=bundle, view=view, now=now)
     if chart:
         write_chart(diagnosis, bundle, chart)
-    return render_output(diagnosis, fmt, bundle=bundle)
+    return render_output(diagnosis, fmt, bundle=bundle, locale=locale)
 
 
 def write_chart(diagnosis: Diagnosis, bundle: EvidenceBundle | None, path: str) -> None:
@@ -210,6 +214,7 @@ def diagnose_main(args: argparse.Namespace) -> int:
                 now=datetime.now(UTC),
                 history=history,
                 chart=args.chart,
+                locale=getattr(args, "lang", None) or "en",
             )
         finally:
             await history.close()

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from bot.config import load_settings
 from bot.core import commands
+from bot.core.locales import choose_locale
 from bot.errors import StoreError
 from bot.services.cli_common import gateway_from_args
 from bot.services.operations import IncidentOps, top_nodes
@@ -38,7 +39,7 @@ def _store_path(args: argparse.Namespace) -> str:
     return path
 
 
-async def _incident_cmd(cmd: commands.Command, path: str) -> str:
+async def _incident_cmd(cmd: commands.Command, path: str, *, lang: str | None = None) -> str:
     async with await Store.open(path) as store:
         ops = IncidentOps(store, clock=lambda: datetime.now(UTC))
         if isinstance(cmd, commands.Status):
@@ -53,8 +54,9 @@ async def _incident_cmd(cmd: commands.Command, path: str) -> str:
             incident = await ops.resolve_id(cmd.incident, channel="", thread_ts=None)
             # a terminal has no Slack to ask for names, and no thread to hold charts
             files = await export_postmortem(
-                store, _as_is, incident, cluster="", now=datetime.now(UTC), charts=False
-            )
+                store, _as_is, incident, cluster="", now=datetime.now(UTC), charts=False,
+                locale=choose_locale(explicit=lang, thread=incident.locale),
+            )  # fmt: skip
             return files.markdown
         assert isinstance(cmd, commands.Resolve)
         incident = await ops.resolve(cmd.incident, by=f"cli:{getpass.getuser()}", note=cmd.note)
@@ -87,6 +89,7 @@ def main(args: argparse.Namespace) -> int:
     elif isinstance(cmd, commands.Top):
         out = asyncio.run(_top(args))
     else:
-        out = asyncio.run(_incident_cmd(cmd, _store_path(args)))
+        lang = getattr(args, "lang", None)
+        out = asyncio.run(_incident_cmd(cmd, _store_path(args), lang=lang))
     sys.stdout.write(out.rstrip("\n") + "\n")
     return 0
