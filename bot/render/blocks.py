@@ -183,7 +183,7 @@ def talking_points_message(
                 blocks.append(context(_s(t.same_facts)))
                 continue
             previous = list(tp.facts)
-            facts = [fact_text(f, fmt="mrkdwn") for f in tp.facts[:FACTS_PER_POINT]]
+            facts = [fact_text(f, fmt="mrkdwn", locale=locale) for f in tp.facts[:FACTS_PER_POINT]]
             if len(tp.facts) > FACTS_PER_POINT:
                 facts.append(_s(t.more_facts, len(tp.facts) - FACTS_PER_POINT))
             blocks.append(context(_s(t.facts, facts) if facts else _s(t.no_facts)))

@@ -7,8 +7,10 @@ Templates live in the repository's ``templates/`` during development and in the 
 package's ``bot/_templates`` (wheel force-include); the first that exists wins.
 
 Locale-aware lookup: ``templates/<kind>/<locale>/<name>`` with ``en`` as the fallback, so a
-``zh-CN`` set can be added file by file. Kube manifests (``templates/kube/...``) are not
-localised and are loaded by plain path.
+locale can be added file by file. ``normalize_locale`` maps the spellings callers meet (Slack's
+``users.info`` gives ``zh-CN``/``en-US``, a shell ``LANG`` gives ``zh_CN.UTF-8``, a person types
+``zh``) onto the template folder names (``LOCALES``). Kube manifests (``templates/kube/...``)
+are not localised and are loaded by plain path.
 """
 
 from __future__ import annotations
@@ -22,7 +24,27 @@ import jinja2
 from bot.render import filters
 
 DEFAULT_LOCALE = "en"
+#: the template locales (folder names under ``templates/<kind>/``)
+LOCALES: tuple[str, ...] = ("en", "zh-CN")
+#: Simplified Chinese spellings; Traditional (zh-TW, zh-HK, zh-Hant) is not Simplified and
+#: falls back to English until it has its own templates
+_SIMPLIFIED = {"zh", "zh-cn", "zh-sg", "zh-hans", "zh-hans-cn", "zh-hans-sg"}
 _HERE = Path(__file__).resolve().parent
+
+
+def normalize_locale(locale: str | None) -> str:
+    """A template locale for any common spelling: ``zh``, ``zh_CN``, ``zh-cn``,
+    ``zh_CN.UTF-8``, ``zh-Hans`` -> ``zh-CN``; ``en-US`` -> ``en``; anything unknown (or
+    empty) -> ``en``. Pure; never raises."""
+    if not locale:
+        return DEFAULT_LOCALE
+    tag = locale.split(".", 1)[0].split("@", 1)[0].replace("_", "-").strip().lower()
+    if tag in _SIMPLIFIED:
+        return "zh-CN"
+    for known in LOCALES:
+        if tag == known.lower() or tag.split("-", 1)[0] == known.lower():
+            return known
+    return DEFAULT_LOCALE
 
 
 @cache
@@ -55,9 +77,10 @@ def get_environment() -> jinja2.Environment:
 
 @cache
 def localized_name(kind: str, name: str, *, locale: str = DEFAULT_LOCALE) -> str:
-    """``<kind>/<locale>/<name>`` if that file exists, else the ``en`` one."""
+    """``<kind>/<locale>/<name>`` if that file exists (``locale`` normalised), else the
+    ``en`` one."""
     root = template_root()
-    for loc in (locale, DEFAULT_LOCALE):
+    for loc in (normalize_locale(locale), DEFAULT_LOCALE):
         rel = f"{kind}/{loc}/{name}"
         if (root / rel).is_file():
             return rel

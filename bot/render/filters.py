@@ -8,6 +8,7 @@ HTML so a hostile pod name cannot inject links, emphasis or tags into a report.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -134,11 +135,40 @@ def md_code(text: object) -> str:
     return f"{fence}{pad}{s}{pad}{fence}"
 
 
+#: an escape cut short at the end of a string (``&am`` of ``&amp;``)
+_OPEN_ENTITY = re.compile(r"&[a-z]{0,4}$")
+
+
 def truncate(text: str, limit: int, *, marker: str = "…") -> str:
-    """Cut to at most ``limit`` characters, ending with ``marker`` when cut."""
+    """Cut to at most ``limit`` characters (Slack counts characters, not bytes: one CJK
+    character is one), ending with ``marker`` when cut. The cut never ends inside a mrkdwn
+    escape (``&amp;`` ``&lt;`` ``&gt;``), an unclosed control sequence (``<@U123>``,
+    ``<!date^…|…>``) or between the halves of a surrogate pair; it backs up to before it."""
     if len(text) <= limit:
         return text
-    return text[: max(0, limit - len(marker))] + marker
+    cut = text[: max(0, limit - len(marker))]
+    entity = _OPEN_ENTITY.search(cut)
+    if entity is not None:
+        cut = cut[: entity.start()]
+    opened = cut.rfind("<")
+    if opened > cut.rfind(">"):
+        cut = cut[:opened]
+    if cut and "\ud800" <= cut[-1] <= "\udbff":
+        cut = cut[:-1]
+    return cut + marker
+
+
+def display_width(text: str) -> int:
+    """Columns ``text`` takes in a monospace terminal or code block: East Asian wide and
+    fullwidth characters (CJK) take two, everything else one."""
+    return sum(2 if unicodedata.east_asian_width(c) in ("W", "F") else 1 for c in text)
+
+
+def pad(text: object, width: int) -> str:
+    """Left-aligned to ``width`` display columns (``"%-13s"`` that counts a CJK character as
+    the two columns it takes); longer text is returned as it is."""
+    s = str(text)
+    return s + " " * max(0, width - display_width(s))
 
 
 ESCAPERS: dict[str, Callable[[object], str]] = {"mrkdwn": mrkdwn, "markdown": md, "text": plain}
@@ -214,4 +244,5 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "truncate_to": truncate,
     "memory_hint": memory_hint,
     "clock": fmt_clock,
+    "pad": pad,
 }

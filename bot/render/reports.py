@@ -41,9 +41,9 @@ def context_for(
 
     def fact(f: Fact) -> str:
         if not footnotes:
-            return fact_text(f, fmt=fmt, source_limit=source_limit)
+            return fact_text(f, fmt=fmt, source_limit=source_limit, locale=locale)
         n = sources.setdefault(f.source, len(sources) + 1)
-        return f"{value_text(f, fmt=fmt)}[^{n}]"
+        return f"{value_text(f, fmt=fmt, locale=locale)}[^{n}]"
 
     def sources_list() -> list[tuple[int, str]]:
         """Footnotes so far: ``(number, source)`` in first-use order."""

@@ -105,19 +105,19 @@ def middle_truncate(text: str, limit: int) -> str:
     return text[:head] + "…" + text[len(text) - (keep - head) :]
 
 
-def value_text(fact: Fact, *, fmt: Fmt) -> str:
+def value_text(fact: Fact, *, fmt: Fmt, locale: str = "en") -> str:
     """``62.0 GiB working set``, ``99% of allocatable in limits``, ``1 pod to evict``: the
     value with its label as a reader says it (wording in ``common.j2`` ``fact_value``),
     escaped for ``fmt``."""
     esc = ESCAPERS[fmt]
     value = format_value(fact.value, fact.unit)
-    common = environment.macros("sentences", "common.j2")
+    common = environment.macros("sentences", "common.j2", locale=locale)
     return _flat(
         str(common.fact_value(esc(value or "none"), fact.label, esc(fact.label), fact.value))
     )
 
 
-def fact_text(fact: Fact, *, fmt: Fmt, source_limit: int | None = 72) -> str:
+def fact_text(fact: Fact, *, fmt: Fmt, source_limit: int | None = 72, locale: str = "en") -> str:
     """``62.0 GiB working set (cgroup:/kubepods/…)``, escaped for ``fmt``."""
     src = fact.source if source_limit is None else middle_truncate(fact.source, source_limit)
-    return f"{value_text(fact, fmt=fmt)} ({ESCAPERS[fmt](src)})"
+    return f"{value_text(fact, fmt=fmt, locale=locale)} ({ESCAPERS[fmt](src)})"

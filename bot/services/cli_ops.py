@@ -19,6 +19,8 @@ from bot.config import load_settings
 from bot.core import commands
 from bot.core.locales import choose_locale
 from bot.errors import StoreError
+from bot.render.cli_text import line
+from bot.render.help import help_text
 from bot.services.cli_common import gateway_from_args
 from bot.services.operations import IncidentOps, top_nodes
 from bot.services.postmortem import export_postmortem
@@ -40,16 +42,14 @@ def _store_path(args: argparse.Namespace) -> str:
 
 
 async def _incident_cmd(cmd: commands.Command, path: str, *, lang: str | None = None) -> str:
+    locale = choose_locale(explicit=lang)
     async with await Store.open(path) as store:
         ops = IncidentOps(store, clock=lambda: datetime.now(UTC))
         if isinstance(cmd, commands.Status):
             rows = await ops.status(cmd.node)
             if not rows:
-                return "no open incidents" + (f" for {cmd.node}" if cmd.node else "")
-            return "\n".join(
-                f"{i.id}  {i.node:<24} {i.state:<13} opened {i.opened_at:%Y-%m-%d %H:%M} UTC"
-                for i in rows
-            )
+                return line("no_open_incidents", cmd.node, locale=locale)
+            return "\n".join(line("status_line", i, locale=locale) for i in rows)
         if isinstance(cmd, commands.Timeline):
             incident = await ops.resolve_id(cmd.incident, channel="", thread_ts=None)
             # a terminal has no Slack to ask for names, and no thread to hold charts
@@ -60,36 +60,34 @@ async def _incident_cmd(cmd: commands.Command, path: str, *, lang: str | None = 
             return files.markdown
         assert isinstance(cmd, commands.Resolve)
         incident = await ops.resolve(cmd.incident, by=f"cli:{getpass.getuser()}", note=cmd.note)
-        return f"{incident.id} resolved"
+        return line("resolved", incident.id, locale=locale)
 
 
-async def _top(args: argparse.Namespace) -> str:
+async def _top(args: argparse.Namespace, *, locale: str = "en") -> str:
     kube = gateway_from_args(args)
     try:
         ranks = await top_nodes(kube)
     finally:
         kube.close()
     if not ranks:
-        return "no GPU nodes found"
-    lines = [f"{'NODE':<28}{'PRESSURE':<10}{'USED%':>6}{'LIMITS%':>9}{'REQUESTS%':>11}"]
+        return line("no_gpu_nodes", locale=locale)
+    lines = [line("top_header", locale=locale)]
     for r in ranks:
         used = "-" if r.working_set_percent is None else str(r.working_set_percent)
         lim = "-" if r.limits_percent is None else str(r.limits_percent)
         req = "-" if r.requests_percent is None else str(r.requests_percent)
-        lines.append(
-            f"{r.node:<28}{'yes' if r.memory_pressure else 'no':<10}{used:>6}{lim:>9}{req:>11}"
-        )
+        lines.append(line("top_line", r, used, lim, req, locale=locale))
     return "\n".join(lines)
 
 
 def main(args: argparse.Namespace) -> int:
     cmd = commands.parse(" ".join([args.command, *args.words]), prog="gpunode")
+    lang = getattr(args, "lang", None)
     if isinstance(cmd, commands.Help):
-        out = commands.help_text(cmd.topic, prog="gpunode")
+        out = help_text(cmd.topic, prog="gpunode", locale=choose_locale(explicit=lang))
     elif isinstance(cmd, commands.Top):
-        out = asyncio.run(_top(args))
+        out = asyncio.run(_top(args, locale=choose_locale(explicit=lang)))
     else:
-        lang = getattr(args, "lang", None)
         out = asyncio.run(_incident_cmd(cmd, _store_path(args), lang=lang))
     sys.stdout.write(out.rstrip("\n") + "\n")
     return 0

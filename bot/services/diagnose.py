@@ -56,24 +56,6 @@ class DiagnoseOutcome:
     bundle: EvidenceBundle | None = None
 
 
-#: what to do next, by error code (the error's own message says what happened)
-WHAT_TO_DO = {
-    "image_pull": "Check `kube.image` and that nodes can pull it, then run diagnose again.",
-    "not_admitted": "The kubelet refused the Job's pod (node conditions or full requests); "
-    "act on the node, or enable the critical priority class fallback the message names.",
-    "create_failed": "A quota or admission policy refused the Job's pod; allow the collector "
-    "Job in gpunode's namespace, then run diagnose again.",
-    "container_error": "The node's container runtime could not start the collector; check the "
-    "runtime and `kube.nvidia_runtime_class`, then run diagnose again.",
-    "node_not_ready": "The node is NotReady: check the kubelet first; the collector cannot run.",
-    "deadline_exceeded": "The collector did not finish in time; the node may be thrashing. "
-    "Run diagnose again, or raise `kube.job_timeout_s`.",
-    "evidence_unreadable": "The collector's output could not be read; its pod log has details.",
-    "forbidden": "gpunode's service account lacks a permission; apply deploy/ RBAC again.",
-    "timeout": "Run diagnose again in a minute; if it keeps timing out, check the API server.",
-}
-DEFAULT_WHAT_TO_DO = "Run diagnose again; if it keeps failing, check the gpunode logs."
-
 #: a root message is posted in well under a second (a few with Slack's rate-limit retries);
 #: a claim this old whose ts never came was left by a crash between claim and post
 ROOT_CLAIM_TTL_S = 15.0
@@ -138,7 +120,7 @@ class DiagnoseService:
         except KubeError as err:
             text, blocks = render_notice(
                 "diagnose_failed", await self.locales.for_person(channel, user),
-                reason=err.message, code=err.code, what_to_do=_what_to_do(err),
+                reason=err.message, code=err.code,
             )  # fmt: skip
             await self._chat.post_ephemeral(channel, user, text=text, blocks=blocks)
             return DiagnoseOutcome(None, None, None, error=err)
@@ -355,7 +337,7 @@ class DiagnoseService:
     ) -> DiagnoseOutcome:
         text, blocks = render_notice(
             "diagnose_failed", self.locales.for_thread(incident),
-            reason=err.message, code=err.code, what_to_do=_what_to_do(err),
+            reason=err.message, code=err.code,
         )  # fmt: skip
         await self._chat.post(incident.channel, text=text, blocks=blocks, thread_ts=thread_ts)
         await self._note(incident.id, "diagnosis", "gpunode", f"diagnosis failed: {err.code}")
@@ -386,7 +368,3 @@ def _verdict_text(diagnosis: Diagnosis) -> str:
     """The verdict as one plain sentence (the timeline export is read by people)."""
     v = diagnosis.verdict
     return sentence("verdicts", v.cause, v.params, fmt="text", subject=v.subject)
-
-
-def _what_to_do(err: GpunodeError) -> str:
-    return WHAT_TO_DO.get(err.code, DEFAULT_WHAT_TO_DO)

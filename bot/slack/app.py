@@ -22,6 +22,7 @@ from bot.core.incidents import TimelineEntry
 from bot.core.policy import Deny, Permission, authorize
 from bot.errors import GpunodeError, UsageError
 from bot.render.acting import notice as _acting_notice
+from bot.render.help import help_text
 from bot.render.messages import render_notice
 from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
@@ -92,7 +93,7 @@ def _register_commands(app: AsyncApp, s: BotServices) -> None:
             await ack(text=t, blocks=blocks, response_type="ephemeral")
             return
         if isinstance(cmd, commands.Help):
-            t, blocks = render_notice("help", locale, text=commands.help_text(cmd.topic))
+            t, blocks = render_notice("help", locale, text=help_text(cmd.topic, locale=locale))
             await ack(text=t, blocks=blocks, response_type="ephemeral")
             return
         if isinstance(cmd, commands.Status):

@@ -34,4 +34,4 @@ def test_the_view_sorts_findings_by_severity_and_splits_audiences(
 
 
 def test_a_missing_locale_falls_back_to_english() -> None:
-    assert localized_name("slack", "evidence.j2", locale="zh-CN") == "slack/en/evidence.j2"
+    assert localized_name("slack", "evidence.j2", locale="fr-FR") == "slack/en/evidence.j2"

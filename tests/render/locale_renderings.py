@@ -1,0 +1,345 @@
+"""Every kind of message gpunode writes about one diagnosis, rendered in one locale, with the
+same parameters whatever the locale: the three thread messages, the reports, every sentence
+(strict: no fallback), the action flow (modal, dry run, approval, outcomes, diff), the
+timeline export, the postmortem (Markdown and HTML) and the prevention kit. Each Slack
+message is checked against the Slack stand-in's Block Kit validator as it is rendered.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from bot.core.actions import ActionPlan, Step
+from bot.core.approvals import new_request
+from bot.core.changes import Change, EvictionOutcome
+from bot.core.cluster import ClusterView
+from bot.core.diffing import diff_diagnoses
+from bot.core.evidence import EvidenceBundle
+from bot.core.findings import Diagnosis
+from bot.core.incidents import Incident, TimelineEntry
+from bot.core.postmortem import ActionSummary, Postmortem, Snapshot, TimelineRow
+from bot.core.prevention import prevention_params
+from bot.core.watching import PodProgress, RolloutProgress
+from bot.errors import ForbiddenError
+from bot.render import acting, watching
+from bot.render.blocks import diagnosis_messages
+from bot.render.markdown import render_report_markdown, render_timeline_markdown
+from bot.render.messages import render_root, verdict_headline
+from bot.render.postmortem import render_postmortem_html, render_postmortem_markdown
+from bot.render.prevention import render_prevention_files
+from bot.render.sentences import Fmt, sentence
+from bot.render.text import render_report_text
+from bot.sandbox.slacksim.validation import blocks_errors, view_errors
+from bot.services.executing import StepsResult
+from bot.slack.blockkit import validate_blocks
+
+T0 = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
+FORMATS: tuple[Fmt, ...] = ("mrkdwn", "markdown", "text")
+OUTCOME_STATES = (
+    "applying",
+    "succeeded",
+    "failed",
+    "stale",
+    "cancelled",
+    "denied",
+    "expired",
+    "awaiting_approval",
+    "undone",
+    "undo_failed",
+)
+
+Message = tuple[str, list[dict[str, Any]]]
+
+
+def checked(name: str, message: Message, out: dict[str, object]) -> None:
+    """Record a Slack message after checking it as Slack would."""
+    text, blocks = message
+    assert text, f"{name}: empty notification text"
+    validate_blocks(blocks)
+    assert blocks_errors(blocks) == [], f"{name}: {blocks_errors(blocks)}"
+    out[name] = message
+
+
+def strict_sentences(d: Diagnosis, locale: str) -> list[str]:
+    """Every sentence of the diagnosis in every format; raises if one falls back."""
+    out = []
+    v = d.verdict
+    for fmt in FORMATS:
+        out.append(
+            sentence(
+                "verdicts",
+                v.cause,
+                v.params,
+                fmt=fmt,
+                subject=v.subject,
+                locale=locale,
+                strict=True,
+            )
+        )
+        for f in d.findings:
+            out.append(
+                sentence(
+                    "findings",
+                    f.code,
+                    f.params,
+                    fmt=fmt,
+                    subject=f.subject,
+                    severity=f.severity,
+                    locale=locale,
+                    strict=True,
+                )
+            )
+        for tp in d.talking_points:
+            out.append(
+                sentence("talking_points", tp.key, tp.params, fmt=fmt, locale=locale, strict=True)
+            )
+        for plan in d.plans:
+            for w in plan.warnings:
+                out.append(sentence("warnings", w, {}, fmt=fmt, locale=locale, strict=True))
+            for n in plan.notes:
+                out.append(sentence("notes", n.code, n.params, fmt=fmt, locale=locale, strict=True))
+    return out
+
+
+def _result(plan: ActionPlan, *, ok: bool) -> StepsResult:
+    step = plan.steps[0] if plan.steps else Step(verb="cordon", kind="Node", name=plan.node)
+    result = StepsResult(
+        changes=[
+            Change(
+                verb="cordon",
+                kind="Node",
+                name=plan.node,
+                dry_run=True,
+                patch={"spec": {"unschedulable": True}},
+            ),
+            Change(
+                verb="patch_resources",
+                kind="Deployment",
+                namespace="ml",
+                name="x",
+                dry_run=False,
+                patch={"spec": {"replicas": 1}},
+            ),
+        ],
+        evictions=[
+            EvictionOutcome(namespace="ml", name=b, status=s, reason="budget")
+            for b, s in zip(
+                plan.blast_radius or ["pod-a"], ("dry_run", "blocked", "evicted"), strict=False
+            )
+        ],
+    )
+    if not ok:
+        result.error = ForbiddenError("evictions are forbidden here")
+        result.failed_step = step
+    return result
+
+
+def action_flow(d: Diagnosis, locale: str, out: dict[str, object]) -> None:
+    for plan in d.plans:
+        tag = f"tier{plan.tier}"
+        view = acting.confirmation_modal(plan, diagnosis=d, meta={"incident": "I"}, locale=locale)
+        assert view_errors(view) == [], f"{tag} modal: {view_errors(view)}"
+        out[f"{tag}.modal"] = view
+        for ok in (True, False):
+            checked(
+                f"{tag}.dry_run.{ok}",
+                acting.dry_run_message(
+                    plan,
+                    action_id="A1",
+                    requester="U1",
+                    reason="why",
+                    result=_result(plan, ok=ok),
+                    needs_approval=True,
+                    locale=locale,
+                ),
+                out,
+            )
+        req = new_request("R1", "A1", tier=plan.tier, requester="U1", quorum=2, at=T0, ttl_s=600)
+        checked(
+            f"{tag}.approval",
+            acting.approval_message(plan, req, reason="why", roles=("sre",), locale=locale),
+            out,
+        )
+        for state in ("approved", "denied", "expired"):
+            checked(
+                f"{tag}.approval.{state}",
+                acting.approval_closed(
+                    plan, req, state=state, by="U2", reason="why", locale=locale
+                ),
+                out,
+            )
+        for state in OUTCOME_STATES:
+            checked(
+                f"{tag}.outcome.{state}",
+                acting.outcome_message(
+                    plan,
+                    action_id="A1",
+                    state=state,
+                    requester="U1",
+                    by="U2",
+                    reason="why",
+                    detail="detail",
+                    result=_result(plan, ok=state != "failed"),
+                    undo=state == "succeeded",
+                    locale=locale,
+                ),
+                out,
+            )
+    for key, params in (
+        ("refused", {"reason": "no"}),
+        ("approval_pending", {}),
+        ("vote_counted", {"remaining": 1}),
+        ("interrupted", {"action_id": "A1", "tier": 1, "observed": "x"}),
+    ):
+        checked(f"notice.{key}", acting.notice(key, locale=locale, **params), out)
+    for outcome in (
+        "self_approval_rejected",
+        "not_eligible",
+        "expired",
+        "already_final",
+        "already_counted",
+    ):
+        out[f"vote.{outcome}"] = acting.vote_refusal(outcome, locale=locale)
+    checked("diff", acting.diff_message(diff_diagnoses(d, d), locale=locale), out)
+
+
+def watching_messages(locale: str, out: dict[str, object]) -> None:
+    progress = RolloutProgress(
+        kind="Deployment",
+        namespace="ml",
+        name="x",
+        desired=2,
+        pods=[
+            PodProgress(key="ml/x-1", phase="Pending", current=True, reason="Unschedulable"),
+            PodProgress(key="ml/x-2", phase="Running", ready=True, current=True),
+        ],
+        problems=["0/3 nodes are available"],
+    )
+    for verdict in ("applied", "rolling", "stalled", "on_delete"):
+        checked(
+            f"rollout.{verdict}",
+            watching.rollout_message(progress, verdict, waited_s=60, locale=locale),  # type: ignore[arg-type]
+            out,
+        )
+    checked(
+        "evictions.done", watching.evictions_message(["ml/a"], [], waited_s=5, locale=locale), out
+    )
+    checked(
+        "evictions.left",
+        watching.evictions_message(["ml/a"], ["ml/b"], waited_s=5, locale=locale),
+        out,
+    )
+
+
+def documents(
+    d: Diagnosis,
+    bundle: EvidenceBundle | None,
+    view: ClusterView | None,
+    locale: str,
+    out: dict[str, object],
+) -> None:
+    out["report.md"] = render_report_markdown(d, bundle, incident="INC-0001", locale=locale)
+    out["report.txt"] = render_report_text(d, bundle, incident="INC-0001", locale=locale)
+    inc = Incident(
+        id="INC-0001",
+        number=1,
+        node=d.node,
+        opened_at=T0,
+        opened_by="U1",
+        state="resolved",
+        resolved_at=T0 + timedelta(hours=1),
+        resolution_note="done",
+    )
+    entries = [
+        TimelineEntry(incident_id="INC-0001", at=T0, kind=k, actor="U1", text=k)
+        for k in (
+            "opened",
+            "diagnosis",
+            "action_requested",
+            "approval",
+            "action_result",
+            "alert_firing",
+            "alert_resolved",
+            "status",
+            "resolved",
+            "note",
+        )
+    ]
+    snapshot = {"at": T0, "sha256": "ab" * 32, "diagnosis_json": d.model_dump_json()}
+    out["timeline.md"] = render_timeline_markdown(inc, entries, [snapshot], locale=locale)
+    snap = Snapshot(at=T0, diagnosis=d, bundle=bundle)
+    plan = d.plans[0] if d.plans else None
+    pm = Postmortem(
+        incident_id="INC-0001",
+        node=d.node,
+        cluster="prod",
+        state="resolved",
+        opened_at=T0,
+        ended_at=T0 + timedelta(minutes=42),
+        resolved=True,
+        opened_by="alice",
+        start=snap,
+        end=snap,
+        evicted=["ml/a"],
+        restarted=["ml/b"],
+        oom_kills=["ml/c 02:10"],
+        actions=[
+            ActionSummary(
+                action_id="A1",
+                tier=plan.tier if plan else 1,
+                target="Node/x",
+                state="succeeded",
+                requested_by="alice",
+                requested_at=T0,
+                reason="why",
+                effect=diff_diagnoses(d, d),
+            )
+        ],
+        participants=["alice"],
+        prevention=prevention_params(view) if view is not None else None,
+        timeline=[TimelineRow(at=T0, kind="note", actor="alice", text="x")],
+    )
+    out["postmortem.md"] = render_postmortem_markdown(pm, charts={"start": "s.png"}, locale=locale)
+    out["postmortem.html"] = render_postmortem_html(pm, charts={"start": b"png"}, locale=locale)
+    if view is not None:
+        out["prevention"] = render_prevention_files(prevention_params(view), locale=locale)
+
+
+def every_message(
+    d: Diagnosis,
+    bundle: EvidenceBundle | None,
+    view: ClusterView | None,
+    locale: str,
+    *,
+    strict: bool = True,
+) -> dict[str, object]:
+    """Name -> rendering, for every kind of message about ``d``, in ``locale``; ``strict``:
+    every sentence must render without the fallback (a diagnosis from ``analyze``)."""
+    out: dict[str, object] = {}
+    for name, message in zip(
+        ("evidence", "talking_points", "actions"),
+        diagnosis_messages(d, bundle, incident="INC-0001", locale=locale),
+        strict=True,
+    ):
+        checked(name, message, out)
+    headline = verdict_headline(d, locale=locale)
+    checked(
+        "root",
+        render_root(
+            incident_id="INC-0001",
+            node=d.node,
+            state="investigating",
+            headline=headline,
+            opened_by="U1",
+            progress="x",
+            locale=locale,
+        ),
+        out,
+    )
+    if strict:
+        out["sentences"] = strict_sentences(d, locale)
+    action_flow(d, locale, out)
+    watching_messages(locale, out)
+    documents(d, bundle, view, locale, out)
+    return out
