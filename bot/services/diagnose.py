@@ -33,6 +33,7 @@ from bot.core.incidents import TimelineEntry
 from bot.core.thresholds import Thresholds
 from bot.errors import GpunodeError, KubeError, NotFoundError, StoreError
 from bot.render.messages import (
+    progress_text,
     render_diagnosis_messages,
     render_notice,
     render_root,
@@ -167,7 +168,7 @@ class DiagnoseService:
         if not created:
             text, blocks = render_notice("diagnose_joined", locale, node=node, user=user)
             await self._chat.post(channel, text=text, blocks=blocks, thread_ts=thread_ts)
-        await self._refresh_root(incident, progress="Running the diagnostic Job on the node…")
+        await self._refresh_root(incident, progress=progress_text("running_job", locale))
 
         # Prometheus runs alongside the Job and is bounded by its own short timeout
         history_task = asyncio.create_task(self._history.fetch(node, now=self._clock()))
@@ -294,7 +295,9 @@ class DiagnoseService:
             await asyncio.sleep(ROOT_POLL_S)
 
     async def _post_root(self, incident: Any, channel: str, claimer: str) -> tuple[Any, str]:
-        text, blocks = self._root(incident, progress="Opening the incident…")
+        text, blocks = self._root(
+            incident, progress=progress_text("opening", self.locales.for_thread(incident))
+        )
         try:
             ts = await self._chat.post(channel, text=text, blocks=blocks, thread_ts=None)
         except BaseException:
@@ -341,7 +344,8 @@ class DiagnoseService:
         )  # fmt: skip
         await self._chat.post(incident.channel, text=text, blocks=blocks, thread_ts=thread_ts)
         await self._note(incident.id, "diagnosis", "gpunode", f"diagnosis failed: {err.code}")
-        await self._refresh_root(incident, progress=f"Diagnosis failed ({err.code})")
+        locale = self.locales.for_thread(incident)
+        await self._refresh_root(incident, progress=progress_text("failed", locale, code=err.code))
         return DiagnoseOutcome(incident.id, None, None, error=err)
 
     async def _note(

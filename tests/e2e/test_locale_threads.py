@@ -17,7 +17,7 @@ import pytest
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.render.acting import notice as acting_notice
-from bot.render.messages import render_diagnosis_messages, render_notice
+from bot.render.messages import progress_text, render_diagnosis_messages, render_notice
 from bot.sandbox.demo import Demo, running_demo
 from bot.sandbox.story import CHANNEL
 from tests.e2e.conftest import NODE, diagnose, failed_chat_calls, press, thread
@@ -70,6 +70,9 @@ async def test_a_chinese_speaking_users_diagnosis_opens_a_thread_in_chinese(demo
     assert incident.locale == "zh-CN"  # the thread keeps it
     root = words(demo.slack.message(CHANNEL, root_ts) or {})
     assert CJK.search(root), root  # the root's status line too
+    updates = [json.dumps(c.args, ensure_ascii=False) for c in demo.slack.calls
+               if c.method == "chat.update" and c.args.get("ts") == root_ts]  # fmt: skip
+    assert any(progress_text("running_job", "zh-CN") in u for u in updates)
     ack = render_notice("command_started", "zh-CN", command=f"diagnose {NODE}")[0]
     assert ack in [m["text"] for m in demo.slack.ephemerals(LIWEI)]
     assert failed_chat_calls(demo.slack) == []
