@@ -12,8 +12,9 @@ BOT = Path(__file__).resolve().parents[1] / "bot"
 # import root -> packages (relative to bot/) allowed to import it
 HOMES: dict[str, tuple[str, ...]] = {
     "kubernetes": ("kube/",),
-    "slack_bolt": ("slack/", "sandbox/"),
-    "slack_sdk": ("slack/", "sandbox/"),
+    # the wiring builds the Bolt app and the Socket Mode handler: it knows the concrete classes
+    "slack_bolt": ("slack/", "wiring/", "sandbox/"),
+    "slack_sdk": ("slack/", "wiring/", "sandbox/"),
     "jinja2": ("render/",),
     "pynvml": ("collectors/nvml.py",),
     "sqlite3": ("store/",),

@@ -30,15 +30,15 @@ from bot.config import (
     SlackSettings,
     StoreSettings,
 )
+from bot.config.policy import read_policy
 from bot.core.thresholds import Thresholds
 from bot.sandbox.kubesim import KubeSim, load_scenario
 from bot.sandbox.kubesim.access import BOT_TOKEN as KUBE_BOT_TOKEN
 from bot.sandbox.slacksim import SlackSim
 from bot.sandbox.story import CHANNEL, run_story
-from bot.services.policy_loading import read_policy
 from bot.slack.chatting import make_client
-from bot.slack.runtime import Runtime, build_runtime
-from bot.slack.serve import start_socket_mode
+from bot.wiring.runtime import Runtime, build_runtime
+from bot.wiring.serve import start_socket_mode
 
 SIGNING_SECRET = "demo-signing-secret"
 BOT_TOKEN = "xoxb-demo"

@@ -23,7 +23,7 @@ from typing import Any
 
 from bot.core.actions import ActionPlan
 from bot.core.policy import Policy, Principal
-from bot.services import approving, reconciling, requesting, undoing
+from bot.services import applying, approving, reconciling, requesting, undoing
 from bot.services.acting import ActDeps
 from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
@@ -85,7 +85,7 @@ class ActService:
 
     async def apply(self, *, action_id: str, user: str, channel: str) -> None:
         """The requester's Apply: execute now, or ask for approval when the policy says so."""
-        await approving.apply(self.deps, action_id=action_id, user=user, channel=channel)
+        await applying.apply(self.deps, action_id=action_id, user=user, channel=channel)
 
     async def cancel(self, *, action_id: str, user: str, channel: str) -> None:
         await requesting.cancel(self.deps, action_id=action_id, user=user, channel=channel)

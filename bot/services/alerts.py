@@ -8,7 +8,7 @@ status, startsAt) is acted on once, whatever the repeats.
 Nothing in a payload is trusted: a ``node`` label that is not a Kubernetes node name is
 refused, a node the cluster does not have is answered in the response (and audited), and
 diagnoses are capped per request, per node and per time window (``bot.core.alert_caps``);
-what is over a cap is said in one message. The HTTP route (``bot.slack.server``) serves this
+what is over a cap is said in one message. The HTTP route (``bot.wiring.server``) serves this
 only with a bearer token, or with the explicit ``alerts.allow_unauthenticated`` opt-out.
 """
 

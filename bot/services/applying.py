@@ -1,4 +1,11 @@
-"""Step 5 of an action: claim it, re-check the world, run it for real, report everything.
+"""Steps 3 and 5 of an action: the requester's Apply, then claim it, re-check the world,
+run it for real, report everything.
+
+Apply (``apply``) is the requester's confirmation after seeing the dry run; only the
+requester may press it. When the policy needs approvals, Apply posts one approval request
+(a repeated Apply, from a double click, a Slack retry or another replica, is answered but
+posts nothing new: ``remember_event`` gates it) and the votes go on in ``approving``;
+otherwise it executes at once (``execute``).
 
 Order matters and is the safety argument:
 1. ``store.claim_action`` is one atomic UPDATE made before any cluster call: of any number
@@ -18,12 +25,13 @@ import logging
 from typing import Any
 
 from bot.core.actions import ActionPlan, Step
-from bot.core.approvals import mark_executed
+from bot.core.approvals import mark_executed, new_request
 from bot.core.cluster import ClusterView
 from bot.core.diffing import diff_diagnoses
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.planning import undo_steps
+from bot.core.policy import ActionRequestInfo, Deny, NeedsApproval, decide
 from bot.core.staleness import controller_key, controller_steps, stale_reason
 from bot.errors import GpunodeError, NotFoundError
 from bot.render import acting as views
@@ -33,6 +41,80 @@ from bot.services.executing import StepsResult, run_steps
 from bot.store.models import ActionRecord, ActionState
 
 log = logging.getLogger(__name__)
+APPROVAL_MESSAGE = "approval_message"  # key in ActionRecord.result: {"channel", "ts"}
+
+
+async def apply(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
+    record = await d.store.get_action(action_id)
+    if record is None:
+        await d.refuse(
+            channel, user, "unknown action; re-diagnose and request it again",
+            audit={"action": "apply", "action_id": action_id},
+        )  # fmt: skip
+        return
+    thread_ts = await d.thread_of(record.incident_id)
+    fields = audit_fields(record, channel, "apply")
+    if user != record.requester:
+        text = (
+            f"only <@{record.requester}> can confirm their request; "
+            "approvers use the approval message"
+        )
+        await d.refuse(channel, user, text, thread_ts=thread_ts, audit=fields)
+        return
+    plan = plan_of_record(record)
+    principal = await d.principal(user, channel)
+    decision = decide(principal, ActionRequestInfo(tier=plan.tier), d.policy)
+    if isinstance(decision, Deny):
+        await d.refuse(channel, user, decision.reason, thread_ts=thread_ts, audit=fields)
+        return
+    if record.state != "requested":
+        await d.refuse(
+            channel, user, f"this action is already {record.state}", thread_ts=thread_ts,
+            audit=fields,
+        )  # fmt: skip
+        return
+    if isinstance(decision, NeedsApproval):
+        await _request_approval(d, record, decision, channel=channel, thread_ts=thread_ts)
+        return
+    await execute(d, record, by=user, channel=channel)
+
+
+async def _request_approval(
+    d: ActDeps,
+    record: ActionRecord,
+    decision: NeedsApproval,
+    *,
+    channel: str,
+    thread_ts: str | None,
+) -> None:
+    if not await d.store.remember_event(f"approval-requested:{record.action_id}", at=d.clock()):
+        await d.say(channel, record.requester, "approval_pending")
+        return
+    plan = plan_of_record(record)
+    req = new_request(
+        d.new_id(),
+        record.action_id,
+        tier=plan.tier,
+        requester=record.requester,
+        quorum=decision.quorum,
+        at=d.clock(),
+        ttl_s=d.approval_ttl_s,
+    )
+    await d.store.save_approval(req)
+    await d.audit(
+        actor=record.requester,
+        **audit_fields(record, channel, "approval_requested"),
+        decision="needs_approval",
+        detail=f"quorum {decision.quorum}; expires {req.expires_at.isoformat()}",
+    )
+    incident = await d.store.get_incident(record.incident_id or "")
+    t, blocks = views.approval_message(
+        plan, req, reason=reason_of(record), roles=decision.approver_roles,
+        locale=d.thread_locale(incident),
+    )  # fmt: skip
+    ts = await d.chat.post(channel, text=t, blocks=blocks, thread_ts=thread_ts)
+    await d.store.note_action(record.action_id, {APPROVAL_MESSAGE: {"channel": channel, "ts": ts}})
+    await d.update_message(record, "awaiting_approval", by=record.requester)
 
 
 async def execute(

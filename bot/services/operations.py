@@ -1,6 +1,6 @@
 """The read-side use-cases behind status, top, timeline and resolve.
 
-Shared by the Slack app and the terminal (``bot.services.cli_ops``); they return data, and
+Shared by the Slack app and the terminal (``bot.cli.ops``); they return data, and
 the caller renders it for its surface.
 """
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from bot.cli.diagnose import render_output
 from bot.core.analysis import analyze
 from bot.core.thresholds import DEFAULT
 from bot.render.sentences import sentence
-from bot.services.cli_diagnose import render_output
 
 pytestmark = pytest.mark.slow
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"

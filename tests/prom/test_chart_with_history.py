@@ -12,6 +12,7 @@ import pytest
 from histories import PLANTED, RunningPrometheus
 from matplotlib import image as mpimg
 
+from bot.cli.diagnose import diagnose_node
 from bot.config import KubeSettings
 from bot.core.charts import chart_spec
 from bot.core.findings import Diagnosis
@@ -20,7 +21,6 @@ from bot.kube.gateway import Gateway
 from bot.prom.client import PrometheusClient
 from bot.sandbox.kubesim import KubeSim
 from bot.sandbox.kubesim.access import BOT_TOKEN
-from bot.services.cli_diagnose import diagnose_node
 from bot.services.history import HistoryService
 
 pytestmark = pytest.mark.slow

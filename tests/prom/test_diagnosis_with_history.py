@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 from histories import PLANTED, RunningPrometheus
 
+from bot.cli.diagnose import diagnose_node
 from bot.config import KubeSettings
 from bot.core.thresholds import DEFAULT
 from bot.kube.gateway import Gateway
 from bot.prom.client import PrometheusClient
 from bot.sandbox.kubesim import KubeSim
 from bot.sandbox.kubesim.access import BOT_TOKEN
-from bot.services.cli_diagnose import diagnose_node
 from bot.services.history import HistoryService
 
 pytestmark = pytest.mark.slow

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.cli.audit import main
 from bot.errors import StoreError, UsageError
-from bot.services.cli_audit import main
 from bot.store import AuditRecord, Store
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

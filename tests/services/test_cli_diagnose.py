@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
+from bot.cli.diagnose import analyze_files, diagnose_node
 from bot.core.cluster import ClusterView
 from bot.core.evidence import EvidenceBundle
 from bot.core.thresholds import DEFAULT
 from bot.errors import CollectorError, NotFoundError, UsageError
-from bot.services.cli_diagnose import analyze_files, diagnose_node
 from bot.slack.blockkit import validate_blocks
 
 SEED = Path(__file__).resolve().parents[1] / "fixtures" / "bundles" / "seed"

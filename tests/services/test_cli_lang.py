@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.services.cli_diagnose import analyze_files
+from bot.cli.diagnose import analyze_files
 
 SEED = Path(__file__).resolve().parents[1] / "fixtures" / "bundles" / "seed"
 EVIDENCE, CLUSTER = str(SEED / "evidence.json"), str(SEED / "cluster.json")

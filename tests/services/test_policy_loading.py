@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.config.policy import read_policy
 from bot.errors import PolicyError
-from bot.services.policy_loading import read_policy
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "policy.example.yaml"
 

@@ -15,13 +15,13 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_sdk.errors import SlackApiError
 
 from bot.config import Settings, alerts_enabled, load_settings
+from bot.config.policy import read_policy
+from bot.config.thresholds import read_thresholds
 from bot.core.policy import Policy, parse_policy
 from bot.errors import ConfigError, SlackError
 from bot.logs import configure_logging
-from bot.services.policy_loading import read_policy
-from bot.services.thresholds_loading import read_thresholds
 from bot.slack.chatting import make_client
-from bot.slack.runtime import Runtime, build_runtime
+from bot.wiring.runtime import Runtime, build_runtime
 
 log = logging.getLogger("gpunode")
 

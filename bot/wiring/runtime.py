@@ -35,8 +35,8 @@ from bot.services.ports import KubePort
 from bot.slack.app import BotServices, build_app, report_malformed
 from bot.slack.chatting import SlackChat
 from bot.slack.edge import Malformed, SlackEdge
-from bot.slack.server import build_web_app
 from bot.store.storing import Store
+from bot.wiring.server import build_web_app
 
 log = logging.getLogger(__name__)
 

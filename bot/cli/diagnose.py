@@ -20,12 +20,12 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from bot.cli.common import gateway_from_args
 from bot.core.cluster import ClusterView
 from bot.core.evidence import SCHEMA_VERSION, EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.thresholds import DEFAULT, Thresholds
 from bot.errors import CollectorError, UsageError
-from bot.services.cli_common import gateway_from_args
 
 M = TypeVar("M", bound=BaseModel)
 FORMATS = ("text", "markdown", "json", "blocks")
@@ -86,7 +86,7 @@ def read_view(path: str) -> ClusterView:
 def read_thresholds(config: str | None) -> Thresholds:
     """Thresholds from the settings (``--config`` file and ``GPUNODE_*`` environment)."""
     from bot.config import load_settings
-    from bot.services.thresholds_loading import read_thresholds as read
+    from bot.config.thresholds import read_thresholds as read
 
     return read(load_settings(config_file=config))
 

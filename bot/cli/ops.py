@@ -15,13 +15,13 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bot.cli.common import gateway_from_args
 from bot.config import load_settings
 from bot.core import commands
 from bot.core.locales import choose_locale
 from bot.errors import StoreError
 from bot.render.cli_text import line
 from bot.render.help import help_text
-from bot.services.cli_common import gateway_from_args
 from bot.services.operations import IncidentOps, top_nodes
 from bot.services.postmortem import export_postmortem
 from bot.store.storing import Store

@@ -76,14 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chart", metavar="PNG", help="also write the memory chart to this PNG file")
     _lang_arg(p)
     _cluster_args(p)
-    p.set_defaults(handler="bot.services.cli_diagnose:diagnose_main")
+    p.set_defaults(handler="bot.cli.diagnose:diagnose_main")
 
     p = sub.add_parser("analyze", help="analyze a saved evidence bundle offline")
     p.add_argument("evidence", help="EvidenceBundle JSON file (from `gpunode collect`)")
     p.add_argument("--cluster", help="ClusterView JSON file")
     p.add_argument("--format", choices=["text", "markdown", "json", "blocks"], default="text")
     _lang_arg(p)
-    p.set_defaults(handler="bot.services.cli_diagnose:analyze_main")
+    p.set_defaults(handler="bot.cli.diagnose:analyze_main")
 
     for name, helptext in (
         ("status", "open incidents (optionally for one node)"),
@@ -96,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("words", nargs="*", help="same arguments as the slash command")
         _lang_arg(p)
         _cluster_args(p)
-        p.set_defaults(handler="bot.services.cli_ops:main")
+        p.set_defaults(handler="bot.cli.ops:main")
 
     p = sub.add_parser("audit", help="print the audit log")
     p.add_argument("--since", help="e.g. 30m, 4h, 7d")
@@ -107,11 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="check the audit hash chain; exit 1 naming the first bad row",
     )
     p.add_argument("--config", help="gpunode settings YAML")
-    p.set_defaults(handler="bot.services.cli_audit:main")
+    p.set_defaults(handler="bot.cli.audit:main")
 
     p = sub.add_parser("serve", help="run the Slack bot (HTTP or Socket Mode)")
     p.add_argument("--config", help="gpunode settings YAML")
-    p.set_defaults(handler="bot.slack.serve:main")
+    p.set_defaults(handler="bot.wiring.serve:main")
 
     p = sub.add_parser("demo", help="run gpunode with stand-ins for Slack and Kubernetes")
     p.add_argument("--scenario", default="seed")

@@ -1,0 +1,11 @@
+"""Process wiring: settings -> adapters -> services -> the Slack app and HTTP server.
+
+- ``bot.wiring.runtime``: builds every adapter and service from ``Settings`` (the only
+  place that knows the concrete classes);
+- ``bot.wiring.serve``: ``gpunode serve``: runs the bot over HTTP or Socket Mode, with
+  the background loops, until a signal;
+- ``bot.wiring.server``: the aiohttp application: Slack's endpoints, ``/alertmanager``
+  and the health checks.
+
+Not part of ``bot.slack``: the wiring also serves Alertmanager and owns the lifecycle.
+"""
