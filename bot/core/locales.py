@@ -35,7 +35,7 @@ DEFAULT_LOCALE: Final[Locale] = "en"
 
 #: ``lang[-_]rest`` with an optional POSIX ``.codeset`` / ``@modifier`` (``zh_CN.UTF-8``)
 _TAG = re.compile(r"(?P<lang>[A-Za-z]{2,3})(?:[-_](?P<rest>[A-Za-z0-9_-]*))?(?:[.@].*)?")
-_TRADITIONAL = {"tw", "hk", "mo", "hant"}
+_TRADITIONAL = {"tw", "hk", "mo", "hant", "yue"}  # Cantonese is written in Traditional
 
 
 class UnsupportedLocaleError(ValueError):

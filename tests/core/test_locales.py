@@ -35,6 +35,7 @@ from bot.core.locales import (
         ("zh-HK", None),
         ("zh-Hant", None),
         ("zh-Hant-TW", None),
+        ("zh-yue-HK", None),
         ("ja-JP", None),
         ("fr-FR", None),
         ("C", None),
