@@ -1,5 +1,5 @@
 """What the terminal commands print, in a locale (wording in
-``templates/text/<locale>/cli.txt.j2``; the commands themselves are bot/services/cli_ops.py)."""
+``templates/text/<locale>/cli.txt.j2``; the commands themselves are bot/cli/ops.py)."""
 
 from __future__ import annotations
 

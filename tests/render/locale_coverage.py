@@ -23,7 +23,7 @@ KINDS = ("slack", "sentences", "markdown", "text", "html")
 BASE = "en"
 #: macros whose dict literals translate free text: another locale may hold more keys than
 #: English there (it names labels English prints as they are), never fewer
-TRANSLATION_TABLES = frozenset({"fact_value", "amount_label"})
+TRANSLATION_TABLES = frozenset({"fact_value", "amount_label", "xid_meaning", "xid_action"})
 
 
 @dataclass(frozen=True)

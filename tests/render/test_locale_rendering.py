@@ -14,10 +14,12 @@ import pytest
 
 from bot.core.analysis import analyze
 from bot.core.findings import Diagnosis
+from bot.core.xid import CATALOG, describe
 from bot.render.blocks import HEADER_TEXT, SECTION_TEXT, diagnosis_messages
 from bot.render.environment import DEFAULT_LOCALE, LOCALES
 from bot.render.filters import truncate
 from bot.render.messages import NOTICE_KEYS, render_notice
+from bot.render.sentences import sentence
 from bot.sandbox.corpus import corpus_names, judge
 from bot.sandbox.kubesim import KubeSim, load_scenario
 from bot.services.operations import NodeRank
@@ -143,6 +145,52 @@ def test_every_notice_renders_in_every_locale(key: str, locale: str) -> None:
         assert text
         if locale != DEFAULT_LOCALE and key not in ("help", "usage_error"):  # the caller's text
             assert text != english
+
+
+@pytest.mark.parametrize("locale", OTHER_LOCALES)
+@pytest.mark.parametrize("code", [*sorted(CATALOG), 999])
+def test_every_catalogued_xid_is_explained_in_every_locale(code: int, locale: str) -> None:
+    info = describe(code)
+    params: dict[str, str | int | float | None] = {
+        "code": code, "meaning": info.meaning, "origin": info.origin, "action": info.action,
+        "gpu_lost": int(info.gpu_lost), "gpu_index": 3, "gpu_uuid": "", "pci_bus_id": "",
+        "last_at": "2026-12-01T02:00:00+00:00", "count": 2, "process": "",
+    }  # fmt: skip
+    ours = sentence("findings", "GPU_XID", params, fmt="mrkdwn", locale=locale, strict=True)
+    english_words = [info.meaning, info.action]
+    if code in CATALOG:  # a catalogued code reads entirely in the locale
+        assert not any(w in ours for w in english_words), ours
+    else:  # a code gpunode does not know keeps the catalogue's words (better than nothing)
+        assert info.action in ours
+
+
+#: a CJK character or full-width punctuation
+_CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
+#: bold, code and italic spans of mrkdwn (an italic's `_` not inside an identifier)
+_SPAN = re.compile(r"\*[^*\n]+\*|`[^`\n]+`|(?<![A-Za-z0-9])_[^_\n]+_(?![A-Za-z0-9])")
+DOCUMENTS = ("report.", "timeline.", "postmortem.", "prevention", "sentences", "vote.")
+
+
+@pytest.mark.parametrize("locale", OTHER_LOCALES)
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_mrkdwn_markers_never_touch_a_cjk_character_on_their_outer_side(
+    scenario: str, locale: str
+) -> None:
+    """Slack renders *bold*, `code` and _italic_ only with a space or ASCII punctuation
+    outside the markers; glued to a CJK character they show as literal characters."""
+    bundle, view = load_fixture(scenario)
+    d = analyze(bundle, view, now=bundle.collected_at)
+    glued = set()
+    for name, message in every_message(d, bundle, view, locale).items():
+        if name.startswith(DOCUMENTS):
+            continue
+        for text in _texts(message, mrkdwn_only=True):
+            for m in _SPAN.finditer(text):
+                before = text[m.start() - 1] if m.start() else " "
+                after = text[m.end()] if m.end() < len(text) else " "
+                if _CJK.match(before) or _CJK.match(after):
+                    glued.add(f"{name}: {text[max(0, m.start() - 4) : m.end() + 4]}")
+    assert sorted(glued) == []
 
 
 # --- Slack's limits with CJK text ---------------------------------------------------------
