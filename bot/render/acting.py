@@ -118,7 +118,7 @@ def confirmation_modal(
         "private_metadata": json.dumps(meta, separators=(",", ":")),
         "title": _plain(_s(t.modal_title(plan.tier)), 24),
         "submit": _plain(_s(t.modal_submit(plan.tier)), 24),
-        "close": _plain("Cancel", 24),
+        "close": _plain(_s(t.cancel_button()), 24),
         "blocks": blocks[:100],
     }
 

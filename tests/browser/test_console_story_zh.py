@@ -101,6 +101,8 @@ def cap_the_offender(page: Any, thread: Any, shots: Shots) -> None:
     modal = page.get_by_test_id("modal")
     expect(modal).to_contain_text(said(acting.modal_title, 3))
     expect(modal.get_by_test_id("modal-submit")).to_have_text(said(acting.modal_submit, 3))
+    expect(modal.get_by_test_id("modal-close")).to_have_text(said(acting.cancel_button))
+    expect(modal).to_contain_text(console_labels(ZH)["optional"])  # the client's own mark
     _field(modal, "memory_limit").fill("48Gi")
     _field(modal, "memory_request").fill("40Gi")
     _field(modal, "omp_num_threads").fill("4")

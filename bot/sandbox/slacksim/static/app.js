@@ -233,7 +233,7 @@ function renderModal() {
   // Like Slack: title and buttons stay put, the body scrolls between them.
   form.append(el("h3", {className: "modal-title", text: view.title.text}));
   const body = el("div", {className: "modal-body"});
-  body.append(renderBlocks(view.blocks, {lookup, errors: view.errors, onButton: () => setStatus({error: label("modal_buttons")})}));
+  body.append(renderBlocks(view.blocks, {lookup, errors: view.errors, optional: label("optional"), onButton: () => setStatus({error: label("modal_buttons")})}));
   if (view.errors && view.errors._response_action) body.append(el("div", {className: "input-error", text: view.errors._response_action}));
   form.append(body);
   const buttons = el("div", {className: "dialog-buttons"});
