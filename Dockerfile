@@ -3,7 +3,7 @@
 # diagnostic Job on each node, which overrides the args and, for hostPID/host mounts, the user).
 
 # --- builder: build gpunode's wheel (templates force-included as bot/_templates, deploy/base
-# as bot/_deploy/base for the sandbox's RBAC) and the
+# as bot/_deploy/base) without the sandbox, and the
 # wheels of its dependencies, so the final stage installs offline without build tools.
 FROM python:3.11-slim AS builder
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
@@ -12,7 +12,10 @@ COPY pyproject.toml README.md ./
 COPY bot ./bot
 COPY templates ./templates
 COPY deploy/base ./deploy/base
-RUN pip wheel --wheel-dir /wheels .
+# The production image leaves the sandbox out: the stand-ins (a Kubernetes API that trusts
+# token-less requests, a fake Slack, a fake GPU) have no business in a cluster. `gpunode demo`,
+# `gpunode sandbox` and `collect --fake-nvml` say so there; run them from a source checkout.
+RUN rm -rf bot/sandbox && pip wheel --wheel-dir /wheels .
 
 # --- final: the runtime only; no compiler, no pip cache, no sources.
 FROM python:3.11-slim
@@ -27,6 +30,11 @@ RUN groupadd --gid 10001 gpunode \
 # Bind-mount the wheels for the install only, so they never become an image layer.
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
     pip install --no-index --find-links=/wheels gpunode
+# matplotlib's font cache, built once here rather than at every start (seconds on a busy node);
+# owned by the runtime user, since matplotlib only uses a config dir it can write.
+ENV MPLCONFIGDIR=/opt/gpunode/matplotlib
+RUN install -d -o 10001 -g 10001 /opt/gpunode/matplotlib \
+ && setpriv --reuid=10001 --regid=10001 --clear-groups python -c "import bot.charts"
 WORKDIR /var/lib/gpunode
 USER 10001:10001
 EXPOSE 3000

@@ -34,7 +34,8 @@ system-deps:
 demo: $(STAMP)
 	$(BIN)/gpunode demo
 
-test: $(STAMP) system-deps
+# The one entry point (README, .ci/run): what `make check` checks, then every test.
+test: $(STAMP) system-deps lint types
 	$(BIN)/pytest -q
 
 test-fast: $(STAMP)
@@ -47,11 +48,12 @@ fmt: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff format --check bot tests bench
 	$(BIN)/ruff check bot tests bench
+	$(BIN)/lint-imports
 
 types: $(STAMP)
 	$(BIN)/mypy
 
-check: lint types test
+check: test
 
 bench: $(STAMP)
 	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

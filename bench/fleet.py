@@ -1,8 +1,9 @@
 """Fleet allocation benchmark: the gateway's Allocated-resources view of every GPU node in a
 2,000-node / 60,000-pod cluster (the Kubernetes stand-in), against the bare list calls.
 
-- measured: ``Gateway.fleet_allocation()`` = list nodes + list all pods (paged, 500 per page),
-  group pods by node, ``allocated_resources`` per GPU node (kubectl arithmetic).
+- measured: ``Gateway.gpu_node_loads()`` (what ``/gpunode top`` runs) = list nodes + list all
+  pods (paged, 500 per page) + API discovery and pod metrics where served, group pods by
+  node, ``allocated_resources`` per GPU node (kubectl arithmetic).
 - baseline: the same two paged list calls through the same client and transport, with no
   processing. Both decode JSON with ``json.loads`` on the raw body (the gateway never uses
   the client's model deserialization, which would dominate), so the ratio is the cost of
@@ -44,7 +45,7 @@ async def _baseline(gw: Gateway) -> int:
 
 
 async def _measured(gw: Gateway) -> int:
-    return len(await gw.fleet_allocation())
+    return len(await gw.gpu_node_loads())
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from bot import __version__
-from bot.errors import GpunodeError
+from bot.errors import GpunodeError, UsageError
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -129,9 +129,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _resolve(ref: str) -> Handler:
+SANDBOX_MISSING = (
+    "`gpunode {command}` needs the sandbox (the stand-ins for Kubernetes, Slack and NVML), "
+    "which the production image leaves out; run it from a source checkout (`make demo`) or "
+    "`pip install` gpunode from source"
+)
+
+
+def _resolve(ref: str, command: str) -> Handler:
     module, _, func = ref.partition(":")
-    handler: Handler = getattr(importlib.import_module(module), func)
+    try:
+        handler: Handler = getattr(importlib.import_module(module), func)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").startswith("bot.sandbox"):
+            raise UsageError(SANDBOX_MISSING.format(command=command)) from exc
+        raise
     return handler
 
 
@@ -142,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return _resolve(args.handler)(args)
+        return _resolve(args.handler, args.command)(args)
     except GpunodeError as err:
         print(f"gpunode: {err}", file=sys.stderr)
         return 1

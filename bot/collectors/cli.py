@@ -133,7 +133,13 @@ def main(args: argparse.Namespace) -> int:
         raise CollectorError("--top must be 0 or more")
     fake = None
     if args.fake_nvml:
-        from bot.sandbox.fake_nvml import FakeNvml
+        try:
+            from bot.sandbox.fake_nvml import FakeNvml
+        except ModuleNotFoundError as exc:
+            raise CollectorError(
+                "--fake-nvml is for the sandbox's stand-in nodes, and this image has no "
+                "sandbox; on a real node leave it out (NVML is read from the driver)"
+            ) from exc
 
         try:
             fake = FakeNvml.from_file(args.fake_nvml)

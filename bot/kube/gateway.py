@@ -21,7 +21,7 @@ from kubernetes import client
 from bot.config import KubeSettings
 from bot.core.allocation import allocated_resources, describe_allocated
 from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
-from bot.core.cluster import ClusterView, NodeInfo, NodeLoad, ResourceAllocation
+from bot.core.cluster import ClusterView, NodeInfo, NodeLoad
 from bot.core.evidence import EvidenceBundle, Gap
 from bot.core.watching import RolloutProgress
 from bot.errors import DiagnosticJobError, GpunodeError, NotFoundError
@@ -116,14 +116,6 @@ class Gateway:
             if name := (pod.get("spec") or {}).get("nodeName"):
                 by_node.setdefault(name, []).append(pod)
         return [n for n in nodes if objects.is_gpu_node(n)], by_node
-
-    async def fleet_allocation(self) -> dict[str, list[ResourceAllocation]]:
-        """kubectl's Allocated-resources rows for every GPU node."""
-        gpu, by_node = await self._fleet()
-        return {
-            n["metadata"]["name"]: allocated_resources(n, by_node.get(n["metadata"]["name"], []))
-            for n in gpu
-        }
 
     async def gpu_node_loads(self) -> list[NodeLoad]:
         (gpu, by_node), groups = await asyncio.gather(
@@ -234,7 +226,8 @@ class Gateway:
             node_obj = await self.read_node(node)
         except NotFoundError as exc:
             raise DiagnosticJobError(
-                f"node {node} does not exist; check the name (list GPU nodes with `gpunode nodes`)",
+                f"node {node} does not exist; check the name "
+                "(`gpunode top` or `/gpunode top` lists the GPU nodes)",
                 code="node_not_found",
             ) from exc
         info = objects.parse_node(node_obj)
@@ -327,12 +320,6 @@ class Gateway:
         return await self._call(
             f"evict pod {namespace}/{name}", draining.evict, namespace, name, dry_run=dry_run
         )
-
-    async def evict_pods(
-        self, pods: list[tuple[str, str]], *, dry_run: bool
-    ) -> list[EvictionOutcome]:
-        """Evict several pods concurrently (like drain); one outcome per pod, in order."""
-        return list(await asyncio.gather(*(self.evict(ns, n, dry_run=dry_run) for ns, n in pods)))
 
     async def ensure_priority_class(
         self,

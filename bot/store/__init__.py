@@ -9,8 +9,6 @@ from bot.store.models import (
     ActionState,
     AuditRecord,
     EvidenceSnapshot,
-    IncidentRecord,
-    SnapshotRecord,
 )
 from bot.store.storing import Store
 
@@ -19,7 +17,5 @@ __all__ = [
     "ActionState",
     "AuditRecord",
     "EvidenceSnapshot",
-    "IncidentRecord",
-    "SnapshotRecord",
     "Store",
 ]

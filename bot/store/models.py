@@ -11,11 +11,6 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from bot.core.incidents import Incident
-
-#: what the lead's services call the stored incident
-IncidentRecord = Incident
-
 ActionState = Literal[
     "requested", "approved", "claimed", "running", "succeeded", "failed", "refused", "undone"
 ]
@@ -63,10 +58,6 @@ class EvidenceSnapshot(_Row):
     view_json: str
     diagnosis_json: str
     sha256: str = Field(description="hex digest over bundle, view and diagnosis (see hashing)")
-
-
-#: what the lead's services call a stored evidence capture
-SnapshotRecord = EvidenceSnapshot
 
 
 class AuditRecord(_Row):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import logging
 
 from aiohttp import web
@@ -91,6 +92,10 @@ async def _serve(settings: Settings) -> None:
     runtime = await build_runtime(
         settings, kube=kube, client=client, policy=policy, thresholds=thresholds
     )
+    # matplotlib builds its font cache on first import (seconds on a fresh home, far more on a
+    # busy node): pay it before taking traffic, not inside the first incident's chart, where a
+    # shutdown would also have to wait for it.
+    await asyncio.to_thread(importlib.import_module, "bot.charts")
     runner = web.AppRunner(runtime.web_app)
     await runner.setup()
     site = web.TCPSite(runner, settings.http.host, settings.http.port)

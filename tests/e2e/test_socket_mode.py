@@ -37,6 +37,7 @@ from tests.e2e.conftest import (
 
 pytestmark = pytest.mark.slow
 ALICE = "U_ALICE"
+SHUTDOWN_GRACE_S = 30  # Kubernetes' default terminationGracePeriodSeconds
 ACK_DEADLINE_S = 3.0  # Slack's ack deadline, the same over a socket (slack.md 1.8)
 
 
@@ -182,6 +183,10 @@ async def test_gpunode_serve_in_socket_mode_connects_and_diagnoses(tmp_path: Pat
         sys.executable, "-m", "bot", "serve", env=env, cwd=tmp_path,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
+    assert proc.stderr is not None
+    # read stderr as it comes: a kill after a slow shutdown must not lose what was printed
+    stderr_read = asyncio.create_task(proc.stderr.read())
+    shutdown_timed_out = False
     try:
         await _until(lambda: bool(slack.socket.connections), timeout_s=30, what="serve to connect")
         result = await slack.slash_command(ALICE, CHANNEL, f"diagnose {NODE}")
@@ -198,11 +203,14 @@ async def test_gpunode_serve_in_socket_mode_connects_and_diagnoses(tmp_path: Pat
     finally:
         proc.send_signal(signal.SIGINT)
         try:
-            _, stderr = await asyncio.wait_for(proc.communicate(), 30)
+            await asyncio.wait_for(proc.wait(), SHUTDOWN_GRACE_S)
         except TimeoutError:
+            shutdown_timed_out = True
             proc.kill()
-            _, stderr = await proc.communicate()
+            await proc.wait()
+        stderr = await stderr_read
         await slack.stop()
         await kube.stop()
-    assert b"socket mode" in stderr
+    assert not shutdown_timed_out, f"no exit {SHUTDOWN_GRACE_S}s after SIGINT:\n{stderr.decode()}"
+    assert b"socket mode" in stderr, stderr.decode()
     assert b"xapp-1-A0GPUNODE-serve" not in stderr  # the secret is never printed

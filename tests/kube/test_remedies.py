@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -74,7 +75,7 @@ async def test_eviction_blocked_by_a_pdb_reports_that_pod_and_evicts_the_rest(ga
     blocking = _blocking_pdbs(sim)
     assert "jupyter-alice" in blocking
     assert len(blocking) < len(targets)
-    outcomes = await gw.evict_pods(targets, dry_run=False)
+    outcomes = await asyncio.gather(*(gw.evict(ns, n, dry_run=False) for ns, n in targets))
     for outcome in outcomes:
         if outcome.name in blocking:
             pdb, needs, has = blocking[outcome.name]

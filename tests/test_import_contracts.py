@@ -1,0 +1,68 @@
+"""The import-linter contracts hold on the tree, and they catch a planted violation.
+
+``lint-imports`` runs in ``make lint`` too; here it also runs against a copy of ``bot/`` with
+one forbidden import added, so a contract that silently stopped matching would fail a test.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--config", str(root / "pyproject.toml"), "--no-cache"],
+        cwd=root,
+        env={"PATH": "", "PYTHONPATH": str(root), "HOME": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _tree_with(tmp_path: Path, module: str, line: str) -> Path:
+    """A copy of pyproject.toml and bot/ where ``module`` (a path under bot/) gains ``line``."""
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copytree(REPO / "bot", tmp_path / "bot", ignore=shutil.ignore_patterns("__pycache__"))
+    target = tmp_path / "bot" / module
+    target.write_text(target.read_text(encoding="utf-8") + f"\n{line}\n", encoding="utf-8")
+    return tmp_path
+
+
+def test_every_import_contract_is_kept_by_the_tree() -> None:
+    result = _lint_imports(REPO)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "contract"),
+    [
+        ("core/memory.py", "import bot.kube.gateway", "The core does no I/O"),
+        ("core/memory.py", "import aiohttp", "The core does no I/O"),
+        ("services/act.py", "import kubernetes.client", "kubernetes only in bot.kube"),
+        ("render/views.py", "import bot.sandbox.story", "No product module imports the sandbox"),
+        ("kube/objects.py", "import bot.store.storing", "The adapters do not know each other"),
+        ("store/models.py", "import bot.services.ports", "Layers"),
+        ("collectors/procfs.py", "import yaml", "The collector stays light"),
+        ("services/act.py", "import sqlite3", "jinja2, sqlite3, matplotlib stay home"),
+        ("collectors/procfs.py", "import pynvml", "pynvml only in bot.collectors.nvml"),
+        ("services/act.py", "import slack_sdk", "Slack SDKs only in bot.slack"),
+    ],
+)
+def test_a_planted_forbidden_import_breaks_its_contract(
+    tmp_path: Path, module: str, line: str, contract: str
+) -> None:
+    result = _lint_imports(_tree_with(tmp_path, module, line))
+    assert result.returncode != 0
+    broken = [ln for ln in result.stdout.splitlines() if " BROKEN" in ln]
+    assert any(ln.startswith(contract) for ln in broken), result.stdout
