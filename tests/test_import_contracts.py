@@ -57,6 +57,11 @@ def test_every_import_contract_is_kept_by_the_tree() -> None:
         ("services/act.py", "import sqlite3", "jinja2, sqlite3, matplotlib stay home"),
         ("collectors/procfs.py", "import pynvml", "pynvml only in bot.collectors.nvml"),
         ("services/act.py", "import slack_sdk", "Slack SDKs only in bot.slack"),
+        (
+            "slack/interactions.py",
+            "import bot.slack.app",
+            "The slash command and the buttons do not import each other",
+        ),
     ],
 )
 def test_a_planted_forbidden_import_breaks_its_contract(

@@ -1,6 +1,10 @@
-"""``gpunode analyze`` (offline, from saved JSON) and ``gpunode diagnose`` (live).
+"""``gpunode analyze`` (offline, from saved JSON) and ``gpunode diagnose`` (live): the
+terminal's presenter of the diagnose use case.
 
-Both end in the same place: ``analyze(bundle, view)`` then one renderer chosen by
+``gpunode diagnose NODE`` parses its words with ``bot.core.commands.parse`` and runs the
+same use case as Slack's ``/gpunode diagnose`` (``bot.services.diagnosing``), without an
+incident or a thread. Both end in the same place: ``analyze(bundle, view)`` then one
+renderer chosen by
 ``--format``: ``text`` (terminal), ``markdown`` (the incident report), ``json`` (the
 Diagnosis: findings with stable codes, verdict, ledger, plans) or ``blocks`` (the three
 Block Kit messages as Slack would receive them).
@@ -16,11 +20,15 @@ import asyncio
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from bot.cli.common import gateway_from_args
+
+if TYPE_CHECKING:
+    from bot.services.history import HistoryService
+    from bot.services.ports import KubePort
 from bot.core.cluster import ClusterView
 from bot.core.evidence import SCHEMA_VERSION, EvidenceBundle
 from bot.core.findings import Diagnosis
@@ -149,36 +157,28 @@ def analyze_main(args: argparse.Namespace) -> int:
 
 
 async def diagnose_node(
-    kube: Any,
+    kube: KubePort,
     node: str,
     fmt: str,
     *,
     thresholds: Thresholds,
     now: datetime,
-    history: Any | None = None,
+    history: HistoryService | None = None,
     chart: str | None = None,
     locale: str = "en",
 ) -> str:
-    """Live: the node's cluster view, the diagnostic Job's bundle, the analysis, rendered.
-    ``kube`` is a ``bot.services.ports.KubePort``; ``history`` a
-    ``bot.services.history.HistoryService`` (queried alongside the Job) or None; ``chart``
-    a path to write the diagnosis chart (PNG) to."""
-    from bot.core.analysis import analyze
-    from bot.services.history import HistoryService, attach
+    """Live: the diagnose use case Slack runs (``bot.services.diagnosing``: the node, the
+    diagnostic Job with the Prometheus ``history`` alongside, one cluster view, the analysis),
+    presented for a terminal in ``fmt``; ``chart``: a path to write the diagnosis chart (PNG) to."""
+    from bot.services.diagnosing import check_node, run_diagnosis
 
-    service = history or HistoryService(None)
-    view = await kube.get_cluster_view(node)
-    history_task = asyncio.create_task(service.fetch(node, now=now))
-    try:
-        bundle = await kube.run_diagnostic(node)
-    except BaseException:
-        history_task.cancel()
-        raise
-    diagnosis = analyze(bundle, view, thresholds=thresholds, now=now)
-    diagnosis = attach(diagnosis, await history_task, bundle=bundle, view=view, now=now)
+    known = await check_node(kube, node)
+    done = await run_diagnosis(
+        kube, known, thresholds=thresholds, clock=lambda: now, history=history
+    )
     if chart:
-        write_chart(diagnosis, bundle, chart)
-    return render_output(diagnosis, fmt, bundle=bundle, locale=locale)
+        write_chart(done.diagnosis, done.bundle, chart)
+    return render_output(done.diagnosis, fmt, bundle=done.bundle, locale=locale)
 
 
 def write_chart(diagnosis: Diagnosis, bundle: EvidenceBundle | None, path: str) -> None:
@@ -196,9 +196,15 @@ def write_chart(diagnosis: Diagnosis, bundle: EvidenceBundle | None, path: str) 
 
 
 def diagnose_main(args: argparse.Namespace) -> int:
+    """``gpunode diagnose NODE``: the words go through ``bot.core.commands.parse`` as the
+    slash command's text does, so both surfaces accept the same node names and print the
+    same usage on a mistake."""
     from bot.config import load_settings
+    from bot.core import commands
     from bot.services.history import HistoryService
 
+    cmd = commands.parse(" ".join(["diagnose", args.node]), prog="gpunode")
+    assert isinstance(cmd, commands.Diagnose)  # the verb is fixed above
     thresholds = read_thresholds(args.config)
     gateway = gateway_from_args(args)
     prometheus = load_settings(config_file=args.config).prometheus
@@ -208,7 +214,7 @@ def diagnose_main(args: argparse.Namespace) -> int:
         try:
             return await diagnose_node(
                 gateway,
-                args.node,
+                cmd.node,
                 args.format,
                 thresholds=thresholds,
                 now=datetime.now(UTC),

@@ -157,6 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _resolve(args.handler, args.command)(args)
     except GpunodeError as err:
         print(f"gpunode: {err}", file=sys.stderr)
+        if isinstance(err, UsageError) and err.usage:
+            print(f"usage: {err.usage}", file=sys.stderr)  # as the slash command shows it
         return 1
     except KeyboardInterrupt:
         return 130

@@ -5,11 +5,14 @@ The sync client runs in ``asyncio.to_thread``; every client exception becomes a
 
 Modules: ``connecting`` (ApiClient from settings), ``transport`` (raw JSON requests through
 the client), ``errors`` (exception mapping), ``objects`` (API JSON -> core models, pure),
-``reading`` (node, pods, owners, events, metrics, discovery), ``jobs`` (the diagnostic Job),
-``draining`` (cordon, eviction), ``prioritizing`` (PriorityClass creation), ``patching``
-(controller template patches), ``resizing`` (in-place pod resize), ``gateway``
-(``Gateway``, the KubePort), ``permissions`` (``API_CALLS``: every call the gateway makes,
-for RBAC checks).
+``reading`` (node, pods, owners, events, metrics, discovery), ``surveying`` (the workloads,
+gangs and room around a node's pods), ``jobs`` (the diagnostic Job), ``preflight`` (its
+RuntimeClass check), ``draining`` (cordon, eviction), ``prioritizing`` (PriorityClass
+creation), ``patching`` (controller template patches), ``resizing`` (in-place pod resize),
+``scheduling`` (what the scheduler matches, each node's room; pure), ``rollouts``
+(controllers' rollout facts; pure), ``watching`` (reads that follow an action as it lands),
+``gateway`` (``Gateway``, the KubePort), ``permissions`` (``API_CALLS``: every call the
+gateway makes, for RBAC checks).
 """
 
 from bot.kube.permissions import API_CALLS

@@ -85,6 +85,9 @@ class Gateway:
     async def read_node(self, node: str) -> Obj:
         return await self._call(f"read node {node}", reading.read_node, node)
 
+    async def get_node(self, node: str) -> NodeInfo:
+        return objects.parse_node(await self.read_node(node))
+
     async def list_gpu_nodes(self) -> list[NodeInfo]:
         nodes = await self._call("list nodes", reading.list_nodes)
         return [objects.parse_node(n) for n in nodes if objects.is_gpu_node(n)]
@@ -195,10 +198,10 @@ class Gateway:
         )
 
     # -- diagnostic Job -------------------------------------------------------------------
-    async def run_diagnostic(self, node: str) -> EvidenceBundle:
+    async def run_diagnostic(self, node: str, *, known: NodeInfo | None = None) -> EvidenceBundle:
         task = self._diagnoses.get(node)
         if task is None or task.done():
-            task = asyncio.create_task(self._diagnose(node), name=f"gpunode-diagnose-{node}")
+            task = asyncio.create_task(self._diagnose(node, known), name=f"gpunode-diagnose-{node}")
             self._diagnoses[node] = task
             task.add_done_callback(functools.partial(self._forget, node))
         self._waiters[node] = self._waiters.get(node, 0) + 1
@@ -221,16 +224,18 @@ class Gateway:
         if not task.cancelled():
             task.exception()  # mark retrieved: a failure is delivered to every waiter
 
-    async def _check_node(self, node: str) -> Obj:
-        try:
-            node_obj = await self.read_node(node)
-        except NotFoundError as exc:
-            raise DiagnosticJobError(
-                f"node {node} does not exist; check the name "
-                "(`gpunode top` or `/gpunode top` lists the GPU nodes)",
-                code="node_not_found",
-            ) from exc
-        info = objects.parse_node(node_obj)
+    async def _check_node(self, node: str, known: NodeInfo | None) -> NodeInfo:
+        """The node ready to run the collector (``known`` when given, else read now)."""
+        info = known
+        if info is None:
+            try:
+                info = objects.parse_node(await self.read_node(node))
+            except NotFoundError as exc:
+                raise DiagnosticJobError(
+                    f"node {node} does not exist; check the name "
+                    "(`gpunode top` or `/gpunode top` lists the GPU nodes)",
+                    code="node_not_found",
+                ) from exc
         if not info.ready:
             ready = next((c for c in info.conditions if c.type == "Ready"), None)
             why = f"{ready.reason}: {ready.message}" if ready else "no Ready condition"
@@ -239,12 +244,12 @@ class Gateway:
                 "look at the node's conditions and events first",
                 code="node_not_ready",
             )
-        return node_obj
+        return info
 
-    async def _gpu_preflight(self, node_obj: Obj) -> tuple[bool, list[Gap]]:
+    async def _gpu_preflight(self, info: NodeInfo) -> tuple[bool, list[Gap]]:
         """(use the runtime class?, gaps to add): GPU evidence needs the NVIDIA RuntimeClass;
         a missing one is left out of the Job (host evidence still comes) and named in a gap."""
-        if not objects.is_gpu_node(node_obj):
+        if not objects.has_gpus(info.allocatable):
             return False, []  # no GPUs to read; CPU nodes often lack the NVIDIA handler
         name = self.settings.nvidia_runtime_class
         state: preflight.RuntimeClassState = "unknown"
@@ -254,9 +259,9 @@ class Gateway:
             )
         return state != "missing", preflight.gpu_gaps(self.settings, runtime_class=state)
 
-    async def _diagnose(self, node: str) -> EvidenceBundle:
-        node_obj = await self._check_node(node)
-        use_class, gaps = await self._gpu_preflight(node_obj)
+    async def _diagnose(self, node: str, known: NodeInfo | None) -> EvidenceBundle:
+        info = await self._check_node(node, known)
+        use_class, gaps = await self._gpu_preflight(info)
         run_id = jobs.new_run_id()
         job = jobs.build_job(self.settings, node, run_id, runtime_class=use_class)
         ns, name = self.settings.namespace, job["metadata"]["name"]

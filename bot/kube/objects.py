@@ -94,9 +94,13 @@ def parse_node(node: Obj) -> NodeInfo:
 
 
 def is_gpu_node(node: Obj) -> bool:
-    alloc = (node.get("status") or {}).get("allocatable") or {}
+    return has_gpus((node.get("status") or {}).get("allocatable") or {})
+
+
+def has_gpus(allocatable: dict[str, Any]) -> bool:
+    """A node's allocatable (raw or ``NodeInfo.allocatable``) offers at least one GPU."""
     try:
-        return GPU_RESOURCE in alloc and parse_quantity(alloc[GPU_RESOURCE]).value() > 0
+        return GPU_RESOURCE in allocatable and parse_quantity(allocatable[GPU_RESOURCE]).value() > 0
     except ValueError:
         return False
 

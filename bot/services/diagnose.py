@@ -1,8 +1,10 @@
-"""The diagnose use-case: one command or alert in, one incident thread with evidence out.
+"""The diagnose use case presented in Slack: one command or alert in, one incident thread
+with evidence out. The diagnosis itself (view, Job, analysis) is ``bot.services.diagnosing``,
+shared with the terminal's ``gpunode diagnose``; this module adds the incident and its thread.
 
 Order of work (each step visible in the thread):
-1. read the node's cluster view first, so an unknown node is answered before any incident
-   is opened (nothing is created for a typo);
+1. read the node first, so an unknown node is answered before any incident is opened
+   (nothing is created for a typo);
 2. open the node's incident or join the open one; the root message is claimed in the store
    before it is posted, so concurrent diagnoses post one root; a diagnosis already running
    for the incident in this process is joined (and the thread says so), not run twice;
@@ -24,9 +26,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.core.analysis import analyze
 from bot.core.charts import action_markers, chart_spec
-from bot.core.cluster import ClusterView
+from bot.core.cluster import ClusterView, NodeInfo
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.incidents import TimelineEntry
@@ -40,7 +41,8 @@ from bot.render.messages import (
     verdict_headline,
 )
 from bot.render.sentences import sentence
-from bot.services.history import HistoryService, attach
+from bot.services.diagnosing import check_node, run_diagnosis
+from bot.services.history import HistoryService
 from bot.services.locales import LocaleChooser
 from bot.services.ports import ChatPort, KubePort
 
@@ -111,7 +113,7 @@ class DiagnoseService:
         whose effect a diagnosis started before it cannot show): then it runs after it.
         ``chart=False``: the caller posts the chart itself (the before/after diff does)."""
         try:
-            await self._kube.get_cluster_view(node)  # an unknown node opens nothing
+            checked = await check_node(self._kube, node)  # an unknown node opens nothing
         except NotFoundError as err:
             known = await self._known_nodes()
             locale = await self.locales.for_person(channel, user)
@@ -138,7 +140,7 @@ class DiagnoseService:
             running = self._running.get(incident.id)
         if running is None or running.done():
             task = asyncio.create_task(
-                self._run(incident, node, channel, created=created, user=user, chart=chart),
+                self._run(incident, checked, channel, created=created, user=user, chart=chart),
                 name=f"diagnosis-{incident.id}",
             )
             self._running[incident.id] = task
@@ -159,8 +161,16 @@ class DiagnoseService:
             del self._running[incident_id]
 
     async def _run(
-        self, incident: Any, node: str, channel: str, *, created: bool, user: str, chart: bool
+        self,
+        incident: Any,
+        known: NodeInfo,
+        channel: str,
+        *,
+        created: bool,
+        user: str,
+        chart: bool,
     ) -> DiagnoseOutcome:
+        node = known.name
         incident, thread_ts = await self._ensure_thread(incident, channel)
         await self._note(incident.id, "diagnosis", user, f"diagnose {node} requested")
         channel = incident.channel
@@ -168,28 +178,26 @@ class DiagnoseService:
         if not created:
             text, blocks = render_notice("diagnose_joined", locale, node=node, user=user)
             await self._chat.post(channel, text=text, blocks=blocks, thread_ts=thread_ts)
-        await self._refresh_root(incident, progress=progress_text("running_job", locale))
+        # the incident and its thread as _ensure_thread just read them: no second read
+        await self._refresh_root(
+            incident, progress=progress_text("running_job", locale), fresh=incident
+        )
 
-        # Prometheus runs alongside the Job and is bounded by its own short timeout
-        history_task = asyncio.create_task(self._history.fetch(node, now=self._clock()))
         try:
-            bundle = await self._kube.run_diagnostic(node)
-            view = await self._kube.get_cluster_view(node)
+            done = await run_diagnosis(
+                self._kube, known, thresholds=self._thresholds, clock=self._clock,
+                history=self._history,
+            )  # fmt: skip
         except KubeError as err:
-            history_task.cancel()
             return await self._report_failure(incident, err, thread_ts)
         except TimeoutError:
-            history_task.cancel()
             timeout = KubeError(
                 "the diagnostic Job did not report in time; check the node, then retry",
                 code="timeout",
             )
             return await self._report_failure(incident, timeout, thread_ts)
 
-        diagnosis = analyze(bundle, view, thresholds=self._thresholds, now=self._clock())
-        diagnosis = attach(
-            diagnosis, await history_task, bundle=bundle, view=view, now=self._clock()
-        )
+        bundle, view, diagnosis = done.bundle, done.view, done.diagnosis
         await self._store.save_snapshot(
             incident.id,
             at=self._clock(),
@@ -270,7 +278,9 @@ class DiagnoseService:
             return []
 
     async def _ensure_thread(self, incident: Any, channel: str) -> tuple[Any, str]:
-        """The incident (fresh) and its thread, posting the root first if nobody has.
+        """The incident and its thread, posting the root first if nobody has. ``incident``
+        must be as just read from the store: it is only read again while another caller is
+        posting the root (a claim fails only when the thread exists or is being opened).
 
         Claim, post, fill in the ts: ``store.claim_root`` lets exactly one caller post (on
         any replica); the others wait for its ts. A root that could not be posted releases
@@ -279,8 +289,8 @@ class DiagnoseService:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + ROOT_WAIT_S
         claimer = f"{self._replica}-{next(self._claims)}"
+        fresh = incident  # as the caller just read it (``store.open_or_join_incident``)
         while True:
-            fresh = await self._store.get_incident(incident.id) or incident
             if fresh.thread_ts:
                 return fresh, str(fresh.thread_ts)
             now = self._clock()
@@ -293,6 +303,7 @@ class DiagnoseService:
                     "has not finished; run diagnose again in a minute"
                 )
             await asyncio.sleep(ROOT_POLL_S)
+            fresh = await self._store.get_incident(incident.id) or incident
 
     async def _post_root(self, incident: Any, channel: str, claimer: str) -> tuple[Any, str]:
         text, blocks = self._root(
@@ -327,9 +338,15 @@ class DiagnoseService:
         )
 
     async def _refresh_root(
-        self, incident: Any, *, progress: str | None, diagnosis: Diagnosis | None = None
+        self,
+        incident: Any,
+        *,
+        progress: str | None,
+        diagnosis: Diagnosis | None = None,
+        fresh: Any = None,
     ) -> None:
-        fresh = await self._store.get_incident(incident.id)
+        """Re-render the root line; ``fresh``: the incident as just read (else read now)."""
+        fresh = fresh or await self._store.get_incident(incident.id)
         if fresh is None or not fresh.thread_ts:
             return
         text, blocks = self._root(fresh, progress=progress, diagnosis=diagnosis)

@@ -18,14 +18,19 @@ class KubePort(Protocol):
     async def get_cluster_view(self, node: str) -> ClusterView:
         """Node, its non-terminated pods, recent events, allocation. NotFoundError if absent."""
 
+    async def get_node(self, node: str) -> NodeInfo:
+        """The node as the API server has it now. NotFoundError if absent."""
+
     async def list_gpu_nodes(self) -> list[NodeInfo]:
         """Nodes with nvidia.com/gpu in allocatable."""
 
     async def gpu_node_loads(self) -> list[NodeLoad]:
         """Every GPU node's allocation and measured working set, in one pass over the fleet."""
 
-    async def run_diagnostic(self, node: str) -> EvidenceBundle:
+    async def run_diagnostic(self, node: str, *, known: NodeInfo | None = None) -> EvidenceBundle:
         """Run the diagnostic Job on ``node``; concurrent calls for one node share one Job.
+        ``known``: the node as the caller just read it (``get_node``), so the Job's
+        readiness and GPU checks do not read it again; None: read it first.
         Raises DiagnosticJobError with a reason code; never leaves a Job behind."""
 
     async def cordon(self, node: str, *, dry_run: bool) -> Change: ...

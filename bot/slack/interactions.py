@@ -1,4 +1,5 @@
-"""Buttons and modals: each handler acks first, then hands the work to ``ActService``.
+"""Buttons and modals: each handler acks first, then hands the work to ``ActService``
+(registered by ``bot.slack.bolt``; the slash command and events are ``bot.slack.app``).
 
 The identity acted on is always ``body["user"]["id"]`` from the signed payload, and roles
 are checked by the service at the moment of the click. Button values carry only ids.
@@ -21,8 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 from slack_bolt.async_app import AsyncApp
 
 from bot.render.acting import APPLY, APPROVE, CANCEL, CONFIRM_CALLBACK, DENY, REDIAGNOSE, UNDO
-from bot.slack.app import report_malformed
-from bot.slack.edge import Malformed
+from bot.services.chatops import BotServices, permitted, report_malformed
 from bot.slack.payloads import (
     BlockActions,
     ConfirmMeta,
@@ -44,10 +44,13 @@ DAMAGED_FORM = "this form arrived damaged ({problem}); close it and press the ti
 
 
 def _refuse_malformed(
-    s: Any, kind: str, user: str | None, channel: str | None, err: PayloadError
+    s: BotServices, kind: str, user: str | None, channel: str | None, err: PayloadError
 ) -> None:
     log.warning("refused a malformed %s from %s: %s", kind, user, err.message)
-    s.bg.spawn(report_malformed(s, Malformed(kind, user, channel, err.message)), name="malformed")
+    report = report_malformed(
+        s, kind=f"slack.{kind}", user=user, channel=channel, problem=err.message
+    )
+    s.bg.spawn(report, name="malformed")
 
 
 def _field_of(body: dict[str, Any], loc: tuple[str | int, ...]) -> str:
@@ -85,8 +88,11 @@ def _button_value(s: Any, click: BlockActions, what: str, model: Any) -> Any:
         return None
 
 
-def register_interactions(app: AsyncApp, s: Any) -> None:
+def register_interactions(app: AsyncApp, s: BotServices) -> None:
+    """The tier, Apply, Cancel, Undo, Approve, Deny and Re-diagnose buttons and the
+    confirmation modal on ``app``; ``s.act`` must be set."""
     act = s.act
+    assert act is not None, "buttons need the action service"
 
     @app.action(TIER_ACTION)
     async def on_tier(ack: Any, body: dict[str, Any]) -> None:
@@ -195,9 +201,7 @@ def register_interactions(app: AsyncApp, s: Any) -> None:
         )
 
 
-async def _rediagnose(s: Any, node: str, *, user: str, channel: str) -> None:
-    from bot.slack.app import permitted
-
+async def _rediagnose(s: BotServices, node: str, *, user: str, channel: str) -> None:
     if await permitted(s, "diagnose", user=user, channel=channel):
         await s.diagnose.diagnose(node, channel=channel, user=user)
 

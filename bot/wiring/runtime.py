@@ -27,12 +27,13 @@ from bot.errors import ConfigError
 from bot.services.act import ActService
 from bot.services.alerts import AlertService
 from bot.services.background import Background
+from bot.services.chatops import BotServices, report_malformed
 from bot.services.diagnose import DiagnoseService
 from bot.services.history import HistoryService
 from bot.services.locales import LocaleChooser
 from bot.services.operations import IncidentOps
 from bot.services.ports import KubePort
-from bot.slack.app import BotServices, build_app, report_malformed
+from bot.slack.bolt import build_app
 from bot.slack.chatting import SlackChat
 from bot.slack.edge import Malformed, SlackEdge
 from bot.store.storing import Store
@@ -118,7 +119,10 @@ def _edge(app: AsyncApp, services: BotServices, secret: str | None) -> SlackEdge
         raise ConfigError("GPUNODE_SLACK__SIGNING_SECRET is required in HTTP mode")
 
     def on_malformed(m: Malformed) -> None:
-        services.bg.spawn(report_malformed(services, m), name="malformed")
+        report = report_malformed(
+            services, kind=f"slack.{m.kind}", user=m.user, channel=m.channel, problem=m.problem
+        )
+        services.bg.spawn(report, name="malformed")
 
     return SlackEdge(app, signing_secret=secret, on_malformed=on_malformed)
 

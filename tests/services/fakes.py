@@ -154,6 +154,12 @@ class FakeKube:
             update={"node": self.node, "pods": list(self.pods.values())}, deep=True
         )
 
+    async def get_node(self, node: str) -> NodeInfo:
+        await self._enter("get_node", node)
+        if node != self.node.name:
+            raise NotFoundError(f"node {node} not found; check the name (`kubectl get nodes`)")
+        return self.node.model_copy(deep=True)
+
     async def list_gpu_nodes(self) -> list[NodeInfo]:
         await self._enter("list_gpu_nodes")
         return [self.node, *(NodeInfo(name=n) for n in self.extra_nodes)]
@@ -168,7 +174,7 @@ class FakeKube:
             *(NodeLoad(node=NodeInfo(name=n)) for n in self.extra_nodes),
         ]
 
-    async def run_diagnostic(self, node: str) -> EvidenceBundle:
+    async def run_diagnostic(self, node: str, *, known: NodeInfo | None = None) -> EvidenceBundle:
         await self._enter("run_diagnostic", node)
         if node != self.node.name:
             raise NotFoundError(f"node {node} not found")

@@ -8,7 +8,7 @@ import pytest
 
 from bot.cli import main
 from bot.cli.diagnose import analyze_files, diagnose_node
-from bot.core.cluster import ClusterView
+from bot.core.cluster import ClusterView, NodeInfo
 from bot.core.evidence import EvidenceBundle
 from bot.core.thresholds import DEFAULT
 from bot.errors import CollectorError, NotFoundError, UsageError
@@ -89,22 +89,28 @@ class FakeKube:
         self.view = ClusterView.model_validate_json(Path(CLUSTER).read_text())
         self.bundle = EvidenceBundle.model_validate_json(Path(EVIDENCE).read_text())
 
+    async def get_node(self, node: str) -> NodeInfo:
+        self.calls.append(f"node:{node}")
+        if node != "gpu-node-01":
+            raise NotFoundError(f"node {node} not found")
+        return self.view.node
+
     async def get_cluster_view(self, node: str) -> ClusterView:
         self.calls.append(f"view:{node}")
         if node != "gpu-node-01":
             raise NotFoundError(f"node {node} not found")
         return self.view
 
-    async def run_diagnostic(self, node: str) -> EvidenceBundle:
+    async def run_diagnostic(self, node: str, *, known: NodeInfo | None = None) -> EvidenceBundle:
         self.calls.append(f"diag:{node}")
         return self.bundle
 
 
-async def test_diagnose_reads_the_view_then_runs_the_job_and_renders() -> None:
+async def test_diagnose_checks_the_node_runs_the_job_then_reads_the_view_and_renders() -> None:
     kube = FakeKube()
     now = datetime(2026, 3, 14, 9, 31, tzinfo=UTC)
     out = await diagnose_node(kube, "gpu-node-01", "text", thresholds=DEFAULT, now=now)
-    assert kube.calls == ["view:gpu-node-01", "diag:gpu-node-01"]
+    assert kube.calls == ["node:gpu-node-01", "diag:gpu-node-01", "view:gpu-node-01"]
     assert "VERDICT" in out and "age 1m" in out
 
 
@@ -112,4 +118,20 @@ async def test_diagnose_of_an_unknown_node_runs_no_job() -> None:
     kube = FakeKube()
     with pytest.raises(NotFoundError):
         await diagnose_node(kube, "nope", "json", thresholds=DEFAULT, now=datetime.now(UTC))
-    assert kube.calls == ["view:nope"]
+    assert kube.calls == ["node:nope"]
+
+
+@pytest.mark.parametrize(
+    ("node", "problem"),
+    [
+        ("GPU_Node", "lowercase"),
+        ("a" * 254, "the limit is 253"),
+    ],
+)
+def test_gpunode_diagnose_parses_the_node_with_the_slash_commands_grammar(
+    node: str, problem: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # refused before any cluster is contacted: no --server, no kubeconfig needed
+    assert main(["diagnose", node]) == 1
+    err = capsys.readouterr().err
+    assert problem in err and "gpunode diagnose NODE" in err, err

@@ -72,7 +72,7 @@ async def test_a_diagnostic_timeout_is_explained_in_the_thread(world: World) -> 
 
 
 async def test_an_unreachable_api_is_answered_without_opening_an_incident(world: World) -> None:
-    world.kube.fail("get_cluster_view", KubeUnavailableError("the API server failed (500)"))
+    world.kube.fail("get_node", KubeUnavailableError("the API server failed (500)"))
     outcome = await world.diagnose.diagnose(NODE, channel=CHANNEL, user=REQ)
     assert outcome.incident_id is None
     assert world.chat.ephemerals_for(REQ)

@@ -8,6 +8,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from bot.core.cluster import NodeInfo
 from bot.core.evidence import EvidenceBundle
 from bot.core.thresholds import DEFAULT
 from bot.prom.client import Sample
@@ -28,10 +29,10 @@ class SlowJob:
     def __getattr__(self, name: str) -> object:
         return getattr(self._kube, name)
 
-    async def run_diagnostic(self, node: str) -> EvidenceBundle:
+    async def run_diagnostic(self, node: str, *, known: NodeInfo | None = None) -> EvidenceBundle:
         started = time.monotonic()
         await asyncio.sleep(JOB_S)
-        bundle: EvidenceBundle = await self._kube.run_diagnostic(node)  # type: ignore[attr-defined]
+        bundle: EvidenceBundle = await self._kube.run_diagnostic(node, known=known)  # type: ignore[attr-defined]
         self.job = (started, time.monotonic())
         return bundle
 

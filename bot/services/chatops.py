@@ -1,0 +1,118 @@
+"""What a chat surface drives, and the role check every request passes first.
+
+``BotServices`` holds the use cases one process serves (built by ``bot.wiring.runtime``);
+the Slack package translates Slack payloads into calls on them and nothing more.
+
+``permitted``/``denied`` are closed by default: without the action service there is no
+policy to grant anything, so every request is refused (said to the user, and audited); they
+never fall open.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from bot.core.policy import Deny, Permission, authorize
+from bot.errors import GpunodeError
+from bot.render.acting import notice
+from bot.render.messages import render_notice
+from bot.services.background import Background
+from bot.services.diagnose import DiagnoseService
+from bot.services.operations import IncidentOps
+from bot.services.ports import ChatPort, KubePort
+from bot.store.models import AuditRecord
+
+if TYPE_CHECKING:
+    from bot.services.act import ActService
+
+log = logging.getLogger(__name__)
+
+#: the refusal when no policy is loaded (``permitted`` never falls open)
+NO_POLICY = (
+    "gpunode has no role policy loaded, so it refuses every request; "
+    "an admin sets actions.policy_file and restarts it"
+)
+
+
+@dataclass
+class BotServices:
+    kube: KubePort
+    store: Any
+    chat: ChatPort
+    diagnose: DiagnoseService
+    ops: IncidentOps
+    bg: Background
+    clock: Callable[[], datetime]
+    channels: frozenset[str] = frozenset()  # empty = serve every channel
+    #: the action service, which holds the role policy; None refuses every request
+    act: ActService | None = None
+
+
+async def _audit_denied(
+    s: BotServices, permission: Permission, user: str, channel: str, why: str
+) -> None:
+    await s.store.append_audit(
+        AuditRecord(
+            at=s.clock(), actor=user, action=permission, channel=channel, decision="denied",
+            detail=why,
+        )
+    )  # fmt: skip
+
+
+async def denied(s: BotServices, permission: Permission, *, user: str, channel: str) -> Deny | None:
+    """The policy's refusal of ``permission`` for ``user`` (audited), or None if allowed.
+    The caller tells the user (e.g. in a slash command's ack)."""
+    if s.act is None:
+        await _audit_denied(s, permission, user, channel, NO_POLICY)
+        return Deny(reason=NO_POLICY)
+    decision = authorize(await s.act.principal(user, channel), permission, s.act.deps.policy)
+    if isinstance(decision, Deny):
+        await _audit_denied(s, permission, user, channel, decision.reason)
+        return decision
+    return None
+
+
+async def permitted(
+    s: BotServices, permission: Permission, *, user: str, channel: str, thread_ts: str | None = None
+) -> bool:
+    """The policy's ``can_<permission>`` for ``user``; a refusal is told (ephemeral) and
+    audited. Closed by default: False when no policy is loaded."""
+    if s.act is None:
+        await _audit_denied(s, permission, user, channel, NO_POLICY)
+        locale = await s.diagnose.locales.for_person(channel, user)
+        t, blocks = notice("refused", locale, reason=NO_POLICY)
+        await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks, thread_ts=thread_ts)
+        return False
+    decision = authorize(await s.act.principal(user, channel), permission, s.act.deps.policy)
+    if isinstance(decision, Deny):
+        await s.act.deps.refuse(
+            channel, user, decision.reason, thread_ts=thread_ts,
+            audit={"action": permission, "decision": "denied"},
+        )  # fmt: skip
+        return False
+    return True
+
+
+async def report_malformed(
+    s: BotServices, *, kind: str, user: str | None, channel: str | None, problem: str
+) -> None:
+    """A signed request gpunode could not use: an audit row (action ``kind``, e.g.
+    ``slack.tier``), and the user told if known."""
+    await s.store.append_audit(
+        AuditRecord(
+            at=s.clock(), actor=user or "unknown", action=kind,
+            channel=channel or "", decision="refused", outcome="malformed_request",
+            detail=problem,
+        )
+    )  # fmt: skip
+    if user and channel:
+        locale = await s.diagnose.locales.for_person(channel, user)
+        t, blocks = render_notice("malformed_request", locale, problem=problem)
+        try:
+            await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
+        except GpunodeError as err:
+            log.warning("could not tell %s about a malformed request: %s", user, err.code)

@@ -1,0 +1,70 @@
+"""The diagnose use case, the same for every surface: the node checked, the diagnostic Job
+(with the node's Prometheus history fetched alongside), one cluster view, the analysis.
+
+Two presenters use it: ``bot.services.diagnose.DiagnoseService`` posts the result into the
+node's incident thread (Slack's ``/gpunode diagnose``, ``@gpunode diagnose``, alerts, the
+re-diagnosis after an action) and ``bot.cli.diagnose`` prints it in a terminal (text,
+Markdown, JSON or Block Kit). Both parse the command with ``bot.core.commands.parse``.
+
+Reads per diagnosis: ``check_node`` reads the node (an unknown node is answered before
+anything else happens); the Job reuses that read (``run_diagnostic(node, known=...)``); the
+cluster view is built once, after the Job, so it shows the pods as the evidence found them
+(a rollout that replaced a pod while the Job ran is seen, and no plan targets the old pod).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from bot.core.analysis import analyze
+from bot.core.cluster import ClusterView, NodeInfo
+from bot.core.evidence import EvidenceBundle
+from bot.core.findings import Diagnosis
+from bot.core.thresholds import Thresholds
+from bot.services.history import HistoryService, attach
+from bot.services.ports import KubePort
+
+
+@dataclass(frozen=True)
+class Diagnosed:
+    """What one diagnosis saw and concluded."""
+
+    view: ClusterView
+    bundle: EvidenceBundle
+    diagnosis: Diagnosis
+
+
+async def check_node(kube: KubePort, node: str) -> NodeInfo:
+    """The node as the cluster has it now. NotFoundError for an unknown node, KubeError when
+    the cluster cannot be read: nothing has been started either way."""
+    return await kube.get_node(node)
+
+
+async def run_diagnosis(
+    kube: KubePort,
+    node: NodeInfo,
+    *,
+    thresholds: Thresholds,
+    clock: Callable[[], datetime],
+    history: HistoryService | None = None,
+) -> Diagnosed:
+    """Run the diagnostic Job on ``node`` (as ``check_node`` just read it; Prometheus queried
+    alongside, bounded by its own timeout), build the cluster view, analyze, attach the
+    history.
+
+    Raises what the Job or the view raise (``KubeError`` with a reason code,
+    ``TimeoutError``); the history query is cancelled then."""
+    service = history or HistoryService(None)
+    history_task = asyncio.create_task(service.fetch(node.name, now=clock()))
+    try:
+        bundle = await kube.run_diagnostic(node.name, known=node)
+        view = await kube.get_cluster_view(node.name)
+    except BaseException:
+        history_task.cancel()
+        raise
+    diagnosis = analyze(bundle, view, thresholds=thresholds, now=clock())
+    diagnosis = attach(diagnosis, await history_task, bundle=bundle, view=view, now=clock())
+    return Diagnosed(view, bundle, diagnosis)

@@ -1,0 +1,58 @@
+"""What people write in an incident thread: replies go into the timeline, and a mention of
+gpunode (``@gpunode diagnose|timeline``, else the incident's status) is answered there.
+
+Chat platforms redeliver events: each ``event_id`` is handled once (``remember_event``).
+Messages outside an incident thread are ignored. The chat surface passes plain text (Slack's
+escaping already undone).
+"""
+
+from __future__ import annotations
+
+from bot.core.incidents import TimelineEntry
+from bot.render.messages import render_notice
+from bot.services.chatops import BotServices, permitted
+from bot.services.timelines import upload_timeline
+
+
+async def note_reply(
+    s: BotServices, *, event_id: str, channel: str, thread_ts: str, user: str, text: str, ts: str
+) -> None:
+    """A person's reply in an incident thread goes into the timeline, once per event."""
+    if not await s.store.remember_event(f"event:{event_id}", at=s.clock()):
+        return
+    incident = await s.store.find_incident_by_thread(channel, thread_ts)
+    if incident is None:
+        return
+    await s.store.append_timeline(
+        TimelineEntry(
+            incident_id=incident.id, at=s.clock(), kind="message", actor=user, text=text,
+            data={"ts": ts},
+        )
+    )  # fmt: skip
+
+
+async def mentioned(
+    s: BotServices, *, event_id: str, channel: str, thread_ts: str | None, user: str, text: str
+) -> None:
+    """``@gpunode diagnose|timeline`` inside an incident thread; anything else: its status.
+    Each needs its permission (``diagnose``, else ``view``)."""
+    if not await s.store.remember_event(f"event:{event_id}", at=s.clock()):
+        return
+    incident = await s.store.find_incident_by_thread(channel, thread_ts) if thread_ts else None
+    if incident is None:
+        return
+    words = text.lower().split()
+    if "diagnose" in words:
+        if await permitted(s, "diagnose", user=user, channel=channel, thread_ts=thread_ts):
+            await s.diagnose.diagnose(incident.node, channel=channel, user=user)
+    elif not await permitted(s, "view", user=user, channel=channel, thread_ts=thread_ts):
+        return
+    elif "timeline" in words:
+        await upload_timeline(s, incident.id, channel=channel, user=user, thread_ts=None)
+    else:
+        t, blocks = render_notice(
+            "status_list", s.diagnose.locales.for_thread(incident),
+            incidents=[{"id": incident.id, "node": incident.node, "state": incident.state,
+                        "opened_at": str(incident.opened_at)}],
+        )  # fmt: skip
+        await s.chat.post(channel, text=t, blocks=blocks, thread_ts=thread_ts)

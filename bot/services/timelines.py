@@ -1,0 +1,35 @@
+"""The timeline export into chat: an incident's postmortem draft (charts, Markdown and a
+self-contained HTML page) uploaded to its thread, and noted in its timeline.
+
+The terminal's ``gpunode timeline`` prints the same draft (``bot.cli.ops``)."""
+
+from __future__ import annotations
+
+from bot.core.incidents import TimelineEntry
+from bot.services.chatops import BotServices
+
+
+async def upload_timeline(
+    s: BotServices, incident_ref: str | None, *, channel: str, user: str, thread_ts: str | None
+) -> None:
+    """The postmortem draft of ``incident_ref`` (else of the incident whose thread
+    ``thread_ts`` is) uploaded to the incident's thread; UsageError if there is none."""
+    from bot.services.postmortem import export_postmortem, upload_postmortem
+
+    incident = await s.ops.resolve_id(incident_ref, channel=channel, thread_ts=thread_ts)
+    cluster = str(getattr(s.kube, "cluster_name", "") or "")
+    files = await export_postmortem(
+        s.store, s.chat.user_name, incident, cluster=cluster, now=s.clock(),
+        locale=s.diagnose.locales.for_thread(incident),  # the thread's own language
+    )  # fmt: skip
+    names = await upload_postmortem(s.chat, incident, files)
+    await s.store.append_timeline(
+        TimelineEntry(
+            incident_id=incident.id,
+            at=s.clock(),
+            kind="note",
+            actor=user,
+            text="postmortem draft exported",
+            data={"files": names},
+        )
+    )
