@@ -259,7 +259,13 @@ def test_the_action_flow_fits_slack_with_cjk_names(cjk_diagnosis: Diagnosis, loc
     for name, value in rendered.items():
         if name.endswith(".modal"):
             view: dict[str, Any] = value  # type: ignore[assignment]
-            assert len(view["title"]["text"]) <= 24 and len(view["submit"]["text"]) <= 24
+            assert all(len(view[k]["text"]) <= 24 for k in ("title", "submit", "close"))
+            if locale != DEFAULT_LOCALE:  # every word of the modal's frame is translated
+                english: dict[str, Any] = every_message(  # type: ignore[assignment]
+                    cjk_diagnosis, None, None, DEFAULT_LOCALE, strict=False
+                )[name]
+                for k in ("title", "submit", "close"):
+                    assert view[k]["text"] != english[k]["text"], k
 
 
 # --- mrkdwn escaping is the same in every locale -------------------------------------------
