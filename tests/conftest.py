@@ -79,3 +79,7 @@ async def kube_call(
             return resp.status, json.loads(text)
         except ValueError:
             return resp.status, text
+
+
+# the PostgreSQL server (session) and a fresh database per test: tests/pgserver.py
+from tests.pgserver import pg_dsn, pg_server  # noqa: E402, F401

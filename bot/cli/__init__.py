@@ -4,6 +4,7 @@
   ``python -m bot``); each subcommand's module is imported only when it runs;
 - ``bot.cli.diagnose``: ``gpunode diagnose`` (live) and ``gpunode analyze`` (offline);
 - ``bot.cli.ops``: ``status | top | timeline | resolve | help``, the slash command's grammar;
+- ``bot.cli.prevent``: ``gpunode prevent NODE [--out DIR]`` (the prevention kit);
 - ``bot.cli.audit``: ``gpunode audit`` (print or verify the audit log);
 - ``bot.cli.common``: cluster settings from the command line, shared by the above.
 

@@ -15,14 +15,13 @@ import asyncio
 import json
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TextIO
 
 from bot.config import load_settings
 from bot.core.durations import parse_duration
-from bot.errors import StoreError
 from bot.store import AuditRecord, Store
 from bot.store.audit_chain import ChainReport
+from bot.store.engines import require_existing
 
 _COLUMNS = ("at", "actor", "action", "decision", "outcome", "incident", "channel", "detail")
 
@@ -81,12 +80,7 @@ def main(
 ) -> int:
     """Entry point of ``gpunode audit``; ``now`` and ``out`` are for tests."""
     settings = load_settings(config_file=getattr(args, "config", None))
-    path = settings.store.path
-    if path != ":memory:" and not Path(path).expanduser().exists():
-        raise StoreError(
-            f"no incident store at {path}; set store.path (GPUNODE_STORE__PATH) to the "
-            "bot's database file"
-        )
+    path = require_existing(settings.store.target)
     stream = out or sys.stdout
     if getattr(args, "verify", False):
         report = asyncio.run(_verify(path))

@@ -78,6 +78,19 @@ def build_parser() -> argparse.ArgumentParser:
     _cluster_args(p)
     p.set_defaults(handler="bot.cli.diagnose:diagnose_main")
 
+    p = sub.add_parser(
+        "prevent", help="the prevention kit for a node: print it, or write its files (--out)"
+    )
+    p.add_argument("node")
+    p.add_argument(
+        "--out", metavar="DIR", help="write each manifest and README.md into DIR (created)"
+    )
+    p.add_argument(
+        "--force", action="store_true", help="with --out: overwrite an earlier kit's files"
+    )
+    _cluster_args(p)
+    p.set_defaults(handler="bot.cli.prevent:main")
+
     p = sub.add_parser("analyze", help="analyze a saved evidence bundle offline")
     p.add_argument("evidence", help="EvidenceBundle JSON file (from `gpunode collect`)")
     p.add_argument("--cluster", help="ClusterView JSON file")

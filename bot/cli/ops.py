@@ -13,17 +13,16 @@ import asyncio
 import getpass
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 
 from bot.cli.common import gateway_from_args
 from bot.config import load_settings
 from bot.core import commands
 from bot.core.locales import choose_locale
-from bot.errors import StoreError
 from bot.render.cli_text import line
 from bot.render.help import help_text
 from bot.services.operations import IncidentOps, top_nodes
 from bot.services.postmortem import export_postmortem
+from bot.store.engines import require_existing
 from bot.store.storing import Store
 
 
@@ -32,13 +31,7 @@ async def _as_is(user_id: str) -> str:
 
 
 def _store_path(args: argparse.Namespace) -> str:
-    path = load_settings(config_file=getattr(args, "config", None)).store.path
-    if path != ":memory:" and not Path(path).expanduser().exists():
-        raise StoreError(
-            f"no incident store at {path}; set store.path (GPUNODE_STORE__PATH) to the bot's "
-            "database file"
-        )
-    return path
+    return require_existing(load_settings(config_file=getattr(args, "config", None)).store.target)
 
 
 async def _incident_cmd(cmd: commands.Command, path: str, *, lang: str | None = None) -> str:

@@ -30,6 +30,11 @@ class Diagnose(_Command):
     node: str
 
 
+class Prevent(_Command):
+    verb: Literal["prevent"] = "prevent"
+    node: str
+
+
 class Status(_Command):
     verb: Literal["status"] = "status"
     node: str | None = None
@@ -56,12 +61,17 @@ class Help(_Command):
 
 
 Command = Annotated[
-    Diagnose | Status | Top | Timeline | Resolve | Help, Field(discriminator="verb")
+    Diagnose | Prevent | Status | Top | Timeline | Resolve | Help, Field(discriminator="verb")
 ]
 
 # verb -> (arguments, one-line description). The grammar's own documentation.
 _VERBS: dict[str, tuple[str, str]] = {
     "diagnose": ("NODE", "collect memory and GPU evidence on NODE and open or join its incident"),
+    "prevent": (
+        "NODE",
+        "the prevention kit for NODE (quota, limits, kubelet, descheduler, alerts) with the "
+        "evidence behind every value",
+    ),
     "status": ("[NODE]", "list open incidents, or the open incident of NODE"),
     "top": ("", "rank GPU nodes by memory pressure"),
     "timeline": (
@@ -156,7 +166,7 @@ def _at_most(verb: str, words: list[str], count: int, prog: str) -> None:
 
 def parse(
     text: str, *, prog: str = DEFAULT_PROG
-) -> Diagnose | Status | Top | Timeline | Resolve | Help:
+) -> Diagnose | Prevent | Status | Top | Timeline | Resolve | Help:
     """Parse one command line (without the ``/gpunode`` prefix). Empty text means ``help``."""
     words = text.split()
     if not words:
@@ -174,6 +184,11 @@ def parse(
             raise UsageError("diagnose needs a node name", usage=usage(verb, prog=prog))
         _at_most(verb, args, 1, prog)
         return Diagnose(node=parse_node_name(args[0], verb=verb, prog=prog))
+    if verb == "prevent":
+        if not args:
+            raise UsageError("prevent needs a node name", usage=usage(verb, prog=prog))
+        _at_most(verb, args, 1, prog)
+        return Prevent(node=parse_node_name(args[0], verb=verb, prog=prog))
     if verb == "status":
         _at_most(verb, args, 1, prog)
         return Status(node=parse_node_name(args[0], verb=verb, prog=prog) if args else None)

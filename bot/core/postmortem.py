@@ -27,7 +27,7 @@ from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.history import Marker
 from bot.core.incidents import Incident, TimelineEntry
-from bot.core.prevention import PreventionParams
+from bot.core.prevention import KitSource, PreventionParams
 
 BOT_ACTORS = frozenset({"gpunode", "alertmanager", ""})
 SAME_RECORD = timedelta(minutes=2)
@@ -118,6 +118,9 @@ class Postmortem(_Model):
     actions: list[ActionSummary] = Field(default_factory=list)
     participants: list[str] = Field(default_factory=list)
     prevention: PreventionParams | None = None
+    prevention_source: KitSource | None = Field(
+        None, description="which stored evidence the kit was computed from"
+    )
     timeline: list[TimelineRow] = Field(default_factory=list)
 
     @property
@@ -227,6 +230,7 @@ def build_postmortem(
     cluster: str,
     now: datetime,
     prevention: PreventionParams | None = None,
+    prevention_source: KitSource | None = None,
 ) -> Postmortem:
     """The postmortem draft (see the module docstring). ``names``: user id -> display name."""
     snaps = sorted(snapshots, key=lambda s: s.at)
@@ -284,6 +288,7 @@ def build_postmortem(
         actions=summaries,
         participants=participants,
         prevention=prevention,
+        prevention_source=prevention_source,
         timeline=[
             TimelineRow(
                 at=e.at, kind=e.kind, actor=_name(names, e.actor), text=e.text, data=dict(e.data)

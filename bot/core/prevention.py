@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -56,6 +58,20 @@ class KubeletSettings(_Model):
 class LimitRangeDefaults(_Model):
     default_request_memory: str
     default_limit_memory: str
+    median_request_bytes: int | None = Field(
+        None, description="median memory request of the node's pods; None: no pod requests any"
+    )
+    pods_with_requests: int = Field(0, description="pods the median is taken over")
+
+
+class KitSource(_Model):
+    """Where the kit's numbers were read (so a reader knows how fresh they are): the cluster
+    view stored with an incident's latest diagnosis (``snapshot``), or the node as read from
+    the API server just now (``live``). ``at`` is passed in: the core reads no clock."""
+
+    kind: Literal["snapshot", "live"]
+    at: datetime | None = None
+    incident: str | None = None
 
 
 class PreventionParams(_Model):
@@ -67,6 +83,14 @@ class PreventionParams(_Model):
     limit_range: LimitRangeDefaults
     slab_alert_ratio: float = 0.3
     available_alert_ratio: float = 0.05
+    #: LowNodeUtilization percentages of allocatable (by requests): the descheduler
+    #: README's example values, a starting point rather than anything measured here
+    descheduler_thresholds: dict[str, int] = Field(
+        default_factory=lambda: {"cpu": 20, "memory": 40, "pods": 20}
+    )
+    descheduler_targets: dict[str, int] = Field(
+        default_factory=lambda: {"cpu": 60, "memory": 70, "pods": 60}
+    )
 
 
 def _bytes(text: str | None) -> int:
@@ -163,5 +187,7 @@ def prevention_params(view: ClusterView) -> PreventionParams:
         limit_range=LimitRangeDefaults(
             default_request_memory=gibibytes(median),
             default_limit_memory=gibibytes(median * 2),
+            median_request_bytes=requests[len(requests) // 2] if requests else None,
+            pods_with_requests=len(requests),
         ),
     )

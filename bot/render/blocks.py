@@ -37,6 +37,8 @@ FALLBACK_TEXT = 3000
 FACTS_PER_POINT = 4
 ACTION_IDS = {1: "gpunode_tier1", 2: "gpunode_tier2", 3: "gpunode_tier3"}
 BUTTON_STYLES = {1: "danger", 2: "primary", 3: "danger"}
+#: the button under the evidence that shares the prevention kit (value: the incident id)
+PREVENTION_ACTION = "gpunode_prevention"
 
 
 def _m(name: str, locale: str) -> Any:
@@ -163,8 +165,21 @@ def evidence_message(
         ]
         blocks += pack(_s(t.findings_title, view), lines)
     tail = [context(_s(t.unverified, view))] if view.unverified else []
+    if incident:
+        tail.append(_prevention_button(incident, locale))
     blocks = fit(blocks, _s(t.pointer, incident, view.node), tail=tail)
     return truncate(_s(t.fallback, view, verdict), FALLBACK_TEXT), blocks
+
+
+def _prevention_button(incident: str, locale: str) -> Block:
+    label = truncate(_s(_m("prevention", locale).button), 75)
+    button = {
+        "type": "button",
+        "action_id": PREVENTION_ACTION,
+        "text": {"type": "plain_text", "text": label},
+        "value": incident,
+    }
+    return {"type": "actions", "block_id": "gpunode_prevention", "elements": [button]}
 
 
 def talking_points_message(

@@ -20,7 +20,7 @@ import jinja2
 from bot.core.findings import Diagnosis
 from bot.core.postmortem import Postmortem, Snapshot
 from bot.render import environment, filters
-from bot.render.prevention import render_prevention_files
+from bot.render.prevention import render_prevention_files, source_line
 from bot.render.sentences import Fmt, sentence
 from bot.render.views import build_view
 
@@ -87,10 +87,20 @@ def _points(snap: Snapshot | None, fmt: Fmt, locale: str) -> dict[str, list[str]
 
 def context(pm: Postmortem, *, fmt: Fmt, locale: str = "en") -> dict[str, Any]:
     """Template context shared by both formats (sentences pre-rendered in ``fmt``)."""
-    kit = render_prevention_files(pm.prevention, locale=locale) if pm.prevention is not None else {}
+    kit = (
+        render_prevention_files(pm.prevention, locale=locale, source=pm.prevention_source)
+        if pm.prevention is not None
+        else {}
+    )
+    kit_source = (
+        source_line(pm.prevention, pm.prevention_source, fmt=fmt, locale=locale)
+        if pm.prevention is not None
+        else ""
+    )
     return {
         "pm": pm,
         "kit": kit,
+        "kit_source": kit_source,
         "start": _evidence(pm.start, fmt, locale),
         "end": _evidence(pm.end, fmt, locale),
         "points": _points(pm.start, fmt, locale),

@@ -103,6 +103,7 @@ class ActService:
         """Expire approval requests nobody answered in time (run periodically)."""
         return await approving.expire_overdue(self.deps)
 
-    async def reconcile_interrupted(self) -> int:
-        """At start: report actions a previous process left claimed or running."""
-        return await reconciling.reconcile_interrupted(self.deps)
+    async def reconcile_interrupted(self, *, orphaned_before: datetime | None = None) -> int:
+        """Report actions a stopped process left claimed or running (``orphaned_before``:
+        only those of replicas not alive since then)."""
+        return await reconciling.reconcile_interrupted(self.deps, orphaned_before=orphaned_before)

@@ -136,6 +136,17 @@ class ChatPort(Protocol):
     ) -> None:
         """Share a file (text or bytes, e.g. a PNG chart) into the channel or thread."""
 
+    async def upload_files(
+        self,
+        channel: str,
+        thread_ts: str | None,
+        *,
+        files: list[tuple[str, str, str]],
+        comment: str,
+    ) -> None:
+        """Share several text files, given as ``(filename, title, content)``, as one message
+        with ``comment`` as its text (one ``files.completeUploadExternal``)."""
+
     async def open_view(self, trigger_id: str, view: dict[str, object]) -> str:
         """Open a modal; return its view id."""
 

@@ -21,7 +21,7 @@ from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.incidents import Incident, TimelineEntry
 from bot.core.postmortem import BOT_ACTORS, ActionInput, Postmortem, Snapshot, build_postmortem
-from bot.core.prevention import prevention_params
+from bot.core.prevention import KitSource, prevention_params
 from bot.render.postmortem import render_postmortem_html, render_postmortem_markdown
 from bot.services.ports import ChatPort
 
@@ -99,11 +99,13 @@ async def export_postmortem(
     ids = {incident.opened_by, *(e.actor for e in entries)}
     ids |= {a.requester for a in actions} | {u for a in actions for u in a.approvers}
     names = await _names(user_name, ids)
-    views = [v for _, v in rows if v is not None]
+    views = [(s.at, v) for s, v in rows if v is not None]
+    # the kit from the latest stored cluster view, labelled with it (bot.services.prevention)
+    source = KitSource(kind="snapshot", at=views[-1][0], incident=incident.id) if views else None
     pm = build_postmortem(
         incident, entries, snapshots=[s for s, _ in rows], actions=actions, names=names,
         cluster=cluster, now=now,
-        prevention=prevention_params(views[-1]) if views else None,
+        prevention=prevention_params(views[-1][1]) if views else None, prevention_source=source,
     )  # fmt: skip
     pngs = await asyncio.to_thread(_charts, pm, entries) if charts else {}
     chart_names = {k: f"{incident.id}-postmortem-{k}.png" for k in pngs}

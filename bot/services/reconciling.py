@@ -1,4 +1,5 @@
-"""At start: report actions a previous process left ``claimed`` or ``running``.
+"""Report actions a stopped process left ``claimed`` or ``running`` (at start, or on the
+leader when another replica stopped).
 
 A crash between the claim and the recorded result leaves the cluster in an unknown state.
 Nothing is retried automatically (the world may have moved); each such action is marked
@@ -10,6 +11,7 @@ claimed or running.
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 
 from bot.core.actions import ActionPlan
 from bot.errors import GpunodeError, KubeError
@@ -19,10 +21,12 @@ from bot.services.acting import ActDeps, plan_of_record
 log = logging.getLogger(__name__)
 
 
-async def reconcile_interrupted(d: ActDeps) -> int:
-    """Number of interrupted actions found (and reported)."""
+async def reconcile_interrupted(d: ActDeps, *, orphaned_before: datetime | None = None) -> int:
+    """Number of interrupted actions found (and reported). ``orphaned_before``: with several
+    replicas, only actions whose claimer has not been alive since then (bot/services/
+    leading.py); the leader runs this when it takes over and then periodically."""
     count = 0
-    for record in await d.store.interrupted_actions():
+    for record in await d.store.interrupted_actions(orphaned_before=orphaned_before):
         count += 1
         plan = plan_of_record(record)
         observed = await observe(d, plan)

@@ -24,6 +24,7 @@ from bot.render.messages import render_notice
 from bot.services import chatops, threads
 from bot.services.chatops import BotServices
 from bot.services.operations import top_nodes
+from bot.services.prevention import prevent_node
 from bot.services.timelines import upload_timeline
 from bot.slack.payloads import slack_unescape
 
@@ -85,7 +86,7 @@ def _register_commands(app: AsyncApp, s: BotServices) -> None:
 def canonical(cmd: commands.Command) -> str:
     """The command as gpunode understood it (validated words only: never the raw text)."""
     words: list[str] = [cmd.verb]
-    if isinstance(cmd, commands.Diagnose):
+    if isinstance(cmd, commands.Diagnose | commands.Prevent):
         words.append(cmd.node)
     elif isinstance(cmd, commands.Timeline | commands.Resolve) and cmd.incident:
         words.append(cmd.incident)
@@ -113,6 +114,10 @@ async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> None:
             return
         if isinstance(cmd, commands.Diagnose):
             await s.diagnose.diagnose(cmd.node, channel=channel, user=user)
+        elif isinstance(cmd, commands.Prevent):
+            await prevent_node(
+                s.kube, s.store, s.chat, cmd.node, channel=channel, user=user, now=s.clock()
+            )
         elif isinstance(cmd, commands.Top):
             ranks = await top_nodes(s.kube)
             rows = [dataclasses.asdict(r) for r in ranks]

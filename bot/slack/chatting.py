@@ -124,6 +124,26 @@ class SlackChat:
         except _FAILURES as exc:
             raise _fail("files.upload", exc) from exc
 
+    async def upload_files(
+        self,
+        channel: str,
+        thread_ts: str | None,
+        *,
+        files: list[tuple[str, str, str]],
+        comment: str,
+    ) -> None:
+        """``files_upload_v2`` with ``file_uploads``: one ``files.getUploadURLExternal`` and
+        one POST per file, then a single ``files.completeUploadExternal`` sharing them all
+        in one message whose text is ``comment``."""
+        uploads = [{"filename": n, "title": t, "content": c} for n, t, c in files]
+        try:
+            await self._client.files_upload_v2(
+                channel=channel, thread_ts=thread_ts, file_uploads=uploads,
+                initial_comment=comment,
+            )  # fmt: skip
+        except _FAILURES as exc:
+            raise _fail("files.upload", exc) from exc
+
     async def open_view(self, trigger_id: str, view: dict[str, Any]) -> str:
         try:
             resp = await self._client.views_open(trigger_id=trigger_id, view=view)

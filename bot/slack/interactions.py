@@ -22,7 +22,9 @@ from pydantic import TypeAdapter, ValidationError
 from slack_bolt.async_app import AsyncApp
 
 from bot.render.acting import APPLY, APPROVE, CANCEL, CONFIRM_CALLBACK, DENY, REDIAGNOSE, UNDO
+from bot.render.blocks import PREVENTION_ACTION
 from bot.services.chatops import BotServices, permitted, report_malformed
+from bot.services.prevention import prevention_button
 from bot.slack.payloads import (
     BlockActions,
     ConfirmMeta,
@@ -186,6 +188,20 @@ def register_interactions(app: AsyncApp, s: BotServices) -> None:
     app.action(UNDO)(_background("undo", "undo"))
     app.action(APPROVE)(_background("approve", "vote", yes=True))
     app.action(DENY)(_background("deny", "vote", yes=False))
+
+    @app.action(PREVENTION_ACTION)
+    async def on_prevention(ack: Any, body: dict[str, Any]) -> None:
+        await ack()
+        click = _click(s, body, "prevention")
+        if click is None:
+            return
+        incident = _button_value(s, click, "prevention", RecordId)
+        if incident is None:
+            return
+        s.bg.spawn(
+            prevention_button(s, incident, user=click.user.id, channel=click.channel_id),
+            name="prevention",
+        )
 
     @app.action(REDIAGNOSE)
     async def on_rediagnose(ack: Any, body: dict[str, Any]) -> None:

@@ -1,5 +1,9 @@
 """The audit log as a hash chain (sync; called on the store's thread or by a migration).
 
+One chain whatever writes to it: ``insert`` runs inside the caller's ``transaction(lock=
+"audit")``, which serialises appends across connections and processes (SQLite's write lock;
+PostgreSQL's advisory lock), so two replicas never both append after the same head.
+
 Each row stores ``prev_hash`` (the previous row's ``row_hash``; ``GENESIS`` for the first)
 and ``row_hash = sha256(prev_hash || canonical JSON of the row's own columns, id included)``.
 ``audit_head`` keeps the newest row's id and hash, so removing rows at the end shows too.
@@ -9,7 +13,8 @@ What ``verify`` detects, and how:
 - a deleted row: the next row's ``prev_hash`` no longer matches (or the head does);
 - a forged INSERT (back-dated or not) without the chain: ``audit_chained`` refuses it, and a
   row forged with made-up hashes breaks the chain at that row;
-- a dropped trigger (``audit_no_update``, ``audit_no_delete``, ``audit_chained``): named.
+- a dropped (or, in PostgreSQL, disabled) trigger (``audit_no_update``, ``audit_no_delete``,
+  ``audit_chained``): named.
 A forger who can write the file and recompute every later hash is out of reach of any check
 inside the same file: the optional export of each row to the log stream keeps a copy outside.
 """
@@ -18,9 +23,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bot.store.db import Db
 
 GENESIS = "0" * 64
 #: the columns a row's hash covers, in this order (``row_hash`` itself excluded)
@@ -53,7 +60,7 @@ def row_digest(values: dict[str, Any]) -> str:
     return hashlib.sha256(f"{values.get('prev_hash')}\n{body}".encode()).hexdigest()
 
 
-def _head(conn: sqlite3.Connection) -> tuple[int, str]:
+def _head(conn: Db) -> tuple[int, str]:
     row = conn.execute("SELECT last_id, last_hash FROM audit_head WHERE id = 1").fetchone()
     last = conn.execute("SELECT COALESCE(MAX(id), 0) FROM audit").fetchone()[0]
     if row is None:
@@ -61,7 +68,7 @@ def _head(conn: sqlite3.Connection) -> tuple[int, str]:
     return max(int(row[0]), int(last)), str(row[1])
 
 
-def _set_head(conn: sqlite3.Connection, last_id: int, last_hash: str) -> None:
+def _set_head(conn: Db, last_id: int, last_hash: str) -> None:
     conn.execute(
         "INSERT INTO audit_head (id, last_id, last_hash) VALUES (1, ?, ?) "
         "ON CONFLICT(id) DO UPDATE SET last_id=excluded.last_id, last_hash=excluded.last_hash",
@@ -69,19 +76,22 @@ def _set_head(conn: sqlite3.Connection, last_id: int, last_hash: str) -> None:
     )
 
 
-def insert(conn: sqlite3.Connection, values: dict[str, Any]) -> tuple[int, str, str]:
+def insert(conn: Db, values: dict[str, Any]) -> tuple[int, str, str]:
     """Append one row after the head; the caller holds the write transaction.
 
     ``values``: the row's columns except id and the hashes. Returns (id, prev, row hash)."""
     last_id, prev = _head(conn)
-    row = dict(values) | {"id": last_id + 1, "prev_hash": prev}
+    row_id = last_id + 1
+    if conn.dialect.next_audit_id_sql is not None:
+        row_id = max(row_id, int(conn.execute(conn.dialect.next_audit_id_sql).fetchone()[0]))
+    row = dict(values) | {"id": row_id, "prev_hash": prev}
     digest = row_digest(row)
     conn.execute(_INSERT, [row.get(c) for c in HASHED_COLUMNS] + [digest])
     _set_head(conn, row["id"], digest)
     return row["id"], prev, digest
 
 
-def chain_existing(conn: sqlite3.Connection) -> None:
+def chain_existing(conn: Db) -> None:
     """Migration step: chain the rows written before the chain existed, oldest first."""
     prev = GENESIS
     last = 0
@@ -109,12 +119,9 @@ class ChainReport:
         return not self.problem
 
 
-def verify(conn: sqlite3.Connection) -> ChainReport:
+def verify(conn: Db) -> ChainReport:
     """Walk the chain oldest first; stop at the first row that does not hold."""
-    present = {
-        str(r[0])
-        for r in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'").fetchall()
-    }
+    present = {str(r[0]) for r in conn.execute(conn.dialect.audit_triggers_sql).fetchall()}
     missing = [t for t in TRIGGERS if t not in present]
     if missing:
         return ChainReport(0, None, f"trigger {', '.join(missing)} was dropped")

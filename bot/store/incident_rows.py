@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from datetime import datetime
 from typing import Any
 
@@ -18,8 +17,9 @@ from bot.core.incidents import (
     start_mitigation,
 )
 from bot.errors import StoreError
+from bot.store.db import Db, Row
 from bot.store.models import EvidenceSnapshot
-from bot.store.sqlite import dumps, loads, parse_ts, transaction, ts
+from bot.store.values import dumps, loads, parse_ts, ts
 
 _SELECT_INCIDENTS = (
     "SELECT id, number, node, channel, thread_ts, root_ts, state, opened_at, resolved_at, "
@@ -27,14 +27,14 @@ _SELECT_INCIDENTS = (
 )
 
 
-def _incident(row: sqlite3.Row) -> Incident:
+def _incident(row: Row) -> Incident:
     data = dict(row)
     data["opened_at"] = parse_ts(data["opened_at"])
     data["resolved_at"] = parse_ts(data["resolved_at"])
     return Incident.model_validate(data)
 
 
-def _insert_incident(conn: sqlite3.Connection, incident: Incident) -> None:
+def _insert_incident(conn: Db, incident: Incident) -> None:
     conn.execute(
         "INSERT INTO incidents (id, number, node, channel, thread_ts, root_ts, state, opened_at, "
         "resolved_at, opened_by, alert_fingerprint, resolution_note, locale) "
@@ -57,7 +57,7 @@ def _insert_incident(conn: sqlite3.Connection, incident: Incident) -> None:
     )
 
 
-def save_incident(conn: sqlite3.Connection, incident: Incident) -> None:
+def save_incident(conn: Db, incident: Incident) -> None:
     """Write back an incident changed by a core transition (state, thread, note)."""
     cur = conn.execute(
         "UPDATE incidents SET channel=?, thread_ts=?, root_ts=?, state=?, resolved_at=?, "
@@ -77,16 +77,17 @@ def save_incident(conn: sqlite3.Connection, incident: Incident) -> None:
         raise StoreError(f"no incident {incident.id} in the store; was it opened here?")
 
 
-def insert_timeline(conn: sqlite3.Connection, entry: TimelineEntry) -> int:
+def insert_timeline(conn: Db, entry: TimelineEntry) -> int:
     cur = conn.execute(
-        "INSERT INTO timeline (incident_id, at, kind, actor, text, data) VALUES (?,?,?,?,?,?)",
+        "INSERT INTO timeline (incident_id, at, kind, actor, text, data) VALUES (?,?,?,?,?,?) "
+        "RETURNING seq",
         (entry.incident_id, ts(entry.at), entry.kind, entry.actor, entry.text, dumps(entry.data)),
     )
-    return int(cur.lastrowid or 0)
+    return int(cur.fetchone()[0])
 
 
 def open_or_join(
-    conn: sqlite3.Connection,
+    conn: Db,
     node: str,
     channel: str,
     *,
@@ -96,8 +97,12 @@ def open_or_join(
     locale: str = "en",
 ) -> tuple[Incident, bool]:
     """Join the node's open incident or open the next one, in one write transaction.
-    ``locale`` is kept by a new incident only: a joined thread keeps its own."""
-    with transaction(conn):
+
+    Serialised with every other incident numbering (lock ``incidents``), so two replicas
+    diagnosing one node join one incident and two nodes never get the same number; the
+    partial unique index ``incidents_open_node`` backs this up. ``locale`` is kept by a new
+    incident only: a joined thread keeps its own."""
+    with conn.transaction(lock="incidents"):
         rows = conn.execute(
             _SELECT_INCIDENTS + " WHERE node=? AND state!='resolved'",
             (node,),
@@ -120,19 +125,19 @@ def open_or_join(
         return incident, True
 
 
-def get_incident(conn: sqlite3.Connection, incident_id: str) -> Incident | None:
+def get_incident(conn: Db, incident_id: str) -> Incident | None:
     row = conn.execute(_SELECT_INCIDENTS + " WHERE id=?", (incident_id,)).fetchone()
     return _incident(row) if row else None
 
 
-def require_incident(conn: sqlite3.Connection, incident_id: str) -> Incident:
+def require_incident(conn: Db, incident_id: str) -> Incident:
     incident = get_incident(conn, incident_id)
     if incident is None:
         raise StoreError(f"no incident {incident_id}; `status` lists the open incidents")
     return incident
 
 
-def find_by_thread(conn: sqlite3.Connection, channel: str, thread_ts: str) -> Incident | None:
+def find_by_thread(conn: Db, channel: str, thread_ts: str) -> Incident | None:
     row = conn.execute(
         _SELECT_INCIDENTS
         + " WHERE channel=? AND (thread_ts=? OR root_ts=?) ORDER BY number DESC LIMIT 1",
@@ -141,12 +146,12 @@ def find_by_thread(conn: sqlite3.Connection, channel: str, thread_ts: str) -> In
     return _incident(row) if row else None
 
 
-def incidents_for_node(conn: sqlite3.Connection, node: str) -> list[Incident]:
+def incidents_for_node(conn: Db, node: str) -> list[Incident]:
     rows = conn.execute(_SELECT_INCIDENTS + " WHERE node=? ORDER BY number", (node,)).fetchall()
     return [_incident(r) for r in rows]
 
 
-def open_incidents(conn: sqlite3.Connection, node: str | None = None) -> list[Incident]:
+def open_incidents(conn: Db, node: str | None = None) -> list[Incident]:
     sql = _SELECT_INCIDENTS + " WHERE state!='resolved'"
     params: tuple[Any, ...] = ()
     if node is not None:
@@ -156,7 +161,7 @@ def open_incidents(conn: sqlite3.Connection, node: str | None = None) -> list[In
 
 
 def set_state(
-    conn: sqlite3.Connection,
+    conn: Db,
     incident_id: str,
     state: IncidentState,
     *,
@@ -165,7 +170,7 @@ def set_state(
     note: str = "",
 ) -> tuple[Incident, TimelineEntry | None]:
     """Apply a core transition and record its timeline entry (None when nothing changed)."""
-    with transaction(conn):
+    with conn.transaction(lock="incidents"):
         incident = require_incident(conn, incident_id)
         entry: TimelineEntry | None = None
         if state == "resolved":
@@ -185,7 +190,7 @@ def set_state(
         return incident, entry
 
 
-def timeline(conn: sqlite3.Connection, incident_id: str) -> list[TimelineEntry]:
+def timeline(conn: Db, incident_id: str) -> list[TimelineEntry]:
     rows = conn.execute(
         "SELECT seq, incident_id, at, kind, actor, text, data FROM timeline "
         "WHERE incident_id=? ORDER BY at, seq",
@@ -221,7 +226,7 @@ def _text(value: str | dict[str, Any] | list[Any]) -> str:
 
 
 def save_snapshot(
-    conn: sqlite3.Connection,
+    conn: Db,
     incident_id: str,
     *,
     at: datetime,
@@ -234,11 +239,11 @@ def save_snapshot(
     digest = snapshot_digest(*texts)
     cur = conn.execute(
         "INSERT INTO evidence_snapshots (incident_id, at, bundle, cluster_view, diagnosis, "
-        "sha256) VALUES (?,?,?,?,?,?)",
+        "sha256) VALUES (?,?,?,?,?,?) RETURNING id",
         (incident_id, ts(at), *texts, digest),
     )
     return EvidenceSnapshot(
-        id=int(cur.lastrowid or 0),
+        id=int(cur.fetchone()[0]),
         incident_id=incident_id,
         at=at,
         bundle_json=texts[0],
@@ -253,14 +258,14 @@ _SELECT_SNAPSHOTS = (
 )
 
 
-def snapshots(conn: sqlite3.Connection, incident_id: str) -> list[EvidenceSnapshot]:
+def snapshots(conn: Db, incident_id: str) -> list[EvidenceSnapshot]:
     rows = conn.execute(
         _SELECT_SNAPSHOTS + " WHERE incident_id=? ORDER BY at, id", (incident_id,)
     ).fetchall()
     return [_snapshot(r) for r in rows]
 
 
-def latest_snapshot(conn: sqlite3.Connection, incident_id: str) -> EvidenceSnapshot | None:
+def latest_snapshot(conn: Db, incident_id: str) -> EvidenceSnapshot | None:
     row = conn.execute(
         _SELECT_SNAPSHOTS + " WHERE incident_id=? ORDER BY at DESC, id DESC LIMIT 1",
         (incident_id,),
@@ -268,7 +273,7 @@ def latest_snapshot(conn: sqlite3.Connection, incident_id: str) -> EvidenceSnaps
     return _snapshot(row) if row else None
 
 
-def _snapshot(row: sqlite3.Row) -> EvidenceSnapshot:
+def _snapshot(row: Row) -> EvidenceSnapshot:
     return EvidenceSnapshot(
         id=row["id"],
         incident_id=row["incident_id"],
@@ -281,7 +286,7 @@ def _snapshot(row: sqlite3.Row) -> EvidenceSnapshot:
 
 
 def claim_root(
-    conn: sqlite3.Connection,
+    conn: Db,
     incident_id: str,
     claimer: str,
     *,
@@ -301,7 +306,7 @@ def claim_root(
     return cur.rowcount == 1
 
 
-def release_root(conn: sqlite3.Connection, incident_id: str, claimer: str) -> None:
+def release_root(conn: Db, incident_id: str, claimer: str) -> None:
     """The claimer could not post the root: let the next caller try at once."""
     conn.execute(
         "UPDATE incidents SET root_claimed_by=NULL, root_claimed_at=NULL "
@@ -310,14 +315,12 @@ def release_root(conn: sqlite3.Connection, incident_id: str, claimer: str) -> No
     )
 
 
-def set_thread(
-    conn: sqlite3.Connection, incident_id: str, *, root_ts: str, channel: str | None = None
-) -> Incident:
+def set_thread(conn: Db, incident_id: str, *, root_ts: str, channel: str | None = None) -> Incident:
     """The incident's root message was posted: its ts is the thread to reply in.
 
     The first ts wins: an incident whose thread is already set keeps it (a claimer whose
     claim was taken over after it went stale gets the incident back and sees the other ts)."""
-    with transaction(conn):
+    with conn.transaction(lock="incidents"):
         incident = require_incident(conn, incident_id)
         if incident.thread_ts:
             return incident

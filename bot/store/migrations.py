@@ -1,20 +1,40 @@
-"""Ordered schema migrations. Append only: never edit a released step, add the next one.
+"""Ordered schema migrations, one list for SQLite and PostgreSQL. Append only: never edit a
+released step's effect, add the next one (``migrating.apply_migrations`` applies them).
 
-``schema_version`` holds one row: the number of steps applied. A file whose version is
+Write portable SQL: TEXT/INTEGER columns, ``{serial_pk}`` for an auto-numbered key,
+``ALTER TABLE ... ADD COLUMN``, ``CREATE [UNIQUE] INDEX ... WHERE`` (partial indexes read the
+same in both). Where the engines differ (triggers), a step maps engine name to its SQL.
+``schema_version`` holds one row: the number of steps applied. A database whose version is
 higher than ``len(MIGRATIONS)`` was written by a newer gpunode and is refused, not guessed at.
 """
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from bot.store.audit_chain import chain_existing
 
-#: a step is SQL, or a function for what SQL cannot do (hashing existing rows)
-Step = str | Callable[[sqlite3.Connection], None]
+if TYPE_CHECKING:
+    from bot.store.db import Db
+
+#: a step is portable SQL, per-engine SQL (``{"sqlite": ..., "postgres": ...}``; an engine
+#: left out skips the step), or a function for what SQL cannot do (hashing existing rows)
+Step = str | Mapping[str, str] | Callable[["Db"], None]
 
 _APPEND_ONLY = "audit rows are append-only"
+_CHAINED = "audit rows are hash-chained; only gpunode writes them"
+
+
+def _refuse_trigger(name: str, when: str) -> dict[str, str]:
+    """A trigger on ``audit`` that aborts the statement (``when``: UPDATE or DELETE)."""
+    return {
+        "sqlite": f"""CREATE TRIGGER {name} BEFORE {when} ON audit
+            BEGIN SELECT RAISE(ABORT, '{_APPEND_ONLY}'); END""",
+        "postgres": f"""CREATE TRIGGER {name} BEFORE {when} ON audit
+            FOR EACH ROW EXECUTE FUNCTION audit_refuse()""",
+    }
+
 
 MIGRATIONS: tuple[tuple[Step, ...], ...] = (
     (
@@ -37,7 +57,7 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         "CREATE INDEX incidents_node ON incidents(node, number)",
         "CREATE INDEX incidents_thread ON incidents(channel, thread_ts)",
         """CREATE TABLE timeline (
-            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            seq {serial_pk},
             incident_id TEXT NOT NULL REFERENCES incidents(id),
             at TEXT NOT NULL,
             kind TEXT NOT NULL,
@@ -47,7 +67,7 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         )""",
         "CREATE INDEX timeline_incident ON timeline(incident_id, at, seq)",
         """CREATE TABLE evidence_snapshots (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            id {serial_pk},
             incident_id TEXT NOT NULL REFERENCES incidents(id),
             at TEXT NOT NULL,
             bundle TEXT NOT NULL,
@@ -77,7 +97,7 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         "CREATE INDEX actions_incident ON actions(incident_id, created_at)",
         "CREATE INDEX actions_state ON actions(state)",
         """CREATE TABLE approvals (
-            id TEXT PRIMARY KEY,
+            {rowid_column}id TEXT PRIMARY KEY,
             action_id TEXT NOT NULL,
             state TEXT NOT NULL,
             expires_at TEXT NOT NULL,
@@ -92,7 +112,7 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
             updated_at TEXT NOT NULL
         )""",
         """CREATE TABLE audit (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            id {serial_pk},
             at TEXT NOT NULL,
             actor TEXT NOT NULL,
             action TEXT NOT NULL,
@@ -107,10 +127,12 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
             detail TEXT NOT NULL DEFAULT ''
         )""",
         "CREATE INDEX audit_at ON audit(at, id)",
-        f"""CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
-            BEGIN SELECT RAISE(ABORT, '{_APPEND_ONLY}'); END""",
-        f"""CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
-            BEGIN SELECT RAISE(ABORT, '{_APPEND_ONLY}'); END""",
+        {
+            "postgres": f"""CREATE FUNCTION audit_refuse() RETURNS trigger LANGUAGE plpgsql
+                AS $$ BEGIN RAISE EXCEPTION '{_APPEND_ONLY}'; END $$"""
+        },
+        _refuse_trigger("audit_no_update", "UPDATE"),
+        _refuse_trigger("audit_no_delete", "DELETE"),
     ),
     (
         # 2: the audit log becomes a hash chain (bot/store/audit_chain.py); rows written
@@ -122,14 +144,28 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
             last_id INTEGER NOT NULL,
             last_hash TEXT NOT NULL
         )""",
-        "DROP TRIGGER audit_no_update",
+        {
+            "sqlite": "DROP TRIGGER audit_no_update",
+            "postgres": "DROP TRIGGER audit_no_update ON audit",
+        },
         chain_existing,
-        f"""CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
-            BEGIN SELECT RAISE(ABORT, '{_APPEND_ONLY}'); END""",
-        """CREATE TRIGGER audit_chained BEFORE INSERT ON audit
-            WHEN NEW.prev_hash IS NULL OR NEW.row_hash IS NULL
-            BEGIN SELECT RAISE(ABORT, 'audit rows are hash-chained; only gpunode writes them');
-            END""",
+        _refuse_trigger("audit_no_update", "UPDATE"),
+        {
+            "sqlite": f"""CREATE TRIGGER audit_chained BEFORE INSERT ON audit
+                WHEN NEW.prev_hash IS NULL OR NEW.row_hash IS NULL
+                BEGIN SELECT RAISE(ABORT, '{_CHAINED}');
+                END""",
+            "postgres": f"""CREATE FUNCTION audit_require_chain() RETURNS trigger
+                LANGUAGE plpgsql AS $$ BEGIN
+                IF NEW.prev_hash IS NULL OR NEW.row_hash IS NULL THEN
+                    RAISE EXCEPTION '{_CHAINED}';
+                END IF;
+                RETURN NEW; END $$""",
+        },
+        {
+            "postgres": """CREATE TRIGGER audit_chained BEFORE INSERT ON audit
+                FOR EACH ROW EXECUTE FUNCTION audit_require_chain()"""
+        },
     ),
     (
         # 3: the incident's root message is claimed before it is posted (claim, post, fill in
@@ -138,7 +174,15 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         "ALTER TABLE incidents ADD COLUMN root_claimed_at TEXT",
     ),
     (
-        # 4: the language an incident thread keeps (bot/core/locales.py); one portable
+        # 4: replicas sharing the store say they are alive, so the leader reconciles only
+        # the actions of replicas that stopped (bot/services/leading.py)
+        """CREATE TABLE replicas (
+            replica_id TEXT PRIMARY KEY,
+            seen_at TEXT NOT NULL
+        )""",
+    ),
+    (
+        # 5: the language an incident thread keeps (bot/core/locales.py); one portable
         # statement (SQLite and PostgreSQL alike), existing incidents stay English
         "ALTER TABLE incidents ADD COLUMN locale TEXT NOT NULL DEFAULT 'en'",
     ),

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import datetime
 
 from bot.store import audit_chain
+from bot.store.db import Db
 from bot.store.models import AuditRecord
-from bot.store.sqlite import dumps, loads, parse_ts, transaction, ts
+from bot.store.values import dumps, loads, parse_ts, ts
 
 _SELECT_AUDIT = (
     "SELECT id, at, actor, action, channel, incident_id, action_id, tier, decision, dry_run, "
@@ -15,26 +15,43 @@ _SELECT_AUDIT = (
 )
 
 
-def remember_event(conn: sqlite3.Connection, key: str, *, at: datetime) -> bool:
+def remember_event(conn: Db, key: str, *, at: datetime) -> bool:
     """True the first time ``key`` (a Slack event_id or interaction key) is seen."""
     cur = conn.execute(
-        "INSERT OR IGNORE INTO processed_events (key, at) VALUES (?, ?)", (key, ts(at))
+        "INSERT INTO processed_events (key, at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+        (key, ts(at)),
     )
     return cur.rowcount == 1
 
 
-def seen_event(conn: sqlite3.Connection, key: str) -> bool:
+def seen_event(conn: Db, key: str) -> bool:
     """Whether ``key`` was remembered (a read: it remembers nothing)."""
     return conn.execute("SELECT 1 FROM processed_events WHERE key=?", (key,)).fetchone() is not None
 
 
-def forget_events_before(conn: sqlite3.Connection, before: datetime) -> int:
+def forget_events_before(conn: Db, before: datetime) -> int:
     """Prune dedupe keys older than any retry Slack would still send."""
     return conn.execute("DELETE FROM processed_events WHERE at < ?", (ts(before),)).rowcount
 
 
+def beat(conn: Db, replica_id: str, *, at: datetime) -> None:
+    """``replica_id`` is alive at ``at`` (one upsert; the leader reads these)."""
+    conn.execute(
+        "INSERT INTO replicas (replica_id, seen_at) VALUES (?, ?) "
+        "ON CONFLICT(replica_id) DO UPDATE SET seen_at=excluded.seen_at",
+        (replica_id, ts(at)),
+    )
+
+
+def live_replicas(conn: Db, since: datetime) -> list[str]:
+    rows = conn.execute(
+        "SELECT replica_id FROM replicas WHERE seen_at >= ? ORDER BY replica_id", (ts(since),)
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
 def remember_alert_group(
-    conn: sqlite3.Connection,
+    conn: Db,
     group_key: str,
     status: str,
     *,
@@ -43,7 +60,7 @@ def remember_alert_group(
 ) -> bool:
     """True when the group is new or its status changed (firing <-> resolved); repeats of
     the same notification (Alertmanager's repeat_interval) return False."""
-    with transaction(conn):
+    with conn.transaction(lock=f"alert_group:{group_key}"):
         row = conn.execute(
             "SELECT status FROM alert_groups WHERE group_key=?", (group_key,)
         ).fetchone()
@@ -59,20 +76,20 @@ def remember_alert_group(
         return True
 
 
-def link_alert_group(conn: sqlite3.Connection, group_key: str, incident_id: str) -> None:
+def link_alert_group(conn: Db, group_key: str, incident_id: str) -> None:
     conn.execute(
         "UPDATE alert_groups SET incident_id=? WHERE group_key=?", (incident_id, group_key)
     )
 
 
-def incident_for_alert_group(conn: sqlite3.Connection, group_key: str) -> str | None:
+def incident_for_alert_group(conn: Db, group_key: str) -> str | None:
     row = conn.execute(
         "SELECT incident_id FROM alert_groups WHERE group_key=?", (group_key,)
     ).fetchone()
     return str(row["incident_id"]) if row and row["incident_id"] else None
 
 
-def append_audit(conn: sqlite3.Connection, record: AuditRecord) -> AuditRecord:
+def append_audit(conn: Db, record: AuditRecord) -> AuditRecord:
     """Append one row to the hash chain (``audit_chain``), atomically across replicas."""
     values = {
         "at": ts(record.at),
@@ -88,21 +105,20 @@ def append_audit(conn: sqlite3.Connection, record: AuditRecord) -> AuditRecord:
         "changes": dumps(record.changes) if record.changes is not None else None,
         "detail": record.detail,
     }
-    with transaction(conn):
+    with conn.transaction(lock="audit"):
         row_id, _prev, digest = audit_chain.insert(conn, values)
     return record.model_copy(update={"id": row_id, "row_hash": digest})
 
 
-def verify_audit(conn: sqlite3.Connection) -> audit_chain.ChainReport:
-    """Check the whole chain in one read transaction (a consistent snapshot)."""
-    conn.execute("BEGIN")
-    try:
+def verify_audit(conn: Db) -> audit_chain.ChainReport:
+    """Check the whole chain in one consistent snapshot: no append lands between reading
+    the rows and reading the head (SQLite: one read transaction; PostgreSQL: the chain's
+    lock, which appends wait for)."""
+    with conn.transaction(lock="audit", readonly=True):
         return audit_chain.verify(conn)
-    finally:
-        conn.execute("COMMIT")
 
 
-def audit_since(conn: sqlite3.Connection, since: datetime | None = None) -> list[AuditRecord]:
+def audit_since(conn: Db, since: datetime | None = None) -> list[AuditRecord]:
     sql = _SELECT_AUDIT
     params: tuple[str, ...] = ()
     if since is not None:

@@ -1,22 +1,19 @@
-"""The async incident store: one SQLite connection on one dedicated thread.
+"""The async incident store, on SQLite or PostgreSQL (``engines`` runs the calls).
 
-Every call hops to the store's own thread (``run_in_executor`` with a one-worker pool), so
-the event loop never blocks on disk and the connection is only ever touched by the thread
-that opened it. Several replicas may share the file: the claim, incident numbering and
-approval updates are single statements or ``BEGIN IMMEDIATE`` transactions. ``sqlite3``
-errors become ``StoreError`` here, once. The store never reads the clock: callers pass ``at``.
+Every call hops to a store thread, so the event loop never blocks on disk or network.
+Several replicas may share the database: the claims and ``remember_event`` are single
+statements, incident numbering, the audit chain and approval updates are transactions
+serialised by a named lock (``Db.transaction``). Driver errors become ``StoreError`` here,
+once. The store never reads the clock: callers pass ``at``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import sqlite3
+import re
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Awaitable, Callable
 from datetime import datetime
-from functools import partial
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -25,8 +22,10 @@ from bot.core.incidents import Incident, IncidentState, TimelineEntry
 from bot.errors import GpunodeError, StoreError
 from bot.store import action_rows, incident_rows, record_rows
 from bot.store.audit_chain import ChainReport
+from bot.store.db import Db, DbError
+from bot.store.engines import Runner, open_runner
 from bot.store.models import ActionRecord, ActionState, AuditRecord, EvidenceSnapshot
-from bot.store.sqlite import connect, dumps
+from bot.store.values import dumps
 
 T = TypeVar("T")
 audit_log = logging.getLogger("gpunode.audit")
@@ -37,27 +36,18 @@ OPEN_INCIDENTS_TTL_S = 2.0
 
 
 class Store:
-    """Open with ``await Store.open(path)``; close with ``await store.close()`` (or ``async
-    with``). ``path`` may be ``":memory:"`` for tests.
+    """Open with ``await Store.open(target)``; close with ``await store.close()`` (or
+    ``async with``). ``target``: a SQLite path (``":memory:"`` for tests, or
+    ``sqlite:///path``) or a PostgreSQL DSN (``postgresql://user@host/db``); see
+    ``engines`` for how each engine runs the calls. Writes go through the runner's writer,
+    queries through its reader; both engines run the same row functions."""
 
-    Two connections, each on its own thread: every write goes through the writer, in order;
-    queries go through a reader. In WAL mode a reader sees every committed write and never
-    waits behind a writer, so a ``/gpunode status`` answered inside Slack's 3 seconds is not
-    queued behind a large evidence snapshot being saved. (``:memory:`` has one database per
-    connection, so there the reader is the writer.)"""
-
-    def __init__(
-        self,
-        path: str,
-        executor: ThreadPoolExecutor,
-        conn: sqlite3.Connection,
-        *,
-        reader: tuple[ThreadPoolExecutor, sqlite3.Connection] | None = None,
-    ) -> None:
-        self.path = path
-        self._executor = executor
-        self._conn = conn
-        self._reader = reader
+    def __init__(self, runner: Runner) -> None:
+        self._runner = runner
+        #: the SQLite path, or the PostgreSQL DSN without its password
+        self.path = runner.where
+        #: ``sqlite`` or ``postgres``
+        self.engine = runner.engine
         self._closed = False
         self._open_cache: tuple[float, list[Incident]] | None = None
         self._incident_generation = 0
@@ -65,43 +55,24 @@ class Store:
         self.export_audit = False
 
     @classmethod
-    async def open(cls, path: str) -> Store:
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpunode-store")
-        loop = asyncio.get_running_loop()
+    async def open(cls, target: str) -> Store:
         try:
-            conn = await loop.run_in_executor(executor, partial(connect, path))
-        except (sqlite3.Error, OSError) as exc:
-            executor.shutdown(wait=False)
-            raise StoreError(
-                f"cannot open the incident store {path}: {exc}; check store.path "
-                "(GPUNODE_STORE__PATH) and that the folder is writable"
-            ) from exc
-        except BaseException:
-            executor.shutdown(wait=False)
+            runner = await open_runner(target)
+        except GpunodeError:
             raise
-        if path == ":memory:":
-            return cls(path, executor, conn)
-        reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpunode-store-read")
-        try:
-            rconn = await loop.run_in_executor(reads, partial(connect, path, migrate=False))
-        except (sqlite3.Error, OSError) as exc:
-            reads.shutdown(wait=False)
-            await loop.run_in_executor(executor, conn.close)
-            executor.shutdown(wait=False)
-            raise StoreError(f"cannot open a reader on the incident store {path}: {exc}") from exc
-        return cls(path, executor, conn, reader=(reads, rconn))
+        except (DbError, OSError) as exc:
+            where = redact(target)
+            raise StoreError(
+                f"cannot open the incident store {where}: {exc}; check store.path "
+                "(GPUNODE_STORE__PATH): a writable SQLite path, or a reachable PostgreSQL DSN"
+            ) from exc
+        return cls(runner)
 
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        loop = asyncio.get_running_loop()
-        if self._reader is not None:
-            reads, rconn = self._reader
-            await loop.run_in_executor(reads, rconn.close)
-            reads.shutdown(wait=True)
-        await loop.run_in_executor(self._executor, self._conn.close)
-        self._executor.shutdown(wait=True)
+        await self._runner.close()
 
     async def __aenter__(self) -> Store:
         return self
@@ -116,31 +87,22 @@ class Store:
 
     async def _run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """A write (or read-modify-write): on the writer, in submission order."""
-        return await self._on(self._executor, self._conn, fn, *args, **kwargs)
+        return await self._on(self._runner.write, fn, *args, **kwargs)
 
     async def _read(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """A query: on the reader, never queued behind writes."""
-        if self._reader is None:
-            return await self._run(fn, *args, **kwargs)
-        return await self._on(self._reader[0], self._reader[1], fn, *args, **kwargs)
+        return await self._on(self._runner.read, fn, *args, **kwargs)
 
     async def _on(
-        self,
-        executor: ThreadPoolExecutor,
-        conn: sqlite3.Connection,
-        fn: Callable[..., T],
-        /,
-        *args: Any,
-        **kwargs: Any,
+        self, how: Callable[..., Awaitable[T]], fn: Callable[..., T], /, *args: Any, **kwargs: Any
     ) -> T:
         if self._closed:
             raise StoreError("the incident store is closed; this is a bug in the caller")
-        loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(executor, partial(fn, conn, *args, **kwargs))
+            return await how(fn, *args, **kwargs)
         except GpunodeError:
             raise
-        except sqlite3.Error as exc:
+        except DbError as exc:
             raise StoreError(f"the incident store {self.path} failed: {exc}") from exc
 
     # incidents ----------------------------------------------------------------------------
@@ -316,8 +278,19 @@ class Store:
     async def actions_for_incident(self, incident_id: str) -> list[ActionRecord]:
         return await self._read(action_rows.actions_for_incident, incident_id)
 
-    async def interrupted_actions(self) -> list[ActionRecord]:
-        return await self._read(action_rows.interrupted_actions)
+    async def interrupted_actions(
+        self, *, orphaned_before: datetime | None = None
+    ) -> list[ActionRecord]:
+        """Claimed or running actions (of replicas not alive since ``orphaned_before``)."""
+        return await self._read(action_rows.interrupted_actions, orphaned_before)
+
+    async def beat(self, replica_id: str, *, at: datetime) -> None:
+        """Record that ``replica_id`` is alive (every replica, every few seconds)."""
+        await self._run(record_rows.beat, replica_id, at=at)
+
+    async def live_replicas(self, since: datetime) -> list[str]:
+        """Replicas that said they were alive at or after ``since``."""
+        return await self._read(record_rows.live_replicas, since)
 
     async def save_approval(self, req: ApprovalRequest) -> None:
         await self._run(action_rows.save_approval, req)
@@ -382,10 +355,15 @@ class Store:
         return await self._read(record_rows.audit_since, since)
 
 
-def _merge_result(conn: sqlite3.Connection, action_id: str, values_json: str) -> bool:
-    """One UPDATE (atomic across replicas): JSON merge-patch of ``values`` into ``result``."""
+def _merge_result(conn: Db, action_id: str, values_json: str) -> bool:
+    """One UPDATE (atomic across replicas): merge ``values`` into ``result``'s top level."""
     cur = conn.execute(
-        "UPDATE actions SET result=json_patch(COALESCE(result, '{}'), ?) WHERE action_id=?",
+        f"UPDATE actions SET result={conn.dialect.merge_result_sql} WHERE action_id=?",  # noqa: S608
         (values_json, action_id),
     )
     return cur.rowcount == 1
+
+
+def redact(target: str) -> str:
+    """A store target fit for messages: a DSN loses its password."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", target)

@@ -6,14 +6,11 @@ both run exactly the same code; only the endpoints differ.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
@@ -30,6 +27,7 @@ from bot.services.background import Background
 from bot.services.chatops import BotServices, report_malformed
 from bot.services.diagnose import DiagnoseService
 from bot.services.history import HistoryService
+from bot.services.leading import LeaderElector, LeaderWork, LeasePort, OnChange
 from bot.services.locales import LocaleChooser
 from bot.services.operations import IncidentOps
 from bot.services.ports import KubePort
@@ -52,31 +50,8 @@ def new_id() -> str:
 
 
 #: how often pending approvals are checked for expiry; a minute is fine-grained enough for
-#: TTLs of several minutes and costs one small query.
+#: TTLs of several minutes and costs one small query. Runs on the leader only.
 APPROVAL_SWEEP_S = 60.0
-
-
-def _approval_sweeper(
-    act: ActService, *, interval_s: float
-) -> Callable[[web.Application], AsyncIterator[None]]:
-    """An aiohttp cleanup context: expires unanswered approvals while the server runs."""
-
-    async def sweep_forever() -> None:
-        while True:
-            await asyncio.sleep(interval_s)
-            try:
-                await act.expire_overdue()
-            except Exception:
-                log.exception("approval expiry sweep failed")
-
-    async def ctx(_: web.Application) -> AsyncIterator[None]:
-        task = asyncio.create_task(sweep_forever(), name="approval-sweeper")
-        yield
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-    return ctx
 
 
 def alert_caps(settings: Settings) -> AlertCaps:
@@ -135,6 +110,8 @@ class Runtime:
     store: Store
     chat: SlackChat
 
+    leader: LeaderWork | None = None
+
     async def close(self) -> None:
         await self.services.bg.drain(timeout_s=30)
         await self.services.diagnose.close()
@@ -150,10 +127,12 @@ async def build_runtime(
     thresholds: Thresholds,
     clock: Callable[[], datetime] = utc_now,
     replica_id: str | None = None,
+    leases: LeasePort | None = None,
+    on_leader: OnChange | None = None,
 ) -> Runtime:
-    if settings.store.path != ":memory:":
-        Path(settings.store.path).parent.mkdir(parents=True, exist_ok=True)
-    store = await Store.open(settings.store.path)
+    """``leases``: the Lease to elect the background-work leader with (``settings.leader``;
+    None: this replica always leads). ``on_leader(holder, me)``: told of leadership changes."""
+    store = await Store.open(settings.store.target)  # a SQLite path's folder is created
     store.export_audit = settings.store.audit_to_log
     chat = SlackChat(
         client,
@@ -179,7 +158,7 @@ async def build_runtime(
         policy=policy,
         clock=clock,
         new_id=new_id,
-        replica_id=replica_id or f"replica-{secrets.token_hex(4)}",
+        replica_id=replica_id or settings.leader.identity or f"replica-{secrets.token_hex(4)}",
         evidence_max_age_s=settings.actions.evidence_max_age_s,
         approval_ttl_s=settings.actions.approval_ttl_s,
         watch_timeout_s=settings.actions.watch_timeout_s,
@@ -231,6 +210,40 @@ async def build_runtime(
         alert_token=token.get_secret_value() if token else None,
         ready=ready,
     )
-    web_app.cleanup_ctx.append(_approval_sweeper(act, interval_s=APPROVAL_SWEEP_S))
-    await act.reconcile_interrupted()
-    return Runtime(app=app, web_app=web_app, services=services, store=store, chat=chat)
+    leader = leader_work(settings, store, act, leases=leases, clock=clock, on_change=on_leader)
+    await leader.start()
+    web_app.cleanup_ctx.append(leader.context())
+    return Runtime(
+        app=app, web_app=web_app, services=services, store=store, chat=chat, leader=leader
+    )
+
+
+def leader_work(
+    settings: Settings,
+    store: Store,
+    act: ActService,
+    *,
+    leases: LeasePort | None,
+    clock: Callable[[], datetime],
+    on_change: OnChange | None,
+) -> LeaderWork:
+    """The background work of this replica, led by ``leases`` when given (bot/services/
+    leading.py)."""
+    lead = settings.leader
+    elector = (
+        LeaderElector(
+            leases,
+            identity=act.deps.replica_id,
+            duration_s=lead.lease_duration_s,
+            renew_deadline_s=lead.renew_deadline_s,
+            clock=clock,
+            on_change=on_change,
+        )
+        if leases is not None
+        else None
+    )
+    return LeaderWork(
+        store=store, actions=act, replica_id=act.deps.replica_id, clock=clock, elector=elector,
+        retry_s=lead.retry_s, approval_sweep_s=APPROVAL_SWEEP_S, reconcile_s=lead.reconcile_s,
+        orphan_after_s=float(lead.lease_duration_s), on_change=on_change,
+    )  # fmt: skip

@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import importlib
 import logging
+import signal
 
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
@@ -21,6 +22,7 @@ from bot.config.thresholds import read_thresholds
 from bot.core.policy import Policy, parse_policy
 from bot.errors import ConfigError, SlackError
 from bot.logs import configure_logging
+from bot.services.leading import LeasePort
 from bot.slack.chatting import make_client
 from bot.wiring.runtime import Runtime, build_runtime
 
@@ -90,8 +92,9 @@ async def _serve(settings: Settings) -> None:
         settings.slack.bot_token.get_secret_value(), base_url=settings.slack.api_base_url
     )
     runtime = await build_runtime(
-        settings, kube=kube, client=client, policy=policy, thresholds=thresholds
-    )
+        settings, kube=kube, client=client, policy=policy, thresholds=thresholds,
+        leases=lease_api(settings, kube),
+    )  # fmt: skip
     # matplotlib builds its font cache on first import (seconds on a fresh home, far more on a
     # busy node): pay it before taking traffic, not inside the first incident's chart, where a
     # shutdown would also have to wait for it.
@@ -107,17 +110,41 @@ async def _serve(settings: Settings) -> None:
         "socket" if settings.slack.socket_mode else "http",
     )
     handler = None
+    stop = asyncio.Event()
+    # SIGTERM (a rolling update, a node drain) or SIGINT (Ctrl-C): stop taking work, let the
+    # work in flight finish (Runtime.close drains it), give the leader Lease up, then exit.
+    # Installed explicitly: a process started in the background by a non-interactive shell
+    # inherits SIGINT ignored, and Python then never raises KeyboardInterrupt.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        asyncio.get_running_loop().add_signal_handler(signum, stop.set)
     try:
         if settings.slack.socket_mode:
             assert settings.slack.app_token is not None  # checked by check_settings
             token = settings.slack.app_token.get_secret_value()
             handler = await start_socket_mode(runtime, token)
-        await asyncio.Event().wait()
+        await stop.wait()
+        log.info("stop signal: finishing the work in flight, then stopping")
     finally:
         if handler is not None:
             await handler.close_async()  # type: ignore[no-untyped-call]
         await runner.cleanup()
         await runtime.close()
+
+
+def lease_api(settings: Settings, kube: object) -> LeasePort | None:
+    """The leader-election Lease of ``settings.leader`` on the bot's own API client."""
+    lead = settings.leader
+    if not lead.lease_name:
+        return None
+    from bot.kube.gateway import Gateway
+    from bot.kube.leasing import LeaseApi
+
+    assert isinstance(kube, Gateway)
+    return LeaseApi(
+        kube.transport.api_client,
+        namespace=lead.lease_namespace or settings.kube.namespace,
+        name=lead.lease_name,
+    )
 
 
 def main(args: argparse.Namespace) -> int:

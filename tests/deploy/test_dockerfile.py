@@ -52,10 +52,19 @@ def test_final_stage_has_no_build_tools_and_no_sources() -> None:
     assert any("from=builder" in r for r in _instructions(final, "RUN"))
 
 
-def test_builder_builds_the_wheel_with_the_templates() -> None:
+def test_builder_builds_the_wheel_with_the_templates_and_without_the_sandbox() -> None:
     builder = _stages()[0]
     assert any(c.startswith("templates") for c in _instructions(builder, "COPY"))
-    assert any(r.startswith("pip wheel") for r in _instructions(builder, "RUN"))
+    [run] = [r for r in _instructions(builder, "RUN") if "pip wheel" in r]
+    assert run.startswith("rm -rf bot/sandbox && pip wheel")
+
+
+def test_the_image_carries_a_matplotlib_font_cache_its_user_can_write() -> None:
+    final = _stages()[-1]
+    assert "MPLCONFIGDIR=/opt/gpunode/matplotlib" in _instructions(final, "ENV")
+    [warm] = [r for r in _instructions(final, "RUN") if "import bot.charts" in r]
+    assert "-o 10001 -g 10001 /opt/gpunode/matplotlib" in warm
+    assert "--reuid=10001" in warm
 
 
 def test_entrypoint_is_gpunode_and_default_command_is_serve() -> None:

@@ -24,7 +24,9 @@ SOURCES = REPO / "deploy" / "overlays" / "ingress-sources"
 OPENSHIFT = REPO / "deploy" / "overlays" / "openshift"
 VERSIONS = ("1.31.0", "1.37.0")  # oldest and newest supported (ARCHITECTURE.md)
 CRITICAL = REPO / "deploy" / "overlays" / "critical-collector"
+HA = REPO / "deploy" / "overlays" / "ha"
 TARGETS = {
+    "ha": HA,
     "base": BASE,
     "socket-mode": SOCKET,
     "ingress-sources": SOURCES,
@@ -267,3 +269,64 @@ def test_mounted_files_are_the_ones_the_settings_point_at() -> None:
         directory, _, name = env[key].rpartition("/")
         assert directory == "/etc/gpunode"
         assert name in data
+
+
+def test_the_ha_overlay_runs_two_replicas_rolled_one_at_a_time_on_different_nodes() -> None:
+    objects = render(HA)
+    spec = find(objects, "Deployment", "gpunode")["spec"]
+    assert spec["replicas"] == 2
+    assert spec["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1},
+    }
+    pod = spec["template"]["spec"]
+    (term,) = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert term["labelSelector"]["matchLabels"] == spec["selector"]["matchLabels"]
+    pdb = find(objects, "PodDisruptionBudget", "gpunode")["spec"]
+    assert pdb["minAvailable"] == 1
+    assert pdb["selector"]["matchLabels"] == spec["selector"]["matchLabels"]
+
+
+def test_the_ha_overlay_reads_the_dsn_from_a_secret_and_keeps_no_sqlite_volume() -> None:
+    from bot.config import load_settings
+
+    objects = render(HA)
+    env = _env(objects)
+    assert env["GPUNODE_STORE__DSN"] == {"secretKeyRef": {"name": "gpunode-store", "key": "dsn"}}
+    assert "GPUNODE_STORE__PATH" not in env
+    assert env["GPUNODE_LEADER__IDENTITY"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    pod = find(objects, "Deployment", "gpunode")["spec"]["template"]["spec"]
+    assert "store" not in {v["name"] for v in pod["volumes"]}
+    assert "/var/lib/gpunode" not in {m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
+    assert all(o["kind"] != "PersistentVolumeClaim" for o in objects)
+    plain = {k: v for k, v in env.items() if isinstance(v, str)}
+    settings = load_settings(
+        {**plain, "GPUNODE_KUBE__NAMESPACE": "gpunode", "GPUNODE_LEADER__IDENTITY": "pod-a",
+         "GPUNODE_STORE__DSN": "postgresql://gpunode:pw@db/gpunode"}
+    )  # fmt: skip
+    assert settings.store.target == "postgresql://gpunode:pw@db/gpunode"
+    assert settings.leader.lease_name == "gpunode-leader"
+
+
+def test_the_ha_overlay_grants_the_lease_in_its_namespace_only() -> None:
+    objects = render(HA)
+    role = find(objects, "Role", "gpunode-leader-election")
+    assert role["metadata"]["namespace"] == "gpunode"
+    lease = _env(objects)["GPUNODE_LEADER__LEASE_NAME"]
+    rules = [(r["verbs"], r.get("resourceNames")) for r in role["rules"]]
+    assert rules == [(["create"], None), (["get", "update"], [lease])]
+    assert all(r["apiGroups"] == ["coordination.k8s.io"] for r in role["rules"])
+    assert all(r["resources"] == ["leases"] for r in role["rules"])
+    binding = find(objects, "RoleBinding", "gpunode-leader-election")
+    assert binding["metadata"]["namespace"] == "gpunode"
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": role["metadata"]["name"],
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "gpunode", "namespace": "gpunode"}
+    ]
+    assert not any("leases" in r.get("resources", []) for o in objects
+                   if o["kind"] == "ClusterRole" for r in o["rules"])  # fmt: skip

@@ -158,8 +158,15 @@ async def _until(check: Callable[[], bool], *, timeout_s: float, what: str) -> N
         await asyncio.sleep(0.1)
 
 
-async def test_gpunode_serve_in_socket_mode_connects_and_diagnoses(tmp_path: Path) -> None:
-    """The real ``gpunode serve`` process, against both stand-ins, over Socket Mode."""
+@pytest.mark.parametrize(
+    "sigint", [signal.SIG_DFL, signal.SIG_IGN], ids=["sigint-default", "sigint-inherited-ignored"]
+)
+async def test_gpunode_serve_in_socket_mode_connects_and_diagnoses(
+    tmp_path: Path, sigint: signal.Handlers
+) -> None:
+    """The real ``gpunode serve`` process, against both stand-ins, over Socket Mode; SIGINT
+    stops it even when it was started with SIGINT ignored, as a non-interactive shell starts a
+    background job (it then never raised KeyboardInterrupt: the flake under CI load)."""
     kube = KubeSim(load_scenario("seed"))
     slack = SlackSim(signing_secret="unused", bot_token="xoxb-serve", socket_mode=True)
     env = {
@@ -182,6 +189,7 @@ async def test_gpunode_serve_in_socket_mode_connects_and_diagnoses(tmp_path: Pat
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot", "serve", env=env, cwd=tmp_path,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, sigint),
     )  # fmt: skip
     assert proc.stderr is not None
     # read stderr as it comes: a kill after a slow shutdown must not lose what was printed

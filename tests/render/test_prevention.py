@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -9,7 +11,8 @@ import yaml
 
 from bot.core.cluster import ClusterView, NodeInfo, PodInfo
 from bot.core.prevention import kube_reserved_bytes, prevention_params
-from bot.render.prevention import KIT_FILES, render_prevention_kit
+from bot.render.prevention import KIT_FILES, kit_message, render_prevention_kit
+from bot.slack.blockkit import validate_blocks
 
 GiB = 1024**3
 VERSIONS = ("1.31.0", "1.37.0")
@@ -110,6 +113,9 @@ def test_the_kit_does_not_repeat_the_common_wrong_advice(kit: dict[str, str]) ->
         assert needle in readme
 
 
+@pytest.mark.skipif(
+    shutil.which("promtool") is None, reason="promtool not installed (run `make system-deps`)"
+)
 def test_the_prometheus_rule_passes_promtool(kit: dict[str, str], tmp_path: Path) -> None:
     rule = yaml.safe_load(kit["prometheusrule.yaml"])
     path = tmp_path / "rules.yml"
@@ -118,3 +124,55 @@ def test_the_prometheus_rule_passes_promtool(kit: dict[str, str], tmp_path: Path
         ["promtool", "check", "rules", str(path)], capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_computed_value_in_the_manifests_is_explained_with_its_evidence(
+    kit: dict[str, str],
+) -> None:
+    explained = kit["README.md"].split("## Every value and the evidence behind it", 1)[1]
+    quota = next(d for d in yaml.safe_load_all(kit["resourcequota.yaml"]) if d)
+    for key, value in quota["spec"]["hard"].items():
+        assert f"`{key}: {value}` in ml" in explained
+    limits = next(d for d in yaml.safe_load_all(kit["limitrange.yaml"]) if d)["spec"]["limits"][0]
+    assert f"`defaultRequest.memory: {limits['defaultRequest']['memory']}`" in explained
+    assert f"`default.memory: {limits['default']['memory']}`" in explained
+    assert "median memory request of the 4 pods on gpu-node-01" in explained
+    kubelet = yaml.safe_load(kit["kubelet-config.yaml"])
+    for line in (
+        f"`kubeReserved.memory: {kubelet['kubeReserved']['memory']}`",
+        f"`systemReserved.memory: {kubelet['systemReserved']['memory']}`",
+        f"`evictionHard memory.available: {kubelet['evictionHard']['memory.available']}`",
+        f"`evictionSoft memory.available: {kubelet['evictionSoft']['memory.available']}`",
+    ):
+        assert line in explained
+    assert "251.0 GiB (Node status.capacity)" in explained  # the evidence number
+    policy = yaml.safe_load(kit["descheduler-policy.yaml"])
+    args = policy["profiles"][0]["pluginConfig"][1]["args"]
+    assert f"memory {args['thresholds']['memory']}%" in explained
+    assert f"memory {args['targetThresholds']['memory']}%" in explained
+
+
+def test_a_node_without_gpu_pods_gets_no_quota_and_says_so() -> None:
+    view = _view()
+    cpu_only = view.model_copy(update={"pods": [p for p in view.pods if p.gpu_request == 0]})
+    files = render_prevention_kit(cpu_only)
+    assert [d for d in yaml.safe_load_all(files["resourcequota.yaml"]) if d] == []
+    assert (
+        "No ResourceQuota or LimitRange: no namespace runs GPU pods on gpu-node-01"
+        in (files["README.md"])
+    )
+
+
+def test_the_kit_message_fits_slacks_limits_even_with_many_gpu_namespaces() -> None:
+    view = _view()
+    many = [
+        p.model_copy(update={"namespace": f"team-{i:02d}", "uid": f"u{i}", "name": f"t-{i}"})
+        for i in range(40)
+        for p in view.pods[:1]
+    ]
+    params = prevention_params(view.model_copy(update={"pods": many}))
+    assert len(params.namespaces) == 40
+    _, blocks = kit_message(params, None)
+    validate_blocks(blocks)
+    assert "README.md below" in json.dumps(blocks)  # the cut is said, not silent
+    assert blocks[-1]["type"] == "context"  # the files-follow note is always kept

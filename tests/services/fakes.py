@@ -413,6 +413,20 @@ class FakeChat:
              "content": content, "alt_txt": alt_txt}
         )  # fmt: skip
 
+    async def upload_files(
+        self,
+        channel: str,
+        thread_ts: str | None,
+        *,
+        files: list[tuple[str, str, str]],
+        comment: str,
+    ) -> None:
+        for name, title, content in files:
+            self.uploads.append(
+                {"channel": channel, "thread_ts": thread_ts, "filename": name, "title": title,
+                 "content": content, "alt_txt": None, "comment": comment}
+            )  # fmt: skip
+
     async def open_view(self, trigger_id: str, view: dict[str, object]) -> str:
         self.views.append((trigger_id, dict(view)))
         return f"V{len(self.views):04d}"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 from bot.store import ActionRecord, Store
 
@@ -17,8 +16,8 @@ def _action(action_id: str) -> ActionRecord:
     )  # fmt: skip
 
 
-async def test_a_note_is_merged_into_the_result_and_the_state_is_kept(tmp_path: Path) -> None:
-    async with await Store.open(str(tmp_path / "s.db")) as store:
+async def test_a_note_is_merged_into_the_result_and_the_state_is_kept(target: str) -> None:
+    async with await Store.open(target) as store:
         await store.create_action(_action("A1"))
         assert await store.note_action("A1", {"approval_message_ts": "1.5"})
         assert await store.note_action("A1", {"other": 2})
@@ -28,6 +27,6 @@ async def test_a_note_is_merged_into_the_result_and_the_state_is_kept(tmp_path: 
         assert record.result == {"approval_message_ts": "1.5", "other": 2}
 
 
-async def test_a_note_on_an_unknown_action_says_so(tmp_path: Path) -> None:
-    async with await Store.open(str(tmp_path / "s.db")) as store:
+async def test_a_note_on_an_unknown_action_says_so(target: str) -> None:
+    async with await Store.open(target) as store:
         assert not await store.note_action("nope", {"x": 1})

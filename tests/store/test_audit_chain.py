@@ -1,11 +1,14 @@
 """The audit log proves itself: a hash chain that shows edits, deletions, forged rows and
-dropped triggers, made by anyone who can write the SQLite file directly."""
+dropped triggers, made by anyone who can write the database directly (SQLite or PostgreSQL),
+and stays one chain when two replicas append at once."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sqlite3
+import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,9 +16,13 @@ from pathlib import Path
 import pytest
 
 from bot.store import AuditRecord, Store
+from bot.store.migrating import render
 from bot.store.migrations import MIGRATIONS
+from bot.store.sqlite import SqliteDb
+from tests.store.conftest import RAW_ERRORS, is_pg, tamper
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+REPO = Path(__file__).resolve().parents[2]
 FORGED_INSERT = (
     "INSERT INTO audit (at, actor, action, decision) "
     "VALUES ('2026-02-01T00:00:00.000000+00:00', 'U_FORGER', 'tier1.execute', 'executed')"
@@ -30,21 +37,12 @@ def record(minutes: int, decision: str = "allowed") -> AuditRecord:
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    s = await Store.open(str(tmp_path / "gpunode.db"))
+async def store(target: str) -> AsyncIterator[Store]:
+    s = await Store.open(target)
     for minute, decision in ((0, "allowed"), (1, "claimed"), (2, "executed")):
         await s.append_audit(record(minute, decision))
     yield s
     await s.close()
-
-
-def tamper(path: str, *statements: str) -> None:
-    conn = sqlite3.connect(path, isolation_level=None)
-    try:
-        for statement in statements:
-            conn.execute(statement)
-    finally:
-        conn.close()
 
 
 async def test_an_untouched_log_verifies_with_every_row_counted(store: Store) -> None:
@@ -52,13 +50,19 @@ async def test_an_untouched_log_verifies_with_every_row_counted(store: Store) ->
     assert (report.ok, report.rows, report.bad_id) == (True, 3, None)
 
 
-async def test_a_forged_insert_without_the_chain_is_refused_by_the_store(store: Store) -> None:
-    with pytest.raises(sqlite3.IntegrityError, match="hash-chained"):
-        tamper(store.path, FORGED_INSERT)
+async def test_a_forged_insert_without_the_chain_is_refused_by_the_store(
+    store: Store, target: str
+) -> None:
+    with pytest.raises(RAW_ERRORS, match="hash-chained"):
+        tamper(target, FORGED_INSERT)
     assert (await store.verify_audit()).ok
 
 
+# Someone with write access to the database lifts a trigger, tampers, and puts it back.
+# SQLite: DROP and CREATE it again. PostgreSQL: DISABLE and ENABLE it (a disabled trigger
+# counts as dropped for `verify`).
 _DROP = "DROP TRIGGER {}"
+_LIFT_PG = "ALTER TABLE audit DISABLE TRIGGER {}"
 _UPDATE_TRIGGER = (
     "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit "
     "BEGIN SELECT RAISE(ABORT, 'audit rows are append-only'); END"
@@ -70,6 +74,24 @@ _CHAINED_TRIGGER = (
     "CREATE TRIGGER audit_chained BEFORE INSERT ON audit WHEN NEW.row_hash IS NULL "
     "BEGIN SELECT RAISE(ABORT, 'x'); END"
 )
+_RESTORE_PG = {
+    _UPDATE_TRIGGER: "ALTER TABLE audit ENABLE TRIGGER audit_no_update",
+    _DELETE_TRIGGER: "ALTER TABLE audit ENABLE TRIGGER audit_no_delete",
+    _CHAINED_TRIGGER: "ALTER TABLE audit ENABLE TRIGGER audit_chained",
+}
+
+
+def for_engine(target: str, statements: list[str]) -> list[str]:
+    """The SQLite tampering written for ``target``'s engine."""
+    if not is_pg(target):
+        return statements
+    out = []
+    for statement in statements:
+        if statement.startswith("DROP TRIGGER "):
+            out.append(_LIFT_PG.format(statement.removeprefix("DROP TRIGGER ")))
+        else:
+            out.append(_RESTORE_PG.get(statement, statement))
+    return out
 
 
 @pytest.mark.parametrize(
@@ -106,9 +128,9 @@ _CHAINED_TRIGGER = (
          "forged-insert-with-made-up-hashes", "dropped-delete-trigger", "dropped-chain-trigger"],
 )  # fmt: skip
 async def test_verify_names_the_first_bad_row(
-    store: Store, statements: list[str], bad_id: int | None, words: str
+    store: Store, target: str, statements: list[str], bad_id: int | None, words: str
 ) -> None:
-    tamper(store.path, *statements)
+    tamper(target, *for_engine(target, statements))
 
     report = await store.verify_audit()
 
@@ -117,8 +139,13 @@ async def test_verify_names_the_first_bad_row(
     assert words in report.problem
 
 
-async def test_rows_appended_after_a_forged_row_still_show_the_forgery(store: Store) -> None:
-    tamper(store.path, _DROP.format("audit_chained"), FORGED_INSERT, _CHAINED_TRIGGER)
+async def test_rows_appended_after_a_forged_row_still_show_the_forgery(
+    store: Store, target: str
+) -> None:
+    tamper(
+        target,
+        *for_engine(target, [_DROP.format("audit_chained"), FORGED_INSERT, _CHAINED_TRIGGER]),
+    )
     await store.append_audit(record(5, "executed"))
 
     report = await store.verify_audit()
@@ -133,9 +160,10 @@ async def test_rows_written_before_the_chain_existed_are_chained_by_the_migratio
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
     conn.execute("INSERT INTO schema_version (version) VALUES (1)")
-    for statement in MIGRATIONS[0]:
-        assert isinstance(statement, str)
-        conn.execute(statement)
+    for step in MIGRATIONS[0]:
+        sql = render(step, SqliteDb(conn, path))
+        if sql is not None:
+            conn.execute(sql)
     for i in range(3):
         conn.execute(
             "INSERT INTO audit (at, actor, action, decision) VALUES (?, 'U1', 'resolve', 'ok')",
@@ -170,3 +198,37 @@ async def test_rows_are_not_exported_by_default(
     with caplog.at_level(logging.INFO, logger="gpunode.audit"):
         await store.append_audit(record(9))
     assert [r for r in caplog.records if r.name == "gpunode.audit"] == []
+
+
+CHILD_APPENDS = """
+import sys
+from datetime import UTC, datetime
+from bot.store.engines import connect
+from bot.store.models import AuditRecord
+from bot.store.record_rows import append_audit
+
+target, who, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+db = connect(target, migrate=False)
+for i in range(count):
+    append_audit(db, AuditRecord(at=datetime.now(UTC), actor=who, action="x", decision=str(i)))
+db.close()
+"""
+
+
+async def test_two_processes_appending_at_once_keep_one_unbroken_chain(
+    store: Store, target: str
+) -> None:
+    per_process = 60
+    children = [
+        await asyncio.create_subprocess_exec(
+            sys.executable, "-c", CHILD_APPENDS, target, who, str(per_process), cwd=REPO
+        )
+        for who in ("replica-a", "replica-b")
+    ]
+    assert [await c.wait() for c in children] == [0, 0]
+
+    report = await store.verify_audit()
+
+    assert (report.ok, report.rows) == (True, 3 + 2 * per_process), report.problem
+    actors = [r.actor for r in await store.audit_since()]
+    assert (actors.count("replica-a"), actors.count("replica-b")) == (per_process, per_process)

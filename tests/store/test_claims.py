@@ -1,4 +1,5 @@
-"""The claim is atomic across threads, connections and processes sharing one file."""
+"""The claim is atomic across threads, connections and processes sharing one database
+(a SQLite file or a PostgreSQL server)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from bot.store import ActionRecord, Store
 from bot.store.action_rows import claim_action, insert_action
-from bot.store.sqlite import connect
+from bot.store.engines import connect
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 REPO = Path(__file__).resolve().parents[2]
@@ -22,7 +23,7 @@ import json, random, sys, threading, time
 from datetime import UTC, datetime
 from pathlib import Path
 from bot.store.action_rows import claim_action, insert_action
-from bot.store.sqlite import connect
+from bot.store.engines import connect
 
 path, go, replica = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
 n_actions, n_threads = int(sys.argv[4]), int(sys.argv[5])
@@ -61,8 +62,8 @@ def _prepare(path: str, count: int) -> None:
     conn.close()
 
 
-def test_exactly_one_of_100_threads_with_their_own_connections_wins(tmp_path: Path) -> None:
-    path = str(tmp_path / "g.db")
+def test_exactly_one_of_100_threads_with_their_own_connections_wins(target: str) -> None:
+    path = target
     _prepare(path, 1)
     barrier = threading.Barrier(100)
     results: list[bool] = []
@@ -85,8 +86,8 @@ def test_exactly_one_of_100_threads_with_their_own_connections_wins(tmp_path: Pa
     assert results.count(True) == 1
 
 
-async def test_exactly_one_of_100_concurrent_async_claims_wins() -> None:
-    async with await Store.open(":memory:") as store:
+async def test_exactly_one_of_100_concurrent_async_claims_wins(target: str) -> None:
+    async with await Store.open(target) as store:
         await store.create_action(action("A0"))
         results = await asyncio.gather(
             *(store.claim_action("A0", f"r{i}", at=T0) for i in range(100))
@@ -94,10 +95,39 @@ async def test_exactly_one_of_100_concurrent_async_claims_wins() -> None:
     assert results.count(True) == 1
 
 
+async def test_two_stores_racing_on_every_exactly_once_claim_win_once_each(target: str) -> None:
+    """claim_action, claim_undo, claim_root, remember_event and open_or_join_incident, each
+    raced 50 times by two stores (two replicas' pools) on one database."""
+    async with await Store.open(target) as one, await Store.open(target) as two:
+        stores = [one, two] * 25
+        opened = await asyncio.gather(
+            *(s.open_or_join_incident("gpu-node-01", "C1", opened_by="U1", at=T0) for s in stores)
+        )
+        assert [created for _, created in opened].count(True) == 1
+        assert len({incident.id for incident, _ in opened}) == 1
+        incident_id = opened[0][0].id
+        await one.create_action(action("A0"))
+        races = {
+            "claim_action": [s.claim_action("A0", f"r{i}", at=T0) for i, s in enumerate(stores)],
+            "remember_event": [s.remember_event("E1", at=T0) for s in stores],
+            "claim_root": [
+                s.claim_root(incident_id, f"r{i}", at=T0, stale_before=T0)
+                for i, s in enumerate(stores)
+            ],
+        }
+        for name, calls in races.items():
+            assert (await asyncio.gather(*calls)).count(True) == 1, name
+        assert await one.set_action_state("A0", "succeeded", at=T0)
+        undos = await asyncio.gather(
+            *(s.claim_undo("A0", f"r{i}", at=T0) for i, s in enumerate(stores))
+        )
+        assert undos.count(True) == 1
+
+
 def test_two_processes_racing_with_many_threads_claim_each_action_once(
-    tmp_path: Path,
+    tmp_path: Path, target: str
 ) -> None:
-    path = str(tmp_path / "g.db")
+    path = target
     n_actions, n_threads = 30, 10
     _prepare(path, n_actions)
     go = tmp_path / "go"

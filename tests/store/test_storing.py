@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import asyncio
+import socket
 import sqlite3
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -11,8 +13,9 @@ from bot.core.approvals import approve, new_request
 from bot.core.incidents import IncidentStateError, TimelineEntry
 from bot.errors import StoreError
 from bot.store import ActionRecord, AuditRecord, Store, storing
+from bot.store.engines import connect
 from bot.store.migrations import SCHEMA_VERSION
-from bot.store.sqlite import connect
+from tests.store.conftest import RAW_ERRORS, query, tamper
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -22,8 +25,8 @@ def at(minutes: float) -> datetime:
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    s = await Store.open(str(tmp_path / "state" / "gpunode.db"))
+async def store(target: str) -> AsyncIterator[Store]:
+    s = await Store.open(target)
     yield s
     await s.close()
 
@@ -195,17 +198,13 @@ async def test_audit_rows_are_returned_since_a_time(store: Store) -> None:
     assert (await store.audit_since())[2].changes == [{"verb": "cordon"}]
 
 
-async def test_audit_rows_cannot_be_updated_or_deleted(store: Store) -> None:
+async def test_audit_rows_cannot_be_updated_or_deleted(store: Store, target: str) -> None:
     await store.append_audit(AuditRecord(at=T0, actor="U1", action="tier1", decision="allowed"))
-    conn = sqlite3.connect(store.path)
-    try:
-        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
-            conn.execute("UPDATE audit SET decision='denied'")
-        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
-            conn.execute("DELETE FROM audit")
-        assert conn.execute("SELECT decision FROM audit").fetchall() == [("allowed",)]
-    finally:
-        conn.close()
+    with pytest.raises(RAW_ERRORS, match="append-only"):
+        tamper(target, "UPDATE audit SET decision='denied'")
+    with pytest.raises(RAW_ERRORS, match="append-only"):
+        tamper(target, "DELETE FROM audit")
+    assert query(target, "SELECT decision FROM audit") == [("allowed",)]
 
 
 async def test_naive_times_are_refused(store: Store) -> None:
@@ -213,8 +212,8 @@ async def test_naive_times_are_refused(store: Store) -> None:
         await store.remember_event("x", at=datetime(2026, 1, 1))
 
 
-async def test_a_restart_loses_nothing(tmp_path: Path) -> None:
-    path = str(tmp_path / "g.db")
+async def test_a_restart_loses_nothing(target: str) -> None:
+    path = target
     async with await Store.open(path) as first:
         incident, _ = await first.open_or_join_incident("n1", "C1", opened_by="U1", at=T0)
         await first.save_snapshot(
@@ -236,15 +235,31 @@ async def test_a_restart_loses_nothing(tmp_path: Path) -> None:
         assert (again.id, created) == (incident.id, False)
 
 
-async def test_a_database_from_a_newer_gpunode_is_refused(tmp_path: Path) -> None:
-    path = str(tmp_path / "g.db")
-    connect(path).close()
-    conn = sqlite3.connect(path)
-    conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION + 1,))
-    conn.commit()
-    conn.close()
+async def test_a_database_from_a_newer_gpunode_is_refused(target: str) -> None:
+    connect(target).close()
+    tamper(target, f"UPDATE schema_version SET version = {SCHEMA_VERSION + 1}")
     with pytest.raises(StoreError, match="upgrade gpunode"):
-        await Store.open(path)
+        await Store.open(target)
+
+
+async def test_two_replicas_opening_a_new_database_together_migrate_it_once(target: str) -> None:
+    stores = await asyncio.gather(*(Store.open(target) for _ in range(4)))
+    for s in stores:
+        await s.close()
+    assert query(target, "SELECT version FROM schema_version") == [(SCHEMA_VERSION,)]
+
+
+async def test_an_unreachable_postgresql_server_is_a_store_error_naming_it_without_password() -> (
+    None
+):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dsn = f"postgresql://gpunode:s3cret@127.0.0.1:{port}/gpunode?connect_timeout=2"
+    with pytest.raises(StoreError, match="GPUNODE_STORE__PATH") as caught:
+        await Store.open(dsn)
+    assert "s3cret" not in str(caught.value)
+    assert f"127.0.0.1:{port}" in str(caught.value)
 
 
 async def test_an_unopenable_path_is_a_store_error(tmp_path: Path) -> None:
@@ -278,8 +293,8 @@ async def test_snapshots_are_listed_oldest_first(store: Store) -> None:
     assert [s.sha256 for s in await store.snapshots(incident.id)] == [early, late]
 
 
-async def test_open_incidents_see_this_stores_writes_at_once(tmp_path: Path) -> None:
-    async with await Store.open(str(tmp_path / "g.db")) as store:
+async def test_open_incidents_see_this_stores_writes_at_once(target: str) -> None:
+    async with await Store.open(target) as store:
         assert await store.open_incidents() == []
         incident, _ = await store.open_or_join_incident(
             "gpu-node-01", "C1", opened_by="U1", at=datetime(2026, 1, 1, tzinfo=UTC)
@@ -292,9 +307,9 @@ async def test_open_incidents_see_this_stores_writes_at_once(tmp_path: Path) -> 
 
 
 async def test_open_incidents_see_another_replicas_writes_within_the_ttl(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    target: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = str(tmp_path / "g.db")
+    path = target
     async with await Store.open(path) as mine, await Store.open(path) as theirs:
         assert await mine.open_incidents() == []
         await theirs.open_or_join_incident(

@@ -6,7 +6,8 @@ deploy/ cannot be silently ignored): ``resources`` (files and kustomization dire
 ``namespace``, ``labels`` (metadata only: ``includeSelectors``/``includeTemplates`` must be
 false or absent), ``images`` (``newName``/``newTag``), and ``patches`` given by ``path`` as
 strategic merge patches matched by apiVersion group, kind and name, including
-``$patch: delete`` and ``null`` to delete a field. When kubectl exists the tests render with
+``$patch: delete`` (of an object, or of an item of a keyed list) and ``null`` to delete a
+field. When kubectl exists the tests render with
 ``kubectl kustomize`` too and compare (tests/deploy/test_manifests.py).
 """
 
@@ -137,6 +138,10 @@ def _merge_list(base: list[Obj], patch: list[Obj], key: str) -> list[Obj]:
     merged = [copy.deepcopy(item) for item in base]
     for item in patch:
         index = next((i for i, b in enumerate(merged) if b.get(key) == item.get(key)), None)
+        if item.get("$patch") == "delete":  # a keyed item with `$patch: delete` removes it
+            if index is not None:
+                del merged[index]
+            continue
         if index is None:
             merged.append(copy.deepcopy(item))
         else:

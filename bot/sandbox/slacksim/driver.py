@@ -228,6 +228,23 @@ class Driver:
         signing: SignOptions | None = None,
     ) -> DriverResult:
         """Click the element ``action_id`` of a stored (or the user's ephemeral) message."""
+        body = self.click_body(
+            user_id, channel_id, message_ts, action_id, value=value, block_id=block_id
+        )
+        return await self.dispatch("interactive", body, signing=signing)
+
+    def click_body(
+        self,
+        user_id: str,
+        channel_id: str,
+        message_ts: str,
+        action_id: str,
+        *,
+        value: str | None = None,
+        block_id: str | None = None,
+    ) -> bytes:
+        """The form body Slack POSTs for one click (a new action_ts and trigger each time):
+        for tests that deliver clicks themselves, e.g. split across two replicas."""
         user, channel = self._user(user_id), self._channel(channel_id)
         message = self.ws.messages[channel[0]].get(message_ts)
         ephemeral = False
@@ -251,9 +268,7 @@ class Driver:
                 user.id, channel[0], source_ts=message_ts, ephemeral=ephemeral
             ),
         )
-        return await self.dispatch(
-            "interactive", payloads.interaction_body(payload), signing=signing
-        )
+        return payloads.interaction_body(payload)
 
     async def submit_view(
         self,

@@ -8,6 +8,12 @@ request the app would otherwise receive over HTTP arrives as an envelope
 "accepts_response_payload", "retry_attempt", "retry_reason"}``; the app acks with
 ``{"envelope_id", "payload"?}``. Nothing is signed: the socket itself is the authentication.
 
+An app may hold several connections at once (one per replica, up to ``MAX_CONNECTIONS``);
+Slack then sends each envelope to exactly ONE of them, chosen at random (bolt-python issue
+#448, Slack's maintainers: "the Slack API server will send each event to only 1 random
+connection"). The stand-in does the same with ``rng`` (seedable), and records which
+connection got each envelope (``Envelope.connection``, the connection's serial number).
+
 Contract: :meth:`SocketMode.deliver` returns the same :class:`DriverResult` an HTTP delivery
 would (status 200 and the ack payload as a JSON body when acked; status 0 when no app is
 connected or no ack came within the timeout), so the driver honours acks exactly as it
@@ -19,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import random
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +42,8 @@ KINDS = ("slash_commands", "interactive", "events_api")
 RESPONDS = {"view_submission", "block_suggestion"}
 #: how long a delivery waits for an app that is (re)connecting; Slack queues briefly too
 CONNECT_GRACE_S = 2.0
+#: Slack's limit of simultaneous Socket Mode connections per app
+MAX_CONNECTIONS = 10
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,8 @@ class Envelope:
     accepts_response_payload: bool
     retry_attempt: int
     retry_reason: str
+    #: serial number of the connection it was sent on (the stand-in's record, not on the wire)
+    connection: int = 0
 
     def wire(self) -> JSON:
         return {
@@ -75,6 +86,9 @@ class SocketMode:
     acks: list[Ack] = field(default_factory=list)
     connections: list[web.WebSocketResponse] = field(default_factory=list)
     connects: int = 0
+    #: picks the one connection each envelope goes to (seed it for a reproducible split)
+    rng: random.Random = field(default_factory=random.Random)
+    _serials: dict[int, int] = field(default_factory=dict)
     _tickets: set[str] = field(default_factory=set)
     _pending: dict[str, tuple[asyncio.Future[JSON], float]] = field(default_factory=dict)
 
@@ -94,10 +108,13 @@ class SocketMode:
         if ticket not in self._tickets:
             return web.Response(status=401, text="invalid_ticket")
         self._tickets.discard(ticket)
+        if len([c for c in self.connections if not c.closed]) >= MAX_CONNECTIONS:
+            return web.Response(status=429, text="too_many_websockets")
         sock = web.WebSocketResponse(autoping=True)  # answers the client's pings
         await sock.prepare(request)
         self.connections.append(sock)
         self.connects += 1
+        self._serials[id(sock)] = self.connects
         await sock.send_json(self._hello())
         try:
             async for msg in sock:
@@ -105,6 +122,7 @@ class SocketMode:
                     self._receive(str(msg.data))
         finally:
             self.connections.remove(sock)
+            self._serials.pop(id(sock), None)
         return sock
 
     def _hello(self) -> JSON:
@@ -139,13 +157,13 @@ class SocketMode:
         while True:
             live = [c for c in self.connections if not c.closed]
             if live or time.monotonic() >= deadline:
-                return live[-1] if live else None
+                return self.rng.choice(live) if live else None
             await asyncio.sleep(0.05)
 
     async def deliver(
         self, kind: str, payload: JSON, *, retry_attempt: int = 0, timeout_s: float = 10.0
     ) -> DriverResult:
-        """Send one envelope to the newest connection and wait for its ack."""
+        """Send one envelope to one open connection (chosen at random) and wait for its ack."""
         if kind not in KINDS:
             raise ValueError(f"unknown envelope type {kind!r}: one of {KINDS}")
         start = time.monotonic()
@@ -160,6 +178,7 @@ class SocketMode:
             accepts,
             retry_attempt,
             "timeout" if retry_attempt else "",
+            self._serials.get(id(sock), 0),
         )
         self.envelopes.append(envelope)
         future: asyncio.Future[JSON] = asyncio.get_running_loop().create_future()

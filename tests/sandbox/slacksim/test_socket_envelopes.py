@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -192,3 +193,37 @@ async def test_an_event_redelivery_over_the_socket_says_retry_attempt(
     assert events[0].accepts_response_payload is False
     assert json.dumps(events[0].payload) == json.dumps(events[1].payload)
     assert [b["event_id"] for b in bolt] == [events[0].payload["event_id"]] * 2
+
+
+async def test_with_two_connections_each_envelope_goes_to_exactly_one_of_them(
+    sim: SlackSim, client: AsyncWebClient
+) -> None:
+    """Slack sends each envelope to one random connection of the app (one per replica)."""
+    sim.use_socket_mode()
+    sim.socket.rng = random.Random(15)
+    received: dict[int, list[str]] = {0: [], 1: []}
+
+    async def app(sock: aiohttp.ClientWebSocketResponse, n: int) -> None:
+        async for msg in sock:
+            envelope = json.loads(msg.data)
+            if "envelope_id" in envelope:
+                received[n].append(envelope["payload"]["text"])
+                await sock.send_json({"envelope_id": envelope["envelope_id"]})
+
+    async with aiohttp.ClientSession() as http:
+        socks = [await http.ws_connect(await open_url(client)) for _ in range(2)]
+        for s in socks:
+            assert (await s.receive_json(timeout=5))["type"] == "hello"
+        readers = [asyncio.create_task(app(s, n)) for n, s in enumerate(socks)]
+        results = await asyncio.gather(
+            *(sim.slash_command("U_ALICE", CH, f"status {i}") for i in range(40))
+        )
+        for s in socks:
+            await s.close()
+        await asyncio.gather(*readers)
+
+    assert all(r.status == 200 for r in results)
+    texts = received[0] + received[1]
+    assert sorted(texts) == sorted(f"status {i}" for i in range(40)), "each exactly once"
+    assert received[0] and received[1], "both connections got a share"
+    assert {e.connection for e in sim.envelopes} == {1, 2}

@@ -1,0 +1,69 @@
+"""``gpunode prevent NODE [--out DIR] [--force]``: the prevention kit in a terminal.
+
+The node name goes through ``bot.core.commands.parse`` as the slash command's does. The kit
+is computed from the node as the cluster shows it now (``bot.services.prevention``).
+Without ``--out`` the whole kit is printed as one Markdown document (the README with every
+value explained, then each manifest). With ``--out DIR`` each file is written into DIR
+(created with its parents); files of an earlier kit are never overwritten silently: if any
+of the kit's file names already exists there, nothing is written and the command says which,
+unless ``--force`` is given. Other files in DIR are left alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bot.cli.common import gateway_from_args
+from bot.core import commands
+from bot.errors import UsageError
+from bot.render.prevention import render_kit_markdown
+from bot.services.prevention import Kit, kit_from_cluster
+
+
+def write_kit(kit: Kit, out: Path, *, force: bool = False) -> list[Path]:
+    """Write every file of ``kit`` into ``out``; the paths written, in kit order."""
+    targets = [out / name for name in kit.files]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot create {out}: {exc.strerror or exc}. Pass a writable --out directory."
+        ) from exc
+    existing = [p.name for p in targets if p.exists()]
+    if existing and not force:
+        raise UsageError(
+            f"{out} already holds {', '.join(existing)} (an earlier kit?); nothing was written. "
+            "Pass --force to overwrite them, or choose another --out directory."
+        )
+    for path in targets:
+        try:
+            path.write_text(kit.files[path.name], encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {path}: {exc.strerror or exc}.") from exc
+    return targets
+
+
+async def _kit(args: argparse.Namespace, node: str) -> Kit:
+    gateway = gateway_from_args(args)
+    try:
+        return await kit_from_cluster(gateway, node, at=datetime.now(UTC))
+    finally:
+        gateway.close()
+
+
+def main(args: argparse.Namespace) -> int:
+    cmd = commands.parse(f"prevent {args.node}", prog="gpunode")
+    assert isinstance(cmd, commands.Prevent)
+    kit = asyncio.run(_kit(args, cmd.node))
+    if args.out is None:
+        sys.stdout.write(render_kit_markdown(kit.files).rstrip("\n") + "\n")
+        return 0
+    written = write_kit(kit, Path(args.out), force=args.force)
+    lines = [f"wrote {p}" for p in written]
+    lines.append(f"review {Path(args.out) / 'README.md'} before applying anything")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0

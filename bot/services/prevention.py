@@ -1,0 +1,158 @@
+"""The prevention kit use case: compute it for a node, and share it into Slack.
+
+Two sources, one kit (``bot.core.prevention`` computes, ``bot.render.prevention`` renders):
+- ``kit_from_cluster``: the node as the API server shows it now (``/gpunode prevent NODE``
+  and ``gpunode prevent NODE``): no diagnostic Job is needed, since every value comes from
+  the node's capacity and its pods' requests and limits;
+- ``kit_from_incident``: the cluster view stored with the incident's latest diagnosis (the
+  **Prevention kit** button under the evidence, and the postmortem export), so the kit
+  matches the evidence the thread shows.
+``share_kit`` posts the explanation (one line per value) and uploads the files in one
+message; in an incident thread it also notes the share in the timeline.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from bot.core.cluster import ClusterView
+from bot.core.incidents import Incident, TimelineEntry
+from bot.core.prevention import KitSource, PreventionParams, prevention_params
+from bot.errors import GpunodeError
+from bot.render import environment
+from bot.render.messages import render_notice
+from bot.render.prevention import kit_message, render_prevention_files
+from bot.services.chatops import BotServices, permitted
+from bot.services.ports import ChatPort, KubePort
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Kit:
+    """The kit of one node: its parameters, where they were read, and its files
+    (manifests and ``README.md``) by name."""
+
+    params: PreventionParams
+    source: KitSource
+    files: dict[str, str]
+
+
+def build_kit(view: ClusterView, source: KitSource, *, locale: str = "en") -> Kit:
+    params = prevention_params(view)
+    files = render_prevention_files(params, locale=locale, source=source)
+    return Kit(params=params, source=source, files=files)
+
+
+async def kit_from_cluster(kube: KubePort, node: str, *, at: datetime) -> Kit:
+    """The kit for ``node`` as the cluster shows it now. NotFoundError if there is no such
+    node (the gateway's message names it)."""
+    view = await kube.get_cluster_view(node)
+    return build_kit(view, KitSource(kind="live", at=at))
+
+
+def latest_view(rows: list[Any]) -> tuple[ClusterView, datetime | None] | None:
+    """The newest stored cluster view among an incident's snapshot rows, with its time."""
+    for row in reversed(rows):
+        if row.view_json:
+            return ClusterView.model_validate_json(row.view_json), row.at
+    return None
+
+
+async def kit_from_incident(store: Any, incident: Incident) -> Kit:
+    """The kit from the cluster view stored with ``incident``'s latest diagnosis."""
+    found = latest_view(list(await store.snapshots(incident.id)))
+    if found is None:
+        raise GpunodeError(
+            f"{incident.id} has no stored evidence yet: run `/gpunode diagnose {incident.node}` "
+            f"first, or `/gpunode prevent {incident.node}` to read the node as it is now",
+            code="no_evidence",
+        )
+    view, at = found
+    return build_kit(view, KitSource(kind="snapshot", at=at, incident=incident.id))
+
+
+async def share_kit(
+    chat: ChatPort,
+    kit: Kit,
+    *,
+    channel: str,
+    thread_ts: str | None,
+    store: Any = None,
+    incident: Incident | None = None,
+    actor: str = "",
+    at: datetime | None = None,
+) -> list[str]:
+    """The explanation message, then the files in one upload, into ``channel`` (a thread
+    when ``thread_ts``). With ``store``, ``incident`` and ``at``: a timeline note naming the
+    files. Returns the file names."""
+    text, blocks = kit_message(kit.params, kit.source)
+    await chat.post(channel, text=text, blocks=blocks, thread_ts=thread_ts)
+    t = environment.macros("slack", "prevention.j2")
+    node = kit.params.node
+    names = list(kit.files)
+    await chat.upload_files(
+        channel, thread_ts,
+        files=[(f"{node}-{name}", f"{node} prevention kit: {name}", kit.files[name])
+               for name in names],
+        comment=str(t.upload_comment(node, len(names))).strip(),
+    )  # fmt: skip
+    shared = [f"{node}-{name}" for name in names]
+    if store is not None and incident is not None and at is not None:
+        await store.append_timeline(
+            TimelineEntry(
+                incident_id=incident.id, at=at, kind="note", actor=actor,
+                text="prevention kit shared", data={"files": shared},
+            )
+        )  # fmt: skip
+    return shared
+
+
+async def prevent_node(
+    kube: KubePort, store: Any, chat: ChatPort, node: str, *, channel: str, user: str,
+    now: datetime,
+) -> list[str]:  # fmt: skip
+    """``/gpunode prevent NODE``: the kit as the node is now, into the thread of the node's
+    open incident in ``channel`` if there is one, else into ``channel`` itself."""
+    kit = await kit_from_cluster(kube, node, at=now)
+    incident = next(
+        (i for i in await store.open_incidents(node) if i.channel == channel and i.thread_ts),
+        None,
+    )
+    return await share_kit(
+        chat, kit, channel=channel, thread_ts=incident.thread_ts if incident else None,
+        store=store, incident=incident, actor=user, at=now,
+    )  # fmt: skip
+
+
+async def prevent_incident(
+    store: Any, chat: ChatPort, incident_id: str, *, user: str, now: datetime
+) -> list[str]:
+    """The **Prevention kit** button: the kit from the incident's latest stored evidence,
+    into the incident's thread."""
+    incident = await store.get_incident(incident_id)
+    if incident is None:
+        raise GpunodeError(f"there is no incident {incident_id}", code="not_found")
+    kit = await kit_from_incident(store, incident)
+    return await share_kit(
+        chat, kit, channel=incident.channel, thread_ts=incident.thread_ts, store=store,
+        incident=incident, actor=user, at=now,
+    )  # fmt: skip
+
+
+async def prevention_button(s: BotServices, incident: str, *, user: str, channel: str) -> None:
+    """The **Prevention kit** button: the role checked at the click (``view``: the kit only
+    reads), then the kit from the incident's latest evidence into its thread; a failure is
+    told to the clicker."""
+    try:
+        if await permitted(s, "view", user=user, channel=channel):
+            await prevent_incident(s.store, s.chat, incident, user=user, now=s.clock())
+    except GpunodeError as err:
+        t, blocks = render_notice("command_failed", message=err.message, code=err.code)
+        try:
+            await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
+        except GpunodeError:
+            log.warning("could not tell %s the prevention kit failed: %s", user, err.code)

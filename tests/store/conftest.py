@@ -1,0 +1,52 @@
+"""The store's contract runs on both engines: ``target`` is a fresh SQLite file or a fresh
+PostgreSQL database (tests/pgserver.py), and ``tamper`` writes to it behind the store's back,
+as someone with direct database access would."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import psycopg
+import pytest
+
+ENGINES = ["sqlite", "postgres"]
+#: what the raw drivers raise when a trigger or constraint refuses a statement
+RAW_ERRORS = (sqlite3.Error, psycopg.Error)
+
+
+@pytest.fixture(params=ENGINES)
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "postgres":
+        return str(request.getfixturevalue("pg_dsn"))
+    return str(tmp_path / "state" / "gpunode.db")
+
+
+def is_pg(target: str) -> bool:
+    return target.startswith("postgresql://")
+
+
+def tamper(target: str, *statements: str) -> None:
+    """Run ``statements`` directly on the database, each in its own transaction."""
+    if is_pg(target):
+        with psycopg.connect(target, autocommit=True) as conn:
+            for statement in statements:
+                conn.execute(statement.encode())
+        return
+    conn = sqlite3.connect(target, isolation_level=None)
+    try:
+        for statement in statements:
+            conn.execute(statement)
+    finally:
+        conn.close()
+
+
+def query(target: str, sql: str) -> list[tuple[object, ...]]:
+    if is_pg(target):
+        with psycopg.connect(target) as conn:
+            return [tuple(r) for r in conn.execute(sql.encode()).fetchall()]
+    conn = sqlite3.connect(target)
+    try:
+        return [tuple(r) for r in conn.execute(sql).fetchall()]
+    finally:
+        conn.close()
