@@ -88,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--force", action="store_true", help="with --out: overwrite an earlier kit's files"
     )
+    _lang_arg(p)
     _cluster_args(p)
     p.set_defaults(handler="bot.cli.prevent:main")
 

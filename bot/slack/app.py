@@ -116,8 +116,9 @@ async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> None:
             await s.diagnose.diagnose(cmd.node, channel=channel, user=user)
         elif isinstance(cmd, commands.Prevent):
             await prevent_node(
-                s.kube, s.store, s.chat, cmd.node, channel=channel, user=user, now=s.clock()
-            )
+                s.kube, s.store, s.chat, cmd.node, channel=channel, user=user, now=s.clock(),
+                locales=s.diagnose.locales,
+            )  # fmt: skip
         elif isinstance(cmd, commands.Top):
             ranks = await top_nodes(s.kube)
             rows = [dataclasses.asdict(r) for r in ranks]

@@ -27,7 +27,7 @@ from bot.render.blocks import diagnosis_messages
 from bot.render.markdown import render_report_markdown, render_timeline_markdown
 from bot.render.messages import render_root, verdict_headline
 from bot.render.postmortem import render_postmortem_html, render_postmortem_markdown
-from bot.render.prevention import render_prevention_files
+from bot.render.prevention import kit_message, render_kit_markdown, render_prevention_files
 from bot.render.sentences import Fmt, sentence
 from bot.render.text import render_report_text
 from bot.sandbox.slacksim.validation import blocks_errors, view_errors
@@ -303,7 +303,11 @@ def documents(
     out["postmortem.md"] = render_postmortem_markdown(pm, charts={"start": "s.png"}, locale=locale)
     out["postmortem.html"] = render_postmortem_html(pm, charts={"start": b"png"}, locale=locale)
     if view is not None:
-        out["prevention"] = render_prevention_files(prevention_params(view), locale=locale)
+        params = prevention_params(view)
+        files = render_prevention_files(params, locale=locale)
+        out["prevention"] = files
+        out["prevention_kit.md"] = render_kit_markdown(files, locale=locale)
+        checked("kit.message", kit_message(params, None, locale=locale), out)
 
 
 def every_message(

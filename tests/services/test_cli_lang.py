@@ -71,3 +71,16 @@ async def test_timeline_is_in_the_threads_language_unless_lang_says_otherwise(
 
     assert english.startswith(f"# Postmortem draft: {incident.id}")
     assert not kept.startswith("# Postmortem draft") and CJK.search(kept.splitlines()[0])
+
+
+def test_prevent_prints_the_kit_in_the_asked_language(capsys: pytest.CaptureFixture[str]) -> None:
+    from bot.sandbox.kubesim import KubeSim, load_scenario
+    from bot.sandbox.kubesim.access import BOT_TOKEN
+
+    with KubeSim.running_in_thread(load_scenario("seed")) as sim:
+        base = ["prevent", "gpu-node-01", "--server", sim.url, "--token", BOT_TOKEN]
+        assert main([*base, "--lang", "zh-CN"]) == 0
+        chinese = capsys.readouterr().out
+        assert main(base) == 0
+        english = capsys.readouterr().out
+    assert CJK.search(chinese) and not CJK.search(english)
