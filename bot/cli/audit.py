@@ -20,8 +20,8 @@ from typing import TextIO
 from bot.config import load_settings
 from bot.core.durations import parse_duration
 from bot.store import AuditRecord, Store
-from bot.store.audit_chain import ChainReport
 from bot.store.engines import require_existing
+from bot.store.models import ChainReport
 
 _COLUMNS = ("at", "actor", "action", "decision", "outcome", "incident", "channel", "detail")
 

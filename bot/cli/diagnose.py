@@ -30,9 +30,10 @@ if TYPE_CHECKING:
     from bot.services.history import HistoryService
     from bot.services.ports import KubePort
 from bot.core.cluster import ClusterView
-from bot.core.evidence import SCHEMA_VERSION, EvidenceBundle
+from bot.core.evidence import SCHEMA_VERSION, EvidenceBundle, foreign_schema
 from bot.core.findings import Diagnosis
 from bot.core.thresholds import DEFAULT, Thresholds
+from bot.core.validation import validation_message
 from bot.errors import CollectorError, UsageError
 
 M = TypeVar("M", bound=BaseModel)
@@ -59,13 +60,9 @@ def _validate(model: type[M], data: Any, path: str, what: str, hint: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}"
-            for e in exc.errors()[:5]
-        )
-        more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+        problems = validation_message(exc, limit=5, count_rest=True, top="(top level)")
         raise UsageError(
-            f"{what} file {path} does not match the schema: {problems}{more}. {hint}"
+            f"{what} file {path} does not match the schema: {problems}. {hint}"
         ) from exc
 
 
@@ -75,8 +72,8 @@ def read_bundle(path: str) -> EvidenceBundle:
     data = _read_json(path, "evidence", hint)
     if not isinstance(data, dict):
         raise UsageError(f"evidence file {path} must hold a JSON object. {hint}")
-    version = str(data.get("schema_version", ""))
-    if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
+    version = foreign_schema(data)
+    if version is not None:
         raise CollectorError(
             f"evidence file {path} has schema version {version or 'none'}, this gpunode reads "
             f"{SCHEMA_VERSION}: collect again with a matching gpunode version."

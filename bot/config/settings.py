@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from bot.core.locales import parse_channel_locales
+from bot.core.validation import validation_message
 from bot.errors import ConfigError
 
 ENV_PREFIX = "GPUNODE_"
@@ -230,10 +231,7 @@ def load_settings(
     try:
         return Settings.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{_key_path(err['loc'])}: {err['msg']}"
-            for err in exc.errors(include_input=False, include_url=False, include_context=False)
-        )
+        problems = validation_message(exc, where=_key_path)
         raise ConfigError(
             f"invalid settings ({problems}). Set them in the config file or as "
             f"{ENV_PREFIX}<GROUP>__<FIELD> environment variables."

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from bot.core.changes import EnvValues, ResourceValues
+from bot.core.refs import ObjectRef
 
 Tier = Literal[1, 2, 3]
 
@@ -34,23 +37,111 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class Step(_Model):
-    """One primitive call. ``params`` keys by verb:
+class _Params(_Model):
+    """A step's parameters. Read-only mapping access (``get``, ``[]``) is for templates,
+    which read plans the same whether they hold models or stored JSON; code reads fields."""
 
-    - cordon / uncordon: {} (``name`` is the node)
-    - evict: {} (``namespace``/``name`` is the pod)
-    - ensure_priority_class: {"value": int, "description": str}
-    - set_priority_class: {"priority_class": str | None}  (kind/ns/name = controller)
-    - patch_resources: {"container": str, "requests": {..}, "limits": {..}, "env": {..}}
-    - resize_pod: {"container": str, "requests": {..}, "limits": {..}}  (kind Pod: in place,
-      through ``pods/<name>/resize``)
-    """
+    def get(self, key: str, default: object = None) -> object:
+        return getattr(self, key, default) if key in type(self).model_fields else default
+
+    def __getitem__(self, key: str) -> object:
+        if key not in type(self).model_fields:
+            raise KeyError(key)
+        return getattr(self, key)
+
+
+class NoParams(_Params):
+    """cordon / uncordon (``name`` is the node), evict (``namespace``/``name`` the pod)."""
+
+
+class PriorityClassParams(_Params):
+    """ensure_priority_class (``name`` is the class)."""
+
+    value: int
+    description: str = ""
+    preemption_policy: str = "Never"
+
+
+class PriorityClassNameParams(_Params):
+    """set_priority_class (kind/namespace/name = the controller); None removes it."""
+
+    priority_class: str | None
+
+
+class PatchResourcesParams(_Params):
+    """patch_resources: one container of a controller's pod template. A None value removes
+    the key (undo); an env value is a literal, a whole entry to restore, or None."""
+
+    container: str
+    requests: ResourceValues = Field(default_factory=dict)
+    limits: ResourceValues = Field(default_factory=dict)
+    env: EnvValues = Field(default_factory=dict)
+
+
+class ResizePodParams(_Params):
+    """resize_pod (kind Pod): one container in place, through ``pods/<name>/resize``."""
+
+    container: str
+    requests: ResourceValues = Field(default_factory=dict)
+    limits: ResourceValues = Field(default_factory=dict)
+
+
+StepParams = (
+    PriorityClassParams | PriorityClassNameParams | PatchResourcesParams | ResizePodParams
+    | NoParams
+)  # fmt: skip
+#: the parameters each verb takes
+PARAMS: dict[StepVerb, type[_Params]] = {
+    "cordon": NoParams,
+    "uncordon": NoParams,
+    "evict": NoParams,
+    "ensure_priority_class": PriorityClassParams,
+    "set_priority_class": PriorityClassNameParams,
+    "patch_resources": PatchResourcesParams,
+    "resize_pod": ResizePodParams,
+}
+
+
+class Step(_Model):
+    """One primitive call on one object; ``params`` are typed by verb (``PARAMS``): a dict
+    given for them (a stored plan, a test) is validated as the verb's model."""
 
     verb: StepVerb
     kind: str
     namespace: str | None = None
     name: str
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: StepParams = Field(default_factory=NoParams)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _params_of_the_verb(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("verb") in PARAMS:
+            raw = data.get("params")
+            want = PARAMS[data["verb"]]
+            if raw is None:
+                data = {**data, "params": want()}
+            elif isinstance(raw, dict):
+                data = {**data, "params": want.model_validate(raw)}
+        return data
+
+    @model_validator(mode="after")
+    def _params_match_the_verb(self) -> Step:
+        if type(self.params) is not PARAMS[self.verb]:
+            raise ValueError(
+                f"a {self.verb} step takes {PARAMS[self.verb].__name__}, "
+                f"not {type(self.params).__name__}"
+            )
+        return self
+
+    @property
+    def ref(self) -> ObjectRef:
+        return ObjectRef(self.kind, self.namespace or "", self.name)
+
+    @property
+    def container(self) -> str:
+        """The container a resources step changes ("" for other verbs)."""
+        p = self.params
+        return p.container if isinstance(p, PatchResourcesParams | ResizePodParams) else ""
 
 
 class ProtectedPod(_Model):

@@ -14,7 +14,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.core.actions import ActionPlan, Step, Tier3Values
+from bot.core.actions import (
+    ActionPlan,
+    PatchResourcesParams,
+    ResizePodParams,
+    Step,
+    Tier3Values,
+)
 from bot.core.quantity import MAX_INT64, Quantity, QuantityError, parse_quantity
 
 MAX_OMP_THREADS = 1024  # far above any node's core count; catches typos like 40000
@@ -158,13 +164,16 @@ def _patch_step(step: Step, v: Tier3Values) -> Step:
         limits["cpu"] = v.cpu_limit
     if v.cpu_request:
         requests["cpu"] = v.cpu_request
-    params = {**step.params, "requests": requests, "limits": limits}
-    if step.verb == "resize_pod":  # env cannot change in place
-        return step.model_copy(update={"params": params})
-    env = dict(step.params.get("env") or {})
+    p = step.params
+    if isinstance(p, ResizePodParams):  # env cannot change in place
+        resized = p.model_copy(update={"requests": requests, "limits": limits})
+        return step.model_copy(update={"params": resized})
+    if not isinstance(p, PatchResourcesParams):
+        return step
+    env = dict(p.env)
     if v.omp_num_threads is not None:
         env["OMP_NUM_THREADS"] = str(v.omp_num_threads)
     else:
         env.pop("OMP_NUM_THREADS", None)
-    params["env"] = env
-    return step.model_copy(update={"params": params})
+    patched = p.model_copy(update={"requests": requests, "limits": limits, "env": env})
+    return step.model_copy(update={"params": patched})

@@ -11,6 +11,7 @@ major versions with a clear message.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Literal
 
@@ -19,6 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from bot.core.kernel_records import KernelLog
 
 SCHEMA_VERSION = "1.0"
+#: readers accept any minor version of this major
+SCHEMA_MAJOR = SCHEMA_VERSION.split(".")[0]
 
 CgroupVersion = Literal[1, 2]
 QosTier = Literal["guaranteed", "burstable", "besteffort"]
@@ -222,3 +225,11 @@ class EvidenceBundle(_Model):
         description="top caches from /proc/slabinfo, biggest first; [] when unreadable (a gap)",
     )
     gaps: list[Gap] = Field(default_factory=list)
+
+
+def foreign_schema(data: Mapping[str, object]) -> str | None:
+    """The ``schema_version`` of evidence JSON this gpunode cannot read (another major
+    version; ``""`` when it names none), or None when it can. Checked before validating the
+    bundle, so a version skew reads as one, not as a list of field errors."""
+    version = str(data.get("schema_version", ""))
+    return None if version.split(".")[0] == SCHEMA_MAJOR else version

@@ -31,12 +31,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.core.actions import PATCHABLE_KINDS, ActionPlan, PlanNote, ProtectedPod, Step
+from bot.core.actions import (
+    PATCHABLE_KINDS,
+    ActionPlan,
+    PatchResourcesParams,
+    PlanNote,
+    ProtectedPod,
+    ResizePodParams,
+    Step,
+)
 from bot.core.caps import plan_tier3
 from bot.core.cluster import ClusterView, PodInfo
 from bot.core.findings import Diagnosis
 from bot.core.gangs import builtin_kind, gang_of
 from bot.core.plans import make_plan, plan_id
+from bot.core.refs import ObjectRef
 from bot.core.relief import runbook_plan, with_relief
 from bot.core.rollouts import restart_notes, rollout_notes
 from bot.core.safety import gang_notes, is_self, job_notes
@@ -162,7 +171,7 @@ def plan_tier2(
 ) -> ActionPlan:
     node = view.node.name
     warnings: list[str] = []
-    controllers: dict[tuple[str, str, str], list[PodInfo]] = {}
+    controllers: dict[ObjectRef, list[PodInfo]] = {}
     gpu_pods = [p for p in view.pods if p.accelerated and not _terminal(p)]
     consumer = consumer_group(diagnosis)
     at_risk = diagnosis is None or training_at_risk(diagnosis)
@@ -185,12 +194,13 @@ def plan_tier2(
             # a DaemonSet is node infrastructure, not the training: its priority is not ours
             warnings.append("controller_kind_unsupported")
             continue
-        controllers.setdefault((owner.kind, pod.namespace, owner.name), []).append(pod)
+        controllers.setdefault(ObjectRef(owner.kind, pod.namespace, owner.name), []).append(pod)
     # every pod of a chosen controller restarts, GPU or not (same template)
     for pod in view.pods:
         owner = pod.top_owner
-        if owner is not None and (owner.kind, pod.namespace, owner.name) in controllers:
-            group = controllers[(owner.kind, pod.namespace, owner.name)]
+        ref = ObjectRef(owner.kind, pod.namespace, owner.name) if owner is not None else None
+        if ref is not None and ref in controllers:
+            group = controllers[ref]
             if pod not in group:
                 group.append(pod)
     if not gpu_pods:
@@ -219,7 +229,8 @@ def plan_tier2(
                 },
             )
         )
-        for kind, ns, name in sorted(controllers):
+        for ref in sorted(controllers):
+            kind, ns, name = ref
             steps.append(
                 Step(
                     verb="set_priority_class",
@@ -229,10 +240,8 @@ def plan_tier2(
                     params={"priority_class": priority_class},
                 )
             )
-            restarts += sorted(p.key for p in controllers[(kind, ns, name)])
-            notes += rollout_notes(
-                view, kind, ns, name, pods=controllers[(kind, ns, name)], resources=False
-            )
+            restarts += sorted(p.key for p in controllers[ref])
+            notes += rollout_notes(view, kind, ns, name, pods=controllers[ref], resources=False)
             if kind == "StatefulSet":
                 warnings.append("statefulset_restarts_one_by_one")
             elif kind == "ReplicaSet":
@@ -248,7 +257,7 @@ def plan_tier2(
         node,
         2,
         steps,
-        target="/".join(kinds[0]) if len(kinds) == 1 else None,
+        target=kinds[0].key if len(kinds) == 1 else None,
         blast_radius=restarts,
         restarts=restarts,
         reversible=True,
@@ -343,18 +352,20 @@ def undo_steps(step: Step, before: dict[str, Any]) -> list[Step]:
     if step.verb == "set_priority_class":
         params: dict[str, Any] = {"priority_class": before.get("priorityClassName")}
         return [Step(verb="set_priority_class", kind=kind, namespace=ns, name=name, params=params)]
-    if step.verb in ("patch_resources", "resize_pod"):
+    p = step.params
+    if isinstance(p, PatchResourcesParams | ResizePodParams):
         old_resources = dict(before.get("resources") or {})
-        params = {"container": before.get("container", step.params.get("container"))}
-        for section in ("requests", "limits"):
+        params = {"container": before.get("container", p.container)}
+        for section, new in (("requests", p.requests), ("limits", p.limits)):
             old = {str(k): str(v) for k, v in (old_resources.get(section) or {}).items()}
-            keys = sorted(set(old) | set(step.params.get(section) or {}))
+            keys = sorted(set(old) | set(new))
             params[section] = {k: old.get(k) for k in keys}
         if step.verb == "resize_pod":  # in place: the same pod gets its old values back
             return [Step(verb="resize_pod", kind=kind, namespace=ns, name=name, params=params)]
         env: dict[str, Any] = {}
         old_env = dict(before.get("env") or {})
-        for var in sorted(set(old_env) | set(step.params.get("env") or {})):
+        new_env = p.env if isinstance(p, PatchResourcesParams) else {}
+        for var in sorted(set(old_env) | set(new_env)):
             entry = old_env.get(var)
             if entry is None:
                 env[var] = None

@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from bot.core.validation import ErrorDetail, validation_message
 from bot.errors import PolicyError
 
 Tier = Literal[1, 2, 3]
@@ -233,15 +234,16 @@ def parse_policy(
     try:
         return Policy.model_validate(data)
     except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            loc = tuple(err["loc"])
-            line = line_of(loc) if line_of and loc else None
-            where = f"line {line}: " if line else ""
-            key = ".".join(str(part) for part in loc)
-            message = str(err["msg"]).removeprefix("Value error, ")
-            hint = _PATTERN_HINTS.get(str(err.get("ctx", {}).get("pattern", "")))
-            if hint:
-                message = f"{err['input']!r} {hint}"
-            problems.append(f"{where}{key}: {message}" if key else f"{where}{message}")
-        raise PolicyError(f"{source} is invalid: " + "; ".join(problems)) from exc
+        problems = validation_message(exc, top=None, message=_policy_problem, line_of=line_of)
+        raise PolicyError(f"{source} is invalid: {problems}") from exc
+
+
+def _policy_problem(err: ErrorDetail) -> str:
+    """pydantic's message without its "Value error, " prefix; a name that does not match
+    its pattern says what the pattern wants."""
+    ctx = err.get("ctx")
+    pattern = ctx.get("pattern", "") if isinstance(ctx, dict) else ""
+    hint = _PATTERN_HINTS.get(str(pattern))
+    if hint:
+        return f"{err['input']!r} {hint}"
+    return str(err["msg"]).removeprefix("Value error, ")

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bot.core import actors
 from bot.core.diffing import DiagnosisDiff, diff_diagnoses
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
@@ -29,7 +30,7 @@ from bot.core.history import Marker
 from bot.core.incidents import Incident, TimelineEntry
 from bot.core.prevention import KitSource, PreventionParams
 
-BOT_ACTORS = frozenset({"gpunode", "alertmanager", ""})
+BOT_ACTORS = frozenset({*actors.MACHINES, ""})
 SAME_RECORD = timedelta(minutes=2)
 
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import re
 
-from bot.core.actions import ActionPlan, Step
+from bot.core.actions import ActionPlan, PatchResourcesParams, ResizePodParams, Step
+from bot.core.changes import ResourceValues
 from bot.core.cluster import ClusterView, ContainerInfo, PodInfo
 from bot.core.plans import make_plan
 from bot.core.quantity import quantity_value
@@ -49,9 +50,20 @@ def _qos(containers: list[ContainerInfo]) -> str:
     return "guaranteed" if guaranteed else "burstable"
 
 
-def _resized(c: ContainerInfo, requests: dict[str, str], limits: dict[str, str]) -> ContainerInfo:
+def _merged(old: dict[str, str], new: ResourceValues) -> dict[str, str]:
+    """A strategic merge of one resources section: a None value removes the key."""
+    out = dict(old)
+    for k, v in new.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = v
+    return out
+
+
+def _resized(c: ContainerInfo, requests: ResourceValues, limits: ResourceValues) -> ContainerInfo:
     return c.model_copy(
-        update={"requests": {**c.requests, **requests}, "limits": {**c.limits, **limits}}
+        update={"requests": _merged(c.requests, requests), "limits": _merged(c.limits, limits)}
     )
 
 
@@ -62,12 +74,14 @@ def in_place_refusal(
     ``below_usage``: the new memory limit is under the container's working set."""
     if not view.in_place_resize:
         return "resize_not_served"
-    name = str(step.params.get("container"))
+    p = step.params
+    if not isinstance(p, PatchResourcesParams | ResizePodParams):
+        return "resize_not_served"
+    name = p.container
     info = next((c for c in pod.containers if c.name == name), None)
     if info is None or (info.init and not info.sidecar):
         return "resize_not_served"
-    requests = dict(step.params.get("requests") or {})
-    limits = dict(step.params.get("limits") or {})
+    requests, limits = dict(p.requests), dict(p.limits)
     regular = [c for c in pod.containers if not c.init]
     after = [_resized(c, requests, limits) if c.name == name else c for c in regular]
     if _qos(after) != _qos(regular):
@@ -93,18 +107,17 @@ def in_place_plan(view: ClusterView, pod: PodInfo, template: ActionPlan) -> Acti
     below = template.values is not None and template.values.below_working_set
     if in_place_refusal(view, pod, step, below_usage=below) is not None:
         return None
-    name = str(step.params["container"])
+    p = step.params
+    if not isinstance(p, PatchResourcesParams):
+        return None
+    name = p.container
     info = next(c for c in pod.containers if c.name == name)
     resize = Step(
         verb="resize_pod",
         kind="Pod",
         namespace=pod.namespace,
         name=pod.name,
-        params={
-            "container": name,
-            "requests": dict(step.params.get("requests") or {}),
-            "limits": dict(step.params.get("limits") or {}),
-        },
+        params=ResizePodParams(container=name, requests=dict(p.requests), limits=dict(p.limits)),
     )
     restarts_container = info.memory_resize_policy == "RestartContainer"
     warnings = [w for w in template.warnings if w not in ("template_change_restarts_pods",)] + [

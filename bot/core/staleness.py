@@ -28,7 +28,7 @@ CONTROLLER_VERBS = ("set_priority_class", "patch_resources")
 
 def controller_key(step: Step) -> str:
     """``Kind/namespace/name``, the key of ``controllers`` in ``stale_reason``."""
-    return f"{step.kind}/{step.namespace or ''}/{step.name}"
+    return step.ref.key
 
 
 def controller_steps(plan: ActionPlan) -> list[Step]:
@@ -112,7 +112,7 @@ def _controller_drift(step: Step, controller: Mapping[str, Any], before: Cluster
                 "re-diagnose before acting"
             )
         return None
-    name = str(step.params.get("container", ""))
+    name = step.container
     current = _template_container(controller, name)
     if current is None:
         return f"container {name} is gone from {key}; re-diagnose"

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from bot.core.validation import validation_message
 from bot.errors import ConfigError
 
 GIB = 1024**3
@@ -121,9 +122,7 @@ def parse_thresholds(raw: dict[str, Any] | None) -> Thresholds:
     try:
         return Thresholds.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-        )
+        problems = validation_message(exc)
         raise ConfigError(
             f"thresholds file is invalid ({problems}); fix or remove those keys"
         ) from exc

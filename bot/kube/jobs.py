@@ -20,7 +20,7 @@ from kubernetes import client, watch
 from pydantic import ValidationError
 
 from bot.config import KubeSettings
-from bot.core.evidence import SCHEMA_VERSION, EvidenceBundle
+from bot.core.evidence import SCHEMA_MAJOR, SCHEMA_VERSION, EvidenceBundle, foreign_schema
 from bot.errors import DiagnosticJobError
 from bot.kube.transport import Transport
 from bot.render.manifests import render_manifest
@@ -391,11 +391,11 @@ def parse_evidence(text: str) -> EvidenceBundle:
             "(kube.image) and the pod log",
             code="evidence_unreadable",
         )
-    version = str(data.get("schema_version", ""))
-    if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
+    version = foreign_schema(data)
+    if version is not None:
         raise DiagnosticJobError(
             f"the collector wrote evidence schema {version or '(none)'} but this bot reads "
-            f"{SCHEMA_VERSION.split('.')[0]}.x; run the same gpunode version in kube.image",
+            f"{SCHEMA_MAJOR}.x; run the same gpunode version in kube.image",
             code="evidence_unreadable",
         )
     try:

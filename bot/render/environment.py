@@ -21,6 +21,7 @@ from typing import Any
 
 import jinja2
 
+from bot.core import actors
 from bot.render import filters
 
 DEFAULT_LOCALE = "en"
@@ -72,6 +73,12 @@ def get_environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(filters.FILTERS)
+    # who acted when it was not a person: templates branch on these, never on a spelled name
+    env.globals["actors"] = {
+        "gpunode": actors.GPUNODE,
+        "alertmanager": actors.ALERTMANAGER,
+        "machines": tuple(sorted(actors.MACHINES)),
+    }
     return env
 
 

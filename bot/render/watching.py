@@ -38,9 +38,7 @@ def outcome_extras(plan: ActionPlan, *, state: str, undo: bool, locale: str = "e
         blocks.append(context(_s(t.accepted(plan))))
     template = any(s.verb in TEMPLATE_VERBS for s in plan.steps)
     if undo and template:
-        targets = [
-            f"{s.kind}/{s.namespace}/{s.name}" for s in plan.steps if s.verb in TEMPLATE_VERBS
-        ]
+        targets = [s.ref.key for s in plan.steps if s.verb in TEMPLATE_VERBS]
         blocks.append(context(_s(t.undo_restarts(plan, targets))))
     elif undo and any(s.verb == "resize_pod" for s in plan.steps):
         blocks.append(context(_s(t.undo_in_place(plan))))

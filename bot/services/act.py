@@ -27,8 +27,7 @@ from bot.services import applying, approving, reconciling, requesting, undoing
 from bot.services.acting import ActDeps
 from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
-from bot.services.ports import ChatPort, KubePort
-from bot.store.storing import Store
+from bot.services.ports import ChatPort, KubePort, StorePort
 
 
 class ActService:
@@ -37,7 +36,7 @@ class ActService:
     def __init__(
         self,
         kube: KubePort,
-        store: Store,
+        store: StorePort,
         chat: ChatPort,
         diagnose: DiagnoseService,
         bg: Background,

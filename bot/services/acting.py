@@ -18,16 +18,16 @@ from typing import Any
 
 from bot.core.actions import ActionPlan
 from bot.core.findings import Diagnosis
-from bot.core.incidents import Incident, TimelineEntry, TimelineKind
+from bot.core.incidents import Incident, TimelineKind
 from bot.core.policy import TIERS, Policy, Principal, Tier
 from bot.errors import GpunodeError
 from bot.render import acting as views
 from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
 from bot.services.executing import StepsResult
-from bot.services.ports import ChatPort, KubePort
+from bot.services.ports import ChatPort, KubePort, StorePort
+from bot.services.recording import append_entry
 from bot.store.models import ActionRecord, AuditRecord
-from bot.store.storing import Store
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class ActDeps:
     kube: KubePort
-    store: Store
+    store: StorePort
     chat: ChatPort
     diagnose: DiagnoseService
     bg: Background
@@ -102,11 +102,7 @@ class ActDeps:
     ) -> None:
         if incident_id is None:
             return
-        entry = TimelineEntry(
-            incident_id=incident_id, at=self.clock(), kind=kind, actor=actor, text=text,
-            data=data or {},
-        )  # fmt: skip
-        await self.store.append_timeline(entry)
+        await append_entry(self.store, incident_id, kind, actor, text, at=self.clock(), data=data)
 
     async def thread_of(self, incident_id: str | None) -> str | None:
         if incident_id is None:
@@ -122,7 +118,7 @@ class ActDeps:
         snap = await self.store.latest_snapshot(incident_id)
         if incident is None or snap is None:
             return None
-        diagnosis = Diagnosis.model_validate_json(snap.diagnosis_json)
+        diagnosis = snap.diagnosis
         plan = next((p for p in diagnosis.plans if p.plan_id == plan_id), None)
         if plan is None or not plan.available:
             return None

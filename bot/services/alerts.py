@@ -23,14 +23,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from bot.core import actors
 from bot.core.alert_caps import AlertCaps, over_cap, recent
 from bot.core.commands import parse_node_name
-from bot.core.incidents import TimelineEntry
+from bot.core.validation import validation_message
 from bot.errors import GpunodeError, SlackError, UsageError
 from bot.render.messages import render_notice
 from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
-from bot.services.ports import ChatPort, KubePort
+from bot.services.ports import ChatPort, KubePort, StorePort
+from bot.services.recording import append_entry
 from bot.store.models import AuditRecord
 
 log = logging.getLogger(__name__)
@@ -60,9 +62,8 @@ def parse_payload(body: bytes) -> AlertmanagerPayload:
     try:
         payload = AlertmanagerPayload.model_validate_json(body)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "body"
-        raise UsageError(f"not an Alertmanager webhook payload: {where}: {first['msg']}") from exc
+        problem = validation_message(exc, limit=1, top="body")
+        raise UsageError(f"not an Alertmanager webhook payload: {problem}") from exc
     if payload.version != "4":
         raise UsageError(f"unsupported Alertmanager payload version {payload.version!r}; want 4")
     return payload
@@ -114,7 +115,7 @@ class AlertService:
     def __init__(
         self,
         diagnose: DiagnoseService,
-        store: Any,
+        store: StorePort,
         chat: ChatPort,
         bg: Background,
         *,
@@ -201,7 +202,10 @@ class AlertService:
         """The diagnosis an alert asked for; a channel the bot cannot post in is said once."""
         try:
             await self._diagnose.diagnose(
-                f.node, channel=self._channel, user="alertmanager", alert_fingerprint=f.fingerprint
+                f.node,
+                channel=self._channel,
+                user=actors.ALERTMANAGER,
+                alert_fingerprint=f.fingerprint,
             )
         except SlackError as err:
             if err.code not in CHANNEL_ERRORS:
@@ -226,7 +230,7 @@ class AlertService:
     async def _audit(self, decision: str, outcome: str, detail: str) -> None:
         await self._store.append_audit(
             AuditRecord(
-                at=self._clock(), actor="alertmanager", action="alert", channel=self._channel,
+                at=self._clock(), actor=actors.ALERTMANAGER, action="alert", channel=self._channel,
                 decision=decision, outcome=outcome, detail=detail,
             )
         )  # fmt: skip
@@ -259,17 +263,10 @@ class AlertService:
 
     async def _note_resolved(self, node: str, alertname: str) -> None:
         for incident in await self._store.open_incidents(node=node):
-            now = self._clock()
-            await self._store.append_timeline(
-                TimelineEntry(
-                    incident_id=incident.id,
-                    at=now,
-                    kind="alert_resolved",
-                    actor="alertmanager",
-                    text=f"{alertname} resolved",
-                    data={},
-                )
-            )
+            await append_entry(
+                self._store, incident.id, "alert_resolved", actors.ALERTMANAGER,
+                f"{alertname} resolved", at=self._clock(),
+            )  # fmt: skip
             if incident.thread_ts:
                 text, blocks = render_notice(
                     "alert_resolved", self._diagnose.locales.for_thread(incident),

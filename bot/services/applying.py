@@ -24,12 +24,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from bot.core import actors
 from bot.core.actions import ActionPlan, Step
 from bot.core.approvals import mark_executed, new_request
-from bot.core.cluster import ClusterView
 from bot.core.diffing import diff_diagnoses
-from bot.core.evidence import EvidenceBundle
-from bot.core.findings import Diagnosis
 from bot.core.planning import undo_steps
 from bot.core.policy import ActionRequestInfo, Deny, NeedsApproval, decide
 from bot.core.staleness import controller_key, controller_steps, stale_reason
@@ -255,8 +253,9 @@ async def _stale(d: ActDeps, record: ActionRecord, plan: ActionPlan) -> str | No
     snap = await d.store.latest_snapshot(record.incident_id or "")
     if snap is None:
         return "no evidence recorded for this incident; re-diagnose"
-    evidence = Diagnosis.model_validate_json(snap.diagnosis_json)
-    before = ClusterView.model_validate_json(snap.view_json)
+    evidence, before = snap.diagnosis, snap.view
+    if before is None:
+        return "no cluster view recorded for this incident; re-diagnose"
     try:
         current = await d.kube.get_cluster_view(plan.node)
         controllers: dict[str, dict[str, Any] | None] = {}
@@ -287,11 +286,11 @@ async def after(d: ActDeps, incident_id: str) -> None:
     if incident is None or before is None:
         return
     outcome = await d.diagnose.diagnose(
-        incident.node, channel=incident.channel, user="gpunode", fresh=True, chart=False
+        incident.node, channel=incident.channel, user=actors.GPUNODE, fresh=True, chart=False
     )
     if outcome.diagnosis is None:
         return
-    earlier = Diagnosis.model_validate_json(before.diagnosis_json)
+    earlier = before.diagnosis
     diff = diff_diagnoses(earlier, outcome.diagnosis)
     t, blocks = views.diff_message(diff, d.thread_locale(incident))
     await d.chat.post(incident.channel, text=t, blocks=blocks, thread_ts=incident.thread_ts)
@@ -299,5 +298,5 @@ async def after(d: ActDeps, incident_id: str) -> None:
     await d.diagnose.upload_chart(
         incident, outcome.diagnosis, outcome.bundle, name="after",
         title=f"{incident.node}: memory before and after the action",
-        earlier=[(earlier, EvidenceBundle.model_validate_json(before.bundle_json))],
+        earlier=[(earlier, before.bundle)],
     )  # fmt: skip

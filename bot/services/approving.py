@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from bot.core import actors
 from bot.core.approvals import ApprovalRequest, approve, deny, expire_if_due
 from bot.core.policy import can_approve
 from bot.errors import GpunodeError
@@ -125,11 +126,11 @@ async def expire_overdue(d: ActDeps) -> int:
         count += 1
         fields = audit_fields(record, "", "approve")
         await d.audit(
-            actor="gpunode", **fields, decision="expired", detail="nobody approved in time"
+            actor=actors.GPUNODE, **fields, decision="expired", detail="nobody approved in time"
         )
-        await d.timeline(record.incident_id, "approval", "gpunode", "approval expired")
+        await d.timeline(record.incident_id, "approval", actors.GPUNODE, "approval expired")
         await close_approval_message(d, record, new, state="expired", by="")
-        await _end(d, record, "expired", by="gpunode", why="approval expired")
+        await _end(d, record, "expired", by=actors.GPUNODE, why="approval expired")
     return count
 
 

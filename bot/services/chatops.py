@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bot.core.policy import Deny, Permission, authorize
 from bot.errors import GpunodeError
@@ -23,7 +23,7 @@ from bot.render.messages import render_notice
 from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
 from bot.services.operations import IncidentOps
-from bot.services.ports import ChatPort, KubePort
+from bot.services.ports import ChatPort, KubePort, StorePort
 from bot.store.models import AuditRecord
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ NO_POLICY = (
 @dataclass
 class BotServices:
     kube: KubePort
-    store: Any
+    store: StorePort
     chat: ChatPort
     diagnose: DiagnoseService
     ops: IncidentOps

@@ -26,11 +26,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from bot.core import actors
 from bot.core.charts import action_markers, chart_spec
 from bot.core.cluster import ClusterView, NodeInfo
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
-from bot.core.incidents import TimelineEntry
+from bot.core.incidents import Incident, TimelineKind
 from bot.core.thresholds import Thresholds
 from bot.errors import GpunodeError, KubeError, NotFoundError, StoreError
 from bot.render.messages import (
@@ -44,7 +45,8 @@ from bot.render.sentences import sentence
 from bot.services.diagnosing import check_node, run_diagnosis
 from bot.services.history import HistoryService
 from bot.services.locales import LocaleChooser
-from bot.services.ports import ChatPort, KubePort
+from bot.services.ports import ChatPort, KubePort, StorePort
+from bot.services.recording import append_entry
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +75,7 @@ class DiagnoseService:
     def __init__(
         self,
         kube: KubePort,
-        store: Any,
+        store: StorePort,
         chat: ChatPort,
         *,
         clock: Callable[[], datetime],
@@ -162,7 +164,7 @@ class DiagnoseService:
 
     async def _run(
         self,
-        incident: Any,
+        incident: Incident,
         known: NodeInfo,
         channel: str,
         *,
@@ -201,9 +203,9 @@ class DiagnoseService:
         await self._store.save_snapshot(
             incident.id,
             at=self._clock(),
-            bundle_json=bundle.model_dump_json(),
-            view_json=view.model_dump_json(),
-            diagnosis_json=diagnosis.model_dump_json(),
+            bundle=bundle,
+            view=view,
+            diagnosis=diagnosis,
         )
         for text, blocks in render_diagnosis_messages(
             diagnosis, incident_id=incident.id, bundle=bundle, locale=locale
@@ -214,7 +216,7 @@ class DiagnoseService:
         await self._note(
             incident.id,
             "evidence",
-            "gpunode",
+            actors.GPUNODE,
             f"verdict: {_verdict_text(diagnosis)}",
             data={"findings": [f.code for f in diagnosis.findings]},
         )
@@ -223,7 +225,7 @@ class DiagnoseService:
 
     async def upload_chart(
         self,
-        incident: Any,
+        incident: Incident,
         diagnosis: Diagnosis,
         bundle: EvidenceBundle | None,
         *,
@@ -277,7 +279,7 @@ class DiagnoseService:
         except KubeError:
             return []
 
-    async def _ensure_thread(self, incident: Any, channel: str) -> tuple[Any, str]:
+    async def _ensure_thread(self, incident: Incident, channel: str) -> tuple[Incident, str]:
         """The incident and its thread, posting the root first if nobody has. ``incident``
         must be as just read from the store: it is only read again while another caller is
         posting the root (a claim fails only when the thread exists or is being opened).
@@ -305,7 +307,9 @@ class DiagnoseService:
             await asyncio.sleep(ROOT_POLL_S)
             fresh = await self._store.get_incident(incident.id) or incident
 
-    async def _post_root(self, incident: Any, channel: str, claimer: str) -> tuple[Any, str]:
+    async def _post_root(
+        self, incident: Incident, channel: str, claimer: str
+    ) -> tuple[Incident, str]:
         text, blocks = self._root(
             incident, progress=progress_text("opening", self.locales.for_thread(incident))
         )
@@ -321,7 +325,7 @@ class DiagnoseService:
         return stored, str(stored.thread_ts)
 
     def _root(
-        self, incident: Any, *, progress: str | None, diagnosis: Diagnosis | None = None
+        self, incident: Incident, *, progress: str | None, diagnosis: Diagnosis | None = None
     ) -> tuple[str, list[dict[str, Any]]]:
         locale = self.locales.for_thread(incident)
         headline = ""
@@ -339,11 +343,11 @@ class DiagnoseService:
 
     async def _refresh_root(
         self,
-        incident: Any,
+        incident: Incident,
         *,
         progress: str | None,
         diagnosis: Diagnosis | None = None,
-        fresh: Any = None,
+        fresh: Incident | None = None,
     ) -> None:
         """Re-render the root line; ``fresh``: the incident as just read (else read now)."""
         fresh = fresh or await self._store.get_incident(incident.id)
@@ -353,14 +357,14 @@ class DiagnoseService:
         await self._chat.update(fresh.channel, fresh.thread_ts, text=text, blocks=blocks)
 
     async def _report_failure(
-        self, incident: Any, err: KubeError, thread_ts: str
+        self, incident: Incident, err: KubeError, thread_ts: str
     ) -> DiagnoseOutcome:
         text, blocks = render_notice(
             "diagnose_failed", self.locales.for_thread(incident),
             reason=err.message, code=err.code,
         )  # fmt: skip
         await self._chat.post(incident.channel, text=text, blocks=blocks, thread_ts=thread_ts)
-        await self._note(incident.id, "diagnosis", "gpunode", f"diagnosis failed: {err.code}")
+        await self._note(incident.id, "diagnosis", actors.GPUNODE, f"diagnosis failed: {err.code}")
         locale = self.locales.for_thread(incident)
         await self._refresh_root(incident, progress=progress_text("failed", locale, code=err.code))
         return DiagnoseOutcome(incident.id, None, None, error=err)
@@ -368,21 +372,13 @@ class DiagnoseService:
     async def _note(
         self,
         incident_id: str,
-        kind: str,
+        kind: TimelineKind,
         actor: str,
         text: str,
         *,
         data: dict[str, Any] | None = None,
     ) -> None:
-        entry = TimelineEntry(
-            incident_id=incident_id,
-            at=self._clock(),
-            kind=kind,
-            actor=actor,
-            text=text,
-            data=data or {},
-        )
-        await self._store.append_timeline(entry)
+        await append_entry(self._store, incident_id, kind, actor, text, at=self._clock(), data=data)
 
 
 def _verdict_text(diagnosis: Diagnosis) -> str:

@@ -14,7 +14,13 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from bot.core.actions import Step
+from bot.core.actions import (
+    PatchResourcesParams,
+    PriorityClassNameParams,
+    PriorityClassParams,
+    ResizePodParams,
+    Step,
+)
 from bot.core.changes import Change, EvictionOutcome
 from bot.errors import GpunodeError, KubeUnavailableError
 from bot.services.ports import KubePort
@@ -81,36 +87,36 @@ async def _call(kube: KubePort, step: Step, *, dry_run: bool) -> Change:
         return await kube.cordon(step.name, dry_run=dry_run)
     if step.verb == "uncordon":
         return await kube.uncordon(step.name, dry_run=dry_run)
-    if step.verb == "ensure_priority_class":
+    if isinstance(p, PriorityClassParams):
         return await kube.ensure_priority_class(
             step.name,
-            int(p["value"]),
-            description=str(p.get("description", "")),
+            p.value,
+            description=p.description,
             dry_run=dry_run,
-            preemption_policy=str(p.get("preemption_policy") or "Never"),
+            preemption_policy=p.preemption_policy or "Never",
         )
-    if step.verb == "set_priority_class":
+    if isinstance(p, PriorityClassNameParams):
         return await kube.set_priority_class_name(
-            step.kind, step.namespace or "", step.name, p.get("priority_class"), dry_run=dry_run
+            step.kind, step.namespace or "", step.name, p.priority_class, dry_run=dry_run
         )
-    if step.verb == "patch_resources":
+    if isinstance(p, PatchResourcesParams):
         return await kube.patch_container_resources(
             step.kind,
             step.namespace or "",
             step.name,
-            str(p["container"]),
-            requests=dict(p.get("requests") or {}),
-            limits=dict(p.get("limits") or {}),
-            env=dict(p.get("env") or {}),
+            p.container,
+            requests=dict(p.requests),
+            limits=dict(p.limits),
+            env=dict(p.env),
             dry_run=dry_run,
         )
-    if step.verb == "resize_pod":
+    if isinstance(p, ResizePodParams):
         return await kube.resize_pod(
             step.namespace or "",
             step.name,
-            str(p["container"]),
-            requests=dict(p.get("requests") or {}),
-            limits=dict(p.get("limits") or {}),
+            p.container,
+            requests=dict(p.requests),
+            limits=dict(p.limits),
             dry_run=dry_run,
         )
     raise GpunodeError(f"unknown step verb {step.verb}; this is a bug in the plan")

@@ -15,7 +15,7 @@ from bot.core.cluster import NodeLoad
 from bot.core.incidents import TimelineEntry
 from bot.core.quantity import parse_quantity
 from bot.errors import UsageError
-from bot.services.ports import KubePort
+from bot.services.ports import KubePort, StorePort
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ async def top_nodes(kube: KubePort, *, limit: int = 15) -> list[NodeRank]:
 class IncidentOps:
     """status / timeline / resolve over the store."""
 
-    def __init__(self, store: Any, *, clock: Callable[[], datetime]) -> None:
+    def __init__(self, store: StorePort, *, clock: Callable[[], datetime]) -> None:
         self._store = store
         self._clock = clock
 

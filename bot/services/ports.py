@@ -1,17 +1,35 @@
-"""The interfaces the use-cases depend on. ``bot.kube.Gateway`` implements ``KubePort``.
+"""The interfaces the use-cases depend on. ``bot.kube.Gateway`` implements ``KubePort``,
+``bot.slack.chatting.SlackChat`` ``ChatPort``, ``bot.store.Store`` ``StorePort``.
 
 Keeping the use-cases on these Protocols lets tests run them over the real gateway against
-the Kubernetes stand-in, or over a fake, without changing a line of the use-case.
+the Kubernetes stand-in, or over a fake, without changing a line of the use-case. Every
+implementation, real or fake, is checked against its port by mypy and at run time
+(``tests/contract/test_ports_conform.py``); ``tests/contract/test_kube_port.py`` runs the
+same cases over the fake and the real Kubernetes port.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable
+from datetime import datetime
+from typing import Protocol, TypeVar
 
+from bot.core.approvals import ApprovalRequest
 from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
 from bot.core.cluster import ClusterView, NodeInfo, NodeLoad
 from bot.core.evidence import EvidenceBundle
+from bot.core.findings import Diagnosis
+from bot.core.incidents import Incident, IncidentState, TimelineEntry
 from bot.core.watching import RolloutProgress
+from bot.store.models import (
+    ActionRecord,
+    ActionState,
+    AuditRecord,
+    ChainReport,
+    EvidenceSnapshot,
+)
+
+T = TypeVar("T")
 
 
 class KubePort(Protocol):
@@ -158,3 +176,152 @@ class ChatPort(Protocol):
     async def user_locale(self, user_id: str) -> str | None:
         """A person's Slack locale as Slack spells it (``zh-CN``, ``en-US``), from
         ``users.info`` with ``include_locale``; None when it cannot be read."""
+
+
+class StorePort(Protocol):
+    """What the use-cases need from the incident store (``bot.store.Store``, SQLite today).
+
+    Engine-neutral: rows are the models of ``bot.store.models`` and the core; times are
+    timezone-aware and passed in (the store never reads the clock). Claims
+    (``claim_root``, ``claim_action``, ``claim_undo``) and ``update_approval`` are atomic
+    across every replica sharing the store: exactly one caller wins. Failures of the engine
+    raise ``StoreError``; a missing row is ``None`` (or ``False`` for an update)."""
+
+    # incidents and their timeline ---------------------------------------------------------
+
+    async def open_or_join_incident(
+        self,
+        node: str,
+        channel: str,
+        *,
+        opened_by: str,
+        at: datetime,
+        alert_fingerprint: str | None = None,
+        locale: str = "en",
+    ) -> tuple[Incident, bool]:
+        """The node's open incident (created=False) or a new one (created=True), whose
+        "opened" timeline entry is written with it; a new one keeps ``locale`` as its
+        thread's language."""
+
+    async def claim_root(
+        self, incident_id: str, claimer: str, *, at: datetime, stale_before: datetime
+    ) -> bool:
+        """True for exactly one caller, who posts the root and then ``set_incident_thread``;
+        a claim older than ``stale_before`` may be taken over."""
+
+    async def release_root(self, incident_id: str, claimer: str) -> None: ...
+
+    async def set_incident_thread(
+        self, incident_id: str, *, root_ts: str, channel: str | None = None
+    ) -> Incident: ...
+
+    async def set_incident_state(
+        self,
+        incident_id: str,
+        state: IncidentState,
+        *,
+        at: datetime,
+        actor: str = ...,
+        note: str = "",
+    ) -> tuple[Incident, TimelineEntry | None]:
+        """Apply the core transition (IncidentStateError when not allowed) and record it."""
+
+    async def get_incident(self, incident_id: str) -> Incident | None: ...
+
+    async def find_incident_by_thread(self, channel: str, thread_ts: str) -> Incident | None: ...
+
+    async def open_incidents(self, node: str | None = None) -> list[Incident]:
+        """Open incidents (of ``node``), oldest first; may lag another replica's writes by
+        a moment (a status listing, not a decision)."""
+
+    async def append_timeline(self, entry: TimelineEntry) -> int:
+        """Append one entry; returns its sequence number."""
+
+    async def timeline(self, incident_id: str) -> list[TimelineEntry]: ...
+
+    async def save_snapshot(
+        self,
+        incident_id: str,
+        *,
+        at: datetime,
+        bundle: EvidenceBundle,
+        view: ClusterView,
+        diagnosis: Diagnosis,
+    ) -> str:
+        """Store one evidence capture; returns its sha256 (shown in the thread)."""
+
+    async def snapshots(self, incident_id: str) -> list[EvidenceSnapshot]:
+        """Every evidence capture of the incident, oldest first (for before/after diffs)."""
+
+    async def latest_snapshot(self, incident_id: str) -> EvidenceSnapshot | None: ...
+
+    # actions and approvals ----------------------------------------------------------------
+
+    async def create_action(self, record: ActionRecord) -> None: ...
+
+    async def get_action(self, action_id: str) -> ActionRecord | None: ...
+
+    async def claim_action(self, action_id: str, replica_id: str, *, at: datetime) -> bool:
+        """True for exactly one caller across threads, connections and processes."""
+
+    async def claim_undo(self, action_id: str, replica_id: str, *, at: datetime) -> bool:
+        """True for exactly one caller: the undo of a succeeded action runs once."""
+
+    async def set_action_state(
+        self,
+        action_id: str,
+        state: ActionState,
+        *,
+        at: datetime,
+        result: dict[str, object] | None = None,
+    ) -> bool:
+        """Move the action along ``ACTION_TRANSITIONS``; False when not allowed from its
+        state (or no such action). ``result`` replaces the stored result."""
+
+    async def set_action_message(self, action_id: str, message_ts: str) -> None: ...
+
+    async def note_action(self, action_id: str, values: dict[str, object]) -> bool:
+        """Merge ``values`` into the action's result without changing its state."""
+
+    async def actions_for_incident(self, incident_id: str) -> list[ActionRecord]: ...
+
+    async def interrupted_actions(
+        self, *, orphaned_before: datetime | None = None
+    ) -> list[ActionRecord]:
+        """Actions left ``claimed`` or ``running`` (a replica died mid-way); with
+        ``orphaned_before``, only those of replicas not alive since then."""
+
+    async def beat(self, replica_id: str, *, at: datetime) -> None:
+        """Record that ``replica_id`` is alive."""
+
+    async def live_replicas(self, since: datetime) -> list[str]:
+        """Replicas that said they were alive at or after ``since``."""
+
+    async def save_approval(self, req: ApprovalRequest) -> None: ...
+
+    async def get_approval(self, approval_id: str) -> ApprovalRequest | None: ...
+
+    async def approval_for_action(self, action_id: str) -> ApprovalRequest | None: ...
+
+    async def pending_approvals(self) -> list[ApprovalRequest]: ...
+
+    async def update_approval(
+        self, approval_id: str, change: Callable[[ApprovalRequest], tuple[ApprovalRequest, T]]
+    ) -> tuple[ApprovalRequest, T]:
+        """Apply a pure change atomically: read, change, write in one write transaction."""
+
+    # dedupe and audit ---------------------------------------------------------------------
+
+    async def remember_event(self, key: str, *, at: datetime) -> bool:
+        """True the first time ``key`` is seen (Slack retries and double clicks get False)."""
+
+    async def seen_event(self, key: str) -> bool:
+        """Whether ``remember_event(key)`` happened already (no replication lag)."""
+
+    async def append_audit(self, record: AuditRecord) -> int:
+        """Append one audit row (rows can never be changed or deleted); returns its id."""
+
+    async def verify_audit(self) -> ChainReport:
+        """Check the audit hash chain; the first bad row and why, or how many rows hold."""
+
+    async def audit_since(self, since: datetime | None = None) -> list[AuditRecord]: ...

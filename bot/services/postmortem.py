@@ -13,17 +13,15 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from bot.core.charts import action_markers, chart_spec
 from bot.core.cluster import ClusterView
-from bot.core.evidence import EvidenceBundle
-from bot.core.findings import Diagnosis
 from bot.core.incidents import Incident, TimelineEntry
 from bot.core.postmortem import BOT_ACTORS, ActionInput, Postmortem, Snapshot, build_postmortem
 from bot.core.prevention import KitSource, prevention_params
 from bot.render.postmortem import render_postmortem_html, render_postmortem_markdown
-from bot.services.ports import ChatPort
+from bot.services.ports import ChatPort, StorePort
+from bot.store.models import EvidenceSnapshot
 
 UserName = Callable[[str], Awaitable[str]]
 
@@ -37,13 +35,8 @@ class ExportFiles:
     chart_names: dict[str, str]  # "start"/"end" -> file name
 
 
-def _snapshot(row: Any) -> tuple[Snapshot, ClusterView | None]:
-    bundle = EvidenceBundle.model_validate_json(row.bundle_json) if row.bundle_json else None
-    view = ClusterView.model_validate_json(row.view_json) if row.view_json else None
-    snap = Snapshot(
-        at=row.at, diagnosis=Diagnosis.model_validate_json(row.diagnosis_json), bundle=bundle
-    )
-    return snap, view
+def _snapshot(row: EvidenceSnapshot) -> tuple[Snapshot, ClusterView | None]:
+    return Snapshot(at=row.at, diagnosis=row.diagnosis, bundle=row.bundle), row.view
 
 
 async def _names(user_name: UserName, ids: set[str]) -> dict[str, str]:
@@ -71,7 +64,7 @@ def _charts(pm: Postmortem, entries: list[TimelineEntry]) -> dict[str, bytes]:
 
 
 async def export_postmortem(
-    store: Any,
+    store: StorePort,
     user_name: UserName,
     incident: Incident,
     *,

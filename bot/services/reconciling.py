@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
+from bot.core import actors
 from bot.core.actions import ActionPlan
 from bot.errors import GpunodeError, KubeError
 from bot.render import acting as views
@@ -36,18 +37,22 @@ async def reconcile_interrupted(d: ActDeps, *, orphaned_before: datetime | None 
         ):  # fmt: skip
             continue  # another replica reconciled it first
         await d.audit(
-            actor="gpunode", action=f"tier{plan.tier}.reconcile", incident_id=record.incident_id,
+            actor=actors.GPUNODE, action=f"tier{plan.tier}.reconcile",
+            incident_id=record.incident_id,
             action_id=record.action_id, tier=plan.tier, decision="interrupted",
             outcome="failed", detail=observed,
         )  # fmt: skip
         await d.timeline(
-            record.incident_id, "action_result", "gpunode",
+            record.incident_id, "action_result", actors.GPUNODE,
             f"tier {plan.tier} interrupted by a restart; found: {observed}",
             {"action_id": record.action_id},
         )  # fmt: skip
         # the action's message said "Applying…" since the claim: it gets its outcome
         await d.update_message(
-            record, "failed", by="gpunode", detail=f"Interrupted by a restart. Found: {observed}"
+            record,
+            "failed",
+            by=actors.GPUNODE,
+            detail=f"Interrupted by a restart. Found: {observed}",
         )
         incident = await d.store.get_incident(record.incident_id or "")
         if incident is None or not incident.thread_ts:
@@ -77,5 +82,5 @@ async def observe(d: ActDeps, plan: ActionPlan) -> str:
         parts.append(f"{len(evict) - still} of {len(evict)} planned evictions done")
     for step in plan.steps:
         if step.verb in ("set_priority_class", "patch_resources"):
-            parts.append(f"{step.kind}/{step.namespace}/{step.name}: check its current spec")
+            parts.append(f"{step.ref.key}: check its current spec")
     return "; ".join(parts)

@@ -8,10 +8,11 @@ applying would fail the same way.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from bot.core import actors
 from bot.core.actions import ActionPlan
+from bot.core.cluster import ClusterView
 from bot.core.editing import Tier3Bounds, Tier3Edits, apply_tier3_edits
 from bot.core.policy import ActionRequestInfo, Deny, NeedsApproval, decide
 from bot.core.quantity import QuantityError, parse_quantity
@@ -89,12 +90,11 @@ def _edits(values: dict[str, Any], errors: dict[str, str]) -> Tier3Edits | None:
     )
 
 
-def bounds_of(view_json: str) -> Tier3Bounds:
+def bounds_of(view: ClusterView | None) -> Tier3Bounds:
     """The node's allocatable memory and CPU from a snapshot's cluster view (None: unknown)."""
-    try:
-        allocatable = json.loads(view_json)["node"]["allocatable"]
-    except (ValueError, KeyError, TypeError):
+    if view is None:
         return Tier3Bounds()
+    allocatable = view.node.allocatable
     memory, cpu = allocatable.get("memory"), allocatable.get("cpu")
     try:
         mem_q = parse_quantity(memory) if isinstance(memory, str) else None
@@ -123,7 +123,7 @@ async def validate_submission(
     found = await d.plan_of(incident_id, plan_id)
     if found is None:
         await d.audit(
-            actor=user or "unknown", action="request", channel=str(meta.get("channel", "")),
+            actor=user or actors.UNKNOWN, action="request", channel=str(meta.get("channel", "")),
             incident_id=incident_id or None, decision="refused", outcome="not_current",
             detail=f"plan {plan_id} is not a current plan of this incident",
         )  # fmt: skip
@@ -134,7 +134,7 @@ async def validate_submission(
         if edits is None:
             return None, errors
         snap = await d.store.latest_snapshot(incident_id)
-        bounds = bounds_of(snap.view_json) if snap else Tier3Bounds()
+        bounds = bounds_of(snap.view) if snap else Tier3Bounds()
         edited = apply_tier3_edits(plan, edits, bounds=bounds)
         if isinstance(edited, dict):
             errors.update(edited)

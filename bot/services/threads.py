@@ -8,9 +8,9 @@ escaping already undone).
 
 from __future__ import annotations
 
-from bot.core.incidents import TimelineEntry
 from bot.render.messages import render_notice
 from bot.services.chatops import BotServices, permitted
+from bot.services.recording import append_entry
 from bot.services.timelines import upload_timeline
 
 
@@ -23,12 +23,7 @@ async def note_reply(
     incident = await s.store.find_incident_by_thread(channel, thread_ts)
     if incident is None:
         return
-    await s.store.append_timeline(
-        TimelineEntry(
-            incident_id=incident.id, at=s.clock(), kind="message", actor=user, text=text,
-            data={"ts": ts},
-        )
-    )  # fmt: skip
+    await append_entry(s.store, incident.id, "message", user, text, at=s.clock(), data={"ts": ts})
 
 
 async def mentioned(

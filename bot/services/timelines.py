@@ -5,8 +5,8 @@ The terminal's ``gpunode timeline`` prints the same draft (``bot.cli.ops``)."""
 
 from __future__ import annotations
 
-from bot.core.incidents import TimelineEntry
 from bot.services.chatops import BotServices
+from bot.services.recording import append_entry
 
 
 async def upload_timeline(
@@ -23,13 +23,7 @@ async def upload_timeline(
         locale=s.diagnose.locales.for_thread(incident),  # the thread's own language
     )  # fmt: skip
     names = await upload_postmortem(s.chat, incident, files)
-    await s.store.append_timeline(
-        TimelineEntry(
-            incident_id=incident.id,
-            at=s.clock(),
-            kind="note",
-            actor=user,
-            text="postmortem draft exported",
-            data={"files": names},
-        )
-    )
+    await append_entry(
+        s.store, incident.id, "note", user, "postmortem draft exported",
+        at=s.clock(), data={"files": names},
+    )  # fmt: skip

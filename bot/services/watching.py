@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from bot.core import actors
 from bot.core.actions import ActionPlan
-from bot.core.cluster import ClusterView
+from bot.core.refs import ObjectRef
 from bot.core.watching import RolloutProgress, Verdict, judge
 from bot.errors import GpunodeError
 from bot.render import watching as views
@@ -27,13 +28,13 @@ from bot.store.models import ActionRecord
 log = logging.getLogger(__name__)
 
 
-def rollout_targets(plan: ActionPlan, result: StepsResult) -> list[tuple[str, str, str]]:
+def rollout_targets(plan: ActionPlan, result: StepsResult) -> list[ObjectRef]:
     """Controllers whose template the action really changed."""
     planned = [s for s in plan.steps if s.verb != "evict"]
     out = []
     for step, change in zip(planned, result.changes, strict=False):
         if step.verb in views.TEMPLATE_VERBS and not change.noop and not change.dry_run:
-            key = (step.kind, step.namespace or "", step.name)
+            key = step.ref
             if key not in out:
                 out.append(key)
     return out
@@ -47,9 +48,8 @@ async def watch(
         return
     snap = await d.store.latest_snapshot(incident.id)
     uids = {}
-    if snap is not None:
-        view = ClusterView.model_validate_json(snap.view_json)
-        uids = {p.key: p.uid for p in view.pods}
+    if snap is not None and snap.view is not None:
+        uids = {p.key: p.uid for p in snap.view.pods}
     evicted = [
         (e.namespace, e.name, uids.get(f"{e.namespace}/{e.name}", ""))
         for e in result.evictions
@@ -57,7 +57,7 @@ async def watch(
     ]
     targets = rollout_targets(plan, result)
     resized = [
-        (s.namespace or "", s.name, str(s.params.get("container", "")))
+        (s.namespace or "", s.name, s.container)
         for s, c in zip([s for s in plan.steps if s.verb != "evict"], result.changes, strict=False)
         if s.verb == "resize_pod" and not c.noop and not c.dry_run
     ]
@@ -65,16 +65,16 @@ async def watch(
         return
     loop = asyncio.get_running_loop()
     start = loop.time()
-    progress: dict[tuple[str, str, str], tuple[RolloutProgress, Verdict]] = {}
+    progress: dict[ObjectRef, tuple[RolloutProgress, Verdict]] = {}
     left = [f"{ns}/{n}" for ns, n, _ in evicted]
     while True:
         try:
-            for kind, ns, name in targets:
-                p = await d.kube.rollout_progress(kind, ns, name, since=since)
-                progress[(kind, ns, name)] = (p, judge(p))
+            for ref in targets:
+                p = await d.kube.rollout_progress(*ref, since=since)
+                progress[ref] = (p, judge(p))
             for ns, name, container in resized:
                 p = await d.kube.resize_progress(ns, name, container)
-                progress[("Pod", ns, name)] = (p, judge(p))
+                progress[ObjectRef("Pod", ns, name)] = (p, judge(p))
             if evicted:
                 left = await d.kube.pods_present(evicted)
         except GpunodeError as err:
@@ -101,4 +101,4 @@ async def watch(
     summary = "; ".join(f"{p.key} {v}" for p, v in progress.values())
     if evicted:
         summary = "; ".join(filter(None, [summary, f"evictions complete: {not left}"]))
-    await d.timeline(incident.id, "action_result", "gpunode", f"watched: {summary}")
+    await d.timeline(incident.id, "action_result", actors.GPUNODE, f"watched: {summary}")

@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from bot.core.validation import validation_message
 from bot.errors import RequestError
 
 #: Slack ids (U0123ABCD, C0123ABCD; the stand-in's readable U_ALICE); Slack ids are < 30
@@ -186,9 +187,11 @@ def describe(exc: ValidationError) -> str:
     """``field.path: problem`` for the first error, without the input value. Keys come from
     the request (block ids), so they are shown printable and short: this text reaches log
     lines, audit rows and Slack messages."""
-    err = exc.errors(include_input=False, include_url=False)[0]
-    where = ".".join(printable(str(p), 40) for p in err["loc"]) or "payload"
-    return f"{where}: {err['msg']}"
+    return validation_message(exc, limit=1, where=_printable_path, top="payload")
+
+
+def _printable_path(loc: tuple[int | str, ...]) -> str:
+    return ".".join(printable(str(p), 40) for p in loc)
 
 
 def printable(text: str, limit: int) -> str:

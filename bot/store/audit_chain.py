@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from bot.store.models import ChainReport
 
 if TYPE_CHECKING:
     from bot.store.db import Db
@@ -104,19 +105,6 @@ def chain_existing(conn: Db) -> None:
         prev, last = digest, int(values["id"])
     if last:
         _set_head(conn, last, prev)
-
-
-@dataclass(frozen=True)
-class ChainReport:
-    """``ok`` with the number of rows checked, or the first bad row and what is wrong."""
-
-    rows: int
-    bad_id: int | None = None
-    problem: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return not self.problem
 
 
 def verify(conn: Db) -> ChainReport:

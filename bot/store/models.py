@@ -7,9 +7,15 @@ hash, and audit rows. Times are timezone-aware; the store keeps them as UTC ISO-
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from bot.core.cluster import ClusterView
+from bot.core.evidence import EvidenceBundle
+from bot.core.findings import Diagnosis
 
 ActionState = Literal[
     "requested", "approved", "claimed", "running", "succeeded", "failed", "refused", "undone"
@@ -51,6 +57,9 @@ class ActionRecord(_Row):
 
 
 class EvidenceSnapshot(_Row):
+    """One stored evidence capture. The ``*_json`` texts are what was stored and hashed;
+    read them through ``bundle``, ``view`` and ``diagnosis`` (parsed once, on first use)."""
+
     id: int
     incident_id: str
     at: AwareDatetime
@@ -58,6 +67,20 @@ class EvidenceSnapshot(_Row):
     view_json: str
     diagnosis_json: str
     sha256: str = Field(description="hex digest over bundle, view and diagnosis (see hashing)")
+
+    @cached_property
+    def bundle(self) -> EvidenceBundle | None:
+        """The evidence bundle (None: a capture stored without one)."""
+        return EvidenceBundle.model_validate_json(self.bundle_json) if self.bundle_json else None
+
+    @cached_property
+    def view(self) -> ClusterView | None:
+        """The cluster view (None: a capture stored without one)."""
+        return ClusterView.model_validate_json(self.view_json) if self.view_json else None
+
+    @cached_property
+    def diagnosis(self) -> Diagnosis:
+        return Diagnosis.model_validate_json(self.diagnosis_json)
 
 
 class AuditRecord(_Row):
@@ -82,3 +105,16 @@ class AuditRecord(_Row):
     )
     detail: str = ""
     row_hash: str | None = Field(None, description="its link in the hash chain (the store's)")
+
+
+@dataclass(frozen=True)
+class ChainReport:
+    """``ok`` with the number of rows checked, or the first bad row and what is wrong."""
+
+    rows: int
+    bad_id: int | None = None
+    problem: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem

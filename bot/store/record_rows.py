@@ -6,7 +6,7 @@ from datetime import datetime
 
 from bot.store import audit_chain
 from bot.store.db import Db
-from bot.store.models import AuditRecord
+from bot.store.models import AuditRecord, ChainReport
 from bot.store.values import dumps, loads, parse_ts, ts
 
 _SELECT_AUDIT = (
@@ -110,7 +110,7 @@ def append_audit(conn: Db, record: AuditRecord) -> AuditRecord:
     return record.model_copy(update={"id": row_id, "row_hash": digest})
 
 
-def verify_audit(conn: Db) -> audit_chain.ChainReport:
+def verify_audit(conn: Db) -> ChainReport:
     """Check the whole chain in one consistent snapshot: no append lands between reading
     the rows and reading the head (SQLite: one read transaction; PostgreSQL: the chain's
     lock, which appends wait for)."""

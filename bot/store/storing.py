@@ -17,14 +17,23 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
 
+from bot.core import actors
 from bot.core.approvals import ApprovalRequest
+from bot.core.cluster import ClusterView
+from bot.core.evidence import EvidenceBundle
+from bot.core.findings import Diagnosis
 from bot.core.incidents import Incident, IncidentState, TimelineEntry
 from bot.errors import GpunodeError, StoreError
 from bot.store import action_rows, incident_rows, record_rows
-from bot.store.audit_chain import ChainReport
 from bot.store.db import Db, DbError
 from bot.store.engines import Runner, open_runner
-from bot.store.models import ActionRecord, ActionState, AuditRecord, EvidenceSnapshot
+from bot.store.models import (
+    ActionRecord,
+    ActionState,
+    AuditRecord,
+    ChainReport,
+    EvidenceSnapshot,
+)
 from bot.store.values import dumps
 
 T = TypeVar("T")
@@ -153,7 +162,7 @@ class Store:
         state: IncidentState,
         *,
         at: datetime,
-        actor: str = "gpunode",
+        actor: str = actors.GPUNODE,
         note: str = "",
     ) -> tuple[Incident, TimelineEntry | None]:
         """Apply the core transition (IncidentStateError when not allowed) and record it."""
@@ -211,18 +220,19 @@ class Store:
         incident_id: str,
         *,
         at: datetime,
-        bundle_json: str | dict[str, Any],
-        view_json: str | dict[str, Any],
-        diagnosis_json: str | dict[str, Any],
+        bundle: EvidenceBundle,
+        view: ClusterView,
+        diagnosis: Diagnosis,
     ) -> str:
-        """Store one evidence capture; returns its sha256 (shown in the thread)."""
+        """Store one evidence capture (as the models' JSON, which the hash covers); returns
+        its sha256 (shown in the thread)."""
         snap = await self._run(
             incident_rows.save_snapshot,
             incident_id,
             at=at,
-            bundle_json=bundle_json,
-            view_json=view_json,
-            diagnosis_json=diagnosis_json,
+            bundle_json=bundle.model_dump_json(),
+            view_json=view.model_dump_json(),
+            diagnosis_json=diagnosis.model_dump_json(),
         )
         return snap.sha256
 

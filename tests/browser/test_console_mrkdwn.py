@@ -21,13 +21,14 @@ def render(browser: Any) -> Any:
     page.add_script_tag(content=(STATIC / "mrkdwn.js").read_text())
 
     def render(text: str) -> dict[str, Any]:
-        return page.evaluate(
+        rendered: dict[str, Any] = page.evaluate(
             """(t) => { const lookup = {userName: (id) => id.toLowerCase(),
                                         channelName: (id) => id};
                         const n = renderMrkdwn(t, lookup);
                         return {text: n.textContent, html: n.innerHTML}; }""",
             text,
         )
+        return rendered
 
     yield render
     context.close()

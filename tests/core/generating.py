@@ -472,7 +472,7 @@ def plant(cls: str, rng: random.Random) -> Planted:
         elif cls == "system_process":
             comm = rng.choice(_HOGS)
             unit = rng.random() < 0.7
-            cg = f"/system.slice/{comm}.service" if unit else "/"
+            cg: str | None = f"/system.slice/{comm}.service" if unit else "/"
             proc = _system(n, comm, c, cg)
             subject = f"system.slice/{comm}.service" if unit else f"{comm}[{proc.pid}]"
         elif cls == "kernel_slab":

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from analysis_builders import bundle, gpu, meminfo
 
 from bot.core.analysis import analyze
 from bot.core.charts import (
@@ -20,6 +19,7 @@ from bot.core.history import GIB, History, Series
 from bot.core.incidents import TimelineEntry
 from bot.core.kernel_records import KernelLog, OomKill, XidEvent
 from bot.core.rules.growth import attach
+from tests.core.analysis_builders import bundle, gpu, meminfo
 
 END = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
 START = END - timedelta(hours=6)

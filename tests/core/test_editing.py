@@ -51,7 +51,7 @@ def test_good_edits_replace_the_patch_exactly(plan: ActionPlan) -> None:
     [step] = [s for s in result.steps if s.verb == "patch_resources"]
     assert step.params["limits"] == {"memory": "70Gi", "cpu": "6"}
     assert step.params["requests"] == {"memory": "60Gi", "cpu": "4"}
-    assert step.params["env"]["OMP_NUM_THREADS"] == "6"
+    assert step.params.model_dump()["env"]["OMP_NUM_THREADS"] == "6"
     assert result.values is not None and result.values.memory_limit_bytes == 70 << 30
     assert "immediate_oom" not in result.warnings
 
@@ -60,7 +60,7 @@ def test_clearing_omp_threads_removes_the_variable(plan: ActionPlan) -> None:
     result = apply_tier3_edits(plan, edits(omp_num_threads=None))
     assert isinstance(result, ActionPlan)
     [step] = [s for s in result.steps if s.verb == "patch_resources"]
-    assert "OMP_NUM_THREADS" not in step.params["env"]
+    assert "OMP_NUM_THREADS" not in step.params.model_dump()["env"]
 
 
 def test_an_accepted_limit_below_the_working_set_is_flagged(plan: ActionPlan) -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from analysis_builders import bundle, meminfo
-
 from bot.core.analysis import analyze
 from bot.core.cluster import ClusterView, EventInfo, NodeInfo
 from bot.core.findings import Diagnosis, Verdict
@@ -13,6 +11,7 @@ from bot.core.history import GIB, History, Series, markers_from
 from bot.core.kernel_records import KernelLog, OomKill, XidEvent
 from bot.core.rules.growth import apply_history
 from bot.render.sentences import sentence
+from tests.core.analysis_builders import bundle, meminfo
 
 END = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
 START = END - timedelta(hours=6)

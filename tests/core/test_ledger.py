@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from analysis_builders import GI, bundle, cgroup, pod, view
 
 from bot.core.attribution import attribute
 from bot.core.evidence import ContainerMemory, MemInfo, ProcessMemory
 from bot.core.ledger import KERNEL_CATEGORIES, build_ledger, category_bytes
+from tests.core.analysis_builders import GI, bundle, cgroup, pod, view
 
 
 def _mi(**gib: float) -> MemInfo:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from analysis_builders import AT, GI, bundle, pod, view
 
 from bot.core.actions import Step
 from bot.core.attribution import attribute
@@ -18,6 +17,7 @@ from bot.core.relief import with_relief
 from bot.core.resizes import in_place_refusal
 from bot.core.rollouts import rollout_notes
 from bot.core.workloads import WorkloadInfo
+from tests.core.analysis_builders import AT, GI, bundle, pod, view
 
 
 def _diagnosis(verdict: Verdict, *, findings: list[Finding] = (), **ledger: int) -> Diagnosis:  # type: ignore[assignment]
@@ -81,7 +81,8 @@ def _offender(lim: float | None, ws: float, shortage: float, held: float) -> Dia
                               "working_set_bytes": int(ws * GI)}  # fmt: skip
     verdict = Verdict(cause="host_memory_workload", subject="ml/prep", params=params,
                       shortage_bytes=int(shortage * GI))  # fmt: skip
-    return _diagnosis(verdict, **{"ml/prep": int(held * GI)})
+    ledger: dict[str, int] = {"ml/prep": int(held * GI)}
+    return _diagnosis(verdict, findings=[], **ledger)
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from analysis_builders import pod, view
-from test_analysis_scenarios import diagnose
 
 from bot.core.actions import Step
 from bot.core.findings import Diagnosis, Ledger, Verdict
@@ -17,6 +15,8 @@ from bot.core.planning import (
     undo_steps,
 )
 from bot.core.plans import plan_id
+from tests.core.analysis_builders import pod, view
+from tests.core.test_analysis_scenarios import diagnose
 
 GI = 1024**3
 
@@ -123,7 +123,7 @@ def test_tier3_for_the_seed_caps_the_preprocessing_deployment_from_the_evidence(
     assert (values.cpu_limit, values.cpu_request, values.omp_num_threads) == ("8", "6", 8)
     assert plan.restarts == ["ml/preprocess-7d9f8c6b5-x2k4q"]
     step = plan.steps[0]
-    assert step.params == {
+    assert step.params.model_dump() == {
         "container": "preprocess",
         "requests": {"memory": "35Gi", "cpu": "6"},
         "limits": {"memory": "40Gi", "cpu": "8"},
@@ -258,7 +258,7 @@ def test_undo_steps_restore_the_captured_before_state(
     step: Step, before: dict[str, object], expected: list[tuple[str, dict[str, object]]]
 ) -> None:
     undo = undo_steps(step, before)
-    assert [(s.verb, s.params) for s in undo] == expected
+    assert [(s.verb, s.params.model_dump()) for s in undo] == expected
     assert all(
         (s.kind, s.namespace, s.name) == (step.kind, step.namespace, step.name) for s in undo
     )

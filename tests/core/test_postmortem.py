@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from analysis_builders import bundle, meminfo
-
 from bot.core.analysis import analyze
 from bot.core.history import History, Marker
 from bot.core.incidents import Incident, TimelineEntry
 from bot.core.postmortem import ActionInput, Snapshot, build_postmortem, object_changes
+from tests.core.analysis_builders import bundle, meminfo
 
 T0 = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
 NAMES = {"U_ALICE": "alice (Alice Ng)", "U_BOB": "bob (Bob Okafor)"}

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from analysis_builders import bundle, context, view
 
 from bot.core.cluster import Condition, EventInfo, NodeInfo
 from bot.core.rules import events
 from bot.core.thresholds import DEFAULT
+from tests.core.analysis_builders import bundle, context, view
 
 
 def _event(reason: str, count: int = 1, message: str = "") -> EventInfo:

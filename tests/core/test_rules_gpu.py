@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from analysis_builders import bundle, context, gpu, pod, view
 
 from bot.core.cluster import ResourceAllocation
 from bot.core.evidence import Gap, GpuProcess
 from bot.core.rules import gpu as gpu_rules
 from bot.core.thresholds import DEFAULT
+from tests.core.analysis_builders import bundle, context, gpu, pod, view
 
 
 def _gpu_row(requested: int, limits: int) -> ResourceAllocation:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from analysis_builders import GI, bundle, cgroup, context, meminfo, memory_row, pod, view
 
 from bot.core.evidence import MemoryPressure, PressureLine
 from bot.core.rules import host
 from bot.core.thresholds import DEFAULT
+from tests.core.analysis_builders import GI, bundle, cgroup, context, meminfo, memory_row, pod, view
 
 
 @pytest.mark.parametrize(

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from analysis_builders import GI, bundle, context, meminfo
 
 from bot.core.rules import kernel
 from bot.core.thresholds import DEFAULT
+from tests.core.analysis_builders import GI, bundle, context, meminfo
 
 
 @pytest.mark.parametrize(

@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from analysis_builders import bundle, context, meminfo
 
 from bot.core.kernel_records import KernelLog, OomKill, XidEvent
 from bot.core.rules import kernel_log
 from bot.core.thresholds import DEFAULT
 from bot.core.verdicts import decide
+from tests.core.analysis_builders import bundle, context, meminfo
 
 AT = datetime(2026, 12, 1, 2, 14, tzinfo=UTC)
 UID = "6a1f0c2e-9d3b-4c1a-8e7f-112233445566"

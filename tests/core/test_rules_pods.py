@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from analysis_builders import bundle, cgroup, context, pod, view
 
 from bot.core.cluster import ContainerInfo
 from bot.core.rules import pods
 from bot.core.thresholds import DEFAULT
+from tests.core.analysis_builders import bundle, cgroup, context, pod, view
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from tests.services.fakes import FakeKube, load_scenario
 
 BUNDLE, VIEW = load_scenario("seed")
 NOW = BUNDLE.collected_at + timedelta(seconds=30)
-PLANS = {p.tier: p for p in analyze(BUNDLE, VIEW, now=NOW).plans}
+PLANS: dict[int, ActionPlan] = {p.tier: p for p in analyze(BUNDLE, VIEW, now=NOW).plans}
 Controllers = dict[str, dict[str, Any] | None]
 
 
@@ -91,7 +91,7 @@ def _template(ctrls: Controllers, key: str) -> dict[str, Any]:
 
 def test_a_gone_controller_is_stale() -> None:
     for tier in (2, 3):
-        ctrls = {k: None for k in _controllers(PLANS[tier])}
+        ctrls: Controllers = {k: None for k in _controllers(PLANS[tier])}
         reason = _check(tier, controllers=ctrls)
         assert reason is not None and "no longer exists" in reason
 

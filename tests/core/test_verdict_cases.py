@@ -7,7 +7,12 @@ from __future__ import annotations
 import random
 
 import pytest
-from generating import (
+
+from bot.core.analysis import analyze
+from bot.core.cluster import EventInfo
+from bot.core.evidence import GpuProcess, SlabCache
+from bot.core.findings import Diagnosis
+from tests.core.generating import (
     AT,
     GI,
     NODE,
@@ -21,11 +26,6 @@ from generating import (
     _view,
     plant,
 )
-
-from bot.core.analysis import analyze
-from bot.core.cluster import EventInfo
-from bot.core.evidence import GpuProcess, SlabCache
-from bot.core.findings import Diagnosis
 
 
 def _short_node(n: _Node) -> Diagnosis:

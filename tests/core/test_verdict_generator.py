@@ -10,11 +10,11 @@ from __future__ import annotations
 import random
 
 import pytest
-from generating import AT, CLASSES, HOST_CLASSES, NODE, plant
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot.core.analysis import analyze
+from tests.core.generating import AT, CLASSES, HOST_CLASSES, NODE, plant
 
 #: hypothesis draws the generator's seed (a drawn ``random.Random`` makes huge base examples:
 #: a node has hundreds of random choices)

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kustomizing import find, render
 
 from bot.config import KubeSettings
 from bot.kube.jobs import build_job
@@ -21,6 +20,7 @@ from bot.kube.prioritizing import priority_class_body
 from bot.sandbox.kubesim import KubeSim
 from bot.sandbox.kubesim.access import ADMIN_TOKEN, BOT_TOKEN
 from tests.conftest import kube_call
+from tests.deploy.kustomizing import find, render
 
 Make = Callable[..., Awaitable[KubeSim]]
 JOBS = "/apis/batch/v1/namespaces/gpunode/jobs?dryRun=All"

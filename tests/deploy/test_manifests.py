@@ -15,7 +15,8 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
-from kustomizing import KustomizeError, find, render, strategic_merge
+
+from tests.deploy.kustomizing import KustomizeError, find, render, strategic_merge
 
 REPO = Path(__file__).resolve().parents[2]
 BASE = REPO / "deploy" / "base"

@@ -10,10 +10,10 @@ from typing import Any
 
 import jsonschema
 import pytest
-from kustomizing import find, render
 
 from bot.config import KubeSettings
 from bot.kube.jobs import build_job
+from tests.deploy.kustomizing import find, render
 
 REPO = Path(__file__).resolve().parents[2]
 OVERLAY = REPO / "deploy" / "overlays" / "openshift"

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kustomizing import find, grants, render
+
+from tests.deploy.kustomizing import find, grants, render
 
 BASE = Path(__file__).resolve().parents[2] / "deploy" / "base"
 Call = tuple[str, str, str, str]  # api_group, resource, verb, scope

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 import yaml
-from kustomizing import find, grants, render
+
+from tests.deploy.kustomizing import find, grants, render
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"

@@ -292,7 +292,7 @@ async def test_two_replicas_in_socket_mode_answer_each_command_exactly_once(
 
     assert [r.status for r in results] == [200] * 20
     envelopes = w.slack.envelopes
-    acked = [a.envelope_id for a in w.slack.acks if a.matched]
+    acked = [str(a.envelope_id) for a in w.slack.acks if a.matched]
     assert sorted(acked) == sorted(e.envelope_id for e in envelopes), "each acked exactly once"
     per_connection = {c: sum(e.connection == c for e in envelopes) for c in (1, 2)}
     assert all(per_connection.values()), f"one replica got nothing: {per_connection}"

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from bot.core.actions import PatchResourcesParams
 from bot.core.analysis import analyze
 from bot.core.thresholds import DEFAULT
 from bot.kube.gateway import Gateway
@@ -36,14 +37,15 @@ async def test_tier3_caps_the_leaking_daemonset_and_its_pod_rolls_with_the_cap(
     everywhere = [p for p in sim.list("pods") if p["metadata"]["name"].startswith("log-shipper")]
     assert note.params["count"] == len(everywhere) and note.params["here"] == 1
 
+    p = step.params
+    assert isinstance(p, PatchResourcesParams)
     change = await gw.patch_container_resources(
-        "DaemonSet", "logging", "log-shipper", str(step.params["container"]),
-        requests=step.params["requests"], limits=step.params["limits"],
-        env=step.params["env"], dry_run=False,
+        "DaemonSet", "logging", "log-shipper", p.container,
+        requests=p.requests, limits=p.limits, env=p.env, dry_run=False,
     )  # fmt: skip
 
     assert (change.before["resources"].get("limits") or {}).get("memory") is None
-    new_limit = step.params["limits"]["memory"]
+    new_limit = p.limits["memory"]
     for _ in range(200):
         here = [p for p in sim.list("pods") if p["metadata"]["name"].startswith("log-shipper")
                 and p["spec"].get("nodeName") == NODE]  # fmt: skip

@@ -103,7 +103,7 @@ async def test_gpunode_never_evicts_its_own_pods(make_gateway: Make) -> None:
 async def test_custom_resources_are_served_only_when_installed(make_kubesim: Any) -> None:
     sim = await make_kubesim(gang_fleet())
     api = client.ApiClient(kube_client_config(sim.url))  # the cluster admin reads
-    custom = client.CustomObjectsApi(api)
+    custom: Any = client.CustomObjectsApi(api)
     got = await asyncio.to_thread(
         custom.get_namespaced_custom_object,
         "kubeflow.org",

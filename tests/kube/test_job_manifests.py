@@ -94,8 +94,8 @@ def test_nvidia_runtime_settings_are_on_by_default_and_can_be_turned_off() -> No
     assert "runtimeClassName" not in off
     missing = jobs.build_job(KubeSettings(), "gpu-node-01", "abc123", runtime_class=False)
     pod = missing["spec"]["template"]["spec"]
-    env = {e["name"] for e in pod["containers"][0]["env"]}
-    assert "runtimeClassName" not in pod and "NVIDIA_VISIBLE_DEVICES" not in env
+    names = {e["name"] for e in pod["containers"][0]["env"]}
+    assert "runtimeClassName" not in pod and "NVIDIA_VISIBLE_DEVICES" not in names
 
 
 def test_the_optional_priority_class_reaches_the_pod() -> None:

@@ -39,7 +39,7 @@ CALLS: dict[str, Callable[[Gateway], Awaitable[Any]]] = {
         "research", "jupyter-alice", "notebook", requests={"cpu": "1"}, limits={}, dry_run=True
     ),
 }
-FAULTS = {
+FAULTS: dict[str, dict[str, Any]] = {
     "500": {"status": 500},
     "403": {"status": 403},
     "timeout": {"delay_s": 0.6},

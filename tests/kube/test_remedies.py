@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bot.core.actions import Step
+from bot.core.actions import PatchResourcesParams, Step
 from bot.core.planning import undo_steps
 from bot.errors import ConflictError, InvalidObjectError, KubeError, NotFoundError
 from bot.kube.gateway import Gateway
@@ -232,17 +232,19 @@ async def test_undo_of_a_resources_patch_restores_the_exact_previous_container(
             "env": {"OMP_NUM_THREADS": "4"},
         },
     )
+    p = step.params
+    assert isinstance(p, PatchResourcesParams)
     change = await gw.patch_container_resources(
         "Deployment", "data-prep", "preprocess", "pandas",
-        requests=step.params["requests"], limits=step.params["limits"],
-        env=step.params["env"], dry_run=False,
+        requests=p.requests, limits=p.limits, env=p.env, dry_run=False,
     )  # fmt: skip
     assert container()["resources"]["limits"] == {"memory": "32Gi", "cpu": "8"}
     [undo] = undo_steps(step, change.before)
+    u = undo.params
+    assert isinstance(u, PatchResourcesParams)
     await gw.patch_container_resources(
         "Deployment", "data-prep", "preprocess", "pandas",
-        requests=undo.params["requests"], limits=undo.params["limits"],
-        env=undo.params["env"], dry_run=False,
+        requests=u.requests, limits=u.limits, env=u.env, dry_run=False,
     )  # fmt: skip
     restored = container()
     assert restored["resources"] == original["resources"]

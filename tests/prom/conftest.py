@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from histories import RunningPrometheus, openmetrics
+
+from tests.prom.histories import RunningPrometheus, openmetrics
 
 
 def _free_port() -> int:

@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from histories import PLANTED, RunningPrometheus
 from matplotlib import image as mpimg
 
 from bot.cli.diagnose import diagnose_node
@@ -22,6 +21,7 @@ from bot.prom.client import PrometheusClient
 from bot.sandbox.kubesim import KubeSim
 from bot.sandbox.kubesim.access import BOT_TOKEN
 from bot.services.history import HistoryService
+from tests.prom.histories import PLANTED, RunningPrometheus
 
 pytestmark = pytest.mark.slow
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"

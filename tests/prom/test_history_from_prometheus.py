@@ -10,11 +10,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from histories import GI, PLANTED, RunningPrometheus
 
 from bot.core.history import growth_of
 from bot.prom.client import PrometheusClient
 from bot.services.history import HistoryService
+from tests.prom.histories import GI, PLANTED, RunningPrometheus
 
 pytestmark = pytest.mark.slow
 STEP_S = 60

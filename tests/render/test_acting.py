@@ -126,7 +126,7 @@ def test_the_diff_message_is_valid(seed: Diagnosis) -> None:
         ("interrupted", {"action_id": "A1", "tier": 1, "observed": "x"}),
     ],
 )
-def test_every_notice_renders(key: str, params: dict[str, object]) -> None:
+def test_every_notice_renders(key: str, params: dict[str, typing.Any]) -> None:
     text, blocks = acting.notice(key, **params)
     assert text and blocks_errors(blocks) == []
 

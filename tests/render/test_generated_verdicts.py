@@ -10,14 +10,13 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
-from generating import AT, CLASSES, plant
-
 from bot.core.analysis import analyze
 from bot.render.blocks import diagnosis_messages
 from bot.render.markdown import render_report_markdown
 from bot.render.sentences import sentence
 from bot.render.text import render_report_text
 from bot.slack.blockkit import validate_blocks
+from tests.core.generating import AT, CLASSES, plant
 
 
 @pytest.mark.parametrize("cls", CLASSES)

@@ -32,7 +32,7 @@ def _emitted(kind: str) -> set[str]:
             in_list = isinstance(node, ast.List) and name == "resizes.py"
             appended = isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "append"
             if kind == "warnings" and (in_list or appended):
-                items = node.elts if isinstance(node, ast.List) else node.args  # type: ignore[union-attr]
+                items = node.elts if isinstance(node, ast.List) else getattr(node, "args", [])
                 out |= {
                     c.value
                     for c in items

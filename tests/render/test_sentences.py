@@ -19,6 +19,8 @@ from bot.core.findings import VerdictCause
 from bot.render import environment
 from bot.render.sentences import CATEGORIES, defined_keys, macro_name, sentence
 
+Params = dict[str, str | int | float | None]
+
 CORE = Path(__file__).resolve().parents[2] / "bot" / "core"
 
 
@@ -111,7 +113,7 @@ def test_a_key_without_a_sentence_falls_back_to_its_code_and_params() -> None:
 
 
 def test_sentence_params_are_escaped_for_each_format() -> None:
-    params = {
+    params: Params = {
         "pod": "<!channel>/x_y",
         "controller": "",
         "working_set_bytes": 1024**3,
@@ -126,7 +128,7 @@ def test_sentence_params_are_escaped_for_each_format() -> None:
     assert "<!channel>/x_y" in text
 
 
-_OWN_LIMIT = {
+_OWN_LIMIT: Params = {
     "pod": "ml-train/train-llm-0",
     "container": "trainer",
     "working_set_bytes": 69 * 1024**3,
@@ -175,14 +177,14 @@ _OWN_LIMIT = {
 def test_the_own_limit_advice_follows_its_numbers(
     changes: dict[str, int], expected: list[str], absent: list[str]
 ) -> None:
-    params = {**_OWN_LIMIT, **changes}
+    params: Params = {**_OWN_LIMIT, **changes}
     out = sentence("talking_points", "ai.container_at_own_limit", params, fmt="text", strict=True)
     assert [e for e in expected if e not in out] == []
     assert [a for a in absent if a in out] == []
 
 
 def test_a_tier3_that_keeps_the_memory_limit_says_it_frees_no_memory() -> None:
-    params = {
+    params: Params = {
         "plan_id": "p",
         "target": "Deployment/ml/prep",
         "memory_limit": "49Gi",
@@ -200,7 +202,7 @@ def test_a_tier3_that_keeps_the_memory_limit_says_it_frees_no_memory() -> None:
 def test_a_squeezed_page_cache_is_told_as_pressure_with_what_is_available() -> None:
     # the rule fires only when memory is short (tests/core/test_rules_host.py)
     gib = 1024**3
-    params = {
+    params: Params = {
         "buff_cache_bytes": 14 * gib,
         "available_bytes": 3 * gib,
         "mem_total_bytes": 251 * gib,
@@ -211,7 +213,7 @@ def test_a_squeezed_page_cache_is_told_as_pressure_with_what_is_available() -> N
 
 
 def test_a_verdict_on_a_pod_outside_the_api_names_it_readably() -> None:
-    params = {"pod": "pod-uid/c03fcb9e-b094-4c1e", "working_set_bytes": 1, "limit_bytes": 2}
+    params: Params = {"pod": "pod-uid/c03fcb9e-b094-4c1e", "working_set_bytes": 1, "limit_bytes": 2}
     out = sentence(
         "verdicts",
         "container_limit",
@@ -224,6 +226,6 @@ def test_a_verdict_on_a_pod_outside_the_api_names_it_readably() -> None:
 
 
 def test_a_container_limit_verdict_does_not_claim_the_node_is_fine() -> None:
-    params = {"pod": "ml/a", "working_set_bytes": 1, "limit_bytes": 2}
+    params: Params = {"pod": "ml/a", "working_set_bytes": 1, "limit_bytes": 2}
     out = sentence("verdicts", "container_limit", params, fmt="text", subject="ml/a", strict=True)
     assert "not the limit" not in out and "whatever memory the node has left" in out

@@ -4,6 +4,7 @@ every change that did happen reported (never a silent half-application)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
@@ -17,7 +18,7 @@ from bot.errors import (
 from bot.render.acting import _t
 from tests.services.world import APPROVER, CHANNEL, REQ, World
 
-FAULTS = {
+FAULTS: dict[str, Callable[[], BaseException]] = {
     "500": lambda: KubeUnavailableError("the API server failed (500)", status=500),
     "timeout": TimeoutError,
     "403": lambda: ForbiddenError("forbidden: gpunode may not do this; check RBAC", status=403),
@@ -79,7 +80,7 @@ async def test_a_fault_during_execution_is_reported_with_what_changed(
     rows = await world.store.audit_since(None)
     claimed, row = [r for r in rows if r.action_id == action_id and r.action.endswith(".execute")]
     assert claimed.decision == "claimed"
-    assert row.decision == "failed" and row.changes is not None
+    assert row.decision == "failed" and isinstance(row.changes, dict)
     assert row.changes["changes"] == record.result["changes"]
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 from bot.render.acting import APPLY, CANCEL, REDIAGNOSE, UNDO
 from tests.services.world import CHANNEL, REQ, REQ2, STRANGER, VIEWER, World
 
 PRE = "Deployment/ml/preprocess"
-EDITS = {
+EDITS: dict[str, Any] = {
     "memory_limit": "70Gi",
     "memory_request": "60Gi",
     "cpu_limit": "6",

@@ -8,11 +8,10 @@ import pytest
 
 from bot.cli import main
 from bot.cli.diagnose import analyze_files, diagnose_node
-from bot.core.cluster import ClusterView, NodeInfo
-from bot.core.evidence import EvidenceBundle
 from bot.core.thresholds import DEFAULT
 from bot.errors import CollectorError, NotFoundError, UsageError
 from bot.slack.blockkit import validate_blocks
+from tests.services.fakes import FakeKube, load_scenario
 
 SEED = Path(__file__).resolve().parents[1] / "fixtures" / "bundles" / "seed"
 EVIDENCE, CLUSTER = str(SEED / "evidence.json"), str(SEED / "cluster.json")
@@ -81,44 +80,29 @@ def test_a_malformed_cluster_view_is_a_usage_error(tmp_path: Path) -> None:
         analyze_files(EVIDENCE, str(bad), "json")
 
 
-class FakeKube:
-    """A KubePort stand-in returning the seed fixture (or NotFound for other nodes)."""
-
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-        self.view = ClusterView.model_validate_json(Path(CLUSTER).read_text())
-        self.bundle = EvidenceBundle.model_validate_json(Path(EVIDENCE).read_text())
-
-    async def get_node(self, node: str) -> NodeInfo:
-        self.calls.append(f"node:{node}")
-        if node != "gpu-node-01":
-            raise NotFoundError(f"node {node} not found")
-        return self.view.node
-
-    async def get_cluster_view(self, node: str) -> ClusterView:
-        self.calls.append(f"view:{node}")
-        if node != "gpu-node-01":
-            raise NotFoundError(f"node {node} not found")
-        return self.view
-
-    async def run_diagnostic(self, node: str, *, known: NodeInfo | None = None) -> EvidenceBundle:
-        self.calls.append(f"diag:{node}")
-        return self.bundle
+def _kube() -> FakeKube:
+    """The shared KubePort fake over the seed fixture (other nodes are not found)."""
+    bundle, view = load_scenario("seed")
+    return FakeKube(bundle, view)
 
 
 async def test_diagnose_checks_the_node_runs_the_job_then_reads_the_view_and_renders() -> None:
-    kube = FakeKube()
+    kube = _kube()
     now = datetime(2026, 3, 14, 9, 31, tzinfo=UTC)
     out = await diagnose_node(kube, "gpu-node-01", "text", thresholds=DEFAULT, now=now)
-    assert kube.calls == ["node:gpu-node-01", "diag:gpu-node-01", "view:gpu-node-01"]
+    assert [(c.method, c.args) for c in kube.calls] == [
+        ("get_node", ("gpu-node-01",)),
+        ("run_diagnostic", ("gpu-node-01",)),
+        ("get_cluster_view", ("gpu-node-01",)),
+    ]
     assert "VERDICT" in out and "age 1m" in out
 
 
 async def test_diagnose_of_an_unknown_node_runs_no_job() -> None:
-    kube = FakeKube()
+    kube = _kube()
     with pytest.raises(NotFoundError):
         await diagnose_node(kube, "nope", "json", thresholds=DEFAULT, now=datetime.now(UTC))
-    assert kube.calls == ["node:nope"]
+    assert [(c.method, c.args) for c in kube.calls] == [("get_node", ("nope",))]
 
 
 @pytest.mark.parametrize(

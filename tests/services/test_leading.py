@@ -55,7 +55,7 @@ def elector(
 
 
 async def test_one_of_two_replicas_leads_and_the_other_waits(sim: KubeSim) -> None:
-    clock, seen = Clock(), []
+    clock, seen = Clock(), list[tuple[str, str | None, bool]]()
     a, b = elector(sim.url, "pod-a", clock, seen), elector(sim.url, "pod-b", clock, seen)
 
     assert await a.step()
@@ -86,14 +86,14 @@ async def test_a_write_over_a_stale_resource_version_is_a_409_conflict(sim: Kube
 
 
 async def test_two_replicas_racing_for_a_free_lease_elect_exactly_one(sim: KubeSim) -> None:
-    clock, seen = Clock(), []
+    clock, seen = Clock(), list[tuple[str, str | None, bool]]()
     electors = [elector(sim.url, f"pod-{i}", clock, seen) for i in range(6)]
     results = await asyncio.gather(*(e.step() for e in electors))
     assert results.count(True) == 1
 
 
 async def test_a_silent_leader_is_replaced_after_the_lease_duration(sim: KubeSim) -> None:
-    clock, seen = Clock(), []
+    clock, seen = Clock(), list[tuple[str, str | None, bool]]()
     a, b = elector(sim.url, "pod-a", clock, seen), elector(sim.url, "pod-b", clock, seen)
     assert await a.step()
     assert not await b.step()
@@ -109,7 +109,7 @@ async def test_a_silent_leader_is_replaced_after_the_lease_duration(sim: KubeSim
 
 
 async def test_a_released_lease_is_taken_over_at_once(sim: KubeSim) -> None:
-    clock, seen = Clock(), []
+    clock, seen = Clock(), list[tuple[str, str | None, bool]]()
     a, b = elector(sim.url, "pod-a", clock, seen), elector(sim.url, "pod-b", clock, seen)
     assert await a.step()
     assert not await b.step()
@@ -153,7 +153,7 @@ class Recorder:
 async def test_background_work_runs_on_the_leader_only_and_moves_with_the_lease(
     sim: KubeSim,
 ) -> None:
-    clock, seen = Clock(), []
+    clock, seen = Clock(), list[tuple[str, str | None, bool]]()
     works = {}
     for name in ("pod-a", "pod-b"):
         rec = Recorder()

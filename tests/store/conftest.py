@@ -29,9 +29,9 @@ def is_pg(target: str) -> bool:
 def tamper(target: str, *statements: str) -> None:
     """Run ``statements`` directly on the database, each in its own transaction."""
     if is_pg(target):
-        with psycopg.connect(target, autocommit=True) as conn:
+        with psycopg.connect(target, autocommit=True) as pg:
             for statement in statements:
-                conn.execute(statement.encode())
+                pg.execute(statement.encode())
         return
     conn = sqlite3.connect(target, isolation_level=None)
     try:
@@ -43,8 +43,8 @@ def tamper(target: str, *statements: str) -> None:
 
 def query(target: str, sql: str) -> list[tuple[object, ...]]:
     if is_pg(target):
-        with psycopg.connect(target) as conn:
-            return [tuple(r) for r in conn.execute(sql.encode()).fetchall()]
+        with psycopg.connect(target) as pg:
+            return [tuple(r) for r in pg.execute(sql.encode()).fetchall()]
     conn = sqlite3.connect(target)
     try:
         return [tuple(r) for r in conn.execute(sql).fetchall()]

@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from bot.core.analysis import analyze
 from bot.core.approvals import approve, new_request
+from bot.core.cluster import ClusterView
+from bot.core.evidence import EvidenceBundle
+from bot.core.findings import Diagnosis
 from bot.core.incidents import IncidentStateError, TimelineEntry
 from bot.errors import StoreError
 from bot.store import ActionRecord, AuditRecord, Store, storing
@@ -18,6 +22,17 @@ from bot.store.migrations import SCHEMA_VERSION
 from tests.store.conftest import RAW_ERRORS, query, tamper
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+SEED = Path(__file__).resolve().parents[1] / "fixtures" / "bundles" / "seed"
+BUNDLE = EvidenceBundle.model_validate_json((SEED / "evidence.json").read_text())
+VIEW = ClusterView.model_validate_json((SEED / "cluster.json").read_text())
+
+
+DIAGNOSIS = analyze(BUNDLE, VIEW, now=T0)
+
+
+def diagnosis(age_s: float = 0.0) -> Diagnosis:
+    """The seed's diagnosis (``age_s`` tells two apart)."""
+    return DIAGNOSIS.model_copy(update={"evidence_age_s": age_s})
 
 
 def at(minutes: float) -> datetime:
@@ -117,14 +132,15 @@ async def test_the_timeline_keeps_entries_in_order(store: Store) -> None:
 async def test_evidence_snapshots_are_hashed_and_the_latest_is_returned(store: Store) -> None:
     incident, _ = await store.open_or_join_incident("n1", "C1", opened_by="U1", at=T0)
     first = await store.save_snapshot(
-        incident.id, at=T0, bundle_json="{}", view_json="{}", diagnosis_json="{}"
+        incident.id, at=T0, bundle=BUNDLE, view=VIEW, diagnosis=diagnosis(1.0)
     )
     second = await store.save_snapshot(
-        incident.id, at=at(1), bundle_json={"b": 1}, view_json="{}", diagnosis_json="{}"
+        incident.id, at=at(1), bundle=BUNDLE, view=VIEW, diagnosis=diagnosis(2.0)
     )
     assert first != second and len(second) == 64
     latest = await store.latest_snapshot(incident.id)
-    assert latest is not None and (latest.sha256, latest.bundle_json) == (second, '{"b":1}')
+    assert latest is not None and latest.sha256 == second
+    assert (latest.bundle, latest.view, latest.diagnosis) == (BUNDLE, VIEW, diagnosis(2.0))
 
 
 async def test_action_claims_follow_approval_state(store: Store) -> None:
@@ -217,7 +233,7 @@ async def test_a_restart_loses_nothing(target: str) -> None:
     async with await Store.open(path) as first:
         incident, _ = await first.open_or_join_incident("n1", "C1", opened_by="U1", at=T0)
         await first.save_snapshot(
-            incident.id, at=T0, bundle_json="{}", view_json="{}", diagnosis_json="{}"
+            incident.id, at=T0, bundle=BUNDLE, view=VIEW, diagnosis=diagnosis()
         )
         await first.create_action(action("A1", incident_id=incident.id))
         assert await first.claim_action("A1", "r1", at=T0)
@@ -285,10 +301,10 @@ async def test_an_undo_is_claimed_once_and_only_after_success(store: Store) -> N
 async def test_snapshots_are_listed_oldest_first(store: Store) -> None:
     incident, _ = await store.open_or_join_incident("n1", "C1", opened_by="U1", at=T0)
     late = await store.save_snapshot(
-        incident.id, at=at(5), bundle_json="{}", view_json="{}", diagnosis_json='{"v":2}'
+        incident.id, at=at(5), bundle=BUNDLE, view=VIEW, diagnosis=diagnosis(5.0)
     )
     early = await store.save_snapshot(
-        incident.id, at=at(1), bundle_json="{}", view_json="{}", diagnosis_json='{"v":1}'
+        incident.id, at=at(1), bundle=BUNDLE, view=VIEW, diagnosis=diagnosis(1.0)
     )
     assert [s.sha256 for s in await store.snapshots(incident.id)] == [early, late]
 

@@ -1,7 +1,10 @@
 """What every talking-point builder shares: the point constructor, param picking, findings
-indexed by code, and the rule that pods outside the API view get no point. Pure: no I/O."""
+indexed by code, one point per finding of a code, and the rule that pods outside the API view
+get no point. Pure: no I/O."""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Sequence
 
 from bot.core.cluster import ClusterView
 from bot.core.findings import Audience, Diagnosis, Fact, Finding, TalkingPoint
@@ -22,6 +25,27 @@ def point(
 def pick(f: Finding, *keys: str) -> Params:
     """The finding's params named by ``keys``; a missing one is left out, not defaulted."""
     return {k: f.params[k] for k in keys if k in f.params}
+
+
+#: who hears a point, its sentence key, and its stance toward that team's position
+Said = tuple[Audience, str, str]
+
+
+def per_finding(
+    codes: Codes,
+    code: str,
+    *said: Said,
+    keys: Sequence[str],
+    when: Callable[[Finding], bool] | None = None,
+) -> list[TalkingPoint]:
+    """For each finding of ``code`` (that ``when`` keeps), in order: one point per ``said``,
+    quoting the finding's facts and the params named by ``keys``."""
+    return [
+        point(audience, key, stance, f.facts, pick(f, *keys))
+        for f in codes.get(code, [])
+        if when is None or when(f)
+        for audience, key, stance in said
+    ]
 
 
 def by_code(d: Diagnosis) -> Codes:

@@ -8,7 +8,7 @@ ai.gpu_isolation_broken, ops.gpu_process_without_pod, unverified.gpu_memory.
 from __future__ import annotations
 
 from bot.core.findings import Diagnosis, TalkingPoint
-from bot.core.points.common import Codes, pick, point
+from bot.core.points.common import Codes, per_finding, pick, point
 
 
 def gpu_points(d: Diagnosis, codes: Codes) -> list[TalkingPoint]:
@@ -42,26 +42,14 @@ def gpu_points(d: Diagnosis, codes: Codes) -> list[TalkingPoint]:
                 },
             )
         )
-    for f in codes.get("GPU_ISOLATION_BROKEN", []):
-        out.append(
-            point(
-                "ai_team",
-                "ai.gpu_isolation_broken",
-                "contradicts",
-                f.facts,
-                pick(f, "requested", "allocatable", "mismatched"),
-            )
-        )
-    for f in codes.get("GPU_PROCESS_NO_POD", []):
-        out.append(
-            point(
-                "ops_team",
-                "ops.gpu_process_without_pod",
-                "neutral",
-                f.facts,
-                pick(f, "pid", "command", "gpu_index", "used_bytes"),
-            )
-        )
+    out += per_finding(
+        codes, "GPU_ISOLATION_BROKEN", ("ai_team", "ai.gpu_isolation_broken", "contradicts"),
+        keys=("requested", "allocatable", "mismatched"),
+    )  # fmt: skip
+    out += per_finding(
+        codes, "GPU_PROCESS_NO_POD", ("ops_team", "ops.gpu_process_without_pod", "neutral"),
+        keys=("pid", "command", "gpu_index", "used_bytes"),
+    )  # fmt: skip
     for f in codes.get("GPU_NOT_VERIFIED", []):
         for audience in ("ai_team", "ops_team"):
             out.append(

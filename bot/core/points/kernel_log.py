@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from bot.core.cluster import ClusterView
 from bot.core.findings import Diagnosis, TalkingPoint
-from bot.core.points.common import Codes, known_pod, pick, point
+from bot.core.points.common import Codes, known_pod, per_finding, pick, point
 
 _XID = ("gpu_index", "pci_bus_id", "code", "meaning", "last_at", "action")
 _KILL = ("comm", "pid", "killed_at", "pod", "container", "anon_rss_bytes", "limit_level")
@@ -21,13 +21,12 @@ def kernel_log_points(
     """A lost GPU clears the AI team's code and tells ops what to do; the latest global kill
     goes to ops, each cgroup kill of a known pod to the AI team (it hit its own limit)."""
     out: list[TalkingPoint] = []
-    for f in codes.get("GPU_XID", []):
-        if f.severity != "critical":
-            continue
-        out.append(point("ai_team", "ai.gpu_hardware_fault", "supports", f.facts, pick(f, *_XID)))
-        out.append(
-            point("ops_team", "ops.gpu_hardware_fault", "contradicts", f.facts, pick(f, *_XID))
-        )
+    out += per_finding(
+        codes, "GPU_XID",
+        ("ai_team", "ai.gpu_hardware_fault", "supports"),
+        ("ops_team", "ops.gpu_hardware_fault", "contradicts"),
+        keys=_XID, when=lambda f: f.severity == "critical",
+    )  # fmt: skip
     kills = codes.get("KERNEL_OOM_KILL", [])
     global_kills = [f for f in kills if f.params.get("scope") == "node"]
     if global_kills:
@@ -35,8 +34,9 @@ def kernel_log_points(
         out.append(
             point("ops_team", "ops.global_oom_kill", "supports", last.facts, pick(last, *_KILL))
         )
-    for f in kills:
-        pod = str(f.params.get("pod", ""))
-        if f.params.get("scope") == "cgroup" and known_pod(pod, view):
-            out.append(point("ai_team", "ai.cgroup_oom_kill", "neutral", f.facts, pick(f, *_KILL)))
+    out += per_finding(
+        codes, "KERNEL_OOM_KILL", ("ai_team", "ai.cgroup_oom_kill", "neutral"), keys=_KILL,
+        when=lambda f: f.params.get("scope") == "cgroup"
+        and known_pod(str(f.params.get("pod", "")), view),
+    )  # fmt: skip
     return out

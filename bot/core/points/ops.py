@@ -10,7 +10,21 @@ ops.system_oom_without_eviction, ops.besteffort_on_gpu_node, ops.node_healthy.
 from __future__ import annotations
 
 from bot.core.findings import Diagnosis, TalkingPoint
-from bot.core.points.common import Codes, pick, point
+from bot.core.points.common import Codes, per_finding, pick, point
+
+#: finding code -> one ops-team point per finding: key, stance, the params it quotes
+_PER_FINDING: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    ("MEMORY_AVAILABLE_LOW", "ops.node_out_of_memory", "supports",
+     ("available_bytes", "mem_total_bytes", "share_percent")),
+    ("PAGE_CACHE_SQUEEZED", "ops.page_cache_squeezed", "supports",
+     ("buff_cache_bytes", "available_bytes", "share_percent")),
+    ("LIMITS_OVERCOMMITTED", "ops.limits_overcommitted", "neutral",
+     ("limits", "requests", "limits_percent", "requests_percent")),
+    ("KERNEL_SLAB_UNRECLAIMABLE_HIGH", "ops.kernel_slab_eviction_blind", "neutral",
+     ("s_unreclaim_bytes", "share_percent")),
+    ("SOCKET_MEMORY_HIGH", "ops.socket_memory_eviction_blind", "neutral",
+     ("socket_memory_bytes", "share_percent")),
+)  # fmt: skip
 
 
 def ops_points(d: Diagnosis, codes: Codes) -> list[TalkingPoint]:
@@ -26,56 +40,8 @@ def ops_points(d: Diagnosis, codes: Codes) -> list[TalkingPoint]:
                 {"cause": v.cause, "subject": v.subject or "", "confidence": v.confidence},
             )
         )
-    for f in codes.get("MEMORY_AVAILABLE_LOW", []):
-        out.append(
-            point(
-                "ops_team",
-                "ops.node_out_of_memory",
-                "supports",
-                f.facts,
-                pick(f, "available_bytes", "mem_total_bytes", "share_percent"),
-            )
-        )
-    for f in codes.get("PAGE_CACHE_SQUEEZED", []):
-        out.append(
-            point(
-                "ops_team",
-                "ops.page_cache_squeezed",
-                "supports",
-                f.facts,
-                pick(f, "buff_cache_bytes", "available_bytes", "share_percent"),
-            )
-        )
-    for f in codes.get("LIMITS_OVERCOMMITTED", []):
-        out.append(
-            point(
-                "ops_team",
-                "ops.limits_overcommitted",
-                "neutral",
-                f.facts,
-                pick(f, "limits", "requests", "limits_percent", "requests_percent"),
-            )
-        )
-    for f in codes.get("KERNEL_SLAB_UNRECLAIMABLE_HIGH", []):
-        out.append(
-            point(
-                "ops_team",
-                "ops.kernel_slab_eviction_blind",
-                "neutral",
-                f.facts,
-                pick(f, "s_unreclaim_bytes", "share_percent"),
-            )
-        )
-    for f in codes.get("SOCKET_MEMORY_HIGH", []):
-        out.append(
-            point(
-                "ops_team",
-                "ops.socket_memory_eviction_blind",
-                "neutral",
-                f.facts,
-                pick(f, "socket_memory_bytes", "share_percent"),
-            )
-        )
+    for code, key, stance, keys in _PER_FINDING:
+        out += per_finding(codes, code, ("ops_team", key, stance), keys=keys)
     if codes.get("SYSTEM_OOM_EVENTS") and not codes.get("POD_EVICTED_EVENTS"):
         f = codes["SYSTEM_OOM_EVENTS"][0]
         out.append(

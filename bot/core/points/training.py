@@ -9,7 +9,7 @@ from __future__ import annotations
 from bot.core.cluster import ClusterView
 from bot.core.findings import Diagnosis, TalkingPoint
 from bot.core.planning import consumer_group
-from bot.core.points.common import Codes, known_pod, pick, point
+from bot.core.points.common import Codes, known_pod, per_finding, point
 from bot.core.rules.context import fact, pod_source
 from bot.core.thresholds import Thresholds
 
@@ -81,16 +81,9 @@ def training_points(
                 },
             )
         )
-    for f in codes.get("CONTAINER_OOM_KILLED", []):
-        if not known_pod(str(f.params.get("pod", f.subject)), view):
-            continue
-        out.append(
-            point(
-                "ai_team",
-                "ai.oom_killed",
-                "neutral",
-                f.facts,
-                pick(f, "pod", "container", "restarts", "oom_kills"),
-            )
-        )
+    out += per_finding(
+        codes, "CONTAINER_OOM_KILLED", ("ai_team", "ai.oom_killed", "neutral"),
+        keys=("pod", "container", "restarts", "oom_kills"),
+        when=lambda f: known_pod(str(f.params.get("pod", f.subject)), view),
+    )  # fmt: skip
     return out

@@ -12,7 +12,7 @@ import functools
 import re
 from typing import Any
 
-import jsonschema  # type: ignore[import-untyped]
+import jsonschema
 from kubernetes_validate import utils as kv_utils
 from referencing import Registry, Resource
 

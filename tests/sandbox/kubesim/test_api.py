@@ -28,7 +28,7 @@ def apis(sim: KubeSim) -> Any:
 
 
 def status_of(exc: ApiException) -> dict[str, Any]:
-    body: dict[str, Any] = json.loads(exc.body)
+    body: dict[str, Any] = json.loads(exc.body or "")
     assert body["kind"] == "Status" and body["apiVersion"] == "v1"
     assert body["status"] == "Failure" and body["code"] == exc.status
     return body

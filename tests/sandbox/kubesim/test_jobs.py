@@ -76,7 +76,8 @@ async def test_diagnostic_job_yields_a_log_that_parses_as_an_evidence_bundle(
     kubesim: KubeSim,
 ) -> None:
     api = client.ApiClient(kube_client_config(kubesim.url))
-    batch, v1 = client.BatchV1Api(api), client.CoreV1Api(api)
+    batch: Any = client.BatchV1Api(api)
+    v1: Any = client.CoreV1Api(api)
     await asyncio.to_thread(batch.create_namespaced_job, "default", diag_job("diag", "gpu-node-01"))
     job = await wait_job(batch, "diag")
     assert [c.type for c in job.status.conditions] == ["SuccessCriteriaMet", "Complete"]
@@ -91,7 +92,8 @@ async def test_diagnostic_job_yields_a_log_that_parses_as_an_evidence_bundle(
     assert bundle.meminfo is not None
     assert bundle.meminfo.s_unreclaim_bytes == 36 * 2**30
     # The scenario's 3.5 GiB, less what the diagnostic pod itself holds (a few MiB of anon).
-    assert 3520 * 2**20 <= bundle.meminfo.mem_available_bytes < 3584 * 2**20
+    available = bundle.meminfo.mem_available_bytes
+    assert available is not None and 3520 * 2**20 <= available < 3584 * 2**20
     train = kubesim.get("pods", "ml-train", "train-llm-0")
     assert train is not None
     cid = train["status"]["containerStatuses"][0]["containerID"].split("://")[1]
@@ -113,7 +115,8 @@ async def test_jobs_that_cannot_start_fail_with_deadline_exceeded(
 ) -> None:
     sim = await make_kubesim("seed", step_s=0.01)
     api = client.ApiClient(kube_client_config(sim.url))
-    batch, v1 = client.BatchV1Api(api), client.CoreV1Api(api)
+    batch: Any = client.BatchV1Api(api)
+    v1: Any = client.CoreV1Api(api)
     await asyncio.to_thread(
         batch.create_namespaced_job, "default", diag_job("stuck", node, image=image, deadline=1)
     )
@@ -136,7 +139,7 @@ async def test_collector_fault_fails_the_job_and_ttl_deletes_it(make_kubesim: An
     scenario = load_scenario("seed")
     scenario = scenario.model_copy(update={"faults": [Fault(kind="collector_error")]})
     sim = await make_kubesim(scenario, step_s=0.01)
-    batch = client.BatchV1Api(client.ApiClient(kube_client_config(sim.url)))
+    batch: Any = client.BatchV1Api(client.ApiClient(kube_client_config(sim.url)))
     await asyncio.to_thread(
         batch.create_namespaced_job, "default", diag_job("broken", "gpu-node-01", ttl=0)
     )
@@ -151,7 +154,7 @@ async def test_collector_fault_fails_the_job_and_ttl_deletes_it(make_kubesim: An
 
 async def test_deleting_a_job_in_the_background_deletes_its_pods(make_kubesim: Any) -> None:
     sim = await make_kubesim("seed", step_s=0.01)
-    batch = client.BatchV1Api(client.ApiClient(kube_client_config(sim.url)))
+    batch: Any = client.BatchV1Api(client.ApiClient(kube_client_config(sim.url)))
     await asyncio.to_thread(
         batch.create_namespaced_job, "default", diag_job("gone", "gpu-node-99", deadline=None)
     )
@@ -178,7 +181,7 @@ async def test_diagnostic_modes_shape_the_pod_and_the_job(
 ) -> None:
     sim = await make_kubesim("seed", step_s=0.01)
     sim.diagnostic_mode["gpu-node-02"] = mode
-    batch = client.BatchV1Api(client.ApiClient(kube_client_config(sim.url)))
+    batch: Any = client.BatchV1Api(client.ApiClient(kube_client_config(sim.url)))
     await asyncio.to_thread(
         batch.create_namespaced_job,
         "gpunode",

@@ -42,7 +42,6 @@ def _pod(
     }
 
 
-BEST_EFFORT = {"cpu": None, "memory": None}
 TOLERATE_ALL = [{"operator": "Exists"}]
 
 
@@ -51,8 +50,8 @@ TOLERATE_ALL = [{"operator": "Exists"}]
     [
         ({}, _pod(), "", ""),
         ({"MemoryPressure": "True"}, _pod(), "", ""),
-        ({"MemoryPressure": "True"}, _pod(**BEST_EFFORT), "Evicted", "[MemoryPressure]"),
-        ({"MemoryPressure": "True"}, _pod(**BEST_EFFORT, tolerations=TOLERATE_ALL), "", ""),
+        ({"MemoryPressure": "True"}, _pod(cpu=None, memory=None), "Evicted", "[MemoryPressure]"),
+        ({"MemoryPressure": "True"}, _pod(cpu=None, memory=None, tolerations=TOLERATE_ALL), "", ""),
         ({"DiskPressure": "True"}, _pod(tolerations=TOLERATE_ALL), "Evicted", "[DiskPressure]"),
         ({"PIDPressure": "True"}, _pod(), "Evicted", "[PIDPressure]"),
         (
@@ -62,7 +61,7 @@ TOLERATE_ALL = [{"operator": "Exists"}]
             "[MemoryPressure DiskPressure]",
         ),
         ({"DiskPressure": "True"}, _pod(priority=2_000_001_000), "", ""),
-        ({"MemoryPressure": "False", "DiskPressure": "False"}, _pod(**BEST_EFFORT), "", ""),
+        ({"MemoryPressure": "False", "DiskPressure": "False"}, _pod(cpu=None, memory=None), "", ""),
     ],
 )
 def test_node_conditions_admit_as_the_eviction_manager_does(
@@ -118,7 +117,7 @@ def test_resource_fit_refuses_with_the_kubelets_reason_and_message(
     reason: str,
     message: str,
 ) -> None:
-    verdict = admit(pod, _node(**alloc), others)
+    verdict = admit(pod, _node(None, **alloc), others)
     assert verdict.reason == reason and message in verdict.message
     if reason:
         assert verdict.message.startswith("Node didn't have enough resource: ")

@@ -23,7 +23,7 @@ async def _place(sim: KubeSim, spec: dict[str, Any], *, taint_gpu_nodes: bool = 
             node = sim.api.store.get("nodes", None, name)
             assert node is not None
             node["spec"]["taints"] = [GPU_TAINT]
-    api = client.AppsV1Api(client.ApiClient(kube_client_config(sim.url)))
+    api: Any = client.AppsV1Api(client.ApiClient(kube_client_config(sim.url)))
     container = {"name": "c", "image": "registry.example.com/x:1", **spec.pop("container", {})}
     body = {
         "apiVersion": "apps/v1",

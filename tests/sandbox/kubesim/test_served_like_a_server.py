@@ -59,8 +59,9 @@ async def test_node_and_pod_cells_say_what_kubectl_prints(kubesim: KubeSim) -> N
     cells = {r["cells"][0]: r["cells"] for r in nodes["rows"]}
     assert cells["gpu-node-01"][1] == "Ready,SchedulingDisabled"
     assert cells["gpu-node-02"][1] == "Ready"
-    assert cells["gpu-node-01"][4] == kubesim.get("nodes", None, "gpu-node-01")["status"][
-        "nodeInfo"]["kubeletVersion"]  # type: ignore[index]  # fmt: skip
+    node = kubesim.get("nodes", None, "gpu-node-01")
+    assert node is not None
+    assert cells["gpu-node-01"][4] == node["status"]["nodeInfo"]["kubeletVersion"]
 
     path = "/api/v1/namespaces/ml-train/pods/train-llm-0"
     _, one = await kube_call(kubesim.url, "GET", path, headers={"Accept": TABLE})
@@ -124,7 +125,7 @@ async def test_unsupported_field_selectors_are_a_400_in_the_servers_words(
 
 
 async def test_leases_are_strict_crud_with_conflicts(kubesim: KubeSim) -> None:
-    api = client.CoordinationV1Api(client.ApiClient(kube_client_config(kubesim.url)))
+    api: Any = client.CoordinationV1Api(client.ApiClient(kube_client_config(kubesim.url)))
 
     def run() -> None:
         body = client.V1Lease(

@@ -48,7 +48,7 @@ MODAL = {
         },
     ],
 }
-BUTTONS = [
+BUTTONS: list[dict[str, Any]] = [
     {"type": "section", "text": {"type": "mrkdwn", "text": "*node-7* is leaking"}},
     {
         "type": "actions",

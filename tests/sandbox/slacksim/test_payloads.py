@@ -62,7 +62,12 @@ async def test_block_actions_payload_has_the_recorded_shape(sim: SlackSim, serve
         [{k: v for k, v in b.items() if k != "block_id"} for b in recorded["message"]["blocks"]]
     )
     parent_ts = sim.ws.store(CH, {"type": "message", "text": "incident", "user": "U0GPUNODE"})["ts"]
-    bot_msg = {"type": "message", "text": "x", "user": "U0GPUNODE", "bot_id": "B0GPUNODE"}
+    bot_msg: dict[str, Any] = {
+        "type": "message",
+        "text": "x",
+        "user": "U0GPUNODE",
+        "bot_id": "B0GPUNODE",
+    }
     bot_msg.update(app_id="A0GPUNODE", team="T0GPUNODE", blocks=blocks)
     reply = sim.ws.store(CH, bot_msg, thread_ts=parent_ts)
     seen = await capture(sim, serve)

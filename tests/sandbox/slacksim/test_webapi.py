@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
@@ -35,7 +37,10 @@ async def test_a_non_bot_token_is_invalid_auth(sim: SlackSim) -> None:
 
 
 async def test_posted_blocks_get_block_ids_and_text_flags(client: AsyncWebClient) -> None:
-    blocks = [section("*hi*"), {"type": "header", "text": {"type": "plain_text", "text": "H"}}]
+    blocks: list[dict[str, Any]] = [
+        section("*hi*"),
+        {"type": "header", "text": {"type": "plain_text", "text": "H"}},
+    ]
     resp = await client.chat_postMessage(channel=CH, text="hi", blocks=blocks)
     stored = resp["message"]["blocks"]
     assert all(b["block_id"] for b in stored)
