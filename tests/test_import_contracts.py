@@ -57,6 +57,8 @@ def test_every_import_contract_is_kept_by_the_tree() -> None:
         ("services/act.py", "import sqlite3", "jinja2, sqlite3, matplotlib stay home"),
         ("collectors/procfs.py", "import pynvml", "pynvml only in bot.collectors.nvml"),
         ("services/act.py", "import slack_sdk", "Slack SDKs only in bot.slack"),
+        ("services/act.py", "import prometheus_client", "prometheus_client only in bot.telemetry"),
+        ("telemetry/wiring.py", "import bot.kube.gateway", "The adapters do not know each other"),
         (
             "slack/interactions.py",
             "import bot.slack.app",

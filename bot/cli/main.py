@@ -131,6 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scenario", default="seed")
     p.add_argument("--port", type=int, default=8700, help="console port (default 8700)")
     p.add_argument("--script", action="store_true", help="run the story headless, print it")
+    p.add_argument(
+        "--metrics-out",
+        metavar="FILE",
+        help="with --script: write the bot's /metrics scrape after the story to FILE",
+    )
     p.set_defaults(handler="bot.sandbox.demo:main")
 
     p = sub.add_parser("sandbox", help="run one stand-in on its own")

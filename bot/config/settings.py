@@ -129,6 +129,20 @@ class HttpSettings(_Group):
     alertmanager_token: SecretStr | None = Field(None, description="bearer for /alertmanager")
 
 
+class MetricsSettings(_Group):
+    """``/metrics`` (Prometheus text format): the bot's own health."""
+
+    enabled: bool = Field(True, description="serve /metrics")
+    port: int | None = Field(
+        None,
+        ge=1,
+        le=65535,
+        description="serve /metrics on this port only (its own listener, for a NetworkPolicy "
+        "that lets Prometheus in); unset: on the HTTP server's port (http.port)",
+    )
+    host: str = Field("0.0.0.0", description="listen address of the metrics port")
+
+
 class AlertSettings(_Group):
     """The Alertmanager intake (``/alertmanager``): closed unless a bearer token is set."""
 
@@ -172,6 +186,7 @@ class Settings(_Group):
     kube: KubeSettings = KubeSettings()
     store: StoreSettings = StoreSettings()
     http: HttpSettings = HttpSettings()
+    metrics: MetricsSettings = MetricsSettings()
     actions: ActionSettings = ActionSettings()
     alerts: AlertSettings = AlertSettings()
     prometheus: PrometheusSettings = PrometheusSettings()

@@ -38,6 +38,7 @@ from bot.kube import (
 )
 from bot.kube.connecting import build_api_client
 from bot.kube.errors import translate
+from bot.kube.observing import KubeObserver
 from bot.kube.surveying import survey
 from bot.kube.transport import Transport
 
@@ -65,6 +66,12 @@ class Gateway:
         """How reports name the cluster: the kubeconfig context, else the API server URL."""
         s = self.settings
         return s.context or s.server or ("in-cluster" if s.mode == "in_cluster" else "")
+
+    def observe_api(self, observer: KubeObserver | None) -> None:
+        """Tell ``observer`` the verb, resource and status of every API request this gateway
+        makes (the bot's metrics count API errors so); the diagnostic Job's pod watch is
+        reported as verb ``WATCH`` when it ends."""
+        self.transport.observer = observer
 
     def close(self) -> None:
         self.transport.api_client.close()  # type: ignore[no-untyped-call]

@@ -191,25 +191,26 @@ def wait_for_pod(
         step = WATCH_CHUNK_S if last is not None or job is None else NO_POD_CHUNK_S
         chunk = max(1, min(step, int(remaining) + 1))
         w = watch.Watch()  # type: ignore[no-untyped-call]
-        for event in w.stream(  # type: ignore[no-untyped-call]
-            core.list_namespaced_pod,
-            namespace,
-            label_selector=selector,
-            resource_version=(listing.get("metadata") or {}).get("resourceVersion"),
-            timeout_seconds=chunk,
-            _request_timeout=chunk + 5,
-        ):
-            pod = event.get("raw_object") or {}
-            if event.get("type") == "DELETED":
-                w.stop()  # type: ignore[no-untyped-call]
-                return PodOutcome("cancelled" if cancel.is_set() else "deleted", pod)
-            last = pod
-            if state := classify_pod(pod):
-                w.stop()  # type: ignore[no-untyped-call]
-                return PodOutcome(state, pod)
-            if cancel.is_set():
-                w.stop()  # type: ignore[no-untyped-call]
-                return PodOutcome("cancelled", last)
+        with t.observed("WATCH", f"/api/v1/namespaces/{namespace}/pods"):
+            for event in w.stream(  # type: ignore[no-untyped-call]
+                core.list_namespaced_pod,
+                namespace,
+                label_selector=selector,
+                resource_version=(listing.get("metadata") or {}).get("resourceVersion"),
+                timeout_seconds=chunk,
+                _request_timeout=chunk + 5,
+            ):
+                pod = event.get("raw_object") or {}
+                if event.get("type") == "DELETED":
+                    w.stop()  # type: ignore[no-untyped-call]
+                    return PodOutcome("cancelled" if cancel.is_set() else "deleted", pod)
+                last = pod
+                if state := classify_pod(pod):
+                    w.stop()  # type: ignore[no-untyped-call]
+                    return PodOutcome(state, pod)
+                if cancel.is_set():
+                    w.stop()  # type: ignore[no-untyped-call]
+                    return PodOutcome("cancelled", last)
 
 
 def create_job(t: Transport, job: Obj) -> Obj:

@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+
+from bot.kube.observing import KubeObserver, resource_of
 
 #: seconds for one ordinary request (connect + read); watches use their own timeouts
 REQUEST_TIMEOUT_S = 30.0
@@ -26,12 +30,23 @@ MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 
 
+@dataclass
+class Seen:
+    """The status an observed request ended with (None: no answer came)."""
+
+    status: int | None
+
+
 class Transport:
-    """``request`` returns parsed JSON (or text with ``text=True``); raises ApiException."""
+    """``request`` returns parsed JSON (or text with ``text=True``); raises ApiException.
+
+    ``observer`` (optional) hears about every request once it ended: verb, resource and HTTP
+    status, None when no answer came (the bot's metrics count API errors here)."""
 
     def __init__(self, api_client: client.ApiClient, *, timeout_s: float = REQUEST_TIMEOUT_S):
         self.api_client = api_client
         self.timeout_s = timeout_s
+        self.observer: KubeObserver | None = None
 
     def request(
         self,
@@ -55,14 +70,16 @@ class Transport:
             body=body,
             auth_settings=["BearerToken"],
         )
-        response = self.api_client.call_api(
-            method_,
-            url,
-            header_params=header_params,
-            body=body_,
-            _request_timeout=timeout_s or self.timeout_s,
-        )
-        data = response.read()  # type: ignore[no-untyped-call]
+        with self.observed(method, path) as seen:
+            response = self.api_client.call_api(
+                method_,
+                url,
+                header_params=header_params,
+                body=body_,
+                _request_timeout=timeout_s or self.timeout_s,
+            )
+            seen.status = int(response.status)
+            data = response.read()  # type: ignore[no-untyped-call]
         if not 200 <= response.status <= 299:
             raise ApiException.from_response(
                 http_resp=response, body=data.decode("utf-8", "replace"), data=None
@@ -70,6 +87,24 @@ class Transport:
         if text:
             return data.decode("utf-8", "replace")
         return json.loads(data) if data else {}
+
+    @contextmanager
+    def observed(self, verb: str, path: str) -> Iterator[Seen]:
+        """Report one request (or a watch: ``verb="WATCH"``) to ``observer`` once it ends:
+        the status set on the yielded ``Seen`` (200 unless set), the status of an
+        ApiException raised inside, None for any other failure (no answer)."""
+        seen = Seen(200)
+        try:
+            yield seen
+        except ApiException as exc:
+            seen.status = int(exc.status) if exc.status else None
+            raise
+        except BaseException:
+            seen.status = None
+            raise
+        finally:
+            if self.observer is not None:
+                self.observer(verb, resource_of(path), seen.status)
 
     def get(self, path: str, **query: Any) -> Any:
         return self.request("GET", path, query=_query(query))

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
@@ -195,7 +196,9 @@ async def running_demo(
         yield Demo(kube, slack, runtime, bot_url, slack.base_url, socket=handler)
 
 
-async def _script(scenario: str) -> int:
+async def _script(scenario: str, *, metrics: bool = False) -> str | None:
+    """Run the story and print the thread; the ``/metrics`` scrape after it if asked."""
+    scraped = None
     async with running_demo(scenario) as demo:
         log = await run_story(demo.slack, demo.drain)
         assert log.thread_ts is not None
@@ -203,7 +206,16 @@ async def _script(scenario: str) -> int:
         print()
         for step in log.steps:
             print(f"✓ {step}")
-    return 0
+        if metrics:
+            scraped = await scrape_metrics(demo.bot_url)
+    return scraped
+
+
+async def scrape_metrics(bot_url: str) -> str:
+    """The bot's ``/metrics``, fetched over HTTP as Prometheus would."""
+    async with aiohttp.ClientSession() as http, http.get(f"{bot_url}/metrics") as resp:
+        resp.raise_for_status()
+        return await resp.text()
 
 
 async def _interactive(scenario: str, port: int) -> int:
@@ -221,7 +233,12 @@ async def _interactive(scenario: str, port: int) -> int:
 def main(args: argparse.Namespace) -> int:
     try:
         if args.script:
-            return asyncio.run(_script(args.scenario))
+            metrics_out = getattr(args, "metrics_out", None)
+            scraped = asyncio.run(_script(args.scenario, metrics=metrics_out is not None))
+            if metrics_out is not None and scraped is not None:
+                Path(metrics_out).write_text(scraped, encoding="utf-8")
+                print(f"✓ /metrics after the story written to {metrics_out}")
+            return 0
         return asyncio.run(_interactive(args.scenario, args.port))
     except KeyboardInterrupt:
         return 0

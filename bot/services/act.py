@@ -28,6 +28,7 @@ from bot.services.acting import ActDeps
 from bot.services.background import Background
 from bot.services.diagnose import DiagnoseService
 from bot.services.ports import ChatPort, KubePort, StorePort
+from bot.telemetry.metrics import Metrics
 
 
 class ActService:
@@ -49,12 +50,14 @@ class ActService:
         approval_ttl_s: int,
         watch_timeout_s: float = 180.0,
         watch_interval_s: float = 2.0,
+        metrics: Metrics | None = None,
     ) -> None:
         self.deps = ActDeps(
             kube=kube, store=store, chat=chat, diagnose=diagnose, bg=bg, policy=policy,
             clock=clock, new_id=new_id, replica_id=replica_id,
             evidence_max_age_s=evidence_max_age_s, approval_ttl_s=approval_ttl_s,
             watch_timeout_s=watch_timeout_s, watch_interval_s=watch_interval_s,
+            metrics=metrics or Metrics(),
         )  # fmt: skip
 
     async def principal(self, user: str, channel: str) -> Principal:

@@ -11,8 +11,9 @@ only the ones that changed something; the audit log answers "who tried to do wha
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -28,8 +29,11 @@ from bot.services.executing import StepsResult
 from bot.services.ports import ChatPort, KubePort, StorePort
 from bot.services.recording import append_entry
 from bot.store.models import ActionRecord, AuditRecord
+from bot.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
+#: an action's audit ``action`` column: ``tier3.execute``
+_ACTION = re.compile(r"tier(?P<tier>[0-9])\.(?P<step>[a-z_]+)")
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,7 @@ class ActDeps:
     approval_ttl_s: int
     watch_timeout_s: float = 180.0
     watch_interval_s: float = 2.0
+    metrics: Metrics = field(default_factory=Metrics)
 
     async def principal(self, user: str, channel: str) -> Principal:
         """The clicking user with the policy's user groups they belong to (resolved now)."""
@@ -61,7 +66,14 @@ class ActDeps:
         return Principal(user_id=user, usergroup_ids=frozenset(member_of), channel_id=channel)
 
     async def audit(self, **fields: Any) -> None:
+        """Append an audit row; a row about an action (``tier<N>.<step>``) is also counted
+        in ``gpunode_actions_total`` by tier, step and decision: every decision of the action
+        flow is audited, so the audit call is the one place that sees them all."""
         await self.store.append_audit(AuditRecord(at=self.clock(), **fields))
+        if m := _ACTION.fullmatch(str(fields.get("action", ""))):
+            self.metrics.action(
+                tier=m["tier"], step=m["step"], outcome=str(fields.get("decision", ""))
+            )
 
     async def refuse(
         self,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -25,6 +25,7 @@ from bot.services.diagnose import DiagnoseService
 from bot.services.operations import IncidentOps
 from bot.services.ports import ChatPort, KubePort, StorePort
 from bot.store.models import AuditRecord
+from bot.telemetry.metrics import Metrics
 
 if TYPE_CHECKING:
     from bot.services.act import ActService
@@ -50,6 +51,8 @@ class BotServices:
     channels: frozenset[str] = frozenset()  # empty = serve every channel
     #: the action service, which holds the role policy; None refuses every request
     act: ActService | None = None
+    #: this bot's metrics (``/metrics``): commands are counted by verb and outcome
+    metrics: Metrics = field(default_factory=Metrics)
 
 
 async def _audit_denied(

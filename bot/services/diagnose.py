@@ -21,7 +21,8 @@ import dataclasses
 import itertools
 import logging
 import secrets
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -47,6 +48,7 @@ from bot.services.history import HistoryService
 from bot.services.locales import LocaleChooser
 from bot.services.ports import ChatPort, KubePort, StorePort
 from bot.services.recording import append_entry
+from bot.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +86,9 @@ class DiagnoseService:
         history: HistoryService | None = None,
         charts: bool = True,
         locales: LocaleChooser | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
+        self._metrics = metrics or Metrics()
         self._history = history or HistoryService(None)
         #: each message's language: ephemeral ones follow the person, thread posts the thread
         self.locales = locales or LocaleChooser(chat)
@@ -142,7 +146,9 @@ class DiagnoseService:
             running = self._running.get(incident.id)
         if running is None or running.done():
             task = asyncio.create_task(
-                self._run(incident, checked, channel, created=created, user=user, chart=chart),
+                self._measured(
+                    self._run(incident, checked, channel, created=created, user=user, chart=chart)
+                ),
                 name=f"diagnosis-{incident.id}",
             )
             self._running[incident.id] = task
@@ -157,6 +163,30 @@ class DiagnoseService:
         await self._chat.post(incident.channel, text=text, blocks=blocks, thread_ts=thread_ts)
         joined = await asyncio.shield(running)
         return dataclasses.replace(joined, created=False)
+
+    async def _measured(self, run: Awaitable[DiagnoseOutcome]) -> DiagnoseOutcome:
+        """Time one diagnosis run into the metrics: ``ok``; ``failed`` with the failure's
+        code (the Job, the API); ``error`` when something else broke it (posting, the store);
+        ``cancelled`` at shutdown. Joined diagnoses are not counted again."""
+        started = time.perf_counter()
+        outcome, code = "error", "internal"
+        try:
+            result = await run
+            if result.error is None:
+                outcome, code = "ok", "none"
+            else:
+                outcome, code = "failed", result.error.code
+            return result
+        except GpunodeError as err:
+            code = err.code
+            raise
+        except asyncio.CancelledError:
+            outcome, code = "cancelled", "none"
+            raise
+        finally:
+            self._metrics.diagnosis(
+                time.perf_counter() - started, outcome=outcome, failure_code=code
+            )
 
     def _forget(self, incident_id: str, task: asyncio.Task[DiagnoseOutcome]) -> None:
         if self._running.get(incident_id) is task:

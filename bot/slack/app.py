@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Awaitable
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
@@ -54,33 +55,57 @@ def _register_commands(app: AsyncApp, s: BotServices) -> None:
         except UsageError as err:
             t, blocks = render_notice("usage_error", locale, message=err.message, usage=err.usage)
             await ack(text=t, blocks=blocks, response_type="ephemeral")
+            s.metrics.command(_verb_of(text), "usage_error")
             return
         if s.channels and channel not in s.channels:
             t, blocks = render_notice("channel_not_served", locale, channel=channel)
             await ack(text=t, blocks=blocks, response_type="ephemeral")
+            s.metrics.command(cmd.verb, "channel_not_served")
             return
         if isinstance(cmd, commands.Help):
             t, blocks = render_notice("help", locale, text=help_text(cmd.topic, locale=locale))
             await ack(text=t, blocks=blocks, response_type="ephemeral")
+            s.metrics.command(cmd.verb, "ok")
             return
         if isinstance(cmd, commands.Status):
             # a local store read: answered in the ack itself (one round trip, no Web API
             # call, nothing left running after the ack)
+            outcome = "ok"
             try:
                 denied = await chatops.denied(s, "view", user=user, channel=channel)
                 if denied is not None:
                     t, blocks = render_refused(denied.reason, locale)
+                    outcome = "denied"
                 else:
                     t, blocks = await _status_notice(s, cmd.node, locale)
             except GpunodeError as err:
                 t, blocks = render_notice(
                     "command_failed", locale, message=err.message, code=err.code
                 )
+                outcome = "failed"
             await ack(text=t, blocks=blocks, response_type="ephemeral")
+            s.metrics.command(cmd.verb, outcome)
             return
         t, blocks = render_notice("command_started", locale, command=canonical(cmd))
         await ack(text=t, blocks=blocks, response_type="ephemeral")
-        s.bg.spawn(_run(s, cmd, channel=channel, user=user), name=f"cmd-{cmd.verb}")
+        work = _run(s, cmd, channel=channel, user=user)
+        s.bg.spawn(_counted(s, cmd.verb, work), name=f"cmd-{cmd.verb}")
+
+
+def _verb_of(text: str) -> str:
+    """The verb of a command that did not parse, if it is one (else ``unknown``): a metric
+    label must not carry whatever someone typed."""
+    words = text.lower().split()
+    return words[0] if words and words[0] in commands.VERBS else "unknown"
+
+
+async def _counted(s: BotServices, verb: str, work: Awaitable[str]) -> None:
+    """Run a command's work; count it by verb and outcome (``error``: it raised)."""
+    outcome = "error"
+    try:
+        outcome = await work
+    finally:
+        s.metrics.command(verb, outcome)
 
 
 def canonical(cmd: commands.Command) -> str:
@@ -103,7 +128,8 @@ async def _status_notice(
     return render_notice("status_list", locale, incidents=rows)
 
 
-async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> None:
+async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> str:
+    """Carry out a command; its outcome: ``ok``, ``denied`` or ``failed``."""
     locale = await s.diagnose.locales.for_person(channel, user)  # cached since the ack
     try:
         needs: Permission = (
@@ -111,9 +137,11 @@ async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> None:
             else "resolve" if isinstance(cmd, commands.Resolve) else "view"
         )  # fmt: skip
         if not await chatops.permitted(s, needs, user=user, channel=channel):
-            return
+            return "denied"
         if isinstance(cmd, commands.Diagnose):
-            await s.diagnose.diagnose(cmd.node, channel=channel, user=user)
+            done = await s.diagnose.diagnose(cmd.node, channel=channel, user=user)
+            if done.error is not None:  # told in the thread or to the user already
+                return "failed"
         elif isinstance(cmd, commands.Prevent):
             await prevent_node(
                 s.kube, s.store, s.chat, cmd.node, channel=channel, user=user, now=s.clock(),
@@ -145,6 +173,8 @@ async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> None:
             await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
         except GpunodeError:
             log.warning("could not tell %s about a failed command: %s", user, err.code)
+        return "failed"
+    return "ok"
 
 
 def _register_events(app: AsyncApp, s: BotServices) -> None:

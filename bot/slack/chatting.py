@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -19,6 +20,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncRateLimitErrorRetryHandler,
 )
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.errors import SlackError
 
@@ -32,11 +34,50 @@ FAILED_LOCALE_TTL_S = 60.0
 _FAILURES = (SlackApiError, SlackClientError, aiohttp.ClientError, asyncio.TimeoutError)
 
 
-def make_client(token: str, *, base_url: str, max_retries: int = 3) -> AsyncWebClient:
-    client = AsyncWebClient(token=token, base_url=base_url)
+def make_client(token: str, *, base_url: str, max_retries: int = 3) -> ObservedWebClient:
+    client = ObservedWebClient(token=token, base_url=base_url)
     client.retry_handlers.append(AsyncRateLimitErrorRetryHandler(max_retry_count=max_retries))
     client.retry_handlers.append(AsyncConnectionErrorRetryHandler(max_retry_count=2))
     return client
+
+
+#: ``(method, HTTP status or None, Slack error code or None)`` after each Web API call
+SlackObserver = Callable[[str, int | None, str | None], None]
+
+
+class ObservedWebClient(AsyncWebClient):
+    """AsyncWebClient that reports every Web API call's end to ``observer``: the one place
+    Slack calls are counted, whoever makes them (``SlackChat``, Bolt's listeners, Socket
+    Mode's ``apps.connections.open``). Every method of the SDK goes through ``api_call``;
+    it runs after the client's retry handlers, so a rate limit retried into success is one
+    successful call. An observer that fails is logged, never raised into the call."""
+
+    observer: SlackObserver | None = None
+
+    async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
+        try:
+            response = await super().api_call(api_method, **kwargs)
+        except SlackApiError as exc:
+            status = getattr(exc.response, "status_code", None)
+            code = exc.response.get("error") if exc.response is not None else None
+            self._observe(api_method, status, str(code or f"http_{status or 0}"))
+            raise
+        except (SlackClientError, aiohttp.ClientError) as exc:
+            self._observe(api_method, None, "connection_error")
+            raise exc
+        except TimeoutError:
+            self._observe(api_method, None, "timeout")
+            raise
+        self._observe(api_method, response.status_code, None)
+        return response
+
+    def _observe(self, method: str, status: int | None, error: str | None) -> None:
+        if self.observer is None:
+            return
+        try:
+            self.observer(method, status, error)
+        except Exception:
+            log.exception("the Slack call observer failed")
 
 
 def _fail(method: str, exc: Exception) -> SlackError:

@@ -62,6 +62,8 @@ class Store:
         self._incident_generation = 0
         #: log each new audit row as JSON on ``gpunode.audit`` (settings: store.audit_to_log)
         self.export_audit = False
+        #: told ``(operation, seconds)`` after each operation, its queueing included (metrics)
+        self.observe_latency: Callable[[str, float], None] | None = None
 
     @classmethod
     async def open(cls, target: str) -> Store:
@@ -107,12 +109,17 @@ class Store:
     ) -> T:
         if self._closed:
             raise StoreError("the incident store is closed; this is a bug in the caller")
+        started = time.perf_counter()
         try:
             return await how(fn, *args, **kwargs)
         except GpunodeError:
             raise
         except DbError as exc:
             raise StoreError(f"the incident store {self.path} failed: {exc}") from exc
+        finally:
+            if self.observe_latency is not None:
+                operation = getattr(fn, "__name__", "other").lstrip("_")
+                self.observe_latency(operation, time.perf_counter() - started)
 
     # incidents ----------------------------------------------------------------------------
 

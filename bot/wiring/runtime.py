@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from aiohttp import web
@@ -35,6 +35,9 @@ from bot.slack.bolt import build_app
 from bot.slack.chatting import SlackChat
 from bot.slack.edge import Malformed, SlackEdge
 from bot.store.storing import Store
+from bot.telemetry.metrics import Metrics
+from bot.telemetry.serving import add_metrics_route
+from bot.telemetry.wiring import instrument
 from bot.wiring.server import build_web_app
 
 log = logging.getLogger(__name__)
@@ -109,6 +112,8 @@ class Runtime:
     services: BotServices
     store: Store
     chat: SlackChat
+    #: this bot's metrics (``/metrics``); the leader election reports to ``set_leader``
+    metrics: Metrics = field(default_factory=Metrics)
 
     leader: LeaderWork | None = None
 
@@ -127,11 +132,17 @@ async def build_runtime(
     thresholds: Thresholds,
     clock: Callable[[], datetime] = utc_now,
     replica_id: str | None = None,
+    metrics: Metrics | None = None,
     leases: LeasePort | None = None,
     on_leader: OnChange | None = None,
 ) -> Runtime:
     """``leases``: the Lease to elect the background-work leader with (``settings.leader``;
-    None: this replica always leads). ``on_leader(holder, me)``: told of leadership changes."""
+    None: this replica always leads). ``on_leader(holder, me)``: told of leadership changes.
+    ``metrics``: a fresh ``Metrics`` unless given (its registry is this runtime's alone); the
+    Slack client, the gateway and the store report to it when they can
+    (``bot.telemetry.wiring.instrument``), and so does the leader election."""
+    metrics = metrics or Metrics()
+    replica_id = replica_id or settings.leader.identity or f"replica-{secrets.token_hex(4)}"
     store = await Store.open(settings.store.target)  # a SQLite path's folder is created
     store.export_audit = settings.store.audit_to_log
     chat = SlackChat(
@@ -139,6 +150,7 @@ async def build_runtime(
         cache_ttl_s=settings.actions.usergroup_cache_ttl_s,
         locale_ttl_s=settings.slack.user_locale_cache_ttl_s,
     )
+    instrument(metrics, store=store, client=client, kube=kube, replica_id=replica_id)
     bg = Background()
     diagnose = DiagnoseService(
         kube,
@@ -148,6 +160,7 @@ async def build_runtime(
         thresholds=thresholds,
         history=HistoryService.from_settings(settings.prometheus),
         locales=LocaleChooser(chat, channel_locales=settings.slack.channel_locales),
+        metrics=metrics,
     )
     act = ActService(
         kube,
@@ -158,11 +171,12 @@ async def build_runtime(
         policy=policy,
         clock=clock,
         new_id=new_id,
-        replica_id=replica_id or settings.leader.identity or f"replica-{secrets.token_hex(4)}",
+        replica_id=replica_id,
         evidence_max_age_s=settings.actions.evidence_max_age_s,
         approval_ttl_s=settings.actions.approval_ttl_s,
         watch_timeout_s=settings.actions.watch_timeout_s,
         watch_interval_s=settings.actions.watch_interval_s,
+        metrics=metrics,
     )
     services = BotServices(
         kube=kube,
@@ -174,6 +188,7 @@ async def build_runtime(
         clock=clock,
         channels=frozenset(policy.channels),
         act=act,
+        metrics=metrics,
     )
     secret = (
         settings.slack.signing_secret.get_secret_value() if settings.slack.signing_secret else None
@@ -210,12 +225,23 @@ async def build_runtime(
         alert_token=token.get_secret_value() if token else None,
         ready=ready,
     )
-    leader = leader_work(settings, store, act, leases=leases, clock=clock, on_change=on_leader)
+    if settings.metrics.enabled and settings.metrics.port is None:
+        add_metrics_route(web_app, metrics)  # else serve starts a listener of its own
+
+    def leadership(holder: str | None, me: bool) -> None:
+        metrics.set_leader(holder, me)
+        if on_leader is not None:
+            on_leader(holder, me)
+
+    if leases is not None:
+        metrics.set_leader(None, False)  # until the election says otherwise
+    leader = leader_work(settings, store, act, leases=leases, clock=clock, on_change=leadership)
     await leader.start()
     web_app.cleanup_ctx.append(leader.context())
     return Runtime(
-        app=app, web_app=web_app, services=services, store=store, chat=chat, leader=leader
-    )
+        app=app, web_app=web_app, services=services, store=store, chat=chat, leader=leader,
+        metrics=metrics,
+    )  # fmt: skip
 
 
 def leader_work(

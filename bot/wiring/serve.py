@@ -24,6 +24,7 @@ from bot.errors import ConfigError, SlackError
 from bot.logs import configure_logging
 from bot.services.leading import LeasePort
 from bot.slack.chatting import make_client
+from bot.telemetry.serving import start_metrics_listener
 from bot.wiring.runtime import Runtime, build_runtime
 
 log = logging.getLogger("gpunode")
@@ -109,6 +110,12 @@ async def _serve(settings: Settings) -> None:
         settings.http.port,
         "socket" if settings.slack.socket_mode else "http",
     )
+    metrics_runner = None
+    if settings.metrics.enabled and settings.metrics.port is not None:
+        metrics_runner = await start_metrics_listener(
+            runtime.metrics, host=settings.metrics.host, port=settings.metrics.port
+        )
+        log.info("metrics on %s:%s/metrics", settings.metrics.host, settings.metrics.port)
     handler = None
     stop = asyncio.Event()
     # SIGTERM (a rolling update, a node drain) or SIGINT (Ctrl-C): stop taking work, let the
@@ -127,6 +134,8 @@ async def _serve(settings: Settings) -> None:
     finally:
         if handler is not None:
             await handler.close_async()  # type: ignore[no-untyped-call]
+        if metrics_runner is not None:
+            await metrics_runner.cleanup()
         await runner.cleanup()
         await runtime.close()
 

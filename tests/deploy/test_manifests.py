@@ -187,7 +187,10 @@ def test_probes_hit_healthz_and_readyz_on_the_http_port() -> None:
     ][0]
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
-    assert container["ports"] == [{"name": "http", "containerPort": 3000, "protocol": "TCP"}]
+    assert container["ports"] == [
+        {"name": "http", "containerPort": 3000, "protocol": "TCP"},
+        {"name": "metrics", "containerPort": 9095, "protocol": "TCP"},  # deploy/monitoring
+    ]
 
 
 def test_store_lives_on_a_persistent_volume_with_a_single_writer() -> None:

@@ -54,3 +54,28 @@ def test_demo_prints_the_console_url_within_seconds(tmp_path: Path) -> None:
 
     assert "console:" in lines[1] and "http://127.0.0.1:" in lines[1]
     assert elapsed < 15
+
+
+def test_demo_script_writes_the_metrics_scrape_after_the_story(tmp_path: Path) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out = tmp_path / "after-demo.txt"
+    done = subprocess.run(
+        [*GPUNODE, "demo", "--script", "--metrics-out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=tmp_path,
+    )
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"✓ /metrics after the story written to {out}" in done.stdout
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for f in text_string_to_metric_families(out.read_text())
+        for s in f.samples
+    }
+    assert samples[("gpunode_commands_total", (("command", "diagnose"), ("outcome", "ok")))] == 1
+    executed = (("outcome", "executed"), ("step", "execute"), ("tier", "1"))
+    assert samples[("gpunode_actions_total", executed)] == 1

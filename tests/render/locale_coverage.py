@@ -75,12 +75,10 @@ def signature(source: str) -> Signature:
         variables=frozenset(meta.find_undeclared_variables(tree)),
         module_keys=frozenset().union(*(_dict_keys(n) for n in module)),
         imports=tuple(
-            str(template.value)
-            for template in [
-                *(n.template for n in tree.find_all(nodes.Import)),
-                *(n.template for n in tree.find_all(nodes.FromImport)),
-            ]
-            if isinstance(template, nodes.Const)
+            str(n.template.value)
+            for n in tree.find_all((nodes.Import, nodes.FromImport))
+            if isinstance(n, nodes.Import | nodes.FromImport)
+            and isinstance(n.template, nodes.Const)
         ),
     )
 

@@ -1,0 +1,106 @@
+"""``gpunode serve`` in Socket Mode, as deployed (deploy/base sets GPUNODE_METRICS__PORT):
+``/metrics`` answers on its own port, not on the HTTP port, and counts what Slack sent over
+the socket. The bot is a real subprocess between the two stand-ins."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import sys
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from bot.sandbox.demo import APP_TOKEN, BOT_TOKEN, POLICY, running_standins
+from bot.sandbox.kubesim.access import BOT_TOKEN as KUBE_BOT_TOKEN
+from bot.sandbox.slacksim import SlackSim
+from bot.sandbox.story import CHANNEL
+from tests.telemetry.scraping import Scrape, scrape
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _until(condition: object, *, timeout_s: float) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while loop.time() < deadline:
+        if await condition():  # type: ignore[operator]
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError("timed out")
+
+
+async def _status(url: str) -> int:
+    try:
+        async with aiohttp.ClientSession() as http, http.get(url) as resp:
+            return resp.status
+    except aiohttp.ClientError:
+        return 0
+
+
+async def test_serve_in_socket_mode_exports_metrics_on_the_metrics_port(tmp_path: Path) -> None:
+    http_port, metrics_port = _free_port(), _free_port()
+    async with running_standins(socket_mode=True) as (kube, slack):
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(tmp_path),
+            "GPUNODE_SLACK__BOT_TOKEN": BOT_TOKEN,
+            "GPUNODE_SLACK__APP_TOKEN": APP_TOKEN,
+            "GPUNODE_SLACK__SOCKET_MODE": "true",
+            "GPUNODE_SLACK__API_BASE_URL": slack.api_url,
+            "GPUNODE_KUBE__MODE": "server",
+            "GPUNODE_KUBE__SERVER": kube.url,
+            "GPUNODE_KUBE__TOKEN": KUBE_BOT_TOKEN,
+            "GPUNODE_KUBE__VERIFY_TLS": "false",
+            "GPUNODE_STORE__PATH": str(tmp_path / "gpunode.db"),
+            "GPUNODE_ACTIONS__POLICY_FILE": str(POLICY),
+            "GPUNODE_HTTP__HOST": "127.0.0.1",
+            "GPUNODE_HTTP__PORT": str(http_port),
+            "GPUNODE_METRICS__HOST": "127.0.0.1",
+            "GPUNODE_METRICS__PORT": str(metrics_port),
+        }
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot", "serve", env=env, cwd=tmp_path,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )  # fmt: skip
+        metrics_url = f"http://127.0.0.1:{metrics_port}"
+        try:
+            await _until(lambda: _ok(f"{metrics_url}/metrics"), timeout_s=60)
+            await _until(lambda: _connected(slack), timeout_s=60)
+
+            result = await slack.slash_command("U_ALICE", CHANNEL, "diagnose gpu-node-01")
+            assert result.status == 200
+
+            async def diagnosed() -> bool:
+                s = await scrape(metrics_url)
+                return s.value("gpunode_commands_total", command="diagnose") == 1
+
+            await _until(diagnosed, timeout_s=120)
+            s: Scrape = await scrape(metrics_url)
+            assert s.value("gpunode_commands_total", command="diagnose", outcome="ok") == 1
+            assert s.value("gpunode_diagnosis_duration_seconds_count", outcome="ok") == 1
+            assert s.value("gpunode_slack_api_requests_total", method="apps.connections.open") >= 1
+            assert s.value("gpunode_leader") == 1
+            # the HTTP port serves the probes, not the metrics
+            assert await _status(f"http://127.0.0.1:{http_port}/healthz") == 200
+            assert await _status(f"http://127.0.0.1:{http_port}/metrics") == 404
+        finally:
+            proc.terminate()
+            out, _ = await asyncio.wait_for(proc.communicate(), timeout=60)
+        assert b"Traceback" not in out, out.decode()[-3000:]
+
+
+async def _ok(url: str) -> bool:
+    return await _status(url) == 200
+
+
+async def _connected(slack: SlackSim) -> bool:
+    return bool(slack.socket.connections)
