@@ -15,7 +15,8 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# Debian packages the tests need: Chromium for the console tests, promtool for the alert rules,
+# Debian packages the tests need: Chromium for the console tests (with the emoji font and
+# fonts-noto-cjk, so the zh-CN console renders Chinese rather than boxes), promtool for the alert rules,
 # Alertmanager (binary /usr/bin/prometheus-alertmanager) for the webhook tests against it, and
 # prometheus itself for the history tests (tests/prom start one on loopback), and PostgreSQL
 # (initdb, pg_ctl) for the store's contract tests and the replica tests (tests/pgserver.py
@@ -26,6 +27,7 @@ system-deps:
 	{ command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1; } || missing="$$missing prometheus"; \
 	command -v prometheus-alertmanager >/dev/null 2>&1 || missing="$$missing prometheus-alertmanager"; \
 	dpkg -s fonts-noto-color-emoji >/dev/null 2>&1 || missing="$$missing fonts-noto-color-emoji"; \
+	dpkg -s fonts-noto-cjk >/dev/null 2>&1 || missing="$$missing fonts-noto-cjk"; \
 	{ command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing from Debian:$$missing"; \

@@ -102,24 +102,25 @@ def render_output(
     *,
     bundle: EvidenceBundle | None = None,
     incident: str | None = None,
+    locale: str = "en",
 ) -> str:
-    """The diagnosis in one of ``FORMATS``."""
+    """The diagnosis in one of ``FORMATS``, worded in ``locale`` (``--lang``; JSON has none)."""
     if fmt == "json":
         return diagnosis.model_dump_json(indent=2) + "\n"
     if fmt == "blocks":
         from bot.render.blocks import diagnosis_messages
 
-        messages = diagnosis_messages(diagnosis, bundle, incident=incident)
+        messages = diagnosis_messages(diagnosis, bundle, incident=incident, locale=locale)
         payload = [{"text": text, "blocks": blocks} for text, blocks in messages]
         return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
     if fmt == "markdown":
         from bot.render.markdown import render_report_markdown
 
-        return render_report_markdown(diagnosis, bundle, incident=incident)
+        return render_report_markdown(diagnosis, bundle, incident=incident, locale=locale)
     if fmt == "text":
         from bot.render.text import render_report_text
 
-        return render_report_text(diagnosis, bundle, incident=incident)
+        return render_report_text(diagnosis, bundle, incident=incident, locale=locale)
     raise UsageError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
 
 
@@ -130,13 +131,14 @@ def analyze_files(
     *,
     thresholds: Thresholds = DEFAULT,
     now: datetime | None = None,
+    locale: str = "en",
 ) -> str:
     from bot.core.analysis import analyze
 
     bundle = read_bundle(evidence)
     view = read_view(cluster) if cluster else None
     diagnosis = analyze(bundle, view, thresholds=thresholds, now=now or bundle.collected_at)
-    return render_output(diagnosis, fmt, bundle=bundle)
+    return render_output(diagnosis, fmt, bundle=bundle, locale=locale)
 
 
 def analyze_main(args: argparse.Namespace) -> int:
@@ -145,6 +147,7 @@ def analyze_main(args: argparse.Namespace) -> int:
         args.cluster,
         args.format,
         thresholds=read_thresholds(getattr(args, "config", None)),
+        locale=getattr(args, "lang", None) or "en",
     )
     print(out, end="")
     return 0
@@ -159,6 +162,7 @@ async def diagnose_node(
     now: datetime,
     history: HistoryService | None = None,
     chart: str | None = None,
+    locale: str = "en",
 ) -> str:
     """Live: the diagnose use case Slack runs (``bot.services.diagnosing``: the node, the
     diagnostic Job with the Prometheus ``history`` alongside, one cluster view, the analysis),
@@ -171,7 +175,7 @@ async def diagnose_node(
     )
     if chart:
         write_chart(done.diagnosis, done.bundle, chart)
-    return render_output(done.diagnosis, fmt, bundle=done.bundle)
+    return render_output(done.diagnosis, fmt, bundle=done.bundle, locale=locale)
 
 
 def write_chart(diagnosis: Diagnosis, bundle: EvidenceBundle | None, path: str) -> None:
@@ -214,6 +218,7 @@ def diagnose_main(args: argparse.Namespace) -> int:
                 now=datetime.now(UTC),
                 history=history,
                 chart=args.chart,
+                locale=getattr(args, "lang", None) or "en",
             )
         finally:
             await history.close()

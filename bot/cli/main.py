@@ -28,6 +28,25 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--config", help="gpunode settings YAML")
 
 
+def _lang(value: str) -> str:
+    from bot.core.locales import UnsupportedLocaleError, parse_locale
+
+    try:
+        return parse_locale(value)
+    except UnsupportedLocaleError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _lang_arg(p: argparse.ArgumentParser) -> None:
+    """``--lang``: the language of what the subcommand prints. Unset: ``en`` (``timeline``:
+    the incident thread's own language), whatever ``LANG`` says -- output is pasted into
+    tickets and diffed by scripts, and a server's ``LANG`` is the host's, not the reader's."""
+    p.add_argument(
+        "--lang", type=_lang, default=None, metavar="en|zh-CN",
+        help="language of the output (default en; timeline: the thread's; zh_CN, en-US accepted)",
+    )  # fmt: skip
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gpunode",
@@ -55,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("node")
     p.add_argument("--format", choices=["text", "markdown", "json", "blocks"], default="text")
     p.add_argument("--chart", metavar="PNG", help="also write the memory chart to this PNG file")
+    _lang_arg(p)
     _cluster_args(p)
     p.set_defaults(handler="bot.cli.diagnose:diagnose_main")
 
@@ -68,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--force", action="store_true", help="with --out: overwrite an earlier kit's files"
     )
+    _lang_arg(p)
     _cluster_args(p)
     p.set_defaults(handler="bot.cli.prevent:main")
 
@@ -75,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("evidence", help="EvidenceBundle JSON file (from `gpunode collect`)")
     p.add_argument("--cluster", help="ClusterView JSON file")
     p.add_argument("--format", choices=["text", "markdown", "json", "blocks"], default="text")
+    _lang_arg(p)
     p.set_defaults(handler="bot.cli.diagnose:analyze_main")
 
     for name, helptext in (
@@ -86,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("words", nargs="*", help="same arguments as the slash command")
+        _lang_arg(p)
         _cluster_args(p)
         p.set_defaults(handler="bot.cli.ops:main")
 

@@ -47,10 +47,10 @@ def write_kit(kit: Kit, out: Path, *, force: bool = False) -> list[Path]:
     return targets
 
 
-async def _kit(args: argparse.Namespace, node: str) -> Kit:
+async def _kit(args: argparse.Namespace, node: str, *, locale: str = "en") -> Kit:
     gateway = gateway_from_args(args)
     try:
-        return await kit_from_cluster(gateway, node, at=datetime.now(UTC))
+        return await kit_from_cluster(gateway, node, at=datetime.now(UTC), locale=locale)
     finally:
         gateway.close()
 
@@ -58,9 +58,10 @@ async def _kit(args: argparse.Namespace, node: str) -> Kit:
 def main(args: argparse.Namespace) -> int:
     cmd = commands.parse(f"prevent {args.node}", prog="gpunode")
     assert isinstance(cmd, commands.Prevent)
-    kit = asyncio.run(_kit(args, cmd.node))
+    locale = getattr(args, "lang", None) or "en"  # --lang; default en (see bot/cli/main.py)
+    kit = asyncio.run(_kit(args, cmd.node, locale=locale))
     if args.out is None:
-        sys.stdout.write(render_kit_markdown(kit.files).rstrip("\n") + "\n")
+        sys.stdout.write(render_kit_markdown(kit.files, locale=locale).rstrip("\n") + "\n")
         return 0
     written = write_kit(kit, Path(args.out), force=args.force)
     lines = [f"wrote {p}" for p in written]

@@ -17,9 +17,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from bot.core.clusters import cluster_name_problem
+from bot.core.locales import parse_channel_locales
 from bot.core.validation import validation_message
 from bot.errors import ConfigError
 
@@ -37,6 +46,17 @@ class SlackSettings(_Group):
     socket_mode: bool = Field(False, description="use Socket Mode instead of HTTP")
     api_base_url: str = Field("https://slack.com/api/", description="Web API base (stand-in)")
     incident_channel: str = Field("", description="channel for alert-opened incidents")
+    channel_locales: dict[str, str] = Field(
+        default_factory=dict,
+        description="per-channel language override, channel ID -> en | zh-CN (env: "
+        "'C0123=zh-CN,C0456=en'); wins over the thread's and the person's locale, ephemeral "
+        "replies included",
+    )
+    user_locale_cache_ttl_s: float = Field(
+        3600, ge=0, description="how long a person's Slack locale (users.info) is cached"
+    )
+
+    _channel_locales = field_validator("channel_locales", mode="before")(parse_channel_locales)
 
 
 class KubeSettings(_Group):

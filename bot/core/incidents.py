@@ -59,6 +59,7 @@ class Incident(BaseModel):
     alert_fingerprint: str | None = None
     resolution_note: str = ""
     cluster: str = Field("", description="the cluster the node is in ('' before clusters)")
+    locale: str = Field("en", description="the thread's language (bot.core.locales), kept")
 
     @property
     def is_open(self) -> bool:
@@ -106,8 +107,10 @@ def open_incident(
     alert_fingerprint: str | None = None,
     reason: str = "",
     cluster: str = "",
+    locale: str = "en",
 ) -> tuple[Incident, TimelineEntry]:
-    """A new incident in ``investigating`` and its ``opened`` timeline entry."""
+    """A new incident in ``investigating`` and its ``opened`` timeline entry. ``locale``:
+    the language its thread keeps (``bot.core.locales.opening_locale``)."""
     incident = Incident(
         cluster=cluster,
         id=format_incident_id(number),
@@ -117,6 +120,7 @@ def open_incident(
         opened_at=at,
         opened_by=opened_by,
         alert_fingerprint=alert_fingerprint,
+        locale=locale,
     )
     entry = TimelineEntry(
         incident_id=incident.id,

@@ -86,6 +86,13 @@ def render_root(
     return truncate(text, 3000), blocks
 
 
+def progress_text(key: str, locale: str = "en", *, code: str = "") -> str:
+    """The root message's progress line (``opening``, ``running_job``, ``failed``), plain
+    text in ``locale``; ``render_root`` escapes it."""
+    t = environment.macros("slack", "notices.j2", locale=locale)
+    return str(t.progress_step(key, code)).strip()
+
+
 def render_notice(key: str, locale: str = "en", **params: Any) -> Message:
     """A short notice. Unknown keys render the key itself (never crash a reply)."""
     t = environment.macros("slack", "notices.j2", locale=locale)

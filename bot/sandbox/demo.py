@@ -132,6 +132,7 @@ async def running_bot(
     alerts: AlertSettings | None = None,
     incident_channel: str = CHANNEL,
     clusters: dict[str, str] | None = None,
+    channel_locales: dict[str, str] | None = None,
 ) -> AsyncIterator[tuple[Runtime, str, AsyncSocketModeHandler | None]]:
     """The real bot, wired to the given endpoints exactly as ``serve`` wires it.
 
@@ -150,6 +151,7 @@ async def running_bot(
             socket_mode=socket_mode,
             api_base_url=slack_api_url,
             incident_channel=incident_channel,
+            channel_locales=channel_locales or {},
         ),
         store=StoreSettings(path=store_path or str(Path(tmp.name) / "gpunode.db")),
         # the stand-in rolls out within a second: a short watch keeps the demo snappy
@@ -201,6 +203,7 @@ async def running_demo(
     alerts: AlertSettings | None = None,
     incident_channel: str = CHANNEL,
     second: str | None = None,
+    channel_locales: dict[str, str] | None = None,
 ) -> AsyncIterator[Demo]:
     """Start the three parts on loopback; stop them all on exit.
 
@@ -209,6 +212,7 @@ async def running_demo(
     ``alert_token``: require ``Authorization: Bearer <token>`` on ``/alertmanager`` (without
     one the intake is disabled, as in ``serve``, unless ``alerts`` opts out).
     ``incident_channel``: where alert incidents open (a channel the stand-in must know).
+    ``channel_locales``: the settings' per-channel language override (``slack.channel_locales``).
     ``socket_mode``: Slack talks to the bot over Socket Mode with ``app_token`` (a refused
     token raises SlackError from ``start_socket_mode``, after everything is stopped again).
     """
@@ -233,6 +237,7 @@ async def running_demo(
                 app_token=app_token,
                 alerts=alerts,
                 incident_channel=incident_channel,
+                channel_locales=channel_locales,
                 clusters={n: k.url for n, k in kubes.items()} if second is not None else None,
             )
         )

@@ -114,16 +114,25 @@ class ActDeps:
         thread_ts: str | None = None,
         audit: dict[str, Any] | None = None,
     ) -> None:
-        """Tell only ``user`` why not; with ``audit`` fields, record the refusal too."""
+        """Tell only ``user`` (in their language) why not; with ``audit`` fields, record the
+        refusal too."""
         if audit is not None:
             fields = {"channel": channel, "decision": "refused", "detail": text} | audit
             await self.audit(actor=user, **fields)
-        t, blocks = views.notice("refused", reason=text)
+        t, blocks = views.notice("refused", await self.person_locale(channel, user), reason=text)
         await self.chat.post_ephemeral(channel, user, text=t, blocks=blocks, thread_ts=thread_ts)
 
     async def say(self, channel: str, user: str, key: str, **params: Any) -> None:
-        t, blocks = views.notice(key, **params)
+        t, blocks = views.notice(key, await self.person_locale(channel, user), **params)
         await self.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
+
+    async def person_locale(self, channel: str, user: str) -> str:
+        """The language of what only ``user`` sees (ephemeral notices, modals)."""
+        return await self.diagnose.locales.for_person(channel, user)
+
+    def thread_locale(self, incident: Incident | None) -> str:
+        """The language of a post in the incident's thread (``en`` without an incident)."""
+        return self.diagnose.locales.for_thread(incident) if incident is not None else "en"
 
     async def timeline(
         self,
@@ -184,6 +193,7 @@ class ActDeps:
             result=result,
             undo=undo,
             node_ref=self.node_ref(record.plan.get("node", "")),
+            locale=self.thread_locale(incident),
         )
         try:
             await self.chat.update(incident.channel, ts, text=t, blocks=blocks)

@@ -310,7 +310,8 @@ class AlertService:
         await self._audit("skipped", "over_cap", detail)
         caps = self._caps
         text, blocks = render_notice(
-            "alerts_skipped", skipped=result.skipped, per_request=caps.per_request,
+            "alerts_skipped", self._diagnose.locales.channel(self._channel) or "en",
+            skipped=result.skipped, per_request=caps.per_request,
             per_node=caps.per_node, per_window=caps.per_window, window_s=int(caps.window_s),
         )  # fmt: skip
         try:
@@ -325,7 +326,10 @@ class AlertService:
                 f"{alertname} resolved", at=self._clock(),
             )  # fmt: skip
             if incident.thread_ts:
-                text, blocks = render_notice("alert_resolved", alertname=alertname, node=label)
+                text, blocks = render_notice(
+                    "alert_resolved", self._diagnose.locales.for_thread(incident),
+                    alertname=alertname, node=label,
+                )  # fmt: skip
                 await self._chat.post(
                     incident.channel, text=text, blocks=blocks, thread_ts=incident.thread_ts
                 )

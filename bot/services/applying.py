@@ -105,9 +105,11 @@ async def _request_approval(
         decision="needs_approval",
         detail=f"quorum {decision.quorum}; expires {req.expires_at.isoformat()}",
     )
+    incident = await d.store.get_incident(record.incident_id or "")
     t, blocks = views.approval_message(
-        plan, req, reason=reason_of(record), roles=decision.approver_roles
-    )
+        plan, req, reason=reason_of(record), roles=decision.approver_roles,
+        locale=d.thread_locale(incident),
+    )  # fmt: skip
     ts = await d.chat.post(channel, text=t, blocks=blocks, thread_ts=thread_ts)
     await d.store.note_action(record.action_id, {APPROVAL_MESSAGE: {"channel": channel, "ts": ts}})
     await d.update_message(record, "awaiting_approval", by=record.requester)
@@ -295,7 +297,7 @@ async def after(d: ActDeps, incident_id: str) -> None:
         return
     earlier = before.diagnosis
     diff = diff_diagnoses(earlier, outcome.diagnosis)
-    t, blocks = views.diff_message(diff)
+    t, blocks = views.diff_message(diff, d.thread_locale(incident))
     await d.chat.post(incident.channel, text=t, blocks=blocks, thread_ts=incident.thread_ts)
     # the same chart as the diagnosis', now with the action marked on it
     await d.diagnose.upload_chart(

@@ -61,10 +61,12 @@ async def vote(d: ActDeps, *, approval_id: str, user: str, channel: str, yes: bo
     await d.audit(actor=user, **fields, decision=VOTE_DECISION[outcome])
     thread_ts = await d.thread_of(record.incident_id)
     if outcome in ("self_approval_rejected", "not_eligible", "already_final", "already_counted"):
-        await d.refuse(channel, user, views.vote_refusal(outcome), thread_ts=thread_ts)
+        locale = await d.person_locale(channel, user)
+        await d.refuse(channel, user, views.vote_refusal(outcome, locale), thread_ts=thread_ts)
         return
     if outcome == "expired":
-        await d.refuse(channel, user, views.vote_refusal(outcome), thread_ts=thread_ts)
+        locale = await d.person_locale(channel, user)
+        await d.refuse(channel, user, views.vote_refusal(outcome, locale), thread_ts=thread_ts)
         await close_approval_message(d, record, new, state="expired", by="")
         await _end(d, record, "expired", by=user, why="approval expired")
         return
@@ -91,9 +93,11 @@ async def close_approval_message(
     where: Any = ((fresh or record).result or {}).get(APPROVAL_MESSAGE)
     if not isinstance(where, dict) or not where.get("ts"):
         return
+    incident = await d.store.get_incident(record.incident_id or "")
     t, blocks = views.approval_closed(
-        plan_of_record(record), req, state=state, by=by, reason=reason_of(record)
-    )
+        plan_of_record(record), req, state=state, by=by, reason=reason_of(record),
+        locale=d.thread_locale(incident),
+    )  # fmt: skip
     try:
         await d.chat.update(str(where["channel"]), str(where["ts"]), text=t, blocks=blocks)
     except GpunodeError as err:

@@ -116,7 +116,8 @@ async def permitted(
     policy is loaded."""
     if s.act is None:
         await _audit_denied(s, permission, user, channel, NO_POLICY, cluster or "")
-        t, blocks = notice("refused", reason=NO_POLICY)
+        locale = await s.diagnose.locales.for_person(channel, user)
+        t, blocks = notice("refused", locale, reason=NO_POLICY)
         await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks, thread_ts=thread_ts)
         return False
     principal = await s.act.principal(user, channel, cluster)
@@ -143,7 +144,8 @@ async def report_malformed(
         )
     )  # fmt: skip
     if user and channel:
-        t, blocks = render_notice("malformed_request", problem=problem)
+        locale = await s.diagnose.locales.for_person(channel, user)
+        t, blocks = render_notice("malformed_request", locale, problem=problem)
         try:
             await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
         except GpunodeError as err:

@@ -48,6 +48,7 @@ from bot.errors import (
     StoreError,
 )
 from bot.render.messages import (
+    progress_text,
     render_diagnosis_messages,
     render_notice,
     render_root,
@@ -57,6 +58,7 @@ from bot.render.sentences import sentence
 from bot.services.clusters import ClusterRegistry
 from bot.services.diagnosing import check_node, run_diagnosis
 from bot.services.history import HistoryService
+from bot.services.locales import LocaleChooser
 from bot.services.ports import ChatPort, KubePort, StorePort
 from bot.services.recording import append_entry
 from bot.telemetry.metrics import Metrics
@@ -81,8 +83,6 @@ ROOT_CLAIM_TTL_S = 15.0
 ROOT_WAIT_S = 20.0
 ROOT_POLL_S = 0.05
 
-STATE_LABEL = {"investigating": "Investigating", "mitigating": "Mitigating", "resolved": "Resolved"}
-
 
 class DiagnoseService:
     """Runs diagnoses into incident threads. One instance per process."""
@@ -98,10 +98,13 @@ class DiagnoseService:
         replica: str | None = None,
         history: HistoryService | None = None,
         charts: bool = True,
+        locales: LocaleChooser | None = None,
         metrics: Metrics | None = None,
     ) -> None:
         self._metrics = metrics or Metrics()
         self._history = history or HistoryService(None)
+        #: each message's language: ephemeral ones follow the person, thread posts the thread
+        self.locales = locales or LocaleChooser(chat)
         self._charts = charts
         self.clusters = kube if isinstance(kube, ClusterRegistry) else ClusterRegistry.single(kube)
         self._store = store
@@ -137,30 +140,26 @@ class DiagnoseService:
                 checked = await check_node(kube, node)  # an unknown node opens nothing
         except NotFoundError as err:
             known = await self._known_nodes(name)
+            locale = await self.locales.for_person(channel, user)
             text, blocks = render_notice(
-                "node_not_found", node=self.label(name, node), known_nodes=known
+                "node_not_found", locale, node=self.label(name, node), known_nodes=known
             )
             await self._chat.post_ephemeral(channel, user, text=text, blocks=blocks)
             return DiagnoseOutcome(None, None, None, error=err)
         except (KubeError, TimeoutError) as caught:
             failure = _named(caught, name)
             text, blocks = render_notice(
-                "diagnose_failed",
-                reason=failure.message,
-                code=failure.code,
-            )
+                "diagnose_failed", await self.locales.for_person(channel, user),
+                reason=failure.message, code=failure.code,
+            )  # fmt: skip
             await self._chat.post_ephemeral(channel, user, text=text, blocks=blocks)
             return DiagnoseOutcome(None, None, None, error=failure)
 
         now = self._clock()
         incident, created = await self._store.open_or_join_incident(
-            node,
-            channel,
-            opened_by=user,
-            at=now,
-            alert_fingerprint=alert_fingerprint,
-            cluster=name,
-        )
+            node, channel, opened_by=user, at=now, alert_fingerprint=alert_fingerprint,
+            cluster=name, locale=await self.locales.for_opening(channel, user),
+        )  # fmt: skip
         running = self._running.get(incident.id)
         while fresh and running is not None and not running.done():
             with contextlib.suppress(Exception):
@@ -180,7 +179,9 @@ class DiagnoseService:
         incident, thread_ts = await self._ensure_thread(incident, channel)
         label = self.label(name, node)
         await self._note(incident.id, "diagnosis", user, f"diagnose {label} requested")
-        text, blocks = render_notice("diagnose_joined_running", node=label, user=user)
+        text, blocks = render_notice(
+            "diagnose_joined_running", self.locales.for_thread(incident), node=label, user=user
+        )
         await self._chat.post(incident.channel, text=text, blocks=blocks, thread_ts=thread_ts)
         joined = await asyncio.shield(running)
         return dataclasses.replace(joined, created=False)
@@ -228,12 +229,13 @@ class DiagnoseService:
         label = self.label(incident.cluster, node)
         await self._note(incident.id, "diagnosis", user, f"diagnose {label} requested")
         channel = incident.channel
+        locale = self.locales.for_thread(incident)
         if not created:
-            text, blocks = render_notice("diagnose_joined", node=label, user=user)
+            text, blocks = render_notice("diagnose_joined", locale, node=label, user=user)
             await self._chat.post(channel, text=text, blocks=blocks, thread_ts=thread_ts)
         # the incident and its thread as _ensure_thread just read them: no second read
         await self._refresh_root(
-            incident, progress="Running the diagnostic Job on the node…", fresh=incident
+            incident, progress=progress_text("running_job", locale), fresh=incident
         )
 
         try:
@@ -259,7 +261,7 @@ class DiagnoseService:
             diagnosis=diagnosis,
         )
         for text, blocks in render_diagnosis_messages(
-            diagnosis, incident_id=incident.id, bundle=bundle
+            diagnosis, incident_id=incident.id, bundle=bundle, locale=locale
         ):
             await self._chat.post(channel, text=text, blocks=blocks, thread_ts=thread_ts)
         if chart:
@@ -368,7 +370,9 @@ class DiagnoseService:
     async def _post_root(
         self, incident: Incident, channel: str, claimer: str
     ) -> tuple[Incident, str]:
-        text, blocks = self._root(incident, progress="Opening the incident…")
+        text, blocks = self._root(
+            incident, progress=progress_text("opening", self.locales.for_thread(incident))
+        )
         try:
             ts = await self._chat.post(channel, text=text, blocks=blocks, thread_ts=None)
         except BaseException:
@@ -383,16 +387,18 @@ class DiagnoseService:
     def _root(
         self, incident: Incident, *, progress: str | None, diagnosis: Diagnosis | None = None
     ) -> tuple[str, list[dict[str, Any]]]:
+        locale = self.locales.for_thread(incident)
         headline = ""
         if diagnosis is not None:
-            headline = verdict_headline(diagnosis)
+            headline = verdict_headline(diagnosis, locale=locale)
         return render_root(
             incident_id=incident.id,
             node=self.label(incident.cluster, incident.node),
-            state=STATE_LABEL.get(incident.state, incident.state),
+            state=incident.state,  # the template words it (templates/slack/<locale>/notices.j2)
             headline=headline,
             opened_by=incident.opened_by,
             progress=progress,
+            locale=locale,
         )
 
     async def _refresh_root(
@@ -413,10 +419,14 @@ class DiagnoseService:
     async def _report_failure(
         self, incident: Incident, err: KubeError, thread_ts: str
     ) -> DiagnoseOutcome:
-        text, blocks = render_notice("diagnose_failed", reason=err.message, code=err.code)
+        text, blocks = render_notice(
+            "diagnose_failed", self.locales.for_thread(incident),
+            reason=err.message, code=err.code,
+        )  # fmt: skip
         await self._chat.post(incident.channel, text=text, blocks=blocks, thread_ts=thread_ts)
         await self._note(incident.id, "diagnosis", actors.GPUNODE, f"diagnosis failed: {err.code}")
-        await self._refresh_root(incident, progress=f"Diagnosis failed ({err.code})")
+        locale = self.locales.for_thread(incident)
+        await self._refresh_root(incident, progress=progress_text("failed", locale, code=err.code))
         return DiagnoseOutcome(incident.id, None, None, error=err)
 
     async def _note(

@@ -173,6 +173,10 @@ class ChatPort(Protocol):
     async def user_name(self, user_id: str) -> str:
         """A person's display name (``users.info``); the id itself when it cannot be read."""
 
+    async def user_locale(self, user_id: str) -> str | None:
+        """A person's Slack locale as Slack spells it (``zh-CN``, ``en-US``), from
+        ``users.info`` with ``include_locale``; None when it cannot be read."""
+
 
 class StorePort(Protocol):
     """What the use-cases need from the incident store (``bot.store.Store``, SQLite today).
@@ -194,9 +198,11 @@ class StorePort(Protocol):
         at: datetime,
         alert_fingerprint: str | None = None,
         cluster: str = "default",
+        locale: str = "en",
     ) -> tuple[Incident, bool]:
         """The node's open incident in ``cluster`` (created=False) or a new one
-        (created=True), whose "opened" timeline entry is written with it."""
+        (created=True), whose "opened" timeline entry is written with it; a new one keeps
+        ``locale`` as its thread's language."""
 
     async def adopt_unclustered(self, cluster: str) -> int:
         """Give incidents, timeline entries and actions recorded before clusters existed

@@ -71,9 +71,11 @@ async def export_postmortem(
     cluster: str,
     now: datetime,
     charts: bool = True,
+    locale: str = "en",
 ) -> ExportFiles:
     """The postmortem draft of ``incident`` (see the module docstring). ``user_name``: the
-    chat port's ``user_name`` (display names); ``charts=False``: none drawn (a terminal)."""
+    chat port's ``user_name`` (display names); ``charts=False``: none drawn (a terminal);
+    ``locale``: its language (the thread's, or the CLI's ``--lang``)."""
     entries = list(await store.timeline(incident.id))
     rows = [_snapshot(r) for r in await store.snapshots(incident.id)]
     actions: list[ActionInput] = []
@@ -102,8 +104,8 @@ async def export_postmortem(
     chart_names = {k: f"{incident.id}-postmortem-{k}.png" for k in pngs}
     return ExportFiles(
         postmortem=pm,
-        markdown=render_postmortem_markdown(pm, charts=chart_names),
-        html=render_postmortem_html(pm, charts=pngs),
+        markdown=render_postmortem_markdown(pm, charts=chart_names, locale=locale),
+        html=render_postmortem_html(pm, charts=pngs, locale=locale),
         charts=pngs,
         chart_names=chart_names,
     )

@@ -26,6 +26,7 @@ from bot.render import environment
 from bot.render.messages import render_notice
 from bot.render.prevention import kit_message, render_prevention_files
 from bot.services.chatops import BotServices, permitted
+from bot.services.locales import LocaleChooser
 from bot.services.ports import ChatPort, KubePort
 
 log = logging.getLogger(__name__)
@@ -47,11 +48,11 @@ def build_kit(view: ClusterView, source: KitSource, *, locale: str = "en") -> Ki
     return Kit(params=params, source=source, files=files)
 
 
-async def kit_from_cluster(kube: KubePort, node: str, *, at: datetime) -> Kit:
+async def kit_from_cluster(kube: KubePort, node: str, *, at: datetime, locale: str = "en") -> Kit:
     """The kit for ``node`` as the cluster shows it now. NotFoundError if there is no such
     node (the gateway's message names it)."""
     view = await kube.get_cluster_view(node)
-    return build_kit(view, KitSource(kind="live", at=at))
+    return build_kit(view, KitSource(kind="live", at=at), locale=locale)
 
 
 def latest_view(rows: list[Any]) -> tuple[ClusterView, datetime | None] | None:
@@ -62,7 +63,7 @@ def latest_view(rows: list[Any]) -> tuple[ClusterView, datetime | None] | None:
     return None
 
 
-async def kit_from_incident(store: Any, incident: Incident) -> Kit:
+async def kit_from_incident(store: Any, incident: Incident, *, locale: str = "en") -> Kit:
     """The kit from the cluster view stored with ``incident``'s latest diagnosis."""
     found = latest_view(list(await store.snapshots(incident.id)))
     if found is None:
@@ -72,7 +73,7 @@ async def kit_from_incident(store: Any, incident: Incident) -> Kit:
             code="no_evidence",
         )
     view, at = found
-    return build_kit(view, KitSource(kind="snapshot", at=at, incident=incident.id))
+    return build_kit(view, KitSource(kind="snapshot", at=at, incident=incident.id), locale=locale)
 
 
 async def share_kit(
@@ -85,13 +86,14 @@ async def share_kit(
     incident: Incident | None = None,
     actor: str = "",
     at: datetime | None = None,
+    locale: str = "en",
 ) -> list[str]:
     """The explanation message, then the files in one upload, into ``channel`` (a thread
     when ``thread_ts``). With ``store``, ``incident`` and ``at``: a timeline note naming the
     files. Returns the file names."""
-    text, blocks = kit_message(kit.params, kit.source)
+    text, blocks = kit_message(kit.params, kit.source, locale=locale)
     await chat.post(channel, text=text, blocks=blocks, thread_ts=thread_ts)
-    t = environment.macros("slack", "prevention.j2")
+    t = environment.macros("slack", "prevention.j2", locale=locale)
     node = kit.params.node
     names = list(kit.files)
     await chat.upload_files(
@@ -113,33 +115,41 @@ async def share_kit(
 
 async def prevent_node(
     kube: KubePort, store: Any, chat: ChatPort, node: str, *, channel: str, user: str,
-    now: datetime,
+    now: datetime, locales: LocaleChooser | None = None,
 ) -> list[str]:  # fmt: skip
     """``/gpunode prevent NODE``: the kit as the node is now, into the thread of the node's
-    open incident in ``channel`` if there is one, else into ``channel`` itself."""
-    kit = await kit_from_cluster(kube, node, at=now)
+    open incident in ``channel`` if there is one (in the thread's language), else into
+    ``channel`` itself (the channel's language, else the asking person's)."""
     incident = next(
         (i for i in await store.open_incidents(node) if i.channel == channel and i.thread_ts),
         None,
     )
+    locale = "en"
+    if locales is not None:
+        locale = (
+            locales.for_thread(incident) if incident else await locales.for_opening(channel, user)
+        )
+    kit = await kit_from_cluster(kube, node, at=now, locale=locale)
     return await share_kit(
         chat, kit, channel=channel, thread_ts=incident.thread_ts if incident else None,
-        store=store, incident=incident, actor=user, at=now,
+        store=store, incident=incident, actor=user, at=now, locale=locale,
     )  # fmt: skip
 
 
 async def prevent_incident(
-    store: Any, chat: ChatPort, incident_id: str, *, user: str, now: datetime
-) -> list[str]:
+    store: Any, chat: ChatPort, incident_id: str, *, user: str, now: datetime,
+    locales: LocaleChooser | None = None,
+) -> list[str]:  # fmt: skip
     """The **Prevention kit** button: the kit from the incident's latest stored evidence,
     into the incident's thread."""
     incident = await store.get_incident(incident_id)
     if incident is None:
         raise GpunodeError(f"there is no incident {incident_id}", code="not_found")
-    kit = await kit_from_incident(store, incident)
+    locale = locales.for_thread(incident) if locales is not None else "en"
+    kit = await kit_from_incident(store, incident, locale=locale)
     return await share_kit(
         chat, kit, channel=incident.channel, thread_ts=incident.thread_ts, store=store,
-        incident=incident, actor=user, at=now,
+        incident=incident, actor=user, at=now, locale=locale,
     )  # fmt: skip
 
 
@@ -149,9 +159,12 @@ async def prevention_button(s: BotServices, incident: str, *, user: str, channel
     told to the clicker."""
     try:
         if await permitted(s, "view", user=user, channel=channel):
-            await prevent_incident(s.store, s.chat, incident, user=user, now=s.clock())
+            await prevent_incident(
+                s.store, s.chat, incident, user=user, now=s.clock(), locales=s.diagnose.locales
+            )
     except GpunodeError as err:
-        t, blocks = render_notice("command_failed", message=err.message, code=err.code)
+        locale = await s.diagnose.locales.for_person(channel, user)
+        t, blocks = render_notice("command_failed", locale, message=err.message, code=err.code)
         try:
             await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
         except GpunodeError:

@@ -58,8 +58,9 @@ async def reconcile_interrupted(d: ActDeps, *, orphaned_before: datetime | None 
         if incident is None or not incident.thread_ts:
             continue
         t, blocks = views.notice(
-            "interrupted", action_id=record.action_id, tier=plan.tier, observed=observed
-        )
+            "interrupted", d.thread_locale(incident),
+            action_id=record.action_id, tier=plan.tier, observed=observed,
+        )  # fmt: skip
         try:
             await d.chat.post(incident.channel, text=t, blocks=blocks, thread_ts=incident.thread_ts)
         except GpunodeError as err:

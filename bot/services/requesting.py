@@ -55,8 +55,9 @@ async def open_confirmation(
         return
     _incident, diagnosis, plan = found
     meta = {"incident": incident_id, "plan_id": plan_id, "tier": plan.tier, "channel": channel}
+    locale = await d.person_locale(channel, user)  # a modal is for the person who clicked
     await d.chat.open_view(
-        trigger_id, views.confirmation_modal(plan, diagnosis=diagnosis, meta=meta)
+        trigger_id, views.confirmation_modal(plan, diagnosis=diagnosis, meta=meta, locale=locale)
     )
 
 
@@ -191,6 +192,7 @@ async def submitted(
     t, blocks = views.dry_run_message(
         plan, action_id=action_id, requester=user, reason=reason, result=dry,
         needs_approval=record.needs_approval, node_ref=d.node_ref(plan.node),
+        locale=d.thread_locale(incident),
     )  # fmt: skip
     ts = await d.chat.post(channel, text=t, blocks=blocks, thread_ts=thread_ts)
     await d.store.set_action_message(action_id, ts)

@@ -51,7 +51,7 @@ async def mentioned(
         await upload_timeline(s, incident.id, channel=channel, user=user, thread_ts=None)
     else:
         t, blocks = render_notice(
-            "status_list",
+            "status_list", s.diagnose.locales.for_thread(incident),
             incidents=[{"id": incident.id, "node": label(s, incident), "state": incident.state,
                         "opened_at": str(incident.opened_at)}],
         )  # fmt: skip

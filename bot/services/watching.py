@@ -88,11 +88,15 @@ async def watch(
         await asyncio.sleep(d.watch_interval_s)
     waited = loop.time() - start
     for p, verdict in progress.values():
-        text, blocks = views.rollout_message(p, verdict, waited_s=waited)
+        text, blocks = views.rollout_message(
+            p, verdict, waited_s=waited, locale=d.thread_locale(incident)
+        )
         await d.chat.post(incident.channel, text=text, blocks=blocks, thread_ts=incident.thread_ts)
     if evicted:
         gone = [f"{ns}/{n}" for ns, n, _ in evicted if f"{ns}/{n}" not in left]
-        text, blocks = views.evictions_message(gone, left, waited_s=waited)
+        text, blocks = views.evictions_message(
+            gone, left, waited_s=waited, locale=d.thread_locale(incident)
+        )
         await d.chat.post(incident.channel, text=text, blocks=blocks, thread_ts=incident.thread_ts)
     summary = "; ".join(f"{p.key} {v}" for p, v in progress.values())
     if evicted:

@@ -39,8 +39,8 @@ def register(app: AsyncApp, s: BotServices) -> None:
     _register_events(app, s)
 
 
-def render_refused(reason: str) -> tuple[str, list[dict[str, Any]]]:
-    return _acting_notice("refused", reason=reason)
+def render_refused(reason: str, locale: str = "en") -> tuple[str, list[dict[str, Any]]]:
+    return _acting_notice("refused", locale, reason=reason)
 
 
 def _register_commands(app: AsyncApp, s: BotServices) -> None:
@@ -49,20 +49,22 @@ def _register_commands(app: AsyncApp, s: BotServices) -> None:
         # Slack escapes & < > in the text it sends; the templates escape on the way out
         text = slack_unescape(str(body.get("text", ""))).strip()
         channel, user = str(body.get("channel_id", "")), str(body.get("user_id", ""))
+        # every answer here is ephemeral: in the asking person's language (bot.core.locales)
+        locale = await s.diagnose.locales.for_person(channel, user)
         try:
             cmd = commands.parse(text, clusters=s.clusters.names)
         except UsageError as err:
-            t, blocks = render_notice("usage_error", message=err.message, usage=err.usage)
+            t, blocks = render_notice("usage_error", locale, message=err.message, usage=err.usage)
             await ack(text=t, blocks=blocks, response_type="ephemeral")
             s.metrics.command(_verb_of(text), "usage_error")
             return
         if s.channels and channel not in s.channels:
-            t, blocks = render_notice("channel_not_served", channel=channel)
+            t, blocks = render_notice("channel_not_served", locale, channel=channel)
             await ack(text=t, blocks=blocks, response_type="ephemeral")
             s.metrics.command(cmd.verb, "channel_not_served")
             return
         if isinstance(cmd, commands.Help):
-            t, blocks = render_notice("help", text=help_text(cmd.topic))
+            t, blocks = render_notice("help", locale, text=help_text(cmd.topic, locale=locale))
             await ack(text=t, blocks=blocks, response_type="ephemeral")
             s.metrics.command(cmd.verb, "ok")
             return
@@ -73,17 +75,19 @@ def _register_commands(app: AsyncApp, s: BotServices) -> None:
             try:
                 denied = await chatops.denied(s, "view", user=user, channel=channel)
                 if denied is not None:
-                    t, blocks = render_refused(denied.reason)
+                    t, blocks = render_refused(denied.reason, locale)
                     outcome = "denied"
                 else:
-                    t, blocks = await _status_notice(s, cmd.node, cmd.cluster)
+                    t, blocks = await _status_notice(s, cmd.node, locale, cmd.cluster)
             except GpunodeError as err:
-                t, blocks = render_notice("command_failed", message=err.message, code=err.code)
+                t, blocks = render_notice(
+                    "command_failed", locale, message=err.message, code=err.code
+                )
                 outcome = "failed"
             await ack(text=t, blocks=blocks, response_type="ephemeral")
             s.metrics.command(cmd.verb, outcome)
             return
-        t, blocks = render_notice("command_started", command=canonical(cmd))
+        t, blocks = render_notice("command_started", locale, command=canonical(cmd))
         await ack(text=t, blocks=blocks, response_type="ephemeral")
         work = _run(s, cmd, channel=channel, user=user)
         s.bg.spawn(_counted(s, cmd.verb, work), name=f"cmd-{cmd.verb}")
@@ -120,14 +124,14 @@ def canonical(cmd: commands.Command) -> str:
 
 
 async def _status_notice(
-    s: BotServices, node: str | None, cluster: str | None = None
+    s: BotServices, node: str | None, locale: str, cluster: str | None = None
 ) -> tuple[str, list[dict[str, Any]]]:
     """Open incidents (of ``node``, in ``cluster`` or in any cluster)."""
     rows = [
         {"id": i.id, "node": chatops.label(s, i), "state": i.state, "opened_at": str(i.opened_at)}
         for i in await s.ops.status(node, cluster)
     ]
-    return render_notice("status_list", incidents=rows)
+    return render_notice("status_list", locale, incidents=rows)
 
 
 async def _cluster_of(s: BotServices, cmd: Any, channel: str) -> str | None:
@@ -145,6 +149,7 @@ async def _cluster_of(s: BotServices, cmd: Any, channel: str) -> str | None:
 
 async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> str:
     """Carry out a command; its outcome: ``ok``, ``denied`` or ``failed``."""
+    locale = await s.diagnose.locales.for_person(channel, user)  # cached since the ack
     try:
         needs: Permission = (
             "diagnose" if isinstance(cmd, commands.Diagnose)
@@ -160,21 +165,25 @@ async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> str:
         elif isinstance(cmd, commands.Prevent):
             # the prevention kit reads the default cluster (no [CLUSTER/] for it yet)
             await prevent_node(
-                s.kube, s.store, s.chat, cmd.node, channel=channel, user=user, now=s.clock()
-            )
+                s.kube, s.store, s.chat, cmd.node, channel=channel, user=user, now=s.clock(),
+                locales=s.diagnose.locales,
+            )  # fmt: skip
         elif isinstance(cmd, commands.Top):
             report = await top_across(s.clusters, cluster=cluster)
             rows = [dataclasses.asdict(r) for r in report.rows]
             failures = [dataclasses.asdict(f) for f in report.failures]
             t, blocks = render_notice(
-                "top_nodes", rows=rows, failures=failures, show_cluster=s.clusters.multi
+                "top_nodes", locale, rows=rows, failures=failures, show_cluster=s.clusters.multi
             )
             await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
         elif isinstance(cmd, commands.Timeline):
             await upload_timeline(s, cmd.incident, channel=channel, user=user, thread_ts=None)
         elif isinstance(cmd, commands.Resolve):
             incident = await s.ops.resolve(cmd.incident, by=user, note=cmd.note)
-            t, blocks = render_notice("resolved", incident_id=incident.id, by=user, note=cmd.note)
+            where = s.diagnose.locales.for_thread(incident) if incident.thread_ts else locale
+            t, blocks = render_notice(
+                "resolved", where, incident_id=incident.id, by=user, note=cmd.note
+            )
             if incident.thread_ts:
                 await s.chat.post(
                     incident.channel, text=t, blocks=blocks, thread_ts=incident.thread_ts
@@ -183,7 +192,7 @@ async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> str:
             else:
                 await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
     except GpunodeError as err:
-        t, blocks = render_notice("command_failed", message=err.message, code=err.code)
+        t, blocks = render_notice("command_failed", locale, message=err.message, code=err.code)
         try:
             await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
         except GpunodeError:

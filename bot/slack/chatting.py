@@ -26,6 +26,9 @@ from bot.errors import SlackError
 
 log = logging.getLogger(__name__)
 
+#: how long a failed locale lookup is remembered before Slack is asked again
+FAILED_LOCALE_TTL_S = 60.0
+
 #: what a Web API call can raise: Slack's errors, and aiohttp's own when the connection
 #: fails after the retry handlers gave up (slack_sdk does not wrap those)
 _FAILURES = (SlackApiError, SlackClientError, aiohttp.ClientError, asyncio.TimeoutError)
@@ -85,13 +88,18 @@ def _fail(method: str, exc: Exception) -> SlackError:
 
 
 class SlackChat:
-    """ChatPort implementation. ``usergroup_members`` is cached for ``cache_ttl_s``."""
+    """ChatPort implementation. ``usergroup_members`` is cached for ``cache_ttl_s``, a
+    person's locale for ``locale_ttl_s`` (people rarely change their Slack language)."""
 
-    def __init__(self, client: AsyncWebClient, *, cache_ttl_s: float = 300.0) -> None:
+    def __init__(
+        self, client: AsyncWebClient, *, cache_ttl_s: float = 300.0, locale_ttl_s: float = 3600.0
+    ) -> None:
         self._client = client
         self._ttl = cache_ttl_s
+        self._locale_ttl = locale_ttl_s
         self._groups: dict[str, tuple[float, list[str]]] = {}
         self._names: dict[str, str] = {}
+        self._locales: dict[str, tuple[float, str | None]] = {}
 
     @property
     def client(self) -> AsyncWebClient:
@@ -200,6 +208,32 @@ class SlackChat:
         name = f"{display} ({real})" if real and real != display else str(display)
         self._names[user_id] = name
         return name
+
+    async def user_locale(self, user_id: str) -> str | None:
+        """``users.info`` with ``include_locale``: the person's Slack locale as Slack spells
+        it (``zh-CN``, ``en-US``), cached per person for ``locale_ttl_s``. None when it cannot
+        be read (``missing_scope`` without ``users:read``, ``user_not_found``, Slack down):
+        the caller falls back to the default, and the log says why (the error code only)."""
+        if not user_id:
+            return None
+        now = time.monotonic()
+        cached = self._locales.get(user_id)
+        if cached is not None and now - cached[0] < self._locale_ttl:
+            return cached[1]
+        try:
+            resp = await self._client.users_info(user=user_id, include_locale=True)
+        except _FAILURES as exc:
+            log.warning(
+                "the Slack locale of %s is unknown (%s); writing in the default language",
+                user_id, _fail("users.info", exc).code,
+            )  # fmt: skip
+            # remembered briefly, so a missing scope costs one call a minute, not one a message
+            self._locales[user_id] = (now - max(self._locale_ttl - FAILED_LOCALE_TTL_S, 0), None)
+            return None
+        locale = (resp.get("user") or {}).get("locale")
+        found = str(locale) if isinstance(locale, str) and locale else None
+        self._locales[user_id] = (now, found)
+        return found
 
     async def usergroup_members(self, usergroup_id: str) -> list[str]:
         cached = self._groups.get(usergroup_id)

@@ -6,7 +6,7 @@ PostgreSQL's advisory lock), so two replicas never both append after the same he
 
 Each row stores ``prev_hash`` (the previous row's ``row_hash``; ``GENESIS`` for the first)
 and ``row_hash = sha256(prev_hash || canonical JSON of the row's own columns, id included)``.
-Columns added later (``LATER_COLUMNS``: the cluster, schema step 5) enter the JSON only when
+Columns added later (``LATER_COLUMNS``: the cluster, schema step 6) enter the JSON only when
 non-empty: rows written before they existed hold '' there and hash exactly as they did, while
 a new row's cluster is covered (blanking it, or setting one on an old row, breaks the hash).
 ``audit_head`` keeps the newest row's id and hash, so removing rows at the end shows too.

@@ -24,7 +24,7 @@ from bot.store.values import dumps, loads, parse_ts, ts
 
 _SELECT_INCIDENTS = (
     "SELECT id, number, node, channel, thread_ts, root_ts, state, opened_at, resolved_at, "
-    "opened_by, alert_fingerprint, resolution_note, cluster FROM incidents"
+    "opened_by, alert_fingerprint, resolution_note, cluster, locale FROM incidents"
 )
 
 
@@ -38,8 +38,8 @@ def _incident(row: Row) -> Incident:
 def _insert_incident(conn: Db, incident: Incident) -> None:
     conn.execute(
         "INSERT INTO incidents (id, number, node, channel, thread_ts, root_ts, state, opened_at, "
-        "resolved_at, opened_by, alert_fingerprint, resolution_note, cluster) "
-        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "resolved_at, opened_by, alert_fingerprint, resolution_note, cluster, locale) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             incident.id,
             incident.number,
@@ -54,6 +54,7 @@ def _insert_incident(conn: Db, incident: Incident) -> None:
             incident.alert_fingerprint,
             incident.resolution_note,
             incident.cluster,
+            incident.locale,
         ),
     )
 
@@ -107,13 +108,15 @@ def open_or_join(
     at: datetime,
     alert_fingerprint: str | None = None,
     cluster: str = DEFAULT_CLUSTER,
+    locale: str = "en",
 ) -> tuple[Incident, bool]:
     """Join the (cluster's) node's open incident or open the next one, in one write
     transaction. Incident numbers are global: INC-0007 names one incident in any cluster.
 
     Serialised with every other incident numbering (lock ``incidents``), so two replicas
     diagnosing one node join one incident and two nodes never get the same number; the
-    partial unique index ``incidents_open_node`` (per cluster and node) backs this up."""
+    partial unique index ``incidents_open_node`` (per cluster and node) backs this up.
+    ``locale`` is kept by a new incident only: a joined thread keeps its own."""
     with conn.transaction(lock="incidents"):
         rows = conn.execute(
             _SELECT_INCIDENTS + " WHERE cluster=? AND node=? AND state!='resolved'",
@@ -131,6 +134,7 @@ def open_or_join(
             channel=channel,
             alert_fingerprint=alert_fingerprint,
             cluster=cluster,
+            locale=locale,
         )
         _insert_incident(conn, incident)
         insert_timeline(conn, entry)

@@ -182,7 +182,12 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         )""",
     ),
     (
-        # 5: one bot serves many clusters. Each row names its cluster; '' marks a row
+        # 5: the language an incident thread keeps (bot/core/locales.py); one portable
+        # statement (SQLite and PostgreSQL alike), existing incidents stay English
+        "ALTER TABLE incidents ADD COLUMN locale TEXT NOT NULL DEFAULT 'en'",
+    ),
+    (
+        # 6: one bot serves many clusters. Each row names its cluster; '' marks a row
         # written before clusters existed (the single cluster of that time). Portable SQL:
         # the PostgreSQL store applies the same steps. One open incident per (cluster, node).
         "ALTER TABLE incidents ADD COLUMN cluster TEXT NOT NULL DEFAULT ''",

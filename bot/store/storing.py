@@ -133,9 +133,11 @@ class Store:
         at: datetime,
         alert_fingerprint: str | None = None,
         cluster: str = DEFAULT_CLUSTER,
+        locale: str = "en",
     ) -> tuple[Incident, bool]:
-        """The node's open incident in ``cluster`` (created=False) or a new one (True).
-        Without a cluster: the one cluster of a single-cluster bot, ``default``."""
+        """The node's open incident in ``cluster`` (created=False) or a new one (True), which
+        keeps ``locale`` as its thread's language. Without a cluster: the one cluster of a
+        single-cluster bot, ``default``."""
         return await self._incident_write(
             incident_rows.open_or_join,
             node,
@@ -144,6 +146,7 @@ class Store:
             at=at,
             alert_fingerprint=alert_fingerprint,
             cluster=cluster,
+            locale=locale,
         )
 
     async def adopt_unclustered(self, cluster: str) -> int:

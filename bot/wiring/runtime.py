@@ -29,6 +29,7 @@ from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
 from bot.services.history import HistoryService
 from bot.services.leading import LeaderElector, LeaderWork, LeasePort, OnChange
+from bot.services.locales import LocaleChooser
 from bot.services.operations import IncidentOps
 from bot.services.ports import KubePort
 from bot.slack.bolt import build_app
@@ -177,7 +178,11 @@ async def build_runtime(
     store.export_audit = settings.store.audit_to_log
     # incidents and actions recorded before clusters existed belong to the default cluster
     await store.adopt_unclustered(clusters.default)
-    chat = SlackChat(client, cache_ttl_s=settings.actions.usergroup_cache_ttl_s)
+    chat = SlackChat(
+        client,
+        cache_ttl_s=settings.actions.usergroup_cache_ttl_s,
+        locale_ttl_s=settings.slack.user_locale_cache_ttl_s,
+    )
     instrument(
         metrics, store=store, client=client, kube=clusters.port(clusters.default),
         replica_id=replica_id,
@@ -190,6 +195,7 @@ async def build_runtime(
         clock=clock,
         thresholds=thresholds,
         history=HistoryService.from_settings(settings.prometheus),
+        locales=LocaleChooser(chat, channel_locales=settings.slack.channel_locales),
         metrics=metrics,
     )
     act = ActService(

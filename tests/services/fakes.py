@@ -46,6 +46,8 @@ class FakeChat:
         self.views: list[tuple[str, dict[str, Any]]] = []
         self.uploads: list[dict[str, Any]] = []
         self.names: dict[str, str] = {}
+        #: people's Slack locales (``users.info`` with include_locale); absent: unknown
+        self.locales: dict[str, str] = {}
         self.usergroups = usergroups or {}
         self._ts = itertools.count(1)
         #: errors the next ``post`` calls raise, in order (as Slack's not_in_channel would)
@@ -120,6 +122,9 @@ class FakeChat:
 
     async def user_name(self, user_id: str) -> str:
         return self.names.get(user_id, user_id)
+
+    async def user_locale(self, user_id: str) -> str | None:
+        return self.locales.get(user_id)
 
     # -- test helpers ---------------------------------------------------------------------
     def roots(self) -> list[Posted]:

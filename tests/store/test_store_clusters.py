@@ -21,7 +21,7 @@ from bot.store.sqlite import SqliteDb
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 #: the schema steps before the cluster columns (step 5 adds them)
-BEFORE_CLUSTERS = 4
+BEFORE_CLUSTERS = 5
 # the columns the chain hashed before clusters existed (schema steps 1-3), spelled out here
 # so the test does not borrow the code under test
 _OLD_COLUMNS = (

@@ -1,8 +1,12 @@
 """The browser console: a page plus a small JSON API and a live-update stream.
 
 ``GET /`` serves ``static/index.html`` (vanilla JS, no CDN, no build step). The page reads
-``GET /console/api/state?user=U&channel=C`` and re-reads it whenever ``GET /console/events``
-(server-sent events) reports a new workspace version. Everything a person does in the page
+``GET /console/api/state?user=U&channel=C[&lang=L]`` and re-reads it whenever
+``GET /console/events`` (server-sent events) reports a new workspace version.
+
+The page's own labels come with the state, in ``lang`` (``/?lang=zh-CN``) or else the acting
+person's Slack locale, as Slack's own client follows its user's language; messages from the
+bot are in whatever language the bot chose for them. Everything a person does in the page
 goes through the driver, i.e. as signed requests to the bot, exactly like a test would.
 """
 
@@ -13,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from bot.core.locales import choose_locale
 from bot.errors import SlackError
+from bot.render.console import console_labels
 from bot.sandbox.slacksim.driver import DriverResult
 
 if TYPE_CHECKING:
@@ -24,9 +30,16 @@ STATIC = Path(__file__).with_name("static")
 KEEPALIVE_S = 15.0
 
 
-def state_of(sim: SlackSim, user: str, channel: str) -> JSON:
+def console_locale(sim: SlackSim, user: str, lang: str | None = None) -> str:
+    """``lang`` if gpunode speaks it, else the person's Slack locale, else ``en``."""
+    person = sim.ws.users.get(user)
+    return choose_locale(explicit=lang, user=person.locale if person else None)
+
+
+def state_of(sim: SlackSim, user: str, channel: str, *, lang: str | None = None) -> JSON:
     """Everything the page shows for ``user`` looking at ``channel``."""
     ws = sim.ws
+    locale = console_locale(sim, user, lang)
     top = sim.messages(channel) if channel in ws.channels else []
     threads = {
         m["ts"]: sim.messages(channel, thread_ts=m["ts"])[1:] for m in top if m.get("reply_count")
@@ -34,6 +47,8 @@ def state_of(sim: SlackSim, user: str, channel: str) -> JSON:
     files = [{k: v for k, v in f.items() if k != "content"} for f in sim.files(channel)]
     return {
         "version": ws.version,
+        "locale": locale,
+        "labels": console_labels(locale),
         "users": [
             {
                 "id": u.id,
@@ -72,7 +87,8 @@ def routes(sim: SlackSim) -> list[web.AbstractRouteDef]:
     async def state(request: web.Request) -> web.Response:
         user = request.query.get("user", "U_ALICE")
         channel = request.query.get("channel", "C0INCIDENT")
-        return web.json_response(state_of(sim, user, channel))
+        lang = request.query.get("lang") or None
+        return web.json_response(state_of(sim, user, channel, lang=lang))
 
     async def stream(request: web.Request) -> web.StreamResponse:
         resp = web.StreamResponse(

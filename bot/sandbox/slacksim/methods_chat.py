@@ -220,7 +220,7 @@ def users_info(ws: Workspace, args: JSON) -> JSON:
     user = ws.users.get(str(args["user"]))
     if user is None:
         raise ApiError("user_not_found")
-    return {"user": user.to_api()}
+    return {"user": user.to_api(include_locale=truthy(args.get("include_locale")))}
 
 
 def usergroups_users_list(ws: Workspace, args: JSON) -> JSON:

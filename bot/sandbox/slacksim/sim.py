@@ -8,9 +8,11 @@ Usage::
     sim.set_request_url("http://127.0.0.1:P/slack/events")
     await sim.slash_command("U_ALICE", "C0INCIDENT", "diagnose gpu-node-01")
 
-The default workspace has channel ``C0INCIDENT`` (#gpu-incidents) and four people:
+The default workspace has channel ``C0INCIDENT`` (#gpu-incidents) and five people:
 U_ALICE (on-call SRE), U_BOB (SRE lead, approver), U_CAROL (ML engineer), U_DAVE (viewer, no
-role). Their role lives in ``title``; the bot's policy decides what a role may do.
+role), and U_LIWEI (li.wei, on-call SRE whose Slack is set to Simplified Chinese, ``zh-CN``;
+the others use ``en-US``). Their role lives in ``title``; the bot's policy decides what a
+role may do.
 
 Socket Mode: ``SlackSim(..., socket_mode=True)`` or ``sim.use_socket_mode()``; the app then
 connects with ``apps.connections.open`` (xapp- token) and every driver method delivers its
@@ -35,10 +37,11 @@ from bot.sandbox.slacksim.webapi import ApiCall, WebApi
 
 JSON = dict[str, Any]
 DEFAULT_USERS = (
-    ("U_ALICE", "alice", "Alice Ng", "On-call SRE"),
-    ("U_BOB", "bob", "Bob Okafor", "SRE lead (approver)"),
-    ("U_CAROL", "carol", "Carol Diaz", "ML engineer"),
-    ("U_DAVE", "dave", "Dave Kim", "Viewer (no role)"),
+    ("U_ALICE", "alice", "Alice Ng", "On-call SRE", "en-US"),
+    ("U_BOB", "bob", "Bob Okafor", "SRE lead (approver)", "en-US"),
+    ("U_CAROL", "carol", "Carol Diaz", "ML engineer", "en-US"),
+    ("U_DAVE", "dave", "Dave Kim", "Viewer (no role)", "en-GB"),
+    ("U_LIWEI", "li.wei", "李伟 (Li Wei)", "On-call SRE (值班 SRE)", "zh-CN"),
 )
 
 
@@ -61,8 +64,8 @@ class SlackSim:
         self.api.app_methods["apps.connections.open"] = self.socket.open_connection
         self._runner: web.AppRunner | None = None
         self.base_url = ""
-        for uid, name, real, title in DEFAULT_USERS:
-            self.add_user(uid, name, real_name=real, title=title)
+        for uid, name, real, title, locale in DEFAULT_USERS:
+            self.add_user(uid, name, real_name=real, title=title, locale=locale)
         self.add_channel("C0INCIDENT", "#gpu-incidents")
         self.add_usergroup("S_ONCALL", "gpu-oncall", ["U_ALICE"])
 
@@ -106,8 +109,10 @@ class SlackSim:
         self.socket.enabled = on
 
     # -- workspace setup --------------------------------------------------------------------
-    def add_user(self, id: str, name: str, *, real_name: str = "", title: str = "") -> None:
-        self.ws.add_user(User(id, name, real_name, title))
+    def add_user(
+        self, id: str, name: str, *, real_name: str = "", title: str = "", locale: str = "en-US"
+    ) -> None:
+        self.ws.add_user(User(id, name, real_name, title, locale=locale))
 
     def add_usergroup(self, id: str, handle: str, members: list[str]) -> None:
         self.ws.usergroups[id] = UserGroup(id, handle, list(members))

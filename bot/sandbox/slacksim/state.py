@@ -36,10 +36,14 @@ class User:
     real_name: str = ""
     title: str = ""
     is_bot: bool = False
+    #: the person's Slack language (``en-US``, ``zh-CN``, ``zh-TW``, ``ja-JP``...)
+    locale: str = "en-US"
 
-    def to_api(self) -> JSON:
-        """``users.info`` shape (the fields bots commonly read)."""
+    def to_api(self, *, include_locale: bool = False) -> JSON:
+        """``users.info`` shape (the fields bots commonly read). Slack adds ``locale`` only
+        when the caller asks with ``include_locale``."""
         real = self.real_name or self.name
+        locale = {"locale": self.locale} if include_locale else {}
         return {
             "id": self.id,
             "team_id": TEAM_ID,
@@ -55,6 +59,7 @@ class User:
                 "title": self.title,
                 "email": f"{self.name}@{TEAM_DOMAIN}.example",
             },
+            **locale,
         }
 
 

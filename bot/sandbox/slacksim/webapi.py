@@ -28,6 +28,13 @@ Handler = Callable[[Workspace, JSON], JSON]
 HANDLERS = {**methods_chat.HANDLERS, **methods_views.HANDLERS, **methods_files.HANDLERS}
 SCOPES = "commands,chat:write,chat:write.public,users:read,usergroups:read,files:write,"
 SCOPES += "channels:history,groups:history,app_mentions:read,reactions:write"
+#: the bot scope each method needs (Slack's method reference); a token without it gets
+#: ``{"ok": false, "error": "missing_scope", "needed": ..., "provided": ...}``
+NEEDED_SCOPE = {
+    "users.info": "users:read",
+    "usergroups.users.list": "usergroups:read",
+    "usergroups.list": "usergroups:read",
+}
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,8 @@ class WebApi:
     faults: dict[str, _Fault] = field(default_factory=dict)
     #: methods called with an app-level (xapp-) token, e.g. apps.connections.open
     app_methods: dict[str, Handler] = field(default_factory=dict)
+    #: the scopes the app's bot token was granted (``revoke_scope`` takes one away)
+    scopes: list[str] = field(default_factory=lambda: SCOPES.split(","))
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -93,11 +102,12 @@ class WebApi:
             if not token:
                 raise ApiError("not_authed")
             handler = self._handler(method, str(token))
+            self._check_scope(method)
             self._inject_faults(method)
             body = {"ok": True, **handler(self.ws, args)}
             status = 200
             if method == "auth.test":
-                headers["x-oauth-scopes"] = SCOPES
+                headers["x-oauth-scopes"] = ",".join(self.scopes)
             self.calls.append(ApiCall(method, args, True))
         except ApiError as err:
             body, status = err.body(), err.status
@@ -121,6 +131,15 @@ class WebApi:
         if handler is None:
             raise ApiError("unknown_method", status=404)
         return handler
+
+    def _check_scope(self, method: str) -> None:
+        needed = NEEDED_SCOPE.get(method)
+        if needed is not None and needed not in self.scopes:
+            raise ApiError("missing_scope", needed=needed, provided=",".join(self.scopes))
+
+    def revoke_scope(self, scope: str) -> None:
+        """The app as installed without ``scope`` (an old manifest, a trimmed install)."""
+        self.scopes = [s for s in self.scopes if s != scope]
 
     def _inject_faults(self, method: str) -> None:
         if self.rate_limited.get(method, 0) > 0:

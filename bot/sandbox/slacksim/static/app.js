@@ -2,8 +2,23 @@
 "use strict";
 
 const ui = {user: localStorage.getItem("user") || "U_ALICE", channel: "C0INCIDENT",
-            thread: null, data: null, modalKey: null};
+            thread: null, data: null, modalKey: null,
+            // ?lang=zh-CN picks the console's language; else the acting person's Slack locale
+            lang: new URLSearchParams(location.search).get("lang") || ""};
 const $ = (id) => document.getElementById(id);
+
+// The console's own wording (templates/html/<locale>/console.j2, sent with the state):
+// label("replies", {n: 3}) fills {n}. English until the first state arrives.
+function label(key, params = {}) {
+  const text = (ui.data?.labels || {})[key] || key;
+  return text.replace(/\{(\w+)\}/g, (m, name) => (name in params ? String(params[name]) : m));
+}
+
+function applyLabels() {
+  document.documentElement.lang = ui.data.locale || "en";
+  for (const node of document.querySelectorAll("[data-label]")) node.textContent = label(node.dataset.label);
+  for (const node of document.querySelectorAll("[data-label-placeholder]")) node.placeholder = label(node.dataset.labelPlaceholder);
+}
 
 const lookup = {
   userName(id) { const u = (ui.data?.users || []).find((x) => x.id === id); return u ? u.name : id; },
@@ -18,6 +33,7 @@ async function post(path, body) {
 
 async function refresh() {
   const q = new URLSearchParams({user: ui.user, channel: ui.channel});
+  if (ui.lang) q.set("lang", ui.lang);
   const resp = await fetch("/console/api/state?" + q);
   ui.data = await resp.json();
   render();
@@ -52,9 +68,9 @@ function buttonHandler(message) {
 
 function setStatus(res) {
   const s = $("command-status");
-  if (res.error) s.textContent = "error: " + res.error;
-  else if (res.status === 0) s.textContent = "bot unreachable: " + res.body;
-  else if (res.status !== undefined && res.status !== null) s.textContent = "bot answered " + res.status + " in " + res.elapsed_s.toFixed(2) + " s";
+  if (res.error) s.textContent = label("error", {error: res.error});
+  else if (res.status === 0) s.textContent = label("unreachable", {error: res.body});
+  else if (res.status !== undefined && res.status !== null) s.textContent = label("answered", {status: res.status, seconds: res.elapsed_s.toFixed(2)});
 }
 
 function fmtSize(n) {
@@ -109,11 +125,11 @@ function renderMessage(m, {ephemeral = false, inThread = false} = {}) {
   const user = (ui.data.users || []).find((u) => u.id === m.user);
   const name = user ? (user.real_name || user.name) : (m.user === "USLACKBOT" ? "Slackbot" : m.user || "?");
   const head = el("div", {className: "msg-head"}, [el("b", {text: name}),
-    user && user.is_bot ? el("span", {className: "badge", text: "APP"}) : document.createTextNode(""),
+    user && user.is_bot ? el("span", {className: "badge", text: label("app")}) : document.createTextNode(""),
     el("span", {className: "time", text: fmtTime(m.ts)}),
-    m.edited ? el("span", {className: "edited", text: "(edited)"}) : document.createTextNode("")]);
+    m.edited ? el("span", {className: "edited", text: label("edited")}) : document.createTextNode("")]);
   const node = el("div", {className: "message" + (ephemeral ? " ephemeral" : ""), "data-testid": ephemeral ? "ephemeral" : "message", "data-ts": m.ts}, [head]);
-  if (ephemeral) node.append(el("div", {className: "only-you", text: "Only visible to you"}));
+  if (ephemeral) node.append(el("div", {className: "only-you", text: label("only_you")}));
   const ctx = {lookup, onButton: buttonHandler(m)};
   if (m.blocks && m.blocks.length) node.append(renderBlocks(m.blocks, ctx));
   else node.append(el("div", {className: "msg-text"}, [renderMrkdwn(m.text || "", lookup)]));
@@ -121,11 +137,11 @@ function renderMessage(m, {ephemeral = false, inThread = false} = {}) {
   for (const r of m.reactions || []) node.append(el("span", {className: "reaction", text: ":" + r.name + ": " + r.count}));
   if (!inThread && m.reply_count) {
     const link = el("button", {className: "replies", "data-testid": "open-thread", type: "button",
-                               text: m.reply_count + (m.reply_count === 1 ? " reply" : " replies")});
+                               text: label(m.reply_count === 1 ? "one_reply" : "replies", {n: m.reply_count})});
     link.addEventListener("click", () => { ui.thread = m.ts; render(); });
     node.append(link);
   } else if (!inThread && !ephemeral) {
-    const link = el("button", {className: "replies start", "data-testid": "start-thread", type: "button", text: "Reply in thread"});
+    const link = el("button", {className: "replies start", "data-testid": "start-thread", type: "button", text: label("reply_in_thread")});
     link.addEventListener("click", () => { ui.thread = m.ts; render(); });
     node.append(link);
   }
@@ -134,9 +150,10 @@ function renderMessage(m, {ephemeral = false, inThread = false} = {}) {
 
 function render() {
   const d = ui.data;
+  applyLabels();
   const picker = $("user-picker");
   picker.replaceChildren(...d.users.filter((u) => !u.is_bot).map((u) => {
-    const o = el("option", {value: u.id, text: u.name + " — " + (u.title || "no role")});
+    const o = el("option", {value: u.id, text: u.name + " — " + (u.title || label("no_role"))});
     o.selected = u.id === ui.user;
     return o;
   }));
@@ -216,11 +233,11 @@ function renderModal() {
   // Like Slack: title and buttons stay put, the body scrolls between them.
   form.append(el("h3", {className: "modal-title", text: view.title.text}));
   const body = el("div", {className: "modal-body"});
-  body.append(renderBlocks(view.blocks, {lookup, errors: view.errors, onButton: () => setStatus({error: "buttons inside modals are not supported by the console"})}));
+  body.append(renderBlocks(view.blocks, {lookup, errors: view.errors, optional: label("optional"), onButton: () => setStatus({error: label("modal_buttons")})}));
   if (view.errors && view.errors._response_action) body.append(el("div", {className: "input-error", text: view.errors._response_action}));
   form.append(body);
   const buttons = el("div", {className: "dialog-buttons"});
-  const close = el("button", {type: "button", className: "bk-button default", "data-testid": "modal-close", text: view.close ? view.close.text : "Cancel"});
+  const close = el("button", {type: "button", className: "bk-button default", "data-testid": "modal-close", text: view.close ? view.close.text : label("cancel")});
   close.addEventListener("click", async () => setStatus(await post("close", {user: ui.user, view_id: view.id})));
   buttons.append(close);
   if (view.submit) buttons.append(el("button", {type: "submit", className: "bk-button primary", "data-testid": "modal-submit", text: view.submit.text}));
@@ -247,7 +264,7 @@ $("command-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();
   const text = $("command-input").value.replace(/^\/gpunode\s*/, "");
   $("command-input").value = "";
-  $("command-status").textContent = "sending /gpunode " + text + " …";
+  $("command-status").textContent = label("sending", {text});
   setStatus(await post("command", {user: ui.user, channel: ui.channel, text}));
 });
 $("reply-form").addEventListener("submit", async (ev) => {

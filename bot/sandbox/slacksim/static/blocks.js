@@ -1,4 +1,5 @@
-// Block Kit -> DOM. ctx: {lookup, onButton(block, element), errors: {block_id: text}}.
+// Block Kit -> DOM. ctx: {lookup, onButton(block, element), errors: {block_id: text},
+// optional: the client's own "(optional)" mark in the reader's language}.
 "use strict";
 
 function renderButton(block, element, ctx) {
@@ -100,7 +101,7 @@ function renderBlock(block, ctx) {
       break;
     }
     case "input": {
-      wrap.append(el("label", {className: "input-label", text: block.label.text + (block.optional ? " (optional)" : "")}));
+      wrap.append(el("label", {className: "input-label", text: block.label.text + (block.optional ? " " + (ctx.optional || "(optional)") : "")}));
       wrap.append(renderInputElement(block, block.element));
       if (block.hint) wrap.append(el("div", {className: "hint", text: block.hint.text}));
       const err = (ctx.errors || {})[block.block_id];

@@ -87,7 +87,7 @@ const INLINE = new RegExp("`([^`\\n]+)`|<([^<>\\n]+)>|" + B + "\\*([^*\\n]+)\\*"
 const EMOJI = {
   x: "\u274C", white_check_mark: "\u2705", heavy_check_mark: "\u2714\uFE0F", warning: "\u26A0\uFE0F",
   no_entry: "\u26D4", hourglass: "\u231B", hourglass_flowing_sand: "\u23F3", question: "\u2753",
-  grey_question: "\u2754", shield: "\u{1F6E1}\uFE0F", rotating_light: "\u{1F6A8}", red_circle: "\u{1F534}",
+  grey_question: "\u2754", shield: "\u{1F6E1}\uFE0F", paperclip: "\u{1F4CE}", rotating_light: "\u{1F6A8}", red_circle: "\u{1F534}",
   large_orange_circle: "\u{1F7E0}", large_yellow_circle: "\u{1F7E1}", large_green_circle: "\u{1F7E2}",
   large_blue_circle: "\u{1F535}", white_circle: "\u26AA", raised_hand: "\u270B", page_facing_up: "\u{1F4C4}",
   mag: "\u{1F50D}", link: "\u{1F517}", leftwards_arrow_with_hook: "\u21A9\uFE0F",

@@ -1,0 +1,64 @@
+"""SlackChat.user_locale: ``users.info`` with ``include_locale``, cached per person for the TTL;
+a lookup that fails is None (the default language) and is logged by code, never with a token."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+import pytest
+
+from bot.sandbox.slacksim import SlackSim
+from bot.slack.chatting import SlackChat, make_client
+
+TOKEN = "xoxb-sim-secret-token-1234"
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[SlackSim]:
+    s = SlackSim(signing_secret="s", bot_token=TOKEN)
+    await s.start()
+    yield s
+    await s.stop()
+
+
+def _lookups(sim: SlackSim, user: str) -> list[object]:
+    return [c.args.get("include_locale") for c in sim.calls if c.method == "users.info"
+            and c.args.get("user") == user]  # fmt: skip
+
+
+async def test_a_persons_locale_is_read_with_include_locale_and_cached(sim: SlackSim) -> None:
+    chat = SlackChat(make_client(TOKEN, base_url=sim.api_url), locale_ttl_s=3600)
+    assert await chat.user_locale("U_LIWEI") == "zh-CN"
+    assert await chat.user_locale("U_LIWEI") == "zh-CN"
+    assert await chat.user_locale("U_ALICE") == "en-US"
+    assert _lookups(sim, "U_LIWEI") == ["1"]  # once, with include_locale (slack_sdk sends 1)
+
+
+async def test_after_the_ttl_the_locale_is_read_again(sim: SlackSim) -> None:
+    chat = SlackChat(make_client(TOKEN, base_url=sim.api_url), locale_ttl_s=0)
+    await chat.user_locale("U_LIWEI")
+    sim.ws.users["U_LIWEI"].locale = "en-GB"  # the person switched Slack to English
+    assert await chat.user_locale("U_LIWEI") == "en-GB"
+    assert len(_lookups(sim, "U_LIWEI")) == 2
+
+
+@pytest.mark.parametrize(
+    ("setup", "user", "code"),
+    [
+        ("revoke", "U_LIWEI", "missing_scope"),
+        ("none", "U_NOBODY", "user_not_found"),
+    ],
+)
+async def test_a_failed_lookup_is_the_default_and_logged_by_code_without_the_token(
+    sim: SlackSim, caplog: pytest.LogCaptureFixture, setup: str, user: str, code: str
+) -> None:
+    if setup == "revoke":
+        sim.api.revoke_scope("users:read")
+    chat = SlackChat(make_client(TOKEN, base_url=sim.api_url))
+    with caplog.at_level(logging.WARNING, logger="bot.slack.chatting"):
+        assert await chat.user_locale(user) is None
+        assert await chat.user_locale(user) is None  # remembered: Slack is not asked again
+    assert len(_lookups(sim, user)) == 1
+    assert code in caplog.text
+    assert TOKEN not in caplog.text
