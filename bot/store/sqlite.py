@@ -9,6 +9,7 @@ module that imports ``sqlite3`` besides the audit chain's trigger check.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -77,6 +78,20 @@ def path_of(target: str) -> str:
     return target
 
 
+def _set_wal(conn: sqlite3.Connection) -> None:
+    """WAL mode, waiting out another connection that is creating or switching the file: this
+    pragma can answer "database is locked" at once, without calling the busy handler."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def connect(path: str, *, migrate: bool = True) -> SqliteDb:
     """Open ``path`` (creating its folder), set WAL and the busy timeout, apply migrations."""
     path = path_of(path)
@@ -92,7 +107,7 @@ def connect(path: str, *, migrate: bool = True) -> SqliteDb:
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         if path != MEMORY:
-            conn.execute("PRAGMA journal_mode = WAL")
+            _set_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: durable at checkpoints
         conn.execute("PRAGMA foreign_keys = ON")
         if migrate:
