@@ -180,6 +180,8 @@ class LeaderWork:
     def __post_init__(self) -> None:
         self.leading = False
         self._last: dict[str, float] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._stopped = False
 
     async def start(self) -> None:
         """Before serving: say this replica is alive; alone, reconcile at once."""
@@ -235,6 +237,15 @@ class LeaderWork:
             await asyncio.sleep(self.retry_s)
 
     async def stop(self) -> None:
+        """Stop the loop (no leader work after this returns) and give the Lease up; once."""
+        if self._stopped:
+            return
+        self._stopped = True
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         if self.elector is not None:
             await self.elector.release()
         self.leading = False
@@ -244,11 +255,8 @@ class LeaderWork:
         released when it stops."""
 
         async def ctx(_: object) -> AsyncIterator[None]:
-            task = asyncio.create_task(self.run(), name="leader-work")
+            self._task = asyncio.create_task(self.run(), name="leader-work")
             yield
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
             await self.stop()
 
         return ctx

@@ -119,6 +119,8 @@ class Runtime:
     leader: LeaderWork | None = None
 
     async def close(self) -> None:
+        if self.leader is not None:
+            await self.leader.stop()  # no leader work may start on a store about to close
         await self.services.bg.drain(timeout_s=30)
         await self.services.diagnose.close()
         await self.store.close()

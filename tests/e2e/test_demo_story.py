@@ -100,6 +100,7 @@ def test_demo_script_writes_the_metrics_scrape_after_the_story(tmp_path: Path) -
         for f in text_string_to_metric_families(out.read_text())
         for s in f.samples
     }
-    assert samples[("gpunode_commands_total", (("command", "diagnose"), ("outcome", "ok")))] == 1
+    # the two-cluster story diagnoses prod-us/gpu-node-01, then prod-eu/gpu-node-01
+    assert samples[("gpunode_commands_total", (("command", "diagnose"), ("outcome", "ok")))] == 2
     executed = (("outcome", "executed"), ("step", "execute"), ("tier", "1"))
     assert samples[("gpunode_actions_total", executed)] == 1
