@@ -1,4 +1,4 @@
-"""``gpunode prevent NODE [--out DIR] [--force]``: the prevention kit in a terminal.
+"""``gpunode prevent [CLUSTER/]NODE [--out DIR] [--force]``: the prevention kit in a terminal.
 
 The node name goes through ``bot.core.commands.parse`` as the slash command's does. The kit
 is computed from the node as the cluster shows it now (``bot.services.prevention``).
@@ -17,7 +17,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot.cli.common import gateway_from_args
+from bot.cli.common import node_target
 from bot.core import commands
 from bot.errors import UsageError
 from bot.render.prevention import render_kit_markdown
@@ -47,8 +47,8 @@ def write_kit(kit: Kit, out: Path, *, force: bool = False) -> list[Path]:
     return targets
 
 
-async def _kit(args: argparse.Namespace, node: str, *, locale: str = "en") -> Kit:
-    gateway = gateway_from_args(args)
+async def _kit(args: argparse.Namespace, ref: str, *, locale: str = "en") -> Kit:
+    gateway, _cluster, node = node_target(args, ref, verb="prevent")
     try:
         return await kit_from_cluster(gateway, node, at=datetime.now(UTC), locale=locale)
     finally:
@@ -56,10 +56,10 @@ async def _kit(args: argparse.Namespace, node: str, *, locale: str = "en") -> Ki
 
 
 def main(args: argparse.Namespace) -> int:
-    cmd = commands.parse(f"prevent {args.node}", prog="gpunode")
+    cmd = commands.parse(f"prevent {args.node}", prog="gpunode")  # the slash grammar
     assert isinstance(cmd, commands.Prevent)
     locale = getattr(args, "lang", None) or "en"  # --lang; default en (see bot/cli/main.py)
-    kit = asyncio.run(_kit(args, cmd.node, locale=locale))
+    kit = asyncio.run(_kit(args, args.node, locale=locale))
     if args.out is None:
         sys.stdout.write(render_kit_markdown(kit.files, locale=locale).rstrip("\n") + "\n")
         return 0

@@ -41,6 +41,7 @@ class Diagnose(_Command):
 class Prevent(_Command):
     verb: Literal["prevent"] = "prevent"
     node: str
+    cluster: str | None = Field(None, description="named as CLUSTER/NODE; None: the default")
 
 
 class Status(_Command):
@@ -81,7 +82,7 @@ _VERBS: dict[str, tuple[str, str]] = {
         "collect memory and GPU evidence on NODE and open or join its incident",
     ),
     "prevent": (
-        "NODE",
+        "[CLUSTER/]NODE",
         "the prevention kit for NODE (quota, limits, kubelet, descheduler, alerts) with the "
         "evidence behind every value",
     ),
@@ -235,7 +236,8 @@ def parse(
         if not args:
             raise UsageError("prevent needs a node name", usage=usage(verb, prog=prog))
         _at_most(verb, args, 1, prog)
-        return Prevent(node=parse_node_name(args[0], verb=verb, prog=prog))
+        cluster, node = parse_node_ref(args[0], verb=verb, prog=prog, clusters=clusters)
+        return Prevent(node=node, cluster=cluster)
     if verb == "status":
         _at_most(verb, args, 1, prog)
         if not args:

@@ -16,9 +16,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from bot.core.cluster import ClusterView
+from bot.core.clusters import format_node_ref
 from bot.core.incidents import Incident, TimelineEntry
 from bot.core.prevention import KitSource, PreventionParams, prevention_params
 from bot.errors import GpunodeError
@@ -27,7 +27,8 @@ from bot.render.messages import render_notice
 from bot.render.prevention import kit_message, render_prevention_files
 from bot.services.chatops import BotServices, permitted
 from bot.services.locales import LocaleChooser
-from bot.services.ports import ChatPort, KubePort
+from bot.services.ports import ChatPort, KubePort, StorePort
+from bot.store.models import EvidenceSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ async def kit_from_cluster(kube: KubePort, node: str, *, at: datetime, locale: s
     return build_kit(view, KitSource(kind="live", at=at), locale=locale)
 
 
-def latest_view(rows: list[Any]) -> tuple[ClusterView, datetime | None] | None:
+def latest_view(rows: list[EvidenceSnapshot]) -> tuple[ClusterView, datetime | None] | None:
     """The newest stored cluster view among an incident's snapshot rows, with its time."""
     for row in reversed(rows):
         if row.view_json:
@@ -63,13 +64,14 @@ def latest_view(rows: list[Any]) -> tuple[ClusterView, datetime | None] | None:
     return None
 
 
-async def kit_from_incident(store: Any, incident: Incident, *, locale: str = "en") -> Kit:
+async def kit_from_incident(store: StorePort, incident: Incident, *, locale: str = "en") -> Kit:
     """The kit from the cluster view stored with ``incident``'s latest diagnosis."""
     found = latest_view(list(await store.snapshots(incident.id)))
     if found is None:
+        ref = format_node_ref(incident.cluster, incident.node)
         raise GpunodeError(
-            f"{incident.id} has no stored evidence yet: run `/gpunode diagnose {incident.node}` "
-            f"first, or `/gpunode prevent {incident.node}` to read the node as it is now",
+            f"{incident.id} has no stored evidence yet: run `/gpunode diagnose {ref}` "
+            f"first, or `/gpunode prevent {ref}` to read the node as it is now",
             code="no_evidence",
         )
     view, at = found
@@ -82,7 +84,7 @@ async def share_kit(
     *,
     channel: str,
     thread_ts: str | None,
-    store: Any = None,
+    store: StorePort | None = None,
     incident: Incident | None = None,
     actor: str = "",
     at: datetime | None = None,
@@ -114,14 +116,19 @@ async def share_kit(
 
 
 async def prevent_node(
-    kube: KubePort, store: Any, chat: ChatPort, node: str, *, channel: str, user: str,
-    now: datetime, locales: LocaleChooser | None = None,
+    kube: KubePort, store: StorePort, chat: ChatPort, node: str, *, channel: str, user: str,
+    now: datetime, locales: LocaleChooser | None = None, cluster: str | None = None,
 ) -> list[str]:  # fmt: skip
-    """``/gpunode prevent NODE``: the kit as the node is now, into the thread of the node's
+    """``/gpunode prevent [CLUSTER/]NODE``: the kit as the node of ``kube`` (the cluster's
+    port) is now, into the thread of the node's
     open incident in ``channel`` if there is one (in the thread's language), else into
     ``channel`` itself (the channel's language, else the asking person's)."""
     incident = next(
-        (i for i in await store.open_incidents(node) if i.channel == channel and i.thread_ts),
+        (
+            i
+            for i in await store.open_incidents(node, cluster)
+            if i.channel == channel and i.thread_ts
+        ),
         None,
     )
     locale = "en"
@@ -137,7 +144,7 @@ async def prevent_node(
 
 
 async def prevent_incident(
-    store: Any, chat: ChatPort, incident_id: str, *, user: str, now: datetime,
+    store: StorePort, chat: ChatPort, incident_id: str, *, user: str, now: datetime,
     locales: LocaleChooser | None = None,
 ) -> list[str]:  # fmt: skip
     """The **Prevention kit** button: the kit from the incident's latest stored evidence,

@@ -112,10 +112,8 @@ async def _counted(s: BotServices, verb: str, work: Awaitable[str]) -> None:
 def canonical(cmd: commands.Command) -> str:
     """The command as gpunode understood it (validated words only: never the raw text)."""
     words: list[str] = [cmd.verb]
-    if isinstance(cmd, commands.Diagnose):
+    if isinstance(cmd, commands.Diagnose | commands.Prevent):
         words.append(format_node_ref(cmd.cluster or "", cmd.node))
-    elif isinstance(cmd, commands.Prevent):
-        words.append(cmd.node)
     elif isinstance(cmd, commands.Top) and cmd.cluster:
         words.append(cmd.cluster)
     elif isinstance(cmd, commands.Timeline | commands.Resolve) and cmd.incident:
@@ -136,8 +134,9 @@ async def _status_notice(
 
 async def _cluster_of(s: BotServices, cmd: Any, channel: str) -> str | None:
     """The cluster a command acts in (None: a read across clusters). Diagnose: the one it
-    names, else the channel's, else the default; resolve and timeline: their incident's."""
-    if isinstance(cmd, commands.Diagnose):
+    names, else the channel's, else the default (prevent too); resolve and timeline: their
+    incident's."""
+    if isinstance(cmd, commands.Diagnose | commands.Prevent):
         return s.clusters.choose(cmd.cluster, channel=channel)
     if isinstance(cmd, commands.Top):
         return s.clusters.choose(cmd.cluster) if cmd.cluster else None
@@ -163,10 +162,10 @@ async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> str:
             if done.error is not None:  # told in the thread or to the user already
                 return "failed"
         elif isinstance(cmd, commands.Prevent):
-            # the prevention kit reads the default cluster (no [CLUSTER/] for it yet)
+            assert cluster is not None  # _cluster_of chooses one for prevent
             await prevent_node(
-                s.kube, s.store, s.chat, cmd.node, channel=channel, user=user, now=s.clock(),
-                locales=s.diagnose.locales,
+                s.clusters.port(cluster), s.store, s.chat, cmd.node, channel=channel, user=user,
+                now=s.clock(), locales=s.diagnose.locales, cluster=cluster,
             )  # fmt: skip
         elif isinstance(cmd, commands.Top):
             report = await top_across(s.clusters, cluster=cluster)

@@ -123,3 +123,30 @@ async def test_the_two_cluster_demo_story_runs_end_to_end(two: Demo) -> None:
     }
     assert writes["prod-eu"] and not writes["prod-us"]
     assert (await store.verify_audit()).ok
+
+
+@pytest.mark.parametrize(
+    ("ref", "requests_memory"),
+    [
+        ("prod-eu/gpu-node-01", '"85Gi"'),
+        ("prod-us/gpu-node-01", '"80Gi"'),
+        ("gpu-node-01", '"85Gi"'),
+    ],
+    ids=["prod-eu", "prod-us", "default-cluster"],
+)
+async def test_prevent_reads_the_node_of_the_cluster_it_names(
+    two: Demo, ref: str, requests_memory: str
+) -> None:
+    """Both clusters have a gpu-node-01 whose trainer requests different memory (seed: 68 GiB,
+    slab-leak: 64 GiB), so the quota says which node was read; no prefix: the default."""
+    result = await two.slack.slash_command(ALICE, CHANNEL, f"prevent {ref}")
+    assert result.status == 200, result.body
+    await two.drain()
+    quotas = [
+        f["content"].decode()
+        for f in two.slack.files(CHANNEL)
+        if f["name"] == "gpu-node-01-resourcequota.yaml"
+    ]
+    assert len(quotas) == 1
+    assert f"requests.memory: {requests_memory}" in quotas[0]
+    assert two.runtime.services.bg.errors == []
