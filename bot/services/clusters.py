@@ -56,6 +56,12 @@ def cluster_kube_settings(settings: Settings) -> dict[str, KubeSettings]:
     return out
 
 
+def _observe(port: KubePort, observer: Callable[..., None]) -> None:
+    hook = getattr(port, "observe_api", None)
+    if callable(hook):
+        hook(observer)
+
+
 class ClusterRegistry:
     """Which clusters exist, which one a command means, and their KubePorts (lazily)."""
 
@@ -77,6 +83,14 @@ class ClusterRegistry:
         self.channel_defaults = dict(channel_defaults or {})
         self._timeouts = dict(timeouts or {})
         self._ports: dict[str, KubePort] = {}
+        self._api_observer: Callable[..., None] | None = None
+
+    def observe_api(self, observer: Callable[..., None]) -> None:
+        """Have every cluster's port (built now or later) report its API calls to
+        ``observer`` (the bot's metrics), where the port can (``observe_api``)."""
+        self._api_observer = observer
+        for port in self._ports.values():
+            _observe(port, observer)
 
     @classmethod
     def single(cls, kube: KubePort, name: str = DEFAULT_CLUSTER) -> ClusterRegistry:
@@ -123,6 +137,8 @@ class ClusterRegistry:
         port = self._ports.get(name)
         if port is None:
             port = self._ports[name] = self._builders[name]()
+            if self._api_observer is not None:
+                _observe(port, self._api_observer)
         return port
 
     def timeout_s(self, name: str) -> float:

@@ -185,10 +185,8 @@ async def build_runtime(
         cache_ttl_s=settings.actions.usergroup_cache_ttl_s,
         locale_ttl_s=settings.slack.user_locale_cache_ttl_s,
     )
-    instrument(
-        metrics, store=store, client=client, kube=clusters.port(clusters.default),
-        replica_id=replica_id,
-    )  # fmt: skip
+    # every cluster's Kubernetes calls are counted, each port as it is first built
+    instrument(metrics, store=store, client=client, kube=clusters, replica_id=replica_id)
     bg = Background()
     diagnose = DiagnoseService(
         clusters,

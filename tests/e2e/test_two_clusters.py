@@ -150,3 +150,21 @@ async def test_prevent_reads_the_node_of_the_cluster_it_names(
     assert len(quotas) == 1
     assert f"requests.memory: {requests_memory}" in quotas[0]
     assert two.runtime.services.bg.errors == []
+
+
+async def test_the_kubernetes_calls_of_every_cluster_are_counted_in_the_metrics(two: Demo) -> None:
+    from tests.telemetry.scraping import scrape
+
+    assert two.kubes is not None
+    us = two.kubes["prod-us"]
+    before, us_before = await scrape(two.bot_url), len(us.requests)
+    result = await two.slack.slash_command(ALICE, CHANNEL, "prevent prod-us/gpu-node-01")
+    assert result.status == 200, result.body
+    await two.drain()
+    after, us_calls = await scrape(two.bot_url), len(us.requests) - us_before
+
+    counted = after.value("gpunode_kube_api_requests_total") - before.value(
+        "gpunode_kube_api_requests_total"
+    )
+    assert us_calls > 0
+    assert counted >= us_calls  # prod-us is not the default cluster, and its calls count
