@@ -83,9 +83,9 @@ async def load(session: aiohttp.ClientSession, url: str) -> list[float]:
         async with gate:
             start = time.perf_counter()
             async with session.post(url, data=body, headers=headers) as resp:
-                await resp.read()
+                answer = await resp.read()
                 if resp.status != 200:
-                    raise RuntimeError(f"HTTP {resp.status} from {url}")
+                    raise RuntimeError(f"HTTP {resp.status} from {url}: {answer[:300]!r}")
             times.append((time.perf_counter() - start) * 1000)
 
     await asyncio.gather(*(one() for _ in range(COMMANDS)))
