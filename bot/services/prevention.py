@@ -59,8 +59,8 @@ async def kit_from_cluster(kube: KubePort, node: str, *, at: datetime, locale: s
 def latest_view(rows: list[EvidenceSnapshot]) -> tuple[ClusterView, datetime | None] | None:
     """The newest stored cluster view among an incident's snapshot rows, with its time."""
     for row in reversed(rows):
-        if row.view_json:
-            return ClusterView.model_validate_json(row.view_json), row.at
+        if row.view is not None:
+            return row.view, row.at
     return None
 
 
