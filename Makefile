@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test check lint fmt types bench setup system-deps test-fast clean
+.PHONY: demo test test-serial check lint fmt types bench setup system-deps test-fast clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -37,12 +37,17 @@ system-deps:
 demo: $(STAMP)
 	$(BIN)/gpunode demo
 
-# The one entry point (README, .ci/run): what `make check` checks, then every test.
+# The one entry point (README, .ci/run): what `make check` checks, then every test, spread
+# over every core with pytest-xdist (worksteal: the slow end-to-end files don't pile up on one
+# worker). `make test-serial` runs them in one process (-p no:xdist) for debugging.
 test: $(STAMP) system-deps lint types
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto --dist worksteal
+
+test-serial: $(STAMP) system-deps
+	$(BIN)/pytest -q -p no:xdist
 
 test-fast: $(STAMP)
-	$(BIN)/pytest -q -m 'not slow and not browser'
+	$(BIN)/pytest -q -n auto -m 'not slow and not browser'
 
 fmt: $(STAMP)
 	$(BIN)/ruff format bot tests bench
