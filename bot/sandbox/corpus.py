@@ -20,9 +20,11 @@ from typing import Literal
 
 from bot.core.actions import ActionPlan
 from bot.core.analysis import analyze
+from bot.core.cluster import ClusterView
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.thresholds import DEFAULT
+from bot.sandbox.advice_checks import check
 from bot.sandbox.kubesim.expectations import ByteRange, Expected
 from bot.sandbox.kubesim.quantities import to_bytes
 from bot.sandbox.kubesim.scenarios import Scenario, list_scenarios, load_scenario
@@ -189,6 +191,15 @@ def compare(e: Expected, d: Diagnosis, *, gpus: dict[int, str]) -> list[str]:
 
 async def judge(scenario: Scenario, *, url: str) -> tuple[Diagnosis, EvidenceBundle]:
     """Diagnose the expected node of ``scenario`` served by a running stand-in at ``url``."""
+    d, bundle, _ = await judge_with_view(scenario, url=url)
+    return d, bundle
+
+
+async def judge_with_view(
+    scenario: Scenario, *, url: str
+) -> tuple[Diagnosis, EvidenceBundle, ClusterView]:
+    """``judge``, and the cluster view the diagnosis was made from (the advice checks need
+    it: which pods are where, what they request)."""
     from bot.config import KubeSettings
     from bot.kube.gateway import Gateway
     from bot.sandbox.kubesim.access import BOT_TOKEN
@@ -204,17 +215,24 @@ async def judge(scenario: Scenario, *, url: str) -> tuple[Diagnosis, EvidenceBun
         view = await gw.get_cluster_view(node)
     finally:
         gw.close()
-    return analyze(bundle, view, thresholds=DEFAULT, now=datetime.now(UTC)), bundle
+    return analyze(bundle, view, thresholds=DEFAULT, now=datetime.now(UTC)), bundle, view
 
 
-def outcome(scenario: Scenario, d: Diagnosis, bundle: EvidenceBundle) -> Outcome:
+def outcome(
+    scenario: Scenario, d: Diagnosis, bundle: EvidenceBundle, view: ClusterView | None = None
+) -> Outcome:
+    """The label compared; with the ``view``, the expert invariants too (``advice_checks``):
+    each broken one is a problem ``advice <invariant>: <numbers>``."""
     assert scenario.expected is not None
     e = scenario.expected
+    problems = compare(e, d, gpus=gpu_uuids(bundle))
+    if view is not None:
+        problems += [f"advice {v}" for v in check(bundle, view, d)]
     return Outcome(
         scenario=scenario.name,
         expected=describe_expected(e),
         got=describe_got(d),
-        problems=compare(e, d, gpus=gpu_uuids(bundle)),
+        problems=problems,
         diagnosis=d,
     )
 
@@ -229,10 +247,10 @@ async def judge_all(names: list[str] | None = None) -> list[Outcome]:
         sim = KubeSim(scenario)
         await sim.start()
         try:
-            d, bundle = await judge(scenario, url=sim.url)
+            d, bundle, view = await judge_with_view(scenario, url=sim.url)
         finally:
             await sim.stop()
-        outcomes.append(outcome(scenario, d, bundle))
+        outcomes.append(outcome(scenario, d, bundle, view))
     return outcomes
 
 

@@ -15,8 +15,11 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from bot.core.findings import VerdictCause
-from bot.sandbox.corpus import compare, corpus_names, gpu_uuids, judge, outcome
+from bot.core.cluster import ClusterView
+from bot.core.evidence import EvidenceBundle
+from bot.core.findings import Diagnosis, VerdictCause
+from bot.sandbox.advice_checks import check
+from bot.sandbox.corpus import compare, corpus_names, gpu_uuids, judge, judge_with_view, outcome
 from bot.sandbox.kubesim import KubeSim, load_scenario
 from bot.sandbox.kubesim.expectations import Expected, TierExpectation
 
@@ -26,10 +29,27 @@ pytestmark = pytest.mark.slow
 DISAGREES: dict[str, str] = {}
 
 
-def _param(name: str) -> object:
-    reason = DISAGREES.get(name)
+#: scenario -> which expert invariant (``bot.sandbox.advice_checks``) its advice breaks today
+ADVICE_BROKEN: dict[str, str] = {}
+_JUDGED: dict[str, tuple[Diagnosis, EvidenceBundle, ClusterView]] = {}
+
+
+def _param(name: str, known: dict[str, str] = DISAGREES) -> object:
+    reason = known.get(name)
     marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
     return pytest.param(name, id=name, marks=marks)
+
+
+async def _judged(name: str) -> tuple[Diagnosis, EvidenceBundle, ClusterView]:
+    """One stand-in and one diagnosis per scenario, shared by the label and advice tests."""
+    if name not in _JUDGED:
+        sim = KubeSim(load_scenario(name))
+        await sim.start()
+        try:
+            _JUDGED[name] = await judge_with_view(load_scenario(name), url=sim.url)
+        finally:
+            await sim.stop()
+    return _JUDGED[name]
 
 
 def test_the_corpus_has_25_labelled_scenarios_covering_every_verdict_cause() -> None:
@@ -42,16 +62,22 @@ def test_the_corpus_has_25_labelled_scenarios_covering_every_verdict_cause() -> 
 
 
 @pytest.mark.parametrize("name", [_param(n) for n in corpus_names()])
-async def test_each_corpus_scenario_gets_its_labelled_verdict_and_plans(
-    make_kubesim: Callable[..., Awaitable[KubeSim]], name: str
-) -> None:
+async def test_each_corpus_scenario_gets_its_labelled_verdict_and_plans(name: str) -> None:
     scenario = load_scenario(name)
-    sim = await make_kubesim(scenario)
 
-    diagnosis, bundle = await judge(scenario, url=sim.url)
+    diagnosis, bundle, _ = await _judged(name)
 
     result = outcome(scenario, diagnosis, bundle)
     assert result.problems == [], f"{result.expected} | got {result.got}"
+
+
+@pytest.mark.parametrize("name", [_param(n, ADVICE_BROKEN) for n in corpus_names()])
+async def test_every_expert_invariant_holds_on_each_corpus_scenario(name: str) -> None:
+    diagnosis, bundle, view = await _judged(name)
+
+    broken = [str(v) for v in check(bundle, view, diagnosis)]
+
+    assert broken == []
 
 
 async def test_a_wrong_label_is_reported_on_every_count(
