@@ -30,7 +30,28 @@ DISAGREES: dict[str, str] = {}
 
 
 #: scenario -> which expert invariant (``bot.sandbox.advice_checks``) its advice breaks today
-ADVICE_BROKEN: dict[str, str] = {}
+_TIER1_HEALTHY = "healthy_no_tier: tier 1 available on a node that is not short"
+_GPU_WORDS = "no_gpu_words: GPU words on a node without GPUs"
+ADVICE_BROKEN: dict[str, str] = {
+    "container-limit-oomkilled": _TIER1_HEALTHY,
+    "gpu-bound": _TIER1_HEALTHY,
+    "gpu-memory-one-pod": _TIER1_HEALTHY,
+    "gpu-orphan-ssh-session": _TIER1_HEALTHY,
+    "gpu-shared-without-request": _TIER1_HEALTHY,
+    "gpu-xid": _TIER1_HEALTHY,
+    "healthy": _TIER1_HEALTHY,
+    "issue-gpu-orphan": _TIER1_HEALTHY,
+    "limit-edge": f"{_TIER1_HEALTHY}; {_GPU_WORDS}",
+    "overcommit-limits": _TIER1_HEALTHY,
+    "page-cache-full-healthy": _TIER1_HEALTHY,
+    "cpu-node-besteffort-batch": _GPU_WORDS,
+    "host-daemon-cgroup-v1": _GPU_WORDS,
+    "hugepages-dpdk": _GPU_WORDS,
+    "pressure-no-single-cause": _GPU_WORDS,
+    "system-process-root-cgroup": _GPU_WORDS,
+    "many-small-pods-one-owner": "cap_floor: 1Mi for a 4.8 GiB container; shares: '4.8 GiB "
+    f"(94% of the node)' is 2.0% of 244 GiB; {_GPU_WORDS}",
+}
 _JUDGED: dict[str, tuple[Diagnosis, EvidenceBundle, ClusterView]] = {}
 
 
