@@ -157,7 +157,7 @@ def compare_advice(e: Expected, d: Diagnosis, *, gpus: dict[int, str]) -> list[s
     """The plan values against the label's ranges (``cap``, ``container``, ``evicts``,
     ``evicted``, ``restarts``)."""
     problems: list[str] = []
-    by_tier = {p.tier: p for p in d.plans}
+    by_tier: dict[int, ActionPlan] = {p.tier: p for p in d.plans}
     for tier, x in sorted(e.tiers.items()):
         plan = by_tier.get(tier)
         if plan is None or not plan.available:
