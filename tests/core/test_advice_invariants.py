@@ -12,16 +12,22 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from bot.core.analysis import analyze
 from bot.sandbox.advice_checks import INVARIANTS, Violation, by_invariant, check
+from tests.core.advising import range_problems
 from tests.core.generating import AT, CLASSES, nodes, plant
 
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
+#: no shrinking: a seed is a whole node, a smaller seed is no simpler one
 SETTINGS = settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
 )
 
 #: invariant -> what fails on the code before the fix (measured; see the notes of adv-checks)
@@ -121,3 +127,30 @@ def test_a_request_above_the_limit_is_caught() -> None:
     values = t3.values.model_copy(update={"memory_request": "2Ti", "memory_limit": "1Ti"})
     bad = _with_plan(d, 3, values=values, available=True)
     assert "request_le_limit" in _caught(bundle, view, bad)
+
+
+# --- the plan values fall in the ranges planted by construction -----------------------------
+
+#: classes whose plan values miss their planted ranges on the code before the fixes
+RANGES_MISSED = {
+    "multi_replica": "1Mi caps for the whole template; tier 1 evicts every replica",
+    "spread_replicas": "the restart count names only the replicas on this node",
+    "sidecar_leak": "tier 3 caps the training's first container, not the leaking sidecar",
+    "healthy_cache": "tier 1 is available on a node that is not short",
+    "pod": "tier 1 evicts every non-critical pod; caps below half of the holding",
+}
+
+
+def _ranges(name: str) -> object:
+    reason = RANGES_MISSED.get(name)
+    marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
+    return pytest.param(name, id=name, marks=marks)
+
+
+@pytest.mark.parametrize("cls", [_ranges(c) for c in RANGES_MISSED])
+@settings(SETTINGS, max_examples=10)
+@given(seed=SEEDS)
+def test_the_plan_values_fall_in_the_planted_ranges(cls: str, seed: int) -> None:
+    planted = plant(cls, random.Random(seed))
+    d = analyze(planted.bundle, planted.view, now=AT)
+    assert range_problems(planted, d) == []
