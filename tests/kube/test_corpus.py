@@ -29,6 +29,20 @@ pytestmark = pytest.mark.slow
 DISAGREES: dict[str, str] = {
     "many-small-pods-one-owner": "advice: tier 1 evicts all 48 replicas (4..12 cover the "
     "shortage), tier 3 caps each gateway container at 1Mi (2-4.3 GiB expected)",
+    "multi-replica-one-node": "advice: tier 1 evicts all 13 replicas (2..4), tier 3 caps "
+    "extract at 1Mi (13-25 GiB)",
+    "spread-replicas": "advice: tier 1 evicts 4 pods (1..2), tier 3 counts 2 restarts, not "
+    "the 6 replicas across 3 nodes",
+    "sidecar-leak-training": "advice: tier 3 claims 103 GiB freed by capping the sidecar "
+    "(at most 61 GiB: what the sidecar holds above the cap)",
+    "multi-container-pod": "advice: tier 3 claims 54.8 GiB from capping prompt-cache (18..46 GiB)",
+    "cpu-node-log-shipper-leak": "advice: tier 1 evicts all 3 pods (1..2)",
+    "healthy-large-page-cache": "advice: tier 1 available (evicts 1 pod) on a healthy node",
+    "near-tie-two-owners": "advice: tier 1 evicts 6 pods (1..2)",
+    "besteffort-leak-beside-training": "verdict: names the trainer inside its request "
+    "(train-llm-0) instead of the BestEffort scratch pod; tier 3 caps the trainer",
+    "mig-training-deployment": "advice: tier 3 caps the MIG trainer at 16 GiB (19-36: at "
+    "least half of its 40.8 GiB)",
 }
 
 
@@ -54,6 +68,18 @@ ADVICE_BROKEN: dict[str, str] = {
     "system-process-root-cgroup": _GPU_WORDS,
     "many-small-pods-one-owner": "cap_floor: 1Mi for a 4.8 GiB container; shares: '4.8 GiB "
     f"(94% of the node)' is 2.0% of 244 GiB; {_GPU_WORDS}",
+    "multi-replica-one-node": "cap_floor: 1Mi for a 28.5 GiB container; shares: '28.5 GiB "
+    "(74% of the node)' is 5.7% of 503 GiB",
+    "spread-replicas": f"shares: '100.8 GiB (79% of the node)' is 39.4%; {_GPU_WORDS}",
+    "sidecar-leak-training": "relief_bounded: 103 GiB claimed, the sidecar frees 20.1 GiB",
+    "multi-container-pod": "relief_bounded: 54.8 GiB claimed, prompt-cache frees 34.1 GiB",
+    "cpu-node-log-shipper-leak": "shares: '32.1 GiB (75% of the node)' is 25.1%; "
+    f"relief_bounded: 33.4 GiB claimed of 27.1; {_GPU_WORDS}",
+    "healthy-large-page-cache": _TIER1_HEALTHY,
+    "near-tie-two-owners": _GPU_WORDS,
+    "containerd-leak": _GPU_WORDS,
+    "mig-training-deployment": "cap_floor: 16Gi for a 40.8 GiB container; shares: '40.8 GiB "
+    "(65% of the node)' is 16.3% of 251 GiB",
 }
 _JUDGED: dict[str, tuple[Diagnosis, EvidenceBundle, ClusterView]] = {}
 
@@ -76,11 +102,11 @@ async def _judged(name: str) -> tuple[Diagnosis, EvidenceBundle, ClusterView]:
     return _JUDGED[name]
 
 
-def test_the_corpus_has_25_labelled_scenarios_covering_every_verdict_cause() -> None:
+def test_the_corpus_has_43_labelled_scenarios_covering_every_verdict_cause() -> None:
     names = corpus_names()
     causes = {load_scenario(n).expected.cause for n in names}  # type: ignore[union-attr]
 
-    assert len(names) >= 25
+    assert len(names) >= 43
     assert causes == set(VerdictCause.__args__)  # type: ignore[attr-defined]
     assert {"seed", "slab-leak", "gpu-bound", "limit-edge", "healthy"} <= set(names)
 
