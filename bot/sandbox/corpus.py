@@ -99,10 +99,14 @@ def _count_text(r: CountRange) -> str:
 
 
 def restart_count(plan: ActionPlan) -> int:
-    """Pods the plan restarts across the cluster: the plan's own total when it states one
-    (every replica of a template, here and elsewhere), else its ``restarts`` here."""
-    total = getattr(plan, "restarts_total", None)
-    return total if isinstance(total, int) else len(plan.restarts)
+    """Pods the plan restarts across the cluster: the count its ``rolls_other_nodes`` note
+    states (the workload's replicas, here and elsewhere), else its ``restarts`` and
+    ``blast_radius`` (the pods here and, named, elsewhere)."""
+    for note in plan.notes:
+        count = note.params.get("count")
+        if note.code == "rolls_other_nodes" and isinstance(count, int):
+            return count
+    return len(set(plan.restarts) | set(plan.blast_radius))
 
 
 def describe_expected_advice(e: Expected) -> str:

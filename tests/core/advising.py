@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from bot.core.actions import ActionPlan
 from bot.core.findings import Diagnosis
 from bot.sandbox.advice_checks import check
+from bot.sandbox.corpus import restart_count as corpus_restart_count
 
 if TYPE_CHECKING:
     from tests.core.generating import Planted
@@ -20,9 +21,8 @@ GIB = 1024**3
 
 
 def restart_count(plan: ActionPlan) -> int:
-    """Pods the plan restarts across the cluster: its own total when it states one."""
-    total = getattr(plan, "restarts_total", None)
-    return total if isinstance(total, int) else len(plan.restarts)
+    """Pods the plan restarts across the cluster (as ``bot.sandbox.corpus`` counts them)."""
+    return corpus_restart_count(plan)
 
 
 def range_problems(planted: Planted, d: Diagnosis) -> list[str]:

@@ -43,6 +43,7 @@ DISAGREES: dict[str, str] = {
     "(train-llm-0) instead of the BestEffort scratch pod; tier 3 caps the trainer",
     "mig-training-deployment": "advice: tier 3 caps the MIG trainer at 16 GiB (19-36: at "
     "least half of its 40.8 GiB)",
+    "hugepages-dpdk": "advice: tier 1 evicts every non-critical pod (1..2 cover the shortage)",
 }
 
 

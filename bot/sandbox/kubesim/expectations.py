@@ -25,8 +25,8 @@ accepts, each a range:
 - ``evicts`` (count range) and ``evicted`` (globs that must be among them): the pods
   tier 1 evicts (the fewest that cover the shortage, the culprit among them);
 - ``restarts``: the pods a template change restarts across the cluster (every replica,
-  here and on other nodes): ``restarts_total`` when the plan states it, else its
-  ``restarts`` list.
+  here and on other nodes): the ``count`` of the plan's ``rolls_other_nodes`` note when it
+  has one, else its ``restarts`` and ``blast_radius``.
 """
 
 from __future__ import annotations
