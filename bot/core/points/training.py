@@ -1,5 +1,6 @@
-"""Points that make GPU training pods safer, for the AI team: a priority class, a memory
-request close to the limit, and OOM kills. Pure: no I/O.
+"""Points that make GPU pods safer, for the AI team: a priority class, requests equal to
+limits (Guaranteed QoS: what protects a pod from node-pressure kills), and OOM kills.
+Pure: no I/O.
 
 Keys: ai.training_priority_missing, ai.training_request_buffer, ai.oom_killed.
 """
@@ -12,6 +13,7 @@ from bot.core.planning import consumer_group
 from bot.core.points.common import Codes, known_pod, per_finding, point
 from bot.core.rules.context import fact, pod_source
 from bot.core.thresholds import Thresholds
+from bot.core.workload_kinds import workload_kind
 
 
 def training_points(
@@ -48,7 +50,9 @@ def training_points(
         if not pod.accelerated or not pod.memory_limit_bytes or group in seen:
             continue
         seen.add(group)
-        suggested = int(pod.memory_limit_bytes * t.memory_request_ratio)
+        # protection from node-pressure kills is Guaranteed QoS (requests = limits), not a
+        # request a little higher: a Burstable pod is still ranked by its usage above request
+        suggested = pod.memory_limit_bytes
         if pod.memory_request_bytes >= suggested:
             continue
         src = pod_source(pod)
@@ -78,6 +82,7 @@ def training_points(
                     "limit_bytes": pod.memory_limit_bytes,
                     "request_bytes": pod.memory_request_bytes,
                     "suggested_request_bytes": suggested,
+                    "kind": workload_kind(pod),
                 },
             )
         )
