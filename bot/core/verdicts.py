@@ -43,8 +43,9 @@ from bot.core.consumers import (
 )
 from bot.core.evidence import GpuDevice
 from bot.core.findings import Contribution, Fact, Finding, Verdict
-from bot.core.gpus import node_has_gpus
+from bot.core.gpus import gpu_sharing, node_has_gpus
 from bot.core.rules.context import MEMINFO, Context, fact, ratio
+from bot.core.rules.gpu import restarting, shared_gpu_crash_loops
 from bot.core.rules.host import available_bytes, under_pressure
 from bot.core.thresholds import Thresholds
 
@@ -332,6 +333,12 @@ def _gpu_candidate(ctx: Context, t: Thresholds) -> tuple[str, GpuHolder | None, 
     if orphans:
         best = max(orphans, key=lambda h: (h.bytes, -h.gpu.index))
         return ("gpu_orphan", best, best.gpu)
+    # a shared GPU (time-slicing, MPS): one pod's memory decides, the crash loops of the
+    # others on that physical GPU are the evidence, however full the device looks
+    looping = shared_gpu_crash_loops(ctx)
+    if looping:
+        g, top_holder, _ = max(looping, key=lambda x: (x[1].bytes, -x[0].index))
+        return ("gpu_memory", top_holder, g)
     exhausted = [
         g
         for g in ctx.bundle.gpus
@@ -342,6 +349,30 @@ def _gpu_candidate(ctx: Context, t: Thresholds) -> tuple[str, GpuHolder | None, 
     worst = max(exhausted, key=lambda g: (g.memory_used_bytes / g.memory_total_bytes, -g.index))
     top = holders.get(worst.index, [])
     return ("gpu_memory", top[0] if top else None, worst)
+
+
+def _shared_params(ctx: Context, g: GpuDevice) -> Params:
+    """On a shared GPU: how it is shared, an equal share of it, and the pods on it that keep
+    restarting (``bot.core.rules.gpu.shared_gpu_crash_loops``)."""
+    sharing = gpu_sharing(ctx.view.node if ctx.view is not None else None)
+    if not sharing.shared:
+        return {}
+    params: Params = {
+        "sharing": sharing.strategy,
+        "replicas": sharing.replicas,
+        "fair_share_bytes": g.memory_total_bytes // max(1, sharing.replicas),
+    }
+    for gpu, _, looping in shared_gpu_crash_loops(ctx):
+        if gpu.index != g.index:
+            continue
+        counts = [restarting(p) for p in looping]
+        params.update(
+            crash_pods=", ".join(p.key for p in looping),
+            crash_count=len(looping),
+            crash_restarts=sum(n for n, _ in counts),
+            crash_reason=counts[0][1],
+        )
+    return params
 
 
 def _gpu_verdict(
@@ -380,6 +411,7 @@ def _gpu_verdict(
         facts.append(fact("gpu_process.used_bytes", "GPU memory", holder.bytes, "bytes", src))
         others = [h.bytes for h in holders if h != holder]
         runner_up = max(others, default=0)
+    params.update(_shared_params(ctx, g))
     gaps = _gap_count(ctx, ("nvml",)) + (1 if holder is None else 0)
     lead = (held - runner_up) / g.memory_total_bytes if g.memory_total_bytes else 0.0
     confidence = _confidence(lead, True, gaps, t)

@@ -37,7 +37,19 @@ def gpu_points(d: Diagnosis, codes: Codes) -> list[TalkingPoint]:
                 list(d.verdict.facts),
                 {
                     k: d.verdict.params[k]
-                    for k in ("gpu_index", "used_bytes", "total_bytes", "percent")
+                    for k in (
+                        "gpu_index",
+                        "used_bytes",
+                        "total_bytes",
+                        "percent",
+                        "pod",
+                        "process_bytes",
+                        "sharing",
+                        "replicas",
+                        "fair_share_bytes",
+                        "crash_pods",
+                        "crash_count",
+                    )
                     if k in d.verdict.params
                 },
             )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from bot.core.cluster import ClusterView
 from bot.core.findings import Diagnosis, TalkingPoint
 from bot.core.planning import consumer_group
-from bot.core.points.common import Codes, known_pod, per_finding, point
+from bot.core.points.common import Codes, host_pressured, known_pod, per_finding, point
 from bot.core.rules.context import fact, pod_source
 from bot.core.thresholds import Thresholds
 from bot.core.workload_kinds import workload_kind
@@ -22,6 +22,12 @@ def training_points(
     out: list[TalkingPoint] = []
     consumer = consumer_group(d)
     # never advise raising the priority of the pod that holds the node's memory
+    if not host_pressured(d, codes):  # nothing threatens them with eviction: no advice
+        return per_finding(
+            codes, "CONTAINER_OOM_KILLED", ("ai_team", "ai.oom_killed", "neutral"),
+            keys=("pod", "container", "restarts", "oom_kills"),
+            when=lambda f: known_pod(str(f.params.get("pod", f.subject)), view),
+        )  # fmt: skip
     missing = [
         f
         for f in codes.get("GPU_POD_NO_PRIORITY", [])
@@ -49,6 +55,8 @@ def training_points(
         group = f"{owner.kind}/{pod.namespace}/{owner.name}" if owner is not None else pod.key
         if not pod.accelerated or not pod.memory_limit_bytes or group in seen:
             continue
+        if consumer is not None and consumer in (group, pod.key):
+            continue  # never advise protecting the consumer
         seen.add(group)
         # protection from node-pressure kills is Guaranteed QoS (requests = limits), not a
         # request a little higher: a Burstable pod is still ranked by its usage above request
