@@ -224,17 +224,15 @@ def _contract(rows: list[Consumer]) -> Params:
     """The node's memory against the scheduler's contract: what pods hold inside and above
     their requests (pods without a request: all above), what is held outside pods, and the
     biggest pod rows in the kubelet's eviction order (``contract_N_*``)."""
-    pods = [r for r in rows if r.cause == "host_memory_workload"]
-    pod_shmem = [r for r in rows if r.cause == "shmem" and r.subject != "host"]
+    # pods the API view does not know (pod-uid/...: gpunode's own diagnostic pod, or a pod
+    # that just left) have no request anyone can read or change: left out of the split
+    known = [r for r in rows if not r.subject.startswith("pod-uid/")]
+    pods = [r for r in known if r.cause == "host_memory_workload"]
+    pod_shmem = [r for r in known if r.cause == "shmem" and r.subject != "host"]
     outside = [
         r for r in rows if r.cause in _OUTSIDE_PODS or (r.cause, r.subject) == ("shmem", "host")
     ]
-    # pods the API view does not know (pod-uid/...) have an unknown request, not none
-    no_request = [
-        r
-        for r in pods
-        if not r.params.get("group_request_bytes", 0) and not r.subject.startswith("pod-uid/")
-    ]
+    no_request = [r for r in pods if not r.params.get("group_request_bytes", 0)]
     params: Params = {
         "contract_above_bytes": sum(unreserved_bytes(r) for r in [*pods, *pod_shmem]),
         "contract_within_bytes": sum(within_request_bytes(r) for r in [*pods, *pod_shmem]),

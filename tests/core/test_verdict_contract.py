@@ -11,6 +11,7 @@ import random
 
 from bot.core.analysis import analyze
 from bot.core.cluster import EventInfo, OwnerRef
+from bot.core.evidence import Gap
 from bot.core.findings import Diagnosis
 from bot.render.text import render_report_text
 from tests.core.generating import (
@@ -152,3 +153,19 @@ def test_the_guaranteed_qos_advice_asks_for_requests_equal_to_limits() -> None:
     assert point.params["suggested_request_bytes"] == 72 * GI
     pod = next(p for p in n.pods if p.name == "train-0")
     assert pod.owners == [OwnerRef(kind="StatefulSet", name="train")]
+
+
+def test_a_node_without_gpus_does_not_report_nvml_as_unverified() -> None:
+    # old code: "Not verified: nvml (no /dev/nvidiactl ...)" on every CPU-only node
+    n = _Node(rng=random.Random(4), total=128 * GI)
+    _daemons(n)
+    _pod(n, "etl-6f7d-ccccc", 80 * GI, request=16 * GI, limit=96 * GI, owner=("Deployment", "etl"))
+    n.events.append(EventInfo(involved_kind="Node", involved_name=NODE, reason="SystemOOM"))
+    bundle = _finish(n, _kernel(n), pressured=True)
+    gap = Gap(source="nvml", reason="no /dev/nvidiactl: NVIDIA driver not loaded")
+    bundle = bundle.model_copy(update={"gaps": [*bundle.gaps, gap]})
+    d = analyze(bundle, _view(n), now=AT)
+    assert all(not g.source.startswith("nvml") for g in d.unverified)
+    assert "nvml" not in render_report_text(d, bundle, incident="INC-1")
+    # without the API's view nobody can tell a missing driver from no GPUs: the gap stays
+    assert any(g.source == "nvml" for g in analyze(bundle, None, now=AT).unverified)
