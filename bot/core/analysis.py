@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from bot.core.attribution import attribute
 from bot.core.cluster import ClusterView
 from bot.core.evidence import EvidenceBundle, Gap
-from bot.core.gpus import node_has_gpus
 from bot.core.findings import Diagnosis, Finding
+from bot.core.gpus import node_has_gpus
 from bot.core.ledger import build_ledger
 from bot.core.planning import plan_all
 from bot.core.rules import ALL_RULES, Context
