@@ -87,3 +87,31 @@ def gpu_sharing(node: NodeInfo | None) -> GpuSharing:
         source = REPLICAS_LABEL if replicas > 1 else SHARED_RESOURCE if renamed else PRODUCT_LABEL
         return GpuSharing("time-slicing", max(replicas, 1), f"k8s:node/labels/{source}")
     return NOT_SHARED
+
+
+def process_origin(cgroup_path: str | None) -> tuple[str, str, str]:
+    """Where a process outside pods runs, from its cgroup: (origin, unit, user id).
+
+    ``login_session``: ``user.slice/user-UID.slice/session-N.scope`` (someone's SSH or
+    console session); ``user_service``: another unit under ``user-UID.slice``;
+    ``system_unit``: ``system.slice/x.service``; ``stale_pod``: a kubepods scope whose pod is
+    gone; ``""`` unknown (the root cgroup, or no cgroup read)."""
+    parts = [p for p in (cgroup_path or "").split("/") if p and p not in (".", "..")]
+    leaf = parts[-1] if parts else ""
+    user = next(
+        (
+            p[len("user-") : -len(".slice")]
+            for p in parts
+            if p.startswith("user-") and p.endswith(".slice")
+        ),
+        "",
+    )
+    if user and leaf.startswith("session-") and leaf.endswith(".scope"):
+        return ("login_session", leaf, user)
+    if user:
+        return ("user_service", leaf, user)
+    if any(p.startswith("kubepods") for p in parts):
+        return ("stale_pod", leaf, "")
+    if parts and parts[0] == "system.slice":
+        return ("system_unit", leaf, "")
+    return ("", leaf, "")

@@ -15,6 +15,10 @@ key                                stance      params
 ai.gpu_memory_not_cause            supports    requested, allocatable, max_used_bytes,
                                                max_total_bytes, max_percent, gpu_count
 ai.gpu_memory_is_cause             contradicts gpu_index, used_bytes, total_bytes, percent
+ai.foreign_process_on_gpu          supports    gpu_index, pid, command, cmdline, origin
+                                               (login_session / user_service / system_unit /
+                                               stale_pod / ""), unit, user_id, process_bytes,
+                                               total_bytes, gpu_pods, gpu_pod_count
 ai.gpu_isolation_broken            contradicts requested, allocatable, mismatched
 ai.host_memory_workload            neutral     pod, controller, working_set_bytes,
                                                limit_bytes, share_percent (separate from GPU),

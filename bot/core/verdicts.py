@@ -43,7 +43,7 @@ from bot.core.consumers import (
 )
 from bot.core.evidence import GpuDevice
 from bot.core.findings import Contribution, Fact, Finding, Verdict
-from bot.core.gpus import gpu_sharing, node_has_gpus
+from bot.core.gpus import gpu_sharing, node_has_gpus, process_origin
 from bot.core.rules.context import MEMINFO, Context, fact, ratio
 from bot.core.rules.gpu import restarting, shared_gpu_crash_loops
 from bot.core.rules.host import available_bytes, under_pressure
@@ -405,6 +405,14 @@ def _gpu_verdict(
         params.update(pid=holder.pid, command=holder.command, process_bytes=holder.bytes)
         if holder.pod is not None:
             params["pod"] = holder.pod
+        else:  # a process of no pod: whose session or unit runs it, and its command line
+            proc = next((x for x in ctx.bundle.processes if x.pid == holder.pid), None)
+            if proc is not None:
+                origin, unit, user = process_origin(proc.cgroup_path)
+                params.update(origin=origin, unit=unit, user_id=user, cmdline=proc.cmdline[:160])
+            pods = [h.pod for h in holders if h.pod is not None]
+            if pods:  # the pods the device plugin gave this GPU, who now lack its memory
+                params.update(gpu_pods=", ".join(pods), gpu_pod_count=len(pods))
         facts.append(fact("gpu_process.pid", "PID", holder.pid, "count", src))
         facts.append(fact("gpu_process.used_bytes", "GPU memory", holder.bytes, "bytes", src))
         others = [h.bytes for h in holders if h != holder]

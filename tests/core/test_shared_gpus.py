@@ -14,7 +14,19 @@ from bot.core.evidence import GpuProcess
 from bot.core.findings import Diagnosis
 from bot.core.gpus import gpu_sharing, node_has_gpus
 from bot.render.text import render_report_text
-from tests.core.generating import AT, GI, MI, _finish, _gpus, _kernel, _Node, _pod, _set_gpu, _view
+from tests.core.generating import (
+    AT,
+    GI,
+    MI,
+    _finish,
+    _gpus,
+    _kernel,
+    _Node,
+    _pod,
+    _set_gpu,
+    _system,
+    _view,
+)
 
 TIME_SLICED = {
     "nvidia.com/gpu.replicas": "4",
@@ -109,3 +121,32 @@ def test_pods_that_do_not_restart_are_no_crash_loop() -> None:
     d, _ = _time_sliced(TIME_SLICED, restarts=0)
     assert "GPU_SHARED_CRASH_LOOP" not in {f.code for f in d.findings}
     assert d.verdict.cause != "gpu_memory"
+
+
+def test_a_login_sessions_process_on_a_gpu_is_named_with_its_session_and_command_line() -> None:
+    # old code: "python3 (PID n) ... (often left over from a killed container)", and the AI
+    # team heard nothing specific
+    n = _Node(rng=random.Random(9), total=251 * GI)
+    train = _pod(n, "rl-train-0", 20 * GI, gpu=8, limit=40 * GI, owner=("StatefulSet", "rl-train"))
+    _gpus(n, 8, train, max_share=0.3)
+    orphan = _system(n, "python3", 2 * GI, "user.slice/user-1001.slice/session-12.scope")
+    orphan = orphan.model_copy(update={"cmdline": "python3 my_experiment.py --lr 3e-4"})
+    n.processes[-1] = orphan
+    _set_gpu(n, 5, 70 * GI)
+    n.gpu_procs.append(
+        GpuProcess(gpu_index=5, gpu_uuid=n.gpus[5].uuid, pid=orphan.pid,
+                   used_gpu_memory_bytes=60 * GI, command="python3")
+    )  # fmt: skip
+    d = analyze(_finish(n, _kernel(n), pressured=False), _view(n), now=AT)
+    v = d.verdict
+    assert v.cause == "gpu_orphan"
+    assert (v.params["origin"], v.params["unit"], v.params["user_id"]) == (
+        "login_session",
+        "session-12.scope",
+        "1001",
+    )
+    text = render_report_text(d, None, incident="INC-1")
+    assert "user 1001's login session (session-12.scope)" in text.split("HOST MEMORY")[0]
+    ai = next(p for p in d.talking_points if p.key == "ai.foreign_process_on_gpu")
+    assert ai.params["cmdline"] == "python3 my_experiment.py --lr 3e-4"
+    assert ai.params["gpu_pods"] == "ml/rl-train-0"
