@@ -16,8 +16,9 @@ from datetime import UTC, datetime
 
 from bot.core.attribution import attribute
 from bot.core.cluster import ClusterView
-from bot.core.evidence import EvidenceBundle
+from bot.core.evidence import EvidenceBundle, Gap
 from bot.core.findings import Diagnosis, Finding
+from bot.core.gpus import node_has_gpus
 from bot.core.ledger import build_ledger
 from bot.core.planning import plan_all
 from bot.core.rules import ALL_RULES, Context
@@ -43,6 +44,14 @@ def run_rules(ctx: Context, thresholds: Thresholds) -> list[Finding]:
     return sorted(findings, key=lambda f: (_SEVERITY_ORDER[f.severity], f.code, f.subject))
 
 
+def _gaps(bundle: EvidenceBundle, view: ClusterView | None) -> list[Gap]:
+    """The bundle's gaps, less NVML's on a node the API says has no GPUs: there is no GPU
+    memory to verify there (without a view, a missing driver could hide GPUs: kept)."""
+    if view is not None and not node_has_gpus(bundle, view):
+        return [g for g in bundle.gaps if not g.source.startswith("nvml")]
+    return list(bundle.gaps)
+
+
 def analyze(
     bundle: EvidenceBundle,
     view: ClusterView | None,
@@ -64,7 +73,7 @@ def analyze(
         verdict=verdict,
         findings=findings,
         ledger=ledger,
-        unverified=list(bundle.gaps),
+        unverified=_gaps(bundle, view),
     )
     if view is not None:
         plans = plan_all(view, diagnosis, thresholds=thresholds)

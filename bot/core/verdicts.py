@@ -37,11 +37,15 @@ from bot.core.consumers import (
     GpuHolder,
     gpu_holders,
     host_consumers,
+    kubelet_rank,
     unreserved_bytes,
+    within_request_bytes,
 )
 from bot.core.evidence import GpuDevice
 from bot.core.findings import Contribution, Fact, Finding, Verdict
+from bot.core.gpus import gpu_sharing, node_has_gpus, process_origin
 from bot.core.rules.context import MEMINFO, Context, fact, ratio
+from bot.core.rules.gpu import restarting, shared_gpu_crash_loops
 from bot.core.rules.host import available_bytes, under_pressure
 from bot.core.thresholds import Thresholds
 
@@ -97,11 +101,21 @@ def _consumer_facts(c: Consumer, total: int) -> list[Fact]:
     value = (
         c.params.get("working_set_bytes", c.bytes) if c.cause == "host_memory_workload" else c.bytes
     )
+    if c.cause == "host_memory_workload":  # the pod's share: its own bytes over MemTotal
+        share = ratio(int(value), total) or 0.0
     facts = [
         fact(key, label, value, "bytes", c.source),
         fact("node.mem_total_bytes", "MemTotal", total, "bytes", MEMINFO),
         fact("consumer.host_memory_share", "share of host memory", share, "ratio", c.source),
     ]
+    if c.cause == "host_memory_workload" and int(c.params.get("pods_in_group", 1)) > 1:
+        group = str(c.params.get("group", ""))
+        facts += [
+            fact("group.host_memory_bytes", f"{group} ({c.params.get('pods_in_group')} pods)",
+                 c.bytes, "bytes", "cgroup:kubepods"),
+            fact("group.host_memory_share", f"{group} share of host memory",
+                 ratio(c.bytes, total) or 0.0, "ratio", "cgroup:kubepods"),
+        ]  # fmt: skip
     if c.cause == "host_memory_workload":
         src = f"k8s:pod/{c.subject}" if not c.subject.startswith("pod-uid/") else c.source
         facts.append(
@@ -109,6 +123,15 @@ def _consumer_facts(c: Consumer, total: int) -> list[Fact]:
                 "pod.memory_request_bytes",
                 "memory request",
                 c.params.get("request_bytes", 0),
+                "bytes",
+                src,
+            )
+        )
+        facts.append(
+            fact(
+                "pod.memory_above_request_bytes",
+                "held above its request",
+                c.params.get("pod_above_request_bytes", 0),
                 "bytes",
                 src,
             )
@@ -170,12 +193,74 @@ def _local_contributions(
     return out
 
 
+def _within_request_note(rows: list[Consumer], top: Consumer, total: int) -> Params:
+    """The largest pod row inside its requests that holds more than the primary: named so
+    the verdict says why it is not the cause (its request reserved what it holds)."""
+    bigger = [
+        r
+        for r in rows
+        if r.cause == "host_memory_workload"
+        and r.bytes > top.bytes
+        and unreserved_bytes(r) == 0
+        and r.params.get("group_request_bytes", 0)
+    ]
+    if not bigger:
+        return {}
+    r = bigger[0]
+    return {
+        "within_request_pod": r.subject,
+        "within_request_held_bytes": r.bytes,
+        "within_request_request_bytes": r.params.get("group_request_bytes", 0),
+        "within_request_pods": r.params.get("pods_in_group", 1),
+    }
+
+
+#: consumers outside pods: no request, every byte of them unseen by the scheduler
+_OUTSIDE_PODS = ("system_process", "kernel_slab", "kernel_memory", "hugepages")
+_CONTRACT_ROWS = 4
+
+
+def _contract(rows: list[Consumer]) -> Params:
+    """The node's memory against the scheduler's contract: what pods hold inside and above
+    their requests (pods without a request: all above), what is held outside pods, and the
+    biggest pod rows in the kubelet's eviction order (``contract_N_*``)."""
+    # pods the API view does not know (pod-uid/...: gpunode's own diagnostic pod, or a pod
+    # that just left) have no request anyone can read or change: left out of the split
+    known = [r for r in rows if not r.subject.startswith("pod-uid/")]
+    pods = [r for r in known if r.cause == "host_memory_workload"]
+    pod_shmem = [r for r in known if r.cause == "shmem" and r.subject != "host"]
+    outside = [
+        r for r in rows if r.cause in _OUTSIDE_PODS or (r.cause, r.subject) == ("shmem", "host")
+    ]
+    no_request = [r for r in pods if not r.params.get("group_request_bytes", 0)]
+    params: Params = {
+        "contract_above_bytes": sum(unreserved_bytes(r) for r in [*pods, *pod_shmem]),
+        "contract_within_bytes": sum(within_request_bytes(r) for r in [*pods, *pod_shmem]),
+        "contract_no_request_bytes": sum(r.bytes for r in no_request),
+        "contract_no_request_count": sum(int(r.params.get("pods_in_group", 1)) for r in no_request),
+        "contract_above_count": sum(1 for r in pods if unreserved_bytes(r) > 0),
+        "contract_outside_bytes": sum(r.bytes for r in outside),
+    }
+    big = sorted((r for r in pods if r.bytes > 0), key=lambda r: -r.bytes)[:_CONTRACT_ROWS]
+    for i, r in enumerate(sorted(big, key=kubelet_rank), start=1):
+        params[f"contract_{i}_subject"] = str(r.params.get("group", r.subject))
+        params[f"contract_{i}_pods"] = int(r.params.get("pods_in_group", 1))
+        params[f"contract_{i}_held_bytes"] = r.bytes
+        params[f"contract_{i}_request_bytes"] = int(r.params.get("group_request_bytes", 0))
+        params[f"contract_{i}_above_bytes"] = unreserved_bytes(r)
+    params["contract_rows"] = len(big)
+    return params
+
+
 def _host_verdict(
     ctx: Context, findings: list[Finding], t: Thresholds, short: int
 ) -> Verdict | None:
+    """Blame follows the contract: only consumers holding memory above it (pods above their
+    requests, pods without requests, memory outside pods) make up a shortage. A pod inside
+    its request is never the primary, never the runner-up that lowers confidence."""
     total = ctx.mem_total or 0
     rows = host_consumers(ctx.bundle, ctx.attr, ctx.node)
-    culprits = [r for r in rows if r.culprit]
+    culprits = [r for r in rows if r.culprit and unreserved_bytes(r) > 0]
     unexplained = next((r.bytes for r in rows if r.cause == "unattributed"), 0)
     if not culprits or not total:
         return None
@@ -184,10 +269,10 @@ def _host_verdict(
         return None
     if unexplained > biggest.bytes:
         return None
-    # a near tie (within verdict_tie_margin_share of RAM) goes to the consumer holding the
-    # most beyond what was reserved for it (see consumers.unreserved_bytes)
+    # a near tie (within verdict_tie_margin_share of RAM) goes as the kubelet would evict:
+    # above request first, then lower priority, then the most above request
     tied = [c for c in culprits if biggest.bytes - c.bytes <= t.verdict_tie_margin_share * total]
-    top = max(tied, key=lambda c: (unreserved_bytes(c), c.bytes))
+    top = min(tied, key=kubelet_rank)
     others = [c for c in culprits if c is not top]
     runner_up = max(others[0].bytes if others else 0, unexplained)
     lead = (top.bytes - runner_up) / total
@@ -202,9 +287,14 @@ def _host_verdict(
     share = ratio(top.bytes, total) or 0.0
     params["share_percent"] = round(share * 100, 1)
     params["shortage_bytes"] = short
+    params.update(_contract(rows))
     if top.cause == "host_memory_workload":
-        params["biggest_consumer"] = int(top is biggest)
+        pod_bytes = top.params.get("working_set_bytes", top.bytes)
+        # a pod's share is its own bytes over MemTotal; the group's is labelled the group's
+        params["share_percent"] = round((ratio(int(pod_bytes), total) or 0.0) * 100, 1)
+        params["group_share_percent"] = round(share * 100, 1)
         params["controller"] = params.get("group", "") if params.get("owner_kind") != "Pod" else ""
+        params.update(_within_request_note(rows, top, total))
     facts = _consumer_facts(top, total)
     slab = _codes(findings, "KERNEL_SLAB_UNRECLAIMABLE_HIGH")
     if top.cause == "kernel_slab" and slab:
@@ -241,6 +331,12 @@ def _gpu_candidate(ctx: Context, t: Thresholds) -> tuple[str, GpuHolder | None, 
     if orphans:
         best = max(orphans, key=lambda h: (h.bytes, -h.gpu.index))
         return ("gpu_orphan", best, best.gpu)
+    # a shared GPU (time-slicing, MPS): one pod's memory decides, the crash loops of the
+    # others on that physical GPU are the evidence, however full the device looks
+    looping = shared_gpu_crash_loops(ctx)
+    if looping:
+        g, top_holder, _ = max(looping, key=lambda x: (x[1].bytes, -x[0].index))
+        return ("gpu_memory", top_holder, g)
     exhausted = [
         g
         for g in ctx.bundle.gpus
@@ -251,6 +347,30 @@ def _gpu_candidate(ctx: Context, t: Thresholds) -> tuple[str, GpuHolder | None, 
     worst = max(exhausted, key=lambda g: (g.memory_used_bytes / g.memory_total_bytes, -g.index))
     top = holders.get(worst.index, [])
     return ("gpu_memory", top[0] if top else None, worst)
+
+
+def _shared_params(ctx: Context, g: GpuDevice) -> Params:
+    """On a shared GPU: how it is shared, an equal share of it, and the pods on it that keep
+    restarting (``bot.core.rules.gpu.shared_gpu_crash_loops``)."""
+    sharing = gpu_sharing(ctx.view.node if ctx.view is not None else None)
+    if not sharing.shared:
+        return {}
+    params: Params = {
+        "sharing": sharing.strategy,
+        "replicas": sharing.replicas,
+        "fair_share_bytes": g.memory_total_bytes // max(1, sharing.replicas),
+    }
+    for gpu, _, looping in shared_gpu_crash_loops(ctx):
+        if gpu.index != g.index:
+            continue
+        counts = [restarting(p) for p in looping]
+        params.update(
+            crash_pods=", ".join(p.key for p in looping),
+            crash_count=len(looping),
+            crash_restarts=sum(n for n, _ in counts),
+            crash_reason=counts[0][1],
+        )
+    return params
 
 
 def _gpu_verdict(
@@ -285,10 +405,19 @@ def _gpu_verdict(
         params.update(pid=holder.pid, command=holder.command, process_bytes=holder.bytes)
         if holder.pod is not None:
             params["pod"] = holder.pod
+        else:  # a process of no pod: whose session or unit runs it, and its command line
+            proc = next((x for x in ctx.bundle.processes if x.pid == holder.pid), None)
+            if proc is not None:
+                origin, unit, user = process_origin(proc.cgroup_path)
+                params.update(origin=origin, unit=unit, user_id=user, cmdline=proc.cmdline[:160])
+            pods = [h.pod for h in holders if h.pod is not None]
+            if pods:  # the pods the device plugin gave this GPU, who now lack its memory
+                params.update(gpu_pods=", ".join(pods), gpu_pod_count=len(pods))
         facts.append(fact("gpu_process.pid", "PID", holder.pid, "count", src))
         facts.append(fact("gpu_process.used_bytes", "GPU memory", holder.bytes, "bytes", src))
         others = [h.bytes for h in holders if h != holder]
         runner_up = max(others, default=0)
+    params.update(_shared_params(ctx, g))
     gaps = _gap_count(ctx, ("nvml",)) + (1 if holder is None else 0)
     lead = (held - runner_up) / g.memory_total_bytes if g.memory_total_bytes else 0.0
     confidence = _confidence(lead, True, gaps, t)
@@ -390,6 +519,14 @@ def _healthy(ctx: Context, findings: list[Finding], t: Thresholds) -> Verdict:
 
 
 def decide(ctx: Context, findings: list[Finding], t: Thresholds) -> Verdict:
+    """The verdict (module docstring), with ``gpu_node`` (0/1, ``bot.core.gpus``) in its
+    params: every sentence that speaks of GPUs asks it first."""
+    v = _decide(ctx, findings, t)
+    gpu_node = int(node_has_gpus(ctx.bundle, ctx.view))
+    return v.model_copy(update={"params": {**v.params, "gpu_node": gpu_node}})
+
+
+def _decide(ctx: Context, findings: list[Finding], t: Thresholds) -> Verdict:
     pressured = under_pressure(ctx, t) or any(f.code in _PRESSURE_CODES for f in findings)
     b = ctx.bundle
     if b.meminfo is None and b.free is None and not b.containers:
