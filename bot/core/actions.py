@@ -156,7 +156,8 @@ class ProtectedPod(_Model):
         "gpu_workload",
         "gang_member",
         "gpunode_itself",
-    ]
+        "not_needed",
+    ] = Field(description="why tier 1 leaves it alone; not_needed: the pods before it cover it")
 
 
 class PlanNote(_Model):

@@ -1,15 +1,30 @@
 """Tiered remedy plans, as data, from the cluster view and the diagnosis. Pure: no I/O.
 
-Tier 1, stop the cascade: cordon the node, evict every *non-critical* pod. "Non-critical"
-means: requests no GPU AND priority below ``critical_priority_threshold``. Never evicted
-(listed in ``protected`` with the reason): mirror (static) pods, DaemonSet pods, diagnostic
-pods (label ``gpunode.io/role=diagnostic``), gpunode's own pods, pods labelled
-``<protected_label>=true``, critical-priority pods (priority >= threshold or a ``system-``
-class), members of a training gang, GPU or CPU-only (``bot.core.gangs``; a note names the
-gang, its members elsewhere and what evicting one would do), GPU pods (the training we
-protect), and pods without a controller unless ``force_unmanaged`` (nothing would recreate
-them). Terminating and finished pods are skipped silently. Evicted ``batch/v1`` Job pods get
-a note on ``backoffLimit`` (``bot.core.safety``).
+No tier on a node that is not at risk (``node_at_risk``: not short of host memory, no
+``MemoryPressure`` or memory stall, no kubelet eviction, no global OOM kill): every plan is
+unavailable with warning ``node_not_at_risk``, and the ops team hears that there is nothing to
+do and why (``bot.core.points.tiers``). A cap, an eviction or a priority change on a healthy
+node only costs restarts.
+
+Tier 1, stop the cascade: cordon the node, evict the *fewest* non-critical pods that give the
+shortage back. "Non-critical" means: requests no GPU AND priority below
+``critical_priority_threshold``. Never evicted (listed in ``protected`` with the reason):
+mirror (static) pods, DaemonSet pods, diagnostic pods (label ``gpunode.io/role=diagnostic``),
+gpunode's own pods, pods labelled ``<protected_label>=true``, critical-priority pods
+(priority >= threshold or a ``system-`` class), members of a training gang, GPU or CPU-only
+(``bot.core.gangs``; a note names the gang, its members elsewhere and what evicting one would
+do), GPU pods (whole GPUs, MIG slices, shared GPUs, DRA claims: the training we protect), and
+pods without a controller unless ``force_unmanaged`` (nothing would recreate them).
+Terminating and finished pods are skipped silently. Evicted ``batch/v1`` Job pods get a note
+on ``backoffLimit`` (``bot.core.safety``).
+
+Which of the evictable pods go: the kubelet's own ranking under memory pressure (pods whose
+usage exceeds their request first, then lower priority, then more usage above the request;
+kubelet ``rankMemoryPressure``), taken in that order until their memory (ledger lines) covers
+the shortage plus headroom (``EVICTION_HEADROOM_SHARE`` of it, at least
+``EVICTION_HEADROOM_MIN``). Every evictable pod after that is named in ``protected`` with
+reason ``not_needed`` (left alone: the ones before it already cover it). When even all of
+them fall short, all go and the relief says it is not enough.
 
 Tier 2, protect the critical workload (offered only when the training is at risk on this
 node, ``training_at_risk``: else unavailable, warning ``training_not_at_risk``; never for
@@ -29,7 +44,7 @@ Tier 3, constrain the offender (the verdict's pod, through its top controller): 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from bot.core.actions import (
     PATCHABLE_KINDS,
@@ -40,7 +55,7 @@ from bot.core.actions import (
     ResizePodParams,
     Step,
 )
-from bot.core.caps import plan_tier3
+from bot.core.caps import Holdings, plan_tier3
 from bot.core.cluster import ClusterView, PodInfo
 from bot.core.findings import Diagnosis
 from bot.core.gangs import builtin_kind, gang_of
@@ -51,6 +66,14 @@ from bot.core.rollouts import restart_notes, rollout_notes
 from bot.core.safety import gang_notes, is_self, job_notes
 from bot.core.thresholds import DEFAULT, Thresholds
 
+GIB = 1024**3
+#: tier 1 frees the shortage plus this share of it: the relief counts ledger lines (anon +
+#: active file), an estimate, and a pod evicted a moment later may have grown
+EVICTION_HEADROOM_SHARE = 0.10
+#: ... and at least this much (the kubelet's own hard threshold is 100Mi available; 1 GiB keeps
+#: a node short by a few MiB from evicting one pod that frees exactly that)
+EVICTION_HEADROOM_MIN = GIB
+
 PROTECTED_LABEL = "gpunode.io/protected"
 ROLE_LABEL = "gpunode.io/role"
 DEFAULT_PRIORITY_CLASS = "gpunode-critical-training"
@@ -60,6 +83,7 @@ __all__ = [
     "DEFAULT_PRIORITY_CLASS",
     "PROTECTED_LABEL",
     "make_plan",
+    "node_at_risk",
     "plan_all",
     "plan_id",
     "plan_tier1",
@@ -110,6 +134,29 @@ def protection_reason(
     return None
 
 
+def _usage(diagnosis: Diagnosis | None) -> dict[str, int]:
+    if diagnosis is None:
+        return {}
+    return {
+        e.pod_key: e.bytes
+        for e in diagnosis.ledger.entries
+        if e.category == "pod" and e.pod_key is not None
+    }
+
+
+def eviction_order(pods: list[PodInfo], usage: dict[str, int]) -> list[PodInfo]:
+    """``pods`` in the order the kubelet evicts them under memory pressure: usage above the
+    request first, then lower priority first, then more usage above the request first
+    (kubelet ``rankMemoryPressure``: exceedMemoryRequests, priority, memory)."""
+
+    def key(p: PodInfo) -> tuple[bool, int, int, str]:
+        used = usage.get(p.key, 0)
+        above = used - p.memory_request_bytes
+        return (not above > 0, p.priority, -above, p.key)
+
+    return sorted(pods, key=key)
+
+
 def plan_tier1(
     view: ClusterView,
     diagnosis: Diagnosis | None = None,
@@ -119,9 +166,10 @@ def plan_tier1(
     critical_priority_threshold: int = CRITICAL_PRIORITY,
 ) -> ActionPlan:
     node = view.node.name
-    steps = [Step(verb="cordon", kind="Node", name=node)]
+    if diagnosis is not None and not node_at_risk(diagnosis):
+        return _not_at_risk(view, 1)
     protected: list[ProtectedPod] = []
-    evicted: list[PodInfo] = []
+    evictable: list[PodInfo] = []
     for pod in sorted(view.pods, key=lambda p: p.key):
         if _terminal(pod):
             continue
@@ -135,8 +183,22 @@ def plan_tier1(
         if reason is not None:
             protected.append(ProtectedPod.model_validate({"pod": pod.key, "reason": reason}))
         else:
+            evictable.append(pod)
+    evicted = evictable
+    if diagnosis is not None:
+        usage = _usage(diagnosis)
+        short = diagnosis.verdict.shortage_bytes
+        needed = short + max(EVICTION_HEADROOM_MIN, int(short * EVICTION_HEADROOM_SHARE))
+        evicted, freed = [], 0
+        for pod in eviction_order(evictable, usage):
+            if freed >= needed:
+                protected.append(ProtectedPod(pod=pod.key, reason="not_needed"))
+                continue
             evicted.append(pod)
-            steps.append(Step(verb="evict", kind="Pod", namespace=pod.namespace, name=pod.name))
+            freed += usage.get(pod.key, 0)
+    steps = [Step(verb="cordon", kind="Node", name=node)] + [
+        Step(verb="evict", kind="Pod", namespace=p.namespace, name=p.name) for p in evicted
+    ]
     warnings: list[str] = []
     if view.node.unschedulable:
         warnings.append("already_cordoned")
@@ -159,6 +221,11 @@ def plan_tier1(
         warnings=warnings,
         notes=notes,
     )
+
+
+def _not_at_risk(view: ClusterView, tier: Literal[1, 2, 3]) -> ActionPlan:
+    """A tier not offered: the node is not at risk (module docstring)."""
+    return make_plan(view.node.name, tier, [], available=False, warnings=["node_not_at_risk"])
 
 
 def plan_tier2(
@@ -274,8 +341,8 @@ _RISK_CODES = frozenset(
 )
 
 
-def training_at_risk(diagnosis: Diagnosis) -> bool:
-    """Whether the GPU pods are at risk of losing their place on this node: the node is
+def node_at_risk(diagnosis: Diagnosis) -> bool:
+    """Whether the node's pods (the GPU pods among them) are at risk: the node is
     short of host memory (``verdict.shortage_bytes``), under memory pressure (the
     ``MemoryPressure`` condition, PSI stalls), or the kubelet evicted pods / the kernel's
     global OOM killer ran (``KERNEL_OOM_KILL`` critical = scope node). A cgroup OOM kill at a
@@ -286,6 +353,10 @@ def training_at_risk(diagnosis: Diagnosis) -> bool:
         f.code in _RISK_CODES or (f.code == "KERNEL_OOM_KILL" and f.severity == "critical")
         for f in diagnosis.findings
     )
+
+
+#: the GPU pods are at risk exactly when the node is (tier 2's word for it)
+training_at_risk = node_at_risk
 
 
 def _group_of(pod: PodInfo) -> str:
@@ -314,9 +385,16 @@ def plan_all(
     force_unmanaged: bool = False,
     protected_label: str = PROTECTED_LABEL,
     thresholds: Thresholds = DEFAULT,
+    holdings: Holdings | None = None,
 ) -> list[ActionPlan]:
+    """Every tier for the node; ``holdings`` (``bot.core.relief.container_holdings``): what
+    each container holds, so caps and their relief are per container."""
     threshold = thresholds.critical_priority_threshold
-    tier3 = runbook_plan(view, diagnosis) or plan_tier3(view, diagnosis, thresholds=thresholds)
+    tier3 = runbook_plan(view, diagnosis)
+    if tier3 is None and not node_at_risk(diagnosis):
+        tier3 = _not_at_risk(view, 3)
+    if tier3 is None:
+        tier3 = plan_tier3(view, diagnosis, thresholds=thresholds, holdings=holdings)
     plans = [
         plan_tier1(
             view,
@@ -328,7 +406,7 @@ def plan_all(
         plan_tier2(view, diagnosis, critical_priority_threshold=threshold),
         tier3,
     ]
-    return [with_relief(plan, diagnosis) for plan in plans]
+    return [with_relief(plan, diagnosis, view, holdings) for plan in plans]
 
 
 def undo_steps(step: Step, before: dict[str, Any]) -> list[Step]:

@@ -4,8 +4,10 @@
 
 - tier 1 (cordon + evict): the evicted pods' memory (their ledger lines: anon + active file);
 - tier 2 (priority class): nothing; it protects the training from eviction, it frees no memory;
-- tier 3 (caps): for each pod that restarts under the new limit, what it holds above the
-  limit (a cap below the working set frees the difference once the pod restarts).
+- tier 3 (caps): for each of the owner's pods on this node, what the *capped container*
+  holds above the new limit (a cap below the working set frees the difference once the pod
+  restarts): a leaking sidecar's cap frees at most what the sidecar holds, never its pod's
+  training memory. Pods on other nodes free nothing here.
 
 ``relieves`` is True only when the node is short and the relief covers the shortage: a plan
 that cannot relieve it says so (templates: "not the fix") rather than being offered as one.
@@ -18,9 +20,30 @@ available; it carries ``runbook`` steps (which unit, which command) shown as tex
 from __future__ import annotations
 
 from bot.core.actions import ActionPlan, RunbookStep
+from bot.core.attribution import Attribution
+from bot.core.caps import Holdings, container_holds
 from bot.core.cluster import ClusterView
 from bot.core.findings import Diagnosis
 from bot.core.plans import make_plan
+
+
+def container_holdings(attr: Attribution) -> dict[str, dict[str, int]]:
+    """What each container holds, per pod (key -> container name -> bytes): anon + active
+    file, the measure of the pod's ledger line; its working set where those are unknown."""
+    out: dict[str, dict[str, int]] = {}
+    for usage in attr.pods.values():
+        if usage.pod is None:
+            continue
+        for c in usage.containers:
+            if c.info is None:
+                continue
+            active = c.active_file_bytes
+            if c.mem.anon_bytes is not None and active is not None:
+                held = c.mem.anon_bytes + active
+            else:
+                held = c.mem.working_set_bytes or 0
+            out.setdefault(usage.key, {})[c.name] = held
+    return out
 
 
 def _pod_bytes(diagnosis: Diagnosis) -> dict[str, int]:
@@ -31,21 +54,35 @@ def _pod_bytes(diagnosis: Diagnosis) -> dict[str, int]:
     }
 
 
-def relief_bytes(plan: ActionPlan, diagnosis: Diagnosis) -> int:
-    held = _pod_bytes(diagnosis)
+def relief_bytes(
+    plan: ActionPlan,
+    diagnosis: Diagnosis,
+    view: ClusterView | None = None,
+    holdings: Holdings | None = None,
+) -> int:
     if not plan.available:
         return 0
     if plan.tier == 1:
+        held = _pod_bytes(diagnosis)
         return sum(held.get(key, 0) for key in plan.blast_radius)
     if plan.tier == 3 and plan.values is not None:
         limit = plan.values.memory_limit_bytes
-        return sum(max(0, held.get(key, 0) - limit) for key in plan.restarts)
+        here = {p.key for p in view.pods} if view is not None else set(plan.restarts)
+        pods = [key for key in plan.blast_radius if key in here]
+        ws = plan.values.current_working_set_bytes or 0
+        holds = container_holds(diagnosis, pods, plan.values.container, holdings, ws)
+        return sum(max(0, h - limit) for h in holds.values())
     return 0
 
 
-def with_relief(plan: ActionPlan, diagnosis: Diagnosis) -> ActionPlan:
+def with_relief(
+    plan: ActionPlan,
+    diagnosis: Diagnosis,
+    view: ClusterView | None = None,
+    holdings: Holdings | None = None,
+) -> ActionPlan:
     short = diagnosis.verdict.shortage_bytes
-    relief = relief_bytes(plan, diagnosis)
+    relief = relief_bytes(plan, diagnosis, view, holdings)
     return plan.model_copy(
         update={
             "relief_bytes": relief,
