@@ -13,10 +13,11 @@ The capped container is the one that holds the memory (the verdict's ``container
 largest of its pod, a native sidecar included). A cap is **per container, per pod**: the
 template's limit applies to that container in every replica. So every number is worked out
 per pod, over the owner's pods on this node (``holds``: what the container holds in each,
-anon + active file, the measure the ledger and ``bot.core.relief`` count):
+its working set, ``bot.core.relief.container_holdings``; without those, its pod's ledger line
+bounded by the verdict's container):
 
 - node short (``verdict.shortage_bytes``): the highest limit at which the owner's pods on the
-  node together give the shortage back (water-filling over their holdings: 48 replicas share
+  node together give the shortage back, plus headroom (``bot.core.plans.relief_target``) (water-filling over their holdings: 48 replicas share
   an 18 GiB shortage, about 0.4 GiB each), rounded *down* to whole GiB (Mi under 1 GiB).
   Warning ``limit_cut_to_shortage`` (a container with a limit) or ``limit_set_from_shortage``
   (one without).
@@ -53,7 +54,7 @@ from bot.core.actions import PATCHABLE_KINDS, ActionPlan, PlanNote, Step, Tier3V
 from bot.core.cluster import ClusterView, ContainerInfo, PodInfo
 from bot.core.findings import Diagnosis
 from bot.core.gangs import builtin_kind
-from bot.core.plans import make_plan
+from bot.core.plans import make_plan, relief_target
 from bot.core.quantity import quantity_value
 from bot.core.resizes import in_place_plan
 from bot.core.rollouts import MAX_NAMES, rollout_notes, workload_of
@@ -125,7 +126,7 @@ def _memory_limit(
     current = int(current_raw) if current_raw else None
     warnings: list[str] = []
     if shortage and most:
-        wanted = _round_down(level(holds or [ws], shortage))
+        wanted = _round_down(level(holds or [ws], relief_target(shortage)))
         warnings.append("limit_cut_to_shortage" if current else "limit_set_from_shortage")
         if wanted < floor:
             wanted = floor

@@ -21,8 +21,8 @@ on ``backoffLimit`` (``bot.core.safety``).
 Which of the evictable pods go: the kubelet's own ranking under memory pressure (pods whose
 usage exceeds their request first, then lower priority, then more usage above the request;
 kubelet ``rankMemoryPressure``), taken in that order until their memory (ledger lines) covers
-the shortage plus headroom (``EVICTION_HEADROOM_SHARE`` of it, at least
-``EVICTION_HEADROOM_MIN``). Every evictable pod after that is named in ``protected`` with
+the shortage plus headroom (``bot.core.plans.relief_target``: 10% of it, at least 1 GiB; a
+node under pressure but not short: the headroom alone). Every evictable pod after that is named in ``protected`` with
 reason ``not_needed`` (left alone: the ones before it already cover it). When even all of
 them fall short, all go and the relief says it is not enough.
 
@@ -59,20 +59,13 @@ from bot.core.caps import Holdings, plan_tier3
 from bot.core.cluster import ClusterView, PodInfo
 from bot.core.findings import Diagnosis
 from bot.core.gangs import builtin_kind, gang_of
-from bot.core.plans import make_plan, plan_id
+from bot.core.plans import HEADROOM_MIN, make_plan, plan_id, relief_target
 from bot.core.refs import ObjectRef
 from bot.core.relief import runbook_plan, with_relief
 from bot.core.rollouts import restart_notes, rollout_notes
 from bot.core.safety import gang_notes, is_self, job_notes
 from bot.core.thresholds import DEFAULT, Thresholds
 
-GIB = 1024**3
-#: tier 1 frees the shortage plus this share of it: the relief counts ledger lines (anon +
-#: active file), an estimate, and a pod evicted a moment later may have grown
-EVICTION_HEADROOM_SHARE = 0.10
-#: ... and at least this much (the kubelet's own hard threshold is 100Mi available; 1 GiB keeps
-#: a node short by a few MiB from evicting one pod that frees exactly that)
-EVICTION_HEADROOM_MIN = GIB
 
 PROTECTED_LABEL = "gpunode.io/protected"
 ROLE_LABEL = "gpunode.io/role"
@@ -187,8 +180,7 @@ def plan_tier1(
     evicted = evictable
     if diagnosis is not None:
         usage = _usage(diagnosis)
-        short = diagnosis.verdict.shortage_bytes
-        needed = short + max(EVICTION_HEADROOM_MIN, int(short * EVICTION_HEADROOM_SHARE))
+        needed = relief_target(diagnosis.verdict.shortage_bytes) or HEADROOM_MIN
         evicted, freed = [], 0
         for pod in eviction_order(evictable, usage):
             if freed >= needed:

@@ -28,8 +28,10 @@ from bot.core.plans import make_plan
 
 
 def container_holdings(attr: Attribution) -> dict[str, dict[str, int]]:
-    """What each container holds, per pod (key -> container name -> bytes): anon + active
-    file, the measure of the pod's ledger line; its working set where those are unknown."""
+    """What each container holds, per pod (key -> container name -> bytes): its working set
+    (usage less inactive file, the kubelet's figure: it counts the container's shmem and
+    active page cache, which its restart frees too); anon + active file where the working set
+    is unknown."""
     out: dict[str, dict[str, int]] = {}
     for usage in attr.pods.values():
         if usage.pod is None:
@@ -37,11 +39,9 @@ def container_holdings(attr: Attribution) -> dict[str, dict[str, int]]:
         for c in usage.containers:
             if c.info is None:
                 continue
-            active = c.active_file_bytes
-            if c.mem.anon_bytes is not None and active is not None:
-                held = c.mem.anon_bytes + active
-            else:
-                held = c.mem.working_set_bytes or 0
+            held = c.mem.working_set_bytes
+            if held is None:
+                held = (c.mem.anon_bytes or 0) + (c.active_file_bytes or 0)
             out.setdefault(usage.key, {})[c.name] = held
     return out
 

@@ -84,7 +84,7 @@ def test_a_shortage_is_shared_across_the_owners_replicas_and_no_cap_falls_below_
 
     assert plan.values is not None
     limit = plan.values.memory_limit_bytes
-    # each pod gives 20/14 = 1.43 GiB: 16 - 1.43 = 14.57, rounded down to 14 GiB
+    # each pod gives (20 + 2 headroom)/14 = 1.57 GiB: 16 - 1.57 = 14.43, rounded down to 14 GiB
     assert plan.values.memory_limit == "14Gi"
     assert limit >= 8 * GI  # never below half of what the container holds per pod
     assert _bytes(plan.values.memory_request) <= limit
@@ -146,8 +146,9 @@ def test_a_leaking_sidecar_is_capped_and_its_relief_is_what_the_sidecar_holds() 
 
     assert plan.values is not None and plan.values.container == "shipper"
     assert plan.steps[0].params.model_dump()["container"] == "shipper"
-    assert plan.values.memory_limit == "5Gi"  # 9 - 4
-    assert plan.relief_bytes == 4 * GI
+    # 9 - (4 + 1 headroom) = 4 GiB is under half of 9: the floor, 4.5 rounded up, decides
+    assert plan.values.memory_limit == "5Gi" and "cap_floor_limits_relief" in plan.warnings
+    assert plan.relief_bytes == 4 * GI and plan.relieves
     # its request (256Mi) is not raised to 87.5% of the new limit
     assert plan.values.memory_request == "256Mi"
 
@@ -171,7 +172,7 @@ def test_a_proposed_request_never_exceeds_the_limit_nor_todays_request() -> None
                    {p.key: 4.75 for p in pods})  # fmt: skip
     plan = plan_tier3(_node(pods, allocatable=238, limits=288), d)
     assert plan.values is not None
-    assert plan.values.memory_limit == "3Gi"  # 4.75 - 1 = 3.75, rounded down; floor 2.375
+    assert plan.values.memory_limit == "3Gi"  # 4.75 - (3 + 1)/3 = 3.42, rounded down
     assert plan.values.memory_request == "2Gi"  # 87.5% of 3 GiB would raise today's 2 GiB
 
 
@@ -181,7 +182,7 @@ def test_an_unbounded_leak_does_not_get_a_request_that_reserves_the_leak() -> No
     d = _diagnosis(_host_verdict(pods[0].key, shortage=10, ws=40, group_pods=1),
                    {pods[0].key: 40})  # fmt: skip
     plan = plan_tier3(_node(pods, allocatable=100, limits=0), d)
-    assert plan.values is not None and plan.values.memory_limit == "30Gi"
+    assert plan.values is not None and plan.values.memory_limit == "29Gi"  # 40 - (10 + 1)
     assert _bytes(plan.values.memory_request) <= plan.values.memory_limit_bytes
     assert _bytes(plan.values.memory_request) < 40 * GI
 
@@ -201,10 +202,10 @@ def test_a_cap_names_the_replicas_it_rolls_on_other_nodes() -> None:
     note = next(n for n in plan.notes if n.code == "rolls_other_nodes")
     assert (note.params["count"], note.params["here"], note.params["elsewhere"]) == (5, 2, 3)
     assert "ml/api-04 on n2" in str(note.params["pods"])
-    # the 2 GiB shortage is shared by the 2 pods here (5 -> 4 GiB); the 3 elsewhere free
-    # nothing on this node
-    assert plan.values is not None and plan.values.memory_limit == "4Gi"
-    assert plan.relief_bytes == 2 * GI
+    # the 2 GiB shortage + 1 GiB headroom is shared by the 2 pods here (5 - 1.5 = 3.5, rounded
+    # down to 3 GiB); the 3 elsewhere free nothing on this node
+    assert plan.values is not None and plan.values.memory_limit == "3Gi"
+    assert plan.relief_bytes == 2 * 2 * GI
 
 
 def test_tier1_evicts_the_fewest_pods_in_the_kubelets_order_and_names_the_rest() -> None:
