@@ -66,7 +66,6 @@ from bot.core.rollouts import restart_notes, rollout_notes
 from bot.core.safety import gang_notes, is_self, job_notes
 from bot.core.thresholds import DEFAULT, Thresholds
 
-
 PROTECTED_LABEL = "gpunode.io/protected"
 ROLE_LABEL = "gpunode.io/role"
 DEFAULT_PRIORITY_CLASS = "gpunode-critical-training"
