@@ -17,8 +17,9 @@ its working set, ``bot.core.relief.container_holdings``; without those, its pod'
 bounded by the verdict's container):
 
 - node short (``verdict.shortage_bytes``): the highest limit at which the owner's pods on the
-  node together give the shortage back, plus headroom (``bot.core.plans.relief_target``) (water-filling over their holdings: 48 replicas share
-  an 18 GiB shortage, about 0.4 GiB each), rounded *down* to whole GiB (Mi under 1 GiB).
+  node together give the shortage back, plus headroom (``bot.core.plans.relief_target``):
+  water-filling over their holdings (48 replicas share an 18 GiB shortage, about 0.4 GiB
+  each), rounded *down* to whole GiB (Mi under 1 GiB).
   Warning ``limit_cut_to_shortage`` (a container with a limit) or ``limit_set_from_shortage``
   (one without).
 - not short: the node-wide excess of limits over ``tier3_limits_target_ratio`` x allocatable

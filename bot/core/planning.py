@@ -22,8 +22,9 @@ Which of the evictable pods go: the kubelet's own ranking under memory pressure 
 usage exceeds their request first, then lower priority, then more usage above the request;
 kubelet ``rankMemoryPressure``), taken in that order until their memory (ledger lines) covers
 the shortage plus headroom (``bot.core.plans.relief_target``: 10% of it, at least 1 GiB; a
-node under pressure but not short: the headroom alone). Every evictable pod after that is named in ``protected`` with
-reason ``not_needed`` (left alone: the ones before it already cover it). When even all of
+node under pressure but not short: the headroom alone). Every evictable pod after that is
+named in ``protected`` with reason ``not_needed`` (left alone: the ones before it already
+cover it). When even all of
 them fall short, all go and the relief says it is not enough.
 
 Tier 2, protect the critical workload (offered only when the training is at risk on this
