@@ -189,7 +189,7 @@ class RunbookStep(_Model):
 
     unit: str = Field(description="systemd unit or 'comm[pid]'")
     command: str = Field(description="e.g. 'systemctl status nv-hostengine.service'")
-    purpose: Literal["inspect", "restart", "kill"]
+    purpose: Literal["cordon", "inspect", "restart", "kill", "uncordon"]
 
 
 class ActionPlan(_Model):

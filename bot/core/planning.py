@@ -234,7 +234,7 @@ def plan_tier2(
     gpu_pods = [p for p in view.pods if p.accelerated and not _terminal(p)]
     consumer = consumer_group(diagnosis)
     at_risk = diagnosis is None or training_at_risk(diagnosis)
-    if not at_risk:
+    if not at_risk and gpu_pods:
         warnings.append("training_not_at_risk")
     for pod in sorted(gpu_pods, key=lambda p: p.key):
         if pod.priority >= critical_priority_threshold:

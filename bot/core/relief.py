@@ -14,7 +14,10 @@ that cannot relieve it says so (templates: "not the fix") rather than being offe
 
 ``runbook_plan``: the consumer is outside Kubernetes (a process of a systemd unit, or a GPU
 process of no pod). No API call can free it, so the tier-3 plan has no steps and is not
-available; it carries ``runbook`` steps (which unit, which command) shown as text.
+available; it carries ``runbook`` steps (which unit, which command) shown as text. What the
+restart risks depends on the unit (``bot.core.runbooks``, one table): the plan carries that
+kind's warning (``runbook_<kind>``), and where the restart can take the node NotReady
+(kubelet, container runtime) the steps cordon the node first and uncordon it once Ready.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from bot.core.caps import Holdings, container_holds
 from bot.core.cluster import ClusterView
 from bot.core.findings import Diagnosis
 from bot.core.plans import make_plan
+from bot.core.runbooks import runbook_for
 
 
 def container_holdings(attr: Attribution) -> dict[str, dict[str, int]]:
@@ -92,25 +96,52 @@ def with_relief(
     )
 
 
-def runbook_steps(diagnosis: Diagnosis) -> list[RunbookStep]:
+def _cordoned(steps: list[RunbookStep], unit: str, node: str) -> list[RunbookStep]:
+    """``steps`` between a cordon of ``node`` and its uncordon once Ready again."""
+    return [
+        RunbookStep(unit=unit, command=f"kubectl cordon {node}", purpose="cordon"),
+        *steps,
+        RunbookStep(
+            unit=unit,
+            command=f"kubectl wait --for=condition=Ready node/{node} --timeout=5m "
+            f"&& kubectl uncordon {node}",
+            purpose="uncordon",
+        ),
+    ]
+
+
+def runbook_steps(diagnosis: Diagnosis, node: str = "NODE") -> list[RunbookStep]:
     """Manual steps for a consumer outside Kubernetes; [] for any other verdict."""
     v = diagnosis.verdict
     pid = v.params.get("pid")
     if v.cause == "system_process":
         unit = str(v.params.get("systemd_unit") or "")
         if unit:
-            return [
+            book = runbook_for(unit)
+            steps = [
                 RunbookStep(unit=unit, command=f"systemctl status {unit}", purpose="inspect"),
                 RunbookStep(
                     unit=unit, command=f"journalctl -u {unit} --since -1h", purpose="inspect"
                 ),
-                RunbookStep(unit=unit, command=f"systemctl restart {unit}", purpose="restart"),
             ]
+            if book.kind == "other":
+                steps.append(
+                    RunbookStep(
+                        unit=unit,
+                        command=f"systemctl list-dependencies --reverse {unit}",
+                        purpose="inspect",
+                    )
+                )
+            steps.append(
+                RunbookStep(unit=unit, command=f"systemctl restart {unit}", purpose="restart")
+            )
+            return _cordoned(steps, unit, node) if book.cordon_first else steps
         name = v.subject or f"pid {pid}"
-        return [
+        steps = [
             RunbookStep(unit=name, command=f"ps -o pid,rss,etime,cmd -p {pid}", purpose="inspect"),
             RunbookStep(unit=name, command=f"kill -TERM {pid}", purpose="kill"),
         ]
+        return _cordoned(steps, name, node) if runbook_for(name).cordon_first else steps
     if v.cause == "gpu_orphan" and pid is not None:
         name = f"{v.params.get('command', '')}[{pid}]"
         return [
@@ -126,16 +157,19 @@ def runbook_steps(diagnosis: Diagnosis) -> list[RunbookStep]:
 
 
 def runbook_plan(view: ClusterView, diagnosis: Diagnosis) -> ActionPlan | None:
-    steps = runbook_steps(diagnosis)
+    steps = runbook_steps(diagnosis, view.node.name)
     if not steps:
         return None
+    warnings = ["outside_kubernetes_manual_step"]
+    if diagnosis.verdict.cause == "system_process":
+        warnings.append(runbook_for(steps[0].unit).warning)
     return make_plan(
         view.node.name,
         3,
         [],
         target=steps[0].unit,
         available=False,
-        warnings=["outside_kubernetes_manual_step"],
+        warnings=warnings,
         runbook=steps,
         shortage_bytes=diagnosis.verdict.shortage_bytes,
     )
