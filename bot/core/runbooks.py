@@ -58,6 +58,11 @@ class UnitRunbook:
         return f"runbook_{self.kind}"
 
 
+#: log shippers as their systemd units are usually named
+LOG_AGENTS = (
+    "td-agent", "fluentd", "fluent-bit", "google-fluentd", "vector", "filebeat", "promtail",
+    "rsyslog", "otelcol", "otelcol-contrib", "datadog-agent",
+)  # fmt: skip
 RUNBOOKS: tuple[UnitRunbook, ...] = (
     UnitRunbook("kubelet", ("kubelet",), cordon_first=True),
     UnitRunbook(
