@@ -75,23 +75,7 @@ RUNBOOKS: tuple[UnitRunbook, ...] = (
         "dcgm", ("nvidia-dcgm", "dcgm", "nv-hostengine", "dcgm-exporter"), cordon_first=False
     ),
     UnitRunbook("journald", ("systemd-journald", "journald"), cordon_first=False),
-    UnitRunbook(
-        "log_agent",
-        (
-            "td-agent",
-            "fluentd",
-            "fluent-bit",
-            "google-fluentd",
-            "vector",
-            "filebeat",
-            "promtail",
-            "rsyslog",
-            "otelcol",
-            "otelcol-contrib",
-            "datadog-agent",
-        ),
-        cordon_first=False,
-    ),  # fmt: skip
+    UnitRunbook("log_agent", LOG_AGENTS, cordon_first=False),
 )
 OTHER = UnitRunbook("other", (), cordon_first=False)
 
