@@ -21,6 +21,7 @@ from bot.core.findings import Diagnosis, Finding
 from bot.core.gpus import node_has_gpus
 from bot.core.ledger import build_ledger
 from bot.core.planning import plan_all
+from bot.core.relief import container_holdings
 from bot.core.rules import ALL_RULES, Context
 from bot.core.talking_points import build_talking_points
 from bot.core.thresholds import DEFAULT, Thresholds
@@ -76,7 +77,7 @@ def analyze(
         unverified=_gaps(bundle, view),
     )
     if view is not None:
-        plans = plan_all(view, diagnosis, thresholds=thresholds)
+        plans = plan_all(view, diagnosis, thresholds=thresholds, holdings=container_holdings(attr))
         diagnosis = diagnosis.model_copy(update={"plans": plans})
     points = build_talking_points(diagnosis, view, thresholds=thresholds)
     return diagnosis.model_copy(update={"talking_points": points})

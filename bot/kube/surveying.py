@@ -4,7 +4,12 @@
   Job failure policy), from the controllers the owner-chain walk already read;
 - the members of the node's gangs on other nodes (one pod list per gang namespace);
 - every node's free room, for where a restarted pod can go (one list of nodes and pods;
-  preemption candidates only on GPU nodes, to keep the view small on large fleets).
+  preemption candidates only on GPU nodes, to keep the view small on large fleets);
+- from that same list of pods, each workload's running pods on other nodes
+  (``WorkloadInfo.elsewhere``: a template change rolls them too). A pod belongs to the
+  workload when its controller is the nearest owner of one of the workload's pods on this
+  node (the Deployment's current ReplicaSet, the StatefulSet); DaemonSets are left out (their
+  note counts every node from ``desiredNumberScheduled``).
 
 Each part is optional evidence: a read the bot may not make (403) or a group the server
 does not serve leaves that part empty, never fails the diagnosis.
@@ -120,4 +125,42 @@ async def survey(
             parse_room(n, by_node.get(n["metadata"]["name"], []), slots=objects.is_gpu_node(n))
             for n in nodes
         ]
+    if all_pods is not None:
+        workloads = _with_elsewhere(workloads, node, pods, all_pods)
     return RemedyContext(workloads=workloads, gang_pods=gang_pods, room=room)
+
+
+def _with_elsewhere(
+    workloads: list[WorkloadInfo], node: str, pods: list[PodInfo], all_pods: list[Obj]
+) -> list[WorkloadInfo]:
+    """``workloads`` with the pods each has running on other nodes (module docstring)."""
+    parents: dict[tuple[str, str, str], str] = {}
+    for pod in pods:
+        top = pod.top_owner
+        if pod.owners and top is not None and builtin_kind(top) != "DaemonSet":
+            near = pod.owners[0]
+            parents[(pod.namespace, near.kind, near.name)] = (
+                f"{top.kind}/{pod.namespace}/{top.name}"
+            )
+    found: dict[str, dict[str, str]] = {}
+    for obj in all_pods:
+        meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+        where = spec.get("nodeName")
+        phase = (obj.get("status") or {}).get("phase")
+        if not where or where == node or phase in ("Succeeded", "Failed"):
+            continue
+        if meta.get("deletionTimestamp"):
+            continue
+        ns = str(meta.get("namespace", ""))
+        for ref in meta.get("ownerReferences") or []:
+            if not ref.get("controller"):
+                continue
+            key = parents.get((ns, str(ref.get("kind", "")), str(ref.get("name", ""))))
+            if key is not None:
+                found.setdefault(key, {})[f"{ns}/{meta.get('name', '')}"] = str(where)
+    return [
+        w.model_copy(update={"elsewhere": dict(sorted(found[w.key].items()))})
+        if w.key in found
+        else w
+        for w in workloads
+    ]
