@@ -140,7 +140,8 @@ class Advice:
       in the kubelet's ranking (above request first, then usage above request) whose working
       sets cover the shortage plus 5% of RAM, plus one; 0: tier 1 must not be available (the
       node is not short); None: not judged;
-    - ``evict_must``: pods tier 1 must evict when it is available (the culprit);
+    - ``evict_must``: pods tier 1 must evict when it is available (the culprit, when the
+      kubelet's ranking puts it first);
     - ``restarts_total``: replicas of the capped owner across the cluster (all roll);
     - ``runbook_unit``: a runbook step names this unit (a process outside Kubernetes).
     """
@@ -620,7 +621,10 @@ def plant(cls: str, rng: random.Random) -> Planted:
                 keys.append(_pod(n, name, ws, limit=limit, ns=ns, owner=("Deployment", "prep")).key)
             subject = keys[0]
         elif cls == "system_process":
-            comm = rng.choice(_HOGS)
+            # DCGM's host engine runs only where there are GPUs to watch
+            comm = rng.choice(
+                _HOGS if gpu_count else tuple(h for h in _HOGS if h != "nv-hostengine")
+            )
             unit = rng.random() < 0.7
             cg: str | None = f"/system.slice/{comm}.service" if unit else "/"
             proc = _system(n, comm, c, cg)
@@ -878,6 +882,7 @@ def _plant_shape(cls: str, rng: random.Random) -> Planted:
                 name="feature-cache",
                 replicas=restarts_total,
                 strategy="RollingUpdate",
+                elsewhere={p.key: p.node_name or "" for p in n.elsewhere},
             )
         )
         subject = pods[0].key
@@ -1157,7 +1162,9 @@ def _planted(
         covered += ws[p.uid]
         evict_max += 1
     advice = dataclasses.replace(advice, evict_max=evict_max + 1)
-    if culprit is not None and culprit in _kubelet_rank(n, ws):
+    ranked = _kubelet_rank(n, ws)
+    if culprit is not None and ranked and ranked[0] == culprit:
+        # the kubelet's first victim is the culprit: the fewest evictions start with it
         advice = dataclasses.replace(advice, evict_must=(culprit.key,))
     owner = culprit.top_owner if culprit is not None else None
     if culprit is not None and owner is not None and owner.kind in ("Deployment", "StatefulSet"):
