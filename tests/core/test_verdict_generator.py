@@ -26,11 +26,7 @@ SETTINGS = settings(
 
 #: classes the verdict gets wrong on the code before issue #20's fixes (strict: the mark goes
 #: when the fix lands)
-WRONG_BEFORE_FIX = {
-    "besteffort_leak": "blame ignores the contract: the training inside its request is named "
-    "instead of the BestEffort pod holding memory above its (zero) request",
-    "time_sliced": "a time-shared GPU's per-process memory is not judged: 'healthy'",
-}
+WRONG_BEFORE_FIX: dict[str, str] = {}
 
 
 def _cls(name: str) -> object:

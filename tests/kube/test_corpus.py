@@ -26,61 +26,13 @@ from bot.sandbox.kubesim.expectations import Expected, TierExpectation
 pytestmark = pytest.mark.slow
 
 #: scenario -> why the analysis disagrees with the label today (see the closing report)
-DISAGREES: dict[str, str] = {
-    "many-small-pods-one-owner": "advice: tier 1 evicts all 48 replicas (4..12 cover the "
-    "shortage), tier 3 caps each gateway container at 1Mi (2-4.3 GiB expected)",
-    "multi-replica-one-node": "advice: tier 1 evicts all 13 replicas (2..4), tier 3 caps "
-    "extract at 1Mi (13-25 GiB)",
-    "spread-replicas": "advice: tier 1 evicts 4 pods (1..2), tier 3 counts 2 restarts, not "
-    "the 6 replicas across 3 nodes",
-    "sidecar-leak-training": "advice: tier 3 claims 103 GiB freed by capping the sidecar "
-    "(at most 61 GiB: what the sidecar holds above the cap)",
-    "multi-container-pod": "advice: tier 3 claims 54.8 GiB from capping prompt-cache (18..46 GiB)",
-    "cpu-node-log-shipper-leak": "advice: tier 1 evicts all 3 pods (1..2)",
-    "healthy-large-page-cache": "advice: tier 1 available (evicts 1 pod) on a healthy node",
-    "near-tie-two-owners": "advice: tier 1 evicts 6 pods (1..2)",
-    "besteffort-leak-beside-training": "verdict: names the trainer inside its request "
-    "(train-llm-0) instead of the BestEffort scratch pod; tier 3 caps the trainer",
-    "mig-training-deployment": "advice: tier 3 caps the MIG trainer at 16 GiB (19-36: at "
-    "least half of its 40.8 GiB)",
-    "hugepages-dpdk": "advice: tier 1 evicts every non-critical pod (1..2 cover the shortage)",
-}
+DISAGREES: dict[str, str] = {}
 
 
 #: scenario -> which expert invariant (``bot.sandbox.advice_checks``) its advice breaks today
-_TIER1_HEALTHY = "healthy_no_tier: tier 1 available on a node that is not short"
-_GPU_WORDS = "no_gpu_words: GPU words on a node without GPUs"
 ADVICE_BROKEN: dict[str, str] = {
-    "container-limit-oomkilled": _TIER1_HEALTHY,
-    "gpu-bound": _TIER1_HEALTHY,
-    "gpu-memory-one-pod": _TIER1_HEALTHY,
-    "gpu-orphan-ssh-session": _TIER1_HEALTHY,
-    "gpu-shared-without-request": _TIER1_HEALTHY,
-    "gpu-xid": _TIER1_HEALTHY,
-    "healthy": _TIER1_HEALTHY,
-    "issue-gpu-orphan": _TIER1_HEALTHY,
-    "limit-edge": f"{_TIER1_HEALTHY}; {_GPU_WORDS}",
-    "overcommit-limits": _TIER1_HEALTHY,
-    "page-cache-full-healthy": _TIER1_HEALTHY,
-    "cpu-node-besteffort-batch": _GPU_WORDS,
-    "host-daemon-cgroup-v1": _GPU_WORDS,
-    "hugepages-dpdk": _GPU_WORDS,
-    "pressure-no-single-cause": _GPU_WORDS,
-    "system-process-root-cgroup": _GPU_WORDS,
-    "many-small-pods-one-owner": "cap_floor: 1Mi for a 4.8 GiB container; shares: '4.8 GiB "
-    f"(94% of the node)' is 2.0% of 244 GiB; {_GPU_WORDS}",
-    "multi-replica-one-node": "cap_floor: 1Mi for a 28.5 GiB container; shares: '28.5 GiB "
-    "(74% of the node)' is 5.7% of 503 GiB",
-    "spread-replicas": f"shares: '100.8 GiB (79% of the node)' is 39.4%; {_GPU_WORDS}",
-    "sidecar-leak-training": "relief_bounded: 103 GiB claimed, the sidecar frees 20.1 GiB",
-    "multi-container-pod": "relief_bounded: 54.8 GiB claimed, prompt-cache frees 34.1 GiB",
-    "cpu-node-log-shipper-leak": "shares: '32.1 GiB (75% of the node)' is 25.1%; "
-    f"relief_bounded: 33.4 GiB claimed of 27.1; {_GPU_WORDS}",
-    "healthy-large-page-cache": _TIER1_HEALTHY,
-    "near-tie-two-owners": _GPU_WORDS,
-    "containerd-leak": _GPU_WORDS,
-    "mig-training-deployment": "cap_floor: 16Gi for a 40.8 GiB container; shares: '40.8 GiB "
-    "(65% of the node)' is 16.3% of 251 GiB",
+    "pressure-no-single-cause": "no_gpu_words: tier 1's warning on this CPU node says "
+    "'everything left is protected (GPU, critical, DaemonSet or static pods)'",
 }
 _JUDGED: dict[str, tuple[Diagnosis, EvidenceBundle, ClusterView]] = {}
 
