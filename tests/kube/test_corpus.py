@@ -122,3 +122,28 @@ def test_the_corpus_table_prints_one_row_per_scenario_and_its_disagreements(
     agreed = sum(row.endswith("| yes |") for row in rows)
     assert f"{agreed}/2 agree" in out
     assert status == (0 if agreed == 2 else 1)
+
+
+async def test_wrong_advice_ranges_are_reported_on_every_value() -> None:
+    diagnosis, bundle, _ = await _judged("many-small-pods-one-owner")
+    label = load_scenario("many-small-pods-one-owner").expected
+    assert label is not None
+    wrong = label.model_copy(
+        update={
+            "tiers": {
+                1: TierExpectation.model_validate(
+                    {"evicts": {"min": 40}, "evicted": ["web/no-such-pod"]}
+                ),
+                3: TierExpectation.model_validate(
+                    {"cap": {"min": "100Gi"}, "container": "sidecar", "restarts": {"max": 2}}
+                ),
+            }
+        }
+    )
+
+    problems = compare(wrong, diagnosis, gpus=gpu_uuids(bundle))
+
+    text = "\n".join(problems)
+    for part in ("tier 1 evicts", "does not evict web/no-such-pod", "tier 3 cap",
+                 "caps container gateway (expected sidecar)", "restarts 48 pods"):  # fmt: skip
+        assert part in text, problems
