@@ -39,13 +39,13 @@ from bot.core.consumers import (
     host_consumers,
     kubelet_rank,
     unreserved_bytes,
-    within_request_bytes,
 )
+from bot.core.contracts import contract_split, within_request_note
 from bot.core.evidence import GpuDevice
 from bot.core.findings import Contribution, Fact, Finding, Verdict
-from bot.core.gpus import gpu_sharing, node_has_gpus, process_origin
+from bot.core.gpus import node_has_gpus, process_origin
 from bot.core.rules.context import MEMINFO, Context, fact, ratio
-from bot.core.rules.gpu import restarting, shared_gpu_crash_loops
+from bot.core.rules.gpu import shared_gpu_crash_loops, shared_gpu_params
 from bot.core.rules.host import available_bytes, under_pressure
 from bot.core.thresholds import Thresholds
 
@@ -193,65 +193,6 @@ def _local_contributions(
     return out
 
 
-def _within_request_note(rows: list[Consumer], top: Consumer, total: int) -> Params:
-    """The largest pod row inside its requests that holds more than the primary: named so
-    the verdict says why it is not the cause (its request reserved what it holds)."""
-    bigger = [
-        r
-        for r in rows
-        if r.cause == "host_memory_workload"
-        and r.bytes > top.bytes
-        and unreserved_bytes(r) == 0
-        and r.params.get("group_request_bytes", 0)
-    ]
-    if not bigger:
-        return {}
-    r = bigger[0]
-    return {
-        "within_request_pod": r.subject,
-        "within_request_held_bytes": r.bytes,
-        "within_request_request_bytes": r.params.get("group_request_bytes", 0),
-        "within_request_pods": r.params.get("pods_in_group", 1),
-    }
-
-
-#: consumers outside pods: no request, every byte of them unseen by the scheduler
-_OUTSIDE_PODS = ("system_process", "kernel_slab", "kernel_memory", "hugepages")
-_CONTRACT_ROWS = 4
-
-
-def _contract(rows: list[Consumer]) -> Params:
-    """The node's memory against the scheduler's contract: what pods hold inside and above
-    their requests (pods without a request: all above), what is held outside pods, and the
-    biggest pod rows in the kubelet's eviction order (``contract_N_*``)."""
-    # pods the API view does not know (pod-uid/...: gpunode's own diagnostic pod, or a pod
-    # that just left) have no request anyone can read or change: left out of the split
-    known = [r for r in rows if not r.subject.startswith("pod-uid/")]
-    pods = [r for r in known if r.cause == "host_memory_workload"]
-    pod_shmem = [r for r in known if r.cause == "shmem" and r.subject != "host"]
-    outside = [
-        r for r in rows if r.cause in _OUTSIDE_PODS or (r.cause, r.subject) == ("shmem", "host")
-    ]
-    no_request = [r for r in pods if not r.params.get("group_request_bytes", 0)]
-    params: Params = {
-        "contract_above_bytes": sum(unreserved_bytes(r) for r in [*pods, *pod_shmem]),
-        "contract_within_bytes": sum(within_request_bytes(r) for r in [*pods, *pod_shmem]),
-        "contract_no_request_bytes": sum(r.bytes for r in no_request),
-        "contract_no_request_count": sum(int(r.params.get("pods_in_group", 1)) for r in no_request),
-        "contract_above_count": sum(1 for r in pods if unreserved_bytes(r) > 0),
-        "contract_outside_bytes": sum(r.bytes for r in outside),
-    }
-    big = sorted((r for r in pods if r.bytes > 0), key=lambda r: -r.bytes)[:_CONTRACT_ROWS]
-    for i, r in enumerate(sorted(big, key=kubelet_rank), start=1):
-        params[f"contract_{i}_subject"] = str(r.params.get("group", r.subject))
-        params[f"contract_{i}_pods"] = int(r.params.get("pods_in_group", 1))
-        params[f"contract_{i}_held_bytes"] = r.bytes
-        params[f"contract_{i}_request_bytes"] = int(r.params.get("group_request_bytes", 0))
-        params[f"contract_{i}_above_bytes"] = unreserved_bytes(r)
-    params["contract_rows"] = len(big)
-    return params
-
-
 def _host_verdict(
     ctx: Context, findings: list[Finding], t: Thresholds, short: int
 ) -> Verdict | None:
@@ -287,14 +228,14 @@ def _host_verdict(
     share = ratio(top.bytes, total) or 0.0
     params["share_percent"] = round(share * 100, 1)
     params["shortage_bytes"] = short
-    params.update(_contract(rows))
+    params.update(contract_split(rows))
     if top.cause == "host_memory_workload":
         pod_bytes = top.params.get("working_set_bytes", top.bytes)
         # a pod's share is its own bytes over MemTotal; the group's is labelled the group's
         params["share_percent"] = round((ratio(int(pod_bytes), total) or 0.0) * 100, 1)
         params["group_share_percent"] = round(share * 100, 1)
         params["controller"] = params.get("group", "") if params.get("owner_kind") != "Pod" else ""
-        params.update(_within_request_note(rows, top, total))
+        params.update(within_request_note(rows, top))
     facts = _consumer_facts(top, total)
     slab = _codes(findings, "KERNEL_SLAB_UNRECLAIMABLE_HIGH")
     if top.cause == "kernel_slab" and slab:
@@ -349,30 +290,6 @@ def _gpu_candidate(ctx: Context, t: Thresholds) -> tuple[str, GpuHolder | None, 
     return ("gpu_memory", top[0] if top else None, worst)
 
 
-def _shared_params(ctx: Context, g: GpuDevice) -> Params:
-    """On a shared GPU: how it is shared, an equal share of it, and the pods on it that keep
-    restarting (``bot.core.rules.gpu.shared_gpu_crash_loops``)."""
-    sharing = gpu_sharing(ctx.view.node if ctx.view is not None else None)
-    if not sharing.shared:
-        return {}
-    params: Params = {
-        "sharing": sharing.strategy,
-        "replicas": sharing.replicas,
-        "fair_share_bytes": g.memory_total_bytes // max(1, sharing.replicas),
-    }
-    for gpu, _, looping in shared_gpu_crash_loops(ctx):
-        if gpu.index != g.index:
-            continue
-        counts = [restarting(p) for p in looping]
-        params.update(
-            crash_pods=", ".join(p.key for p in looping),
-            crash_count=len(looping),
-            crash_restarts=sum(n for n, _ in counts),
-            crash_reason=counts[0][1],
-        )
-    return params
-
-
 def _gpu_verdict(
     ctx: Context, t: Thresholds, pick: tuple[str, GpuHolder | None, GpuDevice], pressured: bool
 ) -> Verdict:
@@ -417,7 +334,7 @@ def _gpu_verdict(
         facts.append(fact("gpu_process.used_bytes", "GPU memory", holder.bytes, "bytes", src))
         others = [h.bytes for h in holders if h != holder]
         runner_up = max(others, default=0)
-    params.update(_shared_params(ctx, g))
+    params.update(shared_gpu_params(ctx, g))
     gaps = _gap_count(ctx, ("nvml",)) + (1 if holder is None else 0)
     lead = (held - runner_up) / g.memory_total_bytes if g.memory_total_bytes else 0.0
     confidence = _confidence(lead, True, gaps, t)
