@@ -5,11 +5,14 @@ Rules add findings; they do not decide the verdict by their order. ``decide``:
 1. No memory evidence at all (no meminfo, no ``free``, no cgroups): ``inconclusive``.
 2. The node is short (MemAvailable under ``available_low_share``, PSI stalls, kernel OOM
    kills, or the MemoryPressure condition): rank every consumer of host RAM
-   (``bot.core.consumers``) by bytes. The biggest one that may be a culprit (never
-   reclaimable page cache) is the primary cause when it holds at least ``culprit_min_share``
-   of RAM and more than the memory no kept process explains (a near tie, within
-   ``verdict_tie_margin_share``, goes to the one holding most beyond its memory request: the
-   kubelet's own eviction order); otherwise ``overcommit`` when
+   (``bot.core.consumers``) by bytes. Blame follows the contract: only consumers holding
+   memory above it may be the cause (pods above their requests, pods without one, memory
+   outside pods; never reclaimable page cache); a pod inside its request is neither the
+   primary nor the runner-up that lowers confidence. The biggest such culprit is the primary
+   cause when it holds at least ``culprit_min_share`` of RAM and more than the memory no kept
+   process explains (a near tie, within ``verdict_tie_margin_share``, goes in the kubelet's
+   eviction order: above request, then lower priority, then most above request); the split
+   against requests goes into the params (``bot.core.contracts``); otherwise ``overcommit`` when
    limits are critically overcommitted, else ``inconclusive``. The others of at least half
    that share are ``contributing``, with any local problem (a container at its limit, a
    full GPU).
@@ -19,8 +22,11 @@ Rules add findings; they do not decide the verdict by their order. ``decide``:
    (fallen off the bus, uncorrectable ECC; ``GPU_XID`` critical) is ``gpu_xid`` (high): a
    hardware fault, not memory; else a container at its own limit (or cgroup-OOM-killed) is
    ``container_limit``; else a GPU process of no pod holding ``gpu_orphan_share`` of a GPU,
-   or the top holder of an exhausted GPU when it is an orphan, is ``gpu_orphan``; else an
-   exhausted GPU is ``gpu_memory`` (its top holder named); else ``overcommit`` (low) when
+   or the top holder of an exhausted GPU when it is an orphan, is ``gpu_orphan`` (its login
+   session or unit and command line named); else, on a shared GPU (time-slicing, MPS), a pod
+   holding more than an equal share while other pods on that physical GPU keep restarting is
+   ``gpu_memory`` on that GPU; else an exhausted GPU is ``gpu_memory`` (its top holder
+   named); else ``overcommit`` (low) when
    limits are critically overcommitted; else ``healthy`` with the reason (a node that only
    looks full to ``free`` holds reclaimable page cache: ``reason=page_cache_reclaimable``).
 
