@@ -19,6 +19,11 @@ page_cache          Buffers + Cached - Shmem: reclaimable, never the culprit    
 unattributed        AnonPages no pod or kept process explains                   no
 ==================  ==========================================================  =========
 
+Culprit rows are judged against the contract (``unreserved_bytes``): a pod row counts only
+what its pods hold above their own memory requests (a pod without one: all of it; a pod's
+shmem row takes the rest of the pod's excess); rows outside pods have no request, so all of
+their bytes. ``kubelet_rank`` orders rows as the kubelet evicts.
+
 ``unattributed`` is not a culprit but it competes in the ranking: when it is larger than every
 named consumer the verdict cannot name one (inconclusive). ``gpu_holders`` does the same per
 GPU: each GPU's memory by pod (the pod key) or by orphan process (no pod).

@@ -14,8 +14,10 @@ node label / resource                        meaning
 ``nvidia.com/gpu.shared`` resource           the renamed resource (``renameByDefault: true``)
 ==========================================  =============================================
 
-Time-sliced and MPS replicas of one physical GPU share its memory with no isolation
-(unlike MIG): one process can take what the others need.
+Time-sliced replicas of one physical GPU share its memory with no isolation (unlike MIG):
+one process can take what the others need. Under MPS the device plugin caps each client's
+device memory at its share, but a fault in one client still reaches the others; either way
+"GPU isolation holds" is never said.
 """
 
 from __future__ import annotations
@@ -84,8 +86,14 @@ def gpu_sharing(node: NodeInfo | None) -> GpuSharing:
         return GpuSharing(strategy, max(replicas, 1), f"k8s:node/labels/{SHARING_STRATEGY_LABEL}")
     if replicas > 1 or renamed or suffixed:
         # an older GFD without the strategy label: replicas > 1 means time-slicing
-        source = REPLICAS_LABEL if replicas > 1 else SHARED_RESOURCE if renamed else PRODUCT_LABEL
-        return GpuSharing("time-slicing", max(replicas, 1), f"k8s:node/labels/{source}")
+        source = (
+            f"k8s:node/labels/{REPLICAS_LABEL}"
+            if replicas > 1
+            else "k8s:node/status.allocatable"
+            if renamed
+            else f"k8s:node/labels/{PRODUCT_LABEL}"
+        )
+        return GpuSharing("time-slicing", max(replicas, 1), source)
     return NOT_SHARED
 
 

@@ -5,11 +5,14 @@ Rules add findings; they do not decide the verdict by their order. ``decide``:
 1. No memory evidence at all (no meminfo, no ``free``, no cgroups): ``inconclusive``.
 2. The node is short (MemAvailable under ``available_low_share``, PSI stalls, kernel OOM
    kills, or the MemoryPressure condition): rank every consumer of host RAM
-   (``bot.core.consumers``) by bytes. The biggest one that may be a culprit (never
-   reclaimable page cache) is the primary cause when it holds at least ``culprit_min_share``
-   of RAM and more than the memory no kept process explains (a near tie, within
-   ``verdict_tie_margin_share``, goes to the one holding most beyond its memory request: the
-   kubelet's own eviction order); otherwise ``overcommit`` when
+   (``bot.core.consumers``) by bytes. Blame follows the contract: only consumers holding
+   memory above it may be the cause (pods above their requests, pods without one, memory
+   outside pods; never reclaimable page cache); a pod inside its request is neither the
+   primary nor the runner-up that lowers confidence. The biggest such culprit is the primary
+   cause when it holds at least ``culprit_min_share`` of RAM and more than the memory no kept
+   process explains (a near tie, within ``verdict_tie_margin_share``, goes in the kubelet's
+   eviction order: above request, then lower priority, then most above request); the split
+   against requests goes into the params (``bot.core.contracts``); otherwise ``overcommit`` when
    limits are critically overcommitted, else ``inconclusive``. The others of at least half
    that share are ``contributing``, with any local problem (a container at its limit, a
    full GPU).
@@ -19,8 +22,11 @@ Rules add findings; they do not decide the verdict by their order. ``decide``:
    (fallen off the bus, uncorrectable ECC; ``GPU_XID`` critical) is ``gpu_xid`` (high): a
    hardware fault, not memory; else a container at its own limit (or cgroup-OOM-killed) is
    ``container_limit``; else a GPU process of no pod holding ``gpu_orphan_share`` of a GPU,
-   or the top holder of an exhausted GPU when it is an orphan, is ``gpu_orphan``; else an
-   exhausted GPU is ``gpu_memory`` (its top holder named); else ``overcommit`` (low) when
+   or the top holder of an exhausted GPU when it is an orphan, is ``gpu_orphan`` (its login
+   session or unit and command line named); else, on a shared GPU (time-slicing, MPS), a pod
+   holding more than an equal share while other pods on that physical GPU keep restarting is
+   ``gpu_memory`` on that GPU; else an exhausted GPU is ``gpu_memory`` (its top holder
+   named); else ``overcommit`` (low) when
    limits are critically overcommitted; else ``healthy`` with the reason (a node that only
    looks full to ``free`` holds reclaimable page cache: ``reason=page_cache_reclaimable``).
 
@@ -39,13 +45,13 @@ from bot.core.consumers import (
     host_consumers,
     kubelet_rank,
     unreserved_bytes,
-    within_request_bytes,
 )
+from bot.core.contracts import contract_split, within_request_note
 from bot.core.evidence import GpuDevice
 from bot.core.findings import Contribution, Fact, Finding, Verdict
-from bot.core.gpus import gpu_sharing, node_has_gpus, process_origin
+from bot.core.gpus import node_has_gpus, process_origin
 from bot.core.rules.context import MEMINFO, Context, fact, ratio
-from bot.core.rules.gpu import restarting, shared_gpu_crash_loops
+from bot.core.rules.gpu import shared_gpu_crash_loops, shared_gpu_params
 from bot.core.rules.host import available_bytes, under_pressure
 from bot.core.thresholds import Thresholds
 
@@ -193,65 +199,6 @@ def _local_contributions(
     return out
 
 
-def _within_request_note(rows: list[Consumer], top: Consumer, total: int) -> Params:
-    """The largest pod row inside its requests that holds more than the primary: named so
-    the verdict says why it is not the cause (its request reserved what it holds)."""
-    bigger = [
-        r
-        for r in rows
-        if r.cause == "host_memory_workload"
-        and r.bytes > top.bytes
-        and unreserved_bytes(r) == 0
-        and r.params.get("group_request_bytes", 0)
-    ]
-    if not bigger:
-        return {}
-    r = bigger[0]
-    return {
-        "within_request_pod": r.subject,
-        "within_request_held_bytes": r.bytes,
-        "within_request_request_bytes": r.params.get("group_request_bytes", 0),
-        "within_request_pods": r.params.get("pods_in_group", 1),
-    }
-
-
-#: consumers outside pods: no request, every byte of them unseen by the scheduler
-_OUTSIDE_PODS = ("system_process", "kernel_slab", "kernel_memory", "hugepages")
-_CONTRACT_ROWS = 4
-
-
-def _contract(rows: list[Consumer]) -> Params:
-    """The node's memory against the scheduler's contract: what pods hold inside and above
-    their requests (pods without a request: all above), what is held outside pods, and the
-    biggest pod rows in the kubelet's eviction order (``contract_N_*``)."""
-    # pods the API view does not know (pod-uid/...: gpunode's own diagnostic pod, or a pod
-    # that just left) have no request anyone can read or change: left out of the split
-    known = [r for r in rows if not r.subject.startswith("pod-uid/")]
-    pods = [r for r in known if r.cause == "host_memory_workload"]
-    pod_shmem = [r for r in known if r.cause == "shmem" and r.subject != "host"]
-    outside = [
-        r for r in rows if r.cause in _OUTSIDE_PODS or (r.cause, r.subject) == ("shmem", "host")
-    ]
-    no_request = [r for r in pods if not r.params.get("group_request_bytes", 0)]
-    params: Params = {
-        "contract_above_bytes": sum(unreserved_bytes(r) for r in [*pods, *pod_shmem]),
-        "contract_within_bytes": sum(within_request_bytes(r) for r in [*pods, *pod_shmem]),
-        "contract_no_request_bytes": sum(r.bytes for r in no_request),
-        "contract_no_request_count": sum(int(r.params.get("pods_in_group", 1)) for r in no_request),
-        "contract_above_count": sum(1 for r in pods if unreserved_bytes(r) > 0),
-        "contract_outside_bytes": sum(r.bytes for r in outside),
-    }
-    big = sorted((r for r in pods if r.bytes > 0), key=lambda r: -r.bytes)[:_CONTRACT_ROWS]
-    for i, r in enumerate(sorted(big, key=kubelet_rank), start=1):
-        params[f"contract_{i}_subject"] = str(r.params.get("group", r.subject))
-        params[f"contract_{i}_pods"] = int(r.params.get("pods_in_group", 1))
-        params[f"contract_{i}_held_bytes"] = r.bytes
-        params[f"contract_{i}_request_bytes"] = int(r.params.get("group_request_bytes", 0))
-        params[f"contract_{i}_above_bytes"] = unreserved_bytes(r)
-    params["contract_rows"] = len(big)
-    return params
-
-
 def _host_verdict(
     ctx: Context, findings: list[Finding], t: Thresholds, short: int
 ) -> Verdict | None:
@@ -287,14 +234,14 @@ def _host_verdict(
     share = ratio(top.bytes, total) or 0.0
     params["share_percent"] = round(share * 100, 1)
     params["shortage_bytes"] = short
-    params.update(_contract(rows))
+    params.update(contract_split(rows))
     if top.cause == "host_memory_workload":
         pod_bytes = top.params.get("working_set_bytes", top.bytes)
         # a pod's share is its own bytes over MemTotal; the group's is labelled the group's
         params["share_percent"] = round((ratio(int(pod_bytes), total) or 0.0) * 100, 1)
         params["group_share_percent"] = round(share * 100, 1)
         params["controller"] = params.get("group", "") if params.get("owner_kind") != "Pod" else ""
-        params.update(_within_request_note(rows, top, total))
+        params.update(within_request_note(rows, top))
     facts = _consumer_facts(top, total)
     slab = _codes(findings, "KERNEL_SLAB_UNRECLAIMABLE_HIGH")
     if top.cause == "kernel_slab" and slab:
@@ -349,30 +296,6 @@ def _gpu_candidate(ctx: Context, t: Thresholds) -> tuple[str, GpuHolder | None, 
     return ("gpu_memory", top[0] if top else None, worst)
 
 
-def _shared_params(ctx: Context, g: GpuDevice) -> Params:
-    """On a shared GPU: how it is shared, an equal share of it, and the pods on it that keep
-    restarting (``bot.core.rules.gpu.shared_gpu_crash_loops``)."""
-    sharing = gpu_sharing(ctx.view.node if ctx.view is not None else None)
-    if not sharing.shared:
-        return {}
-    params: Params = {
-        "sharing": sharing.strategy,
-        "replicas": sharing.replicas,
-        "fair_share_bytes": g.memory_total_bytes // max(1, sharing.replicas),
-    }
-    for gpu, _, looping in shared_gpu_crash_loops(ctx):
-        if gpu.index != g.index:
-            continue
-        counts = [restarting(p) for p in looping]
-        params.update(
-            crash_pods=", ".join(p.key for p in looping),
-            crash_count=len(looping),
-            crash_restarts=sum(n for n, _ in counts),
-            crash_reason=counts[0][1],
-        )
-    return params
-
-
 def _gpu_verdict(
     ctx: Context, t: Thresholds, pick: tuple[str, GpuHolder | None, GpuDevice], pressured: bool
 ) -> Verdict:
@@ -417,7 +340,7 @@ def _gpu_verdict(
         facts.append(fact("gpu_process.used_bytes", "GPU memory", holder.bytes, "bytes", src))
         others = [h.bytes for h in holders if h != holder]
         runner_up = max(others, default=0)
-    params.update(_shared_params(ctx, g))
+    params.update(shared_gpu_params(ctx, g))
     gaps = _gap_count(ctx, ("nvml",)) + (1 if holder is None else 0)
     lead = (held - runner_up) / g.memory_total_bytes if g.memory_total_bytes else 0.0
     confidence = _confidence(lead, True, gaps, t)

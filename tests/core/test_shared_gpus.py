@@ -150,3 +150,14 @@ def test_a_login_sessions_process_on_a_gpu_is_named_with_its_session_and_command
     ai = next(p for p in d.talking_points if p.key == "ai.foreign_process_on_gpu")
     assert ai.params["cmdline"] == "python3 my_experiment.py --lr 3e-4"
     assert ai.params["gpu_pods"] == "ml/rl-train-0"
+
+
+def test_mps_sharing_is_not_called_memory_without_isolation() -> None:
+    # the device plugin's MPS caps each client's device memory at its share
+    labels = {"nvidia.com/gpu.sharing-strategy": "mps", "nvidia.com/gpu.replicas": "4"}
+    d, _ = _time_sliced(labels)
+    shared = next(f for f in d.findings if f.code == "GPU_SHARED")
+    assert shared.params["strategy"] == "mps"
+    text = render_report_text(d, None, incident="INC-1")
+    assert "share it through MPS" in text
+    assert "no isolation" not in text and "no memory isolation" not in text

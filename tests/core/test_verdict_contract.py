@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 
 from bot.core.analysis import analyze
-from bot.core.cluster import EventInfo, OwnerRef
+from bot.core.cluster import ContainerInfo, EventInfo, OwnerRef
 from bot.core.evidence import Gap
 from bot.core.findings import Diagnosis
 from bot.render.text import render_report_text
@@ -169,3 +169,33 @@ def test_a_node_without_gpus_does_not_report_nvml_as_unverified() -> None:
     assert "nvml" not in render_report_text(d, bundle, incident="INC-1")
     # without the API's view nobody can tell a missing driver from no GPUs: the gap stays
     assert any(g.source == "nvml" for g in analyze(bundle, None, now=AT).unverified)
+
+
+def test_a_leaking_sidecar_hears_about_the_sidecar_not_dataloader_workers() -> None:
+    # old code: "fewer DataLoader workers, a lower prefetch_factor ..." for a log shipper
+    n = _Node(rng=random.Random(8), total=251 * GI)
+    _daemons(n)
+    train = _pod(n, "train-0", 2 * GI, gpu=8, request=8 * GI, limit=None,
+                 owner=("StatefulSet", "train"))  # fmt: skip
+    _gpus(n, 8, train)
+    main = n.containers[-1]
+    leak = main.model_copy(
+        update={
+            "cgroup_path": main.cgroup_path.replace(main.container_id or "", "f" * 64),
+            "container_id": "f" * 64,
+            "usage_bytes": 150 * GI,
+            "working_set_bytes": 150 * GI,
+            "anon_bytes": 150 * GI,
+        }
+    )
+    n.containers.append(leak)
+    i = n.pods.index(train)
+    sidecar = ContainerInfo(name="log-shipper", container_id="f" * 64)
+    n.pods[i] = train.model_copy(update={"containers": [*train.containers, sidecar]})
+    d = _short(n)
+    assert d.verdict.subject == "ml/train-0" and d.verdict.params["container"] == "log-shipper"
+    point = next(p for p in d.talking_points if p.key == "ai.training_host_memory_cause")
+    assert point.params["sidecar"] == 1
+    text = render_report_text(d, None, incident="INC-1")
+    said = text.split("TALKING POINTS")[1]
+    assert "sidecar container log-shipper" in said and "DataLoader" not in said

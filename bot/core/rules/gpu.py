@@ -144,6 +144,30 @@ def shared_gpu_crash_loops(ctx: Context) -> list[tuple[GpuDevice, GpuHolder, lis
     return out
 
 
+def shared_gpu_params(ctx: Context, g: GpuDevice) -> dict[str, str | int | float]:
+    """On a shared GPU: how it is shared, an equal share of it, and the pods on it that keep
+    restarting (``bot.core.rules.gpu.shared_gpu_crash_loops``)."""
+    sharing = gpu_sharing(ctx.view.node if ctx.view is not None else None)
+    if not sharing.shared:
+        return {}
+    params: dict[str, str | int | float] = {
+        "sharing": sharing.strategy,
+        "replicas": sharing.replicas,
+        "fair_share_bytes": g.memory_total_bytes // max(1, sharing.replicas),
+    }
+    for gpu, _, looping in shared_gpu_crash_loops(ctx):
+        if gpu.index != g.index:
+            continue
+        counts = [restarting(p) for p in looping]
+        params.update(
+            crash_pods=", ".join(p.key for p in looping),
+            crash_count=len(looping),
+            crash_restarts=sum(n for n, _ in counts),
+            crash_reason=counts[0][1],
+        )
+    return params
+
+
 def gpu_shared_crash_loop(ctx: Context, t: Thresholds) -> list[Finding]:
     out: list[Finding] = []
     sharing = gpu_sharing(ctx.view.node if ctx.view is not None else None)
