@@ -175,7 +175,9 @@ def test_no_limit_suggestion_and_no_tier3_point_when_the_node_is_not_at_risk() -
 def test_the_seed_limit_suggestion_says_it_is_below_the_working_set() -> None:
     point = next(p for p in diagnose("seed").talking_points if p.key == "ai.suggest_memory_limit")
     assert point.params["below_working_set"] == 1
-    assert point.params["proposed_limit"] == "40Gi"
+    assert (
+        point.params["proposed_limit"] == "38Gi"
+    )  # 62 GiB less the 21.6 GiB shortage and 2.2 GiB headroom
 
 
 def test_pods_the_api_does_not_know_get_no_talking_point() -> None:
