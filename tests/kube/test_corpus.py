@@ -30,10 +30,7 @@ DISAGREES: dict[str, str] = {}
 
 
 #: scenario -> which expert invariant (``bot.sandbox.advice_checks``) its advice breaks today
-ADVICE_BROKEN: dict[str, str] = {
-    "pressure-no-single-cause": "no_gpu_words: tier 1's warning on this CPU node says "
-    "'everything left is protected (GPU, critical, DaemonSet or static pods)'",
-}
+ADVICE_BROKEN: dict[str, str] = {}
 _JUDGED: dict[str, tuple[Diagnosis, EvidenceBundle, ClusterView]] = {}
 
 
