@@ -630,6 +630,33 @@ def check_share_facts(bundle: EvidenceBundle, d: Diagnosis) -> list[Violation]:
     return out
 
 
+_RELIEVES_TEXT = (
+    re.compile(
+        r"Frees about " + _BYTES + r"; the node is short of about " + _BYTES + r": this relieves it"
+    ),
+    re.compile(
+        r"frees about "
+        + _BYTES
+        + r" of the "
+        + _BYTES
+        + r" the node is short: enough to relieve it"
+    ),
+)
+
+
+def check_relieves_text(report: str) -> list[Violation]:
+    """Every sentence that says a plan relieves the shortage frees at least the shortage."""
+    out = []
+    for pattern in _RELIEVES_TEXT:
+        for m in pattern.finditer(report):
+            freed, short = _bytes_range(m[1], m[2]), _bytes_range(m[3], m[4])
+            if freed[1] < short[0]:
+                out.append(
+                    Violation("relieves_covers", f"'{m[0]}': it frees less than the shortage")
+                )
+    return out
+
+
 # --- all of them --------------------------------------------------------------------------
 
 
@@ -655,6 +682,7 @@ def check(
         *check_share_text(bundle, text),
         *check_share_facts(bundle, d),
         *check_relief(bundle, view, d),
+        *check_relieves_text(text),
         *check_tier1(view, d),
         *check_tier2(view, d),
         *check_healthy(bundle, view, d),

@@ -139,3 +139,13 @@ def test_the_plan_values_fall_in_the_planted_ranges(cls: str, seed: int) -> None
     planted = plant(cls, random.Random(seed))
     d = analyze(planted.bundle, planted.view, now=AT)
     assert range_problems(planted, d) == []
+
+
+def test_a_sentence_that_says_relieves_with_less_than_the_shortage_is_caught() -> None:
+    from bot.sandbox.advice_checks import check_relieves_text
+
+    bad = "Frees about 8.0 GiB; the node is short of about 20.0 GiB: this relieves it."
+    good = "It frees about 24.0 GiB of the 20.0 GiB the node is short: enough to relieve it."
+
+    assert [v.invariant for v in check_relieves_text(bad)] == ["relieves_covers"]
+    assert check_relieves_text(good) == []
