@@ -199,3 +199,23 @@ def test_a_leaking_sidecar_hears_about_the_sidecar_not_dataloader_workers() -> N
     text = render_report_text(d, None, incident="INC-1")
     said = text.split("TALKING POINTS")[1]
     assert "sidecar container log-shipper" in said and "DataLoader" not in said
+
+
+def test_the_ai_team_hears_when_its_container_is_at_its_own_limit_and_that_priority_wont_help() -> (
+    None
+):
+    # the seed's trainer: inside its request, not the cause, but at 96% of its own limit;
+    # old code: a finding only, no word to the AI team
+    n = _Node(rng=random.Random(7), total=251 * GI)
+    _daemons(n)
+    train = _pod(n, "train-0", 69 * GI, gpu=8, request=70 * GI, limit=72 * GI,
+                 owner=("StatefulSet", "train"))  # fmt: skip
+    _gpus(n, 8, train)
+    _pod(n, "preprocess-5f6d-abcde", 64 * GI, request=48 * GI, limit=80 * GI,
+         owner=("Deployment", "preprocess"))  # fmt: skip
+    d = _short(n)
+    assert d.verdict.subject == "ml/preprocess-5f6d-abcde"
+    own = [p for p in d.talking_points if p.key == "ai.container_near_limit"]
+    assert [p.params["pod"] for p in own] == ["ml/train-0"] and own[0].params["own_limit"] == 1
+    text = render_report_text(d, None, incident="INC-1").split("TALKING POINTS · Ops")[0]
+    assert "No PriorityClass and no higher request prevents that" in text

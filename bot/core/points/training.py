@@ -10,7 +10,7 @@ from __future__ import annotations
 from bot.core.cluster import ClusterView
 from bot.core.findings import Diagnosis, TalkingPoint
 from bot.core.planning import consumer_group
-from bot.core.points.common import Codes, host_pressured, known_pod, per_finding, point
+from bot.core.points.common import Codes, host_pressured, known_pod, per_finding, pick, point
 from bot.core.rules.context import fact, pod_source
 from bot.core.thresholds import Thresholds
 from bot.core.workload_kinds import workload_kind
@@ -21,13 +21,24 @@ def training_points(
 ) -> list[TalkingPoint]:
     out: list[TalkingPoint] = []
     consumer = consumer_group(d)
-    # never advise raising the priority of the pod that holds the node's memory
+    # a GPU pod's container at its own limit: its team hears it whatever the node has left
+    # (the verdict's own subject has its point already)
+    subject = str(d.verdict.params.get("pod", d.verdict.subject or ""))
+    out += [
+        point("ai_team", "ai.container_near_limit", "neutral", f.facts,
+              {**pick(f, "pod", "container", "working_set_bytes", "limit_bytes", "percent"),
+               "own_limit": 1})
+        for f in codes.get("CONTAINER_NEAR_LIMIT", [])
+        if f.severity == "critical" and f.params.get("gpu_request", 0)
+        and f.subject != subject and known_pod(f.subject, view)
+    ]  # fmt: skip
     if not host_pressured(d, codes):  # nothing threatens them with eviction: no advice
-        return per_finding(
+        return out + per_finding(
             codes, "CONTAINER_OOM_KILLED", ("ai_team", "ai.oom_killed", "neutral"),
             keys=("pod", "container", "restarts", "oom_kills"),
             when=lambda f: known_pod(str(f.params.get("pod", f.subject)), view),
         )  # fmt: skip
+    # never advise raising the priority of the pod that holds the node's memory
     missing = [
         f
         for f in codes.get("GPU_POD_NO_PRIORITY", [])
