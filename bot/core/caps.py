@@ -19,7 +19,7 @@ bounded by the verdict's container):
 - node short (``verdict.shortage_bytes``): the highest limit at which the owner's pods on the
   node together give the shortage back, plus headroom (``bot.core.plans.relief_target``):
   water-filling over their holdings (48 replicas share an 18 GiB shortage, about 0.4 GiB
-  each), rounded *down* to whole GiB (Mi under 1 GiB).
+  each), rounded *down* to whole GiB (quarter GiB under 16 GiB, MiB under 1 GiB).
   Warning ``limit_cut_to_shortage`` (a container with a limit) or ``limit_set_from_shortage``
   (one without).
 - not short: the node-wide excess of limits over ``tier3_limits_target_ratio`` x allocatable
@@ -76,12 +76,24 @@ def binary_text(value: int) -> str:
     return f"{max(1, value // MIB)}Mi"
 
 
+#: below this a cap moves in quarter-GiB steps: on a 4.75 GiB container a whole-GiB step
+#: would cut 0.75 GiB per pod where 0.4 GiB gives the shortage back (48 replicas: 37 GiB
+#: freed for an 18 GiB shortage, and a deeper OOM risk for nothing)
+FINE_BELOW = 16 * GIB
+QUARTER = GIB // 4
+
+
+def _step(value: int) -> int:
+    return GIB if value >= FINE_BELOW else QUARTER if value >= GIB else MIB
+
+
 def _round_down(value: int) -> int:
-    return (value // GIB) * GIB if value >= GIB else max(MIB, (value // MIB) * MIB)
+    step = _step(value)
+    return max(MIB, (value // step) * step)
 
 
 def _round_up(value: int) -> int:
-    step = GIB if value >= GIB else MIB
+    step = _step(value)
     return -(-value // step) * step
 
 

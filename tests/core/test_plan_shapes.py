@@ -84,11 +84,12 @@ def test_a_shortage_is_shared_across_the_owners_replicas_and_no_cap_falls_below_
 
     assert plan.values is not None
     limit = plan.values.memory_limit_bytes
-    # each pod gives (20 + 2 headroom)/14 = 1.57 GiB: 16 - 1.57 = 14.43, rounded down to 14 GiB
-    assert plan.values.memory_limit == "14Gi"
+    # each pod gives (20 + 2 headroom)/14 = 1.57 GiB: 16 - 1.57 = 14.43, rounded down to a
+    # quarter GiB: 14.25 GiB
+    assert plan.values.memory_limit == "14592Mi"
     assert limit >= 8 * GI  # never below half of what the container holds per pod
     assert _bytes(plan.values.memory_request) <= limit
-    assert plan.relief_bytes == 14 * 2 * GI and plan.relieves
+    assert plan.relief_bytes == int(14 * 1.75 * GI) and plan.relieves
     assert len(plan.restarts) == 14
 
 
@@ -104,7 +105,7 @@ def test_a_node_wide_overcommit_cut_is_shared_across_the_replicas_not_taken_from
     plan = plan_tier3(_node(pods, allocatable=256, limits=280), d)
 
     assert plan.values is not None
-    assert plan.values.memory_limit == "15Gi"  # 20 - ceil(50/12 GiB) = 15.8, rounded down
+    assert plan.values.memory_limit == "16128Mi"  # 20 - 50/12 GiB = 15.83 -> 15.75 GiB
     assert plan.values.memory_limit_bytes >= 6 * GI
 
 
@@ -146,9 +147,9 @@ def test_a_leaking_sidecar_is_capped_and_its_relief_is_what_the_sidecar_holds() 
 
     assert plan.values is not None and plan.values.container == "shipper"
     assert plan.steps[0].params.model_dump()["container"] == "shipper"
-    # 9 - (4 + 1 headroom) = 4 GiB is under half of 9: the floor, 4.5 rounded up, decides
-    assert plan.values.memory_limit == "5Gi" and "cap_floor_limits_relief" in plan.warnings
-    assert plan.relief_bytes == 4 * GI and plan.relieves
+    # 9 - (4 + 1 headroom) = 4 GiB is under half of 9: the floor, 4.5 GiB, decides
+    assert plan.values.memory_limit == "4608Mi" and "cap_floor_limits_relief" in plan.warnings
+    assert plan.relief_bytes == int(4.5 * GI) and plan.relieves
     # its request (256Mi) is not raised to 87.5% of the new limit
     assert plan.values.memory_request == "256Mi"
 
@@ -172,7 +173,7 @@ def test_a_proposed_request_never_exceeds_the_limit_nor_todays_request() -> None
                    {p.key: 4.75 for p in pods})  # fmt: skip
     plan = plan_tier3(_node(pods, allocatable=238, limits=288), d)
     assert plan.values is not None
-    assert plan.values.memory_limit == "3Gi"  # 4.75 - (3 + 1)/3 = 3.42, rounded down
+    assert plan.values.memory_limit == "3328Mi"  # 4.75 - (3 + 1)/3 = 3.42 -> 3.25 GiB
     assert plan.values.memory_request == "2Gi"  # 87.5% of 3 GiB would raise today's 2 GiB
 
 
@@ -202,10 +203,10 @@ def test_a_cap_names_the_replicas_it_rolls_on_other_nodes() -> None:
     note = next(n for n in plan.notes if n.code == "rolls_other_nodes")
     assert (note.params["count"], note.params["here"], note.params["elsewhere"]) == (5, 2, 3)
     assert "ml/api-04 on n2" in str(note.params["pods"])
-    # the 2 GiB shortage + 1 GiB headroom is shared by the 2 pods here (5 - 1.5 = 3.5, rounded
-    # down to 3 GiB); the 3 elsewhere free nothing on this node
-    assert plan.values is not None and plan.values.memory_limit == "3Gi"
-    assert plan.relief_bytes == 2 * 2 * GI
+    # the 2 GiB shortage + 1 GiB headroom is shared by the 2 pods here (5 - 1.5 = 3.5 GiB);
+    # the 3 elsewhere free nothing on this node
+    assert plan.values is not None and plan.values.memory_limit == "3584Mi"
+    assert plan.relief_bytes == 3 * GI
 
 
 def test_tier1_evicts_the_fewest_pods_in_the_kubelets_order_and_names_the_rest() -> None:
