@@ -156,7 +156,8 @@ class ProtectedPod(_Model):
         "gpu_workload",
         "gang_member",
         "gpunode_itself",
-    ]
+        "not_needed",
+    ] = Field(description="why tier 1 leaves it alone; not_needed: the pods before it cover it")
 
 
 class PlanNote(_Model):
@@ -188,7 +189,7 @@ class RunbookStep(_Model):
 
     unit: str = Field(description="systemd unit or 'comm[pid]'")
     command: str = Field(description="e.g. 'systemctl status nv-hostengine.service'")
-    purpose: Literal["inspect", "restart", "kill"]
+    purpose: Literal["cordon", "inspect", "restart", "kill", "uncordon"]
 
 
 class ActionPlan(_Model):

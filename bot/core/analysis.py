@@ -16,10 +16,12 @@ from datetime import UTC, datetime
 
 from bot.core.attribution import attribute
 from bot.core.cluster import ClusterView
-from bot.core.evidence import EvidenceBundle
+from bot.core.evidence import EvidenceBundle, Gap
 from bot.core.findings import Diagnosis, Finding
+from bot.core.gpus import node_has_gpus
 from bot.core.ledger import build_ledger
 from bot.core.planning import plan_all
+from bot.core.relief import container_holdings
 from bot.core.rules import ALL_RULES, Context
 from bot.core.talking_points import build_talking_points
 from bot.core.thresholds import DEFAULT, Thresholds
@@ -43,6 +45,14 @@ def run_rules(ctx: Context, thresholds: Thresholds) -> list[Finding]:
     return sorted(findings, key=lambda f: (_SEVERITY_ORDER[f.severity], f.code, f.subject))
 
 
+def _gaps(bundle: EvidenceBundle, view: ClusterView | None) -> list[Gap]:
+    """The bundle's gaps, less NVML's on a node the API says has no GPUs: there is no GPU
+    memory to verify there (without a view, a missing driver could hide GPUs: kept)."""
+    if view is not None and not node_has_gpus(bundle, view):
+        return [g for g in bundle.gaps if not g.source.startswith("nvml")]
+    return list(bundle.gaps)
+
+
 def analyze(
     bundle: EvidenceBundle,
     view: ClusterView | None,
@@ -64,10 +74,10 @@ def analyze(
         verdict=verdict,
         findings=findings,
         ledger=ledger,
-        unverified=list(bundle.gaps),
+        unverified=_gaps(bundle, view),
     )
     if view is not None:
-        plans = plan_all(view, diagnosis, thresholds=thresholds)
+        plans = plan_all(view, diagnosis, thresholds=thresholds, holdings=container_holdings(attr))
         diagnosis = diagnosis.model_copy(update={"plans": plans})
     points = build_talking_points(diagnosis, view, thresholds=thresholds)
     return diagnosis.model_copy(update={"talking_points": points})

@@ -3,68 +3,98 @@
 Target: the verdict's pod (causes ``host_memory_workload``, ``shmem`` in a pod and
 ``container_limit``), whoever owns it (GPU pods included), changed through its top
 controller's template (so its pods roll; ``restarts`` names them). A consumer outside
-Kubernetes gets a manual runbook instead (``bot.core.relief``).
+Kubernetes gets a manual runbook instead (``bot.core.relief``, ``bot.core.runbooks``).
 
 Not offered (warning ``gpu_container_at_own_limit``) for a ``container_limit`` verdict on a
 pod that requests GPUs: the container is at its *own* limit, so a lower limit only kills the
-training sooner and an unchanged one plus CPU / thread caps frees no host memory. The advice
-for that case is a talking point (``ai.container_at_own_limit``): reduce the process's host
-memory, or raise its limit where the node has room. A non-GPU offender keeps its plan.
+training sooner. The advice for that case is a talking point (``ai.container_at_own_limit``).
 
-Values (``Tier3Values``, editable in the confirmation modal):
+The capped container is the one that holds the memory (the verdict's ``container``: the
+largest of its pod, a native sidecar included). A cap is **per container, per pod**: the
+template's limit applies to that container in every replica. So every number is worked out
+per pod, over the owner's pods on this node (``holds``: what the container holds in each,
+its working set, ``bot.core.relief.container_holdings``; without those, its pod's ledger line
+bounded by the verdict's container):
 
-- memory limit, when the node is short of host memory (``verdict.shortage_bytes``) and the
-  consumer holds it: what the container holds (its pod's ledger line, anon + active file,
-  the measure ``bot.core.relief`` counts; its working set when there is none) less the
-  shortage, rounded *down* to whole GiB (Mi under 1 GiB) so the relief covers the shortage.
-  Floor: half of what it holds (the domain story halves preprocess 64 -> 32 GiB; a deeper
-  cut is a redesign, not an emergency cap); when the floor stops short of full relief the
-  warning ``cap_floor_limits_relief`` says so (and the relief says "not the fix"). A
-  container with a limit gets the lower of that and the overcommit cut below (warning
-  ``limit_cut_to_shortage`` when the shortage decides); one with no limit (e.g. a GPU
-  training pod) gets it with warning ``limit_set_from_shortage``.
-- otherwise: cut the container's limit by what the node's limit total exceeds
-  ``tier3_limits_target_ratio`` x allocatable, so the total lands under allocatable with
-  headroom, rounded down. Without a needed cut the limit stays (warning
-  ``memory_limit_unchanged``). An unbounded container gets its working set + 10%, within
-  the room left (or regardless, warning ``limits_remain_overcommitted``). A limit
-  under the current working set is flagged ``below_working_set`` + warning ``immediate_oom``:
-  it is only proposed when the node's arithmetic requires it.
-- memory request: ``memory_request_ratio`` (87.5%) of the new limit (domain: 28 of 32 GiB).
-- CPU cap: the container's current CPU request in whole cores (the scheduler already
-  reserved that much), else half its CPU limit; request = ``cpu_request_ratio`` of the cap.
-- ``OMP_NUM_THREADS``: the CPU cap, or ``default_omp_threads`` when there is none; never
-  above the container's current literal value (a cap does not raise the thread count).
+- node short (``verdict.shortage_bytes``): the highest limit at which the owner's pods on the
+  node together give the shortage back, plus headroom (``bot.core.plans.relief_target``):
+  water-filling over their holdings (48 replicas share an 18 GiB shortage, about 0.4 GiB
+  each), rounded *down* to whole GiB (quarter GiB under 16 GiB, MiB under 1 GiB).
+  Warning ``limit_cut_to_shortage`` (a container with a limit) or ``limit_set_from_shortage``
+  (one without).
+- not short: the node-wide excess of limits over ``tier3_limits_target_ratio`` x allocatable
+  is *shared* across the owner's pods on the node (each gives ``excess / n``); an unbounded
+  container gets its working set + 10% within the room left per pod.
+- floor, always: half of the most the container holds in any of those pods, rounded *up*
+  (the domain halves preprocess 64 -> 32 GiB; a deeper cut is a redesign, not an emergency
+  cap). When the floor stops short: ``cap_floor_limits_relief`` (short) or
+  ``limits_remain_overcommitted``. A cap never raises a limit; one that changes nothing is
+  not offered (``memory_limit_unchanged``). A limit under a pod's working set is flagged
+  ``below_working_set`` + warning ``immediate_oom``.
+- memory request: ``memory_request_ratio`` (87.5%) of the new limit (domain: 28 of 32 GiB),
+  never above what the container requests today (an emergency cap does not reserve more:
+  raising a leaking pod's request reserves the leak, and its new pods may fit nowhere), so
+  never above the limit and never a leaking pod's current holding.
+- CPU: untouched. No verdict gpunode gives is about CPU; a CPU limit throttles and frees no
+  memory (#20, #23). ``OMP_NUM_THREADS`` changes only where the container already sets it
+  above its CPU request in whole cores: threads beyond the cores it is given add per-thread
+  memory (stacks, malloc arenas, per-thread buffers) and no speed, so it is lowered to that
+  request; anywhere else the plan leaves the environment alone.
+
+Blast radius: the template change rolls every replica of the owner, here and on other nodes
+(``WorkloadInfo.elsewhere``): ``blast_radius`` names them all, ``restarts`` the ones on this
+node (what the relief counts), and the note ``rolls_other_nodes`` names the others.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
-from bot.core.actions import PATCHABLE_KINDS, ActionPlan, Step, Tier3Values
+from bot.core.actions import PATCHABLE_KINDS, ActionPlan, PlanNote, Step, Tier3Values
 from bot.core.cluster import ClusterView, ContainerInfo, PodInfo
 from bot.core.findings import Diagnosis
 from bot.core.gangs import builtin_kind
-from bot.core.plans import make_plan
-from bot.core.quantity import canonical, quantity_value
+from bot.core.plans import make_plan, relief_target
+from bot.core.quantity import quantity_value
 from bot.core.resizes import in_place_plan
-from bot.core.rollouts import rollout_notes
+from bot.core.rollouts import MAX_NAMES, rollout_notes, workload_of
 from bot.core.thresholds import DEFAULT, Thresholds
 
 GIB = 1024**3
 MIB = 1024**2
 _OFFENDER_CAUSES = frozenset({"host_memory_workload", "container_limit", "shmem"})
+#: pod key -> container name -> bytes the container holds (anon + active file)
+Holdings = Mapping[str, Mapping[str, int]]
 
 
 def binary_text(value: int) -> str:
-    """Bytes as Kubernetes binary quantity text, rounded down to Gi (or Mi under 1 GiB)."""
-    if value >= GIB:
+    """Bytes as Kubernetes binary quantity text as people write it: whole ``Gi`` when the
+    value is a whole number of GiB, else ``Mi`` (rounded down)."""
+    if value >= GIB and value % GIB == 0:
         return f"{value // GIB}Gi"
     return f"{max(1, value // MIB)}Mi"
 
 
+#: below this a cap moves in quarter-GiB steps: on a 4.75 GiB container a whole-GiB step
+#: would cut 0.75 GiB per pod where 0.4 GiB gives the shortage back (48 replicas: 37 GiB
+#: freed for an 18 GiB shortage, and a deeper OOM risk for nothing)
+FINE_BELOW = 16 * GIB
+QUARTER = GIB // 4
+
+
+def _step(value: int) -> int:
+    return GIB if value >= FINE_BELOW else QUARTER if value >= GIB else MIB
+
+
 def _round_down(value: int) -> int:
-    return (value // GIB) * GIB if value >= GIB else max(MIB, (value // MIB) * MIB)
+    step = _step(value)
+    return max(MIB, (value // step) * step)
+
+
+def _round_up(value: int) -> int:
+    step = _step(value)
+    return -(-value // step) * step
 
 
 def _unavailable(view: ClusterView, code: str, target: str | None = None) -> ActionPlan:
@@ -78,90 +108,136 @@ def _target(pod: PodInfo) -> str:
     return f"{owner.kind}/{pod.namespace}/{owner.name}"
 
 
-def _relief_limit(held: int, shortage: int) -> tuple[int | None, list[str]]:
-    """The limit that gives the node's shortage back: what the container holds less the
-    shortage, rounded down (so the relief covers it), never under the floor: half of what it
-    holds (the domain's halving, 64 -> 32 GiB, is the deepest cut automated; deeper is a
-    redesign, e.g. chunked processing, not an emergency cap). None when nothing is short."""
-    if not shortage or not held:
-        return None, []
-    floor = _round_down(held // 2)
-    wanted = _round_down(held - shortage) if held > shortage else 0
-    if wanted < floor:
-        return floor, ["cap_floor_limits_relief"]
-    return wanted, []
+def level(holds: list[int], shortage: int) -> int:
+    """The highest per-pod limit at which pods holding ``holds`` together free ``shortage``
+    (each frees what it holds above the limit): water-filling from the largest down. 0 when
+    even a zero limit would not free it."""
+    ordered = sorted(holds, reverse=True)
+    total = 0
+    for k, held in enumerate(ordered, start=1):
+        total += held
+        limit = (total - shortage) // k
+        below = ordered[k] if k < len(ordered) else 0
+        if limit >= below:
+            return max(0, limit)
+    return 0
 
 
 def _memory_limit(
-    view: ClusterView, info: ContainerInfo, ws: int, t: Thresholds, shortage: int = 0, held: int = 0
+    view: ClusterView, info: ContainerInfo, holds: list[int], ws: int, t: Thresholds, shortage: int
 ) -> tuple[int, list[str]]:
+    """The container's new limit per pod and why (module docstring). ``holds``: what the
+    container holds in each of the owner's pods on the node; ``ws``: the largest working set."""
     row = next((r for r in view.allocated if r.resource == "memory"), None)
     total = int(row.limits_value) if row is not None else 0
     allocatable = int(row.allocatable_value or 0) if row is not None else 0
     target_total = int(allocatable * t.tier3_limits_target_ratio)
+    pods = max(1, len(holds))
+    most = max([*holds, ws])
+    floor = _round_up(-(-most // 2)) if most else MIB
     current_raw = quantity_value(info.limits.get("memory"))
     current = int(current_raw) if current_raw else None
-    relief, floor_warnings = _relief_limit(held or ws, shortage)
-    if current:
+    warnings: list[str] = []
+    if shortage and most:
+        wanted = _round_down(level(holds or [ws], relief_target(shortage)))
+        warnings.append("limit_cut_to_shortage" if current else "limit_set_from_shortage")
+        if wanted < floor:
+            wanted = floor
+            warnings.append("cap_floor_limits_relief")
+    elif current:
         cut = total - target_total if allocatable else 0
-        overcommit = _round_down(max(MIB, current - cut)) if cut > 0 else current
-        if relief is not None and relief < overcommit:
-            # the consumer holds what the node is short of: the cap gives it back
-            return relief, ["limit_cut_to_shortage", *floor_warnings]
         if cut <= 0:
             return current, ["memory_limit_unchanged"]
-        return overcommit, []
-    room = target_total - total if allocatable else 0
-    wanted = _round_down(int(ws * 1.1) + GIB - 1) if ws else GIB
-    warnings: list[str] = []
-    if relief is not None:
-        # no limit today and the node is short: the cap gives the shortage back
-        wanted = relief
-        warnings += ["limit_set_from_shortage", *floor_warnings]
-    if room <= 0:
-        return wanted, [*warnings, "limits_remain_overcommitted"]
-    return _round_down(min(wanted, room)), warnings
+        wanted = _round_down(max(MIB, current - -(-cut // pods)))
+        if wanted < floor:
+            wanted = floor
+            warnings.append("limits_remain_overcommitted")
+    else:
+        # no limit today: its working set + 10%, within the room each pod has left
+        room = (target_total - total) // pods if allocatable else 0
+        wanted = max(floor, _round_up(int(ws * 1.1)) if ws else GIB)
+        if room < wanted:
+            wanted = max(floor, _round_down(room)) if room > 0 else wanted
+        if room < wanted:
+            warnings.append("limits_remain_overcommitted")
+    if current and wanted >= current:
+        return current, ["memory_limit_unchanged"]
+    return wanted, warnings
 
 
-def _held(diagnosis: Diagnosis, pod_key: str, container_ws: int) -> int:
-    """What the container holds of the node's memory as the relief counts it (the pod's
-    ledger line, anon + active file: slightly below its working set), or its working set."""
-    line = next(
-        (e.bytes for e in diagnosis.ledger.entries if e.category == "pod" and e.pod_key == pod_key),
-        None,
-    )
+def _request(info: ContainerInfo, limit: int, t: Thresholds) -> int:
+    """``memory_request_ratio`` of the limit, never above today's request (module docstring)."""
+    request = _round_down(int(limit * t.memory_request_ratio))
+    current = quantity_value(info.requests.get("memory"))
+    if current:
+        request = min(request, int(current))
+    return min(request, limit)
+
+
+def _fallback_holds(diagnosis: Diagnosis, pod_key: str, container_ws: int) -> int:
+    """What the verdict's container holds when no per-container holdings were given: its
+    pod's ledger line less what the rest of the pod holds (the ledger counts anon + active
+    file, slightly below the working set), or its working set."""
+    line = _ledger(diagnosis).get(pod_key)
     pod_ws = diagnosis.verdict.params.get("working_set_bytes")
     if line is None or not isinstance(pod_ws, int | float) or not container_ws:
         return container_ws
     return max(0, container_ws - max(0, int(pod_ws) - line))
 
 
-def _cpu(info: ContainerInfo, t: Thresholds) -> tuple[str | None, str | None, int]:
-    request, limit = (
-        quantity_value(info.requests.get("cpu")),
-        quantity_value(info.limits.get("cpu")),
-    )
-    cap: int | None = None
-    if request and request >= 1:
-        cap = int(request)
-    elif limit:
-        cap = max(1, int(limit // 2))
-    current_omp = _omp(info)
-    if cap is None:
-        omp = t.default_omp_threads
-        return None, None, min(omp, current_omp) if current_omp else omp
-    request_m = max(1, math.floor(cap * 1000 * t.cpu_request_ratio))
-    return str(cap), canonical(f"{request_m}m"), min(cap, current_omp) if current_omp else cap
+def _ledger(diagnosis: Diagnosis) -> dict[str, int]:
+    return {
+        e.pod_key: e.bytes
+        for e in diagnosis.ledger.entries
+        if e.category == "pod" and e.pod_key is not None
+    }
+
+
+def container_holds(
+    diagnosis: Diagnosis, pods: list[str], container: str, holdings: Holdings | None, ws: int
+) -> dict[str, int]:
+    """What ``container`` holds in each of ``pods`` (key -> bytes). From ``holdings`` where
+    the node reported the container; else the verdict pod's own figure, and for the other
+    pods their ledger line bounded by it (a replica's container is not assumed to hold more
+    than the one the verdict measured, so the relief is never overclaimed)."""
+    pod_key = diagnosis.verdict.params.get("pod")
+    mine = _fallback_holds(diagnosis, str(pod_key), ws)
+    ledger = _ledger(diagnosis)
+    out: dict[str, int] = {}
+    for key in pods:
+        given = (holdings or {}).get(key, {}).get(container)
+        if given is not None:
+            out[key] = given
+        elif key == pod_key:
+            out[key] = mine
+        else:
+            out[key] = min(ledger.get(key, 0), mine)
+    return out
 
 
 def _omp(info: ContainerInfo) -> int | None:
-    """The container's literal OMP_NUM_THREADS (a cap never raises it), None if unset."""
+    """OMP_NUM_THREADS lowered to the container's CPU request in whole cores, only where it
+    already sets a literal value above that; None leaves the environment alone."""
     text = info.env.get("OMP_NUM_THREADS", "").strip()
-    return int(text) if text.isdecimal() and int(text) > 0 else None
+    current = int(text) if text.isdecimal() and int(text) > 0 else None
+    cpu = quantity_value(info.requests.get("cpu"))
+    if current is None or not cpu:
+        return None
+    cores = max(1, math.floor(cpu))
+    return cores if current > cores else None
+
+
+def _same_owner(p: PodInfo, kind: str, namespace: str, name: str) -> bool:
+    o = p.top_owner
+    return o is not None and (o.kind, p.namespace, o.name) == (kind, namespace, name)
 
 
 def plan_tier3(
-    view: ClusterView, diagnosis: Diagnosis, *, thresholds: Thresholds = DEFAULT
+    view: ClusterView,
+    diagnosis: Diagnosis,
+    *,
+    thresholds: Thresholds = DEFAULT,
+    holdings: Holdings | None = None,
 ) -> ActionPlan:
     t = thresholds
     verdict = diagnosis.verdict
@@ -191,12 +267,25 @@ def plan_tier3(
     )
     ws = int(ws_raw) if isinstance(ws_raw, int | float) and ws_raw > 0 else 0
 
+    group = sorted(
+        (
+            p
+            for p in view.pods
+            if _same_owner(p, owner.kind, pod.namespace, owner.name)
+            and not p.deleting
+            and p.phase not in ("Succeeded", "Failed")
+        ),
+        key=lambda p: p.key,
+    )
+    holds = container_holds(diagnosis, [p.key for p in group], info.name, holdings, ws)
     shortage = verdict.shortage_bytes if verdict.cause != "container_limit" else 0
-    held = _held(diagnosis, pod.key, ws)
-    limit, warnings = _memory_limit(view, info, ws, t, shortage, held)
-    request = max(MIB, (int(limit * t.memory_request_ratio) // MIB) * MIB)
-    cpu_limit, cpu_request, omp = _cpu(info, t)
-    below = bool(ws) and limit < ws
+    limit, warnings = _memory_limit(view, info, list(holds.values()), ws, t, shortage)
+    if "memory_limit_unchanged" in warnings:
+        # a cap that changes no limit frees nothing; CPU is not touched (module docstring)
+        return _unavailable(view, "memory_limit_unchanged", target=target)
+    request = _request(info, limit, t)
+    omp = _omp(info)
+    below = limit < max([ws, *holds.values()])
     if below:
         warnings.append("immediate_oom")
     if pod.accelerated:
@@ -204,20 +293,12 @@ def plan_tier3(
     values = Tier3Values(
         container=info.name,
         memory_limit=binary_text(limit),
-        memory_request=binary_text(request)
-        if request >= GIB and request % GIB == 0
-        else f"{request // MIB}Mi",
-        cpu_limit=cpu_limit,
-        cpu_request=cpu_request,
+        memory_request=binary_text(request),
         omp_num_threads=omp,
         current_working_set_bytes=ws or None,
         memory_limit_bytes=limit,
         below_working_set=below,
     )
-    requests = {"memory": values.memory_request}
-    limits = {"memory": values.memory_limit}
-    if cpu_limit is not None and cpu_request is not None:
-        requests["cpu"], limits["cpu"] = cpu_request, cpu_limit
     step = Step(
         verb="patch_resources",
         kind=owner.kind,
@@ -225,35 +306,50 @@ def plan_tier3(
         name=owner.name,
         params={
             "container": info.name,
-            "requests": requests,
-            "limits": limits,
-            "env": {"OMP_NUM_THREADS": str(omp)},
+            "requests": {"memory": values.memory_request},
+            "limits": {"memory": values.memory_limit},
+            "env": {"OMP_NUM_THREADS": str(omp)} if omp is not None else {},
         },
     )
-    restarts = sorted(
-        p.key
-        for p in view.pods
-        if p.top_owner is not None
-        and (p.top_owner.kind, p.namespace, p.top_owner.name)
-        == (owner.kind, pod.namespace, owner.name)
-    )
+    restarts = [p.key for p in group]
+    workload = workload_of(view, owner.kind, pod.namespace, owner.name)
+    elsewhere = dict(sorted(workload.elsewhere.items())) if workload is not None else {}
     warnings.append("template_change_restarts_pods")
-    restarted = [p for p in view.pods if p.key in restarts]
-    if any(p.has_emptydir for p in restarted):
+    if any(p.has_emptydir for p in group):
         warnings.append("emptydir_lost_on_restart")
+    notes = rollout_notes(view, owner.kind, pod.namespace, owner.name, pods=group, resources=True)
+    if elsewhere:
+        replicas = workload.replicas if workload is not None else None
+        notes.append(_elsewhere_note(target, len(group), elsewhere, replicas))
     template = make_plan(
         view.node.name,
         3,
         [step],
         target=target,
-        blast_radius=restarts,
+        blast_radius=restarts + [k for k in elsewhere if k not in holds],
         restarts=restarts,
         reversible=True,
         values=values,
         warnings=warnings,
-        notes=rollout_notes(
-            view, owner.kind, pod.namespace, owner.name, pods=restarted, resources=True
-        ),
+        notes=notes,
     )
     # where the server resizes in place, only the offender changes and nothing restarts
     return in_place_plan(view, pod, template) or template
+
+
+def _elsewhere_note(
+    target: str, here: int, elsewhere: dict[str, str], replicas: int | None
+) -> PlanNote:
+    """``rolls_other_nodes``: the template change rolls the replicas on other nodes too."""
+    shown = [f"{key} on {node}" for key, node in list(elsewhere.items())[:MAX_NAMES]]
+    more = len(elsewhere) - len(shown)
+    return PlanNote(
+        code="rolls_other_nodes",
+        params={
+            "workload": target,
+            "count": replicas if replicas is not None else here + len(elsewhere),
+            "here": here,
+            "elsewhere": len(elsewhere),
+            "pods": ", ".join(shown) + (f" and {more} more" if more > 0 else ""),
+        },
+    )

@@ -19,6 +19,11 @@ page_cache          Buffers + Cached - Shmem: reclaimable, never the culprit    
 unattributed        AnonPages no pod or kept process explains                   no
 ==================  ==========================================================  =========
 
+Culprit rows are judged against the contract (``unreserved_bytes``): a pod row counts only
+what its pods hold above their own memory requests (a pod without one: all of it; a pod's
+shmem row takes the rest of the pod's excess); rows outside pods have no request, so all of
+their bytes. ``kubelet_rank`` orders rows as the kubelet evicts.
+
 ``unattributed`` is not a culprit but it competes in the ranking: when it is larger than every
 named consumer the verdict cannot name one (inconclusive). ``gpu_holders`` does the same per
 GPU: each GPU's memory by pod (the pod key) or by orphan process (no pod).
@@ -49,13 +54,33 @@ class Consumer:
 
 
 def unreserved_bytes(c: Consumer) -> int:
-    """What a consumer holds beyond what the scheduler reserved for it: a pod group's bytes
-    above its requests (the kubelet's own eviction order ranks pods by usage above request);
-    every other consumer has no request, so all of its bytes."""
-    if c.cause != "host_memory_workload":
-        return c.bytes
-    request = c.params.get("group_request_bytes", 0)
-    return max(0, c.bytes - (int(request) if isinstance(request, int | float) else 0))
+    """What a consumer holds above its contract with the scheduler: a pod row's bytes above
+    its pods' memory requests (each pod against its own request; a pod without one: all of
+    it), summed over the row's pods; every consumer outside pods has no request, so all of
+    its bytes. A pod inside its request is entitled to what it holds: 0."""
+    if c.cause in ("host_memory_workload", "shmem") and "above_request_bytes" in c.params:
+        above = c.params["above_request_bytes"]
+        return int(above) if isinstance(above, int | float) else 0
+    return c.bytes
+
+
+def within_request_bytes(c: Consumer) -> int:
+    """What a consumer holds inside its contract (``bytes - unreserved_bytes``)."""
+    return max(0, c.bytes - unreserved_bytes(c))
+
+
+def kubelet_rank(c: Consumer) -> tuple[int, int, int, int]:
+    """Sort key in the kubelet's eviction order under memory pressure (``rankMemoryPressure``:
+    usage above request first, then lower priority, then usage above request, most first),
+    then by bytes held. Consumers outside pods have no request and no priority: above, 0."""
+    above = unreserved_bytes(c)
+    priority = c.params.get("priority", 0)
+    return (
+        0 if above > 0 else 1,
+        int(priority) if isinstance(priority, int | float) else 0,
+        -above,
+        -c.bytes,
+    )
 
 
 @dataclass(frozen=True)
@@ -95,6 +120,26 @@ def _process_names(procs: list[ProcessMemory], limit: int = 4) -> str:
     return ", ".join(f"{x.command}[{x.pid}]" for x in top)
 
 
+def _held(p: PodUsage) -> int:
+    """A pod's row bytes: its working set less its shmem (shmem is its own row)."""
+    return max(0, (p.working_set_bytes or 0) - _pod_shmem(p))
+
+
+def _request(p: PodUsage) -> int:
+    return p.pod.memory_request_bytes if p.pod is not None else 0
+
+
+def _above(p: PodUsage) -> int:
+    """The pod row's bytes above the pod's memory request (no request: all of them)."""
+    return max(0, _held(p) - _request(p))
+
+
+def _shmem_above(p: PodUsage) -> int:
+    """The part of the pod's shmem above its request: what the working set (row + shmem)
+    exceeds the request by, less what the pod row already counts."""
+    return max(0, (p.working_set_bytes or 0) - _request(p)) - _above(p)
+
+
 def _pod_rows(attr: Attribution) -> list[Consumer]:
     groups: dict[str, list[PodUsage]] = {}
     for usage in attr.pods.values():
@@ -105,7 +150,7 @@ def _pod_rows(attr: Attribution) -> list[Consumer]:
     for key, members in groups.items():
         members.sort(key=lambda p: (-(p.working_set_bytes or 0), p.key))
         top = members[0]
-        total = sum(max(0, (p.working_set_bytes or 0) - _pod_shmem(p)) for p in members)
+        total = sum(_held(p) for p in members)
         _, kind, name = _owner(top)
         container = max(top.containers, key=lambda c: c.mem.working_set_bytes or 0, default=None)
         pod = top.pod
@@ -118,6 +163,11 @@ def _pod_rows(attr: Attribution) -> list[Consumer]:
             "pods_in_group": len(members),
             "group_bytes": total,
             "group_request_bytes": sum(p.pod.memory_request_bytes for p in members if p.pod),
+            "above_request_bytes": sum(_above(p) for p in members),
+            "pod_bytes": _held(top),
+            "pod_above_request_bytes": max(0, (top.working_set_bytes or 0) - _request(top)),
+            "pods_within_request": sum(1 for p in members if _request(p) and not _above(p)),
+            "priority": min((p.pod.priority for p in members if p.pod), default=0),
             "working_set_bytes": top.working_set_bytes or 0,
             "request_bytes": pod.memory_request_bytes if pod is not None else 0,
             "limit_bytes": (container.mem.limit_bytes if container is not None else None)
@@ -232,6 +282,8 @@ def _shmem_rows(bundle: EvidenceBundle, attr: Attribution) -> list[Consumer]:
             "pod": usage.key,
             "shmem_bytes": shmem,
             "working_set_bytes": usage.working_set_bytes or 0,
+            "above_request_bytes": _shmem_above(usage),
+            "priority": usage.pod.priority if usage.pod is not None else 0,
         }
         rows.append(Consumer("shmem", usage.key, shmem, usage.source, True, params))
     mi = bundle.meminfo

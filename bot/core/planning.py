@@ -1,15 +1,31 @@
 """Tiered remedy plans, as data, from the cluster view and the diagnosis. Pure: no I/O.
 
-Tier 1, stop the cascade: cordon the node, evict every *non-critical* pod. "Non-critical"
-means: requests no GPU AND priority below ``critical_priority_threshold``. Never evicted
-(listed in ``protected`` with the reason): mirror (static) pods, DaemonSet pods, diagnostic
-pods (label ``gpunode.io/role=diagnostic``), gpunode's own pods, pods labelled
-``<protected_label>=true``, critical-priority pods (priority >= threshold or a ``system-``
-class), members of a training gang, GPU or CPU-only (``bot.core.gangs``; a note names the
-gang, its members elsewhere and what evicting one would do), GPU pods (the training we
-protect), and pods without a controller unless ``force_unmanaged`` (nothing would recreate
-them). Terminating and finished pods are skipped silently. Evicted ``batch/v1`` Job pods get
-a note on ``backoffLimit`` (``bot.core.safety``).
+No tier on a node that is not at risk (``node_at_risk``: not short of host memory, no
+``MemoryPressure`` or memory stall, no kubelet eviction, no global OOM kill): every plan is
+unavailable with warning ``node_not_at_risk``, and the ops team hears that there is nothing to
+do and why (``bot.core.points.tiers``). A cap, an eviction or a priority change on a healthy
+node only costs restarts.
+
+Tier 1, stop the cascade: cordon the node, evict the *fewest* non-critical pods that give the
+shortage back. "Non-critical" means: requests no GPU AND priority below
+``critical_priority_threshold``. Never evicted (listed in ``protected`` with the reason):
+mirror (static) pods, DaemonSet pods, diagnostic pods (label ``gpunode.io/role=diagnostic``),
+gpunode's own pods, pods labelled ``<protected_label>=true``, critical-priority pods
+(priority >= threshold or a ``system-`` class), members of a training gang, GPU or CPU-only
+(``bot.core.gangs``; a note names the gang, its members elsewhere and what evicting one would
+do), GPU pods (whole GPUs, MIG slices, shared GPUs, DRA claims: the training we protect), and
+pods without a controller unless ``force_unmanaged`` (nothing would recreate them).
+Terminating and finished pods are skipped silently. Evicted ``batch/v1`` Job pods get a note
+on ``backoffLimit`` (``bot.core.safety``).
+
+Which of the evictable pods go: the kubelet's own ranking under memory pressure (pods whose
+usage exceeds their request first, then lower priority, then more usage above the request;
+kubelet ``rankMemoryPressure``), taken in that order until their memory (ledger lines) covers
+the shortage plus headroom (``bot.core.plans.relief_target``: 10% of it, at least 1 GiB; a
+node under pressure but not short: the headroom alone). Every evictable pod after that is
+named in ``protected`` with reason ``not_needed`` (left alone: the ones before it already
+cover it). When even all of
+them fall short, all go and the relief says it is not enough.
 
 Tier 2, protect the critical workload (offered only when the training is at risk on this
 node, ``training_at_risk``: else unavailable, warning ``training_not_at_risk``; never for
@@ -29,7 +45,7 @@ Tier 3, constrain the offender (the verdict's pod, through its top controller): 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from bot.core.actions import (
     PATCHABLE_KINDS,
@@ -40,11 +56,11 @@ from bot.core.actions import (
     ResizePodParams,
     Step,
 )
-from bot.core.caps import plan_tier3
+from bot.core.caps import Holdings, plan_tier3
 from bot.core.cluster import ClusterView, PodInfo
 from bot.core.findings import Diagnosis
 from bot.core.gangs import builtin_kind, gang_of
-from bot.core.plans import make_plan, plan_id
+from bot.core.plans import HEADROOM_MIN, make_plan, plan_id, relief_target
 from bot.core.refs import ObjectRef
 from bot.core.relief import runbook_plan, with_relief
 from bot.core.rollouts import restart_notes, rollout_notes
@@ -60,6 +76,7 @@ __all__ = [
     "DEFAULT_PRIORITY_CLASS",
     "PROTECTED_LABEL",
     "make_plan",
+    "node_at_risk",
     "plan_all",
     "plan_id",
     "plan_tier1",
@@ -110,6 +127,29 @@ def protection_reason(
     return None
 
 
+def _usage(diagnosis: Diagnosis | None) -> dict[str, int]:
+    if diagnosis is None:
+        return {}
+    return {
+        e.pod_key: e.bytes
+        for e in diagnosis.ledger.entries
+        if e.category == "pod" and e.pod_key is not None
+    }
+
+
+def eviction_order(pods: list[PodInfo], usage: dict[str, int]) -> list[PodInfo]:
+    """``pods`` in the order the kubelet evicts them under memory pressure: usage above the
+    request first, then lower priority first, then more usage above the request first
+    (kubelet ``rankMemoryPressure``: exceedMemoryRequests, priority, memory)."""
+
+    def key(p: PodInfo) -> tuple[bool, int, int, str]:
+        used = usage.get(p.key, 0)
+        above = used - p.memory_request_bytes
+        return (not above > 0, p.priority, -above, p.key)
+
+    return sorted(pods, key=key)
+
+
 def plan_tier1(
     view: ClusterView,
     diagnosis: Diagnosis | None = None,
@@ -119,9 +159,10 @@ def plan_tier1(
     critical_priority_threshold: int = CRITICAL_PRIORITY,
 ) -> ActionPlan:
     node = view.node.name
-    steps = [Step(verb="cordon", kind="Node", name=node)]
+    if diagnosis is not None and not node_at_risk(diagnosis):
+        return _not_at_risk(view, 1)
     protected: list[ProtectedPod] = []
-    evicted: list[PodInfo] = []
+    evictable: list[PodInfo] = []
     for pod in sorted(view.pods, key=lambda p: p.key):
         if _terminal(pod):
             continue
@@ -135,8 +176,21 @@ def plan_tier1(
         if reason is not None:
             protected.append(ProtectedPod.model_validate({"pod": pod.key, "reason": reason}))
         else:
+            evictable.append(pod)
+    evicted = evictable
+    if diagnosis is not None:
+        usage = _usage(diagnosis)
+        needed = relief_target(diagnosis.verdict.shortage_bytes) or HEADROOM_MIN
+        evicted, freed = [], 0
+        for pod in eviction_order(evictable, usage):
+            if freed >= needed:
+                protected.append(ProtectedPod(pod=pod.key, reason="not_needed"))
+                continue
             evicted.append(pod)
-            steps.append(Step(verb="evict", kind="Pod", namespace=pod.namespace, name=pod.name))
+            freed += usage.get(pod.key, 0)
+    steps = [Step(verb="cordon", kind="Node", name=node)] + [
+        Step(verb="evict", kind="Pod", namespace=p.namespace, name=p.name) for p in evicted
+    ]
     warnings: list[str] = []
     if view.node.unschedulable:
         warnings.append("already_cordoned")
@@ -161,6 +215,11 @@ def plan_tier1(
     )
 
 
+def _not_at_risk(view: ClusterView, tier: Literal[1, 2, 3]) -> ActionPlan:
+    """A tier not offered: the node is not at risk (module docstring)."""
+    return make_plan(view.node.name, tier, [], available=False, warnings=["node_not_at_risk"])
+
+
 def plan_tier2(
     view: ClusterView,
     diagnosis: Diagnosis | None = None,
@@ -175,7 +234,7 @@ def plan_tier2(
     gpu_pods = [p for p in view.pods if p.accelerated and not _terminal(p)]
     consumer = consumer_group(diagnosis)
     at_risk = diagnosis is None or training_at_risk(diagnosis)
-    if not at_risk:
+    if not at_risk and gpu_pods:
         warnings.append("training_not_at_risk")
     for pod in sorted(gpu_pods, key=lambda p: p.key):
         if pod.priority >= critical_priority_threshold:
@@ -274,8 +333,8 @@ _RISK_CODES = frozenset(
 )
 
 
-def training_at_risk(diagnosis: Diagnosis) -> bool:
-    """Whether the GPU pods are at risk of losing their place on this node: the node is
+def node_at_risk(diagnosis: Diagnosis) -> bool:
+    """Whether the node's pods (the GPU pods among them) are at risk: the node is
     short of host memory (``verdict.shortage_bytes``), under memory pressure (the
     ``MemoryPressure`` condition, PSI stalls), or the kubelet evicted pods / the kernel's
     global OOM killer ran (``KERNEL_OOM_KILL`` critical = scope node). A cgroup OOM kill at a
@@ -286,6 +345,10 @@ def training_at_risk(diagnosis: Diagnosis) -> bool:
         f.code in _RISK_CODES or (f.code == "KERNEL_OOM_KILL" and f.severity == "critical")
         for f in diagnosis.findings
     )
+
+
+#: the GPU pods are at risk exactly when the node is (tier 2's word for it)
+training_at_risk = node_at_risk
 
 
 def _group_of(pod: PodInfo) -> str:
@@ -314,9 +377,16 @@ def plan_all(
     force_unmanaged: bool = False,
     protected_label: str = PROTECTED_LABEL,
     thresholds: Thresholds = DEFAULT,
+    holdings: Holdings | None = None,
 ) -> list[ActionPlan]:
+    """Every tier for the node; ``holdings`` (``bot.core.relief.container_holdings``): what
+    each container holds, so caps and their relief are per container."""
     threshold = thresholds.critical_priority_threshold
-    tier3 = runbook_plan(view, diagnosis) or plan_tier3(view, diagnosis, thresholds=thresholds)
+    tier3 = runbook_plan(view, diagnosis)
+    if tier3 is None and not node_at_risk(diagnosis):
+        tier3 = _not_at_risk(view, 3)
+    if tier3 is None:
+        tier3 = plan_tier3(view, diagnosis, thresholds=thresholds, holdings=holdings)
     plans = [
         plan_tier1(
             view,
@@ -328,7 +398,7 @@ def plan_all(
         plan_tier2(view, diagnosis, critical_priority_threshold=threshold),
         tier3,
     ]
-    return [with_relief(plan, diagnosis) for plan in plans]
+    return [with_relief(plan, diagnosis, view, holdings) for plan in plans]
 
 
 def undo_steps(step: Step, before: dict[str, Any]) -> list[Step]:

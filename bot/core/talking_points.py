@@ -15,6 +15,10 @@ key                                stance      params
 ai.gpu_memory_not_cause            supports    requested, allocatable, max_used_bytes,
                                                max_total_bytes, max_percent, gpu_count
 ai.gpu_memory_is_cause             contradicts gpu_index, used_bytes, total_bytes, percent
+ai.foreign_process_on_gpu          supports    gpu_index, pid, command, cmdline, origin
+                                               (login_session / user_service / system_unit /
+                                               stale_pod / ""), unit, user_id, process_bytes,
+                                               total_bytes, gpu_pods, gpu_pod_count
 ai.gpu_isolation_broken            contradicts requested, allocatable, mismatched
 ai.host_memory_workload            neutral     pod, controller, working_set_bytes,
                                                limit_bytes, share_percent (separate from GPU),
@@ -29,6 +33,11 @@ ai.shmem_held                      contradicts pod, held_bytes, share_percent (i
                                                /dev/shm or memory-backed emptyDir)
 ai.pods_not_cause                  supports    cause, subject, held_bytes, share_percent,
                                                shortage_bytes, pods_bytes, pods_share_percent
+ai.pods_against_requests           neutral     contract_rows, contract_N_subject,
+                                               contract_N_pods, contract_N_held_bytes,
+                                               contract_N_request_bytes,
+                                               contract_N_above_bytes (N = 1..rows, in the
+                                               kubelet's eviction order; short nodes only)
 ai.container_near_limit            neutral     pod, container, working_set_bytes,
                                                limit_bytes, percent
 ai.container_at_own_limit          neutral     pod, container, working_set_bytes,
@@ -57,6 +66,10 @@ ops.consumer_outside_pods          contradicts cause, subject, held_bytes, share
                                                shortage_bytes (the primary consumer is a
                                                process, the kernel, huge pages, host shmem
                                                or a GPU process of no pod)
+ops.scheduler_unseen               neutral     unseen_bytes (above + outside), above_bytes,
+                                               above_count, no_request_bytes,
+                                               no_request_count, outside_bytes,
+                                               within_bytes, shortage_bytes
 ops.node_out_of_memory             supports    available_bytes, mem_total_bytes,
                                                share_percent
 ops.page_cache_squeezed            supports    buff_cache_bytes, available_bytes,
@@ -97,6 +110,7 @@ from bot.core.cluster import ClusterView
 from bot.core.findings import Diagnosis, TalkingPoint
 from bot.core.points.attribution import attribution_points
 from bot.core.points.common import by_code
+from bot.core.points.contract import contract_points
 from bot.core.points.culprits import culprit_points
 from bot.core.points.gpu import gpu_points
 from bot.core.points.kernel_log import kernel_log_points
@@ -115,6 +129,7 @@ def build_talking_points(
         *gpu_points(diagnosis, codes),
         *culprit_points(diagnosis, view, codes=codes),
         *attribution_points(diagnosis, view),
+        *contract_points(diagnosis),
         *training_points(diagnosis, view, codes=codes, t=thresholds),
         *ops_points(diagnosis, codes),
         *kernel_log_points(diagnosis, view, codes=codes),

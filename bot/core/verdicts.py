@@ -5,11 +5,14 @@ Rules add findings; they do not decide the verdict by their order. ``decide``:
 1. No memory evidence at all (no meminfo, no ``free``, no cgroups): ``inconclusive``.
 2. The node is short (MemAvailable under ``available_low_share``, PSI stalls, kernel OOM
    kills, or the MemoryPressure condition): rank every consumer of host RAM
-   (``bot.core.consumers``) by bytes. The biggest one that may be a culprit (never
-   reclaimable page cache) is the primary cause when it holds at least ``culprit_min_share``
-   of RAM and more than the memory no kept process explains (a near tie, within
-   ``verdict_tie_margin_share``, goes to the one holding most beyond its memory request: the
-   kubelet's own eviction order); otherwise ``overcommit`` when
+   (``bot.core.consumers``) by bytes. Blame follows the contract: only consumers holding
+   memory above it may be the cause (pods above their requests, pods without one, memory
+   outside pods; never reclaimable page cache); a pod inside its request is neither the
+   primary nor the runner-up that lowers confidence. The biggest such culprit is the primary
+   cause when it holds at least ``culprit_min_share`` of RAM and more than the memory no kept
+   process explains (a near tie, within ``verdict_tie_margin_share``, goes in the kubelet's
+   eviction order: above request, then lower priority, then most above request); the split
+   against requests goes into the params (``bot.core.contracts``); otherwise ``overcommit`` when
    limits are critically overcommitted, else ``inconclusive``. The others of at least half
    that share are ``contributing``, with any local problem (a container at its limit, a
    full GPU).
@@ -19,8 +22,11 @@ Rules add findings; they do not decide the verdict by their order. ``decide``:
    (fallen off the bus, uncorrectable ECC; ``GPU_XID`` critical) is ``gpu_xid`` (high): a
    hardware fault, not memory; else a container at its own limit (or cgroup-OOM-killed) is
    ``container_limit``; else a GPU process of no pod holding ``gpu_orphan_share`` of a GPU,
-   or the top holder of an exhausted GPU when it is an orphan, is ``gpu_orphan``; else an
-   exhausted GPU is ``gpu_memory`` (its top holder named); else ``overcommit`` (low) when
+   or the top holder of an exhausted GPU when it is an orphan, is ``gpu_orphan`` (its login
+   session or unit and command line named); else, on a shared GPU (time-slicing, MPS), a pod
+   holding more than an equal share while other pods on that physical GPU keep restarting is
+   ``gpu_memory`` on that GPU; else an exhausted GPU is ``gpu_memory`` (its top holder
+   named); else ``overcommit`` (low) when
    limits are critically overcommitted; else ``healthy`` with the reason (a node that only
    looks full to ``free`` holds reclaimable page cache: ``reason=page_cache_reclaimable``).
 
@@ -37,11 +43,15 @@ from bot.core.consumers import (
     GpuHolder,
     gpu_holders,
     host_consumers,
+    kubelet_rank,
     unreserved_bytes,
 )
+from bot.core.contracts import contract_split, within_request_note
 from bot.core.evidence import GpuDevice
 from bot.core.findings import Contribution, Fact, Finding, Verdict
+from bot.core.gpus import node_has_gpus, process_origin
 from bot.core.rules.context import MEMINFO, Context, fact, ratio
+from bot.core.rules.gpu import shared_gpu_crash_loops, shared_gpu_params
 from bot.core.rules.host import available_bytes, under_pressure
 from bot.core.thresholds import Thresholds
 
@@ -97,11 +107,21 @@ def _consumer_facts(c: Consumer, total: int) -> list[Fact]:
     value = (
         c.params.get("working_set_bytes", c.bytes) if c.cause == "host_memory_workload" else c.bytes
     )
+    if c.cause == "host_memory_workload":  # the pod's share: its own bytes over MemTotal
+        share = ratio(int(value), total) or 0.0
     facts = [
         fact(key, label, value, "bytes", c.source),
         fact("node.mem_total_bytes", "MemTotal", total, "bytes", MEMINFO),
         fact("consumer.host_memory_share", "share of host memory", share, "ratio", c.source),
     ]
+    if c.cause == "host_memory_workload" and int(c.params.get("pods_in_group", 1)) > 1:
+        group = str(c.params.get("group", ""))
+        facts += [
+            fact("group.host_memory_bytes", f"{group} ({c.params.get('pods_in_group')} pods)",
+                 c.bytes, "bytes", "cgroup:kubepods"),
+            fact("group.host_memory_share", f"{group} share of host memory",
+                 ratio(c.bytes, total) or 0.0, "ratio", "cgroup:kubepods"),
+        ]  # fmt: skip
     if c.cause == "host_memory_workload":
         src = f"k8s:pod/{c.subject}" if not c.subject.startswith("pod-uid/") else c.source
         facts.append(
@@ -109,6 +129,15 @@ def _consumer_facts(c: Consumer, total: int) -> list[Fact]:
                 "pod.memory_request_bytes",
                 "memory request",
                 c.params.get("request_bytes", 0),
+                "bytes",
+                src,
+            )
+        )
+        facts.append(
+            fact(
+                "pod.memory_above_request_bytes",
+                "held above its request",
+                c.params.get("pod_above_request_bytes", 0),
                 "bytes",
                 src,
             )
@@ -173,9 +202,12 @@ def _local_contributions(
 def _host_verdict(
     ctx: Context, findings: list[Finding], t: Thresholds, short: int
 ) -> Verdict | None:
+    """Blame follows the contract: only consumers holding memory above it (pods above their
+    requests, pods without requests, memory outside pods) make up a shortage. A pod inside
+    its request is never the primary, never the runner-up that lowers confidence."""
     total = ctx.mem_total or 0
     rows = host_consumers(ctx.bundle, ctx.attr, ctx.node)
-    culprits = [r for r in rows if r.culprit]
+    culprits = [r for r in rows if r.culprit and unreserved_bytes(r) > 0]
     unexplained = next((r.bytes for r in rows if r.cause == "unattributed"), 0)
     if not culprits or not total:
         return None
@@ -184,10 +216,10 @@ def _host_verdict(
         return None
     if unexplained > biggest.bytes:
         return None
-    # a near tie (within verdict_tie_margin_share of RAM) goes to the consumer holding the
-    # most beyond what was reserved for it (see consumers.unreserved_bytes)
+    # a near tie (within verdict_tie_margin_share of RAM) goes as the kubelet would evict:
+    # above request first, then lower priority, then the most above request
     tied = [c for c in culprits if biggest.bytes - c.bytes <= t.verdict_tie_margin_share * total]
-    top = max(tied, key=lambda c: (unreserved_bytes(c), c.bytes))
+    top = min(tied, key=kubelet_rank)
     others = [c for c in culprits if c is not top]
     runner_up = max(others[0].bytes if others else 0, unexplained)
     lead = (top.bytes - runner_up) / total
@@ -202,9 +234,14 @@ def _host_verdict(
     share = ratio(top.bytes, total) or 0.0
     params["share_percent"] = round(share * 100, 1)
     params["shortage_bytes"] = short
+    params.update(contract_split(rows))
     if top.cause == "host_memory_workload":
-        params["biggest_consumer"] = int(top is biggest)
+        pod_bytes = top.params.get("working_set_bytes", top.bytes)
+        # a pod's share is its own bytes over MemTotal; the group's is labelled the group's
+        params["share_percent"] = round((ratio(int(pod_bytes), total) or 0.0) * 100, 1)
+        params["group_share_percent"] = round(share * 100, 1)
         params["controller"] = params.get("group", "") if params.get("owner_kind") != "Pod" else ""
+        params.update(within_request_note(rows, top))
     facts = _consumer_facts(top, total)
     slab = _codes(findings, "KERNEL_SLAB_UNRECLAIMABLE_HIGH")
     if top.cause == "kernel_slab" and slab:
@@ -241,6 +278,12 @@ def _gpu_candidate(ctx: Context, t: Thresholds) -> tuple[str, GpuHolder | None, 
     if orphans:
         best = max(orphans, key=lambda h: (h.bytes, -h.gpu.index))
         return ("gpu_orphan", best, best.gpu)
+    # a shared GPU (time-slicing, MPS): one pod's memory decides, the crash loops of the
+    # others on that physical GPU are the evidence, however full the device looks
+    looping = shared_gpu_crash_loops(ctx)
+    if looping:
+        g, top_holder, _ = max(looping, key=lambda x: (x[1].bytes, -x[0].index))
+        return ("gpu_memory", top_holder, g)
     exhausted = [
         g
         for g in ctx.bundle.gpus
@@ -285,10 +328,19 @@ def _gpu_verdict(
         params.update(pid=holder.pid, command=holder.command, process_bytes=holder.bytes)
         if holder.pod is not None:
             params["pod"] = holder.pod
+        else:  # a process of no pod: whose session or unit runs it, and its command line
+            proc = next((x for x in ctx.bundle.processes if x.pid == holder.pid), None)
+            if proc is not None:
+                origin, unit, user = process_origin(proc.cgroup_path)
+                params.update(origin=origin, unit=unit, user_id=user, cmdline=proc.cmdline[:160])
+            pods = [h.pod for h in holders if h.pod is not None]
+            if pods:  # the pods the device plugin gave this GPU, who now lack its memory
+                params.update(gpu_pods=", ".join(pods), gpu_pod_count=len(pods))
         facts.append(fact("gpu_process.pid", "PID", holder.pid, "count", src))
         facts.append(fact("gpu_process.used_bytes", "GPU memory", holder.bytes, "bytes", src))
         others = [h.bytes for h in holders if h != holder]
         runner_up = max(others, default=0)
+    params.update(shared_gpu_params(ctx, g))
     gaps = _gap_count(ctx, ("nvml",)) + (1 if holder is None else 0)
     lead = (held - runner_up) / g.memory_total_bytes if g.memory_total_bytes else 0.0
     confidence = _confidence(lead, True, gaps, t)
@@ -390,6 +442,14 @@ def _healthy(ctx: Context, findings: list[Finding], t: Thresholds) -> Verdict:
 
 
 def decide(ctx: Context, findings: list[Finding], t: Thresholds) -> Verdict:
+    """The verdict (module docstring), with ``gpu_node`` (0/1, ``bot.core.gpus``) in its
+    params: every sentence that speaks of GPUs asks it first."""
+    v = _decide(ctx, findings, t)
+    gpu_node = int(node_has_gpus(ctx.bundle, ctx.view))
+    return v.model_copy(update={"params": {**v.params, "gpu_node": gpu_node}})
+
+
+def _decide(ctx: Context, findings: list[Finding], t: Thresholds) -> Verdict:
     pressured = under_pressure(ctx, t) or any(f.code in _PRESSURE_CODES for f in findings)
     b = ctx.bundle
     if b.meminfo is None and b.free is None and not b.containers:

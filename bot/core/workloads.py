@@ -73,6 +73,11 @@ class WorkloadInfo(_Model):
     ignores_disruption: bool = Field(
         False, description="podFailurePolicy has action Ignore on DisruptionTarget"
     )
+    elsewhere: dict[str, str] = Field(
+        default_factory=dict,
+        description="its running pods on other nodes: pod key -> node (a template change "
+        "rolls them too)",
+    )
 
     @property
     def key(self) -> str:

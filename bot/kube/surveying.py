@@ -4,7 +4,12 @@
   Job failure policy), from the controllers the owner-chain walk already read;
 - the members of the node's gangs on other nodes (one pod list per gang namespace);
 - every node's free room, for where a restarted pod can go (one list of nodes and pods;
-  preemption candidates only on GPU nodes, to keep the view small on large fleets).
+  preemption candidates only on GPU nodes, to keep the view small on large fleets);
+- each Deployment's and StatefulSet's running pods on other nodes (``WorkloadInfo.elsewhere``:
+  a template change rolls them too): ONE list per owner, in its namespace, by its own
+  ``spec.selector``; a pod counts when its controller is that StatefulSet, or a ReplicaSet of
+  that Deployment (named ``<deployment>-<hash>``). DaemonSets are left out (their note counts
+  every node from ``desiredNumberScheduled``).
 
 Each part is optional evidence: a read the bot may not make (403) or a group the server
 does not serve leaves that part empty, never fails the diagnosis.
@@ -120,4 +125,69 @@ async def survey(
             parse_room(n, by_node.get(n["metadata"]["name"], []), slots=objects.is_gpu_node(n))
             for n in nodes
         ]
+    workloads = await _with_elsewhere(gw, workloads, node, cache)
     return RemedyContext(workloads=workloads, gang_pods=gang_pods, room=room)
+
+
+def _selector(spec: Obj) -> str | None:
+    """A workload's ``spec.selector`` as a label selector string (None: selects nothing)."""
+    sel = spec.get("selector") or {}
+    parts = [f"{k}={v}" for k, v in sorted((sel.get("matchLabels") or {}).items())]
+    for e in sel.get("matchExpressions") or []:
+        key, op, values = e.get("key", ""), e.get("operator", ""), e.get("values") or []
+        if op == "In":
+            parts.append(f"{key} in ({','.join(values)})")
+        elif op == "NotIn":
+            parts.append(f"{key} notin ({','.join(values)})")
+        elif op == "Exists":
+            parts.append(key)
+        elif op == "DoesNotExist":
+            parts.append(f"!{key}")
+    return ",".join(parts) or None
+
+
+def _owned_by(obj: Obj, kind: str, name: str) -> bool:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if not ref.get("controller"):
+            continue
+        if kind == "StatefulSet":
+            return bool(ref.get("kind") == "StatefulSet" and ref.get("name") == name)
+        return bool(
+            ref.get("kind") == "ReplicaSet" and str(ref.get("name", "")).startswith(f"{name}-")
+        )
+    return False
+
+
+async def _with_elsewhere(
+    gw: Gateway,
+    workloads: list[WorkloadInfo],
+    node: str,
+    cache: dict[tuple[str, str, str], Obj | None],
+) -> list[WorkloadInfo]:
+    """``workloads`` with each Deployment's and StatefulSet's pods on other nodes."""
+
+    async def elsewhere(w: WorkloadInfo) -> dict[str, str]:
+        obj = cache.get((w.kind, w.namespace, w.name))
+        selector = _selector((obj or {}).get("spec") or {})
+        if w.kind not in ("Deployment", "StatefulSet") or selector is None:
+            return {}
+        raw = await _optional(
+            gw, f"list pods of {w.key}", reading.list_namespaced_pods, w.namespace,
+            label_selector=selector,
+        )  # fmt: skip
+        found: dict[str, str] = {}
+        for p in raw or []:
+            meta, where = p.get("metadata") or {}, (p.get("spec") or {}).get("nodeName")
+            phase = (p.get("status") or {}).get("phase")
+            if not where or where == node or phase in ("Succeeded", "Failed"):
+                continue
+            if meta.get("deletionTimestamp") or not _owned_by(p, w.kind, w.name):
+                continue
+            found[f"{w.namespace}/{meta.get('name', '')}"] = str(where)
+        return dict(sorted(found.items()))
+
+    spread = await asyncio.gather(*(elsewhere(w) for w in workloads))
+    return [
+        w.model_copy(update={"elsewhere": there}) if there else w
+        for w, there in zip(workloads, spread, strict=True)
+    ]

@@ -20,10 +20,12 @@ from typing import Literal
 
 from bot.core.actions import ActionPlan
 from bot.core.analysis import analyze
+from bot.core.cluster import ClusterView
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.thresholds import DEFAULT
-from bot.sandbox.kubesim.expectations import ByteRange, Expected
+from bot.sandbox.advice_checks import check
+from bot.sandbox.kubesim.expectations import ByteRange, CountRange, Expected
 from bot.sandbox.kubesim.quantities import to_bytes
 from bot.sandbox.kubesim.scenarios import Scenario, list_scenarios, load_scenario
 
@@ -33,13 +35,15 @@ TIERS: tuple[Literal[1, 2, 3], ...] = (1, 2, 3)
 
 @dataclass(frozen=True)
 class Outcome:
-    """One scenario's verdict against its label."""
+    """One scenario's verdict and advice against its label."""
 
     scenario: str
     expected: str
     got: str
     problems: list[str] = field(default_factory=list)
     diagnosis: Diagnosis | None = None
+    advice_expected: str = ""
+    advice_got: str = ""
 
     @property
     def ok(self) -> bool:
@@ -86,6 +90,108 @@ def _range_text(r: ByteRange) -> str:
     low = _gib(to_bytes(r.min)) if r.min is not None else ""
     high = _gib(to_bytes(r.max)) if r.max is not None else ""
     return f"[{low}..{high}]"
+
+
+def _count_text(r: CountRange) -> str:
+    if r.min == r.max:
+        return str(r.min)
+    return f"{'' if r.min is None else r.min}..{'' if r.max is None else r.max}"
+
+
+def restart_count(plan: ActionPlan) -> int:
+    """Pods the plan restarts across the cluster: the count its ``rolls_other_nodes`` note
+    states (the workload's replicas, here and elsewhere), else its ``restarts`` and
+    ``blast_radius`` (the pods here and, named, elsewhere)."""
+    for note in plan.notes:
+        count = note.params.get("count")
+        if note.code == "rolls_other_nodes" and isinstance(count, int):
+            return count
+    return len(set(plan.restarts) | set(plan.blast_radius))
+
+
+def describe_expected_advice(e: Expected) -> str:
+    """``T3 cap main [16.0Gi..32.0Gi] restarts 3; T1 evicts ..2 +ns/pod-*; runbook kubelet*``."""
+    parts = []
+    for tier, x in sorted(e.tiers.items()):
+        bits = []
+        if x.cap is not None or x.container is not None:
+            bits.append(f"cap {x.container or '*'} {_range_text(x.cap) if x.cap else ''}".rstrip())
+        if x.evicts is not None:
+            bits.append(f"evicts {_count_text(x.evicts)}")
+        bits += [f"+{g}" for g in x.evicted]
+        if x.restarts is not None:
+            bits.append(f"restarts {_count_text(x.restarts)}")
+        if bits:
+            parts.append(f"T{tier} " + " ".join(bits))
+    if e.runbook is not None:
+        parts.append(f"runbook {e.runbook}")
+    return "; ".join(parts) or "-"
+
+
+def describe_got_advice(d: Diagnosis, e: Expected | None = None) -> str:
+    """The same values read from the plans (for the tiers the label names, or every
+    available one)."""
+    parts = []
+    want = e.tiers if e is not None else {}
+    for plan in d.plans:
+        x = want.get(plan.tier)
+        if e is not None and x is None:
+            continue
+        bits = []
+        if plan.tier == 3 and plan.values is not None and plan.available:
+            bits.append(f"cap {plan.values.container} {_gib(plan.values.memory_limit_bytes)}")
+        if plan.tier == 1 and plan.available:
+            bits.append(f"evicts {len(plan.blast_radius)}")
+        if plan.available and plan.tier != 1 and (x is None or x.restarts is not None):
+            bits.append(f"restarts {restart_count(plan)}")
+        if not plan.available:
+            bits.append("n/a")
+        parts.append(" ".join([f"T{plan.tier}", *bits]))
+    units = sorted({s.unit for p in d.plans for s in p.runbook})
+    if units:
+        parts.append("runbook " + ",".join(units))
+    return "; ".join(parts) or "-"
+
+
+def _count_ok(value: int, r: CountRange) -> bool:
+    return (r.min is None or value >= r.min) and (r.max is None or value <= r.max)
+
+
+def compare_advice(e: Expected, d: Diagnosis, *, gpus: dict[int, str]) -> list[str]:
+    """The plan values against the label's ranges (``cap``, ``container``, ``evicts``,
+    ``evicted``, ``restarts``)."""
+    problems: list[str] = []
+    by_tier: dict[int, ActionPlan] = {p.tier: p for p in d.plans}
+    for tier, x in sorted(e.tiers.items()):
+        plan = by_tier.get(tier)
+        if plan is None or not plan.available:
+            named = x.cap or x.container or x.evicts or x.evicted or x.restarts
+            if named and not (x.evicts is not None and x.evicts.max == 0):
+                problems.append(f"tier {tier}: no available plan to hold its values")
+            continue
+        v = plan.values
+        if x.cap is not None and (v is None or not _in_range(v.memory_limit_bytes, x.cap)):
+            got = _gib(v.memory_limit_bytes) if v is not None else "none"
+            problems.append(f"tier {tier} cap {got} not in {_range_text(x.cap)}")
+        if x.container is not None and (v is None or not matches(x.container, v.container, gpus)):
+            problems.append(
+                f"tier {tier} caps container {v.container if v else 'none'} "
+                f"(expected {x.container})"
+            )
+        if x.evicts is not None and not _count_ok(len(plan.blast_radius), x.evicts):
+            problems.append(
+                f"tier {tier} evicts {len(plan.blast_radius)} pods "
+                f"(expected {_count_text(x.evicts)})"
+            )
+        for glob in x.evicted:
+            if not any(matches(glob, k, gpus) for k in plan.blast_radius):
+                problems.append(f"tier {tier} does not evict {glob}")
+        if x.restarts is not None and not _count_ok(restart_count(plan), x.restarts):
+            problems.append(
+                f"tier {tier} restarts {restart_count(plan)} pods across the cluster "
+                f"(expected {_count_text(x.restarts)})"
+            )
+    return problems
 
 
 def _causes(causes: list[str]) -> str:
@@ -184,11 +290,20 @@ def compare(e: Expected, d: Diagnosis, *, gpus: dict[int, str]) -> list[str]:
         units = [s.unit for p in d.plans for s in p.runbook]
         if not any(matches(e.runbook, u, gpus) for u in units):
             problems.append(f"no runbook step for {e.runbook} (steps for {units or 'nothing'})")
-    return problems + invariants(d)
+    return problems + compare_advice(e, d, gpus=gpus) + invariants(d)
 
 
 async def judge(scenario: Scenario, *, url: str) -> tuple[Diagnosis, EvidenceBundle]:
     """Diagnose the expected node of ``scenario`` served by a running stand-in at ``url``."""
+    d, bundle, _ = await judge_with_view(scenario, url=url)
+    return d, bundle
+
+
+async def judge_with_view(
+    scenario: Scenario, *, url: str
+) -> tuple[Diagnosis, EvidenceBundle, ClusterView]:
+    """``judge``, and the cluster view the diagnosis was made from (the advice checks need
+    it: which pods are where, what they request)."""
     from bot.config import KubeSettings
     from bot.kube.gateway import Gateway
     from bot.sandbox.kubesim.access import BOT_TOKEN
@@ -204,18 +319,27 @@ async def judge(scenario: Scenario, *, url: str) -> tuple[Diagnosis, EvidenceBun
         view = await gw.get_cluster_view(node)
     finally:
         gw.close()
-    return analyze(bundle, view, thresholds=DEFAULT, now=datetime.now(UTC)), bundle
+    return analyze(bundle, view, thresholds=DEFAULT, now=datetime.now(UTC)), bundle, view
 
 
-def outcome(scenario: Scenario, d: Diagnosis, bundle: EvidenceBundle) -> Outcome:
+def outcome(
+    scenario: Scenario, d: Diagnosis, bundle: EvidenceBundle, view: ClusterView | None = None
+) -> Outcome:
+    """The label compared; with the ``view``, the expert invariants too (``advice_checks``):
+    each broken one is a problem ``advice <invariant>: <numbers>``."""
     assert scenario.expected is not None
     e = scenario.expected
+    problems = compare(e, d, gpus=gpu_uuids(bundle))
+    if view is not None:
+        problems += [f"advice {v}" for v in check(bundle, view, d)]
     return Outcome(
         scenario=scenario.name,
         expected=describe_expected(e),
         got=describe_got(d),
-        problems=compare(e, d, gpus=gpu_uuids(bundle)),
+        problems=problems,
         diagnosis=d,
+        advice_expected=describe_expected_advice(e),
+        advice_got=describe_got_advice(d, e),
     )
 
 
@@ -229,18 +353,25 @@ async def judge_all(names: list[str] | None = None) -> list[Outcome]:
         sim = KubeSim(scenario)
         await sim.start()
         try:
-            d, bundle = await judge(scenario, url=sim.url)
+            d, bundle, view = await judge_with_view(scenario, url=sim.url)
         finally:
             await sim.stop()
-        outcomes.append(outcome(scenario, d, bundle))
+        outcomes.append(outcome(scenario, d, bundle, view))
     return outcomes
 
 
 def table(outcomes: list[Outcome]) -> str:
-    """``scenario | expected | got | ok`` (Markdown), with the disagreements under it."""
-    lines = ["| scenario | expected | got | ok |", "| --- | --- | --- | --- |"]
+    """``scenario | expected | got | advice expected | advice got | ok`` (Markdown), with the
+    disagreements under it (labels, advice ranges and the expert invariants)."""
+    lines = [
+        "| scenario | expected | got | advice expected | advice got | ok |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for o in outcomes:
-        lines.append(f"| {o.scenario} | {o.expected} | {o.got} | {'yes' if o.ok else 'NO'} |")
+        lines.append(
+            f"| {o.scenario} | {o.expected} | {o.got} | {o.advice_expected} | {o.advice_got} "
+            f"| {'yes' if o.ok else 'NO'} |"
+        )
     right = sum(o.ok for o in outcomes)
     lines.append("")
     lines.append(f"{right}/{len(outcomes)} agree")

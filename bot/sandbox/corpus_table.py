@@ -1,7 +1,10 @@
 """Print the corpus table: ``python -m bot.sandbox.corpus_table [SCENARIO ...]``.
 
 Each labelled scenario runs through the real collector, gateway and analysis (one stand-in
-per scenario, in turn); prints ``scenario | expected | got | ok`` and the disagreements.
+per scenario, in turn); prints ``scenario | expected | got | advice expected | advice got |
+ok`` and the disagreements: the label, the plan values against the label's advice ranges
+(cap per container, pods tier 1 evicts, restarts across nodes, the runbook's unit) and the
+expert invariants (``bot.sandbox.advice_checks``).
 Exit status 0 when every scenario agrees with its label, 1 otherwise.
 """
 

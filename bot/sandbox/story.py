@@ -4,8 +4,10 @@
    evidence, talking points and tier buttons.
 2. Alice presses tier 3, edits the proposed caps, dry-runs, applies; the bot re-diagnoses and
    posts the before/after diff.
-3. Alice requests tier 1; Bob (approver) approves; the node is cordoned and the non-critical
-   pods evicted (a PodDisruptionBudget-protected pod is reported as blocked).
+3. Alice presses tier 1. When the node is still at risk, she requests it, Bob (approver)
+   approves, the node is cordoned and the fewest pods that cover the shortage are evicted.
+   When tier 3 already gave the shortage back, the bot answers that there is nothing to do
+   (issue #20: no tier on a node that is not at risk) and the story goes on.
 4. Alice exports the timeline into the thread.
 Used by ``gpunode demo --script`` and by the end-to-end tests.
 """
@@ -127,12 +129,15 @@ async def run_story(sim: SlackSim, drain: Drain, *, node: str = "gpu-node-01") -
     else:
         await _tier3(sim, log, drain)
 
-    # tier 1: request, then approval by another person
+    # tier 1: request, then approval by another person, while the node is still at risk
     await _press(sim, log, ALICE, "gpunode_tier1", drain)
-    await _confirm(sim, ALICE, "stop the cascade while preprocessing restarts", drain)
-    await _press(sim, log, ALICE, "gpunode_apply", drain)
-    await _press(sim, log, BOB, "gpunode_approve", drain)
-    log.steps.append("tier 1 approved by Bob and executed")
+    if not sim.open_views(ALICE):
+        log.steps.append("tier 1 not offered: the node is no longer at risk, nothing to do")
+    else:
+        await _confirm(sim, ALICE, "stop the cascade while preprocessing restarts", drain)
+        await _press(sim, log, ALICE, "gpunode_apply", drain)
+        await _press(sim, log, BOB, "gpunode_approve", drain)
+        log.steps.append("tier 1 approved by Bob and executed")
 
     root = sim.message(CHANNEL, log.thread_ts) or {}
     found = re.search(r"INC-\d+", json.dumps(root.get("blocks", [])))

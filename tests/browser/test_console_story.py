@@ -3,8 +3,8 @@
 Alice diagnoses gpu-node-01 from the command box, reads the evidence and the talking points
 in the thread, presses tier 3, edits the caps (the bot refuses a limit below the working set
 until she ticks the acknowledgement), sees the dry run, applies it through the confirm
-dialog, and sees the outcome and the before/after diff. She then requests tier 1, Bob
-approves it (user picker), and the PodDisruptionBudget-protected pod is reported as blocked.
+dialog, and sees the outcome and the before/after diff. The re-diagnosis offers no tier 1:
+tier 3 gave the shortage back, so the thread says there is nothing to do (issue #20).
 Finally Alice exports the timeline: the postmortem draft (Markdown and HTML) appears in the
 thread, the HTML shown in a frame. The diagnosis chart shows inline as an image.
 
@@ -111,42 +111,14 @@ def cap_the_offender(page: Any, thread: Any, shots: Shots) -> None:
     shots("06-tier3-applied-diff", page)
 
 
-def stop_the_cascade(page: Any, thread: Any, shots: Shots) -> None:
-    """Tier 1: Alice requests it, the dry run says it needs approval, Bob approves."""
-    _button(thread, "gpunode_tier1").click()
-    modal = page.get_by_test_id("modal")
-    expect(modal).to_contain_text("Confirm tier 1")
-    expect(modal).to_contain_text("Pods to evict")
-    _field(modal, "reason").fill("stop the cascade while preprocessing restarts")
-    shots("07-tier1-modal", page)
-    modal.get_by_test_id("modal-submit").click()
-    expect(page.get_by_test_id("modal")).to_have_count(0, timeout=STEP_MS)
-    expect(thread).to_contain_text("Dry run · Tier 1", timeout=STEP_MS)
-    expect(thread).to_contain_text("needs approval")
-    _button(thread, "gpunode_apply").click()
-    page.get_by_test_id("confirm-yes").click()
-    request = thread.get_by_test_id("message").filter(has_text="Approval needed").last
-    expect(request).to_contain_text("expires", timeout=STEP_MS)
-    expect(request).not_to_contain_text("date^")  # the expiry reads as a time
-    request.scroll_into_view_if_needed()
-    request_ts = request.get_attribute("data-ts")
-    shots("08-tier1-approval-needed", page)
-
-    act_as(page, "U_BOB")
-    approve = _button(thread, "gpunode_approve")
-    expect(approve).to_be_visible()
-    approve.click()
-    # the approval request itself now reads "Approved by @bob" without buttons
-    closed = thread.locator(f'[data-testid="message"][data-ts="{request_ts}"]')
-    expect(closed).to_contain_text("Approved by", timeout=STEP_MS)
-    expect(closed.get_by_test_id("button")).to_have_count(0)
-    outcome = thread.get_by_test_id("message").filter(has_text="Applied").last
-    expect(outcome).to_contain_text("approved by", timeout=STEP_MS)
-    expect(outcome).to_contain_text("@bob")
-    expect(outcome).to_contain_text("blocked by a PodDisruptionBudget")
-    expect(outcome).to_contain_text("BLOCKED")
-    outcome.scroll_into_view_if_needed()
-    shots("09-tier1-approved-pdb-blocked", page)
+def nothing_left_to_do(page: Any, thread: Any, shots: Shots) -> None:
+    """After tier 3 the node is no longer at risk: the new Mitigation tiers message offers no
+    tier 1 and says why."""
+    tiers = thread.get_by_test_id("message").filter(has_text="Mitigation tiers").last
+    expect(tiers).to_contain_text("Nothing to do", timeout=STEP_MS)
+    expect(tiers.get_by_test_id("button")).to_have_count(0)
+    tiers.scroll_into_view_if_needed()
+    shots("07-nothing-left-to-do", page)
 
 
 def export_timeline(page: Any, shots: Shots) -> None:
@@ -195,5 +167,5 @@ def test_a_person_walks_the_demo_story_in_the_console(
     thread = diagnose(page, shots)
     the_chart_is_in_the_thread(page, shots)
     cap_the_offender(page, thread, shots)
-    stop_the_cascade(page, thread, shots)
+    nothing_left_to_do(page, thread, shots)
     export_timeline(page, shots)

@@ -57,7 +57,11 @@ def test_seed_numbers_match_the_domain_story() -> None:
     d = diagnose("seed")
     assert d.verdict.params["working_set_bytes"] == 62 * GI
     assert d.verdict.params["limit_bytes"] == 64 * GI
-    assert d.verdict.params["biggest_consumer"] == 1
+    # blame follows the contract: 14 GiB above its 48 GiB request; train-0 holds 60 GiB but
+    # inside its 68 GiB request: neither a contributor nor the runner-up that lowers confidence
+    assert d.verdict.params["pod_above_request_bytes"] == 14 * GI
+    assert "ml/train-0" not in [c.subject for c in d.verdict.contributing]
+    assert d.verdict.confidence == "high"
     over = _finding(d, "LIMITS_OVERCOMMITTED")
     assert (over.params["limits_percent"], over.params["requests_percent"]) == (99, 85)
     assert (over.params["limits"], over.params["requests"]) == ("150Gi", "128Gi")

@@ -88,9 +88,10 @@ def _offender(lim: float | None, ws: float, shortage: float, held: float) -> Dia
 @pytest.mark.parametrize(
     ("lim", "ws", "shortage", "held", "limit", "warning", "relieves"),
     [
-        # what it holds (the ledger line) less the shortage, rounded down: relief >= shortage
-        (64, 62.5, 21.6, 62.0, "40Gi", "limit_cut_to_shortage", True),
-        (None, 222.6, 21.1, 222.0, "200Gi", "limit_set_from_shortage", True),
+        # what it holds (the ledger line) less the shortage and 10% headroom, rounded down:
+        # relief >= shortage (62 - 23.76 = 38.2; 222 - 23.2 = 198.8)
+        (64, 62.5, 21.6, 62.0, "38Gi", "limit_cut_to_shortage", True),
+        (None, 222.6, 21.1, 222.0, "198Gi", "limit_set_from_shortage", True),
         # the floor (half of what it holds) stops short: said so, and not the fix
         (64, 62.0, 40.0, 62.0, "31Gi", "cap_floor_limits_relief", False),
     ],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.core.actions import Step
+from bot.core.cluster import ClusterView, PodInfo, ResourceAllocation
 from bot.core.findings import Diagnosis, Ledger, Verdict
 from bot.core.planning import (
     plan_all,
@@ -114,36 +115,37 @@ def test_tier3_for_the_seed_caps_the_preprocessing_deployment_from_the_evidence(
     assert plan.target == "Deployment/ml/preprocess"
     values = plan.values
     assert values is not None
-    # preprocess holds 62 GiB (its ledger line) of a node short of 21.6 GiB: 62 - 21.6 = 40.4,
-    # rounded down to 40 GiB (below the overcommit cut, 64 -> 49 GiB; above the floor, 31 GiB)
-    assert (values.memory_limit, values.memory_request) == ("40Gi", "35Gi")
+    # preprocess holds 62 GiB (its ledger line) of a node short of 21.6 GiB; with 10% headroom
+    # the cap frees 23.8 GiB: 62 - 23.8 = 38.2, rounded down to 38 GiB (above the floor, 31.25)
+    assert (values.memory_limit, values.memory_request) == ("38Gi", "33Gi")
     assert "limit_cut_to_shortage" in plan.warnings
     assert plan.relieves and plan.relief_bytes >= d.verdict.shortage_bytes
     assert values.below_working_set is True and "immediate_oom" in plan.warnings
-    assert (values.cpu_limit, values.cpu_request, values.omp_num_threads) == ("8", "6", 8)
+    # a memory incident: CPU and threads stay as they are (a CPU limit throttles, frees nothing)
+    assert (values.cpu_limit, values.cpu_request, values.omp_num_threads) == (None, None, None)
     assert plan.restarts == ["ml/preprocess-7d9f8c6b5-x2k4q"]
     step = plan.steps[0]
     assert step.params.model_dump() == {
         "container": "preprocess",
-        "requests": {"memory": "35Gi", "cpu": "6"},
-        "limits": {"memory": "40Gi", "cpu": "8"},
-        "env": {"OMP_NUM_THREADS": "8"},
+        "requests": {"memory": "33Gi"},
+        "limits": {"memory": "38Gi"},
+        "env": {},
     }
 
 
-def test_tier3_keeps_a_limit_that_the_node_does_not_need_cut() -> None:
-    plan = next(p for p in diagnose("limit-edge").plans if p.tier == 3)
-    assert plan.values is not None
-    assert (plan.values.memory_limit, plan.values.memory_request) == ("16Gi", "14Gi")
-    assert "memory_limit_unchanged" in plan.warnings and plan.values.below_working_set is False
+@pytest.mark.parametrize("name", ["limit-edge", "healthy", "gpu-bound"])
+def test_no_tier_is_offered_on_a_node_that_is_not_at_risk(name: str) -> None:
+    # limit-edge: a container at its own limit on a node with room; healthy; GPU memory full
+    # while host memory is fine. Before #20 tier 1 still offered to cordon and evict there.
+    d = diagnose(name)
+    assert d.verdict.shortage_bytes == 0
+    assert not any(p.available for p in d.plans)
+    assert [p.warnings for p in d.plans if p.tier != 2] == [["node_not_at_risk"]] * 2
 
 
-@pytest.mark.parametrize(
-    ("name", "available"), [("healthy", False), ("slab-leak", False), ("gpu-bound", False)]
-)
-def test_tier3_needs_an_offending_workload(name: str, available: bool) -> None:
-    plan = next(p for p in diagnose(name).plans if p.tier == 3)
-    assert (plan.available, plan.warnings) == (available, ["no_offender"])
+def test_tier3_needs_an_offending_workload() -> None:
+    plan = next(p for p in diagnose("slab-leak").plans if p.tier == 3)
+    assert (plan.available, plan.warnings) == (False, ["no_offender"])
 
 
 def test_tier3_refuses_a_job_offender() -> None:
@@ -290,14 +292,33 @@ def test_tier3_is_not_offered_for_a_gpu_container_at_its_own_limit() -> None:
     assert plan.target == "StatefulSet/ml/train-ctl"
 
 
-def test_tier3_still_caps_a_non_gpu_container_at_its_own_limit() -> None:
+def _overcommitted(pods: list[PodInfo]) -> ClusterView:
+    """A 100 GiB node whose limits total 144 GiB: the cut is 144 - 90 (target) = 54 GiB."""
+    row = ResourceAllocation(resource="memory", requests="60Gi", limits="144Gi",
+                             requests_value=60 * GI, limits_value=144 * GI,
+                             allocatable_value=100 * GI)  # fmt: skip
+    return view(pods, allocated=[row])
+
+
+def test_tier3_still_caps_a_non_gpu_container_at_its_own_limit_on_an_overcommitted_node() -> None:
     etl = pod("etl", req=60, lim=72)
-    plan = plan_tier3(view([etl]), _limit_verdict(etl.key))
+    plan = plan_tier3(_overcommitted([etl]), _limit_verdict(etl.key))
     assert plan.available and plan.steps and "gpu_container_at_own_limit" not in plan.warnings
 
 
-@pytest.mark.parametrize(("current", "expected"), [("4", 4), ("16", 8), ("0", 8), ("x", 8)])
-def test_tier3_never_raises_the_current_omp_num_threads(current: str, expected: int) -> None:
+def test_tier3_is_not_offered_when_no_memory_limit_would_change() -> None:
+    # before #20 it was offered anyway, to cap CPU and threads: that frees no memory
+    etl = pod("etl", req=60, lim=72)
+    plan = plan_tier3(view([etl]), _limit_verdict(etl.key))
+    assert (plan.available, plan.warnings, plan.steps) == (False, ["memory_limit_unchanged"], [])
+
+
+@pytest.mark.parametrize(
+    ("current", "expected"), [("4", None), ("16", 8), ("0", None), ("x", None)]
+)
+def test_tier3_lowers_omp_num_threads_only_where_it_oversubscribes_the_cpu_request(
+    current: str, expected: int | None
+) -> None:
     etl = pod("etl", req=60, lim=72)
     main = etl.containers[0].model_copy(
         update={
@@ -306,5 +327,9 @@ def test_tier3_never_raises_the_current_omp_num_threads(current: str, expected: 
         }
     )
     etl = etl.model_copy(update={"containers": [main]})
-    plan = plan_tier3(view([etl]), _limit_verdict(etl.key))
+    plan = plan_tier3(_overcommitted([etl]), _limit_verdict(etl.key))
     assert plan.values is not None and plan.values.omp_num_threads == expected
+    assert (plan.values.cpu_limit, plan.values.cpu_request) == (None, None)
+    env = plan.steps[0].params.model_dump()["env"]
+    assert env == ({"OMP_NUM_THREADS": str(expected)} if expected else {})
+    assert set(plan.steps[0].params.model_dump()["limits"]) == {"memory"}

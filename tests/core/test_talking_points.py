@@ -162,19 +162,22 @@ def test_the_training_point_blames_the_container_limit_not_the_node() -> None:
     assert point.params["at_limit"] == 1
 
 
-def test_no_limit_suggestion_when_tier3_keeps_the_current_limit() -> None:
+def test_no_limit_suggestion_and_no_tier3_point_when_the_node_is_not_at_risk() -> None:
+    # limit-edge: a container at its own limit on a node with room. Before #20 tier 3 was
+    # offered anyway, keeping the limit and capping CPU and threads (which frees no memory)
     d = diagnose("limit-edge")
     plan = next(p for p in d.plans if p.tier == 3)
-    assert plan.available and "memory_limit_unchanged" in plan.warnings
+    assert not plan.available and plan.warnings == ["node_not_at_risk"]
     assert "ai.suggest_memory_limit" not in _keys("limit-edge")
-    tier3 = next(p for p in d.talking_points if p.key == "ops.tier3_available")
-    assert tier3.params["memory_unchanged"] == 1
+    assert not any(p.key.startswith("ops.tier") for p in d.talking_points)
 
 
 def test_the_seed_limit_suggestion_says_it_is_below_the_working_set() -> None:
     point = next(p for p in diagnose("seed").talking_points if p.key == "ai.suggest_memory_limit")
     assert point.params["below_working_set"] == 1
-    assert point.params["proposed_limit"] == "40Gi"
+    assert (
+        point.params["proposed_limit"] == "38Gi"
+    )  # 62 GiB less the 21.6 GiB shortage and 2.2 GiB headroom
 
 
 def test_pods_the_api_does_not_know_get_no_talking_point() -> None:

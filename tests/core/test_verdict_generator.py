@@ -24,7 +24,18 @@ SETTINGS = settings(
 )
 
 
-@pytest.mark.parametrize("cls", CLASSES)
+#: classes the verdict gets wrong on the code before issue #20's fixes (strict: the mark goes
+#: when the fix lands)
+WRONG_BEFORE_FIX: dict[str, str] = {}
+
+
+def _cls(name: str) -> object:
+    reason = WRONG_BEFORE_FIX.get(name)
+    marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
+    return pytest.param(name, id=name, marks=marks)
+
+
+@pytest.mark.parametrize("cls", [_cls(c) for c in CLASSES])
 @SETTINGS
 @given(seed=SEEDS)
 def test_the_verdict_names_the_planted_culprit(cls: str, seed: int) -> None:

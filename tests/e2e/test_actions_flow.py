@@ -82,13 +82,12 @@ async def test_tier1_requested_by_alice_and_approved_by_bob_cordons_and_evicts(
     left = pods_on_node(demo)
     preprocess = next(n for n in before if n.startswith("preprocess-"))
     cache = next(n for n in before if n.startswith("feature-cache-"))
-    assert before[preprocess] not in left  # evicted
-    assert before[cache] in left  # its PodDisruptionBudget blocked the eviction
+    assert before[preprocess] not in left  # evicted: it alone covers the shortage (#20)
+    assert before[cache] in left  # left alone, not needed
     assert {"train-llm-0", "jupyter-alice"} <= set(left.values())  # protected pods stay
     replies = "\n".join(text_of(m) for m in thread(demo, root_ts))
     assert "approved by <@U_BOB>" in replies
-    assert f"evict `serving/{cache}`: BLOCKED" in replies
-    assert "PodDisruptionBudget" in replies
+    assert f"evict `serving/{cache}`" not in replies
     decisions = [(a.actor, a.decision) for a in await audit(demo)]
     assert (BOB, "approved") in decisions or any(d == "executed" for _, d in decisions)
     assert failed_chat_calls(demo.slack) == []

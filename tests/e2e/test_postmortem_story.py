@@ -17,9 +17,10 @@ async def test_the_demo_storys_export_is_a_postmortem_draft_with_people_changes_
     None
 ):
     shared = await export_story_postmortem(ARTIFACTS)
-    # a chart after the diagnosis, and after each action one with the action marked
+    # a chart after the diagnosis, and after the one action one with the action marked (tier 3
+    # gave the shortage back, so tier 1 was not offered afterwards: issue #20)
     charts = [n for n in shared if not n.startswith("INC-0001-postmortem")]
-    assert [n.split("-")[2] for n in charts] == ["memory", "after", "after"], charts
+    assert [n.split("-")[2] for n in charts] == ["memory", "after"], charts
     assert all(shared[n].startswith(b"\x89PNG") for n in charts)
     files = {n: c for n, c in shared.items() if n not in charts}
     assert sorted(files) == [
@@ -41,14 +42,11 @@ async def test_the_demo_storys_export_is_a_postmortem_draft_with_people_changes_
     assert "Requested by alice (Alice Ng)" in body
     assert "Why: preprocessing is starving the node" in body
     assert "Deployment data-prep/preprocess (patch\\_resources)" in body
-    assert "`resources.limits.memory`: 64Gi → 39Gi" in body  # held 61.5 GiB less 21.6 short
+    # held 61.8 GiB less 21.6 short and 2.2 headroom: 37.9 -> 37Gi
+    assert "`resources.limits.memory`: 64Gi → 37Gi" in body
     assert "Measured effect: verdict" in body
-    # tier 1: approved by Bob; the PDB-protected pod blocked (tier 3's restarted preprocess pod
-    # was scheduled on another node, so nothing else was left to evict)
-    assert "Approved by: bob (Bob Okafor)" in body
-    assert "Node gpu-node-01 (cordon)" in body and "`unschedulable`: false → true" in body
-    assert "Evicted:" not in body
-    assert "blocked by PodDisruptionBudget feature-cache" in body
+    # no tier 1: after tier 3 the node was no longer at risk, so nothing was cordoned
+    assert "Approved by: bob" not in body and "(cordon)" not in body and "Evicted:" not in body
     assert "container OOM-killed (data-prep/preprocess" in body.split("Resolved findings: ")[1]
     # the kernel's OOM record, the talking points as posted, names instead of ids
     assert "OOM kill: cgroup OOM kill python" in body
@@ -57,6 +55,6 @@ async def test_the_demo_storys_export_is_a_postmortem_draft_with_people_changes_
     assert "(INC-0001-postmortem-start.png)" in body and "(INC-0001-postmortem-end.png)" in body
     assert "ResourceQuota for namespace" in body
     # the raw record stays available, in the appendix
-    assert '{"action_id"' in appendix and "tier 1 succeeded" in appendix
+    assert '{"action_id"' in appendix and "tier 3 succeeded" in appendix
     html = files["INC-0001-postmortem.html"].decode()
     assert html.count('src="data:image/png;base64,') == 2

@@ -28,10 +28,12 @@ async def test_the_whole_story_passes_with_the_shipped_roles_and_is_never_refuse
 ) -> None:
     log = await run_story(demo.slack, demo.drain)
 
-    assert any("tier 1 approved by Bob and executed" in s for s in log.steps)
+    assert any("tier 3 applied" in s for s in log.steps)
+    # after tier 3 the node is no longer at risk: tier 1 is not offered (issue #20)
+    assert any("tier 1 not offered" in s for s in log.steps)
     assert demo.kube.authorizer.denied == []
     assert set(demo.kube.tokens) == {BOT_TOKEN}  # every call the bot made carried its token
-    assert demo.kube.get("nodes", None, "gpu-node-01")["spec"]["unschedulable"] is True  # type: ignore[index]
+    assert demo.kube.get("nodes", None, "gpu-node-01")["spec"].get("unschedulable") is not True  # type: ignore[index]
 
 
 async def _revoke(demo: Demo, kind: str, name: str, group: str, resource: str, verb: str) -> None:

@@ -15,8 +15,11 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from bot.core.findings import VerdictCause
-from bot.sandbox.corpus import compare, corpus_names, gpu_uuids, judge, outcome
+from bot.core.cluster import ClusterView
+from bot.core.evidence import EvidenceBundle
+from bot.core.findings import Diagnosis, VerdictCause
+from bot.sandbox.advice_checks import check
+from bot.sandbox.corpus import compare, corpus_names, gpu_uuids, judge, judge_with_view, outcome
 from bot.sandbox.kubesim import KubeSim, load_scenario
 from bot.sandbox.kubesim.expectations import Expected, TierExpectation
 
@@ -26,32 +29,55 @@ pytestmark = pytest.mark.slow
 DISAGREES: dict[str, str] = {}
 
 
-def _param(name: str) -> object:
-    reason = DISAGREES.get(name)
+#: scenario -> which expert invariant (``bot.sandbox.advice_checks``) its advice breaks today
+ADVICE_BROKEN: dict[str, str] = {}
+_JUDGED: dict[str, tuple[Diagnosis, EvidenceBundle, ClusterView]] = {}
+
+
+def _param(name: str, known: dict[str, str] = DISAGREES) -> object:
+    reason = known.get(name)
     marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
     return pytest.param(name, id=name, marks=marks)
 
 
-def test_the_corpus_has_25_labelled_scenarios_covering_every_verdict_cause() -> None:
+async def _judged(name: str) -> tuple[Diagnosis, EvidenceBundle, ClusterView]:
+    """One stand-in and one diagnosis per scenario, shared by the label and advice tests."""
+    if name not in _JUDGED:
+        sim = KubeSim(load_scenario(name))
+        await sim.start()
+        try:
+            _JUDGED[name] = await judge_with_view(load_scenario(name), url=sim.url)
+        finally:
+            await sim.stop()
+    return _JUDGED[name]
+
+
+def test_the_corpus_has_43_labelled_scenarios_covering_every_verdict_cause() -> None:
     names = corpus_names()
     causes = {load_scenario(n).expected.cause for n in names}  # type: ignore[union-attr]
 
-    assert len(names) >= 25
+    assert len(names) >= 43
     assert causes == set(VerdictCause.__args__)  # type: ignore[attr-defined]
     assert {"seed", "slab-leak", "gpu-bound", "limit-edge", "healthy"} <= set(names)
 
 
 @pytest.mark.parametrize("name", [_param(n) for n in corpus_names()])
-async def test_each_corpus_scenario_gets_its_labelled_verdict_and_plans(
-    make_kubesim: Callable[..., Awaitable[KubeSim]], name: str
-) -> None:
+async def test_each_corpus_scenario_gets_its_labelled_verdict_and_plans(name: str) -> None:
     scenario = load_scenario(name)
-    sim = await make_kubesim(scenario)
 
-    diagnosis, bundle = await judge(scenario, url=sim.url)
+    diagnosis, bundle, _ = await _judged(name)
 
     result = outcome(scenario, diagnosis, bundle)
     assert result.problems == [], f"{result.expected} | got {result.got}"
+
+
+@pytest.mark.parametrize("name", [_param(n, ADVICE_BROKEN) for n in corpus_names()])
+async def test_every_expert_invariant_holds_on_each_corpus_scenario(name: str) -> None:
+    diagnosis, bundle, view = await _judged(name)
+
+    broken = [str(v) for v in check(bundle, view, diagnosis)]
+
+    assert broken == []
 
 
 async def test_a_wrong_label_is_reported_on_every_count(
@@ -87,9 +113,34 @@ def test_the_corpus_table_prints_one_row_per_scenario_and_its_disagreements(
     status = main(["limit-edge", "gpu-bound"])
 
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "| scenario | expected | got | ok |"
+    assert out[0] == "| scenario | expected | got | advice expected | advice got | ok |"
     rows = [line for line in out if line.startswith(("| limit-edge ", "| gpu-bound "))]
     assert len(rows) == 2 and all(row.endswith(("| yes |", "| NO |")) for row in rows)
     agreed = sum(row.endswith("| yes |") for row in rows)
     assert f"{agreed}/2 agree" in out
     assert status == (0 if agreed == 2 else 1)
+
+
+async def test_wrong_advice_ranges_are_reported_on_every_value() -> None:
+    diagnosis, bundle, _ = await _judged("many-small-pods-one-owner")
+    label = load_scenario("many-small-pods-one-owner").expected
+    assert label is not None
+    wrong = label.model_copy(
+        update={
+            "tiers": {
+                1: TierExpectation.model_validate(
+                    {"evicts": {"min": 40}, "evicted": ["web/no-such-pod"]}
+                ),
+                3: TierExpectation.model_validate(
+                    {"cap": {"min": "100Gi"}, "container": "sidecar", "restarts": {"max": 2}}
+                ),
+            }
+        }
+    )
+
+    problems = compare(wrong, diagnosis, gpus=gpu_uuids(bundle))
+
+    text = "\n".join(problems)
+    for part in ("tier 1 evicts", "does not evict web/no-such-pod", "tier 3 cap",
+                 "caps container gateway (expected sidecar)", "restarts 48 pods"):  # fmt: skip
+        assert part in text, problems

@@ -16,6 +16,7 @@ import pytest
 
 from bot.core.analysis import analyze
 from bot.core.thresholds import DEFAULT
+from bot.render.text import render_report_text
 
 pytestmark = pytest.mark.slow
 
@@ -71,3 +72,24 @@ async def test_the_scenario_gets_its_story_verdict_through_the_real_parts(
     assert present <= codes, sorted(present - codes)
     assert not (absent & codes), sorted(absent & codes)
     assert bundle.gaps == [] or all(g.source for g in bundle.gaps)
+
+
+async def test_the_seed_names_preprocess_by_its_contract_and_no_longer_hedges_on_the_trainer(
+    make_gateway: Callable[..., Awaitable[tuple[Any, Any]]],
+) -> None:
+    # reference/domain.md: preprocess holds ~62 GiB, 14 above its 48 GiB request; the trainer's
+    # ~63 GiB stays inside its 68 GiB request. Old text: "...; another pod holds more host
+    # memory, hence not high confidence" (low confidence).
+    gw, _sim = await make_gateway("seed")
+    bundle = await gw.run_diagnostic("gpu-node-01")
+    view = await gw.get_cluster_view("gpu-node-01")
+    d = analyze(bundle, view, thresholds=DEFAULT, now=datetime.now(UTC))
+    v = d.verdict
+    assert str(v.subject).startswith("data-prep/preprocess-")
+    assert v.confidence != "low"
+    assert 13 * 2**30 < int(v.params["pod_above_request_bytes"]) < 15 * 2**30
+    assert v.params["within_request_pod"] == "ml-train/train-llm-0"
+    verdict = render_report_text(d, bundle, incident="INC-1").split("HOST MEMORY")[0]
+    assert "above its 48.0 GiB request" in verdict
+    assert "inside its 68.0 GiB request" in verdict
+    assert "hence not high confidence" not in verdict

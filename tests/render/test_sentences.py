@@ -183,20 +183,23 @@ def test_the_own_limit_advice_follows_its_numbers(
     assert [a for a in absent if a in out] == []
 
 
-def test_a_tier3_that_keeps_the_memory_limit_says_it_frees_no_memory() -> None:
+def test_a_tier3_point_says_its_caps_are_per_pod_and_which_replicas_roll_elsewhere() -> None:
     params: Params = {
         "plan_id": "p",
-        "target": "Deployment/ml/prep",
-        "memory_limit": "49Gi",
-        "memory_request": "43904Mi",
-        "below_working_set": 0,
-        "memory_unchanged": 1,
-        "cpu_limit": "9",
-        "omp_num_threads": 4,
+        "target": "Deployment/web/api-gateway",
+        "container": "gateway",
+        "memory_limit": "4Gi",
+        "memory_request": "2Gi",
+        "below_working_set": 1,
+        "pods_here": 36,
+        "pods_elsewhere": 12,
+        "omp_num_threads": 0,
     }
     out = sentence("talking_points", "ops.tier3_available", params, fmt="text", strict=True)
-    assert "CPU at 9 and OMP_NUM_THREADS at 4" in out and "frees no memory" in out
-    assert "constrains" not in out
+    assert "memory limit 4Gi, request 2Gi for its container gateway, per pod" in out
+    assert "in each of its 36 pods on this node" in out
+    assert "rolls its 12 replicas on other nodes too" in out
+    assert "CPU" not in out
 
 
 def test_a_squeezed_page_cache_is_told_as_pressure_with_what_is_available() -> None:

@@ -18,7 +18,7 @@ def _cordon(w: World) -> None:
 
 
 def _pod_gone(w: World) -> None:
-    del w.kube.pods["ml/tensorboard-5c8d7-m2n8b"]
+    del w.kube.pods["ml/preprocess-7d9f8c6b5-x2k4q"]
 
 
 def _limits_changed(w: World) -> None:
@@ -41,7 +41,7 @@ def _old(w: World) -> None:
 
 CASES: list[tuple[int, Callable[[World], None], str]] = [
     (1, _cordon, "was cordoned since"),
-    (1, _pod_gone, "ml/tensorboard-5c8d7-m2n8b is no longer on"),
+    (1, _pod_gone, "ml/preprocess-7d9f8c6b5-x2k4q is no longer on"),
     (2, _controller_gone, "StatefulSet/ml/train no longer exists"),
     (2, _priority_changed, "now uses priority class someone-elses"),
     (3, _limits_changed, "limits now cpu=16, memory=80Gi"),

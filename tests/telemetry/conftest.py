@@ -1,7 +1,7 @@
 """``bot_scrapes``: ``/metrics`` of the real bot, scraped once per test session.
 
 ``story``: right after the demo story (``gpunode demo --script``'s story: a diagnosis, tier
-3 applied, tier 1 approved and executed, the timeline exported), also written to
+3 applied, tier 1 no longer offered, the timeline exported), also written to
 test-artifacts/metrics/after-demo.txt for people to read. ``full``: after some trouble on
 top (a Slack call refused, a diagnostic Job the API server forbids, an unknown node), so
 every label the bot can export has shown up once."""

@@ -21,6 +21,7 @@ from bot.core.cluster import ClusterView
 from bot.core.findings import Diagnosis, TalkingPoint
 from bot.core.points.common import Params, known_pod, point
 from bot.core.rules.context import fact
+from bot.core.workload_kinds import workload_kind
 
 _OUTSIDE = frozenset(
     {"system_process", "kernel_slab", "kernel_memory", "hugepages", "shmem", "gpu_orphan"}
@@ -79,9 +80,10 @@ def attribution_points(d: Diagnosis, view: ClusterView | None) -> list[TalkingPo
             )
         )
     if v.cause == "host_memory_workload" and view is not None:
-        gpu_pods = {p.key for p in view.pods if p.gpu_request > 0}
+        gpu_pods = {p.key: p for p in view.pods if p.gpu_request > 0}
         for rank, c in enumerate(v.contributing, start=2):
-            if c.cause != "host_memory_workload" or c.subject not in gpu_pods:
+            info = gpu_pods.get(c.subject)
+            if c.cause != "host_memory_workload" or info is None:
                 continue
             if not known_pod(c.subject, view):
                 continue
@@ -98,6 +100,9 @@ def attribution_points(d: Diagnosis, view: ClusterView | None) -> list[TalkingPo
                         "share_percent": round(c.share * 100, 1),
                         "rank": rank,
                         "primary": v.subject or "",
+                        "kind": workload_kind(info),
+                        "request_bytes": info.memory_request_bytes,
+                        "above_bytes": max(0, c.bytes - info.memory_request_bytes),
                     },
                 )
             )

@@ -63,3 +63,19 @@ def known_pod(key: str, view: ClusterView | None) -> bool:
     if not key or key.startswith("pod-uid/"):
         return False
     return view is None or any(p.key == key for p in view.pods)
+
+
+#: findings that say the node's host memory is under pressure (or was, enough to kill)
+PRESSURE_CODES = (
+    "MEMORY_AVAILABLE_LOW",
+    "MEMORY_PRESSURE_STALL",
+    "NODE_MEMORY_PRESSURE",
+    "SYSTEM_OOM_EVENTS",
+    "POD_EVICTED_EVENTS",
+)
+
+
+def host_pressured(d: Diagnosis, codes: Codes) -> bool:
+    """The node is short of host memory or under pressure: only then is protection from
+    node-pressure kills (priority, Guaranteed QoS) worth a word."""
+    return d.verdict.shortage_bytes > 0 or any(codes.get(c) for c in PRESSURE_CODES)

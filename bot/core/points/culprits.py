@@ -12,6 +12,7 @@ from bot.core.cluster import ClusterView
 from bot.core.findings import Diagnosis, Fact, TalkingPoint
 from bot.core.points.common import Codes, Params, known_pod, point
 from bot.core.rules.context import ALLOCATABLE, ALLOCATED, fact
+from bot.core.workload_kinds import is_sidecar, workload_kind
 
 
 def _available_fact(codes: Codes) -> Fact | None:
@@ -25,7 +26,7 @@ def _available_fact(codes: Codes) -> Fact | None:
 
 
 def _own_limit_point(
-    d: Diagnosis, view: ClusterView | None, codes: Codes, pod: str, gpu: bool
+    d: Diagnosis, view: ClusterView | None, codes: Codes, pod: str, gpu: bool, words: Params
 ) -> TalkingPoint:
     """``ai.container_at_own_limit``: what helps a container at its own limit. The kubelet
     does not: a cgroup OOM kill is per container and comes before any node-level eviction.
@@ -39,6 +40,7 @@ def _own_limit_point(
         "working_set_bytes": v.params.get("working_set_bytes", 0),
         "limit_bytes": v.params.get("limit_bytes", 0),
         "gpu": int(gpu),
+        **words,
         "limits_known": 0,
         "limits_headroom_bytes": 0,
         "limits_excess_bytes": 0,
@@ -99,6 +101,18 @@ def _limit_suggestion(d: Diagnosis, pod: str) -> TalkingPoint | None:
     )
 
 
+def _words(d: Diagnosis, view: ClusterView | None, pod: str) -> Params:
+    """How to speak of the pod: its kind (``bot.core.workload_kinds``), whether the container
+    holding the memory is a sidecar, and whether the node has GPUs at all."""
+    info = next((p for p in view.pods if p.key == pod), None) if view is not None else None
+    container = str(d.verdict.params.get("container", ""))
+    return {
+        "kind": workload_kind(info) if info is not None else "workload",
+        "sidecar": int(info is not None and bool(container) and is_sidecar(info, container)),
+        "gpu_node": int(d.verdict.params.get("gpu_node", 1) or 0),
+    }
+
+
 def culprit_points(d: Diagnosis, view: ClusterView | None, *, codes: Codes) -> list[TalkingPoint]:
     v = d.verdict
     out: list[TalkingPoint] = []
@@ -111,8 +125,12 @@ def culprit_points(d: Diagnosis, view: ClusterView | None, *, codes: Codes) -> l
     if view is not None:
         info = next((p for p in view.pods if p.key == pod), None)
         gpu = gpu or (info is not None and info.accelerated)
+    words = _words(d, view, pod)
     at_limit = v.cause == "container_limit"
     facts = list(v.facts)
+    contract: Params = {
+        k: v.params[k] for k in ("request_bytes", "pod_above_request_bytes") if k in v.params
+    }
     if gpu:
         out.append(
             point(
@@ -122,6 +140,7 @@ def culprit_points(d: Diagnosis, view: ClusterView | None, *, codes: Codes) -> l
                 facts,
                 {
                     "pod": pod,
+                    "container": str(v.params.get("container", "")),
                     "working_set_bytes": v.params.get("working_set_bytes", 0),
                     "limit_bytes": v.params.get("limit_bytes", 0),
                     "at_limit": int(at_limit),
@@ -129,6 +148,8 @@ def culprit_points(d: Diagnosis, view: ClusterView | None, *, codes: Codes) -> l
                     "share_percent": v.params.get("share_percent", round(v.share * 100, 1)),
                     "processes": str(v.params.get("processes", "")),
                     "shmem_bytes": v.params.get("shmem_bytes", 0),
+                    **contract,
+                    **words,
                 },
             )
         )
@@ -140,16 +161,19 @@ def culprit_points(d: Diagnosis, view: ClusterView | None, *, codes: Codes) -> l
                 "neutral",
                 facts,
                 {
-                    k: v.params[k]
-                    for k in (
-                        "pod",
-                        "controller",
-                        "working_set_bytes",
-                        "limit_bytes",
-                        "share_percent",
-                        "biggest_consumer",
-                    )
-                    if k in v.params
+                    **{
+                        k: v.params[k]
+                        for k in (
+                            "pod",
+                            "controller",
+                            "working_set_bytes",
+                            "limit_bytes",
+                            "share_percent",
+                        )
+                        if k in v.params
+                    },
+                    **contract,
+                    "gpu_node": words["gpu_node"],
                 },
             )
         )
@@ -168,7 +192,7 @@ def culprit_points(d: Diagnosis, view: ClusterView | None, *, codes: Codes) -> l
             )
         )
     if at_limit:
-        out.append(_own_limit_point(d, view, codes, pod, gpu))
+        out.append(_own_limit_point(d, view, codes, pod, gpu, words))
     suggestion = _limit_suggestion(d, pod)
     if suggestion is not None:
         out.append(suggestion)
@@ -176,13 +200,14 @@ def culprit_points(d: Diagnosis, view: ClusterView | None, *, codes: Codes) -> l
         out.append(
             point("ai_team", "ai.suggest_chunked_processing", "neutral", facts, {"pod": pod})
         )
-        out.append(
-            point(
-                "ai_team",
-                "ai.suggest_dedicated_node_pool",
-                "neutral",
-                facts,
-                {"pod": pod, "node": d.node},
+        if words["gpu_node"]:  # a dedicated CPU pool is advice for GPU nodes only
+            out.append(
+                point(
+                    "ai_team",
+                    "ai.suggest_dedicated_node_pool",
+                    "neutral",
+                    facts,
+                    {"pod": pod, "node": d.node},
+                )
             )
-        )
     return out

@@ -2,6 +2,7 @@
 without a pod, and GPU memory we could not verify. Pure: no I/O.
 
 Keys: ai.gpu_memory_not_cause, ops.gpu_not_cause, ai.gpu_memory_is_cause,
+ai.foreign_process_on_gpu (a process of no pod holds a GPU: its session, unit, command line),
 ai.gpu_isolation_broken, ops.gpu_process_without_pod, unverified.gpu_memory.
 """
 
@@ -37,9 +38,33 @@ def gpu_points(d: Diagnosis, codes: Codes) -> list[TalkingPoint]:
                 list(d.verdict.facts),
                 {
                     k: d.verdict.params[k]
-                    for k in ("gpu_index", "used_bytes", "total_bytes", "percent")
+                    for k in (
+                        "gpu_index",
+                        "used_bytes",
+                        "total_bytes",
+                        "percent",
+                        "pod",
+                        "process_bytes",
+                        "sharing",
+                        "replicas",
+                        "fair_share_bytes",
+                        "crash_pods",
+                        "crash_count",
+                    )
                     if k in d.verdict.params
                 },
+            )
+        )
+    if d.verdict.cause == "gpu_orphan" and "pid" in d.verdict.params:
+        keys = ("gpu_index", "pid", "command", "cmdline", "origin", "unit", "user_id",
+                "process_bytes", "total_bytes", "gpu_pods", "gpu_pod_count")  # fmt: skip
+        out.append(
+            point(
+                "ai_team",
+                "ai.foreign_process_on_gpu",
+                "supports",
+                list(d.verdict.facts),
+                {k: d.verdict.params[k] for k in keys if k in d.verdict.params},
             )
         )
     out += per_finding(

@@ -1,7 +1,14 @@
 """One ops-team point per available remedy plan (tier 1 drain, tier 2 priority class, tier 3
 caps), so the thread says what gpunode can do before anyone asks. Pure: no I/O.
 
-Keys: ops.tier1_available, ops.tier2_available, ops.tier3_available.
+Keys: ops.tier1_available, ops.tier2_available, ops.tier3_available. A node not at risk gets
+no tier (``bot.core.planning.node_at_risk``), so no tier point: the plans say "nothing to do"
+and why (warning ``node_not_at_risk``).
+
+Tier 1 says how many pods it evicts (the fewest, in the kubelet's order, that cover the
+shortage), how many evictable pods it leaves alone as not needed, and how many are protected.
+Tier 3 says the caps per pod of the container that holds the memory, how many of the owner's
+pods on the node take them, and how many replicas roll on other nodes.
 """
 
 from __future__ import annotations
@@ -18,14 +25,17 @@ def tier_points(d: Diagnosis) -> list[TalkingPoint]:
         if not plan.available:
             continue
         if plan.tier == 1:
+            left = sum(1 for p in plan.protected if p.reason == "not_needed")
+            guarded = len(plan.protected) - left
             facts = [
                 fact("plan.evictions", "pods to evict", len(plan.blast_radius), "count", src),
-                fact("plan.protected", "pods protected", len(plan.protected), "count", src),
+                fact("plan.protected", "pods protected", guarded, "count", src),
             ]
             params: Params = {
                 "plan_id": plan.plan_id,
                 "evictions": len(plan.blast_radius),
-                "protected": len(plan.protected),
+                "protected": guarded,
+                "left_alone": left,
                 "already_cordoned": int("already_cordoned" in plan.warnings),
             }
         elif plan.tier == 2:
@@ -40,14 +50,17 @@ def tier_points(d: Diagnosis) -> list[TalkingPoint]:
             if plan.values is None:
                 continue
             facts = list(d.verdict.facts)
+            spread = next((n for n in plan.notes if n.code == "rolls_other_nodes"), None)
+            elsewhere = spread.params.get("elsewhere") if spread is not None else 0
             params = {
                 "plan_id": plan.plan_id,
                 "target": plan.target or "",
+                "container": plan.values.container,
                 "memory_limit": plan.values.memory_limit,
                 "memory_request": plan.values.memory_request,
                 "below_working_set": int(plan.values.below_working_set),
-                "memory_unchanged": int("memory_limit_unchanged" in plan.warnings),
-                "cpu_limit": plan.values.cpu_limit or "",
+                "pods_here": len(plan.restarts) or 1,
+                "pods_elsewhere": elsewhere if isinstance(elsewhere, int) else 0,
                 "omp_num_threads": plan.values.omp_num_threads or 0,
             }
         params.update(

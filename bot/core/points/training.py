@@ -1,5 +1,6 @@
-"""Points that make GPU training pods safer, for the AI team: a priority class, a memory
-request close to the limit, and OOM kills. Pure: no I/O.
+"""Points that make GPU pods safer, for the AI team: a priority class, requests equal to
+limits (Guaranteed QoS: what protects a pod from node-pressure kills), and OOM kills.
+Pure: no I/O.
 
 Keys: ai.training_priority_missing, ai.training_request_buffer, ai.oom_killed.
 """
@@ -9,9 +10,10 @@ from __future__ import annotations
 from bot.core.cluster import ClusterView
 from bot.core.findings import Diagnosis, TalkingPoint
 from bot.core.planning import consumer_group
-from bot.core.points.common import Codes, known_pod, per_finding, point
+from bot.core.points.common import Codes, host_pressured, known_pod, per_finding, pick, point
 from bot.core.rules.context import fact, pod_source
 from bot.core.thresholds import Thresholds
+from bot.core.workload_kinds import workload_kind
 
 
 def training_points(
@@ -19,6 +21,23 @@ def training_points(
 ) -> list[TalkingPoint]:
     out: list[TalkingPoint] = []
     consumer = consumer_group(d)
+    # a GPU pod's container at its own limit: its team hears it whatever the node has left
+    # (the verdict's own subject has its point already)
+    subject = str(d.verdict.params.get("pod", d.verdict.subject or ""))
+    out += [
+        point("ai_team", "ai.container_near_limit", "neutral", f.facts,
+              {**pick(f, "pod", "container", "working_set_bytes", "limit_bytes", "percent"),
+               "own_limit": 1})
+        for f in codes.get("CONTAINER_NEAR_LIMIT", [])
+        if f.severity == "critical" and f.params.get("gpu_request", 0)
+        and f.subject != subject and known_pod(f.subject, view)
+    ]  # fmt: skip
+    if not host_pressured(d, codes):  # nothing threatens them with eviction: no advice
+        return out + per_finding(
+            codes, "CONTAINER_OOM_KILLED", ("ai_team", "ai.oom_killed", "neutral"),
+            keys=("pod", "container", "restarts", "oom_kills"),
+            when=lambda f: known_pod(str(f.params.get("pod", f.subject)), view),
+        )  # fmt: skip
     # never advise raising the priority of the pod that holds the node's memory
     missing = [
         f
@@ -47,8 +66,12 @@ def training_points(
         group = f"{owner.kind}/{pod.namespace}/{owner.name}" if owner is not None else pod.key
         if not pod.accelerated or not pod.memory_limit_bytes or group in seen:
             continue
+        if consumer is not None and consumer in (group, pod.key):
+            continue  # never advise protecting the consumer
         seen.add(group)
-        suggested = int(pod.memory_limit_bytes * t.memory_request_ratio)
+        # protection from node-pressure kills is Guaranteed QoS (requests = limits), not a
+        # request a little higher: a Burstable pod is still ranked by its usage above request
+        suggested = pod.memory_limit_bytes
         if pod.memory_request_bytes >= suggested:
             continue
         src = pod_source(pod)
@@ -78,6 +101,7 @@ def training_points(
                     "limit_bytes": pod.memory_limit_bytes,
                     "request_bytes": pod.memory_request_bytes,
                     "suggested_request_bytes": suggested,
+                    "kind": workload_kind(pod),
                 },
             )
         )

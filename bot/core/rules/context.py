@@ -15,6 +15,7 @@ from bot.core.attribution import Attribution, PodUsage
 from bot.core.cluster import ClusterView, PodInfo, ResourceAllocation
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Fact, Unit
+from bot.core.gpus import node_has_gpus
 from bot.core.quantity import quantity_value
 
 MEMINFO = "procfs:/proc/meminfo"
@@ -81,7 +82,8 @@ class Context:
 
     @property
     def is_gpu_node(self) -> bool:
-        return bool(self.bundle.gpus) or bool(self.gpu_allocatable)
+        """``bot.core.gpus.node_has_gpus``: the one definition of a GPU node."""
+        return node_has_gpus(self.bundle, self.view)
 
     def ranked_pods(self) -> list[PodUsage]:
         """Pods with a known working set, biggest first (ties broken by key: deterministic)."""

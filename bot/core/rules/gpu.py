@@ -5,6 +5,15 @@ Codes:
 - ``GPU_ISOLATION_HOLDS`` (ok) / ``GPU_ISOLATION_BROKEN`` (critical): every container's
   ``nvidia.com/gpu`` request equals its limit and the node's GPU requests do not exceed
   allocatable (params ``requested``/``allocatable``: the domain's "8 of 8").
+- ``GPU_SHARED`` (warning) instead of ``GPU_ISOLATION_HOLDS`` where the device plugin shares
+  GPUs (time-slicing or MPS, ``bot.core.gpus.gpu_sharing``): replicas of one physical GPU
+  share its memory with no isolation, so "isolation holds" is never said there (params
+  ``strategy``, ``replicas``, ``physical``, ``requested``, ``allocatable``).
+- ``GPU_SHARED_CRASH_LOOP`` (critical): on a shared GPU, pods whose processes use that
+  physical GPU keep restarting (restart count > 0, last state not Completed) while another
+  pod holds more than an equal share of its memory: CUDA out of memory, most likely (params
+  ``gpu_index``, ``gpu_uuid``, ``pods``, ``count``, ``restarts``, ``last_reason``,
+  ``holder``, ``holder_bytes``, ``total_bytes``, ``fair_share_bytes``).
 - ``GPU_MEMORY_OK`` (ok): every GPU is under ``gpu_memory_warn_ratio``; params give the node
   totals and the fullest GPU.
 - ``GPU_MEMORY_HIGH`` (warning) / ``GPU_MEMORY_EXHAUSTED`` (critical): one per GPU at or
@@ -15,7 +24,12 @@ Codes:
 
 from __future__ import annotations
 
+from bot.core.attribution import norm_uid
+from bot.core.cluster import PodInfo
+from bot.core.consumers import GpuHolder, gpu_holders
+from bot.core.evidence import GpuDevice
 from bot.core.findings import Fact, Finding
+from bot.core.gpus import gpu_sharing
 from bot.core.quantity import quantity_value
 from bot.core.rules.context import (
     ALLOCATABLE,
@@ -66,10 +80,20 @@ def gpu_isolation(ctx: Context, t: Thresholds) -> list[Finding]:
     ]
     oversubscribed = allocatable is not None and requested > allocatable
     broken = bool(mismatched) or oversubscribed or requested != limits
+    sharing = gpu_sharing(ctx.view.node)
+    shared: dict[str, str | int | float] = {}
+    if sharing.shared:
+        physical = len(ctx.bundle.gpus) or (allocatable or 0) // max(1, sharing.replicas)
+        shared = {"strategy": sharing.strategy, "replicas": sharing.replicas, "physical": physical}
+        facts.append(
+            fact("node.gpu_replicas", "pods per physical GPU", sharing.replicas, "count",
+                 sharing.source)
+        )  # fmt: skip
+    code = "GPU_ISOLATION_BROKEN" if broken else "GPU_SHARED" if shared else "GPU_ISOLATION_HOLDS"
     return [
         Finding(
-            code="GPU_ISOLATION_BROKEN" if broken else "GPU_ISOLATION_HOLDS",
-            severity="critical" if broken else "ok",
+            code=code,
+            severity="critical" if broken else "warning" if shared else "ok",
             subject=ctx.node,
             facts=facts,
             params={
@@ -78,9 +102,109 @@ def gpu_isolation(ctx: Context, t: Thresholds) -> list[Finding]:
                 "allocatable": allocatable if allocatable is not None else -1,
                 "mismatched": ", ".join(mismatched),
                 "oversubscribed": int(oversubscribed),
+                **shared,
             },
         )
     ]
+
+
+def restarting(pod: PodInfo) -> tuple[int, str]:
+    """(restarts, last termination reason) of a pod's containers that keep failing: restart
+    count > 0 and a last state other than Completed; (0, "") when none does."""
+    restarts, reason = 0, ""
+    for c in pod.containers:
+        if c.restart_count > 0 and (c.last_termination_reason or "") != "Completed":
+            restarts += c.restart_count
+            reason = reason or (c.last_termination_reason or "unknown")
+    return restarts, reason
+
+
+def shared_gpu_crash_loops(ctx: Context) -> list[tuple[GpuDevice, GpuHolder, list[PodInfo]]]:
+    """On a node whose GPUs are shared: per physical GPU whose top holder is a pod holding
+    more than an equal share (total / replicas), the other pods on that GPU that keep
+    restarting. Pods are placed on a GPU by their processes in NVML."""
+    sharing = gpu_sharing(ctx.view.node if ctx.view is not None else None)
+    if not sharing.shared:
+        return []
+    out: list[tuple[GpuDevice, GpuHolder, list[PodInfo]]] = []
+    for index, held in gpu_holders(ctx.bundle, ctx.attr).items():
+        top = held[0]
+        if top.pod is None or top.bytes * sharing.replicas <= top.gpu.memory_total_bytes:
+            continue
+        looping: list[PodInfo] = []
+        for uid, procs in ctx.attr.gpu_processes_by_pod.items():
+            usage = ctx.attr.pods.get(norm_uid(uid) or "") or ctx.attr.pods.get(uid)
+            pod = usage.pod if usage is not None else None
+            if pod is None or pod.key == top.pod or not any(p.gpu_index == index for p in procs):
+                continue
+            if restarting(pod)[0] > 0:
+                looping.append(pod)
+        if looping:
+            out.append((top.gpu, top, sorted(looping, key=lambda p: p.key)))
+    return out
+
+
+def shared_gpu_params(ctx: Context, g: GpuDevice) -> dict[str, str | int | float]:
+    """On a shared GPU: how it is shared, an equal share of it, and the pods on it that keep
+    restarting (``bot.core.rules.gpu.shared_gpu_crash_loops``)."""
+    sharing = gpu_sharing(ctx.view.node if ctx.view is not None else None)
+    if not sharing.shared:
+        return {}
+    params: dict[str, str | int | float] = {
+        "sharing": sharing.strategy,
+        "replicas": sharing.replicas,
+        "fair_share_bytes": g.memory_total_bytes // max(1, sharing.replicas),
+    }
+    for gpu, _, looping in shared_gpu_crash_loops(ctx):
+        if gpu.index != g.index:
+            continue
+        counts = [restarting(p) for p in looping]
+        params.update(
+            crash_pods=", ".join(p.key for p in looping),
+            crash_count=len(looping),
+            crash_restarts=sum(n for n, _ in counts),
+            crash_reason=counts[0][1],
+        )
+    return params
+
+
+def gpu_shared_crash_loop(ctx: Context, t: Thresholds) -> list[Finding]:
+    out: list[Finding] = []
+    sharing = gpu_sharing(ctx.view.node if ctx.view is not None else None)
+    for g, top, looping in shared_gpu_crash_loops(ctx):
+        src = f"nvml:{g.uuid}"
+        counts = [restarting(p) for p in looping]
+        facts = [
+            fact("gpu_process.used_bytes", f"{top.pod} on GPU {g.index}", top.bytes, "bytes", src),
+            fact("gpu.memory_total_bytes", f"GPU {g.index} total", g.memory_total_bytes, "bytes",
+                 src),
+        ] + [
+            fact("container.restart_count", f"{p.key} restarts", n, "count", pod_source(p))
+            for p, (n, _) in zip(looping, counts, strict=True)
+        ]  # fmt: skip
+        out.append(
+            Finding(
+                code="GPU_SHARED_CRASH_LOOP",
+                severity="critical",
+                subject=g.uuid,
+                facts=facts,
+                params={
+                    "gpu_index": g.index,
+                    "gpu_uuid": g.uuid,
+                    "pods": ", ".join(p.key for p in looping),
+                    "count": len(looping),
+                    "restarts": sum(n for n, _ in counts),
+                    "last_reason": counts[0][1],
+                    "holder": top.pod or "",
+                    "holder_bytes": top.bytes,
+                    "total_bytes": g.memory_total_bytes,
+                    "fair_share_bytes": g.memory_total_bytes // max(1, sharing.replicas),
+                    "strategy": sharing.strategy,
+                    "replicas": sharing.replicas,
+                },
+            )
+        )
+    return out
 
 
 def gpu_memory(ctx: Context, t: Thresholds) -> list[Finding]:
@@ -225,4 +349,10 @@ def gpu_not_verified(ctx: Context, t: Thresholds) -> list[Finding]:
     ]
 
 
-RULES = (gpu_isolation, gpu_memory, gpu_process_no_pod, gpu_not_verified)
+RULES = (
+    gpu_isolation,
+    gpu_memory,
+    gpu_process_no_pod,
+    gpu_not_verified,
+    gpu_shared_crash_loop,
+)

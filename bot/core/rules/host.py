@@ -185,8 +185,10 @@ def limits_overcommitted(ctx: Context, t: Thresholds) -> list[Finding]:
 
 
 def host_mem_non_gpu_workload(ctx: Context, t: Thresholds) -> list[Finding]:
+    """A workload without GPUs holding a large share of a GPU node's host RAM (on a node
+    without GPUs every pod is one: nothing to say)."""
     total = ctx.mem_total
-    if not total:
+    if not total or not ctx.is_gpu_node:
         return []
     ranked = ctx.ranked_pods()
     biggest = ranked[0].uid if ranked else None

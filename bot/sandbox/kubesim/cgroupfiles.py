@@ -96,7 +96,7 @@ class Layout:
 def memory_files(layout: Layout, f: Figures, *, limit: int | None, ooms: int = 0) -> dict[str, str]:
     """The memory controller files of one cgroup with figures ``f``."""
     active_file = max(0, f.file - f.inactive_file)
-    anon_active = int(f.anon * 0.9)
+    anon_active = int((f.anon - f.mlocked) * 0.9)  # locked pages are on the unevictable list
     slab = f.kernel // 2
     if layout.version == 2:
         stat = {
@@ -111,14 +111,14 @@ def memory_files(layout: Layout, f: Figures, *, limit: int | None, ooms: int = 0
             "vmalloc": 0,
             "shmem": f.shmem,
             "file_mapped": f.file // 4,
-            "file_dirty": 0,
-            "file_writeback": 0,
+            "file_dirty": f.dirty,
+            "file_writeback": f.writeback,
             "anon_thp": 0,
-            "inactive_anon": f.anon - anon_active + f.shmem,
+            "inactive_anon": f.anon - f.mlocked - anon_active + f.shmem,
             "active_anon": anon_active,
             "inactive_file": f.inactive_file,
             "active_file": active_file - f.shmem if active_file > f.shmem else active_file,
-            "unevictable": 0,
+            "unevictable": f.mlocked,
             "slab_reclaimable": slab // 2,
             "slab_unreclaimable": slab - slab // 2,
             "slab": slab,
@@ -143,17 +143,17 @@ def memory_files(layout: Layout, f: Figures, *, limit: int | None, ooms: int = 0
         "rss_huge": 0,
         "shmem": f.shmem,
         "mapped_file": f.file // 4,
-        "dirty": 0,
-        "writeback": 0,
+        "dirty": f.dirty,
+        "writeback": f.writeback,
         "pgpgin": 0,
         "pgpgout": 0,
         "pgfault": 0,
         "pgmajfault": 0,
-        "inactive_anon": f.anon - anon_active + f.shmem,
+        "inactive_anon": f.anon - f.mlocked - anon_active + f.shmem,
         "active_anon": anon_active,
         "inactive_file": f.inactive_file,
         "active_file": max(0, active_file - f.shmem),
-        "unevictable": 0,
+        "unevictable": f.mlocked,
         "hierarchical_memory_limit": limit if limit is not None else V1_UNLIMITED,
     }
     text = "".join(f"{k} {v}\n" for k, v in v1.items())

@@ -16,6 +16,17 @@ errors, like everywhere in the scenario format.
 - ``runbook``: a glob the unit of a manual runbook step must match (processes outside
   Kubernetes get a runbook step, no API action).
 - ``shortage``: range for ``Verdict.shortage_bytes`` (MemAvailable short of 10% of RAM).
+
+The advice, not only the label (issue #20): a tier can name the plan values an expert
+accepts, each a range:
+
+- ``cap`` and ``container``: tier 3's memory limit per container (``values``) and the
+  container it caps (a glob: the sidecar that leaks, not the pod's first container);
+- ``evicts`` (count range) and ``evicted`` (globs that must be among them): the pods
+  tier 1 evicts (the fewest that cover the shortage, the culprit among them);
+- ``restarts``: the pods a template change restarts across the cluster (every replica,
+  here and on other nodes): the ``count`` of the plan's ``rolls_other_nodes`` note when it
+  has one, else its ``restarts`` and ``blast_radius``.
 """
 
 from __future__ import annotations
@@ -48,6 +59,19 @@ class ByteRange(_M):
         return self
 
 
+class CountRange(_M):
+    """Inclusive bounds on a count; either may be omitted."""
+
+    min: int | None = Field(None, ge=0)
+    max: int | None = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> CountRange:
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"range min {self.min} is above max {self.max}")
+        return self
+
+
 class Contribution(_M):
     cause: VerdictCause
     subject: str | None = Field(None, description="glob, or gpu:N; None: any subject")
@@ -57,6 +81,15 @@ class TierExpectation(_M):
     offered: bool | None = Field(True, description="None: either (not judged)")
     relief: ByteRange | None = Field(None, description="range for the plan's relief_bytes")
     target: str | None = Field(None, description="glob for the plan's target (Kind/ns/name)")
+    cap: ByteRange | None = Field(None, description="tier 3: memory limit per container")
+    container: str | None = Field(None, description="tier 3: glob for the capped container")
+    evicts: CountRange | None = Field(None, description="tier 1: how many pods it evicts")
+    evicted: list[str] = Field(
+        default_factory=list, description="tier 1: globs (ns/name) it must evict"
+    )
+    restarts: CountRange | None = Field(
+        None, description="pods restarted across the cluster (here and on other nodes)"
+    )
 
 
 class Expected(_M):

@@ -36,7 +36,14 @@ from bot.sandbox.kubesim.cgroupfiles import Layout, memory_files
 from bot.sandbox.kubesim.defaults import stable_uid
 from bot.sandbox.kubesim.quantities import to_bytes
 from bot.sandbox.kubesim.slabfiles import slabinfo_text
-from bot.sandbox.kubesim.usage import ZERO, Figures, add, figures, starting_figures
+from bot.sandbox.kubesim.usage import (
+    ZERO,
+    Figures,
+    add,
+    figures,
+    running_specs,
+    starting_figures,
+)
 
 if TYPE_CHECKING:
     from bot.sandbox.kubesim.sim import KubeSim
@@ -94,12 +101,14 @@ def write_host_tree(sim: KubeSim, node_name: str, root: Path) -> Path | None:
         uid = pod["metadata"]["uid"]
         qos = (pod.get("status") or {}).get("qosClass", "BestEffort").lower()
         figs = figures(sim, pod)
+        status = pod.get("status") or {}
         cids = {
             cs["name"]: cs.get("containerID", "").split("://")[-1]
-            for cs in (pod.get("status") or {}).get("containerStatuses") or []
+            for key in ("containerStatuses", "initContainerStatuses")
+            for cs in status.get(key) or []
         }
         pod_total = ZERO
-        specs = {c["name"]: c for c in pod["spec"]["containers"]}
+        specs = {c["name"]: c for c in running_specs(pod)}
         for cname, f in figs.items():
             cid = cids.get(cname) or stable_uid("cid", uid, cname).replace("-", "") * 2
             cdir = layout.container_dir(qos, uid, cid)
@@ -121,7 +130,7 @@ def write_host_tree(sim: KubeSim, node_name: str, root: Path) -> Path | None:
             pod_total = add(pod_total, f)
         pdir = layout.pod_dir(qos, uid)
         for fname, text in memory_files(
-            layout, pod_total, limit=_limit(pod["spec"]["containers"])
+            layout, pod_total, limit=_limit(running_specs(pod))
         ).items():
             _w(root, f"{layout.mount}/{pdir}/{fname}", text)
         qos_totals[qos] = add(qos_totals[qos], pod_total)

@@ -32,12 +32,16 @@ def container_spec(c: sc.Container) -> Obj:
         out["resizePolicy"] = [
             {"resourceName": k, "restartPolicy": v} for k, v in sorted(c.resize_policy.items())
         ]
+    if c.restart_policy:
+        out["restartPolicy"] = c.restart_policy
     return out
 
 
 def pod_template(w: sc.Workload) -> Obj:
     labels = {"app": w.name, **w.labels}
     spec: Obj = {"containers": [container_spec(c) for c in w.containers]}
+    if w.init_containers:
+        spec["initContainers"] = [container_spec(c) for c in w.init_containers]
     if w.priority_class:
         spec["priorityClassName"] = w.priority_class
     volumes: list[tuple[Obj, str]] = []
@@ -46,9 +50,14 @@ def pod_template(w: sc.Workload) -> Obj:
     if w.shm_size is not None:
         shm = {"medium": "Memory", "sizeLimit": str(w.shm_size)}
         volumes.append(({"name": "dshm", "emptyDir": shm}, "/dev/shm"))
+    for mv in w.memory_volumes:
+        tmpfs: Obj = {"medium": "Memory"}
+        if mv.size_limit is not None:
+            tmpfs["sizeLimit"] = str(mv.size_limit)
+        volumes.append(({"name": mv.name, "emptyDir": tmpfs}, mv.path))
     if volumes:
         spec["volumes"] = [v for v, _ in volumes]
-        for c in spec["containers"]:
+        for c in [*spec["containers"], *spec.get("initContainers", [])]:
             c["volumeMounts"] = [{"name": v["name"], "mountPath": m} for v, m in volumes]
     if w.kind == "Job":
         spec["restartPolicy"] = "Never"
@@ -110,8 +119,12 @@ def running_status(
     restarts: dict[str, tuple[int, str | None]],
 ) -> Obj:
     uid = pod["metadata"]["uid"]
-    statuses = []
-    for c in pod["spec"]["containers"]:
+    statuses: list[Obj] = []
+    init_statuses: list[Obj] = []
+    sidecars = [
+        c for c in pod["spec"].get("initContainers") or [] if c.get("restartPolicy") == "Always"
+    ]
+    for c in [*pod["spec"]["containers"], *sidecars]:
         cid = container_id(uid, c["name"])
         count, last_reason = restarts.get(c["name"], (0, None))
         st: Obj = {
@@ -147,7 +160,7 @@ def running_status(
         if (c.get("resources") or {}) and phase == "Running":
             st["allocatedResources"] = dict((c["resources"]).get("requests") or {})
             st["resources"] = dict(c["resources"])
-        statuses.append(st)
+        (init_statuses if c in sidecars else statuses).append(st)
     ready = "True" if phase == "Running" else "False"
     when = ts(started)
     conds = [
@@ -168,6 +181,8 @@ def running_status(
         "containerStatuses": statuses,
         "qosClass": qos_class(pod),
     }
+    if init_statuses:
+        out["initContainerStatuses"] = init_statuses
     if node:
         out["hostIP"] = "10.0.0.1"
         out["podIP"] = f"10.244.{ip_seed % 250}.{ip_seed // 250 % 250 + 2}"

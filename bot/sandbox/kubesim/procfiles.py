@@ -171,7 +171,11 @@ def meminfo(node: sc.Node, pods: Figures, *, start: Figures) -> dict[str, int]:
     """Node meminfo in bytes (every standard key); ValueError when the figures do not fit."""
     p = parts(node, pods)
     file_lru, inactive_file = p.file_lru, p.inactive_file
-    anon_lru = p.anon + p.shmem
+    k = node.kernel
+    # locked pages (mlock, CUDA's pinned host buffers) leave the anon LRU for the unevictable
+    # list: Mlocked and Unevictable, still in AnonPages
+    mlocked = _pages(pods.mlocked) + _pages(k.mlocked)
+    anon_lru = p.anon + p.shmem - mlocked
     active_anon = int(anon_lru * 0.9)
     pool = node.hugepages[0] if node.hugepages else None
     return {
@@ -187,14 +191,14 @@ def meminfo(node: sc.Node, pods: Figures, *, start: Figures) -> dict[str, int]:
         "Inactive(anon)": anon_lru - active_anon,
         "Active(file)": file_lru - inactive_file,
         "Inactive(file)": inactive_file,
-        "Unevictable": 0,
-        "Mlocked": 0,
+        "Unevictable": mlocked,
+        "Mlocked": mlocked,
         "SwapTotal": 0,
         "SwapFree": 0,
         "Zswap": 0,
         "Zswapped": 0,
-        "Dirty": 2 * MIB,
-        "Writeback": 0,
+        "Dirty": _pages(pods.dirty) + _pages(k.dirty),
+        "Writeback": _pages(pods.writeback) + _pages(k.writeback),
         "AnonPages": p.anon,
         "Mapped": pods.file // 4 + 512 * MIB,
         "Shmem": p.shmem,

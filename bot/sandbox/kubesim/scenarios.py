@@ -86,6 +86,13 @@ class Usage(_M):
     shmem: Quantity = 0
     kernel: Quantity = "8Mi"
     cpu: Quantity = "100m"
+    mlocked: Quantity = Field(
+        0,
+        description="anon pages locked in RAM (mlock; CUDA's pinned host buffers): memory.stat "
+        "'unevictable', meminfo Mlocked/Unevictable; part of anon",
+    )
+    dirty: Quantity = Field(0, description="file pages not yet written back (part of file)")
+    writeback: Quantity = Field(0, description="file pages being written back (part of file)")
 
     @model_validator(mode="after")
     def _shmem_in_file(self) -> Usage:
@@ -94,6 +101,10 @@ class Usage(_M):
             raise ValueError(
                 f"usage: shmem ({self.shmem}) is part of file ({self.file}): raise file"
             )
+        if to_bytes(self.mlocked) > to_bytes(self.anon):
+            raise ValueError(f"usage: mlocked ({self.mlocked}) is part of anon ({self.anon})")
+        if to_bytes(self.dirty) + to_bytes(self.writeback) > file - shmem:
+            raise ValueError("usage: dirty + writeback are file pages: at most file - shmem")
         if self.inactive_file is not None and to_bytes(self.inactive_file) > file - shmem:
             raise ValueError("usage: inactive_file cannot exceed file - shmem (shmem is anon LRU)")
         return self
@@ -113,6 +124,33 @@ class Container(_M):
     resize_policy: dict[str, str] = Field(
         default_factory=dict, description="resource -> NotRequired | RestartContainer"
     )
+    restart_policy: Literal["Always"] | None = Field(
+        None,
+        description="init containers only: Always = a native sidecar (runs beside the "
+        "containers, holds memory); a plain init container has finished and holds none",
+    )
+    logs: str = Field("", description="what the container wrote (pods/log)")
+    previous_logs: str = Field(
+        "", description="the previous (terminated) instance's log (pods/log?previous=true)"
+    )
+
+    @model_validator(mode="after")
+    def _previous_needs_a_restart(self) -> Container:
+        if self.previous_logs and not self.restart_count:
+            raise ValueError(
+                f"container {self.name}: previous_logs needs a restart_count (no terminated "
+                "instance to read them from)"
+            )
+        return self
+
+
+class MemoryVolume(_M):
+    """A memory-backed emptyDir (``medium: Memory``, tmpfs) mounted at ``path`` in every
+    container; what it holds is the containers' ``usage.shmem``."""
+
+    name: str
+    path: str
+    size_limit: Quantity | None = None
 
 
 class Owner(_M):
@@ -146,6 +184,13 @@ class Workload(_M):
         None, description="mount a memory-backed emptyDir (sizeLimit) at /dev/shm"
     )
     containers: list[Container]
+    init_containers: list[Container] = Field(
+        default_factory=list,
+        description="init containers; restart_policy Always makes one a native sidecar",
+    )
+    memory_volumes: list[MemoryVolume] = Field(
+        default_factory=list, description="memory-backed emptyDirs at any path"
+    )
     phase: Literal["Running", "Pending", "Succeeded", "Failed"] = "Running"
     annotations: dict[str, str] = Field(default_factory=dict, description="pod annotations")
     pod_spec: dict[str, Any] = Field(
@@ -160,6 +205,52 @@ class Workload(_M):
     controller_labels: dict[str, str] = Field(default_factory=dict)
     controller_annotations: dict[str, str] = Field(default_factory=dict)
     owner: Owner | None = None
+
+    @model_validator(mode="after")
+    def _stageable(self) -> Workload:
+        """What the stand-in cannot stage is an error, never a silent zero."""
+        where = f"workload {self.namespace}/{self.name}"
+        if self.kind == "Pod" and self.replicas != 1:
+            raise ValueError(f"{where}: a bare Pod is one pod; use a Deployment for replicas")
+        for c in self.init_containers:
+            if c.restart_policy is None and (c.processes or c.logs or c.previous_logs):
+                raise ValueError(
+                    f"{where}: init container {c.name} has finished before the containers "
+                    "start: it holds no memory and runs no process; give it restart_policy: "
+                    "Always (a native sidecar) or drop its processes and logs"
+                )
+            if c.restart_policy is None and "usage" in c.model_fields_set:
+                raise ValueError(
+                    f"{where}: init container {c.name} has finished: its usage cannot be "
+                    "staged; give it restart_policy: Always (a native sidecar)"
+                )
+        for c in self.containers:
+            if c.restart_policy is not None:
+                raise ValueError(
+                    f"{where}: container {c.name}: restart_policy is for init containers "
+                    "(native sidecars)"
+                )
+        names = [c.name for c in [*self.containers, *self.init_containers]]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{where}: container names must be unique across init containers")
+        paths = [v.path for v in self.memory_volumes] + (["/dev/shm"] if self.shm_size else [])
+        if len(set(paths)) != len(paths) or any(not p.startswith("/") for p in paths):
+            raise ValueError(f"{where}: memory_volumes need distinct absolute paths")
+        if self.owner is not None:
+            from bot.sandbox.kubesim.resources import BY_API
+
+            if (self.owner.api_version, self.owner.kind) not in BY_API:
+                raise ValueError(
+                    f"{where}: owner {self.owner.api_version} {self.owner.kind} is a kind the "
+                    "stand-in does not serve; pick one it knows (PyTorchJob, MPIJob, Volcano "
+                    "Job, RayCluster, JobSet...)"
+                )
+        return self
+
+    def running_containers(self) -> list[Container]:
+        """Containers that hold memory while the pod runs: the containers and the native
+        sidecars."""
+        return [*self.containers, *(c for c in self.init_containers if c.restart_policy)]
 
 
 class Gpus(_M):
@@ -186,6 +277,11 @@ class Kernel(_M):
     buffers: Quantity = "256Mi"
     shmem: Quantity = 0
     system_anon: Quantity = Field("2Gi", description="anon memory of non-pod processes")
+    mlocked: Quantity = Field(
+        0, description="locked anon memory of non-pod processes (part of system_anon)"
+    )
+    dirty: Quantity = Field("2Mi", description="dirty host page cache (part of page_cache)")
+    writeback: Quantity = Field(0, description="host page cache under writeback")
     mem_available: Quantity | None = Field(
         None,
         description="MemAvailable with the scenario's starting pods; later readings move from "
@@ -324,6 +420,13 @@ class Node(_M):
             raise ValueError(
                 f"node {self.name}: a system process maps {shared} bytes of shmem, more than "
                 f"the host's kernel.shmem ({self.kernel.shmem}); raise kernel.shmem"
+            )
+        k = self.kernel
+        if to_bytes(k.mlocked) > to_bytes(k.system_anon):
+            raise ValueError(f"node {self.name}: kernel.mlocked is part of system_anon")
+        if to_bytes(k.dirty) + to_bytes(k.writeback) > max(to_bytes(k.page_cache), 2 * 2**20):
+            raise ValueError(
+                f"node {self.name}: kernel.dirty + writeback are page cache: at most page_cache"
             )
         anon = sum(to_bytes(p.rss_anon) for p in self.system_processes)
         if anon > to_bytes(self.kernel.system_anon):

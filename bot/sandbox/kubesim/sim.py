@@ -159,8 +159,9 @@ class KubeSim:
     def pod_log(self, namespace: str, name: str, query: Mapping[str, str]) -> str:
         pod = self.api.get("pods", namespace, name)
         containers = [c["name"] for c in pod["spec"]["containers"]]
+        inits = [c["name"] for c in pod["spec"].get("initContainers") or []]
         container = query.get("container") or containers[0]
-        if container not in containers:
+        if container not in containers + inits:
             raise ApiError(400, f"container {container} is not valid for pod {name}")
         if (pod.get("status") or {}).get("phase") == "Pending":
             waiting = "ContainerCreating"
@@ -170,10 +171,39 @@ class KubeSim:
                 400, f'container "{container}" in pod "{name}" is waiting to start: {waiting}'
             )
         text = self.logs.get((namespace, name), "")
+        if (namespace, name) not in self.logs:
+            text = self._scenario_log(pod, container, previous=query.get("previous") == "true")
         if tail := query.get("tailLines"):
             lines = text.splitlines(keepends=True)
             text = "".join(lines[-int(tail) :]) if int(tail) > 0 else ""
         return text
+
+    def _scenario_log(self, pod: Obj, container: str, *, previous: bool) -> str:
+        """What a scenario container wrote (``logs``), or its previous instance's
+        (``previous_logs``: the kubelet keeps the last terminated one; none without a
+        restart, as the kubelet answers)."""
+        from bot.sandbox.kubesim.usage import workload_of
+
+        w = workload_of(self, pod)
+        spec = next(
+            (c for c in (w.containers + w.init_containers if w else []) if c.name == container),
+            None,
+        )
+        if not previous:
+            return spec.logs if spec is not None else ""
+        restarts = 0
+        status = pod.get("status") or {}
+        for key in ("containerStatuses", "initContainerStatuses"):
+            for cs in status.get(key) or []:
+                if cs.get("name") == container:
+                    restarts = int(cs.get("restartCount", 0))
+        if not restarts:
+            name = pod["metadata"]["name"]
+            raise ApiError(
+                400,
+                f'previous terminated container "{container}" in pod "{name}" not found',
+            )
+        return spec.previous_logs if spec is not None else ""
 
     def metrics(self, res: Resource, namespace: str | None, name: str | None) -> Obj:
         from bot.sandbox.kubesim.metrics import node_metrics, pod_metrics

@@ -40,6 +40,9 @@ class Figures:
     kernel: int
     cpu_m: int
     processes: tuple[sc.Process, ...]
+    mlocked: int = 0
+    dirty: int = 0
+    writeback: int = 0
 
     @property
     def usage(self) -> int:
@@ -63,12 +66,23 @@ def add(a: Figures, b: Figures) -> Figures:
         a.kernel + b.kernel,
         a.cpu_m + b.cpu_m,
         (),
+        a.mlocked + b.mlocked,
+        a.dirty + b.dirty,
+        a.writeback + b.writeback,
     )
 
 
 def workload_of(sim: KubeSim, pod: Obj) -> sc.Workload | None:
+    """The scenario workload a pod was seeded from or whose controller made it: through its
+    controller chain (ReplicaSet -> Deployment), or, for a pod a custom resource owns
+    directly (a PyTorchJob's, MPIJob's, Volcano Job's or RayCluster's pod), the bare-Pod
+    workload of that name and owner."""
     ns = pod["metadata"].get("namespace", "")
-    kind, name = "Pod", pod["metadata"]["name"]
+    pod_name = pod["metadata"]["name"]
+    for w in sim.scenario.workloads:
+        if w.kind == "Pod" and w.name == pod_name and w.namespace == ns:
+            return w
+    kind, name = "Pod", pod_name
     for ref in pod["metadata"].get("ownerReferences") or []:
         if ref.get("controller"):
             kind, name = ref["kind"], ref["name"]
@@ -87,6 +101,7 @@ def container_figures(c: sc.Container, limit: sc.Quantity | None) -> Figures:
     u = c.usage
     anon, file, kernel = to_bytes(u.anon), to_bytes(u.file), to_bytes(u.kernel)
     shmem = to_bytes(u.shmem)
+    mlocked, dirty, writeback = to_bytes(u.mlocked), to_bytes(u.dirty), to_bytes(u.writeback)
     inactive = to_bytes(u.inactive_file) if u.inactive_file is not None else (file - shmem) // 2
     procs = tuple(c.processes)
     if limit is not None:
@@ -97,17 +112,22 @@ def container_figures(c: sc.Container, limit: sc.Quantity | None) -> Figures:
             anon, file = _pages(int(anon * scale)), _pages(int(file * scale))
             shmem = min(shmem, file)
             inactive = min(inactive, file - shmem)
+            mlocked = min(mlocked, anon)
+            dirty = min(dirty, file - shmem)
+            writeback = min(writeback, file - shmem - dirty)
             procs = tuple(
                 p.model_copy(update={"rss_anon": _pages(int(to_bytes(p.rss_anon) * scale))})
                 for p in procs
             )
-    return Figures(anon, file, inactive, shmem, kernel, to_millicores(u.cpu), procs)
+    return Figures(
+        anon, file, inactive, shmem, kernel, to_millicores(u.cpu), procs, mlocked, dirty, writeback
+    )
 
 
 def figures(sim: KubeSim, pod: Obj) -> dict[str, Figures]:
     """Container name -> figures, for every container of ``pod`` (defaults if unknown)."""
     w = workload_of(sim, pod)
-    by_name = {c.name: c for c in (w.containers if w else [])}
+    by_name = {c.name: c for c in (w.running_containers() if w else [])}
     out: dict[str, Figures] = {}
     # the limit the kubelet enforces: the actuated one (status) when a resize is in play
     actuated = {
@@ -115,12 +135,21 @@ def figures(sim: KubeSim, pod: Obj) -> dict[str, Figures]:
         for cs in (pod.get("status") or {}).get("containerStatuses") or []
         if "resources" in cs
     }
-    for c in pod["spec"]["containers"]:
+    for c in running_specs(pod):
         sc_c = by_name.get(c["name"]) or sc.Container(name=c["name"])
-        resources = actuated.get(c["name"], c.get("resources") or {})
+        resources: Obj = actuated.get(c["name"]) or c.get("resources") or {}
         limit = (resources.get("limits") or {}).get("memory")
         out[c["name"]] = container_figures(sc_c, limit)
     return out
+
+
+def running_specs(pod: Obj) -> list[Obj]:
+    """The pod spec's containers that run (and hold memory): containers and native sidecars
+    (init containers with ``restartPolicy: Always``)."""
+    sidecars = [
+        c for c in pod["spec"].get("initContainers") or [] if c.get("restartPolicy") == "Always"
+    ]
+    return [*pod["spec"]["containers"], *sidecars]
 
 
 def replicas_on(w: sc.Workload, node: str, all_nodes: list[str]) -> int:
@@ -143,7 +172,7 @@ def starting_figures(scenario: sc.Scenario, node: str) -> Figures:
     total = ZERO
     for w in scenario.workloads:
         placed = replicas_on(w, node, all_nodes) if w.phase == "Running" else 0
-        for c in w.containers if placed else ():
+        for c in w.running_containers() if placed else ():
             f = container_figures(c, c.limits.get("memory"))
             for _ in range(placed):
                 total = add(total, f)

@@ -118,7 +118,7 @@ def seed_workload(api: ApiCore, w: sc.Workload, nodes: dict[str, sc.Node]) -> No
                 validate=False,
             )
         set_controller_status(api, owner if w.kind != "Deployment" else ctrl, w)
-    restarts = {c.name: (c.restart_count, c.last_terminated_reason) for c in w.containers}
+    restarts = {c.name: (c.restart_count, c.last_terminated_reason) for c in w.running_containers()}
     for i, (name, node_name) in enumerate(Placement.pods(w, list(nodes))):
         pod = pod_from_template(
             tmpl,
