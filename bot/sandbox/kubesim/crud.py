@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.sandbox.kubesim import defaults, rules
+from bot.sandbox.kubesim.names import check_name
 from bot.sandbox.kubesim.patching import apply_patch
 from bot.sandbox.kubesim.resources import BY_API, BY_KIND, STORED, Resource
 from bot.sandbox.kubesim.statuses import ApiError, already_exists, conflict, not_found
@@ -108,6 +109,7 @@ class ApiCore:
             )
         if not meta.get("name"):
             raise defaults_invalid(res, "", "metadata.name", "name or generateName is required")
+        check_name(res.kind, meta["name"], group=res.group)
         if self.store.get(res.key, meta.get("namespace"), meta["name"]) is not None:
             raise already_exists(res.plural, meta["name"], group=res.group)
         defaults.stamp_metadata(obj, now=now_iso())

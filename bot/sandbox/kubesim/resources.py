@@ -76,6 +76,17 @@ ACCESS_RESOURCES: tuple[Resource, ...] = (
         ("create",),
         stored=False,
     ),
+    Resource(
+        "authentication.k8s.io",
+        "v1",
+        "SelfSubjectReview",
+        "selfsubjectreviews",
+        False,
+        (),
+        (),
+        ("create",),
+        stored=False,
+    ),
 )
 
 RESOURCES: tuple[Resource, ...] = (
@@ -88,6 +99,18 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("apps", "v1", "StatefulSet", "statefulsets", True, ("sts",), ("scale", "status")),
     Resource("apps", "v1", "DaemonSet", "daemonsets", True, ("ds",), ("status",)),
     Resource("batch", "v1", "Job", "jobs", True, (), ("status",)),
+    Resource("batch", "v1", "CronJob", "cronjobs", True, ("cj",), ("status",)),
+    Resource(
+        "",
+        "v1",
+        "ReplicationController",
+        "replicationcontrollers",
+        True,
+        ("rc",),
+        ("scale", "status"),
+    ),
+    Resource("", "v1", "ConfigMap", "configmaps", True, ("cm",)),
+    Resource("", "v1", "Secret", "secrets", True),
     Resource(
         "policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ("pdb",), ("status",)
     ),

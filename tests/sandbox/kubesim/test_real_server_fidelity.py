@@ -1,0 +1,213 @@
+"""Where a real API server and the stand-in used to differ: protobuf review bodies, whoami,
+defaulting, name validation, node Leases, more served kinds (authorized before a 404),
+server-side apply create, and scenario stamps dated from the start."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import aiohttp
+import pytest
+
+from bot.sandbox.kubesim import KubeSim
+from bot.sandbox.kubesim.access import ADMIN_TOKEN, BOT_TOKEN
+from bot.sandbox.kubesim.names import name_errors
+from tests.conftest import kube_call
+
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+# recorded from kubectl 1.33.1 ``auth can-i VERB RESOURCE -n NS`` (tests/fixtures would hold
+# larger ones; these are short enough to read here)
+SSAR_GET_PODS_ML_TRAIN = (
+    b"k8s\x00\n2\n\x17authorization.k8s.io/v1\x12\x17SelfSubjectAccessReview\x12=\n\x10\n"
+    b'\x00\x12\x00\x1a\x00"\x00*\x002\x008\x00B\x00\x12\x1f\n\x1d\n\x08ml-train\x12\x03get'
+    b'\x1a\x00"\x00*\x04pods2\x00:\x00\x1a\x08\x08\x00\x12\x00\x1a\x00 \x00\x1a\x00"\x00'
+)
+SSAR_GET_SECRETS_GPUNODE = (
+    b"k8s\x00\n2\n\x17authorization.k8s.io/v1\x12\x17SelfSubjectAccessReview\x12?\n\x10\n"
+    b'\x00\x12\x00\x1a\x00"\x00*\x002\x008\x00B\x00\x12!\n\x1f\n\x07gpunode\x12\x03get\x1a'
+    b'\x00"\x00*\x07secrets2\x00:\x00\x1a\x08\x08\x00\x12\x00\x1a\x00 \x00\x1a\x00"\x00'
+)
+SSAR_CREATE_EVICTION = (
+    b"k8s\x00\n2\n\x17authorization.k8s.io/v1\x12\x17SelfSubjectAccessReview\x12H\n\x10\n"
+    b'\x00\x12\x00\x1a\x00"\x00*\x002\x008\x00B\x00\x12*\n(\n\x08ml-train\x12\x06create\x1a'
+    b'\x00"\x00*\x04pods2\x08eviction:\x00\x1a\x08\x08\x00\x12\x00\x1a\x00 \x00\x1a\x00"\x00'
+)
+SSR_WHOAMI = (
+    b"k8s\x00\n-\n\x18authentication.k8s.io/v1\x12\x11SelfSubjectReview\x12\x1a\n\x10\n\x00"
+    b'\x12\x00\x1a\x00"\x00*\x002\x008\x00B\x00\x12\x06\n\x04\n\x00\x12\x00\x1a\x00"\x00'
+)
+
+
+async def _post_raw(url: str, path: str, body: bytes, content_type: str) -> tuple[int, Any]:
+    headers = {
+        "Authorization": f"Bearer {BOT_TOKEN}",
+        "Content-Type": content_type,
+        "Accept": f"{PROTOBUF},application/json",
+    }
+    async with aiohttp.ClientSession() as http, http.post(url + path, data=body,
+                                                          headers=headers) as resp:  # fmt: skip
+        return resp.status, await resp.json()
+
+
+@pytest.mark.parametrize(
+    ("body", "allowed"),
+    [(SSAR_GET_PODS_ML_TRAIN, True), (SSAR_CREATE_EVICTION, True),
+     (SSAR_GET_SECRETS_GPUNODE, False)],
+)  # fmt: skip
+async def test_a_protobuf_access_review_from_kubectl_is_answered_for_the_bots_rights(
+    kubesim: KubeSim, body: bytes, allowed: bool
+) -> None:
+    path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+    status, review = await _post_raw(kubesim.url, path, body, PROTOBUF)
+    assert status == 201 and review["kind"] == "SelfSubjectAccessReview"
+    assert review["status"]["allowed"] is allowed
+    assert review["spec"]["resourceAttributes"]["namespace"] in ("ml-train", "gpunode")
+
+
+async def test_whoami_names_the_bots_service_account_from_a_protobuf_body(
+    kubesim: KubeSim,
+) -> None:
+    path = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+    status, review = await _post_raw(kubesim.url, path, SSR_WHOAMI, PROTOBUF)
+    assert status == 201 and review["kind"] == "SelfSubjectReview"
+    info = review["status"]["userInfo"]
+    assert info["username"] == "system:serviceaccount:gpunode:gpunode"
+    assert "system:authenticated" in info["groups"]
+
+
+async def test_a_protobuf_body_of_a_kind_the_stand_in_cannot_decode_is_a_415(
+    kubesim: KubeSim,
+) -> None:
+    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}", "Content-Type": PROTOBUF}
+    envelope = b"k8s\x00\n\x0f\n\x02v1\x12\tConfigMap\x12\x00"  # TypeMeta v1/ConfigMap
+    path = "/api/v1/namespaces/ml-train/configmaps"
+    async with aiohttp.ClientSession() as http, http.post(kubesim.url + path, data=envelope,
+                                                          headers=headers) as resp:  # fmt: skip
+        status, answer = resp.status, await resp.json()
+    assert status == 415 and answer["reason"] == "UnsupportedMediaType"
+    assert answer["message"] == (
+        "the body of the request was in an unknown format - accepted media types include: "
+        "application/json, application/yaml"
+    )
+    assert kubesim.list("configmaps", "ml-train") == []
+
+
+async def test_workload_strategies_and_pod_tolerations_are_defaulted(kubesim: KubeSim) -> None:
+    sts = kubesim.get("statefulsets", "ml-train", "train-llm")
+    assert sts is not None
+    assert sts["spec"]["updateStrategy"] == {"type": "RollingUpdate",
+                                             "rollingUpdate": {"partition": 0}}  # fmt: skip
+    assert sts["spec"]["podManagementPolicy"] == "OrderedReady"
+    [deploy, *_] = kubesim.list("deployments")
+    assert deploy["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": "25%",
+                                                           "maxSurge": "25%"}  # fmt: skip
+    [ds, *_] = kubesim.list("daemonsets")
+    assert ds["spec"]["updateStrategy"]["rollingUpdate"] == {"maxUnavailable": 1, "maxSurge": 0}
+    pod = kubesim.get("pods", "ml-train", "train-llm-0")
+    assert pod is not None
+    keys = {t["key"]: t for t in pod["spec"]["tolerations"] if t.get("tolerationSeconds")}
+    assert keys["node.kubernetes.io/not-ready"]["tolerationSeconds"] == 300
+    assert keys["node.kubernetes.io/unreachable"]["effect"] == "NoExecute"
+
+
+async def test_a_pod_that_tolerates_not_ready_itself_keeps_its_own_toleration(
+    kubesim: KubeSim,
+) -> None:
+    own = {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "tolerant", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}], "tolerations": [own]},
+    }
+    status, made = await kube_call(kubesim.url, "POST", "/api/v1/namespaces/default/pods",
+                                   body=pod)  # fmt: skip
+    assert status == 201, made
+    not_ready = [t for t in made["spec"]["tolerations"]
+                 if t["key"] == "node.kubernetes.io/not-ready"]  # fmt: skip
+    assert not_ready == [own]
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "valid"),
+    [("Pod", "train-llm-0", True), ("Pod", "Train_LLM", False), ("Pod", "a." * 127 + "b", False),
+     ("Namespace", "ml.train", False), ("Namespace", "ml-train", True),
+     ("ClusterRole", "system:basic-user", True), ("ClusterRole", "a/b", False),
+     ("ConfigMap", "kube-root-ca.crt", True), ("ConfigMap", "-x", False)],
+)  # fmt: skip
+def test_names_follow_the_rule_of_their_kind(kind: str, name: str, valid: bool) -> None:
+    assert (name_errors(kind, name) == []) is valid
+
+
+async def test_an_invalid_name_is_refused_in_the_api_servers_words(kubesim: KubeSim) -> None:
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad_Name"}}
+    status, answer = await kube_call(kubesim.url, "POST", "/api/v1/namespaces/default/configmaps",
+                                     body=body)  # fmt: skip
+    assert status == 422 and answer["reason"] == "Invalid"
+    assert answer["message"] == (
+        'ConfigMap "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": a lowercase '
+        "RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "
+        "must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+        "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+    )
+
+
+async def test_every_node_has_a_lease_held_by_its_kubelet(kubesim: KubeSim) -> None:
+    leases = {
+        lease["metadata"]["name"]: lease for lease in kubesim.list("leases", "kube-node-lease")
+    }
+    for node in kubesim.list("nodes"):
+        lease = leases[node["metadata"]["name"]]
+        assert lease["spec"]["holderIdentity"] == node["metadata"]["name"]
+        assert lease["metadata"]["ownerReferences"][0]["uid"] == node["metadata"]["uid"]
+        assert lease["spec"]["renewTime"].endswith(".000000Z")  # a MicroTime
+
+
+@pytest.mark.parametrize("plural", ["secrets", "configmaps", "cronjobs", "replicationcontrollers"])
+async def test_newly_served_kinds_are_authorized_before_they_are_looked_up(
+    kubesim: KubeSim, plural: str
+) -> None:
+    group = "/apis/batch/v1" if plural == "cronjobs" else "/api/v1"
+    path = f"{group}/namespaces/gpunode/{plural}/absent"
+    status, answer = await kube_call(kubesim.url, "GET", path, token=BOT_TOKEN)
+    if plural == "secrets":  # the bot may never read Secrets: a 403, not a 404
+        assert status == 403 and answer["reason"] == "Forbidden"
+        assert 'cannot get resource "secrets"' in answer["message"]
+    else:
+        assert status in (403, 404)
+    status, answer = await kube_call(kubesim.url, "GET", path)
+    assert status == 404 and answer["reason"] == "NotFound"
+
+
+async def test_server_side_apply_creates_then_updates_and_needs_a_field_manager(
+    kubesim: KubeSim,
+) -> None:
+    path = "/api/v1/namespaces/default/configmaps/applied"
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"},
+            "data": {"a": "1"}}  # fmt: skip
+    ssa = "application/apply-patch+yaml"
+    status, answer = await kube_call(kubesim.url, "PATCH", path, body=body, content_type=ssa)
+    assert status == 422 and "fieldManager: Required value" in answer["message"]
+    assert kubesim.get("configmaps", "default", "applied") is None
+    status, made = await kube_call(kubesim.url, "PATCH", path + "?fieldManager=me", body=body,
+                                   content_type=ssa)  # fmt: skip
+    assert status == 201 and made["data"] == {"a": "1"}
+    body["data"] = {"a": "2"}
+    status, changed = await kube_call(kubesim.url, "PATCH", path + "?fieldManager=me", body=body,
+                                      content_type=ssa)  # fmt: skip
+    assert status == 200 and changed["data"] == {"a": "2"}
+
+
+async def test_a_stand_in_started_today_dates_its_scenario_from_the_start(
+    make_kubesim: Any,
+) -> None:
+    sim = await make_kubesim("seed", clock_from_start=True)
+    now = datetime.now(UTC)
+    stamps = [e["lastTimestamp"] for e in sim.list("events")]
+    assert stamps
+    for stamp in stamps:
+        when = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        assert now - timedelta(days=2) <= when <= now + timedelta(minutes=5)
+    fixed = await make_kubesim("seed")
+    assert {e["lastTimestamp"] for e in fixed.list("events")} != set(stamps)
