@@ -76,7 +76,11 @@ class KubeSettings(_Group):
         30.0, gt=0, le=300, description="seconds one API request may take (connect + read)"
     )
     namespace: str = Field("gpunode", description="namespace of the diagnostic Jobs")
-    image: str = Field("ghcr.io/gpunode/gpunode:0.1.0", description="collector image")
+    image: str = Field(
+        "ghcr.io/gpunode/gpunode-collector:0.1.0",
+        description="the diagnostic Job's image: the slim collector (Dockerfile target "
+        "`collector`: `gpunode collect` and NVML only, no bot dependencies)",
+    )
     job_timeout_s: int = Field(120, ge=10, le=3600, description="activeDeadlineSeconds")
     job_ttl_s: int = Field(300, ge=0, description="ttlSecondsAfterFinished")
     nvidia_runtime_class: str | None = Field(
