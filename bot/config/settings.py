@@ -85,11 +85,14 @@ class KubeSettings(_Group):
     job_ttl_s: int = Field(300, ge=0, description="ttlSecondsAfterFinished")
     nvidia_runtime_class: str | None = Field(
         "nvidia",
-        description="runtimeClassName of the collector pod, so the NVIDIA runtime injects NVML "
-        "(GPU Operator / Container Toolkit create 'nvidia'); empty or null turns GPU evidence off",
+        description="runtimeClassName of the collector pod on NVIDIA GPU nodes, so the NVIDIA "
+        "runtime injects NVML (GPU Operator / Container Toolkit create 'nvidia'); when it is "
+        "empty or the class does not exist, NVML is asked of the node's default runtime",
     )
     nvidia_visible_devices_all: bool = Field(
-        True, description="set NVIDIA_VISIBLE_DEVICES=all (+ capabilities utility) for NVML"
+        True,
+        description="set NVIDIA_VISIBLE_DEVICES=all (+ capabilities utility) for NVML; false "
+        "turns GPU evidence off",
     )
     diagnostic_priority_class: str | None = Field(
         None,

@@ -81,7 +81,9 @@ class Context:
 
     @property
     def is_gpu_node(self) -> bool:
-        return bool(self.bundle.gpus) or bool(self.gpu_allocatable)
+        """NVML saw GPUs, or the node is a GPU node by the one definition
+        (``NodeInfo.has_gpus``: any accelerator resource, MIG slices, AMD, DRA slices)."""
+        return bool(self.bundle.gpus) or (self.view is not None and self.view.node.has_gpus)
 
     def ranked_pods(self) -> list[PodUsage]:
         """Pods with a known working set, biggest first (ties broken by key: deterministic)."""

@@ -79,6 +79,8 @@ def seed(api: ApiCore, scenario: sc.Scenario) -> None:
     for i, n in enumerate(scenario.nodes):
         node = api.seed(node_object(n), validate=i == 0)
         api.seed(node_lease(node), validate=i == 0)
+        for j, rs in enumerate(n.resource_slices):
+            api.seed(resource_slice(n.name, rs, j), validate=True)
     nodes = {n.name: n for n in scenario.nodes}
     for w in scenario.workloads:
         seed_workload(api, w, nodes)
@@ -102,6 +104,32 @@ def seed(api: ApiCore, scenario: sc.Scenario) -> None:
     kills = [e for k in scenario.oom_kills for e in npd.oom_events(k)]
     for i, e in enumerate([*scenario.events, *kills]):
         api.seed(event_object(e, i, api), validate=i == 0)
+
+
+def resource_slice(node: str, rs: sc.ResourceSlice, index: int) -> Obj:
+    """A DRA driver's devices on ``node`` as the driver's kubelet plugin publishes them:
+    one pool named after the node, each device with the attributes GPU drivers set."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-{rs.driver.replace('.', '-')}-{index}"},
+        "spec": {
+            "driver": rs.driver,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [
+                {
+                    "name": f"gpu-{i}",
+                    "attributes": {
+                        "index": {"int": i},
+                        "productName": {"string": rs.product},
+                        "type": {"string": "gpu"},
+                    },
+                }
+                for i in range(rs.devices)
+            ],
+        },
+    }
 
 
 def node_lease(node: Obj) -> Obj:

@@ -119,6 +119,8 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "ResourceQuota", "resourcequotas", True, ("quota",), ("status",)),
     Resource("", "v1", "ServiceAccount", "serviceaccounts", True, ("sa",)),
     Resource("coordination.k8s.io", "v1", "Lease", "leases", True),
+    # DRA: drivers publish a node's devices as ResourceSlices (resource.k8s.io/v1, GA in 1.34)
+    Resource("resource.k8s.io", "v1", "ResourceSlice", "resourceslices", False),
     *ACCESS_RESOURCES,
     Resource(
         "metrics.k8s.io",
