@@ -366,6 +366,7 @@ async def _rest(request: web.Request, route: Route) -> web.StreamResponse:
         policy = request.query.get("propagationPolicy") or body.get("propagationPolicy")
         rv = (body.get("preconditions") or {}).get("resourceVersion")
         dry = _dry_run(request) or "All" in (body.get("dryRun") or [])
+        grace = request.query.get("gracePeriodSeconds") or body.get("gracePeriodSeconds")
         return _json(
             sim.api.delete(
                 res,
@@ -374,6 +375,7 @@ async def _rest(request: web.Request, route: Route) -> web.StreamResponse:
                 dry_run=dry,
                 propagation=policy,
                 precondition_rv=rv,
+                grace_period=None if grace is None else int(grace),
             )
         )
     raise ApiError(405, "the server does not allow this method on the requested resource")

@@ -23,6 +23,7 @@ async def _serve(args: argparse.Namespace) -> None:
         kube_version=args.kube_version,
         insecure_superuser=True,
         clock_from_start=True,
+        sigterm_exit_s=2.0,  # evicted pods show Terminating for a moment, as on a cluster
     )
     url = await sim.start(port=args.port)
     print(

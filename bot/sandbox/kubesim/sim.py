@@ -57,8 +57,12 @@ class KubeSim:
         access_dir: Path | None = None,
         insecure_superuser: bool = False,
         clock_from_start: bool = False,
+        sigterm_exit_s: float = 0.0,
     ) -> None:
         self.scenario = scenario
+        #: how long a deleted pod's containers take to exit after SIGTERM (its grace period
+        #: bounds it): until then the pod is Terminating; 0: they exit at once
+        self.sigterm_exit_s = sigterm_exit_s
         #: how far the scenario clock is moved when served (zero: the fixed scenario clock)
         self.clock_shift = (
             datetime.now(UTC) - stamps.SCENARIO_NOW if clock_from_start else timedelta(0)

@@ -4,18 +4,23 @@ server-side apply create, and scenario stamps dated from the start."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
+import yaml
 
 from bot.sandbox.kubesim import KubeSim
 from bot.sandbox.kubesim.access import ADMIN_TOKEN, BOT_TOKEN
 from bot.sandbox.kubesim.names import name_errors
 from tests.conftest import kube_call
 
+REPO = Path(__file__).resolve().parents[3]
 PROTOBUF = "application/vnd.kubernetes.protobuf"
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 # recorded from kubectl 1.33.1 ``auth can-i VERB RESOURCE -n NS`` (tests/fixtures would hold
 # larger ones; these are short enough to read here)
 SSAR_GET_PODS_ML_TRAIN = (
@@ -211,3 +216,117 @@ async def test_a_stand_in_started_today_dates_its_scenario_from_the_start(
         assert now - timedelta(days=2) <= when <= now + timedelta(minutes=5)
     fixed = await make_kubesim("seed")
     assert {e["lastTimestamp"] for e in fixed.list("events")} != set(stamps)
+
+
+async def _wait_gone(sim: KubeSim, namespace: str, name: str, limit_s: float = 30.0) -> float:
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    while sim.get("pods", namespace, name) is not None:
+        assert loop.time() - start < limit_s, "the pod never went"
+        await asyncio.sleep(0.05)
+    return loop.time() - start
+
+
+async def test_an_evicted_pod_is_terminating_then_gone(make_kubesim: Any) -> None:
+    sim = await make_kubesim("seed", sigterm_exit_s=0.5)
+    [pod] = [p for p in sim.list("pods", "data-prep") if p["metadata"]["name"].startswith("prep")]
+    name = pod["metadata"]["name"]
+    path = f"/api/v1/namespaces/data-prep/pods/{name}/eviction"
+    status, _ = await kube_call(sim.url, "POST", path, body={"metadata": {"name": name}})
+    assert status == 201
+    terminating = sim.get("pods", "data-prep", name)
+    assert terminating is not None  # SIGTERM sent; the containers have not exited yet
+    assert terminating["metadata"]["deletionGracePeriodSeconds"] == 30
+    assert terminating["metadata"]["deletionTimestamp"]
+    _, table = await kube_call(sim.url, "GET", f"/api/v1/namespaces/data-prep/pods/{name}",
+                               headers={"Accept": TABLE})  # fmt: skip
+    assert table["rows"][0]["cells"][2] == "Terminating"
+    await _wait_gone(sim, "data-prep", name)
+
+
+async def test_the_grace_period_bounds_a_slow_shutdown(make_kubesim: Any) -> None:
+    # the containers would take a minute to exit; the kubelet kills them after the 1 s grace
+    sim = await make_kubesim("seed", sigterm_exit_s=60.0)
+    [pod] = [p for p in sim.list("pods", "data-prep") if p["metadata"]["name"].startswith("prep")]
+    name = pod["metadata"]["name"]
+    body = {"metadata": {"name": name}, "deleteOptions": {"gracePeriodSeconds": 1}}
+    path = f"/api/v1/namespaces/data-prep/pods/{name}/eviction"
+    status, _ = await kube_call(sim.url, "POST", path, body=body)
+    assert status == 201
+    assert sim.get("pods", "data-prep", name) is not None
+    await _wait_gone(sim, "data-prep", name)
+
+
+async def test_a_zero_grace_period_removes_the_pod_at_once(make_kubesim: Any) -> None:
+    sim = await make_kubesim("seed", sigterm_exit_s=60.0)
+    [pod] = [p for p in sim.list("pods", "data-prep") if p["metadata"]["name"].startswith("prep")]
+    name = pod["metadata"]["name"]
+    path = f"/api/v1/namespaces/data-prep/pods/{name}?gracePeriodSeconds=0"
+    status, _ = await kube_call(sim.url, "DELETE", path)
+    assert status == 200
+    assert sim.get("pods", "data-prep", name) is None
+
+
+def _pod(name: str, **spec: Any) -> dict[str, Any]:
+    container = {"name": "c", "image": "busybox:1.36", **spec.pop("container", {})}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"containers": [container], **spec}}  # fmt: skip
+
+
+async def _namespace(sim: KubeSim, name: str, level: str) -> None:
+    labels = {"pod-security.kubernetes.io/enforce": level}
+    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+    status, _ = await kube_call(sim.url, "POST", "/api/v1/namespaces", body=body)
+    assert status == 201
+
+
+async def test_a_baseline_namespace_refuses_host_namespaces_in_pod_securitys_words(
+    kubesim: KubeSim,
+) -> None:
+    await _namespace(kubesim, "team-a", "baseline")
+    pod = _pod("hosty", hostPID=True, hostNetwork=True,
+               volumes=[{"name": "host-proc", "hostPath": {"path": "/proc"}}])  # fmt: skip
+    status, answer = await kube_call(kubesim.url, "POST", "/api/v1/namespaces/team-a/pods",
+                                     body=pod)  # fmt: skip
+    assert status == 403 and answer["reason"] == "Forbidden"
+    assert answer["message"] == (
+        'pods "hosty" is forbidden: violates PodSecurity "baseline:latest": host namespaces '
+        '(hostNetwork=true, hostPID=true), hostPath volumes (volume "host-proc")'
+    )
+    plain = _pod("plain")
+    status, _ = await kube_call(kubesim.url, "POST", "/api/v1/namespaces/team-a/pods", body=plain)
+    assert status == 201
+
+
+async def test_a_restricted_namespace_wants_the_hardened_container(kubesim: KubeSim) -> None:
+    await _namespace(kubesim, "team-r", "restricted")
+    path = "/api/v1/namespaces/team-r/pods"
+    status, answer = await kube_call(kubesim.url, "POST", path, body=_pod("loose"))
+    assert status == 403
+    for reason in ("allowPrivilegeEscalation != false", "unrestricted capabilities",
+                   "runAsNonRoot != true", "seccompProfile"):  # fmt: skip
+        assert reason in answer["message"]
+    hardened = _pod(
+        "hardened",
+        securityContext={"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+        container={"securityContext": {"allowPrivilegeEscalation": False,
+                                       "capabilities": {"drop": ["ALL"]}}},
+    )  # fmt: skip
+    status, made = await kube_call(kubesim.url, "POST", path, body=hardened)
+    assert status == 201, made
+
+
+async def test_the_bots_own_namespace_admits_the_diagnostic_pod_as_shipped(
+    kubesim: KubeSim,
+) -> None:
+    # deploy/base labels gpunode `enforce: privileged`: the collector's hostPID and host
+    # mounts are admitted there, and would not be under baseline
+    from bot.sandbox.kubesim.podsecurity import baseline
+
+    namespace = yaml.safe_load((REPO / "deploy/base/namespace.yaml").read_text())
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    from bot.config import KubeSettings
+    from bot.kube.jobs import build_job
+
+    spec = build_job(KubeSettings(), "gpu-node-01", "abc123")["spec"]["template"]["spec"]
+    assert baseline(spec)  # hostPID, hostNetwork, hostPath, SYSLOG: not baseline
