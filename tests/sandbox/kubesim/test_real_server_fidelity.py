@@ -330,3 +330,23 @@ async def test_the_bots_own_namespace_admits_the_diagnostic_pod_as_shipped(
 
     spec = build_job(KubeSettings(), "gpu-node-01", "abc123")["spec"]["template"]["spec"]
     assert baseline(spec)  # hostPID, hostNetwork, hostPath, SYSLOG: not baseline
+
+
+async def test_a_pod_a_custom_resource_owns_carries_its_memory(make_kubesim: Any) -> None:
+    from tests.kube.remedy_scenarios import seed_with
+
+    trainer = {
+        "kind": "Pod", "name": "llm-ft-worker-0", "namespace": "ml-train",
+        "nodes": ["gpu-node-01"],
+        "owner": {"api_version": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "llm-ft"},
+        "containers": [{"name": "pytorch", "image": "pytorch:2", "requests": {"memory": "16Gi"},
+                        "limits": {"memory": "32Gi"}, "usage": {"anon": "12Gi", "file": "1Gi"}}],
+    }  # fmt: skip
+    sim = await make_kubesim(seed_with([trainer], crds=["pytorchjobs.kubeflow.org"]))
+    [pod] = [p for p in sim.list("pods", "ml-train") if p["metadata"]["name"] == "llm-ft-worker-0"]
+    assert pod["metadata"]["ownerReferences"][0]["kind"] == "PyTorchJob"
+    path = "/apis/metrics.k8s.io/v1beta1/namespaces/ml-train/pods/llm-ft-worker-0"
+    status, metrics = await kube_call(sim.url, "GET", path)
+    assert status == 200
+    used = metrics["containers"][0]["usage"]["memory"]
+    assert used.endswith("Ki") and int(used[:-2]) * 1024 > 12 * 2**30
