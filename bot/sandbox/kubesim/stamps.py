@@ -44,15 +44,19 @@ _STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 
 
 def shift_stamps(obj: Any, delta: timedelta) -> Any:
-    """``obj`` with every scenario-clock stamp (within ``_SPAN`` of ``T0``) moved by ``delta``,
-    so a stand-in started today shows "3 (2h ago)" rather than "3 (330d ago)". Stamps the API
-    wrote from the real clock (a pod created after the start) are far from ``T0`` and kept."""
+    """``obj`` with every scenario-clock stamp (up to ``_SPAN`` before ``T0``, and no later
+    than the scenario's now) moved by ``delta``, so a stand-in started today shows "3 (2h
+    ago)" rather than "3 (330d ago)". Stamps the API wrote from the real clock (every
+    ``creationTimestamp``, a pod created after the start) are later and kept."""
     if isinstance(obj, dict):
         return {k: shift_stamps(v, delta) for k, v in obj.items()}
     if isinstance(obj, list):
         return [shift_stamps(v, delta) for v in obj]
     if isinstance(obj, str) and _STAMP.match(obj):
         when = datetime.strptime(obj[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
-        if abs(when - T0) <= _SPAN:  # a MicroTime keeps its fraction (clients parse it so)
+        # scenario stamps lie at or before the scenario's now; anything later was written by
+        # the API from the real clock (a creationTimestamp) and stays
+        if T0 - _SPAN <= when <= SCENARIO_NOW + timedelta(hours=1):
+            # a MicroTime keeps its fraction (clients parse it so)
             return ts(when + delta)[:-1] + obj[19:]
     return obj

@@ -86,6 +86,7 @@ async def test_the_kubectl_script_runs_against_the_stand_in(
         pods = run("get", "pods", "-A")
         assert "preprocess-" in pods
         assert not re.search(r"\(\d{3}d ago\)", pods), "scenario stamps are dated from the start"
+        assert "<invalid>" not in nodes + pods, "no stamp lies in the future"
 
         described = run("describe", "node", "gpu-node-01")
         assert re.search(r"Lease:\s+HolderIdentity:\s+gpu-node-01", described)

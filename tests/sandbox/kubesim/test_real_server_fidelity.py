@@ -214,6 +214,10 @@ async def test_a_stand_in_started_today_dates_its_scenario_from_the_start(
     for stamp in stamps:
         when = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
         assert now - timedelta(days=2) <= when <= now + timedelta(minutes=5)
+    for node in sim.list("nodes"):  # written by the API from the real clock: kept as it is
+        created = node["metadata"]["creationTimestamp"]
+        when = datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        assert now - timedelta(minutes=5) <= when <= now + timedelta(minutes=5)
     fixed = await make_kubesim("seed")
     assert {e["lastTimestamp"] for e in fixed.list("events")} != set(stamps)
 
