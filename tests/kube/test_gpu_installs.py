@@ -157,3 +157,14 @@ async def test_the_non_privileged_collector_is_refused_the_kernel_log_and_says_w
     assert "(EPERM)" in why and "only to privileged containers" in why
     assert "grant CAP_SYSLOG" not in why
     assert "node-problem-detector" in why
+
+
+async def test_a_failing_resourceslice_read_leaves_top_to_the_extended_resources(
+    make_gateway: Make,
+) -> None:
+    gw, sim = await make_gateway("gpu-mig-mixed")
+    sim.faults.add("GET", "/resourceslices", status=500, times=-1)
+    listed = {n.name for n in await gw.list_gpu_nodes()}
+    assert listed == {"mig-node-01"}  # its MIG slices still make it a GPU node
+    info = await gw.get_node("mig-node-01")
+    assert info.dra_drivers == [] and info.has_gpus
