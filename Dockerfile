@@ -1,6 +1,10 @@
 # syntax=docker/dockerfile:1
-# One image, two uses: `gpunode serve` (the bot, the default CMD) and `gpunode collect` (the
-# diagnostic Job on each node, which overrides the args and, for hostPID/host mounts, the user).
+# Two images from one source:
+#   docker build -t ghcr.io/gpunode/gpunode:TAG .                             (the bot, last stage)
+#   docker build --target collector -t ghcr.io/gpunode/gpunode-collector:TAG .  (the Job's)
+# The collector image holds only what `gpunode collect` imports (bot.cli.main, bot.collectors,
+# bot.core.memory, bot.core.redaction, bot.errors: the standard library) and NVML's bindings:
+# it is the first pull on a memory-starved node, inside the Job's deadline.
 
 # --- builder: build gpunode's wheel (templates force-included as bot/_templates, deploy/base
 # as bot/_deploy/base) without the sandbox, and the
@@ -16,6 +20,29 @@ COPY deploy/base ./deploy/base
 # token-less requests, a fake Slack, a fake GPU) have no business in a cluster. `gpunode demo`,
 # `gpunode sandbox` and `collect --fake-nvml` say so there; run them from a source checkout.
 RUN rm -rf bot/sandbox && pip wheel --wheel-dir /wheels .
+
+# --- collector: `gpunode collect` and nvidia-ml-py, nothing else (kube.image). The module list
+# is the import closure of `gpunode collect`; tests/deploy/test_collector_image.py recomputes
+# it and compares, so a new import in the collector cannot be left out of the image.
+FROM python:3.11-slim AS collector
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PYTHONPATH=/opt/gpunode
+RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
+    pip install --no-index --find-links=/wheels nvidia-ml-py
+COPY --from=builder /src/bot/__init__.py /src/bot/errors.py /opt/gpunode/bot/
+COPY --from=builder /src/bot/cli/__init__.py /src/bot/cli/main.py /opt/gpunode/bot/cli/
+COPY --from=builder /src/bot/collectors/ /opt/gpunode/bot/collectors/
+COPY --from=builder /src/bot/core/__init__.py /src/bot/core/memory.py /src/bot/core/redaction.py /opt/gpunode/bot/core/
+RUN printf '#!/usr/local/bin/python\nfrom bot.cli.main import main\nraise SystemExit(main())\n' \
+      > /usr/local/bin/gpunode \
+ && chmod 0755 /usr/local/bin/gpunode \
+ && gpunode collect --help > /dev/null
+USER 65534:65534
+ENTRYPOINT ["gpunode"]
+CMD ["collect", "--root", "/", "--format", "text"]
 
 # --- final: the runtime only; no compiler, no pip cache, no sources.
 FROM python:3.11-slim

@@ -5,8 +5,11 @@
 overwritten while we read, and we go on) or a plain file holding the same text (the stand-in
 writes one), keeps the records of the last ``window_s`` seconds and returns a JSON-ready dict
 (``bot.core.kernel_records.KernelLog``'s fields). Everything it cannot do is a gap, never an
-exception: with ``kernel.dmesg_restrict=1`` the kernel refuses the open with EPERM unless the
-reader holds CAP_SYSLOG, and the gap says so.
+exception. On a real node the open is usually refused (EPERM): the container runtime's device
+cgroup admits ``/dev/kmsg`` only to privileged containers, and with ``kernel.dmesg_restrict=1``
+the kernel also wants CAP_SYSLOG, which Kubernetes does not make effective for a non-root
+process. The gap names the causes that hold (the collector's own ``CapEff`` and the sysctl
+are read, never guessed); the bot then has node-problem-detector's events (README: Kernel log).
 
 Record format (Documentation/ABI/testing/dev-kmsg): ``prio,seq,usec,flags[,...];message``
 then optional continuation lines that start with a space (``" SUBSYSTEM=pci"``). Non-printable
@@ -216,15 +219,6 @@ def _boot_time(root: str, gaps: GapLog) -> datetime | None:
     return None
 
 
-def _restricted(root: str) -> str:
-    try:
-        with open(f"{root}/proc/sys/kernel/dmesg_restrict", encoding="ascii") as fh:
-            value = fh.read().strip()
-    except OSError:
-        return "kernel.dmesg_restrict is probably 1"
-    return f"kernel.dmesg_restrict={value}"
-
-
 def _read_all(path: str, opener: Callable[[str, int], int]) -> bytes:
     fd = opener(path, os.O_RDONLY | os.O_NONBLOCK)
     chunks: list[bytes] = []
@@ -254,17 +248,20 @@ def read_kernel_log(
     gaps: GapLog,
     window_s: int = DEFAULT_WINDOW_S,
     opener: Callable[[str, int], int] = os.open,
+    status_path: str = "/proc/self/status",
 ) -> dict[str, Any] | None:
     """The ``kernel_log`` document, or None with a gap when the log cannot be read.
 
     ``gpus`` are the NVML devices already read (``pci_bus_id`` maps an XID to its GPU).
     ``opener`` is ``os.open``; tests pass one that fails as the kernel would.
+    ``status_path``: this process's status (its ``CapEff`` says whether CAP_SYSLOG is
+    effective, so the gap blames it only when it is missing).
     """
     path = f"{root}/dev/kmsg"
     try:
         raw = _read_all(path, opener)
     except OSError as exc:
-        gaps.add(SOURCE, _open_reason(exc, root))
+        gaps.add(SOURCE, _open_reason(exc, root, cap_syslog=_cap_syslog_effective(status_path)))
         return None
     boot = _boot_time(root, gaps)
     records = parse_records(raw.decode("utf-8", "replace"))
@@ -311,12 +308,49 @@ def _placed(
     return out
 
 
-def _open_reason(exc: OSError, root: str) -> str:
+#: CAP_SYSLOG's bit in ``CapEff`` (linux/capability.h)
+_CAP_SYSLOG = 34
+
+
+def _cap_syslog_effective(status_path: str = "/proc/self/status") -> bool | None:
+    """Whether this process holds CAP_SYSLOG in its effective set (None: unknown)."""
+    try:
+        with open(status_path, encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("CapEff:"):
+                    return bool(int(line.split()[1], 16) >> _CAP_SYSLOG & 1)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _restrict_value(root: str) -> str | None:
+    try:
+        with open(f"{root}/proc/sys/kernel/dmesg_restrict", encoding="ascii") as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+
+
+def _open_reason(exc: OSError, root: str, *, cap_syslog: bool | None) -> str:
     if exc.errno in (errno.EPERM, errno.EACCES):
+        restrict = _restrict_value(root)
+        syslog = cap_syslog
+        why = [
+            "a container runtime admits the kmsg device (char 1:11) only to privileged "
+            "containers, and the collector is not privileged"
+        ]
+        if restrict != "0" and syslog is False:
+            why.append(
+                f"kernel.dmesg_restrict={restrict or '?'} also wants CAP_SYSLOG, which the Job "
+                "adds but which is not effective for the non-root collector (Kubernetes gives "
+                "added capabilities to a non-root process in its bounding set only)"
+            )
         return (
-            f"permission denied opening /dev/kmsg ({_restricted(root)}): reading the kernel "
-            "log then needs CAP_SYSLOG, which the collector lacks; OOM-killer and XID records "
-            "were not read (grant CAP_SYSLOG to the diagnostic Job, see deploy/)"
+            f"opening /dev/kmsg was refused ({errno.errorcode.get(exc.errno or 0, exc.errno)}): "
+            + "; ".join(why)
+            + ". OOM-killer and XID records were not read on the node; OOM kills still come "
+            "from node-problem-detector's OOMKilling events when it runs (README: Kernel log)"
         )
     if exc.errno == errno.ENOENT:
         return "no /dev/kmsg under the host root: mount the host's /dev/kmsg into the collector"

@@ -21,6 +21,7 @@ from typing import Any
 
 from bot.collectors.cgroups import parse_kube_path
 from bot.collectors.gaps import GapLog
+from bot.core.redaction import redact_command_line
 
 _KB = 1024
 #: meminfo key -> MemInfo field (all kB lines except the HugePages_* counts)
@@ -199,9 +200,10 @@ def parse_smaps_rollup_rss(text: str) -> int | None:
 
 
 def parse_cmdline(data: bytes) -> str:
-    """argv joined by spaces; undecodable bytes replaced; truncated to 512 characters."""
+    """argv joined by spaces; undecodable bytes replaced; secrets redacted (here, on the node,
+    so the Job's log never holds them); then truncated to 512 characters."""
     text = data.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", errors="replace")
-    return text[:_CMDLINE_MAX]
+    return redact_command_line(text)[:_CMDLINE_MAX]
 
 
 def parse_proc_cgroup(text: str) -> str | None:

@@ -76,16 +76,23 @@ class KubeSettings(_Group):
         30.0, gt=0, le=300, description="seconds one API request may take (connect + read)"
     )
     namespace: str = Field("gpunode", description="namespace of the diagnostic Jobs")
-    image: str = Field("ghcr.io/gpunode/gpunode:0.1.0", description="collector image")
+    image: str = Field(
+        "ghcr.io/gpunode/gpunode-collector:0.1.0",
+        description="the diagnostic Job's image: the slim collector (Dockerfile target "
+        "`collector`: `gpunode collect` and NVML only, no bot dependencies)",
+    )
     job_timeout_s: int = Field(120, ge=10, le=3600, description="activeDeadlineSeconds")
     job_ttl_s: int = Field(300, ge=0, description="ttlSecondsAfterFinished")
     nvidia_runtime_class: str | None = Field(
         "nvidia",
-        description="runtimeClassName of the collector pod, so the NVIDIA runtime injects NVML "
-        "(GPU Operator / Container Toolkit create 'nvidia'); empty or null turns GPU evidence off",
+        description="runtimeClassName of the collector pod on NVIDIA GPU nodes, so the NVIDIA "
+        "runtime injects NVML (GPU Operator / Container Toolkit create 'nvidia'); when it is "
+        "empty or the class does not exist, NVML is asked of the node's default runtime",
     )
     nvidia_visible_devices_all: bool = Field(
-        True, description="set NVIDIA_VISIBLE_DEVICES=all (+ capabilities utility) for NVML"
+        True,
+        description="set NVIDIA_VISIBLE_DEVICES=all (+ capabilities utility) for NVML; false "
+        "turns GPU evidence off",
     )
     diagnostic_priority_class: str | None = Field(
         None,

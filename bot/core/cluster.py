@@ -7,11 +7,13 @@ analysis needs arithmetic (``memory_request_bytes``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.core.evidence import QosTier
+from bot.core.quantity import quantity_value
 from bot.core.workloads import PodScheduling, PodSlot, WorkloadInfo
 
 #: extended resources that are accelerator devices: every ``nvidia.com/*`` resource (whole
@@ -24,9 +26,39 @@ ACCELERATOR_RESOURCES = frozenset({"amd.com/gpu"})
 USED_ENV_KEYS = frozenset({"OMP_NUM_THREADS"})
 
 
+#: Dynamic Resource Allocation drivers whose devices are GPUs (``ResourceSlice.spec.driver``):
+#: NVIDIA's k8s-dra-driver-gpu, AMD's and Intel's GPU drivers; any ``gpu.*`` driver name too
+GPU_DRA_DRIVERS = frozenset({"gpu.nvidia.com", "gpu.amd.com", "gpu.intel.com"})
+
+
 def is_accelerator_resource(name: str) -> bool:
     """True for a resource name that requests an accelerator device."""
     return name in ACCELERATOR_RESOURCES or name.startswith(ACCELERATOR_PREFIXES)
+
+
+def is_gpu_driver(driver: str) -> bool:
+    """True for a DRA driver (ResourceSlice ``spec.driver``) that publishes GPUs."""
+    return driver in GPU_DRA_DRIVERS or driver.startswith("gpu.")
+
+
+def gpu_resources(allocatable: Mapping[str, str]) -> dict[str, int]:
+    """The accelerator resources a node offers (``nvidia.com/gpu``, ``nvidia.com/gpu.shared``,
+    every ``nvidia.com/mig-*``, ``amd.com/gpu``) -> count, zero and unparsable ones left out."""
+    out: dict[str, int] = {}
+    for name, text in allocatable.items():
+        if not is_accelerator_resource(name):
+            continue
+        value = quantity_value(str(text))
+        if value is not None and value > 0:
+            out[name] = int(value)
+    return out
+
+
+def is_gpu_node(allocatable: Mapping[str, str], dra_drivers: Iterable[str] = ()) -> bool:
+    """THE definition of a GPU node, used by ``top``, preflight, the rules, placement and the
+    collector's runtime choice: it offers an accelerator extended resource, or a GPU DRA
+    driver publishes ResourceSlices for it."""
+    return bool(gpu_resources(allocatable)) or any(is_gpu_driver(d) for d in dra_drivers)
 
 
 class _Model(BaseModel):
@@ -73,7 +105,41 @@ class NodeInfo(_Model):
     gpu_product: str | None = Field(None, description="label nvidia.com/gpu.product")
     kubelet_version: str | None = None
     kernel_version: str | None = None
+    os_image: str | None = Field(None, description="nodeInfo.osImage (Bottlerocket, COS...)")
     resource_version: str | None = None
+    dra_drivers: list[str] = Field(
+        default_factory=list,
+        description="DRA drivers with ResourceSlices for this node (resource.k8s.io), sorted",
+    )
+
+    @property
+    def gpu_resources(self) -> dict[str, int]:
+        """Accelerator extended resources in allocatable -> count (see ``gpu_resources``)."""
+        return gpu_resources(self.allocatable)
+
+    @property
+    def gpu_dra_drivers(self) -> list[str]:
+        return [d for d in self.dra_drivers if is_gpu_driver(d)]
+
+    @property
+    def has_gpus(self) -> bool:
+        """A GPU node (``is_gpu_node``): extended resources or GPU DRA ResourceSlices."""
+        return is_gpu_node(self.allocatable, self.dra_drivers)
+
+    @property
+    def has_nvidia_gpus(self) -> bool:
+        """NVIDIA GPUs (NVML can read them): an ``nvidia.com/*`` resource, NVIDIA's DRA
+        driver, or GPU feature discovery's ``nvidia.com/gpu.present`` label."""
+        return (
+            any(r.startswith("nvidia.com/") for r in self.gpu_resources)
+            or "gpu.nvidia.com" in self.dra_drivers
+            or self.labels.get("nvidia.com/gpu.present") == "true"
+        )
+
+    @property
+    def mig_resources(self) -> dict[str, int]:
+        """MIG slices offered (``nvidia.com/mig-1g.10gb`` -> 7), mixed strategy."""
+        return {r: n for r, n in self.gpu_resources.items() if r.startswith("nvidia.com/mig-")}
 
 
 class OwnerRef(_Model):

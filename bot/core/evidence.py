@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bot.core.kernel_records import KernelLog
+from bot.core.redaction import redact_command_line
 
 SCHEMA_VERSION = "1.0"
 #: readers accept any minor version of this major
@@ -148,7 +149,9 @@ class ProcessMemory(_Model):
     pid: int
     command: str = Field(description="comm (from /proc/PID/status Name or comm)")
     cmdline: str = Field(
-        "", description="argv joined by spaces, truncated, undecodable bytes replaced"
+        "",
+        description="argv joined by spaces, truncated, undecodable bytes replaced, secrets "
+        "redacted (bot.core.redaction)",
     )
     rss_bytes: int
     rss_anon_bytes: int | None = None
@@ -157,6 +160,12 @@ class ProcessMemory(_Model):
     pod_uid: str | None = None
     container_id: str | None = None
     cgroup_path: str | None = None
+
+    @field_validator("cmdline")
+    @classmethod
+    def _redacted(cls, value: str) -> str:
+        # again on parse: a bundle from a collector older than the redaction is cleaned too
+        return redact_command_line(value)
 
 
 class GpuDevice(_Model):

@@ -44,12 +44,13 @@ def _advertises_accelerators(node: NodeInfo) -> bool:
 
 
 def node_has_gpus(bundle: EvidenceBundle | None, view: ClusterView | None) -> bool:
-    """True when the node has accelerators: its allocatable or capacity lists an accelerator
-    resource (``bot.core.cluster.is_accelerator_resource``) or the evidence shows GPU
-    devices. Every GPU word in a message hangs on this one predicate."""
+    """True when the node has accelerators: the API's one definition of a GPU node
+    (``NodeInfo.has_gpus``: whole, shared and MIG NVIDIA resources, AMD GPUs, GPU DRA
+    drivers' ResourceSlices), any accelerator resource in its capacity, or GPU devices in the
+    evidence. Every GPU word in a message hangs on this one predicate."""
     if bundle is not None and bundle.gpus:
         return True
-    return view is not None and _advertises_accelerators(view.node)
+    return view is not None and (view.node.has_gpus or _advertises_accelerators(view.node))
 
 
 @dataclass(frozen=True)

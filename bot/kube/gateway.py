@@ -24,11 +24,13 @@ from bot.config import KubeSettings
 from bot.core.allocation import allocated_resources, describe_allocated
 from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
 from bot.core.cluster import ClusterView, NodeInfo, NodeLoad
-from bot.core.evidence import EvidenceBundle, Gap
+from bot.core.evidence import EvidenceBundle
 from bot.core.watching import RolloutProgress
 from bot.errors import DiagnosticJobError, GpunodeError, NotFoundError
 from bot.kube import (
+    dra,
     draining,
+    gpuevidence,
     jobs,
     objects,
     patching,
@@ -108,11 +110,27 @@ class Gateway:
         return await self._call(f"read node {node}", reading.read_node, node)
 
     async def get_node(self, node: str) -> NodeInfo:
-        return objects.parse_node(await self.read_node(node))
+        raw, drivers = await asyncio.gather(self.read_node(node), self._dra_drivers(node))
+        return objects.parse_node(raw, dra_drivers=drivers.get(node, []))
+
+    async def _dra_drivers(self, node: str | None = None) -> dict[str, list[str]]:
+        """node -> DRA drivers with ResourceSlices there (of ``node`` only, when given).
+        Optional evidence: a failing read leaves DRA nodes to their extended resources."""
+        what = f"list ResourceSlices of {node}" if node else "list ResourceSlices"
+        try:
+            return dra.drivers_by_node(await self._call(what, dra.list_slices, node))
+        except GpunodeError as exc:
+            log.warning("%s failed: %s", what, exc)
+            return {}
 
     async def list_gpu_nodes(self) -> list[NodeInfo]:
-        nodes = await self._call("list nodes", reading.list_nodes)
-        return [objects.parse_node(n) for n in nodes if objects.is_gpu_node(n)]
+        nodes, drivers = await asyncio.gather(
+            self._call("list nodes", reading.list_nodes), self._dra_drivers()
+        )
+        parsed = [
+            objects.parse_node(n, dra_drivers=drivers.get(n["metadata"]["name"], [])) for n in nodes
+        ]
+        return [n for n in parsed if n.has_gpus]
 
     async def _metrics(self, groups: dict[str, str]) -> list[Obj] | None:
         version = groups.get(reading.METRICS_GROUP)
@@ -129,21 +147,26 @@ class Gateway:
     ) -> list[list[Any]]:
         return [reading.owner_chain(t, p, cache) for p in pods]
 
-    async def _fleet(self) -> tuple[list[Obj], dict[str, list[Obj]]]:
+    async def _fleet(self) -> tuple[list[NodeInfo], dict[str, list[Obj]], dict[str, Obj]]:
         """GPU nodes, and every non-terminated pod grouped by ``spec.nodeName``: one list of
         nodes and one (paged) list of all pods."""
-        nodes, pods = await asyncio.gather(
+        nodes, pods, drivers = await asyncio.gather(
             self._call("list nodes", reading.list_nodes),
             self._call("list pods", reading.list_all_pods),
+            self._dra_drivers(),
         )
         by_node: dict[str, list[Obj]] = {}
         for pod in non_terminated(pods):
             if name := (pod.get("spec") or {}).get("nodeName"):
                 by_node.setdefault(name, []).append(pod)
-        return [n for n in nodes if objects.is_gpu_node(n)], by_node
+        raw = {n["metadata"]["name"]: n for n in nodes}
+        parsed = [
+            objects.parse_node(n, dra_drivers=drivers.get(name, [])) for name, n in raw.items()
+        ]
+        return [n for n in parsed if n.has_gpus], by_node, raw
 
     async def gpu_node_loads(self) -> list[NodeLoad]:
-        (gpu, by_node), groups = await asyncio.gather(
+        (gpu, by_node, raw), groups = await asyncio.gather(
             self._fleet(), self._call("discover API groups", reading.served_groups)
         )
         metrics = await self._metrics(groups)
@@ -159,12 +182,12 @@ class Gateway:
                 if node := where.get((m.namespace, m.name)):
                     used[node] = used.get(node, 0) + m.memory_working_set_bytes
         loads = []
-        for n in gpu:
-            name = n["metadata"]["name"]
+        for info in gpu:
+            name = info.name
             loads.append(
                 NodeLoad(
-                    node=objects.parse_node(n),
-                    allocated=allocated_resources(n, by_node.get(name, [])),
+                    node=info,
+                    allocated=allocated_resources(raw[name], by_node.get(name, [])),
                     working_set_bytes=None if used is None else used.get(name, 0),
                 )
             )
@@ -251,7 +274,7 @@ class Gateway:
         info = known
         if info is None:
             try:
-                info = objects.parse_node(await self.read_node(node))
+                info = await self.get_node(node)
             except NotFoundError as exc:
                 raise DiagnosticJobError(
                     f"node {node} does not exist; check the name "
@@ -268,24 +291,30 @@ class Gateway:
             )
         return info
 
-    async def _gpu_preflight(self, info: NodeInfo) -> tuple[bool, list[Gap]]:
-        """(use the runtime class?, gaps to add): GPU evidence needs the NVIDIA RuntimeClass;
-        a missing one is left out of the Job (host evidence still comes) and named in a gap."""
-        if not objects.has_gpus(info.allocatable):
-            return False, []  # no GPUs to read; CPU nodes often lack the NVIDIA handler
-        name = self.settings.nvidia_runtime_class
+    async def _gpu_preflight(self, info: NodeInfo) -> gpuevidence.GpuPlan:
+        """How the Job asks for NVML on this node (``gpuevidence``): the NVIDIA RuntimeClass
+        when it exists, else the node's default runtime; nothing on a node without NVIDIA
+        GPUs (the plan's gap says why)."""
         state: preflight.RuntimeClassState = "unknown"
-        if name and self.settings.nvidia_visible_devices_all:
+        name = self.settings.nvidia_runtime_class
+        if info.has_nvidia_gpus and name and self.settings.nvidia_visible_devices_all:
             state = await self._call(
                 f"read RuntimeClass {name}", preflight.read_runtime_class, name
             )
-        return state != "missing", preflight.gpu_gaps(self.settings, runtime_class=state)
+        return gpuevidence.plan(info, self.settings, runtime_class=state)
 
     async def _diagnose(self, node: str, known: NodeInfo | None) -> EvidenceBundle:
         info = await self._check_node(node, known)
-        use_class, gaps = await self._gpu_preflight(info)
+        gpu = await self._gpu_preflight(info)
+        gaps = list(gpu.gaps)
         run_id = jobs.new_run_id()
-        job = jobs.build_job(self.settings, node, run_id, runtime_class=use_class)
+        job = jobs.build_job(
+            self.settings,
+            node,
+            run_id,
+            runtime_class=gpu.runtime_class is not None,
+            visible_devices=gpu.visible_devices,
+        )
         ns, name = self.settings.namespace, job["metadata"]["name"]
         await self._call(f"create diagnostic Job {ns}/{name}", jobs.create_job, job)
         cancel = threading.Event()
@@ -304,6 +333,8 @@ class Gateway:
                 pod_name = outcome.pod["metadata"]["name"]
                 text = await self._call(f"read log of {ns}/{pod_name}", jobs.read_log, ns, pod_name)
                 bundle = jobs.parse_evidence(text)
+                if (why := gpuevidence.evidence_gap(info, gpu, bundle)) is not None:
+                    gaps.append(why)
                 if gaps:
                     bundle = bundle.model_copy(update={"gaps": [*gaps, *bundle.gaps]})
                 return bundle

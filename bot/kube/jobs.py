@@ -95,9 +95,20 @@ def gpu_evidence_on(settings: KubeSettings) -> bool:
     return bool(settings.nvidia_runtime_class) and settings.nvidia_visible_devices_all
 
 
-def build_job(settings: KubeSettings, node: str, run_id: str, *, runtime_class: bool = True) -> Obj:
-    """The Job for ``node``; ``runtime_class=False`` leaves the NVIDIA runtime class out
-    (the preflight found it missing)."""
+def build_job(
+    settings: KubeSettings,
+    node: str,
+    run_id: str,
+    *,
+    runtime_class: bool = True,
+    visible_devices: bool | None = None,
+) -> Obj:
+    """The Job for ``node``; ``runtime_class=False`` leaves the NVIDIA runtime class out (the
+    node has no NVIDIA GPUs, or the class is missing). ``visible_devices``: set
+    NVIDIA_VISIBLE_DEVICES (None: only with the runtime class); kept without the class, it
+    asks a node whose default runtime is NVIDIA's for NVML (``gpuevidence``)."""
+    if visible_devices is None:
+        visible_devices = runtime_class
     return render_manifest(
         TEMPLATE,
         name=job_name(node, run_id),
@@ -109,7 +120,7 @@ def build_job(settings: KubeSettings, node: str, run_id: str, *, runtime_class: 
         ttl_s=settings.job_ttl_s,
         service_account=settings.service_account,
         runtime_class=settings.nvidia_runtime_class if runtime_class else None,
-        nvidia_visible_devices_all=settings.nvidia_visible_devices_all and runtime_class,
+        nvidia_visible_devices_all=settings.nvidia_visible_devices_all and visible_devices,
         priority_class=settings.diagnostic_priority_class,
         image=settings.image,
         cpu_request=CPU_REQUEST,

@@ -25,6 +25,9 @@ from bot.core.cluster import (
     Taint,
     is_accelerator_resource,
 )
+from bot.core.cluster import (
+    is_gpu_node as core_is_gpu_node,
+)
 from bot.core.evidence import QosTier
 from bot.core.gangs import ANNOTATION_KEYS
 from bot.core.quantity import parse_quantity
@@ -58,7 +61,8 @@ def _meta(obj: Obj) -> Obj:
     return obj.get("metadata") or {}
 
 
-def parse_node(node: Obj) -> NodeInfo:
+def parse_node(node: Obj, *, dra_drivers: list[str] | None = None) -> NodeInfo:
+    """``dra_drivers``: the drivers with ResourceSlices for this node (``bot.kube.dra``)."""
     meta, spec, status = _meta(node), node.get("spec") or {}, node.get("status") or {}
     conditions = [
         Condition(
@@ -89,20 +93,16 @@ def parse_node(node: Obj) -> NodeInfo:
         gpu_product=labels.get(GPU_PRODUCT_LABEL),
         kubelet_version=info.get("kubeletVersion"),
         kernel_version=info.get("kernelVersion"),
+        os_image=info.get("osImage"),
         resource_version=meta.get("resourceVersion"),
+        dra_drivers=sorted(dra_drivers or []),
     )
 
 
-def is_gpu_node(node: Obj) -> bool:
-    return has_gpus((node.get("status") or {}).get("allocatable") or {})
-
-
-def has_gpus(allocatable: dict[str, Any]) -> bool:
-    """A node's allocatable (raw or ``NodeInfo.allocatable``) offers at least one GPU."""
-    try:
-        return GPU_RESOURCE in allocatable and parse_quantity(allocatable[GPU_RESOURCE]).value() > 0
-    except ValueError:
-        return False
+def is_gpu_node(node: Obj, dra_drivers: list[str] | None = None) -> bool:
+    """The core predicate (``bot.core.cluster.is_gpu_node``) over a raw Node."""
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    return core_is_gpu_node({k: str(v) for k, v in allocatable.items()}, dra_drivers or ())
 
 
 def controller_ref(obj: Obj) -> Obj | None:

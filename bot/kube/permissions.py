@@ -43,6 +43,8 @@ API_CALLS: tuple[ApiCall, ...] = (
     # the diagnostic Job: the NVIDIA RuntimeClass preflight, then the Job (its FailedCreate
     # events come from the events list above)
     ApiCall("node.k8s.io", "runtimeclasses", "get"),
+    # DRA GPU nodes: which drivers publish devices on a node (bot.kube.dra)
+    ApiCall("resource.k8s.io", "resourceslices", "list"),
     ApiCall("batch", "jobs", "create", "own_namespace"),
     ApiCall("batch", "jobs", "delete", "own_namespace"),
     ApiCall("", "pods", "watch", "own_namespace"),

@@ -4,7 +4,7 @@
   (``node.k8s.io/v1``)? A pod naming a missing class is refused by the API server's
   RuntimeClass admission ("pod rejected: RuntimeClass ... not found"), so the bot checks first
   and runs the collector without it (host evidence still comes) instead of failing.
-- ``gpu_gaps``: the gaps that say GPU evidence is off and which setting turns it on (pure).
+- what the Job asks for on a GPU node, and the gap when NVML gives nothing: ``gpuevidence``.
 - ``create_failures``: the Job controller's ``FailedCreate`` events (quota, policy engines,
   admission webhooks): the only trace a pod that was never created leaves.
 
@@ -17,15 +17,9 @@ from typing import Any, Literal
 
 from kubernetes.client.exceptions import ApiException
 
-from bot.config import KubeSettings
-from bot.core.evidence import Gap
 from bot.kube.transport import Transport
 
 RuntimeClassState = Literal["present", "missing", "unknown"]
-SETTING_HINT = (
-    "kube.nvidia_runtime_class=nvidia and kube.nvidia_visible_devices_all=true "
-    "(env GPUNODE_KUBE__NVIDIA_RUNTIME_CLASS, GPUNODE_KUBE__NVIDIA_VISIBLE_DEVICES_ALL)"
-)
 
 
 def read_runtime_class(t: Transport, name: str) -> RuntimeClassState:
@@ -42,28 +36,6 @@ def read_runtime_class(t: Transport, name: str) -> RuntimeClassState:
             return "unknown"
         raise
     return "present"
-
-
-def gpu_gaps(settings: KubeSettings, *, runtime_class: RuntimeClassState) -> list[Gap]:
-    """Why this run has no GPU evidence, naming the setting or install that turns it on."""
-    name = settings.nvidia_runtime_class
-    if not name or not settings.nvidia_visible_devices_all:
-        return [
-            Gap(
-                source="nvml:settings",
-                reason=f"GPU evidence is off in the bot's settings: set {SETTING_HINT}",
-            )
-        ]
-    if runtime_class == "missing":
-        return [
-            Gap(
-                source=f"k8s:runtimeclass/{name}",
-                reason=f'RuntimeClass "{name}" does not exist, so the collector ran without '
-                "NVML: install the NVIDIA GPU Operator or the NVIDIA Container Toolkit (they "
-                "create it), or set kube.nvidia_runtime_class to your cluster's NVIDIA class",
-            )
-        ]
-    return []
 
 
 def create_failures(t: Transport, namespace: str, job: str) -> list[str]:

@@ -97,7 +97,7 @@ async def running_standins(
     """The Kubernetes and Slack stand-ins on loopback (the console is the Slack one's)."""
     # deploy/base installs the gpunode namespace, RBAC and admission policies; the bot sends
     # its ServiceAccount token, kubectl (no token over HTTP) is the insecure port's superuser
-    kube = KubeSim(load_scenario(scenario), insecure_superuser=True)
+    kube = KubeSim(load_scenario(scenario), insecure_superuser=True, clock_from_start=True)
     await kube.start()
     slack = SlackSim(signing_secret=SIGNING_SECRET, bot_token=BOT_TOKEN, socket_mode=socket_mode)
     try:
@@ -222,7 +222,7 @@ async def running_demo(
         )
         kubes = {"default": kube}
         if second is not None:
-            other = KubeSim(load_scenario(second), insecure_superuser=True)
+            other = KubeSim(load_scenario(second), insecure_superuser=True, clock_from_start=True)
             await other.start()
             stack.push_async_callback(other.stop)
             kubes = {FIRST: kube, SECOND: other}

@@ -220,6 +220,9 @@ class FakeNvml:
         return _Utilization(gpu=int(value))
 
     def _processes(self, handle: object) -> list[_ProcessInfo]:
+        error = self._device(handle).get("processes_error")
+        if error:  # MIG without the monitor capability: the listing is refused
+            raise NVMLError(_FAILS.get(error, NVML_ERROR_UNKNOWN))
         return [
             _ProcessInfo(
                 pid=int(p["pid"]),

@@ -40,7 +40,8 @@ class KubePort(Protocol):
         """The node as the API server has it now. NotFoundError if absent."""
 
     async def list_gpu_nodes(self) -> list[NodeInfo]:
-        """Nodes with nvidia.com/gpu in allocatable."""
+        """GPU nodes by the one definition (``NodeInfo.has_gpus``: accelerator resources,
+        MIG slices, AMD, DRA ResourceSlices of a GPU driver)."""
 
     async def gpu_node_loads(self) -> list[NodeLoad]:
         """Every GPU node's allocation and measured working set, in one pass over the fleet."""

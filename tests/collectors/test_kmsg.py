@@ -171,18 +171,34 @@ def _refusing(code: int):  # type: ignore[no-untyped-def]
     return opener
 
 
-def test_dmesg_restrict_without_cap_syslog_is_a_gap_naming_the_capability(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("restrict", "cap_eff", "blames_cap_syslog"),
+    [
+        ("1", "0000000000000000", True),  # uid 65534: SYSLOG in the bounding set only
+        ("1", "0000000400000000", False),  # CAP_SYSLOG effective: only the device cgroup
+        ("0", "0000000000000000", False),  # no restriction: only the device cgroup
+    ],
+)
+def test_a_refused_kmsg_is_a_gap_naming_only_the_causes_that_hold(
+    tmp_path: Path, restrict: str, cap_eff: str, blames_cap_syslog: bool
 ) -> None:
     root = _host(tmp_path, GLOBAL)
     (tmp_path / "proc" / "sys" / "kernel").mkdir(parents=True)
-    (tmp_path / "proc" / "sys" / "kernel" / "dmesg_restrict").write_text("1\n")
+    (tmp_path / "proc" / "sys" / "kernel" / "dmesg_restrict").write_text(f"{restrict}\n")
+    status = tmp_path / "self-status"
+    status.write_text(f"Name:\tgpunode\nCapInh:\t0000000000000000\nCapEff:\t{cap_eff}\n")
     gaps = GapLog()
-    doc = kmsg.read_kernel_log(root, now=NOW, gpus=[], gaps=gaps, opener=_refusing(errno.EPERM))
+    doc = kmsg.read_kernel_log(
+        root, now=NOW, gpus=[], gaps=gaps, opener=_refusing(errno.EPERM),
+        status_path=str(status),
+    )  # fmt: skip
     assert doc is None
     (gap,) = gaps.items
     assert gap["source"] == "kmsg:/dev/kmsg"
-    assert "kernel.dmesg_restrict=1" in gap["reason"] and "CAP_SYSLOG" in gap["reason"]
+    assert "(EPERM)" in gap["reason"] and "only to privileged containers" in gap["reason"]
+    assert ("CAP_SYSLOG" in gap["reason"]) is blames_cap_syslog
+    assert "grant CAP_SYSLOG" not in gap["reason"]  # the Job already asks for it
+    assert "node-problem-detector" in gap["reason"]
 
 
 def test_a_missing_kmsg_is_a_gap_that_says_to_mount_it(tmp_path: Path) -> None:

@@ -44,8 +44,8 @@ def _c(job: dict[str, Any]) -> dict[str, Any]:
     [
         {},
         {"nvidia_runtime_class": "nvidia", "nvidia_visible_devices_all": True},
-        {"image": "ghcr.io/gpunode/gpunode:0.2.0-rc.1"},
-        {"image": "ghcr.io/gpunode/gpunode@sha256:" + "a" * 64},
+        {"image": "ghcr.io/gpunode/gpunode-collector:0.2.0-rc.1"},
+        {"image": "ghcr.io/gpunode/gpunode-collector@sha256:" + "a" * 64},
     ],
 )
 async def test_the_diagnostic_job_the_bot_renders_is_admitted(
@@ -96,6 +96,7 @@ SECRET_ENV = {"name": "T", "valueFrom": {"secretKeyRef": {"name": "gpunode-slack
 DENIED = [
     ("another image", _set(f"{CONTAINER}.image", "alpine:3"), "run the ghcr.io/gpunode"),
     ("a look-alike image", _set(f"{CONTAINER}.image", "ghcr.io/gpunode/gpunode-x:1"), "image"),
+    ("the bot's full image", _set(f"{CONTAINER}.image", "ghcr.io/gpunode/gpunode:0.1.0"), "image"),
     ("another command", _set(f"{CONTAINER}.command", ["sh", "-c", "id"]), "gpunode collect"),
     ("extra args", _set(f"{CONTAINER}.args", ["--root", "/"]), "gpunode collect"),
     ("a privileged container", _set(f"{CONTAINER}.securityContext.privileged", True), "non-root"),

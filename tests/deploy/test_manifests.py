@@ -147,10 +147,11 @@ def test_an_overlay_sets_the_admitted_sources_of_its_cluster() -> None:
 
 
 @pytest.mark.parametrize("target", sorted(TARGETS))
-def test_the_collector_image_setting_matches_the_bot_image(target: str) -> None:
+def test_the_collector_image_setting_is_the_bots_release_of_the_collector(target: str) -> None:
     objects = render(TARGETS[target])
     container = find(objects, "Deployment", "gpunode")["spec"]["template"]["spec"]["containers"][0]
-    assert _env(objects)["GPUNODE_KUBE__IMAGE"] == container["image"]
+    repository, _, tag = container["image"].rpartition(":")
+    assert _env(objects)["GPUNODE_KUBE__IMAGE"] == f"{repository}-collector:{tag}"
 
 
 def test_every_env_var_names_a_real_setting() -> None:

@@ -36,6 +36,7 @@ CLUSTER_RULES = {
     ("policy", "poddisruptionbudgets"): {"list"},
     ("metrics.k8s.io", "pods"): {"list"},
     ("node.k8s.io", "runtimeclasses"): {"get"},
+    ("resource.k8s.io", "resourceslices"): {"list"},
     ("autoscaling.k8s.io", "verticalpodautoscalers"): {"list"},
 }
 NAMESPACED_RULES = {

@@ -62,14 +62,15 @@ async def test_gpu_evidence_is_on_by_default_and_the_collector_sees_the_node_as_
     assert "CAP_SYS_PTRACE" in smaps[0].reason and "process(es)" in smaps[0].reason
 
 
-async def test_gpu_evidence_turned_off_names_the_setting_that_turns_it_on(
+async def test_without_a_runtime_class_setting_nvml_is_tried_through_the_default_runtime(
     make_gateway: Make,
 ) -> None:
     gw, _ = await make_gateway(nvidia_runtime_class=None)
     bundle = await gw.run_diagnostic(NODE)
     view = await gw.get_cluster_view(NODE)
-    assert bundle.gpus == []
-    (gap,) = [g for g in bundle.gaps if g.source == "nvml:settings"]
+    assert bundle.gpus == []  # the seed's nodes do not run NVIDIA's runtime by default
+    (gap,) = [g for g in bundle.gaps if g.source == "gpu:evidence"]
+    assert "NVML through the node's default runtime" in gap.reason
     assert "kube.nvidia_runtime_class" in gap.reason
     finding = next(
         f
@@ -79,15 +80,26 @@ async def test_gpu_evidence_turned_off_names_the_setting_that_turns_it_on(
     assert "kube.nvidia_runtime_class" in str(finding.params["reason"])
 
 
-async def test_a_missing_runtime_class_still_gives_host_evidence_and_names_the_install(
+async def test_gpu_evidence_turned_off_names_the_setting_that_turns_it_on(
+    make_gateway: Make,
+) -> None:
+    gw, _ = await make_gateway(nvidia_visible_devices_all=False)
+    bundle = await gw.run_diagnostic(NODE)
+    assert bundle.gpus == []
+    (gap,) = [g for g in bundle.gaps if g.source == "nvml:settings"]
+    assert "kube.nvidia_visible_devices_all=true" in gap.reason
+
+
+async def test_a_missing_runtime_class_still_gives_host_evidence_and_says_what_was_tried(
     make_gateway: Make,
 ) -> None:
     scenario = sc.load_scenario("seed").model_copy(update={"runtime_classes": []})
     gw, sim = await make_gateway(scenario)
     bundle = await gw.run_diagnostic(NODE)
     assert bundle.meminfo is not None and bundle.gpus == []
-    (gap,) = [g for g in bundle.gaps if g.source == "k8s:runtimeclass/nvidia"]
-    assert "GPU Operator" in gap.reason and "kube.nvidia_runtime_class" in gap.reason
+    (gap,) = [g for g in bundle.gaps if g.source == "gpu:evidence"]
+    assert 'RuntimeClass "nvidia" (it does not exist)' in gap.reason
+    assert "kube.nvidia_runtime_class" in gap.reason
     assert ("GET", "/apis/node.k8s.io/v1/runtimeclasses/nvidia") in {
         (m, p) for m, p, *_ in sim.requests
     }

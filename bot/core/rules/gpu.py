@@ -19,7 +19,8 @@ Codes:
 - ``GPU_MEMORY_HIGH`` (warning) / ``GPU_MEMORY_EXHAUSTED`` (critical): one per GPU at or
   above ``gpu_memory_warn_ratio`` / ``gpu_memory_exhausted_ratio`` (NVML used / total).
 - ``GPU_PROCESS_NO_POD`` (warning): a process NVML reports on a GPU that maps to no pod.
-- ``GPU_NOT_VERIFIED`` (info): the node advertises GPUs but NVML gave no devices.
+- ``GPU_NOT_VERIFIED`` (info): the node is a GPU node (``NodeInfo.has_gpus``: whole GPUs,
+  MIG slices, shared GPUs, AMD, DRA slices) but NVML gave no devices.
 """
 
 from __future__ import annotations
@@ -327,9 +328,12 @@ def gpu_process_no_pod(ctx: Context, t: Thresholds) -> list[Finding]:
 
 
 def gpu_not_verified(ctx: Context, t: Thresholds) -> list[Finding]:
-    if ctx.bundle.gpus or not ctx.gpu_allocatable:
+    if ctx.bundle.gpus or not ctx.is_gpu_node or ctx.view is None:
         return []
-    reasons = [g.reason for g in ctx.bundle.gaps if g.source.startswith("nvml")]
+    # the gateway's summary (what was tried, in the install's words) says it all when present
+    summary = [g.reason for g in ctx.bundle.gaps if g.source == "gpu:evidence"]
+    reasons = summary or [g.reason for g in ctx.bundle.gaps if g.source.startswith("nvml")]
+    devices = sum(ctx.view.node.gpu_resources.values()) or len(ctx.view.node.gpu_dra_drivers)
     return [
         Finding(
             code="GPU_NOT_VERIFIED",
@@ -339,7 +343,7 @@ def gpu_not_verified(ctx: Context, t: Thresholds) -> list[Finding]:
                 fact(
                     "node.gpu_allocatable",
                     "GPUs allocatable",
-                    ctx.gpu_allocatable,
+                    ctx.gpu_allocatable if ctx.gpu_allocatable else devices,
                     "count",
                     ALLOCATABLE,
                 )

@@ -136,7 +136,12 @@ def bootstrap_objects() -> list[Obj]:
                     "apiGroups": ["authorization.k8s.io"],
                     "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
                     "verbs": ["create"],
-                }
+                },
+                {
+                    "apiGroups": ["authentication.k8s.io"],
+                    "resources": ["selfsubjectreviews"],
+                    "verbs": ["create"],
+                },
             ],
         ),
         _group_binding("system:basic-user", ["system:authenticated"]),

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import yaml
 from aiohttp import web
 
-from bot.sandbox.kubesim import eviction, openapi, resources, tables
+from bot.sandbox.kubesim import eviction, openapi, protobuf, resources, tables
 from bot.sandbox.kubesim.authz import (
     CURRENT_USER,
     Attributes,
@@ -42,6 +43,7 @@ from bot.sandbox.kubesim.store import Obj
 if TYPE_CHECKING:
     from bot.sandbox.kubesim.sim import KubeSim
 
+APPLY_PATCH = "application/apply-patch+yaml"
 SIM_KEY: web.AppKey[KubeSim] = web.AppKey("sim")
 USER_KEY: web.RequestKey[UserInfo] = web.RequestKey("kubesim_user", UserInfo)
 
@@ -86,6 +88,13 @@ async def _json_body(request: web.Request) -> Any:
     raw = await request.read()
     if not raw:
         return {}
+    if request.content_type == protobuf.MEDIA_TYPE:
+        return protobuf.decode(raw)
+    if request.content_type == APPLY_PATCH:
+        try:  # YAML (kubectl sends JSON, which is YAML)
+            return yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise ApiError(400, f"error decoding YAML: {exc}") from exc
     try:
         return json.loads(raw)
     except ValueError as exc:
@@ -121,11 +130,12 @@ async def middleware(request: web.Request, handler: Any) -> web.StreamResponse:
             CURRENT_USER.reset(reset)
 
 
-def _authorize(request: web.Request, route: Route) -> None:
+def _authorize(request: web.Request, route: Route, *, verb: str = "") -> None:
     """RBAC for a resource request (403 in the API server's words when denied)."""
     attrs = Attributes(
         request[USER_KEY],
-        resource_verb(
+        verb
+        or resource_verb(
             request.method,
             named=route.name is not None,
             watch=request.query.get("watch") in ("true", "1"),
@@ -291,6 +301,9 @@ async def _rest(request: web.Request, route: Route) -> web.StreamResponse:
     if res.kind == "SelfSubjectAccessReview" and m == "POST":
         body = await _json_body(request)
         return _json(self_subject_access_review(sim.authorizer, request[USER_KEY], body), 201)
+    if res.kind == "SelfSubjectReview" and m == "POST":
+        await _json_body(request)  # decoded (or refused) like any body; it asks nothing
+        return _json(self_subject_review(request[USER_KEY]), 201)
     if not res.stored:
         if m != "GET":
             raise ApiError(405, "the server does not allow this method on the requested resource")
@@ -335,6 +348,8 @@ async def _rest(request: web.Request, route: Route) -> web.StreamResponse:
         )
     if m == "PATCH":
         body = await _json_body(request)
+        if request.content_type == APPLY_PATCH:
+            return _server_side_apply(request, route, body)
         return _json(
             sim.api.patch(
                 res,
@@ -351,6 +366,7 @@ async def _rest(request: web.Request, route: Route) -> web.StreamResponse:
         policy = request.query.get("propagationPolicy") or body.get("propagationPolicy")
         rv = (body.get("preconditions") or {}).get("resourceVersion")
         dry = _dry_run(request) or "All" in (body.get("dryRun") or [])
+        grace = request.query.get("gracePeriodSeconds") or body.get("gracePeriodSeconds")
         return _json(
             sim.api.delete(
                 res,
@@ -359,9 +375,75 @@ async def _rest(request: web.Request, route: Route) -> web.StreamResponse:
                 dry_run=dry,
                 propagation=policy,
                 precondition_rv=rv,
+                grace_period=None if grace is None else int(grace),
             )
         )
     raise ApiError(405, "the server does not allow this method on the requested resource")
+
+
+def self_subject_review(user: UserInfo) -> Obj:
+    """``kubectl auth whoami``: the authenticated user as the authenticator saw it."""
+    info: Obj = {"username": user.username, "groups": list(user.groups)}
+    if user.uid:
+        info["uid"] = user.uid
+    return {
+        "kind": "SelfSubjectReview",
+        "apiVersion": "authentication.k8s.io/v1",
+        "metadata": {"creationTimestamp": None},
+        "status": {"userInfo": info},
+    }
+
+
+def _server_side_apply(request: web.Request, route: Route, body: Any) -> web.Response:
+    """``application/apply-patch+yaml``: create the object when it does not exist (201),
+    otherwise merge the applied configuration into it (200). The API server insists on a
+    field manager and on the applied object naming itself as the URL does."""
+    sim = request.app[SIM_KEY]
+    if not request.query.get("fieldManager"):
+        raise ApiError(
+            422,
+            'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: '
+            "is required for apply patch",
+            reason="Invalid",
+        )
+    if not isinstance(body, dict):
+        raise ApiError(400, "the applied configuration must be an object")
+    name = (body.get("metadata") or {}).get("name")
+    if name != route.name:
+        raise ApiError(
+            400,
+            f"the name of the object ({name}) does not match the name on the URL ({route.name})",
+        )
+    dry = _dry_run(request)
+    if sim.api.store.get(route.res.key, route.namespace, route.name or "") is None:
+        if route.sub:
+            raise not_found_error(route)
+        _authorize(request, route, verb="create")  # an apply that creates needs both rights
+        return _json(sim.api.create(route.res, route.namespace, body, dry_run=dry), 201)
+    return _json(
+        sim.api.patch(
+            route.res,
+            route.namespace,
+            route.name or "",
+            body,
+            "application/merge-patch+json"
+            if route.res.crd
+            else "application/strategic-merge-patch+json",
+            subresource=route.sub,
+            dry_run=dry,
+        )
+    )
+
+
+def not_found_error(route: Route) -> ApiError:
+    plural = route.res.plural + (f".{route.res.group}" if route.res.group else "")
+    return ApiError(
+        404,
+        f'{plural} "{route.name}" not found',
+        name=route.name,
+        kind=route.res.plural,
+        group=route.res.group,
+    )
 
 
 def _as_table(request: web.Request, route: Route, answer: Obj) -> Obj:

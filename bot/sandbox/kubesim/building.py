@@ -19,7 +19,7 @@ from bot.sandbox.kubesim import npd
 from bot.sandbox.kubesim import scenarios as sc
 from bot.sandbox.kubesim.defaults import SYSTEM_PRIORITY_CLASSES
 from bot.sandbox.kubesim.nodes import node_object
-from bot.sandbox.kubesim.stamps import T0, suffix, ts
+from bot.sandbox.kubesim.stamps import SCENARIO_NOW, T0, suffix, ts
 from bot.sandbox.kubesim.workloads import seed_workload
 
 if TYPE_CHECKING:
@@ -77,7 +77,10 @@ def seed(api: ApiCore, scenario: sc.Scenario) -> None:
             validate=True,
         )
     for i, n in enumerate(scenario.nodes):
-        api.seed(node_object(n), validate=i == 0)
+        node = api.seed(node_object(n), validate=i == 0)
+        api.seed(node_lease(node), validate=i == 0)
+        for j, rs in enumerate(n.resource_slices):
+            api.seed(resource_slice(n.name, rs, j), validate=True)
     nodes = {n.name: n for n in scenario.nodes}
     for w in scenario.workloads:
         seed_workload(api, w, nodes)
@@ -101,6 +104,59 @@ def seed(api: ApiCore, scenario: sc.Scenario) -> None:
     kills = [e for k in scenario.oom_kills for e in npd.oom_events(k)]
     for i, e in enumerate([*scenario.events, *kills]):
         api.seed(event_object(e, i, api), validate=i == 0)
+
+
+def resource_slice(node: str, rs: sc.ResourceSlice, index: int) -> Obj:
+    """A DRA driver's devices on ``node`` as the driver's kubelet plugin publishes them:
+    one pool named after the node, each device with the attributes GPU drivers set."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-{rs.driver.replace('.', '-')}-{index}"},
+        "spec": {
+            "driver": rs.driver,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [
+                {
+                    "name": f"gpu-{i}",
+                    "attributes": {
+                        "index": {"int": i},
+                        "productName": {"string": rs.product},
+                        "type": {"string": "gpu"},
+                    },
+                }
+                for i in range(rs.devices)
+            ],
+        },
+    }
+
+
+def node_lease(node: Obj) -> Obj:
+    """The kubelet's heartbeat: a Lease named after the node in ``kube-node-lease``, owned by
+    the Node, renewed every 10 s (a quarter of its 40 s duration)."""
+    name = node["metadata"]["name"]
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {
+            "name": name,
+            "namespace": "kube-node-lease",
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "name": name,
+                    "uid": node["metadata"]["uid"],
+                }
+            ],
+        },
+        "spec": {
+            "holderIdentity": name,
+            "leaseDurationSeconds": 40,
+            "renewTime": ts(SCENARIO_NOW).replace("Z", ".000000Z"),
+        },
+    }
 
 
 def event_object(e: sc.Event, i: int, api: ApiCore) -> Obj:

@@ -19,7 +19,11 @@ async def _serve(args: argparse.Namespace) -> None:
     # kubectl sends no token over plain HTTP: token-less requests are the insecure port's
     # superuser; the bot's token (printed) has exactly the deployed rights.
     sim = KubeSim(
-        load_scenario(args.scenario), kube_version=args.kube_version, insecure_superuser=True
+        load_scenario(args.scenario),
+        kube_version=args.kube_version,
+        insecure_superuser=True,
+        clock_from_start=True,
+        sigterm_exit_s=2.0,  # evicted pods show Terminating for a moment, as on a cluster
     )
     url = await sim.start(port=args.port)
     print(

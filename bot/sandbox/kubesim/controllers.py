@@ -23,6 +23,18 @@ class Controllers(JobRunner, Rollouts):
         self.tasks: set[asyncio.Task[None]] = set()
         self.writing: set[asyncio.Future[Any]] = set()
         sim.api.on_change.append(self._on_change)
+        sim.api.terminate = self._terminate
+
+    def _terminate(self, pod: Obj, grace_s: int) -> None:
+        """The kubelet's side of a graceful deletion: SIGTERM, then the pod is gone when its
+        containers exit (``sim.sigterm_exit_s``) or its grace period ends, whichever first."""
+        meta = pod["metadata"]
+        delay = min(float(grace_s), self.sim.sigterm_exit_s)
+        args = (meta["namespace"], meta["name"], meta["uid"])
+        if delay <= 0 or self.loop is None:
+            self.sim.api.finish_termination(*args)
+        else:
+            self.loop.call_later(delay, self.sim.api.finish_termination, *args)
 
     def _spawn(self, coro: Any) -> None:
         if self.loop is None:

@@ -9,10 +9,11 @@ preconditions), schema validation (strict, per configured version), then stores 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.sandbox.kubesim import defaults, rules
+from bot.sandbox.kubesim.names import check_name
 from bot.sandbox.kubesim.patching import apply_patch
 from bot.sandbox.kubesim.resources import BY_API, BY_KIND, STORED, Resource
 from bot.sandbox.kubesim.statuses import ApiError, already_exists, conflict, not_found
@@ -44,6 +45,10 @@ class ApiCore:
         self.seeding = False
         #: container name -> memory in use, per pod (the kubelet's view; set by KubeSim)
         self.memory_usage: Callable[[Obj], dict[str, int]] | None = None
+        #: the kubelet's graceful termination (set by KubeSim's controllers when they run):
+        #: called with a pod just marked Terminating and its grace period; it removes the
+        #: pod once its containers have stopped. None: pods go at once (no kubelet running).
+        self.terminate: Callable[[Obj, int], None] | None = None
 
     # ---- reads -------------------------------------------------------------------------
     def get(self, plural: str, namespace: str | None, name: str) -> Obj:
@@ -108,6 +113,7 @@ class ApiCore:
             )
         if not meta.get("name"):
             raise defaults_invalid(res, "", "metadata.name", "name or generateName is required")
+        check_name(res.kind, meta["name"], group=res.group)
         if self.store.get(res.key, meta.get("namespace"), meta["name"]) is not None:
             raise already_exists(res.plural, meta["name"], group=res.group)
         defaults.stamp_metadata(obj, now=now_iso())
@@ -236,7 +242,12 @@ class ApiCore:
         dry_run: bool = False,
         propagation: str | None = None,
         precondition_rv: str | None = None,
+        grace_period: int | None = None,
     ) -> Obj:
+        """Delete ``name``. A pod bound to a node is deleted gracefully: it is marked
+        Terminating (``deletionTimestamp`` = now + grace) and the kubelet removes it when its
+        containers stop, within ``grace_period`` (else the pod's
+        ``terminationGracePeriodSeconds``); 0 removes it at once."""
         obj = self.get(res.key, namespace, name)
         if precondition_rv and precondition_rv != obj["metadata"]["resourceVersion"]:
             raise conflict(res.plural, name, group=res.group)
@@ -249,6 +260,18 @@ class ApiCore:
         self._admit("DELETE", res, "", None, obj, dry_run)
         if dry_run:
             return clone(obj)
+        grace = self._grace(res, obj, grace_period)
+        if grace is not None and self.terminate is not None:
+            if obj["metadata"].get("deletionTimestamp"):
+                return clone(obj)  # already terminating: the kubelet finishes it
+            marked = clone(obj)
+            at = datetime.now(UTC) + timedelta(seconds=grace)
+            marked["metadata"]["deletionTimestamp"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+            marked["metadata"]["deletionGracePeriodSeconds"] = grace
+            stored = self.store.put(res.key, marked, event="MODIFIED", owned=True)
+            self._emit(res.key, obj, stored)
+            self.terminate(stored, grace)
+            return clone(stored)
         # batch/v1 Jobs orphan their pods unless told otherwise (legacy GC default).
         policy = propagation or ("Orphan" if res.key == "jobs" else "Background")
         self.store.remove(res.key, namespace, name)
@@ -257,6 +280,28 @@ class ApiCore:
         gone = clone(obj)
         gone["metadata"]["deletionTimestamp"] = now_iso()
         return gone
+
+    @staticmethod
+    def _grace(res: Resource, obj: Obj, grace_period: int | None) -> int | None:
+        """The grace period of a graceful pod deletion, or None to remove at once (not a pod,
+        not on a node, already finished, or a zero grace period)."""
+        if res.key != "pods" or not (obj.get("spec") or {}).get("nodeName"):
+            return None
+        if (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed", "Pending"):
+            return None
+        grace = grace_period
+        if grace is None:
+            grace = int((obj.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
+        return grace if grace > 0 else None
+
+    def finish_termination(self, namespace: str, name: str, uid: str) -> None:
+        """The kubelet saw the pod's containers stop: remove it (if it is still that pod)."""
+        obj = self.store.get("pods", namespace, name)
+        if obj is None or obj["metadata"].get("uid") != uid:
+            return
+        self.store.remove("pods", namespace, name)
+        self._emit("pods", obj, None)
+        self._collect_dependents(obj, orphan=False)
 
     def _collect_dependents(self, owner: Obj, *, orphan: bool) -> None:
         uid = owner["metadata"]["uid"]

@@ -87,11 +87,34 @@ def default_pod(pod: Obj, *, priorities: dict[str, int]) -> None:
             else "IfNotPresent",
         )
         c.setdefault("resources", {})
+    spec.setdefault("securityContext", {})
+    _default_toleration_seconds(spec)
     name = spec.get("priorityClassName")
     spec["priority"] = priorities.get(name, 0) if name else 0
     status = pod.setdefault("status", {})
     status.setdefault("phase", "Pending")
     status.setdefault("qosClass", qos_class(pod))
+
+
+#: the DefaultTolerationSeconds admission plugin's taints (its default is 300 s each)
+_NODE_PROBLEM_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+
+
+def _default_toleration_seconds(spec: Obj) -> None:
+    """DefaultTolerationSeconds: every pod tolerates a not-ready or unreachable node for
+    300 s, unless it already tolerates that taint itself (by key, or every key)."""
+    tolerations = spec.setdefault("tolerations", [])
+    for key in _NODE_PROBLEM_TAINTS:
+        if any(
+            (t.get("key") in (key, None, "") and t.get("operator") == "Exists")
+            or t.get("key") == key
+            for t in tolerations
+            if t.get("effect") in (None, "", "NoExecute")
+        ):
+            continue
+        tolerations.append(
+            {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+        )
 
 
 def qos_class(pod: Obj) -> str:
@@ -111,6 +134,35 @@ def qos_class(pod: Obj) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
+def _default_strategy(kind: object, spec: Obj) -> None:
+    """apps/v1 SetDefaults_Deployment / _StatefulSet / _DaemonSet: the update strategies that
+    ``kubectl rollout status`` and clients read back."""
+    if kind == "Deployment":
+        strategy = spec.setdefault("strategy", {})
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            rolling = strategy.setdefault("rollingUpdate", {})
+            rolling.setdefault("maxUnavailable", "25%")
+            rolling.setdefault("maxSurge", "25%")
+        spec.setdefault("progressDeadlineSeconds", 600)
+    elif kind == "StatefulSet":
+        strategy = spec.setdefault("updateStrategy", {})
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            strategy.setdefault("rollingUpdate", {}).setdefault("partition", 0)
+        spec.setdefault("podManagementPolicy", "OrderedReady")
+        retention = spec.setdefault("persistentVolumeClaimRetentionPolicy", {})
+        retention.setdefault("whenDeleted", "Retain")
+        retention.setdefault("whenScaled", "Retain")
+    elif kind == "DaemonSet":
+        strategy = spec.setdefault("updateStrategy", {})
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            rolling = strategy.setdefault("rollingUpdate", {})
+            rolling.setdefault("maxUnavailable", 1)
+            rolling.setdefault("maxSurge", 0)
+
+
 def default_controller(obj: Obj) -> None:
     """Defaults for workload controllers and Jobs that the schemas and clients expect."""
     kind = obj.get("kind")
@@ -119,8 +171,9 @@ def default_controller(obj: Obj) -> None:
     tmeta = tmpl.setdefault("metadata", {})
     if kind in ("Deployment", "StatefulSet", "ReplicaSet"):
         spec.setdefault("replicas", 1)
-    if kind in ("Deployment", "StatefulSet"):
+    if kind in ("Deployment", "StatefulSet", "DaemonSet"):
         spec.setdefault("revisionHistoryLimit", 10)
+    _default_strategy(kind, spec)
     if kind == "Job":
         uid = obj["metadata"]["uid"]
         labels = tmeta.setdefault("labels", {})

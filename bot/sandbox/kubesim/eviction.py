@@ -135,5 +135,6 @@ def evict(api: ApiCore, namespace: str, name: str, body: Obj, *, dry_run: bool) 
         name,
         dry_run=dry_run,
         precondition_rv=(opts.get("preconditions") or {}).get("resourceVersion"),
+        grace_period=opts.get("gracePeriodSeconds"),
     )
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}

@@ -43,6 +43,8 @@ SUPPORTED: dict[str, frozenset[str]] = {
     "namespaces": frozenset({"status.phase"}),
     "replicasets": frozenset({"status.replicas"}),
     "jobs": frozenset({"status.successful"}),
+    # resource.k8s.io's ResourceSlice field label conversions
+    "resourceslices": frozenset({"spec.nodeName", "spec.driver"}),
 }
 
 

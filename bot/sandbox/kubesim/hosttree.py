@@ -252,6 +252,7 @@ def nvml_spec(g: sc.Gpus, node: str, procs: dict[int, list[tuple[int, int]]]) ->
                 "utilization_gpu_percent": g.utilization_percent if plist else 0,
                 "processes": [{"pid": p, "used_gpu_memory_bytes": u} for p, u in plist],
                 "pci_bus_id": default_pci_bus_id(i),
+                **({"processes_error": "no_permission"} if g.mig else {}),
             }
         )
     return {

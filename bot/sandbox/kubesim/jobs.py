@@ -314,11 +314,15 @@ class JobRunner:
         write.add_done_callback(self.writing.discard)
         spec = await asyncio.shield(write)  # Controllers.stop waits for the thread
         prefix = podview.collector_prefix(pod)
+        # a pod that is not privileged: the device cgroup refuses /dev/kmsg (EPERM)
+        devices = (
+            ["-m", "bot.sandbox.kubesim.devcgroup"] if podview.kmsg_refused(sim, pod, node) else []
+        )
         cmd = [
             *prefix,
             sys.executable,
-            "-m",
-            "bot",
+            *devices,
+            *(["bot"] if devices else ["-m", "bot"]),
             "collect",
             "--root",
             str(root),

@@ -1,12 +1,17 @@
 """What the collector pod can read on the node, decided by its spec as on a real node.
 
-- NVML: only when the pod names an existing RuntimeClass and sets ``NVIDIA_VISIBLE_DEVICES``
-  (the NVIDIA runtime injects the library and devices then; a pod requesting no GPU gets
-  none otherwise). Without it the fake NVML fails as nvidia-ml-py does: LIBRARY_NOT_FOUND.
+- NVML: when the pod names an existing RuntimeClass and sets ``NVIDIA_VISIBLE_DEVICES``, or
+  sets it on a node whose default runtime is NVIDIA's (``Node.nvidia_default_runtime``: the
+  toolkit configured as containerd's default); the runtime injects the library and devices
+  then. Without it the fake NVML fails as nvidia-ml-py does: LIBRARY_NOT_FOUND. On MIG GPUs
+  the process listing also needs the monitor capability (``mig_monitor``).
 - ``/proc/<pid>/smaps_rollup`` of other processes: only with ptrace rights
   (``capabilities.add: [SYS_PTRACE]`` or ``privileged``). Without them the files are mode 0
   and the collector runs without CAP_DAC_* (``setpriv``), so reads fail with EACCES even
   when the sandbox runs as root.
+- ``/dev/kmsg``: a device the runtime's device cgroup refuses (EPERM) to a container that is
+  not privileged, unless the node's runtime admits it (``Node.runtime_allows_kmsg``); the
+  collector then runs under ``devcgroup``, which stages that refusal.
 - ``/proc/sys/kernel/hostname``: the reader's UTS namespace, the node's name only with
   ``hostNetwork`` (the kubelet then shares the host's UTS namespace), else the pod's name.
 """
@@ -32,14 +37,31 @@ NO_DAC = ("setpriv", "--bounding-set=-dac_override,-dac_read_search", "--inh-cap
 
 def nvml_injected(sim: KubeSim, pod: Obj) -> bool:
     spec = pod.get("spec") or {}
-    handler = spec.get("runtimeClassName")
-    if not handler or sim.api.store.get("runtimeclasses", None, handler) is None:
-        return False
-    return any(
+    asks = any(
         e.get("name") == "NVIDIA_VISIBLE_DEVICES" and e.get("value")
         for c in spec.get("containers") or []
         for e in c.get("env") or []
     )
+    handler = spec.get("runtimeClassName")
+    if handler:  # the class's handler is the NVIDIA runtime when the class exists
+        return asks and sim.api.store.get("runtimeclasses", None, handler) is not None
+    node = next((n for n in sim.scenario.nodes if n.name == spec.get("nodeName")), None)
+    return asks and node is not None and node.nvidia_default_runtime
+
+
+def mig_monitor(pod: Obj) -> bool:
+    """The MIG monitor capability: NVIDIA_MIG_MONITOR_DEVICES=all and CAP_SYS_ADMIN (or
+    privileged), which NVML needs to list processes on MIG devices."""
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        env = {e.get("name"): e.get("value") for e in c.get("env") or []}
+        sc = c.get("securityContext") or {}
+        added = {str(x).upper().removeprefix("CAP_")
+                 for x in (sc.get("capabilities") or {}).get("add") or []}  # fmt: skip
+        if env.get("NVIDIA_MIG_MONITOR_DEVICES") == "all" and (
+            sc.get("privileged") or "SYS_ADMIN" in added
+        ):
+            return True
+    return False
 
 
 def ptrace(pod: Obj) -> bool:
@@ -63,6 +85,11 @@ def prepare(sim: KubeSim, pod: Obj, node: str, root: Path) -> Path | None:
         doc = json.loads(spec.read_text(encoding="utf-8"))
         doc["fail"] = "library_not_found"
         spec.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    elif spec is not None and mig_monitor(pod):
+        doc = json.loads(spec.read_text(encoding="utf-8"))
+        for device in doc.get("devices") or []:
+            device.pop("processes_error", None)
+        spec.write_text(json.dumps(doc, indent=1), encoding="utf-8")
     uts = node if (pod.get("spec") or {}).get("hostNetwork") else pod["metadata"]["name"]
     hostname = root / "proc" / "sys" / "kernel" / "hostname"
     hostname.parent.mkdir(parents=True, exist_ok=True)
@@ -71,6 +98,16 @@ def prepare(sim: KubeSim, pod: Obj, node: str, root: Path) -> Path | None:
         for path in (root / "proc").glob("[0-9]*/smaps_rollup"):
             path.chmod(0)
     return spec
+
+
+def kmsg_refused(sim: KubeSim, pod: Obj, node: str) -> bool:
+    """The device cgroup refuses /dev/kmsg to this pod's collector."""
+    privileged = any(
+        (c.get("securityContext") or {}).get("privileged")
+        for c in (pod.get("spec") or {}).get("containers") or []
+    )
+    allowed = any(n.name == node and n.runtime_allows_kmsg for n in sim.scenario.nodes)
+    return not privileged and not allowed
 
 
 def collector_prefix(pod: Obj) -> list[str]:

@@ -76,6 +76,17 @@ ACCESS_RESOURCES: tuple[Resource, ...] = (
         ("create",),
         stored=False,
     ),
+    Resource(
+        "authentication.k8s.io",
+        "v1",
+        "SelfSubjectReview",
+        "selfsubjectreviews",
+        False,
+        (),
+        (),
+        ("create",),
+        stored=False,
+    ),
 )
 
 RESOURCES: tuple[Resource, ...] = (
@@ -88,6 +99,18 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("apps", "v1", "StatefulSet", "statefulsets", True, ("sts",), ("scale", "status")),
     Resource("apps", "v1", "DaemonSet", "daemonsets", True, ("ds",), ("status",)),
     Resource("batch", "v1", "Job", "jobs", True, (), ("status",)),
+    Resource("batch", "v1", "CronJob", "cronjobs", True, ("cj",), ("status",)),
+    Resource(
+        "",
+        "v1",
+        "ReplicationController",
+        "replicationcontrollers",
+        True,
+        ("rc",),
+        ("scale", "status"),
+    ),
+    Resource("", "v1", "ConfigMap", "configmaps", True, ("cm",)),
+    Resource("", "v1", "Secret", "secrets", True),
     Resource(
         "policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ("pdb",), ("status",)
     ),
@@ -96,6 +119,8 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "ResourceQuota", "resourcequotas", True, ("quota",), ("status",)),
     Resource("", "v1", "ServiceAccount", "serviceaccounts", True, ("sa",)),
     Resource("coordination.k8s.io", "v1", "Lease", "leases", True),
+    # DRA: drivers publish a node's devices as ResourceSlices (resource.k8s.io/v1, GA in 1.34)
+    Resource("resource.k8s.io", "v1", "ResourceSlice", "resourceslices", False),
     *ACCESS_RESOURCES,
     Resource(
         "metrics.k8s.io",

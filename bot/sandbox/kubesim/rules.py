@@ -19,6 +19,7 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from bot.sandbox.kubesim import podadmission as admission
+from bot.sandbox.kubesim import podsecurity
 from bot.sandbox.kubesim.resources import Resource
 from bot.sandbox.kubesim.statuses import ApiError, invalid
 
@@ -60,6 +61,8 @@ def check_create(res: Resource, obj: Obj, api: ApiCore) -> None:
             )
         _check_extended_resources(res, name, spec)
         if not api.seeding:
+            ns = (obj.get("metadata") or {}).get("namespace")
+            podsecurity.check_pod(api.store.get("namespaces", None, ns) if ns else None, obj)
             admission.check_pod(api, obj)
     if res.kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"):
         tspec = ((obj["spec"].get("template") or {}).get("spec")) or {}

@@ -262,6 +262,12 @@ class Gpus(_M):
     driver_version: str = "550.127.05"
     memory_info_version: Literal[1, 2] = 2
     fail: Literal["library_not_found", "driver_not_loaded", "no_permission"] | None = None
+    mig: bool = Field(
+        False,
+        description="MIG mode: NVML lists the GPUs, but listing their processes needs the MIG "
+        "monitor capability (NVIDIA_MIG_MONITOR_DEVICES=all and CAP_SYS_ADMIN), else "
+        "NVML_ERROR_NO_PERMISSION",
+    )
 
 
 class Kernel(_M):
@@ -367,6 +373,14 @@ class KernelEvent(_M):
     message: str | None = None
 
 
+class ResourceSlice(_M):
+    """One DRA driver's devices on a node (``resource.k8s.io/v1`` ResourceSlice)."""
+
+    driver: str = "gpu.nvidia.com"
+    devices: int = Field(1, ge=1, description="devices named gpu-0 .. gpu-N-1")
+    product: str = "NVIDIA-H100-80GB-HBM3"
+
+
 class Node(_M):
     name: str
     labels: dict[str, str] = Field(default_factory=dict)
@@ -388,6 +402,21 @@ class Node(_M):
     system_processes: list[Process] = Field(default_factory=list)
     kernel_log: list[KernelEvent] = Field(
         default_factory=list, description="OOM kills and XIDs in the node's /dev/kmsg"
+    )
+    nvidia_default_runtime: bool = Field(
+        False,
+        description="the NVIDIA Container Toolkit is the container runtime's default: a pod "
+        "with NVIDIA_VISIBLE_DEVICES gets NVML without any RuntimeClass",
+    )
+    resource_slices: list[ResourceSlice] = Field(
+        default_factory=list,
+        description="DRA: ResourceSlices a driver publishes for this node (resource.k8s.io)",
+    )
+    runtime_allows_kmsg: bool = Field(
+        False,
+        description="the node's container runtime admits /dev/kmsg to unprivileged containers "
+        "(e.g. CRI-O additional_devices); otherwise its device cgroup refuses the open with "
+        "EPERM to any container that is not privileged, as real runtimes do by default",
     )
 
     @model_validator(mode="after")

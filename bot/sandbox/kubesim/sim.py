@@ -14,12 +14,13 @@ import copy
 import tempfile
 import threading
 from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
-from bot.sandbox.kubesim import access, building, eviction
+from bot.sandbox.kubesim import access, building, eviction, stamps
 from bot.sandbox.kubesim.admission import Admission
 from bot.sandbox.kubesim.app import build_app
 from bot.sandbox.kubesim.authz import Authorizer
@@ -41,6 +42,9 @@ class KubeSim:
     ``admission``). Use ``access.ADMIN_TOKEN`` for setup and ``access.BOT_TOKEN`` for the bot.
     ``insecure_superuser``: token-less requests act as ``system:unsecured`` (for kubectl,
     which sends no token over plain HTTP); otherwise they are ``system:anonymous``.
+    ``clock_from_start``: serve the scenario's stamps relative to now (the scenario's "now" is
+    the moment the stand-in was built), as a person at a terminal expects; tests keep the
+    fixed scenario clock (``stamps.T0``) so their answers do not depend on the day.
     """
 
     def __init__(
@@ -52,8 +56,17 @@ class KubeSim:
         step_s: float = 0.05,
         access_dir: Path | None = None,
         insecure_superuser: bool = False,
+        clock_from_start: bool = False,
+        sigterm_exit_s: float = 0.0,
     ) -> None:
         self.scenario = scenario
+        #: how long a deleted pod's containers take to exit after SIGTERM (its grace period
+        #: bounds it): until then the pod is Terminating; 0: they exit at once
+        self.sigterm_exit_s = sigterm_exit_s
+        #: how far the scenario clock is moved when served (zero: the fixed scenario clock)
+        self.clock_shift = (
+            datetime.now(UTC) - stamps.SCENARIO_NOW if clock_from_start else timedelta(0)
+        )
         self.kube_version = kube_version
         self.api = ApiCore(kube_version=kube_version)
         self.faults = Faults()
@@ -147,7 +160,9 @@ class KubeSim:
     def present(self, res: Resource, obj: Obj) -> Obj:
         """The object as the API returns it (PDB status computed now), a private copy."""
         if res.kind == "PodDisruptionBudget":
-            return copy.deepcopy(eviction.with_status(self.api, obj))
+            obj = eviction.with_status(self.api, obj)
+        if self.clock_shift:
+            return stamps.shift_stamps(obj, self.clock_shift)  # type: ignore[no-any-return]
         return copy.deepcopy(obj)
 
     def _memory_usage(self, pod: Obj) -> dict[str, int]:
@@ -209,6 +224,7 @@ class KubeSim:
         from bot.sandbox.kubesim.metrics import node_metrics, pod_metrics
 
         items = node_metrics(self) if res.kind == "NodeMetrics" else pod_metrics(self, namespace)
+        items = stamps.shift_stamps(items, self.clock_shift) if self.clock_shift else items
         if name is not None:
             for item in items:
                 if item["metadata"]["name"] == name:

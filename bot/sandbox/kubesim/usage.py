@@ -93,6 +93,13 @@ def workload_of(sim: KubeSim, pod: Obj) -> sc.Workload | None:
     for w in sim.scenario.workloads:
         if w.kind == kind and w.name == name and w.namespace == ns:
             return w
+    # a pod a custom resource owns directly (a PyTorchJob's or Ray's pods): the scenario
+    # workload that custom resource owns, told apart by the pod's ``app`` label
+    app = (pod["metadata"].get("labels") or {}).get("app")
+    for w in sim.scenario.workloads:
+        o = w.owner
+        if o is not None and (o.kind, o.name, w.namespace, w.name) == (kind, name, ns, app):
+            return w
     return None
 
 

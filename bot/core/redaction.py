@@ -1,0 +1,67 @@
+"""Secrets out of process command lines, before anything stores or shows them.
+
+A command line is evidence (which process holds the memory) but it can carry credentials:
+``--password=…``, ``token=…`` in a query string, ``postgresql://user:pass@host``, an AWS
+access key id. The collector redacts each command line as it reads it (so the Job's log, the
+store and every message only ever see the redacted form), and the evidence model redacts again
+on parse, so a bundle from an older collector is cleaned too. Redaction keeps the shape (the
+flag or key stays, its value becomes ``***``) so a reader still sees what the process is.
+
+Pure: the table of patterns below is the whole policy; tests/core/test_redaction.py has a row
+per pattern and per near miss.
+"""
+
+from __future__ import annotations
+
+import re
+
+MASK = "***"
+
+#: words that name a secret when a flag or a key ends with them (``--db-password``,
+#: ``AWS_SECRET_ACCESS_KEY``); ``--token-file PATH`` and ``max_tokens=8`` are not secrets
+_SECRET_WORD = (
+    r"(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key"
+    r"|private[_-]?key|client[_-]?secret|credentials?|auth[_-]?key|session[_-]?key)"
+)
+
+#: (name, pattern, replacement), applied in order
+PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    # scheme://user:password@host -> scheme://user:***@host (DSNs, proxies, git remotes)
+    (
+        "url-credentials",
+        re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s/:@]*):([^\s/@]+)@"),
+        rf"\1:{MASK}@",
+    ),
+    # --password=VALUE, -password=VALUE, --db-token=VALUE
+    (
+        "flag-equals",
+        re.compile(rf"(?i)(?<!\S)(--?[a-z0-9_.-]*{_SECRET_WORD})=(\S+)"),
+        rf"\1={MASK}",
+    ),
+    # --password VALUE (the value is the next word, unless it is another flag)
+    (
+        "flag-space",
+        re.compile(rf"(?i)(?<!\S)(--?[a-z0-9_.-]*{_SECRET_WORD})\s+(?!-)(\S+)"),
+        rf"\1 {MASK}",
+    ),
+    # token=VALUE, PGPASSWORD=VALUE, AWS_SECRET_ACCESS_KEY=VALUE, ?api_key=VALUE&…
+    (
+        "key-equals",
+        re.compile(rf"(?i)(?<![\w-])([a-z0-9_.]*{_SECRET_WORD})=([^\s&;]+)"),
+        rf"\1={MASK}",
+    ),
+    # Authorization: Bearer VALUE
+    ("bearer", re.compile(r"(?i)\b(bearer)\s+[a-z0-9._~+/=-]{8,}"), rf"\1 {MASK}"),
+    # AWS access key ids (long-term AKIA…, temporary ASIA…)
+    ("aws-access-key-id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), MASK),
+    # Slack and GitHub tokens, wherever they appear
+    ("slack-token", re.compile(r"\bxox[abposr]-[0-9A-Za-z-]{10,}"), MASK),
+    ("github-token", re.compile(r"\bgh[pousr]_[0-9A-Za-z]{36,}\b"), MASK),
+)
+
+
+def redact_command_line(text: str) -> str:
+    """``text`` with every secret the table recognises replaced by ``***`` (idempotent)."""
+    for _name, pattern, replacement in PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text

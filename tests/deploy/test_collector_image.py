@@ -1,0 +1,128 @@
+"""The slim collector image (Dockerfile target ``collector``) holds exactly what ``gpunode
+collect`` imports, and that set collects a full bundle with no third-party package at all.
+
+No Docker engine runs here: the image's file set is rebuilt in a temporary folder from the
+Dockerfile's own COPY lines and run with an interpreter that sees nothing else (``-S``: no
+site-packages, so not even pydantic or pynvml; NVML then becomes a recorded gap)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.core.evidence import EvidenceBundle
+
+REPO = Path(__file__).resolve().parents[2]
+HOST = REPO / "tests" / "fixtures" / "hosts" / "v2-systemd-containerd"
+COLLECT = ["collect", "--root", str(HOST), "--format", "json", "--node-name", "slim"]
+
+
+def _collector_stage() -> list[str]:
+    text = re.sub(r"\\\n", " ", (REPO / "Dockerfile").read_text(encoding="utf-8"))
+    stage: list[str] = []
+    inside = False
+    for line in text.splitlines():
+        line = line.strip()
+        if line.upper().startswith("FROM "):
+            inside = line.endswith(" AS collector")
+            continue
+        if inside and line and not line.startswith("#"):
+            stage.append(line)
+    assert stage, "the Dockerfile has no `collector` stage"
+    return stage
+
+
+def copied_files() -> set[str]:
+    """Repository paths the collector stage copies (``/src/`` is the builder's checkout)."""
+    files: set[str] = set()
+    for line in _collector_stage():
+        words = line.split()
+        if words[0].upper() != "COPY":
+            continue
+        sources = [w for w in words[1:-1] if not w.startswith("--")]
+        for source in sources:
+            path = REPO / source.removeprefix("/src/")
+            if path.is_dir():
+                files |= {str(p.relative_to(REPO)) for p in path.rglob("*.py")}
+            else:
+                files.add(str(path.relative_to(REPO)))
+    return files
+
+
+def _imports_of_collect() -> tuple[set[str], set[str]]:
+    """(repository files of the bot modules, third-party top-level modules) that a real
+    ``gpunode collect`` run imports, measured in a fresh interpreter."""
+    probe = (
+        "import sys, json\n"
+        "from bot.cli.main import main\n"
+        "import contextlib, io\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main({COLLECT!r})\n"
+        "import bot.collectors.nvml\n"
+        "mods = {m: getattr(sys.modules[m], '__file__', None) for m in list(sys.modules)}\n"
+        "print(json.dumps(mods))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    ).stdout
+    modules: dict[str, str | None] = json.loads(out.splitlines()[-1])
+    bot_files = {
+        str(Path(f).resolve().relative_to(REPO))
+        for m, f in modules.items()
+        if (m == "bot" or m.startswith("bot.")) and f
+    }
+    third = {
+        m.split(".")[0]
+        for m in modules
+        if m.split(".")[0] not in sys.stdlib_module_names and m.split(".")[0] != "bot"
+    }
+    return bot_files, third
+
+
+def test_the_collector_stage_copies_the_import_closure_of_gpunode_collect() -> None:
+    bot_files, third_party = _imports_of_collect()
+    copied = copied_files()
+    missing = bot_files - copied
+    assert missing == set(), f"the collector image lacks {sorted(missing)}"
+    extra = {f for f in copied - bot_files if not f.startswith("bot/collectors/")}
+    assert extra == set(), f"the collector image carries modules collect never imports: {extra}"
+    # the standard library and NVML's bindings (imported only when a GPU is there)
+    assert third_party <= {"_distutils_hack", "pynvml", "__main__"}
+    assert any("pip install" in line and "nvidia-ml-py" in line for line in _collector_stage())
+
+
+@pytest.fixture
+def slim_tree(tmp_path: Path) -> Path:
+    for rel in copied_files():
+        target = tmp_path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / rel, target)
+    return tmp_path
+
+
+def test_the_slim_file_set_collects_a_bundle_without_any_third_party_package(
+    slim_tree: Path,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", "from bot.cli.main import main; raise SystemExit(main())",
+         *COLLECT],
+        capture_output=True, text=True, timeout=120, cwd=slim_tree,
+        env={"PYTHONPATH": str(slim_tree), "PATH": os.environ.get("PATH", "")},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    bundle = EvidenceBundle.model_validate_json(done.stdout)
+    assert bundle.node_name == "slim" and bundle.processes
+    assert any(g.source == "nvml" for g in bundle.gaps)  # no pynvml in this tree: a gap
