@@ -78,7 +78,12 @@ class KubeSettings(_Group):
     namespace: str = Field("gpunode", description="namespace of the diagnostic Jobs")
     image: str = Field("ghcr.io/gpunode/gpunode:0.1.0", description="collector image")
     job_timeout_s: int = Field(120, ge=10, le=3600, description="activeDeadlineSeconds")
-    job_ttl_s: int = Field(300, ge=0, description="ttlSecondsAfterFinished")
+    job_ttl_s: int = Field(
+        300,
+        ge=0,
+        le=86400,
+        description="ttlSecondsAfterFinished (the admission policy admits <= 1 day)",
+    )
     nvidia_runtime_class: str | None = Field(
         "nvidia",
         description="runtimeClassName of the collector pod, so the NVIDIA runtime injects NVML "

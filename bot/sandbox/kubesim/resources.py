@@ -88,6 +88,7 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("apps", "v1", "StatefulSet", "statefulsets", True, ("sts",), ("scale", "status")),
     Resource("apps", "v1", "DaemonSet", "daemonsets", True, ("ds",), ("status",)),
     Resource("batch", "v1", "Job", "jobs", True, (), ("status",)),
+    Resource("", "v1", "ConfigMap", "configmaps", True, ("cm",)),
     Resource(
         "policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ("pdb",), ("status",)
     ),
