@@ -554,3 +554,46 @@ async def test_a_priority_class_other_than_tier_2s_is_refused_for_the_bots_token
 
     assert status == 422 and says in answer["message"], answer
     assert "ValidatingAdmissionPolicy 'gpunode-priority-class'" in answer["message"]
+
+
+def _bot_rules(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every rule of every role bound to the bot's ServiceAccount in a rendered overlay."""
+    roles = {
+        (o["kind"], o["metadata"]["name"]): o
+        for o in objects
+        if o["kind"] in ("ClusterRole", "Role")
+    }
+    rules: list[dict[str, Any]] = []
+    for b in objects:
+        if b["kind"] not in ("ClusterRoleBinding", "RoleBinding"):
+            continue
+        if not any(
+            s.get("kind") == "ServiceAccount" and s.get("name") == "gpunode" for s in b["subjects"]
+        ):
+            continue
+        rules += roles[(b["roleRef"]["kind"], b["roleRef"]["name"])]["rules"]
+    return rules
+
+
+def test_in_impersonation_mode_the_bot_keeps_only_reads_its_job_and_impersonate() -> None:
+    from bot.sandbox.kubesim.kustomize import render
+
+    rules = _bot_rules(render(ROOT / "deploy" / "overlays" / "impersonation"))
+    writes = {
+        (r.get("apiGroups", [""])[0], res, verb)
+        for r in rules
+        for res in r["resources"]
+        for verb in r["verbs"]
+        if verb not in ("get", "list", "watch")
+    }
+    assert writes == {
+        ("batch", "jobs", "create"),
+        ("batch", "jobs", "delete"),
+        ("", "users", "impersonate"),
+        ("", "groups", "impersonate"),
+        ("authentication.k8s.io", "userextras/gpunode.io/slack-user", "impersonate"),
+        ("authentication.k8s.io", "userextras/gpunode.io/approved-by", "impersonate"),
+        ("authentication.k8s.io", "userextras/gpunode.io/action-id", "impersonate"),
+    }
+    people = [r for r in rules if r["resources"] in (["users"], ["groups"])]
+    assert people and all(r.get("resourceNames") for r in people)  # never "anyone"

@@ -27,7 +27,9 @@ VERSIONS = ("1.31.0", "1.37.0")  # oldest and newest supported (ARCHITECTURE.md)
 CRITICAL = REPO / "deploy" / "overlays" / "critical-collector"
 HA = REPO / "deploy" / "overlays" / "ha"
 MIRROR = REPO / "deploy" / "overlays" / "registry-mirror"
+IMPERSONATION = REPO / "deploy" / "overlays" / "impersonation"
 TARGETS = {
+    "impersonation": IMPERSONATION,
     "registry-mirror": MIRROR,
     "ha": HA,
     "base": BASE,
