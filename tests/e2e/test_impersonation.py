@@ -27,7 +27,7 @@ from tests.e2e.conftest import diagnose, ephemeral_texts, press, submit_modal, t
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 ALICE, LIWEI, BOB = "U_ALICE", "U_LIWEI", "U_BOB"
-PEOPLE = {
+PEOPLE: dict[str, dict[str, Any]] = {
     ALICE: {"user": "alice@example.com", "groups": ["ml-oncall"]},
     LIWEI: {"user": "liwei@example.com", "groups": ["ml-oncall"]},
     BOB: {"user": "bob@example.com", "groups": ["sre"]},
@@ -142,7 +142,7 @@ async def demo(tmp_path: Path) -> AsyncIterator[Demo]:
             d,
             _binding(
                 "alice-acts", "data-prep", "gpunode-tier-actions", "User", PEOPLE[ALICE]["user"]
-            ),  # type: ignore[arg-type]
+            ),
         )
         yield d
 
@@ -201,7 +201,8 @@ async def test_a_tier3_apply_is_refused_by_the_cluster_for_liwei_and_carried_out
     rows = list(await demo.runtime.store.audit_since(None))
     executed = [r for r in rows if r.tier == 3 and r.decision == "executed"]
     assert len(executed) == 1
-    assert (executed[0].changes or {})["acting_as"]["user"] == "alice@example.com"
+    changes = executed[0].changes
+    assert isinstance(changes, dict) and changes["acting_as"]["user"] == "alice@example.com"
 
 
 async def test_an_approved_tier1_runs_as_the_requester_with_the_approver_in_the_audit(
@@ -233,7 +234,7 @@ async def test_an_approved_tier1_runs_as_the_requester_with_the_approver_in_the_
     assert ("gpunode.io/approved-by", (BOB,)) in real.extra
     rows = list(await demo.runtime.store.audit_since(None))
     executed = [r for r in rows if r.tier == 1 and r.decision == "executed"]
-    assert executed and executed[-1].changes is not None
+    assert executed and isinstance(executed[-1].changes, dict)
     acting = executed[-1].changes["acting_as"]
     assert acting["user"] == "alice@example.com"
     assert ["gpunode.io/approved-by", [BOB]] in acting["extra"]
