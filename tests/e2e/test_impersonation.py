@@ -238,3 +238,28 @@ async def test_an_approved_tier1_runs_as_the_requester_with_the_approver_in_the_
     acting = executed[-1].changes["acting_as"]
     assert acting["user"] == "alice@example.com"
     assert ["gpunode.io/approved-by", [BOB]] in acting["extra"]
+
+
+async def test_an_apply_the_cluster_no_longer_allows_fails_with_the_clusters_refusal(
+    demo: Demo,
+) -> None:
+    grant = _binding("liwei-acts", "data-prep", "gpunode-tier-actions", "User", "liwei@example.com")
+    await _grant(demo, grant)
+    root_ts = await diagnose(demo)
+    await _request_tier3(demo, root_ts, LIWEI)  # the dry run passes: liwei may patch
+    before = copy.deepcopy(demo.kube.get("deployments", "data-prep", "preprocess"))
+    status, body = await kube_call(
+        demo.kube.url,
+        "DELETE",
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/data-prep/rolebindings/liwei-acts",
+        token=ADMIN_TOKEN,
+    )
+    assert status == 200, body
+
+    await press(demo, root_ts, LIWEI, "gpunode_apply")
+
+    said = _said(demo, root_ts, LIWEI)
+    assert "the cluster refused: liwei@example.com may not patch deployments in data-prep" in said
+    assert demo.kube.get("deployments", "data-prep", "preprocess") == before
+    rows = list(await demo.runtime.store.audit_since(None))
+    assert [r.decision for r in rows if r.tier == 3 and r.action == "tier3.execute"][-1] == "failed"
