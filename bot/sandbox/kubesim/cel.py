@@ -17,6 +17,12 @@ What differs, and what this module does about it:
   cel-python: implemented here over code points, with cel-go's errors for a bad range.
 
 An error operand stays an error (cel-go propagates it), so ``_==_`` never hides one.
+
+Not modelled (the shipped policies avoid them; a policy that needs one must add it here
+first, with tests): compile-time type checking (kube-apiserver compiles with
+``HomogeneousAggregateLiterals``, so a literal like ``[1, 'x']`` does not compile there),
+ordering across numeric types (``CrossTypeNumericComparisons``: ``1 < 1.5``), ``optional``
+types, and Kubernetes' list, regex, URL, quantity and authorizer libraries.
 Expressions evaluate over JSON-shaped data (``json_to_cel``), the unstructured object the
 API server hands to a ValidatingAdmissionPolicy (``object`` and ``oldObject`` are ``dyn``
 there: ``has()`` tests a key, ``m.all(k, ...)`` iterates keys, ``m[k]`` indexes).
