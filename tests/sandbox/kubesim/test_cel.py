@@ -91,3 +91,26 @@ def test_substring_counts_code_points(expression: str, expected: str) -> None:
 def test_substring_out_of_range_is_an_error_not_a_clamp(expression: str, says: str) -> None:
     with pytest.raises(CelError, match=says):
         _eval(expression)
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("o.l.all(x, x.a > 5)", False),
+        ("o.mixed.all(x, x == 9)", False),
+        ("o.mixed.exists(x, x == 'x')", True),
+        ("[{'a': 1}, {'b': 2}].exists(x, x.a == 1)", True),
+        ("[{'a': 1}, {'b': 2}].all(x, x.a == 2)", False),
+    ],
+)
+def test_all_and_exists_absorb_errors_as_cel_go_does(expression: str, expected: bool) -> None:
+    assert bool(_eval(expression)) is expected
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["[{'a': 1}, {'b': 2}].all(x, x.a == 1)", "[{'a': 1}, {'b': 2}].filter(x, x.a == 1)"],
+)
+def test_an_error_no_false_or_true_absorbs_stays_an_error(expression: str) -> None:
+    with pytest.raises(CelError):
+        _eval(expression)
