@@ -28,7 +28,7 @@ from bot.core.findings import Diagnosis
 from bot.core.impersonation import ActingAs, acting_as
 from bot.core.incidents import Incident, TimelineKind
 from bot.core.policy import TIERS, Policy, Principal, Tier, identity_of
-from bot.errors import GpunodeError
+from bot.errors import GpunodeError, PolicyError
 from bot.render import acting as views
 from bot.services.background import Background
 from bot.services.clusters import ClusterRegistry
@@ -81,10 +81,19 @@ class ActDeps:
         self, user: str, *, approvers: tuple[str, ...] = (), action_id: str = ""
     ) -> ActingAs | None:
         """Who ``user``'s tier action goes out as: their mapped Kubernetes identity when the
-        policy's impersonation is on (None: the bot's own ServiceAccount)."""
+        policy's impersonation is on (None: impersonation is off, the bot's own
+        ServiceAccount acts). Fails closed: with impersonation on, a user without an identity
+        (e.g. unmapped after the request was made) raises PolicyError, never falls back to
+        the bot's rights."""
+        if not self.policy.impersonation.enabled:
+            return None
         identity = identity_of(user, self.policy)
         if identity is None:
-            return None
+            raise PolicyError(
+                f"gpunode acts as the person here (impersonation) and the policy file maps no "
+                f"Kubernetes identity to {user}; ask an admin to add them under "
+                "impersonation.users, then request the action again"
+            )
         return acting_as(identity, slack_user=user, approvers=approvers, action_id=action_id)
 
     def kube_as(self, acting: ActingAs | None) -> KubePort:
