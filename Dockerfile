@@ -32,14 +32,15 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONPATH=/opt/gpunode
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
     pip install --no-index --find-links=/wheels nvidia-ml-py
-COPY --from=builder /src/bot/__init__.py /src/bot/errors.py /opt/gpunode/bot/
+COPY --from=builder /src/bot/__init__.py /src/bot/__main__.py /src/bot/errors.py /opt/gpunode/bot/
 COPY --from=builder /src/bot/cli/__init__.py /src/bot/cli/main.py /opt/gpunode/bot/cli/
 COPY --from=builder /src/bot/collectors/ /opt/gpunode/bot/collectors/
 COPY --from=builder /src/bot/core/__init__.py /src/bot/core/memory.py /src/bot/core/redaction.py /opt/gpunode/bot/core/
 RUN printf '#!/usr/local/bin/python\nfrom bot.cli.main import main\nraise SystemExit(main())\n' \
       > /usr/local/bin/gpunode \
  && chmod 0755 /usr/local/bin/gpunode \
- && gpunode collect --help > /dev/null
+ && gpunode collect --help > /dev/null \
+ && python -I -m bot collect --help > /dev/null
 USER 65534:65534
 ENTRYPOINT ["gpunode"]
 CMD ["collect", "--root", "/", "--format", "text"]

@@ -82,7 +82,12 @@ class KubeSettings(_Group):
         "`collector`: `gpunode collect` and NVML only, no bot dependencies)",
     )
     job_timeout_s: int = Field(120, ge=10, le=3600, description="activeDeadlineSeconds")
-    job_ttl_s: int = Field(300, ge=0, description="ttlSecondsAfterFinished")
+    job_ttl_s: int = Field(
+        300,
+        ge=0,
+        le=86400,
+        description="ttlSecondsAfterFinished (the admission policy admits <= 1 day)",
+    )
     nvidia_runtime_class: str | None = Field(
         "nvidia",
         description="runtimeClassName of the collector pod on NVIDIA GPU nodes, so the NVIDIA "

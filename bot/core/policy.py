@@ -8,6 +8,10 @@ binding (default deny). Deny reasons are shown to the user as they are, so they 
 do. ``parse_policy`` validates the whole file at start and names the bad key (and line, when
 the reader passes a ``line_of`` lookup).
 
+Impersonation (optional): ``impersonation.users`` maps Slack user ids to Kubernetes
+identities (``bot.core.impersonation``); with it enabled, tier actions run as that identity
+and a user without one cannot request or undo an action.
+
 Many clusters: a role may list ``clusters``; it then applies only there (an SRE of prod-eu
 is no SRE of prod-us). A role without ``clusters`` applies in every cluster. The principal
 carries the cluster in question (the incident's, the action's); with none (a listing across
@@ -29,6 +33,7 @@ from pydantic import (
 )
 
 from bot.core.clusters import cluster_name_problem
+from bot.core.impersonation import KubeIdentity
 from bot.core.validation import ErrorDetail, validation_message
 from bot.errors import PolicyError
 
@@ -84,6 +89,17 @@ def _default_approvals() -> dict[Tier, TierApproval]:
     return {1: TierApproval(quorum=1), 2: TierApproval(quorum=0), 3: TierApproval(quorum=0)}
 
 
+class Impersonation(_Model):
+    """Tier actions run as the person (issue 21 §2): each Slack user who may act is mapped
+    to a Kubernetes identity; the cluster's RBAC then decides, and its audit log names them.
+    Off by default (actions run as the bot's ServiceAccount)."""
+
+    enabled: bool = False
+    users: dict[Annotated[str, Field(pattern=_USER_ID)], KubeIdentity] = Field(
+        default_factory=dict, description="Slack user id -> Kubernetes user and groups"
+    )
+
+
 class Policy(_Model):
     roles: dict[str, Role] = Field(default_factory=dict)
     bindings: dict[str, Binding] = Field(default_factory=dict)
@@ -92,6 +108,7 @@ class Policy(_Model):
     )
     approvals: dict[Tier, TierApproval] = Field(default_factory=_default_approvals)
     approval_ttl_s: int = Field(900, ge=30, le=86400)
+    impersonation: Impersonation = Field(default_factory=Impersonation)
 
     @field_validator("approvals", mode="before")
     @classmethod
@@ -155,6 +172,24 @@ class NeedsApproval(_Model):
 
 
 Decision = Annotated[Allow | Deny | NeedsApproval, Field(discriminator="kind")]
+
+
+def identity_of(user_id: str, policy: Policy) -> KubeIdentity | None:
+    """The Kubernetes identity ``user_id`` acts as; None when impersonation is off or the
+    user is not mapped."""
+    if not policy.impersonation.enabled:
+        return None
+    return policy.impersonation.users.get(user_id)
+
+
+def _unmapped(principal: Principal, policy: Policy) -> Deny | None:
+    if policy.impersonation.enabled and identity_of(principal.user_id, policy) is None:
+        return Deny(
+            reason="gpunode acts as the person here (impersonation) and the policy file maps "
+            "no Kubernetes identity to you; ask an admin to add your Slack id under "
+            "impersonation.users"
+        )
+    return None
 
 
 def bound_roles(principal: Principal, policy: Policy) -> list[str]:
@@ -246,7 +281,7 @@ def decide(
 
     if request.undo:
         if any(undoes(role) for role in mine):
-            return Allow()
+            return _unmapped(principal, policy) or Allow()
         return _need_role(
             _roles_with(policy, undoes, where), "undo",
             principal=principal, policy=policy, test=undoes,
@@ -256,6 +291,8 @@ def decide(
             _roles_with(policy, requests, where), f"tier {request.tier}",
             principal=principal, policy=policy, test=requests,
         )  # fmt: skip
+    if unmapped := _unmapped(principal, policy):
+        return unmapped
     quorum = policy.quorum(request.tier)
     if quorum == 0:
         return Allow()

@@ -7,6 +7,7 @@ manager); nothing from the client leaks past ``bot.kube``. Messages say what to 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -113,6 +114,47 @@ def translate(exc: BaseException, *, what: str, write: bool = False) -> GpunodeE
     if isinstance(exc, ValueError):
         return KubeError(f"{what}: the API server's answer was not understood ({exc}).")
     raise exc
+
+
+_RBAC_DENIAL = re.compile(
+    r'User "(?P<user>[^"]*)" cannot (?P<verb>[a-z]+) resource "(?P<resource>[^"]+)" in API '
+    r'group "(?P<group>[^"]*)" (?:in the namespace "(?P<namespace>[^"]+)"|at the cluster scope)'
+)
+#: RBAC (verb, resource) -> how a person says it
+_DOING = {
+    ("create", "pods/eviction"): "evict pods",
+    ("patch", "pods/resize"): "resize pods",
+    ("update", "pods/resize"): "resize pods",
+}
+
+
+def refused_as(exc: BaseException, user: str) -> ForbiddenError | None:
+    """A 403 met while impersonating ``user``, said as a person says it: "the cluster
+    refused: alice may not evict pods in data-prep" (None for anything else)."""
+    if not isinstance(exc, ApiException) or int(exc.status or 0) != 403:
+        return None
+    msg = _server_message(exc)
+    found = _RBAC_DENIAL.search(msg)
+    if found is None:
+        return ForbiddenError(f"the cluster refused: {msg}", code="cluster_refused", status=403)
+    verb, resource, who = found["verb"], found["resource"], found["user"]
+    if verb == "impersonate":
+        name = msg.split('"', 2)[1] if msg.count('"') >= 2 else user
+        return ForbiddenError(
+            f"the cluster refused: gpunode may not act as {resource.split('/')[0][:-1]} "
+            f"{name} (its ServiceAccount lacks impersonate on {resource} {name}); add it to "
+            "the impersonation ClusterRole (deploy/overlays/impersonation)",
+            code="cluster_refused",
+            status=403,
+        )
+    doing = _DOING.get((verb, resource), f"{verb} {resource}")
+    where = f" in {found['namespace']}" if found["namespace"] else " (cluster-wide)"
+    return ForbiddenError(
+        f"the cluster refused: {who or user} may not {doing}{where}; a cluster admin grants "
+        "that through Kubernetes RBAC, or someone who holds it acts",
+        code="cluster_refused",
+        status=403,
+    )
 
 
 @contextmanager

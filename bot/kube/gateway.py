@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import functools
 import logging
 import threading
@@ -24,7 +25,8 @@ from bot.config import KubeSettings
 from bot.core.allocation import allocated_resources, describe_allocated
 from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
 from bot.core.cluster import ClusterView, NodeInfo, NodeLoad
-from bot.core.evidence import EvidenceBundle
+from bot.core.evidence import EvidenceBundle, Gap
+from bot.core.impersonation import ActingAs
 from bot.core.watching import RolloutProgress
 from bot.errors import DiagnosticJobError, GpunodeError, NotFoundError
 from bot.kube import (
@@ -41,10 +43,10 @@ from bot.kube import (
     watching,
 )
 from bot.kube.connecting import build_api_client
-from bot.kube.errors import translate
+from bot.kube.errors import refused_as, translate
 from bot.kube.observing import KubeObserver
 from bot.kube.surveying import survey
-from bot.kube.transport import Transport
+from bot.kube.transport import ACTING_AS, Transport
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -68,6 +70,15 @@ class Gateway:
         self._diagnoses: dict[str, asyncio.Task[EvidenceBundle]] = {}
         self._waiters: dict[str, int] = {}
         self._discovery: tuple[str | None, set[str]] | None = None
+        #: the person this view acts as (``impersonating``); None: the bot itself
+        self.acting: ActingAs | None = None
+
+    def impersonating(self, acting: ActingAs) -> Gateway:
+        """A view of this gateway whose calls impersonate ``acting`` (same connections and
+        threads): the cluster's RBAC decides, and a 403 says who may not do what."""
+        view = copy.copy(self)
+        view.acting = acting
+        return view
 
     @classmethod
     def from_settings(cls, settings: KubeSettings) -> Gateway:
@@ -99,10 +110,14 @@ class Gateway:
         try:
             loop = asyncio.get_running_loop()
             call = functools.partial(fn, self.transport, *args, **kwargs)
-            return await loop.run_in_executor(self._threads, contextvars.copy_context().run, call)
+            context = contextvars.copy_context()
+            context.run(ACTING_AS.set, self.acting)
+            return await loop.run_in_executor(self._threads, context.run, call)
         except GpunodeError:
             raise
         except Exception as exc:
+            if self.acting is not None and (refusal := refused_as(exc, self.acting.user)):
+                raise refusal from exc
             raise translate(exc, what=what, write=kwargs.get("dry_run") is False) from exc
 
     # -- reads --------------------------------------------------------------------------

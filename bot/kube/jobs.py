@@ -29,6 +29,18 @@ Obj = dict[str, Any]
 
 TEMPLATE = "diagnostic-job.yaml.j2"
 CONTAINER = "collector"
+#: the taints the collector tolerates, by key (the admission policy admits exactly these):
+#: a sick node's condition taints (NoExecute ones too), the cordon, the NVIDIA GPU taint
+TOLERATION_KEYS = (
+    "node.kubernetes.io/memory-pressure",
+    "node.kubernetes.io/disk-pressure",
+    "node.kubernetes.io/pid-pressure",
+    "node.kubernetes.io/unschedulable",
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+    "node.kubernetes.io/network-unavailable",
+    "nvidia.com/gpu",
+)
 #: small and equal memory request/limit (see the template); cpu only requested
 CPU_REQUEST = "50m"
 MEMORY = "192Mi"
@@ -126,6 +138,7 @@ def build_job(
         cpu_request=CPU_REQUEST,
         memory=MEMORY,
         kernel_log_window_s=settings.kernel_log_window_s,
+        toleration_keys=TOLERATION_KEYS,
     )
 
 

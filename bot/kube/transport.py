@@ -5,25 +5,40 @@ reads ``kubectl get -o json`` shapes) and model deserialization dominates large 
 (see bench/fleet.py). Every request still goes through ``ApiClient.param_serialize`` and
 ``call_api``, so authentication and configuration are the client's own.
 
+Impersonation: while ``ACTING_AS`` holds an identity, every request carries
+``Impersonate-User``, one ``Impersonate-Group`` header per group and one
+``Impersonate-Extra-<key>`` header per extra value (the key lower-cased and percent-encoded,
+as kube-apiserver decodes it), so the API server authorizes the person, not the bot.
+
 Sync on purpose: the gateway runs it on its own threads. Errors are client exceptions here;
 ``bot.kube.errors`` translates them at the gateway's boundary.
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from urllib3 import HTTPHeaderDict
 
+from bot.core.impersonation import ActingAs
 from bot.kube.observing import KubeObserver, resource_of
 
 #: seconds for one ordinary request (connect + read); watches use their own timeouts
 REQUEST_TIMEOUT_S = 30.0
+
+#: who the requests made in this context impersonate (None: the bot itself); the gateway sets
+#: it in the thread that runs one call of an impersonating view
+ACTING_AS: contextvars.ContextVar[ActingAs | None] = contextvars.ContextVar(
+    "gpunode_acting_as", default=None
+)
 
 SMP = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
@@ -70,11 +85,15 @@ class Transport:
             body=body,
             auth_settings=["BearerToken"],
         )
+        acting = ACTING_AS.get()
+        sent: Mapping[str, str] = (
+            header_params if acting is None else impersonation_headers(header_params, acting)
+        )
         with self.observed(method, path) as seen:
             response = self.api_client.call_api(
                 method_,
                 url,
-                header_params=header_params,
+                header_params=sent,  # a dict, or an HTTPHeaderDict when impersonating
                 body=body_,
                 _request_timeout=timeout_s or self.timeout_s,
             )
@@ -123,6 +142,20 @@ class Transport:
             token = (page.get("metadata") or {}).get("continue") or None
             if not token:
                 return
+
+
+def impersonation_headers(headers: Mapping[str, str], acting: ActingAs) -> HTTPHeaderDict:
+    """``headers`` plus the impersonation headers of ``acting`` (repeated headers kept apart:
+    kube-apiserver reads each ``Impersonate-Group`` line as one group)."""
+    out = HTTPHeaderDict(dict(headers))
+    out["Impersonate-User"] = acting.user
+    for group in acting.groups:
+        out.add("Impersonate-Group", group)
+    for key, values in acting.extra:
+        name = "Impersonate-Extra-" + quote(key.lower(), safe="")
+        for value in values:
+            out.add(name, value)
+    return out
 
 
 def _query(params: Mapping[str, Any]) -> list[tuple[str, Any]]:

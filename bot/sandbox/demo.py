@@ -92,12 +92,23 @@ def _gateway(url: str) -> object:
 
 @contextlib.asynccontextmanager
 async def running_standins(
-    scenario: str = "seed", *, console_port: int = 0, socket_mode: bool = False
+    scenario: str = "seed",
+    *,
+    console_port: int = 0,
+    socket_mode: bool = False,
+    access_dir: Path | None = None,
 ) -> AsyncIterator[tuple[KubeSim, SlackSim]]:
-    """The Kubernetes and Slack stand-ins on loopback (the console is the Slack one's)."""
+    """The Kubernetes and Slack stand-ins on loopback (the console is the Slack one's).
+    ``access_dir``: the kustomization whose RBAC and admission policies the cluster has
+    (deploy/base by default; e.g. deploy/overlays/impersonation)."""
     # deploy/base installs the gpunode namespace, RBAC and admission policies; the bot sends
     # its ServiceAccount token, kubectl (no token over HTTP) is the insecure port's superuser
-    kube = KubeSim(load_scenario(scenario), insecure_superuser=True, clock_from_start=True)
+    kube = KubeSim(
+        load_scenario(scenario),
+        insecure_superuser=True,
+        clock_from_start=True,
+        access_dir=access_dir,
+    )
     await kube.start()
     slack = SlackSim(signing_secret=SIGNING_SECRET, bot_token=BOT_TOKEN, socket_mode=socket_mode)
     try:
@@ -133,6 +144,7 @@ async def running_bot(
     incident_channel: str = CHANNEL,
     clusters: dict[str, str] | None = None,
     channel_locales: dict[str, str] | None = None,
+    policy_file: Path | None = None,
 ) -> AsyncIterator[tuple[Runtime, str, AsyncSocketModeHandler | None]]:
     """The real bot, wired to the given endpoints exactly as ``serve`` wires it.
 
@@ -142,7 +154,7 @@ async def running_bot(
     from bot.kube.gateway import Gateway
 
     tmp = tempfile.TemporaryDirectory(prefix="gpunode-demo-")
-    policy = CLUSTERS_POLICY if clusters else POLICY
+    policy = policy_file or (CLUSTERS_POLICY if clusters else POLICY)
     settings = Settings(
         slack=SlackSettings(
             signing_secret=None if socket_mode else SIGNING_SECRET,
@@ -204,6 +216,8 @@ async def running_demo(
     incident_channel: str = CHANNEL,
     second: str | None = None,
     channel_locales: dict[str, str] | None = None,
+    policy_file: Path | None = None,
+    access_dir: Path | None = None,
 ) -> AsyncIterator[Demo]:
     """Start the three parts on loopback; stop them all on exit.
 
@@ -213,12 +227,16 @@ async def running_demo(
     one the intake is disabled, as in ``serve``, unless ``alerts`` opts out).
     ``incident_channel``: where alert incidents open (a channel the stand-in must know).
     ``channel_locales``: the settings' per-channel language override (``slack.channel_locales``).
+    ``policy_file``: another role policy (e.g. one with impersonation); ``access_dir``: the
+    kustomization whose RBAC and admission policies the Kubernetes stand-in installs.
     ``socket_mode``: Slack talks to the bot over Socket Mode with ``app_token`` (a refused
     token raises SlackError from ``start_socket_mode``, after everything is stopped again).
     """
     async with contextlib.AsyncExitStack() as stack:
         kube, slack = await stack.enter_async_context(
-            running_standins(scenario, console_port=console_port, socket_mode=socket_mode)
+            running_standins(
+                scenario, console_port=console_port, socket_mode=socket_mode, access_dir=access_dir
+            )
         )
         kubes = {"default": kube}
         if second is not None:
@@ -239,6 +257,7 @@ async def running_demo(
                 incident_channel=incident_channel,
                 channel_locales=channel_locales,
                 clusters={n: k.url for n, k in kubes.items()} if second is not None else None,
+                policy_file=policy_file,
             )
         )
         if not socket_mode:

@@ -25,9 +25,10 @@ from typing import Any
 from bot.core.actions import ActionPlan
 from bot.core.clusters import format_node_ref
 from bot.core.findings import Diagnosis
+from bot.core.impersonation import ActingAs, acting_as
 from bot.core.incidents import Incident, TimelineKind
-from bot.core.policy import TIERS, Policy, Principal, Tier
-from bot.errors import GpunodeError
+from bot.core.policy import TIERS, Policy, Principal, Tier, identity_of
+from bot.errors import GpunodeError, PolicyError
 from bot.render import acting as views
 from bot.services.background import Background
 from bot.services.clusters import ClusterRegistry
@@ -75,6 +76,29 @@ class ActDeps:
         return format_node_ref(self.cluster, node, show_cluster=multi)
 
     metrics: Metrics = field(default_factory=Metrics)
+
+    def acting(
+        self, user: str, *, approvers: tuple[str, ...] = (), action_id: str = ""
+    ) -> ActingAs | None:
+        """Who ``user``'s tier action goes out as: their mapped Kubernetes identity when the
+        policy's impersonation is on (None: impersonation is off, the bot's own
+        ServiceAccount acts). Fails closed: with impersonation on, a user without an identity
+        (e.g. unmapped after the request was made) raises PolicyError, never falls back to
+        the bot's rights."""
+        if not self.policy.impersonation.enabled:
+            return None
+        identity = identity_of(user, self.policy)
+        if identity is None:
+            raise PolicyError(
+                f"gpunode acts as the person here (impersonation) and the policy file maps no "
+                f"Kubernetes identity to {user}; ask an admin to add them under "
+                "impersonation.users, then request the action again"
+            )
+        return acting_as(identity, slack_user=user, approvers=approvers, action_id=action_id)
+
+    def kube_as(self, acting: ActingAs | None) -> KubePort:
+        """The KubePort a tier action uses: impersonating ``acting``, else the bot's own."""
+        return self.kube if acting is None else self.kube.impersonating(acting)
 
     async def principal(self, user: str, channel: str) -> Principal:
         """The clicking user with the policy's user groups they belong to (resolved now),

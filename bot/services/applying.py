@@ -28,6 +28,7 @@ from bot.core import actors
 from bot.core.actions import ActionPlan, Step
 from bot.core.approvals import mark_executed, new_request
 from bot.core.diffing import diff_diagnoses
+from bot.core.impersonation import ActingAs
 from bot.core.planning import undo_steps
 from bot.core.policy import ActionRequestInfo, Deny, NeedsApproval, decide
 from bot.core.staleness import controller_key, controller_steps, stale_reason
@@ -150,7 +151,14 @@ async def execute(
             return True
         await d.store.set_action_state(record.action_id, "running", at=d.clock())
         since = d.clock().strftime("%Y-%m-%dT%H:%M:%SZ")  # events after this are ours
-        result = await run_steps(d.kube, list(plan.steps), dry_run=False)
+        # the requester's identity (impersonation), with the approvers as extras: the
+        # cluster decides for the person, and its audit names them and who approved
+        acting = d.acting(
+            record.requester,
+            approvers=await _approvers(d, approval_id),
+            action_id=record.action_id,
+        )
+        result = await run_steps(d.kube_as(acting), list(plan.steps), dry_run=False)
     except GpunodeError as err:
         await _crashed(
             d, record, err.code, f"{err.message}. Nothing was changed.", by=by, fields=fields
@@ -164,8 +172,18 @@ async def execute(
         why = f"{exc!r}; check the targets by hand before retrying"
         await _crashed(d, record, "internal", why, by=by, fields=fields)
         raise
-    await _record(d, record, plan, result, by=by, fields=fields, since=since)
+    await _record(d, record, plan, result, by=by, fields=fields, since=since, acting=acting)
     return True
+
+
+async def _approvers(d: ActDeps, approval_id: str | None) -> tuple[str, ...]:
+    """The Slack ids that approved, in the order they voted (none without an approval)."""
+    if approval_id is None:
+        return ()
+    req = await d.store.get_approval(approval_id)
+    if req is None:
+        return ()
+    return req.approvers
 
 
 async def _record(
@@ -177,10 +195,13 @@ async def _record(
     by: str,
     fields: dict[str, Any],
     since: str,
+    acting: ActingAs | None = None,
 ) -> None:
     undo = undo_for(plan, result)
     state: ActionState = "succeeded" if result.ok else "failed"
     payload = result.as_json() | {"undo": [s.model_dump(mode="json") for s in undo]}
+    if acting is not None:
+        payload["acting_as"] = acting.model_dump(mode="json")
     await d.store.set_action_state(record.action_id, state, at=d.clock(), result=payload)
     await d.audit(
         actor=by, **fields, decision="executed" if result.ok else "failed", outcome=state,

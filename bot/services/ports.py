@@ -19,6 +19,7 @@ from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
 from bot.core.cluster import ClusterView, NodeInfo, NodeLoad
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
+from bot.core.impersonation import ActingAs
 from bot.core.incidents import Incident, IncidentState, TimelineEntry
 from bot.core.watching import RolloutProgress
 from bot.store.models import (
@@ -115,6 +116,11 @@ class KubePort(Protocol):
     async def pods_present(self, pods: list[tuple[str, str, str]]) -> list[str]:
         """Of (namespace, name, uid), the "namespace/name" keys of those still there (same
         uid: a pod recreated under the same name is a new pod)."""
+
+    def impersonating(self, acting: ActingAs) -> KubePort:
+        """This port, acting as ``acting`` (impersonation, issue 21 §2): the cluster's RBAC
+        decides each call, and a refusal says who may not do what
+        (``ForbiddenError`` with code ``cluster_refused``)."""
 
 
 class ChatPort(Protocol):

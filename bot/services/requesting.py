@@ -174,12 +174,13 @@ async def submitted(
         cluster=d.cluster,
     )
     await d.store.create_action(record)
-    dry = await run_steps(d.kube, list(plan.steps), dry_run=True)
+    acting = d.acting(user, action_id=action_id)
+    dry = await run_steps(d.kube_as(acting), list(plan.steps), dry_run=True)
     await d.audit(
         actor=user,
         **audit_fields(record, channel, "dry_run"),
         decision="needs_approval" if record.needs_approval else "allowed",
-        dry_run=dry.as_json(),
+        dry_run=dry.as_json() | ({"acting_as": acting.model_dump(mode="json")} if acting else {}),
         outcome="ok" if dry.ok else "dry_run_failed",
         detail=reason,
     )

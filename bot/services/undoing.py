@@ -70,7 +70,8 @@ async def undo(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
     if not await d.store.claim_undo(action_id, d.replica_id, at=d.clock()):
         await d.refuse(channel, user, "this action is already being undone", audit=fields)
         return
-    result = await run_steps(d.kube, steps, dry_run=False)
+    acting = d.acting(user, action_id=action_id)
+    result = await run_steps(d.kube_as(acting), steps, dry_run=False)
     if result.ok:
         await d.store.set_action_state(
             action_id,
@@ -80,7 +81,9 @@ async def undo(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
         )
     await d.audit(
         actor=user, **fields, decision="undone" if result.ok else "failed",
-        changes=result.as_json(), outcome="undone" if result.ok else "undo_failed",
+        changes=result.as_json()
+        | ({"acting_as": acting.model_dump(mode="json")} if acting else {}),
+        outcome="undone" if result.ok else "undo_failed",
     )  # fmt: skip
     text = f"tier {record.tier} undone" if result.ok else "undo failed (see the action message)"
     await d.timeline(record.incident_id, "action_result", user, text, {"action_id": action_id})

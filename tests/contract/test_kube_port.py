@@ -202,12 +202,13 @@ async def evict_a_missing_pod(kube: KubePort) -> object:
 
 async def priority_class_created_once(kube: KubePort) -> object:
     args: dict[str, Any] = {"description": "gpunode: contract", "preemption_policy": "Never"}
-    dry = await kube.ensure_priority_class("gpunode-contract", 1000, dry_run=True, **args)
-    dry_again = await kube.ensure_priority_class("gpunode-contract", 1000, dry_run=True, **args)
-    made = await kube.ensure_priority_class("gpunode-contract", 1000, dry_run=False, **args)
-    again = await kube.ensure_priority_class("gpunode-contract", 1000, dry_run=False, **args)
+    value = 1_000_000  # tier 2's: the admission policy admits no other value from the bot
+    dry = await kube.ensure_priority_class("gpunode-contract", value, dry_run=True, **args)
+    dry_again = await kube.ensure_priority_class("gpunode-contract", value, dry_run=True, **args)
+    made = await kube.ensure_priority_class("gpunode-contract", value, dry_run=False, **args)
+    again = await kube.ensure_priority_class("gpunode-contract", value, dry_run=False, **args)
     assert not dry.noop and not dry_again.noop and not made.noop and again.noop
-    assert made.before == {"exists": False} and again.before == {"exists": True, "value": 1000}
+    assert made.before == {"exists": False} and again.before == {"exists": True, "value": value}
     return _normal([dry, dry_again, made, again])
 
 

@@ -94,18 +94,26 @@ def _drop(path: str) -> Callable[[dict[str, Any]], None]:
 
 SECRET_ENV = {"name": "T", "valueFrom": {"secretKeyRef": {"name": "gpunode-slack", "key": "k"}}}
 DENIED = [
-    ("another image", _set(f"{CONTAINER}.image", "alpine:3"), "run the ghcr.io/gpunode"),
+    (
+        "another image",
+        _set(f"{CONTAINER}.image", "alpine:3"),
+        "collector image from ghcr.io/gpunode",
+    ),
     ("a look-alike image", _set(f"{CONTAINER}.image", "ghcr.io/gpunode/gpunode-x:1"), "image"),
     ("the bot's full image", _set(f"{CONTAINER}.image", "ghcr.io/gpunode/gpunode:0.1.0"), "image"),
-    ("another command", _set(f"{CONTAINER}.command", ["sh", "-c", "id"]), "gpunode collect"),
-    ("extra args", _set(f"{CONTAINER}.args", ["--root", "/"]), "gpunode collect"),
+    (
+        "another command",
+        _set(f"{CONTAINER}.command", ["sh", "-c", "id"]),
+        "python -I -m bot collect",
+    ),
+    ("extra args", _set(f"{CONTAINER}.args", ["--root", "/"]), "no args"),
     ("a privileged container", _set(f"{CONTAINER}.securityContext.privileged", True), "non-root"),
     (
         "an added capability",
         _set(f"{CONTAINER}.securityContext.capabilities.add", ["SYS_ADMIN"]),
         "all capabilities dropped",
     ),
-    ("root", _set(f"{TEMPLATE}.securityContext.runAsUser", 0), "non-root user"),
+    ("root", _set(f"{TEMPLATE}.securityContext.runAsUser", 0), "user and group 65534"),
     ("root in the container", _set(f"{CONTAINER}.securityContext.runAsUser", 0), "non-root"),
     (
         "privilege escalation",
@@ -113,7 +121,7 @@ DENIED = [
         "privilege",
     ),
     ("no securityContext", _drop(f"{CONTAINER}.securityContext"), "securityContext"),
-    ("host IPC", _set(f"{TEMPLATE}.hostIPC", True), "host PID"),
+    ("host IPC", _set(f"{TEMPLATE}.hostIPC", True), "hostIPC"),
     (
         "an unconfined AppArmor annotation",
         _set(
@@ -125,15 +133,19 @@ DENIED = [
     (
         "the host root",
         _set(f"{TEMPLATE}.volumes.0.hostPath", {"path": "/", "type": "Directory"}),
-        "may mount only",
+        "mounts exactly hostPath /proc",
     ),
     ("a writable host mount", _set(f"{CONTAINER}.volumeMounts.0.readOnly", False), "read-only"),
     (
         "a Secret volume",
         _append(f"{TEMPLATE}.volumes", {"name": "s", "secret": {"secretName": "gpunode-slack"}}),
-        "may mount only",
+        "mounts exactly hostPath /proc",
     ),
-    ("a Secret in the environment", _append(f"{CONTAINER}.env", SECRET_ENV), "Secret"),
+    (
+        "a Secret in the environment",
+        _append(f"{CONTAINER}.env", SECRET_ENV),
+        "limited to NODE_NAME",
+    ),
     ("another service account", _set(f"{TEMPLATE}.serviceAccountName", "default"), "gpunode-coll"),
     ("a mounted token", _set(f"{TEMPLATE}.automountServiceAccountToken", True), "token"),
     ("no nodeName", _drop(f"{TEMPLATE}.nodeName"), "spec.nodeName"),
@@ -230,7 +242,11 @@ PCS = "/apis/scheduling.k8s.io/v1/priorityclasses"
 @pytest.mark.parametrize(
     ("body", "token", "says"),
     [
-        (priority_class_body("gpunode-critical-training", 1000, description="d"), BOT_TOKEN, ""),
+        (
+            priority_class_body("gpunode-critical-training", 1_000_000, description="d"),
+            BOT_TOKEN,
+            "",
+        ),
         (priority_class_body("critical", 1000, description="d"), BOT_TOKEN, "named gpunode-*"),
         (
             {**priority_class_body("gpunode-x", 1000, description="d"), "globalDefault": True},

@@ -58,13 +58,14 @@ def copied_files() -> set[str]:
 
 def _imports_of_collect() -> tuple[set[str], set[str]]:
     """(repository files of the bot modules, third-party top-level modules) that a real
-    ``gpunode collect`` run imports, measured in a fresh interpreter."""
+    collect run imports the way the diagnostic Job starts it (``python -I -m bot collect``),
+    measured in a fresh interpreter."""
     probe = (
-        "import sys, json\n"
-        "from bot.cli.main import main\n"
+        "import sys, json, runpy\n"
         "import contextlib, io\n"
-        "with contextlib.redirect_stdout(io.StringIO()):\n"
-        f"    main({COLLECT!r})\n"
+        f"sys.argv = ['bot', *{COLLECT!r}]\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    runpy.run_module('bot', run_name='__main__', alter_sys=True)\n"
         "import bot.collectors.nvml\n"
         "mods = {m: getattr(sys.modules[m], '__file__', None) for m in list(sys.modules)}\n"
         "print(json.dumps(mods))\n"
@@ -84,6 +85,8 @@ def _imports_of_collect() -> tuple[set[str], set[str]]:
         for m, f in modules.items()
         if (m == "bot" or m.startswith("bot.")) and f
     }
+    # runpy ran bot/__main__.py as ``__main__``, so sys.modules does not list it by its name
+    bot_files.add("bot/__main__.py")
     third = {
         m.split(".")[0]
         for m in modules
@@ -117,8 +120,7 @@ def test_the_slim_file_set_collects_a_bundle_without_any_third_party_package(
     slim_tree: Path,
 ) -> None:
     done = subprocess.run(
-        [sys.executable, "-S", "-c", "from bot.cli.main import main; raise SystemExit(main())",
-         *COLLECT],
+        [sys.executable, "-S", "-m", "bot", *COLLECT],
         capture_output=True, text=True, timeout=120, cwd=slim_tree,
         env={"PYTHONPATH": str(slim_tree), "PATH": os.environ.get("PATH", "")},
     )  # fmt: skip

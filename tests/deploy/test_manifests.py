@@ -26,7 +26,11 @@ OPENSHIFT = REPO / "deploy" / "overlays" / "openshift"
 VERSIONS = ("1.31.0", "1.37.0")  # oldest and newest supported (ARCHITECTURE.md)
 CRITICAL = REPO / "deploy" / "overlays" / "critical-collector"
 HA = REPO / "deploy" / "overlays" / "ha"
+MIRROR = REPO / "deploy" / "overlays" / "registry-mirror"
+IMPERSONATION = REPO / "deploy" / "overlays" / "impersonation"
 TARGETS = {
+    "impersonation": IMPERSONATION,
+    "registry-mirror": MIRROR,
     "ha": HA,
     "base": BASE,
     "socket-mode": SOCKET,
@@ -77,6 +81,7 @@ def test_base_holds_the_expected_objects_all_in_the_gpunode_namespace() -> None:
         ("ClusterRole", "gpunode"),
         ("ClusterRoleBinding", "gpunode"),
         ("ConfigMap", "gpunode"),
+        ("ConfigMap", "gpunode-admission"),
         ("Deployment", "gpunode"),
         ("Namespace", "gpunode"),
         ("NetworkPolicy", "gpunode"),
@@ -86,11 +91,15 @@ def test_base_holds_the_expected_objects_all_in_the_gpunode_namespace() -> None:
         ("Service", "gpunode"),
         ("ServiceAccount", "gpunode"),
         ("ServiceAccount", "gpunode-collector"),
+        ("ValidatingAdmissionPolicy", "gpunode-controller-template"),
         ("ValidatingAdmissionPolicy", "gpunode-diagnostic-job"),
         ("ValidatingAdmissionPolicy", "gpunode-node-cordon"),
+        ("ValidatingAdmissionPolicy", "gpunode-pod-resize"),
         ("ValidatingAdmissionPolicy", "gpunode-priority-class"),
+        ("ValidatingAdmissionPolicyBinding", "gpunode-controller-template"),
         ("ValidatingAdmissionPolicyBinding", "gpunode-diagnostic-job"),
         ("ValidatingAdmissionPolicyBinding", "gpunode-node-cordon"),
+        ("ValidatingAdmissionPolicyBinding", "gpunode-pod-resize"),
         ("ValidatingAdmissionPolicyBinding", "gpunode-priority-class"),
     ]
     for obj in objects:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -134,11 +135,18 @@ async def test_memory_pressure_alone_admits_the_burstable_collector(make_gateway
     assert bundle.meminfo is not None
 
 
+CRITICAL_OVERLAY = Path(__file__).resolve().parents[2] / "deploy/overlays/critical-collector"
+
+
 async def test_the_critical_fallback_needs_its_quota_and_then_preempts_to_fit(
     make_gateway: Make,
 ) -> None:
+    # the critical-collector overlay: its admission params admit the class (deploy/base's
+    # refuse any priority class for the collector)
     gw, sim = await make_gateway(
-        _with_pods_full(), diagnostic_priority_class="system-node-critical"
+        _with_pods_full(),
+        sim_kw={"access_dir": CRITICAL_OVERLAY},
+        diagnostic_priority_class="system-node-critical",
     )
     started = time.monotonic()
     err = await _refusal(gw)

@@ -19,7 +19,7 @@ from bot.errors import (
     NotFoundError,
     TooManyRequestsError,
 )
-from bot.kube.errors import translate, translating
+from bot.kube.errors import refused_as, translate, translating
 
 
 def _api(status: int, message: str = "boom") -> ApiException:
@@ -79,3 +79,41 @@ def test_translating_chains_the_original_exception() -> None:
         raise _api(404)
     assert isinstance(info.value.__cause__, ApiException)
     assert info.value.status == 404
+
+
+@pytest.mark.parametrize(
+    ("message", "said"),
+    [
+        (
+            'pods "p" is forbidden: User "alice" cannot create resource "pods/eviction" in API '
+            'group "" in the namespace "data-prep"',
+            "the cluster refused: alice may not evict pods in data-prep;",
+        ),
+        (
+            'deployments.apps "d" is forbidden: User "alice" cannot patch resource "deployments" '
+            'in API group "apps" in the namespace "data-prep"',
+            "the cluster refused: alice may not patch deployments in data-prep;",
+        ),
+        (
+            'nodes "n" is forbidden: User "alice" cannot patch resource "nodes" in API group "" '
+            "at the cluster scope",
+            "the cluster refused: alice may not patch nodes (cluster-wide);",
+        ),
+        (
+            'users "alice" is forbidden: User "system:serviceaccount:gpunode:gpunode" cannot '
+            'impersonate resource "users" in API group "" at the cluster scope',
+            "the cluster refused: gpunode may not act as user alice",
+        ),
+    ],
+)
+def test_a_refusal_while_acting_as_a_person_says_who_may_not_do_what(
+    message: str, said: str
+) -> None:
+    refusal = refused_as(_api(403, message), "alice")
+    assert refusal is not None and refusal.code == "cluster_refused"
+    assert refusal.message.startswith(said), refusal.message
+
+
+def test_only_a_403_is_a_refusal() -> None:
+    assert refused_as(_api(404), "alice") is None
+    assert refused_as(ValueError("x"), "alice") is None

@@ -49,7 +49,10 @@ def test_the_diagnostic_job_is_bound_hardened_and_burstable() -> None:
         spec["ttlSecondsAfterFinished"],
     ) == (90, 0, 60)
     assert pod["nodeName"] == "gpu-node-01"
-    assert pod["tolerations"] == [{"operator": "Exists"}]
+    # by key: a sick node's condition taints, the cordon, the GPU taint; never tolerate-all
+    keys = [t["key"] for t in pod["tolerations"]]
+    assert "node.kubernetes.io/memory-pressure" in keys and "nvidia.com/gpu" in keys
+    assert all(t.get("key") and t["operator"] == "Exists" for t in pod["tolerations"])
     # host PID and UTS/network namespaces: host PIDs for NVML, the node's hostname, no CNI
     assert pod["hostPID"] is True and pod["hostNetwork"] is True
     assert pod["dnsPolicy"] == "Default"
@@ -62,7 +65,7 @@ def test_the_diagnostic_job_is_bound_hardened_and_burstable() -> None:
     assert sc["capabilities"] == {"drop": ["ALL"], "add": ["SYSLOG"]}  # /dev/kmsg
     assert container["image"] == "img:1"
     assert container["command"] == [
-        "gpunode", "collect", "--root", "/host", "--format", "json",
+        "python", "-I", "-m", "bot", "collect", "--root", "/host", "--format", "json",
         "--kernel-log-window", "86400",
     ]  # fmt: skip
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}

@@ -144,12 +144,13 @@ async def test_evicting_a_missing_pod_is_not_found(gateway: GW) -> None:
 
 async def test_priority_class_is_created_then_a_noop_then_a_conflict(gateway: GW) -> None:
     gw, sim = gateway
-    dry = await gw.ensure_priority_class("gpunode-critical", 100000, description="", dry_run=True)
+    value = 1_000_000  # tier 2's (the admission policy admits no other from the bot)
+    dry = await gw.ensure_priority_class("gpunode-critical", value, description="", dry_run=True)
     assert dry.dry_run and sim.get("priorityclasses", None, "gpunode-critical") is None
-    made = await gw.ensure_priority_class("gpunode-critical", 100000, description="", dry_run=False)
+    made = await gw.ensure_priority_class("gpunode-critical", value, description="", dry_run=False)
     assert made.before == {"exists": False} and not made.noop
-    assert sim.get("priorityclasses", None, "gpunode-critical")["value"] == 100000  # type: ignore[index]
-    same = await gw.ensure_priority_class("gpunode-critical", 100000, description="", dry_run=False)
+    assert sim.get("priorityclasses", None, "gpunode-critical")["value"] == value  # type: ignore[index]
+    same = await gw.ensure_priority_class("gpunode-critical", value, description="", dry_run=False)
     assert same.noop
     with pytest.raises(ConflictError, match="immutable"):
         await gw.ensure_priority_class("gpunode-critical", 5, description="d", dry_run=False)

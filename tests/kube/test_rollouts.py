@@ -27,7 +27,9 @@ from tests.kube.remedy_scenarios import container, seed_with
 Make = Callable[..., Awaitable[tuple[Gateway, KubeSim]]]
 NODE = "gpu-node-01"
 SMP = "application/strategic-merge-patch+json"
-ENV = [{"name": "A", "value": "1"}]
+#: a template change the bot may make (tier 3's OMP_NUM_THREADS): the admission policy admits
+#: nothing else of the template for the bot's token
+ENV = [{"name": "OMP_NUM_THREADS", "value": "1"}]
 ARGO_TRACKING = {"argocd.argoproj.io/tracking-id": "data:apps/Deployment:data-prep/preprocess"}
 FLUX = {"kustomize.toolkit.fluxcd.io/name": "apps", "kustomize.toolkit.fluxcd.io/namespace": "x"}
 
@@ -115,7 +117,7 @@ async def test_a_statefulset_rolls_one_pod_at_a_time_highest_ordinal_first(
     await _patch(
         gw,
         "/apis/apps/v1/namespaces/data-prep/statefulsets/x",
-        {"spec": {"template": {"metadata": {"labels": {"rev": "2"}}}}},
+        {"spec": {"template": {"spec": {"containers": [{"name": "worker", "env": ENV}]}}}},
     )
     added = await _until(
         lambda: (

@@ -22,6 +22,7 @@ from bot.core.actions import PATCHABLE_KINDS
 from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
 from bot.core.cluster import ClusterView, NodeInfo, NodeLoad
 from bot.core.evidence import EvidenceBundle
+from bot.core.impersonation import ActingAs
 from bot.core.quantity import parse_quantity
 from bot.core.resizes import minor_version
 from bot.core.watching import RolloutProgress
@@ -88,6 +89,8 @@ class FakeKube:
             )  # fmt: skip
         self.calls: list[Call] = []
         self._faults: list[Fault] = []
+        #: every identity a use case asked to act as (impersonation), in order
+        self.acting_as: list[ActingAs] = []
 
     def _next_rv(self) -> str:
         return str(next(self._rv))
@@ -195,6 +198,12 @@ class FakeKube:
 
     async def pods_present(self, pods: list[tuple[str, str, str]]) -> list[str]:
         return []
+
+    def impersonating(self, acting: ActingAs) -> FakeKube:
+        """The same fake (same state and calls), with ``acting`` recorded in ``acting_as``:
+        the fake has no RBAC of its own, so it refuses nothing for the person."""
+        self.acting_as.append(acting)
+        return self
 
     # -- effects ------------------------------------------------------------------------
     async def _node_flag(

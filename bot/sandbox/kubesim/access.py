@@ -13,8 +13,9 @@ Authorization data: the bootstrap roles a real cluster has (``cluster-admin`` fo
 ``system:masters``, ``system:discovery``, ``system:public-info-viewer``,
 ``system:basic-user``), then the access objects of ``deploy/base`` rendered with the
 kustomize renderer: the Namespace, ServiceAccounts, Roles, ClusterRoles, bindings and
-ValidatingAdmissionPolicies exactly as shipped. Nothing else of deploy/ (the bot's own
-Deployment, Service...) is loaded: the stand-in does not run the bot.
+ValidatingAdmissionPolicies exactly as shipped, and the ConfigMaps their bindings take
+parameters from (the installer's settings: image repository, priority class). Nothing
+else of deploy/ (the bot's own Deployment, Service...) is loaded: the stand-in does not run the bot.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ ACCESS_KINDS = (
     "RoleBinding",
     "ValidatingAdmissionPolicy",
     "ValidatingAdmissionPolicyBinding",
+    "ConfigMap",
 )
 _HERE = Path(__file__).resolve().parent
 
@@ -75,9 +77,26 @@ def deploy_base() -> Path:
     raise FileNotFoundError("deploy/base not found (reinstall the package)")
 
 
+def _is_param(obj: Obj, bindings: list[Obj]) -> bool:
+    """A ConfigMap a policy binding names as its parameters (the installer's settings)."""
+    meta = obj.get("metadata") or {}
+    for b in bindings:
+        ref = (b.get("spec") or {}).get("paramRef") or {}
+        if ref.get("name") == meta.get("name") and ref.get("namespace") == meta.get("namespace"):
+            return True
+    return False
+
+
 @functools.cache
 def _rendered(directory: str) -> tuple[Obj, ...]:
-    return tuple(o for o in render(directory) if o.get("kind") in ACCESS_KINDS)
+    objs = render(directory)
+    bindings = [o for o in objs if o.get("kind") == "ValidatingAdmissionPolicyBinding"]
+    return tuple(
+        o
+        for o in objs
+        if o.get("kind") in ACCESS_KINDS
+        and (o.get("kind") != "ConfigMap" or _is_param(o, bindings))
+    )
 
 
 def shipped_access_objects(directory: Path | None = None) -> list[Obj]:

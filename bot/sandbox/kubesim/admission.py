@@ -11,64 +11,39 @@ parser. What the API server does, mirrored here:
   namespaceSelector and objectSelector — then every ``matchConditions`` expression.
 - Variables (``variables.NAME``) are composed in order; ``object``, ``oldObject``
   (``null`` on CREATE / DELETE), ``request`` (operation, userInfo, namespace, name, kind,
-  resource, subResource, dryRun) and ``namespaceObject`` are bound; ``params`` is null.
+  resource, subResource, dryRun) and ``namespaceObject`` are bound.
+- Parameters: a policy with ``paramKind`` is evaluated once per parameter object its
+  binding's ``paramRef`` selects (``name`` or ``selector``, in ``namespace``, else the
+  request's namespace for a namespaced kind), bound as ``params``; every one must pass. No
+  parameter found: ``parameterNotFoundAction`` ``Allow`` admits, ``Deny`` (the default)
+  follows ``failurePolicy`` with "no params found for policy binding with `Deny`
+  parameterNotFoundAction". Without ``paramKind``, ``params`` is null.
 - The first failing validation denies: ``<resource> "<name>" is forbidden:
   ValidatingAdmissionPolicy '<policy>' with binding '<binding>' denied request: <message>``,
   where the message is ``message``, else ``messageExpression``, else ``failed expression:
   <expression>``; reason ``validation.reason`` (default ``Invalid``, HTTP 422).
 - An expression that errors follows ``failurePolicy`` (default Fail: deny, saying so).
+- CEL semantics are cel-go's (heterogeneous equality, see ``cel.py``), not cel-python's.
 - Creating or updating a policy whose expressions do not compile is a 422.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-from collections.abc import Mapping
 from typing import Any
 
-import celpy
-from celpy import celparser, celtypes
+from celpy import celtypes
 from celpy.adapter import json_to_cel
-from celpy.evaluation import CELEvalError
 
 from bot.sandbox.kubesim.authz import CURRENT_USER
-from bot.sandbox.kubesim.resources import Resource
+from bot.sandbox.kubesim.cel import CelError, compile_error, evaluate
+from bot.sandbox.kubesim.resources import BY_KIND, Resource
 from bot.sandbox.kubesim.selectors import match_label_selector
 from bot.sandbox.kubesim.statuses import ApiError, invalid
 from bot.sandbox.kubesim.store import Obj, Store
 
 _CODES = {"Invalid": 422, "Forbidden": 403, "Unauthorized": 401, "RequestEntityTooLarge": 413}
-_ENV = celpy.Environment()
-
-
-class CelError(Exception):
-    """An expression failed to evaluate (missing field, wrong type...)."""
-
-
-@functools.lru_cache(maxsize=512)
-def _program(expression: str) -> Any:
-    return _ENV.program(_ENV.compile(expression))
-
-
-def compile_error(expression: str) -> str | None:
-    """Why ``expression`` does not compile, or None."""
-    try:
-        _program(expression)
-    except celparser.CELParseError as exc:
-        return str(exc).strip().splitlines()[0] if str(exc).strip() else "syntax error"
-    return None
-
-
-def evaluate(expression: str, activation: Mapping[str, Any]) -> Any:
-    """The value of ``expression`` (CEL types); CelError when evaluation fails."""
-    try:
-        result = _program(expression).evaluate(dict(activation))
-    except CELEvalError as exc:
-        raise CelError(str(exc.args[0]) if exc.args else str(exc)) from exc
-    if isinstance(result, CELEvalError):
-        raise CelError(str(result.args[0]) if result.args else str(result))
-    return result
+__all__ = ["Admission", "CelError", "check_policy", "compile_error", "evaluate"]
 
 
 def _rule_matches(rule: Obj, op: str, res: Resource, sub: str, name: str) -> bool:
@@ -156,7 +131,7 @@ class Admission:
             ):
                 continue
             activation = self._activation(op, res, sub, obj, old, namespace, dry)
-            denial = _evaluate_policy(pspec, activation)
+            denial = self._evaluate_with_params(pspec, spec, activation, res, subject)
             if denial is not None:
                 message, reason = denial
                 raise _denied(
@@ -167,6 +142,64 @@ class Admission:
                     message,
                     reason,
                 )
+
+    def _params(self, pspec: Obj, bspec: Obj, res: Resource, subject: Obj) -> list[Obj] | str:
+        """The parameter objects a binding selects, or why none can be used."""
+        kind = (pspec.get("paramKind") or {}).get("kind", "")
+        ref = bspec.get("paramRef")
+        if not ref:
+            return "failed to configure binding: paramRef is required when paramKind is set"
+        pres = BY_KIND.get(kind)
+        if pres is None:
+            return (
+                "failed to configure policy: failed to find resource referenced by "
+                f"paramKind: '{kind}'"
+            )
+        ns: str | None = None
+        if pres.namespaced:
+            ns = ref.get("namespace") or (
+                (subject.get("metadata") or {}).get("namespace") if res.namespaced else None
+            )
+            if not ns:
+                return (
+                    "failed to configure binding: cannot use namespaced paramRef in policy "
+                    "binding that matches cluster-scoped resources"
+                )
+        if ref.get("name"):
+            found = self.store.get(pres.plural, ns, ref["name"])
+            params = [found] if found is not None else []
+        else:
+            selector = ref.get("selector") or {}
+            params = [
+                p
+                for p in self.store.list(pres.plural, ns)
+                if match_label_selector(selector, (p.get("metadata") or {}).get("labels") or {})
+            ]
+        return params
+
+    def _evaluate_with_params(
+        self, pspec: Obj, bspec: Obj, activation: dict[str, Any], res: Resource, subject: Obj
+    ) -> tuple[str, str] | None:
+        if not pspec.get("paramKind"):
+            return _evaluate_policy(pspec, activation)
+        fail = pspec.get("failurePolicy", "Fail") == "Fail"
+        params = self._params(pspec, bspec, res, subject)
+        if isinstance(params, str):
+            return (params, "Invalid") if fail else None
+        if not params:
+            action = (bspec.get("paramRef") or {}).get("parameterNotFoundAction") or "Deny"
+            if action == "Allow" or not fail:
+                return None
+            return (
+                "failed to configure binding: no params found for policy binding with `Deny` "
+                "parameterNotFoundAction",
+                "Invalid",
+            )
+        for param in params:
+            denial = _evaluate_policy(pspec, {**activation, "params": json_to_cel(param)})
+            if denial is not None:
+                return denial
+        return None
 
     def _activation(
         self,

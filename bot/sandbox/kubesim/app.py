@@ -34,6 +34,7 @@ from bot.sandbox.kubesim.authz import (
     self_subject_access_review,
 )
 from bot.sandbox.kubesim.fields import check_field_selector
+from bot.sandbox.kubesim.impersonation import impersonate
 from bot.sandbox.kubesim.resources import Resource
 from bot.sandbox.kubesim.rules import resize_supported
 from bot.sandbox.kubesim.selectors import parse_field_selector, parse_label_selector
@@ -115,7 +116,13 @@ async def middleware(request: web.Request, handler: Any) -> web.StreamResponse:
     sim.tokens.append(auth.removeprefix("Bearer ").strip() or None)
     reset = None
     try:
-        user = sim.authn.authenticate(auth)
+        user = impersonate(
+            sim.authorizer,
+            sim.authn.authenticate(auth),
+            request.headers,
+            method=request.method,
+            path=request.path,
+        )
         request[USER_KEY] = user
         reset = CURRENT_USER.set(user)
         if not is_resource_path(request.path):

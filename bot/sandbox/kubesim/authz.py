@@ -36,9 +36,14 @@ class UserInfo:
     username: str
     groups: tuple[str, ...] = ()
     uid: str = ""
+    #: user.Info extra (impersonation's Impersonate-Extra-*): (key, values) pairs
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def as_request(self) -> Obj:
-        return {"username": self.username, "uid": self.uid, "groups": list(self.groups)}
+        out: Obj = {"username": self.username, "uid": self.uid, "groups": list(self.groups)}
+        if self.extra:
+            out["extra"] = {k: list(v) for k, v in self.extra}
+        return out
 
 
 ANONYMOUS = UserInfo("system:anonymous", ("system:unauthenticated",))
@@ -152,6 +157,9 @@ class Authorizer:
         self.store = store
         #: every denied request, in order (tests read it: "the bot was never refused")
         self.denied: list[Attributes] = []
+        #: every impersonated request, as the audit log records it: (method, path, the
+        #: authenticated user, the impersonated user)
+        self.impersonated: list[tuple[str, str, UserInfo, UserInfo]] = []
 
     def _grants(self, attrs: Attributes) -> Iterator[tuple[str, list[Obj] | None, str]]:
         """(description, rules or None when the role is missing, missing-role error)."""

@@ -167,3 +167,55 @@ async def test_a_policy_that_does_not_compile_is_refused(kubesim: KubeSim) -> No
                                    body=bad)  # fmt: skip
     assert status == 422 and "spec.validations[0].expression" in body["message"], body
     assert "compilation failed" in body["message"]
+
+
+def _params(name: str, prefix: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "default", "labels": labels or {}},
+        "data": {"prefix": prefix},
+    }
+
+
+DENY = {"parameterNotFoundAction": "Deny"}
+PARAM_POLICY = {
+    "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+    "validations": [{"expression": "object.spec.holderIdentity.startsWith(params.data.prefix)"}],
+}
+
+
+@pytest.mark.parametrize(
+    ("param_ref", "holder", "admitted"),
+    [
+        ({"name": "p1", "namespace": "default", "parameterNotFoundAction": "Deny"}, "a-1", True),
+        ({"name": "p1", "namespace": "default", "parameterNotFoundAction": "Deny"}, "b-1", False),
+        # a selector: every matching parameter object must pass
+        ({"selector": {"matchLabels": {"set": "x"}}, **DENY}, "a-1", False),
+        ({"selector": {"matchLabels": {"set": "y"}}, **DENY}, "a-1", True),
+        # no parameter found: Allow admits, Deny follows failurePolicy (Fail)
+        ({"name": "gone", "parameterNotFoundAction": "Allow"}, "z", True),
+        ({"name": "gone", "parameterNotFoundAction": "Deny"}, "z", False),
+    ],
+)  # fmt: skip
+async def test_params_are_the_objects_the_bindings_param_ref_selects(
+    kubesim: KubeSim, param_ref: dict[str, Any], holder: str, admitted: bool
+) -> None:
+    for cm in (_params("p1", "a-", {"set": "x"}), _params("p2", "b-", {"set": "x"}),
+               _params("p3", "a-", {"set": "y"})):  # fmt: skip
+        status, body = await kube_call(
+            kubesim.url, "POST", "/api/v1/namespaces/default/configmaps", body=cm
+        )
+        assert status == 201, body
+    await _install(
+        kubesim, _policy("p", **PARAM_POLICY), _binding("b", "p", ["Deny"], paramRef=param_ref)
+    )
+
+    status, body = await _create_lease(kubesim, holder)
+
+    assert (status == 201) is admitted, body
+    if param_ref.get("name") == "gone" and not admitted:
+        assert (
+            "no params found for policy binding with `Deny` parameterNotFoundAction"
+            in (body["message"])
+        )

@@ -1,0 +1,43 @@
+"""Who a tier action goes out as (issue 21 §2): the person's identity, or - with
+impersonation off - the bot; never the bot's rights for an unmapped person."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import pytest
+
+from bot.core.policy import parse_policy
+from bot.errors import PolicyError
+from bot.services.acting import ActDeps
+
+ROLES = {"responder": {"allows": [1, 2, 3], "can_approve": [1], "can_undo": True}}
+BINDINGS = {"responder": {"users": ["U_ALICE", "U_LIWEI"]}}
+
+
+def _deps(**impersonation: Any) -> ActDeps:
+    policy = parse_policy({"roles": ROLES, "bindings": BINDINGS, "impersonation": impersonation})
+    unused = cast(Any, None)
+    return ActDeps(
+        kube=unused, store=unused, chat=unused, diagnose=unused, bg=unused, policy=policy,
+        clock=lambda: datetime(2026, 1, 1, tzinfo=UTC), new_id=lambda: "x", replica_id="r",
+        evidence_max_age_s=60, approval_ttl_s=900,
+    )  # fmt: skip
+
+
+def test_with_impersonation_off_the_bot_acts() -> None:
+    assert _deps().acting("U_ALICE") is None
+
+
+def test_a_mapped_person_acts_as_themselves_with_the_approvers() -> None:
+    deps = _deps(enabled=True, users={"U_ALICE": {"user": "alice", "groups": ["g"]}})
+    acting = deps.acting("U_ALICE", approvers=("U_BOB",), action_id="a1")
+    assert acting is not None and (acting.user, acting.groups) == ("alice", ("g",))
+    assert acting.extra_values("gpunode.io/approved-by") == ("U_BOB",)
+
+
+def test_an_unmapped_person_never_falls_back_to_the_bots_rights() -> None:
+    deps = _deps(enabled=True, users={"U_ALICE": {"user": "alice"}})
+    with pytest.raises(PolicyError, match="maps no Kubernetes identity to U_LIWEI"):
+        deps.acting("U_LIWEI")
