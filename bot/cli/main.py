@@ -123,6 +123,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="gpunode settings YAML")
     p.set_defaults(handler="bot.cli.audit:main")
 
+    p = sub.add_parser("migrate", help="bring the store's schema up to date, as its owner")
+    p.add_argument("--dsn", help="the store owner's DSN (default: store.dsn or store.path)")
+    p.add_argument(
+        "--app-role",
+        help="PostgreSQL: the bot's role, granted only what it needs (INSERT, SELECT on audit)",
+    )
+    p.add_argument("--config", help="gpunode settings YAML")
+    p.set_defaults(handler="bot.cli.migrate:main")
+
     p = sub.add_parser("serve", help="run the Slack bot (HTTP or Socket Mode)")
     p.add_argument("--config", help="gpunode settings YAML")
     p.set_defaults(handler="bot.wiring.serve:main")

@@ -30,7 +30,6 @@ SQLITE = Dialect(
     name="sqlite",
     serial_pk="INTEGER PRIMARY KEY AUTOINCREMENT",
     rowid_column="",
-    audit_triggers_sql="SELECT name FROM sqlite_master WHERE type='trigger' AND tbl_name='audit'",
     next_audit_id_sql=None,  # AUTOINCREMENT keys continue after MAX(id) as well
     # RFC 7396 merge patch
     merge_result_sql="json_patch(COALESCE(result, '{}'), ?)",
@@ -54,6 +53,11 @@ class SqliteDb:
         except sqlite3.Error as exc:
             raise DbError(str(exc)) from exc
 
+    def stream(self, sql: str, params: Sequence[Any] = (), *, size: int) -> Iterator[Any]:
+        cursor = self.execute(sql, params)
+        while batch := _fetchmany(cursor, size):
+            yield from batch
+
     @contextmanager
     def transaction(self, lock: str | None = None, *, readonly: bool = False) -> Iterator[Db]:
         """``BEGIN IMMEDIATE`` takes the file's write lock up front, so a read-modify-write
@@ -69,6 +73,13 @@ class SqliteDb:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def _fetchmany(cursor: Any, size: int) -> list[Any]:
+    try:
+        return list(cursor.fetchmany(size))
+    except sqlite3.Error as exc:
+        raise DbError(str(exc)) from exc
 
 
 def path_of(target: str) -> str:

@@ -63,6 +63,8 @@ class Store:
         self._incident_generation = 0
         #: log each new audit row as JSON on ``gpunode.audit`` (settings: store.audit_to_log)
         self.export_audit = False
+        #: the audit key (``store.audit_key``): rows are signed with it and verified against it
+        self.audit_key: bytes | None = None
         #: told ``(operation, seconds)`` after each operation, its queueing included (metrics)
         self.observe_latency: Callable[[str, float], None] | None = None
 
@@ -374,14 +376,14 @@ class Store:
 
         With ``export_audit`` set, the stored row (its hash included) is also logged as one
         JSON line on the ``gpunode.audit`` logger: a copy outside the store's file."""
-        stored = await self._run(record_rows.append_audit, record)
+        stored = await self._run(record_rows.append_audit, record, self.audit_key)
         if self.export_audit:
             audit_log.info("%s", dumps(stored.model_dump(mode="json")))
         return stored.id or 0
 
     async def verify_audit(self) -> ChainReport:
         """Check the audit hash chain; the first bad row and why, or how many rows hold."""
-        return await self._read(record_rows.verify_audit)
+        return await self._read(record_rows.verify_audit, self.audit_key)
 
     async def audit_since(self, since: datetime | None = None) -> list[AuditRecord]:
         return await self._read(record_rows.audit_since, since)

@@ -178,6 +178,7 @@ async def build_runtime(
     replica_id = replica_id or settings.leader.identity or f"replica-{secrets.token_hex(4)}"
     store = await Store.open(settings.store.target)  # a SQLite path's folder is created
     store.export_audit = settings.store.audit_to_log
+    store.audit_key = settings.store.audit_key_bytes
     # incidents and actions recorded before clusters existed belong to the default cluster
     await store.adopt_unclustered(clusters.default)
     chat = SlackChat(
