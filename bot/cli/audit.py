@@ -20,6 +20,9 @@ from typing import TextIO
 
 from bot.config import load_settings
 from bot.core.durations import parse_duration
+from bot.errors import UsageError
+from bot.services import anchoring
+from bot.services.anchoring import AnchorReport
 from bot.store import AuditRecord, Store
 from bot.store.engines import require_existing
 from bot.store.models import ChainReport
@@ -101,6 +104,32 @@ async def _verify(path: str, key: bytes | None) -> ChainReport:
         return await store.verify_audit()
 
 
+async def _check_anchors(path: str, args: argparse.Namespace, deployment: str) -> AnchorReport:
+    """The anchors the bot posted as Events on its Deployment (in the default cluster),
+    compared with the store."""
+    from bot.cli.common import registry_from_args
+    from bot.kube.gateway import Gateway
+
+    registry = registry_from_args(args)
+    home = registry.port(registry.default)
+    if not isinstance(home, Gateway):
+        raise UsageError("--anchors reads the anchors from a Kubernetes cluster")
+    try:
+        anchors = await home.audit_anchors(deployment)
+    finally:
+        home.close()
+    async with await Store.open(path) as store:
+        return await anchoring.check(store, anchors)
+
+
+def anchors_text(report: AnchorReport) -> str:
+    if report.ok:
+        if not report.checked:
+            return "anchors: none found (the Events expired or none was posted yet): not checked"
+        return f"anchors: {report.checked} anchored heads match the log"
+    return f"anchors BROKEN: {report.problem}"
+
+
 def verify_text(report: ChainReport, *, keyed: bool = True) -> str:
     if report.ok:
         signed = (
@@ -128,7 +157,13 @@ def main(
         key = settings.store.audit_key_bytes
         report = asyncio.run(_verify(path, key))
         print(verify_text(report, keyed=key is not None), file=stream)
-        return 0 if report.ok else 1
+        ok = report.ok
+        if getattr(args, "anchors", False):
+            deployment = settings.store.anchor_deployment
+            anchored = asyncio.run(_check_anchors(path, args, deployment))
+            print(anchors_text(anchored), file=stream)
+            ok = ok and anchored.ok
+        return 0 if ok else 1
     since = None
     if getattr(args, "since", None):
         since = (now or datetime.now(UTC)) - parse_duration(args.since)

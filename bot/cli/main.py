@@ -120,7 +120,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="check the audit hash chain; exit 1 naming the first bad row",
     )
-    p.add_argument("--config", help="gpunode settings YAML")
+    p.add_argument(
+        "--anchors",
+        action="store_true",
+        help="with --verify: also compare the log with the heads anchored as Events on the "
+        "bot's Deployment (store.anchor_deployment, in kube.namespace)",
+    )
+    _cluster_args(p)
     p.set_defaults(handler="bot.cli.audit:main")
 
     p = sub.add_parser("migrate", help="bring the store's schema up to date, as its owner")

@@ -121,6 +121,16 @@ class StoreSettings(_Group):
         """What ``Store.open`` takes: the DSN when set, else the SQLite path."""
         return self.dsn.get_secret_value() if self.dsn is not None else self.path
 
+    anchor_every: int = Field(
+        100,
+        ge=0,
+        description="anchor the audit chain's head outside the store (an Event on the bot's "
+        "Deployment) every this many rows, and at each resolve; 0: at resolves only",
+    )
+    anchor_deployment: str = Field(
+        "gpunode", description="the bot's Deployment (in kube.namespace) that anchors are about"
+    )
+
     @property
     def audit_key_bytes(self) -> bytes | None:
         """The audit key as the store takes it (None: rows are not signed)."""

@@ -28,6 +28,7 @@ from bot.core.evidence import EvidenceBundle, Gap
 from bot.core.watching import RolloutProgress
 from bot.errors import DiagnosticJobError, GpunodeError, NotFoundError
 from bot.kube import (
+    anchoring,
     draining,
     jobs,
     objects,
@@ -331,6 +332,21 @@ class Gateway:
             pass
         except GpunodeError as exc:  # ttlSecondsAfterFinished still removes it later
             log.warning("could not delete diagnostic Job %s/%s: %s", namespace, name, exc)
+
+    # -- audit anchors (bot.kube.anchoring) --------------------------------------------------
+    async def post_audit_anchor(
+        self, deployment: str, row_id: int, row_hash: str, *, at: datetime
+    ) -> None:
+        """An Event on the bot's Deployment naming the audit chain's head."""
+        await self._call(
+            f"post audit anchor {row_id}", anchoring.post_anchor, self.settings.namespace,
+            deployment, row_id, row_hash, at,
+        )  # fmt: skip
+
+    async def audit_anchors(self, deployment: str) -> list[anchoring.Anchor]:
+        return await self._call(
+            "list audit anchors", anchoring.list_anchors, self.settings.namespace, deployment
+        )
 
     # -- remedies -------------------------------------------------------------------------
     async def cordon(self, node: str, *, dry_run: bool) -> Change:

@@ -47,6 +47,8 @@ API_CALLS: tuple[ApiCall, ...] = (
     ApiCall("batch", "jobs", "delete", "own_namespace"),
     ApiCall("", "pods", "watch", "own_namespace"),
     ApiCall("", "pods/log", "get", "own_namespace"),
+    # the audit chain's head, anchored outside the store as an Event on the bot's Deployment
+    ApiCall("", "events", "create", "own_namespace"),
     # remedies
     ApiCall("", "nodes", "patch"),
     ApiCall("", "pods/eviction", "create"),

@@ -188,6 +188,8 @@ async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> str:
                     incident.channel, text=t, blocks=blocks, thread_ts=incident.thread_ts
                 )
                 await s.diagnose.refresh_root(incident.id)
+            if s.anchors is not None:  # the head, outside the store (and in the thread)
+                await s.anchors.anchor(channel=incident.channel, thread_ts=incident.thread_ts)
             else:
                 await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
     except GpunodeError as err:

@@ -149,3 +149,21 @@ def audit_since(conn: Db, since: datetime | None = None) -> list[AuditRecord]:
         data["changes"] = loads(data["changes"])
         records.append(AuditRecord.model_validate(data))
     return records
+
+
+def audit_head(conn: Db) -> tuple[int, str]:
+    row = conn.execute("SELECT last_id, last_hash FROM audit_head WHERE id = 1").fetchone()
+    return (int(row[0]), str(row[1])) if row else (0, audit_chain.GENESIS)
+
+
+def audit_hashes(conn: Db, ids: list[int]) -> dict[int, str]:
+    found: dict[int, str] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ", ".join("?" * len(chunk))
+        rows = conn.execute(
+            f"SELECT id, row_hash FROM audit WHERE id IN ({marks})",  # noqa: S608
+            chunk,
+        ).fetchall()
+        found |= {int(r[0]): str(r[1]) for r in rows}
+    return found
