@@ -129,6 +129,12 @@ def build_parser() -> argparse.ArgumentParser:
     _cluster_args(p)
     p.set_defaults(handler="bot.cli.audit:main")
 
+    p = sub.add_parser(
+        "doctor", help="check the bot's rights, admission policies, collector and store"
+    )
+    _cluster_args(p)
+    p.set_defaults(handler="bot.cli.doctor:main")
+
     p = sub.add_parser("migrate", help="bring the store's schema up to date, as its owner")
     p.add_argument("--dsn", help="the store owner's DSN (default: store.dsn or store.path)")
     p.add_argument(

@@ -37,6 +37,7 @@ from bot.kube import (
     prioritizing,
     reading,
     resizing,
+    selfcheck,
     watching,
 )
 from bot.kube.connecting import build_api_client
@@ -347,6 +348,25 @@ class Gateway:
         return await self._call(
             "list audit anchors", anchoring.list_anchors, self.settings.namespace, deployment
         )
+
+    # -- self-check (gpunode doctor, bot.kube.selfcheck) -------------------------------------
+    async def rules_review(self, namespace: str) -> Obj:
+        """The token's rules in ``namespace`` (SelfSubjectRulesReview status)."""
+        review = await self._call(
+            f"review the token's rules in {namespace}", selfcheck.rules_review, namespace
+        )
+        return dict(review.get("status") or {})
+
+    async def admission_policies(self) -> tuple[list[Obj], list[Obj]]:
+        return await self._call("list admission policies", selfcheck.admission_policies)
+
+    async def dry_run_collector(self, node: str) -> None:
+        """Create the collector Job for ``node`` with ``dryRun=All``: admission answers as
+        for a real diagnosis (GpunodeError when refused), nothing is created."""
+        info = await self.get_node(node)
+        use_class, _gaps = await self._gpu_preflight(info)
+        job = jobs.build_job(self.settings, node, jobs.new_run_id(), runtime_class=use_class)
+        await self._call(f"dry-run the diagnostic Job on {node}", selfcheck.dry_run_job, job)
 
     # -- remedies -------------------------------------------------------------------------
     async def cordon(self, node: str, *, dry_run: bool) -> Change:

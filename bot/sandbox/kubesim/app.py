@@ -31,6 +31,7 @@ from bot.sandbox.kubesim.authz import (
     is_resource_path,
     resource_verb,
     self_subject_access_review,
+    self_subject_rules_review,
 )
 from bot.sandbox.kubesim.fields import check_field_selector
 from bot.sandbox.kubesim.resources import Resource
@@ -291,6 +292,9 @@ async def _rest(request: web.Request, route: Route) -> web.StreamResponse:
     if res.kind == "SelfSubjectAccessReview" and m == "POST":
         body = await _json_body(request)
         return _json(self_subject_access_review(sim.authorizer, request[USER_KEY], body), 201)
+    if res.kind == "SelfSubjectRulesReview" and m == "POST":
+        body = await _json_body(request)
+        return _json(self_subject_rules_review(sim.authorizer, request[USER_KEY], body), 201)
     if not res.stored:
         if m != "GET":
             raise ApiError(405, "the server does not allow this method on the requested resource")
