@@ -87,11 +87,12 @@ def check(db: Db, path: str = "") -> list[Finding]:
 
 
 def _check_pg(db: Db) -> list[Finding]:
-    me, superuser, owner = db.execute(
+    row = db.execute(
         "SELECT current_user, r.rolsuper, pg_get_userbyid(c.relowner) FROM pg_roles r, "
         "pg_class c WHERE r.rolname = current_user AND c.relname = 'audit' "
         "AND c.relnamespace = 'public'::regnamespace"
     ).fetchone()
+    me, superuser, owner = str(row[0]), bool(row[1]), str(row[2])  # by position: a PgRow
     findings = [
         Finding(
             not superuser and me != owner,

@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import tracemalloc
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import psycopg
 import pytest
 
 from bot.cli import migrate
-from bot.store import ActionRecord, AuditRecord, Store, audit_chain, audit_guard
+from bot.store import ActionRecord, AuditRecord, Store, audit_chain, audit_guard, engines, roles
 from tests.store.conftest import RAW_ERRORS, is_pg, lift, query, tamper
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -350,3 +352,42 @@ async def test_verify_streams_the_log_instead_of_loading_it(target: str) -> None
     table_bytes = rows * len(detail)
     print(f"verify peak: {peak} bytes over a {table_bytes}-byte log")
     assert peak < table_bytes / 4, f"verify peaked at {peak} bytes for a {table_bytes}-byte log"
+
+
+# --- the roles, as gpunode doctor reports them -----------------------------------------------
+
+
+def test_the_app_role_may_only_append_and_read_the_audit(pg_roles: tuple[str, str]) -> None:
+    owner, app = pg_roles
+    as_app = engines.connect(app)
+    as_owner = engines.connect(owner, migrate=False)
+    try:
+        app_findings = roles.check(as_app)
+        owner_findings = roles.check(as_owner)
+    finally:
+        as_app.close()
+        as_owner.close()
+
+    assert [(f.ok, f.what) for f in app_findings] == [
+
+        (True, "store role"), (True, "audit grants"), (True, "audit_head grants"),
+    ], app_findings  # fmt: skip
+    assert app_findings[1].detail.endswith("may only SELECT and INSERT on audit")
+    assert not owner_findings[0].ok
+    assert "the same role: it can drop or replace the guards" in owner_findings[0].detail
+
+
+def test_a_store_file_writable_by_others_is_named(tmp_path: Path) -> None:
+    folder = tmp_path / "state"
+    folder.mkdir(mode=0o700)
+    path = folder / "gpunode.db"
+    engines.connect(str(path)).close()
+    os.chmod(path, 0o666)
+
+    findings = roles.check(engines.connect(str(path), migrate=False), str(path))
+
+    file_finding, folder_finding = findings
+    assert not file_finding.ok
+    assert "is writable by its group and others (mode -rw-rw-rw-)" in file_finding.detail
+    assert f"chmod go-w {path}" in file_finding.detail
+    assert folder_finding.ok
