@@ -140,9 +140,11 @@ def verify_text(report: ChainReport, *, keyed: bool = True) -> str:
             )
         )
         return f"audit chain intact: {report.rows} rows verified{signed}"
-    where = f"row {report.bad_id}" if report.bad_id is not None else "the audit table"
+    if report.bad_id is None:
+        return f"audit chain BROKEN: {report.problem}"
     return (
-        f"audit chain BROKEN at {where}: {report.problem} ({report.rows} rows before it verified)"
+        f"audit chain BROKEN at row {report.bad_id}: {report.problem} "
+        f"({report.rows} rows before it verified)"
     )
 
 

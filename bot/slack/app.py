@@ -73,7 +73,10 @@ def _register_commands(app: AsyncApp, s: BotServices) -> None:
             # call, nothing left running after the ack)
             outcome = "ok"
             try:
-                denied = await chatops.denied(s, "view", user=user, channel=channel)
+                # a named cluster is checked against the user's scope, as `top CLUSTER` is
+                denied = await chatops.denied(
+                    s, "view", user=user, channel=channel, cluster=cmd.cluster
+                )
                 if denied is not None:
                     t, blocks = render_refused(denied.reason, locale)
                     outcome = "denied"

@@ -97,6 +97,23 @@ async def test_status_names_each_incidents_cluster_and_filters_by_cluster(two: D
     assert "prod-us/gpu-node-01" in us_only.body and "prod-eu/" not in us_only.body
 
 
+async def test_status_of_a_cluster_outside_the_users_scope_is_refused_as_top_is(
+    two: Demo,
+) -> None:
+    await _diagnose(two, "prod-us/gpu-node-01")
+
+    status = await two.slack.slash_command(ERIN, CHANNEL, "status prod-us/gpu-node-01")
+    own = await two.slack.slash_command(ERIN, CHANNEL, "status prod-eu/gpu-node-01")
+    await two.slack.slash_command(ERIN, CHANNEL, "top prod-us")
+    await two.drain()
+
+    assert status.status == 200
+    assert "prod-us/gpu-node-01" not in status.body
+    assert "your role does not cover it" in status.body
+    assert "your role does not cover it" not in own.body
+    assert any("your role does not cover it" in t for t in ephemeral_texts(two.slack, ERIN))
+
+
 @pytest.mark.slow
 async def test_the_two_cluster_demo_story_runs_end_to_end(two: Demo) -> None:
     assert two.kubes is not None
