@@ -12,9 +12,9 @@ unless ``--force`` is given. Other files in DIR are left alone.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import errno
 import os
-import asyncio
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
