@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.store import audit_guard
 from bot.store.models import ChainReport
+from bot.store.values import storable
 
 if TYPE_CHECKING:
     from bot.store.db import Db
@@ -108,7 +109,8 @@ def insert(conn: Db, values: dict[str, Any], key: bytes | None = None) -> tuple[
     row_id = last_id + 1
     if conn.dialect.next_audit_id_sql is not None:
         row_id = max(row_id, int(conn.execute(conn.dialect.next_audit_id_sql).fetchone()[0]))
-    row = dict(values) | {"id": row_id, "prev_hash": prev}
+    # hashed as stored: text without NUL (values.storable), the same on both engines
+    row = {k: storable(v) for k, v in values.items()} | {"id": row_id, "prev_hash": prev}
     digest = row_digest(row)
     later = [row.get(c) or "" for c in LATER_COLUMNS]
     # the head follows in the database (the audit_head_advance trigger, audit_guard)

@@ -22,6 +22,7 @@ from psycopg_pool import ConnectionPool
 
 from bot.store.db import Db, DbError, DbIntegrityError, Dialect, Result
 from bot.store.migrating import apply_migrations
+from bot.store.values import storable_params
 
 POSTGRES = Dialect(
     name="postgres",
@@ -84,7 +85,7 @@ class PgDb:
         if params:
             sql = sql.replace("%", "%%").replace("?", "%s")
         try:
-            return self.conn.execute(sql, tuple(params) if params else None)
+            return self.conn.execute(sql, storable_params(params) if params else None)
         except pg_errors.IntegrityError as exc:
             raise DbIntegrityError(str(exc).strip()) from exc
         except psycopg.Error as exc:
@@ -98,7 +99,7 @@ class PgDb:
         try:
             with self.conn.cursor(name=f"gpunode_stream_{id(self):x}") as cursor:
                 cursor.itersize = size
-                cursor.execute(sql, tuple(params) if params else None)
+                cursor.execute(sql, storable_params(params) if params else None)
                 while batch := cursor.fetchmany(size):
                     yield from batch
         except psycopg.Error as exc:

@@ -17,7 +17,7 @@ from typing import Any
 
 from bot.store.db import Db, DbError, DbIntegrityError, Dialect, Result
 from bot.store.migrating import apply_migrations
-from bot.store.values import dumps, loads, parse_ts, ts
+from bot.store.values import dumps, loads, parse_ts, storable_params, ts
 
 __all__ = ["MEMORY", "SQLITE", "SqliteDb", "connect", "dumps", "loads", "parse_ts", "ts"]
 
@@ -47,14 +47,14 @@ class SqliteDb:
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Result:
         try:
-            return self.conn.execute(sql, tuple(params))
+            return self.conn.execute(sql, storable_params(params))
         except sqlite3.IntegrityError as exc:
             raise DbIntegrityError(str(exc)) from exc
         except sqlite3.Error as exc:
             raise DbError(str(exc)) from exc
 
     def stream(self, sql: str, params: Sequence[Any] = (), *, size: int) -> Iterator[Any]:
-        cursor = self.execute(sql, params)
+        cursor = self.execute(sql, params)  # params made storable there
         while batch := _fetchmany(cursor, size):
             yield from batch
 
