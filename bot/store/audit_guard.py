@@ -8,9 +8,11 @@ definitions here, on both engines):
   deletes the old row without firing delete triggers (unless the writer's connection turned
   on ``recursive_triggers``, which a forger would not);
 - ``audit_head`` is moved by the database itself: an AFTER INSERT trigger on ``audit`` sets
-  it to the new row, and a guard refuses any update that does not move it forward onto the
-  newest row, every delete, every second row and (PostgreSQL) TRUNCATE. So the tail cannot be
-  cut and the head "fixed to match" without lifting a trigger.
+  it to the new row, and a guard refuses any update that does not leave it on, or move it
+  forward onto, the newest row, every delete, every second row and (PostgreSQL) TRUNCATE.
+  (Setting it again to what it already holds is allowed: a replica of the previous release,
+  still running during a rolling upgrade, upserts the head after each append itself.)
+  So the tail cannot be cut and the head "fixed to match" without lifting a trigger.
 
 ``check`` compares what the database holds with these definitions, not only their names: a
 trigger recreated as a no-op under the same name, a PostgreSQL trigger switched to
@@ -48,7 +50,8 @@ SQLITE_TRIGGERS: dict[str, str] = {
         BEGIN UPDATE audit_head SET last_id = NEW.id, last_hash = NEW.row_hash WHERE id = 1;
         END""",
     "audit_head_forward": f"""CREATE TRIGGER audit_head_forward BEFORE UPDATE ON audit_head
-        WHEN NEW.id IS NOT 1 OR NEW.last_id <= OLD.last_id
+        WHEN NEW.id IS NOT 1 OR NEW.last_id < OLD.last_id
+            OR (NEW.last_id = OLD.last_id AND NEW.last_hash IS NOT OLD.last_hash)
             OR NEW.last_id IS NOT (SELECT MAX(id) FROM audit)
             OR NEW.last_hash IS NOT (SELECT row_hash FROM audit WHERE id = NEW.last_id)
         BEGIN SELECT RAISE(ABORT, '{HEAD_FORWARD}'); END""",  # noqa: S608
@@ -85,7 +88,8 @@ PG_FUNCTIONS: dict[str, PgFunction] = {
     ),
     "audit_head_guard": PgFunction(
         f""" BEGIN
-        IF TG_OP <> 'UPDATE' OR NEW.id <> 1 OR NEW.last_id <= OLD.last_id
+        IF TG_OP <> 'UPDATE' OR NEW.id <> 1 OR NEW.last_id < OLD.last_id
+            OR (NEW.last_id = OLD.last_id AND NEW.last_hash IS DISTINCT FROM OLD.last_hash)
             OR NEW.last_id IS DISTINCT FROM (SELECT MAX(id) FROM audit)
             OR NEW.last_hash IS DISTINCT FROM (SELECT row_hash FROM audit WHERE id = NEW.last_id)
         THEN RAISE EXCEPTION '{HEAD_FORWARD}';

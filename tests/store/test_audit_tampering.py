@@ -391,3 +391,22 @@ def test_a_store_file_writable_by_others_is_named(tmp_path: Path) -> None:
     assert "is writable by its group and others (mode -rw-rw-rw-)" in file_finding.detail
     assert f"chmod go-w {path}" in file_finding.detail
     assert folder_finding.ok
+
+
+@pytest.mark.parametrize("target", ["postgres"], indirect=True)
+async def test_a_replica_of_the_previous_release_may_still_append_during_a_rolling_upgrade(
+    store: Store, target: str
+) -> None:
+    """The previous release upserts the head itself after each append (the same values the
+    database has just set): allowed, so old pods keep working until they are replaced."""
+    last_id, last_hash = query(target, "SELECT last_id, last_hash FROM audit_head")[0]
+    tamper(
+        target,
+        "INSERT INTO audit_head (id, last_id, last_hash) VALUES "
+        f"(1, {last_id}, '{last_hash}') ON CONFLICT(id) DO UPDATE SET "
+        "last_id=excluded.last_id, last_hash=excluded.last_hash",
+    )
+
+    report = await store.verify_audit()
+
+    assert (report.ok, report.rows) == (True, 3)
