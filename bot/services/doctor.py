@@ -27,6 +27,7 @@ from bot.errors import GpunodeError, StoreError, UsageError
 from bot.kube import selfcheck
 from bot.kube.permissions import API_CALLS
 from bot.store import Store, engines, roles
+from bot.store.db import DbError
 
 Level = Literal["ok", "warn", "FAIL"]
 #: a replica that beat within this long may be alive; then it must beat again within
@@ -147,7 +148,10 @@ async def check_store(
     ``starting``: asked by a replica about to serve (any live replica is another one); else
     by an admin's ``gpunode doctor`` (two live replicas share the store)."""
     target = engines.require_existing(settings.store.target)
-    rows = await asyncio.to_thread(_store_rows, target)
+    try:
+        rows = await asyncio.to_thread(_store_rows, target)
+    except DbError as exc:
+        rows = [Row("store", "FAIL", "cannot read the store's roles", str(exc))]
     if settings.store.audit_key is None:
         rows.append(
             Row("store", "warn", "audit rows are not signed",

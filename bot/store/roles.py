@@ -92,6 +92,11 @@ def _check_pg(db: Db) -> list[Finding]:
         "pg_class c WHERE r.rolname = current_user AND c.relname = 'audit' "
         "AND c.relnamespace = 'public'::regnamespace"
     ).fetchone()
+    if row is None:  # a new database: the bot's first start creates the tables
+        return [
+            Finding(True, "store role", "a new store (no audit table yet): run gpunode doctor "
+                    "again after the first start")
+        ]  # fmt: skip
     me, superuser, owner = str(row[0]), bool(row[1]), str(row[2])  # by position: a PgRow
     findings = [
         Finding(

@@ -410,3 +410,16 @@ async def test_a_replica_of_the_previous_release_may_still_append_during_a_rolli
     report = await store.verify_audit()
 
     assert (report.ok, report.rows) == (True, 3)
+
+
+def test_the_roles_of_a_new_postgres_database_are_checked_after_its_first_start(
+    pg_dsn: str,
+) -> None:
+    db = engines.connect(pg_dsn, migrate=False)  # serve runs doctor before migrating
+    try:
+        findings = roles.check(db)
+    finally:
+        db.close()
+
+    assert [(f.ok, f.what) for f in findings] == [(True, "store role")]
+    assert "a new store" in findings[0].detail
