@@ -19,7 +19,9 @@ async def _run(args: argparse.Namespace) -> list[doctor.Row]:
     namespace = cluster_settings(args).namespace
     gateway = gateway_from_args(args)
     try:
-        rows = await doctor.check_cluster(gateway, namespace)
+        rows = await doctor.check_cluster(
+            gateway, namespace, lease=bool(settings.leader.lease_name)
+        )
     finally:
         gateway.close()
     return rows + await doctor.check_store(settings, clock=lambda: datetime.now(UTC))

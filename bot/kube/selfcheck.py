@@ -23,6 +23,12 @@ _EVERYONE = {
     ("authorization.k8s.io", "selfsubjectaccessreviews", "create"),
     ("authorization.k8s.io", "selfsubjectrulesreviews", "create"),
 }
+#: what leader election calls (bot.kube.leasing: read, create, replace the Lease), needed
+#: only when ``leader.lease_name`` is set (the ha overlay grants them)
+LEASE_CALLS: tuple[ApiCall, ...] = tuple(
+    ApiCall("coordination.k8s.io", "leases", verb, "own_namespace")
+    for verb in ("get", "create", "update")
+)
 #: a namespace whose rules are only the cluster-wide ones (no RoleBinding names the bot there)
 CLUSTER_PROBE_NAMESPACE = "default"
 
@@ -97,13 +103,16 @@ def missing_grants(
 
 
 def extra_grants(
-    cluster_rules: list[dict[str, Any]], own_rules: list[dict[str, Any]]
+    cluster_rules: list[dict[str, Any]],
+    own_rules: list[dict[str, Any]],
+    also_needed: tuple[ApiCall, ...] = (),
 ) -> list[Grant]:
     """Each (group, resource, verb) a rule grants that no call needs, in that scope (a
     wildcard is named as ``*``); cluster-wide rights the bot needs only in its namespace count
     as extra too."""
-    needed = {(c.api_group, c.resource, c.verb, c.scope) for c in API_CALLS}
-    needed_anywhere = {(c.api_group, c.resource, c.verb) for c in API_CALLS}
+    calls = (*API_CALLS, *also_needed)
+    needed = {(c.api_group, c.resource, c.verb, c.scope) for c in calls}
+    needed_anywhere = {(c.api_group, c.resource, c.verb) for c in calls}
     extra: dict[Grant, None] = {}
     cluster_keys = set()
     for scope, rules in (("cluster", cluster_rules), ("own_namespace", own_rules)):

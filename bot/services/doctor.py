@@ -44,7 +44,9 @@ class Row:
     detail: str = ""
 
 
-def _rows_for_grants(cluster: dict[str, Any], own: dict[str, Any], namespace: str) -> list[Row]:
+def _rows_for_grants(
+    cluster: dict[str, Any], own: dict[str, Any], namespace: str, *, lease: bool
+) -> list[Row]:
     rows: list[Row] = []
     for status, where in ((cluster, "cluster-wide"), (own, f"namespace {namespace}")):
         if status.get("incomplete"):
@@ -60,7 +62,8 @@ def _rows_for_grants(cluster: dict[str, Any], own: dict[str, Any], namespace: st
     for call in missing:
         grant = selfcheck.Grant(call.api_group, call.resource, call.verb, call.scope)
         rows.append(Row("grants", "FAIL", f"missing: {grant.label()}", "the bot needs it"))
-    for grant in selfcheck.extra_grants(cluster_rules, own_rules):
+    also = selfcheck.LEASE_CALLS if lease else ()
+    for grant in selfcheck.extra_grants(cluster_rules, own_rules, also):
         rows.append(Row("grants", "warn", f"extra: {grant.label()}", "no call of the bot needs it"))
     if not missing:
         rows.append(Row("grants", "ok", f"all {len(API_CALLS)} calls the bot makes"))
@@ -81,13 +84,14 @@ def _rows_for_policies(policies: list[Any], bindings: list[Any]) -> list[Row]:
     return rows
 
 
-async def check_cluster(gateway: Any, namespace: str) -> list[Row]:
-    """The rows about the cluster: grants, admission policies, the collector Job."""
+async def check_cluster(gateway: Any, namespace: str, *, lease: bool = False) -> list[Row]:
+    """The rows about the cluster: grants, admission policies, the collector Job.
+    ``lease``: leader election is configured (its Lease rights are needed, not extra)."""
     rows: list[Row] = []
     try:
         cluster = await gateway.rules_review(selfcheck.CLUSTER_PROBE_NAMESPACE)
         own = await gateway.rules_review(namespace)
-        rows += _rows_for_grants(cluster, own, namespace)
+        rows += _rows_for_grants(cluster, own, namespace, lease=lease)
     except GpunodeError as exc:
         rows.append(Row("grants", "FAIL", "cannot review the token's rules", exc.message))
     try:
@@ -213,7 +217,9 @@ async def at_start(
 ) -> list[Row]:
     """What ``serve`` runs before taking traffic: every check, logged; a store shared with a
     live replica and no Lease raises (the bot refuses to start)."""
-    rows = await check_cluster(gateway, settings.kube.namespace)
+    rows = await check_cluster(
+        gateway, settings.kube.namespace, lease=bool(settings.leader.lease_name)
+    )
     try:
         rows += await check_store(settings, clock=clock, starting=True, settle_s=settle_s)
     except StoreError as exc:  # a first start: the store does not exist yet

@@ -196,3 +196,23 @@ async def test_a_restarted_single_replica_starts_its_old_beat_does_not_count(
     gateway.close()
 
     assert [r.what for r in rows if r.area == "replicas"] == ["one replica on this store"]
+
+
+@pytest.mark.parametrize("lease", [False, True], ids=["no-lease", "lease-configured"])
+async def test_the_lease_rights_count_as_needed_only_when_a_lease_is_configured(
+    make_kubesim: Callable[..., Awaitable[KubeSim]],
+    store_env: str,
+    monkeypatch: pytest.MonkeyPatch,
+    lease: bool,
+) -> None:
+    from tests.e2e.replicas import install_lease_rbac
+
+    sim = await make_kubesim("seed")
+    await install_lease_rbac(sim.url)
+    if lease:
+        monkeypatch.setenv("GPUNODE_LEADER__LEASE_NAME", "gpunode-leader")
+
+    code, text = await asyncio.to_thread(run_doctor, sim)
+
+    assert code == 0, text
+    assert ("extra: create leases" in text) is not lease
