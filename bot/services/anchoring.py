@@ -11,7 +11,7 @@ hash. An anchor that cannot be posted is logged, never the action's failure.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -58,6 +58,7 @@ class Anchors:
         deployment: str,
         every: int,
         clock: Callable[[], datetime],
+        spawn: Callable[[Coroutine[Any, Any, Any]], None] | None = None,
     ) -> None:
         self._store = store
         self._sink = sink
@@ -65,11 +66,17 @@ class Anchors:
         self._deployment = deployment
         self._every = every
         self._clock = clock
+        #: where the every-N anchor runs (the runtime's Background, so an append never waits
+        #: on the API server); None: awaited in place (tools, tests)
+        self._spawn = spawn
 
     async def after_append(self, row_id: int) -> None:
         """The store's hook: anchor when ``row_id`` is a multiple of ``every``."""
         if self._every > 0 and row_id % self._every == 0:
-            await self.anchor()
+            if self._spawn is not None:
+                self._spawn(self.anchor())
+            else:
+                await self.anchor()
 
     async def anchor(self, *, channel: str = "", thread_ts: str | None = None) -> tuple[int, str]:
         """Post the current head (as an Event; into the thread when one is given)."""

@@ -220,7 +220,7 @@ async def build_runtime(
     anchors = Anchors(
         store, home if isinstance(home, AnchorPort) else None, chat,
         deployment=settings.store.anchor_deployment, every=settings.store.anchor_every,
-        clock=clock,
+        clock=clock, spawn=lambda work: bg.spawn(work, name="audit-anchor"),
     )  # fmt: skip
     store.on_audit = anchors.after_append
     services = BotServices(

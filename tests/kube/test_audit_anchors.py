@@ -9,9 +9,10 @@ import argparse
 import asyncio
 import io
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -135,3 +136,25 @@ async def test_verify_with_anchors_catches_a_rewrite_of_the_whole_store(
     assert text.startswith("audit chain intact: 5 rows verified")  # the chain alone is fooled
     assert "anchors BROKEN: row 2 has hash" in text
     assert "(the log was rewritten)" in text
+
+
+async def test_the_every_nth_anchor_is_handed_to_the_background_so_no_append_waits_on_it(
+    gateway: tuple[Gateway, KubeSim], tmp_path: Path
+) -> None:
+    gw, _sim = gateway
+    spawned: list[Coroutine[Any, Any, Any]] = []
+    async with await Store.open(str(tmp_path / "gpunode.db")) as store:
+        anchors = Anchors(
+            store, gw, None, deployment=DEPLOYMENT, every=2, clock=lambda: T0,
+            spawn=spawned.append,
+        )  # fmt: skip
+        store.on_audit = anchors.after_append
+        for minute in range(2):
+            await store.append_audit(record(minute))
+        posted_before = await gw.audit_anchors(DEPLOYMENT)
+        for work in spawned:
+            await work
+        head = await store.audit_head()
+
+    assert (posted_before, len(spawned)) == ([], 1)
+    assert [(a.row_id, a.row_hash) for a in await gw.audit_anchors(DEPLOYMENT)] == [head]
