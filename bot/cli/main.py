@@ -120,8 +120,29 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="check the audit hash chain; exit 1 naming the first bad row",
     )
-    p.add_argument("--config", help="gpunode settings YAML")
+    p.add_argument(
+        "--anchors",
+        action="store_true",
+        help="with --verify: also compare the log with the heads anchored as Events on the "
+        "bot's Deployment (store.anchor_deployment, in kube.namespace)",
+    )
+    _cluster_args(p)
     p.set_defaults(handler="bot.cli.audit:main")
+
+    p = sub.add_parser(
+        "doctor", help="check the bot's rights, admission policies, collector and store"
+    )
+    _cluster_args(p)
+    p.set_defaults(handler="bot.cli.doctor:main")
+
+    p = sub.add_parser("migrate", help="bring the store's schema up to date, as its owner")
+    p.add_argument("--dsn", help="the store owner's DSN (default: store.dsn or store.path)")
+    p.add_argument(
+        "--app-role",
+        help="PostgreSQL: the bot's role, granted only what it needs (INSERT, SELECT on audit)",
+    )
+    p.add_argument("--config", help="gpunode settings YAML")
+    p.set_defaults(handler="bot.cli.migrate:main")
 
     p = sub.add_parser("serve", help="run the Slack bot (HTTP or Socket Mode)")
     p.add_argument("--config", help="gpunode settings YAML")

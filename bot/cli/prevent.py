@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
+import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +26,26 @@ from bot.render.prevention import render_kit_markdown
 from bot.services.prevention import Kit, kit_from_cluster
 
 
+def _write_new(path: Path, text: str, *, replace: bool) -> None:
+    """Write ``path`` itself, never through a symlink (O_NOFOLLOW); without ``replace`` only
+    a file that does not exist yet (O_EXCL, so one planted meanwhile is not written either)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_TRUNC if replace else os.O_EXCL)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UsageError(
+                f"{path} is a symbolic link; gpunode writes no file through one. Remove it, "
+                "or choose another --out directory."
+            ) from exc
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}.") from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}.") from exc
+
+
 def write_kit(kit: Kit, out: Path, *, force: bool = False) -> list[Path]:
     """Write every file of ``kit`` into ``out``; the paths written, in kit order."""
     targets = [out / name for name in kit.files]
@@ -33,17 +55,15 @@ def write_kit(kit: Kit, out: Path, *, force: bool = False) -> list[Path]:
         raise UsageError(
             f"cannot create {out}: {exc.strerror or exc}. Pass a writable --out directory."
         ) from exc
-    existing = [p.name for p in targets if p.exists()]
+    # lexists: a symlink counts, dangling or not (it is never followed, below)
+    existing = [p.name for p in targets if os.path.lexists(p)]
     if existing and not force:
         raise UsageError(
             f"{out} already holds {', '.join(existing)} (an earlier kit?); nothing was written. "
             "Pass --force to overwrite them, or choose another --out directory."
         )
     for path in targets:
-        try:
-            path.write_text(kit.files[path.name], encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot write {path}: {exc.strerror or exc}.") from exc
+        _write_new(path, kit.files[path.name], replace=force)
     return targets
 
 

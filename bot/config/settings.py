@@ -121,11 +121,33 @@ class StoreSettings(_Group):
     audit_to_log: bool = Field(
         False, description="also log each audit row (with its chain hash) as JSON on gpunode.audit"
     )
+    audit_key: SecretStr | None = Field(
+        None,
+        description="a secret that signs each audit row (HMAC), so a row forged by someone "
+        "who can write the store but lacks this key fails `gpunode audit --verify`; keep it "
+        "in its own Secret, apart from the store's DSN",
+    )
 
     @property
     def target(self) -> str:
         """What ``Store.open`` takes: the DSN when set, else the SQLite path."""
         return self.dsn.get_secret_value() if self.dsn is not None else self.path
+
+    anchor_every: int = Field(
+        100,
+        ge=0,
+        description="anchor the audit chain's head outside the store (an Event on the bot's "
+        "Deployment) every this many rows, and at each resolve; 0: at resolves only",
+    )
+    anchor_deployment: str = Field(
+        "gpunode", description="the bot's Deployment (in kube.namespace) that anchors are about"
+    )
+
+    @property
+    def audit_key_bytes(self) -> bytes | None:
+        """The audit key as the store takes it (None: rows are not signed)."""
+        key = self.audit_key.get_secret_value() if self.audit_key is not None else ""
+        return key.encode() if key else None
 
 
 class LeaderSettings(_Group):

@@ -30,6 +30,7 @@ from bot.core.impersonation import ActingAs
 from bot.core.watching import RolloutProgress
 from bot.errors import DiagnosticJobError, GpunodeError, NotFoundError
 from bot.kube import (
+    anchoring,
     dra,
     draining,
     gpuevidence,
@@ -40,6 +41,7 @@ from bot.kube import (
     prioritizing,
     reading,
     resizing,
+    selfcheck,
     watching,
 )
 from bot.kube.connecting import build_api_client
@@ -377,6 +379,40 @@ class Gateway:
             pass
         except GpunodeError as exc:  # ttlSecondsAfterFinished still removes it later
             log.warning("could not delete diagnostic Job %s/%s: %s", namespace, name, exc)
+
+    # -- audit anchors (bot.kube.anchoring) --------------------------------------------------
+    async def post_audit_anchor(
+        self, deployment: str, row_id: int, row_hash: str, *, at: datetime
+    ) -> None:
+        """An Event on the bot's Deployment naming the audit chain's head."""
+        await self._call(
+            f"post audit anchor {row_id}", anchoring.post_anchor, self.settings.namespace,
+            deployment, row_id, row_hash, at,
+        )  # fmt: skip
+
+    async def audit_anchors(self, deployment: str) -> list[anchoring.Anchor]:
+        return await self._call(
+            "list audit anchors", anchoring.list_anchors, self.settings.namespace, deployment
+        )
+
+    # -- self-check (gpunode doctor, bot.kube.selfcheck) -------------------------------------
+    async def rules_review(self, namespace: str) -> Obj:
+        """The token's rules in ``namespace`` (SelfSubjectRulesReview status)."""
+        review = await self._call(
+            f"review the token's rules in {namespace}", selfcheck.rules_review, namespace
+        )
+        return dict(review.get("status") or {})
+
+    async def admission_policies(self) -> tuple[list[Obj], list[Obj]]:
+        return await self._call("list admission policies", selfcheck.admission_policies)
+
+    async def dry_run_collector(self, node: str) -> None:
+        """Create the collector Job for ``node`` with ``dryRun=All``: admission answers as
+        for a real diagnosis (GpunodeError when refused), nothing is created."""
+        info = await self.get_node(node)
+        use_class, _gaps = await self._gpu_preflight(info)
+        job = jobs.build_job(self.settings, node, jobs.new_run_id(), runtime_class=use_class)
+        await self._call(f"dry-run the diagnostic Job on {node}", selfcheck.dry_run_job, job)
 
     # -- remedies -------------------------------------------------------------------------
     async def cordon(self, node: str, *, dry_run: bool) -> Change:

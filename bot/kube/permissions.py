@@ -49,6 +49,11 @@ API_CALLS: tuple[ApiCall, ...] = (
     ApiCall("batch", "jobs", "delete", "own_namespace"),
     ApiCall("", "pods", "watch", "own_namespace"),
     ApiCall("", "pods/log", "get", "own_namespace"),
+    # the audit chain's head, anchored outside the store as an Event on the bot's Deployment
+    ApiCall("", "events", "create", "own_namespace"),
+    # gpunode doctor: the admission policies bounding the writes below are installed, bound
+    ApiCall("admissionregistration.k8s.io", "validatingadmissionpolicies", "list"),
+    ApiCall("admissionregistration.k8s.io", "validatingadmissionpolicybindings", "list"),
     # remedies
     ApiCall("", "nodes", "patch"),
     ApiCall("", "pods/eviction", "create"),

@@ -149,7 +149,15 @@ async def execute(
         if reason is not None:
             await _refuse_stale(d, record, reason, by=by, fields=fields)
             return True
-        await d.store.set_action_state(record.action_id, "running", at=d.clock())
+        if not await d.store.set_action_state(record.action_id, "running", at=d.clock()):
+            # reconciled meanwhile (marked interrupted by another replica): never run it now
+            current = await d.store.get_action(record.action_id)
+            state = current.state if current else "gone"
+            await d.refuse(
+                channel, by, f"this action was marked {state} meanwhile; nothing was changed",
+                audit=fields,
+            )  # fmt: skip
+            return True
         since = d.clock().strftime("%Y-%m-%dT%H:%M:%SZ")  # events after this are ours
         # the requester's identity (impersonation), with the approvers as extras: the
         # cluster decides for the person, and its audit names them and who approved

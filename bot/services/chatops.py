@@ -21,6 +21,7 @@ from bot.core.policy import Deny, Permission, authorize
 from bot.errors import GpunodeError
 from bot.render.acting import notice
 from bot.render.messages import render_notice
+from bot.services.anchoring import Anchors
 from bot.services.background import Background
 from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
@@ -55,6 +56,8 @@ class BotServices:
     act: ActService | None = None
     #: this bot's metrics (``/metrics``): commands are counted by verb and outcome
     metrics: Metrics = field(default_factory=Metrics)
+    #: where the audit chain's head is anchored outside the store (None: nowhere)
+    anchors: Anchors | None = None
     #: every cluster served (None: just ``kube``, as the cluster ``default``)
     clusters: ClusterRegistry = None  # type: ignore[assignment]  # filled in below
 

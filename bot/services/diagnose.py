@@ -27,7 +27,7 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -84,6 +84,18 @@ ROOT_WAIT_S = 20.0
 ROOT_POLL_S = 0.05
 
 
+@dataclass
+class _JoinNote:
+    """The one thread note saying requests joined a running diagnosis."""
+
+    task: asyncio.Task[DiagnoseOutcome]
+    first: str
+    count: int = 1
+    ts: str | None = None
+    editing: bool = False
+    posted: asyncio.Event = field(default_factory=asyncio.Event)
+
+
 class DiagnoseService:
     """Runs diagnoses into incident threads. One instance per process."""
 
@@ -116,6 +128,8 @@ class DiagnoseService:
         self._claims = itertools.count(1)
         #: the diagnosis running per incident in this process; a second one joins it
         self._running: dict[str, asyncio.Task[DiagnoseOutcome]] = {}
+        #: the "already running" note of each running diagnosis that requests joined
+        self._joins: dict[str, _JoinNote] = {}
 
     async def diagnose(
         self,
@@ -175,16 +189,54 @@ class DiagnoseService:
             self._running[incident.id] = task
             task.add_done_callback(lambda t: self._forget(incident.id, t))
             return await task
-        # one diagnosis per incident at a time in this process: join it, and say so
+        # one diagnosis per incident at a time in this process: join it, and say so in ONE
+        # note per running diagnosis, edited as more requests join (100 joins, not 100 posts)
         incident, thread_ts = await self._ensure_thread(incident, channel)
         label = self.label(name, node)
         await self._note(incident.id, "diagnosis", user, f"diagnose {label} requested")
-        text, blocks = render_notice(
-            "diagnose_joined_running", self.locales.for_thread(incident), node=label, user=user
-        )
-        await self._chat.post(incident.channel, text=text, blocks=blocks, thread_ts=thread_ts)
+        await self._say_joined(incident, running, label, user, thread_ts)
         joined = await asyncio.shield(running)
         return dataclasses.replace(joined, created=False)
+
+    async def _say_joined(
+        self, incident: Incident, running: asyncio.Task[DiagnoseOutcome], label: str,
+        user: str, thread_ts: str | None,
+    ) -> None:  # fmt: skip
+        """The first request joining ``running`` posts the note; later ones count in it (one
+        edit for all that joined meanwhile, after the post)."""
+        note = self._joins.get(incident.id)
+        if note is None or note.task is not running:
+            note = self._joins[incident.id] = _JoinNote(running, user)
+            text, blocks = render_notice(
+                "diagnose_joined_running", self.locales.for_thread(incident), node=label,
+                user=user,
+            )  # fmt: skip
+            try:
+                note.ts = await self._chat.post(
+                    incident.channel, text=text, blocks=blocks, thread_ts=thread_ts
+                )
+            finally:
+                note.posted.set()
+            return
+        note.count += 1
+        if note.editing:
+            return  # the edit under way shows this request too (it loops until current)
+        note.editing = True
+        try:
+            await note.posted.wait()
+            shown = 1
+            while note.ts is not None and shown != note.count:
+                await asyncio.sleep(0)  # let the requests arriving together count first
+                shown = note.count
+                text, blocks = render_notice(
+                    "diagnose_joined_running", self.locales.for_thread(incident), node=label,
+                    user=note.first, others=shown - 1,
+                )  # fmt: skip
+                await self._chat.update(incident.channel, note.ts, text=text, blocks=blocks)
+        except GpunodeError as err:  # the note is a courtesy; the diagnosis goes on
+            log.warning("could not update the joined note of %s: %s", incident.id, err)
+        finally:
+            note.editing = False
 
     async def _measured(self, run: Awaitable[DiagnoseOutcome]) -> DiagnoseOutcome:
         """Time one diagnosis run into the metrics: ``ok``; ``failed`` with the failure's
@@ -213,6 +265,9 @@ class DiagnoseService:
     def _forget(self, incident_id: str, task: asyncio.Task[DiagnoseOutcome]) -> None:
         if self._running.get(incident_id) is task:
             del self._running[incident_id]
+        note = self._joins.get(incident_id)
+        if note is not None and note.task is task:
+            del self._joins[incident_id]
 
     async def _run(
         self,

@@ -187,7 +187,9 @@ class LeaderWork:
         """Before serving: say this replica is alive; alone, reconcile at once."""
         await self.store.beat(self.replica_id, at=self.clock())
         if self.elector is None:
-            await self.actions.reconcile_interrupted()
+            # only the actions of claimers silent for a while: another replica on the same
+            # store (refused by `serve`, but a second process can still run) keeps its own
+            await self._reconcile()
             self.leading = True
             self._last["reconcile"] = asyncio.get_running_loop().time()
             if self.on_change is not None:

@@ -28,7 +28,7 @@ from bot.render.prevention import kit_message, render_prevention_files
 from bot.services.chatops import BotServices, permitted
 from bot.services.locales import LocaleChooser
 from bot.services.ports import ChatPort, KubePort, StorePort
-from bot.store.models import EvidenceSnapshot
+from bot.store.models import AuditRecord, EvidenceSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -145,19 +145,38 @@ async def prevent_node(
 
 async def prevent_incident(
     store: StorePort, chat: ChatPort, incident_id: str, *, user: str, now: datetime,
-    locales: LocaleChooser | None = None,
+    locales: LocaleChooser | None = None, incident: Incident | None = None,
 ) -> list[str]:  # fmt: skip
     """The **Prevention kit** button: the kit from the incident's latest stored evidence,
-    into the incident's thread."""
-    incident = await store.get_incident(incident_id)
+    into the incident's thread, once per snapshot (a repeat click, on any replica, uploads
+    nothing: ``already_shared``), and audited as ``prevention_kit.upload``."""
+    incident = incident or await store.get_incident(incident_id)
     if incident is None:
         raise GpunodeError(f"there is no incident {incident_id}", code="not_found")
+    rows = [r for r in await store.snapshots(incident.id) if r.view is not None]
+    if rows:
+        # one upload per snapshot: the dedupe key is claimed atomically before uploading
+        key = f"prevention-kit:{incident.id}:{rows[-1].id}"
+        if not await store.remember_event(key, at=now):
+            raise GpunodeError(
+                f"the prevention kit of {incident.id}'s latest evidence is already in its "
+                "thread; diagnose again for a kit from newer evidence",
+                code="already_shared",
+            )
     locale = locales.for_thread(incident) if locales is not None else "en"
     kit = await kit_from_incident(store, incident, locale=locale)
-    return await share_kit(
+    shared = await share_kit(
         chat, kit, channel=incident.channel, thread_ts=incident.thread_ts, store=store,
         incident=incident, actor=user, at=now, locale=locale,
     )  # fmt: skip
+    await store.append_audit(
+        AuditRecord(
+            at=now, actor=user, action="prevention_kit.upload", channel=incident.channel,
+            incident_id=incident.id, decision="shared", cluster=incident.cluster,
+            detail=f"snapshot {rows[-1].id if rows else '-'}: {', '.join(shared)}",
+        )
+    )  # fmt: skip
+    return shared
 
 
 async def prevention_button(s: BotServices, incident: str, *, user: str, channel: str) -> None:
@@ -165,10 +184,15 @@ async def prevention_button(s: BotServices, incident: str, *, user: str, channel
     reads), then the kit from the incident's latest evidence into its thread; a failure is
     told to the clicker."""
     try:
-        if await permitted(s, "view", user=user, channel=channel):
+        found = await s.store.get_incident(incident)
+        if found is None:
+            raise GpunodeError(f"there is no incident {incident}", code="not_found")
+        # the role is checked in the incident's cluster: the kit shows that cluster's node
+        if await permitted(s, "view", user=user, channel=channel, cluster=found.cluster or None):
             await prevent_incident(
-                s.store, s.chat, incident, user=user, now=s.clock(), locales=s.diagnose.locales
-            )
+                s.store, s.chat, incident, user=user, now=s.clock(),
+                locales=s.diagnose.locales, incident=found,
+            )  # fmt: skip
     except GpunodeError as err:
         locale = await s.diagnose.locales.for_person(channel, user)
         t, blocks = render_notice("command_failed", locale, message=err.message, code=err.code)

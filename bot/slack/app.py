@@ -73,7 +73,10 @@ def _register_commands(app: AsyncApp, s: BotServices) -> None:
             # call, nothing left running after the ack)
             outcome = "ok"
             try:
-                denied = await chatops.denied(s, "view", user=user, channel=channel)
+                # a named cluster is checked against the user's scope, as `top CLUSTER` is
+                denied = await chatops.denied(
+                    s, "view", user=user, channel=channel, cluster=cmd.cluster
+                )
                 if denied is not None:
                     t, blocks = render_refused(denied.reason, locale)
                     outcome = "denied"
@@ -188,6 +191,8 @@ async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> str:
                     incident.channel, text=t, blocks=blocks, thread_ts=incident.thread_ts
                 )
                 await s.diagnose.refresh_root(incident.id)
+            if s.anchors is not None:  # the head, outside the store (and in the thread)
+                await s.anchors.anchor(channel=incident.channel, thread_ts=incident.thread_ts)
             else:
                 await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
     except GpunodeError as err:

@@ -134,6 +134,8 @@ class _BlockActionsRoute(_Foreign):
 
 
 class _ViewRoute(_Foreign):
+    #: Bolt reads ``view.type`` to route a submission (Slack always sends "modal")
+    type: str = Field(min_length=1, max_length=64)
     callback_id: str = Field(max_length=255)
 
 
@@ -145,6 +147,8 @@ class _ViewPayloadRoute(_Foreign):
 
 class _Event(_Foreign):
     type: str = Field(min_length=1, max_length=255)
+    #: a channel id when present (Bolt reads it as a string to scope the event)
+    channel: str | None = Field(None, max_length=255)
 
 
 class EventCallback(_Foreign):

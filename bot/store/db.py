@@ -11,7 +11,7 @@ row functions plain and identical for both engines.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -54,8 +54,6 @@ class Dialect:
     #: a column (with its trailing comma) giving rows an insertion order where the engine
     #: has none built in (SQLite's ``rowid`` is implicit; PostgreSQL gets an identity column)
     rowid_column: str
-    #: SQL listing the names of the triggers on the audit table (one column)
-    audit_triggers_sql: str
     #: SQL giving the next audit row id from the table's own sequence (None: MAX(id) + 1),
     #: so a row inserted behind gpunode's back never takes the id the chain would use next
     next_audit_id_sql: str | None
@@ -73,6 +71,11 @@ class Db(Protocol):
     dialect: Dialect
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Result: ...
+
+    def stream(self, sql: str, params: Sequence[Any] = (), *, size: int) -> Iterator[Any]:
+        """The rows of a query, at most ``size`` of them in memory at a time (PostgreSQL: a
+        server-side cursor, so call it inside ``transaction``)."""
+        ...
 
     def transaction(
         self, lock: str | None = None, *, readonly: bool = False

@@ -11,7 +11,7 @@ Replicas starting together migrate one at a time (the ``migrations`` transaction
 from __future__ import annotations
 
 from bot.errors import StoreError
-from bot.store.db import Db
+from bot.store.db import Db, DbError
 from bot.store.migrations import MIGRATIONS, SCHEMA_VERSION, Step
 
 
@@ -31,8 +31,36 @@ def schema_version(db: Db) -> int:
     return int(found[0]) if found else 0
 
 
+def current_version(db: Db) -> int | None:
+    """The schema's version, read without writing (None: no schema yet, or unreadable)."""
+    try:
+        return schema_version(db)
+    except DbError:
+        return None
+
+
 def apply_migrations(db: Db, *, where: str) -> int:
-    """Bring the schema up to ``SCHEMA_VERSION``; refuse a database from a newer gpunode."""
+    """Bring the schema up to ``SCHEMA_VERSION``; refuse a database from a newer gpunode.
+
+    A schema already current is left alone without a single DDL statement, so the bot may
+    connect as a role that can create nothing (PostgreSQL's app role, ``bot.store.roles``);
+    a schema that needs migrating when the role may not do it names ``gpunode migrate``."""
+    found = current_version(db)
+    if found == SCHEMA_VERSION:
+        return SCHEMA_VERSION
+    try:
+        return _migrate(db, where=where)
+    except DbError as exc:
+        if "permission denied" not in str(exc) and "must be owner" not in str(exc):
+            raise
+        raise StoreError(
+            f"the incident store {where} needs migrating (schema {found or 0} of "
+            f"{SCHEMA_VERSION}) and this role may not: run `gpunode migrate` with the store "
+            f"owner's DSN ({exc})"
+        ) from exc
+
+
+def _migrate(db: Db, *, where: str) -> int:
     with db.transaction(lock="migrations"):
         db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
         current = schema_version(db)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from bot.store import audit_guard
 from bot.store.audit_chain import chain_existing
 
 if TYPE_CHECKING:
@@ -199,6 +200,15 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         "WHERE state != 'resolved'",
         "DROP INDEX incidents_node",
         "CREATE INDEX incidents_node ON incidents(cluster, node, number)",
+    ),
+    (
+        # 7: the audit guards as bot/store/audit_guard.py defines them, on both engines:
+        # audit_head moved by the database (an AFTER INSERT trigger) and guarded like audit,
+        # INSERT OR REPLACE refused on SQLite, TRUNCATE refused on PostgreSQL; every guard
+        # recreated from one definition, which `gpunode audit --verify` compares with
+        # rows are signed with the bot's audit key when one is set (audit_chain.row_mac)
+        "ALTER TABLE audit ADD COLUMN row_mac TEXT",
+        audit_guard.install,
     ),
 )
 

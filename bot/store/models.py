@@ -118,6 +118,8 @@ class ChainReport:
     rows: int
     bad_id: int | None = None
     problem: str = ""
+    #: rows whose MAC was checked against the audit key (0: no key, or no signed rows)
+    signed: int = 0
 
     @property
     def ok(self) -> bool:

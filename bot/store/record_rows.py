@@ -89,7 +89,7 @@ def incident_for_alert_group(conn: Db, group_key: str) -> str | None:
     return str(row["incident_id"]) if row and row["incident_id"] else None
 
 
-def append_audit(conn: Db, record: AuditRecord) -> AuditRecord:
+def append_audit(conn: Db, record: AuditRecord, key: bytes | None = None) -> AuditRecord:
     """Append one row to the hash chain (``audit_chain``), atomically across replicas.
 
     A record that names no cluster gets its action's, else its incident's (when known)."""
@@ -110,7 +110,7 @@ def append_audit(conn: Db, record: AuditRecord) -> AuditRecord:
     with conn.transaction(lock="audit"):
         cluster = record.cluster or _cluster_of(conn, record.action_id, record.incident_id)
         values["cluster"] = cluster
-        row_id, _prev, digest = audit_chain.insert(conn, values)
+        row_id, _prev, digest = audit_chain.insert(conn, values, key)
     return record.model_copy(update={"id": row_id, "row_hash": digest, "cluster": cluster})
 
 
@@ -127,12 +127,12 @@ def _cluster_of(conn: Db, action_id: str | None, incident_id: str | None) -> str
     return ""
 
 
-def verify_audit(conn: Db) -> ChainReport:
+def verify_audit(conn: Db, key: bytes | None = None) -> ChainReport:
     """Check the whole chain in one consistent snapshot: no append lands between reading
     the rows and reading the head (SQLite: one read transaction; PostgreSQL: the chain's
     lock, which appends wait for)."""
     with conn.transaction(lock="audit", readonly=True):
-        return audit_chain.verify(conn)
+        return audit_chain.verify(conn, key)
 
 
 def audit_since(conn: Db, since: datetime | None = None) -> list[AuditRecord]:
@@ -149,3 +149,21 @@ def audit_since(conn: Db, since: datetime | None = None) -> list[AuditRecord]:
         data["changes"] = loads(data["changes"])
         records.append(AuditRecord.model_validate(data))
     return records
+
+
+def audit_head(conn: Db) -> tuple[int, str]:
+    row = conn.execute("SELECT last_id, last_hash FROM audit_head WHERE id = 1").fetchone()
+    return (int(row[0]), str(row[1])) if row else (0, audit_chain.GENESIS)
+
+
+def audit_hashes(conn: Db, ids: list[int]) -> dict[int, str]:
+    found: dict[int, str] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ", ".join("?" * len(chunk))
+        rows = conn.execute(
+            f"SELECT id, row_hash FROM audit WHERE id IN ({marks})",  # noqa: S608
+            chunk,
+        ).fetchall()
+        found |= {int(r[0]): str(r[1]) for r in rows}
+    return found

@@ -17,7 +17,7 @@ from typing import Any
 
 from bot.store.db import Db, DbError, DbIntegrityError, Dialect, Result
 from bot.store.migrating import apply_migrations
-from bot.store.values import dumps, loads, parse_ts, ts
+from bot.store.values import dumps, loads, parse_ts, storable_params, ts
 
 __all__ = ["MEMORY", "SQLITE", "SqliteDb", "connect", "dumps", "loads", "parse_ts", "ts"]
 
@@ -30,7 +30,6 @@ SQLITE = Dialect(
     name="sqlite",
     serial_pk="INTEGER PRIMARY KEY AUTOINCREMENT",
     rowid_column="",
-    audit_triggers_sql="SELECT name FROM sqlite_master WHERE type='trigger' AND tbl_name='audit'",
     next_audit_id_sql=None,  # AUTOINCREMENT keys continue after MAX(id) as well
     # RFC 7396 merge patch
     merge_result_sql="json_patch(COALESCE(result, '{}'), ?)",
@@ -48,11 +47,16 @@ class SqliteDb:
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Result:
         try:
-            return self.conn.execute(sql, tuple(params))
+            return self.conn.execute(sql, storable_params(params))
         except sqlite3.IntegrityError as exc:
             raise DbIntegrityError(str(exc)) from exc
         except sqlite3.Error as exc:
             raise DbError(str(exc)) from exc
+
+    def stream(self, sql: str, params: Sequence[Any] = (), *, size: int) -> Iterator[Any]:
+        cursor = self.execute(sql, params)  # params made storable there
+        while batch := _fetchmany(cursor, size):
+            yield from batch
 
     @contextmanager
     def transaction(self, lock: str | None = None, *, readonly: bool = False) -> Iterator[Db]:
@@ -69,6 +73,13 @@ class SqliteDb:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def _fetchmany(cursor: Any, size: int) -> list[Any]:
+    try:
+        return list(cursor.fetchmany(size))
+    except sqlite3.Error as exc:
+        raise DbError(str(exc)) from exc
 
 
 def path_of(target: str) -> str:

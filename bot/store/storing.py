@@ -39,6 +39,7 @@ from bot.store.values import dumps
 
 T = TypeVar("T")
 audit_log = logging.getLogger("gpunode.audit")
+log = logging.getLogger(__name__)
 
 #: how stale ``open_incidents`` may be for writes made by *another* replica sharing the
 #: database (this store's own writes are seen at once): a status listing, not a decision
@@ -63,6 +64,11 @@ class Store:
         self._incident_generation = 0
         #: log each new audit row as JSON on ``gpunode.audit`` (settings: store.audit_to_log)
         self.export_audit = False
+        #: the audit key (``store.audit_key``): rows are signed with it and verified against it
+        self.audit_key: bytes | None = None
+        #: awaited with each new audit row's id (the anchors, bot.services.anchoring); what it
+        #: raises is logged, never the append's failure
+        self.on_audit: Callable[[int], Awaitable[None]] | None = None
         #: told ``(operation, seconds)`` after each operation, its queueing included (metrics)
         self.observe_latency: Callable[[str, float], None] | None = None
 
@@ -374,14 +380,27 @@ class Store:
 
         With ``export_audit`` set, the stored row (its hash included) is also logged as one
         JSON line on the ``gpunode.audit`` logger: a copy outside the store's file."""
-        stored = await self._run(record_rows.append_audit, record)
+        stored = await self._run(record_rows.append_audit, record, self.audit_key)
         if self.export_audit:
             audit_log.info("%s", dumps(stored.model_dump(mode="json")))
+        if self.on_audit is not None and stored.id:
+            try:
+                await self.on_audit(stored.id)
+            except Exception:
+                log.exception("audit row %s: the after-append hook failed", stored.id)
         return stored.id or 0
+
+    async def audit_head(self) -> tuple[int, str]:
+        """The chain's head: the newest row's id and hash ((0, GENESIS) before any row)."""
+        return await self._read(record_rows.audit_head)
+
+    async def audit_hashes(self, ids: list[int]) -> dict[int, str]:
+        """``row_hash`` of each of ``ids`` that the log holds."""
+        return await self._read(record_rows.audit_hashes, ids)
 
     async def verify_audit(self) -> ChainReport:
         """Check the audit hash chain; the first bad row and why, or how many rows hold."""
-        return await self._read(record_rows.verify_audit)
+        return await self._read(record_rows.verify_audit, self.audit_key)
 
     async def audit_since(self, since: datetime | None = None) -> list[AuditRecord]:
         return await self._read(record_rows.audit_since, since)

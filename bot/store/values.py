@@ -31,3 +31,19 @@ def dumps(value: Any) -> str:
 
 def loads(text: str | None) -> Any:
     return json.loads(text) if text is not None else None
+
+
+#: what a NUL character is kept as: PostgreSQL text cannot hold U+0000 ("invalid byte
+#: sequence"), so both engines keep the replacement character instead and read back alike
+NUL_STANDIN = "\ufffd"
+
+
+def storable(value: Any) -> Any:
+    """``value`` as both engines can keep it: text without NUL characters."""
+    if isinstance(value, str) and "\x00" in value:
+        return value.replace("\x00", NUL_STANDIN)
+    return value
+
+
+def storable_params(params: Any) -> tuple[Any, ...]:
+    return tuple(storable(p) for p in params)

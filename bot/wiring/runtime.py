@@ -23,6 +23,7 @@ from bot.core.thresholds import Thresholds
 from bot.errors import ConfigError
 from bot.services.act import ActService
 from bot.services.alerts import AlertService
+from bot.services.anchoring import AnchorPort, Anchors
 from bot.services.background import Background
 from bot.services.chatops import BotServices, report_malformed
 from bot.services.clusters import ClusterRegistry
@@ -178,6 +179,7 @@ async def build_runtime(
     replica_id = replica_id or settings.leader.identity or f"replica-{secrets.token_hex(4)}"
     store = await Store.open(settings.store.target)  # a SQLite path's folder is created
     store.export_audit = settings.store.audit_to_log
+    store.audit_key = settings.store.audit_key_bytes
     # incidents and actions recorded before clusters existed belong to the default cluster
     await store.adopt_unclustered(clusters.default)
     chat = SlackChat(
@@ -214,8 +216,15 @@ async def build_runtime(
         watch_interval_s=settings.actions.watch_interval_s,
         metrics=metrics,
     )
+    home = clusters.port(clusters.default)  # the cluster the bot's Deployment runs in
+    anchors = Anchors(
+        store, home if isinstance(home, AnchorPort) else None, chat,
+        deployment=settings.store.anchor_deployment, every=settings.store.anchor_every,
+        clock=clock, spawn=lambda work: bg.spawn(work, name="audit-anchor"),
+    )  # fmt: skip
+    store.on_audit = anchors.after_append
     services = BotServices(
-        kube=clusters.port(clusters.default),
+        kube=home,
         clusters=clusters,
         store=store,
         chat=chat,
@@ -226,6 +235,7 @@ async def build_runtime(
         channels=frozenset(policy.channels),
         act=act,
         metrics=metrics,
+        anchors=anchors,
     )
     secret = (
         settings.slack.signing_secret.get_secret_value() if settings.slack.signing_secret else None

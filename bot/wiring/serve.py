@@ -11,6 +11,7 @@ import asyncio
 import importlib
 import logging
 import signal
+from datetime import UTC, datetime
 
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
@@ -22,6 +23,7 @@ from bot.config.thresholds import read_thresholds
 from bot.core.policy import Policy, parse_policy
 from bot.errors import ConfigError, SlackError
 from bot.logs import configure_logging
+from bot.services import doctor
 from bot.services.leading import LeasePort
 from bot.slack.chatting import make_client
 from bot.telemetry.serving import start_metrics_listener
@@ -92,6 +94,11 @@ async def _serve(settings: Settings) -> None:
     assert settings.slack.bot_token is not None  # checked by check_settings
     client = make_client(
         settings.slack.bot_token.get_secret_value(), base_url=settings.slack.api_base_url
+    )
+    # gpunode doctor's checks, logged; a store shared with a live replica without a Lease
+    # refuses to start (each would mark the other's running actions interrupted)
+    await doctor.at_start(
+        settings, kube.port(kube.default), clock=lambda: datetime.now(UTC), logger=log
     )
     runtime = await build_runtime(
         settings, kube=kube, client=client, policy=policy, thresholds=thresholds,

@@ -38,11 +38,15 @@ CLUSTER_RULES = {
     ("node.k8s.io", "runtimeclasses"): {"get"},
     ("resource.k8s.io", "resourceslices"): {"list"},
     ("autoscaling.k8s.io", "verticalpodautoscalers"): {"list"},
+    # gpunode doctor: the admission policies are installed and bound (read only)
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"): {"list"},
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): {"list"},
 }
 NAMESPACED_RULES = {
     ("batch", "jobs"): {"create", "delete"},
     ("", "pods"): {"watch"},
     ("", "pods/log"): {"get"},
+    ("", "events"): {"create"},  # the audit anchors, on the bot's own Deployment
 }
 
 

@@ -342,3 +342,44 @@ async def test_a_body_over_the_size_limit_gets_413_without_a_traceback(
 
     assert status == 413
     assert not [r for r in caplog.records if r.exc_info is not None]
+
+
+# -- issue 21: two shapes that still got a 500 ----------------------------------------------
+
+
+async def test_a_modal_submission_without_a_view_type_gets_no_500(demo: Demo) -> None:
+    await tier3_modal(demo)
+    payload = submission(demo, ALICE, {"reason": "memory incident"})
+    del payload["view"]["type"]
+
+    result = await send(demo, payload)
+    await demo.drain()
+
+    assert result.status == 200, result.body
+    assert demo.runtime.services.bg.errors == []
+    assert not [r for r in demo.kube.requests if r[0] == "PATCH"]
+
+
+@pytest.mark.parametrize("channel", [12345, 1.5, ["C1"]], ids=["int", "float", "list"])
+async def test_an_event_whose_channel_is_not_a_string_gets_400_naming_it_not_500(
+    demo: Demo, channel: Any
+) -> None:
+    root_ts = await diagnose(demo)
+    event = {
+        "type": "message", "user": ALICE, "text": "reply with a numeric channel",
+        "ts": demo.slack.ws.next_ts(), "thread_ts": root_ts, "channel": channel,
+        "channel_type": "channel", "event_ts": "1700000000.000100",
+    }  # fmt: skip
+    body = payloads.event_envelope(event, event_id="Ev0NUMERIC", event_time=1_700_000_000)
+    store = demo.runtime.store
+    (incident,) = await store.open_incidents()
+    before = len(await store.timeline(incident.id))
+
+    result = await send(demo, body, ctype=JSON_TYPE)
+    await demo.drain()
+
+    # signed garbage is refused as the other garbage is (400 with the reason), never a 500
+    assert result.status == 400, result.body
+    assert "event.channel" in result.body
+    assert demo.runtime.services.bg.errors == []
+    assert len(await store.timeline(incident.id)) == before

@@ -97,6 +97,44 @@ async def test_status_names_each_incidents_cluster_and_filters_by_cluster(two: D
     assert "prod-us/gpu-node-01" in us_only.body and "prod-eu/" not in us_only.body
 
 
+async def test_status_of_a_cluster_outside_the_users_scope_is_refused_as_top_is(
+    two: Demo,
+) -> None:
+    await _diagnose(two, "prod-us/gpu-node-01")
+
+    status = await two.slack.slash_command(ERIN, CHANNEL, "status prod-us/gpu-node-01")
+    own = await two.slack.slash_command(ERIN, CHANNEL, "status prod-eu/gpu-node-01")
+    await two.slack.slash_command(ERIN, CHANNEL, "top prod-us")
+    await two.drain()
+
+    assert status.status == 200
+    assert "prod-us/gpu-node-01" not in status.body
+    assert "your role does not cover it" in status.body
+    assert "your role does not cover it" not in own.body
+    assert any("your role does not cover it" in t for t in ephemeral_texts(two.slack, ERIN))
+
+
+async def test_the_prevention_kit_button_checks_the_users_scope_in_the_incidents_cluster(
+    two: Demo,
+) -> None:
+    us = await _diagnose(two, "prod-us/gpu-node-01")
+    eu = await _diagnose(two, "prod-eu/gpu-node-01")
+    files_before = len(two.slack.files(CHANNEL))
+
+    await _click(two, us, ERIN, "gpunode_prevention")  # prod-us: not hers
+    refused_files = len(two.slack.files(CHANNEL))
+    await _click(two, eu, ERIN, "gpunode_prevention")  # prod-eu: hers
+
+    assert refused_files == files_before
+    assert any(REFUSED in t for t in ephemeral_texts(two.slack, ERIN))
+    assert len(two.slack.files(CHANNEL)) > files_before
+    audit = [a for a in await two.runtime.store.audit_since() if a.actor == ERIN]
+    assert [(a.action, a.decision, a.cluster) for a in audit] == [
+        ("view", "denied", "prod-us"),
+        ("prevention_kit.upload", "shared", "prod-eu"),
+    ]
+
+
 @pytest.mark.slow
 async def test_the_two_cluster_demo_story_runs_end_to_end(two: Demo) -> None:
     assert two.kubes is not None

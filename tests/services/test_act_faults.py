@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import datetime
 
 import pytest
 
@@ -16,6 +17,7 @@ from bot.errors import (
     TooManyRequestsError,
 )
 from bot.render.acting import _t
+from bot.store import Store
 from tests.services.world import APPROVER, CHANNEL, REQ, World
 
 FAULTS: dict[str, Callable[[], BaseException]] = {
@@ -137,3 +139,31 @@ async def test_a_failed_action_that_changed_nothing_offers_no_undo(world: World)
     action_id = await _run(world, 1)
     msg = await world.action_message(action_id)
     assert "gpunode_undo" not in json.dumps(msg.blocks)
+
+
+async def test_an_action_reconciled_by_another_replica_after_its_claim_never_runs(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two replicas on one store: the other one marks this replica's freshly claimed action
+    interrupted (as a restart without a Lease did); the action must not execute after that."""
+    action_id = await world.request(2, memory_limit="70Gi", memory_request="60Gi")
+    claim = world.store.claim_action
+
+    async def claimed_then_reconciled_elsewhere(aid: str, replica: str, *, at: datetime) -> bool:
+        won = await claim(aid, replica, at=at)
+        async with await Store.open(world.store.path) as other:  # the other replica
+            await other.set_action_state(
+                aid, "failed", at=at, result={"reason": "interrupted by a restart"}
+            )
+        return won
+
+    monkeypatch.setattr(world.store, "claim_action", claimed_then_reconciled_elsewhere)
+
+    await world.act.apply(action_id=action_id, user=REQ, channel=CHANNEL)
+
+    assert world.kube.effects() == []
+    record = await world.store.get_action(action_id)
+    assert record is not None and record.state == "failed"
+    rows = [r for r in await world.store.audit_since(None) if r.action_id == action_id]
+    assert rows[-1].decision == "refused"
+    assert "marked failed meanwhile; nothing was changed" in rows[-1].detail

@@ -12,7 +12,7 @@ import pytest
 
 from bot.cli.audit import main
 from bot.errors import StoreError, UsageError
-from bot.store import AuditRecord, Store
+from bot.store import AuditRecord, Store, audit_guard
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -104,7 +104,9 @@ def test_the_cli_entry_point_prints_the_audit(db: str, capsys: pytest.CaptureFix
 
 
 def test_verify_reports_an_intact_chain_and_exits_0(db: str) -> None:
-    assert run(verify=True).strip() == "audit chain intact: 3 rows verified"
+    assert run(verify=True).strip() == (
+        "audit chain intact: 3 rows verified; signatures not checked (no store.audit_key)"
+    )
 
 
 def test_verify_names_the_first_edited_row_and_exits_1(db: str) -> None:
@@ -127,11 +129,38 @@ def test_verify_from_the_command_line_finds_a_deleted_row(
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("DROP TRIGGER audit_no_delete")
     conn.execute("DELETE FROM audit WHERE id=2")
-    conn.execute(
-        "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit "
-        "BEGIN SELECT RAISE(ABORT, 'audit rows are append-only'); END"
-    )
+    conn.execute(audit_guard.SQLITE_TRIGGERS["audit_no_delete"])  # put back as shipped
     conn.close()
 
     assert cli_main(["audit", "--verify"]) == 1
     assert "BROKEN at row 3" in capsys.readouterr().out
+
+
+def test_text_output_escapes_control_characters_and_newlines_in_every_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = str(tmp_path / "forged-lines.db")
+    monkeypatch.setenv("GPUNODE_STORE__PATH", path)
+    monkeypatch.delenv("GPUNODE_CONFIG", raising=False)
+    forged_line = "\n2026-03-01 11:00:00  U0ADMIN  tier3.apply  approved"
+
+    async def go() -> None:
+        async with await Store.open(path) as store:
+            await store.append_audit(
+                AuditRecord(
+                    at=NOW, actor="U1\x1b[2J", action="tier1.execute\r", channel="C\tX",
+                    incident_id="INC\u2028-1", decision="refused\x07", outcome="x\u202e",
+                    detail="reason" + forged_line + "\\n",
+                )
+            )  # fmt: skip
+
+    asyncio.run(go())
+
+    lines = run().splitlines()
+
+    assert len(lines) == 2  # the header and the one row: no forged line
+    row = lines[1]
+    assert all(ch.isprintable() for ch in row)
+    for escaped in ("U1\\x1b[2J", "tier1.execute\\r", "C\\tX", "INC\\u2028-1", "refused\\x07",
+                    "x\\u202e", "reason\\n2026-03-01 11:00:00", "approved\\\\n"):  # fmt: skip
+        assert escaped in row

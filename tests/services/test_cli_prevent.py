@@ -90,6 +90,24 @@ def test_gpunode_prevent_out_refuses_to_overwrite_an_earlier_kit_unless_forced(
     assert (tmp_path / "notes.txt").read_text() == "mine"  # other files are left alone
 
 
+@pytest.mark.parametrize("force", [False, True], ids=["without-force", "with-force"])
+def test_gpunode_prevent_out_never_writes_through_a_symlink_in_the_directory(
+    seed_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], force: bool
+) -> None:
+    out, elsewhere = tmp_path / "kit", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    (out / "limitrange.yaml").symlink_to(elsewhere / "planted.yaml")  # dangling
+
+    code = main(prevent(seed_url, NODE, "--out", str(out), *(["--force"] if force else [])))
+
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "limitrange.yaml" in err
+    assert ("is a symbolic link" in err) if force else ("already holds limitrange.yaml" in err)
+    assert list(elsewhere.iterdir()) == []  # nothing was written through the link
+
+
 @pytest.mark.parametrize(
     ("node", "says"),
     [

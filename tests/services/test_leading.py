@@ -174,3 +174,24 @@ async def test_background_work_runs_on_the_leader_only_and_moves_with_the_lease(
     await work_b.tick()
     assert rec_b.calls[:1] == ["reconcile"], "a new leader reconciles at once"
     assert work_b.leading and not work_a.leading
+
+
+class OrphanRecorder(Recorder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.orphaned_before: list[datetime | None] = []
+
+    async def reconcile_interrupted(self, *, orphaned_before: datetime | None = None) -> int:
+        self.orphaned_before.append(orphaned_before)
+        return await super().reconcile_interrupted(orphaned_before=orphaned_before)
+
+
+async def test_a_replica_without_a_lease_reconciles_only_silent_claimers_at_start() -> None:
+    """Restarting one of two replicas sharing a store without a Lease used to mark the other's
+    live action interrupted: at start, only claimers silent for ``orphan_after_s`` count."""
+    clock, rec = Clock(), OrphanRecorder()
+    work = LeaderWork(store=rec, actions=rec, replica_id="pod-a", clock=clock, orphan_after_s=15)
+
+    await work.start()
+
+    assert rec.orphaned_before == [clock() - timedelta(seconds=15)]

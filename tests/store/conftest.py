@@ -10,6 +10,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from bot.store import audit_guard
+
 ENGINES = ["sqlite", "postgres"]
 #: what the raw drivers raise when a trigger or constraint refuses a statement
 RAW_ERRORS = (sqlite3.Error, psycopg.Error)
@@ -39,6 +41,27 @@ def tamper(target: str, *statements: str) -> None:
             conn.execute(statement)
     finally:
         conn.close()
+
+
+def lift(target: str, names: list[str], *statements: str) -> None:
+    """Tamper as someone who may lift the guards: take the named triggers off (SQLite: drop
+    them; PostgreSQL: disable them), run ``statements``, then put each back exactly as
+    shipped, so a check of the triggers alone finds nothing."""
+    if is_pg(target):
+        tables = {n: audit_guard.PG_TRIGGERS[n].table for n in names}
+        tamper(
+            target,
+            *(f"ALTER TABLE {tables[n]} DISABLE TRIGGER {n}" for n in names),
+            *statements,
+            *(f"ALTER TABLE {tables[n]} ENABLE TRIGGER {n}" for n in names),
+        )
+        return
+    tamper(
+        target,
+        *(f"DROP TRIGGER {n}" for n in names),
+        *statements,
+        *(audit_guard.SQLITE_TRIGGERS[n] for n in names),
+    )
 
 
 def query(target: str, sql: str) -> list[tuple[object, ...]]:

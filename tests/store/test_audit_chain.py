@@ -19,7 +19,7 @@ from bot.store import AuditRecord, Store
 from bot.store.migrating import render
 from bot.store.migrations import MIGRATIONS
 from bot.store.sqlite import SqliteDb
-from tests.store.conftest import RAW_ERRORS, is_pg, tamper
+from tests.store.conftest import RAW_ERRORS, is_pg, lift, tamper
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 REPO = Path(__file__).resolve().parents[2]
@@ -58,79 +58,35 @@ async def test_a_forged_insert_without_the_chain_is_refused_by_the_store(
     assert (await store.verify_audit()).ok
 
 
-# Someone with write access to the database lifts a trigger, tampers, and puts it back.
-# SQLite: DROP and CREATE it again. PostgreSQL: DISABLE and ENABLE it (a disabled trigger
-# counts as dropped for `verify`).
-_DROP = "DROP TRIGGER {}"
-_LIFT_PG = "ALTER TABLE audit DISABLE TRIGGER {}"
-_UPDATE_TRIGGER = (
-    "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit "
-    "BEGIN SELECT RAISE(ABORT, 'audit rows are append-only'); END"
+# Someone with write access to the database lifts guards, tampers, and puts them back exactly
+# as shipped (SQLite: DROP and CREATE; PostgreSQL: DISABLE and ENABLE), so only the chain
+# itself can tell.
+MADE_UP_HASHES = FORGED_INSERT.replace("(at,", "(prev_hash, row_hash, at,").replace(
+    "VALUES (", f"VALUES ('{'0' * 64}', '{'1' * 64}', "
 )
-_DELETE_TRIGGER = _UPDATE_TRIGGER.replace("no_update", "no_delete").replace(
-    "UPDATE ON", "DELETE ON"
-)
-_CHAINED_TRIGGER = (
-    "CREATE TRIGGER audit_chained BEFORE INSERT ON audit WHEN NEW.row_hash IS NULL "
-    "BEGIN SELECT RAISE(ABORT, 'x'); END"
-)
-_RESTORE_PG = {
-    _UPDATE_TRIGGER: "ALTER TABLE audit ENABLE TRIGGER audit_no_update",
-    _DELETE_TRIGGER: "ALTER TABLE audit ENABLE TRIGGER audit_no_delete",
-    _CHAINED_TRIGGER: "ALTER TABLE audit ENABLE TRIGGER audit_chained",
-}
-
-
-def for_engine(target: str, statements: list[str]) -> list[str]:
-    """The SQLite tampering written for ``target``'s engine."""
-    if not is_pg(target):
-        return statements
-    out = []
-    for statement in statements:
-        if statement.startswith("DROP TRIGGER "):
-            out.append(_LIFT_PG.format(statement.removeprefix("DROP TRIGGER ")))
-        else:
-            out.append(_RESTORE_PG.get(statement, statement))
-    return out
 
 
 @pytest.mark.parametrize(
-    ("statements", "bad_id", "words"),
+    ("lifted", "statements", "bad_id", "words"),
     [
-        (
-            [_DROP.format("audit_no_update"), "UPDATE audit SET decision='denied' WHERE id=2",
-             _UPDATE_TRIGGER],
-            2, "edited",
-        ),
-        (
-            [_DROP.format("audit_no_delete"), "DELETE FROM audit WHERE id=2", _DELETE_TRIGGER],
-            3, "deleted",
-        ),
-        (
-            [_DROP.format("audit_no_delete"), "DELETE FROM audit WHERE id=3", _DELETE_TRIGGER],
-            3, "deleted",
-        ),
-        (
-            [_DROP.format("audit_chained"), FORGED_INSERT, _CHAINED_TRIGGER],
-            4, "prev_hash",
-        ),
-        (
-            [_DROP.format("audit_chained"),
-             FORGED_INSERT.replace("(at,", "(prev_hash, row_hash, at,").replace(
-                 "VALUES (", f"VALUES ('{'0' * 64}', '{'1' * 64}', "),
-             _CHAINED_TRIGGER],
-            4, "prev_hash",
-        ),
-        ([_DROP.format("audit_no_delete")], None, "audit_no_delete was dropped"),
-        ([_DROP.format("audit_chained")], None, "audit_chained was dropped"),
+        (["audit_no_update"], ["UPDATE audit SET decision='denied' WHERE id=2"], 2, "edited"),
+        (["audit_no_delete"], ["DELETE FROM audit WHERE id=2"], 3, "deleted"),
+        (["audit_no_delete"], ["DELETE FROM audit WHERE id=3"], 3, "deleted"),
+        (["audit_chained", "audit_head_advance"], [FORGED_INSERT], 4, "prev_hash"),
+        (["audit_chained"], [MADE_UP_HASHES], 4, "prev_hash"),
     ],
     ids=["edited-row", "deleted-row", "deleted-last-row", "forged-back-dated-insert",
-         "forged-insert-with-made-up-hashes", "dropped-delete-trigger", "dropped-chain-trigger"],
+         "forged-insert-with-made-up-hashes"],
 )  # fmt: skip
 async def test_verify_names_the_first_bad_row(
-    store: Store, target: str, statements: list[str], bad_id: int | None, words: str
+    store: Store,
+    target: str,
+    lifted: list[str],
+    statements: list[str],
+    bad_id: int | None,
+    words: str,
 ) -> None:
-    tamper(target, *for_engine(target, statements))
+    lift(target, lifted, *statements)
 
     report = await store.verify_audit()
 
@@ -139,13 +95,23 @@ async def test_verify_names_the_first_bad_row(
     assert words in report.problem
 
 
+@pytest.mark.parametrize("trigger", ["audit_no_delete", "audit_chained", "audit_head_advance"])
+async def test_verify_names_a_dropped_trigger(store: Store, target: str, trigger: str) -> None:
+    table = "audit"
+    tamper(
+        target, f"DROP TRIGGER {trigger} ON {table}" if is_pg(target) else f"DROP TRIGGER {trigger}"
+    )
+
+    report = await store.verify_audit()
+
+    assert (report.ok, report.bad_id) == (False, None)
+    assert f"trigger {trigger} was dropped" in report.problem
+
+
 async def test_rows_appended_after_a_forged_row_still_show_the_forgery(
     store: Store, target: str
 ) -> None:
-    tamper(
-        target,
-        *for_engine(target, [_DROP.format("audit_chained"), FORGED_INSERT, _CHAINED_TRIGGER]),
-    )
+    lift(target, ["audit_chained", "audit_head_advance"], FORGED_INSERT)
     await store.append_audit(record(5, "executed"))
 
     report = await store.verify_audit()

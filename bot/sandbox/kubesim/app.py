@@ -32,6 +32,7 @@ from bot.sandbox.kubesim.authz import (
     is_resource_path,
     resource_verb,
     self_subject_access_review,
+    self_subject_rules_review,
 )
 from bot.sandbox.kubesim.fields import check_field_selector
 from bot.sandbox.kubesim.impersonation import impersonate
@@ -311,6 +312,9 @@ async def _rest(request: web.Request, route: Route) -> web.StreamResponse:
     if res.kind == "SelfSubjectReview" and m == "POST":
         await _json_body(request)  # decoded (or refused) like any body; it asks nothing
         return _json(self_subject_review(request[USER_KEY]), 201)
+    if res.kind == "SelfSubjectRulesReview" and m == "POST":
+        body = await _json_body(request)
+        return _json(self_subject_rules_review(sim.authorizer, request[USER_KEY], body), 201)
     if not res.stored:
         if m != "GET":
             raise ApiError(405, "the server does not allow this method on the requested resource")

@@ -197,6 +197,21 @@ class Authorizer:
                 missing = f'{kind.lower()}.rbac.authorization.k8s.io "{ref.get("name")}" not found'
                 yield what, (role.get("rules") or []) if role else None, missing
 
+    def rules_for(self, user: UserInfo, namespace: str) -> tuple[list[Obj], list[str]]:
+        """Every rule of every role bound to ``user`` that applies in ``namespace`` (the
+        ClusterRoleBindings' everywhere, the RoleBindings' of that namespace), and the errors
+        met (a binding whose role is missing), as RBAC's ``RulesFor`` collects them."""
+        rules: list[Obj] = []
+        errors: list[str] = []
+        for _what, found, missing in self._grants(
+            Attributes(user=user, verb="", namespace=namespace)
+        ):
+            if found is None:
+                errors.append(missing)
+            else:
+                rules.extend(found)
+        return rules, errors
+
     def decide(self, attrs: Attributes) -> Decision:
         errors: list[str] = []
         for what, rules, missing in self._grants(attrs):
@@ -270,6 +285,49 @@ def self_subject_access_review(authorizer: Authorizer, user: UserInfo, body: Obj
         status["reason"] = decision.reason
     return {
         "kind": "SelfSubjectAccessReview",
+        "apiVersion": "authorization.k8s.io/v1",
+        "metadata": {"creationTimestamp": None},
+        "spec": spec,
+        "status": status,
+    }
+
+
+def self_subject_rules_review(authorizer: Authorizer, user: UserInfo, body: Obj) -> Obj:
+    """Answer a SelfSubjectRulesReview (authorization.k8s.io/v1): the caller's rules in
+    ``spec.namespace``, as the RBAC authorizer lists them. Each policy rule becomes a
+    ``resourceRules`` entry (verbs, apiGroups, resources, resourceNames) or, for a rule with
+    ``nonResourceURLs``, a ``nonResourceRules`` entry; order is the bindings' and duplicates
+    stay, as the API documents. A binding whose role is missing makes the answer
+    ``incomplete`` with an ``evaluationError`` naming it; the other rules are still listed."""
+    spec = body.get("spec") or {}
+    namespace = str(spec.get("namespace") or "")
+    rules, errors = authorizer.rules_for(user, namespace)
+    resource_rules: list[Obj] = []
+    non_resource_rules: list[Obj] = []
+    for rule in rules:
+        if rule.get("nonResourceURLs"):
+            non_resource_rules.append(
+                {"verbs": list(rule.get("verbs") or []),
+                 "nonResourceURLs": list(rule["nonResourceURLs"])}
+            )  # fmt: skip
+            continue
+        entry: Obj = {
+            "verbs": list(rule.get("verbs") or []),
+            "apiGroups": list(rule.get("apiGroups") or []),
+            "resources": list(rule.get("resources") or []),
+        }
+        if rule.get("resourceNames"):
+            entry["resourceNames"] = list(rule["resourceNames"])
+        resource_rules.append(entry)
+    status: Obj = {
+        "resourceRules": resource_rules,
+        "nonResourceRules": non_resource_rules,
+        "incomplete": bool(errors),
+    }
+    if errors:
+        status["evaluationError"] = f"[{', '.join(errors)}]"
+    return {
+        "kind": "SelfSubjectRulesReview",
         "apiVersion": "authorization.k8s.io/v1",
         "metadata": {"creationTimestamp": None},
         "spec": spec,

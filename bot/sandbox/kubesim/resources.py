@@ -87,6 +87,17 @@ ACCESS_RESOURCES: tuple[Resource, ...] = (
         ("create",),
         stored=False,
     ),
+    Resource(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectRulesReview",
+        "selfsubjectrulesreviews",
+        False,
+        (),
+        (),
+        ("create",),
+        stored=False,
+    ),
 )
 
 RESOURCES: tuple[Resource, ...] = (

@@ -1,0 +1,39 @@
+"""``gpunode doctor``: check the bot's rights, admission policies, collector Job and store
+(``bot.services.doctor``), print a table, exit 1 when a check fails."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from datetime import UTC, datetime
+from typing import TextIO
+
+from bot.cli.common import cluster_settings, gateway_from_args
+from bot.config import load_settings
+from bot.services import doctor
+
+
+async def _run(args: argparse.Namespace) -> list[doctor.Row]:
+    settings = load_settings(config_file=getattr(args, "config", None))
+    namespace = cluster_settings(args).namespace
+    gateway = gateway_from_args(args)
+    try:
+        rows = await doctor.check_cluster(
+            gateway, namespace, lease=bool(settings.leader.lease_name)
+        )
+    finally:
+        gateway.close()
+    return rows + await doctor.check_store(settings, clock=lambda: datetime.now(UTC))
+
+
+def main(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
+    stream = out or sys.stdout
+    rows = asyncio.run(_run(args))
+    print(doctor.table(rows), file=stream)
+    bad = doctor.failed(rows)
+    print(
+        "\ndoctor: FAILED (fix the FAIL rows)" if bad else "\ndoctor: all required checks pass",
+        file=stream,
+    )
+    return 1 if bad else 0

@@ -1,0 +1,218 @@
+"""`gpunode doctor` on the demo cluster (the stand-in with deploy/base's RBAC and admission
+policies, the bot's own token) is clean; with one grant removed it names the grant and exits
+non-zero. The stand-in answers the SelfSubjectRulesReview from its own RBAC model."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from bot.cli import doctor as doctor_cli
+from bot.errors import UsageError
+from bot.kube import selfcheck
+from bot.sandbox.kubesim import KubeSim
+from bot.sandbox.kubesim.access import BOT_TOKEN, deploy_base
+from bot.services import doctor
+from bot.store import Store
+from tests.conftest import kube_call
+
+
+@pytest.fixture
+def store_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    folder = tmp_path / "state"
+    folder.mkdir(mode=0o700)
+    path = str(folder / "gpunode.db")
+
+    async def create() -> None:
+        async with await Store.open(path):
+            pass
+
+    asyncio.run(create())
+    os.chmod(path, 0o600)
+    monkeypatch.setenv("GPUNODE_STORE__PATH", path)
+    monkeypatch.setenv("GPUNODE_STORE__AUDIT_KEY", "doctor-test-key")
+    monkeypatch.setenv("GPUNODE_KUBE__NAMESPACE", "gpunode")
+    monkeypatch.delenv("GPUNODE_CONFIG", raising=False)
+    return path
+
+
+def run_doctor(sim: KubeSim) -> tuple[int, str]:
+    out = io.StringIO()
+    args = argparse.Namespace(
+        config=None, kubeconfig=None, context=None, server=sim.url, token=BOT_TOKEN
+    )
+    return doctor_cli.main(args, out=out), out.getvalue()
+
+
+async def test_doctor_on_the_demo_cluster_is_clean(
+    make_kubesim: Callable[..., Awaitable[KubeSim]], store_env: str
+) -> None:
+    sim = await make_kubesim("seed")
+
+    code, text = await asyncio.to_thread(run_doctor, sim)
+
+    print(text)
+    assert code == 0, text
+    assert "FAIL" not in text
+    assert "missing:" not in text
+    for policy in selfcheck.REQUIRED_POLICIES:
+        assert f"policy {policy} installed and bound" in text
+    assert "the collector Job is admitted" in text
+    assert text.rstrip().endswith("doctor: all required checks pass")
+
+
+async def test_doctor_names_a_removed_grant_and_exits_non_zero(
+    make_kubesim: Callable[..., Awaitable[KubeSim]], store_env: str
+) -> None:
+    sim = await make_kubesim("seed")
+    status, role = await kube_call(
+        sim.url, "GET", "/apis/rbac.authorization.k8s.io/v1/clusterroles/gpunode"
+    )
+    assert status == 200
+    role["rules"] = [r for r in role["rules"] if r.get("resources") != ["pods/eviction"]]
+    status, _ = await kube_call(
+        sim.url, "PUT", "/apis/rbac.authorization.k8s.io/v1/clusterroles/gpunode", body=role
+    )
+    assert status == 200
+
+    code, text = await asyncio.to_thread(run_doctor, sim)
+
+    print(text)
+    assert code == 1
+    (line,) = [line for line in text.splitlines() if "missing:" in line]
+    assert line.split()[0] == "FAIL"
+    assert "missing: create pods/eviction (core) cluster-wide" in line
+    assert text.rstrip().endswith("doctor: FAILED (fix the FAIL rows)")
+
+
+async def test_doctor_names_an_extra_grant_without_failing(
+    make_kubesim: Callable[..., Awaitable[KubeSim]], store_env: str
+) -> None:
+    sim = await make_kubesim("seed")
+    status, role = await kube_call(
+        sim.url, "GET", "/apis/rbac.authorization.k8s.io/v1/clusterroles/gpunode"
+    )
+    assert status == 200
+    role["rules"].append({"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]})
+    await kube_call(
+        sim.url, "PUT", "/apis/rbac.authorization.k8s.io/v1/clusterroles/gpunode", body=role
+    )
+
+    code, text = await asyncio.to_thread(run_doctor, sim)
+
+    assert code == 0, text
+    (line,) = [line for line in text.splitlines() if "extra:" in line]
+    assert line.split()[0] == "warn"
+    assert "extra: get secrets (core) cluster-wide" in line
+
+
+def test_the_policies_doctor_requires_are_the_ones_deploy_base_installs() -> None:
+    import yaml
+
+    docs = list(yaml.safe_load_all((deploy_base() / "admission-policies.yaml").read_text()))
+    installed = {
+        d["metadata"]["name"] for d in docs if d and d["kind"] == "ValidatingAdmissionPolicy"
+    }
+    assert installed == set(selfcheck.REQUIRED_POLICIES)
+
+
+async def test_the_stand_in_answers_a_rules_review_from_its_rbac(
+    make_kubesim: Callable[..., Awaitable[KubeSim]],
+) -> None:
+    sim = await make_kubesim("seed")
+    review = {
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+        "spec": {"namespace": "gpunode"},
+    }  # fmt: skip
+    status, answer = await kube_call(
+        sim.url, "POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+        token=BOT_TOKEN, body=review,
+    )  # fmt: skip
+
+    assert status == 201
+    rules = answer["status"]["resourceRules"]
+    assert {"verbs": ["create"], "apiGroups": [""], "resources": ["pods/eviction"]} in rules
+    assert {"verbs": ["create", "delete"], "apiGroups": ["batch"], "resources": ["jobs"]} in rules
+    assert answer["status"]["incomplete"] is False
+    assert any("/version" in r["nonResourceURLs"] for r in answer["status"]["nonResourceRules"])
+
+
+async def _beat_until(store: Store, replica: str, stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        await store.beat(replica, at=datetime.now(UTC))
+        await asyncio.sleep(0.2)
+
+
+async def test_serve_refuses_to_start_beside_a_live_replica_without_a_lease(
+    make_kubesim: Callable[..., Awaitable[KubeSim]], store_env: str
+) -> None:
+    from bot.config import load_settings
+    from bot.kube.gateway import Gateway
+    from tests.kube.conftest import settings_for
+
+    sim = await make_kubesim("seed")
+    settings = load_settings(config_file=None)
+    gateway = Gateway.from_settings(settings_for(sim.url))
+    stop = asyncio.Event()
+    async with await Store.open(store_env) as store:
+        beating = asyncio.create_task(_beat_until(store, "replica-running", stop))
+        try:
+            with pytest.raises(UsageError, match="refusing to start: replicas share this store"):
+                await doctor.at_start(
+                    settings, gateway, clock=lambda: datetime.now(UTC), settle_s=1.0,
+                    logger=logging.getLogger("test"),
+                )  # fmt: skip
+        finally:
+            stop.set()
+            await beating
+    gateway.close()
+
+
+async def test_a_restarted_single_replica_starts_its_old_beat_does_not_count(
+    make_kubesim: Callable[..., Awaitable[KubeSim]], store_env: str
+) -> None:
+    from bot.config import load_settings
+    from bot.kube.gateway import Gateway
+    from tests.kube.conftest import settings_for
+
+    sim = await make_kubesim("seed")
+    settings = load_settings(config_file=None)
+    gateway = Gateway.from_settings(settings_for(sim.url))
+    async with await Store.open(store_env) as store:
+        await store.beat("replica-before-restart", at=datetime.now(UTC))
+
+    rows = await doctor.at_start(
+        settings, gateway, clock=lambda: datetime.now(UTC), settle_s=1.0,
+        logger=logging.getLogger("test"),
+    )  # fmt: skip
+    gateway.close()
+
+    assert [r.what for r in rows if r.area == "replicas"] == ["one replica on this store"]
+
+
+@pytest.mark.parametrize("lease", [False, True], ids=["no-lease", "lease-configured"])
+async def test_the_lease_rights_count_as_needed_only_when_a_lease_is_configured(
+    make_kubesim: Callable[..., Awaitable[KubeSim]],
+    store_env: str,
+    monkeypatch: pytest.MonkeyPatch,
+    lease: bool,
+) -> None:
+    from tests.e2e.replicas import install_lease_rbac
+
+    sim = await make_kubesim("seed")
+    await install_lease_rbac(sim.url)
+    if lease:
+        monkeypatch.setenv("GPUNODE_LEADER__LEASE_NAME", "gpunode-leader")
+
+    code, text = await asyncio.to_thread(run_doctor, sim)
+
+    assert code == 0, text
+    assert ("extra: create leases" in text) is not lease
