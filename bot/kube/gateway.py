@@ -287,6 +287,7 @@ class Gateway:
         run_id = jobs.new_run_id()
         job = jobs.build_job(self.settings, node, run_id, runtime_class=use_class)
         ns, name = self.settings.namespace, job["metadata"]["name"]
+        jobs.report_progress("creating")
         await self._call(f"create diagnostic Job {ns}/{name}", jobs.create_job, job)
         cancel = threading.Event()
         try:
@@ -302,6 +303,7 @@ class Gateway:
             )
             if outcome.state == "succeeded" and outcome.pod is not None:
                 pod_name = outcome.pod["metadata"]["name"]
+                jobs.report_progress("reading")
                 text = await self._call(f"read log of {ns}/{pod_name}", jobs.read_log, ns, pod_name)
                 bundle = jobs.parse_evidence(text)
                 if gaps:
