@@ -140,7 +140,9 @@ def stop_the_cascade(page: Any, thread: Any, shots: Shots) -> None:
     closed = thread.locator(f'[data-testid="message"][data-ts="{request_ts}"]')
     expect(closed).to_contain_text("Approved by", timeout=STEP_MS)
     expect(closed.get_by_test_id("button")).to_have_count(0)
-    outcome = thread.get_by_test_id("message").filter(has_text="Applied").last
+    outcome = (
+        thread.get_by_test_id("message").filter(has_text="Not applied: no pod was evicted").last
+    )
     expect(outcome).to_contain_text("approved by", timeout=STEP_MS)
     expect(outcome).to_contain_text("@bob")
     expect(outcome).to_contain_text("blocked by a PodDisruptionBudget")
