@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from bot.core import actors
 from bot.core.diffing import DiagnosisDiff, diff_diagnoses
 from bot.core.evidence import EvidenceBundle
+from bot.core.field_changes import people_quantity
 from bot.core.findings import Diagnosis
 from bot.core.history import Marker
 from bot.core.incidents import Incident, TimelineEntry
@@ -185,8 +186,12 @@ def object_changes(result: Mapping[str, Any] | None) -> list[ObjectChange]:
             continue
         before, after = _flatten(c.get("before") or {}), _flatten(c.get("after") or {})
         names = [k for k in {**before, **after} if k.split(".")[-1] not in _NOISE]
-        fields = [
-            FieldChange(field=k, before=_text(before.get(k)), after=_text(after.get(k)))
+        fields = [  # quantities as people write them (34944Mi reads 34.1Gi)
+            FieldChange(
+                field=k,
+                before=people_quantity(k, before.get(k)) or "unset",
+                after=people_quantity(k, after.get(k)) or "unset",
+            )
             for k in names
             if before.get(k) != after.get(k)
         ]
