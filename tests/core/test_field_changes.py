@@ -25,10 +25,11 @@ def test_quantities_read_as_people_write_them(field: str, value: object, says: s
 
 
 def test_a_patch_reads_as_the_fields_it_changed() -> None:
+    old = {"limits": {"memory": "64Gi"}, "requests": {"memory": "48Gi", "cpu": "12"}}
+    new = {"limits": {"memory": "39Gi"}, "requests": {"memory": "34944Mi", "cpu": "12"}}
     before = {"container": "pandas", "resourceVersion": "7", "env": {"OMP_NUM_THREADS": None},
-              "resources": {"limits": {"memory": "64Gi"}, "requests": {"memory": "48Gi", "cpu": "12"}}}  # fmt: skip
-    after = {"resourceVersion": "8", "generation": 3,
-             "resources": {"limits": {"memory": "39Gi"}, "requests": {"memory": "34944Mi", "cpu": "12"}}}  # fmt: skip
+              "resources": old}  # fmt: skip
+    after = {"resourceVersion": "8", "generation": 3, "resources": new}
     assert [(f.field, f.before, f.after) for f in field_changes(before, after)] == [
         ("resources.limits.memory", "64Gi", "39Gi"),
         ("resources.requests.memory", "48Gi", "34.1Gi"),
