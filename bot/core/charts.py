@@ -25,7 +25,6 @@ deficiencies); markers also differ by line style, so colour is never the only cu
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
@@ -35,6 +34,7 @@ from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.history import History, Marker, MarkerKind
 from bot.core.incidents import TimelineEntry
+from bot.core.workload_names import workload_of
 
 GIB = 1024**3
 #: Okabe & Ito (2008), "Color Universal Design"; black last
@@ -57,24 +57,8 @@ TOP_PODS = 5  # more bands than this stop being readable in a thread-sized image
 WORKLOAD_COLOURS = (
     *POD_COLOURS, "#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#AA4499", "#882255",
 )  # fmt: skip
-#: the alphabet Kubernetes draws pod-template hashes and generated name suffixes from
-_SAFE = "[bcdfghjklmnpqrstvwxz2456789]"
-_REPLICASET_POD = re.compile(rf"^(.+)-{_SAFE}{{6,10}}-{_SAFE}{{5}}$")
-_GENERATED_POD = re.compile(rf"^(.+)-{_SAFE}{{5}}$")
 #: GPU readings closer than this (GiB) are "the same" and share one line
 SAME_GIB = 0.01
-
-
-def workload_of(pod_key: str) -> str:
-    """``ns/name`` of the workload a pod belongs to, read from its generated name: a
-    Deployment's ``name-<template hash>-<suffix>`` and a DaemonSet's or Job's ``name-<suffix>``
-    lose their suffixes; other pods (StatefulSet ordinals, bare pods) are their own."""
-    ns, sep, name = pod_key.rpartition("/")
-    for pattern in (_REPLICASET_POD, _GENERATED_POD):
-        if m := pattern.match(name):
-            name = m.group(1)
-            break
-    return f"{ns}{sep}{name}"
 
 
 def _slot(key: str) -> int:

@@ -12,9 +12,9 @@ from bot.core.charts import (
     chart_spec,
     collapse_gpus,
     workload_colours,
-    workload_of,
 )
 from bot.core.findings import Diagnosis, Ledger, LedgerEntry
+from bot.core.workload_names import workload_of
 from tests.core.analysis_builders import bundle, meminfo
 
 GIB = 1024**3
