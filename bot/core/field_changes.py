@@ -60,10 +60,11 @@ def people_quantity(field: str, value: object) -> str:
 
 def field_changes(before: Mapping[str, object], after: Mapping[str, object]) -> list[FieldDelta]:
     """Each field whose value differs between ``before`` and ``after`` (only fields ``after``
-    states: the recorded ``before`` holds more than the change touched, e.g. env for undo)."""
+        states: the recorded ``before`` holds more than the change touched, e.g. env for undo), in
+    the order of their paths."""
     old, new = _flatten(before), _flatten(after)
     out: list[FieldDelta] = []
-    for name in new:
+    for name in sorted(new):  # one order, however the record was stored (JSON sorts keys)
         if name.split(".")[-1] in NOISE or name.startswith("env"):
             continue
         b, a = people_quantity(name, old.get(name)), people_quantity(name, new.get(name))

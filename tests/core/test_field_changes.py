@@ -46,8 +46,8 @@ def test_the_dry_run_line_shows_old_and_new_not_the_patch_body() -> None:
         before={"resources": {"limits": {"memory": "64Gi"}}},
         after={"resources": {"limits": {"memory": "48Gi", "cpu": "12"}}},
     )  # fmt: skip
-    for locale, says in (("en", "memory limit 64Gi → 48Gi, CPU limit unset → 12"),
-                         ("zh-CN", "内存限制 64Gi → 48Gi，CPU 限制 未设置 → 12")):  # fmt: skip
+    for locale, says in (("en", "CPU limit unset → 12, memory limit 64Gi → 48Gi"),
+                         ("zh-CN", "CPU 限制 未设置 → 12，内存限制 64Gi → 48Gi")):  # fmt: skip
         t = acting._t(locale)
         line = str(t.change_line(change, field_changes(change.before, change.after)))
         assert says in line and "containers" not in line and "{" not in line
