@@ -83,3 +83,13 @@ async def kube_call(
 
 # the PostgreSQL server (session) and a fresh database per test: tests/pgserver.py
 from tests.pgserver import pg_dsn, pg_server  # noqa: E402, F401
+
+
+@pytest.fixture(autouse=True)
+def _no_demo_store_of_the_developer(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``$XDG_STATE_HOME`` in a temporary directory: the CLI falls back to the demo's store
+    (``bot.cli.common.cli_settings``), and a test must neither read nor write the one a
+    developer's ``make demo`` left in ``~/.local/state``."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("xdg-state")))

@@ -18,13 +18,12 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import TextIO
 
-from bot.config import load_settings
+from bot.cli.common import store_target
 from bot.core.durations import parse_duration
 from bot.errors import UsageError
 from bot.services import anchoring
 from bot.services.anchoring import AnchorReport
 from bot.store import AuditRecord, Store
-from bot.store.engines import require_existing
 from bot.store.models import ChainReport
 
 _COLUMNS = (
@@ -152,8 +151,7 @@ def main(
     args: argparse.Namespace, *, now: datetime | None = None, out: TextIO | None = None
 ) -> int:
     """Entry point of ``gpunode audit``; ``now`` and ``out`` are for tests."""
-    settings = load_settings(config_file=getattr(args, "config", None))
-    path = require_existing(settings.store.target)
+    path = store_target(args)  # the settings' store, or the demo's
     stream = out or sys.stdout
     if getattr(args, "verify", False):
         key = settings.store.audit_key_bytes

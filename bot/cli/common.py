@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bot.config import KubeSettings, load_settings
+from bot.config import KubeSettings, Settings, load_settings
+from bot.errors import UsageError
 
 if TYPE_CHECKING:
     from bot.kube.gateway import Gateway
@@ -20,10 +22,49 @@ def cluster_settings(args: argparse.Namespace) -> KubeSettings:
     if getattr(args, "kubeconfig", None) or getattr(args, "context", None):
         overrides.update(mode="kubeconfig", kubeconfig=args.kubeconfig, context=args.context)
     if getattr(args, "server", None):
+        from bot.kube.connecting import server_url_problem
+
+        if problem := server_url_problem(args.server):
+            raise UsageError(f"--server {problem}.")
         overrides.update(mode="server", server=args.server)
         if getattr(args, "token", None):
             overrides.update(token=args.token)
     return KubeSettings.model_validate({**kube.model_dump(), **overrides}) if overrides else kube
+
+
+def cli_settings(args: argparse.Namespace) -> Settings:
+    """The settings a store-reading command uses: ``--config`` (or ``GPUNODE_CONFIG``) and
+    the environment. With neither a config file nor a store configured, and no store at the
+    default path, the running (or last) demo's settings when there are some (``gpunode demo``
+    writes them beside its store), said on stderr: ``make demo`` then ``gpunode status``
+    just works."""
+    import os
+    import sys
+
+    from bot.config import StoreSettings
+    from bot.store.engines import demo_settings_path
+
+    config = getattr(args, "config", None) or os.environ.get("GPUNODE_CONFIG")
+    settings = load_settings(config_file=config)
+    default = StoreSettings.model_fields["path"].default
+    demo = demo_settings_path()
+    unset = settings.store.dsn is None and settings.store.path == default
+    if config or not unset or Path(default).exists() or not demo.exists():
+        return settings
+    demo_settings = load_settings(config_file=demo)
+    print(
+        f"gpunode: no store configured; reading the demo's at {demo_settings.store.path}",
+        file=sys.stderr,
+    )
+    return demo_settings
+
+
+def store_target(args: argparse.Namespace) -> str:
+    """The store the CLI reads (``cli_settings``): ``store.dsn``, else ``store.path``;
+    ``StoreError`` saying which setting names the store when that file does not exist."""
+    from bot.store.engines import require_existing
+
+    return require_existing(cli_settings(args).store.target)
 
 
 def gateway_from_args(args: argparse.Namespace) -> Gateway:

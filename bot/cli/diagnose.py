@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -207,8 +208,15 @@ def diagnose_main(args: argparse.Namespace) -> int:
     gateway, _cluster, node = node_target(args, args.node, verb="diagnose")
     prometheus = load_settings(config_file=args.config).prometheus
 
+    from bot.cli.progress import Progress
+    from bot.kube.jobs import PROGRESS
+
+    locale = getattr(args, "lang", None) or "en"
+    progress = Progress.for_terminal(sys.stderr, quiet=args.quiet, locale=locale)
+
     async def run() -> str:
         history = HistoryService.from_settings(prometheus)
+        PROGRESS.set(progress.phase)  # this task's context: the gateway's threads copy it
         try:
             return await diagnose_node(
                 gateway,
@@ -218,7 +226,7 @@ def diagnose_main(args: argparse.Namespace) -> int:
                 now=datetime.now(UTC),
                 history=history,
                 chart=args.chart,
-                locale=getattr(args, "lang", None) or "en",
+                locale=locale,
             )
         finally:
             await history.close()
@@ -228,5 +236,7 @@ def diagnose_main(args: argparse.Namespace) -> int:
                 if asyncio.iscoroutine(result):
                     await result
 
-    print(asyncio.run(run()), end="")
+    with progress:
+        out = asyncio.run(run())
+    print(out, end="")
     return 0

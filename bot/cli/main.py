@@ -74,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("node")
     p.add_argument("--format", choices=["text", "markdown", "json", "blocks"], default="text")
     p.add_argument("--chart", metavar="PNG", help="also write the memory chart to this PNG file")
+    p.add_argument(
+        "--quiet", "-q", action="store_true",
+        help="no progress on stderr while the diagnostic Job runs (none when not a terminal)",
+    )  # fmt: skip
     _lang_arg(p)
     _cluster_args(p)
     p.set_defaults(handler="bot.cli.diagnose:diagnose_main")
@@ -205,6 +209,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gpunode: {err}", file=sys.stderr)
         if isinstance(err, UsageError) and err.usage:
             print(f"usage: {err.usage}", file=sys.stderr)  # as the slash command shows it
-        return 1
+        return 2 if isinstance(err, UsageError) else 1  # argparse's own mistakes exit 2 too
     except KeyboardInterrupt:
         return 130

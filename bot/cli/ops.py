@@ -12,17 +12,19 @@ import argparse
 import asyncio
 import getpass
 import sys
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-from bot.cli.common import registry_from_args
-from bot.config import load_settings
+from bot.cli.common import cli_settings, registry_from_args
+from bot.config import Settings, load_settings
 from bot.core import commands
 from bot.core.clusters import format_node_ref
+from bot.core.incidents import Incident
 from bot.core.locales import choose_locale
 from bot.render.cli_text import line
 from bot.render.help import help_text
 from bot.services.operations import IncidentOps, top_across
-from bot.services.postmortem import export_postmortem
+from bot.services.postmortem import UserName, export_postmortem
 from bot.store.engines import require_existing
 from bot.store.storing import Store
 
@@ -31,14 +33,49 @@ async def _as_is(user_id: str) -> str:
     return user_id
 
 
-def _store_path(args: argparse.Namespace) -> str:
-    return require_existing(load_settings(config_file=getattr(args, "config", None)).store.target)
+def _people(settings: Settings) -> tuple[UserName, Callable[[], Awaitable[None]]]:
+    """Display names for the postmortem: Slack's ``users.info`` with the bot's token when the
+    settings have one (an id that cannot be looked up stays an id), else the ids as they are.
+    Also the close of the Slack client."""
+    token = settings.slack.bot_token
+    if token is None:
+
+        async def nothing() -> None:
+            return None
+
+        return _as_is, nothing
+    from bot.slack.chatting import SlackChat, make_client
+
+    client = make_client(
+        token.get_secret_value(), base_url=settings.slack.api_base_url, max_retries=0
+    )
+
+    async def close() -> None:
+        session = getattr(client, "session", None)
+        if session is not None:
+            await session.close()
+
+    return SlackChat(client).user_name, close
+
+
+def cluster_label(settings: Settings, incident: Incident) -> str:
+    """How the postmortem names the cluster: the incident's, else as the gateway names a
+    single cluster (the kubeconfig context, else the API server URL)."""
+    if incident.cluster:
+        return incident.cluster
+    kube = settings.kube
+    return kube.context or kube.server or ("in-cluster" if kube.mode == "in_cluster" else "")
 
 
 async def _incident_cmd(
-    cmd: commands.Command, path: str, *, show_cluster: bool = False, lang: str | None = None
+    cmd: commands.Command,
+    settings: Settings,
+    *,
+    show_cluster: bool = False,
+    lang: str | None = None,
 ) -> str:
     locale = choose_locale(explicit=lang)
+    path = require_existing(settings.store.target)
     async with await Store.open(path) as store:
         ops = IncidentOps(store, clock=lambda: datetime.now(UTC))
         if isinstance(cmd, commands.Status):
@@ -55,11 +92,16 @@ async def _incident_cmd(
             return "\n".join(line("status_line", i, locale=locale) for i in shown)
         if isinstance(cmd, commands.Timeline):
             incident = await ops.resolve_id(cmd.incident, channel="", thread_ts=None)
-            # a terminal has no Slack to ask for names, and no thread to hold charts
-            files = await export_postmortem(
-                store, _as_is, incident, cluster="", now=datetime.now(UTC), charts=False,
-                locale=choose_locale(explicit=lang, thread=incident.locale),
-            )  # fmt: skip
+            # a terminal has no thread to hold charts; names come from Slack when it is set
+            user_name, close = _people(settings)
+            try:
+                files = await export_postmortem(
+                    store, user_name, incident, cluster=cluster_label(settings, incident),
+                    now=datetime.now(UTC), charts=False,
+                    locale=choose_locale(explicit=lang, thread=incident.locale),
+                )  # fmt: skip
+            finally:
+                await close()
             return files.markdown
         assert isinstance(cmd, commands.Resolve)
         incident = await ops.resolve(cmd.incident, by=f"cli:{getpass.getuser()}", note=cmd.note)
@@ -87,11 +129,17 @@ async def _top(args: argparse.Namespace, cluster: str | None = None, *, locale: 
         lim = "-" if r.limits_percent is None else str(r.limits_percent)
         req = "-" if r.requests_percent is None else str(r.requests_percent)
         lines.append(line("top_line", r, used, lim, req, many, locale=locale))
+    lines.extend(["", line("top_legend", locale=locale)])
     return "\n".join(lines)
 
 
 def main(args: argparse.Namespace) -> int:
-    settings = load_settings(config_file=getattr(args, "config", None))
+    store_cmd = args.command in ("status", "timeline", "resolve")
+    settings = (
+        cli_settings(args)
+        if store_cmd
+        else load_settings(config_file=getattr(args, "config", None))
+    )
     cmd = commands.parse(
         " ".join([args.command, *args.words]), prog="gpunode", clusters=tuple(settings.clusters)
     )
@@ -102,9 +150,7 @@ def main(args: argparse.Namespace) -> int:
         out = asyncio.run(_top(args, cmd.cluster, locale=choose_locale(explicit=lang)))
     else:
         out = asyncio.run(
-            _incident_cmd(
-                cmd, _store_path(args), show_cluster=len(settings.clusters) > 1, lang=lang
-            )
+            _incident_cmd(cmd, settings, show_cluster=len(settings.clusters) > 1, lang=lang)
         )
     sys.stdout.write(out.rstrip("\n") + "\n")
     return 0

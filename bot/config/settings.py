@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from bot.core.clusters import cluster_name_problem
+from bot.core.links import template_problem
 from bot.core.locales import parse_channel_locales
 from bot.core.validation import validation_message
 from bot.errors import ConfigError
@@ -269,6 +270,25 @@ class ClusterSettings(_Group):
         return self
 
 
+class LinksSettings(_Group):
+    """Links from gpunode's messages to where people already look."""
+
+    dashboard_url: str | None = Field(
+        None,
+        description="dashboard URL template; {node}, {cluster}, {from} and {to} (Unix ms) are "
+        "filled in, e.g. https://grafana.example.com/d/gpunode-node/gpunode-node-memory"
+        "?var-node={node}&var-cluster={cluster}&from={from}&to={to} "
+        "(deploy/monitoring/grafana-node-memory.json); unset: no link",
+    )
+
+    @field_validator("dashboard_url")
+    @classmethod
+    def _template(cls, value: str | None) -> str | None:
+        if value is not None and (problem := template_problem(value)):
+            raise ValueError(problem)
+        return value
+
+
 class Settings(_Group):
     clusters: dict[str, ClusterSettings] = Field(
         default_factory=dict,
@@ -289,6 +309,7 @@ class Settings(_Group):
     alerts: AlertSettings = AlertSettings()
     prometheus: PrometheusSettings = PrometheusSettings()
     leader: LeaderSettings = LeaderSettings()
+    links: LinksSettings = LinksSettings()
     thresholds_file: str | None = Field(None, description="analysis thresholds YAML")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 

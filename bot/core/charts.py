@@ -11,12 +11,20 @@ With Prometheus the series come from the history; without it (``history.source =
 "snapshot"``) the stack is one sample at the collection time drawn from the memory ledger and
 the GPUs from the bundle, and the markers from the kernel log and the node's events.
 
+Every chart of an incident gives a workload the same colour (``workload_colours``: a slot
+chosen from the workload's name, not its rank, so a pod that drops out of the top does not
+repaint the others), and names pods by their workload (``ns/preprocess`` for every pod of the
+Deployment), so a replaced pod is the same band before and after an action. A before/after
+chart ranks the workloads over both snapshots, so the capped offender keeps its name after it
+shrank. GPUs that report the same memory are one line, labelled with their range.
+
 Colours come from the Okabe–Ito palette (distinguishable with the common colour-vision
 deficiencies); markers also differ by line style, so colour is never the only cue.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
@@ -26,6 +34,7 @@ from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.history import History, Marker, MarkerKind
 from bot.core.incidents import TimelineEntry
+from bot.core.workload_names import workload_of
 
 GIB = 1024**3
 #: Okabe & Ito (2008), "Color Universal Design"; black last
@@ -43,6 +52,63 @@ MARKER_STYLE: dict[MarkerKind, tuple[str, str]] = {
     "action": ("#009E73", "solid"),
 }
 TOP_PODS = 5  # more bands than this stop being readable in a thread-sized image
+#: workload colours: Okabe–Ito's five that kernel, cache and other leave free, then Paul
+#: Tol's muted scheme (also colour-blind safe) so a hash rarely has to probe
+WORKLOAD_COLOURS = (
+    *POD_COLOURS, "#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#AA4499", "#882255",
+)  # fmt: skip
+#: GPU readings closer than this (GiB) are "the same" and share one line
+SAME_GIB = 0.01
+
+
+def _slot(key: str) -> int:
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big")
+
+
+def workload_colours(keys: Iterable[str]) -> dict[str, str]:
+    """A colour per workload key, the same in every chart: each takes the palette slot its
+    name hashes to; on a clash (rare: 12 slots, at most 5 workloads) the later key in sorted
+    order takes the next free slot."""
+    taken: dict[int, str] = {}
+    out: dict[str, str] = {}
+    n = len(WORKLOAD_COLOURS)
+    for key in sorted(set(keys)):
+        slot = _slot(key) % n
+        for step in range(n):
+            if (slot + step) % n not in taken:
+                slot = (slot + step) % n
+                break
+        taken[slot] = key
+        out[key] = WORKLOAD_COLOURS[slot]
+    return out
+
+
+def collapse_gpus(series: Sequence[ChartSeries]) -> list[ChartSeries]:
+    """GPUs whose readings match (within ``SAME_GIB`` at every sample) become one series
+    labelled with their range, e.g. ``GPU 0–7 (each)``; the others stay one line each."""
+    groups: list[list[ChartSeries]] = []
+    for s in series:
+        for g in groups:
+            ref = g[0]
+            if ref.timestamps_s == s.timestamps_s and all(
+                abs(a - b) <= SAME_GIB for a, b in zip(ref.values_gib, s.values_gib, strict=True)
+            ):
+                g.append(s)
+                break
+        else:
+            groups.append([s])
+    out: list[ChartSeries] = []
+    for g in groups:
+        if len(g) == 1:
+            out.append(g[0])
+            continue
+        indices = [int(x.key.split(":")[-1]) for x in g if x.key.split(":")[-1].isdigit()]
+        contiguous = (
+            indices == list(range(indices[0], indices[0] + len(indices))) if indices else False
+        )
+        names = f"{indices[0]}–{indices[-1]}" if contiguous else ", ".join(str(i) for i in indices)
+        out.append(g[0].model_copy(update={"key": "gpu:" + names, "label": f"GPU {names} (each)"}))
+    return out
 
 
 class _Model(BaseModel):
@@ -122,6 +188,7 @@ def chart_spec(
         gpu = []
     if not gpu:
         gpu = _gpu_from_bundles(snapshots)
+    gpu = collapse_gpus(gpu)
     devices = [g for _, b in snapshots if b is not None for g in b.gpus]
     gpu_total = max(g.memory_total_bytes for g in devices) / GIB if devices else None
     markers = [*(history.markers if history is not None else []), *actions]
@@ -190,15 +257,17 @@ def _host_from_history(history: History, total_gib: float | None) -> list[ChartS
     grid = _grid(history)
     pods = [s for s in history.series if s.kind == "pod_working_set"]
     pods.sort(key=lambda s: (-(s.values[-1] if s.values else 0.0), s.key))
+    top = pods[:TOP_PODS]
+    colours = workload_colours(workload_of(s.key.removeprefix("pod:")) for s in top)
     out = [
         ChartSeries(
             key=s.key,
             label=s.label,
-            colour=POD_COLOURS[i],
+            colour=colours[workload_of(s.key.removeprefix("pod:"))],
             timestamps_s=grid,
             values_gib=_on_grid(grid, s.timestamps_s, s.values),
         )
-        for i, s in enumerate(pods[:TOP_PODS])
+        for s in top
     ]
     for kind, colour in (
         ("kernel_slab_unreclaimable", KERNEL_COLOUR),
@@ -259,11 +328,11 @@ def _gpu_from_history(history: History) -> list[ChartSeries]:
 
 
 def _ledger_parts(diagnosis: Diagnosis, top: Sequence[str]) -> dict[str, float]:
-    """Bytes per chart key for one snapshot: the ``top`` pods, kernel slab, cache, other."""
+    """Bytes per chart key for one snapshot: the ``top`` workloads, kernel slab, cache, other."""
     entries = diagnosis.ledger.entries
     parts = dict.fromkeys([*top, "node:slab_unreclaimable", "node:page_cache", "node:other"], 0.0)
     for e in entries:
-        key = f"pod:{e.pod_key or e.label}" if e.category == "pod" else ""
+        key = f"workload:{workload_of(e.pod_key or e.label)}" if e.category == "pod" else ""
         if key in parts:
             parts[key] += e.bytes
         elif e.category == "kernel_slab_unreclaimable":
@@ -275,19 +344,32 @@ def _ledger_parts(diagnosis: Diagnosis, top: Sequence[str]) -> dict[str, float]:
     return parts
 
 
+def _workload_bytes(d: Diagnosis) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for e in d.ledger.entries:
+        if e.category == "pod":
+            w = workload_of(e.pod_key or e.label)
+            out[w] = out.get(w, 0) + e.bytes
+    return out
+
+
 def _host_from_ledgers(diagnoses: Sequence[Diagnosis]) -> list[ChartSeries]:
-    """One stacked sample per snapshot from its ledger: the latest snapshot's top pods, kernel
+    """One stacked sample per snapshot from its ledger: the top workloads over all the
+    snapshots (a before/after chart names the capped offender after it shrank), kernel
     slab, page cache, other (the rest of the pods, other kernel memory, processes)."""
-    latest = diagnoses[-1].ledger.entries
-    pods = sorted((e for e in latest if e.category == "pod"), key=lambda e: (-e.bytes, e.label))
-    top = [f"pod:{e.pod_key or e.label}" for e in pods[:TOP_PODS]]
-    labels = {f"pod:{e.pod_key or e.label}": e.pod_key or e.label for e in pods[:TOP_PODS]}
+    most: dict[str, int] = {}
+    for d in diagnoses:
+        for w, b in _workload_bytes(d).items():
+            most[w] = max(most.get(w, 0), b)
+    ranked = sorted(most, key=lambda w: (-most[w], w))[:TOP_PODS]
+    top = [f"workload:{w}" for w in ranked]
+    labels = {f"workload:{w}": w for w in ranked}
     labels |= {
         "node:slab_unreclaimable": "kernel slab (unreclaimable)",
         "node:page_cache": "page cache",
         "node:other": "other (rest of pods, kernel, processes)",
     }
-    colours = dict(zip(top, POD_COLOURS, strict=False)) | {
+    colours = {f"workload:{w}": c for w, c in workload_colours(ranked).items()} | {
         "node:slab_unreclaimable": KERNEL_COLOUR,
         "node:page_cache": CACHE_COLOUR,
         "node:other": OTHER_COLOUR,

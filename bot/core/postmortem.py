@@ -25,13 +25,29 @@ from pydantic import BaseModel, ConfigDict, Field
 from bot.core import actors
 from bot.core.diffing import DiagnosisDiff, diff_diagnoses
 from bot.core.evidence import EvidenceBundle
+from bot.core.field_changes import people_quantity
 from bot.core.findings import Diagnosis
 from bot.core.history import Marker
 from bot.core.incidents import Incident, TimelineEntry
+from bot.core.outcomes import action_outcome
+from bot.core.postmortem_story import (
+    ActionItem,
+    Detection,
+    Impact,
+    Point,
+    StoryRow,
+    action_items,
+    detection_of,
+    impact_of,
+    story,
+    went_well_and_badly,
+)
 from bot.core.prevention import KitSource, PreventionParams
 
 BOT_ACTORS = frozenset({*actors.MACHINES, ""})
 SAME_RECORD = timedelta(minutes=2)
+#: verdicts that leave nothing to fix: an incident ending on one recovered
+HEALTHY = frozenset({"healthy"})
 
 
 class _Model(BaseModel):
@@ -91,6 +107,10 @@ class ActionSummary(_Model):
     changes: list[ObjectChange] = Field(default_factory=list)
     evictions: list[Eviction] = Field(default_factory=list)
     effect: DiagnosisDiff | None = Field(None, description="None: no snapshot after it")
+    outcome: str = Field("", description="what it achieved (bot.core.outcomes): applied ...")
+    evicted: int = 0
+    to_evict: int = 0
+    blocked: list[str] = Field(default_factory=list, description="evictions that did not happen")
 
 
 class TimelineRow(_Model):
@@ -123,6 +143,14 @@ class Postmortem(_Model):
         None, description="which stored evidence the kit was computed from"
     )
     timeline: list[TimelineRow] = Field(default_factory=list)
+    impact: list[Impact] = Field(default_factory=list, description="per workload, user terms")
+    detection: Detection | None = None
+    went_well: list[Point] = Field(default_factory=list)
+    went_badly: list[Point] = Field(default_factory=list)
+    action_items: list[ActionItem] = Field(default_factory=list)
+    story: list[StoryRow] = Field(
+        default_factory=list, description="the timeline from the first symptom, as sentences"
+    )
 
     @property
     def duration_s(self) -> float:
@@ -158,8 +186,12 @@ def object_changes(result: Mapping[str, Any] | None) -> list[ObjectChange]:
             continue
         before, after = _flatten(c.get("before") or {}), _flatten(c.get("after") or {})
         names = [k for k in {**before, **after} if k.split(".")[-1] not in _NOISE]
-        fields = [
-            FieldChange(field=k, before=_text(before.get(k)), after=_text(after.get(k)))
+        fields = [  # quantities as people write them (34944Mi reads 34.1Gi)
+            FieldChange(
+                field=k,
+                before=people_quantity(k, before.get(k)) or "unset",
+                after=people_quantity(k, after.get(k)) or "unset",
+            )
             for k in names
             if before.get(k) != after.get(k)
         ]
@@ -200,6 +232,7 @@ def summarize_action(
     a: ActionInput, snapshots: Sequence[Snapshot], names: Mapping[str, str]
 ) -> ActionSummary:
     before, after = _around(snapshots, a.updated_at)
+    done = action_outcome(a.state, a.result)
     ran = a.state in ("succeeded", "failed", "undone") and a.result is not None
     effect = (
         diff_diagnoses(before.diagnosis, after.diagnosis)
@@ -218,6 +251,10 @@ def summarize_action(
         changes=object_changes(a.result),
         evictions=_evictions(a.result),
         effect=effect,
+        outcome=done.outcome,
+        evicted=done.evicted,
+        to_evict=done.to_evict,
+        blocked=done.blocked,
     )
 
 
@@ -249,6 +286,10 @@ def build_postmortem(
         if a.state == "succeeded"
         for p in a.plan.get("restarts") or []
     ]
+    evicted_pods = [e.pod for s in summaries for e in s.evictions if e.status == "evicted"]
+    restarted_pods = [
+        str(p) for a in actions if a.state == "succeeded" for p in a.plan.get("restarts") or []
+    ]
     # every snapshot re-reads the kernel log: the same record comes back, its wall time
     # re-derived from uptime (it can shift by a minute); keep the first sighting
     marks: list[Marker] = []
@@ -271,7 +312,33 @@ def build_postmortem(
     people = [incident.opened_by, *(e.actor for e in ordered)]
     people += [a.requester for a in actions] + [u for a in actions for u in a.approvers]
     participants = list(dict.fromkeys(_name(names, p) for p in people if p not in BOT_ACTORS))
+    detection = detection_of(
+        marks, opened_at=incident.opened_at, opened_by=_name(names, incident.opened_by),
+        raw_opener=incident.opened_by,
+    )  # fmt: skip
+    end_snap = snaps[-1] if snaps else None
+    well, badly = went_well_and_badly(
+        detection=detection, actions=summaries,
+        end_cause=end_snap.diagnosis.verdict.cause if end_snap is not None else None,
+        healthy_causes=HEALTHY,
+    )  # fmt: skip
+    outcomes = {
+        s.action_id: {"tier": s.tier, "outcome": s.outcome, "evicted": s.evicted,
+                      "to_evict": s.to_evict}
+        for s in summaries
+    }  # fmt: skip
     return Postmortem(
+        impact=impact_of(
+            marks,
+            evicted_by_actions=evicted_pods,
+            restarted_by_actions=restarted_pods,
+            cgroup_kills=_cgroup_kills(snaps),
+        ),
+        detection=detection,
+        went_well=well,
+        went_badly=badly,
+        action_items=action_items(prevention, summaries),
+        story=story(marks, ordered, names=names, outcomes=outcomes),
         incident_id=incident.id,
         node=incident.node,
         cluster=cluster,
@@ -297,6 +364,22 @@ def build_postmortem(
             for e in ordered
         ],
     )
+
+
+def _cgroup_kills(snaps: Sequence[Snapshot]) -> dict[str, int]:
+    """Pod -> the most OOM kills any snapshot's CONTAINER_OOM_KILLED findings counted (its
+    containers summed)."""
+    out: dict[str, int] = {}
+    for s in snaps:
+        per_pod: dict[str, int] = {}
+        for f in s.diagnosis.findings:
+            if f.code == "CONTAINER_OOM_KILLED":
+                kills = f.params.get("oom_kills", 0)
+                pod = str(f.params.get("pod", f.subject))
+                per_pod[pod] = per_pod.get(pod, 0) + (kills if isinstance(kills, int) else 0)
+        for pod, kills in per_pod.items():
+            out[pod] = max(out.get(pod, 0), kills)
+    return out
 
 
 def _created(a: ActionInput) -> datetime:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from kubernetes import client, config
 
@@ -24,9 +25,25 @@ from bot.kube.errors import translating
 DEFAULT_RETRIES = 1
 
 
+def server_url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be an API server's URL (scheme and host), or None. Checked before
+    the client sees it: urllib3 reads a URL without a scheme with a FutureWarning, then fails
+    somewhere less clear."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  # raises ValueError on a port that is not a number
+    except ValueError as exc:
+        return f"{url!r} is not a URL ({exc})"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{url!r} is not an API server URL: give the scheme and host, e.g. https://10.0.0.1:6443"
+    return None
+
+
 def _server_configuration(settings: KubeSettings) -> client.Configuration:
     if not settings.server:
         raise ConfigError("kube.mode is 'server' but kube.server is empty; set the API URL.")
+    if problem := server_url_problem(settings.server):
+        raise ConfigError(f"kube.server {problem}.")
     cfg = client.Configuration()
     cfg.host = settings.server.rstrip("/")
     cfg.verify_ssl = settings.verify_tls
@@ -61,6 +78,29 @@ def _read_token(path: str) -> str:
     return token
 
 
+def _kubeconfig_configuration(settings: KubeSettings) -> client.Configuration:
+    """The kubeconfig's context, or ``ConfigError`` naming what is wrong with the file: the
+    client indexes the YAML as it finds it, so a list, a string or a number where a mapping
+    belongs fails inside it with a TypeError."""
+    cfg = client.Configuration()
+    where = settings.kubeconfig or "~/.kube/config"
+    try:
+        config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=settings.kubeconfig,
+            context=settings.context,
+            client_configuration=cfg,
+        )
+    except (TypeError, AttributeError, KeyError, IndexError) as exc:
+        raise ConfigError(
+            f"the kubeconfig {where} is not a kubeconfig (a field has the wrong shape: "
+            f"{type(exc).__name__}: {exc}); check it with `kubectl config view "
+            f"--kubeconfig {where}`, or pass another with --kubeconfig"
+        ) from exc
+    if problem := server_url_problem(cfg.host or ""):
+        raise ConfigError(f"the kubeconfig {where}: its cluster's server {problem}")
+    return cfg
+
+
 def build_api_client(settings: KubeSettings, *, retries: int = DEFAULT_RETRIES) -> client.ApiClient:
     """A configured ApiClient; nothing is contacted yet."""
     mode = settings.mode
@@ -73,11 +113,6 @@ def build_api_client(settings: KubeSettings, *, retries: int = DEFAULT_RETRIES) 
             cfg = client.Configuration()
             config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
         else:
-            cfg = client.Configuration()
-            config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=settings.kubeconfig,
-                context=settings.context,
-                client_configuration=cfg,
-            )
+            cfg = _kubeconfig_configuration(settings)
     cfg.retries = retries
     return client.ApiClient(configuration=cfg)

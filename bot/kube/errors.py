@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import urllib3.exceptions
+import yaml
 from kubernetes.client.exceptions import ApiException, ApiValueError, OpenApiException
 from kubernetes.config.config_exception import ConfigException
 
@@ -48,6 +49,67 @@ def _server_message(exc: ApiException) -> str:
     return str(status.get("message") or exc.reason or "no message").strip()
 
 
+#: kinds the API server keeps outside namespaces: a "not found" for these never hints at one
+CLUSTER_SCOPED = frozenset(
+    {
+        "nodes", "namespaces", "priorityclasses", "runtimeclasses", "clusterroles",
+        "clusterrolebindings", "persistentvolumes", "storageclasses", "apiservices",
+        "customresourcedefinitions", "validatingadmissionpolicies",
+    }
+)  # fmt: skip
+
+
+def _not_found_hint(exc: ApiException, msg: str) -> str:
+    """ "Check the name" (and the namespace, for a namespaced kind): a node has none."""
+    details = status_body(exc).get("details") or {}
+    kind = str(details.get("kind") or "") if isinstance(details, dict) else ""
+    kind = kind or msg.split(" ", 1)[0]  # 'nodes "x" not found' names its kind first
+    return "Check the name." if kind in CLUSTER_SCOPED else "Check the name and namespace."
+
+
+def _server_url(exc: urllib3.exceptions.HTTPError) -> str:
+    """The URL a connection error was for (``scheme://host:port``), or "" if unknown."""
+    pool = getattr(exc, "pool", None)
+    host = getattr(pool, "host", None)
+    if not host:
+        return ""
+    scheme = getattr(pool, "scheme", None) or "https"
+    port = getattr(pool, "port", None)
+    return f"{scheme}://{host}" + (f":{port}" if port else "")
+
+
+def _unreachable(exc: BaseException) -> str:
+    """Why no answer came, in words (and the URL asked): DNS, refused, TLS, timeout."""
+    reason = (
+        getattr(exc, "reason", None) if isinstance(exc, urllib3.exceptions.MaxRetryError) else exc
+    )
+    url = _server_url(exc) if isinstance(exc, urllib3.exceptions.HTTPError) else ""
+    at = f" at {url}" if url else ""
+    host = url.split("://", 1)[-1].rsplit(":", 1)[0] if url else "the server's host"
+    if isinstance(reason, urllib3.exceptions.NameResolutionError):
+        why = f"the name {host} does not resolve (DNS); check the server URL's host name"
+    elif isinstance(reason, urllib3.exceptions.SSLError):
+        why = (
+            "the TLS handshake failed; if the server speaks plain HTTP use an http:// URL, "
+            "otherwise check its certificate (kube.ca_file, kube.verify_tls)"
+        )
+    elif isinstance(reason, urllib3.exceptions.NewConnectionError | ConnectionRefusedError):
+        # before timeouts: urllib3 keeps NewConnectionError a ConnectTimeoutError subclass
+        why = "the connection was refused; check the server URL's port and that it is up"
+    elif isinstance(reason, urllib3.exceptions.ConnectTimeoutError | TimeoutError) or isinstance(
+        exc, urllib3.exceptions.TimeoutError
+    ):
+        why = "the connection timed out; check the network path and firewall"
+    elif isinstance(reason, urllib3.exceptions.ProtocolError):
+        why = "the connection broke off; if the server speaks TLS use an https:// URL"
+    else:
+        why = (
+            f"no answer ({type(reason or exc).__name__}); check that it is reachable from "
+            "here (server URL, network, proxy)"
+        )
+    return f"the API server{at} did not answer: {why}"
+
+
 def translate(exc: BaseException, *, what: str, write: bool = False) -> GpunodeError:
     """Map a client exception raised while doing ``what`` to a ``bot.errors`` error.
 
@@ -60,14 +122,18 @@ def translate(exc: BaseException, *, what: str, write: bool = False) -> GpunodeE
         msg = _server_message(exc)
         if code == 404:
             return NotFoundError(
-                f"{what}: not found ({msg}). Check the name and namespace.", status=code
+                f"{what}: not found ({msg}). {_not_found_hint(exc, msg)}", status=code
             )
-        if code in (401, 403):
+        if code == 401:
+            return ForbiddenError(
+                f"{what}: unauthorized: the API server did not accept the credentials (401 "
+                f"{msg}); the token is wrong or expired: refresh the kubeconfig or the token "
+                "(--token, kube.token).",
+                status=code,
+            )
+        if code == 403:
             hint = (
-                "the credentials were rejected; refresh the kubeconfig or token"
-                if code == 401
-                else "the request carried no credentials; set kube.token (--token) or a "
-                "kubeconfig user"
+                "the request carried no credentials; set kube.token (--token) or a kubeconfig user"
                 if 'User "system:anonymous"' in msg
                 else "grant the gpunode ClusterRole this permission (see deploy/)"
             )
@@ -93,19 +159,23 @@ def translate(exc: BaseException, *, what: str, write: bool = False) -> GpunodeE
         return KubeError(f"{what}: HTTP {code} ({msg}).", status=code)
     if isinstance(exc, urllib3.exceptions.HTTPError | TimeoutError | ConnectionError) and write:
         return KubeUnavailableError(
-            f"{what}: the API server did not answer ({type(exc).__name__}); the change may or "
-            "may not have been made: re-diagnose to see the object as it is now before "
-            "retrying."
+            f"{what}: {_unreachable(exc)}; the change may or may not have been made: "
+            "re-diagnose to see the object as it is now before retrying."
         )
     if isinstance(exc, urllib3.exceptions.HTTPError | TimeoutError | ConnectionError):
-        return KubeUnavailableError(
-            f"{what}: the API server did not answer ({type(exc).__name__}); check that it is "
-            "reachable from here (server URL, network, proxy) and retry."
-        )
+        return KubeUnavailableError(f"{what}: {_unreachable(exc)}; then retry.")
     if isinstance(exc, ConfigException):
         return ConfigError(
             f"Kubernetes configuration: {exc}. Set kube.mode/kubeconfig/context "
             "or kube.server and kube.token."
+        )
+    if isinstance(exc, yaml.YAMLError):
+        where = getattr(exc, "problem_mark", None)
+        at = f" (line {where.line + 1}, column {where.column + 1})" if where else ""
+        return ConfigError(
+            f"Kubernetes configuration: the kubeconfig is not valid YAML{at}: "
+            f"{getattr(exc, 'problem', None) or exc}. Fix the file, or pass another with "
+            "--kubeconfig (kube.kubeconfig)."
         )
     if isinstance(exc, ApiValueError | OpenApiException):
         return KubeError(f"{what}: the client refused the request ({exc}).")

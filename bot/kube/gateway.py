@@ -333,6 +333,7 @@ class Gateway:
             visible_devices=gpu.visible_devices,
         )
         ns, name = self.settings.namespace, job["metadata"]["name"]
+        jobs.report_progress("creating")
         await self._call(f"create diagnostic Job {ns}/{name}", jobs.create_job, job)
         cancel = threading.Event()
         try:
@@ -348,6 +349,7 @@ class Gateway:
             )
             if outcome.state == "succeeded" and outcome.pod is not None:
                 pod_name = outcome.pod["metadata"]["name"]
+                jobs.report_progress("reading")
                 text = await self._call(f"read log of {ns}/{pod_name}", jobs.read_log, ns, pod_name)
                 bundle = jobs.parse_evidence(text)
                 if (why := gpuevidence.evidence_gap(info, gpu, bundle)) is not None:

@@ -13,6 +13,8 @@ import json
 import threading
 import time
 import uuid
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +85,39 @@ NOT_ADMITTED_REASONS = frozenset(
         "OutOfpods",
     }
 )
+
+#: told each phase of the diagnostic Job as it changes (``creating``, ``scheduling``,
+#: ``pulling``, ``running``, ``reading``), from the wait's thread; the CLI sets it to show
+#: progress on stderr. A context variable: the gateway copies the context into its threads.
+PROGRESS: ContextVar[Callable[[str], None] | None] = ContextVar(
+    "gpunode_job_progress", default=None
+)
+
+
+def report_progress(phase: str) -> None:
+    """Tell the ``PROGRESS`` hook (if any) the Job's ``phase``."""
+    hook = PROGRESS.get()
+    if hook is not None:
+        hook(phase)
+
+
+def pod_progress(pod: Obj | None) -> str:
+    """The phase a diagnostic pod is in, as a person waits for it: no pod yet (``creating``),
+    not bound to the node (``scheduling``), bound but its container not started (``pulling``:
+    the image pull and container creation), started (``running``)."""
+    if pod is None:
+        return "creating"
+    status = pod.get("status") or {}
+    scheduled = next(
+        (c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None
+    )
+    if not (pod.get("spec") or {}).get("nodeName") and (
+        scheduled is None or scheduled.get("status") != "True"
+    ):
+        return "scheduling"
+    if status.get("phase") in ("Running", "Succeeded", "Failed"):
+        return "running"
+    return "pulling"
 
 
 def label_value(node: str) -> str:
@@ -205,6 +240,7 @@ def wait_for_pod(
         listing = t.get(f"/api/v1/namespaces/{namespace}/pods", label_selector=selector)
         for pod in listing.get("items") or []:
             last = pod
+            report_progress(pod_progress(pod))
             if state := classify_pod(pod):
                 return PodOutcome(state, pod)
         if last is None and job is not None and (failed := create_failures(t, namespace, job)):
@@ -229,6 +265,7 @@ def wait_for_pod(
                     w.stop()  # type: ignore[no-untyped-call]
                     return PodOutcome("cancelled" if cancel.is_set() else "deleted", pod)
                 last = pod
+                report_progress(pod_progress(pod))
                 if state := classify_pod(pod):
                     w.stop()  # type: ignore[no-untyped-call]
                     return PodOutcome(state, pod)

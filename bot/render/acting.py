@@ -13,6 +13,7 @@ from typing import Any
 from bot.core.actions import ActionPlan
 from bot.core.approvals import ApprovalRequest
 from bot.core.diffing import DiagnosisDiff
+from bot.core.field_changes import field_changes
 from bot.core.findings import Diagnosis
 from bot.render import environment
 from bot.render.blocks import Block, Message, context, divider, fit, header, section
@@ -126,7 +127,8 @@ def confirmation_modal(
 def _result_lines(result: Any, t: Any) -> list[str]:
     if result is None:
         return []
-    lines = [_s(t.change_line(c)) for c in result.changes]
+    # old -> new per field, as people write quantities (never the patch body that was sent)
+    lines = [_s(t.change_line(c, field_changes(c.before, c.after))) for c in result.changes]
     lines += [_s(t.eviction_line(e)) for e in result.evictions]
     if result.error is not None:
         lines.append(_s(t.error_line(result.error.code, result.error.message, result.failed_step)))

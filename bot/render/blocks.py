@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from bot.core.evidence import EvidenceBundle
@@ -117,8 +118,16 @@ def fit(blocks: list[Block], pointer: str, *, tail: list[Block] | None = None) -
     return [*kept, note, *tail]
 
 
+#: a dashboard for the node and the incident's window: (URL, from, to), see bot.core.links
+Dashboard = tuple[str, datetime, datetime]
+
+
 def evidence_message(
-    view: DiagnosisView, *, incident: str | None = None, locale: str = "en"
+    view: DiagnosisView,
+    *,
+    incident: str | None = None,
+    locale: str = "en",
+    dashboard: Dashboard | None = None,
 ) -> Message:
     t = _m("evidence", locale)
     verdict = sentence(
@@ -133,6 +142,7 @@ def evidence_message(
         header(_s(t.header, view)),
         section(_s(t.verdict, view, verdict)),
         context(_s(t.meta, view)),
+        *([context(_s(t.dashboard, *dashboard))] if dashboard is not None else []),
         section(_s(t.ledger, view)),
     ]
     if view.pods:
@@ -247,11 +257,13 @@ def diagnosis_messages(
     *,
     incident: str | None = None,
     locale: str = "en",
+    dashboard: Dashboard | None = None,
 ) -> list[Message]:
-    """[evidence, talking points, actions], each ``(fallback_text, blocks)``."""
+    """[evidence, talking points, actions], each ``(fallback_text, blocks)``; ``dashboard``:
+    a link the evidence message carries under its first line."""
     view = build_view(diagnosis, bundle)
     return [
-        evidence_message(view, incident=incident, locale=locale),
+        evidence_message(view, incident=incident, locale=locale, dashboard=dashboard),
         talking_points_message(view, incident=incident, locale=locale),
         actions_message(view, incident=incident, locale=locale),
     ]

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import markupsafe
+
 from bot.core.quantity import QuantityError, parse_quantity
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
@@ -230,6 +232,17 @@ def memory_hint(value: object) -> str:
     return ""
 
 
+_CODE = re.compile(r"`([^`\n]+)`")
+
+
+def code_spans(text: object) -> markupsafe.Markup:
+    """``text`` escaped for HTML, its `code` spans as ``<code>`` elements, and no backtick
+    left over: sentences keep Markdown's backticks, a browser must not show them."""
+    escaped = str(markupsafe.escape(text))
+    # safe: every character of ``text`` was escaped above; only <code> tags are added
+    return markupsafe.Markup(_CODE.sub(r"<code>\1</code>", escaped).replace("`", ""))  # noqa: S704
+
+
 FILTERS: dict[str, Callable[..., Any]] = {
     "bytes": fmt_bytes,
     "percent": fmt_percent,
@@ -245,4 +258,5 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "memory_hint": memory_hint,
     "clock": fmt_clock,
     "pad": pad,
+    "code_spans": code_spans,
 }

@@ -13,7 +13,14 @@ from typing import Any
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.render import environment
-from bot.render.blocks import Block, Message, context, diagnosis_messages, section
+from bot.render.blocks import (
+    Block,
+    Dashboard,
+    Message,
+    context,
+    diagnosis_messages,
+    section,
+)
 from bot.render.filters import truncate
 
 NOTICE_KEYS = (
@@ -115,6 +122,9 @@ def render_diagnosis_messages(
     incident_id: str | None,
     bundle: EvidenceBundle | None = None,
     locale: str = "en",
+    dashboard: Dashboard | None = None,
 ) -> list[Message]:
     """[evidence, talking points, actions] for the incident thread, each within limits."""
-    return diagnosis_messages(diagnosis, bundle, incident=incident_id, locale=locale)
+    return diagnosis_messages(
+        diagnosis, bundle, incident=incident_id, locale=locale, dashboard=dashboard
+    )

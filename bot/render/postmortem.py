@@ -85,6 +85,10 @@ def _points(snap: Snapshot | None, fmt: Fmt, locale: str) -> dict[str, list[str]
     return out
 
 
+#: contributing factors listed under the root cause (the rest are in the evidence appendix)
+CONTRIBUTING = 6
+
+
 def context(pm: Postmortem, *, fmt: Fmt, locale: str = "en") -> dict[str, Any]:
     """Template context shared by both formats (sentences pre-rendered in ``fmt``)."""
     kit = (
@@ -97,11 +101,15 @@ def context(pm: Postmortem, *, fmt: Fmt, locale: str = "en") -> dict[str, Any]:
         if pm.prevention is not None
         else ""
     )
+    start = _evidence(pm.start, fmt, locale)
     return {
         "pm": pm,
+        # the start's critical and warning findings, the verdict's own first: what made the
+        # shortage possible or worse (the full list stays in the evidence appendix)
+        "contributing": start["findings"][:CONTRIBUTING] if start is not None else [],
         "kit": kit,
         "kit_source": kit_source,
-        "start": _evidence(pm.start, fmt, locale),
+        "start": start,
         "end": _evidence(pm.end, fmt, locale),
         "points": _points(pm.start, fmt, locale),
     }

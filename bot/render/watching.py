@@ -34,7 +34,7 @@ def outcome_extras(plan: ActionPlan, *, state: str, undo: bool, locale: str = "e
     the pods a second time (never silently)."""
     t = _t(locale)
     blocks: list[Block] = []
-    if state == "succeeded" and rolls_pods(plan):
+    if state in ("succeeded", "partly") and rolls_pods(plan):
         blocks.append(context(_s(t.accepted(plan))))
     template = any(s.verb in TEMPLATE_VERBS for s in plan.steps)
     if undo and template:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
+import yaml
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
@@ -47,6 +48,7 @@ from bot.sandbox.story import CHANNEL, run_story
 from bot.sandbox.story_clusters import run_clusters_story, transcript
 from bot.services.clusters import ClusterRegistry
 from bot.slack.chatting import make_client
+from bot.store.engines import demo_settings_path, demo_store_path
 from bot.wiring.runtime import Runtime, build_runtime
 from bot.wiring.serve import start_socket_mode
 
@@ -297,10 +299,38 @@ async def scrape_metrics(bot_url: str) -> str:
         return await resp.text()
 
 
+def fresh_demo_store() -> Path:
+    """The demo's store at its well-known path, emptied: each demo tells its story anew."""
+    path = demo_store_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    leftovers = (path.with_name(path.name + x) for x in ("-wal", "-shm"))
+    for leftover in (path, demo_settings_path(), *leftovers):
+        leftover.unlink(missing_ok=True)
+    return path
+
+
+def write_demo_settings(demo: Demo, store: Path) -> Path:
+    """The settings the CLI reads the demo with (``bot.cli.common.cli_settings``): its store,
+    its Slack stand-in (people's display names for ``gpunode timeline``) and its cluster."""
+    path = demo_settings_path()
+    settings = {
+        "store": {"path": str(store)},
+        "slack": {"bot_token": BOT_TOKEN, "api_base_url": demo.slack.api_url},
+        "kube": {"mode": "server", "server": demo.kube.url, "token": KUBE_BOT_TOKEN},
+    }
+    path.write_text(yaml.safe_dump(settings, sort_keys=False), encoding="utf-8")
+    return path
+
+
 async def _interactive(scenario: str, port: int, second: str | None) -> int:
-    async with running_demo(scenario, console_port=port, second=second) as demo:
+    store = fresh_demo_store()
+    async with running_demo(
+        scenario, console_port=port, second=second, store_path=str(store)
+    ) as demo:
+        write_demo_settings(demo, store)
         print(f"gpunode demo ({scenario}) is running.")
         print(f"  console:        {demo.console_url}/")
+        print(f"  incident store: {store}   (gpunode status|audit|timeline read it)")
         for name, sim in (demo.kubes or {}).items():
             if second is not None:
                 print(f"  cluster {name}: {sim.url}   ({sim.scenario.name})")

@@ -29,6 +29,7 @@ from bot.core.actions import ActionPlan, Step
 from bot.core.approvals import mark_executed, new_request
 from bot.core.diffing import diff_diagnoses
 from bot.core.impersonation import ActingAs
+from bot.core.outcomes import action_outcome
 from bot.core.planning import undo_steps
 from bot.core.policy import ActionRequestInfo, Deny, NeedsApproval, decide
 from bot.core.staleness import controller_key, controller_steps, stale_reason
@@ -211,19 +212,30 @@ async def _record(
     if acting is not None:
         payload["acting_as"] = acting.model_dump(mode="json")
     await d.store.set_action_state(record.action_id, state, at=d.clock(), result=payload)
+    # what it achieved, not only that every step answered: a PDB-blocked tier 1 is "not
+    # applied" in the audit, the timeline (and the chart marker drawn from it) and its message
+    done = action_outcome(state, payload)
     await d.audit(
-        actor=by, **fields, decision="executed" if result.ok else "failed", outcome=state,
+        actor=by, **fields, decision="executed" if result.ok else "failed",
+        outcome=done.outcome if done.overstated else state,
         changes=payload, detail=reason_of(record),
     )  # fmt: skip
     summary = f"tier {plan.tier} {state}"
+    if done.overstated:
+        summary = (
+            f"tier {plan.tier} {'partly done' if done.outcome == 'partly' else 'not applied'}: "
+            f"{done.evicted} of {done.to_evict} pod{'s' if done.to_evict != 1 else ''} evicted"
+        )
     if not result.ok and result.applied:
         summary += " after changing part of the cluster (see the action message)"
     await d.timeline(
-        record.incident_id, "action_result", by, summary, {"action_id": record.action_id}
-    )
+        record.incident_id, "action_result", by, summary,
+        {"action_id": record.action_id, "outcome": done.outcome},
+    )  # fmt: skip
     # a failed action that changed part of the cluster can be undone too (e.g. a node that
     # was cordoned before the evictions failed)
-    await d.update_message(record, state, by=by, result=result, undo=bool(undo))
+    shown = done.outcome if done.overstated else state
+    await d.update_message(record, shown, by=by, result=result, undo=bool(undo))
     if result.applied:
         await _mitigating(d, record.incident_id, by=by)
         d.bg.spawn(watching.watch(d, record, plan, result, since=since), name="watch-action")

@@ -38,6 +38,8 @@ from bot.core.clusters import format_node_ref
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.incidents import Incident, TimelineKind
+from bot.core.links import dashboard_link, incident_window
+from bot.core.postmortem_story import SYMPTOMS
 from bot.core.thresholds import Thresholds
 from bot.errors import (
     ClusterUnreachableError,
@@ -112,8 +114,11 @@ class DiagnoseService:
         charts: bool = True,
         locales: LocaleChooser | None = None,
         metrics: Metrics | None = None,
+        dashboard_url: str | None = None,
     ) -> None:
         self._metrics = metrics or Metrics()
+        #: ``links.dashboard_url``: the evidence message links the node's dashboard
+        self._dashboard_url = dashboard_url
         self._history = history or HistoryService(None)
         #: each message's language: ephemeral ones follow the person, thread posts the thread
         self.locales = locales or LocaleChooser(chat)
@@ -316,8 +321,9 @@ class DiagnoseService:
             diagnosis=diagnosis,
         )
         for text, blocks in render_diagnosis_messages(
-            diagnosis, incident_id=incident.id, bundle=bundle, locale=locale
-        ):
+            diagnosis, incident_id=incident.id, bundle=bundle, locale=locale,
+            dashboard=self._dashboard(incident, diagnosis),
+        ):  # fmt: skip
             await self._chat.post(channel, text=text, blocks=blocks, thread_ts=thread_ts)
         if chart:
             await self.upload_chart(incident, diagnosis, bundle, name="memory", thread_ts=thread_ts)
@@ -330,6 +336,26 @@ class DiagnoseService:
         )
         await self._refresh_root(incident, progress=None, diagnosis=diagnosis)
         return DiagnoseOutcome(incident.id, diagnosis, view, created=created, bundle=bundle)
+
+    def _dashboard(
+        self, incident: Incident, diagnosis: Diagnosis
+    ) -> tuple[str, datetime, datetime] | None:
+        """The node's dashboard for the incident's window (from the first OOM kill or
+        eviction in the evidence, or the history's start), when a URL is configured."""
+        if self._dashboard_url is None:
+            return None
+        history = diagnosis.history
+        marks = [m.at for m in (history.markers if history else []) if m.kind in SYMPTOMS]
+        start, end = incident_window(
+            diagnosis.collected_at,
+            first_symptom=min(marks) if marks else None,
+            history_start=history.start if history and history.source != "snapshot" else None,
+        )
+        cluster = incident.cluster or self.clusters.default
+        url = dashboard_link(
+            self._dashboard_url, node=incident.node, cluster=cluster, start=start, end=end
+        )
+        return url, start, end
 
     async def upload_chart(
         self,

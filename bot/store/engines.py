@@ -14,6 +14,7 @@ transactions and the server arbitrates them.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -160,6 +161,20 @@ def connect(target: str, *, migrate: bool = True) -> Db:
 
         return postgres.connect(target, migrate=migrate)
     return sqlite.connect(target, migrate=migrate)
+
+
+def demo_store_path() -> Path:
+    """Where ``gpunode demo`` keeps its store, a well-known path (not a temporary directory)
+    so ``gpunode status|audit|timeline`` find it while the demo runs and after it stops:
+    ``$XDG_STATE_HOME/gpunode/demo.db`` (``~/.local/state`` when unset)."""
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "gpunode" / "demo.db"
+
+
+def demo_settings_path() -> Path:
+    """The settings file ``gpunode demo`` writes beside its store (the store, the stand-ins'
+    URLs and tokens) for the CLI to read the demo with (``bot.cli.common.cli_settings``)."""
+    return demo_store_path().with_name("demo.yaml")
 
 
 def require_existing(target: str) -> str:

@@ -199,6 +199,7 @@ async def build_runtime(
         history=HistoryService.from_settings(settings.prometheus),
         locales=LocaleChooser(chat, channel_locales=settings.slack.channel_locales),
         metrics=metrics,
+        dashboard_url=settings.links.dashboard_url,
     )
     act = ActService(
         clusters,

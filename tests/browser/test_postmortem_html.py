@@ -18,13 +18,18 @@ from tests.e2e.postmortem_story import export_story_postmortem
 DEST = Path(__file__).resolve().parents[2] / "test-artifacts" / "postmortem"
 SECTIONS = {
     "summary": "Summary",
-    "evidence-start": "Evidence at the start",
-    "actions": "Actions",
-    "evidence-end": "Evidence at the end",
-    "talking-points": "Talking points as posted",
-    "participants": "Participants",
-    "follow-ups": "Follow-ups",
-    "appendix-timeline": "Appendix: the full timeline",
+    "impact": "Impact",
+    "root-cause": "Root cause and contributing factors",
+    "detection": "Detection",
+    "response": "Response and recovery",
+    "went-well": "What went well",
+    "went-badly": "What went badly",
+    "action-items": "Action items",
+    "timeline": "Timeline",
+    "evidence-start": "Appendix: evidence at the start",
+    "evidence-end": "Appendix: evidence at the end",
+    "talking-points": "Appendix: talking points as posted",
+    "participants": "Appendix: participants",
 }
 
 
@@ -62,6 +67,14 @@ def test_the_postmortem_html_opens_with_every_section_and_its_charts(
     expect(page.get_by_test_id("action").first).to_contain_text("Requested by alice (Alice Ng)")
     expect(page.get_by_test_id("action").last).to_contain_text("Approved by: bob (Bob Okafor)")
     expect(page.locator("#participants")).to_contain_text("Bob Okafor")
+    expect(page.get_by_test_id("outcome").last).to_have_text("not applied: 0 of 1 pod evicted")
+    expect(page.get_by_test_id("story-row").first).to_contain_text("The kernel killed")
+    expect(page.get_by_test_id("action-item").first).to_contain_text("(owner)")
+    prose = page.evaluate(
+        "() => { const b = document.body.cloneNode(true);"
+        " b.querySelectorAll('pre').forEach(p => p.remove()); return b.innerText; }"
+    )
+    assert "`" not in prose
     for name in ("start", "end"):
         chart = page.get_by_test_id(f"chart-{name}")
         assert chart.evaluate("img => img.complete ? img.naturalWidth : 0") == 1000

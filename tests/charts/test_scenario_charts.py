@@ -24,7 +24,7 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 @pytest.mark.parametrize(
     ("scenario", "stacked", "marker"),
     [
-        ("seed", "pod:data-prep/preprocess", ("oom_kill", "cgroup OOM kill python")),
+        ("seed", "workload:data-prep/preprocess", ("oom_kill", "cgroup OOM kill python")),
         ("slab-leak", "node:slab_unreclaimable", ("oom_kill", "global OOM kill python")),
     ],
 )

@@ -8,9 +8,9 @@ import pytest
 
 from bot.core.analysis import analyze
 from bot.core.charts import (
-    OKABE_ITO,
     OTHER_COLOUR,
     TOP_PODS,
+    WORKLOAD_COLOURS,
     action_markers,
     chart_spec,
 )
@@ -88,7 +88,8 @@ def test_colours_are_the_okabe_ito_palette_and_markers_differ_by_line_style() ->
     b = bundle(meminfo=meminfo(256), kernel_log=log)
     d = attach(_diagnosis(*pods), None, bundle=b, view=None, now=END)
     spec = chart_spec(d, b)
-    assert {s.colour for s in spec.host if s.key.startswith("pod:")} <= set(OKABE_ITO)
+    # pods: colour-blind-safe palettes only (Okabe–Ito, then Tol muted: WORKLOAD_COLOURS)
+    assert {s.colour for s in spec.host if s.key.startswith("pod:")} <= set(WORKLOAD_COLOURS)
     styles = {m.kind: m.linestyle for m in spec.markers}
     assert styles["oom_kill"] != styles["xid"]
 

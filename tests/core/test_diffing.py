@@ -64,3 +64,38 @@ def test_findings_are_split_into_resolved_new_and_kept(seed: Diagnosis) -> None:
     assert diff.resolved_findings == ["A:n"]
     assert diff.new_findings == ["C:n"]
     assert diff.kept_findings == ["B:n"]
+
+
+def test_a_replaced_pods_old_kill_is_not_new_and_findings_read_by_workload() -> None:
+    from datetime import UTC, datetime
+
+    from bot.core.analysis import analyze
+    from bot.core.diffing import diff_diagnoses
+    from bot.core.findings import Finding
+    from tests.core.analysis_builders import bundle, meminfo
+
+    at = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
+    base = analyze(bundle(meminfo=meminfo(256)), None, now=at)
+
+    def with_findings(*findings: Finding) -> object:
+        return base.model_copy(update={"findings": list(findings)})
+
+    def kill(subject: str, pod: str, killed_at: str) -> Finding:
+        return Finding(code="KERNEL_OOM_KILL", severity="warning", subject=subject,
+                       params={"pid": 2210433, "comm": "python", "pod": pod,
+                               "killed_at": killed_at})  # fmt: skip
+
+    near = Finding(code="CONTAINER_NEAR_LIMIT", severity="critical",
+                   subject="data-prep/preprocess-rbrtfs528j-z74mt")  # fmt: skip
+    near_new_pod = near.model_copy(update={"subject": "data-prep/preprocess-bcdfg2456-x7k9q"})
+    before = with_findings(
+        kill("data-prep/preprocess-rbrtfs528j-z74mt", "data-prep/preprocess-rbrtfs528j-z74mt",
+             "2026-12-01T05:52:00+00:00"), near,
+    )  # fmt: skip
+    # the pod was replaced: the same kernel record now points at its uid, its time re-derived
+    after = with_findings(kill("pod-uid/d8b62765", "", "2026-12-01T05:59:00+00:00"), near_new_pod)
+    diff = diff_diagnoses(before, after)  # type: ignore[arg-type]
+    assert diff.new_findings == [] and diff.resolved_findings == []
+    assert diff.kept_findings == [
+        "CONTAINER_NEAR_LIMIT:data-prep/preprocess", "KERNEL_OOM_KILL:data-prep/preprocess",
+    ]  # fmt: skip

@@ -99,3 +99,64 @@ def test_the_draft_names_people_measures_each_action_and_counts_each_kill_once()
     assert [r.actor for r in pm.timeline] == [
         "alice (Alice Ng)", "bob (Bob Okafor)", "bob (Bob Okafor)",
     ]  # fmt: skip
+
+
+BLOCKED = {
+    "changes": [
+        {"kind": "Node", "name": "n1", "verb": "cordon", "dry_run": False, "noop": False,
+         "before": {"unschedulable": False}, "after": {"unschedulable": True}},
+    ],
+    "evictions": [
+        {"namespace": "serving", "name": "cache-0", "status": "blocked", "reason": "PDB",
+         "pdb_name": "cache", "pdb_needs": 1, "pdb_has": 1},
+    ],
+}  # fmt: skip
+
+
+def test_a_tier_1_whose_only_eviction_was_blocked_is_not_applied_and_says_why() -> None:
+    from bot.core.outcomes import action_outcome
+
+    done = action_outcome("succeeded", BLOCKED)
+    assert (done.outcome, done.evicted, done.to_evict) == ("not_applied", 0, 1)
+    assert done.blocked == ["serving/cache-0 (PodDisruptionBudget cache: needs 1 healthy, has 1)"]
+    evicted = {"namespace": "ml", "name": "x", "status": "evicted"}
+    both = {**BLOCKED, "evictions": [*BLOCKED["evictions"], evicted]}
+    assert action_outcome("succeeded", both).outcome == "partly"
+    assert action_outcome("succeeded", {"changes": BLOCKED["changes"]}).outcome == "applied"
+    assert action_outcome("failed", BLOCKED).outcome == "failed"
+
+
+def test_the_story_starts_at_the_first_oom_kill_and_blocked_actions_become_items() -> None:
+    start = _snap(0, 2, (-1800, "ml/train-0"))  # killed half an hour before the incident
+    end = _snap(10, 3)
+    incident = Incident(
+        id="INC-0008", number=8, node="n1", channel="C1", thread_ts="1.0",
+        state="mitigating", opened_at=T0, opened_by="U_ALICE",
+    )  # fmt: skip
+    entries = [
+        TimelineEntry(incident_id="INC-0008", at=T0, kind="opened", actor="U_ALICE",
+                      text="incident opened", data={"node": "n1"}),
+        TimelineEntry(incident_id="INC-0008", at=T0 + timedelta(minutes=5),
+                      kind="action_result", actor="U_BOB",
+                      text="tier 1 not applied: 0 of 1 pods evicted", data={"action_id": "A2"}),
+    ]  # fmt: skip
+    action = ActionInput(
+        action_id="A2", tier=1, requester="U_ALICE", state="succeeded",
+        created_at=T0 + timedelta(minutes=4), updated_at=T0 + timedelta(minutes=5),
+        plan={"target": "Node/n1", "reason": "stop the cascade"}, result=BLOCKED,
+        approvers=["U_BOB"],
+    )  # fmt: skip
+    pm = build_postmortem(
+        incident, entries, snapshots=[start, end], actions=[action], names=NAMES,
+        cluster="prod-eu", now=T0 + timedelta(minutes=20),
+    )  # fmt: skip
+    assert pm.cluster == "prod-eu"
+    assert [r.code for r in pm.story] == ["symptom_oom_kill", "opened", "action_result"]
+    assert pm.story[0].at == T0 - timedelta(seconds=1800)
+    assert pm.story[1].who == "alice (Alice Ng)"
+    assert pm.story[2].values["outcome"] == "not_applied"
+    assert pm.detection is not None and pm.detection.gap_s == 1800
+    assert [p.code for p in pm.went_badly][:2] == ["late_detection", "action_not_applied"]
+    assert pm.actions[0].outcome == "not_applied"
+    assert pm.action_items[-1].code == "pdb" and pm.action_items[-1].owner == ""
+    assert [(i.pod, i.oom_kills) for i in pm.impact] == [("ml/train-0", 1)]

@@ -20,6 +20,10 @@ import yaml
 
 from tests.deploy.kustomizing import find, render
 
+#: the runbook page the alerts' runbook_url points at, one "## AlertName" section each
+RUNBOOK_PAGE = (Path(__file__).resolve().parents[2] / "docs" / "runbook.md").read_text(
+    encoding="utf-8"
+)
 REPO = Path(__file__).resolve().parents[2]
 MONITORING = REPO / "deploy" / "monitoring"
 PROM = REPO / "deploy" / "prometheus"
@@ -167,7 +171,10 @@ def test_the_prometheus_rule_spec_equals_the_plain_rule_file() -> None:
 )
 def test_each_bot_alert_has_a_severity_and_full_annotations(rule: dict[str, Any]) -> None:
     assert rule["labels"]["severity"] in {"info", "warning", "critical"}
-    assert set(rule["annotations"]) == {"summary", "description", "runbook"}
+    # monitoring-mixins: a runbook_url (a page in docs/runbook.md) and a dashboard_url
+    assert set(rule["annotations"]) == {"summary", "description", "runbook_url", "dashboard_url"}
+    anchor = rule["annotations"]["runbook_url"].split("#")[1]
+    assert f"\n## {rule['alert']}\n" in RUNBOOK_PAGE and anchor == rule["alert"].lower()
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")

@@ -17,6 +17,10 @@ import jsonschema
 import pytest
 import yaml
 
+#: the runbook page the alerts' runbook_url points at, one "## AlertName" section each
+RUNBOOK_PAGE = (Path(__file__).resolve().parents[2] / "docs" / "runbook.md").read_text(
+    encoding="utf-8"
+)
 REPO = Path(__file__).resolve().parents[2]
 PROM = REPO / "deploy" / "prometheus"
 SCHEMA = REPO / "deploy" / "schemas" / "prometheusrule.schema.json"
@@ -80,10 +84,13 @@ def test_the_kit_has_exactly_the_expected_alerts() -> None:
 @pytest.mark.parametrize("rule", _rules(), ids=lambda r: r["alert"])
 def test_each_alert_has_severity_node_and_full_annotations(rule: dict[str, Any]) -> None:
     assert rule["labels"]["severity"] in {"info", "warning", "critical"}
-    assert set(rule["annotations"]) == {"summary", "description", "runbook"}
+    # monitoring-mixins: a runbook_url (a page in docs/runbook.md) and a dashboard_url
+    assert set(rule["annotations"]) == {"summary", "description", "runbook_url", "dashboard_url"}
+    anchor = rule["annotations"]["runbook_url"].split("#")[1]
+    assert f"\n## {rule['alert']}\n" in RUNBOOK_PAGE and anchor == rule["alert"].lower()
     # gpunode's alert intake needs a node label: either copied from instance, or carried by
     # the series (kube-state-metrics, kubelet/cAdvisor); the runbook names the node.
-    assert "{{ $labels.node }}" in rule["annotations"]["runbook"]
+    assert rule["annotations"]["dashboard_url"].endswith("var-node={{ $labels.node }}")
     expr = rule["expr"]
     if re.search(r"\bnode_(memory|vmstat|pressure)_", expr):
         assert '"node", "$1", "instance"' in expr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -60,23 +61,29 @@ def test_demo_script_tells_the_two_cluster_story(tmp_path: Path) -> None:
 
 
 def test_demo_prints_the_console_url_within_seconds(tmp_path: Path) -> None:
+    # the demo keeps its store at $XDG_STATE_HOME/gpunode/demo.db: here, not in $HOME
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
     proc = subprocess.Popen(
         [*GPUNODE, "demo", "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=tmp_path,
+        env=env,
     )
     try:
         start = time.monotonic()
         assert proc.stdout is not None
-        lines = [proc.stdout.readline() for _ in range(2)]
+        lines = [proc.stdout.readline() for _ in range(3)]
         elapsed = time.monotonic() - start
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
 
     assert "console:" in lines[1] and "http://127.0.0.1:" in lines[1]
+    store = tmp_path / "state" / "gpunode" / "demo.db"
+    assert f"incident store: {store}" in lines[2] and "gpunode status|audit|timeline" in lines[2]
+    assert (store.parent / "demo.yaml").exists()  # what `gpunode status` reads the demo with
     assert elapsed < 15
 
 

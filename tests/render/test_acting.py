@@ -162,7 +162,7 @@ def _change_verbs() -> list[str]:
 @pytest.mark.parametrize("dry_run", [True, False])
 def test_every_change_verb_reads_as_words(verb: str, dry_run: bool) -> None:
     change = Change(verb=verb, kind="Deployment", namespace="ml", name="x", dry_run=dry_run)  # type: ignore[arg-type]
-    line = str(acting._t().change_line(change)).strip()
+    line = str(acting._t().change_line(change, [])).strip()
     assert verb not in line or "_" not in verb, line
     assert line.startswith("• ") and "`ml/x`" in line
 

@@ -10,6 +10,7 @@ from datetime import datetime
 import pytest
 
 from bot.core.changes import Change
+from bot.core.field_changes import field_changes
 from bot.errors import (
     ConflictError,
     ForbiddenError,
@@ -72,7 +73,8 @@ async def test_a_fault_during_execution_is_reported_with_what_changed(
     shown = msg.text + json.dumps(msg.blocks)
     assert "Failed" in shown
     for change in record.result["changes"]:
-        line = str(_t().change_line(Change.model_validate(change))).strip()
+        c = Change.model_validate(change)
+        line = str(_t().change_line(c, field_changes(c.before, c.after))).strip()
         assert json.dumps(line)[1:-1] in shown  # listed, in words
         assert "_" not in line.split("`")[0], line  # no raw verb such as set_priority_class
     if method != "evict":

@@ -52,7 +52,7 @@ def test_a_missing_file_is_a_usage_error_that_says_what_to_pass(tmp_path: Path) 
 def test_malformed_json_names_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"schema_version": "1.0",\n  oops}')
-    assert main(["analyze", str(bad)]) == 1
+    assert main(["analyze", str(bad)]) == 2  # a usage error: the file passed is not JSON
     err = capsys.readouterr().err
     assert "not valid JSON (line 2" in err and "gpunode collect" in err
 
@@ -115,7 +115,7 @@ async def test_diagnose_of_an_unknown_node_runs_no_job() -> None:
 def test_gpunode_diagnose_parses_the_node_with_the_slash_commands_grammar(
     node: str, problem: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # refused before any cluster is contacted: no --server, no kubeconfig needed
-    assert main(["diagnose", node]) == 1
+    # refused before any cluster is contacted (a usage error, exit 2): no --server needed
+    assert main(["diagnose", node]) == 2
     err = capsys.readouterr().err
     assert problem in err and "gpunode diagnose [CLUSTER/]NODE" in err, err

@@ -84,6 +84,9 @@ def test_terminal_top_ranks_both_clusters_and_names_a_stopped_one(
     one = capsys.readouterr().out
 
     assert both.splitlines()[0].split()[:2] == ["CLUSTER", "NODE"]
-    assert {line.split()[0] for line in both.splitlines()[1:]} == {"prod-eu", "prod-us"}
+    table, legend = both.split("\n\n")  # the rows, then the legend of the columns
+    assert {line.split()[0] for line in table.splitlines()[1:]} == {"prod-eu", "prod-us"}
+    assert legend.startswith("PRESSURE ") and "USED% " in legend
     assert one.startswith("cluster prod-us left out: cluster prod-us could not be reached")
-    assert {line.split()[0] for line in one.splitlines()[2:]} == {"prod-eu"}
+    rows = one.split("\n\n")[0].splitlines()[2:]
+    assert {line.split()[0] for line in rows} == {"prod-eu"}

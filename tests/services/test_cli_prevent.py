@@ -79,7 +79,7 @@ def test_gpunode_prevent_out_refuses_to_overwrite_an_earlier_kit_unless_forced(
     (tmp_path / "notes.txt").write_text("mine")
     (tmp_path / "limitrange.yaml").write_text("edited by hand")
 
-    assert main(prevent(seed_url, NODE, "--out", str(tmp_path))) == 1
+    assert main(prevent(seed_url, NODE, "--out", str(tmp_path))) == 2  # a usage error
     err = capsys.readouterr().err
     assert "already holds limitrange.yaml" in err and "--force" in err
     assert (tmp_path / "limitrange.yaml").read_text() == "edited by hand"
@@ -109,14 +109,14 @@ def test_gpunode_prevent_out_never_writes_through_a_symlink_in_the_directory(
 
 
 @pytest.mark.parametrize(
-    ("node", "says"),
+    ("node", "code", "says"),
     [
-        ("gpu-node-99", "gpu-node-99"),
-        ("GPU-Node-01", "node names are lowercase: did you mean gpu-node-01?"),
+        ("gpu-node-99", 1, "gpu-node-99"),  # the cluster has no such node: a runtime failure
+        ("GPU-Node-01", 2, "node names are lowercase: did you mean gpu-node-01?"),  # usage
     ],
 )
 def test_gpunode_prevent_a_wrong_node_fails_saying_what_is_wrong(
-    seed_url: str, capsys: pytest.CaptureFixture[str], node: str, says: str
+    seed_url: str, capsys: pytest.CaptureFixture[str], node: str, code: int, says: str
 ) -> None:
-    assert main(prevent(seed_url, node)) == 1
+    assert main(prevent(seed_url, node)) == code
     assert says in capsys.readouterr().err

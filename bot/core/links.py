@@ -1,0 +1,61 @@
+"""Links to where people already look (pure): the ``links.dashboard_url`` template filled for
+one node and time window.
+
+The template is a URL with ``{node}``, ``{cluster}``, ``{from}`` and ``{to}`` (Unix
+milliseconds, as Grafana's ``from``/``to`` take them), e.g.
+``https://grafana.example.com/d/gpunode-node/gpunode-node-memory?var-node={node}&var-cluster={cluster}&from={from}&to={to}``.
+Values are percent-encoded; any other ``{name}`` is refused when the settings load.
+"""
+
+from __future__ import annotations
+
+import string
+from datetime import datetime, timedelta
+
+PLACEHOLDERS = frozenset({"node", "cluster", "from", "to"})
+#: the window before the collection when the diagnosis has no history of its own
+LOOKBACK = timedelta(hours=1)
+#: after the collection: room for what happened while the thread was read
+LOOKAHEAD = timedelta(minutes=10)
+_UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
+
+
+def template_problem(template: str) -> str | None:
+    """Why ``template`` cannot be a dashboard URL template, or None."""
+    if not template.startswith(("http://", "https://")):
+        return f"{template!r} is not an http(s) URL"
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+    except ValueError as exc:
+        return f"{template!r} has a stray brace ({exc}); write {{{{ and }}}} for literal braces"
+    unknown = sorted({f for f in fields if f not in PLACEHOLDERS})
+    if unknown:
+        known = ", ".join("{" + p + "}" for p in sorted(PLACEHOLDERS))
+        return f"{template!r} names {', '.join(unknown)}; only {known} are filled in"
+    return None
+
+
+def _quote(value: str) -> str:
+    return "".join(
+        ch if ch in _UNRESERVED else "".join(f"%{b:02X}" for b in ch.encode()) for ch in value
+    )
+
+
+def dashboard_link(
+    template: str, *, node: str, cluster: str, start: datetime, end: datetime
+) -> str:
+    """``template`` filled for ``node`` in ``cluster`` from ``start`` to ``end``."""
+    return template.format(
+        node=_quote(node),
+        cluster=_quote(cluster),
+        **{"from": str(int(start.timestamp() * 1000)), "to": str(int(end.timestamp() * 1000))},
+    )
+
+
+def incident_window(
+    collected_at: datetime, *, first_symptom: datetime | None, history_start: datetime | None
+) -> tuple[datetime, datetime]:
+    """The window a dashboard link shows: from the earliest of the history's start, the first
+    symptom and an hour before the collection, to ten minutes after it."""
+    starts = [collected_at - LOOKBACK, *(t for t in (first_symptom, history_start) if t)]
+    return min(starts), collected_at + LOOKAHEAD
