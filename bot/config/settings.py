@@ -75,6 +75,19 @@ class KubeSettings(_Group):
     request_timeout_s: float = Field(
         30.0, gt=0, le=300, description="seconds one API request may take (connect + read)"
     )
+    fleet_cache_s: float = Field(
+        30.0,
+        ge=0,
+        le=3600,
+        description="seconds a fleet read (every node's requests and room, for `top` and the "
+        "plans' 'where can it go') is shared before the next one lists nodes and pods again",
+    )
+    discovery_cache_s: float = Field(
+        300.0,
+        ge=0,
+        le=86400,
+        description="seconds API discovery and the priority classes are reused across diagnoses",
+    )
     namespace: str = Field("gpunode", description="namespace of the diagnostic Jobs")
     image: str = Field("ghcr.io/gpunode/gpunode:0.1.0", description="collector image")
     job_timeout_s: int = Field(120, ge=10, le=3600, description="activeDeadlineSeconds")

@@ -36,12 +36,14 @@ from bot.kube import (
     prioritizing,
     reading,
     resizing,
+    tallying,
     watching,
 )
 from bot.kube.connecting import build_api_client
 from bot.kube.errors import translate
 from bot.kube.observing import KubeObserver
 from bot.kube.surveying import survey
+from bot.kube.tallying import FleetTally
 from bot.kube.transport import Transport
 
 log = logging.getLogger(__name__)
@@ -66,6 +68,9 @@ class Gateway:
         self._diagnoses: dict[str, asyncio.Task[EvidenceBundle]] = {}
         self._waiters: dict[str, int] = {}
         self._discovery: tuple[str | None, set[str]] | None = None
+        self._answers: dict[str, tuple[float, Any]] = {}
+        self._tally: tuple[float, FleetTally] | None = None
+        self._tally_task: asyncio.Future[FleetTally] | None = None
 
     @classmethod
     def from_settings(cls, settings: KubeSettings) -> Gateway:
@@ -114,79 +119,86 @@ class Gateway:
         nodes = await self._call("list nodes", reading.list_nodes)
         return [objects.parse_node(n) for n in nodes if objects.is_gpu_node(n)]
 
-    async def _metrics(self, groups: dict[str, str]) -> list[Obj] | None:
+    async def _metrics(
+        self, groups: dict[str, str], namespaces: list[str] | None = None
+    ) -> list[Obj] | None:
+        """Pod metrics of ``namespaces`` (one list each), or None when not served/failing."""
         version = groups.get(reading.METRICS_GROUP)
         if not version:
             return None
         try:
-            return await self._call("list pod metrics", reading.list_pod_metrics, version)
+            return await self._call(
+                "list pod metrics", reading.list_pod_metrics, version, namespaces or []
+            )
         except GpunodeError as exc:  # served but failing: metrics are optional evidence
             log.warning("metrics.k8s.io is served but failed: %s", exc)
             return None
+
+    async def _cached(self, key: str, what: str, fn: Callable[..., T], *args: Any) -> T:
+        """A cluster-wide answer that rarely changes (discovery, version, priority classes),
+        read at most once per ``discovery_cache_s`` and shared by every diagnosis."""
+        hit = self._answers.get(key)
+        now = time.monotonic()
+        if hit is not None and now - hit[0] < self.settings.discovery_cache_s:
+            return hit[1]  # type: ignore[no-any-return]
+        value = await self._call(what, fn, *args)
+        self._answers[key] = (now, value)
+        return value
 
     def _owner_chains(
         self, t: Transport, pods: list[Obj], cache: dict[tuple[str, str, str], Obj | None]
     ) -> list[list[Any]]:
         return [reading.owner_chain(t, p, cache) for p in pods]
 
-    async def _fleet(self) -> tuple[list[Obj], dict[str, list[Obj]]]:
-        """GPU nodes, and every non-terminated pod grouped by ``spec.nodeName``: one list of
-        nodes and one (paged) list of all pods."""
-        nodes, pods = await asyncio.gather(
-            self._call("list nodes", reading.list_nodes),
-            self._call("list pods", reading.list_all_pods),
-        )
-        by_node: dict[str, list[Obj]] = {}
-        for pod in non_terminated(pods):
-            if name := (pod.get("spec") or {}).get("nodeName"):
-                by_node.setdefault(name, []).append(pod)
-        return [n for n in nodes if objects.is_gpu_node(n)], by_node
+    async def fleet(self, *, max_age_s: float | None = None) -> FleetTally:
+        """Every node's sums and room in slim records (``bot.kube.tallying``), read page by
+        page on this cluster's threads; a read younger than ``max_age_s`` (default
+        ``fleet_cache_s``) is shared, and so is a read in flight."""
+        age = self.settings.fleet_cache_s if max_age_s is None else max_age_s
+        if self._tally is not None and time.monotonic() - self._tally[0] <= age:
+            return self._tally[1]
+        if self._tally_task is None or self._tally_task.done():
+            self._tally_task = asyncio.ensure_future(self._read_fleet())
+        return await asyncio.shield(self._tally_task)
+
+    async def _read_fleet(self) -> FleetTally:
+        started = time.monotonic()
+        tally = await self._call("list nodes and pods", tallying.read_fleet)
+        self._tally = (started, tally)
+        return tally
 
     async def gpu_node_loads(self) -> list[NodeLoad]:
-        (gpu, by_node), groups = await asyncio.gather(
-            self._fleet(), self._call("discover API groups", reading.served_groups)
+        fleet, groups = await asyncio.gather(
+            self.fleet(), self._cached("groups", "discover API groups", reading.served_groups)
         )
-        metrics = await self._metrics(groups)
         used: dict[str, int] | None = None
-        if metrics is not None:
-            where = {
-                (p["metadata"].get("namespace"), p["metadata"].get("name")): node
-                for node, pods in by_node.items()
-                for p in pods
-            }
-            used = {}
-            for m in (objects.parse_pod_metrics(i) for i in metrics):
-                if node := where.get((m.namespace, m.name)):
-                    used[node] = used.get(node, 0) + m.memory_working_set_bytes
-        loads = []
-        for n in gpu:
-            name = n["metadata"]["name"]
-            loads.append(
-                NodeLoad(
-                    node=objects.parse_node(n),
-                    allocated=allocated_resources(n, by_node.get(name, [])),
-                    working_set_bytes=None if used is None else used.get(name, 0),
+        version = groups.get(reading.METRICS_GROUP)
+        if version:
+            try:
+                used = await self._call(
+                    "list pod metrics", tallying.read_working_set, version, fleet.where
                 )
-            )
-        return loads
+            except GpunodeError as exc:  # served but failing: metrics are optional evidence
+                log.warning("metrics.k8s.io is served but failed: %s", exc)
+        return fleet.loads(used)
 
     async def get_cluster_view(self, node: str) -> ClusterView:
         node_obj = await self.read_node(node)
-        all_pods, groups, classes, version = await asyncio.gather(
+        all_pods, groups, classes, (version, resources) = await asyncio.gather(
             self._call(
                 f"list pods on {node}", reading.list_pods_on_node, node, non_terminated=False
             ),
-            self._call("discover API groups", reading.served_groups),
-            self._call("list priority classes", reading.list_priority_classes),
-            self._call("read server version", reading.server_version),
+            self._cached("groups", "discover API groups", reading.served_groups),
+            self._cached("classes", "list priority classes", reading.list_priority_classes),
+            self._resize_discovery(),
         )
         pods = non_terminated(all_pods)
+        namespaces = sorted({(p.get("metadata") or {}).get("namespace", "") for p in pods})
         cache: dict[tuple[str, str, str], Obj | None] = {}
-        chains, events, metrics, (_, resources) = await asyncio.gather(
+        chains, events, metrics = await asyncio.gather(
             self._call("read pod owners", self._owner_chains, pods, cache),
             self._call(f"list events of {node}", reading.list_events, node, all_pods),
-            self._metrics(groups),
-            self._resize_discovery(),
+            self._metrics(groups, namespaces),
         )
         keys = {(p["metadata"].get("namespace"), p["metadata"].get("name")) for p in pods}
         infos = [objects.parse_pod(p, owners=c) for p, c in zip(pods, chains, strict=True)]
@@ -276,8 +288,11 @@ class Gateway:
         name = self.settings.nvidia_runtime_class
         state: preflight.RuntimeClassState = "unknown"
         if name and self.settings.nvidia_visible_devices_all:
-            state = await self._call(
-                f"read RuntimeClass {name}", preflight.read_runtime_class, name
+            state = await self._cached(
+                f"runtimeclass/{name}",
+                f"read RuntimeClass {name}",
+                preflight.read_runtime_class,
+                name,
             )
         return state != "missing", preflight.gpu_gaps(self.settings, runtime_class=state)
 

@@ -36,6 +36,7 @@ from bot.slack.bolt import build_app
 from bot.slack.chatting import SlackChat
 from bot.slack.edge import Malformed, SlackEdge
 from bot.store.storing import Store
+from bot.telemetry.lag import LoopLag
 from bot.telemetry.metrics import Metrics
 from bot.telemetry.serving import add_metrics_route
 from bot.telemetry.wiring import instrument
@@ -117,8 +118,12 @@ class Runtime:
     metrics: Metrics = field(default_factory=Metrics)
 
     leader: LeaderWork | None = None
+    #: samples the event loop's lag into ``gpunode_event_loop_lag_seconds``
+    lag: LoopLag | None = None
 
     async def close(self) -> None:
+        if self.lag is not None:
+            await self.lag.stop()
         if self.leader is not None:
             await self.leader.stop()  # no leader work may start on a store about to close
         await self.services.bg.drain(timeout_s=30)
@@ -275,9 +280,11 @@ async def build_runtime(
     leader = leader_work(settings, store, act, leases=leases, clock=clock, on_change=leadership)
     await leader.start()
     web_app.cleanup_ctx.append(leader.context())
+    lag = LoopLag(metrics.event_loop_lag)
+    lag.start()
     return Runtime(
         app=app, web_app=web_app, services=services, store=store, chat=chat, leader=leader,
-        metrics=metrics,
+        metrics=metrics, lag=lag,
     )  # fmt: skip
 
 
