@@ -40,6 +40,7 @@ from bot.kube import (
     watching,
 )
 from bot.kube.connecting import build_api_client
+from bot.kube.decoding import PageDecoder
 from bot.kube.errors import translate
 from bot.kube.observing import KubeObserver
 from bot.kube.surveying import survey
@@ -71,6 +72,7 @@ class Gateway:
         self._answers: dict[str, tuple[float, Any]] = {}
         self._tally: tuple[float, FleetTally] | None = None
         self._tally_task: asyncio.Future[FleetTally] | None = None
+        self._decoder = PageDecoder()
 
     @classmethod
     def from_settings(cls, settings: KubeSettings) -> Gateway:
@@ -92,6 +94,7 @@ class Gateway:
         """Drop queued calls, let running ones end (each within the request timeout, as
         ``asyncio.run`` waits for ``to_thread`` calls), then close the connections."""
         self._threads.shutdown(wait=True, cancel_futures=True)
+        self._decoder.close()
         self.transport.api_client.close()  # type: ignore[no-untyped-call]
 
     async def _call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -163,7 +166,7 @@ class Gateway:
 
     async def _read_fleet(self) -> FleetTally:
         started = time.monotonic()
-        tally = await self._call("list nodes and pods", tallying.read_fleet)
+        tally = await self._call("list nodes and pods", tallying.read_fleet, self._decoder)
         self._tally = (started, tally)
         return tally
 
@@ -176,7 +179,11 @@ class Gateway:
         if version:
             try:
                 used = await self._call(
-                    "list pod metrics", tallying.read_working_set, version, fleet.where
+                    "list pod metrics",
+                    tallying.read_working_set,
+                    version,
+                    fleet.where,
+                    self._decoder,
                 )
             except GpunodeError as exc:  # served but failing: metrics are optional evidence
                 log.warning("metrics.k8s.io is served but failed: %s", exc)

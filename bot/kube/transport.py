@@ -61,6 +61,34 @@ class Transport:
         text: bool = False,
         timeout_s: float | None = None,
     ) -> Any:
+        data = self.request_bytes(
+            method,
+            path,
+            query=query,
+            body=body,
+            content_type=content_type,
+            text=text,
+            timeout_s=timeout_s,
+        )
+        if text:
+            return data.decode("utf-8", "replace")
+        if not data:
+            return {}
+        with gc_paused():
+            return json.loads(data)
+
+    def request_bytes(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, Any]] = (),
+        body: Any = None,
+        content_type: str | None = None,
+        text: bool = False,
+        timeout_s: float | None = None,
+    ) -> bytes:
+        """The answer's body undecoded (a page of a list, for a decoder elsewhere)."""
         headers = {"Accept": "text/plain" if text else "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type or "application/json"
@@ -86,12 +114,7 @@ class Transport:
             raise ApiException.from_response(
                 http_resp=response, body=data.decode("utf-8", "replace"), data=None
             )
-        if text:
-            return data.decode("utf-8", "replace")
-        if not data:
-            return {}
-        with gc_paused():
-            return json.loads(data)
+        return bytes(data)
 
     @contextmanager
     def observed(self, verb: str, path: str) -> Iterator[Seen]:

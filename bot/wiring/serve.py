@@ -25,6 +25,7 @@ from bot.logs import configure_logging
 from bot.services.leading import LeasePort
 from bot.slack.chatting import make_client
 from bot.telemetry.serving import start_metrics_listener
+from bot.wiring.heap import settle_heap
 from bot.wiring.runtime import Runtime, build_runtime
 
 log = logging.getLogger("gpunode")
@@ -101,6 +102,7 @@ async def _serve(settings: Settings) -> None:
     # busy node): pay it before taking traffic, not inside the first incident's chart, where a
     # shutdown would also have to wait for it.
     await asyncio.to_thread(importlib.import_module, "bot.charts")
+    settle_heap()  # start-up's objects out of the full collections (bot/wiring/heap.py)
     runner = web.AppRunner(runtime.web_app)
     await runner.setup()
     site = web.TCPSite(runner, settings.http.host, settings.http.port)

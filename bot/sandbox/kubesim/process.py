@@ -57,9 +57,7 @@ def separate_process(
     cmd = [sys.executable, "-m", "bot.sandbox.kubesim.process", "--scenario", scenario]
     if nodes:
         cmd += ["--nodes", str(nodes), "--pods", str(pods)]
-    child = subprocess.Popen(
-        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
+    child = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None and child.stdin is not None
         line = child.stdout.readline().split()
