@@ -130,6 +130,9 @@ class Runtime:
         await self.services.diagnose.close()
         await self.store.close()
         self.services.diagnose.clusters.close()
+        close = getattr(self.chat.client, "close", None)
+        if close is not None:
+            await close()  # its shared HTTP session (bot.slack.chatting.ObservedWebClient)
 
 
 def check_policy_clusters(policy: Policy, clusters: ClusterRegistry) -> None:

@@ -92,7 +92,9 @@ async def _serve(settings: Settings) -> None:
     kube = ClusterRegistry.from_settings(settings, build=Gateway.from_settings)
     assert settings.slack.bot_token is not None  # checked by check_settings
     client = make_client(
-        settings.slack.bot_token.get_secret_value(), base_url=settings.slack.api_base_url
+        settings.slack.bot_token.get_secret_value(),
+        base_url=settings.slack.api_base_url,
+        share_session=True,  # closed by runtime.close()
     )
     runtime = await build_runtime(
         settings, kube=kube, client=client, policy=policy, thresholds=thresholds,
