@@ -125,6 +125,12 @@ class StoreSettings(_Group):
     audit_to_log: bool = Field(
         False, description="also log each audit row (with its chain hash) as JSON on gpunode.audit"
     )
+    evidence_days: int | None = Field(
+        90,
+        ge=1,
+        description="days an incident's full evidence (collector bundle, cluster view) is kept; "
+        "after that only its diagnosis (the summary) stays; unset keeps everything",
+    )
 
     @property
     def target(self) -> str:

@@ -200,6 +200,17 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         "DROP INDEX incidents_node",
         "CREATE INDEX incidents_node ON incidents(cluster, node, number)",
     ),
+    (
+        # 7: evidence snapshots compressed (bot/store/packing.py): the three texts in one
+        # zlib value with a format number; rows written before stay format 0 and read as
+        # they are. (When merged beside the audit branch's step 7, this is step 8.)
+        {
+            "sqlite": "ALTER TABLE evidence_snapshots ADD COLUMN packed BLOB",
+            "postgres": "ALTER TABLE evidence_snapshots ADD COLUMN packed BYTEA",
+        },
+        "ALTER TABLE evidence_snapshots ADD COLUMN format INTEGER NOT NULL DEFAULT 0",
+        "CREATE INDEX evidence_at ON evidence_snapshots(at, format)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -10,7 +10,7 @@ import logging
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
@@ -319,4 +319,7 @@ def leader_work(
         store=store, actions=act, replica_id=act.deps.replica_id, clock=clock, elector=elector,
         retry_s=lead.retry_s, approval_sweep_s=APPROVAL_SWEEP_S, reconcile_s=lead.reconcile_s,
         orphan_after_s=float(lead.lease_duration_s), on_change=on_change,
+        evidence_keep=(
+            timedelta(days=settings.store.evidence_days) if settings.store.evidence_days else None
+        ),
     )  # fmt: skip
