@@ -22,8 +22,8 @@ from bot.sandbox.kubesim.scenarios import Scenario, load_scenario
 from bot.sandbox.kubesim.sim import KubeSim
 
 
-async def _serve(scenario: Scenario) -> None:
-    sim = KubeSim(scenario)
+async def _serve(scenario: Scenario, *, insecure_superuser: bool) -> None:
+    sim = KubeSim(scenario, insecure_superuser=insecure_superuser)
     url = await sim.start()
     print(url, os.getpid(), flush=True)
     try:
@@ -39,22 +39,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=0)
     parser.add_argument("--gpu-fraction", type=float, default=0.25)
     parser.add_argument("--scenario", default="seed")
+    parser.add_argument(
+        "--insecure-superuser",
+        action="store_true",
+        help="token-less requests act as the superuser (kubectl over plain HTTP sends none)",
+    )
     args = parser.parse_args(argv)
     scenario = (
         Scenario.synthetic_fleet(args.nodes, args.pods, gpu_fraction=args.gpu_fraction)
         if args.nodes
         else load_scenario(args.scenario)
     )
-    asyncio.run(_serve(scenario))
+    asyncio.run(_serve(scenario, insecure_superuser=args.insecure_superuser))
     return 0
 
 
 @contextmanager
 def separate_process(
-    *, nodes: int = 0, pods: int = 0, scenario: str = "seed"
+    *, nodes: int = 0, pods: int = 0, scenario: str = "seed", insecure_superuser: bool = False
 ) -> Iterator[tuple[str, int]]:
     """(URL, pid) of a stand-in serving in a child process, stopped on exit."""
     cmd = [sys.executable, "-m", "bot.sandbox.kubesim.process", "--scenario", scenario]
+    if insecure_superuser:
+        cmd.append("--insecure-superuser")
     if nodes:
         cmd += ["--nodes", str(nodes), "--pods", str(pods)]
     child = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
