@@ -4,7 +4,8 @@ The node: 110 pods (one container each, 8 of them GPU pods), 5,000 processes, 8 
 built programmatically as an EvidenceBundle + ClusterView (a real-size bundle: about 2.7 MB of
 JSON). Measured: parsing both from their JSON (pydantic, as the bot reads them), ``analyze``,
 then the three Block Kit messages, the Markdown report and the terminal report. Baseline:
-``json.loads`` + ``json.dumps`` of the same two JSON texts (the least any consumer must do). Runs alternate between the two; medians are reported.
+``json.loads`` + ``json.dumps`` of the same two JSON texts (the least any consumer must do).
+Runs alternate between the two; medians are reported.
 
     .venv/bin/python bench/analyze.py [--runs 21]
 
@@ -219,7 +220,8 @@ def main() -> int:
         f"findings {len(d.findings)}, talking points {len(d.talking_points)}, plans {len(d.plans)}"
     )
     print(
-        f"parsing + analysis + rendering: median {value:.2f} ms (min {min(mine):.2f}, max {max(mine):.2f})"
+        f"parsing + analysis + rendering: median {value:.2f} ms "
+        f"(min {min(mine):.2f}, max {max(mine):.2f})"
     )
     print(f"json.loads + json.dumps of bundle and view: median {base:.2f} ms")
     print(
