@@ -6,8 +6,8 @@ a loaded 2-core machine (issue #25), and the loop waits that long. A worker proc
 without that lock, on another core, while this process fetches the next page; it returns each
 page reduced to a few slim records, so neither process ever holds the whole list.
 
-One worker per cluster, started on first use (``spawn``: safe beside the gateway's threads),
-its garbage collector off (it only decodes JSON, which has no cycles, and frees each page
+One worker per cluster, started for the first page of ``INLINE_BYTES`` or more (``spawn``:
+safe beside the gateway's threads), its garbage collector off (it only decodes JSON, which has no cycles, and frees each page
 before the next). Where no process can be started, pages are decoded on the calling thread
 with the collector paused, as before.
 """
@@ -26,6 +26,10 @@ from bot.kube.transport import gc_paused
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+#: pages smaller than this are decoded on the calling thread (gc paused): a 256 KiB page
+#: decodes in a few ms, and a small cluster, or a one-shot `gpunode top` in the terminal,
+#: never pays for starting the worker (seconds on a loaded machine)
+INLINE_BYTES = 256 * 1024
 
 
 def _quiet_worker() -> None:
@@ -53,8 +57,9 @@ class PageDecoder:
             return self._pool
 
     def submit(self, fn: Callable[[bytes], T], body: bytes) -> Future[T]:
-        """``fn(body)`` in the worker (``fn`` must be a module-level function)."""
-        pool = self._executor()
+        """``fn(body)`` in the worker (``fn`` must be a module-level function), or here for a
+        small page."""
+        pool = self._executor() if len(body) >= INLINE_BYTES else None
         if pool is not None:
             return pool.submit(fn, body)
         done: Future[T] = Future()

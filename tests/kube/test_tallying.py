@@ -8,6 +8,9 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
+
+from bot.kube import decoding
 from bot.kube.decoding import PageDecoder
 from bot.kube.gateway import Gateway
 from bot.kube.tallying import list_token, read_fleet
@@ -27,14 +30,17 @@ def test_a_page_with_its_items_first_is_not_guessed_at() -> None:
 
 
 async def test_the_decoder_process_and_the_calling_thread_tally_the_same_fleet(
-    gateway: tuple[Gateway, KubeSim],
+    gateway: tuple[Gateway, KubeSim], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     gw, _ = gateway
     here, there = PageDecoder(use_process=False), PageDecoder()
+    monkeypatch.setattr(decoding, "INLINE_BYTES", 0)  # the seed's pages are small
     try:
         a = await asyncio.to_thread(read_fleet, gw.transport, here)
         b = await asyncio.to_thread(read_fleet, gw.transport, there)
+        used_process = there._pool is not None
     finally:
         there.close()
+    assert used_process
     assert a.pods == b.pods > 0
     assert a.room() == b.room() and a.loads(None) == b.loads(None)
