@@ -7,9 +7,9 @@ without that lock, on another core, while this process fetches the next page; it
 page reduced to a few slim records, so neither process ever holds the whole list.
 
 One worker per cluster, started for the first page of ``INLINE_BYTES`` or more (``spawn``:
-safe beside the gateway's threads), its garbage collector off (it only decodes JSON, which has no cycles, and frees each page
-before the next). Where no process can be started, pages are decoded on the calling thread
-with the collector paused, as before.
+safe beside the gateway's threads), its garbage collector off (it only decodes JSON, which
+has no cycles, and frees each page before the next). Where no process can be started, pages
+are decoded on the calling thread with the collector paused, as before.
 """
 
 from __future__ import annotations
