@@ -72,6 +72,8 @@ class Gateway:
         self._answers: dict[str, tuple[float, Any]] = {}
         self._tally: tuple[float, FleetTally] | None = None
         self._tally_task: asyncio.Future[FleetTally] | None = None
+        self._writes = 0  # real writes made through this gateway
+        self._tally_writes = 0  # ... when the fleet read in flight started
         self._decoder = PageDecoder()
 
     @classmethod
@@ -102,6 +104,9 @@ class Gateway:
 
         Every effect takes ``dry_run``; with ``dry_run=False`` it is a real write, and a
         write that got no answer may still have been applied (the error says so)."""
+        if kwargs.get("dry_run") is False:
+            self._tally = None  # our own write: the next fleet read must see it
+            self._writes += 1
         try:
             loop = asyncio.get_running_loop()
             call = functools.partial(fn, self.transport, *args, **kwargs)
@@ -156,18 +161,23 @@ class Gateway:
     async def fleet(self, *, max_age_s: float | None = None) -> FleetTally:
         """Every node's sums and room in slim records (``bot.kube.tallying``), read page by
         page on this cluster's threads; a read younger than ``max_age_s`` (default
-        ``fleet_cache_s``) is shared, and so is a read in flight."""
+        ``fleet_cache_s``) is shared, and so is a read in flight. Any real write this
+        gateway makes (cordon, eviction, patch...) drops the shared read."""
         age = self.settings.fleet_cache_s if max_age_s is None else max_age_s
         if self._tally is not None and time.monotonic() - self._tally[0] <= age:
             return self._tally[1]
-        if self._tally_task is None or self._tally_task.done():
-            self._tally_task = asyncio.ensure_future(self._read_fleet())
-        return await asyncio.shield(self._tally_task)
+        task = self._tally_task
+        if task is None or task.done() or self._tally_writes != self._writes:
+            # none in flight, or one that started before our last write
+            self._tally_writes = self._writes
+            task = self._tally_task = asyncio.ensure_future(self._read_fleet())
+        return await asyncio.shield(task)
 
     async def _read_fleet(self) -> FleetTally:
-        started = time.monotonic()
+        started, writes = time.monotonic(), self._writes
         tally = await self._call("list nodes and pods", tallying.read_fleet, self._decoder)
-        self._tally = (started, tally)
+        if writes == self._writes:
+            self._tally = (started, tally)
         return tally
 
     async def gpu_node_loads(self) -> list[NodeLoad]:

@@ -103,3 +103,25 @@ async def test_a_diagnosis_makes_the_same_scoped_calls_on_a_ten_times_larger_clu
     assert not any(
         r[1] in ("/api/v1/nodes", "/api/v1/pods") and "fieldSelector" not in r[2] for r in large
     )
+
+
+async def test_a_write_through_the_gateway_drops_the_shared_fleet_read(
+    make_kubesim: Callable[..., Awaitable[KubeSim]],
+) -> None:
+    sim = await make_kubesim("seed")
+    gateway = Gateway.from_settings(
+        KubeSettings(
+            mode="server", server=sim.url, token=BOT_TOKEN, verify_tls=False,
+            namespace="gpunode", fleet_cache_s=3600,
+        )
+    )  # fmt: skip
+    try:
+        before = {r.name: r.unschedulable for r in (await gateway.fleet()).room()}
+        lists = len(sim.requests)
+        await gateway.fleet()
+        assert len(sim.requests) == lists  # shared while fresh: no new read
+        await gateway.cordon("gpu-node-02", dry_run=False)
+        after = {r.name: r.unschedulable for r in (await gateway.fleet()).room()}
+    finally:
+        gateway.close()
+    assert (before["gpu-node-02"], after["gpu-node-02"]) == (False, True)
