@@ -114,7 +114,8 @@ async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
         _, gpu_nodes = await _timed_top(gw, lag)
         stalls.append(lag.max_s)
         decoder_pid = next(iter(gw._decoder._pool._processes))  # type: ignore[union-attr]
-        bot_rss = _hwm_mib() + _hwm_mib(decoder_pid)
+        own_rss, decoder_rss = _hwm_mib(), _hwm_mib(decoder_pid)
+        bot_rss = own_rss + decoder_rss
         await asyncio.to_thread(_bare_lists, gw.transport)  # warm-up of the baseline
         for i in range(runs):
             order = ("baseline", "measured") if i % 2 == 0 else ("measured", "baseline")
@@ -152,6 +153,8 @@ async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
         "max_stall_s": round(max(stalls), 3),
         "idle_max_stall_s": round(idle_stall, 3),
         "bot_peak_rss_mib": round(bot_rss, 1),
+        "bot_process_peak_rss_mib": round(own_rss, 1),
+        "decoder_peak_rss_mib": round(decoder_rss, 1),
         "diagnosis_api_calls": calls,
         "diagnosis_calls_by_kind": sorted(set(names)),
     }
