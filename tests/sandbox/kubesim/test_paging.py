@@ -64,3 +64,15 @@ async def test_a_malformed_continue_token_is_a_bad_request(
     sim = await make_kubesim("seed")
     status, body = await kube_call(sim.url, "GET", "/api/v1/pods?limit=2&continue=bm90LWpzb24")
     assert status == 400 and "continue" in body["message"]
+
+
+def test_twenty_thousand_replicas_get_twenty_thousand_names() -> None:
+    from bot.sandbox.kubesim import scenarios as sc
+    from bot.sandbox.kubesim.workloads import Placement
+
+    big = sc.Workload(
+        kind="Deployment", name="svc", namespace="team", replicas=20_000, nodes=["n1"],
+        containers=[sc.Container(name="app", requests={"memory": "1Gi"})],
+    )  # fmt: skip
+    names = [name for name, _ in Placement.pods(big, ["n1"])]
+    assert len(set(names)) == len(names) == 20_000
