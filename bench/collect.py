@@ -1,25 +1,36 @@
-"""Benchmark ``gpunode collect`` against ``ps aux --sort=-%mem`` on a busy process table.
+"""Benchmark ``gpunode collect`` against ``ps aux --sort=-%mem`` and a C reader of the same
+files, on a busy process table.
 
-Starts 2,000 idle ``sleep`` processes (one process group, always killed at the end), then
-runs the collector (``--format json``, default top 20, real NVML lookup) and ``ps`` in
-alternation for several rounds. Prints medians and, as the last line, one JSON object:
-{"bench": "collect", "metric": "wall_s_median", "value", "baseline", "ratio", "target": 1.0,
- "peak_rss_mib"}. Peak RSS is the collector child's ``ru_maxrss`` from ``wait4`` (target <= 40).
+For each count in ``--procs`` (default 500,2000; the issue's set adds 20,000), starts that
+many idle ``sleep`` processes (one process group, always killed at the end), then runs the
+collector (``--format json``, default top 20, real NVML lookup), ``ps`` and the C reader
+(bench/collect_reader.c: statm of every process, then status, comm, smaps_rollup and cgroup
+of the top 20; compiled with ``cc -O2`` when a compiler is present, else skipped with the
+reason) in alternation for several rounds. The ``bot`` package is byte-compiled first
+(``compileall``), so no run pays for compiling. Prints medians and, as the last line, one
+JSON object for the largest count: {"bench": "collect", "metric": "wall_s_median", "value",
+"baseline" (ps), "ratio", "target": 1.0, "ratio_vs_c", "target_vs_c": 1.5, "peak_rss_mib",
+"counts": [...]}. Peak RSS is the collector child's ``ru_maxrss`` from ``wait4``
+(target <= 20 MiB).
 
-Usage: python bench/collect.py [--procs 2000] [--rounds 7]
+Usage: python bench/collect.py [--procs 500,2000,20000] [--rounds 7]
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -82,43 +93,86 @@ def stop_sleepers(spawner: subprocess.Popen[bytes]) -> None:
     spawner.wait(timeout=30)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--procs", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=9)
-    args = parser.parse_args()
+def build_reader(tmp: str) -> list[str] | str:
+    """The C reader's command, or why it is skipped."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return "skipped: no C compiler (cc) on this machine"
+    out = str(Path(tmp) / "collect_reader")
+    done = subprocess.run(
+        [cc, "-O2", "-o", out, str(Path(__file__).with_name("collect_reader.c"))],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode:
+        return f"skipped: cc failed: {done.stderr[:200]}"
+    return [out]
+
+
+def one_count(count: int, rounds: int, reader: list[str] | str) -> dict[str, Any]:
     collector = collector_command()
     baseline = ["ps", "aux", "--sort=-%mem"]
-    spawner = start_sleepers(args.procs)
+    spawner = start_sleepers(count)
+    ours: list[float] = []
+    theirs: list[float] = []
+    cs: list[float] = []
+    peaks: list[int] = []
     try:
         pids = _pids()
-        print(f"process table: {pids} pids; collector: {' '.join(collector)}")
-        timed(collector), timed(baseline)  # warm the page cache and .pyc files
-        ours, theirs, peaks = [], [], []
-        for _ in range(args.rounds):
+        print(f"process table: {pids} pids; collector: {' '.join(collector)}", file=sys.stderr)
+        timed(collector), timed(baseline)  # warm the page cache
+        for _ in range(rounds):
             wall, peak = timed(collector)
             ours.append(wall)
             peaks.append(peak)
             theirs.append(timed(baseline)[0])
+            if isinstance(reader, list):
+                cs.append(timed(reader)[0])
     finally:
         stop_sleepers(spawner)
     value, base = statistics.median(ours), statistics.median(theirs)
-    peak_mib = max(peaks) / 1024
-    print(f"gpunode collect: median {value:.3f}s  (runs: {', '.join(f'{x:.3f}' for x in ours)})")
-    print(
-        f"ps aux --sort=-%mem: median {base:.3f}s  (runs: {', '.join(f'{x:.3f}' for x in theirs)})"
-    )
-    print(f"collector peak RSS: {peak_mib:.1f} MiB (target <= 40)")
+    row: dict[str, Any] = {
+        "procs": count,
+        "pids": pids,
+        "collect_s": round(value, 4),
+        "ps_s": round(base, 4),
+        "ratio_vs_ps": round(value / base, 3),
+        "peak_rss_mib": round(max(peaks) / 1024, 1),
+    }
+    if cs:
+        row["c_reader_s"] = round(statistics.median(cs), 4)
+        row["ratio_vs_c"] = round(value / statistics.median(cs), 3)
+    else:
+        row["c_reader_s"] = reader
+    print(json.dumps(row), file=sys.stderr)
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--procs", default="500,2000", help="process counts, comma-separated")
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+    compileall.compile_dir(str(REPO / "bot"), quiet=1)  # .pyc before timing
+    with tempfile.TemporaryDirectory() as tmp:
+        reader = build_reader(tmp)
+        rows = [one_count(int(c), args.rounds, reader) for c in args.procs.split(",")]
+    last = rows[-1]
     print(
         json.dumps(
             {
                 "bench": "collect",
                 "metric": "wall_s_median",
-                "value": round(value, 4),
-                "baseline": round(base, 4),
-                "ratio": round(value / base, 3),
+                "value": last["collect_s"],
+                "baseline": last["ps_s"],
+                "ratio": last["ratio_vs_ps"],
                 "target": 1.0,
-                "peak_rss_mib": round(peak_mib, 1),
+                "ratio_vs_c": last.get("ratio_vs_c"),
+                "target_vs_c": 1.5,
+                "peak_rss_mib": last["peak_rss_mib"],
+                "target_rss_mib": 20,
+                "counts": rows,
             }
         )
     )

@@ -33,6 +33,9 @@ from bot.core.locales import parse_channel_locales
 from bot.core.validation import validation_message
 from bot.errors import ConfigError
 
+#: libyaml's safe loader when built (several times faster), else the pure-Python one
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 ENV_PREFIX = "GPUNODE_"
 
 
@@ -75,6 +78,19 @@ class KubeSettings(_Group):
     verify_tls: bool = Field(True, description="verify the API server certificate")
     request_timeout_s: float = Field(
         30.0, gt=0, le=300, description="seconds one API request may take (connect + read)"
+    )
+    fleet_cache_s: float = Field(
+        30.0,
+        ge=0,
+        le=3600,
+        description="seconds a fleet read (every node's requests and room, for `top` and the "
+        "plans' 'where can it go') is shared before the next one lists nodes and pods again",
+    )
+    discovery_cache_s: float = Field(
+        300.0,
+        ge=0,
+        le=86400,
+        description="seconds API discovery and the priority classes are reused across diagnoses",
     )
     namespace: str = Field("gpunode", description="namespace of the diagnostic Jobs")
     image: str = Field(
@@ -127,6 +143,12 @@ class StoreSettings(_Group):
         description="a secret that signs each audit row (HMAC), so a row forged by someone "
         "who can write the store but lacks this key fails `gpunode audit --verify`; keep it "
         "in its own Secret, apart from the store's DSN",
+    )
+    evidence_days: int | None = Field(
+        90,
+        ge=1,
+        description="days an incident's full evidence (collector bundle, cluster view) is kept; "
+        "after that only its diagnosis (the summary) stays; unset keeps everything",
     )
 
     @property
@@ -371,7 +393,7 @@ def load_settings(
     path = config_file or env.get(ENV_PREFIX + "CONFIG")
     if path:
         try:
-            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+            loaded = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=LOADER)  # noqa: S506 or {}
         except OSError as exc:
             raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
         except yaml.YAMLError as exc:

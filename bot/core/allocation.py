@@ -63,6 +63,11 @@ def _add(into: ResourceList, new: Mapping[str, Quantity]) -> None:
         into[name] = into[name].add(quantity) if name in into else quantity
 
 
+def add_resource_list(into: ResourceList, new: Mapping[str, Quantity]) -> None:
+    """``addResourceList`` into ``into`` (for totals summed a page at a time)."""
+    _add(into, new)
+
+
 def _max(into: ResourceList, new: Mapping[str, Quantity]) -> None:
     """``maxResourceList``: replace only when absent or strictly greater."""
     for name, quantity in new.items():
@@ -280,8 +285,15 @@ def allocated_resources(
 
     ``*_value`` fields are in the resource's unit (cores for cpu, bytes for memory).
     """
-    allocatable = node_allocatable(node)
     reqs, lims = totals(counted_pods(node, pods))
+    return allocation_rows(node_allocatable(node), reqs, lims)
+
+
+def allocation_rows(
+    allocatable: Mapping[str, Quantity], reqs: Mapping[str, Quantity], lims: Mapping[str, Quantity]
+) -> list[ResourceAllocation]:
+    """The rows of "Allocated resources" from totals already summed (``totals`` over the
+    node's counted pods): a fleet read sums each page's pods as it goes and keeps only this."""
     rows: list[ResourceAllocation] = []
     zero = Quantity()
     for resource, with_percent in _row_resources(allocatable):

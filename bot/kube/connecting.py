@@ -23,6 +23,10 @@ from bot.kube.errors import translating
 #: urllib3 retries on connection/read errors; one retry rides over a dropped keep-alive
 #: connection without multiplying long timeouts.
 DEFAULT_RETRIES = 1
+#: keep-alive connections per cluster: one per gateway thread (gateway.THREADS_PER_CLUSTER),
+#: so no call opens a connection the pool then discards (the client's default is 5 per CPU:
+#: 10 on a 2-core pod, fewer than the threads)
+POOL_SIZE = 16
 
 
 def server_url_problem(url: str) -> str | None:
@@ -115,4 +119,5 @@ def build_api_client(settings: KubeSettings, *, retries: int = DEFAULT_RETRIES) 
         else:
             cfg = _kubeconfig_configuration(settings)
     cfg.retries = retries
+    cfg.connection_pool_maxsize = POOL_SIZE  # this cluster's one pool, shared by its threads
     return client.ApiClient(configuration=cfg)

@@ -42,38 +42,24 @@ from bot.kube import (
     reading,
     resizing,
     selfcheck,
+    tallying,
     watching,
 )
 from bot.kube.connecting import build_api_client
+from bot.kube.decoding import PageDecoder
 from bot.kube.errors import refused_as, translate
 from bot.kube.observing import KubeObserver
 from bot.kube.surveying import survey
+from bot.kube.tallying import FleetTally
 from bot.kube.transport import ACTING_AS, Transport
-
-log = logging.getLogger(__name__)
-T = TypeVar("T")
-#: concurrent API calls to one cluster: a diagnosis makes a few at once, `top` three, a
-#: watch one per rollout or Job; 16 (asyncio.to_thread's pool on 12 cores) leaves room
-THREADS_PER_CLUSTER = 16
-Obj = dict[str, Any]
-
-
-class Gateway:
-    """Talks to one cluster. Build with ``Gateway.from_settings(settings.kube)``."""
-
-    def __init__(self, api_client: client.ApiClient, settings: KubeSettings) -> None:
-        self.transport = Transport(api_client, timeout_s=settings.request_timeout_s)
-        self.settings = settings
-        # this cluster's own threads: a hung API server blocks only its own calls, never
-        # the other clusters' (asyncio.to_thread would share one pool among all of them)
-        self._threads = ThreadPoolExecutor(
-            max_workers=THREADS_PER_CLUSTER, thread_name_prefix="gpunode-kube"
-        )
-        self._diagnoses: dict[str, asyncio.Task[EvidenceBundle]] = {}
-        self._waiters: dict[str, int] = {}
-        self._discovery: tuple[str | None, set[str]] | None = None
         #: the person this view acts as (``impersonating``); None: the bot itself
         self.acting: ActingAs | None = None
+        self._answers: dict[str, tuple[float, Any]] = {}
+        self._tally: tuple[float, FleetTally] | None = None
+        self._tally_task: asyncio.Future[FleetTally] | None = None
+        self._writes = 0  # real writes made through this gateway
+        self._tally_writes = 0  # ... when the fleet read in flight started
+        self._decoder = PageDecoder()
 
     def impersonating(self, acting: ActingAs) -> Gateway:
         """A view of this gateway whose calls impersonate ``acting`` (same connections and
@@ -102,6 +88,7 @@ class Gateway:
         """Drop queued calls, let running ones end (each within the request timeout, as
         ``asyncio.run`` waits for ``to_thread`` calls), then close the connections."""
         self._threads.shutdown(wait=True, cancel_futures=True)
+        self._decoder.close()
         self.transport.api_client.close()  # type: ignore[no-untyped-call]
 
     async def _call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -109,6 +96,9 @@ class Gateway:
 
         Every effect takes ``dry_run``; with ``dry_run=False`` it is a real write, and a
         write that got no answer may still have been applied (the error says so)."""
+        if kwargs.get("dry_run") is False:
+            self._tally = None  # our own write: the next fleet read must see it
+            self._writes += 1
         try:
             loop = asyncio.get_running_loop()
             call = functools.partial(fn, self.transport, *args, **kwargs)
@@ -149,84 +139,96 @@ class Gateway:
         ]
         return [n for n in parsed if n.has_gpus]
 
-    async def _metrics(self, groups: dict[str, str]) -> list[Obj] | None:
+    async def _metrics(
+        self, groups: dict[str, str], namespaces: list[str] | None = None
+    ) -> list[Obj] | None:
+        """Pod metrics of ``namespaces`` (one list each), or None when not served/failing."""
         version = groups.get(reading.METRICS_GROUP)
         if not version:
             return None
         try:
-            return await self._call("list pod metrics", reading.list_pod_metrics, version)
+            return await self._call(
+                "list pod metrics", reading.list_pod_metrics, version, namespaces or []
+            )
         except GpunodeError as exc:  # served but failing: metrics are optional evidence
             log.warning("metrics.k8s.io is served but failed: %s", exc)
             return None
+
+    async def _cached(self, key: str, what: str, fn: Callable[..., T], *args: Any) -> T:
+        """A cluster-wide answer that rarely changes (discovery, version, priority classes),
+        read at most once per ``discovery_cache_s`` and shared by every diagnosis."""
+        hit = self._answers.get(key)
+        now = time.monotonic()
+        if hit is not None and now - hit[0] < self.settings.discovery_cache_s:
+            return hit[1]  # type: ignore[no-any-return]
+        value = await self._call(what, fn, *args)
+        self._answers[key] = (now, value)
+        return value
 
     def _owner_chains(
         self, t: Transport, pods: list[Obj], cache: dict[tuple[str, str, str], Obj | None]
     ) -> list[list[Any]]:
         return [reading.owner_chain(t, p, cache) for p in pods]
 
-    async def _fleet(self) -> tuple[list[NodeInfo], dict[str, list[Obj]], dict[str, Obj]]:
-        """GPU nodes, and every non-terminated pod grouped by ``spec.nodeName``: one list of
-        nodes and one (paged) list of all pods."""
-        nodes, pods, drivers = await asyncio.gather(
-            self._call("list nodes", reading.list_nodes),
-            self._call("list pods", reading.list_all_pods),
-            self._dra_drivers(),
-        )
-        by_node: dict[str, list[Obj]] = {}
-        for pod in non_terminated(pods):
-            if name := (pod.get("spec") or {}).get("nodeName"):
-                by_node.setdefault(name, []).append(pod)
-        raw = {n["metadata"]["name"]: n for n in nodes}
-        parsed = [
-            objects.parse_node(n, dra_drivers=drivers.get(name, [])) for name, n in raw.items()
-        ]
-        return [n for n in parsed if n.has_gpus], by_node, raw
+    async def fleet(self, *, max_age_s: float | None = None) -> FleetTally:
+        """Every node's sums and room in slim records (``bot.kube.tallying``), read page by
+        page on this cluster's threads; a read younger than ``max_age_s`` (default
+        ``fleet_cache_s``) is shared, and so is a read in flight. Any real write this
+        gateway makes (cordon, eviction, patch...) drops the shared read."""
+        age = self.settings.fleet_cache_s if max_age_s is None else max_age_s
+        if self._tally is not None and time.monotonic() - self._tally[0] <= age:
+            return self._tally[1]
+        task = self._tally_task
+        if task is None or task.done() or self._tally_writes != self._writes:
+            # none in flight, or one that started before our last write
+            self._tally_writes = self._writes
+            task = self._tally_task = asyncio.ensure_future(self._read_fleet())
+        return await asyncio.shield(task)
+
+    async def _read_fleet(self) -> FleetTally:
+        started, writes = time.monotonic(), self._writes
+        dra = await self._dra_drivers()
+        tally = await self._call("list nodes and pods", tallying.read_fleet, self._decoder, dra)
+        if writes == self._writes:
+            self._tally = (started, tally)
+        return tally
 
     async def gpu_node_loads(self) -> list[NodeLoad]:
-        (gpu, by_node, raw), groups = await asyncio.gather(
-            self._fleet(), self._call("discover API groups", reading.served_groups)
+        fleet, groups = await asyncio.gather(
+            self.fleet(), self._cached("groups", "discover API groups", reading.served_groups)
         )
-        metrics = await self._metrics(groups)
         used: dict[str, int] | None = None
-        if metrics is not None:
-            where = {
-                (p["metadata"].get("namespace"), p["metadata"].get("name")): node
-                for node, pods in by_node.items()
-                for p in pods
-            }
-            used = {}
-            for m in (objects.parse_pod_metrics(i) for i in metrics):
-                if node := where.get((m.namespace, m.name)):
-                    used[node] = used.get(node, 0) + m.memory_working_set_bytes
-        loads = []
-        for info in gpu:
-            name = info.name
-            loads.append(
-                NodeLoad(
-                    node=info,
-                    allocated=allocated_resources(raw[name], by_node.get(name, [])),
-                    working_set_bytes=None if used is None else used.get(name, 0),
+        version = groups.get(reading.METRICS_GROUP)
+        if version:
+            try:
+                used = await self._call(
+                    "list pod metrics",
+                    tallying.read_working_set,
+                    version,
+                    fleet.where,
+                    self._decoder,
                 )
-            )
-        return loads
+            except GpunodeError as exc:  # served but failing: metrics are optional evidence
+                log.warning("metrics.k8s.io is served but failed: %s", exc)
+        return fleet.loads(used)
 
     async def get_cluster_view(self, node: str) -> ClusterView:
         node_obj = await self.read_node(node)
-        all_pods, groups, classes, version = await asyncio.gather(
+        all_pods, groups, classes, (version, resources) = await asyncio.gather(
             self._call(
                 f"list pods on {node}", reading.list_pods_on_node, node, non_terminated=False
             ),
-            self._call("discover API groups", reading.served_groups),
-            self._call("list priority classes", reading.list_priority_classes),
-            self._call("read server version", reading.server_version),
+            self._cached("groups", "discover API groups", reading.served_groups),
+            self._cached("classes", "list priority classes", reading.list_priority_classes),
+            self._resize_discovery(),
         )
         pods = non_terminated(all_pods)
+        namespaces = sorted({(p.get("metadata") or {}).get("namespace", "") for p in pods})
         cache: dict[tuple[str, str, str], Obj | None] = {}
-        chains, events, metrics, (_, resources) = await asyncio.gather(
+        chains, events, metrics = await asyncio.gather(
             self._call("read pod owners", self._owner_chains, pods, cache),
             self._call(f"list events of {node}", reading.list_events, node, all_pods),
-            self._metrics(groups),
-            self._resize_discovery(),
+            self._metrics(groups, namespaces),
         )
         keys = {(p["metadata"].get("namespace"), p["metadata"].get("name")) for p in pods}
         infos = [objects.parse_pod(p, owners=c) for p, c in zip(pods, chains, strict=True)]
@@ -315,8 +317,11 @@ class Gateway:
         state: preflight.RuntimeClassState = "unknown"
         name = self.settings.nvidia_runtime_class
         if info.has_nvidia_gpus and name and self.settings.nvidia_visible_devices_all:
-            state = await self._call(
-                f"read RuntimeClass {name}", preflight.read_runtime_class, name
+            state = await self._cached(
+                f"runtimeclass/{name}",
+                f"read RuntimeClass {name}",
+                preflight.read_runtime_class,
+                name,
             )
         return gpuevidence.plan(info, self.settings, runtime_class=state)
 

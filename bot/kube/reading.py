@@ -145,8 +145,14 @@ def served_groups(t: Transport) -> dict[str, str]:
     return {g.get("name", ""): (g.get("preferredVersion") or {}).get("version", "") for g in groups}
 
 
-def list_pod_metrics(t: Transport, version: str) -> list[Obj]:
-    return t.list_all(f"/apis/{METRICS_GROUP}/{version}/pods")
+def list_pod_metrics(t: Transport, version: str, namespaces: Iterable[str]) -> list[Obj]:
+    """Pod metrics of the given namespaces only (one list each): a diagnosis reads what its
+    node's pods' namespaces hold, never the whole cluster's."""
+    return [
+        item
+        for ns in namespaces
+        for item in t.list_all(f"/apis/{METRICS_GROUP}/{version}/namespaces/{ns}/pods")
+    ]
 
 
 def list_priority_classes(t: Transport) -> list[Obj]:

@@ -29,6 +29,11 @@ def _units(resources: Mapping[str, Quantity]) -> dict[str, int]:
 
 def pod_requests(pod: Obj) -> dict[str, int]:
     requests, _ = pod_requests_and_limits(pod)
+    return request_units(requests)
+
+
+def request_units(requests: Mapping[str, Quantity]) -> dict[str, int]:
+    """A pod's ``PodRequests`` in the scheduler's units, plus its one ``pods`` slot."""
     return _units(requests) | {"pods": 1}
 
 
@@ -67,12 +72,35 @@ def parse_scheduling(pod: Obj) -> PodScheduling:
 
 def parse_room(node: Obj, pods: Iterable[Obj], *, slots: bool) -> RoomOnNode:
     """``node``'s free room; with ``slots``, the pods on it that preemption could remove."""
-    meta, spec = node.get("metadata") or {}, node.get("spec") or {}
     on_node = counted_pods(node, pods)
-    free = _units(node_allocatable(node))
+    used: dict[str, int] = {}
     for pod in on_node:
         for name, value in pod_requests(pod).items():
-            free[name] = free.get(name, 0) - value
+            used[name] = used.get(name, 0) + value
+    return room_from(node, used, [pod_slot(p) for p in on_node] if slots else [])
+
+
+def pod_slot(pod: Obj) -> PodSlot:
+    """What preempting ``pod`` would free (its requests, as ``pod_requests``)."""
+    return slot_of(pod, pod_requests(pod))
+
+
+def slot_of(pod: Obj, requests: dict[str, int]) -> PodSlot:
+    meta = pod.get("metadata") or {}
+    return PodSlot(
+        key=f"{meta.get('namespace')}/{meta.get('name')}",
+        priority=int((pod.get("spec") or {}).get("priority") or 0),
+        requests=requests,
+    )
+
+
+def room_from(node: Obj, used: Mapping[str, int], slots: list[PodSlot]) -> RoomOnNode:
+    """``node``'s room from the requests its counted pods sum to (``used``), summed by the
+    caller: a fleet read adds each page's pods and keeps only the sums and the slots."""
+    meta, spec = node.get("metadata") or {}, node.get("spec") or {}
+    free = _units(node_allocatable(node))
+    for name, value in used.items():
+        free[name] = free.get(name, 0) - value
     return RoomOnNode(
         name=str(meta.get("name", "")),
         unschedulable=bool(spec.get("unschedulable")),
@@ -82,15 +110,5 @@ def parse_room(node: Obj, pods: Iterable[Obj], *, slots: bool) -> RoomOnNode:
             for t in spec.get("taints") or []
         ],
         free=free,
-        pods=[
-            PodSlot(
-                key=f"{(p.get('metadata') or {}).get('namespace')}/"
-                f"{(p.get('metadata') or {}).get('name')}",
-                priority=int((p.get("spec") or {}).get("priority") or 0),
-                requests=pod_requests(p),
-            )
-            for p in on_node
-        ]
-        if slots
-        else [],
+        pods=slots,
     )

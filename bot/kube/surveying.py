@@ -3,8 +3,9 @@
 - the rollout facts of the pods' top built-in controllers (strategy, GitOps owner, VPA,
   Job failure policy), from the controllers the owner-chain walk already read;
 - the members of the node's gangs on other nodes (one pod list per gang namespace);
-- every node's free room, for where a restarted pod can go (one list of nodes and pods;
-  preemption candidates only on GPU nodes, to keep the view small on large fleets);
+- every node's free room, for where a restarted pod can go: the gateway's shared fleet
+  read in slim records (``bot.kube.tallying``), reused while fresh (``fleet_cache_s``), so
+  a diagnosis costs what its node costs, not what the cluster costs.
 - each Deployment's and StatefulSet's running pods on other nodes (``WorkloadInfo.elsewhere``:
   a template change rolls them too): ONE list per owner, in its namespace, by its own
   ``spec.selector``; a pod counts when its controller is that StatefulSet, or a ReplicaSet of
@@ -28,7 +29,7 @@ from bot.core.workloads import WorkloadInfo
 from bot.errors import GpunodeError
 from bot.kube import objects, reading
 from bot.kube.rollouts import parse_workload
-from bot.kube.scheduling import parse_room
+from bot.kube.tallying import FleetTally
 
 if TYPE_CHECKING:
     from bot.kube.gateway import Gateway
@@ -109,22 +110,12 @@ async def survey(
     cache: dict[tuple[str, str, str], Obj | None],
     groups: dict[str, str],
 ) -> RemedyContext:
-    workloads, gang_pods, nodes, all_pods = await asyncio.gather(
+    workloads, gang_pods, fleet = await asyncio.gather(
         _workloads(gw, pods, cache, groups),
         _gang_pods(gw, node, pods, cache),
-        _optional(gw, "list nodes", reading.list_nodes),
-        _optional(gw, "list pods", reading.list_all_pods),
+        _fleet(gw),
     )
-    room = None
-    if nodes is not None and all_pods is not None:
-        by_node: dict[str, list[Obj]] = {}
-        for p in all_pods:
-            if name := (p.get("spec") or {}).get("nodeName"):
-                by_node.setdefault(name, []).append(p)
-        room = [
-            parse_room(n, by_node.get(n["metadata"]["name"], []), slots=objects.is_gpu_node(n))
-            for n in nodes
-        ]
+    room = None if fleet is None else fleet.room()
     workloads = await _with_elsewhere(gw, workloads, node, cache)
     return RemedyContext(workloads=workloads, gang_pods=gang_pods, room=room)
 
@@ -191,3 +182,12 @@ async def _with_elsewhere(
         w.model_copy(update={"elsewhere": there}) if there else w
         for w, there in zip(workloads, spread, strict=True)
     ]
+
+
+async def _fleet(gw: Gateway) -> FleetTally | None:
+    """The shared fleet read (``Gateway.fleet``): no call when one is fresh."""
+    try:
+        return await gw.fleet()
+    except GpunodeError as exc:
+        log.warning("reading the fleet failed; the plans say less: %s", exc)
+        return None

@@ -53,6 +53,8 @@ class LeaderWorkStore(Protocol):
 
     async def forget_events_before(self, before: datetime) -> int: ...
 
+    async def prune_evidence(self, *, before: datetime) -> int: ...
+
 
 class LeaderActions(Protocol):
     async def expire_overdue(self) -> int: ...
@@ -176,6 +178,8 @@ class LeaderWork:
     #: how long a claimer may be silent before its actions count as interrupted
     orphan_after_s: float = 15.0
     on_change: OnChange | None = None
+    #: full evidence kept this long, then only the diagnosis (None: kept forever)
+    evidence_keep: timedelta | None = None
 
     def __post_init__(self) -> None:
         self.leading = False
@@ -211,6 +215,8 @@ class LeaderWork:
         await self._due("reconcile", self.reconcile_s, self._reconcile)
         await self._due("approvals", self.approval_sweep_s, self.actions.expire_overdue)
         await self._due("dedupe", 3600.0, self._forget_old_events)
+        if self.evidence_keep is not None:
+            await self._due("evidence", 3600.0, self._prune_evidence)
 
     async def _due(self, name: str, every_s: float, work: Callable[[], Awaitable[object]]) -> None:
         loop_now = asyncio.get_running_loop().time()
@@ -226,6 +232,10 @@ class LeaderWork:
     async def _reconcile(self) -> int:
         before = self.clock() - timedelta(seconds=self.orphan_after_s)
         return await self.actions.reconcile_interrupted(orphaned_before=before)
+
+    async def _prune_evidence(self) -> int:
+        assert self.evidence_keep is not None
+        return await self.store.prune_evidence(before=self.clock() - self.evidence_keep)
 
     async def _forget_old_events(self) -> int:
         return await self.store.forget_events_before(self.clock() - DEDUPE_KEEP)

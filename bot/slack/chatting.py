@@ -34,8 +34,13 @@ FAILED_LOCALE_TTL_S = 60.0
 _FAILURES = (SlackApiError, SlackClientError, aiohttp.ClientError, asyncio.TimeoutError)
 
 
-def make_client(token: str, *, base_url: str, max_retries: int = 3) -> ObservedWebClient:
+def make_client(
+    token: str, *, base_url: str, max_retries: int = 3, share_session: bool = False
+) -> ObservedWebClient:
+    """``share_session``: one aiohttp session for every call (``gpunode serve``; whoever
+    sets it closes the client with ``close()``, as ``Runtime.close`` does)."""
     client = ObservedWebClient(token=token, base_url=base_url)
+    client.share_session = share_session
     client.retry_handlers.append(AsyncRateLimitErrorRetryHandler(max_retry_count=max_retries))
     client.retry_handlers.append(AsyncConnectionErrorRetryHandler(max_retry_count=2))
     return client
@@ -53,8 +58,37 @@ class ObservedWebClient(AsyncWebClient):
     successful call. An observer that fails is logged, never raised into the call."""
 
     observer: SlackObserver | None = None
+    share_session = False
+    #: the session this client made for itself, and the loop it belongs to
+    _own: tuple[aiohttp.ClientSession, asyncio.AbstractEventLoop] | None = None
+
+    def _shared_session(self) -> None:
+        """One aiohttp session (one connection pool, kept-alive TLS connections) for every
+        call on this loop: without one the SDK opens and closes a session per call, a new
+        connection and TLS handshake each time (9 per diagnosis, issue #25)."""
+        loop = asyncio.get_running_loop()
+        own = self._own
+        if own is not None and own[1] is loop and not own[0].closed:
+            return
+        if self.session is not None and own is None:
+            return  # given by the caller: theirs to manage
+        self.session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=self.timeout),
+            trust_env=self.trust_env_in_session,
+        )
+        self._own = (self.session, loop)
+
+    async def close(self) -> None:
+        """Close the session this client made (``SlackChat.close`` and shutdown call it)."""
+        own, self._own = self._own, None
+        if own is not None:
+            self.session = None
+            if own[1] is asyncio.get_running_loop():
+                await own[0].close()
 
     async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
+        if self.share_session:
+            self._shared_session()
         try:
             response = await super().api_call(api_method, **kwargs)
         except SlackApiError as exc:

@@ -18,6 +18,7 @@ from bot.core.incidents import (
     start_mitigation,
 )
 from bot.errors import StoreError
+from bot.store import packing
 from bot.store.db import Db, Row
 from bot.store.models import EvidenceSnapshot
 from bot.store.values import dumps, loads, parse_ts, ts
@@ -274,8 +275,8 @@ def save_snapshot(
     digest = snapshot_digest(*texts)
     cur = conn.execute(
         "INSERT INTO evidence_snapshots (incident_id, at, bundle, cluster_view, diagnosis, "
-        "sha256) VALUES (?,?,?,?,?,?) RETURNING id",
-        (incident_id, ts(at), *texts, digest),
+        "sha256, packed, format) VALUES (?,?,'','','',?,?,?) RETURNING id",
+        (incident_id, ts(at), digest, packing.pack(*texts), packing.ZLIB),
     )
     return EvidenceSnapshot(
         id=int(cur.fetchone()[0]),
@@ -289,7 +290,8 @@ def save_snapshot(
 
 
 _SELECT_SNAPSHOTS = (
-    "SELECT id, incident_id, at, bundle, cluster_view, diagnosis, sha256 FROM evidence_snapshots"
+    "SELECT id, incident_id, at, bundle, cluster_view, diagnosis, sha256, packed, format "
+    "FROM evidence_snapshots"
 )
 
 
@@ -308,16 +310,45 @@ def latest_snapshot(conn: Db, incident_id: str) -> EvidenceSnapshot | None:
     return _snapshot(row) if row else None
 
 
+def _texts(row: Row) -> tuple[str, str, str]:
+    """The three texts of a snapshot row, whatever its format (bot/store/packing.py)."""
+    if row["format"] == packing.TEXT:
+        return row["bundle"], row["cluster_view"], row["diagnosis"]
+    return packing.unpack(bytes(row["packed"]))
+
+
 def _snapshot(row: Row) -> EvidenceSnapshot:
+    bundle, view, diagnosis = _texts(row)
     return EvidenceSnapshot(
         id=row["id"],
         incident_id=row["incident_id"],
         at=parse_ts(row["at"]),
-        bundle_json=row["bundle"],
-        view_json=row["cluster_view"],
-        diagnosis_json=row["diagnosis"],
+        bundle_json=bundle,
+        view_json=view,
+        diagnosis_json=diagnosis,
         sha256=row["sha256"],
     )
+
+
+#: rows rewritten per statement batch by the retention (bounded memory on any table size)
+PRUNE_BATCH = 100
+
+
+def prune_evidence(conn: Db, *, before: datetime) -> int:
+    """Keep only the diagnosis of snapshots taken before ``before`` (format 2); returns how
+    many rows were pruned in this call (at most ``PRUNE_BATCH``: call again until 0)."""
+    rows = conn.execute(
+        _SELECT_SNAPSHOTS + " WHERE at < ? AND format != ? ORDER BY at, id LIMIT ?",
+        (ts(before), packing.SUMMARY, PRUNE_BATCH),
+    ).fetchall()
+    for row in rows:
+        _, _, diagnosis = _texts(row)
+        conn.execute(
+            "UPDATE evidence_snapshots SET bundle='', cluster_view='', diagnosis='', packed=?, "
+            "format=? WHERE id=?",
+            (packing.pack("", "", diagnosis), packing.SUMMARY, row["id"]),
+        )
+    return len(rows)
 
 
 def claim_root(

@@ -210,6 +210,17 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         "ALTER TABLE audit ADD COLUMN row_mac TEXT",
         audit_guard.install,
     ),
+    (
+        # 8: evidence snapshots compressed (bot/store/packing.py): the three texts in one
+        # zlib value with a format number; rows written before stay format 0 and read as
+        # they are.
+        {
+            "sqlite": "ALTER TABLE evidence_snapshots ADD COLUMN packed BLOB",
+            "postgres": "ALTER TABLE evidence_snapshots ADD COLUMN packed BYTEA",
+        },
+        "ALTER TABLE evidence_snapshots ADD COLUMN format INTEGER NOT NULL DEFAULT 0",
+        "CREATE INDEX evidence_at ON evidence_snapshots(at, format)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

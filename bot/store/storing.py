@@ -271,6 +271,14 @@ class Store:
     async def latest_snapshot(self, incident_id: str) -> EvidenceSnapshot | None:
         return await self._read(incident_rows.latest_snapshot, incident_id)
 
+    async def prune_evidence(self, *, before: datetime) -> int:
+        """Evidence retention: snapshots taken before ``before`` keep only their diagnosis
+        (the summary); the bundle and cluster view go. Returns how many were pruned."""
+        total = 0
+        while pruned := await self._run(incident_rows.prune_evidence, before=before):
+            total += pruned
+        return total
+
     # actions and approvals ----------------------------------------------------------------
 
     async def create_action(self, record: ActionRecord) -> None:

@@ -36,6 +36,9 @@ log = logging.getLogger(__name__)
 DIAGNOSIS_BUCKETS_S = (0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60, 90, 120, 180)
 #: one SQLite statement is sub-millisecond; a queued write behind an evidence snapshot, or
 #: a PostgreSQL round trip, is milliseconds; a second means trouble
+#: event-loop lag: a healthy loop answers within a millisecond or two; Slack drops a slash
+#: command whose ack takes more than 3 s, so the buckets reach past that
+LOOP_LAG_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 STORE_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
 
 #: every metric family this module defines (as they appear in a scrape, before suffixes)
@@ -52,6 +55,7 @@ EXPORTED = (
     "gpunode_store_operation_duration_seconds",
     "gpunode_leader",
     "gpunode_lease_holder_info",
+    "gpunode_event_loop_lag_seconds",
 )
 
 Refresher = Callable[[], Awaitable[None]]
@@ -140,6 +144,13 @@ class Metrics:
             "Who holds the Lease, as this replica last saw it (holder is empty when nobody does)",
             registry=reg,
         )
+        self._loop_lag = Histogram(
+            "gpunode_event_loop_lag_seconds",
+            "How late the event loop ran a timer it was asked to run (bot.telemetry.lag): "
+            "time the loop spent blocked, when no ack or reply could be sent",
+            buckets=LOOP_LAG_BUCKETS_S,
+            registry=reg,
+        )
         self._refreshers: list[Refresher] = []
         self.set_leader(None, False)
 
@@ -169,6 +180,9 @@ class Metrics:
 
     def store_operation(self, operation: str, duration_s: float) -> None:
         self._store.labels(operation=operation).observe(max(duration_s, 0.0))
+
+    def event_loop_lag(self, lag_s: float) -> None:
+        self._loop_lag.observe(max(lag_s, 0.0))
 
     def set_approvals_pending(self, count: int) -> None:
         self._approvals.set(count)

@@ -10,7 +10,7 @@ import logging
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
@@ -37,6 +37,7 @@ from bot.slack.bolt import build_app
 from bot.slack.chatting import SlackChat
 from bot.slack.edge import Malformed, SlackEdge
 from bot.store.storing import Store
+from bot.telemetry.lag import LoopLag
 from bot.telemetry.metrics import Metrics
 from bot.telemetry.serving import add_metrics_route
 from bot.telemetry.wiring import instrument
@@ -118,14 +119,21 @@ class Runtime:
     metrics: Metrics = field(default_factory=Metrics)
 
     leader: LeaderWork | None = None
+    #: samples the event loop's lag into ``gpunode_event_loop_lag_seconds``
+    lag: LoopLag | None = None
 
     async def close(self) -> None:
+        if self.lag is not None:
+            await self.lag.stop()
         if self.leader is not None:
             await self.leader.stop()  # no leader work may start on a store about to close
         await self.services.bg.drain(timeout_s=30)
         await self.services.diagnose.close()
         await self.store.close()
         self.services.diagnose.clusters.close()
+        close = getattr(self.chat.client, "close", None)
+        if close is not None:
+            await close()  # its shared HTTP session (bot.slack.chatting.ObservedWebClient)
 
 
 def check_policy_clusters(policy: Policy, clusters: ClusterRegistry) -> None:
@@ -286,9 +294,11 @@ async def build_runtime(
     leader = leader_work(settings, store, act, leases=leases, clock=clock, on_change=leadership)
     await leader.start()
     web_app.cleanup_ctx.append(leader.context())
+    lag = LoopLag(metrics.event_loop_lag)
+    lag.start()
     return Runtime(
         app=app, web_app=web_app, services=services, store=store, chat=chat, leader=leader,
-        metrics=metrics,
+        metrics=metrics, lag=lag,
     )  # fmt: skip
 
 
@@ -320,4 +330,7 @@ def leader_work(
         store=store, actions=act, replica_id=act.deps.replica_id, clock=clock, elector=elector,
         retry_s=lead.retry_s, approval_sweep_s=APPROVAL_SWEEP_S, reconcile_s=lead.reconcile_s,
         orphan_after_s=float(lead.lease_duration_s), on_change=on_change,
+        evidence_keep=(
+            timedelta(days=settings.store.evidence_days) if settings.store.evidence_days else None
+        ),
     )  # fmt: skip

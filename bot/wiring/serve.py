@@ -27,6 +27,7 @@ from bot.services import doctor
 from bot.services.leading import LeasePort
 from bot.slack.chatting import make_client
 from bot.telemetry.serving import start_metrics_listener
+from bot.wiring.heap import settle_heap
 from bot.wiring.runtime import Runtime, build_runtime
 
 log = logging.getLogger("gpunode")
@@ -93,7 +94,9 @@ async def _serve(settings: Settings) -> None:
     kube = ClusterRegistry.from_settings(settings, build=Gateway.from_settings)
     assert settings.slack.bot_token is not None  # checked by check_settings
     client = make_client(
-        settings.slack.bot_token.get_secret_value(), base_url=settings.slack.api_base_url
+        settings.slack.bot_token.get_secret_value(),
+        base_url=settings.slack.api_base_url,
+        share_session=True,  # closed by runtime.close()
     )
     # gpunode doctor's checks, logged; a store shared with a live replica without a Lease
     # refuses to start (each would mark the other's running actions interrupted)
@@ -108,6 +111,7 @@ async def _serve(settings: Settings) -> None:
     # busy node): pay it before taking traffic, not inside the first incident's chart, where a
     # shutdown would also have to wait for it.
     await asyncio.to_thread(importlib.import_module, "bot.charts")
+    settle_heap()  # start-up's objects out of the full collections (bot/wiring/heap.py)
     runner = web.AppRunner(runtime.web_app)
     await runner.setup()
     site = web.TCPSite(runner, settings.http.host, settings.http.port)

@@ -145,6 +145,10 @@ class Recorder:
         self.calls.append("expire")
         return 0
 
+    async def prune_evidence(self, *, before: datetime) -> int:
+        self.calls.append(f"prune<{before:%Y-%m-%d}")
+        return 0
+
     async def reconcile_interrupted(self, *, orphaned_before: datetime | None = None) -> int:
         self.calls.append("reconcile")
         return 0
@@ -195,3 +199,19 @@ async def test_a_replica_without_a_lease_reconciles_only_silent_claimers_at_star
     await work.start()
 
     assert rec.orphaned_before == [clock() - timedelta(seconds=15)]
+
+
+async def test_the_leader_prunes_evidence_older_than_the_retention() -> None:
+    clock, rec = Clock(), Recorder()
+    work = LeaderWork(
+        store=rec, actions=rec, replica_id="r1", clock=clock, evidence_keep=timedelta(days=90)
+    )
+    await work.start()
+    await work.tick()
+    cutoff = (clock() - timedelta(days=90)).strftime("%Y-%m-%d")
+    assert f"prune<{cutoff}" in rec.calls
+    kept = LeaderWork(store=rec, actions=rec, replica_id="r2", clock=clock)
+    rec.calls.clear()
+    await kept.start()
+    await kept.tick()
+    assert not any(c.startswith("prune") for c in rec.calls)

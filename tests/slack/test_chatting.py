@@ -61,3 +61,19 @@ async def test_user_group_members_are_cached_for_the_ttl() -> None:
         assert [c.method for c in sim.calls].count("usergroups.users.list") == 1
     finally:
         await sim.stop()
+
+
+async def test_a_shared_session_client_makes_every_call_on_one_session_and_closes_it() -> None:
+    sim = SlackSim(signing_secret="s")
+    await sim.start()
+    client = make_client("xoxb-sim", base_url=sim.api_url, share_session=True)
+    try:
+        chat = SlackChat(client)
+        await chat.post("C0INCIDENT", text="one", blocks=[], thread_ts=None)
+        session = client.session
+        await chat.post("C0INCIDENT", text="two", blocks=[], thread_ts=None)
+        assert session is not None and client.session is session and not session.closed
+    finally:
+        await client.close()
+        await sim.stop()
+    assert session.closed and client.session is None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import binascii
 import copy
 import json
 from dataclasses import dataclass
@@ -479,21 +480,48 @@ def _matcher(request: web.Request, route: Route) -> Any:
     return lambda o: label(o["metadata"].get("labels") or {}) and field(o)
 
 
+def _node_name_selected(route: Route, text: str | None) -> str | None:
+    """The node a pod list's ``spec.nodeName=X`` (or ``==``) field selector names, if any:
+    the API server answers it from its index, not by reading every pod."""
+    if route.res.key != "pods":
+        return None
+    for term in (text or "").split(","):
+        path, _, value = term.replace("==", "=").partition("=")
+        if path.strip() == "spec.nodeName" and "!" not in path:
+            return value.strip()
+    return None
+
+
 def _list(request: web.Request, route: Route) -> Obj:
+    """One page: ``limit`` items after the ``continue`` token's key, read in API order from
+    there (O(page), as the API server's cache serves it, not a filter over the whole set)."""
     sim = request.app[SIM_KEY]
     match = _matcher(request, route)
-    items = [o for o in sim.api.store.list(route.res.key, route.namespace) if match(o)]
-    start = 0
+    store = sim.api.store
+    after: tuple[str, str] | None = None
     if cont := request.query.get("continue"):
-        start = int(base64.urlsafe_b64decode(cont.encode()).decode())
-    meta: Obj = {"resourceVersion": str(sim.api.store.rv)}
+        try:
+            token = json.loads(base64.urlsafe_b64decode(cont.encode()).decode())
+            after = (str(token["start"][0]), str(token["start"][1]))
+        except (ValueError, KeyError, IndexError, TypeError, binascii.Error) as exc:
+            raise ApiError(400, f"continue key is not valid: {exc}", reason="BadRequest") from exc
+    node = _node_name_selected(route, request.query.get("fieldSelector"))
+    among = store.pods_on(node) if node is not None else None
     limit = int(request.query.get("limit") or 0)
-    if limit > 0 and start + limit < len(items):
-        meta["continue"] = base64.urlsafe_b64encode(str(start + limit).encode()).decode()
-        meta["remainingItemCount"] = len(items) - start - limit
-        items = items[start : start + limit]
-    else:
-        items = items[start:]
+    meta: Obj = {"resourceVersion": str(store.rv)}
+    items: list[Obj] = []
+    last: tuple[str, str] | None = None
+    rows = store.scan(route.res.key, route.namespace, after=after, among=among)
+    for key, obj in rows:
+        if not match(obj):
+            continue
+        if limit > 0 and len(items) == limit:
+            # more remain: the token names the last key sent (the API server's is opaque too)
+            token = {"rv": store.rv, "start": list(last or key)}
+            meta["continue"] = base64.urlsafe_b64encode(json.dumps(token).encode()).decode()
+            break
+        items.append(obj)
+        last = key
     return {
         "kind": f"{route.res.kind}List",
         "apiVersion": route.res.api_version,

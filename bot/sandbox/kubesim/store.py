@@ -8,8 +8,10 @@ from a recent resourceVersion (older ones get 410 Gone, as etcd compaction would
 from __future__ import annotations
 
 import asyncio
+import bisect
 import builtins
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -54,6 +56,12 @@ class Store:
 
     def __init__(self) -> None:
         self._objs: dict[str, dict[tuple[str, str], Obj]] = {}
+        # keys in API order (namespace, name) per plural, sorted lazily after adds/removes:
+        # a page is a bisect plus its own items, O(page) as the API server's watch cache
+        self._sorted: dict[str, builtins.list[tuple[str, str]]] = {}
+        # pods by spec.nodeName (the API server indexes this field selector too)
+        self._pods_on: dict[str, set[tuple[str, str]]] = {}
+        self._node_of: dict[tuple[str, str], str] = {}
         self.rv = 1000
         self.history: deque[WatchEvent] = deque(maxlen=HISTORY)
         self._watchers: set[Watcher] = set()
@@ -71,6 +79,56 @@ class Store:
         keys = sorted(k for k in bucket if namespace is None or k[0] == namespace)
         return [bucket[k] for k in keys]
 
+    def keys(self, plural: str) -> builtins.list[tuple[str, str]]:
+        """Every key of ``plural`` in API order (cached until the next add or remove)."""
+        keys = self._sorted.get(plural)
+        if keys is None:
+            keys = self._sorted[plural] = sorted(self._objs.get(plural, {}))
+        return keys
+
+    def pods_on(self, node: str) -> builtins.list[tuple[str, str]]:
+        """Keys of the pods whose ``spec.nodeName`` is ``node``, in API order."""
+        return sorted(self._pods_on.get(node, ()))
+
+    def scan(
+        self,
+        plural: str,
+        namespace: str | None,
+        *,
+        after: tuple[str, str] | None = None,
+        among: builtins.list[tuple[str, str]] | None = None,
+    ) -> Iterator[tuple[tuple[str, str], Obj]]:
+        """(key, stored object) in API order from just after ``after``: over ``among`` (an
+        index's keys) when given, else over the namespace's (or every) key. Lazy: a page
+        reads only as far as it needs."""
+        keys = among if among is not None else self.keys(plural)
+        lo = 0
+        if namespace is not None:
+            lo = bisect.bisect_left(keys, (namespace, ""))
+        if after is not None:
+            lo = max(lo, bisect.bisect_right(keys, after))
+        bucket = self._objs.get(plural, {})
+        for i in range(lo, len(keys)):
+            k = keys[i]
+            if namespace is not None and k[0] != namespace:
+                return
+            obj = bucket.get(k)
+            if obj is not None:
+                yield k, obj
+
+    def _index(self, plural: str, k: tuple[str, str], obj: Obj | None, *, new: bool) -> None:
+        if new:
+            self._sorted.pop(plural, None)
+        if plural != "pods":
+            return
+        old = self._node_of.pop(k, None)
+        if old is not None:
+            self._pods_on.get(old, set()).discard(k)
+        node = ((obj or {}).get("spec") or {}).get("nodeName") if obj is not None else None
+        if node:
+            self._node_of[k] = node
+            self._pods_on.setdefault(node, set()).add(k)
+
     def put(self, plural: str, obj: Obj, *, event: str | None = None, owned: bool = False) -> Obj:
         """Store a copy of ``obj`` (or ``obj`` itself when ``owned``: the caller hands it
         over), stamp a new resourceVersion, publish.
@@ -82,6 +140,7 @@ class Store:
         kind = event or ("MODIFIED" if k in bucket else "ADDED")
         stored = obj if owned else clone(obj)
         stored["metadata"]["resourceVersion"] = str(self.next_rv())
+        self._index(plural, k, stored, new=k not in bucket)
         bucket[k] = stored
         self._publish(WatchEvent(self.rv, kind, plural, stored))
         return stored
@@ -89,6 +148,7 @@ class Store:
     def remove(self, plural: str, namespace: str | None, name: str) -> Obj | None:
         obj = self._objs.get(plural, {}).pop((namespace or "", name), None)
         if obj is not None:
+            self._index(plural, (namespace or "", name), None, new=True)
             gone = clone(obj)
             gone["metadata"]["resourceVersion"] = str(self.next_rv())
             self._publish(WatchEvent(self.rv, "DELETED", plural, gone))

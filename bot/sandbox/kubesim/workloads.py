@@ -29,16 +29,21 @@ class Placement:
             return [(f"{w.name}-{suffix(w.namespace, w.name, n)}", n) for n in targets]
         nodes = w.nodes or [None]  # type: ignore[list-item]
         out: list[tuple[str, str | None]] = []
+        taken: set[str] = set()
         for i in range(w.replicas if w.kind != "Pod" else 1):
             node = nodes[i % len(nodes)]
             if w.kind == "StatefulSet":
                 name = f"{w.name}-{i}"
             elif w.kind == "Pod":
                 name = w.name
-            elif w.kind == "Deployment":
-                name = f"{w.name}-{rs_hash(w)}-{suffix(w.namespace, w.name, str(i))}"
             else:
-                name = f"{w.name}-{suffix(w.namespace, w.name, str(i))}"
+                prefix = f"{w.name}-{rs_hash(w)}-" if w.kind == "Deployment" else f"{w.name}-"
+                name = prefix + suffix(w.namespace, w.name, str(i))
+                retry = 0
+                while name in taken:  # generateName's collision: the controller tries again
+                    retry += 1
+                    name = prefix + suffix(w.namespace, w.name, str(i), f"retry-{retry}")
+            taken.add(name)
             out.append((name, node))
         return out
 

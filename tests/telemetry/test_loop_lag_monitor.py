@@ -1,0 +1,30 @@
+"""``LoopLag`` measures how long the event loop was kept from running, and reports each
+sample to ``gpunode_event_loop_lag_seconds``."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from bot.telemetry.lag import LoopLag
+from bot.telemetry.metrics import Metrics
+
+
+async def test_a_blocked_loop_shows_as_lag_in_the_histogram() -> None:
+    metrics = Metrics()
+    lag = LoopLag(metrics.event_loop_lag, interval_s=0.01)
+    lag.start()
+    await asyncio.sleep(0.05)
+    time.sleep(0.3)  # noqa: ASYNC251 - the blocking call under test
+    await asyncio.sleep(0.05)
+    await lag.stop()
+    body, _ = await metrics.render()
+    assert lag.max_s >= 0.25  # a load can only add to it
+    text = body.decode()
+    assert "gpunode_event_loop_lag_seconds_bucket" in text
+    count = next(
+        float(line.split()[-1])
+        for line in text.splitlines()
+        if line.startswith("gpunode_event_loop_lag_seconds_count")
+    )
+    assert count == lag.samples > 0
