@@ -18,7 +18,7 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import TextIO
 
-from bot.cli.common import store_target
+from bot.cli.common import cli_settings, store_target
 from bot.core.durations import parse_duration
 from bot.errors import UsageError
 from bot.services import anchoring
@@ -151,7 +151,8 @@ def main(
     args: argparse.Namespace, *, now: datetime | None = None, out: TextIO | None = None
 ) -> int:
     """Entry point of ``gpunode audit``; ``now`` and ``out`` are for tests."""
-    path = store_target(args)  # the settings' store, or the demo's
+    settings = cli_settings(args)  # the settings' store, or the demo's
+    path = store_target(args)
     stream = out or sys.stdout
     if getattr(args, "verify", False):
         key = settings.store.audit_key_bytes

@@ -25,7 +25,7 @@ from bot.config import KubeSettings
 from bot.core.allocation import allocated_resources, describe_allocated
 from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
 from bot.core.cluster import ClusterView, NodeInfo, NodeLoad
-from bot.core.evidence import EvidenceBundle, Gap
+from bot.core.evidence import EvidenceBundle
 from bot.core.impersonation import ActingAs
 from bot.core.watching import RolloutProgress
 from bot.errors import DiagnosticJobError, GpunodeError, NotFoundError
@@ -52,6 +52,29 @@ from bot.kube.observing import KubeObserver
 from bot.kube.surveying import survey
 from bot.kube.tallying import FleetTally
 from bot.kube.transport import ACTING_AS, Transport
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+#: concurrent API calls to one cluster: a diagnosis makes a few at once, `top` three, a
+#: watch one per rollout or Job; 16 (asyncio.to_thread's pool on 12 cores) leaves room
+THREADS_PER_CLUSTER = 16
+Obj = dict[str, Any]
+
+
+class Gateway:
+    """Talks to one cluster. Build with ``Gateway.from_settings(settings.kube)``."""
+
+    def __init__(self, api_client: client.ApiClient, settings: KubeSettings) -> None:
+        self.transport = Transport(api_client, timeout_s=settings.request_timeout_s)
+        self.settings = settings
+        # this cluster's own threads: a hung API server blocks only its own calls, never
+        # the other clusters' (asyncio.to_thread would share one pool among all of them)
+        self._threads = ThreadPoolExecutor(
+            max_workers=THREADS_PER_CLUSTER, thread_name_prefix="gpunode-kube"
+        )
+        self._diagnoses: dict[str, asyncio.Task[EvidenceBundle]] = {}
+        self._waiters: dict[str, int] = {}
+        self._discovery: tuple[str | None, set[str]] | None = None
         #: the person this view acts as (``impersonating``); None: the bot itself
         self.acting: ActingAs | None = None
         self._answers: dict[str, tuple[float, Any]] = {}
@@ -417,8 +440,14 @@ from bot.kube.transport import ACTING_AS, Transport
         """Create the collector Job for ``node`` with ``dryRun=All``: admission answers as
         for a real diagnosis (GpunodeError when refused), nothing is created."""
         info = await self.get_node(node)
-        use_class, _gaps = await self._gpu_preflight(info)
-        job = jobs.build_job(self.settings, node, jobs.new_run_id(), runtime_class=use_class)
+        gpu = await self._gpu_preflight(info)
+        job = jobs.build_job(
+            self.settings,
+            node,
+            jobs.new_run_id(),
+            runtime_class=gpu.runtime_class is not None,
+            visible_devices=gpu.visible_devices,
+        )
         await self._call(f"dry-run the diagnostic Job on {node}", selfcheck.dry_run_job, job)
 
     # -- remedies -------------------------------------------------------------------------

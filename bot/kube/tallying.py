@@ -138,7 +138,9 @@ def reduce_node_page(body: bytes, dra: dict[str, list[str]] | None = None) -> No
     for n in items:
         name = (n.get("metadata") or {}).get("name", "")
         drivers = (dra or {}).get(name, [])
-        info = objects.parse_node(n, dra_drivers=drivers) if objects.is_gpu_node(n, drivers) else None
+        info = (
+            objects.parse_node(n, dra_drivers=drivers) if objects.is_gpu_node(n, drivers) else None
+        )
         out.append((name, slim_node(n), info))
     return NodePage(token, out)
 
