@@ -28,6 +28,7 @@ REQUIRED_POLICIES = (
 _EVERYONE = {
     ("authorization.k8s.io", "selfsubjectaccessreviews", "create"),
     ("authorization.k8s.io", "selfsubjectrulesreviews", "create"),
+    ("authentication.k8s.io", "selfsubjectreviews", "create"),  # `auth whoami`, 1.28+
 }
 #: what leader election calls (bot.kube.leasing: read, create, replace the Lease), needed
 #: only when ``leader.lease_name`` is set (the ha overlay grants them)

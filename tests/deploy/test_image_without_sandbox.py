@@ -82,7 +82,7 @@ def test_the_sandbox_commands_say_the_image_has_no_sandbox(
     image_site: Path, argv: list[str]
 ) -> None:
     result = _run(image_site, "-m", "bot", *argv)
-    assert result.returncode == 1
+    assert result.returncode == 2  # a command this install cannot run: a usage error
     expected = SANDBOX_MISSING.format(command=argv[0])
     assert result.stderr.strip() == f"gpunode: {expected}"
 

@@ -184,7 +184,7 @@ async def test_the_job_the_bot_renders_runs_the_collector_isolated_and_is_admitt
     assert status == 200 and answer["metadata"]["name"] == job["metadata"]["name"], answer
 
 
-MIRROR = "registry.internal.example/mirror/gpunode"
+MIRROR = "registry.internal.example/mirror/gpunode-collector"
 
 
 @pytest.mark.parametrize(
@@ -193,7 +193,8 @@ MIRROR = "registry.internal.example/mirror/gpunode"
         ("base", f"{MIRROR}:0.1.0", False),
         ("registry-mirror", f"{MIRROR}:0.1.0", True),
         ("registry-mirror", f"{MIRROR}@sha256:" + "b" * 64, True),
-        ("registry-mirror", "ghcr.io/gpunode/gpunode:0.1.0", False),
+        ("registry-mirror", "ghcr.io/gpunode/gpunode-collector:0.1.0", False),
+        ("registry-mirror", "registry.internal.example/mirror/gpunode:0.1.0", False),
         ("registry-mirror", f"{MIRROR}-evil:0.1.0", False),
         ("registry-mirror", f"{MIRROR}:0.1.0/../x", False),
     ],
@@ -225,10 +226,9 @@ async def test_a_digest_pin_admits_only_that_digest(make_kubesim: Make) -> None:
     )
     assert status == 200, answer
 
-    other, _ = await _send(sim, "POST", JOBS, _job(image="ghcr.io/gpunode/gpunode:0.1.0"))
-    ok, answer = await _send(
-        sim, "POST", JOBS, _job(image=f"ghcr.io/gpunode/gpunode:0.1.0@{pinned}")
-    )
+    image = "ghcr.io/gpunode/gpunode-collector:0.1.0"
+    other, _ = await _send(sim, "POST", JOBS, _job(image=image))
+    ok, answer = await _send(sim, "POST", JOBS, _job(image=f"{image}@{pinned}"))
 
     assert other == 422
     assert ok == 200, answer
@@ -589,6 +589,7 @@ def test_in_impersonation_mode_the_bot_keeps_only_reads_its_job_and_impersonate(
     assert writes == {
         ("batch", "jobs", "create"),
         ("batch", "jobs", "delete"),
+        ("", "events", "create"),  # the audit chain's anchors, in the bot's own namespace
         ("", "users", "impersonate"),
         ("", "groups", "impersonate"),
         ("authentication.k8s.io", "userextras/gpunode.io/slack-user", "impersonate"),

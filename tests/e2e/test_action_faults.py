@@ -43,8 +43,9 @@ class Step:
 
 
 STEPS = {
+    # tier 1 evicts only what covers the shortage: preprocess (feature-cache is not needed)
     "tier1-cordon": Step(1, "PATCH", r"^/api/v1/nodes/gpu-node-01$", "cordon `gpu-node-01`",
-                         ("preprocess-", "feature-cache-"), ()),
+                         ("preprocess-",), ()),
     "tier1-evict": Step(1, "POST", r"/pods/preprocess-[^/]+/eviction$", "preprocess-", (),
                         ("cordoned",)),
     "tier2-priorityclass": Step(2, "POST", r"/priorityclasses$", f"`{PC}` failed",

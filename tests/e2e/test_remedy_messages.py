@@ -5,6 +5,7 @@ evictions complete only once the pods are gone), and Undo saying it restarts pod
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -28,11 +29,24 @@ async def _apply(demo: Demo, root_ts: str, tier: int) -> None:
     await press(demo, root_ts, ALICE, "gpunode_apply")
 
 
+def _gangs_and_a_job_the_kubelet_evicts_first() -> dict[str, Any]:
+    """``gang_fleet`` with the batch Job nightly-eval's pod at the lowest priority and a little
+    above its memory request: in the kubelet's order it goes first, so the fewest pods that
+    cover the shortage (tier 1) include it, then preprocess."""
+    fleet = gang_fleet().model_dump(mode="json")
+    fleet["priority_classes"].append({"name": "batch-lowest", "value": -100})
+    [job] = [w for w in fleet["workloads"] if w["name"] == "nightly-eval"]
+    job["priority_class"] = "batch-lowest"
+    for c in job["containers"]:
+        c["requests"]["memory"] = "8Mi"
+    return fleet
+
+
 async def test_tier1_in_the_thread_names_the_gang_its_members_elsewhere_and_its_fate(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "gangs.yaml"
-    path.write_text(yaml.safe_dump(gang_fleet().model_dump(mode="json")), encoding="utf-8")
+    path.write_text(yaml.safe_dump(_gangs_and_a_job_the_kubelet_evicts_first()), encoding="utf-8")
     async with running_demo(str(path)) as demo:
         root_ts = await diagnose(demo)
         said = _said(demo, root_ts)

@@ -147,19 +147,32 @@ async def test_the_two_cluster_demo_story_runs_end_to_end(two: Demo) -> None:
         f"diagnosed prod-us/gpu-node-01: thread {log.us_thread}",
         "Erin's click on the prod-us incident was refused: her role is prod-eu's",
     ]
-    assert "prod-eu: tier 1 approved by Bob and executed" in log.steps
+    # tier 3 gives the seed node's shortage back: tier 1 is then not offered (issue #20)
+    assert log.eu is not None
+    assert log.steps[3:7] == [
+        f"prod-eu: diagnosed prod-eu/gpu-node-01: thread {log.eu.thread_ts}",
+        "prod-eu: tier 3: the limit was below the working set; OOM accepted explicitly",
+        "prod-eu: tier 3 applied",
+        "prod-eu: tier 1 not offered: the node is no longer at risk, nothing to do",
+    ]
+    assert not any("tier 1 approved" in step for step in log.steps)
     assert log.steps[-1].endswith("with prod-eu's rows and named prod-us as left out")
     store = two.runtime.store
     actions = [
         a for i in await store.open_incidents() for a in await store.actions_for_incident(i.id)
     ]
     assert actions and {a.cluster for a in actions} == {"prod-eu"}
-    # every execution ran against prod-eu's API server, none against prod-us'
+    assert {a.tier for a in actions} == {3}
+    # every execution ran against prod-eu's API server, none against prod-us': tier 3's cap
+    # patches prod-eu's preprocess Deployment; tier 1 did not run, so nothing was evicted
     writes = {
-        name: [(m, p) for m, p, _q in sim.requests if m in ("PATCH", "POST") and "/eviction" in p]
+        name: [(m, p) for m, p, _q in sim.requests if m == "PATCH" or "/eviction" in p]
         for name, sim in two.kubes.items()
     }
     assert writes["prod-eu"] and not writes["prod-us"]
+    assert {p for _m, p in writes["prod-eu"]} == {
+        "/apis/apps/v1/namespaces/data-prep/deployments/preprocess"
+    }
     assert (await store.verify_audit()).ok
 
 

@@ -94,7 +94,8 @@ const EMOJI = {
   heavy_multiplication_x: "\u2716\uFE0F", bulb: "\u{1F4A1}", ballot_box_with_check: "\u2611\uFE0F",
   memo: "\u{1F4DD}", eyes: "\u{1F440}", fire: "\u{1F525}", tada: "\u{1F389}", thumbsup: "\u{1F44D}",
   "+1": "\u{1F44D}", lock: "\u{1F512}", gear: "\u2699\uFE0F", information_source: "\u2139\uFE0F",
-  new: "\u{1F195}", paperclip: "\u{1F4CE}",
+  new: "\u{1F195}", paperclip: "\u{1F4CE}", chart_with_upwards_trend: "\u{1F4C8}",
+  large_orange_diamond: "\u{1F536}",
 };
 
 function inline(text, lookup, out) {
