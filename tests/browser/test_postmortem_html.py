@@ -63,11 +63,20 @@ def test_the_postmortem_html_opens_with_every_section_and_its_charts(
     page.goto(html.as_uri())
     for section, title in SECTIONS.items():
         expect(page.locator(f"#{section} h2")).to_have_text(title)
-    expect(page.get_by_test_id("action")).to_have_count(2)
-    expect(page.get_by_test_id("action").first).to_contain_text("Requested by alice (Alice Ng)")
-    expect(page.get_by_test_id("action").last).to_contain_text("Approved by: bob (Bob Okafor)")
-    expect(page.locator("#participants")).to_contain_text("Bob Okafor")
-    expect(page.get_by_test_id("outcome").last).to_have_text("not applied: 0 of 1 pod evicted")
+    # one action: tier 3; after it the node is no longer at risk, so no tier 1 (issue #20)
+    action = page.get_by_test_id("action")
+    expect(action).to_have_count(1)
+    expect(action).to_contain_text("Tier 3 · constrain the offender")
+    expect(action).to_contain_text("Requested by alice (Alice Ng)")
+    expect(action).to_contain_text("Approved by: no approval needed")
+    expect(page.get_by_test_id("outcome")).to_have_text(["applied"])
+    expect(page.locator("#participants")).to_contain_text("alice (Alice Ng)")
+    expect(page.locator("#participants")).not_to_contain_text("Bob Okafor")
+    expect(
+        page.get_by_test_id("story-row").filter(
+            has_text="Tier 3 · constrain the offender: applied."
+        )
+    ).to_have_count(1)
     expect(page.get_by_test_id("story-row").first).to_contain_text("The kernel killed")
     expect(page.get_by_test_id("action-item").first).to_contain_text("(owner)")
     prose = page.evaluate(

@@ -28,7 +28,10 @@ def test_demo_script_runs_the_whole_story_and_prints_the_thread(tmp_path: Path) 
     out = done.stdout
     assert "INC-0001" in out and "Memory evidence" in out
     assert "✓ tier 3 applied" in out
-    assert "✓ tier 1 approved by Bob and executed" in out
+    # tier 3 gave the shortage back: the bot offers no tier 1 on a node no longer at risk
+    assert "✓ tier 1 not offered: the node is no longer at risk, nothing to do" in out
+    assert "Not available: Nothing to do: the node is not short of host memory" in out
+    assert "approved by Bob" not in out
     exported = ", ".join(
         f"INC-0001-postmortem{suffix}" for suffix in ("-start.png", "-end.png", ".md", ".html")
     )
@@ -55,7 +58,9 @@ def test_demo_script_tells_the_two_cluster_story(tmp_path: Path) -> None:
         "this is cluster prod-us and your role does not cover it (sre-eu applies in prod-eu "
         "only); ask an admin for a role in prod-us"
     ) in out
-    assert "✓ prod-eu: tier 1 approved by Bob and executed" in out
+    assert "✓ prod-eu: tier 3 applied" in out
+    assert "✓ prod-eu: tier 1 not offered: the node is no longer at risk, nothing to do" in out
+    assert "approved by Bob" not in out
     assert "Cluster `prod-us` left out: cluster prod-us could not be reached" in out
     assert "Traceback" not in done.stderr
 
@@ -109,5 +114,12 @@ def test_demo_script_writes_the_metrics_scrape_after_the_story(tmp_path: Path) -
     }
     # the two-cluster story diagnoses prod-us/gpu-node-01, then prod-eu/gpu-node-01
     assert samples[("gpunode_commands_total", (("command", "diagnose"), ("outcome", "ok")))] == 2
-    executed = (("outcome", "executed"), ("step", "execute"), ("tier", "1"))
-    assert samples[("gpunode_actions_total", executed)] == 1
+    # only tier 3 ran: tier 1 was asked for once and refused (nothing to do after tier 3)
+    executed = {
+        dict(labels)["tier"]: value
+        for (name, labels), value in samples.items()
+        if name == "gpunode_actions_total" and dict(labels)["outcome"] == "executed"
+    }
+    assert executed == {"3": 1}
+    refused = (("outcome", "refused"), ("step", "request"), ("tier", "1"))
+    assert samples[("gpunode_actions_total", refused)] == 1
