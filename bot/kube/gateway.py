@@ -28,7 +28,7 @@ from bot.core.cluster import ClusterView, NodeInfo, NodeLoad
 from bot.core.evidence import EvidenceBundle
 from bot.core.impersonation import ActingAs
 from bot.core.watching import RolloutProgress
-from bot.errors import DiagnosticJobError, GpunodeError, NotFoundError
+from bot.errors import DiagnosticJobError, GpunodeError, KubeUnavailableError, NotFoundError
 from bot.kube import (
     anchoring,
     dra,
@@ -150,6 +150,8 @@ class Gateway:
         try:
             return dra.drivers_by_node(await self._call(what, dra.list_slices, node))
         except GpunodeError as exc:
+            if isinstance(exc, KubeUnavailableError) and exc.status is None:
+                raise  # no answer at all: the cluster is out of reach, the command says so
             log.warning("%s failed: %s", what, exc)
             return {}
 
