@@ -30,6 +30,7 @@ StepVerb = Literal[
     "set_priority_class",
     "patch_resources",
     "resize_pod",
+    "annotate_node",
 ]
 
 
@@ -78,6 +79,13 @@ class PatchResourcesParams(_Params):
     env: EnvValues = Field(default_factory=dict)
 
 
+class AnnotateNodeParams(_Params):
+    """annotate_node (``name`` is the node): the autoscalers' scale-down protection
+    (``bot.core.autoscalers.NODE_PROTECTION``); None removes a key (undo, resolve)."""
+
+    annotations: dict[str, str | None]
+
+
 class ResizePodParams(_Params):
     """resize_pod (kind Pod): one container in place, through ``pods/<name>/resize``."""
 
@@ -88,7 +96,7 @@ class ResizePodParams(_Params):
 
 StepParams = (
     PriorityClassParams | PriorityClassNameParams | PatchResourcesParams | ResizePodParams
-    | NoParams
+    | AnnotateNodeParams | NoParams
 )  # fmt: skip
 #: the parameters each verb takes
 PARAMS: dict[StepVerb, type[_Params]] = {
@@ -99,6 +107,7 @@ PARAMS: dict[StepVerb, type[_Params]] = {
     "set_priority_class": PriorityClassNameParams,
     "patch_resources": PatchResourcesParams,
     "resize_pod": ResizePodParams,
+    "annotate_node": AnnotateNodeParams,
 }
 
 
@@ -157,7 +166,13 @@ class ProtectedPod(_Model):
         "gang_member",
         "gpunode_itself",
         "not_needed",
-    ] = Field(description="why tier 1 leaves it alone; not_needed: the pods before it cover it")
+        "do_not_disrupt",
+        "safe_to_evict_false",
+    ] = Field(
+        description="why tier 1 leaves it alone; not_needed: the pods before it cover it; "
+        "do_not_disrupt / safe_to_evict_false: the autoscalers' annotations "
+        "(bot.core.autoscalers)"
+    )
 
 
 class PlanNote(_Model):

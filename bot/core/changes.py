@@ -27,6 +27,7 @@ class Change(BaseModel):
         "set_priority_class",
         "patch_resources",
         "resize",
+        "annotate_node",
     ]
     kind: str
     namespace: str | None = None

@@ -111,6 +111,10 @@ class NodeInfo(_Model):
         default_factory=list,
         description="DRA drivers with ResourceSlices for this node (resource.k8s.io), sorted",
     )
+    annotations: dict[str, str] = Field(
+        default_factory=dict,
+        description="only the autoscalers' scale-down keys (bot.core.autoscalers.NODE_PROTECTION)",
+    )
 
     @property
     def gpu_resources(self) -> dict[str, int]:

@@ -10,13 +10,19 @@ Tier 1, stop the cascade: cordon the node, evict the *fewest* non-critical pods 
 shortage back. "Non-critical" means: requests no GPU AND priority below
 ``critical_priority_threshold``. Never evicted (listed in ``protected`` with the reason):
 mirror (static) pods, DaemonSet pods, diagnostic pods (label ``gpunode.io/role=diagnostic``),
-gpunode's own pods, pods labelled ``<protected_label>=true``, critical-priority pods
+gpunode's own pods, pods labelled ``<protected_label>=true``, pods annotated for the
+autoscalers (``karpenter.sh/do-not-disrupt``, ``cluster-autoscaler.kubernetes.io/
+safe-to-evict: "false"``, ``bot.core.autoscalers``), critical-priority pods
 (priority >= threshold or a ``system-`` class), members of a training gang, GPU or CPU-only
 (``bot.core.gangs``; a note names the gang, its members elsewhere and what evicting one would
 do), GPU pods (whole GPUs, MIG slices, shared GPUs, DRA claims: the training we protect), and
 pods without a controller unless ``force_unmanaged`` (nothing would recreate them).
 Terminating and finished pods are skipped silently. Evicted ``batch/v1`` Job pods get a note
 on ``backoffLimit`` (``bot.core.safety``).
+
+The cordoned node is marked against scale-down for the incident (step ``annotate_node``:
+the annotations of ``bot.core.autoscalers.NODE_PROTECTION`` it lacks); its undo, run by Undo
+or at resolve, removes exactly what it added.
 
 Which of the evictable pods go: the kubelet's own ranking under memory pressure (pods whose
 usage exceeds their request first, then lower priority, then more usage above the request;
@@ -45,17 +51,20 @@ Tier 3, constrain the offender (the verdict's pod, through its top controller): 
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from bot.core.actions import (
     PATCHABLE_KINDS,
     ActionPlan,
+    AnnotateNodeParams,
     PatchResourcesParams,
     PlanNote,
     ProtectedPod,
     ResizePodParams,
     Step,
 )
+from bot.core.autoscalers import pod_protection, protection_to_add
 from bot.core.caps import Holdings, plan_tier3
 from bot.core.cluster import ClusterView, PodInfo
 from bot.core.findings import Diagnosis
@@ -98,12 +107,15 @@ def protection_reason(
     critical_priority_threshold: int = CRITICAL_PRIORITY,
     force_unmanaged: bool = False,
     bot_namespace: str | None = None,
+    now: datetime | None = None,
 ) -> str | None:
     """Why tier 1 must not evict this pod, or None when it is non-critical and evictable.
 
     gpunode's own pods and gang members (``bot.core.safety``, ``bot.core.gangs``) are
     protected too: a gang member, GPU or CPU-only (launcher, head, driver), is never evicted
-    silently."""
+    silently. So is a pod its owner annotated for the autoscalers (``karpenter.sh/
+    do-not-disrupt``, ``cluster-autoscaler.kubernetes.io/safe-to-evict: "false"``;
+    ``bot.core.autoscalers``; ``now`` ends a duration-valued do-not-disrupt)."""
     if pod.is_mirror:
         return "mirror"
     if pod.is_daemonset or builtin_kind(pod.top_owner) == "DaemonSet":
@@ -114,6 +126,8 @@ def protection_reason(
         return "gpunode_itself"
     if pod.labels.get(protected_label, "").lower() == "true":
         return "protected_label"
+    if (asked := pod_protection(pod, now=now)) is not None:
+        return asked
     if pod.priority >= critical_priority_threshold or (pod.priority_class_name or "").startswith(
         "system-"
     ):
@@ -172,6 +186,7 @@ def plan_tier1(
             critical_priority_threshold=critical_priority_threshold,
             force_unmanaged=force_unmanaged,
             bot_namespace=view.bot_namespace,
+            now=view.observed_at,
         )
         if reason is not None:
             protected.append(ProtectedPod.model_validate({"pod": pod.key, "reason": reason}))
@@ -188,9 +203,12 @@ def plan_tier1(
                 continue
             evicted.append(pod)
             freed += usage.get(pod.key, 0)
-    steps = [Step(verb="cordon", kind="Node", name=node)] + [
-        Step(verb="evict", kind="Pod", namespace=p.namespace, name=p.name) for p in evicted
-    ]
+    steps = [Step(verb="cordon", kind="Node", name=node)]
+    if add := protection_to_add(view.node.annotations):
+        # keep the autoscalers from removing the node under the incident; undone at resolve
+        params = AnnotateNodeParams(annotations=dict(add))
+        steps.append(Step(verb="annotate_node", kind="Node", name=node, params=params))
+    steps += [Step(verb="evict", kind="Pod", namespace=p.namespace, name=p.name) for p in evicted]
     warnings: list[str] = []
     if view.node.unschedulable:
         warnings.append("already_cordoned")
@@ -405,7 +423,8 @@ def undo_steps(step: Step, before: dict[str, Any]) -> list[Step]:
     """Steps that restore ``before`` (a Change's captured state) after ``step`` ran.
 
     ``before`` is what the gateway's primitives capture (``bot.kube.draining``, ``.patching``):
-    cordon/uncordon ``{"unschedulable": bool}``; set_priority_class
+    cordon/uncordon ``{"unschedulable": bool}``; annotate_node ``{"annotations": {key: old
+    value or None}}`` (only the keys it set: undo removes what it added); set_priority_class
     ``{"priorityClassName": str | None}``; patch_resources ``{"container": name,
     "resources": {"requests": {...}, "limits": {...}}, "env": {NAME: entry | None}}``.
     In the returned params a value of None means "was unset: remove it"; an env entry that
@@ -419,6 +438,13 @@ def undo_steps(step: Step, before: dict[str, Any]) -> list[Step]:
         if was == (step.verb == "cordon"):
             return []
         return [Step(verb="cordon" if was else "uncordon", kind=kind, namespace=ns, name=name)]
+    if step.verb == "annotate_node":
+        old = dict(before.get("annotations") or {})
+        added = step.params.annotations if isinstance(step.params, AnnotateNodeParams) else {}
+        restore = {k: old.get(k) for k in sorted(added) if old.get(k) != added[k]}
+        if not restore:
+            return []
+        return [Step(verb="annotate_node", kind=kind, name=name, params={"annotations": restore})]
     if step.verb == "set_priority_class":
         params: dict[str, Any] = {"priority_class": before.get("priorityClassName")}
         return [Step(verb="set_priority_class", kind=kind, namespace=ns, name=name, params=params)]

@@ -44,6 +44,32 @@ def set_unschedulable(t: Transport, node: str, value: bool, *, dry_run: bool) ->
     return Change(**base, after=after)
 
 
+def set_annotations(
+    t: Transport, node: str, annotations: dict[str, str | None], *, dry_run: bool
+) -> Change:
+    """Set (or, for None, remove) node annotations with one strategic merge patch; records
+    each key's previous value (None: absent) for undo. Used only for the autoscalers'
+    scale-down protection, which the Node admission policy allows."""
+    path = f"/api/v1/nodes/{node}"
+    current = (t.get(path).get("metadata") or {}).get("annotations") or {}
+    before = {k: current.get(k) for k in sorted(annotations)}
+    patch: Obj = {"metadata": {"annotations": dict(annotations)}}
+    base: dict[str, Any] = {
+        "verb": "annotate_node", "kind": "Node", "name": node, "dry_run": dry_run,
+        "patch": patch, "patch_type": SMP, "before": {"annotations": before},
+    }  # fmt: skip
+    if all(current.get(k) == v for k, v in annotations.items()):
+        return Change(**base, noop=True)
+    answer = patch_object(t, path, patch, dry_run=dry_run)
+    meta = answer.get("metadata") or {}
+    now = meta.get("annotations") or {}
+    after = {
+        "annotations": {k: now.get(k) for k in sorted(annotations)},
+        "resourceVersion": meta.get("resourceVersion"),
+    }
+    return Change(**base, after=after)
+
+
 def eviction_body(namespace: str, name: str, *, dry_run: bool) -> Obj:
     body: Obj = {
         "apiVersion": "policy/v1",

@@ -463,6 +463,13 @@ class Gateway:
             f"uncordon {node}", draining.set_unschedulable, node, False, dry_run=dry_run
         )
 
+    async def annotate_node(
+        self, node: str, annotations: dict[str, str | None], *, dry_run: bool
+    ) -> Change:
+        return await self._call(
+            f"annotate {node}", draining.set_annotations, node, annotations, dry_run=dry_run
+        )
+
     async def evict(self, namespace: str, name: str, *, dry_run: bool) -> EvictionOutcome:
         return await self._call(
             f"evict pod {namespace}/{name}", draining.evict, namespace, name, dry_run=dry_run

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from bot.core.allocation import pod_requests_and_limits
+from bot.core.autoscalers import NODE_PROTECTION, POD_ANNOTATIONS
 from bot.core.cluster import (
     USED_ENV_KEYS,
     Condition,
@@ -36,8 +37,11 @@ from bot.kube.scheduling import parse_scheduling
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-#: pod annotations kept on PodInfo (gangs read them; the rest may be large or secret)
-KEPT_ANNOTATIONS = frozenset(ANNOTATION_KEYS)
+#: pod annotations kept on PodInfo (gangs and tier 1 read them; the rest may be large or
+#: secret)
+KEPT_ANNOTATIONS = frozenset(ANNOTATION_KEYS) | frozenset(POD_ANNOTATIONS)
+#: node annotations kept on NodeInfo: the autoscalers' scale-down protection
+KEPT_NODE_ANNOTATIONS = frozenset(NODE_PROTECTION)
 _CONTAINER_ID = re.compile(r"^[a-z0-9.-]+://([0-9a-f]{64})$")
 _QOS: dict[str, QosTier] = {
     "Guaranteed": "guaranteed",
@@ -96,6 +100,11 @@ def parse_node(node: Obj, *, dra_drivers: list[str] | None = None) -> NodeInfo:
         os_image=info.get("osImage"),
         resource_version=meta.get("resourceVersion"),
         dra_drivers=sorted(dra_drivers or []),
+        annotations={
+            k: str(v)
+            for k, v in (meta.get("annotations") or {}).items()
+            if k in KEPT_NODE_ANNOTATIONS
+        },
     )
 
 

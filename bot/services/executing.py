@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from bot.core.actions import (
+    AnnotateNodeParams,
     PatchResourcesParams,
     PriorityClassNameParams,
     PriorityClassParams,
@@ -87,6 +88,8 @@ async def _call(kube: KubePort, step: Step, *, dry_run: bool) -> Change:
         return await kube.cordon(step.name, dry_run=dry_run)
     if step.verb == "uncordon":
         return await kube.uncordon(step.name, dry_run=dry_run)
+    if isinstance(p, AnnotateNodeParams):
+        return await kube.annotate_node(step.name, dict(p.annotations), dry_run=dry_run)
     if isinstance(p, PriorityClassParams):
         return await kube.ensure_priority_class(
             step.name,

@@ -57,6 +57,12 @@ class KubePort(Protocol):
 
     async def uncordon(self, node: str, *, dry_run: bool) -> Change: ...
 
+    async def annotate_node(
+        self, node: str, annotations: dict[str, str | None], *, dry_run: bool
+    ) -> Change:
+        """Set (None: remove) the node's scale-down protection annotations; ``before``
+        holds each key's previous value (``bot.core.autoscalers``)."""
+
     async def evict(self, namespace: str, name: str, *, dry_run: bool) -> EvictionOutcome: ...
 
     async def ensure_priority_class(

@@ -164,6 +164,28 @@ async def cordon_an_unknown_node(kube: KubePort) -> object:
     return error
 
 
+SCALE_DOWN = {
+    "cluster-autoscaler.kubernetes.io/scale-down-disabled": "true",
+    "karpenter.sh/do-not-disrupt": "true",
+}
+
+
+async def node_annotated_against_scale_down_and_back(kube: KubePort) -> object:
+    dry = await kube.annotate_node(NODE, dict(SCALE_DOWN), dry_run=True)
+    assert dry.dry_run and not dry.noop
+    assert (await kube.get_cluster_view(NODE)).node.annotations == {}
+    first = await kube.annotate_node(NODE, dict(SCALE_DOWN), dry_run=False)
+    assert first.before == {"annotations": dict.fromkeys(sorted(SCALE_DOWN))}
+    assert (await kube.get_cluster_view(NODE)).node.annotations == SCALE_DOWN
+    again = await kube.annotate_node(NODE, dict(SCALE_DOWN), dry_run=False)
+    assert again.noop
+    removed: dict[str, str | None] = dict.fromkeys(SCALE_DOWN)
+    back = await kube.annotate_node(NODE, removed, dry_run=False)
+    assert back.before == {"annotations": SCALE_DOWN}
+    assert (await kube.get_cluster_view(NODE)).node.annotations == {}
+    return _normal([dry, first, again, back])
+
+
 async def evict_dry_run(kube: KubePort) -> object:
     outcome = await kube.evict("research", "jupyter-bob", dry_run=True)
     assert outcome.status == "dry_run"
@@ -347,6 +369,7 @@ CASES: dict[str, Case] = {
         cordon_then_uncordon,
         uncordon_a_schedulable_node,
         cordon_an_unknown_node,
+        node_annotated_against_scale_down_and_back,
         evict_dry_run,
         evict_for_real,
         evict_blocked_by_a_budget,

@@ -221,7 +221,7 @@ def test_tier1_evicts_the_fewest_pods_in_the_kubelets_order_and_names_the_rest()
     plan = plan_tier1(view([offender, *others]), d)
 
     assert plan.blast_radius == ["ml/prep"]
-    assert [s.verb for s in plan.steps] == ["cordon", "evict"]
+    assert [s.verb for s in plan.steps] == ["cordon", "annotate_node", "evict"]
     assert {(p.pod, p.reason) for p in plan.protected} == {
         ("ml/web", "not_needed"), ("ml/batch", "not_needed"), ("ml/docs", "not_needed"),
     }  # fmt: skip

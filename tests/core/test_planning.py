@@ -20,6 +20,8 @@ from tests.core.analysis_builders import pod, view
 from tests.core.test_analysis_scenarios import diagnose
 
 GI = 1024**3
+SAFE = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+DND = "karpenter.sh/do-not-disrupt"
 
 
 @pytest.mark.parametrize(
@@ -34,6 +36,12 @@ GI = 1024**3
         ({"priority_class_name": "system-cluster-critical"}, "critical_priority"),
         ({"gpu_request": 8}, "gpu_workload"),
         ({"owners": []}, "no_controller"),
+        ({"annotations": {"karpenter.sh/do-not-disrupt": "true"}}, "do_not_disrupt"),
+        ({"annotations": {"karpenter.sh/do-not-disrupt": "false"}}, None),
+        ({"annotations": {SAFE: "false"}}, "safe_to_evict_false"),
+        ({"annotations": {SAFE: "true"}}, None),
+        # a value that is neither "true" nor a duration still protects (the safe side)
+        ({"annotations": {"karpenter.sh/do-not-disrupt": "True"}}, "do_not_disrupt"),
     ],
 )
 def test_tier1_protection_rules(changes: dict[str, object], reason: str | None) -> None:
@@ -48,7 +56,11 @@ def test_tier1_cordons_then_evicts_only_non_critical_pods() -> None:
         pod("ds").model_copy(update={"is_daemonset": True}),
     ]
     plan = plan_tier1(view(pods))
-    assert [(s.verb, s.name) for s in plan.steps] == [("cordon", "n1"), ("evict", "prep")]
+    assert [(s.verb, s.name) for s in plan.steps] == [
+        ("cordon", "n1"),
+        ("annotate_node", "n1"),
+        ("evict", "prep"),
+    ]
     assert {(p.pod, p.reason) for p in plan.protected} == {
         ("ml/train", "gpu_workload"),
         ("ml/bare", "no_controller"),
@@ -333,3 +345,40 @@ def test_tier3_lowers_omp_num_threads_only_where_it_oversubscribes_the_cpu_reque
     env = plan.steps[0].params.model_dump()["env"]
     assert env == ({"OMP_NUM_THREADS": str(expected)} if expected else {})
     assert set(plan.steps[0].params.model_dump()["limits"]) == {"memory"}
+
+
+def test_a_do_not_disrupt_duration_protects_until_it_runs_out() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    p = pod("a", annotations={DND: "30m"}).model_copy(update={"created_at": start})
+    assert protection_reason(p, now=start + timedelta(minutes=29)) == "do_not_disrupt"
+    assert protection_reason(p, now=start + timedelta(minutes=30)) is None
+    assert protection_reason(p) == "do_not_disrupt"  # no clock: the safe side
+
+
+def test_tier1_leaves_pods_annotated_for_the_autoscalers_and_names_the_annotation() -> None:
+    pods = [pod("keep", annotations={DND: "true"}), pod("ca", annotations={SAFE: "false"})]
+    pods.append(pod("prep"))
+    plan = plan_tier1(view(pods))
+    assert [s.name for s in plan.steps if s.verb == "evict"] == ["prep"]
+    assert {(p.pod, p.reason) for p in plan.protected} == {
+        ("ml/keep", "do_not_disrupt"),
+        ("ml/ca", "safe_to_evict_false"),
+    }
+
+
+def test_tier1_marks_the_node_against_scale_down_and_undo_removes_only_what_it_added() -> None:
+    v = view([pod("prep")])
+    ca = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+    # the ops team already set Karpenter's: tier 1 adds only the cluster autoscaler's
+    node = v.node.model_copy(update={"annotations": {DND: "true"}})
+    plan = plan_tier1(v.model_copy(update={"node": node}))
+    step = next(s for s in plan.steps if s.verb == "annotate_node")
+    assert step.params.model_dump() == {"annotations": {ca: "true"}}
+    undo = undo_steps(step, {"annotations": {ca: None}})
+    assert [u.params.model_dump() for u in undo] == [{"annotations": {ca: None}}]
+    # a node that has both: nothing to add, nothing to undo
+    both = v.node.model_copy(update={"annotations": {DND: "true", ca: "true"}})
+    plan = plan_tier1(v.model_copy(update={"node": both}))
+    assert not any(s.verb == "annotate_node" for s in plan.steps)

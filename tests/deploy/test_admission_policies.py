@@ -8,6 +8,7 @@ message; other users are not affected.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 from bot.config import KubeSettings
+from bot.core.autoscalers import NODE_PROTECTION
 from bot.kube.jobs import build_job
 from bot.kube.prioritizing import priority_class_body
 from bot.sandbox.kubesim import KubeSim
@@ -192,6 +194,8 @@ async def test_the_policies_bind_only_the_bots_service_account(make_kubesim: Mak
 
 
 NODE = "/api/v1/nodes/gpu-node-01"
+SCALE_DOWN = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+KARPENTER = "karpenter.sh/do-not-disrupt"
 
 
 @pytest.mark.parametrize(
@@ -201,6 +205,18 @@ NODE = "/api/v1/nodes/gpu-node-01"
         ({"spec": {"unschedulable": False}}, True),
         ({"metadata": {"labels": {"nvidia.com/gpu.present": "false"}}}, False),
         ({"metadata": {"annotations": {"x": "y"}}}, False),
+        # the autoscalers' scale-down protection, set to "true" and removed again
+        ({"metadata": {"annotations": {SCALE_DOWN: "true", KARPENTER: "true"}}}, True),
+        ({"metadata": {"annotations": {SCALE_DOWN: None, KARPENTER: None}}}, True),
+        (
+            {"spec": {"unschedulable": True}, "metadata": {"annotations": {SCALE_DOWN: "true"}}},
+            True,
+        ),
+        ({"metadata": {"annotations": {SCALE_DOWN: "false"}}}, False),
+        ({"metadata": {"annotations": {KARPENTER: "5m"}}}, False),
+        ({"metadata": {"annotations": {SCALE_DOWN: "true", "x": "y"}}}, False),
+        ({"metadata": {"annotations": {"cluster-autoscaler.kubernetes.io/x": "true"}}}, False),
+        ({"metadata": {"annotations": {KARPENTER: "true"}, "labels": {"a": "b"}}}, False),
         ({"spec": {"taints": [{"key": "x", "effect": "NoSchedule"}]}}, False),
         ({"spec": {"unschedulable": True, "providerID": "aws:///x"}}, False),
     ],
@@ -218,6 +234,32 @@ async def test_the_bot_may_change_only_spec_unschedulable_of_a_node(
         return
     assert status == 422 and "ValidatingAdmissionPolicy 'gpunode-node-cordon'" in body["message"]
     assert sim.get("nodes", None, "gpu-node-01") == before
+
+
+def test_the_node_policy_allows_exactly_the_annotations_tier_1_sets() -> None:
+    objects = render(Path(__file__).resolve().parents[2] / "deploy" / "base")
+    policy = find(objects, "ValidatingAdmissionPolicy", "gpunode-node-cordon")
+    variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
+    allowed = sorted(re.findall(r"'([^']+)'", variables["botAnnotations"]))
+    assert allowed == sorted(NODE_PROTECTION)
+    assert set(NODE_PROTECTION.values()) == {"true"}
+
+
+async def test_a_node_protected_by_hand_keeps_its_value_when_the_bot_cordons(
+    make_kubesim: Make,
+) -> None:
+    sim = await make_kubesim("seed")
+    hand = {"metadata": {"annotations": {SCALE_DOWN: "yes-by-ops"}}}
+    status, body = await kube_call(
+        sim.url, "PATCH", NODE, token=ADMIN_TOKEN, body=hand, content_type=MERGE
+    )
+    assert status == 200, body
+    cordon = {"spec": {"unschedulable": True}}
+    status, body = await kube_call(
+        sim.url, "PATCH", NODE, token=BOT_TOKEN, body=cordon, content_type=MERGE
+    )
+    assert status == 200, body
+    assert body["metadata"]["annotations"][SCALE_DOWN] == "yes-by-ops"
 
 
 async def test_a_cordon_twice_and_an_uncordon_pass_with_the_controllers_taint(

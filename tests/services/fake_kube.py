@@ -232,6 +232,33 @@ class FakeKube:
     async def uncordon(self, node: str, *, dry_run: bool) -> Change:
         return await self._node_flag("uncordon", node, dry_run=dry_run)
 
+    async def annotate_node(
+        self, node: str, annotations: dict[str, str | None], *, dry_run: bool
+    ) -> Change:
+        await self._enter("annotate_node", node, annotations, dry_run=dry_run)
+        if node != self.node.name:
+            raise NotFoundError(f"node {node} not found")
+        current = dict(self.node.annotations)
+        base: dict[str, Any] = {
+            "verb": "annotate_node", "kind": "Node", "name": node, "dry_run": dry_run,
+            "patch": {"metadata": {"annotations": dict(annotations)}}, "patch_type": SMP,
+            "before": {"annotations": {k: current.get(k) for k in sorted(annotations)}},
+        }  # fmt: skip
+        if all(current.get(k) == v for k, v in annotations.items()):
+            return Change(**base, noop=True)
+        rv = self.node.resource_version if dry_run else self._next_rv()
+        for k, v in annotations.items():
+            if v is None:
+                current.pop(k, None)
+            else:
+                current[k] = v
+        if not dry_run:
+            self.node = self.node.model_copy(
+                update={"annotations": current, "resource_version": rv}
+            )
+        after = {"annotations": {k: current.get(k) for k in sorted(annotations)}}
+        return Change(**base, after=after | {"resourceVersion": rv})
+
     async def evict(self, namespace: str, name: str, *, dry_run: bool) -> EvictionOutcome:
         await self._enter("evict", namespace, name, dry_run=dry_run)
         key = f"{namespace}/{name}"

@@ -39,7 +39,7 @@ async def test_tier1_runs_once_after_another_users_approval(world: World) -> Non
     assert await world.state(action_id) == "requested"
     await world.act.vote(approval_id=approval_id, user=APPROVER, channel=CHANNEL, yes=True)
     # the seed's tier 1 evicts only preprocess: it alone covers the shortage (#20)
-    assert [c.method for c in world.kube.effects()] == ["cordon", "evict"]
+    assert [c.method for c in world.kube.effects()] == ["cordon", "annotate_node", "evict"]
     assert world.kube.node.unschedulable
     assert await world.state(action_id) == "succeeded"
     req = await world.store.get_approval(approval_id)
@@ -123,7 +123,7 @@ async def test_a_hundred_concurrent_approve_clicks_execute_once(world: World) ->
         *(world.act.vote(approval_id=approval_id, user=u, channel=CHANNEL, yes=True) for u in users)
     )
     assert len(world.kube.effects("cordon")) == 1
-    assert len(world.kube.effects()) == 2  # cordon, evict preprocess
+    assert len(world.kube.effects()) == 3  # cordon, annotate against scale-down, evict preprocess
     assert [d for _, _, d in await world.audit(action_id)].count("executed") == 1
 
 

@@ -32,8 +32,9 @@ CODES = {"500": "unavailable", "timeout": "timeout", "403": "forbidden", "409": 
          "429": "too_many_requests"}  # fmt: skip
 # (tier, failing method, what already changed before it, what must be reported as not run)
 STEPS = [
-    (1, "cordon", [], ["evict"]),
-    (1, "evict", ["cordon"], []),
+    (1, "cordon", [], ["annotate_node", "evict"]),
+    (1, "annotate_node", ["cordon"], ["evict"]),
+    (1, "evict", ["cordon", "annotate_node"], []),
     (2, "ensure_priority_class", [], ["set_priority_class"]),
     (2, "set_priority_class_name", ["ensure_priority_class"], []),
     (3, "patch_container_resources", [], []),
@@ -125,13 +126,16 @@ async def test_a_partly_applied_action_offers_undo_and_undo_restores_what_it_cha
     action_id = await _run(world, 1)
     record = await world.store.get_action(action_id)
     assert record is not None and record.state == "failed"
-    assert [s["verb"] for s in record.result["undo"]] == ["uncordon"]  # type: ignore[index]
+    undo = record.result["undo"]  # type: ignore[index]
+    assert sorted(s["verb"] for s in undo) == ["annotate_node", "uncordon"]
+    assert world.kube.node.annotations  # the scale-down protection is on
     msg = await world.action_message(action_id)
     assert "gpunode_undo" in json.dumps(msg.blocks)
 
     await world.act.undo(action_id=action_id, user=REQ, channel=CHANNEL)
 
     assert [c.method for c in world.kube.effects("uncordon")] == ["uncordon"]
+    assert world.kube.node.annotations == {}  # removed: only what tier 1 added
     done = await world.store.get_action(action_id)
     assert done is not None and done.state == "undone"
 
