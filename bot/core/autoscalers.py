@@ -22,9 +22,11 @@ makes the autoscaler add a node there.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
+from typing import Any
 
+from bot.core.actions import Step
 from bot.core.cluster import PodInfo
 from bot.core.durations import parse_duration
 from bot.errors import UsageError
@@ -96,3 +98,20 @@ def pool_of(labels: Mapping[str, str]) -> tuple[str, str, str] | None:
         if name := labels.get(label):
             return label, name, scaler
     return None
+
+
+def release_steps(actions: Iterable[tuple[str, Mapping[str, Any] | None]]) -> list[Step]:
+    """At resolve: the steps that remove the scale-down protection the incident's actions
+    added and nobody has undone yet. ``actions``: (state, stored result) of each action;
+    only applied ones (``succeeded``/``failed``: an ``undone`` one already removed it) and
+    only their recorded ``annotate_node`` undo steps, so a key that was on the node before the
+    incident stays as it was."""
+    out: list[Step] = []
+    for state, result in actions:
+        if state not in ("succeeded", "failed") or not result:
+            continue
+        for raw in result.get("undo") or []:
+            step = Step.model_validate(raw)
+            if step.verb == "annotate_node":
+                out.append(step)
+    return out

@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from bot.core.autoscalers import release_steps
 from bot.core.cluster import NodeLoad
 from bot.core.incidents import TimelineEntry
 from bot.core.quantity import parse_quantity
 from bot.errors import GpunodeError, UsageError
 from bot.services.clusters import ClusterRegistry, fan_out
+from bot.services.executing import run_steps
 from bot.services.ports import KubePort, StorePort
 
 
@@ -110,9 +112,19 @@ async def top_across(
 class IncidentOps:
     """status / timeline / resolve over the store."""
 
-    def __init__(self, store: StorePort, *, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        store: StorePort,
+        *,
+        clock: Callable[[], datetime],
+        kube_for: Callable[[str], KubePort] | None = None,
+    ) -> None:
+        """``kube_for``: a cluster's port (by the action's cluster name), to remove at
+        resolve the autoscaler scale-down protection tier 1 put on the node; None (the
+        terminal's store-only commands): resolve leaves the cluster alone."""
         self._store = store
         self._clock = clock
+        self._kube_for = kube_for
 
     async def status(self, node: str | None, cluster: str | None = None) -> list[Any]:
         """Open incidents (of ``node``; in ``cluster``, or in any cluster when None)."""
@@ -145,4 +157,39 @@ class IncidentOps:
         await self._store.set_incident_state(
             incident_id, "resolved", at=self._clock(), actor=by, note=note
         )
+        await self._release(incident_id)
         return await self._store.get_incident(incident_id)
+
+    async def _release(self, incident_id: str) -> None:
+        """Remove the scale-down protection tier 1 added for the incident (only what it
+        added: the recorded undo of its ``annotate_node`` steps), and record the outcome on
+        the timeline. A failure is recorded, never raised: the incident is resolved."""
+        if self._kube_for is None:
+            return
+        by_cluster: dict[str, list[Any]] = {}
+        for record in await self._store.actions_for_incident(incident_id):
+            steps = release_steps([(record.state, record.result)])
+            if steps:
+                by_cluster.setdefault(record.cluster, []).extend(steps)
+        for cluster, steps in sorted(by_cluster.items()):
+            try:
+                result = await run_steps(self._kube_for(cluster), steps, dry_run=False)
+                error = result.error
+            except GpunodeError as exc:
+                error = exc
+            nodes = sorted({s.name for s in steps})
+            data: dict[str, Any] = {"scale_down_protection": "removed", "nodes": nodes}
+            if error is not None:
+                data |= {"scale_down_protection": "not_removed", "error": error.message}
+            await self._store.append_timeline(
+                TimelineEntry(
+                    incident_id=incident_id, at=self._clock(), kind="note", actor="gpunode",
+                    text=(
+                        f"scale-down protection removed from {', '.join(nodes)}"
+                        if error is None
+                        else f"could not remove the scale-down protection from "
+                        f"{', '.join(nodes)}: {error.message}; remove the annotations by hand"
+                    ),
+                    data=data,
+                )
+            )  # fmt: skip

@@ -238,7 +238,9 @@ async def build_runtime(
         store=store,
         chat=chat,
         diagnose=diagnose,
-        ops=IncidentOps(store, clock=clock),
+        ops=IncidentOps(
+            store, clock=clock, kube_for=lambda name: clusters.port(name or clusters.default)
+        ),
         bg=bg,
         clock=clock,
         channels=frozenset(policy.channels),

@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 from bot.render.acting import APPROVE
+from bot.services.operations import IncidentOps
 from bot.store.storing import Store
 from tests.services.world import (
     APPROVER,
@@ -155,3 +156,39 @@ async def test_two_replicas_approving_at_once_execute_once(world: World) -> None
     )
     assert len(world.kube.effects("cordon")) == 1
     assert await world.state(action_id) == "succeeded"
+
+
+async def test_resolving_the_incident_removes_the_scale_down_protection_tier_1_added(
+    world: World,
+) -> None:
+    ca = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+    karpenter = "karpenter.sh/do-not-disrupt"
+    # the ops team protected the node from Karpenter by hand before the incident
+    world.kube.node = world.kube.node.model_copy(update={"annotations": {karpenter: "true"}})
+    action_id, approval_id = await _requested_tier1(world)
+    await world.act.vote(approval_id=approval_id, user=APPROVER, channel=CHANNEL, yes=True)
+    assert await world.state(action_id) == "succeeded"
+    assert world.kube.node.annotations == {karpenter: "true", ca: "true"}
+
+    ops = IncidentOps(world.store, clock=world.clock, kube_for=lambda _cluster: world.kube)
+    record = await world.store.get_action(action_id)
+    assert record is not None and record.incident_id is not None
+    await ops.resolve(record.incident_id, by=REQ, note="fixed")
+
+    assert world.kube.node.annotations == {karpenter: "true"}  # only what tier 1 added
+    assert world.kube.node.unschedulable  # the cordon stays: uncordoning is a human's call
+    notes = [e for e in await ops.timeline(record.incident_id) if e.kind == "note"]
+    assert [n.data.get("scale_down_protection") for n in notes] == ["removed"]
+
+
+async def test_an_undone_tier_1_leaves_nothing_for_resolve_to_remove(world: World) -> None:
+    action_id, approval_id = await _requested_tier1(world)
+    await world.act.vote(approval_id=approval_id, user=APPROVER, channel=CHANNEL, yes=True)
+    await world.act.undo(action_id=action_id, user=REQ, channel=CHANNEL)
+    assert world.kube.node.annotations == {}
+    ops = IncidentOps(world.store, clock=world.clock, kube_for=lambda _cluster: world.kube)
+    calls = len(world.kube.effects())
+    record = await world.store.get_action(action_id)
+    assert record is not None and record.incident_id is not None
+    await ops.resolve(record.incident_id, by=REQ, note="fixed")
+    assert len(world.kube.effects()) == calls
