@@ -58,7 +58,7 @@ from bot.core.gangs import builtin_kind
 from bot.core.plans import make_plan, relief_target
 from bot.core.quantity import quantity_value
 from bot.core.resizes import in_place_plan
-from bot.core.rollouts import MAX_NAMES, rollout_notes, workload_of
+from bot.core.rollouts import MAX_NAMES, partition_held_keys, rollout_notes, workload_of
 from bot.core.thresholds import DEFAULT, Thresholds
 
 GIB = 1024**3
@@ -277,7 +277,13 @@ def plan_tier3(
         ),
         key=lambda p: p.key,
     )
-    holds = container_holds(diagnosis, [p.key for p in group], info.name, holdings, ws)
+    # a StatefulSet's partition keeps lower ordinals on the old template: they do not
+    # restart, so they neither take the cap nor count in its relief
+    held = partition_held_keys(view, owner.kind, pod.namespace, owner.name, [p.key for p in group])
+    if pod.key in held:
+        return _unavailable(view, "partition_holds_offender", target=target)
+    reached = [p for p in group if p.key not in held]
+    holds = container_holds(diagnosis, [p.key for p in reached], info.name, holdings, ws)
     shortage = verdict.shortage_bytes if verdict.cause != "container_limit" else 0
     limit, warnings = _memory_limit(view, info, list(holds.values()), ws, t, shortage)
     if "memory_limit_unchanged" in warnings:
@@ -311,16 +317,23 @@ def plan_tier3(
             "env": {"OMP_NUM_THREADS": str(omp)} if omp is not None else {},
         },
     )
-    restarts = [p.key for p in group]
+    restarts = [p.key for p in reached]
     workload = workload_of(view, owner.kind, pod.namespace, owner.name)
     elsewhere = dict(sorted(workload.elsewhere.items())) if workload is not None else {}
+    held_elsewhere = partition_held_keys(
+        view, owner.kind, pod.namespace, owner.name, list(elsewhere)
+    )
+    elsewhere = {k: v for k, v in elsewhere.items() if k not in held_elsewhere}
     warnings.append("template_change_restarts_pods")
-    if any(p.has_emptydir for p in group):
+    if any(p.has_emptydir for p in reached):
         warnings.append("emptydir_lost_on_restart")
-    notes = rollout_notes(view, owner.kind, pod.namespace, owner.name, pods=group, resources=True)
+    notes = rollout_notes(
+        view, owner.kind, pod.namespace, owner.name, pods=group, resources=True,
+        container=info.name,
+    )  # fmt: skip
     if elsewhere:
         replicas = workload.replicas if workload is not None else None
-        notes.append(_elsewhere_note(target, len(group), elsewhere, replicas))
+        notes.append(_elsewhere_note(target, len(reached), elsewhere, replicas))
     template = make_plan(
         view.node.name,
         3,

@@ -35,12 +35,16 @@ them fall short, all go and the relief says it is not enough.
 
 Tier 2, protect the critical workload (offered only when the training is at risk on this
 node, ``training_at_risk``: else unavailable, warning ``training_not_at_risk``; never for
-the verdict's consumer, ``consumer_group``): ensure a PriorityClass (``preemptionPolicy: Never``)
-and set it on the top controllers of the GPU pods; notes say how the controller rolls and
-where each restarted GPU pod goes (``bot.core.rollouts``; refused on a cordoned node when a
-restarted pod fits nowhere). Pod priority is immutable, so the template change rolls every
-pod of the controller: ``restarts`` names them. Bare pods and Jobs (immutable template) cannot
-be changed: warning codes, and the plan is unavailable when nothing is left. The "request
+the verdict's consumer, ``consumer_group``; never for a Guaranteed pod, which stays within
+its request, so priority would change its eviction rank only among pods within theirs and
+its oom_score_adj not at all: warning ``guaranteed_within_requests``): ensure a
+PriorityClass (``preemptionPolicy: Never``) and set it on the top controllers of the GPU
+pods; notes say how the controller rolls and where each restarted GPU pod goes
+(``bot.core.rollouts``; refused on a cordoned node when a restarted pod fits nowhere). Pod
+priority is immutable, so the template change rolls every pod of the controller that its
+rollout reaches (a StatefulSet's partition holds lower ordinals): ``restarts`` names them.
+Bare pods and Jobs (immutable template) cannot be changed: warning codes, and the plan is
+unavailable when nothing is left. The "request
 slightly below limit" advice stays a talking point (not automated).
 
 Tier 3, constrain the offender (the verdict's pod, through its top controller): see
@@ -72,7 +76,7 @@ from bot.core.gangs import builtin_kind, gang_of
 from bot.core.plans import HEADROOM_MIN, make_plan, plan_id, relief_target
 from bot.core.refs import ObjectRef
 from bot.core.relief import runbook_plan, with_relief
-from bot.core.rollouts import restart_notes, rollout_notes
+from bot.core.rollouts import held_by_partition, restart_notes, rollout_notes
 from bot.core.safety import gang_notes, is_self, job_notes
 from bot.core.thresholds import DEFAULT, Thresholds
 
@@ -257,6 +261,13 @@ def plan_tier2(
     for pod in sorted(gpu_pods, key=lambda p: p.key):
         if pod.priority >= critical_priority_threshold:
             continue
+        if pod.qos_class == "guaranteed":
+            # memory limit = request: its usage never exceeds its request, so the kubelet
+            # already ranks it after every pod that does (rankMemoryPressure), and the OOM
+            # killer's oom_score_adj is -997 by QoS whatever the priority. A priority would
+            # only order it among pods within their requests: not worth its restart.
+            warnings.append("guaranteed_within_requests")
+            continue
         owner = pod.top_owner
         if consumer is not None and consumer in (pod.key, _group_of(pod)):
             warnings.append("consumer_not_protected")
@@ -317,14 +328,17 @@ def plan_tier2(
                     params={"priority_class": priority_class},
                 )
             )
-            restarts += sorted(p.key for p in controllers[ref])
+            held = held_by_partition(view, kind, ns, name, controllers[ref])
+            restarts += sorted(p.key for p in controllers[ref] if p not in held)
             notes += rollout_notes(view, kind, ns, name, pods=controllers[ref], resources=False)
             if kind == "StatefulSet":
                 warnings.append("statefulset_restarts_one_by_one")
             elif kind == "ReplicaSet":
                 warnings.append("replicaset_template_does_not_roll")
         warnings.append("pod_priority_immutable_restarts")
-        restarted = [p for group in controllers.values() for p in group]
+        restarted = [p for group in controllers.values() for p in group if p.key in restarts]
+        if not restarts:  # a partition keeps every GPU pod on the old template
+            warnings.append("partition_holds_gpu_pods")
         placed, stranded = restart_notes(view, restarted, priority=priority_value)
         notes += placed
         if stranded:
@@ -340,7 +354,7 @@ def plan_tier2(
         reversible=True,
         warnings=sorted(set(warnings), key=warnings.index),
         notes=notes,
-        available=bool(controllers) and not stranded and at_risk,
+        available=bool(restarts) and not stranded and at_risk,
     )
 
 

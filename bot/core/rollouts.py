@@ -18,6 +18,13 @@ controller's rollout, so the plan reads it (``WorkloadInfo``, ``bot.core.workloa
   ``helm.toolkit.fluxcd.io/name`` labels) sync the object back from Git (``gitops_reverts``).
 - A VerticalPodAutoscaler (``autoscaling.k8s.io``) in a mode other than ``Off`` sets the
   pods' requests itself (``vpa_reverts``, tier 3 only: it does not touch priority).
+- A StatefulSet ``RollingUpdate`` with a ``partition``: only pods with an ordinal at or
+  above it get the new template; the others keep running unchanged (``partition_holds``,
+  naming them). They are not restarted, so they are neither in ``restarts`` nor counted in
+  a plan's relief (``held_by_partition``).
+- A Helm release (``app.kubernetes.io/managed-by: Helm``, ``meta.helm.sh/release-name``)
+  renders the object from its chart and values: the next ``helm upgrade`` puts the old
+  value back (``helm_reverts``, naming the release and the field to set in the values).
 
 Tier 2 also says where the restarted pods go (``restart_notes``): a cordoned node cannot take
 them back; another node that fits is named; when none fits, the pods a higher priority would
@@ -60,6 +67,32 @@ def workload_of(view: ClusterView, kind: str, namespace: str, name: str) -> Work
     )
 
 
+def partition_held_keys(
+    view: ClusterView, kind: str, namespace: str, name: str, keys: list[str]
+) -> set[str]:
+    """The pod keys (``ns/<statefulset>-<ordinal>``) a template change does not reach: a
+    StatefulSet's rolling update with a partition updates only ordinals >= partition (none
+    is held under OnDelete, which ``on_delete_nothing_restarts`` covers)."""
+    w = workload_of(view, kind, namespace, name)
+    if kind != "StatefulSet" or w is None or not w.partition or w.strategy == "OnDelete":
+        return set()
+    held = set()
+    for key in keys:
+        pod_name = key.split("/", 1)[-1]
+        tail = pod_name[len(name) + 1 :] if pod_name.startswith(f"{name}-") else ""
+        if tail.isdigit() and int(tail) < w.partition:
+            held.add(key)
+    return held
+
+
+def held_by_partition(
+    view: ClusterView, kind: str, namespace: str, name: str, pods: list[PodInfo]
+) -> list[PodInfo]:
+    """``partition_held_keys`` over pods."""
+    held = partition_held_keys(view, kind, namespace, name, [p.key for p in pods])
+    return [p for p in pods if p.key in held]
+
+
 def _room_after(room: RoomOnNode, leaving: list[PodInfo]) -> RoomOnNode:
     free = dict(room.free)
     keys = {p.key for p in leaving}
@@ -80,13 +113,23 @@ def rollout_notes(
     *,
     pods: list[PodInfo],
     resources: bool,
+    container: str | None = None,
 ) -> list[PlanNote]:
-    """What the controller's rollout does with a template change (see module docstring)."""
+    """What the controller's rollout does with a template change (see module docstring).
+    ``container``: the container a resources change caps (names the field for Helm)."""
     w = workload_of(view, kind, namespace, name)
     if w is None:
         return []
     notes: list[PlanNote] = []
     ref = {"workload": w.key}
+    held = sorted(p.key for p in held_by_partition(view, kind, namespace, name, pods))
+    if held:
+        notes.append(
+            PlanNote(
+                code="partition_holds",
+                params=ref | {"partition": w.partition, "count": len(held), "pods": _names(held)},
+            )
+        )
     if w.strategy == "OnDelete":
         notes.append(PlanNote(code="on_delete_nothing_restarts", params=ref))
     elif kind == "DaemonSet":
@@ -118,6 +161,18 @@ def rollout_notes(
     if w.gitops:
         notes.append(
             PlanNote(code="gitops_reverts", params=ref | {"tool": w.gitops, "app": w.gitops_name})
+        )
+    if w.helm_release:
+        field = (
+            f"spec.template.spec.containers[name={container}].resources.limits.memory"
+            if resources and container
+            else "spec.template.spec.priorityClassName"
+        )
+        notes.append(
+            PlanNote(
+                code="helm_reverts",
+                params=ref | {"release": w.helm_release, "chart": w.helm_chart, "field": field},
+            )
         )
     if resources and w.vpa and (w.vpa_mode or "Auto") != "Off":
         notes.append(

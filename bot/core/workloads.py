@@ -68,6 +68,15 @@ class WorkloadInfo(_Model):
     gitops_name: str | None = Field(None, description="the Argo CD app / Flux object")
     vpa: str | None = Field(None, description="a VerticalPodAutoscaler that targets it")
     vpa_mode: str | None = None
+    partition: int | None = Field(
+        None,
+        description="StatefulSet updateStrategy.rollingUpdate.partition: pods with a lower "
+        "ordinal keep the old template",
+    )
+    helm_release: str | None = Field(
+        None, description="namespace/name of the Helm release that manages it"
+    )
+    helm_chart: str | None = Field(None, description="label helm.sh/chart (name-version)")
     backoff_limit: int | None = Field(None, description="batch/v1 Job only")
     failed: int | None = None
     ignores_disruption: bool = Field(

@@ -20,6 +20,25 @@ Obj = Mapping[str, Any]
 ARGO_LABEL = "argocd.argoproj.io/instance"
 ARGO_TRACKING = "argocd.argoproj.io/tracking-id"
 FLUX_LABELS = ("kustomize.toolkit.fluxcd.io/name", "helm.toolkit.fluxcd.io/name")
+#: what Helm 3 writes on every object of a release (``helm install/upgrade``)
+HELM_MANAGED_BY = ("app.kubernetes.io/managed-by", "Helm")
+HELM_RELEASE = "meta.helm.sh/release-name"
+HELM_RELEASE_NAMESPACE = "meta.helm.sh/release-namespace"
+HELM_CHART = "helm.sh/chart"
+
+
+def helm_owner(obj: Obj) -> tuple[str, str | None] | None:
+    """(release namespace/name, chart) when Helm manages ``obj``: the release annotation, or
+    the managed-by label alone (the release then unnamed: ``?``)."""
+    meta = obj.get("metadata") or {}
+    labels, notes = meta.get("labels") or {}, meta.get("annotations") or {}
+    release = notes.get(HELM_RELEASE)
+    if not release and labels.get(HELM_MANAGED_BY[0]) != HELM_MANAGED_BY[1]:
+        return None
+    ns = notes.get(HELM_RELEASE_NAMESPACE) or meta.get("namespace") or ""
+    name = f"{ns}/{release}" if release else "?"
+    chart = labels.get(HELM_CHART)
+    return name, str(chart) if chart else None
 
 
 def gitops_owner(obj: Obj) -> tuple[str, str] | None:
@@ -77,6 +96,11 @@ def parse_workload(obj: Obj, vpas: Iterable[Obj] = ()) -> WorkloadInfo:
         "StatefulSet": "RollingUpdate",
         "DaemonSet": "RollingUpdate",
     }
+    helm = helm_owner(obj)
+    if helm is not None:
+        fields |= {"helm_release": helm[0], "helm_chart": helm[1]}
+    if kind == "StatefulSet" and rolling.get("partition") is not None:
+        fields["partition"] = int(rolling["partition"])
     replicas = spec.get("replicas")
     if kind == "DaemonSet":  # one pod per eligible node: how many the controller wants
         replicas = status.get("desiredNumberScheduled")

@@ -34,6 +34,15 @@ The invariants (``INVARIANTS``), from issue #20 section 5:
   container is at its limit or OOM-killed and no GPU is full;
 - ``no_gpu_words``: on a node without GPUs (none in NVML, none allocatable) the verdict, the
   talking points and the plans say nothing of GPUs, CUDA or DataLoaders.
+
+From issue #24 section 2:
+
+- ``tier1_honours_autoscalers``: tier 1 never evicts a pod annotated
+  ``karpenter.sh/do-not-disrupt: "true"`` or ``cluster-autoscaler.kubernetes.io/
+  safe-to-evict: "false"``;
+- ``partition_respected``: a tier-2/3 plan never names as restarted a StatefulSet pod whose
+  ordinal is below the StatefulSet's update partition (the controller does not reach it), and
+  tier 3's relief bound counts only the pods the change reaches.
 """
 
 from __future__ import annotations
@@ -60,6 +69,8 @@ INVARIANTS: tuple[str, ...] = (
     "tier2_spares_consumer",
     "healthy_no_tier",
     "no_gpu_words",
+    "tier1_honours_autoscalers",
+    "partition_respected",
 )
 #: the node is short below this share of MemTotal available (issue #20's shortage)
 SHORT_SHARE = 0.10
@@ -225,14 +236,41 @@ def local_trouble(bundle: EvidenceBundle) -> list[str]:
 # --- the invariants -----------------------------------------------------------------------
 
 
+def below_partition(view: ClusterView, pod: PodInfo) -> bool:
+    """A StatefulSet pod whose ordinal (``<name>-<n>``) is below its partition: a rolling
+    update of the template does not reach it (StatefulSet controller, upstream)."""
+    owner = pod.owners[-1] if pod.owners else None
+    if owner is None or owner.kind != "StatefulSet":
+        return False
+    w = next(
+        (
+            w
+            for w in view.workloads
+            if (w.kind, w.namespace, w.name) == ("StatefulSet", pod.namespace, owner.name)
+        ),
+        None,
+    )
+    if w is None or not w.partition or w.strategy == "OnDelete":
+        return False
+    m = re.fullmatch(re.escape(owner.name) + r"-(\d+)", pod.name)
+    return m is not None and int(m.group(1)) < w.partition
+
+
 def _tier3_pods(plan: ActionPlan, view: ClusterView) -> list[PodInfo]:
-    """The pods on this node that take the tier-3 values (restarted or resized)."""
+    """The pods on this node that take the tier-3 values (restarted or resized; a pod below
+    its StatefulSet's partition is not reached by a template patch)."""
     here = _here(view)
     keys = set(plan.restarts) | set(plan.blast_radius)
+    resized = set()
     for s in plan.steps:
         if s.verb == "resize_pod" and s.namespace is not None:
-            keys.add(f"{s.namespace}/{s.name}")
-    return [here[k] for k in sorted(keys) if k in here]
+            resized.add(f"{s.namespace}/{s.name}")
+    keys |= resized
+    return [
+        here[k]
+        for k in sorted(keys)
+        if k in here and (k in resized or not below_partition(view, here[k]))
+    ]
 
 
 def check_cap_floor(bundle: EvidenceBundle, view: ClusterView, d: Diagnosis) -> list[Violation]:
@@ -407,6 +445,52 @@ def check_tier1(view: ClusterView, d: Diagnosis) -> list[Violation]:
             why = is_protected_kind(pod) if pod is not None else None
             if why is not None:
                 out.append(Violation("tier1_spares_gpu", f"tier 1 evicts {key} ({why} pod)"))
+    return out
+
+
+_ASKS = (
+    ("karpenter.sh/do-not-disrupt", "true"),
+    ("cluster-autoscaler.kubernetes.io/safe-to-evict", "false"),
+)
+
+
+def check_autoscaler_asks(view: ClusterView, d: Diagnosis) -> list[Violation]:
+    out = []
+    pods = _here(view)
+    for plan in d.plans:
+        if plan.tier != 1 or not plan.available:
+            continue
+        evicted = set(plan.blast_radius) | {
+            f"{s.namespace}/{s.name}" for s in plan.steps if s.verb == "evict"
+        }
+        for key in sorted(evicted):
+            pod = pods.get(key)
+            for name, value in _ASKS:
+                if pod is not None and pod.annotations.get(name) == value:
+                    out.append(
+                        Violation(
+                            "tier1_honours_autoscalers",
+                            f"tier 1 evicts {key}, annotated {name}: {value!r}",
+                        )
+                    )
+    return out
+
+
+def check_partition(view: ClusterView, d: Diagnosis) -> list[Violation]:
+    out = []
+    pods = _here(view)
+    for plan in d.plans:
+        if plan.tier not in (2, 3) or not plan.available:
+            continue
+        for key in plan.restarts:
+            pod = pods.get(key)
+            if pod is not None and below_partition(view, pod):
+                out.append(
+                    Violation(
+                        "partition_respected",
+                        f"tier {plan.tier} restarts {key}, below its StatefulSet's partition",
+                    )
+                )
     return out
 
 
@@ -687,6 +771,8 @@ def check(
         *check_tier2(view, d),
         *check_healthy(bundle, view, d),
         *check_gpu_words(bundle, view, text),
+        *check_autoscaler_asks(view, d),
+        *check_partition(view, d),
     ]
 
 

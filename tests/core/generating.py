@@ -229,6 +229,7 @@ def _pod(
     accelerators: dict[str, int] | None = None,
     restarts: int = 0,
     node: str = NODE,
+    annotations: dict[str, str] | None = None,
 ) -> PodInfo:
     """A pod whose main container's cgroup holds ``ws`` (anon ``ws - shmem`` + shmem), and
     its ``extras``' containers; ``node`` other than ``NODE``: a replica elsewhere (in the
@@ -282,6 +283,7 @@ def _pod(
         node_name=node,
         qos_class=qos,
         labels=dict(labels or {}),
+        annotations=dict(annotations or {}),
         owners=owners,
         containers=infos,
         memory_request_bytes=total_request,
@@ -389,6 +391,19 @@ def _set_gpu(n: _Node, index: int, used: int) -> GpuDevice:
     return new
 
 
+#: the pod annotations by which owners ask the node autoscalers not to evict a pod
+_AUTOSCALER_ASKS: tuple[dict[str, str], ...] = (
+    {"karpenter.sh/do-not-disrupt": "true"},
+    {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"},
+)
+
+
+def _asks_not_to_be_evicted(p: PodInfo) -> bool:
+    return p.annotations.get("karpenter.sh/do-not-disrupt") == "true" or (
+        p.annotations.get("cluster-autoscaler.kubernetes.io/safe-to-evict") == "false"
+    )
+
+
 def _background_pods(n: _Node, budget: int, cap: int, *, limited: bool = True) -> None:
     """Fill ``budget`` bytes with pods (owner groups of 1-3 replicas), each group <= ``cap``."""
     teams = ("etl", "feature-store", "serving", "notebooks", "labeling", "monitoring")
@@ -399,12 +414,16 @@ def _background_pods(n: _Node, budget: int, cap: int, *, limited: bool = True) -
         replicas = n.rng.randint(1, 3)
         app = f"{n.rng.choice(teams)}-{k}"
         kind = n.rng.choice(("Deployment", "Deployment", "StatefulSet", "Pod"))
+        # every fourth group asks the autoscalers not to evict it (no random draw: the rest
+        # of the node stays as the seed made it); tier 1 must leave it alone
+        notes = _AUTOSCALER_ASKS[k // 4 % len(_AUTOSCALER_ASKS)] if k % 4 == 3 else {}
         for r in range(replicas):
             ws = max(64 * MI, group // replicas)
             limit = int(ws / n.rng.uniform(0.5, 0.8)) if limited and n.rng.random() < 0.8 else None
             name = f"{app}-{n.next_uid:05x}-{r}" if kind != "StatefulSet" else f"{app}-{r}"
             owner = (kind, app) if kind != "Pod" else ("Pod", name)
-            _pod(n, name, ws, ns=n.rng.choice(("data", "ml", "tools")), limit=limit, owner=owner)
+            ns = n.rng.choice(("data", "ml", "tools"))
+            _pod(n, name, ws, ns=ns, limit=limit, owner=owner, annotations=notes)
         budget -= group
         k += 1
 
@@ -1118,6 +1137,7 @@ def _kubelet_rank(n: _Node, ws: dict[str, int]) -> list[PodInfo]:
             or p.accelerators
             or not p.owners
             or any(k.startswith("training.kubeflow.org/") for k in p.labels)
+            or _asks_not_to_be_evicted(p)
         )
 
     pods = [p for p in n.pods if evictable(p)]

@@ -149,3 +149,28 @@ def test_a_sentence_that_says_relieves_with_less_than_the_shortage_is_caught() -
 
     assert [v.invariant for v in check_relieves_text(bad)] == ["relieves_covers"]
     assert check_relieves_text(good) == []
+
+
+def test_a_tier1_that_evicts_a_pod_the_autoscalers_were_asked_to_spare_is_caught() -> None:
+    bundle, view, d = _training_node()
+    victim = next(p for p in view.pods if not p.accelerated and p.owners)  # type: ignore[attr-defined]
+    asked = victim.model_copy(update={"annotations": {"karpenter.sh/do-not-disrupt": "true"}})
+    pods = [asked if p.key == victim.key else p for p in view.pods]  # type: ignore[attr-defined]
+    doctored_view = view.model_copy(update={"pods": pods})  # type: ignore[attr-defined]
+    bad = _with_plan(d, 1, blast_radius=[victim.key], available=True)
+    assert "tier1_honours_autoscalers" in _caught(bundle, doctored_view, bad)
+    assert "tier1_honours_autoscalers" not in _caught(bundle, view, bad)
+
+
+def test_a_restart_below_a_statefulsets_partition_is_caught() -> None:
+    from bot.core.workloads import WorkloadInfo
+
+    bundle, view, d = _training_node()
+    train = next(p for p in view.pods if p.name == "train-0")  # type: ignore[attr-defined]
+    assert train.top_owner.kind == "StatefulSet"
+    w = WorkloadInfo(kind="StatefulSet", namespace=train.namespace, name=train.top_owner.name,
+                     strategy="RollingUpdate", partition=1)  # fmt: skip
+    partitioned = view.model_copy(update={"workloads": [w]})  # type: ignore[attr-defined]
+    bad = _with_plan(d, 2, restarts=[train.key], available=True)
+    assert "partition_respected" in _caught(bundle, partitioned, bad)
+    assert "partition_respected" not in _caught(bundle, view, bad)

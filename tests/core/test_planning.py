@@ -108,6 +108,17 @@ def test_tier2_names_what_restarts_and_warns_about_statefulsets() -> None:
     )
 
 
+def test_tier2_is_not_offered_for_a_guaranteed_gpu_pod_and_says_why() -> None:
+    train = pod("train", gpu=8, req=64, lim=64, qos="guaranteed")
+    plan = plan_tier2(view([train, pod("prep")]))
+    assert not plan.available and plan.steps == [] and plan.restarts == []
+    assert "guaranteed_within_requests" in plan.warnings
+    # a Burstable GPU pod beside it is still protected; the Guaranteed one is not restarted
+    burst = pod("eval", gpu=1, req=8, lim=16)
+    plan = plan_tier2(view([train, burst, pod("prep")]))
+    assert plan.available and plan.restarts == ["ml/eval"]
+
+
 @pytest.mark.parametrize(
     ("owner", "warning"),
     [("Job", "job_template_immutable"), (None, "bare_pod_priority_immutable")],

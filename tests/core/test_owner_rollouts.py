@@ -1,0 +1,135 @@
+"""Owners that decide what a template change reaches: a StatefulSet's update partition and a
+Helm release (issue #24 §2). Every number the plan states is checked against the pods."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.core.cluster import ClusterView, OwnerRef, PodInfo
+from bot.core.findings import Diagnosis, Ledger, LedgerEntry, Verdict
+from bot.core.planning import plan_all, plan_tier2, plan_tier3
+from bot.core.relief import with_relief
+from bot.core.workloads import WorkloadInfo
+from tests.core.analysis_builders import pod, view
+
+GI = 1024**3
+
+
+def _sts_pod(name: str, sts: str, **kw: object) -> PodInfo:
+    p = pod(name, owner="StatefulSet", **kw)  # type: ignore[arg-type]
+    return p.model_copy(update={"owners": [OwnerRef(kind="StatefulSet", name=sts)]})
+
+
+def _diagnosis(subject: str, held: dict[str, int], shortage: int) -> Diagnosis:
+    entries = [
+        LedgerEntry(category="pod", label=k, bytes=b, source="test", pod_key=k)
+        for k, b in held.items()
+    ]
+    return Diagnosis.model_validate(
+        {
+            "node": "n1",
+            "collected_at": "2026-01-01T00:00:00Z",
+            "ledger": Ledger(total_bytes=sum(held.values()), entries=entries),
+            "verdict": Verdict(
+                cause="host_memory_workload",
+                subject=subject,
+                shortage_bytes=shortage,
+                params={"pod": subject, "container": "main", "working_set_bytes": held[subject]},
+            ),
+        }
+    )
+
+
+def _cache(partition: int | None, *, helm: bool = False) -> tuple[ClusterView, Diagnosis]:
+    holds = {f"ml/cache-{i}": (10 + i) * GI for i in range(4)}
+    pods = [_sts_pod(f"cache-{i}", "cache", req=4, lim=32) for i in range(4)]
+    w = WorkloadInfo(
+        kind="StatefulSet",
+        namespace="ml",
+        name="cache",
+        replicas=4,
+        strategy="RollingUpdate",
+        partition=partition,
+        helm_release="ml/cache" if helm else None,
+        helm_chart="redis-19.0.1" if helm else None,
+    )
+    return view(pods, workloads=[w]), _diagnosis("ml/cache-3", holds, 6 * GI)
+
+
+def test_a_partitioned_statefulset_cap_reaches_only_the_pods_at_or_above_the_partition() -> None:
+    v, d = _cache(partition=2)
+    plan = with_relief(plan_tier3(v, d), d, v)
+    assert plan.available
+    assert plan.restarts == ["ml/cache-2", "ml/cache-3"]
+    assert set(plan.blast_radius) == {"ml/cache-2", "ml/cache-3"}
+    [note] = [n for n in plan.notes if n.code == "partition_holds"]
+    assert note.params["count"] == 2 and note.params["pods"] == "ml/cache-0, ml/cache-1"
+    # relief: what the two reached pods hold above the new limit, nothing from the others
+    assert plan.values is not None
+    limit = plan.values.memory_limit_bytes
+    reached = {"ml/cache-2": 12 * GI, "ml/cache-3": 13 * GI}
+    assert plan.relief_bytes == sum(max(0, h - limit) for h in reached.values())
+    # the cap is sized on the reached pods: it still covers the shortage from them alone
+    assert plan.relieves
+
+
+def test_without_a_partition_the_same_cap_reaches_every_replica() -> None:
+    v, d = _cache(partition=None)
+    plan = plan_tier3(v, d)
+    assert plan.restarts == [f"ml/cache-{i}" for i in range(4)]
+    assert not any(n.code == "partition_holds" for n in plan.notes)
+
+
+def test_an_offender_below_the_partition_is_not_offered_a_cap_that_cannot_reach_it() -> None:
+    v, d = _cache(partition=2)
+    d = _diagnosis("ml/cache-1", {f"ml/cache-{i}": (10 + i) * GI for i in range(4)}, 6 * GI)
+    plan = plan_tier3(v, d)
+    assert (plan.available, plan.warnings) == (False, ["partition_holds_offender"])
+
+
+def test_tier2_restarts_only_the_gpu_pods_its_partition_reaches() -> None:
+    pods = [_sts_pod(f"train-{i}", "train", gpu=2) for i in range(3)]
+    w = WorkloadInfo(
+        kind="StatefulSet", namespace="ml", name="train", strategy="RollingUpdate", partition=1
+    )
+    plan = plan_tier2(view(pods, workloads=[w]))
+    assert plan.restarts == ["ml/train-1", "ml/train-2"]
+    assert any(n.code == "partition_holds" and n.params["count"] == 1 for n in plan.notes)
+
+
+@pytest.mark.parametrize("tier", [2, 3])
+def test_a_helm_owner_is_named_with_the_field_its_values_must_set(tier: int) -> None:
+    v, d = _cache(partition=None, helm=True)
+    if tier == 2:
+        gpu = [_sts_pod(f"cache-{i}", "cache", gpu=1) for i in range(2)]
+        v = v.model_copy(update={"pods": gpu})
+        plan = plan_tier2(v)
+        field = "spec.template.spec.priorityClassName"
+    else:
+        plan = plan_tier3(v, d)
+        field = "spec.template.spec.containers[name=main].resources.limits.memory"
+    [note] = [n for n in plan.notes if n.code == "helm_reverts"]
+    assert note.params == {
+        "workload": "StatefulSet/ml/cache",
+        "release": "ml/cache",
+        "chart": "redis-19.0.1",
+        "field": field,
+    }
+
+
+def test_every_tier_of_a_partitioned_owner_keeps_its_numbers_consistent() -> None:
+    v, d = _cache(partition=3)
+    [plan] = [p for p in plan_all(v, d) if p.tier == 3]
+    assert plan.available and plan.values is not None
+    assert plan.restarts == ["ml/cache-3"]  # the one pod at or above partition 3
+    assert plan.relief_bytes == max(0, 13 * GI - plan.values.memory_limit_bytes)
+
+
+def test_tier2_is_not_offered_when_the_partition_holds_every_gpu_pod() -> None:
+    pods = [_sts_pod(f"train-{i}", "train", gpu=2) for i in range(2)]
+    w = WorkloadInfo(
+        kind="StatefulSet", namespace="ml", name="train", strategy="RollingUpdate", partition=5
+    )
+    plan = plan_tier2(view(pods, workloads=[w]))
+    assert not plan.available and plan.restarts == []
+    assert "partition_holds_gpu_pods" in plan.warnings
