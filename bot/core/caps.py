@@ -331,6 +331,8 @@ def plan_tier3(
         view, owner.kind, pod.namespace, owner.name, pods=group, resources=True,
         container=info.name,
     )  # fmt: skip
+    if any(n.code == "kueue_no_quota" for n in notes):
+        return _unavailable(view, "kueue_queue_full", target=target)
     if elsewhere:
         replicas = workload.replicas if workload is not None else None
         notes.append(_elsewhere_note(target, len(reached), elsewhere, replicas))

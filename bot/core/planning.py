@@ -20,6 +20,11 @@ pods without a controller unless ``force_unmanaged`` (nothing would recreate the
 Terminating and finished pods are skipped silently. Evicted ``batch/v1`` Job pods get a note
 on ``backoffLimit`` (``bot.core.safety``).
 
+Before eviction, each evicted pod's landing is checked (``bot.core.landing``): a pod that
+fits nowhere but matches an autoscaled pool makes the autoscaler add a node (a GPU node,
+for a CPU pod pinned to the GPU pool: warning ``evicted_pod_buys_gpu_node``), else it
+stays Pending; notes name each such pod.
+
 The cordoned node is marked against scale-down for the incident (step ``annotate_node``:
 the annotations of ``bot.core.autoscalers.NODE_PROTECTION`` it lacks); its undo, run by Undo
 or at resolve, removes exactly what it added.
@@ -73,6 +78,7 @@ from bot.core.caps import Holdings, plan_tier3
 from bot.core.cluster import ClusterView, PodInfo
 from bot.core.findings import Diagnosis
 from bot.core.gangs import builtin_kind, gang_of
+from bot.core.landing import landing_notes
 from bot.core.plans import HEADROOM_MIN, make_plan, plan_id, relief_target
 from bot.core.refs import ObjectRef
 from bot.core.relief import runbook_plan, with_relief
@@ -224,6 +230,10 @@ def plan_tier1(
         warnings.append("emptydir_data_lost")
     kept = {p.pod for p in protected if p.reason == "gang_member"}
     notes = gang_notes(view, [p for p in view.pods if p.key in kept]) + job_notes(view, evicted)
+    landed = landing_notes(view, evicted)
+    notes += landed
+    if any(n.code == "evicted_buys_gpu_node" for n in landed):
+        warnings.append("evicted_pod_buys_gpu_node")
     return make_plan(
         node,
         1,
@@ -339,6 +349,8 @@ def plan_tier2(
         restarted = [p for group in controllers.values() for p in group if p.key in restarts]
         if not restarts:  # a partition keeps every GPU pod on the old template
             warnings.append("partition_holds_gpu_pods")
+        if any(n.code == "kueue_no_quota" for n in notes):
+            warnings.append("kueue_queue_full")
         placed, stranded = restart_notes(view, restarted, priority=priority_value)
         notes += placed
         if stranded:
@@ -354,7 +366,10 @@ def plan_tier2(
         reversible=True,
         warnings=sorted(set(warnings), key=warnings.index),
         notes=notes,
-        available=bool(restarts) and not stranded and at_risk,
+        available=bool(restarts)
+        and not stranded
+        and at_risk
+        and "kueue_queue_full" not in warnings,
     )
 
 

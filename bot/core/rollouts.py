@@ -22,6 +22,12 @@ controller's rollout, so the plan reads it (``WorkloadInfo``, ``bot.core.workloa
   above it get the new template; the others keep running unchanged (``partition_holds``,
   naming them). They are not restarted, so they are neither in ``restarts`` nor counted in
   a plan's relief (``held_by_partition``).
+- Kueue (pods labelled ``kueue.x-k8s.io/queue-name``): a restarted pod is a new workload to
+  Kueue and goes back through admission in its LocalQueue, waiting for quota (and, with
+  ``waitForPodsReady``, under its timeout) before it runs (``kueue_readmission``). When its
+  ClusterQueue has no quota left for a resource (``QueueInfo.exhausted``, from the queues'
+  status), the restarted pods could not be admitted: note ``kueue_no_quota``, and tiers 2
+  and 3 refuse (warning ``kueue_queue_full``).
 - A Helm release (``app.kubernetes.io/managed-by: Helm``, ``meta.helm.sh/release-name``)
   renders the object from its chart and values: the next ``helm upgrade`` puts the old
   value back (``helm_reverts``, naming the release and the field to set in the values).
@@ -41,6 +47,7 @@ from bot.core.placement import fits, victims
 from bot.core.workloads import WorkloadInfo
 
 MAX_NAMES = 6
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 def _names(items: list[str]) -> str:
@@ -162,6 +169,29 @@ def rollout_notes(
         notes.append(
             PlanNote(code="gitops_reverts", params=ref | {"tool": w.gitops, "app": w.gitops_name})
         )
+    queued = sorted(
+        {p.labels[KUEUE_QUEUE_LABEL] for p in pods if KUEUE_QUEUE_LABEL in p.labels
+         and p.key not in held}
+    )  # fmt: skip
+    if queued:
+        count = sum(1 for p in pods if KUEUE_QUEUE_LABEL in p.labels and p.key not in held)
+        notes.append(
+            PlanNote(
+                code="kueue_readmission",
+                params=ref | {"queue": ", ".join(queued), "count": count},
+            )
+        )
+        for q in view.queues:
+            if q.namespace == namespace and q.name in queued and q.exhausted:
+                notes.append(
+                    PlanNote(
+                        code="kueue_no_quota",
+                        params=ref | {
+                            "queue": q.key, "cluster_queue": q.cluster_queue,
+                            "resources": ", ".join(q.exhausted), "pending": q.pending_workloads,
+                        },
+                    )
+                )  # fmt: skip
     if w.helm_release:
         field = (
             f"spec.template.spec.containers[name={container}].resources.limits.memory"

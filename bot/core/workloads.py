@@ -50,6 +50,24 @@ class PodSlot(_Model):
     requests: dict[str, int] = Field(default_factory=dict)
 
 
+class QueueInfo(_Model):
+    """A Kueue LocalQueue and its ClusterQueue, as Kueue reports them in their status."""
+
+    namespace: str
+    name: str
+    cluster_queue: str | None = None
+    pending_workloads: int = Field(0, description="ClusterQueue status.pendingWorkloads")
+    exhausted: list[str] = Field(
+        default_factory=list,
+        description="resources whose ClusterQueue usage (status.flavorsUsage) has reached the "
+        "quota it may use (nominalQuota, plus borrowingLimit in a cohort)",
+    )
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
 class WorkloadInfo(_Model):
     """A top controller of pods on the node, with what decides how a change reaches them."""
 

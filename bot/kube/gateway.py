@@ -264,6 +264,7 @@ class Gateway:
             gang_pods=context.gang_pods,
             workloads=context.workloads,
             room=context.room,
+            queues=context.queues,
             bot_namespace=self.settings.namespace,
             in_place_resize="pods/resize" in resources,
             events=[objects.parse_event(e) for e in events],

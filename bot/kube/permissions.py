@@ -39,6 +39,9 @@ API_CALLS: tuple[ApiCall, ...] = (
     ApiCall("metrics.k8s.io", "pods", "list"),
     # template patches check the rollout they rely on: a VPA targeting the workload
     ApiCall("autoscaling.k8s.io", "verticalpodautoscalers", "list"),
+    # a restarted Kueue workload re-enters admission: is quota left in its queue?
+    ApiCall("kueue.x-k8s.io", "localqueues", "get"),
+    ApiCall("kueue.x-k8s.io", "clusterqueues", "get"),
     *(ApiCall(group, plural, "get") for group, plural in _CONTROLLERS),
     # the diagnostic Job: the NVIDIA RuntimeClass preflight, then the Job (its FailedCreate
     # events come from the events list above)

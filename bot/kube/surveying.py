@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from bot.core.cluster import PodInfo, RoomOnNode
 from bot.core.gangs import builtin_kind, gang_of
-from bot.core.workloads import WorkloadInfo
+from bot.core.rollouts import KUEUE_QUEUE_LABEL
+from bot.core.workloads import QueueInfo, WorkloadInfo
 from bot.errors import GpunodeError
-from bot.kube import objects, reading
+from bot.kube import objects, queues, reading
 from bot.kube.rollouts import parse_workload
 from bot.kube.tallying import FleetTally
 
@@ -45,6 +46,34 @@ class RemedyContext:
     workloads: list[WorkloadInfo] = field(default_factory=list)
     gang_pods: list[PodInfo] = field(default_factory=list)
     room: list[RoomOnNode] | None = None
+    queues: list[QueueInfo] = field(default_factory=list)
+
+
+async def _queues(gw: Gateway, pods: list[PodInfo], groups: dict[str, str]) -> list[QueueInfo]:
+    """The Kueue LocalQueues the node's pods name (label ``kueue.x-k8s.io/queue-name``) and
+    their ClusterQueues; none when Kueue is not served. A queue that cannot be read is left
+    out (the plans then say only that restarts re-enter admission)."""
+    version = groups.get(queues.GROUP)
+    names = sorted(
+        {(p.namespace, p.labels[KUEUE_QUEUE_LABEL]) for p in pods if KUEUE_QUEUE_LABEL in p.labels}
+    )
+    if version is None or not names:
+        return []
+    out = []
+    for ns, name in names:
+        local = await _optional(
+            gw, f"read LocalQueue {ns}/{name}", queues.read_local_queue, version, ns, name
+        )
+        if local is None:
+            continue
+        cq = (local.get("spec") or {}).get("clusterQueue")
+        cluster = None
+        if cq:
+            cluster = await _optional(
+                gw, f"read ClusterQueue {cq}", queues.read_cluster_queue, version, cq
+            )
+        out.append(queues.parse_queue(local, cluster))
+    return out
 
 
 async def _optional(gw: Gateway, what: str, fn: Any, *args: Any, **kw: Any) -> Any:
@@ -110,14 +139,15 @@ async def survey(
     cache: dict[tuple[str, str, str], Obj | None],
     groups: dict[str, str],
 ) -> RemedyContext:
-    workloads, gang_pods, fleet = await asyncio.gather(
+    workloads, gang_pods, fleet, queued = await asyncio.gather(
         _workloads(gw, pods, cache, groups),
         _gang_pods(gw, node, pods, cache),
         _fleet(gw),
+        _queues(gw, pods, groups),
     )
     room = None if fleet is None else fleet.room()
     workloads = await _with_elsewhere(gw, workloads, node, cache)
-    return RemedyContext(workloads=workloads, gang_pods=gang_pods, room=room)
+    return RemedyContext(workloads=workloads, gang_pods=gang_pods, room=room, queues=queued)
 
 
 def _selector(spec: Obj) -> str | None:

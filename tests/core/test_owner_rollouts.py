@@ -133,3 +133,21 @@ def test_tier2_is_not_offered_when_the_partition_holds_every_gpu_pod() -> None:
     plan = plan_tier2(view(pods, workloads=[w]))
     assert not plan.available and plan.restarts == []
     assert "partition_holds_gpu_pods" in plan.warnings
+
+
+@pytest.mark.parametrize("tier", [2, 3])
+def test_restarts_of_a_kueue_workload_say_they_re_enter_admission(tier: int) -> None:
+    from bot.render.sentences import sentence
+
+    v, d = _cache(partition=1)
+    queue = {"kueue.x-k8s.io/queue-name": "team-a"}
+    gpu = 1 if tier == 2 else 0
+    pods = [_sts_pod(f"cache-{i}", "cache", req=4, lim=32, gpu=gpu, labels=queue) for i in range(4)]
+    v = v.model_copy(update={"pods": pods})
+    plan = plan_tier2(v) if tier == 2 else plan_tier3(v, d)
+    [note] = [n for n in plan.notes if n.code == "kueue_readmission"]
+    # the pods the partition holds do not restart, so they do not re-enter admission
+    assert note.params["queue"] == "team-a" and note.params["count"] == len(plan.restarts) == 3
+    for locale in ("en", "zh-CN"):
+        text = sentence("notes", note.code, note.params, fmt="text", locale=locale, strict=True)
+        assert "team-a" in text and "3" in text

@@ -38,6 +38,9 @@ CLUSTER_RULES = {
     ("node.k8s.io", "runtimeclasses"): {"get"},
     ("resource.k8s.io", "resourceslices"): {"list"},
     ("autoscaling.k8s.io", "verticalpodautoscalers"): {"list"},
+    # a restarted Kueue workload re-enters admission: is quota left in its queue?
+    ("kueue.x-k8s.io", "localqueues"): {"get"},
+    ("kueue.x-k8s.io", "clusterqueues"): {"get"},
     # gpunode doctor: the admission policies are installed and bound (read only)
     ("admissionregistration.k8s.io", "validatingadmissionpolicies"): {"list"},
     ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): {"list"},

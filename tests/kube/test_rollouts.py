@@ -322,3 +322,85 @@ async def test_a_helm_release_is_read_from_the_controller_and_named_in_tier3(
     for locale in ("en", "zh-CN"):
         text = sentence("notes", note.code, note.params, fmt="text", locale=locale, strict=True)
         assert "data-prep/prep" in text and "helm" in text.lower()
+
+
+def _kueue(used_gpus: str, *, cohort: str | None = None) -> list[dict[str, Any]]:
+    """A LocalQueue ``team-a`` in ml-train on ClusterQueue ``gpus`` (8 GPUs nominal), with
+    ``used_gpus`` in use as Kueue reports it in the status."""
+    spec: dict[str, Any] = {
+        "namespaceSelector": {},
+        "resourceGroups": [{
+            "coveredResources": ["nvidia.com/gpu"],
+            "flavors": [{"name": "h100", "resources": [
+                {"name": "nvidia.com/gpu", "nominalQuota": "8"}]}],
+        }],
+    }  # fmt: skip
+    if cohort:
+        spec["cohort"] = cohort
+    return [
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "LocalQueue",
+            "metadata": {"name": "team-a", "namespace": "ml-train"},
+            "spec": {"clusterQueue": "gpus"},
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "ClusterQueue",
+            "metadata": {"name": "gpus"},
+            "spec": spec,
+            "status": {
+                "pendingWorkloads": 2,
+                "flavorsUsage": [
+                    {
+                        "name": "h100",
+                        "resources": [
+                            {"name": "nvidia.com/gpu", "total": used_gpus, "borrowed": "0"}
+                        ],
+                    }
+                ],
+            },
+        },
+    ]
+
+
+@pytest.mark.parametrize(
+    ("used", "cohort", "full"), [("8", None, True), ("4", None, False), ("8", "pool", False)]
+)
+async def test_a_kueue_workload_restart_re_enters_admission_and_is_refused_without_quota(
+    make_gateway: Make, used: str, cohort: str | None, full: bool
+) -> None:
+    trainer = _trainer(labels={"kueue.x-k8s.io/queue-name": "team-a"})
+    gw, _ = await make_gateway(
+        seed_with(
+            [trainer],
+            drop=("train-llm",),
+            crds=["localqueues.kueue.x-k8s.io", "clusterqueues.kueue.x-k8s.io"],
+            objects=_kueue(used, cohort=cohort),
+        )
+    )
+    view = await gw.get_cluster_view(NODE)
+    [queue] = view.queues
+    assert (queue.key, queue.cluster_queue, queue.pending_workloads) == (
+        "ml-train/team-a",
+        "gpus",
+        2,
+    )
+    assert queue.exhausted == (["nvidia.com/gpu"] if full else [])
+    plan = plan_tier2(view)
+    codes = [n.code for n in plan.notes]
+    assert "kueue_readmission" in codes
+    assert ("kueue_no_quota" in codes) is full
+    assert ("kueue_queue_full" in plan.warnings) is full
+    assert plan.available is not full
+
+
+async def test_without_kueue_installed_the_queue_label_only_says_admission(
+    make_gateway: Make,
+) -> None:
+    trainer = _trainer(labels={"kueue.x-k8s.io/queue-name": "team-a"})
+    gw, _ = await make_gateway(seed_with([trainer], drop=("train-llm",)))
+    view = await gw.get_cluster_view(NODE)
+    assert view.queues == []
+    codes = [n.code for n in plan_tier2(view).notes]
+    assert "kueue_readmission" in codes and "kueue_no_quota" not in codes

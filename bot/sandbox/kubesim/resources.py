@@ -177,6 +177,23 @@ CUSTOM: tuple[Resource, ...] = tuple(
         ("autoscaling.k8s.io", "v1", "VerticalPodAutoscaler", "verticalpodautoscalers"),
     )
 )
+#: Kueue's queues (kueue.x-k8s.io): LocalQueue is namespaced, ClusterQueue is not
+CUSTOM = (
+    *CUSTOM,
+    Resource(
+        "kueue.x-k8s.io", "v1beta1", "LocalQueue", "localqueues", True, (), ("status",), crd=True
+    ),
+    Resource(
+        "kueue.x-k8s.io",
+        "v1beta1",
+        "ClusterQueue",
+        "clusterqueues",
+        False,
+        (),
+        ("status",),
+        crd=True,
+    ),
+)
 RESOURCES = RESOURCES + CUSTOM
 
 #: subresource -> (kind, group, version) as reported by discovery

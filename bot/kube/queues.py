@@ -1,0 +1,67 @@
+"""Kueue's LocalQueue and ClusterQueue (``kueue.x-k8s.io``) -> ``QueueInfo``. ``parse_*`` is
+pure; ``read_*`` calls the API (run in threads by the gateway).
+
+Kueue reports a ClusterQueue's use in ``status.flavorsUsage[].resources[].total`` and its
+quota in ``spec.resourceGroups[].flavors[].resources[]`` (``nominalQuota``, and
+``borrowingLimit`` when the queue is in a cohort: without a limit it may borrow whatever the
+cohort has free, which this read cannot see, so such a resource is never called exhausted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from bot.core.quantity import parse_quantity
+from bot.core.workloads import QueueInfo
+from bot.kube.transport import Transport
+
+GROUP = "kueue.x-k8s.io"
+Obj = Mapping[str, Any]
+
+
+def _value(text: Any) -> float:
+    return parse_quantity(str(text)).as_float()
+
+
+def exhausted_resources(cluster_queue: Obj) -> list[str]:
+    """The resources whose usage, summed over flavors, has reached what the queue may use."""
+    spec, status = cluster_queue.get("spec") or {}, cluster_queue.get("status") or {}
+    in_cohort = bool(spec.get("cohort") or spec.get("cohortName"))
+    quota: dict[str, float] = {}
+    unbounded: set[str] = set()
+    for group in spec.get("resourceGroups") or []:
+        for flavor in group.get("flavors") or []:
+            for r in flavor.get("resources") or []:
+                name = str(r.get("name", ""))
+                limit = _value(r.get("nominalQuota", 0))
+                if in_cohort and r.get("borrowingLimit") is None:
+                    unbounded.add(name)
+                elif in_cohort:
+                    limit += _value(r["borrowingLimit"])
+                quota[name] = quota.get(name, 0.0) + limit
+    used: dict[str, float] = {}
+    for flavor in status.get("flavorsUsage") or []:
+        for r in flavor.get("resources") or []:
+            name = str(r.get("name", ""))
+            used[name] = used.get(name, 0.0) + _value(r.get("total", 0))
+    return sorted(n for n, q in quota.items() if n not in unbounded and used.get(n, 0.0) >= q)
+
+
+def parse_queue(local: Obj, cluster: Obj | None) -> QueueInfo:
+    meta = local.get("metadata") or {}
+    return QueueInfo(
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        cluster_queue=(local.get("spec") or {}).get("clusterQueue"),
+        pending_workloads=int(((cluster or {}).get("status") or {}).get("pendingWorkloads") or 0),
+        exhausted=exhausted_resources(cluster) if cluster is not None else [],
+    )
+
+
+def read_local_queue(t: Transport, version: str, namespace: str, name: str) -> Any:
+    return t.get(f"/apis/{GROUP}/{version}/namespaces/{namespace}/localqueues/{name}")
+
+
+def read_cluster_queue(t: Transport, version: str, name: str) -> Any:
+    return t.get(f"/apis/{GROUP}/{version}/clusterqueues/{name}")
