@@ -3,7 +3,8 @@
 An evicted pod's controller recreates it, and the scheduler must place it on another node
 (this one is cordoned). For each evicted pod, in eviction order, over every other node's
 free room (``ClusterView.room``), with the scheduler's filters (``bot.core.placement``:
-cordon, taints vs tolerations, node selector, required node affinity, free requests):
+cordon, taints vs tolerations, node selector, required node affinity, the node affinity of
+its bound PersistentVolumes, free requests):
 
 - it fits somewhere: nothing to say (the room it takes is kept from the pods after it);
 - no node has room, but a node it matches belongs to a pool an autoscaler manages
@@ -15,8 +16,8 @@ cordon, taints vs tolerations, node selector, required node affinity, free reque
 - otherwise it stays Pending (note ``evicted_pending``: no node matches it at all, or none
   has room).
 
-Not modelled: PersistentVolume node affinity and pod (anti)affinity (the view does not
-carry them), and what an autoscaler's pool could offer beyond the nodes it has now.
+Not modelled: pod (anti)affinity (the view does not carry the other nodes' pod labels), and
+what an autoscaler's pool could offer beyond the nodes it has now.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """Where a restarted pod can go: the scheduler's filters, as data. Pure: no I/O.
 
 A node takes a pod when it is not cordoned, every ``NoSchedule``/``NoExecute`` taint is
-tolerated, the node selector and required node affinity match, and the pod's requests fit in
-what the node has free. Preemption (only for ``preemptionPolicy: PreemptLowerPriority``)
+tolerated, the node selector and required node affinity match, every bound
+PersistentVolume's node affinity matches (a local PV keeps the pod on its node: the
+scheduler's VolumeBinding filter), and the pod's requests fit in what the node has free.
+Preemption (only for ``preemptionPolicy: PreemptLowerPriority``)
 removes pods of *lower* priority on one node, lowest first, until the pod fits; there is no
 cross-node preemption (reference kubernetes.md section 3); victims as ``victims`` says.
 """
@@ -56,6 +58,9 @@ def matches_node(pod: PodScheduling, room: RoomOnNode) -> bool:
             return False
     if any(room.labels.get(k) != v for k, v in pod.node_selector.items()):
         return False
+    for volume in pod.volume_terms:  # the PersistentVolumes' node affinity (local PVs)
+        if volume and not any(all(_requirement(r, room.labels) for r in t) for t in volume):
+            return False
     terms = pod.required_terms
     return not terms or any(all(_requirement(r, room.labels) for r in t) for t in terms)
 

@@ -40,6 +40,14 @@ class PodScheduling(_Model):
         default_factory=list, description="nodeAffinity required terms: any term, all of it"
     )
     preemption_policy: str | None = None
+    claims: list[str] = Field(
+        default_factory=list, description="spec.volumes[].persistentVolumeClaim.claimName"
+    )
+    volume_terms: list[list[list[Requirement]]] = Field(
+        default_factory=list,
+        description="per bound PersistentVolume, its nodeAffinity required terms (any term, "
+        "all of it); every volume must be satisfied (a local PV pins the pod to its node)",
+    )
 
 
 class PodSlot(_Model):

@@ -258,6 +258,18 @@ class Gateway:
         keys = {(p["metadata"].get("namespace"), p["metadata"].get("name")) for p in pods}
         infos = [objects.parse_pod(p, owners=c) for p, c in zip(pods, chains, strict=True)]
         context = await survey(self, node, infos, cache, groups)
+        infos = [
+            p.model_copy(
+                update={
+                    "scheduling": p.scheduling.model_copy(
+                        update={"volume_terms": context.volume_terms[p.key]}
+                    )
+                }
+            )
+            if p.scheduling is not None and p.key in context.volume_terms
+            else p
+            for p in infos
+        ]
         return ClusterView(
             node=objects.parse_node(node_obj),
             pods=infos,

@@ -41,6 +41,9 @@ API_CALLS: tuple[ApiCall, ...] = (
     ApiCall("autoscaling.k8s.io", "verticalpodautoscalers", "list"),
     # a restarted Kueue workload re-enters admission: is quota left in its queue?
     ApiCall("kueue.x-k8s.io", "localqueues", "get"),
+    # where an evicted or restarted pod can go: its PersistentVolumes' node affinity
+    ApiCall("", "persistentvolumeclaims", "get"),
+    ApiCall("", "persistentvolumes", "get"),
     ApiCall("kueue.x-k8s.io", "clusterqueues", "get"),
     *(ApiCall(group, plural, "get") for group, plural in _CONTROLLERS),
     # the diagnostic Job: the NVIDIA RuntimeClass preflight, then the Job (its FailedCreate

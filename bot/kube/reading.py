@@ -175,6 +175,15 @@ def list_namespaced_pods(
     return t.list_all(f"/api/v1/namespaces/{namespace}/pods", label_selector=label_selector)
 
 
+def read_pvc(t: Transport, namespace: str, name: str) -> Obj:
+    path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}"
+    return t.get(path)  # type: ignore[no-any-return]
+
+
+def read_pv(t: Transport, name: str) -> Obj:
+    return t.get(f"/api/v1/persistentvolumes/{name}")  # type: ignore[no-any-return]
+
+
 def list_vpas(t: Transport, version: str, namespace: str) -> list[Obj]:
     """VerticalPodAutoscalers of ``namespace`` (only called when autoscaling.k8s.io is served)."""
     return t.list_all(f"/apis/{VPA_GROUP}/{version}/namespaces/{namespace}/verticalpodautoscalers")

@@ -67,7 +67,28 @@ def parse_scheduling(pod: Obj) -> PodScheduling:
         node_selector={str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()},
         required_terms=terms,
         preemption_policy=spec.get("preemptionPolicy"),
+        claims=sorted(
+            str(v["persistentVolumeClaim"].get("claimName", ""))
+            for v in spec.get("volumes") or []
+            if isinstance(v.get("persistentVolumeClaim"), dict)
+        ),
     )
+
+
+def parse_volume_terms(pv: Obj) -> list[list[Requirement]]:
+    """A PersistentVolume's ``spec.nodeAffinity.required`` terms ([] when it has none)."""
+    required = ((pv.get("spec") or {}).get("nodeAffinity") or {}).get("required") or {}
+    return [
+        [
+            Requirement(
+                key=str(e.get("key", "")),
+                operator=str(e.get("operator", "")),
+                values=[str(v) for v in e.get("values") or []],
+            )
+            for e in term.get("matchExpressions") or []
+        ]
+        for term in required.get("nodeSelectorTerms") or []
+    ]
 
 
 def parse_room(node: Obj, pods: Iterable[Obj], *, slots: bool) -> RoomOnNode:

@@ -26,10 +26,11 @@ from typing import TYPE_CHECKING, Any
 from bot.core.cluster import PodInfo, RoomOnNode
 from bot.core.gangs import builtin_kind, gang_of
 from bot.core.rollouts import KUEUE_QUEUE_LABEL
-from bot.core.workloads import QueueInfo, WorkloadInfo
+from bot.core.workloads import QueueInfo, Requirement, WorkloadInfo
 from bot.errors import GpunodeError
 from bot.kube import objects, queues, reading
 from bot.kube.rollouts import parse_workload
+from bot.kube.scheduling import parse_volume_terms
 from bot.kube.tallying import FleetTally
 
 if TYPE_CHECKING:
@@ -47,6 +48,35 @@ class RemedyContext:
     gang_pods: list[PodInfo] = field(default_factory=list)
     room: list[RoomOnNode] | None = None
     queues: list[QueueInfo] = field(default_factory=list)
+    #: pod key -> its bound PersistentVolumes' node affinity terms (pods with claims only)
+    volume_terms: dict[str, list[list[list[Requirement]]]] = field(default_factory=dict)
+
+
+async def _volume_terms(
+    gw: Gateway, pods: list[PodInfo]
+) -> dict[str, list[list[list[Requirement]]]]:
+    """Where each pod's PersistentVolumes let it run: PVC -> bound PV -> ``spec.nodeAffinity``
+    (a local PV names its node). A claim not bound yet, or not readable, constrains nothing
+    here (WaitForFirstConsumer binds at scheduling)."""
+    out: dict[str, list[list[list[Requirement]]]] = {}
+    seen: dict[str, list[list[Requirement]]] = {}
+    for pod in pods:
+        claims = pod.scheduling.claims if pod.scheduling is not None else []
+        terms = []
+        for claim in claims:
+            pvc = await _optional(gw, f"read PVC {pod.namespace}/{claim}", reading.read_pvc,
+                                  pod.namespace, claim)  # fmt: skip
+            volume = ((pvc or {}).get("spec") or {}).get("volumeName")
+            if not volume:
+                continue
+            if volume not in seen:
+                pv = await _optional(gw, f"read PV {volume}", reading.read_pv, volume)
+                seen[volume] = parse_volume_terms(pv) if pv else []
+            if seen[volume]:
+                terms.append(seen[volume])
+        if terms:
+            out[pod.key] = terms
+    return out
 
 
 async def _queues(gw: Gateway, pods: list[PodInfo], groups: dict[str, str]) -> list[QueueInfo]:
@@ -139,15 +169,18 @@ async def survey(
     cache: dict[tuple[str, str, str], Obj | None],
     groups: dict[str, str],
 ) -> RemedyContext:
-    workloads, gang_pods, fleet, queued = await asyncio.gather(
+    workloads, gang_pods, fleet, queued, volumes = await asyncio.gather(
         _workloads(gw, pods, cache, groups),
         _gang_pods(gw, node, pods, cache),
         _fleet(gw),
         _queues(gw, pods, groups),
+        _volume_terms(gw, pods),
     )
     room = None if fleet is None else fleet.room()
     workloads = await _with_elsewhere(gw, workloads, node, cache)
-    return RemedyContext(workloads=workloads, gang_pods=gang_pods, room=room, queues=queued)
+    return RemedyContext(
+        workloads=workloads, gang_pods=gang_pods, room=room, queues=queued, volume_terms=volumes
+    )
 
 
 def _selector(spec: Obj) -> str | None:

@@ -102,3 +102,18 @@ def test_every_landing_note_and_warning_is_worded_in_each_locale() -> None:
             assert str(n.params["pod"]) in text
         for w in plan.warnings:
             assert sentence("warnings", w, {}, fmt="text", locale=locale, strict=True)
+
+
+def test_a_pod_on_a_local_volume_of_this_node_stays_pending_once_evicted() -> None:
+    from bot.core.workloads import Requirement
+
+    here = [[Requirement(key="kubernetes.io/hostname", operator="In", values=["n1"])]]
+    prep = _cpu_pod("prep", 1, volume_terms=[here])
+    other = _room("cpu-1", 500, labels={"kubernetes.io/hostname": "cpu-1"})
+    plan = _plan([prep], [other])
+    [note] = [n for n in plan.notes if n.code.startswith("evicted")]
+    assert note.code == "evicted_pending" and note.params["why"] == "no_match"
+    # the same pod with its volume on cpu-1 lands there
+    there = [[Requirement(key="kubernetes.io/hostname", operator="In", values=["cpu-1"])]]
+    plan = _plan([_cpu_pod("prep", 1, volume_terms=[there])], [other])
+    assert not any(n.code.startswith("evicted") for n in plan.notes)

@@ -40,6 +40,8 @@ CLUSTER_RULES = {
     ("autoscaling.k8s.io", "verticalpodautoscalers"): {"list"},
     # a restarted Kueue workload re-enters admission: is quota left in its queue?
     ("kueue.x-k8s.io", "localqueues"): {"get"},
+    ("", "persistentvolumeclaims"): {"get"},
+    ("", "persistentvolumes"): {"get"},
     ("kueue.x-k8s.io", "clusterqueues"): {"get"},
     # gpunode doctor: the admission policies are installed and bound (read only)
     ("admissionregistration.k8s.io", "validatingadmissionpolicies"): {"list"},

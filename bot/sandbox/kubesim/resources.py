@@ -121,6 +121,10 @@ RESOURCES: tuple[Resource, ...] = (
         ("scale", "status"),
     ),
     Resource("", "v1", "ConfigMap", "configmaps", True, ("cm",)),
+    Resource(
+        "", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, ("pvc",), ("status",)
+    ),
+    Resource("", "v1", "PersistentVolume", "persistentvolumes", False, ("pv",), ("status",)),
     Resource("", "v1", "Secret", "secrets", True),
     Resource(
         "policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ("pdb",), ("status",)
