@@ -16,8 +16,11 @@ its bound PersistentVolumes, free requests):
 - otherwise it stays Pending (note ``evicted_pending``: no node matches it at all, or none
   has room).
 
-Not modelled: pod (anti)affinity (the view does not carry the other nodes' pod labels), and
-what an autoscaler's pool could offer beyond the nodes it has now.
+Pod anti-affinity is modelled for its common form, a required anti-affinity per node against
+the pod's own labels (one replica per node): nodes where a sibling replica runs are out
+(``sibling_nodes``, from the controller's replicas elsewhere). Other pod (anti)affinity is
+not (the view does not carry other nodes' pod labels), nor what an autoscaler's pool could
+offer beyond the nodes it has now.
 """
 
 from __future__ import annotations
@@ -38,6 +41,17 @@ def is_gpu_room(room: RoomOnNode) -> bool:
     )
 
 
+def sibling_nodes(view: ClusterView, pod: PodInfo) -> set[str]:
+    """The nodes where the pod's top controller runs other replicas (``elsewhere``)."""
+    owner = pod.top_owner
+    if owner is None:
+        return set()
+    for w in view.workloads:
+        if (w.kind, w.namespace, w.name) == (owner.kind, pod.namespace, owner.name):
+            return {node for key, node in w.elsewhere.items() if key != pod.key}
+    return set()
+
+
 def _take(room: RoomOnNode, requests: dict[str, int]) -> RoomOnNode:
     free = dict(room.free)
     for k, v in requests.items():
@@ -55,7 +69,8 @@ def landing_notes(view: ClusterView, evicted: list[PodInfo]) -> list[PlanNote]:
         sched = pod.scheduling
         if sched is None:
             continue
-        matching = [r for r in rooms.values() if matches_node(sched, r)]
+        taken = sibling_nodes(view, pod) if sched.spread_from_siblings else set()
+        matching = [r for r in rooms.values() if matches_node(sched, r) and r.name not in taken]
         fitting = [r for r in matching if not short_of(sched.requests, r.free)]
         if fitting:
             best = max(fitting, key=lambda r: (r.free.get("memory", 0), r.name))

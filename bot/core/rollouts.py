@@ -43,6 +43,7 @@ import math
 
 from bot.core.actions import PlanNote
 from bot.core.cluster import ClusterView, PodInfo, RoomOnNode
+from bot.core.landing import sibling_nodes
 from bot.core.placement import fits, victims
 from bot.core.workloads import WorkloadInfo
 
@@ -228,7 +229,13 @@ def restart_notes(
         home = next((r for r in rooms if r.name == view.node.name), None)
         if home is not None and fits(sched, home):
             continue
-        targets = [r.name for r in rooms if r.name != view.node.name and fits(sched, r)]
+        # kept apart from its replicas (required anti-affinity per node): not beside one
+        apart = sibling_nodes(view, pod) if sched.spread_from_siblings else set()
+        targets = [
+            r.name
+            for r in rooms
+            if r.name != view.node.name and r.name not in apart and fits(sched, r)
+        ]
         cordoned = view.node.unschedulable
         if targets:
             code = "restart_moves_cordoned" if cordoned else "restart_moves"

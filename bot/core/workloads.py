@@ -40,6 +40,11 @@ class PodScheduling(_Model):
         default_factory=list, description="nodeAffinity required terms: any term, all of it"
     )
     preemption_policy: str | None = None
+    spread_from_siblings: bool = Field(
+        False,
+        description="a required podAntiAffinity on kubernetes.io/hostname that selects the "
+        "pod's own labels: no two of its replicas on one node",
+    )
     claims: list[str] = Field(
         default_factory=list, description="spec.volumes[].persistentVolumeClaim.claimName"
     )

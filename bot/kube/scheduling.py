@@ -67,11 +67,45 @@ def parse_scheduling(pod: Obj) -> PodScheduling:
         node_selector={str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()},
         required_terms=terms,
         preemption_policy=spec.get("preemptionPolicy"),
+        spread_from_siblings=spreads_from_siblings(pod),
         claims=sorted(
             str(v["persistentVolumeClaim"].get("claimName", ""))
             for v in spec.get("volumes") or []
             if isinstance(v.get("persistentVolumeClaim"), dict)
         ),
+    )
+
+
+def _selects(selector: Obj, labels: Mapping[str, str]) -> bool:
+    """A label selector (matchLabels, matchExpressions) that matches ``labels``."""
+    if not selector:
+        return False
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for e in selector.get("matchExpressions") or []:
+        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
+        present = key in labels
+        if (
+            (op == "In" and labels.get(key) not in values)
+            or (op == "NotIn" and present and labels.get(key) in values)
+            or (op == "Exists" and not present)
+            or (op == "DoesNotExist" and present)
+        ):
+            return False
+    return True
+
+
+def spreads_from_siblings(pod: Obj) -> bool:
+    """A required pod anti-affinity, per node (``kubernetes.io/hostname``), against the pod's
+    own labels: its replicas never share a node."""
+    spec, labels = pod.get("spec") or {}, (pod.get("metadata") or {}).get("labels") or {}
+    anti = ((spec.get("affinity") or {}).get("podAntiAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or []
+    return any(
+        t.get("topologyKey") == "kubernetes.io/hostname"
+        and _selects(t.get("labelSelector") or {}, labels)
+        for t in anti
     )
 
 

@@ -117,3 +117,21 @@ def test_a_pod_on_a_local_volume_of_this_node_stays_pending_once_evicted() -> No
     there = [[Requirement(key="kubernetes.io/hostname", operator="In", values=["cpu-1"])]]
     plan = _plan([_cpu_pod("prep", 1, volume_terms=[there])], [other])
     assert not any(n.code.startswith("evicted") for n in plan.notes)
+
+
+def test_a_pod_kept_apart_from_its_replicas_does_not_land_beside_one() -> None:
+    from bot.core.workloads import WorkloadInfo
+
+    prep = _cpu_pod("prep", 1, spread_from_siblings=True)
+    owner = prep.owners[0]  # type: ignore[attr-defined]
+    w = WorkloadInfo(kind=owner.kind, namespace="ml", name=owner.name,
+                     elsewhere={"ml/prep-b": "cpu-1"})  # fmt: skip
+    v = view([prep], room=[_room("n1", 0), _room("cpu-1", 500)], workloads=[w])  # type: ignore[list-item]
+    [note] = [n for n in plan_tier1(v).notes if n.code.startswith("evicted")]
+    assert note.code == "evicted_pending"
+    # without the anti-affinity it lands beside its sibling
+    free = prep.model_copy(  # type: ignore[attr-defined]
+        update={"scheduling": prep.scheduling.model_copy(update={"spread_from_siblings": False})}  # type: ignore[attr-defined]
+    )
+    v = v.model_copy(update={"pods": [free]})
+    assert not any(n.code.startswith("evicted") for n in plan_tier1(v).notes)

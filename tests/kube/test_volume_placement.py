@@ -82,3 +82,26 @@ async def test_a_pod_whose_volume_is_elsewhere_lands_there(make_gateway: Make) -
     [prep] = [p for p in view.pods if p.name.startswith("preprocess-")]
     assert prep.key in plan.blast_radius
     assert not [n for n in plan.notes if n.params.get("pod") == prep.key]
+
+
+def test_a_required_anti_affinity_against_its_own_labels_is_read() -> None:
+    from bot.kube.scheduling import parse_scheduling
+
+    term = {"topologyKey": "kubernetes.io/hostname",
+            "labelSelector": {"matchLabels": {"app": "prep"}}}  # fmt: skip
+    pod: dict[str, Any] = {
+        "metadata": {"labels": {"app": "prep", "tier": "batch"}},
+        "spec": {"containers": [], "affinity": {"podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [term]}}},
+    }  # fmt: skip
+    assert parse_scheduling(pod).spread_from_siblings
+    zone = dict(term, topologyKey="topology.kubernetes.io/zone")
+    pod["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = [
+        zone
+    ]
+    assert not parse_scheduling(pod).spread_from_siblings  # per zone: not modelled
+    other = dict(term, labelSelector={"matchLabels": {"app": "web"}})
+    pod["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = [
+        other
+    ]
+    assert not parse_scheduling(pod).spread_from_siblings
