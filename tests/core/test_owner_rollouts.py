@@ -151,3 +151,31 @@ def test_restarts_of_a_kueue_workload_say_they_re_enter_admission(tier: int) -> 
     for locale in ("en", "zh-CN"):
         text = sentence("notes", note.code, note.params, fmt="text", locale=locale, strict=True)
         assert "team-a" in text and "3" in text
+
+
+NEW_WARNINGS = [
+    "guaranteed_within_requests",
+    "partition_holds_offender",
+    "partition_holds_gpu_pods",
+    "kueue_queue_full",
+    "evicted_pod_buys_gpu_node",
+]
+NEW_NOTES = {
+    "partition_holds": {"workload": "StatefulSet/ml/cache", "partition": 2, "count": 2,
+                        "pods": "ml/cache-0, ml/cache-1"},
+    "kueue_no_quota": {"workload": "StatefulSet/ml/cache", "queue": "ml/team-a",
+                       "cluster_queue": "gpus", "resources": "nvidia.com/gpu", "pending": 2},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("locale", ["en", "zh-CN"])
+def test_the_new_warnings_and_notes_are_worded_in_each_locale(locale: str) -> None:
+    from bot.render.sentences import sentence
+
+    for code in NEW_WARNINGS:
+        assert sentence("warnings", code, {}, fmt="text", locale=locale, strict=True)
+    for code, params in NEW_NOTES.items():
+        text = sentence("notes", code, params, fmt="text", locale=locale, strict=True)
+        for key, value in params.items():
+            if (code, key) != ("kueue_no_quota", "workload"):  # kueue_readmission names it
+                assert str(value) in text, (code, value)
