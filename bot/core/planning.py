@@ -20,7 +20,7 @@ pods without a controller unless ``force_unmanaged`` (nothing would recreate the
 Terminating and finished pods are skipped silently. Evicted ``batch/v1`` Job pods get a note
 on ``backoffLimit`` (``bot.core.safety``).
 
-Before eviction, each evicted pod's landing is checked (``bot.core.landing``): a pod that
+Before eviction, each evicted pod's landing is checked (``bot.core.destinations``): a pod that
 fits nowhere but matches an autoscaled pool makes the autoscaler add a node (a GPU node,
 for a CPU pod pinned to the GPU pool: warning ``evicted_pod_buys_gpu_node``), else it
 stays Pending; notes name each such pod.
@@ -76,9 +76,9 @@ from bot.core.actions import (
 from bot.core.autoscalers import pod_protection, protection_to_add
 from bot.core.caps import Holdings, plan_tier3
 from bot.core.cluster import ClusterView, PodInfo
+from bot.core.destinations import landing_notes
 from bot.core.findings import Diagnosis
 from bot.core.gangs import builtin_kind, gang_of
-from bot.core.landing import landing_notes
 from bot.core.plans import HEADROOM_MIN, make_plan, plan_id, relief_target
 from bot.core.refs import ObjectRef
 from bot.core.relief import runbook_plan, with_relief

@@ -43,7 +43,7 @@ import math
 
 from bot.core.actions import PlanNote
 from bot.core.cluster import ClusterView, PodInfo, RoomOnNode
-from bot.core.landing import sibling_nodes
+from bot.core.destinations import sibling_nodes
 from bot.core.placement import fits, victims
 from bot.core.workloads import WorkloadInfo
 

@@ -160,7 +160,7 @@ NEW_WARNINGS = [
     "kueue_queue_full",
     "evicted_pod_buys_gpu_node",
 ]
-NEW_NOTES = {
+NEW_NOTES: dict[str, dict[str, str | int | None]] = {
     "partition_holds": {"workload": "StatefulSet/ml/cache", "partition": 2, "count": 2,
                         "pods": "ml/cache-0, ml/cache-1"},
     "kueue_no_quota": {"workload": "StatefulSet/ml/cache", "queue": "ml/team-a",
