@@ -20,7 +20,10 @@ async def _run(args: argparse.Namespace) -> list[doctor.Row]:
     gateway = gateway_from_args(args)
     try:
         rows = await doctor.check_cluster(
-            gateway, namespace, lease=bool(settings.leader.lease_name)
+            gateway,
+            namespace,
+            lease=bool(settings.leader.lease_name),
+            collector_mode=settings.kube.collector_mode,
         )
     finally:
         gateway.close()
