@@ -27,7 +27,6 @@ from bot.sandbox.kubesim import KubeSim
 from bot.sandbox.kubesim.access import API_AUDIENCES
 from bot.sandbox.kubesim.hosttree import write_host_tree
 from bot.sandbox.kubesim.kustomize import find, render
-from bot.sandbox.kubesim.resources import STORED
 
 ROOT = Path(__file__).resolve().parents[2]
 OVERLAY = ROOT / "deploy" / "overlays" / "daemonset"
@@ -126,14 +125,20 @@ def agent_daemonset() -> dict[str, Any]:
     return copy.deepcopy(find(render(OVERLAY), "DaemonSet", "gpunode-agent"))
 
 
+def install_daemonset(sim: KubeSim, obj: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The agent DaemonSet as ``kubectl apply`` leaves it (seeded: the stand-in's DaemonSet
+    controller only replaces the pods it owns, it does not place them)."""
+    obj = obj or agent_daemonset()
+    found = sim.api.store.get("daemonsets", NAMESPACE, obj["metadata"]["name"])
+    return found if found is not None else sim.api.seed(obj, validate=True)
+
+
 def place_agent_pod(
     sim: KubeSim, node: str, address: str, *, owner: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """The agent DaemonSet (created once) and a pod of it on ``node`` at ``address``;
     ``owner``: another controller to own the pod instead (an impostor's)."""
-    ds = sim.api.store.get("daemonsets", NAMESPACE, "gpunode-agent")
-    if ds is None:
-        ds = sim.api.create(STORED["daemonsets"], NAMESPACE, agent_daemonset())
+    ds = install_daemonset(sim)
     ctrl = owner or ds
     name = f"{ctrl['metadata']['name']}-{node[-6:]}"
     pod = sim.controllers._create_pod(
