@@ -134,7 +134,7 @@ async def test_a_pod_whose_owner_reference_names_the_daemonset_with_another_uid_
     setup: Setup,
 ) -> None:
     impostor = setup.agent("127.0.0.4")
-    place_agent_pod(setup.sim, NODE, "127.0.0.9")  # the real DaemonSet exists (its pod elsewhere)
+    place_agent_pod(setup.sim, NODE, "127.0.0.9")  # the real DaemonSet and its pod exist
     ds = setup.sim.api.store.get("daemonsets", "gpunode", "gpunode-agent")
     assert ds is not None
     forged = {**ds, "metadata": {**ds["metadata"], "uid": "0f0f0000-0000-4000-8000-000000000000"}}
