@@ -90,6 +90,8 @@ class Agent:
     nvml_module: ModuleType | Any | None = None
     max_response_bytes: int = MAX_RESPONSE_BYTES
     review_timeout_s: float = REVIEW_TIMEOUT_S
+    request_timeout_s: float = REQUEST_TIMEOUT_S
+    max_connections: int = MAX_CONNECTIONS
     busy: threading.Lock = field(default_factory=threading.Lock)
 
     def _review(self, token: str) -> dict[str, Any]:
@@ -177,10 +179,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     server: AgentServer
     server_version = "gpunode-agent"
     sys_version = ""
-    timeout = REQUEST_TIMEOUT_S
+    timeout = None  # set per connection in setup, from the agent's request_timeout_s
 
     def setup(self) -> None:
-        self.request.settimeout(self.timeout)
+        self.request.settimeout(self.server.agent.request_timeout_s)
         if isinstance(self.request, ssl.SSLSocket):
             self.request.do_handshake()  # here, in this connection's thread, under the timeout
         super().setup()
@@ -231,14 +233,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 
 class AgentServer(http.server.ThreadingHTTPServer):
-    """The agent's HTTPS server: one thread per connection, at most ``MAX_CONNECTIONS``."""
+    """The agent's HTTPS server: one thread per connection, at most ``agent.max_connections``
+    (more are closed at once, before any TLS)."""
 
     daemon_threads = True
 
     def __init__(self, address: tuple[str, int], agent: Agent, tls: ssl.SSLContext | None) -> None:
         self.agent = agent
         self.tls = tls
-        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.slots = threading.BoundedSemaphore(agent.max_connections)
         super().__init__(address, _Handler)
 
     def get_request(self) -> tuple[socket.socket, Any]:

@@ -234,3 +234,50 @@ async def test_the_token_is_never_logged(
     logged = caplog.text
     assert "GET /v1/evidence" in logged  # the access log is there ...
     assert good not in logged and other not in logged  # ... without the tokens
+
+
+async def test_an_idle_connection_is_closed_by_the_agents_request_timeout(
+    make_agent: Callable[..., RunningAgent],
+) -> None:
+    agent = make_agent(request_timeout_s=1.0)
+
+    def idle() -> bytes:
+        # connects, sends nothing; without the agent's timeout this recv waits 120 s and
+        # raises TimeoutError
+        with socket.create_connection((agent.address, agent.port), timeout=120) as sock:
+            return sock.recv(1)
+
+    assert await asyncio.to_thread(idle) == b""
+
+
+async def test_connections_beyond_the_cap_are_closed_before_tls(
+    cluster: KubeSim, tls: Tls, make_agent: Callable[..., RunningAgent]
+) -> None:
+    agent = make_agent(max_connections=2, request_timeout_s=120.0)
+    context = ssl.create_default_context(cafile=str(tls.ca))
+
+    def third_while_two_are_open() -> str:
+        held = [socket.create_connection((agent.address, agent.port), timeout=60)
+                for _ in range(2)]  # fmt: skip
+        try:
+            raw = socket.create_connection((agent.address, agent.port), timeout=60)
+            try:
+                context.wrap_socket(raw, server_hostname=SERVER_NAME).close()
+            except (ssl.SSLError, ConnectionError) as exc:
+                return type(exc).__name__
+            return "handshake done"
+        finally:
+            for sock in held:
+                sock.close()
+
+    refused = await asyncio.to_thread(third_while_two_are_open)
+    status = 0
+    for _ in range(120):  # the held connections' threads end as they see them closed
+        try:
+            status, _, _ = await asyncio.to_thread(ask, agent, tls, token=bot_token(cluster))
+            break
+        except (ssl.SSLError, ConnectionError):
+            await asyncio.sleep(0.5)
+
+    assert refused != "handshake done"
+    assert status == 200  # the slots came back when the held connections closed

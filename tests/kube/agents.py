@@ -94,6 +94,8 @@ def start_agent(
     audience: str = AUDIENCE,
     api_token: str | None = None,
     max_response_bytes: int = 16 * 1024 * 1024,
+    request_timeout_s: float = 10.0,
+    max_connections: int = 8,
 ) -> RunningAgent:
     """The agent of ``node`` serving HTTPS on ``address`` (an ephemeral port)."""
     root = folder / "host" / node
@@ -114,6 +116,8 @@ def start_agent(
         node_name=node,
         nvml_module=load_fake_nvml(str(spec)) if spec is not None else None,
         max_response_bytes=max_response_bytes,
+        request_timeout_s=request_timeout_s,
+        max_connections=max_connections,
     )
     server = AgentServer((address, 0), agent, server_tls(str(tls.cert), str(tls.key)))
     thread = threading.Thread(target=server.serve_forever, name=f"agent-{node}", daemon=True)
