@@ -281,3 +281,29 @@ async def test_connections_beyond_the_cap_are_closed_before_tls(
 
     assert refused != "handshake done"
     assert status == 200  # the slots came back when the held connections closed
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"--allow": "bob"}, "--allow must name the bot's ServiceAccount"),
+        ({"--tls-key": "/nonexistent/tls.key"}, "mount the gpunode-agent-tls Secret"),
+        ({"--api-server": "file:///etc/passwd"}, "--api-server must be an https://"),
+        ({"--max-response-bytes": "10"}, "--max-response-bytes >= 1024"),
+    ],
+)
+def test_gpunode_agent_refuses_bad_settings_saying_what_to_do(
+    tls: Tls, capsys: pytest.CaptureFixture[str], change: dict[str, str], says: str
+) -> None:
+    from bot.cli.main import main
+
+    args = {
+        "--tls-cert": str(tls.cert), "--tls-key": str(tls.key),
+        "--allow": "system:serviceaccount:gpunode:gpunode",
+        "--api-server": "https://127.0.0.1:6443", "--port": "0", **change,
+    }  # fmt: skip
+
+    code = main(["agent", *(x for pair in args.items() for x in pair)])
+
+    assert code == 1
+    assert says in capsys.readouterr().err
