@@ -7,6 +7,7 @@ or one without the agents' certificate, never sees the token."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -218,3 +219,41 @@ async def test_doctor_in_daemonset_mode_needs_no_job_rights_and_finds_the_agent(
     missing = {r.what for r in in_job_mode if r.level == "FAIL" and r.area == "grants"}
     assert "missing: create jobs (batch) in its namespace" in missing
     assert "missing: get runtimeclasses (node.k8s.io) cluster-wide" in missing
+
+
+async def test_gpunode_diagnose_in_daemonset_mode_reaches_the_job_modes_verdict(
+    setup: Setup,
+    make_kubesim: Make,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from bot.cli import main
+
+    job_cluster = await make_kubesim("seed")  # deploy/base: the Job mode's rights
+    agent = setup.agent("127.0.0.10")
+    place_agent_pod(setup.sim, NODE, "127.0.0.10")
+    token_file = setup.folder / "cli-agent-token"
+    token_file.write_text(setup.sim.authn.issue("gpunode", "gpunode", (AUDIENCE,)))
+    monkeypatch.delenv("GPUNODE_CONFIG", raising=False)
+    monkeypatch.setenv("GPUNODE_KUBE__NAMESPACE", "gpunode")
+    monkeypatch.setenv("GPUNODE_KUBE__VERIFY_TLS", "false")
+
+    def diagnose(url: str) -> dict[str, Any]:
+        assert main(["diagnose", NODE, "--server", url, "--token", BOT_TOKEN,
+                     "--format", "json", "--quiet"]) == 0  # fmt: skip
+        return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+
+    by_job = await asyncio.to_thread(diagnose, job_cluster.url)
+    for name, value in {
+        "COLLECTOR_MODE": "daemonset",
+        "AGENT_PORT": str(agent.port),
+        "AGENT_CA_FILE": str(setup.tls.ca),
+        "AGENT_TOKEN_FILE": str(token_file),
+    }.items():
+        monkeypatch.setenv(f"GPUNODE_KUBE__{name}", value)
+    by_agent = await asyncio.to_thread(diagnose, setup.sim.url)
+
+    assert _job_requests(setup.sim) == [] and _job_requests(job_cluster) != []
+    assert by_agent["verdict"]["cause"] == by_job["verdict"]["cause"]
+    assert {f["code"] for f in by_agent["findings"]} == {f["code"] for f in by_job["findings"]}
+    assert len(setup.seen[0]) == 1
