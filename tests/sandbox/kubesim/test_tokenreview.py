@@ -130,3 +130,28 @@ async def test_a_token_bound_to_a_pod_names_it_and_dies_with_it(make_kubesim: Ma
     sim.api.store.remove("pods", ns, pod["metadata"]["name"])
     _, body = await kube_call(sim.url, "POST", REVIEWS, body=review(token, ["gpunode-agent"]))
     assert "authenticated" not in body["status"]
+
+
+async def test_the_official_client_reads_the_review_into_its_model(make_kubesim: Make) -> None:
+    import asyncio
+
+    from kubernetes import client
+
+    from tests.conftest import kube_client_config
+
+    sim = await make_kubesim("seed", access_dir=OVERLAY)
+    bot = sim.authn.issue("gpunode", "gpunode", ("gpunode-agent",))
+    config = kube_client_config(sim.url, token=service_account_token("gpunode", "gpunode-agent"))
+
+    def create() -> Any:
+        with client.ApiClient(config) as api:
+            body = client.V1TokenReview(
+                spec=client.V1TokenReviewSpec(token=bot, audiences=["gpunode-agent"])
+            )
+            return client.AuthenticationV1Api(api).create_token_review(body)
+
+    answer = await asyncio.to_thread(create)
+
+    assert answer.status.authenticated is True
+    assert answer.status.user.username == "system:serviceaccount:gpunode:gpunode"
+    assert answer.status.audiences == ["gpunode-agent"]
