@@ -32,6 +32,7 @@ from tests.kube.agents import (
     start_agent,
 )
 from tests.kube.conftest import settings_for
+from tests.services.test_doctor import run_doctor, store_env  # noqa: F401 (a fixture)
 
 NODE = "gpu-node-01"
 Make = Callable[..., Awaitable[KubeSim]]
@@ -257,3 +258,21 @@ async def test_gpunode_diagnose_in_daemonset_mode_reaches_the_job_modes_verdict(
     assert by_agent["verdict"]["cause"] == by_job["verdict"]["cause"]
     assert {f["code"] for f in by_agent["findings"]} == {f["code"] for f in by_job["findings"]}
     assert len(setup.seen[0]) == 1
+
+
+@pytest.mark.usefixtures("store_env")
+async def test_gpunode_doctor_in_daemonset_mode_exits_zero_on_the_overlay(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = setup.agent("127.0.0.11")
+    for node in ("gpu-node-01", "gpu-node-02"):
+        place_agent_pod(setup.sim, node, "127.0.0.11")
+    monkeypatch.setenv("GPUNODE_KUBE__COLLECTOR_MODE", "daemonset")
+    monkeypatch.setenv("GPUNODE_KUBE__AGENT_PORT", str(agent.port))
+
+    code, text = await asyncio.to_thread(run_doctor, setup.sim)
+
+    print(text)
+    assert code == 0, text
+    assert "(daemonset mode)" in text and "the collector agent runs" in text
+    assert "extra:" not in text and "missing:" not in text
