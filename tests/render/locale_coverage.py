@@ -128,7 +128,13 @@ def coverage_problems(root: Path, expected: tuple[str, ...] = ()) -> list[str]:
     folder). ``expected`` locales must exist for every kind."""
     problems: list[str] = []
     all_locales = sorted(
-        {p.name for kind in KINDS if (root / kind).is_dir() for p in (root / kind).iterdir()}
+        {
+            p.name
+            for kind in KINDS
+            if (root / kind).is_dir()
+            for p in (root / kind).iterdir()
+            if p.is_dir()
+        }
         | set(expected)
     )
     for kind in KINDS:

@@ -41,10 +41,10 @@ BREAKAGES = [
     ),
     (
         "a parameter added",
-        "slack/zh-CN/watching.j2",
-        "{% macro undo_in_place(pl) %}",
-        "{% macro undo_in_place(pl, extra) %}",
-        "undo_in_place(pl, extra) differs",
+        "sentences/zh-CN/findings.j2",
+        "{% macro MEMORY_PRESSURE_STALL(p) %}",
+        "{% macro MEMORY_PRESSURE_STALL(p, extra) %}",
+        "MEMORY_PRESSURE_STALL(p, extra) differs",
     ),
     (
         "a lookup key dropped",
