@@ -16,6 +16,7 @@ Kube manifests (``templates/kube/...``) are not localised and are loaded by plai
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -46,11 +47,33 @@ def template_root() -> Path:
     raise FileNotFoundError("gpunode templates not found (reinstall the package)")
 
 
+class _Loader(jinja2.FileSystemLoader):
+    """The templates folder, where an import of a per-locale copy that has been merged into
+    one layout (``sentences/en/common.j2`` -> ``sentences/common.j2``) finds the merged one:
+    the words then come from the importing environment's catalog."""
+
+    def get_source(
+        self, environment: jinja2.Environment, template: str
+    ) -> tuple[str, str, Callable[[], bool]]:
+        try:
+            return super().get_source(environment, template)
+        except jinja2.TemplateNotFound:
+            parts = template.split("/")
+            if len(parts) == 3 and parts[1] in _FOLDERS:
+                return super().get_source(environment, f"{parts[0]}/{parts[2]}")
+            raise
+
+
+#: the per-locale template folders still present while the pairs are being merged
+_FOLDERS = frozenset({*LOCALES, catalogs.PSEUDO_LOCALE})
+
+
 @cache
-def get_environment(locale: str = DEFAULT_LOCALE) -> jinja2.Environment:
+def get_environment(locale: str = DEFAULT_LOCALE, *, html: bool = False) -> jinja2.Environment:
     """The shared environment of one render locale (cached). Autoescape is off: each format
     escapes its own way, explicitly, through the filters (``mrkdwn``, ``md``) or pre-escaped
-    view models.
+    view models. ``html=True``: the same with HTML autoescape on (the postmortem's HTML: every
+    value is escaped unless a template marks it safe).
 
     ``jinja2.ext.i18n`` with the locale's catalog installed (new-style gettext: ``_("…
     %(node)s", node=x)``, ``{% trans %}`` blocks trimmed of layout whitespace), and the
@@ -58,9 +81,9 @@ def get_environment(locale: str = DEFAULT_LOCALE) -> jinja2.Environment:
     (``locale``)."""
     loc = normalize_locale(locale)
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(template_root())),
+        loader=_Loader(str(template_root())),
         undefined=jinja2.StrictUndefined,
-        autoescape=False,  # noqa: S701 - not HTML; escaping is per format, see filters
+        autoescape=html,  # noqa: S701 - text formats escape per format (filters); HTML here
         keep_trailing_newline=True,
         # templates ship with the package and never change while the bot runs; without
         # this Jinja stats every file on every lookup (measured: 4 stats per slash command)

@@ -173,6 +173,12 @@ def pad(text: object, width: int) -> str:
     return s + " " * max(0, width - display_width(s))
 
 
+def rpad(text: object, width: int) -> str:
+    """Right-aligned to ``width`` display columns (``"%6s"`` that counts CJK as two)."""
+    s = str(text)
+    return " " * max(0, width - display_width(s)) + s
+
+
 ESCAPERS: dict[str, Callable[[object], str]] = {"mrkdwn": mrkdwn, "markdown": md, "text": plain}
 
 
@@ -258,5 +264,6 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "memory_hint": memory_hint,
     "clock": fmt_clock,
     "pad": pad,
+    "rpad": rpad,
     "code_spans": code_spans,
 }
