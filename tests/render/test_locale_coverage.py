@@ -55,7 +55,7 @@ BREAKAGES = [
     ),
     (
         "English wording imported into the Chinese message",
-        "slack/zh-CN/evidence.j2",
+        "text/zh-CN/report.txt.j2",
         '{% import "sentences/zh-CN/common.j2" as common %}',
         '{% import "sentences/en/findings.j2" as common %}',
         "imports sentences/en/findings.j2",
