@@ -134,9 +134,13 @@ def pseudo_catalog() -> Catalog:
         if not message.id:
             continue
         if isinstance(message.id, tuple | list):
-            out.add(tuple(message.id), tuple(pseudo(part) for part in message.id))
+            out.add(
+                tuple(message.id),
+                tuple(pseudo(part) for part in message.id),
+                context=message.context,
+            )
         else:
-            out.add(message.id, pseudo(str(message.id)))
+            out.add(message.id, pseudo(str(message.id)), context=message.context)
     return out
 
 

@@ -36,7 +36,7 @@ STOPWORDS = frozenset(re.findall(r"[a-z]+", _STOPWORDS))
 _WORD = re.compile(r"(?<![\w./@#-])[A-Za-z]+(?![\w./@-])")
 #: the views already merged into one layout (their words only in the catalog): the pseudo-
 #: locale check covers these; every other view still has a per-locale copy (see the notes)
-MERGED_VIEWS = ("rollout.", "evictions.", "kit.message")
+MERGED_VIEWS = ("rollout.", "evictions.", "kit.message", "actions")
 #: renderings the Chinese check leaves out, each with the reason (reported as not done)
 KNOWN_ENGLISH = {
     # the kit's files (templates/kube/prevention) explain each value in English YAML comments;
