@@ -106,7 +106,7 @@ _ACCENTS = str.maketrans(
 
 
 def pseudo(text: str) -> str:
-    """``Diagnosing %(node)s`` -> ``⟦Ðîáĝñóšîñĝ %(node)s ·····⟧``: every letter accented
+    """``Diagnosing %(node)s`` -> ``⟦Ðîáĝñóšîñĝ %(node)s·····⟧``: every letter accented
     (so a plain-ASCII word in a rendering did not come from the catalog), about 40% longer
     (so a layout that only fits English shows it), placeholders and markup untouched."""
     if not text.strip():
@@ -123,7 +123,7 @@ def pseudo(text: str) -> str:
     tail = body[len(stripped) :]
     lead = len(stripped) - len(stripped.lstrip())
     pad = "·" * max(1, round(len(text.strip()) * 0.4))
-    return f"{stripped[:lead]}⟦{stripped[lead:]} {pad}⟧{tail}"
+    return f"{stripped[:lead]}⟦{stripped[lead:]}{pad}⟧{tail}"
 
 
 def pseudo_catalog() -> Catalog:

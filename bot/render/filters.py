@@ -276,6 +276,7 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "clock": fmt_clock,
     "pad": pad,
     "rpad": rpad,
+    "width": display_width,
     "join_sentences": join_sentences,
     "code_spans": code_spans,
 }

@@ -96,12 +96,12 @@ def test_the_terminal_lines_print_as_before_in_english(
     assert line(name, *args) == printed
 
 
-@pytest.mark.parametrize("locale", OTHER_LOCALES)
+@pytest.mark.parametrize("locale", [*OTHER_LOCALES, "en-XA"])
 def test_the_terminal_lines_and_the_top_heads_are_translated_and_the_columns_align(
     locale: str,
 ) -> None:
     assert line("no_open_incidents", None, locale=locale) != "no open incidents"
-    assert line("resolved", "INC-0007", locale=locale).startswith("INC-0007 ")
+    assert "INC-0007 " in line("resolved", "INC-0007", locale=locale)
     assert "gpu-node-01" in line("status_line", INCIDENT, locale=locale)
     header = line("top_header", locale=locale)
     row = line("top_line", RANK, "92", "-", "99", locale=locale)
