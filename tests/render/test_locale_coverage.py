@@ -50,16 +50,16 @@ BREAKAGES = [
     ),
     (
         "English wording imported into the Chinese message",
-        "markdown/zh-CN/report.md.j2",
+        "markdown/zh-CN/postmortem.md.j2",
         '{% import "sentences/zh-CN/common.j2" as common %}',
         '{% import "sentences/en/findings.j2" as common %}',
         "imports sentences/en/findings.j2",
     ),
     (
         "a context variable English does not pass",
-        "markdown/zh-CN/report.md.j2",
-        "## 发现\n",
-        "## 发现 {{ severity_legend }}\n",
+        "markdown/zh-CN/postmortem.md.j2",
+        "## 影响\n",
+        "## 影响 {{ severity_legend }}\n",
         "reads ['severity_legend']",
     ),
     (
@@ -106,7 +106,7 @@ def test_the_coverage_check_fails_when_a_locale_folder_is_missing(tmp_path: Path
     shutil.copytree(template_root(), root)
     shutil.rmtree(root / "markdown" / "zh-CN")
 
-    assert "markdown/zh-CN/report.md.j2: missing" in coverage_problems(root, LOCALES)
+    assert "markdown/zh-CN/postmortem.md.j2: missing" in coverage_problems(root, LOCALES)
 
 
 @pytest.mark.parametrize(
