@@ -191,6 +191,15 @@ def test_no_plain_english_reaches_a_pseudo_locale_rendering_of_a_merged_view(
     assert leaks == {}
 
 
+def test_every_message_renders_within_slacks_limits_in_the_pseudo_locale(
+    renderings: dict[str, dict[str, object]],
+) -> None:
+    """40% longer words: every Slack message was checked against Block Kit's limits as it
+    rendered (``every_message``), and no kind of message went missing on the way."""
+    assert renderings["en-XA"].keys() == renderings["zh-CN"].keys()
+    assert any("⟦" in text for text in _texts(renderings["en-XA"]["actions"]))
+
+
 def test_the_catalog_files_are_text(tmp_path: Path) -> None:
     """No compiled .mo in the tree: the .po files are read at runtime."""
     assert not list(catalogs.catalog_root().rglob("*.mo"))
