@@ -134,6 +134,8 @@ def _result_lines(result: Any, t: Any) -> list[str]:
         lines.append(_s(t.error_line(result.error.code, result.error.message, result.failed_step)))
     if result.not_run:
         lines.append(_s(t.not_run_line(result.not_run)))
+    # writes that got no answer, and what the re-read found (bot/services/settling.py)
+    lines += [_s(t.unanswered_line(u)) for u in getattr(result, "unanswered", None) or []]
     return lines
 
 
