@@ -35,7 +35,7 @@ from bot.core.policy import ActionRequestInfo, Deny, NeedsApproval, decide
 from bot.core.staleness import controller_key, controller_steps, stale_reason
 from bot.errors import GpunodeError, NotFoundError, WriteUnknownError
 from bot.render import acting as views
-from bot.services import watching
+from bot.services import approval_view, watching
 from bot.services.acting import ActDeps, audit_fields, plan_of_record, reason_of
 from bot.services.executing import OnUnanswered, StepsResult, run_steps
 from bot.store.models import ActionRecord, ActionState
@@ -108,13 +108,19 @@ async def _request_approval(
         detail=f"quorum {decision.quorum}; expires {req.expires_at.isoformat()}",
     )
     incident = await d.store.get_incident(record.incident_id or "")
+    # what is approved: the requester's own dry run, steps with owners, relief (#23 §2)
+    dry = approval_view.steps_result_of((record.result or {}).get(approval_view.DRY_RUN))
     t, blocks = views.approval_message(
         plan, req, reason=reason_of(record), roles=decision.approver_roles,
-        locale=d.thread_locale(incident),
+        locale=d.thread_locale(incident), dry_run=dry,
+        owners=await approval_view.owners_of(d, record.incident_id),
     )  # fmt: skip
     ts = await d.chat.post(channel, text=t, blocks=blocks, thread_ts=thread_ts)
     await d.store.note_action(record.action_id, {APPROVAL_MESSAGE: {"channel": channel, "ts": ts}})
-    await d.update_message(record, "awaiting_approval", by=record.requester)
+    if dry is None:  # an action requested before dry runs were kept
+        await d.update_message(record, "awaiting_approval", by=record.requester)
+    else:  # the dry run stays in the thread; only its buttons give way
+        await approval_view.keep_dry_run(d, record, dry)
 
 
 async def execute(
