@@ -197,10 +197,11 @@ async def submitted(
         needs_approval=record.needs_approval, node_ref=d.node_ref(plan.node),
         locale=d.thread_locale(incident), all_blocked=blocked,
     )  # fmt: skip
+    if dry.ok and not blocked:  # what the approval request will carry (approval_view),
+        # kept before Apply can be pressed
+        await d.store.note_action(action_id, {approval_view.DRY_RUN: dry.as_json()})
     ts = await d.chat.post(channel, text=t, blocks=blocks, thread_ts=thread_ts)
     await d.store.set_action_message(action_id, ts)
-    if dry.ok and not blocked:  # what the approval request will carry (approval_view)
-        await d.store.note_action(action_id, {approval_view.DRY_RUN: dry.as_json()})
     return action_id
 
 
