@@ -44,6 +44,7 @@ from bot.kube import (
     resizing,
     selfcheck,
     tallying,
+    unanswered,
     watching,
 )
 from bot.kube.connecting import build_api_client
@@ -285,6 +286,17 @@ class Gateway:
     async def read_controller(self, kind: str, namespace: str, name: str) -> dict[str, object]:
         return await self._call(
             f"read {kind} {namespace}/{name}", patching.read_controller, kind, namespace, name
+        )
+
+    async def read_target(self, kind: str, namespace: str, name: str) -> dict[str, object] | None:
+        """A remedy step's object as it is now (None: it does not exist); the re-read after
+        a write that got no answer (``bot.kube.unanswered``)."""
+        return await self._call(
+            f"re-read {kind} {namespace + '/' if namespace else ''}{name}",
+            unanswered.read_target,
+            kind,
+            namespace,
+            name,
         )
 
     # -- diagnostic Job -------------------------------------------------------------------

@@ -131,8 +131,13 @@ async def middleware(request: web.Request, handler: Any) -> web.StreamResponse:
         if not is_resource_path(request.path):
             verb = request.method.lower()
             sim.authorizer.authorize(Attributes(user, verb, path=request.path))
-        await sim.faults.apply(request.method, request.path)
-        return await handler(request)  # type: ignore[no-any-return]
+        after = await sim.faults.apply(request.method, request.path)
+        response: web.StreamResponse = await handler(request)
+        if after is not None and after.hold_s:
+            await asyncio.sleep(after.hold_s)  # stored; the answer is late (a slow etcd)
+        if after is not None and after.drop and request.transport is not None:
+            request.transport.close()  # stored; the answer is lost with the connection
+        return response
     except ApiError as err:
         return _json(err.status(), err.code)
     finally:
