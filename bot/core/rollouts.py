@@ -130,7 +130,11 @@ def restart_notes(
     view: ClusterView, restarted: list[PodInfo], *, priority: int
 ) -> tuple[list[PlanNote], bool]:
     """Where each restarted GPU pod goes; True when one of them can go nowhere while the
-    node is cordoned (tier 2 then refuses: restarting it would stop the training)."""
+    node is cordoned (tier 2 then refuses: restarting it would stop the training).
+
+    A GPU pod is any ``accelerated`` pod (MIG slices, shared GPUs, AMD, DRA claims), and a
+    node takes it only when it has free every resource name the pod requests: a pod holding
+    ``nvidia.com/mig-3g.40gb`` needs that exact profile elsewhere, not any GPU."""
     if view.room is None:
         return [], False
     notes: list[PlanNote] = []
@@ -138,8 +142,8 @@ def restart_notes(
     rooms = [_room_after(r, restarted) if r.name == view.node.name else r for r in view.room]
     for pod in restarted:
         sched = pod.scheduling
-        if sched is None or pod.gpu_request <= 0:
-            continue
+        if sched is None or not pod.accelerated:
+            continue  # every GPU pod by the one definition: whole, shared, MIG, AMD, DRA
         home = next((r for r in rooms if r.name == view.node.name), None)
         if home is not None and fits(sched, home):
             continue

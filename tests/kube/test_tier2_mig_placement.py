@@ -1,0 +1,65 @@
+"""Tier 2 on a cordoned node counts the exact accelerator a pod holds, through the real
+gateway over the stand-in: a training pod on MIG slices (``nvidia.com/mig-3g.40gb``) is
+stranded when no other schedulable node offers that profile free (whole GPUs elsewhere do
+not help), and goes to the node that does."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from bot.core.planning import plan_tier2
+from bot.kube.gateway import Gateway
+from bot.sandbox.kubesim import KubeSim, Scenario, load_scenario
+
+Make = Callable[..., Awaitable[tuple[Gateway, KubeSim]]]
+NODE = "gpu-node-01"
+PROFILE = "nvidia.com/mig-3g.40gb"
+
+
+def _mig_seed(*, other_node_profiles: dict[str, str]) -> Scenario:
+    """The seed with train-llm on two 3g.40gb MIG slices of gpu-node-01 instead of 8 GPUs;
+    gpu-node-02 offers ``other_node_profiles`` besides its whole GPUs."""
+    base: dict[str, Any] = load_scenario("seed").model_dump(mode="json")
+    base.pop("expected", None)
+    for node in base["nodes"]:
+        extra = {PROFILE: "2"} if node["name"] == NODE else other_node_profiles
+        node["capacity"] = {**node["capacity"], **extra}
+        node["allocatable"] = {**node["allocatable"], **extra}
+    for w in base["workloads"]:
+        if w["name"] != "train-llm":
+            continue
+        for c in w["containers"]:
+            c["requests"] = {k: v for k, v in c["requests"].items() if k != "nvidia.com/gpu"}
+            c["limits"] = {k: v for k, v in c["limits"].items() if k != "nvidia.com/gpu"}
+            c["requests"][PROFILE] = "2"
+            c["limits"][PROFILE] = "2"
+            for proc in c.get("processes") or []:
+                proc["gpu_memory"] = {0: "30Gi", 1: "30Gi"}
+    return Scenario.model_validate(base)
+
+
+async def test_a_mig_training_pod_with_no_free_profile_elsewhere_makes_tier2_refuse(
+    make_gateway: Make,
+) -> None:
+    # gpu-node-02 has whole GPUs free (seed leaves 4) and 1g slices, but no 3g.40gb
+    gw, _ = await make_gateway(_mig_seed(other_node_profiles={"nvidia.com/mig-1g.10gb": "7"}))
+    await gw.cordon(NODE, dry_run=False)
+    view = await gw.get_cluster_view(NODE)
+    [trainer] = [p for p in view.pods if p.name.startswith("train-llm")]
+    assert trainer.gpu_request == 0 and trainer.accelerators == {PROFILE: 2}
+    plan = plan_tier2(view)
+    assert not plan.available and "restarts_cannot_return" in plan.warnings
+    [note] = [n for n in plan.notes if n.code == "restart_pending"]
+    assert note.params["pod"] == "ml-train/train-llm-0" and note.params["cordoned"] == "yes"
+
+
+async def test_a_mig_training_pod_goes_to_the_node_with_its_profile_free(
+    make_gateway: Make,
+) -> None:
+    gw, _ = await make_gateway(_mig_seed(other_node_profiles={PROFILE: "2"}))
+    await gw.cordon(NODE, dry_run=False)
+    plan = plan_tier2(await gw.get_cluster_view(NODE))
+    assert plan.available and "restarts_cannot_return" not in plan.warnings
+    [note] = [n for n in plan.notes if n.code == "restart_moves_cordoned"]
+    assert (note.params["pod"], note.params["nodes"]) == ("ml-train/train-llm-0", "gpu-node-02")
