@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from kubernetes import client
 
 from bot.config import KubeSettings
+from bot.core import dcgm
 from bot.core.allocation import allocated_resources, describe_allocated
 from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
 from bot.core.cluster import ClusterView, NodeInfo, NodeLoad
@@ -45,6 +46,7 @@ from bot.kube import (
     tallying,
     watching,
 )
+from bot.kube import dcgm as kube_dcgm
 from bot.kube.connecting import build_api_client
 from bot.kube.decoding import PageDecoder
 from bot.kube.errors import refused_as, translate
@@ -386,6 +388,8 @@ class Gateway:
                     gaps.append(why)
                 if gaps:
                     bundle = bundle.model_copy(update={"gaps": [*gaps, *bundle.gaps]})
+                if dcgm.needs_dcgm(bundle):
+                    bundle = dcgm.join(bundle, await self.read_dcgm_exporter(node))
                 return bundle
             job_now = None
             if outcome.state in ("timeout", "deleted"):
@@ -403,6 +407,17 @@ class Gateway:
         finally:
             cancel.set()
             await asyncio.shield(self._delete_job(ns, name))
+
+    async def read_dcgm_exporter(self, node: str) -> dcgm.DcgmAttempt:
+        """The third GPU-evidence rung: dcgm-exporter's per-pod figures from its endpoint on
+        ``node`` (``bot.kube.dcgm``); a failure is the attempt's reason, never raised."""
+        try:
+            return await self._call(
+                f"read dcgm-exporter on {node}", kube_dcgm.read, node,
+                list(self.settings.dcgm_exporter_services), self.settings.request_timeout_s,
+            )  # fmt: skip
+        except GpunodeError as exc:
+            return dcgm.DcgmAttempt("the exporter's endpoint", failure=exc.message)
 
     async def _delete_job(self, namespace: str, name: str) -> None:
         try:

@@ -121,6 +121,8 @@ RESOURCES: tuple[Resource, ...] = (
         ("scale", "status"),
     ),
     Resource("", "v1", "ConfigMap", "configmaps", True, ("cm",)),
+    Resource("", "v1", "Service", "services", True, ("svc",), ("status",)),
+    Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True),
     Resource("", "v1", "Secret", "secrets", True),
     Resource(
         "policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ("pdb",), ("status",)
