@@ -258,7 +258,18 @@ class Gateway:
             self._metrics(groups, namespaces),
         )
         keys = {(p["metadata"].get("namespace"), p["metadata"].get("name")) for p in pods}
-        infos = [objects.parse_pod(p, owners=c) for p, c in zip(pods, chains, strict=True)]
+        claims = await self._claims(pods)
+        infos = [
+            objects.parse_pod(
+                p,
+                owners=c,
+                dra_devices=dra.pod_devices(p, claims[ns])
+                if (ns := p["metadata"].get("namespace", "")) in claims
+                and (p.get("spec") or {}).get("resourceClaims")
+                else None,
+            )
+            for p, c in zip(pods, chains, strict=True)
+        ]
         context = await survey(self, node, infos, cache, groups)
         return ClusterView(
             node=objects.parse_node(node_obj),
@@ -282,6 +293,30 @@ class Gateway:
             server_version=version,
             observed_at=datetime.now(UTC),
         )
+
+    async def _claims(self, pods: list[Obj]) -> dict[str, list[Obj]]:
+        """namespace -> its ResourceClaims, for the namespaces of ``pods`` that claim DRA
+        devices (no call when none does); a namespace whose claims cannot be read is left
+        out (its pods' devices stay unknown). Optional evidence, like the ResourceSlices."""
+        namespaces = sorted(
+            {
+                str(p["metadata"].get("namespace", ""))
+                for p in pods
+                if (p.get("spec") or {}).get("resourceClaims")
+            }
+        )
+        out: dict[str, list[Obj]] = {}
+        for ns in namespaces:
+            try:
+                found = await self._call(f"list ResourceClaims in {ns}", dra.list_claims, ns)
+            except GpunodeError as exc:
+                if isinstance(exc, KubeUnavailableError) and exc.status is None:
+                    raise
+                log.warning("list ResourceClaims in %s failed: %s", ns, exc)
+                continue
+            if found is not None:
+                out[ns] = found
+        return out
 
     async def read_controller(self, kind: str, namespace: str, name: str) -> dict[str, object]:
         return await self._call(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from bot.sandbox.kubesim import dcgmexporter, npd
 from bot.sandbox.kubesim import scenarios as sc
 from bot.sandbox.kubesim.defaults import SYSTEM_PRIORITY_CLASSES
+from bot.sandbox.kubesim.draclaims import Allocator
 from bot.sandbox.kubesim.nodes import node_object
 from bot.sandbox.kubesim.stamps import SCENARIO_NOW, T0, suffix, ts
 from bot.sandbox.kubesim.workloads import seed_workload
@@ -85,8 +86,9 @@ def seed(api: ApiCore, scenario: sc.Scenario) -> None:
     if dcgmexporter.exporter_nodes(scenario):  # its EndpointSlice comes when it listens
         api.seed(dcgmexporter.service_object(), validate=True)
     nodes = {n.name: n for n in scenario.nodes}
+    claims = Allocator(nodes)
     for w in scenario.workloads:
-        seed_workload(api, w, nodes)
+        seed_workload(api, w, nodes, claims)
     for extra in scenario.objects:
         api.seed(dict(extra), validate=True)
     for p in scenario.pdbs:

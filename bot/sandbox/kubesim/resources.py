@@ -134,6 +134,9 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("coordination.k8s.io", "v1", "Lease", "leases", True),
     # DRA: drivers publish a node's devices as ResourceSlices (resource.k8s.io/v1, GA in 1.34)
     Resource("resource.k8s.io", "v1", "ResourceSlice", "resourceslices", False),
+    # ... and pods hold them through ResourceClaims, made from ResourceClaimTemplates
+    Resource("resource.k8s.io", "v1", "ResourceClaim", "resourceclaims", True, (), ("status",)),
+    Resource("resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates", True),
     *ACCESS_RESOURCES,
     Resource(
         "metrics.k8s.io",
