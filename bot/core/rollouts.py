@@ -134,7 +134,10 @@ def restart_notes(
 
     A GPU pod is any ``accelerated`` pod (MIG slices, shared GPUs, AMD, DRA claims), and a
     node takes it only when it has free every resource name the pod requests: a pod holding
-    ``nvidia.com/mig-3g.40gb`` needs that exact profile elsewhere, not any GPU."""
+    ``nvidia.com/mig-3g.40gb`` needs that exact profile elsewhere, not any GPU. A pod whose
+    GPUs come only through DRA claims fits no other node as far as the view knows (the rooms
+    do not count DRA devices), so on a cordoned node it is stranded: conservative, never a
+    node named that may lack the device."""
     if view.room is None:
         return [], False
     notes: list[PlanNote] = []
@@ -147,7 +150,12 @@ def restart_notes(
         home = next((r for r in rooms if r.name == view.node.name), None)
         if home is not None and fits(sched, home):
             continue
-        targets = [r.name for r in rooms if r.name != view.node.name and fits(sched, r)]
+        # GPUs held only through DRA claims are not in any node's room (it counts extended
+        # resources): no other node is known to have such a device free, so none is named
+        dra_only = pod.accelerator_request == 0 and bool(pod.resource_claims)
+        targets = [
+            r.name for r in rooms if r.name != view.node.name and fits(sched, r) and not dra_only
+        ]
         cordoned = view.node.unschedulable
         if targets:
             code = "restart_moves_cordoned" if cordoned else "restart_moves"

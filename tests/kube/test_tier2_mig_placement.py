@@ -63,3 +63,26 @@ async def test_a_mig_training_pod_goes_to_the_node_with_its_profile_free(
     assert plan.available and "restarts_cannot_return" not in plan.warnings
     [note] = [n for n in plan.notes if n.code == "restart_moves_cordoned"]
     assert (note.params["pod"], note.params["nodes"]) == ("ml-train/train-llm-0", "gpu-node-02")
+
+
+def _dra_with_a_cpu_node() -> Scenario:
+    """gpu-dra plus a CPU node with room for the trainer's CPU and memory (no GPUs)."""
+    base: dict[str, Any] = load_scenario("gpu-dra").model_dump(mode="json")
+    base.pop("expected", None)
+    cpu = {"cpu": "96", "memory": "251Gi", "pods": "110"}
+    base["nodes"].append({"name": "cpu-node-09", "capacity": cpu, "allocatable": cpu})
+    return Scenario.model_validate(base)
+
+
+async def test_a_dra_training_pod_is_never_sent_to_a_node_without_its_devices(
+    make_gateway: Make,
+) -> None:
+    gw, _ = await make_gateway(_dra_with_a_cpu_node())
+    await gw.cordon("dra-node-01", dry_run=False)
+    view = await gw.get_cluster_view("dra-node-01")
+    [trainer] = [p for p in view.pods if p.name.startswith("train-dra")]
+    assert trainer.accelerator_request == 0 and trainer.gpu_devices  # GPUs through DRA only
+    assert view.room is not None and "cpu-node-09" in {r.name for r in view.room}
+    plan = plan_tier2(view)
+    assert not [n for n in plan.notes if n.code.startswith("restart_moves")]
+    assert not plan.available and "restarts_cannot_return" in plan.warnings
