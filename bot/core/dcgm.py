@@ -201,9 +201,10 @@ def pod_memory(series: Iterable[Series], *, way: str) -> DcgmAttempt:
     return DcgmAttempt(way, memory=tuple(ordered))
 
 
-def needs_dcgm(bundle: EvidenceBundle) -> bool:
-    """True when NVML left a GPU-evidence gap and no rung has given per-pod memory yet."""
-    return not bundle.pod_gpu_memory and any(g.source == GAP_SOURCE for g in bundle.gaps)
+def needs_dcgm(bundle: EvidenceBundle, *, nvidia: bool) -> bool:
+    """True on a node with NVIDIA GPUs (``nvidia``: dcgm-exporter is NVIDIA's) when NVML left
+    a GPU-evidence gap and no rung has given per-pod memory yet."""
+    return nvidia and not bundle.pod_gpu_memory and any(g.source == GAP_SOURCE for g in bundle.gaps)
 
 
 def attempt_sentence(attempt: DcgmAttempt) -> str:

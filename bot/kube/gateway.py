@@ -423,7 +423,7 @@ class Gateway:
                     gaps.append(why)
                 if gaps:
                     bundle = bundle.model_copy(update={"gaps": [*gaps, *bundle.gaps]})
-                if dcgm.needs_dcgm(bundle):
+                if dcgm.needs_dcgm(bundle, nvidia=info.has_nvidia_gpus):
                     bundle = dcgm.join(bundle, await self.read_dcgm_exporter(node))
                 return bundle
             job_now = None

@@ -62,7 +62,9 @@ async def run_diagnosis(
     history_task = asyncio.create_task(service.fetch(node.name, now=clock()))
     try:
         bundle = await kube.run_diagnostic(node.name, known=node)
-        if needs_dcgm(bundle):  # no per-pod GPU memory from NVML or the exporter's endpoint
+        if needs_dcgm(
+            bundle, nvidia=node.has_nvidia_gpus
+        ):  # no per-pod GPU memory from NVML or the exporter's endpoint
             bundle = join(bundle, await service.pod_gpu_memory(node.name, now=clock()))
         view = await kube.get_cluster_view(node.name)
     except BaseException:

@@ -155,12 +155,12 @@ def _bundle_with_gap() -> EvidenceBundle:
 
 def test_a_failed_attempt_extends_the_gap_and_a_later_one_can_still_fill_it() -> None:
     bundle = _bundle_with_gap()
-    assert needs_dcgm(bundle)
+    assert needs_dcgm(bundle, nvidia=True)
     bundle = join(bundle, DcgmAttempt("the endpoint", failure="no endpoint on n1"))
-    assert needs_dcgm(bundle)
+    assert needs_dcgm(bundle, nvidia=True)
     text = _line("DCGM_FI_DEV_FB_USED", 0, 1024, pod="p", namespace="n", container="c")
     bundle = join(bundle, pod_memory(parse_exposition(text), way="Prometheus"))
-    assert not needs_dcgm(bundle) and [r.pod for r in bundle.pod_gpu_memory] == ["p"]
+    assert not needs_dcgm(bundle, nvidia=True) and [r.pod for r in bundle.pod_gpu_memory] == ["p"]
     [why] = [g.reason for g in bundle.gaps]
     assert why.startswith("Tried: NVML (failed). dcgm-exporter via the endpoint: no endpoint")
     assert why.endswith(
@@ -171,4 +171,5 @@ def test_a_failed_attempt_extends_the_gap_and_a_later_one_can_still_fill_it() ->
 
 def test_without_a_gpu_evidence_gap_no_exporter_is_asked() -> None:
     bundle = _bundle_with_gap().model_copy(update={"gaps": []})
-    assert not needs_dcgm(bundle)
+    assert not needs_dcgm(bundle, nvidia=True)
+    assert not needs_dcgm(_bundle_with_gap(), nvidia=False)  # AMD: NVIDIA's exporter is moot
