@@ -131,3 +131,21 @@ async def test_with_nvml_working_the_exporter_is_not_asked(make_gateway: Make) -
     assert bundle.gpu_processes and bundle.pod_gpu_memory == []
     assert not [g for g in bundle.gaps if g.source == "gpu:evidence"]
     assert not [r for r in sim.requests if "endpointslices" in r[1]]
+
+
+async def test_the_exporter_asked_is_the_one_on_the_diagnosed_node(make_gateway: Make) -> None:
+    seed = _seed_without_nvml(None)
+    nodes = [
+        n.model_copy(update={"dcgm_exporter": sc.DcgmExporter()}) if n.gpus else n
+        for n in seed.nodes
+    ]
+    gw, sim = await make_gateway(seed.model_copy(update={"nodes": nodes}))
+    assert len(sim.exporters.addresses) == 2  # gpu-node-01 and gpu-node-02, one address each
+    bundle = await gw.run_diagnostic("gpu-node-02")
+    address, port = sim.exporters.addresses["gpu-node-02"]
+    assert bundle.pod_gpu_memory
+    assert {r.source for r in bundle.pod_gpu_memory} == {
+        f"dcgm-exporter via the exporter's endpoint {address}:{port} on gpu-node-02 "
+        "(Service gpu-operator/nvidia-dcgm-exporter)"
+    }
+    assert not [r for r in bundle.pod_gpu_memory if r.pod.startswith("train-llm")]  # node 01's

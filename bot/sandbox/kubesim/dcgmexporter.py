@@ -40,6 +40,8 @@ SERVICE = "nvidia-dcgm-exporter"
 PORT_NAME = "gpu-metrics"
 SELECTOR = {"app": "nvidia-dcgm-exporter"}
 MIB = 1024 * 1024
+#: binding one port on every exporter's address can race other processes: retry that often
+ATTEMPTS = 20
 _HELP = {
     "DCGM_FI_DEV_FB_FREE": "Framebuffer memory free (in MiB).",
     "DCGM_FI_DEV_FB_USED": "Framebuffer memory used (in MiB).",
@@ -199,20 +201,32 @@ class Exporters:
         nodes = exporter_nodes(self.sim.scenario)
         if not nodes:
             return
-        port = _free_port(f"127.0.0.{2}")
-        endpoints = []
+        for attempt in range(ATTEMPTS):
+            port = _free_port("127.0.0.2")
+            try:
+                await self._listen(nodes, port)
+                break
+            except OSError:  # another process took the port on one of the addresses
+                await self.stop()
+                if attempt == ATTEMPTS - 1:
+                    raise
+        endpoints = [
+            (*self.addresses[n.name][:1], n.name, n.dcgm_exporter.ready)
+            for n in nodes
+            if n.dcgm_exporter is not None
+        ]
+        self.sim.api.seed(endpoint_slice(endpoints, port), validate=True)
+
+    async def _listen(self, nodes: list[sc.Node], port: int) -> None:
         for i, node in enumerate(nodes):
             address = f"127.0.0.{2 + i}"
             app = web.Application()
             app.router.add_get("/metrics", self._handler(node.name))
             runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
             await runner.setup()
-            await web.TCPSite(runner, address, port).start()
             self._runners.append(runner)
+            await web.TCPSite(runner, address, port).start()
             self.addresses[node.name] = (address, port)
-            assert node.dcgm_exporter is not None
-            endpoints.append((address, node.name, node.dcgm_exporter.ready))
-        self.sim.api.seed(endpoint_slice(endpoints, port), validate=True)
 
     def _handler(self, node: str) -> Any:
         async def metrics(_: web.Request) -> web.Response:
