@@ -56,14 +56,14 @@ def drivers_by_node(slices: list[dict[str, Any]]) -> dict[str, list[str]]:
 CLAIM_VERSIONS = ("v1", "v1beta2", "v1beta1")
 
 
-def list_claims(t: Transport, namespace: str) -> list[dict[str, Any]] | None:
-    """The ResourceClaims of ``namespace``; None when DRA is not served or the bot may not
-    read them (the pods' GPU devices stay unknown, which the GPU-pod definition allows)."""
+def list_claims(t: Transport, namespace: str | None) -> list[dict[str, Any]] | None:
+    """The ResourceClaims of ``namespace`` (None: of every namespace); None when DRA is not
+    served or the bot may not read them (the pods' GPU devices stay unknown, which the
+    GPU-pod definition allows)."""
+    where = f"namespaces/{namespace}/" if namespace else ""
     for version in CLAIM_VERSIONS:
         try:
-            return t.list_all(
-                f"/apis/resource.k8s.io/{version}/namespaces/{namespace}/resourceclaims"
-            )
+            return t.list_all(f"/apis/resource.k8s.io/{version}/{where}resourceclaims")
         except ApiException as exc:
             if exc.status == 404:
                 continue
@@ -111,4 +111,28 @@ def pod_devices(pod: dict[str, Any], claims: list[dict[str, Any]]) -> list[Claim
             )
             for r in results
         ]
+    return out
+
+
+def free_devices(
+    slices: list[dict[str, Any]], claims: list[dict[str, Any]]
+) -> dict[str, dict[str, int]]:
+    """node -> driver -> devices its node-local ResourceSlices publish that no claim was
+    allocated (a result's driver, pool and device name one published device)."""
+    taken = set()
+    for c in claims:
+        allocation = (c.get("status") or {}).get("allocation") or {}
+        for r in (allocation.get("devices") or {}).get("results") or []:
+            taken.add((str(r.get("driver")), str(r.get("pool")), str(r.get("device"))))
+    out: dict[str, dict[str, int]] = {}
+    for s in slices:
+        spec = s.get("spec") or {}
+        node, driver = spec.get("nodeName"), str(spec.get("driver", ""))
+        pool = str((spec.get("pool") or {}).get("name", ""))
+        if not node:
+            continue
+        per = out.setdefault(str(node), {})
+        for d in spec.get("devices") or []:
+            free = (driver, pool, str(d.get("name"))) not in taken
+            per[driver] = per.get(driver, 0) + (1 if free else 0)
     return out

@@ -25,9 +25,10 @@ from bot.config import KubeSettings
 from bot.core import dcgm
 from bot.core.allocation import allocated_resources, describe_allocated
 from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
-from bot.core.cluster import ClusterView, NodeInfo, NodeLoad
+from bot.core.cluster import ClusterView, NodeInfo, NodeLoad, RoomOnNode
 from bot.core.evidence import EvidenceBundle
 from bot.core.impersonation import ActingAs
+from bot.core.rollouts import DRA_PREFIX
 from bot.core.watching import RolloutProgress
 from bot.errors import DiagnosticJobError, GpunodeError, KubeUnavailableError, NotFoundError
 from bot.kube import (
@@ -271,12 +272,15 @@ class Gateway:
             for p, c in zip(pods, chains, strict=True)
         ]
         context = await survey(self, node, infos, cache, groups)
+        room = context.room
+        if room is not None and any(p.gpu_devices and not p.accelerator_request for p in infos):
+            room = await self._with_dra_devices(room)
         return ClusterView(
             node=objects.parse_node(node_obj),
             pods=infos,
             gang_pods=context.gang_pods,
             workloads=context.workloads,
-            room=context.room,
+            room=room,
             bot_namespace=self.settings.namespace,
             in_place_resize="pods/resize" in resources,
             events=[objects.parse_event(e) for e in events],
@@ -293,6 +297,36 @@ class Gateway:
             server_version=version,
             observed_at=datetime.now(UTC),
         )
+
+    async def _with_dra_devices(self, room: list[RoomOnNode]) -> list[RoomOnNode]:
+        """``room`` with each node's free DRA devices per driver (``dra:DRIVER``): its
+        ResourceSlices' devices less those allocated to claims. Asked only when a pod on the
+        node holds GPUs through DRA alone; unreadable, the rooms stay as they are (and such a
+        pod fits nowhere else, the conservative answer)."""
+        try:
+            slices, claims = await asyncio.gather(
+                self._call("list ResourceSlices", dra.list_slices),
+                self._call("list ResourceClaims", dra.list_claims, None),
+            )
+        except GpunodeError as exc:
+            if isinstance(exc, KubeUnavailableError) and exc.status is None:
+                raise
+            log.warning("DRA devices for placement not read: %s", exc)
+            return room
+        if claims is None:
+            return room
+        free = dra.free_devices(slices, claims)
+        return [
+            r.model_copy(
+                update={
+                    "free": {
+                        **r.free,
+                        **{DRA_PREFIX + d: n for d, n in free.get(r.name, {}).items()},
+                    }
+                }
+            )
+            for r in room
+        ]
 
     async def _claims(self, pods: list[Obj]) -> dict[str, list[Obj]]:
         """namespace -> its ResourceClaims, for the namespaces of ``pods`` that claim DRA

@@ -86,3 +86,43 @@ async def test_a_dra_training_pod_is_never_sent_to_a_node_without_its_devices(
     plan = plan_tier2(view)
     assert not [n for n in plan.notes if n.code.startswith("restart_moves")]
     assert not plan.available and "restarts_cannot_return" in plan.warnings
+
+
+def _two_dra_nodes(*, second_busy: bool) -> Scenario:
+    """gpu-dra's node, a CPU node, and dra-node-02 with four DRA GPUs: free, or all claimed
+    by another training pod."""
+    base: dict[str, Any] = load_scenario("gpu-dra").model_dump(mode="json")
+    base.pop("expected", None)
+    cpu = {"cpu": "96", "memory": "251Gi", "pods": "110"}
+    base["nodes"].append({"name": "cpu-node-09", "capacity": cpu, "allocatable": cpu})
+    second = dict(base["nodes"][0], name="dra-node-02")
+    base["nodes"].append(second)
+    if second_busy:
+        other = dict(base["workloads"][0], name="train-other", nodes=["dra-node-02"])
+        base["workloads"].append(other)
+    return Scenario.model_validate(base)
+
+
+async def test_a_dra_training_pod_goes_to_the_node_with_free_devices_of_its_driver(
+    make_gateway: Make,
+) -> None:
+    gw, _ = await make_gateway(_two_dra_nodes(second_busy=False))
+    await gw.cordon("dra-node-01", dry_run=False)
+    view = await gw.get_cluster_view("dra-node-01")
+    rooms = {r.name: r.free.get("dra:gpu.nvidia.com") for r in view.room or []}
+    assert rooms["dra-node-02"] == 4 and rooms["dra-node-01"] == 0
+    plan = plan_tier2(view)
+    assert plan.available and "restarts_cannot_return" not in plan.warnings
+    [note] = [n for n in plan.notes if n.code == "restart_moves_cordoned"]
+    assert (note.params["pod"], note.params["nodes"]) == ("ml-train/train-dra-0", "dra-node-02")
+
+
+async def test_a_dra_training_pod_is_stranded_when_every_other_device_is_claimed(
+    make_gateway: Make,
+) -> None:
+    gw, _ = await make_gateway(_two_dra_nodes(second_busy=True))
+    await gw.cordon("dra-node-01", dry_run=False)
+    view = await gw.get_cluster_view("dra-node-01")
+    assert {r.name: r.free.get("dra:gpu.nvidia.com") for r in view.room or []}["dra-node-02"] == 0
+    plan = plan_tier2(view)
+    assert not plan.available and "restarts_cannot_return" in plan.warnings
