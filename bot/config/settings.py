@@ -116,6 +116,12 @@ class KubeSettings(_Group):
         description="set NVIDIA_VISIBLE_DEVICES=all (+ capabilities utility) for NVML; false "
         "turns GPU evidence off",
     )
+    dcgm_exporter_services: list[str] = Field(
+        default_factory=lambda: ["nvidia-dcgm-exporter", "dcgm-exporter"],
+        description="names of dcgm-exporter's Service (GPU Operator, Helm chart): when NVML "
+        "gives no per-process GPU memory, the bot reads the exporter's per-pod figures from "
+        "its endpoint on the node, found through this Service's EndpointSlices; [] turns it off",
+    )
     diagnostic_priority_class: str | None = Field(
         None,
         description="optional priorityClassName of the collector pod (e.g. system-node-critical) "

@@ -50,6 +50,10 @@ API_CALLS: tuple[ApiCall, ...] = (
     ApiCall("node.k8s.io", "runtimeclasses", "get"),
     # DRA GPU nodes: which drivers publish devices on a node (bot.kube.dra)
     ApiCall("resource.k8s.io", "resourceslices", "list"),
+    # DRA pods: which devices (driver, pool, device) their ResourceClaims hold (bot.kube.dra)
+    ApiCall("resource.k8s.io", "resourceclaims", "list"),
+    # the third GPU-evidence rung: dcgm-exporter's endpoint on the node (bot.kube.dcgm)
+    ApiCall("discovery.k8s.io", "endpointslices", "list"),
     ApiCall("batch", "jobs", "create", "own_namespace"),
     ApiCall("batch", "jobs", "delete", "own_namespace"),
     ApiCall("", "pods", "watch", "own_namespace"),

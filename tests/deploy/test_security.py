@@ -37,6 +37,8 @@ CLUSTER_RULES = {
     ("metrics.k8s.io", "pods"): {"list"},
     ("node.k8s.io", "runtimeclasses"): {"get"},
     ("resource.k8s.io", "resourceslices"): {"list"},
+    ("resource.k8s.io", "resourceclaims"): {"list"},
+    ("discovery.k8s.io", "endpointslices"): {"list"},
     ("autoscaling.k8s.io", "verticalpodautoscalers"): {"list"},
     # gpunode doctor: the admission policies are installed and bound (read only)
     ("admissionregistration.k8s.io", "validatingadmissionpolicies"): {"list"},

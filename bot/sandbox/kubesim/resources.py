@@ -132,6 +132,8 @@ RESOURCES: tuple[Resource, ...] = (
         ("scale", "status"),
     ),
     Resource("", "v1", "ConfigMap", "configmaps", True, ("cm",)),
+    Resource("", "v1", "Service", "services", True, ("svc",), ("status",)),
+    Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True),
     Resource("", "v1", "Secret", "secrets", True),
     Resource(
         "policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ("pdb",), ("status",)
@@ -143,6 +145,9 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("coordination.k8s.io", "v1", "Lease", "leases", True),
     # DRA: drivers publish a node's devices as ResourceSlices (resource.k8s.io/v1, GA in 1.34)
     Resource("resource.k8s.io", "v1", "ResourceSlice", "resourceslices", False),
+    # ... and pods hold them through ResourceClaims, made from ResourceClaimTemplates
+    Resource("resource.k8s.io", "v1", "ResourceClaim", "resourceclaims", True, (), ("status",)),
+    Resource("resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates", True),
     *ACCESS_RESOURCES,
     Resource(
         "metrics.k8s.io",
