@@ -6,7 +6,8 @@
 # bot.core.memory, bot.core.redaction, bot.errors: the standard library) and NVML's bindings:
 # it is the first pull on a memory-starved node, inside the Job's deadline.
 
-# --- builder: build gpunode's wheel (templates force-included as bot/_templates, deploy/base
+# --- builder: build gpunode's wheel (templates force-included as bot/_templates, the .po
+# catalogs as bot/_locales, read at runtime: nothing to compile), deploy/base
 # as bot/_deploy/base) without the sandbox, and the
 # wheels of its dependencies, so the final stage installs offline without build tools.
 FROM python:3.11-slim AS builder
@@ -15,6 +16,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY bot ./bot
 COPY templates ./templates
+COPY locales ./locales
 COPY deploy/base ./deploy/base
 # The production image leaves the sandbox out: the stand-ins (a Kubernetes API that trusts
 # token-less requests, a fake Slack, a fake GPU) have no business in a cluster. `gpunode demo`,
@@ -23,7 +25,8 @@ RUN rm -rf bot/sandbox && pip wheel --wheel-dir /wheels .
 
 # --- collector: `gpunode collect` and nvidia-ml-py, nothing else (kube.image). The module list
 # is the import closure of `gpunode collect`; tests/deploy/test_collector_image.py recomputes
-# it and compares, so a new import in the collector cannot be left out of the image.
+# it and compares, so a new import in the collector cannot be left out of the image. The
+# DaemonSet mode's `gpunode agent` runs from it too (tests/deploy/test_agent_image.py).
 FROM python:3.11-slim AS collector
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -51,6 +54,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1
+# Noto Sans CJK (Debian's fonts-noto-cjk): charts for a zh-CN reader carry Chinese titles,
+# axes and legends (bot/charts/rendering.py FONT_FAMILY); without it every glyph is a box.
+RUN apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends fonts-noto-cjk \
+ && rm -rf /var/lib/apt/lists/*
 RUN groupadd --gid 10001 gpunode \
  && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin gpunode \

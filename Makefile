@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test test-serial check lint fmt types bench setup system-deps test-fast clean
+.PHONY: demo test test-serial check lint fmt types bench setup system-deps test-fast clean catalogs
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -62,6 +62,18 @@ types: $(STAMP)
 	$(BIN)/mypy
 
 check: test
+
+# The words: extract every marked message from templates/ and bot/render, bot/charts into
+# locales/gpunode.pot, then carry new ids into each locale's .po (translate the empty msgstrs;
+# tests/render/test_catalogs.py fails on any left empty). The .po files are read at runtime
+# (bot/render/catalogs.py compiles them in memory), so nothing is built from them here.
+catalogs: $(STAMP)
+	$(BIN)/pybabel -q extract -F babel.cfg --no-location --omit-header --sort-output -k _ \
+	  -o locales/gpunode.pot .
+	for l in en zh_CN; do \
+	  $(BIN)/pybabel -q update -N --no-fuzzy-matching --ignore-obsolete \
+	    -i locales/gpunode.pot -d locales -D gpunode -l $$l || exit 1; \
+	done
 
 bench: $(STAMP)
 	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

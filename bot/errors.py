@@ -19,7 +19,8 @@ Every error that crosses a package boundary is one of these. Edges (``bot/kube``
     │   ├── InvalidObjectError       the server refused the object (400/422)
     │   ├── TooManyRequestsError     429; for evictions: blocked by a PodDisruptionBudget
     │   ├── KubeUnavailableError     5xx, timeout, connection refused
-    │   │   └── ClusterUnreachableError  a named cluster did not answer in its time
+    │   │   ├── ClusterUnreachableError  a named cluster did not answer in its time
+    │   │   └── WriteUnknownError    a real write sent but not answered: it may have landed
     │   └── DiagnosticJobError       the diagnostic Job did not yield evidence (reason code)
     ├── SlackError                   a Slack Web API call failed after retries
     ├── PrometheusError              Prometheus unreachable, slow, or refused a query
@@ -30,6 +31,8 @@ Every error that crosses a package boundary is one of these. Edges (``bot/kube``
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class GpunodeError(Exception):
@@ -98,10 +101,30 @@ class KubeUnavailableError(KubeError):
     code = "unavailable"
 
 
+class WriteUnknownError(KubeUnavailableError):
+    """A real write was sent and no answer came in time (the client gave up, or the
+    connection broke after the request went out): the API server may have applied it. The
+    caller re-reads the object to learn what happened, never assumes either way.
+    ``pending``: the change as it would have been recorded (``Change`` JSON with ``before``,
+    captured just before sending; None if not known); ``waited_s``: how long the client
+    waited."""
+
+    code = "no_answer"
+
+    def __init__(
+        self, message: str, *, pending: dict[str, Any] | None = None, waited_s: float = 0.0
+    ) -> None:
+        super().__init__(message)
+        self.pending = pending
+        self.waited_s = waited_s
+
+
 class DiagnosticJobError(KubeError):
     """The diagnostic Job failed. ``code`` is one of: node_not_found, node_not_ready,
     image_pull, container_error, create_failed, not_admitted, deadline_exceeded,
-    evidence_unreadable, job_failed."""
+    evidence_unreadable, job_failed; in daemonset mode (the node's agent, bot.kube.resident)
+    also agent_not_found, agent_not_ready, agent_unverified, agent_unreachable,
+    agent_refused, agent_failed, agent_token, agent_tls."""
 
     code = "job_failed"
 

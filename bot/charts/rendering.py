@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,6 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from bot.core.charts import ChartSeries, ChartSpec
+from bot.render.catalogs import Translator, translator
 
 #: 1000x600 px, drawn on a 6.25x3.75 in canvas at 160 dpi: Slack previews the image 480 px
 #: wide (0.48 of it), so a point must be large in pixels; 8 pt is 17.8 px here, 8.5 px in the
@@ -69,7 +71,7 @@ def _legend(ax: Axes, entries: list[tuple[str, str]]) -> None:
         ax.text(1.04, y, _short(label), transform=ax.transAxes, fontsize=FONT_PT, va="center")
 
 
-def _draw_host(ax: Axes, spec: ChartSpec) -> None:
+def _draw_host(ax: Axes, spec: ChartSpec, t: Translator) -> None:
     bands = [s for s in spec.host if s.values_gib]
     if bands and spec.source == "prometheus":
         ax.stackplot(
@@ -83,7 +85,7 @@ def _draw_host(ax: Axes, spec: ChartSpec) -> None:
         _snapshot_bars(ax, spec, bands)
     if spec.host_total_gib is not None:
         ax.axhline(spec.host_total_gib, color="#000000", linewidth=1, label="MemTotal")
-    ax.set_ylabel("host memory (GiB)", fontsize=FONT_PT)
+    ax.set_ylabel(t.gettext("host memory (GiB)"), fontsize=FONT_PT)
     ax.set_ylim(0, (spec.host_total_gib or ax.get_ylim()[1]) * 1.05)
     entries = [(s.label, s.colour) for s in reversed(bands)]  # top band first, as drawn
     if spec.host_total_gib is not None:
@@ -116,17 +118,17 @@ def _snapshot_bars(ax: Axes, spec: ChartSpec, bands: list[ChartSeries]) -> None:
             ax.text(x, top, stamp, fontsize=FONT_PT, ha="center", va="bottom", rotation=90)
 
 
-def _draw_gpu(ax: Axes, spec: ChartSpec) -> None:
+def _draw_gpu(ax: Axes, spec: ChartSpec, t: Translator) -> None:
     for s in spec.gpu:
         style = "-" if spec.source == "prometheus" else "o-"
         ax.plot(_dates(s.timestamps_s), s.values_gib, style, color=s.colour, label=_short(s.label))
-    _gpu_frame(ax, spec)
+    _gpu_frame(ax, spec, t)
 
 
-def _gpu_frame(ax: Axes, spec: ChartSpec) -> None:
+def _gpu_frame(ax: Axes, spec: ChartSpec, t: Translator) -> None:
     if spec.gpu_total_gib is not None:
         ax.axhline(spec.gpu_total_gib, color="#000000", linewidth=1, linestyle="--")
-    ax.set_ylabel("GPU memory (GiB)", fontsize=FONT_PT)
+    ax.set_ylabel(t.gettext("GPU memory (GiB)"), fontsize=FONT_PT)
     ax.set_ylim(0, (spec.gpu_total_gib or ax.get_ylim()[1]) * 1.05)
     if spec.gpu:
         _legend(ax, [(s.label, s.colour) for s in spec.gpu])
@@ -176,7 +178,7 @@ def category_x(times: list[float]) -> Any:
     return at
 
 
-def _snapshot_chart(host: Axes, gpu: Axes, spec: ChartSpec) -> None:
+def _snapshot_chart(host: Axes, gpu: Axes, spec: ChartSpec, t: Translator) -> None:
     """No history: the ledger as stacked bars, one per collection, on a category axis (a
     time axis would stretch one bar over minutes of nothing); GPUs as bars beside them."""
     bands = [s for s in spec.host if s.values_gib]
@@ -190,7 +192,7 @@ def _snapshot_chart(host: Axes, gpu: Axes, spec: ChartSpec) -> None:
         bottoms = [b + v for b, v in zip(bottoms, s.values_gib, strict=True)]
     if spec.host_total_gib is not None:
         host.axhline(spec.host_total_gib, color="#000000", linewidth=1)
-    host.set_ylabel("host memory (GiB)", fontsize=FONT_PT)
+    host.set_ylabel(t.gettext("host memory (GiB)"), fontsize=FONT_PT)
     host.set_ylim(0, (spec.host_total_gib or host.get_ylim()[1]) * 1.05)
     entries = [(s.label, s.colour) for s in reversed(bands)]
     if spec.host_total_gib is not None:
@@ -201,34 +203,80 @@ def _snapshot_chart(host: Axes, gpu: Axes, spec: ChartSpec) -> None:
         pos = {t: i for i, t in enumerate(times)}
         gx = [pos.get(t, 0) - 0.25 + width * (k + 0.5) for t in g.timestamps_s]
         gpu.bar(gx, g.values_gib, width=width * 0.9, color=g.colour)
-    _gpu_frame(gpu, spec)
+    _gpu_frame(gpu, spec, t)
     labels = [f"{datetime.fromtimestamp(t, UTC):%H:%M:%S}" for t in times]
     if len(labels) == 2:
-        labels = [f"before · {labels[0]}", f"after · {labels[1]}"]
+        labels = [
+            t.gettext("before · %(time)s", time=labels[0]),
+            t.gettext("after · %(time)s", time=labels[1]),
+        ]
     gpu.set_xticks(xs, labels)
     host.set_xlim(-0.75, len(xs) - 0.25)
-    gpu.set_xlabel("collected at (UTC)", fontsize=FONT_PT)
+    gpu.set_xlabel(t.gettext("collected at (UTC)"), fontsize=FONT_PT)
     _draw_markers([host, gpu], spec, at=category_x(times) if times else None, last=len(xs) - 1)
 
 
-def render_png(spec: ChartSpec) -> bytes:
-    """The chart as PNG bytes (1000x600 px)."""
-    fig = draw(spec)
+def render_png(spec: ChartSpec, *, locale: str = "en") -> bytes:
+    """The chart as PNG bytes (1000x600 px), its words in ``locale``."""
+    fig = draw(spec, locale=locale)
     buf = io.BytesIO()
     # zlib level 1: a fifth of the default's encode time for a few more KiB (flat colours)
     fig.savefig(buf, format="png", pil_kwargs={"compress_level": 1})
     return buf.getvalue()
 
 
-def draw(spec: ChartSpec) -> Figure:
+def draw(spec: ChartSpec, *, locale: str = "en") -> Figure:
     """The chart as a matplotlib Figure (``render_png`` saves it; tests measure its text).
     Text falls back to Noto Sans CJK for Chinese (a zh-CN title or pod label), glyph by
     glyph; each text keeps the family it was created with, so the context ends here."""
     with rc_context({"font.family": FONT_FAMILY}):
-        return _draw(spec)
+        t = translator(locale)
+        return _draw(localized(spec, t), t)
 
 
-def _draw(spec: ChartSpec) -> Figure:
+def localized(spec: ChartSpec, t: Translator) -> ChartSpec:
+    """The spec with its fixed words (the title the core or a caller gives, the ledger's
+    named bands, GPU labels) in the reader's language; pod and workload names stay as they
+    are."""
+    bands = {
+        "kernel slab (unreclaimable)": t.gettext("kernel slab (unreclaimable)"),
+        "page cache": t.gettext("page cache"),
+        "other (rest of pods, kernel, processes)": t.gettext(
+            "other (rest of pods, kernel, processes)"
+        ),
+    }
+
+    def label(s: ChartSeries) -> ChartSeries:
+        if s.label in bands:
+            return s.model_copy(update={"label": bands[s.label]})
+        m = _GPU_LABEL.fullmatch(s.label)
+        if m is not None:
+            return s.model_copy(update={"label": t.gettext("GPU %(index)s", index=m.group(1))})
+        return s
+
+    return spec.model_copy(
+        update={"host": [label(s) for s in spec.host], "gpu": [label(s) for s in spec.gpu]}
+    )
+
+
+#: ``GPU 3``: the core's label of a device's series
+_GPU_LABEL = re.compile(r"GPU (\d+)")
+
+
+def title(spec: ChartSpec, t: Translator) -> str:
+    """The chart's title in the reader's language when it is one of the titles gpunode
+    gives (``NODE: memory``, the postmortem's start and end); any other title as given."""
+    known = {
+        f"{spec.node}: memory": t.gettext("%(node)s: memory", node=spec.node),
+        f"{spec.node}: at the start": t.gettext("%(node)s: at the start", node=spec.node),
+        f"{spec.node}: at the end, actions marked": t.gettext(
+            "%(node)s: at the end, actions marked", node=spec.node
+        ),
+    }
+    return known.get(spec.title, spec.title)
+
+
+def _draw(spec: ChartSpec, t: Translator) -> Figure:
     fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
     FigureCanvasAgg(fig)
     host, gpu = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
@@ -238,17 +286,21 @@ def _draw(spec: ChartSpec) -> Figure:
     for ax in (host, gpu):
         ax.tick_params(labelsize=FONT_PT)
     if spec.source == "snapshot" and (spec.host or spec.gpu):
-        _snapshot_chart(host, gpu, spec)
+        _snapshot_chart(host, gpu, spec, t)
     else:
-        _draw_host(host, spec)
-        _draw_gpu(gpu, spec)
+        _draw_host(host, spec, t)
+        _draw_gpu(gpu, spec, t)
         _draw_markers([host, gpu], spec)
         start, end = spec.start_s, spec.end_s
         pad = max((end - start) * 0.03, 300.0)  # a lone snapshot still gets a readable span
         host.set_xlim(_x(start - pad), _x(end + pad))
         gpu.xaxis.set_major_locator(AutoDateLocator(tz=UTC))  # type: ignore[no-untyped-call]
         gpu.xaxis.set_major_formatter(DateFormatter("%H:%M", tz=UTC))  # type: ignore[no-untyped-call]
-        gpu.set_xlabel("time (UTC)", fontsize=FONT_PT)
-    source = "Prometheus history" if spec.source == "prometheus" else "snapshot + kernel log"
-    fig.suptitle(f"{spec.title}  ({source})", fontsize=FONT_PT + 1)
+        gpu.set_xlabel(t.gettext("time (UTC)"), fontsize=FONT_PT)
+    source = (
+        t.gettext("Prometheus history")
+        if spec.source == "prometheus"
+        else t.gettext("snapshot + kernel log")
+    )
+    fig.suptitle(f"{title(spec, t)}  ({source})", fontsize=FONT_PT + 1)
     return fig

@@ -16,11 +16,15 @@ from bot.services import doctor
 
 async def _run(args: argparse.Namespace) -> list[doctor.Row]:
     settings = load_settings(config_file=getattr(args, "config", None))
-    namespace = cluster_settings(args).namespace
+    cluster = cluster_settings(args)  # the cluster the command names (namespace, mode)
+    namespace = cluster.namespace
     gateway = gateway_from_args(args)
     try:
         rows = await doctor.check_cluster(
-            gateway, namespace, lease=bool(settings.leader.lease_name)
+            gateway,
+            namespace,
+            lease=bool(settings.leader.lease_name),
+            collector_mode=cluster.collector_mode,
         )
     finally:
         gateway.close()

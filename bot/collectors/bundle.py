@@ -186,6 +186,7 @@ def collect_document(
         gp["container_id"] = info["container_id"] if info else None
     doc.update(processes=processes, process_count=count, gpus=gpus, gpu_processes=gpu_procs)
     doc["nvml_driver_version"] = driver
+    doc["pod_gpu_memory"] = []  # dcgm-exporter's per-pod figures: the bot adds them, not the node
     doc["kernel_log"] = (
         kmsg.read_kernel_log(root_s, now=moment, gpus=gpus, gaps=gaps, window_s=kernel_log_window_s)
         if kernel_log_window_s > 0

@@ -116,6 +116,12 @@ class KubeSettings(_Group):
         description="set NVIDIA_VISIBLE_DEVICES=all (+ capabilities utility) for NVML; false "
         "turns GPU evidence off",
     )
+    dcgm_exporter_services: list[str] = Field(
+        default_factory=lambda: ["nvidia-dcgm-exporter", "dcgm-exporter"],
+        description="names of dcgm-exporter's Service (GPU Operator, Helm chart): when NVML "
+        "gives no per-process GPU memory, the bot reads the exporter's per-pod figures from "
+        "its endpoint on the node, found through this Service's EndpointSlices; [] turns it off",
+    )
     diagnostic_priority_class: str | None = Field(
         None,
         description="optional priorityClassName of the collector pod (e.g. system-node-critical) "
@@ -125,6 +131,32 @@ class KubeSettings(_Group):
     service_account: str = Field("gpunode-collector", description="SA of the diagnostic pod")
     kernel_log_window_s: int = Field(
         86400, ge=0, le=30 * 86400, description="kernel log (OOM kills, XIDs) kept; 0: not read"
+    )
+    collector_mode: Literal["job", "daemonset"] = Field(
+        "job",
+        description="how evidence is collected: job = a diagnostic Job per diagnosis (the "
+        "default; needs `jobs create`); daemonset = ask the node's resident agent "
+        "(deploy/overlays/daemonset, for clusters that forbid `jobs create`)",
+    )
+    agent_daemonset: str = Field(
+        "gpunode-agent", description="daemonset mode: the agents' DaemonSet in kube.namespace"
+    )
+    agent_port: int = Field(8443, ge=1, le=65535, description="daemonset mode: the agents' port")
+    agent_server_name: str = Field(
+        "gpunode-agent",
+        description="daemonset mode: the name the agents' certificate must carry (checked)",
+    )
+    agent_ca_file: str = Field(
+        "/etc/gpunode/agent-tls/ca.crt",
+        description="daemonset mode: the CA that signed the agents' certificate",
+    )
+    agent_token_file: str = Field(
+        "/var/run/secrets/gpunode/agent/token",
+        description="daemonset mode: the bot's projected ServiceAccount token for the agents' "
+        "audience (re-read at each request: the kubelet rotates it)",
+    )
+    agent_timeout_s: float = Field(
+        120.0, gt=0, le=3600, description="daemonset mode: seconds the agent may take to answer"
     )
 
 

@@ -171,6 +171,16 @@ class ContainerInfo(_Model):
     )
 
 
+class ClaimedDevice(_Model):
+    """One device a pod holds through DRA: a result of its ResourceClaim's allocation
+    (``status.allocation.devices.results``: driver, pool, device)."""
+
+    claim: str = Field(description="the ResourceClaim's name")
+    driver: str
+    pool: str
+    device: str
+
+
 class PodInfo(_Model):
     namespace: str
     name: str
@@ -195,6 +205,11 @@ class PodInfo(_Model):
     resource_claims: list[str] = Field(
         default_factory=list, description="spec.resourceClaims names (DRA devices)"
     )
+    dra_devices: list[ClaimedDevice] | None = Field(
+        None,
+        description="the devices its ResourceClaims were allocated; None when not read (no "
+        "claims, no resource.k8s.io, or the read was refused)",
+    )
     is_daemonset: bool = False
     is_mirror: bool = False
     has_emptydir: bool = False
@@ -214,9 +229,22 @@ class PodInfo(_Model):
 
     @property
     def accelerated(self) -> bool:
-        """A GPU workload: any accelerator resource or any DRA resource claim. Such pods are
+        """THE definition of a GPU pod: any accelerator resource, or a DRA claim holding a GPU
+        driver's device (any claim at all while its ResourceClaims are unread or not yet
+        allocated: a claim is presumed a GPU until its devices say otherwise). Such pods are
         critical everywhere (tier 1 never evicts them)."""
-        return self.accelerator_request > 0 or bool(self.resource_claims)
+        if self.accelerator_request > 0:
+            return True
+        if not self.resource_claims:
+            return False
+        if not self.dra_devices:
+            return True
+        return any(is_gpu_driver(d.driver) for d in self.dra_devices)
+
+    @property
+    def gpu_devices(self) -> list[ClaimedDevice]:
+        """The GPU devices its DRA claims hold ([] when unread or none)."""
+        return [d for d in self.dra_devices or [] if is_gpu_driver(d.driver)]
 
     @property
     def top_owner(self) -> OwnerRef | None:

@@ -190,6 +190,25 @@ class GpuProcess(_Model):
     container_id: str | None = None
 
 
+class PodGpuMemory(_Model):
+    """GPU memory a pod holds, as dcgm-exporter attributes it (the third GPU-evidence rung,
+    ``bot.core.dcgm``): the framebuffer used on the GPU or MIG instance the kubelet assigned
+    to the pod. It is the device's figure, not the pod's processes': when ``shared_by`` pods
+    share the device (time-slicing, MPS) each is shown the same device total."""
+
+    namespace: str
+    pod: str
+    container: str | None = None
+    gpu: str = Field(description="dcgm-exporter's gpu label (device index)")
+    gpu_uuid: str | None = None
+    mig_profile: str | None = Field(None, description="GPU_I_PROFILE, e.g. 3g.40gb")
+    mig_instance: str | None = Field(None, description="GPU_I_ID")
+    used_bytes: int = Field(description="DCGM_FI_DEV_FB_USED (MiB) in bytes")
+    free_bytes: int | None = Field(None, description="DCGM_FI_DEV_FB_FREE (MiB) in bytes")
+    shared_by: int = Field(1, description="pods the exporter labels on the same device")
+    source: str = Field(description="where it was read: the exporter's endpoint or Prometheus")
+
+
 class SlabCache(_Model):
     """One kernel slab cache from ``/proc/slabinfo`` (kept: the biggest by bytes)."""
 
@@ -226,6 +245,10 @@ class EvidenceBundle(_Model):
     gpus: list[GpuDevice] = Field(default_factory=list)
     gpu_processes: list[GpuProcess] = Field(default_factory=list)
     nvml_driver_version: str | None = None
+    pod_gpu_memory: list[PodGpuMemory] = Field(
+        default_factory=list,
+        description="per-pod GPU memory from dcgm-exporter, when NVML gave no per-process figures",
+    )
     kernel_log: KernelLog | None = Field(
         None, description="OOM kills and XIDs from /dev/kmsg; None when unread (see gaps)"
     )

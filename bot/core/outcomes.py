@@ -9,7 +9,9 @@ audit and the postmortem never call such an action "succeeded":
 - ``applied``: every step ran and every eviction it planned happened (or it evicts nothing);
 - ``partly``: some of its evictions happened, others were blocked;
 - ``not_applied``: it ran, but none of its evictions happened (each blocked or gone);
-- ``failed``: a step failed; anything else: the lifecycle state as it is (``undone`` ...).
+- ``failed``: a step failed;
+- ``unknown``: a write got no answer and the re-read could not tell whether it landed
+  (``result["unanswered"]``); anything else: the lifecycle state as it is (``undone`` ...).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class ActionOutcome(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    outcome: str = Field(description="applied, partly, not_applied, failed, or the state")
+    outcome: str = Field(description="applied, partly, not_applied, failed, unknown, or the state")
     evicted: int = Field(0, description="pods evicted for real")
     to_evict: int = Field(0, description="pods the action set out to evict (not dry runs)")
     blocked: list[str] = Field(
@@ -54,6 +56,9 @@ def action_outcome(state: str, result: Mapping[str, Any] | None) -> ActionOutcom
     evicted = sum(1 for e in evictions if e.get("status") == "evicted")
     blocked = [_blocked(e) for e in evictions if e.get("status") != "evicted"]
     outcome = state
+    unanswered = (result or {}).get("unanswered") or []
+    if state == "failed" and any(u.get("landed") is None for u in unanswered):
+        outcome = "unknown"  # a write got no answer and the re-read could not tell
     if state == "succeeded":
         if not evictions or evicted == len(evictions):
             outcome = "applied"

@@ -75,6 +75,18 @@ def workload_of(view: ClusterView, kind: str, namespace: str, name: str) -> Work
     )
 
 
+#: a room's free DRA devices of one driver, and a pod's need of them, count under this key
+DRA_PREFIX = "dra:"
+
+
+def dra_needs(pod: PodInfo) -> dict[str, int]:
+    """The GPU devices a pod's DRA claims hold, per driver, as room keys."""
+    out: dict[str, int] = {}
+    for d in pod.gpu_devices:
+        out[DRA_PREFIX + d.driver] = out.get(DRA_PREFIX + d.driver, 0) + 1
+    return out
+
+
 def partition_held_keys(
     view: ClusterView, kind: str, namespace: str, name: str, keys: list[str]
 ) -> set[str]:
@@ -216,7 +228,15 @@ def restart_notes(
     view: ClusterView, restarted: list[PodInfo], *, priority: int
 ) -> tuple[list[PlanNote], bool]:
     """Where each restarted GPU pod goes; True when one of them can go nowhere while the
-    node is cordoned (tier 2 then refuses: restarting it would stop the training)."""
+    node is cordoned (tier 2 then refuses: restarting it would stop the training).
+
+    A GPU pod is any ``accelerated`` pod (MIG slices, shared GPUs, AMD, DRA claims), and a
+    node takes it only when it has free every resource name the pod requests: a pod holding
+    ``nvidia.com/mig-3g.40gb`` needs that exact profile elsewhere, not any GPU. A pod whose
+    GPUs come only through DRA claims needs as many free devices of each driver elsewhere
+    (``dra:DRIVER`` in a room's free, which the gateway counts from ResourceSlices less
+    allocated claims); with its devices unknown, no node is named and a cordoned node strands
+    it: conservative, never a node named that may lack the device."""
     if view.room is None:
         return [], False
     notes: list[PlanNote] = []
@@ -224,17 +244,26 @@ def restart_notes(
     rooms = [_room_after(r, restarted) if r.name == view.node.name else r for r in view.room]
     for pod in restarted:
         sched = pod.scheduling
-        if sched is None or pod.gpu_request <= 0:
-            continue
+        if sched is None or not pod.accelerated:
+            continue  # every GPU pod by the one definition: whole, shared, MIG, AMD, DRA
         home = next((r for r in rooms if r.name == view.node.name), None)
         if home is not None and fits(sched, home):
             continue
         # kept apart from its replicas (required anti-affinity per node): not beside one
         apart = sibling_nodes(view, pod) if sched.spread_from_siblings else set()
+        # GPUs held only through DRA claims: a node takes the pod when its room counts as many
+        # free devices of each driver (``dra:DRIVER``, from ResourceSlices less allocated
+        # claims); with the pod's devices unread, no node is known to have them free
+        dra_only = pod.accelerator_request == 0 and bool(pod.resource_claims)
+        if dra_only:
+            sched = sched.model_copy(update={"requests": {**sched.requests, **dra_needs(pod)}})
         targets = [
             r.name
             for r in rooms
-            if r.name != view.node.name and r.name not in apart and fits(sched, r)
+            if r.name != view.node.name
+            and r.name not in apart
+            and fits(sched, r)
+            and not (dra_only and not pod.gpu_devices)
         ]
         cordoned = view.node.unschedulable
         if targets:

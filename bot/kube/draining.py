@@ -17,6 +17,7 @@ from bot.core.changes import Change, EvictionOutcome
 from bot.kube.errors import status_body
 from bot.kube.patching import Obj, dry_run_query, patch_object
 from bot.kube.transport import SMP, Transport
+from bot.kube.unanswered import unanswered
 
 _PDB_NAMED = re.compile(r"disruption budget (\S+) needs (\d+) healthy pods? and has (\d+)")
 _PDB_COUNTS = re.compile(r"needs (\d+) healthy pods? and has (\d+)")
@@ -35,7 +36,8 @@ def set_unschedulable(t: Transport, node: str, value: bool, *, dry_run: bool) ->
     }  # fmt: skip
     if before == value:
         return Change(**base, noop=True)
-    answer = patch_object(t, path, patch, dry_run=dry_run)
+    with unanswered(t, f"{verb} {node}", base, dry_run=dry_run):
+        answer = patch_object(t, path, patch, dry_run=dry_run)
     spec, meta = answer.get("spec") or {}, answer.get("metadata") or {}
     after = {
         "unschedulable": bool(spec.get("unschedulable")),
@@ -158,13 +160,15 @@ def evict(t: Transport, namespace: str, name: str, *, dry_run: bool) -> Eviction
     429 from a PodDisruptionBudget -> blocked (naming the budget); 429 from throttling ->
     failed, retry later; 500 for a pod under several budgets -> blocked (the Eviction API
     cannot evict it); other 500 -> failed; 404 -> not_found."""
+    pending = {"verb": "evict", "kind": "Pod", "namespace": namespace, "name": name}
     try:
-        t.request(
-            "POST",
-            f"/api/v1/namespaces/{namespace}/pods/{name}/eviction",
-            query=dry_run_query(dry_run),
-            body=eviction_body(namespace, name, dry_run=dry_run),
-        )
+        with unanswered(t, f"evict pod {namespace}/{name}", pending, dry_run=dry_run):
+            t.request(
+                "POST",
+                f"/api/v1/namespaces/{namespace}/pods/{name}/eviction",
+                query=dry_run_query(dry_run),
+                body=eviction_body(namespace, name, dry_run=dry_run),
+            )
     except ApiException as exc:
         if exc.status == 429 and _is_budget_refusal(exc):
             return _blocked(t, namespace, name, exc)

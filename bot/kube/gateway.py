@@ -22,11 +22,13 @@ from typing import Any, TypeVar
 from kubernetes import client
 
 from bot.config import KubeSettings
+from bot.core import dcgm
 from bot.core.allocation import allocated_resources, describe_allocated
 from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
-from bot.core.cluster import ClusterView, NodeInfo, NodeLoad
+from bot.core.cluster import ClusterView, NodeInfo, NodeLoad, RoomOnNode
 from bot.core.evidence import EvidenceBundle
 from bot.core.impersonation import ActingAs
+from bot.core.rollouts import DRA_PREFIX
 from bot.core.watching import RolloutProgress
 from bot.errors import DiagnosticJobError, GpunodeError, KubeUnavailableError, NotFoundError
 from bot.kube import (
@@ -40,11 +42,14 @@ from bot.kube import (
     preflight,
     prioritizing,
     reading,
+    resident,
     resizing,
     selfcheck,
     tallying,
+    unanswered,
     watching,
 )
+from bot.kube import dcgm as kube_dcgm
 from bot.kube.connecting import build_api_client
 from bot.kube.decoding import PageDecoder
 from bot.kube.errors import refused_as, translate
@@ -256,7 +261,18 @@ class Gateway:
             self._metrics(groups, namespaces),
         )
         keys = {(p["metadata"].get("namespace"), p["metadata"].get("name")) for p in pods}
-        infos = [objects.parse_pod(p, owners=c) for p, c in zip(pods, chains, strict=True)]
+        claims = await self._claims(pods)
+        infos = [
+            objects.parse_pod(
+                p,
+                owners=c,
+                dra_devices=dra.pod_devices(p, claims[ns])
+                if (ns := p["metadata"].get("namespace", "")) in claims
+                and (p.get("spec") or {}).get("resourceClaims")
+                else None,
+            )
+            for p, c in zip(pods, chains, strict=True)
+        ]
         context = await survey(self, node, infos, cache, groups)
         infos = [
             p.model_copy(
@@ -270,12 +286,15 @@ class Gateway:
             else p
             for p in infos
         ]
+        room = context.room
+        if room is not None and any(p.gpu_devices and not p.accelerator_request for p in infos):
+            room = await self._with_dra_devices(room)
         return ClusterView(
             node=objects.parse_node(node_obj),
             pods=infos,
             gang_pods=context.gang_pods,
             workloads=context.workloads,
-            room=context.room,
+            room=room,
             queues=context.queues,
             bot_namespace=self.settings.namespace,
             in_place_resize="pods/resize" in resources,
@@ -294,9 +313,74 @@ class Gateway:
             observed_at=datetime.now(UTC),
         )
 
+    async def _with_dra_devices(self, room: list[RoomOnNode]) -> list[RoomOnNode]:
+        """``room`` with each node's free DRA devices per driver (``dra:DRIVER``): its
+        ResourceSlices' devices less those allocated to claims. Asked only when a pod on the
+        node holds GPUs through DRA alone; unreadable, the rooms stay as they are (and such a
+        pod fits nowhere else, the conservative answer)."""
+        try:
+            slices, claims = await asyncio.gather(
+                self._call("list ResourceSlices", dra.list_slices),
+                self._call("list ResourceClaims", dra.list_claims, None),
+            )
+        except GpunodeError as exc:
+            if isinstance(exc, KubeUnavailableError) and exc.status is None:
+                raise
+            log.warning("DRA devices for placement not read: %s", exc)
+            return room
+        if claims is None:
+            return room
+        free = dra.free_devices(slices, claims)
+        return [
+            r.model_copy(
+                update={
+                    "free": {
+                        **r.free,
+                        **{DRA_PREFIX + d: n for d, n in free.get(r.name, {}).items()},
+                    }
+                }
+            )
+            for r in room
+        ]
+
+    async def _claims(self, pods: list[Obj]) -> dict[str, list[Obj]]:
+        """namespace -> its ResourceClaims, for the namespaces of ``pods`` that claim DRA
+        devices (no call when none does); a namespace whose claims cannot be read is left
+        out (its pods' devices stay unknown). Optional evidence, like the ResourceSlices."""
+        namespaces = sorted(
+            {
+                str(p["metadata"].get("namespace", ""))
+                for p in pods
+                if (p.get("spec") or {}).get("resourceClaims")
+            }
+        )
+        out: dict[str, list[Obj]] = {}
+        for ns in namespaces:
+            try:
+                found = await self._call(f"list ResourceClaims in {ns}", dra.list_claims, ns)
+            except GpunodeError as exc:
+                if isinstance(exc, KubeUnavailableError) and exc.status is None:
+                    raise
+                log.warning("list ResourceClaims in %s failed: %s", ns, exc)
+                continue
+            if found is not None:
+                out[ns] = found
+        return out
+
     async def read_controller(self, kind: str, namespace: str, name: str) -> dict[str, object]:
         return await self._call(
             f"read {kind} {namespace}/{name}", patching.read_controller, kind, namespace, name
+        )
+
+    async def read_target(self, kind: str, namespace: str, name: str) -> dict[str, object] | None:
+        """A remedy step's object as it is now (None: it does not exist); the re-read after
+        a write that got no answer (``bot.kube.unanswered``)."""
+        return await self._call(
+            f"re-read {kind} {namespace + '/' if namespace else ''}{name}",
+            unanswered.read_target,
+            kind,
+            namespace,
+            name,
         )
 
     # -- diagnostic Job -------------------------------------------------------------------
@@ -365,6 +449,12 @@ class Gateway:
 
     async def _diagnose(self, node: str, known: NodeInfo | None) -> EvidenceBundle:
         info = await self._check_node(node, known)
+        if self.settings.collector_mode == "daemonset":
+            jobs.report_progress("reading")
+            text = await self._call(
+                f"ask the agent on {node}", resident.ask_agent, self.settings, node
+            )
+            return jobs.parse_evidence(text)
         gpu = await self._gpu_preflight(info)
         gaps = list(gpu.gaps)
         run_id = jobs.new_run_id()
@@ -399,6 +489,8 @@ class Gateway:
                     gaps.append(why)
                 if gaps:
                     bundle = bundle.model_copy(update={"gaps": [*gaps, *bundle.gaps]})
+                if dcgm.needs_dcgm(bundle, nvidia=info.has_nvidia_gpus):
+                    bundle = dcgm.join(bundle, await self.read_dcgm_exporter(node))
                 return bundle
             job_now = None
             if outcome.state in ("timeout", "deleted"):
@@ -416,6 +508,17 @@ class Gateway:
         finally:
             cancel.set()
             await asyncio.shield(self._delete_job(ns, name))
+
+    async def read_dcgm_exporter(self, node: str) -> dcgm.DcgmAttempt:
+        """The third GPU-evidence rung: dcgm-exporter's per-pod figures from its endpoint on
+        ``node`` (``bot.kube.dcgm``); a failure is the attempt's reason, never raised."""
+        try:
+            return await self._call(
+                f"read dcgm-exporter on {node}", kube_dcgm.read, node,
+                list(self.settings.dcgm_exporter_services), self.settings.request_timeout_s,
+            )  # fmt: skip
+        except GpunodeError as exc:
+            return dcgm.DcgmAttempt("the exporter's endpoint", failure=exc.message)
 
     async def _delete_job(self, namespace: str, name: str) -> None:
         try:
@@ -453,7 +556,11 @@ class Gateway:
 
     async def dry_run_collector(self, node: str) -> None:
         """Create the collector Job for ``node`` with ``dryRun=All``: admission answers as
-        for a real diagnosis (GpunodeError when refused), nothing is created."""
+        for a real diagnosis (GpunodeError when refused), nothing is created. In daemonset
+        mode: the node's agent pod is found as a diagnosis finds it (nothing is sent to it)."""
+        if self.settings.collector_mode == "daemonset":
+            await self._call(f"find the agent on {node}", resident.find_agent, self.settings, node)
+            return
         info = await self.get_node(node)
         gpu = await self._gpu_preflight(info)
         job = jobs.build_job(

@@ -8,9 +8,11 @@ The order (README "GPU evidence"):
 2. NVML through the node's default runtime: no RuntimeClass, ``NVIDIA_VISIBLE_DEVICES=all``
    kept, for nodes whose default runtime is NVIDIA's (the toolkit configured as containerd's
    default, GKE-style installs);
-3. dcgm-exporter's per-pod framebuffer series (``DCGM_FI_DEV_FB_USED`` with pod/namespace
-   labels) reach the report through Prometheus (``prometheus.url``, the memory history); the
-   collector itself does not read the exporter, and the gap says so.
+3. dcgm-exporter's per-pod framebuffer figures (``DCGM_FI_DEV_FB_USED`` with the
+   ``pod``/``namespace``/``container`` labels of its Kubernetes mapping): from the exporter's
+   endpoint on the node, found through its Service (``bot.kube.dcgm``, by the gateway), then
+   from Prometheus when ``prometheus.url`` is set (``bot.services.diagnosing``). Each attempt
+   adds its sentence to the gap (``bot.core.dcgm.join``).
 
 Pure: node facts and settings in, a plan and gaps out (the gateway performs the reads).
 """
@@ -21,9 +23,10 @@ from dataclasses import dataclass, field
 
 from bot.config import KubeSettings
 from bot.core.cluster import NodeInfo
+from bot.core.dcgm import GAP_SOURCE
 from bot.core.evidence import EvidenceBundle, Gap
 
-SOURCE = "gpu:evidence"
+SOURCE = GAP_SOURCE
 GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 
 
@@ -86,9 +89,7 @@ def evidence_gap(info: NodeInfo, gpu_plan: GpuPlan, bundle: EvidenceBundle) -> G
     hints = _install_hints(info, gpu_plan, bundle)
     reason = (
         f"GPU memory per process was not fully read. Tried: {', then '.join(gpu_plan.tried)} "
-        f"({what}). {' '.join(hints)} dcgm-exporter: its per-pod DCGM_FI_DEV_FB_USED series "
-        "appear in the memory history when prometheus.url is set; the collector does not "
-        "read the exporter itself."
+        f"({what}).{''.join(' ' + h for h in hints)}"
     )
     return Gap(source=SOURCE, reason=reason)
 

@@ -15,6 +15,7 @@ from bot.core.allocation import pod_requests_and_limits
 from bot.core.autoscalers import NODE_PROTECTION, POD_ANNOTATIONS
 from bot.core.cluster import (
     USED_ENV_KEYS,
+    ClaimedDevice,
     Condition,
     ContainerInfo,
     EventInfo,
@@ -194,7 +195,14 @@ def _memory_limit_bytes(pod: Obj, limits: Mapping[str, Any]) -> int | None:
     return int(limits["memory"].value())
 
 
-def parse_pod(pod: Obj, *, owners: Sequence[OwnerRef] = ()) -> PodInfo:
+def parse_pod(
+    pod: Obj,
+    *,
+    owners: Sequence[OwnerRef] = (),
+    dra_devices: list[ClaimedDevice] | None = None,
+) -> PodInfo:
+    """``dra_devices``: what its ResourceClaims were allocated (``bot.kube.dra.pod_devices``),
+    None when they were not read."""
     meta, spec, status = _meta(pod), pod.get("spec") or {}, pod.get("status") or {}
     requests, limits = pod_requests_and_limits(pod)
     ref = controller_ref(pod)
@@ -222,6 +230,7 @@ def parse_pod(pod: Obj, *, owners: Sequence[OwnerRef] = ()) -> PodInfo:
         resource_claims=[
             str(c.get("name", "")) for c in spec.get("resourceClaims") or [] if isinstance(c, dict)
         ],
+        dra_devices=dra_devices,
         is_daemonset=bool(ref and ref.get("kind") == "DaemonSet"),
         is_mirror=MIRROR_ANNOTATION in (meta.get("annotations") or {}),
         has_emptydir=any("emptyDir" in v for v in volumes),

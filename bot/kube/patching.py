@@ -18,6 +18,7 @@ from bot.core.changes import Change, EnvValues, ResourceValues
 from bot.errors import InvalidObjectError, NotFoundError
 from bot.kube.reading import controller_path
 from bot.kube.transport import SMP, Transport
+from bot.kube.unanswered import unanswered
 
 Obj = dict[str, Any]
 
@@ -103,7 +104,9 @@ def set_priority_class_name(
     }
     if old == priority_class:
         return Change(**base, noop=True)
-    answer = patch_object(t, controller_path(kind, namespace, name), patch, dry_run=dry_run)
+    what = f"set priorityClassName on {kind} {namespace}/{name}"
+    with unanswered(t, what, base, dry_run=dry_run):
+        answer = patch_object(t, controller_path(kind, namespace, name), patch, dry_run=dry_run)
     return Change(
         **base,
         after={
@@ -179,7 +182,12 @@ def patch_container_resources(
     }
     entry = container_patch(container, requests=requests, limits=limits, env=env)
     patch = _nest([*_template_prefix(kind), "spec"], {"containers": [entry]})
-    answer = patch_object(t, controller_path(kind, namespace, name), patch, dry_run=dry_run)
+    pending = {
+        "verb": "patch_resources", "kind": kind, "namespace": namespace, "name": name,
+        "dry_run": dry_run, "patch": patch, "patch_type": SMP, "before": before,
+    }  # fmt: skip
+    with unanswered(t, f"patch {kind} {namespace}/{name}", pending, dry_run=dry_run):
+        answer = patch_object(t, controller_path(kind, namespace, name), patch, dry_run=dry_run)
     now = find_container(_pod_spec(answer, kind), container, what=f"{kind} {namespace}/{name}")
     return Change(
         verb="patch_resources",

@@ -14,6 +14,7 @@ from bot.core.changes import Change
 from bot.errors import ConflictError
 from bot.kube.patching import Obj, dry_run_query
 from bot.kube.transport import Transport
+from bot.kube.unanswered import unanswered
 
 
 def priority_class_body(
@@ -51,12 +52,17 @@ def ensure_priority_class(
     except ApiException as exc:
         if exc.status != 404:
             raise
-        answer = t.request(
-            "POST",
-            "/apis/scheduling.k8s.io/v1/priorityclasses",
-            query=dry_run_query(dry_run),
-            body=body,
-        )
+        pending = {
+            "verb": "create_priority_class", "kind": "PriorityClass", "name": name,
+            "dry_run": dry_run, "patch": body, "before": {"exists": False},
+        }  # fmt: skip
+        with unanswered(t, f"create PriorityClass {name}", pending, dry_run=dry_run):
+            answer = t.request(
+                "POST",
+                "/apis/scheduling.k8s.io/v1/priorityclasses",
+                query=dry_run_query(dry_run),
+                body=body,
+            )
         return Change(
             verb="create_priority_class",
             kind="PriorityClass",

@@ -14,6 +14,7 @@ from bot.core.quantity import parse_quantity
 from bot.errors import InvalidObjectError, KubeError
 from bot.kube.patching import after_state, container_patch, find_container, patch_object
 from bot.kube.transport import SMP, Transport
+from bot.kube.unanswered import unanswered
 
 
 def _minor(version: str | None) -> int | None:
@@ -63,9 +64,15 @@ def resize_pod(
             "containers": [container_patch(container, requests=requests, limits=limits, env={})]
         }
     }
-    answer = patch_object(
-        t, f"/api/v1/namespaces/{namespace}/pods/{name}/resize", patch, dry_run=dry_run
-    )
+    pending = {
+        "verb": "resize", "kind": "Pod", "namespace": namespace, "name": name,
+        "dry_run": dry_run, "patch": patch, "patch_type": SMP,
+        "before": {"container": container, "resources": old},
+    }  # fmt: skip
+    with unanswered(t, f"resize pod {namespace}/{name}", pending, dry_run=dry_run):
+        answer = patch_object(
+            t, f"/api/v1/namespaces/{namespace}/pods/{name}/resize", patch, dry_run=dry_run
+        )
     now = find_container(answer.get("spec") or {}, container, what=f"pod {namespace}/{name}")
     return Change(
         verb="resize",

@@ -64,3 +64,10 @@ def node_queries(node: str) -> list[Query]:
               f" * on (namespace, pod) group_left () {pods}",
               "kube_pod_container_status_last_terminated_reason", "kube-state-metrics"),
     ]  # fmt: skip
+
+
+def gpu_memory_query(node: str) -> str:
+    """dcgm-exporter's framebuffer figures on ``node``, every label kept (the per-pod
+    mapping's ``pod``/``namespace``/``container``, or their ``exported_`` spelling)."""
+    names = "DCGM_FI_DEV_FB_USED|DCGM_FI_DEV_FB_FREE"
+    return f"{{__name__=~{_string(names)}, Hostname={_string(node)}}}"

@@ -134,6 +134,8 @@ def _result_lines(result: Any, t: Any) -> list[str]:
         lines.append(_s(t.error_line(result.error.code, result.error.message, result.failed_step)))
     if result.not_run:
         lines.append(_s(t.not_run_line(result.not_run)))
+    # writes that got no answer, and what the re-read found (bot/services/settling.py)
+    lines += [_s(t.unanswered_line(u)) for u in getattr(result, "unanswered", None) or []]
     return lines
 
 
@@ -162,16 +164,26 @@ def dry_run_message(
     needs_approval: bool,
     locale: str = "en",
     node_ref: str | None = None,
+    all_blocked: bool = False,
+    awaiting: bool = False,
 ) -> Message:
-    """``node_ref``: what the Re-diagnose button names (``cluster/node``; default the node)."""
+    """``node_ref``: what the Re-diagnose button names (``cluster/node``; default the node).
+    ``all_blocked``: every eviction would be blocked by a PodDisruptionBudget, so the plan
+    is closed like a failed dry run (said, and no Apply). ``awaiting``: Apply was pressed and
+    an approval request is posted: the same dry run stays, with no buttons and a line."""
     t = _t(locale)
+    ok = result.ok and not all_blocked
     blocks: list[Block] = [
         header(_s(t.dry_run_header(plan))),
-        section(_s(t.dry_run_summary(plan, requester, reason, result.ok, needs_approval))),
+        section(_s(t.dry_run_summary(plan, requester, reason, ok, needs_approval))),
     ]
+    if all_blocked:
+        blocks.append(section(_s(t.all_blocked_line(len(result.evictions)))))
     blocks += _lines_blocks(_result_lines(result, t))
     text = truncate(_s(t.dry_run_header(plan)), 3000)
-    if not result.ok:
+    if awaiting:
+        return text, fit(blocks, "…", tail=[context(_s(t.awaiting_line()))])
+    if not ok:
         # applying would fail the same way: the request is closed, offer a fresh diagnosis
         retry = _button(REDIAGNOSE, _s(t.rediagnose_button()), node_ref or plan.node, "primary")
         tail = [{"type": "actions", "block_id": f"act:{action_id}", "elements": [retry]}]
@@ -199,21 +211,34 @@ def approval_message(
     reason: str,
     roles: tuple[str, ...],
     locale: str = "en",
+    dry_run: Any = None,
+    owners: dict[str, str] | None = None,
 ) -> Message:
+    """The request an approver answers. With ``dry_run`` (the requester's ``StepsResult``)
+    it carries what is approved: the exact steps (each pod to evict with its ``owners``
+    entry, ``namespace/name`` -> ``Kind/name``), the relief, and the server dry run with
+    every PodDisruptionBudget block named, before anyone approves."""
     t = _t(locale)
     body = _s(t.approval_text(plan, req, reason, list(roles)))
-    blocks: list[Block] = [
-        section(body),
-        {
-            "type": "actions",
-            "block_id": f"approval:{req.id}",
-            "elements": [
-                _button(APPROVE, _s(t.approve_button()), req.id, "primary"),
-                _button(DENY, _s(t.deny_button()), req.id, "danger"),
-            ],
-        },
-    ]
-    return truncate(body, 3000), blocks
+    blocks: list[Block] = [section(body)]
+    if dry_run is not None:
+        blocks.append(section(_s(t.approval_steps(plan, owners or {}))))
+        if plan.shortage_bytes > 0:
+            blocks.append(section(_s(t.approval_relief(plan))))
+        blocked = [e for e in dry_run.evictions if e.status == "blocked"]
+        blocks.append(section(_s(t.approval_dry_run(dry_run.ok, len(blocked)))))
+        if blocked:
+            blocks.append(context(_s(t.blocked_summary(blocked))))
+        blocks += _lines_blocks(_result_lines(dry_run, t))
+    buttons: Block = {
+        "type": "actions",
+        "block_id": f"approval:{req.id}",
+        "elements": [
+            _button(APPROVE, _s(t.approve_button()), req.id, "primary"),
+            _button(DENY, _s(t.deny_button()), req.id, "danger"),
+        ],
+    }
+    return truncate(body, 3000), fit(blocks, "…", tail=[buttons])
 
 
 def approval_closed(

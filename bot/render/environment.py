@@ -6,46 +6,36 @@ Why one: the same filters (bytes, percent, the mrkdwn escape) and the same stric
 Templates live in the repository's ``templates/`` during development and in the installed
 package's ``bot/_templates`` (wheel force-include); the first that exists wins.
 
-Locale-aware lookup: ``templates/<kind>/<locale>/<name>`` with ``en`` as the fallback, so a
-locale can be added file by file. ``normalize_locale`` maps the spellings callers meet (Slack's
-``users.info`` gives ``zh-CN``/``en-US``, a shell ``LANG`` gives ``zh_CN.UTF-8``, a person types
-``zh``) onto the template folder names (``LOCALES``). Kube manifests (``templates/kube/...``)
-are not localised and are loaded by plain path.
+One environment per render locale, each with that locale's gettext catalog installed
+(``bot.render.catalogs``): a template is one layout, ``templates/<kind>/<name>``, whose words
+are marked (``{% trans %}``, ``_()``) and come from the catalog. Templates not merged yet
+still have a copy per locale, ``templates/<kind>/<locale>/<name>``, with ``en`` as the
+fallback. Locale spellings go through the one normaliser, ``bot.core.locales.normalize``.
+Kube manifests (``templates/kube/...``) are not localised and are loaded by plain path.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
-from bot.core import actors
-from bot.render import filters
+from bot.core import actors, locales
+from bot.render import catalogs, filters
 
-DEFAULT_LOCALE = "en"
-#: the template locales (folder names under ``templates/<kind>/``)
-LOCALES: tuple[str, ...] = ("en", "zh-CN")
-#: Simplified Chinese spellings; Traditional (zh-TW, zh-HK, zh-Hant) is not Simplified and
-#: falls back to English until it has its own templates
-_SIMPLIFIED = {"zh", "zh-cn", "zh-sg", "zh-hans", "zh-hans-cn", "zh-hans-sg"}
+DEFAULT_LOCALE = locales.DEFAULT_LOCALE
+#: the supported locales: the one list lives in ``bot.core.locales``
+LOCALES: tuple[str, ...] = locales.SUPPORTED
 _HERE = Path(__file__).resolve().parent
 
 
 def normalize_locale(locale: str | None) -> str:
-    """A template locale for any common spelling: ``zh``, ``zh_CN``, ``zh-cn``,
-    ``zh_CN.UTF-8``, ``zh-Hans`` -> ``zh-CN``; ``en-US`` -> ``en``; anything unknown (or
-    empty) -> ``en``. Pure; never raises."""
-    if not locale:
-        return DEFAULT_LOCALE
-    tag = locale.split(".", 1)[0].split("@", 1)[0].replace("_", "-").strip().lower()
-    if tag in _SIMPLIFIED:
-        return "zh-CN"
-    for known in LOCALES:
-        if tag == known.lower() or tag.split("-", 1)[0] == known.lower():
-            return known
-    return DEFAULT_LOCALE
+    """The locale a view renders in (``catalogs.render_locale``: ``bot.core.locales``'
+    normaliser, ``en`` for anything it does not know; ``en-XA`` for tests)."""
+    return catalogs.render_locale(locale)
 
 
 @cache
@@ -57,22 +47,59 @@ def template_root() -> Path:
     raise FileNotFoundError("gpunode templates not found (reinstall the package)")
 
 
+class _Loader(jinja2.FileSystemLoader):
+    """The templates folder, where an import of a per-locale copy that has been merged into
+    one layout (``sentences/en/common.j2`` -> ``sentences/common.j2``) finds the merged one:
+    the words then come from the importing environment's catalog."""
+
+    def get_source(
+        self, environment: jinja2.Environment, template: str
+    ) -> tuple[str, str, Callable[[], bool]]:
+        try:
+            return super().get_source(environment, template)
+        except jinja2.TemplateNotFound:
+            parts = template.split("/")
+            if len(parts) == 3 and parts[1] in _FOLDERS:
+                return super().get_source(environment, f"{parts[0]}/{parts[2]}")
+            raise
+
+
+#: the per-locale template folders still present while the pairs are being merged
+_FOLDERS = frozenset({*LOCALES, catalogs.PSEUDO_LOCALE})
+
+
 @cache
-def get_environment() -> jinja2.Environment:
-    """The shared environment (cached). Autoescape is off: each format escapes its own way,
-    explicitly, through the filters (``mrkdwn``, ``md``) or pre-escaped view models."""
+def get_environment(locale: str = DEFAULT_LOCALE, *, html: bool = False) -> jinja2.Environment:
+    """The shared environment of one render locale (cached). Autoescape is off: each format
+    escapes its own way, explicitly, through the filters (``mrkdwn``, ``md``) or pre-escaped
+    view models. ``html=True``: the same with HTML autoescape on (the postmortem's HTML: every
+    value is escaped unless a template marks it safe).
+
+    ``jinja2.ext.i18n`` with the locale's catalog installed (new-style gettext: ``_("…
+    %(node)s", node=x)``, ``{% trans %}`` blocks trimmed of layout whitespace), and the
+    locale-bound Babel formats as filters (``duration``, ``number``) and globals
+    (``locale``)."""
+    loc = normalize_locale(locale)
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(template_root())),
+        loader=_Loader(str(template_root())),
         undefined=jinja2.StrictUndefined,
-        autoescape=False,  # noqa: S701 - not HTML; escaping is per format, see filters
+        autoescape=html,  # noqa: S701 - text formats escape per format (filters); HTML here
         keep_trailing_newline=True,
         # templates ship with the package and never change while the bot runs; without
         # this Jinja stats every file on every lookup (measured: 4 stats per slash command)
         auto_reload=False,
         trim_blocks=True,
         lstrip_blocks=True,
+        extensions=["jinja2.ext.i18n"],
     )
+    # a {% trans %} block's message id is its words, not the template's line breaks
+    env.policies["ext.i18n.trimmed"] = True
+    env.install_gettext_translations(catalogs.translations(loc), newstyle=True)  # type: ignore[attr-defined]
     env.filters.update(filters.FILTERS)
+    t = catalogs.translator(loc)
+    env.filters["duration"] = t.duration
+    env.filters["number_l10n"] = t.number
+    env.globals["locale"] = loc
     # who acted when it was not a person: templates branch on these, never on a spelled name
     env.globals["actors"] = {
         "gpunode": actors.GPUNODE,
@@ -84,18 +111,23 @@ def get_environment() -> jinja2.Environment:
 
 @cache
 def localized_name(kind: str, name: str, *, locale: str = DEFAULT_LOCALE) -> str:
-    """``<kind>/<locale>/<name>`` if that file exists (``locale`` normalised), else the
-    ``en`` one."""
+    """``<kind>/<name>`` (one layout for every locale, words from the catalog) if it exists;
+    else the per-locale copy ``<kind>/<locale>/<name>`` (``locale`` normalised), else the
+    ``en`` one. The per-locale copies are the layout forks being merged into one."""
     root = template_root()
-    for loc in (normalize_locale(locale), DEFAULT_LOCALE):
-        rel = f"{kind}/{loc}/{name}"
+    if (root / kind / name).is_file():
+        return f"{kind}/{name}"
+    loc = normalize_locale(locale)
+    for folder in (loc, DEFAULT_LOCALE):
+        rel = f"{kind}/{folder}/{name}"
         if (root / rel).is_file():
             return rel
-    raise jinja2.TemplateNotFound(f"{kind}/{DEFAULT_LOCALE}/{name}")
+    raise jinja2.TemplateNotFound(f"{kind}/{name}")
 
 
 def get_template(kind: str, name: str, *, locale: str = DEFAULT_LOCALE) -> jinja2.Template:
-    return get_environment().get_template(localized_name(kind, name, locale=locale))
+    loc = normalize_locale(locale)
+    return get_environment(loc).get_template(localized_name(kind, name, locale=loc))
 
 
 def render(kind: str, name: str, *, locale: str = DEFAULT_LOCALE, **ctx: Any) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -173,6 +173,23 @@ def pad(text: object, width: int) -> str:
     return s + " " * max(0, width - display_width(s))
 
 
+def rpad(text: object, width: int) -> str:
+    """Right-aligned to ``width`` display columns (``"%6s"`` that counts CJK as two)."""
+    s = str(text)
+    return " " * max(0, width - display_width(s)) + s
+
+
+def join_sentences(sentences: Iterable[object], sep: str = "; ") -> str:
+    """Sentences in a row: ``sep`` between them, none after one that already ends with a
+    full-width stop (Chinese: ``。``), whatever the language."""
+    out = ""
+    for s in map(str, sentences):
+        if out and not out.endswith(("。", "！", "？")):
+            out += sep
+        out += s
+    return out
+
+
 ESCAPERS: dict[str, Callable[[object], str]] = {"mrkdwn": mrkdwn, "markdown": md, "text": plain}
 
 
@@ -258,5 +275,8 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "memory_hint": memory_hint,
     "clock": fmt_clock,
     "pad": pad,
+    "rpad": rpad,
+    "width": display_width,
+    "join_sentences": join_sentences,
     "code_spans": code_spans,
 }

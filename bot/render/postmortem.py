@@ -12,34 +12,14 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
-from functools import cache
 from typing import Any
-
-import jinja2
 
 from bot.core.findings import Diagnosis
 from bot.core.postmortem import Postmortem, Snapshot
-from bot.render import environment, filters
+from bot.render import environment
 from bot.render.prevention import render_prevention_files, source_line
 from bot.render.sentences import Fmt, sentence
 from bot.render.views import build_view
-
-
-@cache
-def html_environment() -> jinja2.Environment:
-    """Like the shared environment, with HTML autoescape on (every value is escaped unless a
-    template marks it safe; only the data: URIs of our own PNGs are)."""
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(environment.template_root())),
-        undefined=jinja2.StrictUndefined,
-        autoescape=True,
-        keep_trailing_newline=True,
-        auto_reload=False,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters.update(filters.FILTERS)
-    return env
 
 
 def _evidence(snap: Snapshot | None, fmt: Fmt, locale: str) -> dict[str, Any] | None:
@@ -134,4 +114,5 @@ def render_postmortem_html(
     ctx = context(pm, fmt="text", locale=locale)
     name = environment.localized_name("html", "postmortem.html.j2", locale=locale)
     uris = {k: data_uri(v) for k, v in charts.items()}
-    return html_environment().get_template(name).render(charts=uris, **ctx)
+    env = environment.get_environment(environment.normalize_locale(locale), html=True)
+    return env.get_template(name).render(charts=uris, **ctx)

@@ -33,11 +33,11 @@ from bot.core.outcomes import action_outcome
 from bot.core.planning import undo_steps
 from bot.core.policy import ActionRequestInfo, Deny, NeedsApproval, decide
 from bot.core.staleness import controller_key, controller_steps, stale_reason
-from bot.errors import GpunodeError, NotFoundError
+from bot.errors import GpunodeError, NotFoundError, WriteUnknownError
 from bot.render import acting as views
-from bot.services import watching
+from bot.services import approval_view, watching
 from bot.services.acting import ActDeps, audit_fields, plan_of_record, reason_of
-from bot.services.executing import StepsResult, run_steps
+from bot.services.executing import OnUnanswered, StepsResult, run_steps
 from bot.store.models import ActionRecord, ActionState
 
 log = logging.getLogger(__name__)
@@ -108,13 +108,19 @@ async def _request_approval(
         detail=f"quorum {decision.quorum}; expires {req.expires_at.isoformat()}",
     )
     incident = await d.store.get_incident(record.incident_id or "")
+    # what is approved: the requester's own dry run, steps with owners, relief (#23 §2)
+    dry = approval_view.steps_result_of((record.result or {}).get(approval_view.DRY_RUN))
     t, blocks = views.approval_message(
         plan, req, reason=reason_of(record), roles=decision.approver_roles,
-        locale=d.thread_locale(incident),
+        locale=d.thread_locale(incident), dry_run=dry,
+        owners=await approval_view.owners_of(d, record.incident_id),
     )  # fmt: skip
     ts = await d.chat.post(channel, text=t, blocks=blocks, thread_ts=thread_ts)
     await d.store.note_action(record.action_id, {APPROVAL_MESSAGE: {"channel": channel, "ts": ts}})
-    await d.update_message(record, "awaiting_approval", by=record.requester)
+    if dry is None:  # an action requested before dry runs were kept
+        await d.update_message(record, "awaiting_approval", by=record.requester)
+    else:  # the dry run stays in the thread; only its buttons give way
+        await approval_view.keep_dry_run(d, record, dry)
 
 
 async def execute(
@@ -167,7 +173,10 @@ async def execute(
             approvers=await _approvers(d, approval_id),
             action_id=record.action_id,
         )
-        result = await run_steps(d.kube_as(acting), list(plan.steps), dry_run=False)
+        result = await run_steps(
+            d.kube_as(acting), list(plan.steps), dry_run=False,
+            on_unanswered=_unanswered_recorder(d, record, by=by, fields=fields),
+        )  # fmt: skip
     except GpunodeError as err:
         await _crashed(
             d, record, err.code, f"{err.message}. Nothing was changed.", by=by, fields=fields
@@ -215,9 +224,15 @@ async def _record(
     # what it achieved, not only that every step answered: a PDB-blocked tier 1 is "not
     # applied" in the audit, the timeline (and the chart marker drawn from it) and its message
     done = action_outcome(state, payload)
+    for u in result.unanswered:  # what each re-read found, in words, before the result
+        landed = {True: "landed", False: "not_landed", None: "unknown"}[u.get("landed")]
+        await d.audit(
+            actor=by, **fields, decision="reread", outcome=landed,
+            detail=unanswered_sentence(u),
+        )  # fmt: skip
     await d.audit(
         actor=by, **fields, decision="executed" if result.ok else "failed",
-        outcome=done.outcome if done.overstated else state,
+        outcome=done.outcome if done.overstated or done.outcome == "unknown" else state,
         changes=payload, detail=reason_of(record),
     )  # fmt: skip
     summary = f"tier {plan.tier} {state}"
@@ -228,17 +243,60 @@ async def _record(
         )
     if not result.ok and result.applied:
         summary += " after changing part of the cluster (see the action message)"
+    if result.unanswered:
+        summary += "; " + "; ".join(unanswered_sentence(u) for u in result.unanswered)
     await d.timeline(
         record.incident_id, "action_result", by, summary,
         {"action_id": record.action_id, "outcome": done.outcome},
     )  # fmt: skip
     # a failed action that changed part of the cluster can be undone too (e.g. a node that
     # was cordoned before the evictions failed)
-    shown = done.outcome if done.overstated else state
+    shown = done.outcome if done.overstated or done.outcome == "unknown" else state
     await d.update_message(record, shown, by=by, result=result, undo=bool(undo))
     if result.applied:
         await _mitigating(d, record.incident_id, by=by)
         d.bg.spawn(watching.watch(d, record, plan, result, since=since), name="watch-action")
+
+
+def _unanswered_recorder(
+    d: ActDeps, record: ActionRecord, *, by: str, fields: dict[str, Any]
+) -> OnUnanswered:
+    """Record the unknown state the moment a write gets no answer, before the re-read: a
+    crash during the re-read leaves this row (and the action ``running``, which the
+    interrupted-action reconciliation reports)."""
+
+    async def record_unknown(step: Step, err: WriteUnknownError) -> None:
+        await d.audit(
+            actor=by, **fields, decision="no_answer", outcome="unknown",
+            detail=f"{err.message}; re-reading {step.kind} {step.name}",
+        )  # fmt: skip
+        await d.update_message(record, "unknown", by=by, detail=err.message)
+
+    return record_unknown
+
+
+def unanswered_sentence(u: dict[str, Any]) -> str:
+    """One unanswered write, said plainly (the timeline's words; the thread has a template):
+    "cordon gpu-node-01: the cluster did not answer within 10 s; a re-read shows it landed"."""
+    step = u.get("step") or {}
+    namespace = step.get("namespace")
+    target = f"{str(namespace) + '/' if namespace else ''}{step.get('name')}"
+    head = f"{step.get('verb')} {target}: the cluster did not answer within {u['waited_s']:g} s"
+    if u.get("landed") is None:
+        return f"{head}; the re-read failed too, so whether it landed is unknown"
+    fields = ", ".join(FIELD_WORDS.get(f, f) for f in u.get("fields") or []) or "the change"
+    return f"{head}; a re-read shows {fields} {'landed' if u['landed'] else 'did not land'}"
+
+
+#: how the timeline names the fields an unanswered write set
+FIELD_WORDS = {
+    "resources.limits.memory": "the memory limit",
+    "resources.requests.memory": "the memory request",
+    "resources.limits.cpu": "the CPU limit",
+    "resources.requests.cpu": "the CPU request",
+    "unschedulable": "the cordon",
+    "priorityClassName": "the PriorityClass",
+}
 
 
 async def _mitigating(d: ActDeps, incident_id: str | None, *, by: str) -> None:

@@ -21,6 +21,7 @@ from datetime import datetime
 
 from bot.core.analysis import analyze
 from bot.core.cluster import ClusterView, NodeInfo
+from bot.core.dcgm import join, needs_dcgm
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.thresholds import Thresholds
@@ -61,6 +62,10 @@ async def run_diagnosis(
     history_task = asyncio.create_task(service.fetch(node.name, now=clock()))
     try:
         bundle = await kube.run_diagnostic(node.name, known=node)
+        if needs_dcgm(
+            bundle, nvidia=node.has_nvidia_gpus
+        ):  # no per-pod GPU memory from NVML or the exporter's endpoint
+            bundle = join(bundle, await service.pod_gpu_memory(node.name, now=clock()))
         view = await kube.get_cluster_view(node.name)
     except BaseException:
         history_task.cancel()

@@ -5,13 +5,19 @@ behind a small gate. The first failing non-eviction step stops the run: what alr
 and what did not are both reported, never a silent half-application. A failed eviction does
 not stop the others (each pod is independent) but makes the whole result not ``ok``.
 A call that hangs is cut off after ``STEP_TIMEOUT_S`` and reported as a timeout.
+
+A real write that got no answer (``WriteUnknownError``: the client's timeout, or a connection
+cut after sending) may have landed: ``on_unanswered`` hears of it first (the action records
+the unknown state), then ``settling`` re-reads the object. A write that landed counts as
+done (with its undo), one that did not as failed; one nobody can tell stops the run.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from bot.core.actions import (
@@ -23,8 +29,9 @@ from bot.core.actions import (
     Step,
 )
 from bot.core.changes import Change, EvictionOutcome
-from bot.errors import GpunodeError, KubeUnavailableError
+from bot.errors import GpunodeError, KubeUnavailableError, WriteUnknownError
 from bot.services.ports import KubePort
+from bot.services.settling import settle
 
 EVICTION_CONCURRENCY = 8  # enough to drain a GPU node's pods quickly without API bursts
 # an eviction or patch answers in well under a second; a minute means the API is wedged
@@ -39,6 +46,8 @@ class StepsResult:
     failed_step: Step | None = None
     error: GpunodeError | None = None
     not_run: list[Step] = field(default_factory=list)
+    #: writes that got no answer, with what the re-read found (``Settled.as_json``)
+    unanswered: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -62,14 +71,20 @@ class StepsResult:
             if self.error
             else None,
             "not_run": [s.model_dump(mode="json") for s in self.not_run],
+            "unanswered": list(self.unanswered),
         }
 
 
-async def _timed(what: str, call: Awaitable[T]) -> T:
+async def _timed(what: str, call: Awaitable[T], *, write: bool = False) -> T:
     try:
         async with asyncio.timeout(STEP_TIMEOUT_S):
             return await call
     except TimeoutError as exc:
+        if write:  # a real write in flight may still land: re-read, never assume
+            raise WriteUnknownError(
+                f"{what}: the cluster did not answer within {STEP_TIMEOUT_S:g} s",
+                waited_s=STEP_TIMEOUT_S,
+            ) from exc
         raise KubeUnavailableError(
             f"{what} did not answer in time; check the API server, then look at the object "
             "before retrying (the change may or may not have been made)",
@@ -79,7 +94,7 @@ async def _timed(what: str, call: Awaitable[T]) -> T:
 
 async def _one(kube: KubePort, step: Step, *, dry_run: bool) -> Change:
     what = f"{step.verb} {step.kind} {step.namespace + '/' if step.namespace else ''}{step.name}"
-    return await _timed(what, _call(kube, step, dry_run=dry_run))
+    return await _timed(what, _call(kube, step, dry_run=dry_run), write=not dry_run)
 
 
 async def _call(kube: KubePort, step: Step, *, dry_run: bool) -> Change:
@@ -125,16 +140,48 @@ async def _call(kube: KubePort, step: Step, *, dry_run: bool) -> Change:
     raise GpunodeError(f"unknown step verb {step.verb}; this is a bug in the plan")
 
 
-async def run_steps(kube: KubePort, steps: list[Step], *, dry_run: bool) -> StepsResult:
+def landed_reason(found: dict[str, Any]) -> str:
+    """Why an eviction that got no answer counts as done (the eviction line shows it)."""
+    seen = {"replaced": "replaced by a new pod"}.get(str(found["seen"]), str(found["seen"]))
+    return (
+        f"the cluster did not answer within {found['waited_s']:g} s; a re-read shows the pod {seen}"
+    )
+
+
+#: told of each real write that got no answer, before its object is re-read
+OnUnanswered = Callable[[Step, WriteUnknownError], Awaitable[None]]
+
+
+async def run_steps(
+    kube: KubePort,
+    steps: list[Step],
+    *,
+    dry_run: bool,
+    on_unanswered: OnUnanswered | None = None,
+) -> StepsResult:
     result = StepsResult()
     gate = asyncio.Semaphore(EVICTION_CONCURRENCY)
 
     async def evict(step: Step) -> EvictionOutcome:
         async with gate:
+            sent_at = datetime.now(UTC)
             try:
                 return await _timed(
                     f"evict {step.namespace}/{step.name}",
                     kube.evict(step.namespace or "", step.name, dry_run=dry_run),
+                    write=not dry_run,
+                )
+            except WriteUnknownError as err:
+                if on_unanswered is not None:
+                    await on_unanswered(step, err)
+                found = await settle(kube, step, err, sent_at=sent_at)
+                result.unanswered.append(found.as_json())
+                landed = found.landed
+                return EvictionOutcome(
+                    namespace=step.namespace or "",
+                    name=step.name,
+                    status="evicted" if landed else "failed",
+                    reason=landed_reason(found.as_json()) if landed else found.failure().message,
                 )
             except GpunodeError as err:
                 return EvictionOutcome(
@@ -154,8 +201,20 @@ async def run_steps(kube: KubePort, steps: list[Step], *, dry_run: bool) -> Step
                 i += 1
             result.evictions.extend(await asyncio.gather(*(evict(s) for s in batch)))
             continue
+        sent_at = datetime.now(UTC)
         try:
             result.changes.append(await _one(kube, step, dry_run=dry_run))
+        except WriteUnknownError as err:
+            if on_unanswered is not None:
+                await on_unanswered(step, err)
+            found = await settle(kube, step, err, sent_at=sent_at)
+            result.unanswered.append(found.as_json())
+            change = found.change
+            if change is None:
+                result.failed_step, result.error = step, found.failure()
+                result.not_run = steps[i + 1 :]
+                return result
+            result.changes.append(change)  # it landed: done, and undone like any other
         except GpunodeError as err:
             result.failed_step, result.error = step, err
             result.not_run = steps[i + 1 :]

@@ -17,12 +17,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from bot.config import PrometheusSettings
+from bot.core.dcgm import DcgmAttempt, pod_memory, samples_as_series
 from bot.core.evidence import Gap
 from bot.core.history import History, Marker, Series, SeriesKind
 from bot.core.rules.growth import attach
 from bot.errors import PrometheusError
 from bot.prom.client import PrometheusClient, Sample
-from bot.prom.queries import Query, node_queries
+from bot.prom.queries import Query, gpu_memory_query, node_queries
 
 MIB = 1024**2
 __all__ = ["HistoryService", "RangeQuerier", "attach", "build_series"]
@@ -219,6 +220,32 @@ class HistoryService:
             markers=markers,
             gaps=gaps,
         )
+
+    async def pod_gpu_memory(self, node: str, *, now: datetime) -> DcgmAttempt:
+        """The third GPU-evidence rung through Prometheus: dcgm-exporter's latest per-pod
+        framebuffer figures on ``node`` (``bot.core.dcgm``), or why there are none."""
+        way = "Prometheus"
+        if self._client is None:
+            return DcgmAttempt(way, failure="not asked: prometheus.url is not set")
+        start = now - timedelta(seconds=self._step)
+        try:
+            samples = await asyncio.wait_for(
+                self._client.query_range(
+                    gpu_memory_query(node), start=start, end=now, step_s=self._step
+                ),
+                self._timeout,
+            )
+        except TimeoutError:
+            return DcgmAttempt(way, failure=f"no answer within {self._timeout:g} s")
+        except PrometheusError as exc:
+            return DcgmAttempt(way, failure=str(exc))
+        latest = [(s.labels, s.points[-1][1]) for s in samples if s.points]
+        if not latest:
+            return DcgmAttempt(
+                way, failure=f"no DCGM_FI_DEV_FB_USED series with Hostname={node!r} in the "
+                "last step: is dcgm-exporter scraped, with the labels the README documents?",
+            )  # fmt: skip
+        return pod_memory(samples_as_series(latest), way=way)
 
     @classmethod
     def from_settings(cls, settings: PrometheusSettings) -> HistoryService:

@@ -110,6 +110,10 @@ class KubePort(Protocol):
     async def read_controller(self, kind: str, namespace: str, name: str) -> dict[str, object]:
         """The controller object as JSON (for staleness checks and undo)."""
 
+    async def read_target(self, kind: str, namespace: str, name: str) -> dict[str, object] | None:
+        """A remedy step's object as it is now (node, pod, PriorityClass or controller JSON;
+        None when it does not exist): the re-read after a write that got no answer."""
+
     async def rollout_progress(
         self, kind: str, namespace: str, name: str, *, since: str = ""
     ) -> RolloutProgress:

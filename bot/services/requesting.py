@@ -17,6 +17,7 @@ from bot.core.editing import Tier3Bounds, Tier3Edits, apply_tier3_edits
 from bot.core.policy import ActionRequestInfo, Deny, NeedsApproval, decide
 from bot.core.quantity import QuantityError, parse_quantity
 from bot.render import acting as views
+from bot.services import approval_view
 from bot.services.acting import ActDeps, audit_fields, tier_of
 from bot.services.executing import StepsResult, run_steps
 from bot.store.models import ActionRecord
@@ -176,32 +177,42 @@ async def submitted(
     await d.store.create_action(record)
     acting = d.acting(user, action_id=action_id)
     dry = await run_steps(d.kube_as(acting), list(plan.steps), dry_run=True)
+    blocked = approval_view.all_blocked(dry)  # it would evict nothing: closed, said so
     await d.audit(
         actor=user,
         **audit_fields(record, channel, "dry_run"),
         decision="needs_approval" if record.needs_approval else "allowed",
         dry_run=dry.as_json() | ({"acting_as": acting.model_dump(mode="json")} if acting else {}),
-        outcome="ok" if dry.ok else "dry_run_failed",
+        outcome="dry_run_failed" if not dry.ok else "all_blocked" if blocked else "ok",
         detail=reason,
     )
     await d.timeline(
         incident_id, "action_requested", user, f"tier {plan.tier} requested: {reason}",
         {"action_id": action_id, "dry_run_ok": dry.ok},
     )  # fmt: skip
-    if not dry.ok:
+    if not dry.ok or blocked:
         await _end_failed_dry_run(d, record, dry)
     t, blocks = views.dry_run_message(
         plan, action_id=action_id, requester=user, reason=reason, result=dry,
         needs_approval=record.needs_approval, node_ref=d.node_ref(plan.node),
-        locale=d.thread_locale(incident),
+        locale=d.thread_locale(incident), all_blocked=blocked,
     )  # fmt: skip
+    if dry.ok and not blocked:  # what the approval request will carry (approval_view),
+        # kept before Apply can be pressed
+        await d.store.note_action(action_id, {approval_view.DRY_RUN: dry.as_json()})
     ts = await d.chat.post(channel, text=t, blocks=blocks, thread_ts=thread_ts)
     await d.store.set_action_message(action_id, ts)
     return action_id
 
 
 async def _end_failed_dry_run(d: ActDeps, record: ActionRecord, dry: StepsResult) -> None:
-    error = dry.error.message if dry.error else "an eviction was refused"
+    error = (
+        dry.error.message
+        if dry.error
+        else "every eviction would be blocked by a PodDisruptionBudget"
+        if approval_view.all_blocked(dry)
+        else "an eviction was refused"
+    )
     await d.store.set_action_state(
         record.action_id, "refused", at=d.clock(),
         result={"reason": f"dry run failed: {error}", "dry_run": dry.as_json()},

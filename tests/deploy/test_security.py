@@ -37,6 +37,8 @@ CLUSTER_RULES = {
     ("metrics.k8s.io", "pods"): {"list"},
     ("node.k8s.io", "runtimeclasses"): {"get"},
     ("resource.k8s.io", "resourceslices"): {"list"},
+    ("resource.k8s.io", "resourceclaims"): {"list"},
+    ("discovery.k8s.io", "endpointslices"): {"list"},
     ("autoscaling.k8s.io", "verticalpodautoscalers"): {"list"},
     # a restarted Kueue workload re-enters admission: is quota left in its queue?
     ("kueue.x-k8s.io", "localqueues"): {"get"},

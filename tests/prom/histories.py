@@ -49,6 +49,15 @@ PLANTED = {
 }
 
 
+#: per-pod GPU memory dcgm-exporter reports on mig-node-01 through Prometheus:
+#: (pod, GPU instance, MiB used)
+DCGM_PODS = (("small-llm-a", "1", 8192.0), ("small-llm-b", "2", 6144.0))
+
+
+def _constant(value: float) -> Callable[[float], float]:
+    return lambda ago: value
+
+
 def _ramp(since_ago: float, rate_gib_h: float) -> Callable[[float], float]:
     return lambda ago: max(0.0, since_ago - ago) * rate_gib_h * GI / H
 
@@ -150,6 +159,18 @@ def openmetrics(now_s: float, *, seed: int = 7) -> str:
         w.series("DCGM_FI_DEV_FB_USED", labels, lambda ago: 65536.0, integer=True)
         xid = (lambda ago: 79.0 if ago < 2 * H else 0.0) if gpu == 1 else (lambda ago: 0.0)
         w.series("DCGM_FI_DEV_XID_ERRORS", labels, xid, integer=True)
+    # dcgm-exporter with its Kubernetes mapping on mig-node-01 (the gpu-mig-mixed scenario's
+    # node), scraped by a Prometheus without honorLabels: the exporter's pod/namespace/
+    # container become exported_*, and pod/namespace are the scrape target's (the exporter)
+    for pod, gi, used in DCGM_PODS:
+        labels = {
+            "gpu": "0", "UUID": "GPU-mig-0", "device": "nvidia0", "Hostname": "mig-node-01",
+            "GPU_I_PROFILE": "1g.10gb", "GPU_I_ID": gi, "job": "nvidia-dcgm-exporter",
+            "exported_pod": pod, "exported_namespace": "serving", "exported_container": "server",
+            "pod": "nvidia-dcgm-exporter-7xk2p", "namespace": "gpu-operator",
+        }  # fmt: skip
+        w.series("DCGM_FI_DEV_FB_USED", labels, _constant(used), integer=True)
+        w.series("DCGM_FI_DEV_FB_FREE", labels, _constant(10240 - used), integer=True)
     restarts = {"namespace": "ml-train", "pod": "train-llm-0", "container": "trainer", "job": "ksm"}
     restarted = lambda ago: 1.0 if ago < 0.5 * H else 0.0  # noqa: E731
     w.series(

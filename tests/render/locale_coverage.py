@@ -128,10 +128,18 @@ def coverage_problems(root: Path, expected: tuple[str, ...] = ()) -> list[str]:
     folder). ``expected`` locales must exist for every kind."""
     problems: list[str] = []
     all_locales = sorted(
-        {p.name for kind in KINDS if (root / kind).is_dir() for p in (root / kind).iterdir()}
+        {
+            p.name
+            for kind in KINDS
+            if (root / kind).is_dir()
+            for p in (root / kind).iterdir()
+            if p.is_dir()
+        }
         | set(expected)
     )
     for kind in KINDS:
+        if not any(p.is_dir() for p in (root / kind).glob("*")):
+            continue  # every template of this kind is one layout (words in the catalogs)
         base_files = _files(root / kind / BASE)
         if not base_files:
             problems.append(f"{kind}/{BASE}: no templates")

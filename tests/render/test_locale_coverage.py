@@ -19,6 +19,8 @@ def test_every_template_macro_parameter_and_key_exists_in_every_locale() -> None
 
 def test_every_kind_of_template_has_every_locale() -> None:
     for kind in KINDS:
+        if not (template_root() / kind / "en").is_dir():
+            continue  # merged into one layout per template: the words are in the catalogs
         for locale in LOCALES:
             assert (template_root() / kind / locale).is_dir(), f"{kind}/{locale}"
 
@@ -41,37 +43,23 @@ BREAKAGES = [
     ),
     (
         "a parameter added",
-        "slack/zh-CN/watching.j2",
-        "{% macro undo_in_place(pl) %}",
-        "{% macro undo_in_place(pl, extra) %}",
-        "undo_in_place(pl, extra) differs",
-    ),
-    (
-        "a lookup key dropped",
-        "sentences/zh-CN/common.j2",
-        '"critical": "严重", ',
-        "",
-        "macro severity lacks keys ['critical']",
-    ),
-    (
-        "a sentence key (verdict cause) dropped from the cause names",
-        "sentences/zh-CN/common.j2",
-        '"gpu_xid": "GPU 硬件故障（XID）", ',
-        "",
-        "macro cause_name lacks keys ['gpu_xid']",
+        "sentences/zh-CN/findings.j2",
+        "{% macro MEMORY_PRESSURE_STALL(p) %}",
+        "{% macro MEMORY_PRESSURE_STALL(p, extra) %}",
+        "MEMORY_PRESSURE_STALL(p, extra) differs",
     ),
     (
         "English wording imported into the Chinese message",
-        "slack/zh-CN/evidence.j2",
+        "markdown/zh-CN/postmortem.md.j2",
         '{% import "sentences/zh-CN/common.j2" as common %}',
-        '{% import "sentences/en/common.j2" as common %}',
-        "imports sentences/en/common.j2",
+        '{% import "sentences/en/findings.j2" as common %}',
+        "imports sentences/en/findings.j2",
     ),
     (
         "a context variable English does not pass",
-        "text/zh-CN/report.txt.j2",
-        "发现\n",
-        "发现 {{ severity_legend }}\n",
+        "markdown/zh-CN/postmortem.md.j2",
+        "## 影响\n",
+        "## 影响 {{ severity_legend }}\n",
         "reads ['severity_legend']",
     ),
     (
@@ -116,9 +104,9 @@ def test_the_coverage_check_fails_when_a_file_is_missing(tmp_path: Path, deleted
 def test_the_coverage_check_fails_when_a_locale_folder_is_missing(tmp_path: Path) -> None:
     root = tmp_path / "templates"
     shutil.copytree(template_root(), root)
-    shutil.rmtree(root / "text" / "zh-CN")
+    shutil.rmtree(root / "markdown" / "zh-CN")
 
-    assert "text/zh-CN/report.txt.j2: missing" in coverage_problems(root, LOCALES)
+    assert "markdown/zh-CN/postmortem.md.j2: missing" in coverage_problems(root, LOCALES)
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from bot.core.findings import Diagnosis
-from bot.render.environment import localized_name
+from bot.render.environment import localized_name, macros
 from bot.render.views import bar_cells, build_view
 
 
@@ -34,4 +34,6 @@ def test_the_view_sorts_findings_by_severity_and_splits_audiences(
 
 
 def test_a_missing_locale_falls_back_to_english() -> None:
-    assert localized_name("slack", "evidence.j2", locale="fr-FR") == "slack/en/evidence.j2"
+    assert localized_name("slack", "evidence.j2", locale="fr-FR") == "slack/evidence.j2"
+    french = macros("slack", "prevention.j2", locale="fr-FR").button()
+    assert french == macros("slack", "prevention.j2", locale="en").button() == "Prevention kit"

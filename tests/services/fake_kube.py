@@ -187,6 +187,29 @@ class FakeKube:
         await self._enter("read_controller", kind, namespace, name)
         return copy.deepcopy(self._controller(kind, namespace, name))
 
+    async def read_target(self, kind: str, namespace: str, name: str) -> dict[str, object] | None:
+        """The object's fields the re-read after an unanswered write looks at."""
+        await self._enter("read_target", kind, namespace, name)
+        if kind == "Node":
+            return {
+                "metadata": {"annotations": dict(self.node.annotations)},
+                "spec": {"unschedulable": self.node.unschedulable},
+            }
+        if kind == "PriorityClass":
+            value = self.priority_classes.get(name)
+            return None if value is None else {"value": value}
+        if kind == "Pod":
+            pod = self.pods.get(f"{namespace}/{name}")
+            if pod is None:
+                return None
+            return {
+                "metadata": {"uid": pod.uid},
+                "spec": {"containers": [{"name": c.name} for c in pod.containers]},
+            }
+        key = f"{kind}/{namespace}/{name}"
+        found = self.controllers.get(key)
+        return None if found is None else copy.deepcopy(found)
+
     async def rollout_progress(
         self, kind: str, namespace: str, name: str, *, since: str = ""
     ) -> RolloutProgress:

@@ -15,9 +15,10 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from bot.sandbox.kubesim import npd
+from bot.sandbox.kubesim import dcgmexporter, npd
 from bot.sandbox.kubesim import scenarios as sc
 from bot.sandbox.kubesim.defaults import SYSTEM_PRIORITY_CLASSES
+from bot.sandbox.kubesim.draclaims import Allocator
 from bot.sandbox.kubesim.nodes import node_object
 from bot.sandbox.kubesim.stamps import SCENARIO_NOW, T0, suffix, ts
 from bot.sandbox.kubesim.workloads import seed_workload
@@ -49,6 +50,7 @@ def seed(api: ApiCore, scenario: sc.Scenario) -> None:
         "gpunode",
         *scenario.namespaces,
         *(w.namespace for w in scenario.workloads),
+        *([dcgmexporter.NAMESPACE] if dcgmexporter.exporter_nodes(scenario) else []),
     ]
     for ns in dict.fromkeys(namespaces):
         api.seed(
@@ -81,9 +83,12 @@ def seed(api: ApiCore, scenario: sc.Scenario) -> None:
         api.seed(node_lease(node), validate=i == 0)
         for j, rs in enumerate(n.resource_slices):
             api.seed(resource_slice(n.name, rs, j), validate=True)
+    if dcgmexporter.exporter_nodes(scenario):  # its EndpointSlice comes when it listens
+        api.seed(dcgmexporter.service_object(), validate=True)
     nodes = {n.name: n for n in scenario.nodes}
+    claims = Allocator(nodes)
     for w in scenario.workloads:
-        seed_workload(api, w, nodes)
+        seed_workload(api, w, nodes, claims)
     for extra in scenario.objects:
         api.seed(dict(extra), validate=True)
     for p in scenario.pdbs:

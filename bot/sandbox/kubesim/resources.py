@@ -88,6 +88,17 @@ ACCESS_RESOURCES: tuple[Resource, ...] = (
         stored=False,
     ),
     Resource(
+        "authentication.k8s.io",
+        "v1",
+        "TokenReview",
+        "tokenreviews",
+        False,
+        (),
+        (),
+        ("create",),
+        stored=False,
+    ),
+    Resource(
         "authorization.k8s.io",
         "v1",
         "SelfSubjectRulesReview",
@@ -125,6 +136,8 @@ RESOURCES: tuple[Resource, ...] = (
         "", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, ("pvc",), ("status",)
     ),
     Resource("", "v1", "PersistentVolume", "persistentvolumes", False, ("pv",), ("status",)),
+    Resource("", "v1", "Service", "services", True, ("svc",), ("status",)),
+    Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True),
     Resource("", "v1", "Secret", "secrets", True),
     Resource(
         "policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ("pdb",), ("status",)
@@ -136,6 +149,9 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("coordination.k8s.io", "v1", "Lease", "leases", True),
     # DRA: drivers publish a node's devices as ResourceSlices (resource.k8s.io/v1, GA in 1.34)
     Resource("resource.k8s.io", "v1", "ResourceSlice", "resourceslices", False),
+    # ... and pods hold them through ResourceClaims, made from ResourceClaimTemplates
+    Resource("resource.k8s.io", "v1", "ResourceClaim", "resourceclaims", True, (), ("status",)),
+    Resource("resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates", True),
     *ACCESS_RESOURCES,
     Resource(
         "metrics.k8s.io",

@@ -381,6 +381,17 @@ class ResourceSlice(_M):
     product: str = "NVIDIA-H100-80GB-HBM3"
 
 
+class DcgmExporter(_M):
+    """dcgm-exporter runs on this node (``kubesim.dcgmexporter``): its ``/metrics`` over
+    real HTTP, behind the GPU Operator's Service and an EndpointSlice."""
+
+    pod_mapping: bool = Field(
+        True,
+        description="DCGM_EXPORTER_KUBERNETES=true: series carry pod/namespace/container",
+    )
+    ready: bool = Field(True, description="the exporter pod's endpoint is ready")
+
+
 class Node(_M):
     name: str
     labels: dict[str, str] = Field(default_factory=dict)
@@ -411,6 +422,9 @@ class Node(_M):
     resource_slices: list[ResourceSlice] = Field(
         default_factory=list,
         description="DRA: ResourceSlices a driver publishes for this node (resource.k8s.io)",
+    )
+    dcgm_exporter: DcgmExporter | None = Field(
+        None, description="dcgm-exporter runs here (GPU nodes only); None: not installed"
     )
     runtime_allows_kmsg: bool = Field(
         False,

@@ -25,6 +25,7 @@ from bot.sandbox.kubesim.admission import Admission
 from bot.sandbox.kubesim.app import build_app
 from bot.sandbox.kubesim.authz import Authorizer
 from bot.sandbox.kubesim.crud import ApiCore
+from bot.sandbox.kubesim.dcgmexporter import Exporters
 from bot.sandbox.kubesim.faults import Faults
 from bot.sandbox.kubesim.resources import STORED, Resource
 from bot.sandbox.kubesim.scenarios import Scenario
@@ -82,6 +83,8 @@ class KubeSim:
         self._workdir = workdir
         self._runner: web.AppRunner | None = None
         self.url = ""
+        #: dcgm-exporter's listeners on the nodes that run it (started with the server)
+        self.exporters = Exporters(self)
         building.seed(self.api, scenario)
         access.install(
             self.api, access.bootstrap_objects() + access.shipped_access_objects(access_dir)
@@ -115,10 +118,12 @@ class KubeSim:
         await site.start()
         bound = self._runner.addresses[0]
         self.url = f"http://{bound[0]}:{bound[1]}"
+        await self.exporters.start()
         return self.url
 
     async def stop(self) -> None:
         await self.controllers.stop()
+        await self.exporters.stop()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

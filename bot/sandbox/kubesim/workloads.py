@@ -15,6 +15,7 @@ from bot.sandbox.kubesim.stamps import T0, rs_hash, suffix, ts
 
 if TYPE_CHECKING:
     from bot.sandbox.kubesim.crud import ApiCore
+    from bot.sandbox.kubesim.draclaims import Allocator
 
 Obj = dict[str, Any]
 
@@ -69,7 +70,10 @@ def _seed_owner(api: ApiCore, w: sc.Workload) -> Obj | None:
     )
 
 
-def seed_workload(api: ApiCore, w: sc.Workload, nodes: dict[str, sc.Node]) -> None:
+def seed_workload(
+    api: ApiCore, w: sc.Workload, nodes: dict[str, sc.Node], claims: Allocator | None = None
+) -> None:
+    """Seed ``w``'s owners and pods; ``claims`` allocates its DRA claims (``draclaims``)."""
     tmpl = pod_template(w)
     owner: Obj | None = _seed_owner(api, w)
     if w.kind != "Pod":
@@ -142,6 +146,8 @@ def seed_workload(api: ApiCore, w: sc.Workload, nodes: dict[str, sc.Node]) -> No
         node = nodes.get(node_name or "")
         phase = w.phase if node is not None else "Pending"
         pod["status"] = running_status(pod, node, phase=phase, started=T0, restarts=restarts)
+        if claims is not None and w.resource_claims and node is not None:
+            claims.seed(api, w, pod)
         api.seed(pod, validate=i == 0)
 
 

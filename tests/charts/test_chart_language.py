@@ -1,0 +1,62 @@
+"""A chart speaks its reader's language: titles, axes and the ledger's named bands come from
+the catalog, and Chinese is drawn with Noto Sans CJK (Debian's fonts-noto-cjk), never as
+missing-glyph boxes: matplotlib warns on a glyph its fonts lack, and here that is an error."""
+
+from __future__ import annotations
+
+import io
+import warnings
+
+import pytest
+from matplotlib import rc_context
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.text import Text
+
+from bot.charts.rendering import draw, render_png
+from bot.core.analysis import analyze
+from bot.core.charts import ChartSpec, chart_spec
+from tests.services.fakes import load_scenario
+
+
+def _spec() -> ChartSpec:
+    bundle, view = load_scenario("seed")
+    d = analyze(bundle, view, now=bundle.collected_at)
+    return chart_spec(d, bundle)
+
+
+def _texts(fig: Figure) -> list[str]:
+    return [t.get_text() for t in fig.findobj(Text) if t.get_text()]
+
+
+def test_a_chinese_chart_has_chinese_title_axes_and_bands() -> None:
+    texts = _texts(draw(_spec(), locale="zh-CN"))
+    joined = "\n".join(texts)
+    for words in ("gpu-node-01：内存", "主机内存（GiB）", "GPU 显存（GiB）", "快照 + 内核日志"):
+        assert words in joined, texts
+    for english in ("host memory", "GPU memory (GiB)", "memory  (", "snapshot + kernel log"):
+        assert english not in joined
+
+
+def test_an_english_chart_keeps_its_english_words() -> None:
+    texts = "\n".join(_texts(draw(_spec(), locale="en")))
+    assert "gpu-node-01: memory  (snapshot + kernel log)" in texts
+    assert "host memory (GiB)" in texts
+
+
+def test_a_chinese_chart_draws_every_glyph_from_a_font_it_has() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "Glyph ... missing from font(s)" fails the test
+        png = render_png(_spec(), locale="zh-CN")
+    assert png.startswith(b"\x89PNG")
+
+
+def test_the_missing_glyph_check_fails_without_the_cjk_font() -> None:
+    """The check above can fail: the same Chinese title with only DejaVu Sans warns."""
+    with rc_context({"font.family": ["DejaVu Sans"]}):
+        fig = Figure()
+        FigureCanvasAgg(fig)
+        fig.suptitle("主机内存")
+        with warnings.catch_warnings(), pytest.raises(UserWarning, match="missing from font"):
+            warnings.simplefilter("error")
+            fig.savefig(io.BytesIO(), format="png")
