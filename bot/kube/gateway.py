@@ -23,6 +23,7 @@ from kubernetes import client
 
 from bot.config import KubeSettings
 from bot.core.allocation import allocated_resources, describe_allocated
+from bot.core.attribution import norm_uid
 from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
 from bot.core.cluster import ClusterView, NodeInfo, NodeLoad
 from bot.core.evidence import EvidenceBundle
@@ -49,6 +50,7 @@ from bot.kube.connecting import build_api_client
 from bot.kube.decoding import PageDecoder
 from bot.kube.errors import refused_as, translate
 from bot.kube.observing import KubeObserver
+from bot.kube.reading import OwnerCache
 from bot.kube.surveying import survey
 from bot.kube.tallying import FleetTally
 from bot.kube.transport import ACTING_AS, Transport
@@ -83,6 +85,9 @@ class Gateway:
         self._writes = 0  # real writes made through this gateway
         self._tally_writes = 0  # ... when the fleet read in flight started
         self._decoder = PageDecoder()
+        #: controllers read by owner-chain walks and each owner's pods elsewhere, shared by
+        #: the diagnoses for ``fleet_cache_s`` (started, writes then, answers)
+        self._owners: tuple[float, int, OwnerCache] | None = None
 
     def impersonating(self, acting: ActingAs) -> Gateway:
         """A view of this gateway whose calls impersonate ``acting`` (same connections and
@@ -237,7 +242,23 @@ class Gateway:
                 log.warning("metrics.k8s.io is served but failed: %s", exc)
         return fleet.loads(used)
 
-    async def get_cluster_view(self, node: str) -> ClusterView:
+    def owner_cache(self) -> OwnerCache:
+        """The controllers and owners' pods this gateway read lately: one lookup per owner
+        per ``fleet_cache_s`` across all diagnoses (dropped by any real write this gateway
+        makes). A view acting as a person gets a cache of its own: their RBAC decides."""
+        if self.acting is not None:
+            return OwnerCache()
+        now, held = time.monotonic(), self._owners
+        if held is None or now - held[0] > self.settings.fleet_cache_s or held[1] != self._writes:
+            held = self._owners = (now, self._writes, OwnerCache())
+        return held[2]
+
+    async def get_cluster_view(
+        self, node: str, *, measured: frozenset[str] = frozenset()
+    ) -> ClusterView:
+        """``measured``: UIDs of pods whose working set the evidence already holds (the
+        collector read their cgroups; the analysis prefers that figure): pod metrics are
+        read only for the namespaces of the node's other pods, none when there are none."""
         node_obj = await self.read_node(node)
         all_pods, groups, classes, (version, resources) = await asyncio.gather(
             self._call(
@@ -248,8 +269,14 @@ class Gateway:
             self._resize_discovery(),
         )
         pods = non_terminated(all_pods)
-        namespaces = sorted({(p.get("metadata") or {}).get("namespace", "") for p in pods})
-        cache: dict[tuple[str, str, str], Obj | None] = {}
+        namespaces = sorted(
+            {
+                meta.get("namespace", "")
+                for p in pods
+                if norm_uid((meta := p.get("metadata") or {}).get("uid")) not in measured
+            }
+        )
+        cache = self.owner_cache()
         chains, events, metrics = await asyncio.gather(
             self._call("read pod owners", self._owner_chains, pods, cache),
             self._call(f"list events of {node}", reading.list_events, node, all_pods),

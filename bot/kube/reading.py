@@ -63,6 +63,15 @@ def list_all_pods(t: Transport) -> list[Obj]:
     return t.list_all("/api/v1/pods")
 
 
+class OwnerCache(dict[tuple[str, str, str], "Obj | None"]):
+    """Controllers by (kind, namespace, name) as the owner-chain walk read them (None: not
+    found or not readable), and ``pods``: each owner's pods by (namespace, label selector)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pods: dict[tuple[str, str], list[Obj]] = {}
+
+
 def owner_chain(
     t: Transport, pod: Obj, cache: dict[tuple[str, str, str], Obj | None]
 ) -> list[OwnerRef]:

@@ -9,7 +9,8 @@ Markdown, JSON or Block Kit). Both parse the command with ``bot.core.commands.pa
 Reads per diagnosis: ``check_node`` reads the node (an unknown node is answered before
 anything else happens); the Job reuses that read (``run_diagnostic(node, known=...)``); the
 cluster view is built once, after the Job, so it shows the pods as the evidence found them
-(a rollout that replaced a pod while the Job ran is seen, and no plan targets the old pod).
+(a rollout that replaced a pod while the Job ran is seen, and no plan targets the old pod);
+it reads pod metrics only for the pods the collector did not measure (``measured_pods``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.core.analysis import analyze
+from bot.core.attribution import norm_uid
 from bot.core.cluster import ClusterView, NodeInfo
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
@@ -43,6 +45,15 @@ async def check_node(kube: KubePort, node: str) -> NodeInfo:
     return await kube.get_node(node)
 
 
+def measured_pods(bundle: EvidenceBundle) -> frozenset[str]:
+    """Pods whose working set the collector read from their cgroups. The analysis takes that
+    figure over the metrics API's (``bot.core.attribution``), so the view does not read
+    their metrics: a diagnosis makes no metrics call when the collector saw every pod."""
+    return frozenset(
+        uid for p in bundle.pods if p.working_set_bytes is not None and (uid := norm_uid(p.pod_uid))
+    )
+
+
 async def run_diagnosis(
     kube: KubePort,
     node: NodeInfo,
@@ -61,7 +72,7 @@ async def run_diagnosis(
     history_task = asyncio.create_task(service.fetch(node.name, now=clock()))
     try:
         bundle = await kube.run_diagnostic(node.name, known=node)
-        view = await kube.get_cluster_view(node.name)
+        view = await kube.get_cluster_view(node.name, measured=measured_pods(bundle))
     except BaseException:
         history_task.cancel()
         raise
