@@ -49,6 +49,7 @@ from bot.kube import (
 from bot.kube.connecting import build_api_client
 from bot.kube.decoding import PageDecoder
 from bot.kube.errors import refused_as, translate
+from bot.kube.informing import Informer, slim_event
 from bot.kube.observing import KubeObserver
 from bot.kube.reading import OwnerCache
 from bot.kube.surveying import survey
@@ -60,6 +61,8 @@ T = TypeVar("T")
 #: concurrent API calls to one cluster: a diagnosis makes a few at once, `top` three, a
 #: watch one per rollout or Job; 16 (asyncio.to_thread's pool on 12 cores) leaves room
 THREADS_PER_CLUSTER = 16
+#: seconds each watch of the pod-events informer lasts before it resumes
+EVENTS_WATCH_S = 300
 Obj = dict[str, Any]
 
 
@@ -88,6 +91,11 @@ class Gateway:
         #: controllers read by owner-chain walks and each owner's pods elsewhere, shared by
         #: the diagnoses for ``fleet_cache_s`` (started, writes then, answers)
         self._owners: tuple[float, int, OwnerCache] | None = None
+        #: pod events of every namespace, listed then watched (``informers=True``); None:
+        #: each diagnosis lists its namespaces' events
+        self._events: Informer | None = None
+        self.informers = False
+        self.events_watch_s = EVENTS_WATCH_S
 
     def impersonating(self, acting: ActingAs) -> Gateway:
         """A view of this gateway whose calls impersonate ``acting`` (same connections and
@@ -97,8 +105,13 @@ class Gateway:
         return view
 
     @classmethod
-    def from_settings(cls, settings: KubeSettings) -> Gateway:
-        return cls(build_api_client(settings), settings)
+    def from_settings(cls, settings: KubeSettings, *, informers: bool = False) -> Gateway:
+        """``informers``: keep the cluster's pod events in an informer (list, then watch),
+        started by the first diagnosis, so the next ones read no events but the node's:
+        for a long-running bot (``gpunode serve``), not a one-shot command."""
+        gateway = cls(build_api_client(settings), settings)
+        gateway.informers = informers
+        return gateway
 
     @property
     def cluster_name(self) -> str:
@@ -115,6 +128,8 @@ class Gateway:
     def close(self) -> None:
         """Drop queued calls, let running ones end (each within the request timeout, as
         ``asyncio.run`` waits for ``to_thread`` calls), then close the connections."""
+        if self._events is not None:
+            self._events.stop()
         self._threads.shutdown(wait=True, cancel_futures=True)
         self._decoder.close()
         self.transport.api_client.close()  # type: ignore[no-untyped-call]
@@ -253,6 +268,23 @@ class Gateway:
             held = self._owners = (now, self._writes, OwnerCache())
         return held[2]
 
+    def pod_events(self) -> Informer | None:
+        """The pod-events informer (started on first use), or None when this gateway keeps
+        none (``informers``) or acts as a person (their RBAC decides what they may read)."""
+        if not self.informers or self.acting is not None:
+            return None
+        if self._events is None:
+            self._events = Informer(
+                self.transport,
+                "/api/v1/events",
+                slim=slim_event,
+                field_selector="involvedObject.kind=Pod",
+                watch_s=self.events_watch_s,
+                name="pod-events-informer",
+            )
+            self._events.start()
+        return self._events
+
     async def get_cluster_view(
         self, node: str, *, measured: frozenset[str] = frozenset()
     ) -> ClusterView:
@@ -277,9 +309,11 @@ class Gateway:
             }
         )
         cache = self.owner_cache()
+        informer = self.pod_events()
+        held = informer.items if informer is not None and informer.synced.is_set() else None
         chains, events, metrics = await asyncio.gather(
             self._call("read pod owners", self._owner_chains, pods, cache),
-            self._call(f"list events of {node}", reading.list_events, node, all_pods),
+            self._call(f"list events of {node}", reading.list_events, node, all_pods, held),
             self._metrics(groups, namespaces),
         )
         keys = {(p["metadata"].get("namespace"), p["metadata"].get("name")) for p in pods}

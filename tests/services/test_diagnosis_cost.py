@@ -10,6 +10,7 @@ shared fleet read, made once by ``top`` (or the first diagnosis) and reused whil
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -67,16 +68,23 @@ def unscoped(r: Request) -> bool:
 
 
 async def _two_diagnoses(
-    make_kubesim: Callable[..., Awaitable[KubeSim]], tmp_path: Path, nodes: int
+    make_kubesim: Callable[..., Awaitable[KubeSim]],
+    tmp_path: Path,
+    nodes: int,
+    *,
+    informers: bool = False,
 ) -> tuple[list[Request], list[Request]]:
-    """The calls of the first diagnosis after a `top`, and of the next one of that node."""
+    """The calls of the first diagnosis after a `top`, and of the next one of that node
+    (with ``informers``: once the pod-events informer the first one started has listed)."""
     sim = await make_kubesim(seed_with_filler(nodes))
     gateway = Gateway.from_settings(
         KubeSettings(
             mode="server", server=sim.url, token=BOT_TOKEN, verify_tls=False,
             namespace="gpunode", job_timeout_s=30, fleet_cache_s=3600,
-        )
+        ),
+        informers=informers,
     )  # fmt: skip
+    gateway.events_watch_s = 1
     store = await Store.open(str(tmp_path / f"gpunode-{nodes}.db"))
     service = DiagnoseService(
         gateway,
@@ -92,10 +100,19 @@ async def _two_diagnoses(
         first = await service.diagnose(NODE, channel="C0INCIDENT", user="UREQ")
         assert first.error is None, first.error
         cold = list(sim.requests)
+        if informers:
+            informer = gateway.pod_events()
+            assert informer is not None
+            for _ in range(1200):  # generous: up to 60 s on a busy machine
+                if informer.synced.is_set():
+                    break
+                await asyncio.sleep(0.05)
+            assert informer.synced.is_set(), "the pod-events informer never listed"
         sim.requests.clear()
         outcome = await service.diagnose(NODE, channel="C0INCIDENT", user="UREQ")
         assert outcome.error is None and outcome.diagnosis is not None, outcome.error
-        return cold, list(sim.requests)
+        # the informer's own list and watches are not the diagnosis's
+        return cold, [r for r in sim.requests if not _informer_call(r)]
     finally:
         await store.close()
         gateway.close()
@@ -105,6 +122,10 @@ def shape(calls: list[Request]) -> Counter[tuple[str, str, str]]:
     """The calls, normalized; the Job's pod watch is left out: it is made only when the
     collector had not finished by the time its pods were first listed (timing, not size)."""
     return Counter(normalized(r) for r in calls if "watch=true" not in r[2])
+
+
+def _informer_call(r: Request) -> bool:
+    return r[1] == "/api/v1/events" and "involvedObject.kind%3DPod" in r[2]
 
 
 def owner_reads(calls: list[Request]) -> list[Request]:
@@ -166,3 +187,14 @@ async def test_a_write_through_the_gateway_drops_the_shared_fleet_read(
     finally:
         gateway.close()
     assert (before["gpu-node-02"], after["gpu-node-02"]) == (False, True)
+
+
+async def test_with_the_pod_events_informer_a_diagnosis_makes_at_most_ten_calls(
+    make_kubesim: Callable[..., Awaitable[KubeSim]], tmp_path: Path
+) -> None:
+    runs = [await _two_diagnoses(make_kubesim, tmp_path, n, informers=True) for n in (20, 200)]
+    assert shape(runs[0][1]) == shape(runs[1][1])
+    for _, warm in runs:
+        assert len(warm) <= 10, [normalized(r) for r in warm]
+        assert [r for r in warm if unscoped(r)] == []
+        assert not any("/events" in r[1] and "/namespaces/" in r[1] for r in warm)
