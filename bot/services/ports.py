@@ -34,8 +34,11 @@ T = TypeVar("T")
 
 
 class KubePort(Protocol):
-    async def get_cluster_view(self, node: str) -> ClusterView:
-        """Node, its non-terminated pods, recent events, allocation. NotFoundError if absent."""
+    async def get_cluster_view(
+        self, node: str, *, measured: frozenset[str] = frozenset()
+    ) -> ClusterView:
+        """Node, its non-terminated pods, recent events, allocation. NotFoundError if absent.
+        ``measured``: UIDs of pods the evidence already measured; their metrics are not read."""
 
     async def get_node(self, node: str) -> NodeInfo:
         """The node as the API server has it now. NotFoundError if absent."""

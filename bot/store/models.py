@@ -67,6 +67,9 @@ class EvidenceSnapshot(_Row):
     bundle_json: str
     view_json: str
     diagnosis_json: str
+    process_tail_json: str = Field(
+        "", description="the pod processes the stored bundle left out, summed (summarizing)"
+    )
     sha256: str = Field(description="hex digest over bundle, view and diagnosis (see hashing)")
 
     @cached_property

@@ -9,6 +9,7 @@ once. The store never reads the clock: callers pass ``at``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -254,14 +255,10 @@ class Store:
     ) -> str:
         """Store one evidence capture (as the models' JSON, which the hash covers); returns
         its sha256 (shown in the thread)."""
-        snap = await self._run(
-            incident_rows.save_snapshot,
-            incident_id,
-            at=at,
-            bundle_json=bundle.model_dump_json(),
-            view_json=view.model_dump_json(),
-            diagnosis_json=diagnosis.model_dump_json(),
-        )
+        # summarised, dumped and compressed on a thread of its own: neither the event
+        # loop nor the store's writer waits for it
+        packed = await asyncio.to_thread(incident_rows.capture, bundle, view, diagnosis)
+        snap = await self._run(incident_rows.save_capture, incident_id, at=at, capture=packed)
         return snap.sha256
 
     async def snapshots(self, incident_id: str) -> list[EvidenceSnapshot]:
