@@ -9,7 +9,7 @@ import sys
 from datetime import UTC, datetime
 from typing import TextIO
 
-from bot.cli.common import cluster_settings, gateway_from_args
+from bot.cli.common import cluster_settings
 from bot.config import load_settings
 from bot.services import doctor
 
@@ -17,7 +17,9 @@ from bot.services import doctor
 async def _run(args: argparse.Namespace) -> list[doctor.Row]:
     settings = load_settings(config_file=getattr(args, "config", None))
     namespace = cluster_settings(args).namespace
-    gateway = gateway_from_args(args)
+    from bot.kube.gateway import Gateway  # lazily: other verbs never load the client
+
+    gateway = Gateway.from_settings(cluster_settings(args))
     try:
         rows = await doctor.check_cluster(
             gateway, namespace, lease=bool(settings.leader.lease_name)

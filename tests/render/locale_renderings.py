@@ -17,14 +17,13 @@ from bot.core.cluster import ClusterView
 from bot.core.diffing import diff_diagnoses
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
-from bot.core.incidents import Incident, TimelineEntry
 from bot.core.postmortem import ActionSummary, Postmortem, Snapshot, TimelineRow
 from bot.core.prevention import prevention_params
 from bot.core.watching import PodProgress, RolloutProgress
 from bot.errors import ForbiddenError
 from bot.render import acting, watching
 from bot.render.blocks import diagnosis_messages
-from bot.render.markdown import render_report_markdown, render_timeline_markdown
+from bot.render.markdown import render_report_markdown
 from bot.render.messages import render_root, verdict_headline
 from bot.render.postmortem import render_postmortem_html, render_postmortem_markdown
 from bot.render.prevention import kit_message, render_kit_markdown, render_prevention_files
@@ -241,33 +240,6 @@ def documents(
 ) -> None:
     out["report.md"] = render_report_markdown(d, bundle, incident="INC-0001", locale=locale)
     out["report.txt"] = render_report_text(d, bundle, incident="INC-0001", locale=locale)
-    inc = Incident(
-        id="INC-0001",
-        number=1,
-        node=d.node,
-        opened_at=T0,
-        opened_by="U1",
-        state="resolved",
-        resolved_at=T0 + timedelta(hours=1),
-        resolution_note="done",
-    )
-    entries = [
-        TimelineEntry(incident_id="INC-0001", at=T0, kind=k, actor="U1", text=k)
-        for k in (
-            "opened",
-            "diagnosis",
-            "action_requested",
-            "approval",
-            "action_result",
-            "alert_firing",
-            "alert_resolved",
-            "status",
-            "resolved",
-            "note",
-        )
-    ]
-    snapshot = {"at": T0, "sha256": "ab" * 32, "diagnosis_json": d.model_dump_json()}
-    out["timeline.md"] = render_timeline_markdown(inc, entries, [snapshot], locale=locale)
     snap = Snapshot(at=T0, diagnosis=d, bundle=bundle)
     plan = d.plans[0] if d.plans else None
     pm = Postmortem(
