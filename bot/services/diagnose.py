@@ -39,6 +39,7 @@ from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.incidents import Incident, TimelineKind
 from bot.core.links import dashboard_link, incident_window
+from bot.core.outcomes import notice
 from bot.core.postmortem_story import SYMPTOMS
 from bot.core.thresholds import Thresholds
 from bot.errors import (
@@ -52,7 +53,6 @@ from bot.errors import (
 from bot.render.messages import (
     progress_text,
     render_diagnosis_messages,
-    render_notice,
     render_root,
     verdict_headline,
 )
@@ -61,7 +61,7 @@ from bot.services.clusters import ClusterRegistry
 from bot.services.diagnosing import check_node, run_diagnosis
 from bot.services.history import HistoryService
 from bot.services.locales import LocaleChooser
-from bot.services.ports import ChatPort, KubePort, StorePort
+from bot.services.ports import ChatPort, KubePort, StorePort, ThreadPort
 from bot.services.recording import append_entry
 from bot.telemetry.metrics import Metrics
 
@@ -107,6 +107,7 @@ class DiagnoseService:
         store: StorePort,
         chat: ChatPort,
         *,
+        thread: ThreadPort,
         clock: Callable[[], datetime],
         thresholds: Thresholds,
         replica: str | None = None,
@@ -122,6 +123,8 @@ class DiagnoseService:
         self._history = history or HistoryService(None)
         #: each message's language: ephemeral ones follow the person, thread posts the thread
         self.locales = locales or LocaleChooser(chat)
+        #: where notices go, as outcomes (the presenter picks the language and words them)
+        self.thread = thread
         self._charts = charts
         self.clusters = kube if isinstance(kube, ClusterRegistry) else ClusterRegistry.single(kube)
         self._store = store
@@ -159,19 +162,13 @@ class DiagnoseService:
                 checked = await check_node(kube, node)  # an unknown node opens nothing
         except NotFoundError as err:
             known = await self._known_nodes(name)
-            locale = await self.locales.for_person(channel, user)
-            text, blocks = render_notice(
-                "node_not_found", locale, node=self.label(name, node), known_nodes=known
-            )
-            await self._chat.post_ephemeral(channel, user, text=text, blocks=blocks)
+            told = notice("node_not_found", node=self.label(name, node), known_nodes=known)
+            await self.thread.tell(channel, user, told)
             return DiagnoseOutcome(None, None, None, error=err)
         except (KubeError, TimeoutError) as caught:
             failure = _named(caught, name)
-            text, blocks = render_notice(
-                "diagnose_failed", await self.locales.for_person(channel, user),
-                reason=failure.message, code=failure.code,
-            )  # fmt: skip
-            await self._chat.post_ephemeral(channel, user, text=text, blocks=blocks)
+            told = notice("diagnose_failed", reason=failure.message, code=failure.code)
+            await self.thread.tell(channel, user, told)
             return DiagnoseOutcome(None, None, None, error=failure)
 
         now = self._clock()
@@ -212,13 +209,10 @@ class DiagnoseService:
         note = self._joins.get(incident.id)
         if note is None or note.task is not running:
             note = self._joins[incident.id] = _JoinNote(running, user)
-            text, blocks = render_notice(
-                "diagnose_joined_running", self.locales.for_thread(incident), node=label,
-                user=user,
-            )  # fmt: skip
+            told = notice("diagnose_joined_running", node=label, user=user)
             try:
-                note.ts = await self._chat.post(
-                    incident.channel, text=text, blocks=blocks, thread_ts=thread_ts
+                note.ts = await self.thread.post(
+                    incident.channel, told, incident=incident, thread_ts=thread_ts
                 )
             finally:
                 note.posted.set()
@@ -233,11 +227,10 @@ class DiagnoseService:
             while note.ts is not None and shown != note.count:
                 await asyncio.sleep(0)  # let the requests arriving together count first
                 shown = note.count
-                text, blocks = render_notice(
-                    "diagnose_joined_running", self.locales.for_thread(incident), node=label,
-                    user=note.first, others=shown - 1,
-                )  # fmt: skip
-                await self._chat.update(incident.channel, note.ts, text=text, blocks=blocks)
+                told = notice(
+                    "diagnose_joined_running", node=label, user=note.first, others=shown - 1
+                )
+                await self.thread.update(incident.channel, note.ts, told, incident=incident)
         except GpunodeError as err:  # the note is a courtesy; the diagnosis goes on
             log.warning("could not update the joined note of %s: %s", incident.id, err)
         finally:
@@ -291,8 +284,8 @@ class DiagnoseService:
         channel = incident.channel
         locale = self.locales.for_thread(incident)
         if not created:
-            text, blocks = render_notice("diagnose_joined", locale, node=label, user=user)
-            await self._chat.post(channel, text=text, blocks=blocks, thread_ts=thread_ts)
+            told = notice("diagnose_joined", node=label, user=user)
+            await self.thread.post(channel, told, incident=incident, thread_ts=thread_ts)
         # the incident and its thread as _ensure_thread just read them: no second read
         await self._refresh_root(
             incident, progress=progress_text("running_job", locale), fresh=incident
@@ -500,11 +493,8 @@ class DiagnoseService:
     async def _report_failure(
         self, incident: Incident, err: KubeError, thread_ts: str
     ) -> DiagnoseOutcome:
-        text, blocks = render_notice(
-            "diagnose_failed", self.locales.for_thread(incident),
-            reason=err.message, code=err.code,
-        )  # fmt: skip
-        await self._chat.post(incident.channel, text=text, blocks=blocks, thread_ts=thread_ts)
+        told = notice("diagnose_failed", reason=err.message, code=err.code)
+        await self.thread.post(incident.channel, told, incident=incident, thread_ts=thread_ts)
         await self._note(incident.id, "diagnosis", actors.GPUNODE, f"diagnosis failed: {err.code}")
         locale = self.locales.for_thread(incident)
         await self._refresh_root(incident, progress=progress_text("failed", locale, code=err.code))

@@ -1,5 +1,7 @@
 """The interfaces the use-cases depend on. ``bot.kube.Gateway`` implements ``KubePort``,
-``bot.slack.chatting.SlackChat`` ``ChatPort``, ``bot.store.Store`` ``StorePort``.
+``bot.slack.chatting.SlackChat`` ``ChatPort``, ``bot.store.Store`` ``StorePort``, and
+``bot.slack.presenter.SlackPresenter`` ``ThreadPort``: the use cases hand it outcomes
+(``bot.core.outcomes``), and it picks the reader's language and words them.
 
 Keeping the use-cases on these Protocols lets tests run them over the real gateway against
 the Kubernetes stand-in, or over a fake, without changing a line of the use-case. Every
@@ -21,6 +23,7 @@ from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.impersonation import ActingAs
 from bot.core.incidents import Incident, IncidentState, TimelineEntry
+from bot.core.outcomes import Told
 from bot.core.watching import RolloutProgress
 from bot.store.models import (
     ActionRecord,
@@ -183,6 +186,34 @@ class ChatPort(Protocol):
     async def user_locale(self, user_id: str) -> str | None:
         """A person's Slack locale as Slack spells it (``zh-CN``, ``en-US``), from
         ``users.info`` with ``include_locale``; None when it cannot be read."""
+
+
+class ThreadPort(Protocol):
+    """Where the use cases put what they have to say: outcomes, never words. The presenter
+    of the surface (``bot.slack.presenter``) chooses the language (``bot.core.locales``):
+    the person's for ``tell``, the incident thread's for a post in it, else the channel's.
+    Every method raises ``SlackError`` (after the client's own retries), as ``ChatPort``."""
+
+    async def tell(
+        self, channel: str, user: str, told: Told, *, thread_ts: str | None = None
+    ) -> None:
+        """Only ``user`` sees it (ephemeral), in their language."""
+
+    async def post(
+        self,
+        channel: str,
+        told: Told,
+        *,
+        incident: Incident | None = None,
+        thread_ts: str | None = None,
+    ) -> str:
+        """Post into ``thread_ts`` (a reply; default: the incident's thread) or the channel,
+        in the incident thread's language (without one: the channel's); its ts."""
+
+    async def update(
+        self, channel: str, ts: str, told: Told, *, incident: Incident | None = None
+    ) -> None:
+        """Replace message ``ts`` with ``told`` (the thread's language, as ``post``)."""
 
 
 class StorePort(Protocol):

@@ -32,6 +32,7 @@ from bot.render.text import render_report_text
 from bot.sandbox.slacksim.validation import blocks_errors, view_errors
 from bot.services.executing import StepsResult
 from bot.slack.blockkit import validate_blocks
+from tests.render.told import REFUSAL_SAMPLES, render_notice, render_refusal
 
 T0 = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
 FORMATS: tuple[Fmt, ...] = ("mrkdwn", "markdown", "text")
@@ -186,20 +187,13 @@ def action_flow(d: Diagnosis, locale: str, out: dict[str, object]) -> None:
                 out,
             )
     for key, params in (
-        ("refused", {"reason": "no"}),
         ("approval_pending", {}),
         ("vote_counted", {"remaining": 1}),
         ("interrupted", {"action_id": "A1", "tier": 1, "observed": "x"}),
     ):
-        checked(f"notice.{key}", acting.notice(key, locale=locale, **params), out)
-    for outcome in (
-        "self_approval_rejected",
-        "not_eligible",
-        "expired",
-        "already_final",
-        "already_counted",
-    ):
-        out[f"vote.{outcome}"] = acting.vote_refusal(outcome, locale=locale)
+        checked(f"notice.{key}", render_notice(key, locale, **params), out)
+    for code, params in REFUSAL_SAMPLES.items():
+        checked(f"refusal.{code}", render_refusal(code, locale, **params), out)
     checked("diff", acting.diff_message(diff_diagnoses(d, d), locale=locale), out)
 
 

@@ -26,6 +26,7 @@ from bot.sandbox.kubesim.scenarios import load_scenario
 from bot.services.diagnose import DiagnoseService
 from bot.store.storing import Store
 from tests.services.fakes import FakeChat
+from tests.services.presenting import RecordingPresenter
 
 NODE = "gpu-node-01"
 Request = tuple[str, str, str]
@@ -75,7 +76,8 @@ async def _one_diagnosis(
     service = DiagnoseService(
         gateway,
         store,
-        FakeChat(),
+        chat := FakeChat(),
+        thread=RecordingPresenter(chat),
         clock=lambda: datetime.now(UTC),
         thresholds=DEFAULT,
         charts=False,
