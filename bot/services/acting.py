@@ -29,6 +29,7 @@ from bot.core.impersonation import ActingAs, acting_as
 from bot.core.incidents import Incident, TimelineKind
 from bot.core.outcomes import Notice, Refused
 from bot.core.policy import TIERS, Deny, Policy, Principal, Tier, identity_of
+from bot.core.records import ActionRecord, AuditRecord
 from bot.errors import GpunodeError, PolicyError
 from bot.render import acting as views
 from bot.services.background import Background
@@ -37,7 +38,6 @@ from bot.services.diagnose import DiagnoseService
 from bot.services.executing import StepsResult
 from bot.services.ports import ChatPort, KubePort, StorePort, ThreadPort
 from bot.services.recording import append_entry
-from bot.store.models import ActionRecord, AuditRecord
 from bot.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)

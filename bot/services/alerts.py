@@ -37,6 +37,7 @@ from bot.core.alert_caps import AlertCaps, over_cap, recent
 from bot.core.clusters import cluster_name_problem, format_node_ref
 from bot.core.commands import parse_node_name
 from bot.core.outcomes import notice
+from bot.core.records import AuditRecord
 from bot.core.validation import validation_message
 from bot.errors import GpunodeError, SlackError, UnknownClusterError, UsageError
 from bot.services.background import Background
@@ -44,7 +45,6 @@ from bot.services.clusters import ClusterRegistry, fan_out
 from bot.services.diagnose import DiagnoseService
 from bot.services.ports import ChatPort, KubePort, StorePort
 from bot.services.recording import append_entry
-from bot.store.models import AuditRecord
 
 log = logging.getLogger(__name__)
 #: the settings' defaults (``alerts.*``), for callers that pass none

@@ -32,13 +32,13 @@ from bot.core.impersonation import ActingAs
 from bot.core.outcomes import action_outcome, refused
 from bot.core.planning import undo_steps
 from bot.core.policy import ActionRequestInfo, Deny, NeedsApproval, decide
+from bot.core.records import ActionRecord, ActionState
 from bot.core.staleness import controller_key, controller_steps, stale_reason
 from bot.errors import GpunodeError, NotFoundError
 from bot.render import acting as views
 from bot.services import watching
 from bot.services.acting import ActDeps, audit_fields, plan_of_record, reason_of
 from bot.services.executing import StepsResult, run_steps
-from bot.store.models import ActionRecord, ActionState
 
 log = logging.getLogger(__name__)
 APPROVAL_MESSAGE = "approval_message"  # key in ActionRecord.result: {"channel", "ts"}

@@ -18,11 +18,11 @@ from bot.core import actors
 from bot.core.approvals import ApprovalRequest, approve, deny, expire_if_due
 from bot.core.outcomes import refused
 from bot.core.policy import can_approve
+from bot.core.records import ActionRecord
 from bot.errors import GpunodeError
 from bot.render import acting as views
 from bot.services.acting import ActDeps, audit_fields, plan_of_record, reason_of, tier_of
 from bot.services.applying import APPROVAL_MESSAGE, execute
-from bot.store.models import ActionRecord
 
 log = logging.getLogger(__name__)
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from bot.core.clusters import format_node_ref
 from bot.core.outcomes import Notice, refused
 from bot.core.policy import Deny, Permission, authorize
+from bot.core.records import AuditRecord
 from bot.errors import GpunodeError
 from bot.services.anchoring import Anchors
 from bot.services.background import Background
@@ -26,7 +27,6 @@ from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
 from bot.services.operations import IncidentOps
 from bot.services.ports import ChatPort, KubePort, StorePort, ThreadPort
-from bot.store.models import AuditRecord
 from bot.telemetry.metrics import Metrics
 
 if TYPE_CHECKING:

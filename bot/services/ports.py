@@ -24,14 +24,14 @@ from bot.core.findings import Diagnosis
 from bot.core.impersonation import ActingAs
 from bot.core.incidents import Incident, IncidentState, TimelineEntry
 from bot.core.outcomes import Told
-from bot.core.watching import RolloutProgress
-from bot.store.models import (
+from bot.core.records import (
     ActionRecord,
     ActionState,
     AuditRecord,
     ChainReport,
     EvidenceSnapshot,
 )
+from bot.core.watching import RolloutProgress
 
 T = TypeVar("T")
 
@@ -219,7 +219,7 @@ class ThreadPort(Protocol):
 class StorePort(Protocol):
     """What the use-cases need from the incident store (``bot.store.Store``, SQLite today).
 
-    Engine-neutral: rows are the models of ``bot.store.models`` and the core; times are
+    Engine-neutral: rows are the models of ``bot.core.records`` and the core; times are
     timezone-aware and passed in (the store never reads the clock). Claims
     (``claim_root``, ``claim_action``, ``claim_undo``) and ``update_approval`` are atomic
     across every replica sharing the store: exactly one caller wins. Failures of the engine

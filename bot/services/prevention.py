@@ -22,13 +22,13 @@ from bot.core.clusters import format_node_ref
 from bot.core.incidents import Incident, TimelineEntry
 from bot.core.outcomes import notice
 from bot.core.prevention import KitSource, PreventionParams, prevention_params
+from bot.core.records import AuditRecord, EvidenceSnapshot
 from bot.errors import GpunodeError
 from bot.render import environment
 from bot.render.prevention import kit_message, render_prevention_files
 from bot.services.chatops import BotServices, permitted
 from bot.services.locales import LocaleChooser
 from bot.services.ports import ChatPort, KubePort, StorePort
-from bot.store.models import AuditRecord, EvidenceSnapshot
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,10 @@ from bot.core.editing import Tier3Bounds, Tier3Edits, apply_tier3_edits
 from bot.core.outcomes import Refused, refused
 from bot.core.policy import ActionRequestInfo, Deny, NeedsApproval, decide
 from bot.core.quantity import QuantityError, parse_quantity
+from bot.core.records import ActionRecord
 from bot.render import acting as views
 from bot.services.acting import ActDeps, audit_fields, tier_of
 from bot.services.executing import StepsResult, run_steps
-from bot.store.models import ActionRecord
 
 NOT_CURRENT = refused("plan_not_current")
 
