@@ -28,7 +28,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from bot.core.evidence import EvidenceBundle
+from bot.core.findings import Diagnosis
 
 #: every refusal a use case gives, besides the policy's denials (``bot.core.policy.DENIALS``)
 #: and a failed step's error code; each has its words in ``templates/slack/*/refusals.j2``
@@ -79,8 +82,37 @@ class Notice(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
+class RootLine(BaseModel):
+    """The incident thread's root message: its status, the verdict once there is one, and
+    the step under way (``opening``, ``running_job``, ``failed`` with ``failure_code``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["root"] = "root"
+    incident_id: str
+    node: str = Field(description="as messages name it: [cluster/]node")
+    state: str
+    opened_by: str
+    progress: Literal["opening", "running_job", "failed"] | None = None
+    failure_code: str = ""
+    diagnosis: Diagnosis | None = None
+
+
+class Diagnosed(BaseModel):
+    """A diagnosis for the incident thread: the presenter posts its evidence, talking
+    points and actions (and links the node's dashboard for ``dashboard``: url, from, to)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["diagnosed"] = "diagnosed"
+    incident_id: str
+    diagnosis: Diagnosis
+    bundle: EvidenceBundle | None = None
+    dashboard: tuple[str, AwareDatetime, AwareDatetime] | None = None
+
+
 #: what a use case tells a person or posts in a thread
-Told = Refused | Notice
+Told = Refused | Notice | RootLine | Diagnosed
 
 
 def refused(code: str, /, **params: Any) -> Refused:

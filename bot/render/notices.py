@@ -12,11 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.core.outcomes import Notice, Refused, Told
+from bot.core.outcomes import Diagnosed, Notice, Refused, RootLine, Told
 from bot.render import environment
 from bot.render.blocks import Message, section
 from bot.render.filters import truncate
-from bot.render.messages import plain_fallback
+from bot.render.messages import (
+    plain_fallback,
+    progress_text,
+    render_diagnosis_messages,
+    render_root,
+    verdict_headline,
+)
 
 NOTICE_KEYS = (
     "diagnose_started",
@@ -42,7 +48,7 @@ NOTICE_KEYS = (
 ACTING_KEYS = ("approval_pending", "vote_counted", "interrupted")
 
 
-def told_mrkdwn(told: Told, locale: str) -> str:
+def told_mrkdwn(told: Refused | Notice, locale: str) -> str:
     """The outcome as one mrkdwn paragraph in ``locale``."""
     if isinstance(told, Refused):
         t = environment.macros("slack", "refusals.j2", locale=locale)
@@ -61,7 +67,30 @@ def _notice_mrkdwn(told: Notice, locale: str) -> str:
     return str(macro(told.params) if macro is not None else t.unknown(told.key)).strip()
 
 
-def render_told(told: Told, locale: str) -> Message:
+def render_told(told: Refused | Notice | RootLine, locale: str) -> Message:
     """``(fallback_text, blocks)`` of the outcome in ``locale``, within Slack's limits."""
+    if isinstance(told, RootLine):
+        return _root(told, locale)
     body = told_mrkdwn(told, locale)
     return truncate(plain_fallback(body), 3000), [section(body)]
+
+
+def render_messages(told: Told, locale: str) -> list[Message]:
+    """Every message the outcome posts (a diagnosis is three), in ``locale``."""
+    if isinstance(told, Diagnosed):
+        return render_diagnosis_messages(
+            told.diagnosis, incident_id=told.incident_id, bundle=told.bundle, locale=locale,
+            dashboard=told.dashboard,
+        )  # fmt: skip
+    return [render_told(told, locale)]
+
+
+def _root(told: RootLine, locale: str) -> Message:
+    progress = None
+    if told.progress is not None:
+        progress = progress_text(told.progress, locale, code=told.failure_code)
+    headline = verdict_headline(told.diagnosis, locale=locale) if told.diagnosis else ""
+    return render_root(
+        incident_id=told.incident_id, node=told.node, state=told.state, headline=headline,
+        opened_by=told.opened_by, progress=progress, locale=locale,
+    )  # fmt: skip

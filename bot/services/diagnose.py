@@ -29,7 +29,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from bot.core import actors
 from bot.core.charts import action_markers, chart_spec
@@ -39,7 +39,7 @@ from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.incidents import Incident, TimelineKind
 from bot.core.links import dashboard_link, incident_window
-from bot.core.outcomes import notice
+from bot.core.outcomes import Diagnosed, RootLine, notice
 from bot.core.postmortem_story import SYMPTOMS
 from bot.core.thresholds import Thresholds
 from bot.errors import (
@@ -49,12 +49,6 @@ from bot.errors import (
     KubeUnavailableError,
     NotFoundError,
     StoreError,
-)
-from bot.render.messages import (
-    progress_text,
-    render_diagnosis_messages,
-    render_root,
-    verdict_headline,
 )
 from bot.render.sentences import sentence
 from bot.services.clusters import ClusterRegistry
@@ -66,6 +60,8 @@ from bot.services.recording import append_entry
 from bot.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
+#: the step the root line shows under way
+Progress = Literal["opening", "running_job", "failed"]
 
 
 @dataclass(frozen=True)
@@ -282,14 +278,11 @@ class DiagnoseService:
         label = self.label(incident.cluster, node)
         await self._note(incident.id, "diagnosis", user, f"diagnose {label} requested")
         channel = incident.channel
-        locale = self.locales.for_thread(incident)
         if not created:
             told = notice("diagnose_joined", node=label, user=user)
             await self.thread.post(channel, told, incident=incident, thread_ts=thread_ts)
         # the incident and its thread as _ensure_thread just read them: no second read
-        await self._refresh_root(
-            incident, progress=progress_text("running_job", locale), fresh=incident
-        )
+        await self._refresh_root(incident, progress="running_job", fresh=incident)
 
         try:
             done = await run_diagnosis(
@@ -313,11 +306,11 @@ class DiagnoseService:
             view=view,
             diagnosis=diagnosis,
         )
-        for text, blocks in render_diagnosis_messages(
-            diagnosis, incident_id=incident.id, bundle=bundle, locale=locale,
+        diagnosed = Diagnosed(
+            incident_id=incident.id, diagnosis=diagnosis, bundle=bundle,
             dashboard=self._dashboard(incident, diagnosis),
-        ):  # fmt: skip
-            await self._chat.post(channel, text=text, blocks=blocks, thread_ts=thread_ts)
+        )  # fmt: skip
+        await self.thread.post(channel, diagnosed, incident=incident, thread_ts=thread_ts)
         if chart:
             await self.upload_chart(incident, diagnosis, bundle, name="memory", thread_ts=thread_ts)
         await self._note(
@@ -444,11 +437,10 @@ class DiagnoseService:
     async def _post_root(
         self, incident: Incident, channel: str, claimer: str
     ) -> tuple[Incident, str]:
-        text, blocks = self._root(
-            incident, progress=progress_text("opening", self.locales.for_thread(incident))
-        )
         try:
-            ts = await self._chat.post(channel, text=text, blocks=blocks, thread_ts=None)
+            ts = await self.thread.post(
+                channel, self._root(incident, progress="opening"), incident=incident
+            )
         except BaseException:
             await self._store.release_root(incident.id, claimer)
             raise
@@ -459,36 +451,38 @@ class DiagnoseService:
         return stored, str(stored.thread_ts)
 
     def _root(
-        self, incident: Incident, *, progress: str | None, diagnosis: Diagnosis | None = None
-    ) -> tuple[str, list[dict[str, Any]]]:
-        locale = self.locales.for_thread(incident)
-        headline = ""
-        if diagnosis is not None:
-            headline = verdict_headline(diagnosis, locale=locale)
-        return render_root(
+        self,
+        incident: Incident,
+        *,
+        progress: Progress | None,
+        diagnosis: Diagnosis | None = None,
+        failure_code: str = "",
+    ) -> RootLine:
+        return RootLine(
             incident_id=incident.id,
             node=self.label(incident.cluster, incident.node),
-            state=incident.state,  # the template words it (templates/slack/<locale>/notices.j2)
-            headline=headline,
+            state=incident.state,  # the presenter words it
             opened_by=incident.opened_by,
             progress=progress,
-            locale=locale,
+            failure_code=failure_code,
+            diagnosis=diagnosis,
         )
 
     async def _refresh_root(
         self,
         incident: Incident,
         *,
-        progress: str | None,
+        progress: Progress | None,
         diagnosis: Diagnosis | None = None,
         fresh: Incident | None = None,
+        failure_code: str = "",
     ) -> None:
         """Re-render the root line; ``fresh``: the incident as just read (else read now)."""
         fresh = fresh or await self._store.get_incident(incident.id)
         if fresh is None or not fresh.thread_ts:
             return
-        text, blocks = self._root(fresh, progress=progress, diagnosis=diagnosis)
-        await self._chat.update(fresh.channel, fresh.thread_ts, text=text, blocks=blocks)
+        root = self._root(fresh, progress=progress, diagnosis=diagnosis, failure_code=failure_code)
+        await self.thread.update(fresh.channel, fresh.thread_ts, root, incident=fresh)
 
     async def _report_failure(
         self, incident: Incident, err: KubeError, thread_ts: str
@@ -496,8 +490,7 @@ class DiagnoseService:
         told = notice("diagnose_failed", reason=err.message, code=err.code)
         await self.thread.post(incident.channel, told, incident=incident, thread_ts=thread_ts)
         await self._note(incident.id, "diagnosis", actors.GPUNODE, f"diagnosis failed: {err.code}")
-        locale = self.locales.for_thread(incident)
-        await self._refresh_root(incident, progress=progress_text("failed", locale, code=err.code))
+        await self._refresh_root(incident, progress="failed", failure_code=err.code)
         return DiagnoseOutcome(incident.id, None, None, error=err)
 
     async def _note(

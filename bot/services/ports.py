@@ -208,7 +208,8 @@ class ThreadPort(Protocol):
         thread_ts: str | None = None,
     ) -> str:
         """Post into ``thread_ts`` (a reply; default: the incident's thread) or the channel,
-        in the incident thread's language (without one: the channel's); its ts."""
+        in the incident thread's language (without one: the channel's); its ts (of a
+        ``Diagnosed``, which posts several messages: the first one's)."""
 
     async def update(
         self, channel: str, ts: str, told: Told, *, incident: Incident | None = None

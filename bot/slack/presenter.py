@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from bot.core.incidents import Incident
 from bot.core.locales import DEFAULT_LOCALE
-from bot.core.outcomes import Told
+from bot.core.outcomes import Diagnosed, RootLine, Told
 from bot.render.blocks import Message
-from bot.render.notices import render_told
+from bot.render.notices import render_messages, render_told
 from bot.services.locales import LocaleChooser
 from bot.services.ports import ChatPort
 
@@ -29,6 +29,8 @@ class SlackPresenter:
     async def message_for(self, channel: str, user: str, told: Told) -> Message:
         """``told`` as ``user`` reads it: for answers that are not posts (a slash
         command's acknowledgement)."""
+        if isinstance(told, Diagnosed):
+            raise TypeError("a diagnosis is posted in its thread, not told to one person")
         return render_told(told, await self.locales.for_person(channel, user))
 
     def _thread_locale(self, channel: str, incident: Incident | None) -> str:
@@ -50,12 +52,19 @@ class SlackPresenter:
         incident: Incident | None = None,
         thread_ts: str | None = None,
     ) -> str:
-        text, blocks = render_told(told, self._thread_locale(channel, incident))
         ts = thread_ts if thread_ts is not None else (incident.thread_ts if incident else None)
-        return await self.chat.post(channel, text=text, blocks=blocks, thread_ts=ts)
+        if isinstance(told, RootLine):
+            ts = None  # the root starts the thread
+        first = ""
+        for text, blocks in render_messages(told, self._thread_locale(channel, incident)):
+            posted = await self.chat.post(channel, text=text, blocks=blocks, thread_ts=ts)
+            first = first or posted
+        return first
 
     async def update(
         self, channel: str, ts: str, told: Told, *, incident: Incident | None = None
     ) -> None:
+        if isinstance(told, Diagnosed):
+            raise TypeError("a diagnosis is posted as new messages, never edited into one")
         text, blocks = render_told(told, self._thread_locale(channel, incident))
         await self.chat.update(channel, ts, text=text, blocks=blocks)
