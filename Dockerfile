@@ -23,7 +23,8 @@ RUN rm -rf bot/sandbox && pip wheel --wheel-dir /wheels .
 
 # --- collector: `gpunode collect` and nvidia-ml-py, nothing else (kube.image). The module list
 # is the import closure of `gpunode collect`; tests/deploy/test_collector_image.py recomputes
-# it and compares, so a new import in the collector cannot be left out of the image.
+# it and compares, so a new import in the collector cannot be left out of the image. The
+# DaemonSet mode's `gpunode agent` runs from it too (tests/deploy/test_agent_image.py).
 FROM python:3.11-slim AS collector
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

@@ -101,7 +101,9 @@ class KubeUnavailableError(KubeError):
 class DiagnosticJobError(KubeError):
     """The diagnostic Job failed. ``code`` is one of: node_not_found, node_not_ready,
     image_pull, container_error, create_failed, not_admitted, deadline_exceeded,
-    evidence_unreadable, job_failed."""
+    evidence_unreadable, job_failed; in daemonset mode (the node's agent, bot.kube.resident)
+    also agent_not_found, agent_not_ready, agent_unverified, agent_unreachable,
+    agent_refused, agent_failed, agent_token, agent_tls."""
 
     code = "job_failed"
 

@@ -16,13 +16,17 @@ from bot.services import doctor
 
 async def _run(args: argparse.Namespace) -> list[doctor.Row]:
     settings = load_settings(config_file=getattr(args, "config", None))
-    namespace = cluster_settings(args).namespace
     from bot.kube.gateway import Gateway  # lazily: other verbs never load the client
 
-    gateway = Gateway.from_settings(cluster_settings(args))
+    cluster = cluster_settings(args)  # the cluster the command names (namespace, mode)
+    namespace = cluster.namespace
+    gateway = Gateway.from_settings(cluster)
     try:
         rows = await doctor.check_cluster(
-            gateway, namespace, lease=bool(settings.leader.lease_name)
+            gateway,
+            namespace,
+            lease=bool(settings.leader.lease_name),
+            collector_mode=cluster.collector_mode,
         )
     finally:
         gateway.close()

@@ -47,6 +47,29 @@ def _lang_arg(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+def _agent_args(p: argparse.ArgumentParser) -> None:
+    """``gpunode agent``'s options (here, so ``gpunode collect`` never imports the agent)."""
+    sa_dir = "/var/run/secrets/kubernetes.io/serviceaccount"
+    p.add_argument("--root", default="/", help="host root to read (default /)")
+    p.add_argument("--listen", default="0.0.0.0", help="address to listen on")
+    p.add_argument("--port", type=int, default=8443, help="HTTPS port (default 8443)")
+    p.add_argument("--tls-cert", required=True, help="the agent's certificate (PEM)")
+    p.add_argument("--tls-key", required=True, help="its private key (PEM)")
+    p.add_argument(
+        "--allow", required=True, metavar="USER",
+        help="the only identity answered: the bot's system:serviceaccount:NS:NAME",
+    )  # fmt: skip
+    p.add_argument("--audience", default="gpunode-agent", help="the tokens' audience")
+    p.add_argument("--api-server", help="API server URL (default: in-cluster)")
+    p.add_argument("--api-token-file", default=f"{sa_dir}/token", help="the agent's own token")
+    p.add_argument("--api-ca-file", default=f"{sa_dir}/ca.crt", help="the API server's CA")
+    p.add_argument("--node-name", help="node name to record (default $NODE_NAME)")
+    p.add_argument("--top", type=int, default=20, help="top N processes by RSS (default 20)")
+    p.add_argument("--kernel-log-window", type=int, default=86400, metavar="SECONDS")
+    p.add_argument("--max-response-bytes", type=int, default=16 * 1024 * 1024)
+    p.add_argument("--fake-nvml", metavar="FILE", help="read GPUs from a fake-NVML JSON spec")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gpunode",
@@ -69,6 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep kernel log (OOM kill, XID) records this recent (default 86400; 0: skip)",
     )
     p.set_defaults(handler="bot.collectors.cli:main")
+
+    p = sub.add_parser(
+        "agent", help="serve this node's evidence to the bot (DaemonSet collector mode)"
+    )
+    _agent_args(p)
+    p.set_defaults(handler="bot.collectors.agent:main")
 
     p = sub.add_parser("diagnose", help="diagnose a node against a cluster and print the report")
     p.add_argument("node")

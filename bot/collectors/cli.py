@@ -127,27 +127,29 @@ def render_text(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def load_fake_nvml(path: str) -> Any:
+    """The sandbox's fake NVML module read from the JSON spec at ``path`` (``--fake-nvml``)."""
+    try:
+        from bot.sandbox.fake_nvml import FakeNvml
+    except ModuleNotFoundError as exc:
+        raise CollectorError(
+            "--fake-nvml is for the sandbox's stand-in nodes, and this image has no "
+            "sandbox; on a real node leave it out (NVML is read from the driver)"
+        ) from exc
+    try:
+        return FakeNvml.from_file(path)
+    except (OSError, ValueError) as exc:
+        raise CollectorError(
+            f"cannot read the fake-NVML spec {path}: {exc}; pass a JSON file "
+            "as described in bot/sandbox/fake_nvml.py"
+        ) from exc
+
+
 def main(args: argparse.Namespace) -> int:
     """Handler for ``gpunode collect`` (args: root, top, format, fake_nvml, node_name)."""
     if args.top < 0:
         raise CollectorError("--top must be 0 or more")
-    fake = None
-    if args.fake_nvml:
-        try:
-            from bot.sandbox.fake_nvml import FakeNvml
-        except ModuleNotFoundError as exc:
-            raise CollectorError(
-                "--fake-nvml is for the sandbox's stand-in nodes, and this image has no "
-                "sandbox; on a real node leave it out (NVML is read from the driver)"
-            ) from exc
-
-        try:
-            fake = FakeNvml.from_file(args.fake_nvml)
-        except (OSError, ValueError) as exc:
-            raise CollectorError(
-                f"cannot read the fake-NVML spec {args.fake_nvml}: {exc}; pass a JSON file "
-                "as described in bot/sandbox/fake_nvml.py"
-            ) from exc
+    fake = load_fake_nvml(args.fake_nvml) if args.fake_nvml else None
     window = getattr(args, "kernel_log_window", 86400)
     if window < 0:
         raise CollectorError("--kernel-log-window must be 0 or more seconds")

@@ -126,6 +126,32 @@ class KubeSettings(_Group):
     kernel_log_window_s: int = Field(
         86400, ge=0, le=30 * 86400, description="kernel log (OOM kills, XIDs) kept; 0: not read"
     )
+    collector_mode: Literal["job", "daemonset"] = Field(
+        "job",
+        description="how evidence is collected: job = a diagnostic Job per diagnosis (the "
+        "default; needs `jobs create`); daemonset = ask the node's resident agent "
+        "(deploy/overlays/daemonset, for clusters that forbid `jobs create`)",
+    )
+    agent_daemonset: str = Field(
+        "gpunode-agent", description="daemonset mode: the agents' DaemonSet in kube.namespace"
+    )
+    agent_port: int = Field(8443, ge=1, le=65535, description="daemonset mode: the agents' port")
+    agent_server_name: str = Field(
+        "gpunode-agent",
+        description="daemonset mode: the name the agents' certificate must carry (checked)",
+    )
+    agent_ca_file: str = Field(
+        "/etc/gpunode/agent-tls/ca.crt",
+        description="daemonset mode: the CA that signed the agents' certificate",
+    )
+    agent_token_file: str = Field(
+        "/var/run/secrets/gpunode/agent/token",
+        description="daemonset mode: the bot's projected ServiceAccount token for the agents' "
+        "audience (re-read at each request: the kubelet rotates it)",
+    )
+    agent_timeout_s: float = Field(
+        120.0, gt=0, le=3600, description="daemonset mode: seconds the agent may take to answer"
+    )
 
 
 class StoreSettings(_Group):

@@ -66,7 +66,9 @@ def analyze(
     findings = run_rules(ctx, thresholds)
     ledger = build_ledger(bundle, attr)
     verdict = decide(ctx, findings, thresholds)
-    age = (_aware(now) - _aware(bundle.collected_at)).total_seconds()
+    # A node clock a little ahead of the bot's gives a negative difference; the evidence is
+    # then as fresh as it can be, not "-3 s old".
+    age = max(0.0, (_aware(now) - _aware(bundle.collected_at)).total_seconds())
     diagnosis = Diagnosis(
         node=node,
         collected_at=bundle.collected_at,

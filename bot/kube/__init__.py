@@ -8,12 +8,14 @@ Modules: ``connecting`` (ApiClient from settings), ``transport`` (raw JSON reque
 the client), ``errors`` (exception mapping), ``objects`` (API JSON -> core models, pure),
 ``reading`` (node, pods, owners, events, metrics, discovery), ``surveying`` (the workloads,
 gangs and room around a node's pods), ``jobs`` (the diagnostic Job), ``preflight`` (its
-RuntimeClass check), ``draining`` (cordon, eviction), ``prioritizing`` (PriorityClass
-creation), ``patching`` (controller template patches), ``resizing`` (in-place pod resize),
+RuntimeClass check), ``resident`` (daemonset mode: the node's agent, found through the API,
+verified over TLS, asked with the bot's agent-audience token), ``draining`` (cordon,
+eviction), ``prioritizing`` (PriorityClass creation), ``patching`` (controller template
+patches), ``resizing`` (in-place pod resize),
 ``scheduling`` (what the scheduler matches, each node's room; pure), ``rollouts``
 (controllers' rollout facts; pure), ``watching`` (reads that follow an action as it lands),
 ``gateway`` (``Gateway``, the KubePort), ``permissions`` (``API_CALLS``: every call the
-gateway makes, for RBAC checks).
+gateway makes, for RBAC checks; ``api_calls(mode)`` per collector mode).
 """
 
 from bot.kube.permissions import API_CALLS

@@ -40,6 +40,7 @@ from bot.kube import (
     preflight,
     prioritizing,
     reading,
+    resident,
     resizing,
     selfcheck,
     tallying,
@@ -352,6 +353,12 @@ class Gateway:
 
     async def _diagnose(self, node: str, known: NodeInfo | None) -> EvidenceBundle:
         info = await self._check_node(node, known)
+        if self.settings.collector_mode == "daemonset":
+            jobs.report_progress("reading")
+            text = await self._call(
+                f"ask the agent on {node}", resident.ask_agent, self.settings, node
+            )
+            return jobs.parse_evidence(text)
         gpu = await self._gpu_preflight(info)
         gaps = list(gpu.gaps)
         run_id = jobs.new_run_id()
@@ -440,7 +447,11 @@ class Gateway:
 
     async def dry_run_collector(self, node: str) -> None:
         """Create the collector Job for ``node`` with ``dryRun=All``: admission answers as
-        for a real diagnosis (GpunodeError when refused), nothing is created."""
+        for a real diagnosis (GpunodeError when refused), nothing is created. In daemonset
+        mode: the node's agent pod is found as a diagnosis finds it (nothing is sent to it)."""
+        if self.settings.collector_mode == "daemonset":
+            await self._call(f"find the agent on {node}", resident.find_agent, self.settings, node)
+            return
         info = await self.get_node(node)
         gpu = await self._gpu_preflight(info)
         job = jobs.build_job(

@@ -4,6 +4,11 @@
 bot's namespace (``kube.namespace``, where the diagnostic Jobs run). Server-side dry run
 uses the real verb. Discovery (``/api``, ``/apis``, ``/version``) is non-resource and granted
 to every authenticated user by ``system:discovery``.
+
+``API_CALLS`` is the default collector mode's (``job``); ``api_calls(mode)`` gives the calls
+of either mode: in ``daemonset`` mode (bot.kube.resident) the bot creates no Job and reads no
+pod log; it finds the node's agent pod with the reads it already makes (the DaemonSet, the
+pods on the node).
 """
 
 from __future__ import annotations
@@ -66,3 +71,25 @@ API_CALLS: tuple[ApiCall, ...] = (
     ApiCall("apps", "statefulsets", "patch"),
     ApiCall("apps", "daemonsets", "patch"),  # tier 3 only (tier 2 never patches one)
 )
+
+#: the calls only the diagnostic Job makes (the RuntimeClass preflight is for its pod)
+JOB_ONLY: frozenset[ApiCall] = frozenset(
+    {
+        ApiCall("node.k8s.io", "runtimeclasses", "get"),
+        ApiCall("batch", "jobs", "create", "own_namespace"),
+        ApiCall("batch", "jobs", "delete", "own_namespace"),
+        ApiCall("", "pods", "watch", "own_namespace"),
+        ApiCall("", "pods/log", "get", "own_namespace"),
+    }
+)
+#: what the agent's ServiceAccount needs (deploy/overlays/daemonset): nothing but reviews
+AGENT_CALLS: tuple[ApiCall, ...] = (ApiCall("authentication.k8s.io", "tokenreviews", "create"),)
+
+
+def api_calls(mode: str = "job") -> tuple[ApiCall, ...]:
+    """The calls the bot makes in collector ``mode`` (``job`` or ``daemonset``)."""
+    if mode == "job":
+        return API_CALLS
+    if mode == "daemonset":
+        return tuple(c for c in API_CALLS if c not in JOB_ONLY)
+    raise ValueError(f"unknown collector mode {mode!r} (job or daemonset)")

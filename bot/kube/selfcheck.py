@@ -96,12 +96,14 @@ def _covers(rule: dict[str, Any], call: ApiCall) -> bool:
 
 
 def missing_grants(
-    cluster_rules: list[dict[str, Any]], own_rules: list[dict[str, Any]]
+    cluster_rules: list[dict[str, Any]],
+    own_rules: list[dict[str, Any]],
+    calls: tuple[ApiCall, ...] = API_CALLS,
 ) -> list[ApiCall]:
-    """The calls no rule covers (cluster-wide calls: by the cluster-wide rules alone)."""
+    """The ``calls`` no rule covers (cluster-wide calls: by the cluster-wide rules alone)."""
     return [
         call
-        for call in API_CALLS
+        for call in calls
         if not any(
             _covers(r, call)
             for r in (own_rules if call.scope == "own_namespace" else cluster_rules)
@@ -113,11 +115,12 @@ def extra_grants(
     cluster_rules: list[dict[str, Any]],
     own_rules: list[dict[str, Any]],
     also_needed: tuple[ApiCall, ...] = (),
+    calls: tuple[ApiCall, ...] = API_CALLS,
 ) -> list[Grant]:
     """Each (group, resource, verb) a rule grants that no call needs, in that scope (a
     wildcard is named as ``*``); cluster-wide rights the bot needs only in its namespace count
     as extra too."""
-    calls = (*API_CALLS, *also_needed)
+    calls = (*calls, *also_needed)
     needed = {(c.api_group, c.resource, c.verb, c.scope) for c in calls}
     needed_anywhere = {(c.api_group, c.resource, c.verb) for c in calls}
     extra: dict[Grant, None] = {}

@@ -2,9 +2,11 @@
 
 Checks, each a row (``ok``, ``warn`` or ``FAIL``):
 - the token's rules (SelfSubjectRulesReview, cluster-wide and in the bot's namespace) against
-  ``API_CALLS``: each missing grant (FAIL) and each extra one (warn), by name;
+  the calls of the collector mode in use (``api_calls``: no Job rights in daemonset mode):
+  each missing grant (FAIL) and each extra one (warn), by name;
 - the admission policies and their bindings (a missing one: FAIL);
 - the collector Job, created with ``dryRun=All`` on one GPU node: admitted or not (FAIL);
+  in daemonset mode, the node's agent pod, found as a diagnosis finds it (FAIL: none);
 - the store's roles (``bot.store.roles``): an app role that may only append to the audit
   (PostgreSQL), a file writable by its owner only (SQLite); and the audit key;
 - replicas: two replicas on one store need a Lease (FAIL: ``serve`` refuses to start).
@@ -25,7 +27,7 @@ from typing import Any, Literal
 from bot.config import Settings
 from bot.errors import GpunodeError, StoreError, UsageError
 from bot.kube import selfcheck
-from bot.kube.permissions import API_CALLS
+from bot.kube.permissions import api_calls
 from bot.store import Store, engines, roles
 from bot.store.db import DbError
 
@@ -45,7 +47,12 @@ class Row:
 
 
 def _rows_for_grants(
-    cluster: dict[str, Any], own: dict[str, Any], namespace: str, *, lease: bool
+    cluster: dict[str, Any],
+    own: dict[str, Any],
+    namespace: str,
+    *,
+    lease: bool,
+    collector_mode: str = "job",
 ) -> list[Row]:
     rows: list[Row] = []
     for status, where in ((cluster, "cluster-wide"), (own, f"namespace {namespace}")):
@@ -58,15 +65,18 @@ def _rows_for_grants(
             )  # fmt: skip
     cluster_rules = list(cluster.get("resourceRules") or [])
     own_rules = list(own.get("resourceRules") or [])
-    missing = selfcheck.missing_grants(cluster_rules, own_rules)
+    calls = api_calls(collector_mode)
+    missing = selfcheck.missing_grants(cluster_rules, own_rules, calls)
     for call in missing:
         grant = selfcheck.Grant(call.api_group, call.resource, call.verb, call.scope)
         rows.append(Row("grants", "FAIL", f"missing: {grant.label()}", "the bot needs it"))
     also = selfcheck.LEASE_CALLS if lease else ()
-    for grant in selfcheck.extra_grants(cluster_rules, own_rules, also):
+    for grant in selfcheck.extra_grants(cluster_rules, own_rules, also, calls):
         rows.append(Row("grants", "warn", f"extra: {grant.label()}", "no call of the bot needs it"))
     if not missing:
-        rows.append(Row("grants", "ok", f"all {len(API_CALLS)} calls the bot makes"))
+        rows.append(
+            Row("grants", "ok", f"all {len(calls)} calls the bot makes ({collector_mode} mode)")
+        )
     return rows
 
 
@@ -84,36 +94,43 @@ def _rows_for_policies(policies: list[Any], bindings: list[Any]) -> list[Row]:
     return rows
 
 
-async def check_cluster(gateway: Any, namespace: str, *, lease: bool = False) -> list[Row]:
-    """The rows about the cluster: grants, admission policies, the collector Job.
-    ``lease``: leader election is configured (its Lease rights are needed, not extra)."""
+async def check_cluster(
+    gateway: Any, namespace: str, *, lease: bool = False, collector_mode: str = "job"
+) -> list[Row]:
+    """The rows about the cluster: grants, admission policies, the collector Job (or, in
+    daemonset ``collector_mode``, the agent). ``lease``: leader election is configured (its
+    Lease rights are needed, not extra)."""
     rows: list[Row] = []
     try:
         cluster = await gateway.rules_review(selfcheck.CLUSTER_PROBE_NAMESPACE)
         own = await gateway.rules_review(namespace)
-        rows += _rows_for_grants(cluster, own, namespace, lease=lease)
+        rows += _rows_for_grants(
+            cluster, own, namespace, lease=lease, collector_mode=collector_mode
+        )
     except GpunodeError as exc:
         rows.append(Row("grants", "FAIL", "cannot review the token's rules", exc.message))
     try:
         rows += _rows_for_policies(*await gateway.admission_policies())
     except GpunodeError as exc:
         rows.append(Row("admission", "FAIL", "cannot list the admission policies", exc.message))
+    agent = collector_mode == "daemonset"
+    subject = "the collector agent" if agent else "the collector Job"
     try:
         nodes = await gateway.list_gpu_nodes()
         if not nodes:
-            rows.append(Row("collector", "warn", "no GPU node to dry-run the collector Job on"))
+            rows.append(Row("collector", "warn", f"no GPU node to check {subject} on"))
         else:
             await gateway.dry_run_collector(nodes[0].name)
-            rows.append(
-                Row(
-                    "collector",
-                    "ok",
-                    "the collector Job is admitted",
-                    f"dry run on {nodes[0].name}",
-                )
-            )
+            what, how = (
+                ("the collector agent runs", "found on") if agent else
+                ("the collector Job is admitted", "dry run on")
+            )  # fmt: skip
+            rows.append(Row("collector", "ok", what, f"{how} {nodes[0].name}"))
     except GpunodeError as exc:
-        rows.append(Row("collector", "FAIL", "the collector Job is not admitted", exc.message))
+        failure = (
+            "the collector agent is not found" if agent else "the collector Job is not admitted"
+        )
+        rows.append(Row("collector", "FAIL", failure, exc.message))
     return rows
 
 
@@ -218,7 +235,10 @@ async def at_start(
     """What ``serve`` runs before taking traffic: every check, logged; a store shared with a
     live replica and no Lease raises (the bot refuses to start)."""
     rows = await check_cluster(
-        gateway, settings.kube.namespace, lease=bool(settings.leader.lease_name)
+        gateway,
+        settings.kube.namespace,
+        lease=bool(settings.leader.lease_name),
+        collector_mode=settings.kube.collector_mode,
     )
     try:
         rows += await check_store(settings, clock=clock, starting=True, settle_s=settle_s)

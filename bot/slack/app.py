@@ -40,7 +40,7 @@ def register(app: AsyncApp, s: BotServices) -> None:
     _register_events(app, s)
 
 
-def render_notice(key: str, locale: str, **params: Any) -> Message:
+def _ack_notice(key: str, locale: str, **params: Any) -> Message:
     """A notice in the asking person's language, for a slash command's ack (not a post)."""
     return render_told(Notice(key=key, params=params), locale)
 
@@ -56,17 +56,17 @@ def _register_commands(app: AsyncApp, s: BotServices) -> None:
         try:
             cmd = commands.parse(text, clusters=s.clusters.names)
         except UsageError as err:
-            t, blocks = render_notice("usage_error", locale, message=err.message, usage=err.usage)
+            t, blocks = _ack_notice("usage_error", locale, message=err.message, usage=err.usage)
             await ack(text=t, blocks=blocks, response_type="ephemeral")
             s.metrics.command(_verb_of(text), "usage_error")
             return
         if s.channels and channel not in s.channels:
-            t, blocks = render_notice("channel_not_served", locale, channel=channel)
+            t, blocks = _ack_notice("channel_not_served", locale, channel=channel)
             await ack(text=t, blocks=blocks, response_type="ephemeral")
             s.metrics.command(cmd.verb, "channel_not_served")
             return
         if isinstance(cmd, commands.Help):
-            t, blocks = render_notice("help", locale, text=help_text(cmd.topic, locale=locale))
+            t, blocks = _ack_notice("help", locale, text=help_text(cmd.topic, locale=locale))
             await ack(text=t, blocks=blocks, response_type="ephemeral")
             s.metrics.command(cmd.verb, "ok")
             return
@@ -85,14 +85,14 @@ def _register_commands(app: AsyncApp, s: BotServices) -> None:
                 else:
                     t, blocks = await _status_notice(s, cmd.node, locale, cmd.cluster)
             except GpunodeError as err:
-                t, blocks = render_notice(
+                t, blocks = _ack_notice(
                     "command_failed", locale, message=err.message, code=err.code
                 )
                 outcome = "failed"
             await ack(text=t, blocks=blocks, response_type="ephemeral")
             s.metrics.command(cmd.verb, outcome)
             return
-        t, blocks = render_notice("command_started", locale, command=canonical(cmd))
+        t, blocks = _ack_notice("command_started", locale, command=canonical(cmd))
         await ack(text=t, blocks=blocks, response_type="ephemeral")
         work = _run(s, cmd, channel=channel, user=user)
         s.bg.spawn(_counted(s, cmd.verb, work), name=f"cmd-{cmd.verb}")
@@ -134,7 +134,7 @@ async def _status_notice(
         {"id": i.id, "node": chatops.label(s, i), "state": i.state, "opened_at": str(i.opened_at)}
         for i in await s.ops.status(node, cluster)
     ]
-    return render_notice("status_list", locale, incidents=rows)
+    return _ack_notice("status_list", locale, incidents=rows)
 
 
 async def _cluster_of(s: BotServices, cmd: Any, channel: str) -> str | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -104,3 +104,10 @@ def test_analysis_without_a_view_still_judges_the_host() -> None:
 
 def test_evidence_age_is_measured_against_the_given_now() -> None:
     assert diagnose("healthy").evidence_age_s == 60.0
+
+
+def test_evidence_from_a_node_whose_clock_runs_ahead_is_never_of_negative_age() -> None:
+    bundle = EvidenceBundle.model_validate_json((BUNDLES / "healthy" / "evidence.json").read_text())
+    view = ClusterView.model_validate_json((BUNDLES / "healthy" / "cluster.json").read_text())
+    before_collection = bundle.collected_at.replace(tzinfo=UTC) - timedelta(seconds=3)
+    assert analyze(bundle, view, now=before_collection).evidence_age_s == 0.0

@@ -28,7 +28,9 @@ CRITICAL = REPO / "deploy" / "overlays" / "critical-collector"
 HA = REPO / "deploy" / "overlays" / "ha"
 MIRROR = REPO / "deploy" / "overlays" / "registry-mirror"
 IMPERSONATION = REPO / "deploy" / "overlays" / "impersonation"
+DAEMONSET = REPO / "deploy" / "overlays" / "daemonset"
 TARGETS = {
+    "daemonset": DAEMONSET,
     "impersonation": IMPERSONATION,
     "registry-mirror": MIRROR,
     "ha": HA,

@@ -77,6 +77,10 @@ def dependencies(overlay: str, objects: list[dict[str, Any]]) -> list[Destinatio
             prom.port or (443 if prom.scheme == "https" else 80),
         )
     )
+    mode = _env(objects).get("GPUNODE_KUBE__COLLECTOR_MODE", {}).get("value")
+    if mode == "daemonset":  # the agents listen on their node's address (hostNetwork)
+        port = int(_env(objects)["GPUNODE_KUBE__AGENT_PORT"]["value"])
+        deps.append(Destination("the nodes' collector agents", None, port))
     if "GPUNODE_STORE__DSN" in _env(objects):
         dsn = urlsplit(_documented_dsn(overlay))
         assert dsn.scheme.startswith("postgres")

@@ -20,9 +20,12 @@ else of deploy/ (the bot's own Deployment, Service...) is loaded: the stand-in d
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
+import secrets
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from bot.sandbox.kubesim.authz import ANONYMOUS, UserInfo
 from bot.sandbox.kubesim.kustomize import render
@@ -178,27 +181,104 @@ def install(api: ApiCore, objects: list[Obj]) -> None:
             api.seed(obj, validate=True)
 
 
+#: the API server's own audience (kube-apiserver's --api-audiences defaults to its
+#: --service-account-issuer): a token is good for API requests only when it carries it
+API_AUDIENCES = ("https://kubernetes.default.svc.cluster.local",)
+
+
+class TokenGrant(NamedTuple):
+    """What a token issued by ``Tokens.issue`` stands for (a projected, bound token)."""
+
+    namespace: str
+    name: str
+    audiences: tuple[str, ...]
+    pod: Obj | None
+
+
 class Tokens:
     """Bearer token -> user. ServiceAccounts are looked up in the store, so one created
-    through the API authenticates too (as a projected token would)."""
+    through the API authenticates too (as a projected token would). Their plain tokens carry
+    the API server's audience; ``issue`` mints a token with other audiences, as the kubelet
+    gets one for a projected ``serviceAccountToken`` volume (TokenRequest), optionally bound
+    to a pod (its name, uid and node appear in the TokenReview's ``user.extra``)."""
 
     def __init__(self, api: ApiCore, *, insecure_superuser: bool = False) -> None:
         self.api = api
         self.extra: dict[str, UserInfo] = {ADMIN_TOKEN: ADMIN}
         self.insecure_superuser = insecure_superuser
+        self.issued: dict[str, TokenGrant] = {}
+
+    def issue(
+        self, namespace: str, name: str, audiences: tuple[str, ...], *, pod: Obj | None = None
+    ) -> str:
+        """A new token of ServiceAccount ``namespace/name`` for ``audiences``."""
+        if not audiences:
+            raise ValueError("a token needs at least one audience")
+        token = f"kubesim-projected-{secrets.token_hex(12)}"
+        self.issued[token] = TokenGrant(namespace, name, tuple(audiences), pod)
+        return token
+
+    def _service_account(self, token: str) -> tuple[UserInfo, tuple[str, ...]] | None:
+        """The user of a ServiceAccount token and the audiences it carries (None: unknown,
+        or its ServiceAccount or bound pod was deleted)."""
+        grant = self.issued.get(token)
+        if grant is not None:
+            if self.api.store.get("serviceaccounts", grant.namespace, grant.name) is None:
+                return None
+            user = service_account_user(grant.namespace, grant.name)
+            if grant.pod is not None:
+                meta = grant.pod["metadata"]
+                live = self.api.store.get("pods", meta["namespace"], meta["name"])
+                if live is None or live["metadata"].get("uid") != meta.get("uid"):
+                    return None  # a bound token dies with its pod
+                node = (grant.pod.get("spec") or {}).get("nodeName")
+                extra = [
+                    ("authentication.kubernetes.io/pod-name", (meta["name"],)),
+                    ("authentication.kubernetes.io/pod-uid", (str(meta.get("uid")),)),
+                ]
+                if node:  # ServiceAccountTokenPodNodeInfo (beta 1.30, GA 1.32)
+                    extra.append(("authentication.kubernetes.io/node-name", (node,)))
+                user = dataclasses.replace(user, extra=tuple(extra))
+            return user, grant.audiences
+        prefix = "kubesim-sa-"
+        for sa in self.api.store.list("serviceaccounts"):
+            ns, name = sa["metadata"]["namespace"], sa["metadata"]["name"]
+            if token == f"{prefix}{ns}-{name}":
+                return service_account_user(ns, name), API_AUDIENCES
+        return None
+
+    def review(self, token: str, audiences: tuple[str, ...]) -> tuple[UserInfo, tuple[str, ...]]:
+        """Authenticate ``token`` for ``audiences`` (the API server's when empty): its user
+        and the audiences it is good for among them; ApiError(401) with the authenticator's
+        message when it is not good for any."""
+        wanted = audiences or API_AUDIENCES
+        if token in self.extra:
+            if not set(wanted) & set(API_AUDIENCES):
+                raise ApiError(401, "[invalid bearer token, token lookup failed]")
+            return self.extra[token], tuple(a for a in wanted if a in API_AUDIENCES)
+        found = self._service_account(token)
+        if found is None:
+            raise ApiError(401, "[invalid bearer token, token lookup failed]")
+        user, carried = found
+        good = tuple(a for a in wanted if a in carried)
+        if not good:
+            raise ApiError(
+                401,
+                f"[invalid bearer token, token audiences {json.dumps(list(carried))} is invalid "
+                f"for the target audiences {json.dumps(list(wanted))}]",
+            )
+        return user, good
 
     def authenticate(self, authorization: str) -> UserInfo:
-        """The user of an ``Authorization`` header; 401 for an unknown bearer token."""
+        """The user of an ``Authorization`` header; 401 for an unknown bearer token, or one
+        not meant for the API server (another audience)."""
         if not authorization:
             return UNSECURED if self.insecure_superuser else ANONYMOUS
         scheme, _, token = authorization.partition(" ")
         token = token.strip()
         if scheme.lower() == "bearer" and token:
-            if token in self.extra:
-                return self.extra[token]
-            prefix = "kubesim-sa-"
-            for sa in self.api.store.list("serviceaccounts"):
-                ns, name = sa["metadata"]["namespace"], sa["metadata"]["name"]
-                if token == f"{prefix}{ns}-{name}":
-                    return service_account_user(ns, name)
+            try:
+                return self.review(token, API_AUDIENCES)[0]
+            except ApiError:
+                pass
         raise ApiError(401, "Unauthorized", reason="Unauthorized")

@@ -42,6 +42,7 @@ from bot.sandbox.kubesim.rules import resize_supported
 from bot.sandbox.kubesim.selectors import parse_field_selector, parse_label_selector
 from bot.sandbox.kubesim.statuses import ApiError
 from bot.sandbox.kubesim.store import Obj
+from bot.sandbox.kubesim.tokenreview import token_review
 
 if TYPE_CHECKING:
     from bot.sandbox.kubesim.sim import KubeSim
@@ -313,6 +314,8 @@ async def _rest(request: web.Request, route: Route) -> web.StreamResponse:
     if res.kind == "SelfSubjectReview" and m == "POST":
         await _json_body(request)  # decoded (or refused) like any body; it asks nothing
         return _json(self_subject_review(request[USER_KEY]), 201)
+    if res.kind == "TokenReview" and m == "POST":
+        return _json(token_review(sim.authn, await _json_body(request)), 201)
     if res.kind == "SelfSubjectRulesReview" and m == "POST":
         body = await _json_body(request)
         return _json(self_subject_rules_review(sim.authorizer, request[USER_KEY], body), 201)

@@ -88,6 +88,17 @@ ACCESS_RESOURCES: tuple[Resource, ...] = (
         stored=False,
     ),
     Resource(
+        "authentication.k8s.io",
+        "v1",
+        "TokenReview",
+        "tokenreviews",
+        False,
+        (),
+        (),
+        ("create",),
+        stored=False,
+    ),
+    Resource(
         "authorization.k8s.io",
         "v1",
         "SelfSubjectRulesReview",
