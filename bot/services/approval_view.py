@@ -23,7 +23,7 @@ from bot.errors import GpunodeError
 from bot.render import acting as views
 from bot.services.acting import ActDeps, plan_of_record, reason_of
 from bot.services.executing import StepsResult
-from bot.store.models import ActionRecord
+from bot.core.records import ActionRecord
 
 log = logging.getLogger(__name__)
 DRY_RUN = "dry_run"  # key in ActionRecord.result: the requester's dry run (StepsResult JSON)

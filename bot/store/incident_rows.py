@@ -21,10 +21,10 @@ from bot.core.incidents import (
     resolve_incident,
     start_mitigation,
 )
+from bot.core.records import EvidenceSnapshot
 from bot.errors import StoreError
 from bot.store import packing
 from bot.store.db import Db, Row
-from bot.store.models import EvidenceSnapshot
 from bot.store.summarizing import summarize
 from bot.store.values import dumps, loads, parse_ts, ts
 

@@ -25,17 +25,17 @@ from bot.core.clusters import DEFAULT_CLUSTER
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.incidents import Incident, IncidentState, TimelineEntry
-from bot.errors import GpunodeError, StoreError
-from bot.store import action_rows, incident_rows, record_rows
-from bot.store.db import Db, DbError
-from bot.store.engines import Runner, open_runner
-from bot.store.models import (
+from bot.core.records import (
     ActionRecord,
     ActionState,
     AuditRecord,
     ChainReport,
     EvidenceSnapshot,
 )
+from bot.errors import GpunodeError, StoreError
+from bot.store import action_rows, incident_rows, record_rows
+from bot.store.db import Db, DbError
+from bot.store.engines import Runner, open_runner
 from bot.store.values import dumps
 
 T = TypeVar("T")

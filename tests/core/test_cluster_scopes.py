@@ -146,7 +146,9 @@ def test_an_sre_of_one_cluster_cannot_act_on_another_and_is_told_why(tier: int, 
     decision = decide(who("U_EU", "prod-us"), ActionRequestInfo(tier=tier, undo=undo), policy)  # type: ignore[arg-type]
     assert decision == Deny(
         reason="this is cluster prod-us and your role does not cover it (sre-eu applies in "
-        "prod-eu only); ask an admin for a role in prod-us"
+        "prod-eu only); ask an admin for a role in prod-us",
+        code="role_not_in_cluster",
+        params={"cluster": "prod-us", "scopes": [{"role": "sre-eu", "clusters": ["prod-eu"]}]},
     )
 
 

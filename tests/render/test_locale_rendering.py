@@ -18,7 +18,7 @@ from bot.core.xid import CATALOG, describe
 from bot.render.blocks import HEADER_TEXT, SECTION_TEXT, diagnosis_messages
 from bot.render.environment import DEFAULT_LOCALE, LOCALES
 from bot.render.filters import truncate
-from bot.render.messages import NOTICE_KEYS, render_notice
+from bot.render.notices import NOTICE_KEYS
 from bot.render.sentences import sentence
 from bot.sandbox.corpus import corpus_names, judge
 from bot.sandbox.kubesim import KubeSim, load_scenario
@@ -27,11 +27,13 @@ from bot.slack.blockkit import validate_blocks
 from tests.render.conftest import HOSTILE
 from tests.render.locale_renderings import every_message
 from tests.render.test_golden import SCENARIOS
+from tests.render.told import render_notice
 from tests.services.fakes import load_scenario as load_fixture
 
 OTHER_LOCALES = [loc for loc in LOCALES if loc != DEFAULT_LOCALE]
 #: messages whose whole text is the caller's (``:no_entry: <reason>``)
-CALLERS_TEXT = {"sentences", "notice.refused"}
+#: the caller's own words: a conflict the core describes in English (bot.core.staleness)
+CALLERS_TEXT = {"sentences", "refusal.undo_conflict"}
 T0 = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
 
 

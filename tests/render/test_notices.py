@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.render.messages import render_notice
 from bot.services.operations import NodeRank
 from bot.slack.blockkit import validate_blocks
+from tests.render.told import render_notice, render_refusal
 
 
 def _body(blocks: list[dict[str, object]]) -> str:
@@ -83,11 +83,16 @@ def test_the_plain_fallback_drops_emphasis_and_emoji_but_keeps_escapes() -> None
 
 
 def test_a_refusal_shows_a_mention_not_its_escaped_text() -> None:
-    from bot.render.acting import notice
-
-    text, blocks = notice("refused", reason="only <@U_ALICE> can confirm; <!channel> <https://x|y>")
+    text, blocks = render_refusal("not_the_requester", requester="U_ALICE")
     body = _body(blocks)
 
     assert "<@U_ALICE>" in body and "&lt;@U_ALICE&gt;" not in body
-    assert "&lt;!channel&gt;" in body and "&lt;https://x|y&gt;" in body
     assert "<@U_ALICE>" in text
+
+
+def test_a_refusals_parameters_are_escaped() -> None:
+    _, blocks = render_refusal("undo_conflict", detail="<!channel> <https://x|y> <@U_BOB>")
+    body = _body(blocks)
+
+    assert "&lt;!channel&gt;" in body and "&lt;https://x|y&gt;" in body
+    assert "<@U_BOB>" not in body

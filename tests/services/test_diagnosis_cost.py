@@ -27,6 +27,7 @@ from bot.sandbox.kubesim.scenarios import load_scenario
 from bot.services.diagnose import DiagnoseService
 from bot.store.storing import Store
 from tests.services.fakes import FakeChat
+from tests.services.presenting import RecordingPresenter
 
 NODE = "gpu-node-01"
 Request = tuple[str, str, str]
@@ -89,7 +90,8 @@ async def _two_diagnoses(
     service = DiagnoseService(
         gateway,
         store,
-        FakeChat(),
+        chat := FakeChat(),
+        thread=RecordingPresenter(chat),
         clock=lambda: datetime.now(UTC),
         thresholds=DEFAULT,
         charts=False,
