@@ -9,8 +9,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.render.console import console_labels
 from bot.sandbox.slacksim import SlackSim
+from bot.sandbox.slacksim.console_labels import labels as console_labels
 
 STATIC = Path(__file__).resolve().parents[3] / "bot" / "sandbox" / "slacksim" / "static"
 
