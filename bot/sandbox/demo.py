@@ -63,7 +63,7 @@ NAMESPACE = "gpunode"
 #: the demo's two clusters: the first stand-in (default cluster) and the second
 FIRST, SECOND = "prod-eu", "prod-us"
 #: Erin: an SRE of prod-eu only (in the two-cluster policy)
-ERIN = ("U_ERIN", "erin", "Erin Sato", "SRE, prod-eu only")
+ERIN = ("U0ERIN", "erin", "Erin Sato", "SRE, prod-eu only")
 
 
 @dataclass

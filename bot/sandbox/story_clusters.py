@@ -25,7 +25,7 @@ from bot.sandbox.slacksim import SlackSim
 from bot.sandbox.slacksim.blocks import message_text
 from bot.sandbox.story import ALICE, CHANNEL, Drain, StoryError, StoryLog, find_button, run_story
 
-ERIN = "U_ERIN"
+ERIN = "U0ERIN"
 #: how long the hung cluster's stand-in holds every answer: far past its timeout
 HUNG_DELAY_S = 60.0
 

@@ -11,7 +11,7 @@ from bot.core.postmortem import ActionInput, Snapshot, build_postmortem, object_
 from tests.core.analysis_builders import bundle, meminfo
 
 T0 = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
-NAMES = {"U_ALICE": "alice (Alice Ng)", "U_BOB": "bob (Bob Okafor)"}
+NAMES = {"U0ALICE": "alice (Alice Ng)", "U0BOB": "bob (Bob Okafor)"}
 
 
 def _snap(minutes: int, free_gib: float, *oom: tuple[int, str]) -> Snapshot:
@@ -60,23 +60,23 @@ def test_the_draft_names_people_measures_each_action_and_counts_each_kill_once()
     end = _snap(30, 60, (120, "d8b62765-uid"))
     incident = Incident(
         id="INC-0007", number=7, node="n1", channel="C1", thread_ts="1.0",
-        state="mitigating", opened_at=T0, opened_by="U_ALICE",
+        state="mitigating", opened_at=T0, opened_by="U0ALICE",
     )  # fmt: skip
     entries = [
         TimelineEntry(incident_id="INC-0007", at=T0 + timedelta(minutes=m), kind=k,
                       actor=who, text=t, data=d)
         for m, k, who, t, d in [
-            (0, "opened", "U_ALICE", "incident opened", {}),
-            (5, "approval", "U_BOB", "approved", {}),
-            (6, "action_result", "U_BOB", "tier 3 succeeded", {"action_id": "A1"}),
+            (0, "opened", "U0ALICE", "incident opened", {}),
+            (5, "approval", "U0BOB", "approved", {}),
+            (6, "action_result", "U0BOB", "tier 3 succeeded", {"action_id": "A1"}),
         ]
     ]  # fmt: skip
     action = ActionInput(
-        action_id="A1", tier=3, requester="U_ALICE", state="succeeded",
+        action_id="A1", tier=3, requester="U0ALICE", state="succeeded",
         created_at=T0 + timedelta(minutes=4), updated_at=T0 + timedelta(minutes=6),
         plan={"target": "Deployment/data-prep/preprocess", "reason": "starving the node",
               "restarts": ["data-prep/preprocess-1"]},
-        result=RESULT, approvers=["U_BOB"],
+        result=RESULT, approvers=["U0BOB"],
     )  # fmt: skip
     pm = build_postmortem(
         incident, entries, snapshots=[end, start], actions=[action], names=NAMES,
@@ -131,20 +131,20 @@ def test_the_story_starts_at_the_first_oom_kill_and_blocked_actions_become_items
     end = _snap(10, 3)
     incident = Incident(
         id="INC-0008", number=8, node="n1", channel="C1", thread_ts="1.0",
-        state="mitigating", opened_at=T0, opened_by="U_ALICE",
+        state="mitigating", opened_at=T0, opened_by="U0ALICE",
     )  # fmt: skip
     entries = [
-        TimelineEntry(incident_id="INC-0008", at=T0, kind="opened", actor="U_ALICE",
+        TimelineEntry(incident_id="INC-0008", at=T0, kind="opened", actor="U0ALICE",
                       text="incident opened", data={"node": "n1"}),
         TimelineEntry(incident_id="INC-0008", at=T0 + timedelta(minutes=5),
-                      kind="action_result", actor="U_BOB",
+                      kind="action_result", actor="U0BOB",
                       text="tier 1 not applied: 0 of 1 pods evicted", data={"action_id": "A2"}),
     ]  # fmt: skip
     action = ActionInput(
-        action_id="A2", tier=1, requester="U_ALICE", state="succeeded",
+        action_id="A2", tier=1, requester="U0ALICE", state="succeeded",
         created_at=T0 + timedelta(minutes=4), updated_at=T0 + timedelta(minutes=5),
         plan={"target": "Node/n1", "reason": "stop the cascade"}, result=BLOCKED,
-        approvers=["U_BOB"],
+        approvers=["U0BOB"],
     )  # fmt: skip
     pm = build_postmortem(
         incident, entries, snapshots=[start, end], actions=[action], names=NAMES,

@@ -110,15 +110,15 @@ def test_the_timeline_export_accepts_a_bare_incident_id() -> None:
 
 
 def test_the_timeline_export_shows_user_ids_as_code_and_the_bot_as_a_word() -> None:
-    inc = Incident(id="INC-0004", number=4, node="n1", opened_at=T0, opened_by="U_ALICE")
+    inc = Incident(id="INC-0004", number=4, node="n1", opened_at=T0, opened_by="U0ALICE")
     entries = [
-        TimelineEntry(incident_id="INC-0004", at=T0, kind="opened", actor="U_ALICE", text="x"),
+        TimelineEntry(incident_id="INC-0004", at=T0, kind="opened", actor="U0ALICE", text="x"),
         TimelineEntry(incident_id="INC-0004", at=T0, kind="evidence", actor="gpunode", text="y"),
         TimelineEntry(incident_id="INC-0004", at=T0, kind="diagnosis", actor="alertmanager",
                       text="z"),
     ]  # fmt: skip
     md = render_timeline_markdown(inc, entries, [])
     assert "\\_" not in md.replace("No entries", "")
-    assert "by `U_ALICE`" in md
-    assert "| opened | `U_ALICE` |" in md
+    assert "by `U0ALICE`" in md
+    assert "| opened | `U0ALICE` |" in md
     assert "| evidence | gpunode |" in md and "| diagnosis | alertmanager |" in md

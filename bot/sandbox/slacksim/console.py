@@ -84,7 +84,7 @@ def routes(sim: SlackSim) -> list[web.AbstractRouteDef]:
         return web.Response(status=204)
 
     async def state(request: web.Request) -> web.Response:
-        user = request.query.get("user", "U_ALICE")
+        user = request.query.get("user", "U0ALICE")
         channel = request.query.get("channel", "C0INCIDENT")
         lang = request.query.get("lang") or None
         return web.json_response(state_of(sim, user, channel, lang=lang))

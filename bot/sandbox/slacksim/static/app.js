@@ -1,7 +1,7 @@
 // Console controller: state fetch, live updates (SSE, polling fallback), user actions.
 "use strict";
 
-const ui = {user: localStorage.getItem("user") || "U_ALICE", channel: "C0INCIDENT",
+const ui = {user: localStorage.getItem("user") || "U0ALICE", channel: "C0INCIDENT",
             thread: null, data: null, modalKey: null,
             // ?lang=zh-CN picks the console's language; else the acting person's Slack locale
             lang: new URLSearchParams(location.search).get("lang") || ""};
