@@ -92,9 +92,11 @@ async def run_clusters_story(
     log.eu = await run_story(sim, drain, node=f"{first}/gpu-node-01")
     assert log.eu.thread_ts is not None
     log.sections.append(
-        (f"Alice: /gpunode diagnose {first}/gpu-node-01, then the tiers",
-         sim.text_of_thread(CHANNEL, log.eu.thread_ts))
-    )  # fmt: skip
+        (
+            f"Alice: /gpunode diagnose {first}/gpu-node-01, then the tiers",
+            sim.text_of_thread(CHANNEL, log.eu.thread_ts),
+        )
+    )
     log.steps += [f"{first}: {step}" for step in log.eu.steps]
 
     kubes[second].faults.add("*", ".", delay_s=HUNG_DELAY_S, times=-1)

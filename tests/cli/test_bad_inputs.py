@@ -37,8 +37,13 @@ def gpunode(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env.update(PYTHONPATH=str(ROOT), HOME=str(cwd), XDG_STATE_HOME=str(cwd / "state"))
     return subprocess.run(
         [sys.executable, "-m", "bot", *args],
-        capture_output=True, text=True, cwd=cwd, env=env, timeout=120, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+        check=False,
+    )
 
 
 KUBECONFIGS = {

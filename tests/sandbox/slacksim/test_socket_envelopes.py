@@ -80,9 +80,13 @@ async def test_an_envelope_carries_the_payload_and_a_json_ack_becomes_an_ephemer
         result = await sent
 
     assert set(envelope) == {
-        "envelope_id", "payload", "type", "accepts_response_payload", "retry_attempt",
+        "envelope_id",
+        "payload",
+        "type",
+        "accepts_response_payload",
+        "retry_attempt",
         "retry_reason",
-    }  # fmt: skip
+    }
     assert envelope["type"] == "slash_commands"
     assert envelope["accepts_response_payload"] is True
     assert (envelope["retry_attempt"], envelope["retry_reason"]) == (0, "")
