@@ -40,7 +40,7 @@ from bot.errors import PolicyError
 Tier = Literal[1, 2, 3]
 TIERS: tuple[Tier, ...] = (1, 2, 3)
 Permission = Literal["diagnose", "undo", "resolve", "view"]
-_USER_ID = r"^[UW][A-Z0-9_]{2,}$"  # "_": the stand-in's readable ids (U_ALICE)
+_USER_ID = r"^[UW][A-Z0-9]{2,}$"  # Slack member ids: U (or W, Enterprise Grid), then A-Z0-9
 _GROUP_ID = r"^S[A-Z0-9]{2,}$"
 _CHANNEL_ID = r"^[CGD][A-Z0-9]{2,}$"
 _PATTERN_HINTS = {

@@ -22,8 +22,8 @@ from bot.render.blocks import (
 )
 from bot.render.filters import truncate
 
-#: emphasis marks only at a word's edge (``_x_``, ``*x*``; never the ``_`` in ``U_ALICE``
-#: or ``snake_case``), code fences and ticks, and emoji codes not glued to a digit or a word
+#: emphasis marks only at a word's edge (``_x_``, ``*x*``; never the ``_`` in ``snake_case``
+#: or ``max_bytes``), code fences and ticks, and emoji codes not glued to a digit or a word
 #: (``:warning:``, but not the ``:30:`` of ``10:30:00``)
 _MARKUP = re.compile(
     r"```|`|(?<![\w*])[*_](?=\S)|(?<=\S)[*_](?![\w*])|(?<![\w:]):[a-z0-9_+-]+:(?![\w:]) ?"

@@ -159,6 +159,10 @@ def test_quorums_are_configurable_per_tier() -> None:
             "'bob' is not a Slack user id",
         ),
         (
+            {"roles": {"r": {}}, "bindings": {"r": {"users": ["U0_ALICE"]}}},
+            "'U0_ALICE' is not a Slack user id",
+        ),
+        (
             {"roles": {"r": {}}, "bindings": {"r": {"usergroups": ["U0X1"]}}},
             "not a Slack user-group id",
         ),

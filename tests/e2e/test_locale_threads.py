@@ -24,7 +24,7 @@ from tests.render.told import render_notice
 
 pytestmark = pytest.mark.slow
 
-LIWEI, ALICE, DAVE = "U_LIWEI", "U_ALICE", "U_DAVE"
+LIWEI, ALICE, DAVE = "U0LIWEI", "U0ALICE", "U0DAVE"
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 

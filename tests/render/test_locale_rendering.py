@@ -88,9 +88,9 @@ async def test_every_corpus_scenario_renders_every_message_kind_in_every_locale(
 NOTICE_SAMPLES: dict[str, list[dict[str, Any]]] = {
     "diagnose_started": [{"node": "gpu-node-01"}],
     "diagnose_joined": [
-        {"node": "gpu-node-01", "user": u} for u in ("U_BOB", "gpunode", "alertmanager", "")
+        {"node": "gpu-node-01", "user": u} for u in ("U0BOB", "gpunode", "alertmanager", "")
     ],
-    "diagnose_joined_running": [{"node": "gpu-node-01", "user": u} for u in ("U_BOB", "")],
+    "diagnose_joined_running": [{"node": "gpu-node-01", "user": u} for u in ("U0BOB", "")],
     "diagnose_failed": [{"reason": "the Job timed out", "code": "timeout", "what_to_do": "retry"}],
     "node_not_found": [
         {"node": "x", "known_nodes": [f"gpu-{i}" for i in range(25)]},
@@ -124,7 +124,7 @@ NOTICE_SAMPLES: dict[str, list[dict[str, Any]]] = {
             "window_s": 600,
         },
     ],
-    "resolved": [{"incident_id": "INC-1", "by": b, "note": "n"} for b in ("U_AL", "gpunode")],
+    "resolved": [{"incident_id": "INC-1", "by": b, "note": "n"} for b in ("U0AL", "gpunode")],
     "timeline_uploaded": [{"incident_id": "INC-1"}],
     "channel_not_served": [{"channel": "C123"}],
     "command_failed": [{"message": "forbidden", "code": "forbidden"}],
