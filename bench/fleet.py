@@ -19,8 +19,10 @@ Per size (``--sizes``, nodes; default 500,2000; the issue's full set is 500,2000
   run, plus the decoder process's), apart from the stand-in's;
 - the longest event-loop stall during the measured runs (``bot.telemetry.lag.LoopLag``, 20 ms
   timer);
-- the Kubernetes calls of one diagnosis after a ``top`` (``run_diagnostic`` +
-  ``get_cluster_view`` on a GPU node, counted by the gateway's observer).
+- the Kubernetes calls of a diagnosis after a ``top`` (``run_diagnostic`` +
+  ``get_cluster_view`` on a GPU node, counted by the gateway's observer): the first one
+  (``first_diagnosis_api_calls``: it starts the pod-events informer and reads each owner),
+  and the next one (``diagnosis_api_calls``), as in ``gpunode serve``.
 
 Usage: ``python bench/fleet.py [--sizes 500,2000,5000] [--runs 3] [--no-kubectl]``.
 Last line: one JSON object for the largest size (``"sizes"`` holds every size's figures).
@@ -46,6 +48,7 @@ from bot.kube.gateway import Gateway
 from bot.kube.transport import Transport
 from bot.sandbox.kubesim.access import BOT_TOKEN
 from bot.sandbox.kubesim.process import separate_process
+from bot.services.diagnosing import measured_pods
 from bot.telemetry.lag import LoopLag
 from bot.wiring.heap import settle_heap
 
@@ -87,13 +90,27 @@ async def _timed_top(gw: Gateway, lag: LoopLag) -> tuple[float, int]:
     return time.perf_counter() - start, len(loads)
 
 
-async def _diagnosis_calls(gw: Gateway, node: str) -> tuple[int, list[str]]:
+async def _diagnosis_calls(gw: Gateway, node: str) -> tuple[int, int, list[str]]:
+    """Calls of the first diagnosis (which starts the pod-events informer, as in `gpunode
+    serve`) and of the next one, once the informer has listed (its watch, 300 s long, ends
+    outside the count)."""
     calls: list[str] = []
     gw.observe_api(lambda verb, resource, status: calls.append(f"{verb} {resource}"))
-    await gw.run_diagnostic(node)
-    await gw.get_cluster_view(node)
-    gw.observe_api(None)
-    return len(calls), calls
+    try:
+        bundle = await gw.run_diagnostic(node)
+        await gw.get_cluster_view(node, measured=measured_pods(bundle))
+        first = len(calls)
+        informer = gw.pod_events()
+        for _ in range(6000):
+            if informer is None or informer.synced.is_set():
+                break
+            await asyncio.sleep(0.1)
+        calls.clear()
+        bundle = await gw.run_diagnostic(node)
+        await gw.get_cluster_view(node, measured=measured_pods(bundle))
+    finally:
+        gw.observe_api(None)
+    return first, len(calls), calls
 
 
 async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
@@ -102,7 +119,8 @@ async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
         KubeSettings(
             mode="server", server=url, token=BOT_TOKEN, verify_tls=False,
             request_timeout_s=300, fleet_cache_s=0, namespace="gpunode", job_timeout_s=120,
-        )
+        ),
+        informers=True,
     )  # fmt: skip
     lag = LoopLag(interval_s=0.02)
     lag.start()
@@ -139,7 +157,7 @@ async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
         # the fleet is read; a diagnosis reuses it as it would after a `top`
         gw.settings = gw.settings.model_copy(update={"fleet_cache_s": 3600})
         await gw.fleet(max_age_s=0)
-        calls, names = await _diagnosis_calls(gw, "gpu-node-0001")
+        first_calls, calls, names = await _diagnosis_calls(gw, "gpu-node-0001")
     finally:
         await lag.stop()
         gw.close()
@@ -156,6 +174,7 @@ async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
         "bot_process_peak_rss_mib": round(own_rss, 1),
         "decoder_peak_rss_mib": round(decoder_rss, 1),
         "diagnosis_api_calls": calls,
+        "first_diagnosis_api_calls": first_calls,
         "diagnosis_calls_by_kind": sorted(set(names)),
     }
 

@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bot.core.analysis import analyze
 from bot.store import AuditRecord, Store, record_rows
 from bot.store.db import Db
+from bot.store.summarizing import summarize
 
 HERE = Path(__file__).resolve().parent
 TARGET_BYTES = 30 * 1024
@@ -97,7 +98,9 @@ async def _snapshots(path: str, incidents: int) -> dict[str, Any]:
         start = time.perf_counter()
         latest = await store.latest_snapshot(incident.id)
         read_ms = (time.perf_counter() - start) * 1000
-        assert latest is not None and latest.bundle == bundle
+        # stored as summarised (bot/store/summarizing.py): the same diagnosis
+        assert latest is not None and latest.bundle == summarize(bundle)[0]
+        assert analyze(latest.bundle, view, now=T0) == diagnosis
     import sqlite3
 
     conn = sqlite3.connect(path)

@@ -20,11 +20,11 @@ from typing import TextIO
 
 from bot.cli.common import cli_settings, store_target
 from bot.core.durations import parse_duration
+from bot.core.records import ChainReport
 from bot.errors import UsageError
 from bot.services import anchoring
 from bot.services.anchoring import AnchorReport
 from bot.store import AuditRecord, Store
-from bot.store.models import ChainReport
 
 _COLUMNS = (
     "at", "actor", "action", "decision", "outcome", "cluster", "incident", "channel", "detail",

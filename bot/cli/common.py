@@ -10,7 +10,6 @@ from bot.config import KubeSettings, Settings, load_settings
 from bot.errors import UsageError
 
 if TYPE_CHECKING:
-    from bot.kube.gateway import Gateway
     from bot.services.clusters import ClusterRegistry
 
 
@@ -65,13 +64,6 @@ def store_target(args: argparse.Namespace) -> str:
     from bot.store.engines import require_existing
 
     return require_existing(cli_settings(args).store.target)
-
-
-def gateway_from_args(args: argparse.Namespace) -> Gateway:
-    """The gateway for a CLI command (imported lazily: ``collect`` never loads the client)."""
-    from bot.kube.gateway import Gateway
-
-    return Gateway.from_settings(cluster_settings(args))
 
 
 def _overridden(args: argparse.Namespace) -> bool:

@@ -9,16 +9,18 @@ import sys
 from datetime import UTC, datetime
 from typing import TextIO
 
-from bot.cli.common import cluster_settings, gateway_from_args
+from bot.cli.common import cluster_settings
 from bot.config import load_settings
 from bot.services import doctor
 
 
 async def _run(args: argparse.Namespace) -> list[doctor.Row]:
     settings = load_settings(config_file=getattr(args, "config", None))
+    from bot.kube.gateway import Gateway  # lazily: other verbs never load the client
+
     cluster = cluster_settings(args)  # the cluster the command names (namespace, mode)
     namespace = cluster.namespace
-    gateway = gateway_from_args(args)
+    gateway = Gateway.from_settings(cluster)
     try:
         rows = await doctor.check_cluster(
             gateway,

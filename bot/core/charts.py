@@ -149,9 +149,6 @@ class ChartSpec(_Model):
     def host_keys(self) -> list[str]:
         return [s.key for s in self.host]
 
-    def marker_kinds(self) -> set[str]:
-        return {m.kind for m in self.markers}
-
 
 def action_markers(entries: Iterable[TimelineEntry], *, node: str) -> list[Marker]:
     """One marker per action that ran (or was undone): ``action_result`` entries that carry

@@ -100,11 +100,6 @@ def api_group(api_version: str) -> str:
     return api_version.rsplit("/", 1)[0] if "/" in api_version else ""
 
 
-def owner_is(owner: OwnerRef | None, group: str, kind: str) -> bool:
-    """True when ``owner`` is exactly ``group``/``kind`` (a kind alone is never enough)."""
-    return owner is not None and owner.kind == kind and api_group(owner.api_version) == group
-
-
 #: built-in controller kinds and their API group
 BUILTIN_GROUPS: dict[str, str] = {
     "Deployment": "apps",

@@ -100,7 +100,7 @@ def opening_locale(*, channel: str | None = None, user: str | None = None) -> Lo
 
 
 #: public (C), private/group (G) and direct (D) conversation ids, as Slack writes them
-_CHANNEL_ID = re.compile(r"[CGD][A-Z0-9_]{2,}")
+_CHANNEL_ID = re.compile(r"[CGD][A-Z0-9]{2,}")
 
 
 def parse_channel_locales(value: Any) -> dict[str, str]:

@@ -1,4 +1,15 @@
-"""What an action that ran actually did, in one word the reports share (pure).
+"""What the use cases answer, as data (pure): codes and parameters, never sentences.
+
+A use case returns (or hands its ``ThreadPort``) one of these outcomes; the presenter of each
+surface (``bot.slack.presenter``, ``bot.cli.presenter``) picks the reader's language and words
+it through ``bot.render``. So a refusal reads in Chinese for a zh-CN reader, and a use-case
+test asserts the outcome (``Refused("only_requester_cancels")``), not an English sentence.
+
+- ``Refused(code, params)``: why not; the codes are ``REFUSALS`` (a policy ``Deny`` carries
+  its own code, one of ``bot.core.policy.DENIALS``);
+- ``Notice(key, params)``: a short message (``diagnose_started``, ``status_list``...).
+
+What an action that ran actually did, in one word the reports share:
 
 The action's stored ``state`` is its lifecycle (``succeeded``: every step ran and answered).
 That is not what it achieved: a tier 1 whose only eviction a PodDisruptionBudget blocked ran
@@ -17,9 +28,101 @@ audit and the postmortem never call such an action "succeeded":
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from bot.core.evidence import EvidenceBundle
+from bot.core.findings import Diagnosis
+
+#: every refusal a use case gives, besides the policy's denials (``bot.core.policy.DENIALS``)
+#: and a failed step's error code; each has its words in ``templates/slack/*/refusals.j2``
+REFUSALS = frozenset(
+    {
+        "no_policy",  # no policy file is loaded: nothing is allowed
+        "plan_not_current",  # the plan behind the button is not the incident's latest
+        "action_unknown",  # the action id on the button is not in the store
+        "approval_unknown",
+        "not_the_requester",  # {requester}: only they confirm their own request
+        "action_already",  # {state}: Apply on an action that is no longer requested
+        "action_marked_meanwhile",  # {state}: it changed state while this click ran
+        "action_will_not_run",  # {state}: approved, but it was cancelled or expired
+        "nothing_to_cancel",  # {state}
+        "only_requester_cancels",
+        "cancel_too_late",  # it started meanwhile
+        "nothing_to_undo",  # {state}
+        "nothing_undoable",  # it changed nothing that can be restored
+        "undo_conflict",  # {detail}: someone changed the target since (bot.core.staleness)
+        "undo_reread_failed",  # {code, message}: the targets could not be re-read
+        "undo_in_progress",
+        "vote_self_approval_rejected",
+        "vote_not_eligible",
+        "vote_expired",
+        "vote_already_final",
+        "vote_already_counted",
+    }
+)
+
+
+class Refused(BaseModel):
+    """Why a click or a command was refused: a code and its parameters (raw values)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["refused"] = "refused"
+    code: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Notice(BaseModel):
+    """A short message by key (``templates/slack/*/notices.j2``), with raw parameters."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["notice"] = "notice"
+    key: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class RootLine(BaseModel):
+    """The incident thread's root message: its status, the verdict once there is one, and
+    the step under way (``opening``, ``running_job``, ``failed`` with ``failure_code``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["root"] = "root"
+    incident_id: str
+    node: str = Field(description="as messages name it: [cluster/]node")
+    state: str
+    opened_by: str
+    progress: Literal["opening", "running_job", "failed"] | None = None
+    failure_code: str = ""
+    diagnosis: Diagnosis | None = None
+
+
+class Diagnosed(BaseModel):
+    """A diagnosis for the incident thread: the presenter posts its evidence, talking
+    points and actions (and links the node's dashboard for ``dashboard``: url, from, to)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["diagnosed"] = "diagnosed"
+    incident_id: str
+    diagnosis: Diagnosis
+    bundle: EvidenceBundle | None = None
+    dashboard: tuple[str, AwareDatetime, AwareDatetime] | None = None
+
+
+#: what a use case tells a person or posts in a thread
+Told = Refused | Notice | RootLine | Diagnosed
+
+
+def refused(code: str, /, **params: Any) -> Refused:
+    return Refused(code=code, params=params)
+
+
+def notice(key: str, /, **params: Any) -> Notice:
+    return Notice(key=key, params=params)
 
 
 class ActionOutcome(BaseModel):

@@ -40,7 +40,7 @@ from bot.errors import PolicyError
 Tier = Literal[1, 2, 3]
 TIERS: tuple[Tier, ...] = (1, 2, 3)
 Permission = Literal["diagnose", "undo", "resolve", "view"]
-_USER_ID = r"^[UW][A-Z0-9_]{2,}$"  # "_": the stand-in's readable ids (U_ALICE)
+_USER_ID = r"^[UW][A-Z0-9]{2,}$"  # Slack member ids: U (or W, Enterprise Grid), then A-Z0-9
 _GROUP_ID = r"^S[A-Z0-9]{2,}$"
 _CHANNEL_ID = r"^[CGD][A-Z0-9]{2,}$"
 _PATTERN_HINTS = {
@@ -160,9 +160,25 @@ class Allow(_Model):
     kind: Literal["allow"] = "allow"
 
 
+#: the codes of ``Deny``: each has its words per language in ``templates/slack/*/refusals.j2``
+#: (``reason`` is the English for the audit log and the terminal)
+DENIALS = frozenset(
+    {
+        "channel_not_enabled",
+        "identity_unmapped",
+        "role_not_in_cluster",  # {cluster, scopes: [{role, clusters}]}
+        "no_role_allows",  # {what, tier, cluster}
+        "role_needed",  # {what, tier, roles}
+        "no_role_bound",
+    }
+)
+
+
 class Deny(_Model):
     kind: Literal["deny"] = "deny"
     reason: str
+    code: str = "denied"
+    params: dict[str, Any] = Field(default_factory=dict)
 
 
 class NeedsApproval(_Model):
@@ -187,7 +203,8 @@ def _unmapped(principal: Principal, policy: Policy) -> Deny | None:
         return Deny(
             reason="gpunode acts as the person here (impersonation) and the policy file maps "
             "no Kubernetes identity to you; ask an admin to add your Slack id under "
-            "impersonation.users"
+            "impersonation.users",
+            code="identity_unmapped",
         )
     return None
 
@@ -214,7 +231,8 @@ def _channel_denied(principal: Principal, policy: Policy) -> Deny | None:
     if policy.channels and principal.channel_id not in policy.channels:
         return Deny(
             reason="gpunode is not enabled in this channel; use one of its incident channels "
-            "or ask an admin to add this channel to the policy file"
+            "or ask an admin to add this channel to the policy file",
+            code="channel_not_enabled",
         )
     return None
 
@@ -248,19 +266,37 @@ def _need_role(
             )
             return Deny(
                 reason=f"this is cluster {principal.cluster} and your role does not cover it "
-                f"({scopes}); ask an admin for a role in {principal.cluster}"
+                f"({scopes}); ask an admin for a role in {principal.cluster}",
+                code="role_not_in_cluster",
+                params={
+                    "cluster": principal.cluster,
+                    "scopes": [
+                        {"role": n, "clusters": list(policy.roles[n].clusters)} for n in elsewhere
+                    ],
+                },
             )
     if not roles:
         where = f" in cluster {principal.cluster}" if principal and principal.cluster else ""
         return Deny(
-            reason=f"no role in the policy file allows {what}{where}; ask an admin to add one"
+            reason=f"no role in the policy file allows {what}{where}; ask an admin to add one",
+            code="no_role_allows",
+            params=_what(what) | {"cluster": principal.cluster if principal else ""},
         )
     names = " or ".join(roles)
     plural = "role" if len(roles) == 1 else "roles"
     return Deny(
         reason=f"you need the {names} {plural} for {what}; ask an admin to add you to it in "
-        "the policy file"
+        "the policy file",
+        code="role_needed",
+        params=_what(what) | {"roles": list(roles)},
     )
+
+
+def _what(what: str) -> dict[str, Any]:
+    """``tier 3`` -> what=tier, tier=3; a permission (``undo``, ``view``) as it is."""
+    if what.startswith("tier "):
+        return {"what": "tier", "tier": int(what.split()[1])}
+    return {"what": what}
 
 
 def decide(
@@ -320,7 +356,8 @@ def authorize(principal: Principal, permission: Permission, policy: Policy) -> A
             return _need_role([], "view", principal=principal, policy=policy, test=lambda r: True)
         return Deny(
             reason="you are bound to no role in the policy file, so gpunode shows you nothing; "
-            "ask an admin to bind you to a role (e.g. viewer)"
+            "ask an admin to bind you to a role (e.g. viewer)",
+            code="no_role_bound",
         )
     flag = f"can_{permission}"
 

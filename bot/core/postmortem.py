@@ -61,7 +61,7 @@ class Snapshot(_Model):
 
 
 class ActionInput(_Model):
-    """What the store recorded about one action (``bot.store.models.ActionRecord`` + votes)."""
+    """What the store recorded about one action (``bot.core.records.ActionRecord`` + votes)."""
 
     action_id: str
     tier: int

@@ -24,6 +24,7 @@ from kubernetes import client
 from bot.config import KubeSettings
 from bot.core import dcgm
 from bot.core.allocation import allocated_resources, describe_allocated
+from bot.core.attribution import norm_uid
 from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
 from bot.core.cluster import ClusterView, NodeInfo, NodeLoad, RoomOnNode
 from bot.core.evidence import EvidenceBundle
@@ -53,7 +54,9 @@ from bot.kube import dcgm as kube_dcgm
 from bot.kube.connecting import build_api_client
 from bot.kube.decoding import PageDecoder
 from bot.kube.errors import refused_as, translate
+from bot.kube.informing import Informer, slim_event
 from bot.kube.observing import KubeObserver
+from bot.kube.reading import OwnerCache
 from bot.kube.surveying import survey
 from bot.kube.tallying import FleetTally
 from bot.kube.transport import ACTING_AS, Transport
@@ -63,6 +66,8 @@ T = TypeVar("T")
 #: concurrent API calls to one cluster: a diagnosis makes a few at once, `top` three, a
 #: watch one per rollout or Job; 16 (asyncio.to_thread's pool on 12 cores) leaves room
 THREADS_PER_CLUSTER = 16
+#: seconds each watch of the pod-events informer lasts before it resumes
+EVENTS_WATCH_S = 300
 Obj = dict[str, Any]
 
 
@@ -88,6 +93,14 @@ class Gateway:
         self._writes = 0  # real writes made through this gateway
         self._tally_writes = 0  # ... when the fleet read in flight started
         self._decoder = PageDecoder()
+        #: controllers read by owner-chain walks and each owner's pods elsewhere, shared by
+        #: the diagnoses for ``fleet_cache_s`` (started, writes then, answers)
+        self._owners: tuple[float, int, OwnerCache] | None = None
+        #: pod events of every namespace, listed then watched (``informers=True``); None:
+        #: each diagnosis lists its namespaces' events
+        self._events: Informer | None = None
+        self.informers = False
+        self.events_watch_s = EVENTS_WATCH_S
 
     def impersonating(self, acting: ActingAs) -> Gateway:
         """A view of this gateway whose calls impersonate ``acting`` (same connections and
@@ -97,8 +110,13 @@ class Gateway:
         return view
 
     @classmethod
-    def from_settings(cls, settings: KubeSettings) -> Gateway:
-        return cls(build_api_client(settings), settings)
+    def from_settings(cls, settings: KubeSettings, *, informers: bool = False) -> Gateway:
+        """``informers``: keep the cluster's pod events in an informer (list, then watch),
+        started by the first diagnosis, so the next ones read no events but the node's:
+        for a long-running bot (``gpunode serve``), not a one-shot command."""
+        gateway = cls(build_api_client(settings), settings)
+        gateway.informers = informers
+        return gateway
 
     @property
     def cluster_name(self) -> str:
@@ -115,6 +133,8 @@ class Gateway:
     def close(self) -> None:
         """Drop queued calls, let running ones end (each within the request timeout, as
         ``asyncio.run`` waits for ``to_thread`` calls), then close the connections."""
+        if self._events is not None:
+            self._events.stop()
         self._threads.shutdown(wait=True, cancel_futures=True)
         self._decoder.close()
         self.transport.api_client.close()  # type: ignore[no-untyped-call]
@@ -242,7 +262,40 @@ class Gateway:
                 log.warning("metrics.k8s.io is served but failed: %s", exc)
         return fleet.loads(used)
 
-    async def get_cluster_view(self, node: str) -> ClusterView:
+    def owner_cache(self) -> OwnerCache:
+        """The controllers and owners' pods this gateway read lately: one lookup per owner
+        per ``fleet_cache_s`` across all diagnoses (dropped by any real write this gateway
+        makes). A view acting as a person gets a cache of its own: their RBAC decides."""
+        if self.acting is not None:
+            return OwnerCache()
+        now, held = time.monotonic(), self._owners
+        if held is None or now - held[0] > self.settings.fleet_cache_s or held[1] != self._writes:
+            held = self._owners = (now, self._writes, OwnerCache())
+        return held[2]
+
+    def pod_events(self) -> Informer | None:
+        """The pod-events informer (started on first use), or None when this gateway keeps
+        none (``informers``) or acts as a person (their RBAC decides what they may read)."""
+        if not self.informers or self.acting is not None:
+            return None
+        if self._events is None:
+            self._events = Informer(
+                self.transport,
+                "/api/v1/events",
+                slim=slim_event,
+                field_selector="involvedObject.kind=Pod",
+                watch_s=self.events_watch_s,
+                name="pod-events-informer",
+            )
+            self._events.start()
+        return self._events
+
+    async def get_cluster_view(
+        self, node: str, *, measured: frozenset[str] = frozenset()
+    ) -> ClusterView:
+        """``measured``: UIDs of pods whose working set the evidence already holds (the
+        collector read their cgroups; the analysis prefers that figure): pod metrics are
+        read only for the namespaces of the node's other pods, none when there are none."""
         node_obj = await self.read_node(node)
         all_pods, groups, classes, (version, resources) = await asyncio.gather(
             self._call(
@@ -253,11 +306,19 @@ class Gateway:
             self._resize_discovery(),
         )
         pods = non_terminated(all_pods)
-        namespaces = sorted({(p.get("metadata") or {}).get("namespace", "") for p in pods})
-        cache: dict[tuple[str, str, str], Obj | None] = {}
+        namespaces = sorted(
+            {
+                meta.get("namespace", "")
+                for p in pods
+                if norm_uid((meta := p.get("metadata") or {}).get("uid")) not in measured
+            }
+        )
+        cache = self.owner_cache()
+        informer = self.pod_events()
+        held = informer.items if informer is not None and informer.synced.is_set() else None
         chains, events, metrics = await asyncio.gather(
             self._call("read pod owners", self._owner_chains, pods, cache),
-            self._call(f"list events of {node}", reading.list_events, node, all_pods),
+            self._call(f"list events of {node}", reading.list_events, node, all_pods, held),
             self._metrics(groups, namespaces),
         )
         keys = {(p["metadata"].get("namespace"), p["metadata"].get("name")) for p in pods}

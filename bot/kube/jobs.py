@@ -137,11 +137,6 @@ def new_run_id() -> str:
     return uuid.uuid4().hex[:6]
 
 
-def gpu_evidence_on(settings: KubeSettings) -> bool:
-    """The collector gets NVML only with the NVIDIA runtime class AND NVIDIA_VISIBLE_DEVICES."""
-    return bool(settings.nvidia_runtime_class) and settings.nvidia_visible_devices_all
-
-
 def build_job(
     settings: KubeSettings,
     node: str,

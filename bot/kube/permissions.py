@@ -40,6 +40,7 @@ API_CALLS: tuple[ApiCall, ...] = (
     ApiCall("", "pods", "list"),
     ApiCall("", "pods", "get"),
     ApiCall("", "events", "list"),
+    ApiCall("", "events", "watch"),  # the pod-events informer (bot.kube.informing)
     ApiCall("scheduling.k8s.io", "priorityclasses", "list"),
     ApiCall("metrics.k8s.io", "pods", "list"),
     # template patches check the rollout they rely on: a VPA targeting the workload

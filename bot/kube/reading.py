@@ -4,7 +4,7 @@ for the gateway to translate."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from bot.core.cluster import OwnerRef
@@ -63,6 +63,15 @@ def list_all_pods(t: Transport) -> list[Obj]:
     return t.list_all("/api/v1/pods")
 
 
+class OwnerCache(dict[tuple[str, str, str], "Obj | None"]):
+    """Controllers by (kind, namespace, name) as the owner-chain walk read them (None: not
+    found or not readable), and ``pods``: each owner's pods by (namespace, label selector)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pods: dict[tuple[str, str], list[Obj]] = {}
+
+
 def owner_chain(
     t: Transport, pod: Obj, cache: dict[tuple[str, str, str], Obj | None]
 ) -> list[OwnerRef]:
@@ -96,11 +105,17 @@ def owner_chain(
     return chain
 
 
-def list_events(t: Transport, node: str, pods: Iterable[Obj]) -> list[Obj]:
+def list_events(
+    t: Transport,
+    node: str,
+    pods: Iterable[Obj],
+    held: Callable[[], list[Obj]] | None = None,
+) -> list[Obj]:
     """Events about the node and about the given pods (newest first, at most MAX_EVENTS).
 
-    Node events: field selector on the involved object. Pod events: one list per namespace
-    that has pods on the node, filtered to those pods here (kept even if the server ignores
+    Node events: field selector on the involved object. Pod events: ``held()`` when given
+    (the pod events an informer keeps, ``bot.kube.informing``), else one list per namespace
+    that has pods on the node; filtered to those pods here (kept even if the server ignores
     the selector).
     """
     node_events = [
@@ -117,13 +132,22 @@ def list_events(t: Transport, node: str, pods: Iterable[Obj]) -> list[Obj]:
         meta = pod.get("metadata") or {}
         wanted.setdefault(meta.get("namespace", ""), set()).add(meta.get("name", ""))
     pod_events = []
-    for namespace, names in sorted(wanted.items()):
-        for e in t.list_all(
-            f"/api/v1/namespaces/{namespace}/events", field_selector="involvedObject.kind=Pod"
-        ):
-            involved = e.get("involvedObject") or {}
-            if involved.get("kind") == "Pod" and involved.get("name") in names:
-                pod_events.append(e)
+    listed = (
+        (e for e in held())
+        if held is not None
+        else (
+            e
+            for namespace in sorted(wanted)
+            for e in t.list_all(
+                f"/api/v1/namespaces/{namespace}/events", field_selector="involvedObject.kind=Pod"
+            )
+        )
+    )
+    for e in listed:
+        involved = e.get("involvedObject") or {}
+        namespace = (e.get("metadata") or {}).get("namespace", "")
+        if involved.get("kind") == "Pod" and involved.get("name") in wanted.get(namespace, ()):
+            pod_events.append(e)
     events = node_events + pod_events
     events.sort(key=_event_time, reverse=True)
     return events[:MAX_EVENTS]

@@ -29,6 +29,7 @@ from bot.core.rollouts import KUEUE_QUEUE_LABEL
 from bot.core.workloads import QueueInfo, Requirement, WorkloadInfo
 from bot.errors import GpunodeError
 from bot.kube import objects, queues, reading
+from bot.kube.reading import OwnerCache
 from bot.kube.rollouts import parse_workload
 from bot.kube.scheduling import parse_volume_terms
 from bot.kube.tallying import FleetTally
@@ -166,7 +167,7 @@ async def survey(
     gw: Gateway,
     node: str,
     pods: list[PodInfo],
-    cache: dict[tuple[str, str, str], Obj | None],
+    cache: OwnerCache,
     groups: dict[str, str],
 ) -> RemedyContext:
     workloads, gang_pods, fleet, queued, volumes = await asyncio.gather(
@@ -216,19 +217,24 @@ async def _with_elsewhere(
     gw: Gateway,
     workloads: list[WorkloadInfo],
     node: str,
-    cache: dict[tuple[str, str, str], Obj | None],
+    cache: OwnerCache,
 ) -> list[WorkloadInfo]:
-    """``workloads`` with each Deployment's and StatefulSet's pods on other nodes."""
+    """``workloads`` with each Deployment's and StatefulSet's pods on other nodes (an
+    owner's list is shared with the other diagnoses through ``cache``, as its controller is)."""
 
     async def elsewhere(w: WorkloadInfo) -> dict[str, str]:
         obj = cache.get((w.kind, w.namespace, w.name))
         selector = _selector((obj or {}).get("spec") or {})
         if w.kind not in ("Deployment", "StatefulSet") or selector is None:
             return {}
-        raw = await _optional(
-            gw, f"list pods of {w.key}", reading.list_namespaced_pods, w.namespace,
-            label_selector=selector,
-        )  # fmt: skip
+        raw = cache.pods.get((w.namespace, selector))
+        if raw is None:
+            raw = await _optional(
+                gw, f"list pods of {w.key}", reading.list_namespaced_pods, w.namespace,
+                label_selector=selector,
+            )  # fmt: skip
+            if raw is not None:
+                cache.pods[(w.namespace, selector)] = raw
         found: dict[str, str] = {}
         for p in raw or []:
             meta, where = p.get("metadata") or {}, (p.get("spec") or {}).get("nodeName")

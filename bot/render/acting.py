@@ -1,5 +1,6 @@
 """Block Kit for the action flow: confirmation modal, dry-run message, approval request,
-outcome (which replaces the buttons), before/after diff, and short notices.
+outcome (which replaces the buttons) and before/after diff. Its short notices are worded
+by ``bot.render.notices``.
 
 Structure here, wording in ``templates/slack/<locale>/acting.j2``. Button values carry only
 ids (action, approval); everything else is re-read from the store at click time.
@@ -257,10 +258,6 @@ def approval_closed(
     return truncate(body, 3000), [section(body)]
 
 
-def vote_refusal(outcome: str, locale: str = "en") -> str:
-    return _s(_t(locale).vote_refusal(outcome))
-
-
 def outcome_message(
     plan: ActionPlan,
     *,
@@ -311,9 +308,3 @@ def diff_message(diff: DiagnosisDiff, locale: str = "en") -> Message:
         blocks.append(section(findings))
     blocks.append(divider())
     return truncate(_s(t.diff_summary(diff)), 3000), blocks
-
-
-def notice(key: str, locale: str = "en", **params: Any) -> Message:
-    macro = getattr(_t(locale), f"notice_{key}")
-    text = _s(macro(**params))
-    return truncate(text, 3000), [section(text)]

@@ -95,7 +95,7 @@ def mrkdwn(text: object) -> str:
     return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-_ESCAPED_MENTION = re.compile(r"&lt;@([UW][A-Z0-9_]{2,40})&gt;")
+_ESCAPED_MENTION = re.compile(r"&lt;@([UW][A-Z0-9]{2,40})&gt;")
 
 
 def user_mentions(escaped: str) -> str:

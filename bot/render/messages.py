@@ -8,7 +8,6 @@ Notice params are raw; the templates escape every string with the mrkdwn escape.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
@@ -23,28 +22,8 @@ from bot.render.blocks import (
 )
 from bot.render.filters import truncate
 
-NOTICE_KEYS = (
-    "diagnose_started",
-    "diagnose_joined",
-    "diagnose_joined_running",
-    "diagnose_failed",
-    "node_not_found",
-    "usage_error",
-    "help",
-    "status_list",
-    "top_nodes",
-    "alert_firing",
-    "alert_resolved",
-    "alerts_skipped",
-    "resolved",
-    "timeline_uploaded",
-    "channel_not_served",
-    "command_failed",
-    "command_started",
-    "malformed_request",
-)
-#: emphasis marks only at a word's edge (``_x_``, ``*x*``; never the ``_`` in ``U_ALICE``
-#: or ``snake_case``), code fences and ticks, and emoji codes not glued to a digit or a word
+#: emphasis marks only at a word's edge (``_x_``, ``*x*``; never the ``_`` in ``snake_case``
+#: or ``max_bytes``), code fences and ticks, and emoji codes not glued to a digit or a word
 #: (``:warning:``, but not the ``:30:`` of ``10:30:00``)
 _MARKUP = re.compile(
     r"```|`|(?<![\w*])[*_](?=\S)|(?<=\S)[*_](?![\w*])|(?<![\w:]):[a-z0-9_+-]+:(?![\w:]) ?"
@@ -53,7 +32,7 @@ _MARKUP = re.compile(
 _CONTROL = re.compile(r"<[^<>\s][^<>]*>")
 
 
-def _plain(mrkdwn_text: str) -> str:
+def plain_fallback(mrkdwn_text: str) -> str:
     """A notification fallback: the mrkdwn without emphasis and emoji. Mentions, channel
     links and dates stay intact, and entities stay escaped: Slack parses ``text`` as mrkdwn
     too, so unescaping would turn a hostile ``&lt;!channel&gt;`` back into a mention."""
@@ -89,7 +68,7 @@ def render_root(
     if progress:
         meta.append(str(t.root_progress(progress)).strip())
     blocks.append(context(*meta))
-    text = _plain(status) + (f": {_plain(headline)}" if headline else "")
+    text = plain_fallback(status) + (f": {plain_fallback(headline)}" if headline else "")
     return truncate(text, 3000), blocks
 
 
@@ -98,14 +77,6 @@ def progress_text(key: str, locale: str = "en", *, code: str = "") -> str:
     text in ``locale``; ``render_root`` escapes it."""
     t = environment.macros("slack", "notices.j2", locale=locale)
     return str(t.progress_step(key, code)).strip()
-
-
-def render_notice(key: str, locale: str = "en", **params: Any) -> Message:
-    """A short notice. Unknown keys render the key itself (never crash a reply)."""
-    t = environment.macros("slack", "notices.j2", locale=locale)
-    macro = getattr(t, key, None) if key in NOTICE_KEYS else None
-    body = str(macro(params) if macro is not None else t.unknown(key)).strip()
-    return truncate(_plain(body), 3000), [section(body)]
 
 
 def verdict_headline(diagnosis: Diagnosis, *, locale: str = "en") -> str:

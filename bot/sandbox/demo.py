@@ -41,8 +41,10 @@ from bot.config import (
 )
 from bot.config.policy import read_policy
 from bot.core.thresholds import Thresholds
+from bot.errors import ConfigError
 from bot.sandbox.kubesim import KubeSim, load_scenario
 from bot.sandbox.kubesim.access import BOT_TOKEN as KUBE_BOT_TOKEN
+from bot.sandbox.kubesim.scenarios import ScenarioError
 from bot.sandbox.slacksim import SlackSim
 from bot.sandbox.story import CHANNEL, run_story
 from bot.sandbox.story_clusters import run_clusters_story, transcript
@@ -61,7 +63,7 @@ NAMESPACE = "gpunode"
 #: the demo's two clusters: the first stand-in (default cluster) and the second
 FIRST, SECOND = "prod-eu", "prod-us"
 #: Erin: an SRE of prod-eu only (in the two-cluster policy)
-ERIN = ("U_ERIN", "erin", "Erin Sato", "SRE, prod-eu only")
+ERIN = ("U0ERIN", "erin", "Erin Sato", "SRE, prod-eu only")
 
 
 @dataclass
@@ -353,5 +355,7 @@ def main(args: argparse.Namespace) -> int:
                 print(f"✓ /metrics after the story written to {metrics_out}")
             return 0
         return asyncio.run(_interactive(args.scenario, args.port, second))
+    except ScenarioError as exc:
+        raise ConfigError(str(exc)) from exc  # the CLI prints it and exits 1
     except KeyboardInterrupt:
         return 0

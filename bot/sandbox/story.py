@@ -23,7 +23,7 @@ from typing import Any
 from bot.sandbox.slacksim import SlackSim
 
 CHANNEL = "C0INCIDENT"
-ALICE, BOB = "U_ALICE", "U_BOB"
+ALICE, BOB = "U0ALICE", "U0BOB"
 Drain = Callable[[], Awaitable[None]]
 
 

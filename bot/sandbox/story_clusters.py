@@ -25,7 +25,7 @@ from bot.sandbox.slacksim import SlackSim
 from bot.sandbox.slacksim.blocks import message_text
 from bot.sandbox.story import ALICE, CHANNEL, Drain, StoryError, StoryLog, find_button, run_story
 
-ERIN = "U_ERIN"
+ERIN = "U0ERIN"
 #: how long the hung cluster's stand-in holds every answer: far past its timeout
 HUNG_DELAY_S = 60.0
 
@@ -92,9 +92,11 @@ async def run_clusters_story(
     log.eu = await run_story(sim, drain, node=f"{first}/gpu-node-01")
     assert log.eu.thread_ts is not None
     log.sections.append(
-        (f"Alice: /gpunode diagnose {first}/gpu-node-01, then the tiers",
-         sim.text_of_thread(CHANNEL, log.eu.thread_ts))
-    )  # fmt: skip
+        (
+            f"Alice: /gpunode diagnose {first}/gpu-node-01, then the tiers",
+            sim.text_of_thread(CHANNEL, log.eu.thread_ts),
+        )
+    )
     log.steps += [f"{first}: {step}" for step in log.eu.steps]
 
     kubes[second].faults.add("*", ".", delay_s=HUNG_DELAY_S, times=-1)

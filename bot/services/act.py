@@ -28,7 +28,7 @@ from bot.services.acting import ActDeps
 from bot.services.background import Background
 from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
-from bot.services.ports import ChatPort, KubePort, StorePort
+from bot.services.ports import ChatPort, KubePort, StorePort, ThreadPort
 from bot.telemetry.metrics import Metrics
 
 
@@ -47,6 +47,7 @@ class ActService:
         bg: Background,
         *,
         policy: Policy,
+        thread: ThreadPort,
         clock: Callable[[], datetime],
         new_id: Callable[[], str],
         replica_id: str,
@@ -58,7 +59,8 @@ class ActService:
     ) -> None:
         clusters = kube if isinstance(kube, ClusterRegistry) else ClusterRegistry.single(kube)
         self.deps = ActDeps(
-            kube=clusters.port(clusters.default), store=store, chat=chat, diagnose=diagnose,
+            kube=clusters.port(clusters.default), store=store, chat=chat, thread=thread,
+            diagnose=diagnose,
             bg=bg, policy=policy, clock=clock, new_id=new_id, replica_id=replica_id,
             evidence_max_age_s=evidence_max_age_s, approval_ttl_s=approval_ttl_s,
             watch_timeout_s=watch_timeout_s, watch_interval_s=watch_interval_s,

@@ -27,16 +27,17 @@ from bot.core.clusters import format_node_ref
 from bot.core.findings import Diagnosis
 from bot.core.impersonation import ActingAs, acting_as
 from bot.core.incidents import Incident, TimelineKind
-from bot.core.policy import TIERS, Policy, Principal, Tier, identity_of
+from bot.core.outcomes import Notice, Refused
+from bot.core.policy import TIERS, Deny, Policy, Principal, Tier, identity_of
+from bot.core.records import ActionRecord, AuditRecord
 from bot.errors import GpunodeError, PolicyError
 from bot.render import acting as views
 from bot.services.background import Background
 from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
 from bot.services.executing import StepsResult
-from bot.services.ports import ChatPort, KubePort, StorePort
+from bot.services.ports import ChatPort, KubePort, StorePort, ThreadPort
 from bot.services.recording import append_entry
-from bot.store.models import ActionRecord, AuditRecord
 from bot.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,8 @@ class ActDeps:
     kube: KubePort
     store: StorePort
     chat: ChatPort
+    #: where refusals and notices go, as outcomes (the presenter words them)
+    thread: ThreadPort
     diagnose: DiagnoseService
     bg: Background
     policy: Policy
@@ -133,22 +136,23 @@ class ActDeps:
         self,
         channel: str,
         user: str,
-        text: str,
+        why: Refused | Deny,
         *,
         thread_ts: str | None = None,
         audit: dict[str, Any] | None = None,
     ) -> None:
-        """Tell only ``user`` (in their language) why not; with ``audit`` fields, record the
-        refusal too."""
+        """Tell only ``user`` why not (a code: the presenter words it in their language);
+        with ``audit`` fields, record the refusal too (a policy denial with its English
+        reason, any other refusal by its code and parameters)."""
+        told = Refused(code=why.code, params=why.params) if isinstance(why, Deny) else why
         if audit is not None:
-            fields = {"channel": channel, "decision": "refused", "detail": text} | audit
+            detail = why.reason if isinstance(why, Deny) else refusal_detail(why)
+            fields = {"channel": channel, "decision": "refused", "detail": detail} | audit
             await self.audit(actor=user, **fields)
-        t, blocks = views.notice("refused", await self.person_locale(channel, user), reason=text)
-        await self.chat.post_ephemeral(channel, user, text=t, blocks=blocks, thread_ts=thread_ts)
+        await self.thread.tell(channel, user, told, thread_ts=thread_ts)
 
     async def say(self, channel: str, user: str, key: str, **params: Any) -> None:
-        t, blocks = views.notice(key, await self.person_locale(channel, user), **params)
-        await self.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
+        await self.thread.tell(channel, user, Notice(key=key, params=params))
 
     async def person_locale(self, channel: str, user: str) -> str:
         """The language of what only ``user`` sees (ephemeral notices, modals)."""
@@ -224,6 +228,12 @@ class ActDeps:
         except GpunodeError as err:
             # the state and the audit row are already written; a lost edit must not undo them
             log.warning("could not update action message %s: %s", record.action_id, err)
+
+
+def refusal_detail(why: Refused) -> str:
+    """A refusal as the audit log keeps it: its code, then its parameters."""
+    params = " ".join(f"{k}={v}" for k, v in sorted(why.params.items()))
+    return f"{why.code} {params}".strip()
 
 
 def plan_of_record(record: ActionRecord) -> ActionPlan:

@@ -36,15 +36,15 @@ from bot.core import actors
 from bot.core.alert_caps import AlertCaps, over_cap, recent
 from bot.core.clusters import cluster_name_problem, format_node_ref
 from bot.core.commands import parse_node_name
+from bot.core.outcomes import notice
+from bot.core.records import AuditRecord
 from bot.core.validation import validation_message
 from bot.errors import GpunodeError, SlackError, UnknownClusterError, UsageError
-from bot.render.messages import render_notice
 from bot.services.background import Background
 from bot.services.clusters import ClusterRegistry, fan_out
 from bot.services.diagnose import DiagnoseService
 from bot.services.ports import ChatPort, KubePort, StorePort
 from bot.services.recording import append_entry
-from bot.store.models import AuditRecord
 
 log = logging.getLogger(__name__)
 #: the settings' defaults (``alerts.*``), for callers that pass none
@@ -309,13 +309,12 @@ class AlertService:
         detail = ", ".join(f"{s['node']} ({s['cap']})" for s in result.skipped)
         await self._audit("skipped", "over_cap", detail)
         caps = self._caps
-        text, blocks = render_notice(
-            "alerts_skipped", self._diagnose.locales.channel(self._channel) or "en",
-            skipped=result.skipped, per_request=caps.per_request,
+        told = notice(
+            "alerts_skipped", skipped=result.skipped, per_request=caps.per_request,
             per_node=caps.per_node, per_window=caps.per_window, window_s=int(caps.window_s),
         )  # fmt: skip
         try:
-            await self._chat.post(self._channel, text=text, blocks=blocks, thread_ts=None)
+            await self._diagnose.thread.post(self._channel, told)
         except SlackError as err:
             log.warning("could not post the skipped-alerts notice: %s", err.code)
 
@@ -326,10 +325,5 @@ class AlertService:
                 f"{alertname} resolved", at=self._clock(),
             )  # fmt: skip
             if incident.thread_ts:
-                text, blocks = render_notice(
-                    "alert_resolved", self._diagnose.locales.for_thread(incident),
-                    alertname=alertname, node=label,
-                )  # fmt: skip
-                await self._chat.post(
-                    incident.channel, text=text, blocks=blocks, thread_ts=incident.thread_ts
-                )
+                told = notice("alert_resolved", alertname=alertname, node=label)
+                await self._diagnose.thread.post(incident.channel, told, incident=incident)

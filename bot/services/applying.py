@@ -29,16 +29,16 @@ from bot.core.actions import ActionPlan, Step
 from bot.core.approvals import mark_executed, new_request
 from bot.core.diffing import diff_diagnoses
 from bot.core.impersonation import ActingAs
-from bot.core.outcomes import action_outcome
+from bot.core.outcomes import action_outcome, refused
 from bot.core.planning import undo_steps
 from bot.core.policy import ActionRequestInfo, Deny, NeedsApproval, decide
+from bot.core.records import ActionRecord, ActionState
 from bot.core.staleness import controller_key, controller_steps, stale_reason
 from bot.errors import GpunodeError, NotFoundError, WriteUnknownError
 from bot.render import acting as views
 from bot.services import approval_view, watching
 from bot.services.acting import ActDeps, audit_fields, plan_of_record, reason_of
 from bot.services.executing import OnUnanswered, StepsResult, run_steps
-from bot.store.models import ActionRecord, ActionState
 
 log = logging.getLogger(__name__)
 APPROVAL_MESSAGE = "approval_message"  # key in ActionRecord.result: {"channel", "ts"}
@@ -48,28 +48,25 @@ async def apply(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
     record = await d.store.get_action(action_id)
     if record is None:
         await d.refuse(
-            channel, user, "unknown action; re-diagnose and request it again",
+            channel, user, refused("action_unknown"),
             audit={"action": "apply", "action_id": action_id},
         )  # fmt: skip
         return
     thread_ts = await d.thread_of(record.incident_id)
     fields = audit_fields(record, channel, "apply")
     if user != record.requester:
-        text = (
-            f"only <@{record.requester}> can confirm their request; "
-            "approvers use the approval message"
-        )
-        await d.refuse(channel, user, text, thread_ts=thread_ts, audit=fields)
+        why = refused("not_the_requester", requester=record.requester)
+        await d.refuse(channel, user, why, thread_ts=thread_ts, audit=fields)
         return
     plan = plan_of_record(record)
     principal = await d.principal(user, channel)
     decision = decide(principal, ActionRequestInfo(tier=plan.tier), d.policy)
     if isinstance(decision, Deny):
-        await d.refuse(channel, user, decision.reason, thread_ts=thread_ts, audit=fields)
+        await d.refuse(channel, user, decision, thread_ts=thread_ts, audit=fields)
         return
     if record.state != "requested":
         await d.refuse(
-            channel, user, f"this action is already {record.state}", thread_ts=thread_ts,
+            channel, user, refused("action_already", state=record.state), thread_ts=thread_ts,
             audit=fields,
         )  # fmt: skip
         return
@@ -136,7 +133,7 @@ async def execute(
     if not await d.store.claim_action(record.action_id, d.replica_id, at=d.clock()):
         current = await d.store.get_action(record.action_id)
         state = current.state if current else "gone"
-        await d.refuse(channel, by, f"this action is already {state}", audit=fields)
+        await d.refuse(channel, by, refused("action_already", state=state), audit=fields)
         return False
     plan = plan_of_record(record)
     try:
@@ -161,7 +158,7 @@ async def execute(
             current = await d.store.get_action(record.action_id)
             state = current.state if current else "gone"
             await d.refuse(
-                channel, by, f"this action was marked {state} meanwhile; nothing was changed",
+                channel, by, refused("action_marked_meanwhile", state=state),
                 audit=fields,
             )  # fmt: skip
             return True

@@ -19,11 +19,11 @@ from typing import Any
 
 from bot.core.actions import Step
 from bot.core.changes import Change, EvictionOutcome
+from bot.core.records import ActionRecord
 from bot.errors import GpunodeError
 from bot.render import acting as views
 from bot.services.acting import ActDeps, plan_of_record, reason_of
 from bot.services.executing import StepsResult
-from bot.store.models import ActionRecord
 
 log = logging.getLogger(__name__)
 DRY_RUN = "dry_run"  # key in ActionRecord.result: the requester's dry run (StepsResult JSON)

@@ -16,12 +16,13 @@ from typing import Any
 
 from bot.core import actors
 from bot.core.approvals import ApprovalRequest, approve, deny, expire_if_due
+from bot.core.outcomes import refused
 from bot.core.policy import can_approve
+from bot.core.records import ActionRecord
 from bot.errors import GpunodeError
 from bot.render import acting as views
 from bot.services.acting import ActDeps, audit_fields, plan_of_record, reason_of, tier_of
 from bot.services.applying import APPROVAL_MESSAGE, execute
-from bot.store.models import ActionRecord
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +44,7 @@ async def vote(d: ActDeps, *, approval_id: str, user: str, channel: str, yes: bo
     record = await d.store.get_action(req.action_id) if req else None
     if req is None or record is None:
         await d.refuse(
-            channel, user, "unknown approval request; request the action again",
+            channel, user, refused("approval_unknown"),
             audit={"action": "approve" if yes else "deny", "detail": approval_id},
         )  # fmt: skip
         return
@@ -61,12 +62,10 @@ async def vote(d: ActDeps, *, approval_id: str, user: str, channel: str, yes: bo
     await d.audit(actor=user, **fields, decision=VOTE_DECISION[outcome])
     thread_ts = await d.thread_of(record.incident_id)
     if outcome in ("self_approval_rejected", "not_eligible", "already_final", "already_counted"):
-        locale = await d.person_locale(channel, user)
-        await d.refuse(channel, user, views.vote_refusal(outcome, locale), thread_ts=thread_ts)
+        await d.refuse(channel, user, refused(f"vote_{outcome}"), thread_ts=thread_ts)
         return
     if outcome == "expired":
-        locale = await d.person_locale(channel, user)
-        await d.refuse(channel, user, views.vote_refusal(outcome, locale), thread_ts=thread_ts)
+        await d.refuse(channel, user, refused("vote_expired"), thread_ts=thread_ts)
         await close_approval_message(d, record, new, state="expired", by="")
         await _end(d, record, "expired", by=user, why="approval expired")
         return
@@ -150,7 +149,7 @@ async def _approved(
         current = await d.store.get_action(record.action_id)
         state = current.state if current else "gone"
         await d.refuse(
-            channel, by, f"this action is {state}; it will not run",
+            channel, by, refused("action_will_not_run", state=state),
             audit=audit_fields(record, channel, "execute") | {"outcome": state},
         )  # fmt: skip
         return

@@ -17,17 +17,16 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from bot.core.clusters import format_node_ref
+from bot.core.outcomes import Notice, refused
 from bot.core.policy import Deny, Permission, authorize
+from bot.core.records import AuditRecord
 from bot.errors import GpunodeError
-from bot.render.acting import notice
-from bot.render.messages import render_notice
 from bot.services.anchoring import Anchors
 from bot.services.background import Background
 from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
 from bot.services.operations import IncidentOps
-from bot.services.ports import ChatPort, KubePort, StorePort
-from bot.store.models import AuditRecord
+from bot.services.ports import ChatPort, KubePort, StorePort, ThreadPort
 from bot.telemetry.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -35,7 +34,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: the refusal when no policy is loaded (``permitted`` never falls open)
+#: the refusal when no policy is loaded (``permitted`` never falls open); the audit's words
 NO_POLICY = (
     "gpunode has no role policy loaded, so it refuses every request; "
     "an admin sets actions.policy_file and restarts it"
@@ -64,6 +63,11 @@ class BotServices:
     def __post_init__(self) -> None:
         if self.clusters is None:
             self.clusters = ClusterRegistry.single(self.kube)
+
+    @property
+    def thread(self) -> ThreadPort:
+        """Where refusals and notices go, as outcomes (the surface's presenter words them)."""
+        return self.diagnose.thread
 
 
 def label(s: BotServices, incident: Any) -> str:
@@ -96,7 +100,7 @@ async def denied(
     The caller tells the user (e.g. in a slash command's ack)."""
     if s.act is None:
         await _audit_denied(s, permission, user, channel, NO_POLICY, cluster or "")
-        return Deny(reason=NO_POLICY)
+        return Deny(reason=NO_POLICY, code="no_policy")
     principal = await s.act.principal(user, channel, cluster)
     decision = authorize(principal, permission, s.act.deps.policy)
     if isinstance(decision, Deny):
@@ -119,15 +123,13 @@ async def permitted(
     policy is loaded."""
     if s.act is None:
         await _audit_denied(s, permission, user, channel, NO_POLICY, cluster or "")
-        locale = await s.diagnose.locales.for_person(channel, user)
-        t, blocks = notice("refused", locale, reason=NO_POLICY)
-        await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks, thread_ts=thread_ts)
+        await s.thread.tell(channel, user, refused("no_policy"), thread_ts=thread_ts)
         return False
     principal = await s.act.principal(user, channel, cluster)
     decision = authorize(principal, permission, s.act.deps.policy)
     if isinstance(decision, Deny):
         await s.act.deps.refuse(
-            channel, user, decision.reason, thread_ts=thread_ts,
+            channel, user, decision, thread_ts=thread_ts,
             audit={"action": permission, "decision": "denied", "cluster": cluster or ""},
         )  # fmt: skip
         return False
@@ -147,9 +149,9 @@ async def report_malformed(
         )
     )  # fmt: skip
     if user and channel:
-        locale = await s.diagnose.locales.for_person(channel, user)
-        t, blocks = render_notice("malformed_request", locale, problem=problem)
         try:
-            await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
+            await s.thread.tell(
+                channel, user, Notice(key="malformed_request", params={"problem": problem})
+            )
         except GpunodeError as err:
             log.warning("could not tell %s about a malformed request: %s", user, err.code)

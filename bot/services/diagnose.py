@@ -29,7 +29,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from bot.core import actors
 from bot.core.charts import action_markers, chart_spec
@@ -39,6 +39,7 @@ from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.incidents import Incident, TimelineKind
 from bot.core.links import dashboard_link, incident_window
+from bot.core.outcomes import Diagnosed, RootLine, notice
 from bot.core.postmortem_story import SYMPTOMS
 from bot.core.thresholds import Thresholds
 from bot.errors import (
@@ -49,23 +50,18 @@ from bot.errors import (
     NotFoundError,
     StoreError,
 )
-from bot.render.messages import (
-    progress_text,
-    render_diagnosis_messages,
-    render_notice,
-    render_root,
-    verdict_headline,
-)
 from bot.render.sentences import sentence
 from bot.services.clusters import ClusterRegistry
 from bot.services.diagnosing import check_node, run_diagnosis
 from bot.services.history import HistoryService
 from bot.services.locales import LocaleChooser
-from bot.services.ports import ChatPort, KubePort, StorePort
+from bot.services.ports import ChatPort, KubePort, StorePort, ThreadPort
 from bot.services.recording import append_entry
 from bot.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
+#: the step the root line shows under way
+Progress = Literal["opening", "running_job", "failed"]
 
 
 @dataclass(frozen=True)
@@ -107,6 +103,7 @@ class DiagnoseService:
         store: StorePort,
         chat: ChatPort,
         *,
+        thread: ThreadPort,
         clock: Callable[[], datetime],
         thresholds: Thresholds,
         replica: str | None = None,
@@ -122,6 +119,8 @@ class DiagnoseService:
         self._history = history or HistoryService(None)
         #: each message's language: ephemeral ones follow the person, thread posts the thread
         self.locales = locales or LocaleChooser(chat)
+        #: where notices go, as outcomes (the presenter picks the language and words them)
+        self.thread = thread
         self._charts = charts
         self.clusters = kube if isinstance(kube, ClusterRegistry) else ClusterRegistry.single(kube)
         self._store = store
@@ -159,19 +158,13 @@ class DiagnoseService:
                 checked = await check_node(kube, node)  # an unknown node opens nothing
         except NotFoundError as err:
             known = await self._known_nodes(name)
-            locale = await self.locales.for_person(channel, user)
-            text, blocks = render_notice(
-                "node_not_found", locale, node=self.label(name, node), known_nodes=known
-            )
-            await self._chat.post_ephemeral(channel, user, text=text, blocks=blocks)
+            told = notice("node_not_found", node=self.label(name, node), known_nodes=known)
+            await self.thread.tell(channel, user, told)
             return DiagnoseOutcome(None, None, None, error=err)
         except (KubeError, TimeoutError) as caught:
             failure = _named(caught, name)
-            text, blocks = render_notice(
-                "diagnose_failed", await self.locales.for_person(channel, user),
-                reason=failure.message, code=failure.code,
-            )  # fmt: skip
-            await self._chat.post_ephemeral(channel, user, text=text, blocks=blocks)
+            told = notice("diagnose_failed", reason=failure.message, code=failure.code)
+            await self.thread.tell(channel, user, told)
             return DiagnoseOutcome(None, None, None, error=failure)
 
         now = self._clock()
@@ -212,13 +205,10 @@ class DiagnoseService:
         note = self._joins.get(incident.id)
         if note is None or note.task is not running:
             note = self._joins[incident.id] = _JoinNote(running, user)
-            text, blocks = render_notice(
-                "diagnose_joined_running", self.locales.for_thread(incident), node=label,
-                user=user,
-            )  # fmt: skip
+            told = notice("diagnose_joined_running", node=label, user=user)
             try:
-                note.ts = await self._chat.post(
-                    incident.channel, text=text, blocks=blocks, thread_ts=thread_ts
+                note.ts = await self.thread.post(
+                    incident.channel, told, incident=incident, thread_ts=thread_ts
                 )
             finally:
                 note.posted.set()
@@ -233,11 +223,10 @@ class DiagnoseService:
             while note.ts is not None and shown != note.count:
                 await asyncio.sleep(0)  # let the requests arriving together count first
                 shown = note.count
-                text, blocks = render_notice(
-                    "diagnose_joined_running", self.locales.for_thread(incident), node=label,
-                    user=note.first, others=shown - 1,
-                )  # fmt: skip
-                await self._chat.update(incident.channel, note.ts, text=text, blocks=blocks)
+                told = notice(
+                    "diagnose_joined_running", node=label, user=note.first, others=shown - 1
+                )
+                await self.thread.update(incident.channel, note.ts, told, incident=incident)
         except GpunodeError as err:  # the note is a courtesy; the diagnosis goes on
             log.warning("could not update the joined note of %s: %s", incident.id, err)
         finally:
@@ -289,14 +278,11 @@ class DiagnoseService:
         label = self.label(incident.cluster, node)
         await self._note(incident.id, "diagnosis", user, f"diagnose {label} requested")
         channel = incident.channel
-        locale = self.locales.for_thread(incident)
         if not created:
-            text, blocks = render_notice("diagnose_joined", locale, node=label, user=user)
-            await self._chat.post(channel, text=text, blocks=blocks, thread_ts=thread_ts)
+            told = notice("diagnose_joined", node=label, user=user)
+            await self.thread.post(channel, told, incident=incident, thread_ts=thread_ts)
         # the incident and its thread as _ensure_thread just read them: no second read
-        await self._refresh_root(
-            incident, progress=progress_text("running_job", locale), fresh=incident
-        )
+        await self._refresh_root(incident, progress="running_job", fresh=incident)
 
         try:
             done = await run_diagnosis(
@@ -320,11 +306,11 @@ class DiagnoseService:
             view=view,
             diagnosis=diagnosis,
         )
-        for text, blocks in render_diagnosis_messages(
-            diagnosis, incident_id=incident.id, bundle=bundle, locale=locale,
+        diagnosed = Diagnosed(
+            incident_id=incident.id, diagnosis=diagnosis, bundle=bundle,
             dashboard=self._dashboard(incident, diagnosis),
-        ):  # fmt: skip
-            await self._chat.post(channel, text=text, blocks=blocks, thread_ts=thread_ts)
+        )  # fmt: skip
+        await self.thread.post(channel, diagnosed, incident=incident, thread_ts=thread_ts)
         if chart:
             await self.upload_chart(incident, diagnosis, bundle, name="memory", thread_ts=thread_ts)
         await self._note(
@@ -451,11 +437,10 @@ class DiagnoseService:
     async def _post_root(
         self, incident: Incident, channel: str, claimer: str
     ) -> tuple[Incident, str]:
-        text, blocks = self._root(
-            incident, progress=progress_text("opening", self.locales.for_thread(incident))
-        )
         try:
-            ts = await self._chat.post(channel, text=text, blocks=blocks, thread_ts=None)
+            ts = await self.thread.post(
+                channel, self._root(incident, progress="opening"), incident=incident
+            )
         except BaseException:
             await self._store.release_root(incident.id, claimer)
             raise
@@ -466,48 +451,46 @@ class DiagnoseService:
         return stored, str(stored.thread_ts)
 
     def _root(
-        self, incident: Incident, *, progress: str | None, diagnosis: Diagnosis | None = None
-    ) -> tuple[str, list[dict[str, Any]]]:
-        locale = self.locales.for_thread(incident)
-        headline = ""
-        if diagnosis is not None:
-            headline = verdict_headline(diagnosis, locale=locale)
-        return render_root(
+        self,
+        incident: Incident,
+        *,
+        progress: Progress | None,
+        diagnosis: Diagnosis | None = None,
+        failure_code: str = "",
+    ) -> RootLine:
+        return RootLine(
             incident_id=incident.id,
             node=self.label(incident.cluster, incident.node),
-            state=incident.state,  # the template words it (templates/slack/<locale>/notices.j2)
-            headline=headline,
+            state=incident.state,  # the presenter words it
             opened_by=incident.opened_by,
             progress=progress,
-            locale=locale,
+            failure_code=failure_code,
+            diagnosis=diagnosis,
         )
 
     async def _refresh_root(
         self,
         incident: Incident,
         *,
-        progress: str | None,
+        progress: Progress | None,
         diagnosis: Diagnosis | None = None,
         fresh: Incident | None = None,
+        failure_code: str = "",
     ) -> None:
         """Re-render the root line; ``fresh``: the incident as just read (else read now)."""
         fresh = fresh or await self._store.get_incident(incident.id)
         if fresh is None or not fresh.thread_ts:
             return
-        text, blocks = self._root(fresh, progress=progress, diagnosis=diagnosis)
-        await self._chat.update(fresh.channel, fresh.thread_ts, text=text, blocks=blocks)
+        root = self._root(fresh, progress=progress, diagnosis=diagnosis, failure_code=failure_code)
+        await self.thread.update(fresh.channel, fresh.thread_ts, root, incident=fresh)
 
     async def _report_failure(
         self, incident: Incident, err: KubeError, thread_ts: str
     ) -> DiagnoseOutcome:
-        text, blocks = render_notice(
-            "diagnose_failed", self.locales.for_thread(incident),
-            reason=err.message, code=err.code,
-        )  # fmt: skip
-        await self._chat.post(incident.channel, text=text, blocks=blocks, thread_ts=thread_ts)
+        told = notice("diagnose_failed", reason=err.message, code=err.code)
+        await self.thread.post(incident.channel, told, incident=incident, thread_ts=thread_ts)
         await self._note(incident.id, "diagnosis", actors.GPUNODE, f"diagnosis failed: {err.code}")
-        locale = self.locales.for_thread(incident)
-        await self._refresh_root(incident, progress=progress_text("failed", locale, code=err.code))
+        await self._refresh_root(incident, progress="failed", failure_code=err.code)
         return DiagnoseOutcome(incident.id, None, None, error=err)
 
     async def _note(

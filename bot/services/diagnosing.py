@@ -9,7 +9,8 @@ Markdown, JSON or Block Kit). Both parse the command with ``bot.core.commands.pa
 Reads per diagnosis: ``check_node`` reads the node (an unknown node is answered before
 anything else happens); the Job reuses that read (``run_diagnostic(node, known=...)``); the
 cluster view is built once, after the Job, so it shows the pods as the evidence found them
-(a rollout that replaced a pod while the Job ran is seen, and no plan targets the old pod).
+(a rollout that replaced a pod while the Job ran is seen, and no plan targets the old pod);
+it reads pod metrics only for the pods the collector did not measure (``measured_pods``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.core.analysis import analyze
+from bot.core.attribution import norm_uid
 from bot.core.cluster import ClusterView, NodeInfo
 from bot.core.dcgm import join, needs_dcgm
 from bot.core.evidence import EvidenceBundle
@@ -44,6 +46,15 @@ async def check_node(kube: KubePort, node: str) -> NodeInfo:
     return await kube.get_node(node)
 
 
+def measured_pods(bundle: EvidenceBundle) -> frozenset[str]:
+    """Pods whose working set the collector read from their cgroups. The analysis takes that
+    figure over the metrics API's (``bot.core.attribution``), so the view does not read
+    their metrics: a diagnosis makes no metrics call when the collector saw every pod."""
+    return frozenset(
+        uid for p in bundle.pods if p.working_set_bytes is not None and (uid := norm_uid(p.pod_uid))
+    )
+
+
 async def run_diagnosis(
     kube: KubePort,
     node: NodeInfo,
@@ -66,7 +77,7 @@ async def run_diagnosis(
             bundle, nvidia=node.has_nvidia_gpus
         ):  # no per-pod GPU memory from NVML or the exporter's endpoint
             bundle = join(bundle, await service.pod_gpu_memory(node.name, now=clock()))
-        view = await kube.get_cluster_view(node.name)
+        view = await kube.get_cluster_view(node.name, measured=measured_pods(bundle))
     except BaseException:
         history_task.cancel()
         raise

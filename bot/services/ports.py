@@ -1,5 +1,7 @@
 """The interfaces the use-cases depend on. ``bot.kube.Gateway`` implements ``KubePort``,
-``bot.slack.chatting.SlackChat`` ``ChatPort``, ``bot.store.Store`` ``StorePort``.
+``bot.slack.chatting.SlackChat`` ``ChatPort``, ``bot.store.Store`` ``StorePort``, and
+``bot.slack.presenter.SlackPresenter`` ``ThreadPort``: the use cases hand it outcomes
+(``bot.core.outcomes``), and it picks the reader's language and words them.
 
 Keeping the use-cases on these Protocols lets tests run them over the real gateway against
 the Kubernetes stand-in, or over a fake, without changing a line of the use-case. Every
@@ -21,21 +23,25 @@ from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.impersonation import ActingAs
 from bot.core.incidents import Incident, IncidentState, TimelineEntry
-from bot.core.watching import RolloutProgress
-from bot.store.models import (
+from bot.core.outcomes import Told
+from bot.core.records import (
     ActionRecord,
     ActionState,
     AuditRecord,
     ChainReport,
     EvidenceSnapshot,
 )
+from bot.core.watching import RolloutProgress
 
 T = TypeVar("T")
 
 
 class KubePort(Protocol):
-    async def get_cluster_view(self, node: str) -> ClusterView:
-        """Node, its non-terminated pods, recent events, allocation. NotFoundError if absent."""
+    async def get_cluster_view(
+        self, node: str, *, measured: frozenset[str] = frozenset()
+    ) -> ClusterView:
+        """Node, its non-terminated pods, recent events, allocation. NotFoundError if absent.
+        ``measured``: UIDs of pods the evidence already measured; their metrics are not read."""
 
     async def get_node(self, node: str) -> NodeInfo:
         """The node as the API server has it now. NotFoundError if absent."""
@@ -195,10 +201,39 @@ class ChatPort(Protocol):
         ``users.info`` with ``include_locale``; None when it cannot be read."""
 
 
+class ThreadPort(Protocol):
+    """Where the use cases put what they have to say: outcomes, never words. The presenter
+    of the surface (``bot.slack.presenter``) chooses the language (``bot.core.locales``):
+    the person's for ``tell``, the incident thread's for a post in it, else the channel's.
+    Every method raises ``SlackError`` (after the client's own retries), as ``ChatPort``."""
+
+    async def tell(
+        self, channel: str, user: str, told: Told, *, thread_ts: str | None = None
+    ) -> None:
+        """Only ``user`` sees it (ephemeral), in their language."""
+
+    async def post(
+        self,
+        channel: str,
+        told: Told,
+        *,
+        incident: Incident | None = None,
+        thread_ts: str | None = None,
+    ) -> str:
+        """Post into ``thread_ts`` (a reply; default: the incident's thread) or the channel,
+        in the incident thread's language (without one: the channel's); its ts (of a
+        ``Diagnosed``, which posts several messages: the first one's)."""
+
+    async def update(
+        self, channel: str, ts: str, told: Told, *, incident: Incident | None = None
+    ) -> None:
+        """Replace message ``ts`` with ``told`` (the thread's language, as ``post``)."""
+
+
 class StorePort(Protocol):
     """What the use-cases need from the incident store (``bot.store.Store``, SQLite today).
 
-    Engine-neutral: rows are the models of ``bot.store.models`` and the core; times are
+    Engine-neutral: rows are the models of ``bot.core.records`` and the core; times are
     timezone-aware and passed in (the store never reads the clock). Claims
     (``claim_root``, ``claim_action``, ``claim_undo``) and ``update_approval`` are atomic
     across every replica sharing the store: exactly one caller wins. Failures of the engine

@@ -19,9 +19,9 @@ from bot.core.cluster import ClusterView
 from bot.core.incidents import Incident, TimelineEntry
 from bot.core.postmortem import BOT_ACTORS, ActionInput, Postmortem, Snapshot, build_postmortem
 from bot.core.prevention import KitSource, prevention_params
+from bot.core.records import EvidenceSnapshot
 from bot.render.postmortem import render_postmortem_html, render_postmortem_markdown
 from bot.services.ports import ChatPort, StorePort
-from bot.store.models import EvidenceSnapshot
 
 UserName = Callable[[str], Awaitable[str]]
 

@@ -20,15 +20,15 @@ from datetime import datetime
 from bot.core.cluster import ClusterView
 from bot.core.clusters import format_node_ref
 from bot.core.incidents import Incident, TimelineEntry
+from bot.core.outcomes import notice
 from bot.core.prevention import KitSource, PreventionParams, prevention_params
+from bot.core.records import AuditRecord, EvidenceSnapshot
 from bot.errors import GpunodeError
 from bot.render import environment
-from bot.render.messages import render_notice
 from bot.render.prevention import kit_message, render_prevention_files
 from bot.services.chatops import BotServices, permitted
 from bot.services.locales import LocaleChooser
 from bot.services.ports import ChatPort, KubePort, StorePort
-from bot.store.models import AuditRecord, EvidenceSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -194,9 +194,8 @@ async def prevention_button(s: BotServices, incident: str, *, user: str, channel
                 locales=s.diagnose.locales, incident=found,
             )  # fmt: skip
     except GpunodeError as err:
-        locale = await s.diagnose.locales.for_person(channel, user)
-        t, blocks = render_notice("command_failed", locale, message=err.message, code=err.code)
+        told = notice("command_failed", message=err.message, code=err.code)
         try:
-            await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
+            await s.thread.tell(channel, user, told)
         except GpunodeError:
             log.warning("could not tell %s the prevention kit failed: %s", user, err.code)

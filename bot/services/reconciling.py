@@ -15,8 +15,8 @@ from datetime import datetime
 
 from bot.core import actors
 from bot.core.actions import ActionPlan
+from bot.core.outcomes import notice
 from bot.errors import GpunodeError, KubeError
-from bot.render import acting as views
 from bot.services.acting import ActDeps, plan_of_record
 
 log = logging.getLogger(__name__)
@@ -57,12 +57,9 @@ async def reconcile_interrupted(d: ActDeps, *, orphaned_before: datetime | None 
         incident = await d.store.get_incident(record.incident_id or "")
         if incident is None or not incident.thread_ts:
             continue
-        t, blocks = views.notice(
-            "interrupted", d.thread_locale(incident),
-            action_id=record.action_id, tier=plan.tier, observed=observed,
-        )  # fmt: skip
+        told = notice("interrupted", action_id=record.action_id, tier=plan.tier, observed=observed)
         try:
-            await d.chat.post(incident.channel, text=t, blocks=blocks, thread_ts=incident.thread_ts)
+            await d.thread.post(incident.channel, told, incident=incident)
         except GpunodeError as err:
             log.warning("could not report interrupted action %s: %s", record.action_id, err)
     return count

@@ -14,15 +14,16 @@ from bot.core import actors
 from bot.core.actions import ActionPlan
 from bot.core.cluster import ClusterView
 from bot.core.editing import Tier3Bounds, Tier3Edits, apply_tier3_edits
+from bot.core.outcomes import Refused, refused
 from bot.core.policy import ActionRequestInfo, Deny, NeedsApproval, decide
 from bot.core.quantity import QuantityError, parse_quantity
+from bot.core.records import ActionRecord
 from bot.render import acting as views
 from bot.services import approval_view
 from bot.services.acting import ActDeps, audit_fields, tier_of
 from bot.services.executing import StepsResult, run_steps
-from bot.store.models import ActionRecord
 
-NOT_CURRENT = "this plan is no longer current; re-diagnose the node and use the new buttons"
+NOT_CURRENT = refused("plan_not_current")
 
 
 async def open_confirmation(
@@ -42,7 +43,7 @@ async def open_confirmation(
     decision = decide(principal, ActionRequestInfo(tier=tier_of(plan_tier)), d.policy)
     if isinstance(decision, Deny):
         await d.refuse(
-            channel, user, decision.reason, thread_ts=thread_ts,
+            channel, user, decision, thread_ts=thread_ts,
             audit={"action": f"tier{plan_tier}.request", "incident_id": incident_id,
                    "tier": plan_tier},
         )  # fmt: skip
@@ -155,7 +156,7 @@ async def submitted(
     principal = await d.principal(user, channel)
     decision = decide(principal, ActionRequestInfo(tier=plan.tier), d.policy)
     if isinstance(decision, Deny) or incident is None:
-        why = decision.reason if isinstance(decision, Deny) else NOT_CURRENT
+        why: Refused | Deny = decision if isinstance(decision, Deny) else NOT_CURRENT
         await d.refuse(
             channel, user, why, thread_ts=thread_ts,
             audit={"action": f"tier{plan.tier}.request", "incident_id": incident_id,
@@ -224,18 +225,18 @@ async def cancel(d: ActDeps, *, action_id: str, user: str, channel: str) -> None
     if record is None or record.state not in ("requested", "approved"):
         state = record.state if record else "unknown"
         await d.refuse(
-            channel, user, f"nothing to cancel: this action is {state}",
+            channel, user, refused("nothing_to_cancel", state=state),
             audit={"action": "cancel", "action_id": action_id, "outcome": state},
         )  # fmt: skip
         return
     fields = audit_fields(record, channel, "cancel")
     if user != record.requester:
-        await d.refuse(channel, user, "only the requester can cancel", audit=fields)
+        await d.refuse(channel, user, refused("only_requester_cancels"), audit=fields)
         return
     if not await d.store.set_action_state(
         action_id, "refused", at=d.clock(), result={"reason": f"cancelled by {user}"}
     ):
-        await d.refuse(channel, user, "too late: this action has already started", audit=fields)
+        await d.refuse(channel, user, refused("cancel_too_late"), audit=fields)
         return
     await d.audit(actor=user, **fields, decision="cancelled")
     await d.timeline(record.incident_id, "action_result", user, f"tier {record.tier} cancelled")

@@ -8,7 +8,7 @@ escaping already undone).
 
 from __future__ import annotations
 
-from bot.render.messages import render_notice
+from bot.core.outcomes import notice
 from bot.services.chatops import BotServices, label, permitted
 from bot.services.recording import append_entry
 from bot.services.timelines import upload_timeline
@@ -50,9 +50,8 @@ async def mentioned(
     elif "timeline" in words:
         await upload_timeline(s, incident.id, channel=channel, user=user, thread_ts=None)
     else:
-        t, blocks = render_notice(
-            "status_list", s.diagnose.locales.for_thread(incident),
-            incidents=[{"id": incident.id, "node": label(s, incident), "state": incident.state,
-                        "opened_at": str(incident.opened_at)}],
-        )  # fmt: skip
-        await s.chat.post(channel, text=t, blocks=blocks, thread_ts=thread_ts)
+        rows = [{"id": incident.id, "node": label(s, incident), "state": incident.state,
+                 "opened_at": str(incident.opened_at)}]  # fmt: skip
+        await s.thread.post(
+            channel, notice("status_list", incidents=rows), incident=incident, thread_ts=thread_ts
+        )

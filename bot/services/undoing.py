@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.core.actions import Step
+from bot.core.outcomes import Refused, refused
 from bot.core.policy import ActionRequestInfo, Deny, decide
 from bot.core.staleness import undo_conflict
 from bot.errors import KubeError, NotFoundError
@@ -20,7 +21,7 @@ from bot.services.acting import ActDeps, audit_fields, tier_of
 from bot.services.executing import run_steps
 
 
-async def _conflict(d: ActDeps, changes: list[dict[str, Any]], node: str) -> str | None:
+async def _conflict(d: ActDeps, changes: list[dict[str, Any]], node: str) -> Refused | None:
     """Re-read what the action changed; say why undo would overwrite someone else's edit."""
     try:
         unschedulable = None
@@ -37,8 +38,9 @@ async def _conflict(d: ActDeps, changes: list[dict[str, Any]], node: str) -> str
                 except NotFoundError:
                     controllers[key] = None
     except KubeError as err:
-        return f"could not re-read the targets before undoing ({err.code}): {err.message}"
-    return undo_conflict(changes, node_unschedulable=unschedulable, controllers=controllers)
+        return refused("undo_reread_failed", code=err.code, message=err.message)
+    detail = undo_conflict(changes, node_unschedulable=unschedulable, controllers=controllers)
+    return None if detail is None else refused("undo_conflict", detail=detail)
 
 
 async def undo(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
@@ -46,7 +48,7 @@ async def undo(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
     if record is None or record.state not in ("succeeded", "failed") or not record.result:
         state = record.state if record else "unknown"
         await d.refuse(
-            channel, user, f"nothing to undo: this action is {state}",
+            channel, user, refused("nothing_to_undo", state=state),
             audit={"action": "undo", "action_id": action_id},
         )  # fmt: skip
         return
@@ -55,20 +57,18 @@ async def undo(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
     principal = await d.principal(user, channel)
     decision = decide(principal, ActionRequestInfo(tier=tier_of(record.tier), undo=True), d.policy)
     if isinstance(decision, Deny):
-        await d.refuse(channel, user, decision.reason, thread_ts=thread_ts, audit=fields)
+        await d.refuse(channel, user, decision, thread_ts=thread_ts, audit=fields)
         return
     steps = [Step.model_validate(s) for s in record.result.get("undo", [])]
     if not steps:
-        await d.refuse(
-            channel, user, "this action changed nothing that can be undone", audit=fields
-        )
+        await d.refuse(channel, user, refused("nothing_undoable"), audit=fields)
         return
     conflict = await _conflict(d, record.result.get("changes") or [], str(record.plan.get("node")))
     if conflict is not None:
         await d.refuse(channel, user, conflict, thread_ts=thread_ts, audit=fields)
         return
     if not await d.store.claim_undo(action_id, d.replica_id, at=d.clock()):
-        await d.refuse(channel, user, "this action is already being undone", audit=fields)
+        await d.refuse(channel, user, refused("undo_in_progress"), audit=fields)
         return
     acting = d.acting(user, action_id=action_id)
     result = await run_steps(d.kube_as(acting), steps, dry_run=False)

@@ -17,13 +17,13 @@ import logging
 
 from bot.core import actors
 from bot.core.actions import ActionPlan
+from bot.core.records import ActionRecord
 from bot.core.refs import ObjectRef
 from bot.core.watching import RolloutProgress, Verdict, judge
 from bot.errors import GpunodeError
 from bot.render import watching as views
 from bot.services.acting import ActDeps
 from bot.services.executing import StepsResult
-from bot.store.models import ActionRecord
 
 log = logging.getLogger(__name__)
 

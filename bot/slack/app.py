@@ -18,11 +18,12 @@ from slack_bolt.async_app import AsyncApp
 
 from bot.core import commands
 from bot.core.clusters import format_node_ref
+from bot.core.outcomes import Notice, Refused
 from bot.core.policy import Permission
 from bot.errors import GpunodeError, UsageError
-from bot.render.acting import notice as _acting_notice
+from bot.render.blocks import Message
 from bot.render.help import help_text
-from bot.render.messages import render_notice
+from bot.render.notices import render_told
 from bot.services import chatops, threads
 from bot.services.chatops import BotServices
 from bot.services.operations import top_across
@@ -39,8 +40,9 @@ def register(app: AsyncApp, s: BotServices) -> None:
     _register_events(app, s)
 
 
-def render_refused(reason: str, locale: str = "en") -> tuple[str, list[dict[str, Any]]]:
-    return _acting_notice("refused", locale, reason=reason)
+def _ack_notice(key: str, locale: str, **params: Any) -> Message:
+    """A notice in the asking person's language, for a slash command's ack (not a post)."""
+    return render_told(Notice(key=key, params=params), locale)
 
 
 def _register_commands(app: AsyncApp, s: BotServices) -> None:
@@ -54,17 +56,17 @@ def _register_commands(app: AsyncApp, s: BotServices) -> None:
         try:
             cmd = commands.parse(text, clusters=s.clusters.names)
         except UsageError as err:
-            t, blocks = render_notice("usage_error", locale, message=err.message, usage=err.usage)
+            t, blocks = _ack_notice("usage_error", locale, message=err.message, usage=err.usage)
             await ack(text=t, blocks=blocks, response_type="ephemeral")
             s.metrics.command(_verb_of(text), "usage_error")
             return
         if s.channels and channel not in s.channels:
-            t, blocks = render_notice("channel_not_served", locale, channel=channel)
+            t, blocks = _ack_notice("channel_not_served", locale, channel=channel)
             await ack(text=t, blocks=blocks, response_type="ephemeral")
             s.metrics.command(cmd.verb, "channel_not_served")
             return
         if isinstance(cmd, commands.Help):
-            t, blocks = render_notice("help", locale, text=help_text(cmd.topic, locale=locale))
+            t, blocks = _ack_notice("help", locale, text=help_text(cmd.topic, locale=locale))
             await ack(text=t, blocks=blocks, response_type="ephemeral")
             s.metrics.command(cmd.verb, "ok")
             return
@@ -78,19 +80,19 @@ def _register_commands(app: AsyncApp, s: BotServices) -> None:
                     s, "view", user=user, channel=channel, cluster=cmd.cluster
                 )
                 if denied is not None:
-                    t, blocks = render_refused(denied.reason, locale)
+                    t, blocks = render_told(Refused(code=denied.code, params=denied.params), locale)
                     outcome = "denied"
                 else:
                     t, blocks = await _status_notice(s, cmd.node, locale, cmd.cluster)
             except GpunodeError as err:
-                t, blocks = render_notice(
+                t, blocks = _ack_notice(
                     "command_failed", locale, message=err.message, code=err.code
                 )
                 outcome = "failed"
             await ack(text=t, blocks=blocks, response_type="ephemeral")
             s.metrics.command(cmd.verb, outcome)
             return
-        t, blocks = render_notice("command_started", locale, command=canonical(cmd))
+        t, blocks = _ack_notice("command_started", locale, command=canonical(cmd))
         await ack(text=t, blocks=blocks, response_type="ephemeral")
         work = _run(s, cmd, channel=channel, user=user)
         s.bg.spawn(_counted(s, cmd.verb, work), name=f"cmd-{cmd.verb}")
@@ -132,7 +134,7 @@ async def _status_notice(
         {"id": i.id, "node": chatops.label(s, i), "state": i.state, "opened_at": str(i.opened_at)}
         for i in await s.ops.status(node, cluster)
     ]
-    return render_notice("status_list", locale, incidents=rows)
+    return _ack_notice("status_list", locale, incidents=rows)
 
 
 async def _cluster_of(s: BotServices, cmd: Any, channel: str) -> str | None:
@@ -151,7 +153,6 @@ async def _cluster_of(s: BotServices, cmd: Any, channel: str) -> str | None:
 
 async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> str:
     """Carry out a command; its outcome: ``ok``, ``denied`` or ``failed``."""
-    locale = await s.diagnose.locales.for_person(channel, user)  # cached since the ack
     try:
         needs: Permission = (
             "diagnose" if isinstance(cmd, commands.Diagnose)
@@ -174,31 +175,30 @@ async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> str:
             report = await top_across(s.clusters, cluster=cluster)
             rows = [dataclasses.asdict(r) for r in report.rows]
             failures = [dataclasses.asdict(f) for f in report.failures]
-            t, blocks = render_notice(
-                "top_nodes", locale, rows=rows, failures=failures, show_cluster=s.clusters.multi
+            told = Notice(
+                key="top_nodes",
+                params={"rows": rows, "failures": failures, "show_cluster": s.clusters.multi},
             )
-            await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
+            await s.thread.tell(channel, user, told)
         elif isinstance(cmd, commands.Timeline):
             await upload_timeline(s, cmd.incident, channel=channel, user=user, thread_ts=None)
         elif isinstance(cmd, commands.Resolve):
             incident = await s.ops.resolve(cmd.incident, by=user, note=cmd.note)
-            where = s.diagnose.locales.for_thread(incident) if incident.thread_ts else locale
-            t, blocks = render_notice(
-                "resolved", where, incident_id=incident.id, by=user, note=cmd.note
+            told = Notice(
+                key="resolved",
+                params={"incident_id": incident.id, "by": user, "note": cmd.note},
             )
             if incident.thread_ts:
-                await s.chat.post(
-                    incident.channel, text=t, blocks=blocks, thread_ts=incident.thread_ts
-                )
+                await s.thread.post(incident.channel, told, incident=incident)
                 await s.diagnose.refresh_root(incident.id)
             if s.anchors is not None:  # the head, outside the store (and in the thread)
                 await s.anchors.anchor(channel=incident.channel, thread_ts=incident.thread_ts)
             else:
-                await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
+                await s.thread.tell(channel, user, told)
     except GpunodeError as err:
-        t, blocks = render_notice("command_failed", locale, message=err.message, code=err.code)
+        told = Notice(key="command_failed", params={"message": err.message, "code": err.code})
         try:
-            await s.chat.post_ephemeral(channel, user, text=t, blocks=blocks)
+            await s.thread.tell(channel, user, told)
         except GpunodeError:
             log.warning("could not tell %s about a failed command: %s", user, err.code)
         return "failed"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -166,7 +167,9 @@ def register_interactions(app: AsyncApp, s: BotServices) -> None:
             name="dry-run",
         )
 
-    def _background(name: str, method: str, **extra: Any) -> Any:
+    def _background(name: str, run: Callable[[str, str, str], Coroutine[Any, Any, None]]) -> Any:
+        """A button whose value is a record id: ``run(id, user, channel)`` after the ack."""
+
         async def handler(ack: Any, body: dict[str, Any]) -> None:
             await ack()
             click = _click(s, body, name)
@@ -175,21 +178,24 @@ def register_interactions(app: AsyncApp, s: BotServices) -> None:
             ident = _button_value(s, click, name, RecordId)
             if ident is None:
                 return
-            s.bg.spawn(
-                getattr(act, method)(
-                    user=click.user.id, channel=click.channel_id, **extra,
-                    **{_ID_ARG[method]: ident},
-                ),
-                name=name,
-            )  # fmt: skip
+            s.bg.spawn(run(ident, click.user.id, click.channel_id), name=name)
 
         return handler
 
-    app.action(APPLY)(_background("apply", "apply"))
-    app.action(CANCEL)(_background("cancel", "cancel"))
-    app.action(UNDO)(_background("undo", "undo"))
-    app.action(APPROVE)(_background("approve", "vote", yes=True))
-    app.action(DENY)(_background("deny", "vote", yes=False))
+    # each button names the use case it drives (typed calls, no dispatch by method name)
+    app.action(APPLY)(
+        _background("apply", lambda i, u, c: act.apply(action_id=i, user=u, channel=c))
+    )
+    app.action(CANCEL)(
+        _background("cancel", lambda i, u, c: act.cancel(action_id=i, user=u, channel=c))
+    )
+    app.action(UNDO)(_background("undo", lambda i, u, c: act.undo(action_id=i, user=u, channel=c)))
+    app.action(APPROVE)(
+        _background("approve", lambda i, u, c: act.vote(approval_id=i, user=u, channel=c, yes=True))
+    )
+    app.action(DENY)(
+        _background("deny", lambda i, u, c: act.vote(approval_id=i, user=u, channel=c, yes=False))
+    )
 
     @app.action(PREVENTION_ACTION)
     async def on_prevention(ack: Any, body: dict[str, Any]) -> None:
@@ -231,6 +237,3 @@ async def _rediagnose(
         return
     if await permitted(s, "diagnose", user=user, channel=channel, cluster=where):
         await s.diagnose.diagnose(node, channel=channel, user=user, cluster=where)
-
-
-_ID_ARG = {"apply": "action_id", "cancel": "action_id", "undo": "action_id", "vote": "approval_id"}

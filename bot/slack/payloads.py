@@ -27,8 +27,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from bot.core.validation import validation_message
 from bot.errors import RequestError
 
-#: Slack ids (U0123ABCD, C0123ABCD; the stand-in's readable U_ALICE); Slack ids are < 30
-SlackId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Z0-9_]+$")]
+#: Slack ids (U0123ABCD, C0123ABCD, T0123ABCD): a capital for the kind, then capitals and
+#: digits, never "_"; Slack ids are < 30
+SlackId = Annotated[str, Field(min_length=2, max_length=64, pattern=r"^[A-Z][A-Z0-9]+$")]
 #: Kubernetes object names (DNS-1123 subdomain, at most 253 characters)
 NodeName = Annotated[
     str,
@@ -221,7 +222,7 @@ def addressee(body: dict[str, Any]) -> tuple[str | None, str | None]:
     channel_id = channel.get("id") if isinstance(channel, dict) else channel
     if channel_id is None and isinstance(body.get("container"), dict):
         channel_id = body["container"].get("channel_id")
-    ok = re.compile(r"^[A-Z0-9_]{1,64}$")
+    ok = re.compile(r"^[A-Z][A-Z0-9]{1,63}$")
     return (
         user_id if isinstance(user_id, str) and ok.match(user_id) else None,
         channel_id if isinstance(channel_id, str) and ok.match(channel_id) else None,

@@ -13,9 +13,9 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from bot.core.approvals import ApprovalRequest
+from bot.core.records import ACTION_TRANSITIONS, INTERRUPTED_STATES, ActionRecord, ActionState
 from bot.errors import StoreError
 from bot.store.db import Db, DbIntegrityError, Row
-from bot.store.models import ACTION_TRANSITIONS, INTERRUPTED_STATES, ActionRecord, ActionState
 from bot.store.values import dumps, loads, parse_ts, ts
 
 T = TypeVar("T")

@@ -33,8 +33,8 @@ import hmac
 import json
 from typing import TYPE_CHECKING, Any
 
+from bot.core.records import ChainReport
 from bot.store import audit_guard
-from bot.store.models import ChainReport
 from bot.store.values import storable
 
 if TYPE_CHECKING:

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from bot.core.cluster import ClusterView
 from bot.core.clusters import DEFAULT_CLUSTER
+from bot.core.evidence import EvidenceBundle
+from bot.core.findings import Diagnosis
 from bot.core.incidents import (
     Incident,
     IncidentState,
@@ -17,10 +21,11 @@ from bot.core.incidents import (
     resolve_incident,
     start_mitigation,
 )
+from bot.core.records import EvidenceSnapshot
 from bot.errors import StoreError
 from bot.store import packing
 from bot.store.db import Db, Row
-from bot.store.models import EvidenceSnapshot
+from bot.store.summarizing import summarize
 from bot.store.values import dumps, loads, parse_ts, ts
 
 _SELECT_INCIDENTS = (
@@ -247,10 +252,14 @@ def timeline(conn: Db, incident_id: str) -> list[TimelineEntry]:
     return order_timeline(entries)
 
 
-def snapshot_digest(bundle_json: str, view_json: str, diagnosis_json: str) -> str:
-    """sha256 over the three texts, length-prefixed so no two splits collide."""
+def snapshot_digest(
+    bundle_json: str, view_json: str, diagnosis_json: str, tail_json: str = ""
+) -> str:
+    """sha256 over the texts, length-prefixed so no two splits collide (the process tail
+    only when there is one, so digests of snapshots without one are as before)."""
     digest = hashlib.sha256()
-    for part in (bundle_json, view_json, diagnosis_json):
+    parts = (bundle_json, view_json, diagnosis_json) + ((tail_json,) if tail_json else ())
+    for part in parts:
         raw = part.encode("utf-8")
         digest.update(len(raw).to_bytes(8, "big"))
         digest.update(raw)
@@ -259,6 +268,47 @@ def snapshot_digest(bundle_json: str, view_json: str, diagnosis_json: str) -> st
 
 def _text(value: str | dict[str, Any] | list[Any]) -> str:
     return value if isinstance(value, str) else dumps(value)
+
+
+@dataclass(frozen=True)
+class Capture:
+    """One evidence capture ready to store: its texts, digest and packed value."""
+
+    texts: tuple[str, str, str, str]
+    sha256: str
+    packed: bytes
+
+
+def capture(bundle: EvidenceBundle, view: ClusterView, diagnosis: Diagnosis) -> Capture:
+    """Summarise the bundle's process tail (``bot.store.summarizing``), dump, hash and pack
+    (format 3). CPU-bound: callers run it off the event loop and off the store's writer."""
+    kept, tail = summarize(bundle)
+    texts = (
+        kept.model_dump_json(),
+        view.model_dump_json(),
+        diagnosis.model_dump_json(),
+        tail.model_dump_json() if tail is not None else "",
+    )
+    return Capture(texts, snapshot_digest(*texts), packing.pack_summarised(*texts))
+
+
+def save_capture(conn: Db, incident_id: str, *, at: datetime, capture: Capture) -> EvidenceSnapshot:
+    cur = conn.execute(
+        "INSERT INTO evidence_snapshots (incident_id, at, bundle, cluster_view, diagnosis, "
+        "sha256, packed, format) VALUES (?,?,'','','',?,?,?) RETURNING id",
+        (incident_id, ts(at), capture.sha256, capture.packed, packing.XZ_SUMMARISED),
+    )
+    b, v, d, t = capture.texts
+    return EvidenceSnapshot(
+        id=int(cur.fetchone()[0]),
+        incident_id=incident_id,
+        at=at,
+        bundle_json=b,
+        view_json=v,
+        diagnosis_json=d,
+        process_tail_json=t,
+        sha256=capture.sha256,
+    )
 
 
 def save_snapshot(
@@ -270,7 +320,7 @@ def save_snapshot(
     view_json: str | dict[str, Any],
     diagnosis_json: str | dict[str, Any],
 ) -> EvidenceSnapshot:
-    """Keep the evidence exactly as given (text) or canonically dumped (dict)."""
+    """Keep the evidence exactly as given (text) or canonically dumped (dict), format 1."""
     texts = (_text(bundle_json), _text(view_json), _text(diagnosis_json))
     digest = snapshot_digest(*texts)
     cur = conn.execute(
@@ -310,15 +360,16 @@ def latest_snapshot(conn: Db, incident_id: str) -> EvidenceSnapshot | None:
     return _snapshot(row) if row else None
 
 
-def _texts(row: Row) -> tuple[str, str, str]:
-    """The three texts of a snapshot row, whatever its format (bot/store/packing.py)."""
+def _texts(row: Row) -> tuple[str, str, str, str]:
+    """The texts of a snapshot row, whatever its format (bot/store/packing.py): bundle,
+    view, diagnosis, process tail ('' when none)."""
     if row["format"] == packing.TEXT:
-        return row["bundle"], row["cluster_view"], row["diagnosis"]
-    return packing.unpack(bytes(row["packed"]))
+        return row["bundle"], row["cluster_view"], row["diagnosis"], ""
+    return packing.unpack(bytes(row["packed"]), int(row["format"]))
 
 
 def _snapshot(row: Row) -> EvidenceSnapshot:
-    bundle, view, diagnosis = _texts(row)
+    bundle, view, diagnosis, tail = _texts(row)
     return EvidenceSnapshot(
         id=row["id"],
         incident_id=row["incident_id"],
@@ -326,6 +377,7 @@ def _snapshot(row: Row) -> EvidenceSnapshot:
         bundle_json=bundle,
         view_json=view,
         diagnosis_json=diagnosis,
+        process_tail_json=tail,
         sha256=row["sha256"],
     )
 
@@ -342,7 +394,7 @@ def prune_evidence(conn: Db, *, before: datetime) -> int:
         (ts(before), packing.SUMMARY, PRUNE_BATCH),
     ).fetchall()
     for row in rows:
-        _, _, diagnosis = _texts(row)
+        _, _, diagnosis, _ = _texts(row)
         conn.execute(
             "UPDATE evidence_snapshots SET bundle='', cluster_view='', diagnosis='', packed=?, "
             "format=? WHERE id=?",

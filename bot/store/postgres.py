@@ -32,13 +32,8 @@ POSTGRES = Dialect(
     # a shallow merge (top-level keys), which is what notes on an action need
     merge_result_sql="(COALESCE(result, '{}')::jsonb || ?::jsonb)::text",
 )
-SCHEMES = ("postgresql://", "postgres://")
 #: seconds a connection attempt may take before the store reports the server unreachable
 CONNECT_TIMEOUT_S = 10
-
-
-def is_dsn(target: str) -> bool:
-    return target.startswith(SCHEMES)
 
 
 def redact(dsn: str) -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from bot.core.records import AuditRecord, ChainReport
 from bot.store import audit_chain
 from bot.store.db import Db
-from bot.store.models import AuditRecord, ChainReport
 from bot.store.values import dumps, loads, parse_ts, ts
 
 _SELECT_AUDIT = (

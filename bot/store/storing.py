@@ -9,6 +9,7 @@ once. The store never reads the clock: callers pass ``at``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -24,17 +25,17 @@ from bot.core.clusters import DEFAULT_CLUSTER
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.incidents import Incident, IncidentState, TimelineEntry
-from bot.errors import GpunodeError, StoreError
-from bot.store import action_rows, incident_rows, record_rows
-from bot.store.db import Db, DbError
-from bot.store.engines import Runner, open_runner
-from bot.store.models import (
+from bot.core.records import (
     ActionRecord,
     ActionState,
     AuditRecord,
     ChainReport,
     EvidenceSnapshot,
 )
+from bot.errors import GpunodeError, StoreError
+from bot.store import action_rows, incident_rows, record_rows
+from bot.store.db import Db, DbError
+from bot.store.engines import Runner, open_runner
 from bot.store.values import dumps
 
 T = TypeVar("T")
@@ -254,14 +255,10 @@ class Store:
     ) -> str:
         """Store one evidence capture (as the models' JSON, which the hash covers); returns
         its sha256 (shown in the thread)."""
-        snap = await self._run(
-            incident_rows.save_snapshot,
-            incident_id,
-            at=at,
-            bundle_json=bundle.model_dump_json(),
-            view_json=view.model_dump_json(),
-            diagnosis_json=diagnosis.model_dump_json(),
-        )
+        # summarised, dumped and compressed on a thread of its own: neither the event
+        # loop nor the store's writer waits for it
+        packed = await asyncio.to_thread(incident_rows.capture, bundle, view, diagnosis)
+        snap = await self._run(incident_rows.save_capture, incident_id, at=at, capture=packed)
         return snap.sha256
 
     async def snapshots(self, incident_id: str) -> list[EvidenceSnapshot]:

@@ -36,6 +36,7 @@ from bot.services.ports import KubePort
 from bot.slack.bolt import build_app
 from bot.slack.chatting import SlackChat
 from bot.slack.edge import Malformed, SlackEdge
+from bot.slack.presenter import SlackPresenter
 from bot.store.storing import Store
 from bot.telemetry.lag import LoopLag
 from bot.telemetry.metrics import Metrics
@@ -198,14 +199,19 @@ async def build_runtime(
     # every cluster's Kubernetes calls are counted, each port as it is first built
     instrument(metrics, store=store, client=client, kube=clusters, replica_id=replica_id)
     bg = Background()
+    # one set of language rules: the services keep a new thread's locale, the presenter
+    # words every outcome in its reader's language
+    locales = LocaleChooser(chat, channel_locales=settings.slack.channel_locales)
+    presenter = SlackPresenter(chat, locales)
     diagnose = DiagnoseService(
         clusters,
         store,
         chat,
+        thread=presenter,
         clock=clock,
         thresholds=thresholds,
         history=HistoryService.from_settings(settings.prometheus),
-        locales=LocaleChooser(chat, channel_locales=settings.slack.channel_locales),
+        locales=locales,
         metrics=metrics,
         dashboard_url=settings.links.dashboard_url,
     )
@@ -216,6 +222,7 @@ async def build_runtime(
         diagnose,
         bg,
         policy=policy,
+        thread=presenter,
         clock=clock,
         new_id=new_id,
         replica_id=replica_id,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import importlib
 import logging
 import signal
@@ -91,7 +92,9 @@ async def _serve(settings: Settings) -> None:
 
     policy = load_policy(settings)
     thresholds = read_thresholds(settings)
-    kube = ClusterRegistry.from_settings(settings, build=Gateway.from_settings)
+    kube = ClusterRegistry.from_settings(
+        settings, build=functools.partial(Gateway.from_settings, informers=True)
+    )
     assert settings.slack.bot_token is not None  # checked by check_settings
     client = make_client(
         settings.slack.bot_token.get_secret_value(),

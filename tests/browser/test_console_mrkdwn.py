@@ -45,7 +45,7 @@ def render(browser: Any) -> Any:
         (":white_check_mark: Applied", "\u2705 Applied", 'class="emoji"'),
         (":not_an_emoji: x", ":not_an_emoji: x", None),
         ("at 10:30:45", "at 10:30:45", None),
-        ("by <@U_BOB>", "by @u_bob", 'class="mention"'),
+        ("by <@U0BOB>", "by @u0bob", 'class="mention"'),
         ("<javascript:alert(1)|click>", "click", None),
         ("&lt;b&gt;x&lt;/b&gt;", "<b>x</b>", "&lt;b&gt;"),
         ("```\nbar\n```\nlegend", "bar\nlegend", "<pre>bar\n</pre>legend"),

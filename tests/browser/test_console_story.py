@@ -52,7 +52,7 @@ def command(page: Any, text: str) -> None:
 
 def diagnose(page: Any, shots: Shots) -> Any:
     """Alice runs the command; the thread shows evidence, verdict, talking points, tiers."""
-    act_as(page, "U_ALICE")
+    act_as(page, "U0ALICE")
     command(page, f"diagnose {NODE}")
     root = page.get_by_test_id("messages").get_by_test_id("message").filter(has_text=NODE).first
     expect(root).to_contain_text(INCIDENT)
@@ -122,7 +122,7 @@ def nothing_left_to_do(page: Any, thread: Any, shots: Shots) -> None:
 
 
 def export_timeline(page: Any, shots: Shots) -> None:
-    act_as(page, "U_ALICE")
+    act_as(page, "U0ALICE")
     command(page, f"timeline {INCIDENT}")
     thread = page.get_by_test_id("thread-pane")
     card = thread.get_by_test_id("file-card").filter(has_text=f"{INCIDENT}-postmortem.html")

@@ -20,7 +20,7 @@ import pytest
 from playwright.sync_api import expect
 
 from bot.render import environment
-from bot.render.console import console_labels
+from bot.sandbox.slacksim.console_labels import labels as console_labels
 from tests.browser.test_console_story import (
     DIAGNOSIS_MS,
     INCIDENT,
@@ -72,7 +72,7 @@ def command(page: Any, text: str, labels: dict[str, str]) -> None:
 
 def diagnose_in_chinese(page: Any, shots: Shots) -> Any:
     labels = console_labels(ZH)
-    act_as(page, "U_LIWEI")
+    act_as(page, "U0LIWEI")
     expect(page.locator("html")).to_have_attribute("lang", ZH)
     expect(page.locator("#sidebar h2")).to_have_text(labels["channels"])
     expect(page.get_by_test_id("command-send")).to_have_text(labels["send"])
@@ -132,7 +132,7 @@ def nothing_left_to_do(page: Any, thread: Any) -> None:
 
 
 def export_timeline(page: Any, shots: Shots) -> None:
-    act_as(page, "U_LIWEI")
+    act_as(page, "U0LIWEI")
     command(page, f"timeline {INCIDENT}", console_labels(ZH))
     thread = page.get_by_test_id("thread-pane")
     card = thread.get_by_test_id("file-card").filter(has_text=f"{INCIDENT}-postmortem.html")
@@ -161,7 +161,7 @@ def test_lang_in_the_address_picks_the_consoles_language(
     demo_console: str, page: Any, shots: Shots
 ) -> None:
     page.goto(demo_console + "/?lang=zh-CN")
-    act_as(page, "U_ALICE")  # an English speaker's Slack, but the address asks for Chinese
+    act_as(page, "U0ALICE")  # an English speaker's Slack, but the address asks for Chinese
     labels = console_labels(ZH)
     expect(page.locator("html")).to_have_attribute("lang", ZH)
     expect(page.locator('label[for="user-picker"]')).to_have_text(labels["acting_as"])

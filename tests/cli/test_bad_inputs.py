@@ -37,8 +37,13 @@ def gpunode(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env.update(PYTHONPATH=str(ROOT), HOME=str(cwd), XDG_STATE_HOME=str(cwd / "state"))
     return subprocess.run(
         [sys.executable, "-m", "bot", *args],
-        capture_output=True, text=True, cwd=cwd, env=env, timeout=120, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+        check=False,
+    )
 
 
 KUBECONFIGS = {
@@ -133,3 +138,11 @@ def test_usage_errors_exit_2_and_name_what_was_wrong(
 
 def test_a_store_that_is_not_there_is_a_runtime_failure(tmp_path: Path) -> None:
     assert_clean(gpunode("status", cwd=tmp_path), 1, "no incident store at", "store.path")
+
+
+@pytest.mark.parametrize("command", [("demo", "--script"), ("sandbox", "kube")])
+def test_an_unknown_scenario_is_named_with_the_shipped_ones(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    result = gpunode(*command, "--scenario", "no-such-scenario", cwd=tmp_path)
+    assert_clean(result, 1, "no scenario 'no-such-scenario'", "seed")

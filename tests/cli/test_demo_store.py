@@ -43,10 +43,10 @@ async def test_status_audit_and_timeline_find_the_demo_with_names_and_cluster(
     store_path = fresh_demo_store()
     async with await Store.open(str(store_path)) as store:
         incident, _ = await store.open_or_join_incident(
-            "gpu-node-01", "C0INCIDENT", opened_by="U_ALICE", at=AT, cluster="prod-eu"
+            "gpu-node-01", "C0INCIDENT", opened_by="U0ALICE", at=AT, cluster="prod-eu"
         )
         await store.append_timeline(
-            TimelineEntry(incident_id=incident.id, at=AT, kind="note", actor="U_BOB",
+            TimelineEntry(incident_id=incident.id, at=AT, kind="note", actor="U0BOB",
                           text="looking at it")
         )  # fmt: skip
     slack = SlackSim(signing_secret="s3cret", bot_token="xoxb-demo")
@@ -64,7 +64,7 @@ async def test_status_audit_and_timeline_find_the_demo_with_names_and_cluster(
     finally:
         await slack.stop()
     assert "Alice Ng" in out and "Bob Okafor" in out
-    assert "U_ALICE" not in out and "U\\_ALICE" not in out
+    assert "U0ALICE" not in out
     assert "prod-eu" in out
 
 

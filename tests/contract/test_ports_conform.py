@@ -13,10 +13,13 @@ from pathlib import Path
 import pytest
 
 from bot.kube.gateway import Gateway
-from bot.services.ports import ChatPort, KubePort, StorePort
+from bot.services.locales import LocaleChooser
+from bot.services.ports import ChatPort, KubePort, StorePort, ThreadPort
 from bot.slack.chatting import SlackChat
+from bot.slack.presenter import SlackPresenter
 from bot.store import Store
 from tests.services.fakes import FakeChat, FakeKube
+from tests.services.presenting import RecordingPresenter
 
 
 def _kube(port: KubePort) -> KubePort:
@@ -28,6 +31,10 @@ def _chat(port: ChatPort) -> ChatPort:
 
 
 def _store(port: StorePort) -> StorePort:
+    return port
+
+
+def _thread(port: ThreadPort) -> ThreadPort:
     return port
 
 
@@ -46,6 +53,8 @@ IMPLEMENTATIONS: list[tuple[type, type]] = [
     (ChatPort, SlackChat),
     (ChatPort, FakeChat),
     (StorePort, Store),
+    (ThreadPort, SlackPresenter),
+    (ThreadPort, RecordingPresenter),
 ]
 
 
@@ -72,5 +81,7 @@ async def test_the_real_store_and_the_fakes_type_check_against_their_ports(
     bundle, view = load_scenario("seed")
     _kube(FakeKube(bundle, view))
     _chat(FakeChat())
+    _thread(SlackPresenter(FakeChat(), LocaleChooser()))
+    _thread(RecordingPresenter(FakeChat()))
     async with await Store.open(str(tmp_path / "s.db")) as store:
         assert await _store(store).open_incidents() == []

@@ -122,7 +122,7 @@ def test_without_prometheus_the_chart_draws_the_snapshot_and_the_kernel_records(
 def _entry(kind: str, text: str, minutes: int, **data: str) -> TimelineEntry:
     return TimelineEntry(
         incident_id="INC-0001", at=END - timedelta(minutes=minutes), kind=kind,  # type: ignore[arg-type]
-        actor="U_ALICE", text=text, data=data,
+        actor="U0ALICE", text=text, data=data,
     )  # fmt: skip
 
 

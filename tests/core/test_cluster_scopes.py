@@ -74,9 +74,9 @@ def test_a_one_cluster_bot_names_nodes_without_their_cluster() -> None:
 @pytest.mark.parametrize(
     ("explicit", "channel", "expected"),
     [
-        ("prod-us", "C_EU", "prod-us"),  # named: wins over the channel's default
-        (None, "C_EU", "prod-eu"),  # the channel's default
-        (None, "C_OTHER", "prod-us"),  # the settings' default
+        ("prod-us", "C0EU", "prod-us"),  # named: wins over the channel's default
+        (None, "C0EU", "prod-eu"),  # the channel's default
+        (None, "C0OTHER", "prod-us"),  # the settings' default
     ],
 )
 def test_the_cluster_of_a_command_is_named_else_the_channels_else_the_default(
@@ -87,7 +87,7 @@ def test_the_cluster_of_a_command_is_named_else_the_channels_else_the_default(
         channel=channel,
         known=KNOWN,
         default="prod-us",
-        channel_defaults={"C_EU": "prod-eu"},
+        channel_defaults={"C0EU": "prod-eu"},
     )
     assert chosen == expected
 
@@ -113,9 +113,9 @@ POLICY: dict[str, Any] = {
         "lead": {"can_approve": [1], "can_diagnose": True},
     },
     "bindings": {
-        "sre-eu": {"users": ["U_EU"]},
-        "sre-us": {"users": ["U_US"]},
-        "lead": {"users": ["U_LEAD"]},
+        "sre-eu": {"users": ["U0EU"]},
+        "sre-us": {"users": ["U0US"]},
+        "lead": {"users": ["U0LEAD"]},
     },
 }  # fmt: skip
 
@@ -127,10 +127,10 @@ def who(user: str, cluster: str) -> Principal:
 @pytest.mark.parametrize(
     ("user", "cluster", "tier", "expected"),
     [
-        ("U_EU", "prod-eu", 2, Allow()),
-        ("U_US", "prod-us", 2, Allow()),
-        ("U_EU", "prod-eu", 1, NeedsApproval(quorum=1, approver_roles=("lead", "sre-eu"))),
-        ("U_US", "prod-us", 1, NeedsApproval(quorum=1, approver_roles=("lead", "sre-us"))),
+        ("U0EU", "prod-eu", 2, Allow()),
+        ("U0US", "prod-us", 2, Allow()),
+        ("U0EU", "prod-eu", 1, NeedsApproval(quorum=1, approver_roles=("lead", "sre-eu"))),
+        ("U0US", "prod-us", 1, NeedsApproval(quorum=1, approver_roles=("lead", "sre-us"))),
     ],
 )
 def test_a_cluster_scoped_role_acts_in_its_own_cluster(
@@ -143,22 +143,24 @@ def test_a_cluster_scoped_role_acts_in_its_own_cluster(
 @pytest.mark.parametrize(("tier", "undo"), [(1, False), (2, False), (3, False), (2, True)])
 def test_an_sre_of_one_cluster_cannot_act_on_another_and_is_told_why(tier: int, undo: bool) -> None:
     policy = parse_policy(POLICY)
-    decision = decide(who("U_EU", "prod-us"), ActionRequestInfo(tier=tier, undo=undo), policy)  # type: ignore[arg-type]
+    decision = decide(who("U0EU", "prod-us"), ActionRequestInfo(tier=tier, undo=undo), policy)  # type: ignore[arg-type]
     assert decision == Deny(
         reason="this is cluster prod-us and your role does not cover it (sre-eu applies in "
-        "prod-eu only); ask an admin for a role in prod-us"
+        "prod-eu only); ask an admin for a role in prod-us",
+        code="role_not_in_cluster",
+        params={"cluster": "prod-us", "scopes": [{"role": "sre-eu", "clusters": ["prod-eu"]}]},
     )
 
 
 def test_approving_resolving_and_diagnosing_are_scoped_to_the_roles_clusters() -> None:
     policy = parse_policy(POLICY)
-    assert can_approve(who("U_EU", "prod-eu"), 1, policy)
-    assert not can_approve(who("U_EU", "prod-us"), 1, policy)
-    assert can_approve(who("U_LEAD", "prod-us"), 1, policy)  # an unscoped role: everywhere
-    assert authorize(who("U_US", "prod-us"), "resolve", policy) == Allow()
-    refused = authorize(who("U_US", "prod-eu"), "diagnose", policy)
+    assert can_approve(who("U0EU", "prod-eu"), 1, policy)
+    assert not can_approve(who("U0EU", "prod-us"), 1, policy)
+    assert can_approve(who("U0LEAD", "prod-us"), 1, policy)  # an unscoped role: everywhere
+    assert authorize(who("U0US", "prod-us"), "resolve", policy) == Allow()
+    refused = authorize(who("U0US", "prod-eu"), "diagnose", policy)
     assert isinstance(refused, Deny) and "this is cluster prod-eu" in refused.reason
-    refused_view = authorize(who("U_US", "prod-eu"), "view", policy)
+    refused_view = authorize(who("U0US", "prod-eu"), "view", policy)
     assert (
         isinstance(refused_view, Deny) and "sre-us applies in prod-us only" in refused_view.reason
     )
@@ -166,8 +168,8 @@ def test_approving_resolving_and_diagnosing_are_scoped_to_the_roles_clusters() -
 
 def test_with_no_cluster_in_question_every_bound_role_counts() -> None:
     policy = parse_policy(POLICY)
-    assert roles_of(who("U_EU", ""), policy) == ["sre-eu"]
-    assert authorize(who("U_EU", ""), "view", policy) == Allow()
+    assert roles_of(who("U0EU", ""), policy) == ["sre-eu"]
+    assert authorize(who("U0EU", ""), "view", policy) == Allow()
 
 
 def test_a_role_scoped_to_a_malformed_cluster_name_is_refused_at_load() -> None:

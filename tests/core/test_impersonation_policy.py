@@ -87,9 +87,9 @@ def test_an_action_carries_the_requester_the_approvers_and_its_id_as_extras() ->
     identity = identity_of(SRE, _policy(**MAPPED))
     assert identity is not None
     acting = acting_as(
-        identity, slack_user=SRE, approvers=("U_BOB", "U_BOB", "U_C"), action_id="a1"
+        identity, slack_user=SRE, approvers=("U0BOB", "U0BOB", "U0C"), action_id="a1"
     )
     assert (acting.user, acting.groups) == ("sre@example.com", ("gpu-oncall",))
     assert acting.extra_values(EXTRA_SLACK_USER) == (SRE,)
-    assert acting.extra_values(EXTRA_APPROVED_BY) == ("U_BOB", "U_C")
+    assert acting.extra_values(EXTRA_APPROVED_BY) == ("U0BOB", "U0C")
     assert acting.extra_values(EXTRA_ACTION) == ("a1",)

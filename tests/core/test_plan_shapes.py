@@ -52,18 +52,31 @@ def _replicas(n: int, *, req: float, lim: float | None, owner: str = "api") -> l
 
 
 def _node(pods: list[PodInfo], *, allocatable: float, limits: float, **fields: Any) -> ClusterView:
-    row = ResourceAllocation(resource="memory", requests="0", limits=f"{limits}Gi",
-                             requests_value=0, limits_value=limits * GI,
-                             allocatable_value=allocatable * GI)  # fmt: skip
+    row = ResourceAllocation(
+        resource="memory",
+        requests="0",
+        limits=f"{limits}Gi",
+        requests_value=0,
+        limits_value=limits * GI,
+        allocatable_value=allocatable * GI,
+    )
     return view(pods, allocated=[row], **fields)
 
 
 def _host_verdict(first: str, *, shortage: float, ws: float, group_pods: int) -> Verdict:
-    params: dict[str, Any] = {"pod": first, "container": "main", "working_set_bytes": int(ws * GI),
-                              "container_working_set_bytes": int(ws * GI),
-                              "pods_in_group": group_pods}  # fmt: skip
-    return Verdict(cause="host_memory_workload", subject=first, params=params,
-                   shortage_bytes=int(shortage * GI))  # fmt: skip
+    params: dict[str, Any] = {
+        "pod": first,
+        "container": "main",
+        "working_set_bytes": int(ws * GI),
+        "container_working_set_bytes": int(ws * GI),
+        "pods_in_group": group_pods,
+    }
+    return Verdict(
+        cause="host_memory_workload",
+        subject=first,
+        params=params,
+        shortage_bytes=int(shortage * GI),
+    )
 
 
 def _bytes(text: str) -> int:
@@ -77,8 +90,9 @@ def test_a_shortage_is_shared_across_the_owners_replicas_and_no_cap_falls_below_
     # limits 280 GiB (the old node-wide cut, 280 - 230 = 50 GiB, came off ONE container's
     # 20 GiB limit: "memory limit 1Mi, request 1Mi")
     pods = _replicas(14, req=8, lim=20)
-    d = _diagnosis(_host_verdict(pods[0].key, shortage=20, ws=16, group_pods=14),
-                   {p.key: 16 for p in pods})  # fmt: skip
+    d = _diagnosis(
+        _host_verdict(pods[0].key, shortage=20, ws=16, group_pods=14), {p.key: 16 for p in pods}
+    )
     v = _node(pods, allocatable=256, limits=280)
     plan = with_relief(plan_tier3(v, d), d, v)
 
@@ -100,8 +114,11 @@ def test_a_node_wide_overcommit_cut_is_shared_across_the_replicas_not_taken_from
     pressure = Finding.model_validate(
         {"code": "NODE_MEMORY_PRESSURE", "severity": "warning", "subject": "n1"}
     )
-    d = _diagnosis(_host_verdict(pods[0].key, shortage=0, ws=12, group_pods=12),
-                   {p.key: 12 for p in pods}, [pressure])  # fmt: skip
+    d = _diagnosis(
+        _host_verdict(pods[0].key, shortage=0, ws=12, group_pods=12),
+        {p.key: 12 for p in pods},
+        [pressure],
+    )
     plan = plan_tier3(_node(pods, allocatable=256, limits=280), d)
 
     assert plan.values is not None
@@ -111,10 +128,15 @@ def test_a_node_wide_overcommit_cut_is_shared_across_the_replicas_not_taken_from
 
 def test_the_floor_holds_when_the_shared_cut_would_go_below_half() -> None:
     pods = _replicas(2, req=4, lim=20)
-    d = _diagnosis(_host_verdict(pods[0].key, shortage=0, ws=18, group_pods=2),
-                   {p.key: 18 for p in pods},
-                   [Finding.model_validate({"code": "MEMORY_PRESSURE_STALL",
-                                            "severity": "warning", "subject": "n1"})])  # fmt: skip
+    d = _diagnosis(
+        _host_verdict(pods[0].key, shortage=0, ws=18, group_pods=2),
+        {p.key: 18 for p in pods},
+        [
+            Finding.model_validate(
+                {"code": "MEMORY_PRESSURE_STALL", "severity": "warning", "subject": "n1"}
+            )
+        ],
+    )
     plan = plan_tier3(_node(pods, allocatable=100, limits=200), d)
 
     assert plan.values is not None and plan.values.memory_limit == "9Gi"
@@ -132,14 +154,17 @@ def test_a_leaking_sidecar_is_capped_and_its_relief_is_what_the_sidecar_holds() 
     # a training pod: the trainer holds 290 GiB, its native sidecar (log shipper) 9 GiB and
     # leaking. Old code counted the pod's ledger line: "frees about 297 GiB"
     train = pod("train-0", req=300, lim=None, gpu=8, owner="StatefulSet")
-    shipper = ContainerInfo(name="shipper", init=True, sidecar=True,
-                            requests={"memory": "256Mi"})  # fmt: skip
+    shipper = ContainerInfo(name="shipper", init=True, sidecar=True, requests={"memory": "256Mi"})
     train = train.model_copy(update={"containers": [*train.containers, shipper]})
-    params: dict[str, Any] = {"pod": train.key, "container": "shipper",
-                              "working_set_bytes": 299 * GI,
-                              "container_working_set_bytes": 9 * GI}  # fmt: skip
-    verdict = Verdict(cause="host_memory_workload", subject=train.key, params=params,
-                      shortage_bytes=4 * GI)  # fmt: skip
+    params: dict[str, Any] = {
+        "pod": train.key,
+        "container": "shipper",
+        "working_set_bytes": 299 * GI,
+        "container_working_set_bytes": 9 * GI,
+    }
+    verdict = Verdict(
+        cause="host_memory_workload", subject=train.key, params=params, shortage_bytes=4 * GI
+    )
     d = _diagnosis(verdict, {train.key: 299})
     holdings = {train.key: {"main": 290 * GI, "shipper": 9 * GI}}
     v = view([train])
@@ -156,11 +181,15 @@ def test_a_leaking_sidecar_is_capped_and_its_relief_is_what_the_sidecar_holds() 
 
 def test_without_holdings_a_sidecars_relief_is_still_bounded_by_its_working_set() -> None:
     train = pod("train-0", req=300, lim=None, gpu=8, owner="StatefulSet")
-    params: dict[str, Any] = {"pod": train.key, "container": "main",
-                              "working_set_bytes": 299 * GI,
-                              "container_working_set_bytes": 9 * GI}  # fmt: skip
-    verdict = Verdict(cause="host_memory_workload", subject=train.key, params=params,
-                      shortage_bytes=4 * GI)  # fmt: skip
+    params: dict[str, Any] = {
+        "pod": train.key,
+        "container": "main",
+        "working_set_bytes": 299 * GI,
+        "container_working_set_bytes": 9 * GI,
+    }
+    verdict = Verdict(
+        cause="host_memory_workload", subject=train.key, params=params, shortage_bytes=4 * GI
+    )
     d = _diagnosis(verdict, {train.key: 299})
     v = view([train])
     plan = with_relief(plan_tier3(v, d), d, v)
@@ -169,8 +198,9 @@ def test_without_holdings_a_sidecars_relief_is_still_bounded_by_its_working_set(
 
 def test_a_proposed_request_never_exceeds_the_limit_nor_todays_request() -> None:
     pods = _replicas(3, req=2, lim=6)
-    d = _diagnosis(_host_verdict(pods[0].key, shortage=3, ws=4.75, group_pods=3),
-                   {p.key: 4.75 for p in pods})  # fmt: skip
+    d = _diagnosis(
+        _host_verdict(pods[0].key, shortage=3, ws=4.75, group_pods=3), {p.key: 4.75 for p in pods}
+    )
     plan = plan_tier3(_node(pods, allocatable=238, limits=288), d)
     assert plan.values is not None
     assert plan.values.memory_limit == "3328Mi"  # 4.75 - (3 + 1)/3 = 3.42 -> 3.25 GiB
@@ -180,8 +210,7 @@ def test_a_proposed_request_never_exceeds_the_limit_nor_todays_request() -> None
 def test_an_unbounded_leak_does_not_get_a_request_that_reserves_the_leak() -> None:
     # no limit, no request: old code asked 87.5% of the new limit, near the leak's holding
     pods = _replicas(1, req=0, lim=None)
-    d = _diagnosis(_host_verdict(pods[0].key, shortage=10, ws=40, group_pods=1),
-                   {pods[0].key: 40})  # fmt: skip
+    d = _diagnosis(_host_verdict(pods[0].key, shortage=10, ws=40, group_pods=1), {pods[0].key: 40})
     plan = plan_tier3(_node(pods, allocatable=100, limits=0), d)
     assert plan.values is not None and plan.values.memory_limit == "29Gi"  # 40 - (10 + 1)
     assert _bytes(plan.values.memory_request) <= plan.values.memory_limit_bytes
@@ -191,10 +220,18 @@ def test_an_unbounded_leak_does_not_get_a_request_that_reserves_the_leak() -> No
 def test_a_cap_names_the_replicas_it_rolls_on_other_nodes() -> None:
     pods = _replicas(2, req=2, lim=6)
     elsewhere = {f"ml/api-{i:02d}": "n2" for i in range(2, 5)}
-    api = WorkloadInfo(kind="Deployment", namespace="ml", name="api", replicas=5,
-                       strategy="RollingUpdate", max_surge="0", elsewhere=elsewhere)  # fmt: skip
-    d = _diagnosis(_host_verdict(pods[0].key, shortage=2, ws=5, group_pods=2),
-                   {p.key: 5 for p in pods})  # fmt: skip
+    api = WorkloadInfo(
+        kind="Deployment",
+        namespace="ml",
+        name="api",
+        replicas=5,
+        strategy="RollingUpdate",
+        max_surge="0",
+        elsewhere=elsewhere,
+    )
+    d = _diagnosis(
+        _host_verdict(pods[0].key, shortage=2, ws=5, group_pods=2), {p.key: 5 for p in pods}
+    )
     v = _node(pods, allocatable=238, limits=288, workloads=[api])
     plan = with_relief(plan_tier3(v, d), d, v)
 
@@ -212,8 +249,7 @@ def test_a_cap_names_the_replicas_it_rolls_on_other_nodes() -> None:
 def test_tier1_evicts_the_fewest_pods_in_the_kubelets_order_and_names_the_rest() -> None:
     # the offender alone covers the 4 GiB shortage 15 times over: old code evicted all four
     offender = pod("prep", req=8, lim=None)
-    others = [pod("web", req=2, lim=4), pod("batch", req=1, lim=2),
-              pod("docs", req=4, lim=8)]  # fmt: skip
+    others = [pod("web", req=2, lim=4), pod("batch", req=1, lim=2), pod("docs", req=4, lim=8)]
     d = _diagnosis(
         Verdict(cause="host_memory_workload", subject="ml/prep", shortage_bytes=4 * GI),
         {"ml/prep": 60, "ml/web": 3, "ml/batch": 1.5, "ml/docs": 2},
@@ -223,8 +259,10 @@ def test_tier1_evicts_the_fewest_pods_in_the_kubelets_order_and_names_the_rest()
     assert plan.blast_radius == ["ml/prep"]
     assert [s.verb for s in plan.steps] == ["cordon", "annotate_node", "evict"]
     assert {(p.pod, p.reason) for p in plan.protected} == {
-        ("ml/web", "not_needed"), ("ml/batch", "not_needed"), ("ml/docs", "not_needed"),
-    }  # fmt: skip
+        ("ml/web", "not_needed"),
+        ("ml/batch", "not_needed"),
+        ("ml/docs", "not_needed"),
+    }
 
 
 def test_the_kubelets_eviction_order_is_above_request_then_priority_then_usage() -> None:
@@ -254,8 +292,10 @@ def test_tier1_never_evicts_mig_dra_or_gang_pods() -> None:
     )
     dra = pod("dra", req=1, lim=None).model_copy(update={"resource_claims": ["gpu"]})
     gang = pod("gang", req=1, lim=None, labels={"training.kubeflow.org/job-name": "llm"})
-    d = _diagnosis(Verdict(cause="overcommit", shortage_bytes=50 * GI),
-                   {"ml/mig": 20, "ml/dra": 20, "ml/gang": 20})  # fmt: skip
+    d = _diagnosis(
+        Verdict(cause="overcommit", shortage_bytes=50 * GI),
+        {"ml/mig": 20, "ml/dra": 20, "ml/gang": 20},
+    )
     plan = plan_tier1(view([mig, dra, gang]), d)
     assert plan.blast_radius == []
     assert {p.reason for p in plan.protected} <= {"gpu_workload", "gang_member"}

@@ -142,7 +142,9 @@ def test_quorums_are_configurable_per_tier() -> None:
     )
     # tier 3 was not mentioned: its default quorum (0) applies
     assert decide(who("U0AAA"), ActionRequestInfo(tier=3), policy) == Deny(
-        reason="no role in the policy file allows tier 3; ask an admin to add one"
+        reason="no role in the policy file allows tier 3; ask an admin to add one",
+        code="no_role_allows",
+        params={"what": "tier", "tier": 3, "cluster": ""},
     )
 
 
@@ -155,6 +157,10 @@ def test_quorums_are_configurable_per_tier() -> None:
         (
             {"roles": {"r": {}}, "bindings": {"r": {"users": ["bob"]}}},
             "'bob' is not a Slack user id",
+        ),
+        (
+            {"roles": {"r": {}}, "bindings": {"r": {"users": ["U0_ALICE"]}}},
+            "'U0_ALICE' is not a Slack user id",
         ),
         (
             {"roles": {"r": {}}, "bindings": {"r": {"usergroups": ["U0X1"]}}},

@@ -24,7 +24,7 @@ CLUSTER_RULES = {
     ("", "pods"): {"get", "list"},
     ("", "pods/eviction"): {"create"},
     ("", "pods/resize"): {"patch"},
-    ("", "events"): {"list"},
+    ("", "events"): {"list", "watch"},
     ("apps", "deployments"): {"get", "patch"},
     ("apps", "statefulsets"): {"get", "patch"},
     ("apps", "replicasets"): {"get"},

@@ -39,7 +39,7 @@ def failed_chat_calls(sim: SlackSim) -> list[Any]:
     return [c for c in sim.calls if c.method.startswith("chat.") and not c.ok]
 
 
-async def diagnose(demo: Demo, node: str = NODE, *, user: str = "U_ALICE") -> str:
+async def diagnose(demo: Demo, node: str = NODE, *, user: str = "U0ALICE") -> str:
     """Run ``/gpunode diagnose``; the incident thread's ts."""
     result = await demo.slack.slash_command(user, CHANNEL, f"diagnose {node}")
     assert result.status == 200, result.body

@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
+from bot.core.records import ActionRecord
 from bot.sandbox.demo import Demo, running_demo
 from bot.sandbox.slacksim.blocks import find_element, message_text
 from bot.sandbox.story import CHANNEL
-from bot.store.models import ActionRecord
 from tests.e2e.conftest import NODE, diagnose, press, submit_modal
 
 pytestmark = pytest.mark.slow
-ALICE, BOB = "U_ALICE", "U_BOB"
+ALICE, BOB = "U0ALICE", "U0BOB"
 TIER3_EDITS = {"memory_limit": "32Gi", "memory_request": "28Gi", "accept_oom": True}
 PC = "gpunode-critical-training"
 #: a write that hangs: the gateway gives up after REQUEST_TIMEOUT_S, the stand-in answers

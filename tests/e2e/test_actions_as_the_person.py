@@ -26,7 +26,7 @@ from tests.e2e.conftest import diagnose, ephemeral_texts, press, submit_modal, t
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
-ALICE, LIWEI, BOB = "U_ALICE", "U_LIWEI", "U_BOB"
+ALICE, LIWEI, BOB = "U0ALICE", "U0LIWEI", "U0BOB"
 PEOPLE: dict[str, dict[str, Any]] = {
     ALICE: {"user": "alice@example.com", "groups": ["ml-oncall"]},
     LIWEI: {"user": "liwei@example.com", "groups": ["ml-oncall"]},

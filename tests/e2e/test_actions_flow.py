@@ -26,7 +26,7 @@ from tests.e2e.conftest import (
 )
 
 pytestmark = pytest.mark.slow
-ALICE, BOB, DAVE = "U_ALICE", "U_BOB", "U_DAVE"
+ALICE, BOB, DAVE = "U0ALICE", "U0BOB", "U0DAVE"
 
 
 async def request_tier(
@@ -86,7 +86,7 @@ async def test_tier1_requested_by_alice_and_approved_by_bob_cordons_and_evicts(
     assert before[cache] in left  # left alone, not needed
     assert {"train-llm-0", "jupyter-alice"} <= set(left.values())  # protected pods stay
     replies = "\n".join(text_of(m) for m in thread(demo, root_ts))
-    assert "approved by <@U_BOB>" in replies
+    assert "approved by <@U0BOB>" in replies
     assert f"evict `serving/{cache}`" not in replies
     decisions = [(a.actor, a.decision) for a in await audit(demo)]
     assert (BOB, "approved") in decisions or any(d == "executed" for _, d in decisions)

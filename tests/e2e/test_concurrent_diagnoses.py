@@ -14,7 +14,7 @@ from tests.e2e.conftest import failed_chat_calls, incident_roots, text_of
 
 pytestmark = pytest.mark.slow
 NODES = ("gpu-node-01", "gpu-node-02")
-USERS = ("U_ALICE", "U_BOB", "U_CAROL")
+USERS = ("U0ALICE", "U0BOB", "U0CAROL")
 
 
 async def test_twenty_concurrent_diagnoses_of_two_nodes_make_exactly_two_threads(

@@ -50,7 +50,7 @@ async def test_diagnose_opens_one_incident_whose_thread_holds_evidence_points_an
 
 async def test_a_second_diagnose_of_the_same_node_joins_the_open_incident(demo: Demo) -> None:
     first = await diagnose(demo)
-    second = await diagnose(demo, user="U_BOB")
+    second = await diagnose(demo, user="U0BOB")
 
     assert second == first
     assert len(incident_roots(demo.slack)) == 1
@@ -62,14 +62,14 @@ async def test_a_reply_delivered_three_times_lands_in_the_timeline_once(demo: De
     root_ts = await diagnose(demo)
 
     await demo.slack.post_user_message(
-        "U_CAROL", CHANNEL, "our notebook is not the problem", thread_ts=root_ts, deliveries=3
+        "U0CAROL", CHANNEL, "our notebook is not the problem", thread_ts=root_ts, deliveries=3
     )
     await demo.drain()
 
     entries = await demo.runtime.store.timeline("INC-0001")
     said = [e for e in entries if e.text == "our notebook is not the problem"]
     assert len(said) == 1
-    assert said[0].actor == "U_CAROL"
+    assert said[0].actor == "U0CAROL"
 
 
 async def test_diagnose_uploads_a_png_chart_into_the_thread_with_slacks_upload_flow(
@@ -95,7 +95,7 @@ async def test_timeline_command_uploads_the_postmortem_draft_into_the_thread(
     root_ts = await diagnose(demo)
     charts = {f["id"] for f in demo.slack.files(CHANNEL)}
 
-    await demo.slack.slash_command("U_ALICE", CHANNEL, "timeline INC-0001")
+    await demo.slack.slash_command("U0ALICE", CHANNEL, "timeline INC-0001")
     await demo.drain()
 
     files = [f for f in demo.slack.files(CHANNEL) if f["id"] not in charts]
@@ -108,7 +108,7 @@ async def test_timeline_command_uploads_the_postmortem_draft_into_the_thread(
     md = files[1]["content"].decode()
     assert md.startswith("# Postmortem draft: INC-0001") and NODE in md
     assert "![" in md and "(INC-0001-postmortem-start.png)" in md
-    assert "alice (Alice Ng)" in md and "U_ALICE" not in md.split("## Appendix")[0]
+    assert "alice (Alice Ng)" in md and "U0ALICE" not in md.split("## Appendix")[0]
     html = files[2]["content"].decode()
     assert html.startswith("<!DOCTYPE html>") and 'src="data:image/png;base64,' in html
 
@@ -116,24 +116,24 @@ async def test_timeline_command_uploads_the_postmortem_draft_into_the_thread(
 async def test_status_lists_the_open_incident_to_the_asker_only(demo: Demo) -> None:
     await diagnose(demo)
 
-    await demo.slack.slash_command("U_BOB", CHANNEL, "status")
+    await demo.slack.slash_command("U0BOB", CHANNEL, "status")
     await demo.drain()
 
-    assert any("INC-0001" in t for t in ephemeral_texts(demo.slack, "U_BOB"))
+    assert any("INC-0001" in t for t in ephemeral_texts(demo.slack, "U0BOB"))
 
 
 async def test_top_ranks_the_gpu_nodes(demo: Demo) -> None:
-    await demo.slack.slash_command("U_ALICE", CHANNEL, "top")
+    await demo.slack.slash_command("U0ALICE", CHANNEL, "top")
     await demo.drain()
 
-    shown = "\n".join(ephemeral_texts(demo.slack, "U_ALICE"))
+    shown = "\n".join(ephemeral_texts(demo.slack, "U0ALICE"))
     assert "gpu-node-01" in shown and "gpu-node-02" in shown
     assert "cpu-node-01" not in shown
     assert failed_chat_calls(demo.slack) == []
 
 
 async def test_help_is_answered_in_the_ack(demo: Demo) -> None:
-    result = await demo.slack.slash_command("U_DAVE", CHANNEL, "help")
+    result = await demo.slack.slash_command("U0DAVE", CHANNEL, "help")
 
     assert result.status == 200
     assert "diagnose" in result.body
@@ -141,7 +141,7 @@ async def test_help_is_answered_in_the_ack(demo: Demo) -> None:
 
 
 async def test_a_malformed_command_gets_an_ephemeral_usage_line(demo: Demo) -> None:
-    result = await demo.slack.slash_command("U_ALICE", CHANNEL, "diagnose")
+    result = await demo.slack.slash_command("U0ALICE", CHANNEL, "diagnose")
     await demo.drain()
 
     assert result.status == 200
@@ -153,10 +153,10 @@ async def test_a_malformed_command_gets_an_ephemeral_usage_line(demo: Demo) -> N
 
 
 async def test_an_unknown_node_gets_a_clear_reply_and_no_incident(demo: Demo) -> None:
-    await demo.slack.slash_command("U_ALICE", CHANNEL, "diagnose gpu-node-99")
+    await demo.slack.slash_command("U0ALICE", CHANNEL, "diagnose gpu-node-99")
     await demo.drain()
 
-    replies = "\n".join(ephemeral_texts(demo.slack, "U_ALICE"))
+    replies = "\n".join(ephemeral_texts(demo.slack, "U0ALICE"))
     assert "gpu-node-99" in replies and "gpu-node-01" in replies  # names the known nodes
     assert "Traceback" not in replies
     assert incident_roots(demo.slack) == []
@@ -169,11 +169,11 @@ async def test_a_user_without_a_role_cannot_diagnose_or_resolve(demo: Demo, comm
     await diagnose(demo)
     jobs_before = [r for r in demo.kube.requests if r[0] == "POST" and "/jobs" in r[1]]
 
-    await demo.slack.slash_command("U_DAVE", CHANNEL, command)
+    await demo.slack.slash_command("U0DAVE", CHANNEL, command)
     await demo.drain()
 
-    assert any("no_entry" in t for t in ephemeral_texts(demo.slack, "U_DAVE"))
+    assert any("no_entry" in t for t in ephemeral_texts(demo.slack, "U0DAVE"))
     audit = await demo.runtime.store.audit_since(None)
-    assert [(a.actor, a.decision) for a in audit if a.actor == "U_DAVE"] == [("U_DAVE", "denied")]
+    assert [(a.actor, a.decision) for a in audit if a.actor == "U0DAVE"] == [("U0DAVE", "denied")]
     assert [i.state for i in await demo.runtime.store.open_incidents(NODE)] != []
     assert [r for r in demo.kube.requests if r[0] == "POST" and "/jobs" in r[1]] == jobs_before

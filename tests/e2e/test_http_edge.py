@@ -126,7 +126,7 @@ async def test_a_missing_or_wrong_bearer_gets_401(guarded: Demo, token: str | No
 async def test_a_badly_signed_command_is_refused_and_nothing_happens(
     demo: Demo, signing: SignOptions
 ) -> None:
-    result = await demo.slack.slash_command("U_ALICE", CHANNEL, f"diagnose {NODE}", signing=signing)
+    result = await demo.slack.slash_command("U0ALICE", CHANNEL, f"diagnose {NODE}", signing=signing)
     await demo.drain()
 
     assert result.status == 401

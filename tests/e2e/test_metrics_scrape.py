@@ -42,7 +42,7 @@ async def test_a_diagnosis_moves_the_command_diagnosis_api_and_store_metrics(dem
 
 
 async def test_an_unknown_node_counts_a_404_and_a_failed_command(demo: Demo) -> None:
-    result = await demo.slack.slash_command("U_ALICE", CHANNEL, "diagnose gpu-node-99")
+    result = await demo.slack.slash_command("U0ALICE", CHANNEL, "diagnose gpu-node-99")
     assert result.status == 200
     await demo.drain()
 
@@ -77,7 +77,7 @@ async def test_a_forbidden_job_counts_a_403_and_a_failed_diagnosis(demo: Demo) -
 
 async def test_a_slack_error_is_counted_by_method_status_and_error(demo: Demo) -> None:
     demo.slack.fail("chat.postEphemeral", error="channel_not_found", times=1)
-    result = await demo.slack.slash_command("U_ALICE", CHANNEL, "diagnose gpu-node-99")
+    result = await demo.slack.slash_command("U0ALICE", CHANNEL, "diagnose gpu-node-99")
     assert result.status == 200
     await demo.drain()
 
@@ -92,7 +92,7 @@ async def test_a_slack_error_is_counted_by_method_status_and_error(demo: Demo) -
 
 async def test_a_usage_error_is_counted_without_the_typed_text(demo: Demo) -> None:
     for text in ("diagnose", "frobnicate the cluster", "help"):
-        result = await demo.slack.slash_command("U_ALICE", CHANNEL, text)
+        result = await demo.slack.slash_command("U0ALICE", CHANNEL, text)
         assert result.status == 200
 
     after = await scrape(demo.bot_url)

@@ -76,7 +76,7 @@ async def test_serve_in_socket_mode_exports_metrics_on_the_metrics_port(tmp_path
             await _until(lambda: _ok(f"{metrics_url}/metrics"), timeout_s=60)
             await _until(lambda: _connected(slack), timeout_s=60)
 
-            result = await slack.slash_command("U_ALICE", CHANNEL, "diagnose gpu-node-01")
+            result = await slack.slash_command("U0ALICE", CHANNEL, "diagnose gpu-node-01")
             assert result.status == 200
 
             async def diagnosed() -> bool:

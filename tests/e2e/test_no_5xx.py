@@ -25,7 +25,7 @@ from bot.sandbox.story import CHANNEL, find_button
 from tests.e2e.conftest import NODE, diagnose, ephemeral_texts, modal_values, press, thread
 
 pytestmark = pytest.mark.slow
-ALICE, DAVE = "U_ALICE", "U_DAVE"
+ALICE, DAVE = "U0ALICE", "U0DAVE"
 JSON_TYPE = "application/json"
 
 

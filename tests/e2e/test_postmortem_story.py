@@ -81,7 +81,7 @@ async def test_the_demo_storys_export_is_a_postmortem_draft_with_people_changes_
     assert "alice (Alice Ng) opened the incident." in rows[1]
     for raw in ("action\\_result", "action_result", '{"', "opened |", "evidence |"):
         assert raw not in timeline, raw
-    assert "U_ALICE" not in md and "U_BOB" not in md
+    assert "U0ALICE" not in md and "U0BOB" not in md
     # the Markdown says where its charts are, and links them
     assert "Charts: INC-0001-postmortem-start.png and INC-0001-postmortem-end.png" in evidence
     assert "(INC-0001-postmortem-start.png)" in evidence

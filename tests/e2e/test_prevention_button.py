@@ -9,7 +9,7 @@ from bot.sandbox.demo import Demo
 from bot.sandbox.story import CHANNEL, find_button
 from tests.e2e.conftest import diagnose, ephemeral_texts, thread
 
-ALICE = "U_ALICE"
+ALICE = "U0ALICE"
 
 
 async def test_repeat_clicks_upload_the_kit_once_per_snapshot_and_each_upload_is_audited(

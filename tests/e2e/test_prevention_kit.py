@@ -40,7 +40,7 @@ def kit_message(messages: list[dict[str, Any]]) -> dict[str, Any]:
 async def test_prevent_command_shares_the_explained_kit_in_the_channel_when_no_incident_is_open(
     demo: Demo,
 ) -> None:
-    result = await demo.slack.slash_command("U_CAROL", CHANNEL, f"prevent {NODE}")
+    result = await demo.slack.slash_command("U0CAROL", CHANNEL, f"prevent {NODE}")
     assert result.status == 200, result.body
     await demo.drain()
 
@@ -67,22 +67,22 @@ async def test_prevent_command_goes_into_the_open_incident_thread_and_its_timeli
 ) -> None:
     root_ts = await diagnose(demo)
 
-    await demo.slack.slash_command("U_ALICE", CHANNEL, f"prevent {NODE}")
+    await demo.slack.slash_command("U0ALICE", CHANNEL, f"prevent {NODE}")
     await demo.drain()
 
     assert "as read from the cluster" in text_of(kit_message(thread(demo, root_ts)))
     assert set(kit_files(demo, thread_ts=root_ts)) == {*KIT_FILES, README}
     [note] = [e for e in await demo.runtime.store.timeline("INC-0001") if "kit" in e.text]
-    assert note.actor == "U_ALICE" and note.data == {"files": KIT_NAMES}
+    assert note.actor == "U0ALICE" and note.data == {"files": KIT_NAMES}
 
 
 async def test_prevent_command_for_an_unknown_node_tells_the_user_and_shares_nothing(
     demo: Demo,
 ) -> None:
-    await demo.slack.slash_command("U_ALICE", CHANNEL, "prevent gpu-node-99")
+    await demo.slack.slash_command("U0ALICE", CHANNEL, "prevent gpu-node-99")
     await demo.drain()
 
-    assert any("gpu-node-99" in t and "failed" in t for t in ephemeral_texts(demo.slack, "U_ALICE"))
+    assert any("gpu-node-99" in t and "failed" in t for t in ephemeral_texts(demo.slack, "U0ALICE"))
     assert kit_files(demo, thread_ts=None) == {}
 
 
@@ -100,7 +100,7 @@ async def test_the_evidence_carries_a_prevention_kit_button_that_shares_the_late
     ]
     assert button["value"] == "INC-0001" and button["text"]["text"] == "Prevention kit"
 
-    await press(demo, root_ts, "U_CAROL", "gpunode_prevention")  # a viewer: reading is enough
+    await press(demo, root_ts, "U0CAROL", "gpunode_prevention")  # a viewer: reading is enough
 
     explained = text_of(kit_message(thread(demo, root_ts)))
     assert "stored with the latest evidence of INC-0001" in explained
@@ -110,7 +110,7 @@ async def test_the_evidence_carries_a_prevention_kit_button_that_shares_the_late
     policy = yaml.safe_load(files["descheduler-policy.yaml"])
     assert policy["apiVersion"] == "descheduler/v1alpha2"
     entries = await demo.runtime.store.timeline("INC-0001")
-    assert [e.actor for e in entries if e.text == "prevention kit shared"] == ["U_CAROL"]
+    assert [e.actor for e in entries if e.text == "prevention kit shared"] == ["U0CAROL"]
     assert failed_chat_calls(demo.slack) == []
     assert demo.runtime.services.bg.errors == []
 
@@ -118,10 +118,10 @@ async def test_the_evidence_carries_a_prevention_kit_button_that_shares_the_late
 async def test_someone_bound_to_no_role_is_refused_the_kit_at_click_time(demo: Demo) -> None:
     root_ts = await diagnose(demo)
 
-    await press(demo, root_ts, "U_DAVE", "gpunode_prevention")
+    await press(demo, root_ts, "U0DAVE", "gpunode_prevention")
 
     assert kit_files(demo, thread_ts=root_ts) == {}
-    denied = [r for r in await demo.runtime.store.audit_since() if r.actor == "U_DAVE"]
+    denied = [r for r in await demo.runtime.store.audit_since() if r.actor == "U0DAVE"]
     assert [(r.action, r.decision) for r in denied] == [("view", "denied")]
 
 
@@ -130,7 +130,7 @@ async def test_the_timeline_export_carries_the_kit_from_the_latest_evidence_labe
 ) -> None:
     await diagnose(demo)
 
-    await demo.slack.slash_command("U_ALICE", CHANNEL, "timeline INC-0001")
+    await demo.slack.slash_command("U0ALICE", CHANNEL, "timeline INC-0001")
     await demo.drain()
 
     [md] = [f for f in demo.slack.files(CHANNEL) if f["name"] == "INC-0001-postmortem.md"]

@@ -76,12 +76,12 @@ async def test_removing_one_grant_fails_the_diagnosis_that_needs_it_with_the_ser
 ) -> None:
     await _revoke(demo, kind, name, group, resource, verb)
 
-    await demo.slack.slash_command("U_ALICE", CHANNEL, "diagnose gpu-node-01")
+    await demo.slack.slash_command("U0ALICE", CHANNEL, "diagnose gpu-node-01")
     await demo.drain()
 
     roots = demo.slack.messages(CHANNEL)
     said = " ".join(text_of(m) for r in roots for m in [r, *thread(demo, str(r["ts"]))])
-    said += " ".join(text_of(m) for m in demo.slack.ephemerals("U_ALICE"))
+    said += " ".join(text_of(m) for m in demo.slack.ephemerals("U0ALICE"))
     expected = (
         f'User \\"{BOT_USER}\\" cannot {verb} resource \\"{resource}\\" in API group '
         f'\\"{group}\\" {scope}'.replace('"gpunode"', '\\"gpunode\\"')

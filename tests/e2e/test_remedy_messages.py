@@ -15,7 +15,7 @@ from tests.e2e.conftest import diagnose, press, submit_modal, text_of, thread
 from tests.kube.remedy_scenarios import gang_fleet
 
 pytestmark = pytest.mark.slow
-ALICE, BOB = "U_ALICE", "U_BOB"
+ALICE, BOB = "U0ALICE", "U0BOB"
 
 
 def _said(demo: Demo, root_ts: str) -> str:

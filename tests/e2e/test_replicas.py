@@ -28,7 +28,7 @@ from tests.e2e.conftest import NODE, incident_roots, modal_values, text_of
 from tests.e2e.replicas import SECRET, Replicas, install_lease_rbac, until
 
 pytestmark = pytest.mark.slow
-ALICE = "U_ALICE"
+ALICE = "U0ALICE"
 TARGET = "/statefulsets/train-llm"  # what the seed scenario's tier 2 patches
 
 

@@ -15,7 +15,7 @@ from bot.sandbox.story import CHANNEL
 from tests.e2e.conftest import NODE, diagnose, ephemeral_texts, text_of, thread
 
 pytestmark = pytest.mark.slow
-ALICE, CAROL, DAVE = "U_ALICE", "U_CAROL", "U_DAVE"
+ALICE, CAROL, DAVE = "U0ALICE", "U0CAROL", "U0DAVE"
 FUZZ_EXAMPLES = 500
 
 #: Slack's own request field names and values, JSON and URL-encoding fragments, Slack
@@ -47,7 +47,7 @@ texts = st.one_of(
 async def test_every_slash_text_gets_a_200_with_an_ack_or_a_usage_error(
     demo: Demo, text: str
 ) -> None:
-    # U_DAVE is bound to no role: commands that parse end in a quick refusal, not in work
+    # U0DAVE is bound to no role: commands that parse end in a quick refusal, not in work
     result = await demo.slack.slash_command(DAVE, CHANNEL, text)
 
     assert result.status == 200, (text, result.status, result.body)

@@ -36,7 +36,7 @@ from tests.e2e.conftest import (
 )
 
 pytestmark = pytest.mark.slow
-ALICE = "U_ALICE"
+ALICE = "U0ALICE"
 SHUTDOWN_GRACE_S = 30  # Kubernetes' default terminationGracePeriodSeconds
 ACK_DEADLINE_S = 3.0  # Slack's ack deadline, the same over a socket (slack.md 1.8)
 
@@ -123,7 +123,7 @@ async def test_no_signature_is_needed_and_the_http_route_is_closed_in_socket_mod
     await diagnose(sock)
     assert all(e.type == "slash_commands" for e in sock.slack.envelopes)
     # ... so /slack/events must not exist: an unsigned POST would act as anyone
-    form = f"command=/gpunode&text=diagnose+{NODE}&user_id=U_DAVE&channel_id={CHANNEL}"
+    form = f"command=/gpunode&text=diagnose+{NODE}&user_id=U0DAVE&channel_id={CHANNEL}"
     headers = {"Content-Type": "application/x-www-form-urlencoded"}
     async with (
         aiohttp.ClientSession() as http,

@@ -50,7 +50,7 @@ def rewrite_everything(path: str) -> None:
     conn.row_factory = sqlite3.Row
     for name in audit_guard.SQLITE_TRIGGERS:
         conn.execute(f"DROP TRIGGER {name}")
-    conn.execute("UPDATE audit SET actor = 'U_SOMEONE_ELSE' WHERE id = 1")
+    conn.execute("UPDATE audit SET actor = 'U0SOMEONEELSE' WHERE id = 1")
     prev = audit_chain.GENESIS
     for row in conn.execute("SELECT * FROM audit ORDER BY id").fetchall():
         values = dict(row) | {"prev_hash": prev}

@@ -44,3 +44,73 @@ async def test_the_decoder_process_and_the_calling_thread_tally_the_same_fleet(
     assert used_process
     assert a.pods == b.pods > 0
     assert a.room() == b.room() and a.loads(None) == b.loads(None)
+
+
+def _walked(body: bytes) -> dict[str, object]:
+    from bot.kube.tallying import walk_list
+
+    out: dict[str, object] = {}
+    items: list[object] = []
+    for key, value in walk_list(body):
+        if key == "items":
+            items.append(value)
+        else:
+            out[key] = value
+    return {**out, "items": items} if items else out
+
+
+def test_a_list_answer_walked_item_by_item_is_the_answer_decoded_whole() -> None:
+    import json
+
+    answer = {
+        "kind": "PodMetricsList",
+        "apiVersion": "metrics.k8s.io/v1beta1",
+        "metadata": {"resourceVersion": "", "continue": "eyJ2IjoibWV0YSJ9"},
+        "items": [
+            {"metadata": {"name": f"p{i}", "namespace": "a"}, "items": [1, {"x": "]}"}]}
+            for i in range(3)
+        ],
+    }
+    for body in (
+        json.dumps(answer).encode(),
+        json.dumps(answer, indent=2).encode(),
+        json.dumps(answer, separators=(",", ":")).encode(),
+        json.dumps({**answer, "items": []}, indent=1).encode(),
+        json.dumps({"items": answer["items"], "kind": "X"}).encode(),  # items first
+    ):
+        expected = json.loads(body)
+        if not expected["items"]:
+            expected.pop("items")  # an empty list yields no item
+        assert _walked(body) == expected
+
+
+def test_a_body_that_is_not_a_json_object_is_refused_clearly() -> None:
+    import pytest
+
+    from bot.kube.tallying import walk_list
+
+    for body in (b"[]", b'{"items": [1, 2', b'{"a" 1}'):
+        with pytest.raises(ValueError):
+            list(walk_list(body))
+
+
+def test_a_metrics_answer_reduces_to_each_pods_working_set() -> None:
+    import json
+
+    from bot.kube.tallying import reduce_metrics_page
+
+    items = [
+        {
+            "metadata": {"name": f"p{i}", "namespace": f"ns{i % 3}"},
+            "containers": [
+                {"name": "a", "usage": {"memory": f"{i + 1}Mi", "cpu": "1m"}},
+                {"name": "b", "usage": {"memory": "1Ki"}},
+            ],
+        }
+        for i in range(5)
+    ]
+    body = json.dumps({"metadata": {"continue": "t"}, "items": items}).encode()
+    page = reduce_metrics_page(body)
+    assert page.token == "t"
+    assert dict(page.usage()) == {f"ns{i % 3}/p{i}": (i + 1) * 1024 * 1024 + 1024 for i in range(5)}
+    assert list(reduce_metrics_page(b'{"items": []}').usage()) == []

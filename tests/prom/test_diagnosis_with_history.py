@@ -33,11 +33,11 @@ def _gateway(sim: KubeSim) -> Gateway:
     settings = KubeSettings(
         mode="server",
         server=sim.url,
-        token=BOT_TOKEN,
+        token=BOT_TOKEN,  # the bot diagnoses with its own deployed rights
         verify_tls=False,
         namespace="gpunode",
         job_timeout_s=20,
-    )  # fmt: skip  (the bot diagnoses with its own deployed rights)
+    )
     return Gateway.from_settings(settings)
 
 

@@ -17,14 +17,13 @@ from bot.core.cluster import ClusterView
 from bot.core.diffing import diff_diagnoses
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
-from bot.core.incidents import Incident, TimelineEntry
 from bot.core.postmortem import ActionSummary, Postmortem, Snapshot, TimelineRow
 from bot.core.prevention import prevention_params
 from bot.core.watching import PodProgress, RolloutProgress
 from bot.errors import ForbiddenError
 from bot.render import acting, watching
 from bot.render.blocks import diagnosis_messages
-from bot.render.markdown import render_report_markdown, render_timeline_markdown
+from bot.render.markdown import render_report_markdown
 from bot.render.messages import render_root, verdict_headline
 from bot.render.postmortem import render_postmortem_html, render_postmortem_markdown
 from bot.render.prevention import kit_message, render_kit_markdown, render_prevention_files
@@ -33,6 +32,7 @@ from bot.render.text import render_report_text
 from bot.sandbox.slacksim.validation import blocks_errors, view_errors
 from bot.services.executing import StepsResult
 from bot.slack.blockkit import validate_blocks
+from tests.render.told import REFUSAL_SAMPLES, render_notice, render_refusal
 
 T0 = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
 FORMATS: tuple[Fmt, ...] = ("mrkdwn", "markdown", "text")
@@ -187,20 +187,13 @@ def action_flow(d: Diagnosis, locale: str, out: dict[str, object]) -> None:
                 out,
             )
     for key, params in (
-        ("refused", {"reason": "no"}),
         ("approval_pending", {}),
         ("vote_counted", {"remaining": 1}),
         ("interrupted", {"action_id": "A1", "tier": 1, "observed": "x"}),
     ):
-        checked(f"notice.{key}", acting.notice(key, locale=locale, **params), out)
-    for outcome in (
-        "self_approval_rejected",
-        "not_eligible",
-        "expired",
-        "already_final",
-        "already_counted",
-    ):
-        out[f"vote.{outcome}"] = acting.vote_refusal(outcome, locale=locale)
+        checked(f"notice.{key}", render_notice(key, locale, **params), out)
+    for code, params in REFUSAL_SAMPLES.items():
+        checked(f"refusal.{code}", render_refusal(code, locale, **params), out)
     checked("diff", acting.diff_message(diff_diagnoses(d, d), locale=locale), out)
 
 
@@ -241,33 +234,6 @@ def documents(
 ) -> None:
     out["report.md"] = render_report_markdown(d, bundle, incident="INC-0001", locale=locale)
     out["report.txt"] = render_report_text(d, bundle, incident="INC-0001", locale=locale)
-    inc = Incident(
-        id="INC-0001",
-        number=1,
-        node=d.node,
-        opened_at=T0,
-        opened_by="U1",
-        state="resolved",
-        resolved_at=T0 + timedelta(hours=1),
-        resolution_note="done",
-    )
-    entries = [
-        TimelineEntry(incident_id="INC-0001", at=T0, kind=k, actor="U1", text=k)
-        for k in (
-            "opened",
-            "diagnosis",
-            "action_requested",
-            "approval",
-            "action_result",
-            "alert_firing",
-            "alert_resolved",
-            "status",
-            "resolved",
-            "note",
-        )
-    ]
-    snapshot = {"at": T0, "sha256": "ab" * 32, "diagnosis_json": d.model_dump_json()}
-    out["timeline.md"] = render_timeline_markdown(inc, entries, [snapshot], locale=locale)
     snap = Snapshot(at=T0, diagnosis=d, bundle=bundle)
     plan = d.plans[0] if d.plans else None
     pm = Postmortem(

@@ -19,6 +19,7 @@ from bot.errors import ForbiddenError
 from bot.render import acting
 from bot.sandbox.slacksim.validation import blocks_errors, view_errors
 from bot.services.executing import StepsResult
+from tests.render.told import render_notice
 from tests.services.fakes import load_scenario
 
 AT = datetime(2026, 3, 14, 9, 30, tzinfo=UTC)
@@ -120,23 +121,14 @@ def test_the_diff_message_is_valid(seed: Diagnosis) -> None:
 @pytest.mark.parametrize(
     ("key", "params"),
     [
-        ("refused", {"reason": "no <@U1>"}),
         ("approval_pending", {}),
         ("vote_counted", {"remaining": 1}),
         ("interrupted", {"action_id": "A1", "tier": 1, "observed": "x"}),
     ],
 )
 def test_every_notice_renders(key: str, params: dict[str, typing.Any]) -> None:
-    text, blocks = acting.notice(key, **params)
+    text, blocks = render_notice(key, **params)
     assert text and blocks_errors(blocks) == []
-
-
-@pytest.mark.parametrize(
-    "outcome", ["self_approval_rejected", "not_eligible", "expired", "already_final",
-                "already_counted"],
-)  # fmt: skip
-def test_every_vote_refusal_has_words(outcome: str) -> None:
-    assert acting.vote_refusal(outcome)
 
 
 @pytest.mark.parametrize(("state", "by", "words"), [

@@ -10,8 +10,10 @@ import pytest
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.render.blocks import MAX_BLOCKS, diagnosis_messages
-from bot.render.messages import NOTICE_KEYS, render_notice, render_root
+from bot.render.messages import render_root
+from bot.render.notices import NOTICE_KEYS
 from bot.slack.blockkit import validate_blocks
+from tests.render.told import render_notice
 
 GiB = 1024**3
 

@@ -14,8 +14,8 @@ from bot.render.cli_text import line
 from bot.render.environment import DEFAULT_LOCALE, LOCALES
 from bot.render.filters import display_width
 from bot.render.help import help_text
-from bot.render.messages import render_notice
 from bot.services.operations import NodeRank
+from tests.render.told import render_notice
 
 OTHER_LOCALES = [loc for loc in LOCALES if loc != DEFAULT_LOCALE]
 TOPICS = [None, *commands.VERBS]

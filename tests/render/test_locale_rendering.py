@@ -18,7 +18,7 @@ from bot.core.xid import CATALOG, describe
 from bot.render.blocks import HEADER_TEXT, SECTION_TEXT, diagnosis_messages
 from bot.render.environment import DEFAULT_LOCALE, LOCALES
 from bot.render.filters import truncate
-from bot.render.messages import NOTICE_KEYS, render_notice
+from bot.render.notices import NOTICE_KEYS
 from bot.render.sentences import sentence
 from bot.sandbox.corpus import corpus_names, judge
 from bot.sandbox.kubesim import KubeSim, load_scenario
@@ -27,11 +27,13 @@ from bot.slack.blockkit import validate_blocks
 from tests.render.conftest import HOSTILE
 from tests.render.locale_renderings import every_message
 from tests.render.test_golden import SCENARIOS
+from tests.render.told import render_notice
 from tests.services.fakes import load_scenario as load_fixture
 
 OTHER_LOCALES = [loc for loc in LOCALES if loc != DEFAULT_LOCALE]
 #: messages whose whole text is the caller's (``:no_entry: <reason>``)
-CALLERS_TEXT = {"sentences", "notice.refused"}
+#: the caller's own words: a conflict the core describes in English (bot.core.staleness)
+CALLERS_TEXT = {"sentences", "refusal.undo_conflict"}
 T0 = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
 
 
@@ -86,9 +88,9 @@ async def test_every_corpus_scenario_renders_every_message_kind_in_every_locale(
 NOTICE_SAMPLES: dict[str, list[dict[str, Any]]] = {
     "diagnose_started": [{"node": "gpu-node-01"}],
     "diagnose_joined": [
-        {"node": "gpu-node-01", "user": u} for u in ("U_BOB", "gpunode", "alertmanager", "")
+        {"node": "gpu-node-01", "user": u} for u in ("U0BOB", "gpunode", "alertmanager", "")
     ],
-    "diagnose_joined_running": [{"node": "gpu-node-01", "user": u} for u in ("U_BOB", "")],
+    "diagnose_joined_running": [{"node": "gpu-node-01", "user": u} for u in ("U0BOB", "")],
     "diagnose_failed": [{"reason": "the Job timed out", "code": "timeout", "what_to_do": "retry"}],
     "node_not_found": [
         {"node": "x", "known_nodes": [f"gpu-{i}" for i in range(25)]},
@@ -122,7 +124,7 @@ NOTICE_SAMPLES: dict[str, list[dict[str, Any]]] = {
             "window_s": 600,
         },
     ],
-    "resolved": [{"incident_id": "INC-1", "by": b, "note": "n"} for b in ("U_AL", "gpunode")],
+    "resolved": [{"incident_id": "INC-1", "by": b, "note": "n"} for b in ("U0AL", "gpunode")],
     "timeline_uploaded": [{"incident_id": "INC-1"}],
     "channel_not_served": [{"channel": "C123"}],
     "command_failed": [{"message": "forbidden", "code": "forbidden"}],

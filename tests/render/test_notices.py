@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.render.messages import render_notice
 from bot.services.operations import NodeRank
 from bot.slack.blockkit import validate_blocks
+from tests.render.told import render_notice, render_refusal
 
 
 def _body(blocks: list[dict[str, object]]) -> str:
@@ -37,7 +37,7 @@ def test_top_nodes_renders_noderank_rows_unchanged() -> None:
     [
         ("gpunode", "after the action", "<@"),
         ("alertmanager", "An alert", "<@"),
-        ("U_BOB", "<@U_BOB>'s diagnosis", "gpunode's"),
+        ("U0BOB", "<@U0BOB>'s diagnosis", "gpunode's"),
     ],
 )
 def test_a_joined_diagnosis_mentions_only_people(user: str, present: str, absent: str) -> None:
@@ -48,7 +48,7 @@ def test_a_joined_diagnosis_mentions_only_people(user: str, present: str, absent
 
 @pytest.mark.parametrize(
     ("user", "present", "absent"),
-    [("U_BOB", "<@U_BOB>'s request joins it", "this request"), ("gpunode", "this request", "<@")],
+    [("U0BOB", "<@U0BOB>'s request joins it", "this request"), ("gpunode", "this request", "<@")],
 )
 def test_joining_a_running_diagnosis_says_so(user: str, present: str, absent: str) -> None:
     _text, blocks = render_notice("diagnose_joined_running", node="gpu-node-01", user=user)
@@ -61,7 +61,7 @@ def test_joining_a_running_diagnosis_says_so(user: str, present: str, absent: st
     ("note", "kept"),
     [
         ("restarted at 10:30:00 UTC", "10:30:00"),
-        ("see snake_case_name and U_BOB", "snake_case_name and U_BOB"),
+        ("see snake_case_name and U0BOB", "snake_case_name and U0BOB"),
         ("ratio 3:100: fine", "3:100:"),
         ("a*b*c stays", "a*b*c"),
     ],
@@ -69,25 +69,30 @@ def test_joining_a_running_diagnosis_says_so(user: str, present: str, absent: st
 def test_the_plain_fallback_keeps_mentions_times_and_inner_underscores(
     note: str, kept: str
 ) -> None:
-    text, _ = render_notice("resolved", incident_id="INC-0001", by="U_ALICE", note=note)
+    text, _ = render_notice("resolved", incident_id="INC-0001", by="U0ALICE", note=note)
 
-    assert "<@U_ALICE>" in text
+    assert "<@U0ALICE>" in text
     assert kept in text
     assert ":white_check_mark:" not in text and "*INC-0001*" not in text
 
 
 def test_the_plain_fallback_drops_emphasis_and_emoji_but_keeps_escapes() -> None:
-    text, _ = render_notice("resolved", incident_id="INC-0001", by="U_ALICE", note="<!channel> _x_")
+    text, _ = render_notice("resolved", incident_id="INC-0001", by="U0ALICE", note="<!channel> _x_")
 
-    assert text == "INC-0001 resolved by <@U_ALICE>: &lt;!channel&gt; x."
+    assert text == "INC-0001 resolved by <@U0ALICE>: &lt;!channel&gt; x."
 
 
 def test_a_refusal_shows_a_mention_not_its_escaped_text() -> None:
-    from bot.render.acting import notice
-
-    text, blocks = notice("refused", reason="only <@U_ALICE> can confirm; <!channel> <https://x|y>")
+    text, blocks = render_refusal("not_the_requester", requester="U_ALICE")
     body = _body(blocks)
 
     assert "<@U_ALICE>" in body and "&lt;@U_ALICE&gt;" not in body
-    assert "&lt;!channel&gt;" in body and "&lt;https://x|y&gt;" in body
     assert "<@U_ALICE>" in text
+
+
+def test_a_refusals_parameters_are_escaped() -> None:
+    _, blocks = render_refusal("undo_conflict", detail="<!channel> <https://x|y> <@U_BOB>")
+    body = _body(blocks)
+
+    assert "&lt;!channel&gt;" in body and "&lt;https://x|y&gt;" in body
+    assert "<@U_BOB>" not in body

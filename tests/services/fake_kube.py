@@ -147,7 +147,9 @@ class FakeKube:
         return self._controller(kind, namespace, name)
 
     # -- reads --------------------------------------------------------------------------
-    async def get_cluster_view(self, node: str) -> ClusterView:
+    async def get_cluster_view(
+        self, node: str, *, measured: frozenset[str] = frozenset()
+    ) -> ClusterView:
         await self._enter("get_cluster_view", node)
         if node != self.node.name:
             raise NotFoundError(f"node {node} not found; check the name (`kubectl get nodes`)")

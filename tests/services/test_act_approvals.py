@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from bot.core.outcomes import refused
 from bot.render.acting import APPROVE
 from bot.services.operations import IncidentOps
 from bot.store.storing import Store
@@ -59,7 +60,8 @@ async def test_self_approval_is_refused(world: World) -> None:
     action_id, approval_id = await _requested_tier1(world)
     await world.act.vote(approval_id=approval_id, user=REQ, channel=CHANNEL, yes=True)
     assert world.kube.effects() == []
-    assert "someone else" in world.chat.ephemerals_for(REQ)[-1]
+    assert world.thread.refusals(REQ) == [refused("vote_self_approval_rejected")]
+    assert world.chat.ephemerals_for(REQ)  # worded and posted to them alone
     assert (REQ, "tier1.approve", "self_approval_rejected") in await world.audit(action_id)
     assert await world.state(action_id) == "requested"
 
@@ -68,7 +70,7 @@ async def test_a_user_without_an_approver_role_cannot_approve(world: World) -> N
     action_id, approval_id = await _requested_tier1(world)
     for user in (REQ2, STRANGER):
         await world.act.vote(approval_id=approval_id, user=user, channel=CHANNEL, yes=True)
-        assert "approver role" in world.chat.ephemerals_for(user)[-1]
+        assert world.thread.refusals(user) == [refused("vote_not_eligible")]
     assert world.kube.effects() == []
     rows = await world.audit(action_id)
     assert (REQ2, "tier1.approve", "not_eligible") in rows
@@ -80,7 +82,7 @@ async def test_an_expired_approval_is_refused_and_ends_the_request(world: World)
     world.clock.advance(TTL_S + 1)
     await world.act.vote(approval_id=approval_id, user=APPROVER, channel=CHANNEL, yes=True)
     assert world.kube.effects() == []
-    assert "expired" in world.chat.ephemerals_for(APPROVER)[-1]
+    assert world.thread.refusals(APPROVER) == [refused("vote_expired")]
     assert await world.state(action_id) == "refused"
     msg = await world.action_message(action_id)
     assert "expired" in msg.text and world.chat.buttons(msg.ts) == []

@@ -11,6 +11,7 @@ import pytest
 
 from bot.core.changes import Change
 from bot.core.field_changes import field_changes
+from bot.core.outcomes import refused
 from bot.errors import (
     ConflictError,
     ForbiddenError,
@@ -179,4 +180,5 @@ async def test_an_action_reconciled_by_another_replica_after_its_claim_never_run
     assert record is not None and record.state == "failed"
     rows = [r for r in await world.store.audit_since(None) if r.action_id == action_id]
     assert rows[-1].decision == "refused"
-    assert "marked failed meanwhile; nothing was changed" in rows[-1].detail
+    assert rows[-1].detail == "action_marked_meanwhile state=failed"
+    assert world.thread.refusals(REQ) == [refused("action_marked_meanwhile", state="failed")]

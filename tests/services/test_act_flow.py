@@ -109,7 +109,8 @@ async def test_a_user_without_a_role_is_refused_audited_and_nothing_is_called(wo
             trigger_id="T",
         )  # fmt: skip
         assert world.chat.views == []
-        assert "responder" in world.chat.ephemerals_for(user)[-1]
+        (why,) = world.thread.refusals(user)
+        assert (why.code, why.params["roles"]) == ("role_needed", ["responder"])
     assert len(world.kube.calls) == before
     rows = await world.audit()
     assert (STRANGER, "tier3.request", "refused") in rows

@@ -13,31 +13,32 @@ from bot.errors import PolicyError
 from bot.services.acting import ActDeps
 
 ROLES = {"responder": {"allows": [1, 2, 3], "can_approve": [1], "can_undo": True}}
-BINDINGS = {"responder": {"users": ["U_ALICE", "U_LIWEI"]}}
+BINDINGS = {"responder": {"users": ["U0ALICE", "U0LIWEI"]}}
 
 
 def _deps(**impersonation: Any) -> ActDeps:
     policy = parse_policy({"roles": ROLES, "bindings": BINDINGS, "impersonation": impersonation})
     unused = cast(Any, None)
     return ActDeps(
-        kube=unused, store=unused, chat=unused, diagnose=unused, bg=unused, policy=policy,
+        kube=unused, store=unused, chat=unused, thread=unused, diagnose=unused, bg=unused,
+        policy=policy,
         clock=lambda: datetime(2026, 1, 1, tzinfo=UTC), new_id=lambda: "x", replica_id="r",
         evidence_max_age_s=60, approval_ttl_s=900,
     )  # fmt: skip
 
 
 def test_with_impersonation_off_the_bot_acts() -> None:
-    assert _deps().acting("U_ALICE") is None
+    assert _deps().acting("U0ALICE") is None
 
 
 def test_a_mapped_person_acts_as_themselves_with_the_approvers() -> None:
-    deps = _deps(enabled=True, users={"U_ALICE": {"user": "alice", "groups": ["g"]}})
-    acting = deps.acting("U_ALICE", approvers=("U_BOB",), action_id="a1")
+    deps = _deps(enabled=True, users={"U0ALICE": {"user": "alice", "groups": ["g"]}})
+    acting = deps.acting("U0ALICE", approvers=("U0BOB",), action_id="a1")
     assert acting is not None and (acting.user, acting.groups) == ("alice", ("g",))
-    assert acting.extra_values("gpunode.io/approved-by") == ("U_BOB",)
+    assert acting.extra_values("gpunode.io/approved-by") == ("U0BOB",)
 
 
 def test_an_unmapped_person_never_falls_back_to_the_bots_rights() -> None:
-    deps = _deps(enabled=True, users={"U_ALICE": {"user": "alice"}})
-    with pytest.raises(PolicyError, match="maps no Kubernetes identity to U_LIWEI"):
-        deps.acting("U_LIWEI")
+    deps = _deps(enabled=True, users={"U0ALICE": {"user": "alice"}})
+    with pytest.raises(PolicyError, match="maps no Kubernetes identity to U0LIWEI"):
+        deps.acting("U0LIWEI")

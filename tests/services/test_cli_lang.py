@@ -60,7 +60,7 @@ async def test_timeline_is_in_the_threads_language_unless_lang_says_otherwise(
     at = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
     async with await Store.open(str(path)) as store:
         incident, _ = await store.open_or_join_incident(
-            "gpu-node-01", "C1", opened_by="U_LIWEI", at=at, locale="zh-CN"
+            "gpu-node-01", "C1", opened_by="U0LIWEI", at=at, locale="zh-CN"
         )
     monkeypatch.setenv("GPUNODE_STORE__PATH", str(path))
 

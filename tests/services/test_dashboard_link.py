@@ -26,7 +26,8 @@ async def test_the_evidence_message_links_the_nodes_dashboard_for_the_window(
     world: World,
 ) -> None:
     world.diagnose = DiagnoseService(
-        world.kube, world.store, world.chat, clock=world.clock, thresholds=DEFAULT,
+        world.kube, world.store, world.chat, thread=world.thread, clock=world.clock,
+        thresholds=DEFAULT,
         dashboard_url=TEMPLATE,
     )  # fmt: skip
     outcome = await world.diagnosed()

@@ -61,6 +61,7 @@ async def _service(tmp_path: Path, prom: TimedPrometheus, timeout_s: float):  # 
         kube,  # type: ignore[arg-type]
         world.store,
         world.chat,
+        thread=world.thread,
         clock=world.clock,
         thresholds=DEFAULT,
         history=history,

@@ -25,6 +25,7 @@ from bot.sandbox.kubesim.access import BOT_TOKEN
 from bot.services.diagnose import DiagnoseService
 from bot.store.storing import Store
 from tests.services.fakes import FakeChat
+from tests.services.presenting import RecordingPresenter
 
 NODE = "gpu-node-01"
 
@@ -68,7 +69,13 @@ async def test_one_diagnosis_builds_the_view_once_and_reads_the_incident_once(
     store = await CountingStore.open(str(tmp_path / "gpunode.db"))
     chat = FakeChat()
     service = DiagnoseService(
-        gateway, store, chat, clock=lambda: datetime.now(UTC), thresholds=DEFAULT, charts=False
+        gateway,
+        store,
+        chat,
+        thread=RecordingPresenter(chat),
+        clock=lambda: datetime.now(UTC),
+        thresholds=DEFAULT,
+        charts=False,
     )
     try:
         sim.requests.clear()

@@ -41,7 +41,12 @@ async def test_two_replicas_diagnosing_at_once_post_one_root(world: World, tmp_p
     other_store = await Store.open(world.store.path)
     try:
         other = DiagnoseService(
-            world.kube, other_store, world.chat, clock=world.clock, thresholds=DEFAULT
+            world.kube,
+            other_store,
+            world.chat,
+            thread=world.thread,
+            clock=world.clock,
+            thresholds=DEFAULT,
         )
         await asyncio.gather(
             *(

@@ -10,6 +10,7 @@ shared fleet read, made once by ``top`` (or the first diagnosis) and reused whil
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -26,6 +27,7 @@ from bot.sandbox.kubesim.scenarios import load_scenario
 from bot.services.diagnose import DiagnoseService
 from bot.store.storing import Store
 from tests.services.fakes import FakeChat
+from tests.services.presenting import RecordingPresenter
 
 NODE = "gpu-node-01"
 Request = tuple[str, str, str]
@@ -51,58 +53,120 @@ def normalized(r: Request) -> tuple[str, str, str]:
     return method, path, query
 
 
+#: cluster-wide configuration: a handful of objects however many nodes and pods there are,
+#: read once per ``discovery_cache_s``
+CONFIGURATION = ("priorityclasses", "runtimeclasses")
+
+
 def unscoped(r: Request) -> bool:
     """A collection read across the cluster with nothing narrowing it to the node."""
     method, path, query = r
     selector = " ".join(parse_qs(query).get("fieldSelector", []))
     collection = re.fullmatch(r"(/api/v1|/apis/[\w.]+/\w+)/(\w+)", path)
-    if method != "GET" or collection is None or collection.group(2) in ("", "v1"):
+    if method != "GET" or collection is None or collection.group(2) in ("v1", *CONFIGURATION):
         return False
     return f"={NODE}" not in selector
 
 
-async def _one_diagnosis(
-    make_kubesim: Callable[..., Awaitable[KubeSim]], tmp_path: Path, nodes: int
-) -> list[Request]:
+async def _two_diagnoses(
+    make_kubesim: Callable[..., Awaitable[KubeSim]],
+    tmp_path: Path,
+    nodes: int,
+    *,
+    informers: bool = False,
+) -> tuple[list[Request], list[Request]]:
+    """The calls of the first diagnosis after a `top`, and of the next one of that node
+    (with ``informers``: once the pod-events informer the first one started has listed)."""
     sim = await make_kubesim(seed_with_filler(nodes))
     gateway = Gateway.from_settings(
         KubeSettings(
             mode="server", server=sim.url, token=BOT_TOKEN, verify_tls=False,
             namespace="gpunode", job_timeout_s=30, fleet_cache_s=3600,
-        )
+        ),
+        informers=informers,
     )  # fmt: skip
+    gateway.events_watch_s = 1
     store = await Store.open(str(tmp_path / f"gpunode-{nodes}.db"))
     service = DiagnoseService(
         gateway,
         store,
-        FakeChat(),
+        chat := FakeChat(),
+        thread=RecordingPresenter(chat),
         clock=lambda: datetime.now(UTC),
         thresholds=DEFAULT,
         charts=False,
     )
     try:
         assert len(await gateway.gpu_node_loads()) > nodes // 5  # `top` read the fleet
+        sim.requests.clear()
         first = await service.diagnose(NODE, channel="C0INCIDENT", user="UREQ")
         assert first.error is None, first.error
+        cold = list(sim.requests)
+        if informers:
+            informer = gateway.pod_events()
+            assert informer is not None
+            for _ in range(1200):  # generous: up to 60 s on a busy machine
+                if informer.synced.is_set():
+                    break
+                await asyncio.sleep(0.05)
+            assert informer.synced.is_set(), "the pod-events informer never listed"
         sim.requests.clear()
         outcome = await service.diagnose(NODE, channel="C0INCIDENT", user="UREQ")
         assert outcome.error is None and outcome.diagnosis is not None, outcome.error
-        return list(sim.requests)
+        # the informer's own list and watches are not the diagnosis's
+        return cold, [r for r in sim.requests if not _informer_call(r)]
     finally:
         await store.close()
         gateway.close()
 
 
-async def test_a_diagnosis_makes_the_same_scoped_calls_on_a_ten_times_larger_cluster(
+def shape(calls: list[Request]) -> Counter[tuple[str, str, str]]:
+    """The calls, normalized; the Job's pod watch is left out: it is made only when the
+    collector had not finished by the time its pods were first listed (timing, not size)."""
+    return Counter(normalized(r) for r in calls if "watch=true" not in r[2])
+
+
+def _informer_call(r: Request) -> bool:
+    return r[1] == "/api/v1/events" and "involvedObject.kind%3DPod" in r[2]
+
+
+def owner_reads(calls: list[Request]) -> list[Request]:
+    """GETs of a controller, and lists of an owner's pods by its label selector."""
+    return [
+        r
+        for r in calls
+        if r[0] == "GET"
+        and (
+            re.fullmatch(r"/apis/(apps|batch)/v1/namespaces/[\w-]+/\w+/[\w.-]+", r[1])
+            or (r[1].endswith("/pods") and "labelSelector" in r[2] and "gpunode.io" not in r[2])
+        )
+    ]
+
+
+async def test_a_diagnosis_makes_the_same_scoped_calls_at_every_cluster_size(
     make_kubesim: Callable[..., Awaitable[KubeSim]], tmp_path: Path
 ) -> None:
-    small = await _one_diagnosis(make_kubesim, tmp_path, 20)
-    large = await _one_diagnosis(make_kubesim, tmp_path, 200)
-    assert Counter(map(normalized, small)) == Counter(map(normalized, large))
-    assert [r for r in large if unscoped(r)] == []
-    assert not any(
-        r[1] in ("/api/v1/nodes", "/api/v1/pods") and "fieldSelector" not in r[2] for r in large
-    )
+    runs = [await _two_diagnoses(make_kubesim, tmp_path, n) for n in (20, 80, 200)]
+    for cold, warm in runs[1:]:
+        assert shape(cold) == shape(runs[0][0])
+        assert shape(warm) == shape(runs[0][1])
+    for cold, warm in runs:
+        assert [r for r in cold + warm if unscoped(r)] == []
+        assert not any(
+            r[1] in ("/api/v1/nodes", "/api/v1/pods") and "fieldSelector" not in r[2]
+            for r in cold + warm
+        )
+
+
+async def test_each_owner_is_looked_up_once_across_diagnoses(
+    make_kubesim: Callable[..., Awaitable[KubeSim]], tmp_path: Path
+) -> None:
+    cold, warm = await _two_diagnoses(make_kubesim, tmp_path, 20)
+    looked_up = owner_reads(cold)
+    assert looked_up, "the seed node's pods have owners: the first diagnosis reads them"
+    assert len(set(map(normalized, looked_up))) == len(looked_up)  # once each
+    assert owner_reads(warm) == []  # the next diagnosis reuses them
+    assert shape(warm) <= shape(cold) - shape(looked_up)  # and makes no call of its own
 
 
 async def test_a_write_through_the_gateway_drops_the_shared_fleet_read(
@@ -125,3 +189,14 @@ async def test_a_write_through_the_gateway_drops_the_shared_fleet_read(
     finally:
         gateway.close()
     assert (before["gpu-node-02"], after["gpu-node-02"]) == (False, True)
+
+
+async def test_with_the_pod_events_informer_a_diagnosis_makes_at_most_ten_calls(
+    make_kubesim: Callable[..., Awaitable[KubeSim]], tmp_path: Path
+) -> None:
+    runs = [await _two_diagnoses(make_kubesim, tmp_path, n, informers=True) for n in (20, 200)]
+    assert shape(runs[0][1]) == shape(runs[1][1])
+    for _, warm in runs:
+        assert len(warm) <= 10, [normalized(r) for r in warm]
+        assert [r for r in warm if unscoped(r)] == []
+        assert not any("/events" in r[1] and "/namespaces/" in r[1] for r in warm)

@@ -35,20 +35,20 @@ class CountingChat(FakeChat):
 @pytest.fixture
 def chat() -> CountingChat:
     c = CountingChat()
-    c.locales = {"U_LIWEI": "zh-CN", "U_ALICE": "en-US", "U_MEI": "zh-TW"}
+    c.locales = {"U0LIWEI": "zh-CN", "U0ALICE": "en-US", "U0MEI": "zh-TW"}
     return c
 
 
 @pytest.mark.parametrize(
     ("overrides", "channel", "user", "person", "opening"),
     [
-        ({}, "C1", "U_LIWEI", "zh-CN", "zh-CN"),
-        ({}, "C1", "U_ALICE", "en", "en"),
-        ({}, "C1", "U_MEI", "en", "en"),  # Traditional Chinese: not spoken, English
-        ({}, "C1", "U_UNKNOWN", "en", "en"),
-        ({"C1": "en"}, "C1", "U_LIWEI", "en", "en"),
-        ({"C1": "zh-CN"}, "C1", "U_ALICE", "zh-CN", "zh-CN"),
-        ({"C2": "en"}, "C1", "U_LIWEI", "zh-CN", "zh-CN"),
+        ({}, "C1", "U0LIWEI", "zh-CN", "zh-CN"),
+        ({}, "C1", "U0ALICE", "en", "en"),
+        ({}, "C1", "U0MEI", "en", "en"),  # Traditional Chinese: not spoken, English
+        ({}, "C1", "U0UNKNOWN", "en", "en"),
+        ({"C1": "en"}, "C1", "U0LIWEI", "en", "en"),
+        ({"C1": "zh-CN"}, "C1", "U0ALICE", "zh-CN", "zh-CN"),
+        ({"C2": "en"}, "C1", "U0LIWEI", "zh-CN", "zh-CN"),
     ],
 )
 async def test_people_and_new_threads_get_the_channels_language_else_the_persons(
@@ -66,8 +66,8 @@ async def test_people_and_new_threads_get_the_channels_language_else_the_persons
 
 async def test_a_channel_override_spares_the_users_info_call(chat: CountingChat) -> None:
     chooser = LocaleChooser(chat, channel_locales={"C1": "en"})
-    await chooser.for_person("C1", "U_LIWEI")
-    await chooser.for_opening("C1", "U_LIWEI")
+    await chooser.for_person("C1", "U0LIWEI")
+    await chooser.for_opening("C1", "U0LIWEI")
     assert chat.asked == []
 
 
@@ -99,4 +99,4 @@ async def test_a_slow_lookup_is_given_up_for_the_default_language() -> None:
             return "zh-CN"
 
     chooser = LocaleChooser(SlowChat(), timeout_s=0.01)
-    assert await chooser.for_person("C1", "U_LIWEI") == "en"
+    assert await chooser.for_person("C1", "U0LIWEI") == "en"

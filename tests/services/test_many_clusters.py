@@ -27,6 +27,7 @@ from bot.services.operations import top_across
 from bot.services.ports import KubePort
 from bot.store.storing import Store
 from tests.services.fakes import FakeChat
+from tests.services.presenting import RecordingPresenter
 
 MakeSim = Callable[..., Awaitable[KubeSim]]
 T0 = datetime(2026, 3, 14, 9, 30, tzinfo=UTC)
@@ -161,7 +162,9 @@ async def test_a_slow_cluster_does_not_delay_a_diagnosis_in_another_cluster(
     reg = registry({"prod-eu": eu.url, "prod-us": us.url}, timeouts={"prod-us": SHORT_TIMEOUT_S})
     chat = FakeChat()
     async with await Store.open(str(tmp_path / "g.db")) as store:
-        service = DiagnoseService(reg, store, chat, clock=lambda: T0, thresholds=DEFAULT)
+        service = DiagnoseService(
+            reg, store, chat, thread=RecordingPresenter(chat), clock=lambda: T0, thresholds=DEFAULT
+        )
         try:
             # both at once: prod-us hangs until its timeout, prod-eu's diagnosis completes
             hung, done = await asyncio.gather(
@@ -186,7 +189,9 @@ async def test_one_node_name_in_two_clusters_is_two_incidents_each_diagnosed_in_
     eu, us, reg = two
     chat = FakeChat()
     async with await Store.open(str(tmp_path / "g.db")) as store:
-        service = DiagnoseService(reg, store, chat, clock=lambda: T0, thresholds=DEFAULT)
+        service = DiagnoseService(
+            reg, store, chat, thread=RecordingPresenter(chat), clock=lambda: T0, thresholds=DEFAULT
+        )
         a = await service.diagnose("gpu-node-01", channel="C1", user="U1", cluster="prod-eu")
         b = await service.diagnose("gpu-node-01", channel="C1", user="U1", cluster="prod-us")
         incidents = {i.id: i for i in await store.open_incidents()}
@@ -250,7 +255,9 @@ async def test_the_alert_intake_takes_the_cluster_from_its_label(
     _eu, _us, reg = two
     chat, bg = FakeChat(), Background()
     async with await Store.open(str(tmp_path / "g.db")) as store:
-        service = DiagnoseService(reg, store, chat, clock=lambda: T0, thresholds=DEFAULT)
+        service = DiagnoseService(
+            reg, store, chat, thread=RecordingPresenter(chat), clock=lambda: T0, thresholds=DEFAULT
+        )
         alerts = AlertService(
             service, store, chat, bg, channel="C1", clock=lambda: T0, kube=reg,
             cluster_label=label,
@@ -281,7 +288,9 @@ async def test_alerts_for_an_unreachable_cluster_are_refused_and_the_others_go_a
         for c in ("prod-eu", "prod-us")
     ]}).encode()  # fmt: skip
     async with await Store.open(str(tmp_path / "g.db")) as store:
-        service = DiagnoseService(reg, store, chat, clock=lambda: T0, thresholds=DEFAULT)
+        service = DiagnoseService(
+            reg, store, chat, thread=RecordingPresenter(chat), clock=lambda: T0, thresholds=DEFAULT
+        )
         alerts = AlertService(service, store, chat, bg, channel="C1", clock=lambda: T0, kube=reg)
         try:
             result = await alerts.intake(parse_payload(body))

@@ -22,6 +22,7 @@ from bot.services.background import Background
 from bot.services.diagnose import DiagnoseOutcome, DiagnoseService
 from bot.store.storing import Store
 from tests.services.fakes import FakeChat, FakeKube, load_scenario
+from tests.services.presenting import RecordingPresenter
 
 CHANNEL = "C0INCIDENT"
 NODE = "gpu-node-01"
@@ -68,6 +69,12 @@ class World:
     act: ActService
     policy: Policy
     extra: list[Store] = field(default_factory=list)
+    #: every outcome the use cases handed their presenter (assert these, not English)
+    thread: RecordingPresenter = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.thread is None:
+            self.thread = RecordingPresenter(self.chat)
 
     async def diagnosed(self, user: str = REQ) -> DiagnoseOutcome:
         outcome = await self.diagnose.diagnose(NODE, channel=CHANNEL, user=user)
@@ -120,10 +127,10 @@ class World:
     def service(self, store: Store, *, replica: str) -> ActService:
         """Another replica: its own store connection, same file, same cluster and Slack."""
         diagnose = DiagnoseService(
-            self.kube, store, self.chat, clock=self.clock, thresholds=DEFAULT
+            self.kube, store, self.chat, thread=self.thread, clock=self.clock, thresholds=DEFAULT
         )
         return ActService(
-            self.kube, store, self.chat, diagnose, self.bg, policy=self.policy,
+            self.kube, store, self.chat, diagnose, self.bg, policy=self.policy, thread=self.thread,
             clock=self.clock, new_id=lambda: uuid.uuid4().hex[:12], replica_id=replica,
             evidence_max_age_s=MAX_AGE_S, approval_ttl_s=TTL_S,
         )  # fmt: skip
@@ -137,8 +144,9 @@ async def make_world(path: Path, scenario: str = "seed") -> World:
     store = await Store.open(str(path))
     bg = Background()
     policy = parse_policy(POLICY)
-    diagnose = DiagnoseService(kube, store, chat, clock=clock, thresholds=DEFAULT)
-    world = World(store, kube, chat, clock, bg, diagnose, None, policy)  # type: ignore[arg-type]
+    thread = RecordingPresenter(chat)
+    diagnose = DiagnoseService(kube, store, chat, thread=thread, clock=clock, thresholds=DEFAULT)
+    world = World(store, kube, chat, clock, bg, diagnose, None, policy, thread=thread)  # type: ignore[arg-type]
     world.act = world.service(store, replica="replica-a")
     world.diagnose = diagnose
     return world

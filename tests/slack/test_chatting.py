@@ -30,7 +30,7 @@ async def test_an_api_error_is_a_slack_error_with_slacks_code() -> None:
     try:
         chat = SlackChat(make_client("xoxb-sim", base_url=sim.api_url))
         with pytest.raises(SlackError) as err:
-            await chat.post("C_NOPE", text="hi", blocks=[], thread_ts=None)
+            await chat.post("C0NOPE", text="hi", blocks=[], thread_ts=None)
         assert err.value.code == "channel_not_found"
     finally:
         await sim.stop()
@@ -55,9 +55,9 @@ async def test_user_group_members_are_cached_for_the_ttl() -> None:
     await sim.start()
     try:
         chat = SlackChat(make_client("xoxb-sim", base_url=sim.api_url), cache_ttl_s=300)
-        first = await chat.usergroup_members("S_ONCALL")
-        second = await chat.usergroup_members("S_ONCALL")
-        assert first == second == ["U_ALICE"]
+        first = await chat.usergroup_members("S0ONCALL")
+        second = await chat.usergroup_members("S0ONCALL")
+        assert first == second == ["U0ALICE"]
         assert [c.method for c in sim.calls].count("usergroups.users.list") == 1
     finally:
         await sim.stop()

@@ -131,3 +131,20 @@ def test_a_malformed_payload_is_described_without_its_values_or_control_characte
     assert "\n" not in caught.value.message
     assert "xoxb" not in caught.value.message and "5" not in caught.value.message.split(":")[-1]
     assert caught.value.loc[:3] == ("view", "state", "values")
+
+
+@pytest.mark.parametrize("user_id", ["U0_ALICE", "u0alice", "0ALICE", "U", "U0AL ICE"])
+def test_an_id_slack_would_never_send_is_refused(user_id: str) -> None:
+    from bot.slack.payloads import PayloadError, SlashCommand, parse
+
+    body = {"command": "/gpunode", "user_id": user_id, "channel_id": "C0INCIDENT"}
+    with pytest.raises(PayloadError) as caught:
+        parse(SlashCommand, body)
+    assert caught.value.loc == ("user_id",)
+
+
+def test_a_real_shaped_id_is_accepted() -> None:
+    from bot.slack.payloads import SlashCommand, parse
+
+    body = {"command": "/gpunode", "user_id": "U0ALICE", "channel_id": "C0INCIDENT"}
+    assert parse(SlashCommand, body).user_id == "U0ALICE"

@@ -29,25 +29,25 @@ def _lookups(sim: SlackSim, user: str) -> list[object]:
 
 async def test_a_persons_locale_is_read_with_include_locale_and_cached(sim: SlackSim) -> None:
     chat = SlackChat(make_client(TOKEN, base_url=sim.api_url), locale_ttl_s=3600)
-    assert await chat.user_locale("U_LIWEI") == "zh-CN"
-    assert await chat.user_locale("U_LIWEI") == "zh-CN"
-    assert await chat.user_locale("U_ALICE") == "en-US"
-    assert _lookups(sim, "U_LIWEI") == ["1"]  # once, with include_locale (slack_sdk sends 1)
+    assert await chat.user_locale("U0LIWEI") == "zh-CN"
+    assert await chat.user_locale("U0LIWEI") == "zh-CN"
+    assert await chat.user_locale("U0ALICE") == "en-US"
+    assert _lookups(sim, "U0LIWEI") == ["1"]  # once, with include_locale (slack_sdk sends 1)
 
 
 async def test_after_the_ttl_the_locale_is_read_again(sim: SlackSim) -> None:
     chat = SlackChat(make_client(TOKEN, base_url=sim.api_url), locale_ttl_s=0)
-    await chat.user_locale("U_LIWEI")
-    sim.ws.users["U_LIWEI"].locale = "en-GB"  # the person switched Slack to English
-    assert await chat.user_locale("U_LIWEI") == "en-GB"
-    assert len(_lookups(sim, "U_LIWEI")) == 2
+    await chat.user_locale("U0LIWEI")
+    sim.ws.users["U0LIWEI"].locale = "en-GB"  # the person switched Slack to English
+    assert await chat.user_locale("U0LIWEI") == "en-GB"
+    assert len(_lookups(sim, "U0LIWEI")) == 2
 
 
 @pytest.mark.parametrize(
     ("setup", "user", "code"),
     [
-        ("revoke", "U_LIWEI", "missing_scope"),
-        ("none", "U_NOBODY", "user_not_found"),
+        ("revoke", "U0LIWEI", "missing_scope"),
+        ("none", "U0NOBODY", "user_not_found"),
     ],
 )
 async def test_a_failed_lookup_is_the_default_and_logged_by_code_without_the_token(

@@ -25,7 +25,7 @@ T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 REPO = Path(__file__).resolve().parents[2]
 FORGED_INSERT = (
     "INSERT INTO audit (at, actor, action, decision) "
-    "VALUES ('2026-02-01T00:00:00.000000+00:00', 'U_FORGER', 'tier1.execute', 'executed')"
+    "VALUES ('2026-02-01T00:00:00.000000+00:00', 'U0FORGER', 'tier1.execute', 'executed')"
 )
 
 
@@ -170,7 +170,7 @@ CHILD_APPENDS = """
 import sys
 from datetime import UTC, datetime
 from bot.store.engines import connect
-from bot.store.models import AuditRecord
+from bot.core.records import AuditRecord
 from bot.store.record_rows import append_audit
 
 target, who, count = sys.argv[1], sys.argv[2], int(sys.argv[3])

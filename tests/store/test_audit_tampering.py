@@ -52,7 +52,7 @@ def forged_row(target: str, decision: str = "approved", mac: str | None = None) 
     last_id, last_hash = query(target, "SELECT last_id, last_hash FROM audit_head")[0]
     values = {
         "id": int(str(last_id)) + 1, "at": "2026-03-01T12:05:00.000000+00:00",
-        "actor": "U_FORGER", "action": "tier3.approve", "channel": "", "incident_id": None,
+        "actor": "U0FORGER", "action": "tier3.approve", "channel": "", "incident_id": None,
         "action_id": None, "tier": 3, "decision": decision, "dry_run": None, "outcome": "",
         "changes": None, "detail": "", "prev_hash": last_hash,
     }  # fmt: skip
@@ -60,7 +60,7 @@ def forged_row(target: str, decision: str = "approved", mac: str | None = None) 
     mac_sql = f"'{mac}'" if mac else "NULL"
     return (
         "INSERT INTO audit (id, at, actor, action, tier, decision, prev_hash, row_hash, "
-        f"row_mac) VALUES ({values['id']}, '{values['at']}', 'U_FORGER', 'tier3.approve', 3, "
+        f"row_mac) VALUES ({values['id']}, '{values['at']}', 'U0FORGER', 'tier3.approve', 3, "
         f"'{decision}', '{last_hash}', '{digest}', {mac_sql})"
     )
 
@@ -176,13 +176,13 @@ async def test_insert_or_replace_is_refused_on_sqlite(store: Store, target: str)
     replace = forged_row(target).replace("INSERT INTO", "INSERT OR REPLACE INTO")
     last_hash = str(query(target, "SELECT row_hash FROM audit WHERE id = 2")[0][0])
     values = {c: None for c in audit_chain.HASHED_COLUMNS} | {
-        "id": 3, "at": "2026-03-01T12:05:00.000000+00:00", "actor": "U_FORGER",
+        "id": 3, "at": "2026-03-01T12:05:00.000000+00:00", "actor": "U0FORGER",
         "action": "tier3.approve", "channel": "", "tier": 3, "decision": "approved",
         "outcome": "", "detail": "", "prev_hash": last_hash,
     }  # fmt: skip
     over_row_3 = (
         "INSERT OR REPLACE INTO audit (id, at, actor, action, tier, decision, prev_hash, "
-        f"row_hash) VALUES (3, '{values['at']}', 'U_FORGER', 'tier3.approve', 3, 'approved', "
+        f"row_hash) VALUES (3, '{values['at']}', 'U0FORGER', 'tier3.approve', 3, 'approved', "
         f"'{last_hash}', '{audit_chain.row_digest(values)}')"
     )
     for statement in (over_row_3, replace.replace("(4,", "(3,")):

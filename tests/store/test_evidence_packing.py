@@ -34,7 +34,7 @@ async def test_a_snapshot_is_stored_compressed_and_reads_back_the_same(target: s
         "FROM evidence_snapshots",
     )
     raw = sum(len(m.model_dump_json()) for m in (BUNDLE, VIEW, diagnosis(1.0)))
-    assert (text, fmt) == ("", packing.ZLIB)
+    assert (text, fmt) == ("", packing.XZ_SUMMARISED)
     assert isinstance(size, int) and size * 4 < raw
 
 

@@ -20,7 +20,7 @@ LOCALE_STEP = next(i for i, step in enumerate(MIGRATIONS) if any("locale" in str
 async def test_a_new_incident_keeps_the_locale_it_was_opened_in(target: str) -> None:
     async with await Store.open(target) as store:
         opened, _ = await store.open_or_join_incident(
-            "gpu-node-01", "C1", opened_by="U_LIWEI", at=T0, locale="zh-CN"
+            "gpu-node-01", "C1", opened_by="U0LIWEI", at=T0, locale="zh-CN"
         )
     async with await Store.open(target) as store:  # a restart reads it back
         again = await store.get_incident(opened.id)
@@ -30,10 +30,10 @@ async def test_a_new_incident_keeps_the_locale_it_was_opened_in(target: str) -> 
 async def test_joining_an_open_incident_keeps_the_threads_locale(target: str) -> None:
     async with await Store.open(target) as store:
         first, _ = await store.open_or_join_incident(
-            "gpu-node-01", "C1", opened_by="U_LIWEI", at=T0, locale="zh-CN"
+            "gpu-node-01", "C1", opened_by="U0LIWEI", at=T0, locale="zh-CN"
         )
         joined, created = await store.open_or_join_incident(
-            "gpu-node-01", "C1", opened_by="U_ALICE", at=T0, locale="en"
+            "gpu-node-01", "C1", opened_by="U0ALICE", at=T0, locale="en"
         )
     assert (created, joined.id, joined.locale) == (False, first.id, "zh-CN")
 
@@ -66,7 +66,7 @@ async def test_incidents_stored_before_the_locale_column_read_as_english(tmp_pat
                 statement(db)
     conn.execute(
         "INSERT INTO incidents (id, number, node, state, opened_at, opened_by) "
-        "VALUES ('INC-0001', 1, 'gpu-node-01', 'investigating', ?, 'U_ALICE')",
+        "VALUES ('INC-0001', 1, 'gpu-node-01', 'investigating', ?, 'U0ALICE')",
         (T0.isoformat(),),
     )
     conn.close()

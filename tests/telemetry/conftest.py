@@ -33,9 +33,9 @@ async def _scrapes() -> BotScrapes:
         log = await run_story(demo.slack, demo.drain)
         story = await scrape(demo.bot_url)
         demo.slack.fail("chat.postEphemeral", error="channel_not_found")
-        await demo.slack.slash_command("U_ALICE", CHANNEL, "diagnose gpu-node-99")
+        await demo.slack.slash_command("U0ALICE", CHANNEL, "diagnose gpu-node-99")
         demo.kube.faults.add("POST", r"/apis/batch/v1/namespaces/[^/]+/jobs$", status=403)
-        await demo.slack.slash_command("U_ALICE", CHANNEL, "diagnose gpu-node-02")
+        await demo.slack.slash_command("U0ALICE", CHANNEL, "diagnose gpu-node-02")
         await demo.drain()
         return BotScrapes(story, log.steps, await scrape(demo.bot_url))
 

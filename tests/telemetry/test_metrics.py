@@ -134,7 +134,7 @@ async def test_slack_calls_are_counted_in_the_client_ok_refused_and_unreachable(
         chat = SlackChat(client)
         await chat.post("C0INCIDENT", text="hi", blocks=[], thread_ts=None)
         with pytest.raises(SlackError):
-            await chat.post("C_NOWHERE", text="hi", blocks=[], thread_ts=None)
+            await chat.post("C0NOWHERE", text="hi", blocks=[], thread_ts=None)
     finally:
         await sim.stop()
     down = make_client("xoxb-test", base_url=f"http://127.0.0.1:{_closed_port()}/api/")

@@ -73,11 +73,14 @@ def service_account_user(namespace: str, name: str) -> UserInfo:
 
 
 def deploy_base() -> Path:
-    """``deploy/base``: the installed copy (wheel force-include) first, else the repository's."""
-    for candidate in (_HERE.parents[1] / "_deploy" / "base", _HERE.parents[2] / "deploy" / "base"):
-        if (candidate / "kustomization.yaml").is_file():
-            return candidate
-    raise FileNotFoundError("deploy/base not found (reinstall the package)")
+    """``deploy/base``, the nearest above this file: the repository's, else the installed
+    product's copy (``bot/_deploy/base``, the wheel's force-include). Found by walking up, so
+    it does not depend on where the sandbox package sits in the tree."""
+    for parent in _HERE.parents:
+        for candidate in (parent / "deploy" / "base", parent / "bot" / "_deploy" / "base"):
+            if (candidate / "kustomization.yaml").is_file():
+                return candidate
+    raise FileNotFoundError("deploy/base not found: run the sandbox from a source checkout")
 
 
 def _is_param(obj: Obj, bindings: list[Obj]) -> bool:

@@ -560,6 +560,16 @@ async def _watch(request: web.Request, route: Route) -> web.StreamResponse:
         line = {"type": kind, "object": shown}
         await resp.write(json.dumps(line).encode() + b"\n")
 
+    async def bookmark() -> None:
+        """What the API server sends now and then, and just before a watch times out, when
+        the client allowed it: only the resourceVersion the watch has caught up to."""
+        shown = {
+            "kind": route.res.kind,
+            "apiVersion": route.res.api_version,
+            "metadata": {"resourceVersion": str(store.rv)},
+        }
+        await resp.write(json.dumps({"type": "BOOKMARK", "object": shown}).encode() + b"\n")
+
     try:
         last = store.rv
         if rv in ("", "0"):
@@ -579,11 +589,16 @@ async def _watch(request: web.Request, route: Route) -> web.StreamResponse:
                     await send(ev.type, ev.obj)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
+        bookmarks = request.query.get("allowWatchBookmarks") in ("true", "1")
         while (left := deadline - loop.time()) > 0:
             try:
-                ev = await asyncio.wait_for(watcher.queue.get(), left)
+                ev = await asyncio.wait_for(
+                    watcher.queue.get(), min(left, sim.bookmark_s) if bookmarks else left
+                )
             except TimeoutError:
-                break
+                if bookmarks:  # nothing queued: every event up to now has been sent
+                    await bookmark()
+                continue
             if ev.rv > last and wanted(ev.obj):
                 await send(ev.type, copy.deepcopy(ev.obj))
     except ConnectionResetError:

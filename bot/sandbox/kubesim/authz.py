@@ -307,9 +307,11 @@ def self_subject_rules_review(authorizer: Authorizer, user: UserInfo, body: Obj)
     for rule in rules:
         if rule.get("nonResourceURLs"):
             non_resource_rules.append(
-                {"verbs": list(rule.get("verbs") or []),
-                 "nonResourceURLs": list(rule["nonResourceURLs"])}
-            )  # fmt: skip
+                {
+                    "verbs": list(rule.get("verbs") or []),
+                    "nonResourceURLs": list(rule["nonResourceURLs"]),
+                }
+            )
             continue
         entry: Obj = {
             "verbs": list(rule.get("verbs") or []),

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 
 from bot.sandbox.kubesim.access import BOT_TOKEN
-from bot.sandbox.kubesim.scenarios import load_scenario
+from bot.sandbox.kubesim.scenarios import ScenarioError, load_scenario
 from bot.sandbox.kubesim.sim import KubeSim
 
 
@@ -40,6 +41,9 @@ async def _serve(args: argparse.Namespace) -> None:
 def main(args: argparse.Namespace) -> int:
     try:
         asyncio.run(_serve(args))
+    except ScenarioError as exc:
+        print(f"gpunode: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 0
     return 0

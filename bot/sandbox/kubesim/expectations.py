@@ -31,14 +31,31 @@ accepts, each a range:
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from bot.core.findings import VerdictCause
 from bot.sandbox.kubesim.quantities import to_bytes
 
 Quantity = str | int
+#: what an expert may blame, in the corpus's own words (the labels are the stand-in's, not
+#: imported from the product: tests/sandbox/kubesim/test_expectations_vocabulary.py checks
+#: that the product's verdict causes are the same set, so a label can't drift out of reach)
+VerdictCause = Literal[
+    "host_memory_workload",
+    "container_limit",
+    "kernel_slab",
+    "kernel_memory",
+    "system_process",
+    "shmem",
+    "hugepages",
+    "gpu_memory",
+    "gpu_xid",
+    "gpu_orphan",
+    "overcommit",
+    "healthy",
+    "inconclusive",
+]
 
 
 class _M(BaseModel):

@@ -25,10 +25,9 @@ import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bot.core.allocation import pod_requests_and_limits
-from bot.core.quantity import parse_quantity
 from bot.sandbox.kubesim import recorder
 from bot.sandbox.kubesim.defaults import qos_class
+from bot.sandbox.kubesim.podrequests import amount, pod_requests
 
 if TYPE_CHECKING:
     from bot.sandbox.kubesim.crud import ApiCore
@@ -75,29 +74,21 @@ def _conditions(node: Obj) -> list[str]:
     ]
 
 
-def _value(q: Any, resource: str) -> int:
-    """Integer units as the kubelet prints them: cpu in millicores, others whole."""
-    return int(q.milli_value()) if resource == "cpu" else int(q.value())
-
-
 def _shortfall(pod: Obj, node: Obj, others: list[Obj]) -> tuple[str, str] | None:
     alloc_raw = (node.get("status") or {}).get("allocatable") or {}
-    alloc = {k: parse_quantity(str(v)) for k, v in alloc_raw.items()}
-    if "pods" in alloc and len(others) + 1 > alloc["pods"].value():
-        cap = int(alloc["pods"].value())
-        return "OutOfpods", _message("pods", 1, len(others), cap)
-    wanted, _ = pod_requests_and_limits(pod)
+    alloc = {k: amount(k, v) for k, v in alloc_raw.items()}
+    if "pods" in alloc and len(others) + 1 > alloc["pods"]:
+        return "OutOfpods", _message("pods", 1, len(others), alloc["pods"])
+    wanted = pod_requests(pod)
     used: dict[str, int] = {}
     for other in others:
-        reqs, _ = pod_requests_and_limits(other)
-        for name, q in reqs.items():
-            used[name] = used.get(name, 0) + _value(q, name)
+        for name, n in pod_requests(other).items():
+            used[name] = used.get(name, 0) + n
     extended = sorted(n for n in wanted if n not in (*_FIT_ORDER, "pods"))
     for name in (*_FIT_ORDER, *extended):
         if name not in wanted or (name not in alloc and name not in _FIT_ORDER):
             continue  # extended resources the node does not advertise are ignored
-        need = _value(wanted[name], name)
-        cap = _value(alloc[name], name) if name in alloc else 0
+        need, cap = wanted[name], alloc.get(name, 0)
         if need and need > cap - used.get(name, 0):
             return f"OutOf{name}", _message(name, need, used.get(name, 0), cap)
     return None

@@ -25,10 +25,21 @@ LEVELS = ("privileged", "baseline", "restricted")
 #: capabilities a baseline pod may add (the container runtimes' default set)
 BASELINE_CAPS = frozenset(
     {
-        "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
-        "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
+        "AUDIT_WRITE",
+        "CHOWN",
+        "DAC_OVERRIDE",
+        "FOWNER",
+        "FSETID",
+        "KILL",
+        "MKNOD",
+        "NET_BIND_SERVICE",
+        "SETFCAP",
+        "SETGID",
+        "SETPCAP",
+        "SETUID",
+        "SYS_CHROOT",
     }
-)  # fmt: skip
+)
 
 
 def _containers(spec: Obj) -> list[Obj]:
@@ -59,12 +70,15 @@ def baseline(spec: Obj) -> list[str]:
     hosts = [f"{k}=true" for k in ("hostNetwork", "hostPID", "hostIPC") if spec.get(k)]
     if hosts:
         out.append(f"host namespaces ({', '.join(hosts)})")
-    privileged = [c["name"] for c in _containers(spec)
-                  if (c.get("securityContext") or {}).get("privileged")]  # fmt: skip
+    privileged = [
+        c["name"] for c in _containers(spec) if (c.get("securityContext") or {}).get("privileged")
+    ]
     if privileged:
         which = "container" if len(privileged) == 1 else "containers"
-        out.append(f"privileged ({which} {_quote(privileged)} must not set "
-                   "securityContext.privileged=true)")  # fmt: skip
+        out.append(
+            f"privileged ({which} {_quote(privileged)} must not set "
+            "securityContext.privileged=true)"
+        )
     extra = [
         f'container "{c["name"]}" must not include {_quote(bad)} in '
         "securityContext.capabilities.add"
@@ -96,8 +110,10 @@ def restricted(spec: Obj) -> list[str]:
         c["name"] for c in containers if _sc(c).get("allowPrivilegeEscalation") is not False
     ]
     if escalation:
-        out.append(f"allowPrivilegeEscalation != false (container {_quote(escalation)} must set "
-                   "securityContext.allowPrivilegeEscalation=false)")  # fmt: skip
+        out.append(
+            f"allowPrivilegeEscalation != false (container {_quote(escalation)} must set "
+            "securityContext.allowPrivilegeEscalation=false)"
+        )
     caps: list[str] = []
     for c in containers:
         if "ALL" not in _caps(c, "drop"):
@@ -105,8 +121,10 @@ def restricted(spec: Obj) -> list[str]:
                 f'container "{c["name"]}" must set securityContext.capabilities.drop=["ALL"]'
             )
         if bad := [x for x in _caps(c, "add") if x != "NET_BIND_SERVICE"]:
-            caps.append(f'container "{c["name"]}" must not include {_quote(bad)} in '
-                        "securityContext.capabilities.add")  # fmt: skip
+            caps.append(
+                f'container "{c["name"]}" must not include {_quote(bad)} in '
+                "securityContext.capabilities.add"
+            )
     if caps:
         out.append(f"unrestricted capabilities ({'; '.join(caps)})")
     pod_non_root = pod_sc.get("runAsNonRoot")
@@ -114,8 +132,10 @@ def restricted(spec: Obj) -> list[str]:
         c["name"] for c in containers if _sc(c).get("runAsNonRoot", pod_non_root) is not True
     ]
     if non_root:
-        out.append(f"runAsNonRoot != true (pod or container {_quote(non_root)} must set "
-                   "securityContext.runAsNonRoot=true)")  # fmt: skip
+        out.append(
+            f"runAsNonRoot != true (pod or container {_quote(non_root)} must set "
+            "securityContext.runAsNonRoot=true)"
+        )
     seccomp_ok = ("RuntimeDefault", "Localhost")
     pod_seccomp = (pod_sc.get("seccompProfile") or {}).get("type")
     no_seccomp = [

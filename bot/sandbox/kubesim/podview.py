@@ -55,8 +55,10 @@ def mig_monitor(pod: Obj) -> bool:
     for c in (pod.get("spec") or {}).get("containers") or []:
         env = {e.get("name"): e.get("value") for e in c.get("env") or []}
         sc = c.get("securityContext") or {}
-        added = {str(x).upper().removeprefix("CAP_")
-                 for x in (sc.get("capabilities") or {}).get("add") or []}  # fmt: skip
+        added = {
+            str(x).upper().removeprefix("CAP_")
+            for x in (sc.get("capabilities") or {}).get("add") or []
+        }
         if env.get("NVIDIA_MIG_MONITOR_DEVICES") == "all" and (
             sc.get("privileged") or "SYS_ADMIN" in added
         ):

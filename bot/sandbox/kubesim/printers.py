@@ -63,9 +63,11 @@ def _name(obj: Obj) -> str:
 def _node_row(node: Obj, now: datetime) -> list[Any]:
     status = node.get("status") or {}
     ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
-    text = "Unknown" if ready is None or ready.get("status") == "Unknown" else (
-        "Ready" if ready.get("status") == "True" else "NotReady"
-    )  # fmt: skip
+    text = (
+        "Unknown"
+        if ready is None or ready.get("status") == "Unknown"
+        else ("Ready" if ready.get("status") == "True" else "NotReady")
+    )
     if (node.get("spec") or {}).get("unschedulable"):
         text += ",SchedulingDisabled"
     labels = node["metadata"].get("labels") or {}
@@ -296,16 +298,32 @@ def _col(name: str, kind: str = "string", priority: int = 0) -> Column:
 _WIDE_WORKLOAD = (_col("Containers", priority=1), _col("Images", priority=1))
 PRINTERS: dict[str, Printer] = {
     "nodes": (
-        (_col("Name"), _col("Status"), _col("Roles"), _col("Age"), _col("Version"),
-         _col("Internal-IP", priority=1), _col("External-IP", priority=1),
-         _col("OS-Image", priority=1), _col("Kernel-Version", priority=1),
-         _col("Container-Runtime", priority=1)),
+        (
+            _col("Name"),
+            _col("Status"),
+            _col("Roles"),
+            _col("Age"),
+            _col("Version"),
+            _col("Internal-IP", priority=1),
+            _col("External-IP", priority=1),
+            _col("OS-Image", priority=1),
+            _col("Kernel-Version", priority=1),
+            _col("Container-Runtime", priority=1),
+        ),
         _node_row,
     ),
     "pods": (
-        (_col("Name"), _col("Ready"), _col("Status"), _col("Restarts"), _col("Age"),
-         _col("IP", priority=1), _col("Node", priority=1), _col("Nominated Node", priority=1),
-         _col("Readiness Gates", priority=1)),
+        (
+            _col("Name"),
+            _col("Ready"),
+            _col("Status"),
+            _col("Restarts"),
+            _col("Age"),
+            _col("IP", priority=1),
+            _col("Node", priority=1),
+            _col("Nominated Node", priority=1),
+            _col("Readiness Gates", priority=1),
+        ),
         _pod_row,
     ),
     "namespaces": (
@@ -313,44 +331,96 @@ PRINTERS: dict[str, Printer] = {
         lambda o, now: [_name(o), (o.get("status") or {}).get("phase", ""), _age(o, now)],
     ),
     "deployments": (
-        (_col("Name"), _col("Ready"), _col("Up-to-date", "integer"),
-         _col("Available", "integer"), _col("Age"), *_WIDE_WORKLOAD,
-         _col("Selector", priority=1)),
+        (
+            _col("Name"),
+            _col("Ready"),
+            _col("Up-to-date", "integer"),
+            _col("Available", "integer"),
+            _col("Age"),
+            *_WIDE_WORKLOAD,
+            _col("Selector", priority=1),
+        ),
         _deployment_row,
     ),
     "replicasets": (
-        (_col("Name"), _col("Desired", "integer"), _col("Current", "integer"),
-         _col("Ready", "integer"), _col("Age"), *_WIDE_WORKLOAD, _col("Selector", priority=1)),
+        (
+            _col("Name"),
+            _col("Desired", "integer"),
+            _col("Current", "integer"),
+            _col("Ready", "integer"),
+            _col("Age"),
+            *_WIDE_WORKLOAD,
+            _col("Selector", priority=1),
+        ),
         _replicaset_row,
     ),
-    "statefulsets": ((_col("Name"), _col("Ready"), _col("Age"), *_WIDE_WORKLOAD),
-                     _statefulset_row),
+    "statefulsets": ((_col("Name"), _col("Ready"), _col("Age"), *_WIDE_WORKLOAD), _statefulset_row),
     "daemonsets": (
-        (_col("Name"), _col("Desired", "integer"), _col("Current", "integer"),
-         _col("Ready", "integer"), _col("Up-to-date", "integer"), _col("Available", "integer"),
-         _col("Node Selector"), _col("Age"), *_WIDE_WORKLOAD, _col("Selector", priority=1)),
+        (
+            _col("Name"),
+            _col("Desired", "integer"),
+            _col("Current", "integer"),
+            _col("Ready", "integer"),
+            _col("Up-to-date", "integer"),
+            _col("Available", "integer"),
+            _col("Node Selector"),
+            _col("Age"),
+            *_WIDE_WORKLOAD,
+            _col("Selector", priority=1),
+        ),
         _daemonset_row,
     ),
     "jobs": (
-        (_col("Name"), _col("Status"), _col("Completions"), _col("Duration"), _col("Age"),
-         *_WIDE_WORKLOAD, _col("Selector", priority=1)),
+        (
+            _col("Name"),
+            _col("Status"),
+            _col("Completions"),
+            _col("Duration"),
+            _col("Age"),
+            *_WIDE_WORKLOAD,
+            _col("Selector", priority=1),
+        ),
         _job_row,
     ),
     "poddisruptionbudgets": (
-        (_col("Name"), _col("Min Available"), _col("Max Unavailable"),
-         _col("Allowed Disruptions", "integer"), _col("Age")),
+        (
+            _col("Name"),
+            _col("Min Available"),
+            _col("Max Unavailable"),
+            _col("Allowed Disruptions", "integer"),
+            _col("Age"),
+        ),
         _pdb_row,
     ),
     "priorityclasses": (
-        (_col("Name"), _col("Value", "integer"), _col("Global-Default", "boolean"), _col("Age"),
-         _col("PreemptionPolicy")),
-        lambda o, now: [_name(o), o.get("value", 0), bool(o.get("globalDefault")), _age(o, now),
-                        o.get("preemptionPolicy", "")],
+        (
+            _col("Name"),
+            _col("Value", "integer"),
+            _col("Global-Default", "boolean"),
+            _col("Age"),
+            _col("PreemptionPolicy"),
+        ),
+        lambda o, now: [
+            _name(o),
+            o.get("value", 0),
+            bool(o.get("globalDefault")),
+            _age(o, now),
+            o.get("preemptionPolicy", ""),
+        ],
     ),
     "events": (
-        (_col("Last Seen"), _col("Type"), _col("Reason"), _col("Object"),
-         _col("Subobject", priority=1), _col("Source", priority=1), _col("Message"),
-         _col("First Seen", priority=1), _col("Count", "integer", 1), _col("Name", priority=1)),
+        (
+            _col("Last Seen"),
+            _col("Type"),
+            _col("Reason"),
+            _col("Object"),
+            _col("Subobject", priority=1),
+            _col("Source", priority=1),
+            _col("Message"),
+            _col("First Seen", priority=1),
+            _col("Count", "integer", 1),
+            _col("Name", priority=1),
+        ),
         _event_row,
     ),
     "serviceaccounts": (
@@ -361,26 +431,52 @@ PRINTERS: dict[str, Printer] = {
         (_col("Name"), _col("Holder"), _col("Age")),
         lambda o, now: [_name(o), (o.get("spec") or {}).get("holderIdentity", ""), _age(o, now)],
     ),
-    "roles": ((_col("Name"), _col("Created At", "date")),
-              lambda o, now: [_name(o), o["metadata"].get("creationTimestamp", "")]),
-    "clusterroles": ((_col("Name"), _col("Created At", "date")),
-                     lambda o, now: [_name(o), o["metadata"].get("creationTimestamp", "")]),
-    "rolebindings": ((_col("Name"), _col("Role"), _col("Age"), _col("Users", priority=1),
-                      _col("Groups", priority=1), _col("ServiceAccounts", priority=1)),
-                     _binding_row),
-    "clusterrolebindings": ((_col("Name"), _col("Role"), _col("Age"), _col("Users", priority=1),
-                             _col("Groups", priority=1), _col("ServiceAccounts", priority=1)),
-                            _binding_row),
+    "roles": (
+        (_col("Name"), _col("Created At", "date")),
+        lambda o, now: [_name(o), o["metadata"].get("creationTimestamp", "")],
+    ),
+    "clusterroles": (
+        (_col("Name"), _col("Created At", "date")),
+        lambda o, now: [_name(o), o["metadata"].get("creationTimestamp", "")],
+    ),
+    "rolebindings": (
+        (
+            _col("Name"),
+            _col("Role"),
+            _col("Age"),
+            _col("Users", priority=1),
+            _col("Groups", priority=1),
+            _col("ServiceAccounts", priority=1),
+        ),
+        _binding_row,
+    ),
+    "clusterrolebindings": (
+        (
+            _col("Name"),
+            _col("Role"),
+            _col("Age"),
+            _col("Users", priority=1),
+            _col("Groups", priority=1),
+            _col("ServiceAccounts", priority=1),
+        ),
+        _binding_row,
+    ),
     "validatingadmissionpolicies": (
         (_col("Name"), _col("Validations", "integer"), _col("ParamKind"), _col("Age")),
-        lambda o, now: [_name(o), len((o.get("spec") or {}).get("validations") or []),
-                        ((o.get("spec") or {}).get("paramKind") or {}).get("kind") or NONE,
-                        _age(o, now)],
+        lambda o, now: [
+            _name(o),
+            len((o.get("spec") or {}).get("validations") or []),
+            ((o.get("spec") or {}).get("paramKind") or {}).get("kind") or NONE,
+            _age(o, now),
+        ],
     ),
     "validatingadmissionpolicybindings": (
         (_col("Name"), _col("PolicyName"), _col("ParamRef"), _col("Age")),
-        lambda o, now: [_name(o), (o.get("spec") or {}).get("policyName", ""),
-                        ((o.get("spec") or {}).get("paramRef") or {}).get("name") or NONE,
-                        _age(o, now)],
+        lambda o, now: [
+            _name(o),
+            (o.get("spec") or {}).get("policyName", ""),
+            ((o.get("spec") or {}).get("paramRef") or {}).get("name") or NONE,
+            _age(o, now),
+        ],
     ),
-}  # fmt: skip
+}

@@ -148,9 +148,12 @@ class Rollouts:
             self._bind(created, preferred)
         else:
             status = pods.running_status(
-                created, self.sim.scenario.node(node), phase="Running", started=stamps.T0,
+                created,
+                self.sim.scenario.node(node),
+                phase="Running",
+                started=stamps.T0,
                 restarts={},
-            )  # fmt: skip
+            )
             status["startTime"] = now_iso()
             self._set_status(ns, name, status)
         return created

@@ -14,12 +14,16 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from bot.errors import ConfigError
 from bot.sandbox.kubesim.expectations import Expected
 from bot.sandbox.kubesim.quantities import to_bytes
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 Quantity = str | int
+
+
+class ScenarioError(ValueError):
+    """No such scenario, or its YAML is invalid; the message says which and why. The
+    commands that load one (``gpunode demo``, ``gpunode sandbox kube``) print it."""
 
 
 class _M(BaseModel):
@@ -592,9 +596,9 @@ def load_scenario(name_or_path: str) -> Scenario:
     if not path.suffix:
         path = SCENARIO_DIR / f"{name_or_path}.yaml"
     if not path.is_file():
-        raise ConfigError(f"no scenario {name_or_path!r}; shipped: {', '.join(list_scenarios())}")
+        raise ScenarioError(f"no scenario {name_or_path!r}; shipped: {', '.join(list_scenarios())}")
     try:
         data: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
         return Scenario.model_validate(data)
     except (yaml.YAMLError, ValueError) as exc:
-        raise ConfigError(f"scenario {path} is invalid: {exc}") from exc
+        raise ScenarioError(f"scenario {path} is invalid: {exc}") from exc

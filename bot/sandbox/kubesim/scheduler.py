@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bot.sandbox.kubesim import quantities
+from bot.sandbox.kubesim import podrequests
 from bot.sandbox.kubesim.recording import record_event
 
 if TYPE_CHECKING:
@@ -34,25 +34,9 @@ Obj = dict[str, Any]
 UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 
 
-def _amount(resource: str, value: Any) -> int:
-    return quantities.to_millicores(value) if resource == "cpu" else quantities.to_bytes(value)
-
-
 def pod_requests(pod: Obj) -> dict[str, int]:
-    """Requests as the scheduler sums them: max(sum of containers, largest init container)
-    plus overhead, and one ``pods`` slot."""
-    spec = pod.get("spec") or {}
-    total: dict[str, int] = {}
-    for c in spec.get("containers") or []:
-        for k, v in ((c.get("resources") or {}).get("requests") or {}).items():
-            total[k] = total.get(k, 0) + _amount(k, v)
-    for c in spec.get("initContainers") or []:
-        for k, v in ((c.get("resources") or {}).get("requests") or {}).items():
-            total[k] = max(total.get(k, 0), _amount(k, v))
-    for k, v in (spec.get("overhead") or {}).items():
-        total[k] = total.get(k, 0) + _amount(k, v)
-    total["pods"] = 1
-    return total
+    """Requests as the scheduler sums them (``podrequests``), plus one ``pods`` slot."""
+    return {**podrequests.pod_requests(pod), "pods": 1}
 
 
 def _tolerated(tolerations: list[Obj], taint: Obj) -> bool:
@@ -105,7 +89,7 @@ class Scheduler:
         the pods of these uids)."""
         name = node["metadata"]["name"]
         alloc = (node.get("status") or {}).get("allocatable") or {}
-        free = {k: _amount(k, v) for k, v in alloc.items()}
+        free = {k: podrequests.amount(k, v) for k, v in alloc.items()}
         for p in self.api.store.list("pods"):
             if (p.get("spec") or {}).get("nodeName") != name or p["metadata"]["uid"] in without:
                 continue

@@ -75,6 +75,9 @@ class KubeSim:
         self.tokens: list[str | None] = []
         self.logs: dict[tuple[str, str], str] = {}
         self.step_s = step_s
+        #: seconds between a watch's bookmarks while nothing happens (the API server's are
+        #: about a minute apart; one more comes just before the watch times out)
+        self.bookmark_s = 60.0
         #: installed custom resources (``plural.group``); any other custom resource is a 404
         self.crds: frozenset[str] = frozenset(scenario.crds)
         #: node -> diagnostic mode for the job controller (see ``jobs.MODES``)

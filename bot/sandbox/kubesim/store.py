@@ -64,6 +64,7 @@ class Store:
         self._node_of: dict[tuple[str, str], str] = {}
         self.rv = 1000
         self.history: deque[WatchEvent] = deque(maxlen=HISTORY)
+        self.compacted_rv = 0  # a watch from before this answers 410 Gone (``compact``)
         self._watchers: set[Watcher] = set()
 
     def next_rv(self) -> int:
@@ -168,8 +169,16 @@ class Store:
     def unsubscribe(self, w: Watcher) -> None:
         self._watchers.discard(w)
 
+    def compact(self) -> None:
+        """Forget the history up to now, as etcd's compaction does: a watch that resumes
+        from an older resourceVersion gets 410 Gone and has to list again."""
+        self.compacted_rv = self.rv
+        self.history.clear()
+
     def events_since(self, plural: str, rv: int) -> builtins.list[WatchEvent] | None:
         """Events after ``rv``, or None when ``rv`` is older than the kept history."""
+        if rv < self.compacted_rv:
+            return None
         if self.history and rv < self.history[0].rv - 1 and rv < self.rv:
             return None
         return [e for e in self.history if e.rv > rv and e.plural == plural]

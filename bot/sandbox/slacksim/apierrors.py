@@ -1,4 +1,6 @@
-"""The one exception the Web API handlers raise: a Slack ``{"ok": false, "error": ...}``."""
+"""The stand-in's exceptions: ``ApiError``, the one the Web API handlers raise (a Slack
+``{"ok": false, "error": ...}``), and ``DriverError``, a test or the console asking the
+driver for something the workspace does not have (an unknown user, a closed view)."""
 
 from __future__ import annotations
 
@@ -16,3 +18,8 @@ class ApiError(Exception):
 
     def body(self) -> dict[str, Any]:
         return {"ok": False, "error": self.error, **self.extra}
+
+
+class DriverError(LookupError):
+    """The driver was asked to act for a user, channel, message or view the workspace does
+    not have; the message says which, and how to add it."""

@@ -4,9 +4,10 @@
 ``GET /console/api/state?user=U&channel=C[&lang=L]`` and re-reads it whenever
 ``GET /console/events`` (server-sent events) reports a new workspace version.
 
-The page's own labels come with the state, in ``lang`` (``/?lang=zh-CN``) or else the acting
-person's Slack locale, as Slack's own client follows its user's language; messages from the
-bot are in whatever language the bot chose for them. Everything a person does in the page
+The page's own labels (``console_labels``: the console's words live with the console) come
+with the state, in ``lang`` (``/?lang=zh-CN``) or else the acting person's Slack locale, as
+Slack's own client follows its user's language; messages from the bot are in whatever
+language the bot chose for them. Everything a person does in the page
 goes through the driver, i.e. as signed requests to the bot, exactly like a test would.
 """
 
@@ -17,9 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from bot.core.locales import choose_locale
-from bot.errors import SlackError
-from bot.render.console import console_labels
+from bot.sandbox.slacksim import console_labels
 from bot.sandbox.slacksim.driver import DriverResult
 
 if TYPE_CHECKING:
@@ -31,9 +30,9 @@ KEEPALIVE_S = 15.0
 
 
 def console_locale(sim: SlackSim, user: str, lang: str | None = None) -> str:
-    """``lang`` if gpunode speaks it, else the person's Slack locale, else ``en``."""
+    """``lang`` if the console has labels in it, else the person's Slack locale, else ``en``."""
     person = sim.ws.users.get(user)
-    return choose_locale(explicit=lang, user=person.locale if person else None)
+    return console_labels.choose(asked=lang, person=person.locale if person else None)
 
 
 def state_of(sim: SlackSim, user: str, channel: str, *, lang: str | None = None) -> JSON:
@@ -48,7 +47,7 @@ def state_of(sim: SlackSim, user: str, channel: str, *, lang: str | None = None)
     return {
         "version": ws.version,
         "locale": locale,
-        "labels": console_labels(locale),
+        "labels": console_labels.labels(locale),
         "users": [
             {
                 "id": u.id,
@@ -85,7 +84,7 @@ def routes(sim: SlackSim) -> list[web.AbstractRouteDef]:
         return web.Response(status=204)
 
     async def state(request: web.Request) -> web.Response:
-        user = request.query.get("user", "U_ALICE")
+        user = request.query.get("user", "U0ALICE")
         channel = request.query.get("channel", "C0INCIDENT")
         lang = request.query.get("lang") or None
         return web.json_response(state_of(sim, user, channel, lang=lang))
@@ -130,7 +129,7 @@ def routes(sim: SlackSim) -> list[web.AbstractRouteDef]:
                         data["user"], data["channel"], data["text"], thread_ts=data.get("thread_ts")
                     )
                     return web.json_response({"ts": ts})
-            except (SlackError, KeyError) as exc:
+            except LookupError as exc:  # DriverError (unknown user, view...), a missing key
                 return web.json_response({"error": str(exc)}, status=400)
             return _result(res)
 

@@ -24,10 +24,9 @@ from urllib.parse import parse_qsl
 
 import aiohttp
 
-from bot.errors import SlackError
 from bot.sandbox.slacksim import methods_views as views
 from bot.sandbox.slacksim import payloads
-from bot.sandbox.slacksim.apierrors import ApiError
+from bot.sandbox.slacksim.apierrors import ApiError, DriverError
 from bot.sandbox.slacksim.blocks import find_element
 from bot.sandbox.slacksim.methods_chat import bot_message
 from bot.sandbox.slacksim.state import Workspace
@@ -160,13 +159,13 @@ class Driver:
     def _user(self, user_id: str) -> Any:
         user = self.ws.users.get(user_id)
         if user is None:
-            raise SlackError(f"Unknown user {user_id!r}: add it with sim.add_user first.")
+            raise DriverError(f"Unknown user {user_id!r}: add it with sim.add_user first.")
         return user
 
     def _channel(self, channel_id: str) -> tuple[str, str]:
         ch = self.ws.channels.get(channel_id)
         if ch is None:
-            raise SlackError(f"Unknown channel {channel_id!r}: add it with sim.add_channel first.")
+            raise DriverError(f"Unknown channel {channel_id!r}: add it with sim.add_channel first.")
         return ch.id, ch.name
 
     async def slash_command(
@@ -251,11 +250,11 @@ class Driver:
         if message is None:
             eph = self.ws.find_ephemeral(user.id, message_ts)
             if eph is None:
-                raise SlackError(f"No message {message_ts} in {channel_id} visible to {user_id}.")
+                raise DriverError(f"No message {message_ts} in {channel_id} visible to {user_id}.")
             message, ephemeral = eph.message, True
         found = find_element(message.get("blocks") or [], action_id, block_id=block_id)
         if found is None:
-            raise SlackError(f"Message {message_ts} has no element {action_id!r}.")
+            raise DriverError(f"Message {message_ts} has no element {action_id!r}.")
         action = payloads.action_of(*found, value=value, action_ts=self.ws.next_ts())
         payload = payloads.block_actions(
             user,
@@ -282,7 +281,7 @@ class Driver:
         user = self._user(user_id)
         opened = self.ws.views.get(view_id)
         if opened is None or opened.user != user.id:
-            raise SlackError(f"View {view_id} is not open for {user_id}.")
+            raise DriverError(f"View {view_id} is not open for {user_id}.")
         opened.view["state"] = {"values": views.state_values(opened.view, values)}
         trigger = self.ws.issue_trigger(user.id)
         payload = payloads.view_payload("view_submission", user, opened.view, trigger_id=trigger)
@@ -320,7 +319,7 @@ class Driver:
         user = self._user(user_id)
         opened = self.ws.views.get(view_id)
         if opened is None:
-            raise SlackError(f"View {view_id} is not open.")
+            raise DriverError(f"View {view_id} is not open.")
         result = None
         if opened.view.get("notify_on_close"):
             payload = payloads.view_payload("view_closed", user, opened.view, trigger_id=None)

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bot.errors import SlackError
 from bot.sandbox.slacksim import payloads
+from bot.sandbox.slacksim.apierrors import DriverError
 from bot.sandbox.slacksim.driver import Driver, DriverResult, SignOptions
 from bot.sandbox.slacksim.state import BOT_USER_ID, TEAM_ID
 
@@ -69,12 +69,12 @@ class EventSender:
 
     def _store_human(self, user_id: str, channel_id: str, text: str, thread_ts: str | None) -> JSON:
         if user_id not in self.ws.users:
-            raise SlackError(f"Unknown user {user_id!r}: add it with sim.add_user first.")
+            raise DriverError(f"Unknown user {user_id!r}: add it with sim.add_user first.")
         history = self.ws.messages.get(channel_id)
         if history is None:
-            raise SlackError(f"Unknown channel {channel_id!r}.")
+            raise DriverError(f"Unknown channel {channel_id!r}.")
         if thread_ts is not None and thread_ts not in history:
-            raise SlackError(f"No thread {thread_ts} in {channel_id}.")
+            raise DriverError(f"No thread {thread_ts} in {channel_id}.")
         rich = {
             "type": "rich_text",
             "block_id": self.ws.new_id("r")[:5],

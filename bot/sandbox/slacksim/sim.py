@@ -6,11 +6,11 @@ Usage::
     await sim.start()                      # -> "http://127.0.0.1:PORT"
     client = AsyncWebClient(token="xoxb-sim", base_url=sim.api_url)
     sim.set_request_url("http://127.0.0.1:P/slack/events")
-    await sim.slash_command("U_ALICE", "C0INCIDENT", "diagnose gpu-node-01")
+    await sim.slash_command("U0ALICE", "C0INCIDENT", "diagnose gpu-node-01")
 
 The default workspace has channel ``C0INCIDENT`` (#gpu-incidents) and five people:
-U_ALICE (on-call SRE), U_BOB (SRE lead, approver), U_CAROL (ML engineer), U_DAVE (viewer, no
-role), and U_LIWEI (li.wei, on-call SRE whose Slack is set to Simplified Chinese, ``zh-CN``;
+U0ALICE (on-call SRE), U0BOB (SRE lead, approver), U0CAROL (ML engineer), U0DAVE (viewer, no
+role), and U0LIWEI (li.wei, on-call SRE whose Slack is set to Simplified Chinese, ``zh-CN``;
 the others use ``en-US``). Their role lives in ``title``; the bot's policy decides what a
 role may do.
 
@@ -37,11 +37,11 @@ from bot.sandbox.slacksim.webapi import ApiCall, WebApi
 
 JSON = dict[str, Any]
 DEFAULT_USERS = (
-    ("U_ALICE", "alice", "Alice Ng", "On-call SRE", "en-US"),
-    ("U_BOB", "bob", "Bob Okafor", "SRE lead (approver)", "en-US"),
-    ("U_CAROL", "carol", "Carol Diaz", "ML engineer", "en-US"),
-    ("U_DAVE", "dave", "Dave Kim", "Viewer (no role)", "en-GB"),
-    ("U_LIWEI", "li.wei", "李伟 (Li Wei)", "On-call SRE (值班 SRE)", "zh-CN"),
+    ("U0ALICE", "alice", "Alice Ng", "On-call SRE", "en-US"),
+    ("U0BOB", "bob", "Bob Okafor", "SRE lead (approver)", "en-US"),
+    ("U0CAROL", "carol", "Carol Diaz", "ML engineer", "en-US"),
+    ("U0DAVE", "dave", "Dave Kim", "Viewer (no role)", "en-GB"),
+    ("U0LIWEI", "li.wei", "李伟 (Li Wei)", "On-call SRE (值班 SRE)", "zh-CN"),
 )
 
 
@@ -67,7 +67,7 @@ class SlackSim:
         for uid, name, real, title, locale in DEFAULT_USERS:
             self.add_user(uid, name, real_name=real, title=title, locale=locale)
         self.add_channel("C0INCIDENT", "#gpu-incidents")
-        self.add_usergroup("S_ONCALL", "gpu-oncall", ["U_ALICE"])
+        self.add_usergroup("S0ONCALL", "gpu-oncall", ["U0ALICE"])
 
     # -- lifecycle --------------------------------------------------------------------------
     def web_app(self) -> web.Application:

@@ -91,10 +91,13 @@ async def test_a_failed_expression_denies_in_the_api_servers_words(kubesim: Kube
             422,
             "denied request: holder bad refused",
         ),
-        ({"reason": "Forbidden"}, 403, "failed expression: object.spec.holderIdentity"
-                                        ".startsWith('ok-')"),
+        (
+            {"reason": "Forbidden"},
+            403,
+            "failed expression: object.spec.holderIdentity.startsWith('ok-')",
+        ),
     ],
-)  # fmt: skip
+)
 async def test_message_message_expression_and_reason_shape_the_denial(
     kubesim: KubeSim, validation: dict[str, str], code: int, message_end: str
 ) -> None:
@@ -127,14 +130,19 @@ async def test_message_message_expression_and_reason_shape_the_denial(
         ),
         (
             _binding("b", "p", ["Deny"]),
-            _policy("p", matchConditions=[{"name": "c", "expression": "request.userInfo."
-                                           "username == 'someone-else'"}]),
+            _policy(
+                "p",
+                matchConditions=[
+                    {"name": "c", "expression": "request.userInfo.username == 'someone-else'"}
+                ],
+            ),
             False,
         ),
         (
             _binding("b", "p", ["Deny"]),
-            _policy("p", validations=[{"expression": "object.spec.nope == 1"}],
-                    failurePolicy="Ignore"),
+            _policy(
+                "p", validations=[{"expression": "object.spec.nope == 1"}], failurePolicy="Ignore"
+            ),
             False,
         ),
         (
@@ -144,12 +152,15 @@ async def test_message_message_expression_and_reason_shape_the_denial(
         ),
         (
             _binding("b", "p", ["Deny"]),
-            _policy("p", variables=[{"name": "h", "expression": "object.spec.holderIdentity"}],
-                    validations=[{"expression": "variables.h == 'ok'"}]),
+            _policy(
+                "p",
+                variables=[{"name": "h", "expression": "object.spec.holderIdentity"}],
+                validations=[{"expression": "variables.h == 'ok'"}],
+            ),
             True,
         ),
     ],
-)  # fmt: skip
+)
 async def test_bindings_actions_selectors_conditions_and_failure_policy_decide_if_it_applies(
     kubesim: KubeSim, binding: dict[str, Any], policy: dict[str, Any], denied: bool
 ) -> None:
@@ -163,8 +174,9 @@ async def test_bindings_actions_selectors_conditions_and_failure_policy_decide_i
 
 async def test_a_policy_that_does_not_compile_is_refused(kubesim: KubeSim) -> None:
     bad = _policy("p", validations=[{"expression": "object.spec.("}])
-    status, body = await kube_call(kubesim.url, "POST", f"{ADM}/validatingadmissionpolicies",
-                                   body=bad)  # fmt: skip
+    status, body = await kube_call(
+        kubesim.url, "POST", f"{ADM}/validatingadmissionpolicies", body=bad
+    )
     assert status == 422 and "spec.validations[0].expression" in body["message"], body
     assert "compilation failed" in body["message"]
 
@@ -197,12 +209,15 @@ PARAM_POLICY = {
         ({"name": "gone", "parameterNotFoundAction": "Allow"}, "z", True),
         ({"name": "gone", "parameterNotFoundAction": "Deny"}, "z", False),
     ],
-)  # fmt: skip
+)
 async def test_params_are_the_objects_the_bindings_param_ref_selects(
     kubesim: KubeSim, param_ref: dict[str, Any], holder: str, admitted: bool
 ) -> None:
-    for cm in (_params("p1", "a-", {"set": "x"}), _params("p2", "b-", {"set": "x"}),
-               _params("p3", "a-", {"set": "y"})):  # fmt: skip
+    for cm in (
+        _params("p1", "a-", {"set": "x"}),
+        _params("p2", "b-", {"set": "x"}),
+        _params("p3", "a-", {"set": "y"}),
+    ):
         status, body = await kube_call(
             kubesim.url, "POST", "/api/v1/namespaces/default/configmaps", body=cm
         )

@@ -137,11 +137,14 @@ async def test_resource_names_allow_get_by_name_but_never_list(kubesim: KubeSim)
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "RoleBinding",
             "metadata": {"name": "scoped"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                        "name": "one-node"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "one-node",
+            },
             "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": "gpunode"}],
         },
-    )  # fmt: skip
+    )
     token = service_account_token("gpunode", "reader")
     assert (await kube_call(kubesim.url, "GET", "/api/v1/nodes/gpu-node-01", token=token))[0] == 403
     await _apply(
@@ -151,11 +154,14 @@ async def test_resource_names_allow_get_by_name_but_never_list(kubesim: KubeSim)
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
             "metadata": {"name": "cluster-wide"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                        "name": "one-node"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "one-node",
+            },
             "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": "gpunode"}],
         },
-    )  # fmt: skip
+    )
 
     assert (await kube_call(kubesim.url, "GET", "/api/v1/nodes/gpu-node-01", token=token))[0] == 200
     assert (await kube_call(kubesim.url, "GET", "/api/v1/nodes/gpu-node-02", token=token))[0] == 403
@@ -170,11 +176,14 @@ async def test_a_binding_to_a_missing_role_says_so_in_the_denial(kubesim: KubeSi
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
             "metadata": {"name": "dangling"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                        "name": "ghost"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "ghost",
+            },
             "subjects": [{"kind": "ServiceAccount", "name": "gpunode", "namespace": "gpunode"}],
         },
-    )  # fmt: skip
+    )
     status, body = await kube_call(kubesim.url, "DELETE", "/api/v1/nodes/x", token=BOT_TOKEN)
     assert status == 403
     assert body["message"].endswith(
@@ -198,31 +207,70 @@ USER = UserInfo("u", ("g",))
 @pytest.mark.parametrize(
     ("rule", "attrs", "allowed"),
     [
-        ({"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
-         Attributes(USER, "get", resource="pods", namespace="a", name="x"), True),
-        ({"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
-         Attributes(USER, "get", resource="pods", subresource="log", name="x"), False),
-        ({"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
-         Attributes(USER, "get", resource="pods", subresource="log", name="x"), True),
-        ({"apiGroups": ["apps"], "resources": ["*/scale"], "verbs": ["patch"]},
-         Attributes(USER, "patch", api_group="apps", resource="deployments",
-                    subresource="scale", name="d"), True),
-        ({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
-         Attributes(USER, "get", resource="pods", subresource="log", name="x"), True),
-        ({"apiGroups": ["apps"], "resources": ["pods"], "verbs": ["get"]},
-         Attributes(USER, "get", resource="pods", name="x"), False),
-        ({"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
-         Attributes(USER, "watch", resource="pods"), False),
-        ({"apiGroups": [""], "resources": ["pods"], "resourceNames": ["x"], "verbs": ["create"]},
-         Attributes(USER, "create", resource="pods"), False),
-        ({"nonResourceURLs": ["/apis/*"], "verbs": ["get"]},
-         Attributes(USER, "get", path="/apis/apps/v1"), True),
-        ({"nonResourceURLs": ["/apis"], "verbs": ["get"]},
-         Attributes(USER, "get", path="/apis/apps"), False),
-        ({"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
-         Attributes(USER, "get", path="/api/v1/nodes"), False),
+        (
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
+            Attributes(USER, "get", resource="pods", namespace="a", name="x"),
+            True,
+        ),
+        (
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
+            Attributes(USER, "get", resource="pods", subresource="log", name="x"),
+            False,
+        ),
+        (
+            {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+            Attributes(USER, "get", resource="pods", subresource="log", name="x"),
+            True,
+        ),
+        (
+            {"apiGroups": ["apps"], "resources": ["*/scale"], "verbs": ["patch"]},
+            Attributes(
+                USER,
+                "patch",
+                api_group="apps",
+                resource="deployments",
+                subresource="scale",
+                name="d",
+            ),
+            True,
+        ),
+        (
+            {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
+            Attributes(USER, "get", resource="pods", subresource="log", name="x"),
+            True,
+        ),
+        (
+            {"apiGroups": ["apps"], "resources": ["pods"], "verbs": ["get"]},
+            Attributes(USER, "get", resource="pods", name="x"),
+            False,
+        ),
+        (
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+            Attributes(USER, "watch", resource="pods"),
+            False,
+        ),
+        (
+            {"apiGroups": [""], "resources": ["pods"], "resourceNames": ["x"], "verbs": ["create"]},
+            Attributes(USER, "create", resource="pods"),
+            False,
+        ),
+        (
+            {"nonResourceURLs": ["/apis/*"], "verbs": ["get"]},
+            Attributes(USER, "get", path="/apis/apps/v1"),
+            True,
+        ),
+        (
+            {"nonResourceURLs": ["/apis"], "verbs": ["get"]},
+            Attributes(USER, "get", path="/apis/apps"),
+            False,
+        ),
+        (
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
+            Attributes(USER, "get", path="/api/v1/nodes"),
+            False,
+        ),
     ],
-)  # fmt: skip
+)
 def test_one_rule_matches_as_kubernetes_rbac_does(
     rule: dict[str, Any], attrs: Attributes, allowed: bool
 ) -> None:
@@ -264,6 +312,7 @@ async def test_the_insecure_port_mode_admits_token_less_kubectl_but_not_more_for
 ) -> None:
     sim = await make_kubesim("seed", insecure_superuser=True)
     assert (await kube_call(sim.url, "GET", "/api/v1/pods", token=None))[0] == 200
-    status, _ = await kube_call(sim.url, "POST", "/api/v1/namespaces/default/pods",
-                                token=BOT_TOKEN, body={})  # fmt: skip
+    status, _ = await kube_call(
+        sim.url, "POST", "/api/v1/namespaces/default/pods", token=BOT_TOKEN, body={}
+    )
     assert status == 403

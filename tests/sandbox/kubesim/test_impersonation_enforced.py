@@ -28,7 +28,7 @@ NODE = "/api/v1/nodes/gpu-node-01"
 ALICE = ActingAs(
     user="alice@example.com",
     groups=("ml-oncall",),
-    extra=(("gpunode.io/slack-user", ("U_ALICE",)), ("gpunode.io/approved-by", ("U_BOB", "U_C"))),
+    extra=(("gpunode.io/slack-user", ("U0ALICE",)), ("gpunode.io/approved-by", ("U0BOB", "U0C"))),
 )
 
 
@@ -50,17 +50,28 @@ async def _grant(
     await _admin_post(
         sim,
         f"{RBAC}/clusterroles",
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-         "metadata": {"name": name}, "rules": rules},
-    )  # fmt: skip
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": name},
+            "rules": rules,
+        },
+    )
     await _admin_post(
         sim,
         f"{RBAC}/clusterrolebindings",
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-         "metadata": {"name": name},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-         "subjects": [subject]},
-    )  # fmt: skip
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": name,
+            },
+            "subjects": [subject],
+        },
+    )
 
 
 BOT_SUBJECT = {"kind": "ServiceAccount", "name": "gpunode", "namespace": "gpunode"}
@@ -108,7 +119,7 @@ async def test_the_bot_may_not_impersonate_anyone_by_default(make_kubesim: Make)
     ("missing", "says"),
     [
         (1, 'groups "ml-oncall" is forbidden'),
-        (2, 'userextras.authentication.k8s.io "U_ALICE" is forbidden'),
+        (2, 'userextras.authentication.k8s.io "U0ALICE" is forbidden'),
     ],
 )
 async def test_each_group_and_extra_needs_its_own_grant(
@@ -145,8 +156,8 @@ async def test_the_impersonated_users_own_rbac_decides(make_kubesim: Make) -> No
     assert acting.username == "alice@example.com"
     assert acting.groups == ("ml-oncall", "system:authenticated")
     assert dict(acting.extra) == {
-        "gpunode.io/slack-user": ("U_ALICE",),
-        "gpunode.io/approved-by": ("U_BOB", "U_C"),
+        "gpunode.io/slack-user": ("U0ALICE",),
+        "gpunode.io/approved-by": ("U0BOB", "U0C"),
     }
 
 

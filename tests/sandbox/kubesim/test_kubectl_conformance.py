@@ -109,12 +109,17 @@ async def test_the_kubectl_script_runs_against_the_stand_in(
 
         assert "node/gpu-node-02 cordoned" in run("cordon", "gpu-node-02")
         drained = run(
-            "drain", "gpu-node-02", "--dry-run=server", "--ignore-daemonsets",
-            "--delete-emptydir-data", "--timeout=60s",
-        )  # fmt: skip
+            "drain",
+            "gpu-node-02",
+            "--dry-run=server",
+            "--ignore-daemonsets",
+            "--delete-emptydir-data",
+            "--timeout=60s",
+        )
         assert "drained (server dry run)" in drained
-        status = run("rollout", "status", "statefulset/train-llm", "-n", "ml-train",
-                     "--timeout=60s")  # fmt: skip
+        status = run(
+            "rollout", "status", "statefulset/train-llm", "-n", "ml-train", "--timeout=60s"
+        )
         assert "roll out complete" in status
 
         manifest = tmp_path / "cm.yaml"

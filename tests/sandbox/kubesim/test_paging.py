@@ -71,8 +71,12 @@ def test_twenty_thousand_replicas_get_twenty_thousand_names() -> None:
     from bot.sandbox.kubesim.workloads import Placement
 
     big = sc.Workload(
-        kind="Deployment", name="svc", namespace="team", replicas=20_000, nodes=["n1"],
+        kind="Deployment",
+        name="svc",
+        namespace="team",
+        replicas=20_000,
+        nodes=["n1"],
         containers=[sc.Container(name="app", requests={"memory": "1Gi"})],
-    )  # fmt: skip
+    )
     names = [name for name, _ in Placement.pods(big, ["n1"])]
     assert len(set(names)) == len(names) == 20_000

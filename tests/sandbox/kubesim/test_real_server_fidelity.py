@@ -50,16 +50,21 @@ async def _post_raw(url: str, path: str, body: bytes, content_type: str) -> tupl
         "Content-Type": content_type,
         "Accept": f"{PROTOBUF},application/json",
     }
-    async with aiohttp.ClientSession() as http, http.post(url + path, data=body,
-                                                          headers=headers) as resp:  # fmt: skip
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(url + path, data=body, headers=headers) as resp,
+    ):
         return resp.status, await resp.json()
 
 
 @pytest.mark.parametrize(
     ("body", "allowed"),
-    [(SSAR_GET_PODS_ML_TRAIN, True), (SSAR_CREATE_EVICTION, True),
-     (SSAR_GET_SECRETS_GPUNODE, False)],
-)  # fmt: skip
+    [
+        (SSAR_GET_PODS_ML_TRAIN, True),
+        (SSAR_CREATE_EVICTION, True),
+        (SSAR_GET_SECRETS_GPUNODE, False),
+    ],
+)
 async def test_a_protobuf_access_review_from_kubectl_is_answered_for_the_bots_rights(
     kubesim: KubeSim, body: bytes, allowed: bool
 ) -> None:
@@ -87,8 +92,10 @@ async def test_a_protobuf_body_of_a_kind_the_stand_in_cannot_decode_is_a_415(
     headers = {"Authorization": f"Bearer {ADMIN_TOKEN}", "Content-Type": PROTOBUF}
     envelope = b"k8s\x00\n\x0f\n\x02v1\x12\tConfigMap\x12\x00"  # TypeMeta v1/ConfigMap
     path = "/api/v1/namespaces/ml-train/configmaps"
-    async with aiohttp.ClientSession() as http, http.post(kubesim.url + path, data=envelope,
-                                                          headers=headers) as resp:  # fmt: skip
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(kubesim.url + path, data=envelope, headers=headers) as resp,
+    ):
         status, answer = resp.status, await resp.json()
     assert status == 415 and answer["reason"] == "UnsupportedMediaType"
     assert answer["message"] == (
@@ -101,12 +108,16 @@ async def test_a_protobuf_body_of_a_kind_the_stand_in_cannot_decode_is_a_415(
 async def test_workload_strategies_and_pod_tolerations_are_defaulted(kubesim: KubeSim) -> None:
     sts = kubesim.get("statefulsets", "ml-train", "train-llm")
     assert sts is not None
-    assert sts["spec"]["updateStrategy"] == {"type": "RollingUpdate",
-                                             "rollingUpdate": {"partition": 0}}  # fmt: skip
+    assert sts["spec"]["updateStrategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"partition": 0},
+    }
     assert sts["spec"]["podManagementPolicy"] == "OrderedReady"
     [deploy, *_] = kubesim.list("deployments")
-    assert deploy["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": "25%",
-                                                           "maxSurge": "25%"}  # fmt: skip
+    assert deploy["spec"]["strategy"]["rollingUpdate"] == {
+        "maxUnavailable": "25%",
+        "maxSurge": "25%",
+    }
     [ds, *_] = kubesim.list("daemonsets")
     assert ds["spec"]["updateStrategy"]["rollingUpdate"] == {"maxUnavailable": 1, "maxSurge": 0}
     pod = kubesim.get("pods", "ml-train", "train-llm-0")
@@ -126,29 +137,37 @@ async def test_a_pod_that_tolerates_not_ready_itself_keeps_its_own_toleration(
         "metadata": {"name": "tolerant", "namespace": "default"},
         "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}], "tolerations": [own]},
     }
-    status, made = await kube_call(kubesim.url, "POST", "/api/v1/namespaces/default/pods",
-                                   body=pod)  # fmt: skip
+    status, made = await kube_call(kubesim.url, "POST", "/api/v1/namespaces/default/pods", body=pod)
     assert status == 201, made
-    not_ready = [t for t in made["spec"]["tolerations"]
-                 if t["key"] == "node.kubernetes.io/not-ready"]  # fmt: skip
+    not_ready = [
+        t for t in made["spec"]["tolerations"] if t["key"] == "node.kubernetes.io/not-ready"
+    ]
     assert not_ready == [own]
 
 
 @pytest.mark.parametrize(
     ("kind", "name", "valid"),
-    [("Pod", "train-llm-0", True), ("Pod", "Train_LLM", False), ("Pod", "a." * 127 + "b", False),
-     ("Namespace", "ml.train", False), ("Namespace", "ml-train", True),
-     ("ClusterRole", "system:basic-user", True), ("ClusterRole", "a/b", False),
-     ("ConfigMap", "kube-root-ca.crt", True), ("ConfigMap", "-x", False)],
-)  # fmt: skip
+    [
+        ("Pod", "train-llm-0", True),
+        ("Pod", "Train_LLM", False),
+        ("Pod", "a." * 127 + "b", False),
+        ("Namespace", "ml.train", False),
+        ("Namespace", "ml-train", True),
+        ("ClusterRole", "system:basic-user", True),
+        ("ClusterRole", "a/b", False),
+        ("ConfigMap", "kube-root-ca.crt", True),
+        ("ConfigMap", "-x", False),
+    ],
+)
 def test_names_follow_the_rule_of_their_kind(kind: str, name: str, valid: bool) -> None:
     assert (name_errors(kind, name) == []) is valid
 
 
 async def test_an_invalid_name_is_refused_in_the_api_servers_words(kubesim: KubeSim) -> None:
     body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad_Name"}}
-    status, answer = await kube_call(kubesim.url, "POST", "/api/v1/namespaces/default/configmaps",
-                                     body=body)  # fmt: skip
+    status, answer = await kube_call(
+        kubesim.url, "POST", "/api/v1/namespaces/default/configmaps", body=body
+    )
     assert status == 422 and answer["reason"] == "Invalid"
     assert answer["message"] == (
         'ConfigMap "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": a lowercase '
@@ -189,18 +208,24 @@ async def test_server_side_apply_creates_then_updates_and_needs_a_field_manager(
     kubesim: KubeSim,
 ) -> None:
     path = "/api/v1/namespaces/default/configmaps/applied"
-    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"},
-            "data": {"a": "1"}}  # fmt: skip
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "applied"},
+        "data": {"a": "1"},
+    }
     ssa = "application/apply-patch+yaml"
     status, answer = await kube_call(kubesim.url, "PATCH", path, body=body, content_type=ssa)
     assert status == 422 and "fieldManager: Required value" in answer["message"]
     assert kubesim.get("configmaps", "default", "applied") is None
-    status, made = await kube_call(kubesim.url, "PATCH", path + "?fieldManager=me", body=body,
-                                   content_type=ssa)  # fmt: skip
+    status, made = await kube_call(
+        kubesim.url, "PATCH", path + "?fieldManager=me", body=body, content_type=ssa
+    )
     assert status == 201 and made["data"] == {"a": "1"}
     body["data"] = {"a": "2"}
-    status, changed = await kube_call(kubesim.url, "PATCH", path + "?fieldManager=me", body=body,
-                                      content_type=ssa)  # fmt: skip
+    status, changed = await kube_call(
+        kubesim.url, "PATCH", path + "?fieldManager=me", body=body, content_type=ssa
+    )
     assert status == 200 and changed["data"] == {"a": "2"}
 
 
@@ -242,8 +267,9 @@ async def test_an_evicted_pod_is_terminating_then_gone(make_kubesim: Any) -> Non
     assert terminating is not None  # SIGTERM sent; the containers have not exited yet
     assert terminating["metadata"]["deletionGracePeriodSeconds"] == 30
     assert terminating["metadata"]["deletionTimestamp"]
-    _, table = await kube_call(sim.url, "GET", f"/api/v1/namespaces/data-prep/pods/{name}",
-                               headers={"Accept": TABLE})  # fmt: skip
+    _, table = await kube_call(
+        sim.url, "GET", f"/api/v1/namespaces/data-prep/pods/{name}", headers={"Accept": TABLE}
+    )
     assert table["rows"][0]["cells"][2] == "Terminating"
     await _wait_gone(sim, "data-prep", name)
 
@@ -273,8 +299,12 @@ async def test_a_zero_grace_period_removes_the_pod_at_once(make_kubesim: Any) ->
 
 def _pod(name: str, **spec: Any) -> dict[str, Any]:
     container = {"name": "c", "image": "busybox:1.36", **spec.pop("container", {})}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-            "spec": {"containers": [container], **spec}}  # fmt: skip
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [container], **spec},
+    }
 
 
 async def _namespace(sim: KubeSim, name: str, level: str) -> None:
@@ -288,10 +318,15 @@ async def test_a_baseline_namespace_refuses_host_namespaces_in_pod_securitys_wor
     kubesim: KubeSim,
 ) -> None:
     await _namespace(kubesim, "team-a", "baseline")
-    pod = _pod("hosty", hostPID=True, hostNetwork=True,
-               volumes=[{"name": "host-proc", "hostPath": {"path": "/proc"}}])  # fmt: skip
-    status, answer = await kube_call(kubesim.url, "POST", "/api/v1/namespaces/team-a/pods",
-                                     body=pod)  # fmt: skip
+    pod = _pod(
+        "hosty",
+        hostPID=True,
+        hostNetwork=True,
+        volumes=[{"name": "host-proc", "hostPath": {"path": "/proc"}}],
+    )
+    status, answer = await kube_call(
+        kubesim.url, "POST", "/api/v1/namespaces/team-a/pods", body=pod
+    )
     assert status == 403 and answer["reason"] == "Forbidden"
     assert answer["message"] == (
         'pods "hosty" is forbidden: violates PodSecurity "baseline:latest": host namespaces '
@@ -307,15 +342,23 @@ async def test_a_restricted_namespace_wants_the_hardened_container(kubesim: Kube
     path = "/api/v1/namespaces/team-r/pods"
     status, answer = await kube_call(kubesim.url, "POST", path, body=_pod("loose"))
     assert status == 403
-    for reason in ("allowPrivilegeEscalation != false", "unrestricted capabilities",
-                   "runAsNonRoot != true", "seccompProfile"):  # fmt: skip
+    for reason in (
+        "allowPrivilegeEscalation != false",
+        "unrestricted capabilities",
+        "runAsNonRoot != true",
+        "seccompProfile",
+    ):
         assert reason in answer["message"]
     hardened = _pod(
         "hardened",
         securityContext={"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
-        container={"securityContext": {"allowPrivilegeEscalation": False,
-                                       "capabilities": {"drop": ["ALL"]}}},
-    )  # fmt: skip
+        container={
+            "securityContext": {
+                "allowPrivilegeEscalation": False,
+                "capabilities": {"drop": ["ALL"]},
+            }
+        },
+    )
     status, made = await kube_call(kubesim.url, "POST", path, body=hardened)
     assert status == 201, made
 
@@ -340,12 +383,21 @@ async def test_a_pod_a_custom_resource_owns_carries_its_memory(make_kubesim: Any
     from tests.kube.remedy_scenarios import seed_with
 
     trainer = {
-        "kind": "Pod", "name": "llm-ft-worker-0", "namespace": "ml-train",
+        "kind": "Pod",
+        "name": "llm-ft-worker-0",
+        "namespace": "ml-train",
         "nodes": ["gpu-node-01"],
         "owner": {"api_version": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "llm-ft"},
-        "containers": [{"name": "pytorch", "image": "pytorch:2", "requests": {"memory": "16Gi"},
-                        "limits": {"memory": "32Gi"}, "usage": {"anon": "12Gi", "file": "1Gi"}}],
-    }  # fmt: skip
+        "containers": [
+            {
+                "name": "pytorch",
+                "image": "pytorch:2",
+                "requests": {"memory": "16Gi"},
+                "limits": {"memory": "32Gi"},
+                "usage": {"anon": "12Gi", "file": "1Gi"},
+            }
+        ],
+    }
     sim = await make_kubesim(seed_with([trainer], crds=["pytorchjobs.kubeflow.org"]))
     [pod] = [p for p in sim.list("pods", "ml-train") if p["metadata"]["name"] == "llm-ft-worker-0"]
     assert pod["metadata"]["ownerReferences"][0]["kind"] == "PyTorchJob"

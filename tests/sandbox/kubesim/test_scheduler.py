@@ -66,23 +66,65 @@ GPU4 = {"resources": {"requests": {"nvidia.com/gpu": "4"}, "limits": {"nvidia.co
     [
         # seed: gpu-node-01 has no GPU left, gpu-node-02 has 4 free
         ({"container": GPU4}, False, "gpu-node-02", None),
-        ({"container": {"resources": {"requests": {"nvidia.com/gpu": "8"},
-                                      "limits": {"nvidia.com/gpu": "8"}}}},
-         False, None, "3 Insufficient nvidia.com/gpu"),
+        (
+            {
+                "container": {
+                    "resources": {
+                        "requests": {"nvidia.com/gpu": "8"},
+                        "limits": {"nvidia.com/gpu": "8"},
+                    }
+                }
+            },
+            False,
+            None,
+            "3 Insufficient nvidia.com/gpu",
+        ),
         ({"container": GPU4}, True, None, "untolerated taint {nvidia.com/gpu: present}"),
-        ({"container": GPU4, "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]},
-         True, "gpu-node-02", None),
+        (
+            {"container": GPU4, "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]},
+            True,
+            "gpu-node-02",
+            None,
+        ),
         ({"nodeSelector": {"nodepool": "general"}}, False, "cpu-node-01", None),
-        ({"nodeSelector": {"nodepool": "nowhere"}}, False, None,
-         "3 node(s) didn't match Pod's node affinity/selector"),
-        ({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [{"matchExpressions": [
-                {"key": "nvidia.com/gpu.present", "operator": "NotIn", "values": ["true"]}]}]}}}},
-         False, "cpu-node-01", None),
-        ({"container": {"resources": {"requests": {"memory": "500Gi"}}}}, False, None,
-         "3 Insufficient memory"),
+        (
+            {"nodeSelector": {"nodepool": "nowhere"}},
+            False,
+            None,
+            "3 node(s) didn't match Pod's node affinity/selector",
+        ),
+        (
+            {
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {
+                                            "key": "nvidia.com/gpu.present",
+                                            "operator": "NotIn",
+                                            "values": ["true"],
+                                        }
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                }
+            },
+            False,
+            "cpu-node-01",
+            None,
+        ),
+        (
+            {"container": {"resources": {"requests": {"memory": "500Gi"}}}},
+            False,
+            None,
+            "3 Insufficient memory",
+        ),
     ],
-)  # fmt: skip
+)
 async def test_the_scheduler_binds_where_requests_taints_and_affinity_allow(
     make_kubesim: Callable[..., Awaitable[KubeSim]],
     spec: dict[str, Any],

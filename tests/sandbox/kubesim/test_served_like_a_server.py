@@ -34,12 +34,14 @@ def _columns(table: dict[str, Any], wide: bool = False) -> list[str]:
         ("/apis/apps/v1/deployments", ["Name", "Ready", "Up-to-date", "Available", "Age"]),
         ("/apis/apps/v1/statefulsets", ["Name", "Ready", "Age"]),
         ("/apis/batch/v1/jobs", ["Name", "Status", "Completions", "Duration", "Age"]),
-        ("/apis/scheduling.k8s.io/v1/priorityclasses",
-         ["Name", "Value", "Global-Default", "Age", "PreemptionPolicy"]),
+        (
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            ["Name", "Value", "Global-Default", "Age", "PreemptionPolicy"],
+        ),
         ("/apis/coordination.k8s.io/v1/leases", ["Name", "Holder", "Age"]),
         ("/apis/rbac.authorization.k8s.io/v1/clusterroles", ["Name", "Created At"]),
     ],
-)  # fmt: skip
+)
 async def test_a_table_request_gets_kubectls_columns(
     kubesim: KubeSim, path: str, columns: list[str]
 ) -> None:
@@ -92,10 +94,21 @@ async def test_a_plain_json_request_still_gets_the_list(kubesim: KubeSim) -> Non
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
-    [(0, "0s"), (119, "119s"), (120, "2m"), (125, "2m5s"), (600, "10m"), (3 * 3600, "3h"),
-     (3 * 3600 + 60, "3h1m"), (9 * 3600, "9h"), (50 * 3600, "2d2h"), (9 * 86400, "9d"),
-     (800 * 86400, "2y70d"), (-5, "<invalid>")],
-)  # fmt: skip
+    [
+        (0, "0s"),
+        (119, "119s"),
+        (120, "2m"),
+        (125, "2m5s"),
+        (600, "10m"),
+        (3 * 3600, "3h"),
+        (3 * 3600 + 60, "3h1m"),
+        (9 * 3600, "9h"),
+        (50 * 3600, "2d2h"),
+        (9 * 86400, "9d"),
+        (800 * 86400, "2y70d"),
+        (-5, "<invalid>"),
+    ],
+)
 def test_ages_read_like_kubectls(seconds: int, text: str) -> None:
     assert human_duration(seconds) == text
 
@@ -107,14 +120,22 @@ def test_ages_read_like_kubectls(seconds: int, text: str) -> None:
         ("/api/v1/pods", "status.phase!=Running", 200, None),
         ("/api/v1/pods", "spec.foo=bar", 400, "field label not supported: spec.foo"),
         ("/api/v1/nodes", "spec.unschedulable=false", 200, None),
-        ("/api/v1/nodes", "metadata.namespace=x", 400,
-         "field label not supported: metadata.namespace"),
+        (
+            "/api/v1/nodes",
+            "metadata.namespace=x",
+            400,
+            "field label not supported: metadata.namespace",
+        ),
         ("/api/v1/events", "involvedObject.kind=Node,involvedObject.name=gpu-node-01", 200, None),
-        ("/apis/apps/v1/deployments", "spec.replicas=1", 400,
-         "field label not supported: spec.replicas"),
+        (
+            "/apis/apps/v1/deployments",
+            "spec.replicas=1",
+            400,
+            "field label not supported: spec.replicas",
+        ),
         ("/apis/apps/v1/deployments", "metadata.name=x", 200, None),
     ],
-)  # fmt: skip
+)
 async def test_unsupported_field_selectors_are_a_400_in_the_servers_words(
     kubesim: KubeSim, path: str, selector: str, status: int, message: str | None
 ) -> None:
@@ -143,8 +164,12 @@ async def test_leases_are_strict_crud_with_conflicts(kubesim: KubeSim) -> None:
         assert api.list_namespaced_lease("default").items == []
 
     await asyncio.to_thread(run)
-    bad = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-           "metadata": {"name": "x"}, "spec": {"holder": "a"}}  # fmt: skip
+    bad = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "x"},
+        "spec": {"holder": "a"},
+    }
     status, body = await kube_call(
         kubesim.url, "POST", "/apis/coordination.k8s.io/v1/namespaces/default/leases", body=bad
     )
@@ -223,8 +248,9 @@ async def test_kubectl_get_prints_the_servers_columns_and_apply_validates(
 def _watch_briefly(url: str, *args: str) -> str:
     """kubectl's output during a few seconds of a watch (it runs until stopped)."""
     try:
-        subprocess.run(["kubectl", *args, "--server", url], capture_output=True, text=True,
-                       timeout=4)  # fmt: skip
+        subprocess.run(
+            ["kubectl", *args, "--server", url], capture_output=True, text=True, timeout=4
+        )
     except subprocess.TimeoutExpired as stopped:
         out = stopped.stdout or b""
         return out.decode() if isinstance(out, bytes) else out

@@ -91,13 +91,17 @@ def test_on_cgroup_v1_a_unit_process_shows_the_hybrid_multi_line_form(tmp_path: 
 @pytest.mark.parametrize(
     ("process", "path"),
     [
-        ({"command": "nvidia-persiste", "cmdline": "/usr/bin/nvidia-persistenced --v"},
-         "/system.slice/nvidia-persistenced.service"),
-        ({"command": "python3", "cgroup": "user.slice/user-1001.slice/session-12.scope"},
-         "/user.slice/user-1001.slice/session-12.scope"),
+        (
+            {"command": "nvidia-persiste", "cmdline": "/usr/bin/nvidia-persistenced --v"},
+            "/system.slice/nvidia-persistenced.service",
+        ),
+        (
+            {"command": "python3", "cgroup": "user.slice/user-1001.slice/session-12.scope"},
+            "/user.slice/user-1001.slice/session-12.scope",
+        ),
         ({"command": "backup-agent", "cgroup": "/"}, "/"),
     ],
-)  # fmt: skip
+)
 def test_a_system_process_lives_in_its_unit_its_named_cgroup_or_the_root(
     tmp_path: Path, process: dict[str, Any], path: str
 ) -> None:
@@ -220,30 +224,70 @@ def test_named_slab_caches_cannot_exceed_the_slab() -> None:
     [
         ({"nodes": [{**NODE, "colour": "red"}]}, "colour"),
         ({"expected": {"node": "n1", "cause": "healthy", "why": "x", "verdict": "y"}}, "verdict"),
-        ({"expected": {"node": "n1", "cause": "healthy", "why": "x", "tiers": {1: {"fix": 1}}}},
-         "fix"),
+        (
+            {"expected": {"node": "n1", "cause": "healthy", "why": "x", "tiers": {1: {"fix": 1}}}},
+            "fix",
+        ),
         ({"expected": {"node": "n1", "cause": "meteor", "why": "x"}}, "cause"),
         ({"expected": {"node": "n9", "cause": "healthy", "why": "x"}}, "n9"),
-        ({"expected": {"node": "n1", "cause": "healthy", "why": "x",
-                       "shortage": {"min": "2Gi", "max": "1Gi"}}}, "above max"),
-        ({"nodes": [{**NODE, "hugepages": [{"size": "1Gi", "total": 8}],
-                     "capacity": {**NODE["capacity"], "hugepages-1Gi": "4Gi"}}]}, "total x size"),
+        (
+            {
+                "expected": {
+                    "node": "n1",
+                    "cause": "healthy",
+                    "why": "x",
+                    "shortage": {"min": "2Gi", "max": "1Gi"},
+                }
+            },
+            "above max",
+        ),
+        (
+            {
+                "nodes": [
+                    {
+                        **NODE,
+                        "hugepages": [{"size": "1Gi", "total": 8}],
+                        "capacity": {**NODE["capacity"], "hugepages-1Gi": "4Gi"},
+                    }
+                ]
+            },
+            "total x size",
+        ),
         ({"nodes": [{**NODE, "hugepages": [{"size": "1Gi", "total": 8}]}]}, "leave out"),
-        ({"nodes": [{**NODE, "hugepages": [{"size": "2Mi", "total": 8, "free": 2,
-                                            "reserved": 3}]}]}, "reserved <= free"),
-        ({"nodes": [{**NODE, "system_processes": [{**DAEMON, "rss_anon": "20Gi"}]}]},
-         "system_anon"),
-        ({"nodes": [{**NODE, "system_processes": [{**DAEMON, "rss_shmem": "1Gi"}]}]},
-         "kernel.shmem"),
-        ({"nodes": [{**NODE, "system_processes": [{**DAEMON, "gpu_memory": {5: "1Gi"}}]}]},
-         "GPUs"),
-        ({"nodes": [{**NODE, "system_processes": [{**DAEMON, "cgroup": "x.slice"}]}]},
-         "not both"),
+        (
+            {
+                "nodes": [
+                    {**NODE, "hugepages": [{"size": "2Mi", "total": 8, "free": 2, "reserved": 3}]}
+                ]
+            },
+            "reserved <= free",
+        ),
+        (
+            {"nodes": [{**NODE, "system_processes": [{**DAEMON, "rss_anon": "20Gi"}]}]},
+            "system_anon",
+        ),
+        (
+            {"nodes": [{**NODE, "system_processes": [{**DAEMON, "rss_shmem": "1Gi"}]}]},
+            "kernel.shmem",
+        ),
+        ({"nodes": [{**NODE, "system_processes": [{**DAEMON, "gpu_memory": {5: "1Gi"}}]}]}, "GPUs"),
+        ({"nodes": [{**NODE, "system_processes": [{**DAEMON, "cgroup": "x.slice"}]}]}, "not both"),
         ({"nodes": [{**NODE, "system_processes": [{**DAEMON, "unit": "dcgm"}]}]}, "service"),
-        ({"nodes": [NODE], "workloads": [{"kind": "Pod", "name": "p", "containers": [
-            {"name": "c", "usage": {"file": "1Gi", "shmem": "2Gi"}}]}]}, "part of file"),
+        (
+            {
+                "nodes": [NODE],
+                "workloads": [
+                    {
+                        "kind": "Pod",
+                        "name": "p",
+                        "containers": [{"name": "c", "usage": {"file": "1Gi", "shmem": "2Gi"}}],
+                    }
+                ],
+            },
+            "part of file",
+        ),
     ],
-)  # fmt: skip
+)
 def test_the_scenario_schema_rejects_what_no_node_could_show(
     change: dict[str, Any], message: str
 ) -> None:

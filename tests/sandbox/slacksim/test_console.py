@@ -20,15 +20,15 @@ async def test_the_page_and_its_scripts_are_served(sim: SlackSim) -> None:
 
 
 async def test_state_shows_ephemerals_only_to_their_user(sim: SlackSim) -> None:
-    sim.ws.add_ephemeral("U_DAVE", CH, {"type": "message", "text": "only dave"})
+    sim.ws.add_ephemeral("U0DAVE", CH, {"type": "message", "text": "only dave"})
     async with aiohttp.ClientSession() as session:
-        async with session.get(sim.base_url + "/console/api/state?user=U_DAVE") as r:
+        async with session.get(sim.base_url + "/console/api/state?user=U0DAVE") as r:
             dave = await r.json()
-        async with session.get(sim.base_url + "/console/api/state?user=U_ALICE") as r:
+        async with session.get(sim.base_url + "/console/api/state?user=U0ALICE") as r:
             alice = await r.json()
     assert [e["text"] for e in dave["ephemerals"]] == ["only dave"]
     assert alice["ephemerals"] == []
-    assert {u["id"] for u in alice["users"]} >= {"U_ALICE", "U_BOB", "U_CAROL", "U_DAVE"}
+    assert {u["id"] for u in alice["users"]} >= {"U0ALICE", "U0BOB", "U0CAROL", "U0DAVE"}
 
 
 async def test_a_console_reply_stores_the_message_and_bumps_the_version(sim: SlackSim) -> None:
@@ -38,7 +38,7 @@ async def test_a_console_reply_stores_the_message_and_bumps_the_version(sim: Sla
         session.get(sim.base_url + "/console/events") as stream,
     ):
         first = await stream.content.readuntil(b"\n\n")
-        body = {"user": "U_CAROL", "channel": CH, "text": "mine", "thread_ts": parent}
+        body = {"user": "U0CAROL", "channel": CH, "text": "mine", "thread_ts": parent}
         async with session.post(sim.base_url + "/console/api/reply", json=body) as r:
             assert r.status == 200
         second = await stream.content.readuntil(b"\n\n")
@@ -48,7 +48,7 @@ async def test_a_console_reply_stores_the_message_and_bumps_the_version(sim: Sla
 
 async def test_a_console_command_without_a_bot_reports_it(sim: SlackSim) -> None:
     async with aiohttp.ClientSession() as session:
-        body = {"user": "U_ALICE", "channel": CH, "text": "status"}
+        body = {"user": "U0ALICE", "channel": CH, "text": "status"}
         async with session.post(sim.base_url + "/console/api/command", json=body) as r:
             result = await r.json()
     assert result["status"] == 0 and "request URL" in result["body"]

@@ -9,8 +9,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.render.console import console_labels
 from bot.sandbox.slacksim import SlackSim
+from bot.sandbox.slacksim.console_labels import labels as console_labels
 
 STATIC = Path(__file__).resolve().parents[3] / "bot" / "sandbox" / "slacksim" / "static"
 
@@ -27,13 +27,13 @@ async def _state(sim: SlackSim, query: str) -> dict[str, object]:
 @pytest.mark.parametrize(
     ("query", "locale"),
     [
-        ("user=U_LIWEI", "zh-CN"),
-        ("user=U_ALICE", "en"),
-        ("user=U_ALICE&lang=zh-CN", "zh-CN"),
-        ("user=U_LIWEI&lang=en", "en"),
-        ("user=U_LIWEI&lang=zh_CN", "zh-CN"),
-        ("user=U_ALICE&lang=zh-TW", "en"),  # not spoken: the person's own, English
-        ("user=U_NOBODY", "en"),
+        ("user=U0LIWEI", "zh-CN"),
+        ("user=U0ALICE", "en"),
+        ("user=U0ALICE&lang=zh-CN", "zh-CN"),
+        ("user=U0LIWEI&lang=en", "en"),
+        ("user=U0LIWEI&lang=zh_CN", "zh-CN"),
+        ("user=U0ALICE&lang=zh-TW", "en"),  # not spoken: the person's own, English
+        ("user=U0NOBODY", "en"),
     ],
 )
 async def test_the_console_speaks_lang_else_the_acting_persons_locale(

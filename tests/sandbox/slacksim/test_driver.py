@@ -132,10 +132,10 @@ async def bot(
 
 
 async def test_signed_slash_command_is_accepted(sim: SlackSim, bot: Bot) -> None:
-    result = await sim.slash_command("U_ALICE", CH, "status gpu-node-01")
+    result = await sim.slash_command("U0ALICE", CH, "status gpu-node-01")
     assert result.status == 200
     assert bot.bodies[0]["text"] == "status gpu-node-01"
-    assert bot.bodies[0]["channel_id"] == CH and bot.bodies[0]["user_id"] == "U_ALICE"
+    assert bot.bodies[0]["channel_id"] == CH and bot.bodies[0]["user_id"] == "U0ALICE"
     assert [c.method for c in sim.calls] == ["auth.test"]
 
 
@@ -151,23 +151,23 @@ async def test_signed_slash_command_is_accepted(sim: SlackSim, bot: Bot) -> None
     ids=["wrong-secret", "stale", "future", "tampered", "unsigned"],
 )
 async def test_badly_signed_requests_get_401(sim: SlackSim, bot: Bot, signing: SignOptions) -> None:
-    result = await sim.slash_command("U_ALICE", CH, "status", signing=signing)
+    result = await sim.slash_command("U0ALICE", CH, "status", signing=signing)
     assert result.status == 401
     assert bot.bodies == []
 
 
 async def test_a_text_ack_is_shown_as_an_ephemeral_message(sim: SlackSim, bot: Bot) -> None:
-    await sim.slash_command("U_DAVE", CH, "help")
-    assert [e["text"] for e in sim.ephemerals("U_DAVE")] == ["usage: /gpunode diagnose <node>"]
-    assert sim.ephemerals("U_ALICE") == [] and sim.messages(CH) == []
+    await sim.slash_command("U0DAVE", CH, "help")
+    assert [e["text"] for e in sim.ephemerals("U0DAVE")] == ["usage: /gpunode diagnose <node>"]
+    assert sim.ephemerals("U0ALICE") == [] and sim.messages(CH) == []
 
 
 async def test_click_sends_block_actions_and_respond_lands_in_thread(
     sim: SlackSim, bot: Bot
 ) -> None:
-    await sim.slash_command("U_ALICE", CH, "card")
+    await sim.slash_command("U0ALICE", CH, "card")
     [card] = sim.messages(CH)
-    result = await sim.click("U_BOB", CH, card["ts"], "drain")
+    result = await sim.click("U0BOB", CH, card["ts"], "drain")
     assert result.status == 200
     payload = bot.bodies[-1]
     assert payload["actions"][0]["value"] == "node-7"
@@ -182,19 +182,19 @@ async def test_click_sends_block_actions_and_respond_lands_in_thread(
 
 
 async def test_respond_replace_original_rewrites_the_card(sim: SlackSim, bot: Bot) -> None:
-    await sim.slash_command("U_ALICE", CH, "card")
+    await sim.slash_command("U0ALICE", CH, "card")
     [card] = sim.messages(CH)
-    await sim.click("U_ALICE", CH, card["ts"], "ack")
+    await sim.click("U0ALICE", CH, card["ts"], "ack")
     assert sim.message(CH, card["ts"])["text"] == "acknowledged by alice"  # type: ignore[index]
 
 
 async def test_response_url_works_five_times_within_30_minutes(
     sim: SlackSim, bot: Bot, clock: Any
 ) -> None:
-    await sim.slash_command("U_ALICE", CH, "card")
+    await sim.slash_command("U0ALICE", CH, "card")
     [card] = sim.messages(CH)
-    await sim.click("U_ALICE", CH, card["ts"], "drain")
-    await sim.click("U_ALICE", CH, card["ts"], "drain")
+    await sim.click("U0ALICE", CH, card["ts"], "drain")
+    await sim.click("U0ALICE", CH, card["ts"], "drain")
     used, fresh = [c for c in sim.ws.response_urls.values() if c.source_ts]
     statuses = []
     async with aiohttp.ClientSession() as session:
@@ -208,22 +208,22 @@ async def test_response_url_works_five_times_within_30_minutes(
         ) as r:
             statuses.append((r.status, await r.text()))
     assert statuses == [(200, "ok")] * 4 + [(404, "used_url"), (404, "expired_url")]
-    assert [e["text"] for e in sim.ephemerals("U_ALICE")] == ["again"] * 4
+    assert [e["text"] for e in sim.ephemerals("U0ALICE")] == ["again"] * 4
 
 
 async def test_view_submission_errors_keep_the_modal_open(sim: SlackSim, bot: Bot) -> None:
-    await sim.slash_command("U_ALICE", CH, "modal")
-    [view] = sim.open_views("U_ALICE")
-    result = await sim.submit_view("U_ALICE", view["id"], {"reason": {"reason_input": ""}})
+    await sim.slash_command("U0ALICE", CH, "modal")
+    [view] = sim.open_views("U0ALICE")
+    result = await sim.submit_view("U0ALICE", view["id"], {"reason": {"reason_input": ""}})
     assert result.json() == {"response_action": "errors", "errors": {"reason": "Say why"}}
-    [still] = sim.open_views("U_ALICE")
+    [still] = sim.open_views("U0ALICE")
     assert still["errors"] == {"reason": "Say why"}
     await sim.submit_view(
-        "U_ALICE",
+        "U0ALICE",
         view["id"],
         {"reason": {"reason_input": "ECC"}, "count": {"n": 3}, "tier": {"t": "t2"}},
     )
-    assert sim.open_views("U_ALICE") == []
+    assert sim.open_views("U0ALICE") == []
     values = bot.bodies[-1]
     assert values["reason"]["reason_input"] == {"type": "plain_text_input", "value": "ECC"}
     assert values["count"]["n"] == {"type": "number_input", "value": "3"}
@@ -233,13 +233,13 @@ async def test_view_submission_errors_keep_the_modal_open(sim: SlackSim, bot: Bo
 async def test_trigger_ids_are_single_use_and_expire(
     sim: SlackSim, bot: Bot, clock: Any, client: AsyncWebClient
 ) -> None:
-    await sim.slash_command("U_ALICE", CH, "status")
+    await sim.slash_command("U0ALICE", CH, "status")
     trigger = bot.bodies[-1]["trigger_id"]
     clock.now += 3.5
     with pytest.raises(SlackApiError) as err:
         await client.views_open(trigger_id=trigger, view=MODAL)
     assert err.value.response["error"] == "expired_trigger_id"
-    await sim.slash_command("U_ALICE", CH, "modal")
+    await sim.slash_command("U0ALICE", CH, "modal")
     with pytest.raises(SlackApiError) as err:
         await client.views_open(trigger_id=bot.bodies[-1]["trigger_id"], view=MODAL)
     assert err.value.response["error"] == "exchanged_trigger_id"
@@ -251,15 +251,15 @@ async def test_trigger_ids_are_single_use_and_expire(
 async def test_views_push_stops_at_three_and_update_checks_hash(
     sim: SlackSim, bot: Bot, client: AsyncWebClient
 ) -> None:
-    await sim.slash_command("U_ALICE", CH, "modal")
+    await sim.slash_command("U0ALICE", CH, "modal")
     for _ in range(2):
-        await sim.slash_command("U_ALICE", CH, "status")
+        await sim.slash_command("U0ALICE", CH, "status")
         await client.views_push(trigger_id=bot.bodies[-1]["trigger_id"], view=MODAL)
-    await sim.slash_command("U_ALICE", CH, "status")
+    await sim.slash_command("U0ALICE", CH, "status")
     with pytest.raises(SlackApiError) as err:
         await client.views_push(trigger_id=bot.bodies[-1]["trigger_id"], view=MODAL)
     assert err.value.response["error"] == "push_limit_reached"
-    top = sim.open_views("U_ALICE")[-1]
+    top = sim.open_views("U0ALICE")[-1]
     with pytest.raises(SlackApiError) as err:
         await client.views_update(view_id=top["id"], hash="stale.hash", view=MODAL)
     assert err.value.response["error"] == "hash_conflict"
@@ -268,8 +268,8 @@ async def test_views_push_stops_at_three_and_update_checks_hash(
 
 
 async def test_event_redelivery_carries_the_same_event_id(sim: SlackSim, bot: Bot) -> None:
-    parent = await sim.post_user_message("U_CAROL", CH, "node-7 slow")
-    await sim.post_user_message("U_ALICE", CH, "looking", thread_ts=parent, deliveries=3)
+    parent = await sim.post_user_message("U0CAROL", CH, "node-7 slow")
+    await sim.post_user_message("U0ALICE", CH, "looking", thread_ts=parent, deliveries=3)
     assert len(bot.event_ids) == 4
     assert bot.event_ids[1] == bot.event_ids[2] == bot.event_ids[3] != bot.event_ids[0]
     retries = [d.retry_num for d in sim.deliveries]

@@ -62,15 +62,21 @@ async def test_a_png_shared_into_a_thread_is_an_image_served_back_byte_for_byte(
 ) -> None:
     parent = (await client.chat_postMessage(channel=CH, text="incident"))["ts"]
     resp = await client.files_upload_v2(
-        channel=CH, thread_ts=parent, file=PNG, filename="chart.png", title="Memory",
+        channel=CH,
+        thread_ts=parent,
+        file=PNG,
+        filename="chart.png",
+        title="Memory",
         alt_txt="host memory over time",
-    )  # fmt: skip
+    )
     f = resp["file"]
     [msg] = [m for m in sim.messages(CH, thread_ts=parent) if m.get("files")]
     shown = msg["files"][0]
     assert (shown["mimetype"], shown["filetype"], shown["alt_txt"]) == (
-        "image/png", "png", "host memory over time",
-    )  # fmt: skip
+        "image/png",
+        "png",
+        "host memory over time",
+    )
     async with aiohttp.ClientSession() as http, http.get(shown["url_private"]) as got:
         assert got.headers["Content-Type"] == "image/png"
         assert await got.read() == PNG

@@ -48,7 +48,7 @@ def payload(body: bytes) -> dict[str, Any]:
 
 async def test_slash_command_form_has_every_recorded_field(sim: SlackSim, serve: Any) -> None:
     seen = await capture(sim, serve)
-    await sim.slash_command("U_ALICE", CH, "drain node-7")
+    await sim.slash_command("U0ALICE", CH, "drain node-7")
     recorded = parse_qs((FIXTURES / "slash_command.txt").read_text().strip())
     sent = parse_qs(seen[0][1].decode())
     assert set(sent) == set(recorded)
@@ -71,7 +71,7 @@ async def test_block_actions_payload_has_the_recorded_shape(sim: SlackSim, serve
     bot_msg.update(app_id="A0GPUNODE", team="T0GPUNODE", blocks=blocks)
     reply = sim.ws.store(CH, bot_msg, thread_ts=parent_ts)
     seen = await capture(sim, serve)
-    await sim.click("U_ALICE", CH, reply["ts"], "drain_confirm")
+    await sim.click("U0ALICE", CH, reply["ts"], "drain_confirm")
     sent = payload(seen[0][1])
     assert keys(recorded) - keys(sent) == set()
     assert sent["container"]["thread_ts"] == parent_ts
@@ -83,9 +83,9 @@ async def test_view_submission_payload_has_the_recorded_shape(sim: SlackSim, ser
         k: recorded["view"][k]
         for k in ("type", "callback_id", "private_metadata", "blocks", "title", "submit", "close")
     }
-    vid = open_view(sim.ws, "U_ALICE", view)["id"]
+    vid = open_view(sim.ws, "U0ALICE", view)["id"]
     seen = await capture(sim, serve)
-    await sim.submit_view("U_ALICE", vid, {"reason": {"reason_input": "ECC errors"}})
+    await sim.submit_view("U0ALICE", vid, {"reason": {"reason_input": "ECC errors"}})
     sent = payload(seen[0][1])
     assert keys(recorded) - keys(sent) == set()
     assert sent["view"]["state"] == recorded["view"]["state"]
@@ -95,7 +95,7 @@ async def test_thread_reply_event_has_the_recorded_shape(sim: SlackSim, serve: A
     recorded = json.loads((FIXTURES / "event_callback_thread_message.json").read_text())
     parent = sim.ws.store(CH, {"type": "message", "user": "U0GPUNODE", "text": "incident"})["ts"]
     seen = await capture(sim, serve)
-    await sim.post_user_message("U_BOB", CH, "node-7 is back", thread_ts=parent)
+    await sim.post_user_message("U0BOB", CH, "node-7 is back", thread_ts=parent)
     sent = json.loads(seen[0][1])
     assert keys(recorded) - keys(sent) == set()
     assert sent["event"]["parent_user_id"] == "U0GPUNODE" and sent["event"]["thread_ts"] == parent

@@ -74,24 +74,28 @@ async def test_an_envelope_carries_the_payload_and_a_json_ack_becomes_an_ephemer
     sim.use_socket_mode()
     async with aiohttp.ClientSession() as http, http.ws_connect(await open_url(client)) as sock:
         await sock.receive_json(timeout=5)  # hello
-        sent = asyncio.create_task(sim.slash_command("U_ALICE", CH, "help"))
+        sent = asyncio.create_task(sim.slash_command("U0ALICE", CH, "help"))
         envelope = await sock.receive_json(timeout=5)
         await sock.send_json({"envelope_id": envelope["envelope_id"], "payload": {"text": "usage"}})
         result = await sent
 
     assert set(envelope) == {
-        "envelope_id", "payload", "type", "accepts_response_payload", "retry_attempt",
+        "envelope_id",
+        "payload",
+        "type",
+        "accepts_response_payload",
+        "retry_attempt",
         "retry_reason",
-    }  # fmt: skip
+    }
     assert envelope["type"] == "slash_commands"
     assert envelope["accepts_response_payload"] is True
     assert (envelope["retry_attempt"], envelope["retry_reason"]) == (0, "")
     payload = envelope["payload"]
     assert (payload["command"], payload["text"]) == ("/gpunode", "help")
-    assert payload["user_id"] == "U_ALICE"
+    assert payload["user_id"] == "U0ALICE"
     assert payload["response_url"].startswith(sim.base_url + "/hooks/")
     assert result.status == 200 and not result.late
-    assert [m["text"] for m in sim.ephemerals("U_ALICE")] == ["usage"]
+    assert [m["text"] for m in sim.ephemerals("U0ALICE")] == ["usage"]
     [ack] = sim.acks
     assert ack.matched and ack.payload == {"text": "usage"}
 
@@ -103,17 +107,17 @@ async def test_without_an_ack_the_command_fails_like_slack_says(
     sim.driver.timeout_s = 0.3
     async with aiohttp.ClientSession() as http, http.ws_connect(await open_url(client)) as sock:
         await sock.receive_json(timeout=5)
-        result = await sim.slash_command("U_ALICE", CH, "help")
+        result = await sim.slash_command("U0ALICE", CH, "help")
 
     assert result.status == 0
-    assert "dispatch_failed" in sim.ephemerals("U_ALICE")[-1]["text"]
+    assert "dispatch_failed" in sim.ephemerals("U0ALICE")[-1]["text"]
 
 
 async def test_with_no_app_connected_nothing_is_delivered(sim: SlackSim) -> None:
     sim.use_socket_mode()
     sim.set_request_url("http://127.0.0.1:9/slack/events")  # must not be used in Socket Mode
 
-    result = await sim.slash_command("U_ALICE", CH, "help")
+    result = await sim.slash_command("U0ALICE", CH, "help")
 
     assert result.status == 0 and "not connected" in result.body
     assert sim.envelopes == []
@@ -158,11 +162,11 @@ async def bolt(sim: SlackSim) -> AsyncIterator[list[dict[str, Any]]]:
 async def test_bolt_over_the_socket_gets_commands_and_its_text_ack_is_shown(
     sim: SlackSim, bolt: list[dict[str, Any]]
 ) -> None:
-    result = await sim.slash_command("U_ALICE", CH, "diagnose gpu-node-01")
+    result = await sim.slash_command("U0ALICE", CH, "diagnose gpu-node-01")
 
     assert result.status == 200 and not result.late
     assert bolt[-1]["text"] == "diagnose gpu-node-01"
-    assert sim.ephemerals("U_ALICE")[-1]["text"] == "got diagnose gpu-node-01"
+    assert sim.ephemerals("U0ALICE")[-1]["text"] == "got diagnose gpu-node-01"
     assert [c.method for c in sim.calls if c.method == "apps.connections.open"] == [
         "apps.connections.open"
     ]
@@ -171,13 +175,13 @@ async def test_bolt_over_the_socket_gets_commands_and_its_text_ack_is_shown(
 async def test_bolt_view_errors_ack_keeps_the_modal_open_and_an_empty_ack_closes_it(
     sim: SlackSim, bolt: list[dict[str, Any]]
 ) -> None:
-    await sim.slash_command("U_ALICE", CH, "modal")
-    [view] = sim.open_views("U_ALICE")
+    await sim.slash_command("U0ALICE", CH, "modal")
+    [view] = sim.open_views("U0ALICE")
 
-    await sim.submit_view("U_ALICE", view["id"], {"reason": {"r": ""}})
-    assert sim.open_views("U_ALICE")[-1]["errors"] == {"reason": "Say why"}
-    await sim.submit_view("U_ALICE", view["id"], {"reason": {"r": "ECC"}})
-    assert sim.open_views("U_ALICE") == []
+    await sim.submit_view("U0ALICE", view["id"], {"reason": {"r": ""}})
+    assert sim.open_views("U0ALICE")[-1]["errors"] == {"reason": "Say why"}
+    await sim.submit_view("U0ALICE", view["id"], {"reason": {"r": "ECC"}})
+    assert sim.open_views("U0ALICE") == []
     kinds = [(e.type, e.payload.get("type"), e.accepts_response_payload) for e in sim.envelopes]
     assert kinds[1:] == [("interactive", "view_submission", True)] * 2
 
@@ -185,7 +189,7 @@ async def test_bolt_view_errors_ack_keeps_the_modal_open_and_an_empty_ack_closes
 async def test_an_event_redelivery_over_the_socket_says_retry_attempt(
     sim: SlackSim, bolt: list[dict[str, Any]]
 ) -> None:
-    await sim.post_user_message("U_ALICE", CH, "anyone?", deliveries=2)
+    await sim.post_user_message("U0ALICE", CH, "anyone?", deliveries=2)
     await asyncio.sleep(0.1)  # event listeners run after the ack
 
     events = [e for e in sim.envelopes if e.type == "events_api"]
@@ -216,7 +220,7 @@ async def test_with_two_connections_each_envelope_goes_to_exactly_one_of_them(
             assert (await s.receive_json(timeout=5))["type"] == "hello"
         readers = [asyncio.create_task(app(s, n)) for n, s in enumerate(socks)]
         results = await asyncio.gather(
-            *(sim.slash_command("U_ALICE", CH, f"status {i}") for i in range(40))
+            *(sim.slash_command("U0ALICE", CH, f"status {i}") for i in range(40))
         )
         for s in socks:
             await s.close()

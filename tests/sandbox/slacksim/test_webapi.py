@@ -89,27 +89,27 @@ async def test_update_over_4000_characters_is_msg_too_long(client: AsyncWebClien
 
 async def test_unknown_channel_is_channel_not_found(client: AsyncWebClient) -> None:
     with pytest.raises(SlackApiError) as err:
-        await client.chat_postMessage(channel="C_NOPE", text="x")
+        await client.chat_postMessage(channel="C0NOPE", text="x")
     assert err.value.response["error"] == "channel_not_found"
 
 
 async def test_thread_replies_maintain_parent_counts(client: AsyncWebClient, sim: SlackSim) -> None:
     parent = (await client.chat_postMessage(channel=CH, text="incident"))["ts"]
     await client.chat_postMessage(channel=CH, text="r1", thread_ts=parent)
-    await sim.post_user_message("U_ALICE", CH, "looking", thread_ts=parent)
+    await sim.post_user_message("U0ALICE", CH, "looking", thread_ts=parent)
     resp = await client.conversations_replies(channel=CH, ts=parent)
     msgs = resp["messages"]
     assert [m["text"] for m in msgs] == ["incident", "r1", "looking"]
     assert msgs[0]["reply_count"] == 2
-    assert msgs[0]["reply_users"] == ["U0GPUNODE", "U_ALICE"]
+    assert msgs[0]["reply_users"] == ["U0GPUNODE", "U0ALICE"]
     assert msgs[0]["latest_reply"] == msgs[2]["ts"]
     assert msgs[2]["parent_user_id"] == "U0GPUNODE"
     assert [m["ts"] for m in sim.messages(CH)] == [parent]
 
 
 async def test_ephemerals_are_not_updatable(client: AsyncWebClient, sim: SlackSim) -> None:
-    resp = await client.chat_postEphemeral(channel=CH, user="U_DAVE", text="only you")
-    assert [e["text"] for e in sim.ephemerals("U_DAVE")] == ["only you"]
+    resp = await client.chat_postEphemeral(channel=CH, user="U0DAVE", text="only you")
+    assert [e["text"] for e in sim.ephemerals("U0DAVE")] == ["only you"]
     with pytest.raises(SlackApiError) as err:
         await client.chat_update(channel=CH, ts=resp["message_ts"], text="changed")
     assert err.value.response["error"] == "message_not_found"
@@ -137,16 +137,16 @@ async def test_rate_limited_calls_are_retried_after_retry_after(
 async def test_fault_knob_returns_fatal_error(client: AsyncWebClient, sim: SlackSim) -> None:
     sim.fail("users.info")
     with pytest.raises(SlackApiError) as err:
-        await client.users_info(user="U_ALICE")
+        await client.users_info(user="U0ALICE")
     assert err.value.response["error"] == "fatal_error"
-    assert (await client.users_info(user="U_ALICE"))["user"]["name"] == "alice"
+    assert (await client.users_info(user="U0ALICE"))["user"]["name"] == "alice"
 
 
 async def test_usergroup_members_are_listed(client: AsyncWebClient, sim: SlackSim) -> None:
-    sim.add_usergroup("S_LEADS", "sre-leads", ["U_BOB"])
-    assert (await client.usergroups_users_list(usergroup="S_LEADS"))["users"] == ["U_BOB"]
+    sim.add_usergroup("S0LEADS", "sre-leads", ["U0BOB"])
+    assert (await client.usergroups_users_list(usergroup="S0LEADS"))["users"] == ["U0BOB"]
     with pytest.raises(SlackApiError) as err:
-        await client.usergroups_users_list(usergroup="S_NONE")
+        await client.usergroups_users_list(usergroup="S0NONE")
     assert err.value.response["error"] == "no_such_subteam"
 
 

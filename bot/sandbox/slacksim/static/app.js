@@ -1,13 +1,13 @@
 // Console controller: state fetch, live updates (SSE, polling fallback), user actions.
 "use strict";
 
-const ui = {user: localStorage.getItem("user") || "U_ALICE", channel: "C0INCIDENT",
+const ui = {user: localStorage.getItem("user") || "U0ALICE", channel: "C0INCIDENT",
             thread: null, data: null, modalKey: null,
             // ?lang=zh-CN picks the console's language; else the acting person's Slack locale
             lang: new URLSearchParams(location.search).get("lang") || ""};
 const $ = (id) => document.getElementById(id);
 
-// The console's own wording (templates/html/<locale>/console.j2, sent with the state):
+// The console's own wording (slacksim/labels/<locale>.yaml, sent with the state):
 // label("replies", {n: 3}) fills {n}. English until the first state arrives.
 function label(key, params = {}) {
   const text = (ui.data?.labels || {})[key] || key;

@@ -1,6 +1,8 @@
-"""Rows of the incident store as frozen models (the store's own vocabulary).
+"""Records of the incident store as frozen models (pure data, no I/O): what the use cases
+read and write through ``StorePort`` (``bot.services.ports``), so they live in the core and
+``bot.services`` never imports ``bot.store``.
 
-Incidents, timeline entries and approval requests reuse the core models; this module adds
+Incidents, timeline entries and approval requests are core models too; this module adds
 what only the store keeps: action records with their claim, evidence snapshots with their
 hash, and audit rows. Times are timezone-aware; the store keeps them as UTC ISO-8601 text.
 """
@@ -67,6 +69,9 @@ class EvidenceSnapshot(_Row):
     bundle_json: str
     view_json: str
     diagnosis_json: str
+    process_tail_json: str = Field(
+        "", description="the pod processes the stored bundle left out, summed (summarizing)"
+    )
     sha256: str = Field(description="hex digest over bundle, view and diagnosis (see hashing)")
 
     @cached_property

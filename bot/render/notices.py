@@ -1,0 +1,96 @@
+"""The one way to word a short outcome: a ``Notice(key, params)`` or a ``Refused(code,
+params)`` (``bot.core.outcomes``) as a Slack message in a language.
+
+Presenters call ``render_told``; the use cases never do (they hand the outcome to their
+``ThreadPort``). Wording lives in ``templates/slack/<locale>/notices.j2`` (notices),
+``acting.j2`` (the action flow's notices) and ``refusals.j2`` (one macro per refusal code);
+params are raw and the templates escape every string. An unknown key or code renders
+something readable (never crashes a reply).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.core.outcomes import Diagnosed, Notice, Refused, RootLine, Told
+from bot.render import environment
+from bot.render.blocks import Message, section
+from bot.render.filters import truncate
+from bot.render.messages import (
+    plain_fallback,
+    progress_text,
+    render_diagnosis_messages,
+    render_root,
+    verdict_headline,
+)
+
+NOTICE_KEYS = (
+    "diagnose_started",
+    "diagnose_joined",
+    "diagnose_joined_running",
+    "diagnose_failed",
+    "node_not_found",
+    "usage_error",
+    "help",
+    "status_list",
+    "top_nodes",
+    "alert_firing",
+    "alert_resolved",
+    "alerts_skipped",
+    "resolved",
+    "timeline_uploaded",
+    "channel_not_served",
+    "command_failed",
+    "command_started",
+    "malformed_request",
+)
+#: the action flow's notices, worded beside its other messages (``acting.j2``)
+ACTING_KEYS = ("approval_pending", "vote_counted", "interrupted")
+
+
+def told_mrkdwn(told: Refused | Notice, locale: str) -> str:
+    """The outcome as one mrkdwn paragraph in ``locale``."""
+    if isinstance(told, Refused):
+        t = environment.macros("slack", "refusals.j2", locale=locale)
+        macro = getattr(t, told.code, None)
+        body = macro(told.params) if macro is not None else t.unknown(told.code, told.params)
+        return ":no_entry: " + str(body).strip()
+    return _notice_mrkdwn(told, locale)
+
+
+def _notice_mrkdwn(told: Notice, locale: str) -> str:
+    if told.key in ACTING_KEYS:
+        t: Any = environment.macros("slack", "acting.j2", locale=locale)
+        return str(getattr(t, f"notice_{told.key}")(**told.params)).strip()
+    t = environment.macros("slack", "notices.j2", locale=locale)
+    macro = getattr(t, told.key, None) if told.key in NOTICE_KEYS else None
+    return str(macro(told.params) if macro is not None else t.unknown(told.key)).strip()
+
+
+def render_told(told: Refused | Notice | RootLine, locale: str) -> Message:
+    """``(fallback_text, blocks)`` of the outcome in ``locale``, within Slack's limits."""
+    if isinstance(told, RootLine):
+        return _root(told, locale)
+    body = told_mrkdwn(told, locale)
+    return truncate(plain_fallback(body), 3000), [section(body)]
+
+
+def render_messages(told: Told, locale: str) -> list[Message]:
+    """Every message the outcome posts (a diagnosis is three), in ``locale``."""
+    if isinstance(told, Diagnosed):
+        return render_diagnosis_messages(
+            told.diagnosis, incident_id=told.incident_id, bundle=told.bundle, locale=locale,
+            dashboard=told.dashboard,
+        )  # fmt: skip
+    return [render_told(told, locale)]
+
+
+def _root(told: RootLine, locale: str) -> Message:
+    progress = None
+    if told.progress is not None:
+        progress = progress_text(told.progress, locale, code=told.failure_code)
+    headline = verdict_headline(told.diagnosis, locale=locale) if told.diagnosis else ""
+    return render_root(
+        incident_id=told.incident_id, node=told.node, state=told.state, headline=headline,
+        opened_by=told.opened_by, progress=progress, locale=locale,
+    )  # fmt: skip
