@@ -21,7 +21,7 @@ from bot.sandbox.story import CHANNEL
 from tests.e2e.conftest import diagnose, press, submit_modal, thread
 
 pytestmark = pytest.mark.slow
-ALICE = "U_ALICE"
+ALICE = "U0ALICE"
 
 
 @pytest.fixture(params=["en", "zh-CN"])

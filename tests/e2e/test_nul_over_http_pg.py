@@ -21,7 +21,7 @@ from tests.e2e.conftest import NODE, incident_roots
 from tests.e2e.test_http_edge import ALERT_TOKEN, alert_payload, post
 
 pytestmark = pytest.mark.slow
-ALICE = "U_ALICE"
+ALICE = "U0ALICE"
 
 
 async def test_an_alert_and_a_thread_reply_with_nul_are_answered_2xx_and_kept_on_postgres(

@@ -24,7 +24,7 @@ from bot.sandbox.story import CHANNEL
 from tests.e2e.conftest import NODE, diagnose, press, submit_modal
 
 pytestmark = pytest.mark.slow
-ALICE, BOB = "U_ALICE", "U_BOB"
+ALICE, BOB = "U0ALICE", "U0BOB"
 TIER3_EDITS = {"memory_limit": "32Gi", "memory_request": "28Gi", "accept_oom": True}
 #: the client gives up after TIMEOUT_S; the stand-in answers HOLD_S after storing the write
 #: (generous both ways: other requests must still answer within TIMEOUT_S on a busy machine)

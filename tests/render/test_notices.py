@@ -83,16 +83,16 @@ def test_the_plain_fallback_drops_emphasis_and_emoji_but_keeps_escapes() -> None
 
 
 def test_a_refusal_shows_a_mention_not_its_escaped_text() -> None:
-    text, blocks = render_refusal("not_the_requester", requester="U_ALICE")
+    text, blocks = render_refusal("not_the_requester", requester="U0ALICE")
     body = _body(blocks)
 
-    assert "<@U_ALICE>" in body and "&lt;@U_ALICE&gt;" not in body
-    assert "<@U_ALICE>" in text
+    assert "<@U0ALICE>" in body and "&lt;@U0ALICE&gt;" not in body
+    assert "<@U0ALICE>" in text
 
 
 def test_a_refusals_parameters_are_escaped() -> None:
-    _, blocks = render_refusal("undo_conflict", detail="<!channel> <https://x|y> <@U_BOB>")
+    _, blocks = render_refusal("undo_conflict", detail="<!channel> <https://x|y> <@U0BOB>")
     body = _body(blocks)
 
     assert "&lt;!channel&gt;" in body and "&lt;https://x|y&gt;" in body
-    assert "<@U_BOB>" not in body
+    assert "<@U0BOB>" not in body
