@@ -62,13 +62,21 @@ _SEQUENCE = itertools.count()
 def signed(text: str, *, user: str = ALICE) -> tuple[bytes, dict[str, str]]:
     body = urlencode(
         {
-            "token": "t", "team_id": "T0GPUNODE", "team_domain": "bench",
-            "channel_id": CHANNEL, "channel_name": "gpu-incidents", "user_id": user,
-            "user_name": "alice", "command": "/gpunode", "text": text, "api_app_id": "A0",
-            "is_enterprise_install": "false", "response_url": "http://127.0.0.1:9/unused",
+            "token": "t",
+            "team_id": "T0GPUNODE",
+            "team_domain": "bench",
+            "channel_id": CHANNEL,
+            "channel_name": "gpu-incidents",
+            "user_id": user,
+            "user_name": "alice",
+            "command": "/gpunode",
+            "text": text,
+            "api_app_id": "A0",
+            "is_enterprise_install": "false",
+            "response_url": "http://127.0.0.1:9/unused",
             "trigger_id": f"1.2.bench{next(_SEQUENCE)}",
         }
-    ).encode()  # fmt: skip
+    ).encode()
     ts = str(int(time.time()))
     base = b"v0:" + ts.encode() + b":" + body
     sig = "v0=" + hmac.new(SIGNING_SECRET.encode(), base, hashlib.sha256).hexdigest()
@@ -133,10 +141,14 @@ async def keep_topping(url: str, stop: asyncio.Event) -> int:
 
     gw = Gateway.from_settings(
         KubeSettings(
-            mode="server", server=url, token=BOT_TOKEN, verify_tls=False,
-            request_timeout_s=300, fleet_cache_s=0,
+            mode="server",
+            server=url,
+            token=BOT_TOKEN,
+            verify_tls=False,
+            request_timeout_s=300,
+            fleet_cache_s=0,
         )
-    )  # fmt: skip
+    )
     done = 0
     try:
         while not stop.is_set():

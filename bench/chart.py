@@ -46,31 +46,56 @@ def spec() -> ChartSpec:
         return [2.0 + k * 0.3 + math.sin(i / (40 + k)) for i in range(n)]
 
     host = [
-        ChartSeries(key=f"pod:ns/p{k}", label=f"ns/p{k}", colour=OKABE_ITO[k % 7],
-                    timestamps_s=ts, values_gib=wave(k))
+        ChartSeries(
+            key=f"pod:ns/p{k}",
+            label=f"ns/p{k}",
+            colour=OKABE_ITO[k % 7],
+            timestamps_s=ts,
+            values_gib=wave(k),
+        )
         for k in range(HOST_SERIES)
-    ]  # fmt: skip
+    ]
     gpu = [
-        ChartSeries(key=f"gpu:{k}", label=f"GPU {k}", colour=GPU_COLOURS[k % 7],
-                    timestamps_s=ts, values_gib=[20 + 5 * k + v for v in wave(k)])
+        ChartSeries(
+            key=f"gpu:{k}",
+            label=f"GPU {k}",
+            colour=GPU_COLOURS[k % 7],
+            timestamps_s=ts,
+            values_gib=[20 + 5 * k + v for v in wave(k)],
+        )
         for k in range(GPU_SERIES)
-    ]  # fmt: skip
+    ]
     markers = [
-        ChartMarker(at_s=T0 + h * 3600, kind=kind, subject="n1", label=kind,
-                    colour=MARKER_STYLE[kind][0], linestyle=MARKER_STYLE[kind][1])
+        ChartMarker(
+            at_s=T0 + h * 3600,
+            kind=kind,
+            subject="n1",
+            label=kind,
+            colour=MARKER_STYLE[kind][0],
+            linestyle=MARKER_STYLE[kind][1],
+        )
         for h, kind in ((1, "xid"), (3, "eviction"), (5, "oom_kill"), (5.5, "action"))
-    ]  # fmt: skip
+    ]
     return ChartSpec(
-        title="bench: memory", node="n1", source="prometheus", start_s=T0, end_s=T0 + WINDOW_S,
-        host=host, host_total_gib=256, gpu=gpu, gpu_total_gib=80, markers=markers,
-    )  # fmt: skip
+        title="bench: memory",
+        node="n1",
+        source="prometheus",
+        start_s=T0,
+        end_s=T0 + WINDOW_S,
+        host=host,
+        host_total_gib=256,
+        gpu=gpu,
+        gpu_total_gib=80,
+        markers=markers,
+    )
 
 
 def pyplot_default(s: ChartSpec) -> bytes:
     """The baseline: pyplot with default settings, same data, size and dpi."""
     fig, (host, gpu) = plt.subplots(2, 1, figsize=(10, 6), dpi=100, sharex=True)
-    host.stackplot(s.host[0].timestamps_s, *[x.values_gib for x in s.host],
-                   labels=[x.label for x in s.host])  # fmt: skip
+    host.stackplot(
+        s.host[0].timestamps_s, *[x.values_gib for x in s.host], labels=[x.label for x in s.host]
+    )
     for g in s.gpu:
         gpu.plot(g.timestamps_s, g.values_gib, label=g.label)
     for m in s.markers:

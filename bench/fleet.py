@@ -117,11 +117,17 @@ async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
     settle_heap()  # as `gpunode serve` does after start-up
     gw = Gateway.from_settings(
         KubeSettings(
-            mode="server", server=url, token=BOT_TOKEN, verify_tls=False,
-            request_timeout_s=300, fleet_cache_s=0, namespace="gpunode", job_timeout_s=120,
+            mode="server",
+            server=url,
+            token=BOT_TOKEN,
+            verify_tls=False,
+            request_timeout_s=300,
+            fleet_cache_s=0,
+            namespace="gpunode",
+            job_timeout_s=120,
         ),
         informers=True,
-    )  # fmt: skip
+    )
     lag = LoopLag(interval_s=0.02)
     lag.start()
     meas: list[float] = []
@@ -184,10 +190,9 @@ def _kubectl_jq(url: str) -> float | str:
         return "skipped: kubectl or jq not installed"
     start = time.perf_counter()
     kubectl = subprocess.Popen(
-        ["kubectl", "get", "nodes,pods", "-A", "-o", "json", "--chunk-size=500",
-         "--server", url],
+        ["kubectl", "get", "nodes,pods", "-A", "-o", "json", "--chunk-size=500", "--server", url],
         stdout=subprocess.PIPE,
-    )  # fmt: skip
+    )
     jq = subprocess.run(
         ["jq", JQ], stdin=kubectl.stdout, capture_output=True, text=True, check=False
     )

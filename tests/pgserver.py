@@ -80,26 +80,53 @@ def throwaway_cluster() -> Iterator[str]:
         shutil.chown(base, user=as_user[2])
     run = [*as_user]
     subprocess.run(
-        [*run, initdb, "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8",
-         "--no-sync", "--no-instructions"],
-        check=True, capture_output=True,
-    )  # fmt: skip
+        [
+            *run,
+            initdb,
+            "-D",
+            str(data),
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+            "-E",
+            "UTF8",
+            "--no-sync",
+            "--no-instructions",
+        ],
+        check=True,
+        capture_output=True,
+    )
     options = (
         f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={base} "
         "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
     )
     subprocess.run(
-        [*run, pg_ctl, "-D", str(data), "-o", options, "-l", str(base / "server.log"), "-w",
-         "-t", "60", "start"],
-        check=True, capture_output=True,
-    )  # fmt: skip
+        [
+            *run,
+            pg_ctl,
+            "-D",
+            str(data),
+            "-o",
+            options,
+            "-l",
+            str(base / "server.log"),
+            "-w",
+            "-t",
+            "60",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+    )
     try:
         yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
     finally:
         subprocess.run(
             [*run, pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"],
-            check=False, capture_output=True,
-        )  # fmt: skip
+            check=False,
+            capture_output=True,
+        )
         shutil.rmtree(base, ignore_errors=True)
 
 

@@ -24,9 +24,17 @@ FORGED = "gpu-node-01\n1999-01-01 10:00:00,000 CRITICAL gpunode all nodes compro
         ("c1\x85", "c1\\x85"),
         ("plain ünïcode ✓", "plain ünïcode ✓"),
     ],
-    ids=["newline", "carriage-return", "escape-sequence", "tab", "nul", "line-separator",
-         "c1-next-line", "plain"],
-)  # fmt: skip
+    ids=[
+        "newline",
+        "carriage-return",
+        "escape-sequence",
+        "tab",
+        "nul",
+        "line-separator",
+        "c1-next-line",
+        "plain",
+    ],
+)
 def test_control_characters_are_escaped(value: str, shown: str) -> None:
     assert escape_controls(value) == shown
 

@@ -65,9 +65,16 @@ def _legend(ax: Axes, entries: list[tuple[str, str]]) -> None:
     for k, (label, colour) in enumerate(entries[:rows]):
         y = 1.0 - (k + 0.5) * step
         ax.add_patch(
-            Rectangle((1.015, y - step * 0.35), 0.018, step * 0.7, transform=ax.transAxes,
-                      facecolor=colour, edgecolor="none", clip_on=False)
-        )  # fmt: skip
+            Rectangle(
+                (1.015, y - step * 0.35),
+                0.018,
+                step * 0.7,
+                transform=ax.transAxes,
+                facecolor=colour,
+                edgecolor="none",
+                clip_on=False,
+            )
+        )
         ax.text(1.04, y, _short(label), transform=ax.transAxes, fontsize=FONT_PT, va="center")
 
 
@@ -133,8 +140,15 @@ def _gpu_frame(ax: Axes, spec: ChartSpec, t: Translator) -> None:
     if spec.gpu:
         _legend(ax, [(s.label, s.colour) for s in spec.gpu])
     else:
-        ax.text(0.5, 0.5, "no GPU memory data", ha="center", va="center", transform=ax.transAxes,
-                fontsize=FONT_PT)  # fmt: skip
+        ax.text(
+            0.5,
+            0.5,
+            "no GPU memory data",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+            fontsize=FONT_PT,
+        )
 
 
 def _draw_markers(axes: list[Axes], spec: ChartSpec, *, at: Any = None, last: float = 0) -> None:
@@ -153,11 +167,16 @@ def _draw_markers(axes: list[Axes], spec: ChartSpec, *, at: Any = None, last: fl
         label = m.label if at is None else f"{datetime.fromtimestamp(m.at_s, UTC):%H:%M} {m.label}"
         y = 0.97 - 0.09 * (i % LABEL_ROWS)
         axes[0].text(
-            x, y, f"{label} " if late else f" {label}",
-            transform=axes[0].get_xaxis_transform(), fontsize=FONT_PT, color=m.colour, va="top",
+            x,
+            y,
+            f"{label} " if late else f" {label}",
+            transform=axes[0].get_xaxis_transform(),
+            fontsize=FONT_PT,
+            color=m.colour,
+            va="top",
             ha="right" if late else "left",
             bbox={"facecolor": "white", "alpha": 0.7, "linewidth": 0, "pad": 1},
-        )  # fmt: skip
+        )
 
 
 def category_x(times: list[float]) -> Any:

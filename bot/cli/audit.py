@@ -27,8 +27,16 @@ from bot.services.anchoring import AnchorReport
 from bot.store import AuditRecord, Store
 
 _COLUMNS = (
-    "at", "actor", "action", "decision", "outcome", "cluster", "incident", "channel", "detail",
-)  # fmt: skip
+    "at",
+    "actor",
+    "action",
+    "decision",
+    "outcome",
+    "cluster",
+    "incident",
+    "channel",
+    "detail",
+)
 
 
 def escape(text: str) -> str:
@@ -45,9 +53,12 @@ def escape(text: str) -> str:
         elif unicodedata.category(ch) in _UNSAFE:
             code = ord(ch)
             out.append(
-                f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000
+                f"\\x{code:02x}"
+                if code < 0x100
+                else f"\\u{code:04x}"
+                if code < 0x10000
                 else f"\\U{code:08x}"
-            )  # fmt: skip
+            )
         else:
             out.append(ch)
     return "".join(out)

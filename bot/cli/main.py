@@ -42,9 +42,12 @@ def _lang_arg(p: argparse.ArgumentParser) -> None:
     the incident thread's own language), whatever ``LANG`` says -- output is pasted into
     tickets and diffed by scripts, and a server's ``LANG`` is the host's, not the reader's."""
     p.add_argument(
-        "--lang", type=_lang, default=None, metavar="en|zh-CN",
+        "--lang",
+        type=_lang,
+        default=None,
+        metavar="en|zh-CN",
         help="language of the output (default en; timeline: the thread's; zh_CN, en-US accepted)",
-    )  # fmt: skip
+    )
 
 
 def _agent_args(p: argparse.ArgumentParser) -> None:
@@ -56,9 +59,11 @@ def _agent_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tls-cert", required=True, help="the agent's certificate (PEM)")
     p.add_argument("--tls-key", required=True, help="its private key (PEM)")
     p.add_argument(
-        "--allow", required=True, metavar="USER",
+        "--allow",
+        required=True,
+        metavar="USER",
         help="the only identity answered: the bot's system:serviceaccount:NS:NAME",
-    )  # fmt: skip
+    )
     p.add_argument("--audience", default="gpunode-agent", help="the tokens' audience")
     p.add_argument("--api-server", help="API server URL (default: in-cluster)")
     p.add_argument("--api-token-file", default=f"{sa_dir}/token", help="the agent's own token")
@@ -104,9 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["text", "markdown", "json", "blocks"], default="text")
     p.add_argument("--chart", metavar="PNG", help="also write the memory chart to this PNG file")
     p.add_argument(
-        "--quiet", "-q", action="store_true",
+        "--quiet",
+        "-q",
+        action="store_true",
         help="no progress on stderr while the diagnostic Job runs (none when not a terminal)",
-    )  # fmt: skip
+    )
     _lang_arg(p)
     _cluster_args(p)
     p.set_defaults(handler="bot.cli.diagnose:diagnose_main")

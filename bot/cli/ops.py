@@ -96,10 +96,14 @@ async def _incident_cmd(
             user_name, close = _people(settings)
             try:
                 files = await export_postmortem(
-                    store, user_name, incident, cluster=cluster_label(settings, incident),
-                    now=datetime.now(UTC), charts=False,
+                    store,
+                    user_name,
+                    incident,
+                    cluster=cluster_label(settings, incident),
+                    now=datetime.now(UTC),
+                    charts=False,
                     locale=choose_locale(explicit=lang, thread=incident.locale),
-                )  # fmt: skip
+                )
             finally:
                 await close()
             return files.markdown

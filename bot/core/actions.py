@@ -95,9 +95,13 @@ class ResizePodParams(_Params):
 
 
 StepParams = (
-    PriorityClassParams | PriorityClassNameParams | PatchResourcesParams | ResizePodParams
-    | AnnotateNodeParams | NoParams
-)  # fmt: skip
+    PriorityClassParams
+    | PriorityClassNameParams
+    | PatchResourcesParams
+    | ResizePodParams
+    | AnnotateNodeParams
+    | NoParams
+)
 #: the parameters each verb takes
 PARAMS: dict[StepVerb, type[_Params]] = {
     "cordon": NoParams,

@@ -328,9 +328,14 @@ def plan_tier3(
     if any(p.has_emptydir for p in reached):
         warnings.append("emptydir_lost_on_restart")
     notes = rollout_notes(
-        view, owner.kind, pod.namespace, owner.name, pods=group, resources=True,
+        view,
+        owner.kind,
+        pod.namespace,
+        owner.name,
+        pods=group,
+        resources=True,
         container=info.name,
-    )  # fmt: skip
+    )
     if any(n.code == "kueue_no_quota" for n in notes):
         return _unavailable(view, "kueue_queue_full", target=target)
     if elsewhere:

@@ -55,8 +55,15 @@ TOP_PODS = 5  # more bands than this stop being readable in a thread-sized image
 #: workload colours: Okabe–Ito's five that kernel, cache and other leave free, then Paul
 #: Tol's muted scheme (also colour-blind safe) so a hash rarely has to probe
 WORKLOAD_COLOURS = (
-    *POD_COLOURS, "#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#AA4499", "#882255",
-)  # fmt: skip
+    *POD_COLOURS,
+    "#332288",
+    "#88CCEE",
+    "#44AA99",
+    "#117733",
+    "#999933",
+    "#AA4499",
+    "#882255",
+)
 #: GPU readings closer than this (GiB) are "the same" and share one line
 SAME_GIB = 0.01
 

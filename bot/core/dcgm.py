@@ -159,23 +159,26 @@ def pod_memory(series: Iterable[Series], *, way: str) -> DcgmAttempt:
     }
     if not used:
         return DcgmAttempt(
-            way, failure=f"no {FB_USED} series (the exporter's metric list lacks it, or it "
+            way,
+            failure=f"no {FB_USED} series (the exporter's metric list lacks it, or it "
             "is not scraped)",
-        )  # fmt: skip
+        )
     mapped = [(labels, v, who) for labels, v in used if (who := _who(labels)) is not None]
     if not mapped:
         return DcgmAttempt(
-            way, failure="its series carry no pod labels: the exporter's Kubernetes mapping is "
+            way,
+            failure="its series carry no pod labels: the exporter's Kubernetes mapping is "
             "off (set DCGM_EXPORTER_KUBERNETES=true and mount the kubelet's pod-resources "
             "socket, as the GPU Operator does)",
-        )  # fmt: skip
+        )
     held = [(labels, v, who) for labels, v, who in mapped if who[0] and who[1]]
     if not held:
         return DcgmAttempt(
-            way, failure=f"none of its {len(used)} {FB_USED} series names a pod: no pod holds "
+            way,
+            failure=f"none of its {len(used)} {FB_USED} series names a pod: no pod holds "
             "these GPUs, or the exporter cannot map them (the kubelet's pod-resources socket; "
             "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE must match the device plugin's IDs)",
-        )  # fmt: skip
+        )
     sharing: dict[tuple[str, str], set[tuple[str, str]]] = {}
     for labels, _, who in held:
         sharing.setdefault(_device(labels), set()).add((who[1], who[0]))

@@ -83,9 +83,13 @@ def _bytes(
 
 
 def _cpu(
-    text: str | None, field: str, errors: dict[str, str], *, bound: int | None,
+    text: str | None,
+    field: str,
+    errors: dict[str, str],
+    *,
+    bound: int | None,
     bound_text: str | None,
-) -> float | None:  # fmt: skip
+) -> float | None:
     if text is None or not text.strip():
         return None
     q = _quantity(text, field, "a CPU quantity", "8 or 7500m", errors)

@@ -38,9 +38,17 @@ from bot.core.quantity import QuantityError, parse_quantity
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 #: what the re-read shows, per verb (words for it live in the templates)
 Seen = Literal[
-    "cordoned", "schedulable", "gone", "terminating", "replaced", "running", "present",
-    "absent", "set", "not_set",
-]  # fmt: skip
+    "cordoned",
+    "schedulable",
+    "gone",
+    "terminating",
+    "replaced",
+    "running",
+    "present",
+    "absent",
+    "set",
+    "not_set",
+]
 
 
 class Landing(BaseModel):

@@ -319,14 +319,20 @@ def decide(
         if any(undoes(role) for role in mine):
             return _unmapped(principal, policy) or Allow()
         return _need_role(
-            _roles_with(policy, undoes, where), "undo",
-            principal=principal, policy=policy, test=undoes,
-        )  # fmt: skip
+            _roles_with(policy, undoes, where),
+            "undo",
+            principal=principal,
+            policy=policy,
+            test=undoes,
+        )
     if not any(requests(role) for role in mine):
         return _need_role(
-            _roles_with(policy, requests, where), f"tier {request.tier}",
-            principal=principal, policy=policy, test=requests,
-        )  # fmt: skip
+            _roles_with(policy, requests, where),
+            f"tier {request.tier}",
+            principal=principal,
+            policy=policy,
+            test=requests,
+        )
     if unmapped := _unmapped(principal, policy):
         return unmapped
     quorum = policy.quorum(request.tier)
@@ -367,9 +373,12 @@ def authorize(principal: Principal, permission: Permission, policy: Policy) -> A
     if any(grants(policy.roles[name]) for name in roles_of(principal, policy)):
         return Allow()
     return _need_role(
-        _roles_with(policy, grants, principal.cluster), permission,
-        principal=principal, policy=policy, test=grants,
-    )  # fmt: skip
+        _roles_with(policy, grants, principal.cluster),
+        permission,
+        principal=principal,
+        policy=policy,
+        test=grants,
+    )
 
 
 def parse_policy(

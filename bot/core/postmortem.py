@@ -307,26 +307,36 @@ def build_postmortem(
             evicted.append(f"{m.subject} ({m.label}, {when})")
         elif m.kind == "restart":
             restarted.append(f"{m.subject} ({m.label}, {when})")
-    kills = [f"{m.label} ({m.subject}) at {m.at:%Y-%m-%d %H:%M} UTC" for m in marks
-             if m.kind == "oom_kill"]  # fmt: skip
+    kills = [
+        f"{m.label} ({m.subject}) at {m.at:%Y-%m-%d %H:%M} UTC"
+        for m in marks
+        if m.kind == "oom_kill"
+    ]
     people = [incident.opened_by, *(e.actor for e in ordered)]
     people += [a.requester for a in actions] + [u for a in actions for u in a.approvers]
     participants = list(dict.fromkeys(_name(names, p) for p in people if p not in BOT_ACTORS))
     detection = detection_of(
-        marks, opened_at=incident.opened_at, opened_by=_name(names, incident.opened_by),
+        marks,
+        opened_at=incident.opened_at,
+        opened_by=_name(names, incident.opened_by),
         raw_opener=incident.opened_by,
-    )  # fmt: skip
+    )
     end_snap = snaps[-1] if snaps else None
     well, badly = went_well_and_badly(
-        detection=detection, actions=summaries,
+        detection=detection,
+        actions=summaries,
         end_cause=end_snap.diagnosis.verdict.cause if end_snap is not None else None,
         healthy_causes=HEALTHY,
-    )  # fmt: skip
+    )
     outcomes = {
-        s.action_id: {"tier": s.tier, "outcome": s.outcome, "evicted": s.evicted,
-                      "to_evict": s.to_evict}
+        s.action_id: {
+            "tier": s.tier,
+            "outcome": s.outcome,
+            "evicted": s.evicted,
+            "to_evict": s.to_evict,
+        }
         for s in summaries
-    }  # fmt: skip
+    }
     return Postmortem(
         impact=impact_of(
             marks,

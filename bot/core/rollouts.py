@@ -183,9 +183,12 @@ def rollout_notes(
             PlanNote(code="gitops_reverts", params=ref | {"tool": w.gitops, "app": w.gitops_name})
         )
     queued = sorted(
-        {p.labels[KUEUE_QUEUE_LABEL] for p in pods if KUEUE_QUEUE_LABEL in p.labels
-         and p.key not in held}
-    )  # fmt: skip
+        {
+            p.labels[KUEUE_QUEUE_LABEL]
+            for p in pods
+            if KUEUE_QUEUE_LABEL in p.labels and p.key not in held
+        }
+    )
     if queued:
         count = sum(1 for p in pods if KUEUE_QUEUE_LABEL in p.labels and p.key not in held)
         notes.append(
@@ -199,12 +202,15 @@ def rollout_notes(
                 notes.append(
                     PlanNote(
                         code="kueue_no_quota",
-                        params=ref | {
-                            "queue": q.key, "cluster_queue": q.cluster_queue,
-                            "resources": ", ".join(q.exhausted), "pending": q.pending_workloads,
+                        params=ref
+                        | {
+                            "queue": q.key,
+                            "cluster_queue": q.cluster_queue,
+                            "resources": ", ".join(q.exhausted),
+                            "pending": q.pending_workloads,
                         },
                     )
-                )  # fmt: skip
+                )
     if w.helm_release:
         field = (
             f"spec.template.spec.containers[name={container}].resources.limits.memory"

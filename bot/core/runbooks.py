@@ -60,9 +60,18 @@ class UnitRunbook:
 
 #: log shippers as their systemd units are usually named
 LOG_AGENTS = (
-    "td-agent", "fluentd", "fluent-bit", "google-fluentd", "vector", "filebeat", "promtail",
-    "rsyslog", "otelcol", "otelcol-contrib", "datadog-agent",
-)  # fmt: skip
+    "td-agent",
+    "fluentd",
+    "fluent-bit",
+    "google-fluentd",
+    "vector",
+    "filebeat",
+    "promtail",
+    "rsyslog",
+    "otelcol",
+    "otelcol-contrib",
+    "datadog-agent",
+)
 RUNBOOKS: tuple[UnitRunbook, ...] = (
     UnitRunbook("kubelet", ("kubelet",), cordon_first=True),
     UnitRunbook(

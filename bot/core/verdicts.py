@@ -117,11 +117,21 @@ def _consumer_facts(c: Consumer, total: int) -> list[Fact]:
     if c.cause == "host_memory_workload" and int(c.params.get("pods_in_group", 1)) > 1:
         group = str(c.params.get("group", ""))
         facts += [
-            fact("group.host_memory_bytes", f"{group} ({c.params.get('pods_in_group')} pods)",
-                 c.bytes, "bytes", "cgroup:kubepods"),
-            fact("group.host_memory_share", f"{group} share of host memory",
-                 ratio(c.bytes, total) or 0.0, "ratio", "cgroup:kubepods"),
-        ]  # fmt: skip
+            fact(
+                "group.host_memory_bytes",
+                f"{group} ({c.params.get('pods_in_group')} pods)",
+                c.bytes,
+                "bytes",
+                "cgroup:kubepods",
+            ),
+            fact(
+                "group.host_memory_share",
+                f"{group} share of host memory",
+                ratio(c.bytes, total) or 0.0,
+                "ratio",
+                "cgroup:kubepods",
+            ),
+        ]
     if c.cause == "host_memory_workload":
         src = f"k8s:pod/{c.subject}" if not c.subject.startswith("pod-uid/") else c.source
         facts.append(

@@ -44,7 +44,9 @@ def post_anchor(
         "kind": "Event",
         "metadata": {"generateName": f"{deployment}.audit-", "namespace": namespace},
         "involvedObject": {
-            "apiVersion": "apps/v1", "kind": "Deployment", "name": deployment,
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "name": deployment,
             "namespace": namespace,
         },
         "reason": REASON,
@@ -56,7 +58,7 @@ def post_anchor(
         "firstTimestamp": when,
         "lastTimestamp": when,
         "count": 1,
-    }  # fmt: skip
+    }
     return t.request("POST", f"/api/v1/namespaces/{namespace}/events", body=body)
 
 

@@ -74,15 +74,17 @@ def read(t: Transport, node: str, services: list[str], timeout_s: float) -> Dcgm
         return DcgmAttempt(base, failure=why)
     if not slices:
         return DcgmAttempt(
-            base, failure=f"no Service named {names} has endpoints: dcgm-exporter is not "
+            base,
+            failure=f"no Service named {names} has endpoints: dcgm-exporter is not "
             "installed, or its Service has another name (kube.dcgm_exporter_services)",
-        )  # fmt: skip
+        )
     found = find_endpoint(slices, node)
     if found is None:
         return DcgmAttempt(
-            base, failure=f"its Service has no ready endpoint on {node} (the exporter's "
+            base,
+            failure=f"its Service has no ready endpoint on {node} (the exporter's "
             "DaemonSet does not run there, or its pod is not ready)",
-        )  # fmt: skip
+        )
     address, port, service = found
     way = _way(address, port, node, service)
     url = f"http://{_host(address)}:{port}/metrics"
@@ -95,9 +97,10 @@ def read(t: Transport, node: str, services: list[str], timeout_s: float) -> Dcgm
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
         return DcgmAttempt(
-            way, failure=f"GET {url} failed ({reason}): check that a NetworkPolicy lets the "
+            way,
+            failure=f"GET {url} failed ({reason}): check that a NetworkPolicy lets the "
             f"bot reach port {port} of the exporter's pods",
-        )  # fmt: skip
+        )
     if len(body) > MAX_BYTES:
         return DcgmAttempt(way, failure=f"GET {url} answered more than {MAX_BYTES} bytes")
     try:

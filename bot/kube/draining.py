@@ -31,9 +31,14 @@ def set_unschedulable(t: Transport, node: str, value: bool, *, dry_run: bool) ->
     before = bool((current.get("spec") or {}).get("unschedulable"))
     patch: Obj = {"spec": {"unschedulable": value}}
     base: dict[str, Any] = {
-        "verb": verb, "kind": "Node", "name": node, "dry_run": dry_run, "patch": patch,
-        "patch_type": SMP, "before": {"unschedulable": before},
-    }  # fmt: skip
+        "verb": verb,
+        "kind": "Node",
+        "name": node,
+        "dry_run": dry_run,
+        "patch": patch,
+        "patch_type": SMP,
+        "before": {"unschedulable": before},
+    }
     if before == value:
         return Change(**base, noop=True)
     with unanswered(t, f"{verb} {node}", base, dry_run=dry_run):
@@ -57,9 +62,14 @@ def set_annotations(
     before = {k: current.get(k) for k in sorted(annotations)}
     patch: Obj = {"metadata": {"annotations": dict(annotations)}}
     base: dict[str, Any] = {
-        "verb": "annotate_node", "kind": "Node", "name": node, "dry_run": dry_run,
-        "patch": patch, "patch_type": SMP, "before": {"annotations": before},
-    }  # fmt: skip
+        "verb": "annotate_node",
+        "kind": "Node",
+        "name": node,
+        "dry_run": dry_run,
+        "patch": patch,
+        "patch_type": SMP,
+        "before": {"annotations": before},
+    }
     if all(current.get(k) == v for k, v in annotations.items()):
         return Change(**base, noop=True)
     answer = patch_object(t, path, patch, dry_run=dry_run)

@@ -52,11 +52,19 @@ def _server_message(exc: ApiException) -> str:
 #: kinds the API server keeps outside namespaces: a "not found" for these never hints at one
 CLUSTER_SCOPED = frozenset(
     {
-        "nodes", "namespaces", "priorityclasses", "runtimeclasses", "clusterroles",
-        "clusterrolebindings", "persistentvolumes", "storageclasses", "apiservices",
-        "customresourcedefinitions", "validatingadmissionpolicies",
+        "nodes",
+        "namespaces",
+        "priorityclasses",
+        "runtimeclasses",
+        "clusterroles",
+        "clusterrolebindings",
+        "persistentvolumes",
+        "storageclasses",
+        "apiservices",
+        "customresourcedefinitions",
+        "validatingadmissionpolicies",
     }
-)  # fmt: skip
+)
 
 
 def _not_found_hint(exc: ApiException, msg: str) -> str:

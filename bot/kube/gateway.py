@@ -575,9 +575,12 @@ class Gateway:
         ``node`` (``bot.kube.dcgm``); a failure is the attempt's reason, never raised."""
         try:
             return await self._call(
-                f"read dcgm-exporter on {node}", kube_dcgm.read, node,
-                list(self.settings.dcgm_exporter_services), self.settings.request_timeout_s,
-            )  # fmt: skip
+                f"read dcgm-exporter on {node}",
+                kube_dcgm.read,
+                node,
+                list(self.settings.dcgm_exporter_services),
+                self.settings.request_timeout_s,
+            )
         except GpunodeError as exc:
             return dcgm.DcgmAttempt("the exporter's endpoint", failure=exc.message)
 
@@ -595,9 +598,14 @@ class Gateway:
     ) -> None:
         """An Event on the bot's Deployment naming the audit chain's head."""
         await self._call(
-            f"post audit anchor {row_id}", anchoring.post_anchor, self.settings.namespace,
-            deployment, row_id, row_hash, at,
-        )  # fmt: skip
+            f"post audit anchor {row_id}",
+            anchoring.post_anchor,
+            self.settings.namespace,
+            deployment,
+            row_id,
+            row_hash,
+            at,
+        )
 
     async def audit_anchors(self, deployment: str) -> list[anchoring.Anchor]:
         return await self._call(

@@ -183,9 +183,15 @@ def patch_container_resources(
     entry = container_patch(container, requests=requests, limits=limits, env=env)
     patch = _nest([*_template_prefix(kind), "spec"], {"containers": [entry]})
     pending = {
-        "verb": "patch_resources", "kind": kind, "namespace": namespace, "name": name,
-        "dry_run": dry_run, "patch": patch, "patch_type": SMP, "before": before,
-    }  # fmt: skip
+        "verb": "patch_resources",
+        "kind": kind,
+        "namespace": namespace,
+        "name": name,
+        "dry_run": dry_run,
+        "patch": patch,
+        "patch_type": SMP,
+        "before": before,
+    }
     with unanswered(t, f"patch {kind} {namespace}/{name}", pending, dry_run=dry_run):
         answer = patch_object(t, controller_path(kind, namespace, name), patch, dry_run=dry_run)
     now = find_container(_pod_spec(answer, kind), container, what=f"{kind} {namespace}/{name}")

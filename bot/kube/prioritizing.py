@@ -53,9 +53,13 @@ def ensure_priority_class(
         if exc.status != 404:
             raise
         pending = {
-            "verb": "create_priority_class", "kind": "PriorityClass", "name": name,
-            "dry_run": dry_run, "patch": body, "before": {"exists": False},
-        }  # fmt: skip
+            "verb": "create_priority_class",
+            "kind": "PriorityClass",
+            "name": name,
+            "dry_run": dry_run,
+            "patch": body,
+            "before": {"exists": False},
+        }
         with unanswered(t, f"create PriorityClass {name}", pending, dry_run=dry_run):
             answer = t.request(
                 "POST",

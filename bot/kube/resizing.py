@@ -65,10 +65,15 @@ def resize_pod(
         }
     }
     pending = {
-        "verb": "resize", "kind": "Pod", "namespace": namespace, "name": name,
-        "dry_run": dry_run, "patch": patch, "patch_type": SMP,
+        "verb": "resize",
+        "kind": "Pod",
+        "namespace": namespace,
+        "name": name,
+        "dry_run": dry_run,
+        "patch": patch,
+        "patch_type": SMP,
         "before": {"container": container, "resources": old},
-    }  # fmt: skip
+    }
     with unanswered(t, f"resize pod {namespace}/{name}", pending, dry_run=dry_run):
         answer = patch_object(
             t, f"/api/v1/namespaces/{namespace}/pods/{name}/resize", patch, dry_run=dry_run

@@ -65,8 +65,9 @@ async def _volume_terms(
         claims = pod.scheduling.claims if pod.scheduling is not None else []
         terms = []
         for claim in claims:
-            pvc = await _optional(gw, f"read PVC {pod.namespace}/{claim}", reading.read_pvc,
-                                  pod.namespace, claim)  # fmt: skip
+            pvc = await _optional(
+                gw, f"read PVC {pod.namespace}/{claim}", reading.read_pvc, pod.namespace, claim
+            )
             volume = ((pvc or {}).get("spec") or {}).get("volumeName")
             if not volume:
                 continue
@@ -230,9 +231,12 @@ async def _with_elsewhere(
         raw = cache.pods.get((w.namespace, selector))
         if raw is None:
             raw = await _optional(
-                gw, f"list pods of {w.key}", reading.list_namespaced_pods, w.namespace,
+                gw,
+                f"list pods of {w.key}",
+                reading.list_namespaced_pods,
+                w.namespace,
                 label_selector=selector,
-            )  # fmt: skip
+            )
             if raw is not None:
                 cache.pods[(w.namespace, selector)] = raw
         found: dict[str, str] = {}

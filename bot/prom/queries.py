@@ -35,35 +35,69 @@ def node_queries(node: str) -> list[Query]:
     host = f"Hostname={_string(node)}"
     pods = f"kube_pod_info{{{on_node}}}"
     return [
-        Query("mem_total", f"node_memory_MemTotal_bytes{{{inst}}}",
-              "node_memory_MemTotal_bytes", "node_exporter"),
-        Query("mem_available", f"node_memory_MemAvailable_bytes{{{inst}}}",
-              "node_memory_MemAvailable_bytes", "node_exporter"),
-        Query("slab_unreclaimable", f"node_memory_SUnreclaim_bytes{{{inst}}}",
-              "node_memory_SUnreclaim_bytes", "node_exporter"),
-        Query("page_cache", f"node_memory_Cached_bytes{{{inst}}}",
-              "node_memory_Cached_bytes", "node_exporter"),
-        Query("psi_full_rate", f"rate(node_pressure_memory_stalled_seconds_total{{{inst}}}[5m])",
-              "node_pressure_memory_stalled_seconds_total", "node_exporter"),
-        Query("oom_kills", f"node_vmstat_oom_kill{{{inst}}}", "node_vmstat_oom_kill",
-              "node_exporter"),
-        Query("pods",
-              "sum by (namespace, pod) (container_memory_working_set_bytes"
-              f'{{{on_node}, container!="", container!="POD"}})',
-              "container_memory_working_set_bytes", "cAdvisor"),
-        Query("gpu_fb_used", f"DCGM_FI_DEV_FB_USED{{{host}}}", "DCGM_FI_DEV_FB_USED",
-              "dcgm-exporter"),
-        Query("gpu_xid", f"DCGM_FI_DEV_XID_ERRORS{{{host}}}", "DCGM_FI_DEV_XID_ERRORS",
-              "dcgm-exporter"),
-        Query("restarts",
-              "kube_pod_container_status_restarts_total"
-              f" * on (namespace, pod) group_left () {pods}",
-              "kube_pod_container_status_restarts_total", "kube-state-metrics"),
-        Query("oom_killed",
-              'kube_pod_container_status_last_terminated_reason{reason="OOMKilled"}'
-              f" * on (namespace, pod) group_left () {pods}",
-              "kube_pod_container_status_last_terminated_reason", "kube-state-metrics"),
-    ]  # fmt: skip
+        Query(
+            "mem_total",
+            f"node_memory_MemTotal_bytes{{{inst}}}",
+            "node_memory_MemTotal_bytes",
+            "node_exporter",
+        ),
+        Query(
+            "mem_available",
+            f"node_memory_MemAvailable_bytes{{{inst}}}",
+            "node_memory_MemAvailable_bytes",
+            "node_exporter",
+        ),
+        Query(
+            "slab_unreclaimable",
+            f"node_memory_SUnreclaim_bytes{{{inst}}}",
+            "node_memory_SUnreclaim_bytes",
+            "node_exporter",
+        ),
+        Query(
+            "page_cache",
+            f"node_memory_Cached_bytes{{{inst}}}",
+            "node_memory_Cached_bytes",
+            "node_exporter",
+        ),
+        Query(
+            "psi_full_rate",
+            f"rate(node_pressure_memory_stalled_seconds_total{{{inst}}}[5m])",
+            "node_pressure_memory_stalled_seconds_total",
+            "node_exporter",
+        ),
+        Query(
+            "oom_kills", f"node_vmstat_oom_kill{{{inst}}}", "node_vmstat_oom_kill", "node_exporter"
+        ),
+        Query(
+            "pods",
+            "sum by (namespace, pod) (container_memory_working_set_bytes"
+            f'{{{on_node}, container!="", container!="POD"}})',
+            "container_memory_working_set_bytes",
+            "cAdvisor",
+        ),
+        Query(
+            "gpu_fb_used", f"DCGM_FI_DEV_FB_USED{{{host}}}", "DCGM_FI_DEV_FB_USED", "dcgm-exporter"
+        ),
+        Query(
+            "gpu_xid",
+            f"DCGM_FI_DEV_XID_ERRORS{{{host}}}",
+            "DCGM_FI_DEV_XID_ERRORS",
+            "dcgm-exporter",
+        ),
+        Query(
+            "restarts",
+            f"kube_pod_container_status_restarts_total * on (namespace, pod) group_left () {pods}",
+            "kube_pod_container_status_restarts_total",
+            "kube-state-metrics",
+        ),
+        Query(
+            "oom_killed",
+            'kube_pod_container_status_last_terminated_reason{reason="OOMKilled"}'
+            f" * on (namespace, pod) group_left () {pods}",
+            "kube_pod_container_status_last_terminated_reason",
+            "kube-state-metrics",
+        ),
+    ]
 
 
 def gpu_memory_query(node: str) -> str:

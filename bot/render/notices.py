@@ -79,9 +79,12 @@ def render_messages(told: Told, locale: str) -> list[Message]:
     """Every message the outcome posts (a diagnosis is three), in ``locale``."""
     if isinstance(told, Diagnosed):
         return render_diagnosis_messages(
-            told.diagnosis, incident_id=told.incident_id, bundle=told.bundle, locale=locale,
+            told.diagnosis,
+            incident_id=told.incident_id,
+            bundle=told.bundle,
+            locale=locale,
             dashboard=told.dashboard,
-        )  # fmt: skip
+        )
     return [render_told(told, locale)]
 
 
@@ -91,6 +94,11 @@ def _root(told: RootLine, locale: str) -> Message:
         progress = progress_text(told.progress, locale, code=told.failure_code)
     headline = verdict_headline(told.diagnosis, locale=locale) if told.diagnosis else ""
     return render_root(
-        incident_id=told.incident_id, node=told.node, state=told.state, headline=headline,
-        opened_by=told.opened_by, progress=progress, locale=locale,
-    )  # fmt: skip
+        incident_id=told.incident_id,
+        node=told.node,
+        state=told.state,
+        headline=headline,
+        opened_by=told.opened_by,
+        progress=progress,
+        locale=locale,
+    )

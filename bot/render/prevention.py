@@ -51,9 +51,14 @@ def source_line(
     """Where the numbers come from (which evidence, read when), as one sentence."""
     src = source or KitSource(kind="live")
     return _say(
-        "source", fmt, locale, kind=src.kind, at=_when(src.at), incident=src.incident or "",
+        "source",
+        fmt,
+        locale,
+        kind=src.kind,
+        at=_when(src.at),
+        incident=src.incident or "",
         node=params.node,
-    )  # fmt: skip
+    )
 
 
 def _percents(values: dict[str, int]) -> str:
@@ -72,40 +77,98 @@ def value_lines(
     for q in p.namespaces:
         common = {"namespace": q.namespace, "node": p.node, "headroom_percent": headroom}
         quota += [
-            _say("quota_gpu", fmt, locale, quota_gpu=q.quota_gpu, gpus=q.gpu_requests,
-                 gpu_pods=q.gpu_pods, namespace=q.namespace, node=p.node),
-            _say("quota_requests_memory", fmt, locale, quota=q.quota_memory_requests,
-                 requests_bytes=q.memory_requests_bytes, pods=q.pods, **common),
-            _say("quota_limits_memory", fmt, locale, quota=q.quota_memory_limits,
-                 limits_bytes=q.memory_limits_bytes, requests_bytes=q.memory_requests_bytes,
-                 **common),
-        ]  # fmt: skip
+            _say(
+                "quota_gpu",
+                fmt,
+                locale,
+                quota_gpu=q.quota_gpu,
+                gpus=q.gpu_requests,
+                gpu_pods=q.gpu_pods,
+                namespace=q.namespace,
+                node=p.node,
+            ),
+            _say(
+                "quota_requests_memory",
+                fmt,
+                locale,
+                quota=q.quota_memory_requests,
+                requests_bytes=q.memory_requests_bytes,
+                pods=q.pods,
+                **common,
+            ),
+            _say(
+                "quota_limits_memory",
+                fmt,
+                locale,
+                quota=q.quota_memory_limits,
+                limits_bytes=q.memory_limits_bytes,
+                requests_bytes=q.memory_requests_bytes,
+                **common,
+            ),
+        ]
     lr = p.limit_range
     limits = [
-        _say("limit_default_request", fmt, locale, value=lr.default_request_memory,
-             median_bytes=lr.median_request_bytes, pods=lr.pods_with_requests, node=p.node),
+        _say(
+            "limit_default_request",
+            fmt,
+            locale,
+            value=lr.default_request_memory,
+            median_bytes=lr.median_request_bytes,
+            pods=lr.pods_with_requests,
+            node=p.node,
+        ),
         _say("limit_default_limit", fmt, locale, value=lr.default_limit_memory),
-    ]  # fmt: skip
+    ]
     if not p.namespaces:
         quota = limits = [_say("no_quota", fmt, locale, node=p.node)]
     alerts = [
-        _say("alert_slab", fmt, locale, ratio=f"{p.slab_alert_ratio:.0%}", node=p.node,
-             threshold_bytes=int(cap * p.slab_alert_ratio), capacity_bytes=cap),
-        _say("alert_available", fmt, locale, ratio=f"{p.available_alert_ratio:.0%}",
-             threshold_bytes=int(cap * p.available_alert_ratio), capacity_bytes=cap),
-    ]  # fmt: skip
+        _say(
+            "alert_slab",
+            fmt,
+            locale,
+            ratio=f"{p.slab_alert_ratio:.0%}",
+            node=p.node,
+            threshold_bytes=int(cap * p.slab_alert_ratio),
+            capacity_bytes=cap,
+        ),
+        _say(
+            "alert_available",
+            fmt,
+            locale,
+            ratio=f"{p.available_alert_ratio:.0%}",
+            threshold_bytes=int(cap * p.available_alert_ratio),
+            capacity_bytes=cap,
+        ),
+    ]
     descheduler = [
-        _say("descheduler", fmt, locale, thresholds=_percents(p.descheduler_thresholds),
-             targets=_percents(p.descheduler_targets)),
-    ]  # fmt: skip
+        _say(
+            "descheduler",
+            fmt,
+            locale,
+            thresholds=_percents(p.descheduler_thresholds),
+            targets=_percents(p.descheduler_targets),
+        ),
+    ]
     kubelet = [
-        _say("kube_reserved", fmt, locale, value=k.kube_reserved_memory, node=p.node,
-             capacity_bytes=cap),
+        _say(
+            "kube_reserved",
+            fmt,
+            locale,
+            value=k.kube_reserved_memory,
+            node=p.node,
+            capacity_bytes=cap,
+        ),
         _say("system_reserved", fmt, locale, value=k.system_reserved_memory, capacity_bytes=cap),
         _say("eviction_hard", fmt, locale, value=k.eviction_hard_memory, capacity_bytes=cap),
-        _say("eviction_soft", fmt, locale, value=k.eviction_soft_memory,
-             grace=k.eviction_soft_grace, max_grace=str(k.eviction_max_pod_grace_s)),
-    ]  # fmt: skip
+        _say(
+            "eviction_soft",
+            fmt,
+            locale,
+            value=k.eviction_soft_memory,
+            grace=k.eviction_soft_grace,
+            max_grace=str(k.eviction_max_pod_grace_s),
+        ),
+    ]
     return list(zip(KIT_FILES, [quota, limits, alerts, descheduler, kubelet], strict=True))
 
 
@@ -124,10 +187,13 @@ def render_prevention_files(
         for name in KIT_FILES
     }
     files[README] = environment.render(
-        "markdown", "prevention.md.j2", locale=locale, p=params,
+        "markdown",
+        "prevention.md.j2",
+        locale=locale,
+        p=params,
         source=source_line(params, source, fmt="markdown", locale=locale),
         values=value_lines(params, fmt="markdown", locale=locale),
-    )  # fmt: skip
+    )
     return files
 
 

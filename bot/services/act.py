@@ -59,14 +59,24 @@ class ActService:
     ) -> None:
         clusters = kube if isinstance(kube, ClusterRegistry) else ClusterRegistry.single(kube)
         self.deps = ActDeps(
-            kube=clusters.port(clusters.default), store=store, chat=chat, thread=thread,
+            kube=clusters.port(clusters.default),
+            store=store,
+            chat=chat,
+            thread=thread,
             diagnose=diagnose,
-            bg=bg, policy=policy, clock=clock, new_id=new_id, replica_id=replica_id,
-            evidence_max_age_s=evidence_max_age_s, approval_ttl_s=approval_ttl_s,
-            watch_timeout_s=watch_timeout_s, watch_interval_s=watch_interval_s,
-            clusters=clusters, cluster="",
+            bg=bg,
+            policy=policy,
+            clock=clock,
+            new_id=new_id,
+            replica_id=replica_id,
+            evidence_max_age_s=evidence_max_age_s,
+            approval_ttl_s=approval_ttl_s,
+            watch_timeout_s=watch_timeout_s,
+            watch_interval_s=watch_interval_s,
+            clusters=clusters,
+            cluster="",
             metrics=metrics or Metrics(),
-        )  # fmt: skip
+        )
         # ``cluster`` stays '' here: a step always gets ``for_cluster(its incident's)``, and
         # audit rows written without one (expiry sweeps) take their action's cluster
 
@@ -86,15 +96,26 @@ class ActService:
         return self.deps.for_cluster(record.cluster if record else "")
 
     async def open_confirmation(
-        self, *, tier: int, incident_id: str, plan_id: str, user: str, channel: str,
+        self,
+        *,
+        tier: int,
+        incident_id: str,
+        plan_id: str,
+        user: str,
+        channel: str,
         trigger_id: str,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Tier button: check the role, open the confirmation modal (within 3 s of the click)."""
         d = await self._incident_deps(incident_id)
         await requesting.open_confirmation(
-            d, tier=tier, incident_id=incident_id, plan_id=plan_id, user=user,
-            channel=channel, trigger_id=trigger_id,
-        )  # fmt: skip
+            d,
+            tier=tier,
+            incident_id=incident_id,
+            plan_id=plan_id,
+            user=user,
+            channel=channel,
+            trigger_id=trigger_id,
+        )
 
     async def validate_submission(
         self, meta: dict[str, Any], values: dict[str, Any], *, user: str = ""

@@ -178,10 +178,12 @@ class AlertService:
                     refusal["cluster"] = _echo(raw)
                 result.refused.append(refusal)
                 outcome = (
-                    "unknown_cluster" if isinstance(err, UnknownClusterError)
-                    else "invalid_cluster_label" if "cluster" in refusal
+                    "unknown_cluster"
+                    if isinstance(err, UnknownClusterError)
+                    else "invalid_cluster_label"
+                    if "cluster" in refusal
                     else "invalid_node_label"
-                )  # fmt: skip
+                )
                 await self._audit("refused", outcome, f"{refusal['node']}: {err.message}")
                 continue
             fp = alert.fingerprint or f"{payload.groupKey}:{sorted(alert.labels.items())}"
@@ -292,10 +294,15 @@ class AlertService:
     async def _audit(self, decision: str, outcome: str, detail: str) -> None:
         await self._store.append_audit(
             AuditRecord(
-                at=self._clock(), actor=actors.ALERTMANAGER, action="alert", channel=self._channel,
-                decision=decision, outcome=outcome, detail=detail,
+                at=self._clock(),
+                actor=actors.ALERTMANAGER,
+                action="alert",
+                channel=self._channel,
+                decision=decision,
+                outcome=outcome,
+                detail=detail,
             )
-        )  # fmt: skip
+        )
 
     async def _unknown(self, result: IntakeResult) -> None:
         if result.unknown_nodes:
@@ -310,9 +317,13 @@ class AlertService:
         await self._audit("skipped", "over_cap", detail)
         caps = self._caps
         told = notice(
-            "alerts_skipped", skipped=result.skipped, per_request=caps.per_request,
-            per_node=caps.per_node, per_window=caps.per_window, window_s=int(caps.window_s),
-        )  # fmt: skip
+            "alerts_skipped",
+            skipped=result.skipped,
+            per_request=caps.per_request,
+            per_node=caps.per_node,
+            per_window=caps.per_window,
+            window_s=int(caps.window_s),
+        )
         try:
             await self._diagnose.thread.post(self._channel, told)
         except SlackError as err:
@@ -321,9 +332,13 @@ class AlertService:
     async def _note_resolved(self, node: str, alertname: str, *, cluster: str, label: str) -> None:
         for incident in await self._store.open_incidents(node=node, cluster=cluster):
             await append_entry(
-                self._store, incident.id, "alert_resolved", actors.ALERTMANAGER,
-                f"{alertname} resolved", at=self._clock(),
-            )  # fmt: skip
+                self._store,
+                incident.id,
+                "alert_resolved",
+                actors.ALERTMANAGER,
+                f"{alertname} resolved",
+                at=self._clock(),
+            )
             if incident.thread_ts:
                 told = notice("alert_resolved", alertname=alertname, node=label)
                 await self._diagnose.thread.post(incident.channel, told, incident=incident)

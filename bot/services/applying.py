@@ -48,9 +48,11 @@ async def apply(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
     record = await d.store.get_action(action_id)
     if record is None:
         await d.refuse(
-            channel, user, refused("action_unknown"),
+            channel,
+            user,
+            refused("action_unknown"),
             audit={"action": "apply", "action_id": action_id},
-        )  # fmt: skip
+        )
         return
     thread_ts = await d.thread_of(record.incident_id)
     fields = audit_fields(record, channel, "apply")
@@ -66,9 +68,12 @@ async def apply(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
         return
     if record.state != "requested":
         await d.refuse(
-            channel, user, refused("action_already", state=record.state), thread_ts=thread_ts,
+            channel,
+            user,
+            refused("action_already", state=record.state),
+            thread_ts=thread_ts,
             audit=fields,
-        )  # fmt: skip
+        )
         return
     if isinstance(decision, NeedsApproval):
         await _request_approval(d, record, decision, channel=channel, thread_ts=thread_ts)
@@ -108,10 +113,14 @@ async def _request_approval(
     # what is approved: the requester's own dry run, steps with owners, relief (#23 §2)
     dry = approval_view.steps_result_of((record.result or {}).get(approval_view.DRY_RUN))
     t, blocks = views.approval_message(
-        plan, req, reason=reason_of(record), roles=decision.approver_roles,
-        locale=d.thread_locale(incident), dry_run=dry,
+        plan,
+        req,
+        reason=reason_of(record),
+        roles=decision.approver_roles,
+        locale=d.thread_locale(incident),
+        dry_run=dry,
         owners=await approval_view.owners_of(d, record.incident_id),
-    )  # fmt: skip
+    )
     ts = await d.chat.post(channel, text=t, blocks=blocks, thread_ts=thread_ts)
     await d.store.note_action(record.action_id, {APPROVAL_MESSAGE: {"channel": channel, "ts": ts}})
     if dry is None:  # an action requested before dry runs were kept
@@ -158,9 +167,11 @@ async def execute(
             current = await d.store.get_action(record.action_id)
             state = current.state if current else "gone"
             await d.refuse(
-                channel, by, refused("action_marked_meanwhile", state=state),
+                channel,
+                by,
+                refused("action_marked_meanwhile", state=state),
                 audit=fields,
-            )  # fmt: skip
+            )
             return True
         since = d.clock().strftime("%Y-%m-%dT%H:%M:%SZ")  # events after this are ours
         # the requester's identity (impersonation), with the approvers as extras: the
@@ -171,9 +182,11 @@ async def execute(
             action_id=record.action_id,
         )
         result = await run_steps(
-            d.kube_as(acting), list(plan.steps), dry_run=False,
+            d.kube_as(acting),
+            list(plan.steps),
+            dry_run=False,
             on_unanswered=_unanswered_recorder(d, record, by=by, fields=fields),
-        )  # fmt: skip
+        )
     except GpunodeError as err:
         await _crashed(
             d, record, err.code, f"{err.message}. Nothing was changed.", by=by, fields=fields
@@ -224,14 +237,20 @@ async def _record(
     for u in result.unanswered:  # what each re-read found, in words, before the result
         landed = {True: "landed", False: "not_landed", None: "unknown"}[u.get("landed")]
         await d.audit(
-            actor=by, **fields, decision="reread", outcome=landed,
+            actor=by,
+            **fields,
+            decision="reread",
+            outcome=landed,
             detail=unanswered_sentence(u),
-        )  # fmt: skip
+        )
     await d.audit(
-        actor=by, **fields, decision="executed" if result.ok else "failed",
+        actor=by,
+        **fields,
+        decision="executed" if result.ok else "failed",
         outcome=done.outcome if done.overstated or done.outcome == "unknown" else state,
-        changes=payload, detail=reason_of(record),
-    )  # fmt: skip
+        changes=payload,
+        detail=reason_of(record),
+    )
     summary = f"tier {plan.tier} {state}"
     if done.overstated:
         summary = (
@@ -243,9 +262,12 @@ async def _record(
     if result.unanswered:
         summary += "; " + "; ".join(unanswered_sentence(u) for u in result.unanswered)
     await d.timeline(
-        record.incident_id, "action_result", by, summary,
+        record.incident_id,
+        "action_result",
+        by,
+        summary,
         {"action_id": record.action_id, "outcome": done.outcome},
-    )  # fmt: skip
+    )
     # a failed action that changed part of the cluster can be undone too (e.g. a node that
     # was cordoned before the evictions failed)
     shown = done.outcome if done.overstated or done.outcome == "unknown" else state
@@ -264,9 +286,12 @@ def _unanswered_recorder(
 
     async def record_unknown(step: Step, err: WriteUnknownError) -> None:
         await d.audit(
-            actor=by, **fields, decision="no_answer", outcome="unknown",
+            actor=by,
+            **fields,
+            decision="no_answer",
+            outcome="unknown",
             detail=f"{err.message}; re-reading {step.kind} {step.name}",
-        )  # fmt: skip
+        )
         await d.update_message(record, "unknown", by=by, detail=err.message)
 
     return record_unknown
@@ -397,7 +422,10 @@ async def after(d: ActDeps, incident_id: str) -> None:
     await d.chat.post(incident.channel, text=t, blocks=blocks, thread_ts=incident.thread_ts)
     # the same chart as the diagnosis', now with the action marked on it
     await d.diagnose.upload_chart(
-        incident, outcome.diagnosis, outcome.bundle, name="after",
+        incident,
+        outcome.diagnosis,
+        outcome.bundle,
+        name="after",
         title=f"{incident.node}: memory before and after the action",
         earlier=[(earlier, before.bundle)],
-    )  # fmt: skip
+    )

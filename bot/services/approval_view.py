@@ -71,10 +71,16 @@ async def keep_dry_run(d: ActDeps, record: ActionRecord, dry: StepsResult) -> No
         return
     plan = plan_of_record(record)
     t, blocks = views.dry_run_message(
-        plan, action_id=record.action_id, requester=record.requester,
-        reason=reason_of(record), result=dry, needs_approval=True,
-        node_ref=d.node_ref(plan.node), locale=d.thread_locale(incident), awaiting=True,
-    )  # fmt: skip
+        plan,
+        action_id=record.action_id,
+        requester=record.requester,
+        reason=reason_of(record),
+        result=dry,
+        needs_approval=True,
+        node_ref=d.node_ref(plan.node),
+        locale=d.thread_locale(incident),
+        awaiting=True,
+    )
     try:
         await d.chat.update(incident.channel, record.message_ts, text=t, blocks=blocks)
     except GpunodeError as err:

@@ -44,9 +44,11 @@ async def vote(d: ActDeps, *, approval_id: str, user: str, channel: str, yes: bo
     record = await d.store.get_action(req.action_id) if req else None
     if req is None or record is None:
         await d.refuse(
-            channel, user, refused("approval_unknown"),
+            channel,
+            user,
+            refused("approval_unknown"),
             audit={"action": "approve" if yes else "deny", "detail": approval_id},
-        )  # fmt: skip
+        )
         return
     principal = await d.principal(user, channel)
     eligible = can_approve(principal, tier_of(record.tier), d.policy)
@@ -94,9 +96,13 @@ async def close_approval_message(
         return
     incident = await d.store.get_incident(record.incident_id or "")
     t, blocks = views.approval_closed(
-        plan_of_record(record), req, state=state, by=by, reason=reason_of(record),
+        plan_of_record(record),
+        req,
+        state=state,
+        by=by,
+        reason=reason_of(record),
         locale=d.thread_locale(incident),
-    )  # fmt: skip
+    )
     try:
         await d.chat.update(str(where["channel"]), str(where["ts"]), text=t, blocks=blocks)
     except GpunodeError as err:
@@ -149,9 +155,11 @@ async def _approved(
         current = await d.store.get_action(record.action_id)
         state = current.state if current else "gone"
         await d.refuse(
-            channel, by, refused("action_will_not_run", state=state),
+            channel,
+            by,
+            refused("action_will_not_run", state=state),
             audit=audit_fields(record, channel, "execute") | {"outcome": state},
-        )  # fmt: skip
+        )
         return
     fresh = await d.store.get_action(record.action_id)
     await execute(d, fresh or record, by=by, channel=channel, approval_id=req.id)

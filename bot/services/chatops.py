@@ -81,10 +81,15 @@ async def _audit_denied(
 ) -> None:
     await s.store.append_audit(
         AuditRecord(
-            at=s.clock(), actor=user, action=permission, channel=channel, decision="denied",
-            detail=why, cluster=cluster,
+            at=s.clock(),
+            actor=user,
+            action=permission,
+            channel=channel,
+            decision="denied",
+            detail=why,
+            cluster=cluster,
         )
-    )  # fmt: skip
+    )
 
 
 async def denied(
@@ -129,9 +134,12 @@ async def permitted(
     decision = authorize(principal, permission, s.act.deps.policy)
     if isinstance(decision, Deny):
         await s.act.deps.refuse(
-            channel, user, decision, thread_ts=thread_ts,
+            channel,
+            user,
+            decision,
+            thread_ts=thread_ts,
             audit={"action": permission, "decision": "denied", "cluster": cluster or ""},
-        )  # fmt: skip
+        )
         return False
     return True
 
@@ -143,11 +151,15 @@ async def report_malformed(
     ``slack.tier``), and the user told if known."""
     await s.store.append_audit(
         AuditRecord(
-            at=s.clock(), actor=user or "unknown", action=kind,
-            channel=channel or "", decision="refused", outcome="malformed_request",
+            at=s.clock(),
+            actor=user or "unknown",
+            action=kind,
+            channel=channel or "",
+            decision="refused",
+            outcome="malformed_request",
             detail=problem,
         )
-    )  # fmt: skip
+    )
     if user and channel:
         try:
             await s.thread.tell(

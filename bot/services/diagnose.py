@@ -169,9 +169,14 @@ class DiagnoseService:
 
         now = self._clock()
         incident, created = await self._store.open_or_join_incident(
-            node, channel, opened_by=user, at=now, alert_fingerprint=alert_fingerprint,
-            cluster=name, locale=await self.locales.for_opening(channel, user),
-        )  # fmt: skip
+            node,
+            channel,
+            opened_by=user,
+            at=now,
+            alert_fingerprint=alert_fingerprint,
+            cluster=name,
+            locale=await self.locales.for_opening(channel, user),
+        )
         running = self._running.get(incident.id)
         while fresh and running is not None and not running.done():
             with contextlib.suppress(Exception):
@@ -197,9 +202,13 @@ class DiagnoseService:
         return dataclasses.replace(joined, created=False)
 
     async def _say_joined(
-        self, incident: Incident, running: asyncio.Task[DiagnoseOutcome], label: str,
-        user: str, thread_ts: str | None,
-    ) -> None:  # fmt: skip
+        self,
+        incident: Incident,
+        running: asyncio.Task[DiagnoseOutcome],
+        label: str,
+        user: str,
+        thread_ts: str | None,
+    ) -> None:
         """The first request joining ``running`` posts the note; later ones count in it (one
         edit for all that joined meanwhile, after the post)."""
         note = self._joins.get(incident.id)
@@ -286,9 +295,12 @@ class DiagnoseService:
 
         try:
             done = await run_diagnosis(
-                self.clusters.port(incident.cluster or self.clusters.default), known,
-                thresholds=self._thresholds, clock=self._clock, history=self._history,
-            )  # fmt: skip
+                self.clusters.port(incident.cluster or self.clusters.default),
+                known,
+                thresholds=self._thresholds,
+                clock=self._clock,
+                history=self._history,
+            )
         except KubeError as err:
             return await self._report_failure(incident, _named(err, incident.cluster), thread_ts)
         except TimeoutError:
@@ -307,9 +319,11 @@ class DiagnoseService:
             diagnosis=diagnosis,
         )
         diagnosed = Diagnosed(
-            incident_id=incident.id, diagnosis=diagnosis, bundle=bundle,
+            incident_id=incident.id,
+            diagnosis=diagnosis,
+            bundle=bundle,
             dashboard=self._dashboard(incident, diagnosis),
-        )  # fmt: skip
+        )
         await self.thread.post(channel, diagnosed, incident=incident, thread_ts=thread_ts)
         if chart:
             await self.upload_chart(incident, diagnosis, bundle, name="memory", thread_ts=thread_ts)

@@ -59,10 +59,12 @@ def _rows_for_grants(
         if status.get("incomplete"):
             rows.append(
                 Row(
-                    "grants", "warn", f"the rules review ({where}) is incomplete",
+                    "grants",
+                    "warn",
+                    f"the rules review ({where}) is incomplete",
                     str(status.get("evaluationError") or "no reason given"),
                 )
-            )  # fmt: skip
+            )
     cluster_rules = list(cluster.get("resourceRules") or [])
     own_rules = list(own.get("resourceRules") or [])
     calls = api_calls(collector_mode)
@@ -122,9 +124,10 @@ async def check_cluster(
         else:
             await gateway.dry_run_collector(nodes[0].name)
             what, how = (
-                ("the collector agent runs", "found on") if agent else
-                ("the collector Job is admitted", "dry run on")
-            )  # fmt: skip
+                ("the collector agent runs", "found on")
+                if agent
+                else ("the collector Job is admitted", "dry run on")
+            )
             rows.append(Row("collector", "ok", what, f"{how} {nodes[0].name}"))
     except GpunodeError as exc:
         failure = (
@@ -139,10 +142,14 @@ def _store_rows(target: str) -> list[Row]:
     try:
         path = getattr(db, "path", "")
         return [
-            Row("store", "ok" if f.ok else ("FAIL" if db.dialect.name == "postgres" else "warn"),
-                f.what, f.detail)
+            Row(
+                "store",
+                "ok" if f.ok else ("FAIL" if db.dialect.name == "postgres" else "warn"),
+                f.what,
+                f.detail,
+            )
             for f in roles.check(db, path)
-        ]  # fmt: skip
+        ]
     finally:
         db.close()
 
@@ -175,9 +182,13 @@ async def check_store(
         rows = [Row("store", "FAIL", "cannot read the store's roles", str(exc))]
     if settings.store.audit_key is None:
         rows.append(
-            Row("store", "warn", "audit rows are not signed",
-                "set store.audit_key: a row forged with a correct hash passes --verify without it")
-        )  # fmt: skip
+            Row(
+                "store",
+                "warn",
+                "audit rows are not signed",
+                "set store.audit_key: a row forged with a correct hash passes --verify without it",
+            )
+        )
     else:
         rows.append(Row("store", "ok", "audit rows are signed (store.audit_key)"))
     lease = settings.leader.lease_name
@@ -188,16 +199,24 @@ async def check_store(
         alive = await live_replicas(store, clock, settle_s)
     if len(alive) >= (1 if starting else 2):
         rows.append(
-            Row("replicas", "FAIL", "replicas share this store without a Lease",
+            Row(
+                "replicas",
+                "FAIL",
+                "replicas share this store without a Lease",
                 f"{', '.join(alive)} alive: set leader.lease_name (each replica would mark "
-                "the other's running actions interrupted)")
-        )  # fmt: skip
+                "the other's running actions interrupted)",
+            )
+        )
     elif engines.is_postgres(target):
         rows.append(
-            Row("replicas", "warn", "no Lease configured",
+            Row(
+                "replicas",
+                "warn",
+                "no Lease configured",
                 "a PostgreSQL store is for several replicas: set leader.lease_name before "
-                "running a second one")
-        )  # fmt: skip
+                "running a second one",
+            )
+        )
     else:
         rows.append(Row("replicas", "ok", "one replica on this store"))
     return rows
@@ -220,8 +239,14 @@ def failed(rows: list[Row]) -> bool:
 def log_rows(rows: list[Row], logger: logging.Logger) -> None:
     for r in rows:
         level = {"ok": logging.INFO, "warn": logging.WARNING}.get(r.level, logging.ERROR)
-        logger.log(level, "doctor: %s %s: %s%s", r.level, r.area, r.what,
-                   f" ({r.detail})" if r.detail else "")  # fmt: skip
+        logger.log(
+            level,
+            "doctor: %s %s: %s%s",
+            r.level,
+            r.area,
+            r.what,
+            f" ({r.detail})" if r.detail else "",
+        )
 
 
 async def at_start(

@@ -55,20 +55,22 @@ def _series(
             "timestamps_s": [t for t, _ in s.points],
             "values": [v * scale for _, v in s.points],
         }
-    )  # fmt: skip
+    )
 
 
 _NODE: dict[str, tuple[str, SeriesKind, str, str]] = {
     "mem_total": ("node:mem_total", "mem_total", "total", "bytes"),
     "mem_available": ("node:mem_available", "mem_available", "available", "bytes"),
     "slab_unreclaimable": (
-        "node:slab_unreclaimable", "kernel_slab_unreclaimable", "kernel slab (unreclaimable)",
+        "node:slab_unreclaimable",
+        "kernel_slab_unreclaimable",
+        "kernel slab (unreclaimable)",
         "bytes",
     ),
     "page_cache": ("node:page_cache", "page_cache", "page cache", "bytes"),
     "psi_full_rate": ("node:psi_full_rate", "psi_full_rate", "memory stall (PSI full)", "ratio"),
     "oom_kills": ("node:oom_kills", "oom_kills", "OOM kills (vmstat)", "count"),
-}  # fmt: skip
+}
 
 
 def _gpu_order(label: str) -> tuple[int, str]:
@@ -242,9 +244,10 @@ class HistoryService:
         latest = [(s.labels, s.points[-1][1]) for s in samples if s.points]
         if not latest:
             return DcgmAttempt(
-                way, failure=f"no DCGM_FI_DEV_FB_USED series with Hostname={node!r} in the "
+                way,
+                failure=f"no DCGM_FI_DEV_FB_USED series with Hostname={node!r} in the "
                 "last step: is dcgm-exporter scraped, with the labels the README documents?",
-            )  # fmt: skip
+            )
         return pod_memory(samples_as_series(latest), way=way)
 
     @classmethod

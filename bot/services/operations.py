@@ -183,7 +183,10 @@ class IncidentOps:
                 data |= {"scale_down_protection": "not_removed", "error": error.message}
             await self._store.append_timeline(
                 TimelineEntry(
-                    incident_id=incident_id, at=self._clock(), kind="note", actor="gpunode",
+                    incident_id=incident_id,
+                    at=self._clock(),
+                    kind="note",
+                    actor="gpunode",
                     text=(
                         f"scale-down protection removed from {', '.join(nodes)}"
                         if error is None
@@ -192,4 +195,4 @@ class IncidentOps:
                     ),
                     data=data,
                 )
-            )  # fmt: skip
+            )

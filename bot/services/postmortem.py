@@ -57,9 +57,14 @@ def _charts(pm: Postmortem, entries: list[TimelineEntry]) -> dict[str, bytes]:
         marks = action_markers(entries, node=pm.node)
         earlier = [(pm.start.diagnosis, pm.start.bundle)] if pm.start is not None else []
         out["end"] = render_png(
-            chart_spec(pm.end.diagnosis, pm.end.bundle, actions=marks, earlier=earlier,
-                       title=f"{pm.node}: at the end, actions marked")
-        )  # fmt: skip
+            chart_spec(
+                pm.end.diagnosis,
+                pm.end.bundle,
+                actions=marks,
+                earlier=earlier,
+                title=f"{pm.node}: at the end, actions marked",
+            )
+        )
     return out
 
 
@@ -83,12 +88,17 @@ async def export_postmortem(
         approval = await store.approval_for_action(record.action_id)
         actions.append(
             ActionInput(
-                action_id=record.action_id, tier=record.tier, requester=record.requester,
-                state=record.state, created_at=record.created_at, updated_at=record.updated_at,
-                plan=dict(record.plan), result=record.result,
+                action_id=record.action_id,
+                tier=record.tier,
+                requester=record.requester,
+                state=record.state,
+                created_at=record.created_at,
+                updated_at=record.updated_at,
+                plan=dict(record.plan),
+                result=record.result,
                 approvers=list(approval.approvers) if approval is not None else [],
             )
-        )  # fmt: skip
+        )
     ids = {incident.opened_by, *(e.actor for e in entries)}
     ids |= {a.requester for a in actions} | {u for a in actions for u in a.approvers}
     names = await _names(user_name, ids)
@@ -96,10 +106,16 @@ async def export_postmortem(
     # the kit from the latest stored cluster view, labelled with it (bot.services.prevention)
     source = KitSource(kind="snapshot", at=views[-1][0], incident=incident.id) if views else None
     pm = build_postmortem(
-        incident, entries, snapshots=[s for s, _ in rows], actions=actions, names=names,
-        cluster=cluster, now=now,
-        prevention=prevention_params(views[-1][1]) if views else None, prevention_source=source,
-    )  # fmt: skip
+        incident,
+        entries,
+        snapshots=[s for s, _ in rows],
+        actions=actions,
+        names=names,
+        cluster=cluster,
+        now=now,
+        prevention=prevention_params(views[-1][1]) if views else None,
+        prevention_source=source,
+    )
     pngs = await asyncio.to_thread(_charts, pm, entries) if charts else {}
     chart_names = {k: f"{incident.id}-postmortem-{k}.png" for k in pngs}
     return ExportFiles(
@@ -117,16 +133,22 @@ async def upload_postmortem(chat: ChatPort, incident: Incident, files: ExportFil
     for key, png in files.charts.items():
         name = files.chart_names[key]
         await chat.upload(
-            incident.channel, incident.thread_ts, filename=name,
-            title=f"{incident.id} postmortem chart ({key})", content=png,
+            incident.channel,
+            incident.thread_ts,
+            filename=name,
+            title=f"{incident.id} postmortem chart ({key})",
+            content=png,
             alt_txt=f"{incident.node} memory at the {key} of {incident.id}",
-        )  # fmt: skip
+        )
         names.append(name)
     for ext, content, what in (("md", files.markdown, "Markdown"), ("html", files.html, "HTML")):
         name = f"{incident.id}-postmortem.{ext}"
         await chat.upload(
-            incident.channel, incident.thread_ts, filename=name,
-            title=f"{incident.id} postmortem draft ({what})", content=content,
-        )  # fmt: skip
+            incident.channel,
+            incident.thread_ts,
+            filename=name,
+            title=f"{incident.id} postmortem draft ({what})",
+            content=content,
+        )
         names.append(name)
     return names

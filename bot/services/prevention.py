@@ -99,26 +99,40 @@ async def share_kit(
     node = kit.params.node
     names = list(kit.files)
     await chat.upload_files(
-        channel, thread_ts,
-        files=[(f"{node}-{name}", f"{node} prevention kit: {name}", kit.files[name])
-               for name in names],
+        channel,
+        thread_ts,
+        files=[
+            (f"{node}-{name}", f"{node} prevention kit: {name}", kit.files[name]) for name in names
+        ],
         comment=str(t.upload_comment(node, len(names))).strip(),
-    )  # fmt: skip
+    )
     shared = [f"{node}-{name}" for name in names]
     if store is not None and incident is not None and at is not None:
         await store.append_timeline(
             TimelineEntry(
-                incident_id=incident.id, at=at, kind="note", actor=actor,
-                text="prevention kit shared", data={"files": shared},
+                incident_id=incident.id,
+                at=at,
+                kind="note",
+                actor=actor,
+                text="prevention kit shared",
+                data={"files": shared},
             )
-        )  # fmt: skip
+        )
     return shared
 
 
 async def prevent_node(
-    kube: KubePort, store: StorePort, chat: ChatPort, node: str, *, channel: str, user: str,
-    now: datetime, locales: LocaleChooser | None = None, cluster: str | None = None,
-) -> list[str]:  # fmt: skip
+    kube: KubePort,
+    store: StorePort,
+    chat: ChatPort,
+    node: str,
+    *,
+    channel: str,
+    user: str,
+    now: datetime,
+    locales: LocaleChooser | None = None,
+    cluster: str | None = None,
+) -> list[str]:
     """``/gpunode prevent [CLUSTER/]NODE``: the kit as the node of ``kube`` (the cluster's
     port) is now, into the thread of the node's
     open incident in ``channel`` if there is one (in the thread's language), else into
@@ -138,15 +152,28 @@ async def prevent_node(
         )
     kit = await kit_from_cluster(kube, node, at=now, locale=locale)
     return await share_kit(
-        chat, kit, channel=channel, thread_ts=incident.thread_ts if incident else None,
-        store=store, incident=incident, actor=user, at=now, locale=locale,
-    )  # fmt: skip
+        chat,
+        kit,
+        channel=channel,
+        thread_ts=incident.thread_ts if incident else None,
+        store=store,
+        incident=incident,
+        actor=user,
+        at=now,
+        locale=locale,
+    )
 
 
 async def prevent_incident(
-    store: StorePort, chat: ChatPort, incident_id: str, *, user: str, now: datetime,
-    locales: LocaleChooser | None = None, incident: Incident | None = None,
-) -> list[str]:  # fmt: skip
+    store: StorePort,
+    chat: ChatPort,
+    incident_id: str,
+    *,
+    user: str,
+    now: datetime,
+    locales: LocaleChooser | None = None,
+    incident: Incident | None = None,
+) -> list[str]:
     """The **Prevention kit** button: the kit from the incident's latest stored evidence,
     into the incident's thread, once per snapshot (a repeat click, on any replica, uploads
     nothing: ``already_shared``), and audited as ``prevention_kit.upload``."""
@@ -166,16 +193,28 @@ async def prevent_incident(
     locale = locales.for_thread(incident) if locales is not None else "en"
     kit = await kit_from_incident(store, incident, locale=locale)
     shared = await share_kit(
-        chat, kit, channel=incident.channel, thread_ts=incident.thread_ts, store=store,
-        incident=incident, actor=user, at=now, locale=locale,
-    )  # fmt: skip
+        chat,
+        kit,
+        channel=incident.channel,
+        thread_ts=incident.thread_ts,
+        store=store,
+        incident=incident,
+        actor=user,
+        at=now,
+        locale=locale,
+    )
     await store.append_audit(
         AuditRecord(
-            at=now, actor=user, action="prevention_kit.upload", channel=incident.channel,
-            incident_id=incident.id, decision="shared", cluster=incident.cluster,
+            at=now,
+            actor=user,
+            action="prevention_kit.upload",
+            channel=incident.channel,
+            incident_id=incident.id,
+            decision="shared",
+            cluster=incident.cluster,
             detail=f"snapshot {rows[-1].id if rows else '-'}: {', '.join(shared)}",
         )
-    )  # fmt: skip
+    )
     return shared
 
 
@@ -190,9 +229,14 @@ async def prevention_button(s: BotServices, incident: str, *, user: str, channel
         # the role is checked in the incident's cluster: the kit shows that cluster's node
         if await permitted(s, "view", user=user, channel=channel, cluster=found.cluster or None):
             await prevent_incident(
-                s.store, s.chat, incident, user=user, now=s.clock(),
-                locales=s.diagnose.locales, incident=found,
-            )  # fmt: skip
+                s.store,
+                s.chat,
+                incident,
+                user=user,
+                now=s.clock(),
+                locales=s.diagnose.locales,
+                incident=found,
+            )
     except GpunodeError as err:
         told = notice("command_failed", message=err.message, code=err.code)
         try:

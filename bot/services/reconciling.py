@@ -32,21 +32,29 @@ async def reconcile_interrupted(d: ActDeps, *, orphaned_before: datetime | None 
         plan = plan_of_record(record)
         observed = await observe(d.for_cluster(record.cluster), plan)
         if not await d.store.set_action_state(
-            record.action_id, "failed", at=d.clock(),
+            record.action_id,
+            "failed",
+            at=d.clock(),
             result={"reason": "interrupted by a restart", "observed": observed},
-        ):  # fmt: skip
+        ):
             continue  # another replica reconciled it first
         await d.for_cluster(record.cluster).audit(
-            actor=actors.GPUNODE, action=f"tier{plan.tier}.reconcile",
+            actor=actors.GPUNODE,
+            action=f"tier{plan.tier}.reconcile",
             incident_id=record.incident_id,
-            action_id=record.action_id, tier=plan.tier, decision="interrupted",
-            outcome="failed", detail=observed,
-        )  # fmt: skip
+            action_id=record.action_id,
+            tier=plan.tier,
+            decision="interrupted",
+            outcome="failed",
+            detail=observed,
+        )
         await d.timeline(
-            record.incident_id, "action_result", actors.GPUNODE,
+            record.incident_id,
+            "action_result",
+            actors.GPUNODE,
             f"tier {plan.tier} interrupted by a restart; found: {observed}",
             {"action_id": record.action_id},
-        )  # fmt: skip
+        )
         # the action's message said "Applying…" since the claim: it gets its outcome
         await d.update_message(
             record,

@@ -43,17 +43,31 @@ async def open_confirmation(
     decision = decide(principal, ActionRequestInfo(tier=tier_of(plan_tier)), d.policy)
     if isinstance(decision, Deny):
         await d.refuse(
-            channel, user, decision, thread_ts=thread_ts,
-            audit={"action": f"tier{plan_tier}.request", "incident_id": incident_id,
-                   "tier": plan_tier},
-        )  # fmt: skip
+            channel,
+            user,
+            decision,
+            thread_ts=thread_ts,
+            audit={
+                "action": f"tier{plan_tier}.request",
+                "incident_id": incident_id,
+                "tier": plan_tier,
+            },
+        )
         return
     if found is None:
         await d.refuse(
-            channel, user, NOT_CURRENT, thread_ts=thread_ts,
-            audit={"action": f"tier{plan_tier}.request", "incident_id": incident_id,
-                   "tier": plan_tier, "outcome": "not_current", "detail": f"plan {plan_id}"},
-        )  # fmt: skip
+            channel,
+            user,
+            NOT_CURRENT,
+            thread_ts=thread_ts,
+            audit={
+                "action": f"tier{plan_tier}.request",
+                "incident_id": incident_id,
+                "tier": plan_tier,
+                "outcome": "not_current",
+                "detail": f"plan {plan_id}",
+            },
+        )
         return
     _incident, diagnosis, plan = found
     meta = {"incident": incident_id, "plan_id": plan_id, "tier": plan.tier, "channel": channel}
@@ -125,10 +139,14 @@ async def validate_submission(
     found = await d.plan_of(incident_id, plan_id)
     if found is None:
         await d.audit(
-            actor=user or actors.UNKNOWN, action="request", channel=str(meta.get("channel", "")),
-            incident_id=incident_id or None, decision="refused", outcome="not_current",
+            actor=user or actors.UNKNOWN,
+            action="request",
+            channel=str(meta.get("channel", "")),
+            incident_id=incident_id or None,
+            decision="refused",
+            outcome="not_current",
             detail=f"plan {plan_id} is not a current plan of this incident",
-        )  # fmt: skip
+        )
         return None, {"reason": "this plan is no longer current; close and re-diagnose"}
     plan = found[2]
     if plan.tier == 3:
@@ -158,10 +176,16 @@ async def submitted(
     if isinstance(decision, Deny) or incident is None:
         why: Refused | Deny = decision if isinstance(decision, Deny) else NOT_CURRENT
         await d.refuse(
-            channel, user, why, thread_ts=thread_ts,
-            audit={"action": f"tier{plan.tier}.request", "incident_id": incident_id,
-                   "tier": plan.tier},
-        )  # fmt: skip
+            channel,
+            user,
+            why,
+            thread_ts=thread_ts,
+            audit={
+                "action": f"tier{plan.tier}.request",
+                "incident_id": incident_id,
+                "tier": plan.tier,
+            },
+        )
         return action_id
     now = d.clock()
     record = ActionRecord(
@@ -188,16 +212,25 @@ async def submitted(
         detail=reason,
     )
     await d.timeline(
-        incident_id, "action_requested", user, f"tier {plan.tier} requested: {reason}",
+        incident_id,
+        "action_requested",
+        user,
+        f"tier {plan.tier} requested: {reason}",
         {"action_id": action_id, "dry_run_ok": dry.ok},
-    )  # fmt: skip
+    )
     if not dry.ok or blocked:
         await _end_failed_dry_run(d, record, dry)
     t, blocks = views.dry_run_message(
-        plan, action_id=action_id, requester=user, reason=reason, result=dry,
-        needs_approval=record.needs_approval, node_ref=d.node_ref(plan.node),
-        locale=d.thread_locale(incident), all_blocked=blocked,
-    )  # fmt: skip
+        plan,
+        action_id=action_id,
+        requester=user,
+        reason=reason,
+        result=dry,
+        needs_approval=record.needs_approval,
+        node_ref=d.node_ref(plan.node),
+        locale=d.thread_locale(incident),
+        all_blocked=blocked,
+    )
     if dry.ok and not blocked:  # what the approval request will carry (approval_view),
         # kept before Apply can be pressed
         await d.store.note_action(action_id, {approval_view.DRY_RUN: dry.as_json()})
@@ -215,9 +248,11 @@ async def _end_failed_dry_run(d: ActDeps, record: ActionRecord, dry: StepsResult
         else "an eviction was refused"
     )
     await d.store.set_action_state(
-        record.action_id, "refused", at=d.clock(),
+        record.action_id,
+        "refused",
+        at=d.clock(),
         result={"reason": f"dry run failed: {error}", "dry_run": dry.as_json()},
-    )  # fmt: skip
+    )
 
 
 async def cancel(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
@@ -225,9 +260,11 @@ async def cancel(d: ActDeps, *, action_id: str, user: str, channel: str) -> None
     if record is None or record.state not in ("requested", "approved"):
         state = record.state if record else "unknown"
         await d.refuse(
-            channel, user, refused("nothing_to_cancel", state=state),
+            channel,
+            user,
+            refused("nothing_to_cancel", state=state),
             audit={"action": "cancel", "action_id": action_id, "outcome": state},
-        )  # fmt: skip
+        )
         return
     fields = audit_fields(record, channel, "cancel")
     if user != record.requester:

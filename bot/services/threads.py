@@ -50,8 +50,14 @@ async def mentioned(
     elif "timeline" in words:
         await upload_timeline(s, incident.id, channel=channel, user=user, thread_ts=None)
     else:
-        rows = [{"id": incident.id, "node": label(s, incident), "state": incident.state,
-                 "opened_at": str(incident.opened_at)}]  # fmt: skip
+        rows = [
+            {
+                "id": incident.id,
+                "node": label(s, incident),
+                "state": incident.state,
+                "opened_at": str(incident.opened_at),
+            }
+        ]
         await s.thread.post(
             channel, notice("status_list", incidents=rows), incident=incident, thread_ts=thread_ts
         )

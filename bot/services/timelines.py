@@ -25,11 +25,20 @@ async def upload_timeline(
         else str(getattr(port, "cluster_name", "") or incident.cluster)
     )
     files = await export_postmortem(
-        s.store, s.chat.user_name, incident, cluster=cluster, now=s.clock(),
+        s.store,
+        s.chat.user_name,
+        incident,
+        cluster=cluster,
+        now=s.clock(),
         locale=s.diagnose.locales.for_thread(incident),  # the thread's own language
-    )  # fmt: skip
+    )
     names = await upload_postmortem(s.chat, incident, files)
     await append_entry(
-        s.store, incident.id, "note", user, "postmortem draft exported",
-        at=s.clock(), data={"files": names},
-    )  # fmt: skip
+        s.store,
+        incident.id,
+        "note",
+        user,
+        "postmortem draft exported",
+        at=s.clock(),
+        data={"files": names},
+    )

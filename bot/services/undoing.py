@@ -48,9 +48,11 @@ async def undo(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
     if record is None or record.state not in ("succeeded", "failed") or not record.result:
         state = record.state if record else "unknown"
         await d.refuse(
-            channel, user, refused("nothing_to_undo", state=state),
+            channel,
+            user,
+            refused("nothing_to_undo", state=state),
             audit={"action": "undo", "action_id": action_id},
-        )  # fmt: skip
+        )
         return
     fields = audit_fields(record, channel, "undo")
     thread_ts = await d.thread_of(record.incident_id)
@@ -80,11 +82,13 @@ async def undo(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
             result=record.result | {"undo_result": result.as_json()},
         )
     await d.audit(
-        actor=user, **fields, decision="undone" if result.ok else "failed",
+        actor=user,
+        **fields,
+        decision="undone" if result.ok else "failed",
         changes=result.as_json()
         | ({"acting_as": acting.model_dump(mode="json")} if acting else {}),
         outcome="undone" if result.ok else "undo_failed",
-    )  # fmt: skip
+    )
     text = f"tier {record.tier} undone" if result.ok else "undo failed (see the action message)"
     await d.timeline(record.incident_id, "action_result", user, text, {"action_id": action_id})
     await d.update_message(record, "undone" if result.ok else "undo_failed", by=user, result=result)

@@ -155,9 +155,12 @@ async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> str:
     """Carry out a command; its outcome: ``ok``, ``denied`` or ``failed``."""
     try:
         needs: Permission = (
-            "diagnose" if isinstance(cmd, commands.Diagnose)
-            else "resolve" if isinstance(cmd, commands.Resolve) else "view"
-        )  # fmt: skip
+            "diagnose"
+            if isinstance(cmd, commands.Diagnose)
+            else "resolve"
+            if isinstance(cmd, commands.Resolve)
+            else "view"
+        )
         cluster = await _cluster_of(s, cmd, channel)
         if not await chatops.permitted(s, needs, user=user, channel=channel, cluster=cluster):
             return "denied"
@@ -168,9 +171,16 @@ async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> str:
         elif isinstance(cmd, commands.Prevent):
             assert cluster is not None  # _cluster_of chooses one for prevent
             await prevent_node(
-                s.clusters.port(cluster), s.store, s.chat, cmd.node, channel=channel, user=user,
-                now=s.clock(), locales=s.diagnose.locales, cluster=cluster,
-            )  # fmt: skip
+                s.clusters.port(cluster),
+                s.store,
+                s.chat,
+                cmd.node,
+                channel=channel,
+                user=user,
+                now=s.clock(),
+                locales=s.diagnose.locales,
+                cluster=cluster,
+            )
         elif isinstance(cmd, commands.Top):
             report = await top_across(s.clusters, cluster=cluster)
             rows = [dataclasses.asdict(r) for r in report.rows]

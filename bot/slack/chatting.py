@@ -213,9 +213,11 @@ class SlackChat:
         uploads = [{"filename": n, "title": t, "content": c} for n, t, c in files]
         try:
             await self._client.files_upload_v2(
-                channel=channel, thread_ts=thread_ts, file_uploads=uploads,
+                channel=channel,
+                thread_ts=thread_ts,
+                file_uploads=uploads,
                 initial_comment=comment,
-            )  # fmt: skip
+            )
         except _FAILURES as exc:
             raise _fail("files.upload", exc) from exc
 
@@ -259,8 +261,9 @@ class SlackChat:
         except _FAILURES as exc:
             log.warning(
                 "the Slack locale of %s is unknown (%s); writing in the default language",
-                user_id, _fail("users.info", exc).code,
-            )  # fmt: skip
+                user_id,
+                _fail("users.info", exc).code,
+            )
             # remembered briefly, so a missing scope costs one call a minute, not one a message
             self._locales[user_id] = (now - max(self._locale_ttl - FAILED_LOCALE_TTL_S, 0), None)
             return None

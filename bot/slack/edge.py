@@ -134,9 +134,12 @@ def parse_body(raw: bytes, content_type: str) -> dict[str, Any]:
         raise RequestError(f"unsupported content type {content_type[:60]!r}")
     try:
         pairs = parse_qsl(
-            text, keep_blank_values=True, strict_parsing=bool(text),
-            max_num_fields=MAX_FORM_FIELDS, errors="strict",
-        )  # fmt: skip
+            text,
+            keep_blank_values=True,
+            strict_parsing=bool(text),
+            max_num_fields=MAX_FORM_FIELDS,
+            errors="strict",
+        )
     except (ValueError, UnicodeDecodeError):
         raise RequestError("the form body does not parse") from None
     fields = dict(pairs)

@@ -43,9 +43,21 @@ if TYPE_CHECKING:
 GENESIS = "0" * 64
 #: the columns a row's hash covers, in this order (``row_hash`` itself excluded)
 HASHED_COLUMNS = (
-    "id", "at", "actor", "action", "channel", "incident_id", "action_id", "tier", "decision",
-    "dry_run", "outcome", "changes", "detail", "prev_hash",
-)  # fmt: skip
+    "id",
+    "at",
+    "actor",
+    "action",
+    "channel",
+    "incident_id",
+    "action_id",
+    "tier",
+    "decision",
+    "dry_run",
+    "outcome",
+    "changes",
+    "detail",
+    "prev_hash",
+)
 #: columns added after the chain began: hashed when non-empty (old rows keep their hash)
 LATER_COLUMNS = ("cluster",)
 #: rows ``verify`` holds in memory at once (a server-side cursor's fetch size on PostgreSQL)

@@ -94,9 +94,12 @@ def _check_pg(db: Db) -> list[Finding]:
     ).fetchone()
     if row is None:  # a new database: the bot's first start creates the tables
         return [
-            Finding(True, "store role", "a new store (no audit table yet): run gpunode doctor "
-                    "again after the first start")
-        ]  # fmt: skip
+            Finding(
+                True,
+                "store role",
+                "a new store (no audit table yet): run gpunode doctor again after the first start",
+            )
+        ]
     me, superuser, owner = str(row[0]), bool(row[1]), str(row[2])  # by position: a PgRow
     findings = [
         Finding(

@@ -234,10 +234,14 @@ async def build_runtime(
     )
     home = clusters.port(clusters.default)  # the cluster the bot's Deployment runs in
     anchors = Anchors(
-        store, home if isinstance(home, AnchorPort) else None, chat,
-        deployment=settings.store.anchor_deployment, every=settings.store.anchor_every,
-        clock=clock, spawn=lambda work: bg.spawn(work, name="audit-anchor"),
-    )  # fmt: skip
+        store,
+        home if isinstance(home, AnchorPort) else None,
+        chat,
+        deployment=settings.store.anchor_deployment,
+        every=settings.store.anchor_every,
+        clock=clock,
+        spawn=lambda work: bg.spawn(work, name="audit-anchor"),
+    )
     store.on_audit = anchors.after_append
     services = BotServices(
         kube=home,
@@ -266,12 +270,19 @@ async def build_runtime(
     )
     alerts = (
         AlertService(
-            diagnose, store, chat, bg, channel=settings.slack.incident_channel, clock=clock,
-            kube=clusters, caps=alert_caps(settings), cluster_label=settings.alerts.cluster_label,
+            diagnose,
+            store,
+            chat,
+            bg,
+            channel=settings.slack.incident_channel,
+            clock=clock,
+            kube=clusters,
+            caps=alert_caps(settings),
+            cluster_label=settings.alerts.cluster_label,
         )
         if alert_intake_state(settings) != "disabled"
         else None
-    )  # fmt: skip
+    )
     token = settings.http.alertmanager_token
     ready_state = {"ok": False}
 
@@ -306,9 +317,15 @@ async def build_runtime(
     lag = LoopLag(metrics.event_loop_lag)
     lag.start()
     return Runtime(
-        app=app, web_app=web_app, services=services, store=store, chat=chat, leader=leader,
-        metrics=metrics, lag=lag,
-    )  # fmt: skip
+        app=app,
+        web_app=web_app,
+        services=services,
+        store=store,
+        chat=chat,
+        leader=leader,
+        metrics=metrics,
+        lag=lag,
+    )
 
 
 def leader_work(
@@ -336,10 +353,17 @@ def leader_work(
         else None
     )
     return LeaderWork(
-        store=store, actions=act, replica_id=act.deps.replica_id, clock=clock, elector=elector,
-        retry_s=lead.retry_s, approval_sweep_s=APPROVAL_SWEEP_S, reconcile_s=lead.reconcile_s,
-        orphan_after_s=float(lead.lease_duration_s), on_change=on_change,
+        store=store,
+        actions=act,
+        replica_id=act.deps.replica_id,
+        clock=clock,
+        elector=elector,
+        retry_s=lead.retry_s,
+        approval_sweep_s=APPROVAL_SWEEP_S,
+        reconcile_s=lead.reconcile_s,
+        orphan_after_s=float(lead.lease_duration_s),
+        on_change=on_change,
         evidence_keep=(
             timedelta(days=settings.store.evidence_days) if settings.store.evidence_days else None
         ),
-    )  # fmt: skip
+    )

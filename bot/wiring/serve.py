@@ -107,9 +107,13 @@ async def _serve(settings: Settings) -> None:
         settings, kube.port(kube.default), clock=lambda: datetime.now(UTC), logger=log
     )
     runtime = await build_runtime(
-        settings, kube=kube, client=client, policy=policy, thresholds=thresholds,
+        settings,
+        kube=kube,
+        client=client,
+        policy=policy,
+        thresholds=thresholds,
         leases=lease_api(settings, kube.port(kube.default)),  # in the default cluster
-    )  # fmt: skip
+    )
     # matplotlib builds its font cache on first import (seconds on a fresh home, far more on a
     # busy node): pay it before taking traffic, not inside the first incident's chart, where a
     # shutdown would also have to wait for it.

@@ -23,23 +23,43 @@ MIN_PX_AT_PREVIEW = 8.0
 
 def _spec(title: str, times: list[float]) -> ChartSpec:
     def band(key: str, label: str, colour: str, gib: float) -> ChartSeries:
-        return ChartSeries(key=key, label=label, colour=colour, timestamps_s=times,
-                           values_gib=[gib] * len(times))  # fmt: skip
+        return ChartSeries(
+            key=key, label=label, colour=colour, timestamps_s=times, values_gib=[gib] * len(times)
+        )
 
     return ChartSpec(
-        title=title, node="gpu-node-01", source="snapshot", start_s=times[0] - 1800,
+        title=title,
+        node="gpu-node-01",
+        source="snapshot",
+        start_s=times[0] - 1800,
         end_s=times[-1],
-        host=[band("workload:ml/train", "ml-train/train-llm-0", "#009E73", 68.5),
-              band("workload:dp/pre", "data-prep/preprocess", "#CC79A7", 61.5),
-              band("node:other", "other (rest of pods, kernel, processes)", "#999999", 40)],
+        host=[
+            band("workload:ml/train", "ml-train/train-llm-0", "#009E73", 68.5),
+            band("workload:dp/pre", "data-prep/preprocess", "#CC79A7", 61.5),
+            band("node:other", "other (rest of pods, kernel, processes)", "#999999", 40),
+        ],
         host_total_gib=251.0,
-        gpu=[ChartSeries(key="gpu:0–7", label="GPU 0–7 (each)", colour="#0072B2",
-                         timestamps_s=times, values_gib=[64.0] * len(times))],
+        gpu=[
+            ChartSeries(
+                key="gpu:0–7",
+                label="GPU 0–7 (each)",
+                colour="#0072B2",
+                timestamps_s=times,
+                values_gib=[64.0] * len(times),
+            )
+        ],
         gpu_total_gib=80.0,
-        markers=[ChartMarker(at_s=times[0] - 1800, kind="oom_kill", subject="dp/pre",
-                             label="cgroup OOM kill python", colour="#000000",
-                             linestyle="solid")],
-    )  # fmt: skip
+        markers=[
+            ChartMarker(
+                at_s=times[0] - 1800,
+                kind="oom_kill",
+                subject="dp/pre",
+                label="cgroup OOM kill python",
+                colour="#000000",
+                linestyle="solid",
+            )
+        ],
+    )
 
 
 @pytest.mark.parametrize(

@@ -42,8 +42,13 @@ def _band(key: str, colour: str, fn) -> ChartSeries:  # type: ignore[no-untyped-
 def _marker(kind: str, at_s: float, label: str) -> ChartMarker:
     colour, style = MARKER_STYLE[kind]  # type: ignore[index]
     return ChartMarker(
-        at_s=at_s, kind=kind, subject="n1", label=label, colour=colour, linestyle=style,  # type: ignore[arg-type]
-    )  # fmt: skip
+        at_s=at_s,
+        kind=kind,
+        subject="n1",
+        label=label,
+        colour=colour,
+        linestyle=style,  # type: ignore[arg-type]
+    )
 
 
 def _history_spec() -> ChartSpec:
@@ -56,29 +61,47 @@ def _history_spec() -> ChartSpec:
     other = _band("node:other", OTHER_COLOUR, lambda j: 10.0)
     gpus = [_band(f"gpu:{i}", POD_COLOURS[i], lambda j, i=i: 20.0 + 10 * i) for i in range(4)]
     return ChartSpec(
-        title="gpu-node-01: memory", node="gpu-node-01", source="prometheus",
-        start_s=T0, end_s=T0 + 6 * 3600, host=[*pods, slab, cache, other], host_total_gib=251,
-        gpu=gpus, gpu_total_gib=80,
+        title="gpu-node-01: memory",
+        node="gpu-node-01",
+        source="prometheus",
+        start_s=T0,
+        end_s=T0 + 6 * 3600,
+        host=[*pods, slab, cache, other],
+        host_total_gib=251,
+        gpu=gpus,
+        gpu_total_gib=80,
         markers=[
             _marker("oom_kill", T0 + 5.5 * 3600, "global OOM kill python"),
             _marker("xid", T0 + 2 * 3600, "XID 79"),
             _marker("action", T0 + 5.8 * 3600, "tier 3 succeeded"),
         ],
-    )  # fmt: skip
+    )
 
 
 def _snapshot_spec() -> ChartSpec:
     at = T0 + 3600
     bar = [
-        ChartSeries(key="pod:ml/a", label="ml/a", colour=POD_COLOURS[0], timestamps_s=[at],
-                    values_gib=[60]),
-        ChartSeries(key="node:slab_unreclaimable", label="slab", colour=KERNEL_COLOUR,
-                    timestamps_s=[at], values_gib=[140]),
-    ]  # fmt: skip
+        ChartSeries(
+            key="pod:ml/a", label="ml/a", colour=POD_COLOURS[0], timestamps_s=[at], values_gib=[60]
+        ),
+        ChartSeries(
+            key="node:slab_unreclaimable",
+            label="slab",
+            colour=KERNEL_COLOUR,
+            timestamps_s=[at],
+            values_gib=[140],
+        ),
+    ]
     return ChartSpec(
-        title="n1: memory", node="n1", source="snapshot", start_s=at - 600, end_s=at, host=bar,
-        host_total_gib=251, markers=[_marker("oom_kill", at - 600, "global OOM kill python")],
-    )  # fmt: skip
+        title="n1: memory",
+        node="n1",
+        source="snapshot",
+        start_s=at - 600,
+        end_s=at,
+        host=bar,
+        host_total_gib=251,
+        markers=[_marker("oom_kill", at - 600, "global OOM kill python")],
+    )
 
 
 def _has_colour(img: np.ndarray, hex_colour: str, *, min_pixels: int = 50) -> bool:

@@ -46,9 +46,10 @@ async def test_status_audit_and_timeline_find_the_demo_with_names_and_cluster(
             "gpu-node-01", "C0INCIDENT", opened_by="U0ALICE", at=AT, cluster="prod-eu"
         )
         await store.append_timeline(
-            TimelineEntry(incident_id=incident.id, at=AT, kind="note", actor="U0BOB",
-                          text="looking at it")
-        )  # fmt: skip
+            TimelineEntry(
+                incident_id=incident.id, at=AT, kind="note", actor="U0BOB", text="looking at it"
+            )
+        )
     slack = SlackSim(signing_secret="s3cret", bot_token="xoxb-demo")
     await slack.start()
     try:

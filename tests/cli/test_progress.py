@@ -38,8 +38,12 @@ def diagnose_on_a_terminal(url: str, home: Path, *extra: str) -> tuple[int, str,
     args = [sys.executable, "-m", "bot", "diagnose", "gpu-node-01", "--server", url]
     proc = subprocess.Popen(
         [*args, "--token", BOT_TOKEN, *extra],
-        stdout=subprocess.PIPE, stderr=secondary, cwd=home, env=_env(home), text=True,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=secondary,
+        cwd=home,
+        env=_env(home),
+        text=True,
+    )
     os.close(secondary)
     shown = b""
     while True:
@@ -76,11 +80,24 @@ def test_quiet_silences_the_progress(sim_url: str, tmp_path: Path) -> None:
 
 def test_no_progress_when_stderr_is_not_a_terminal(sim_url: str, tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "bot", "diagnose", "gpu-node-01", "--server", sim_url,
-         "--token", BOT_TOKEN],
-        capture_output=True, text=True, cwd=tmp_path, env=_env(tmp_path), timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "bot",
+            "diagnose",
+            "gpu-node-01",
+            "--server",
+            sim_url,
+            "--token",
+            BOT_TOKEN,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        timeout=120,
         check=False,
-    )  # fmt: skip
+    )
     assert result.returncode == 0 and result.stderr == ""
 
 

@@ -257,8 +257,7 @@ async def test_connections_beyond_the_cap_are_closed_before_tls(
     context = ssl.create_default_context(cafile=str(tls.ca))
 
     def third_while_two_are_open() -> str:
-        held = [socket.create_connection((agent.address, agent.port), timeout=60)
-                for _ in range(2)]  # fmt: skip
+        held = [socket.create_connection((agent.address, agent.port), timeout=60) for _ in range(2)]
         try:
             raw = socket.create_connection((agent.address, agent.port), timeout=60)
             try:
@@ -298,10 +297,13 @@ def test_gpunode_agent_refuses_bad_settings_saying_what_to_do(
     from bot.cli.main import main
 
     args = {
-        "--tls-cert": str(tls.cert), "--tls-key": str(tls.key),
+        "--tls-cert": str(tls.cert),
+        "--tls-key": str(tls.key),
         "--allow": "system:serviceaccount:gpunode:gpunode",
-        "--api-server": "https://127.0.0.1:6443", "--port": "0", **change,
-    }  # fmt: skip
+        "--api-server": "https://127.0.0.1:6443",
+        "--port": "0",
+        **change,
+    }
 
     code = main(["agent", *(x for pair in args.items() for x in pair)])
 

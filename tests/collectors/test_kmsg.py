@@ -189,9 +189,13 @@ def test_a_refused_kmsg_is_a_gap_naming_only_the_causes_that_hold(
     status.write_text(f"Name:\tgpunode\nCapInh:\t0000000000000000\nCapEff:\t{cap_eff}\n")
     gaps = GapLog()
     doc = kmsg.read_kernel_log(
-        root, now=NOW, gpus=[], gaps=gaps, opener=_refusing(errno.EPERM),
+        root,
+        now=NOW,
+        gpus=[],
+        gaps=gaps,
+        opener=_refusing(errno.EPERM),
         status_path=str(status),
-    )  # fmt: skip
+    )
     assert doc is None
     (gap,) = gaps.items
     assert gap["source"] == "kmsg:/dev/kmsg"
@@ -233,12 +237,24 @@ def test_collect_maps_an_xid_to_the_gpu_the_fake_nvml_lists_at_that_pci_address(
 
     root = _host(tmp_path, XIDS)
     nvml = FakeNvml.from_spec(
-        {"devices": [{"index": i, "uuid": f"GPU-{i}", "name": "H100", "memory_total_bytes": 1,
-                      "memory_used_bytes": 0} for i in range(4)]}
-    )  # fmt: skip
+        {
+            "devices": [
+                {
+                    "index": i,
+                    "uuid": f"GPU-{i}",
+                    "name": "H100",
+                    "memory_total_bytes": 1,
+                    "memory_used_bytes": 0,
+                }
+                for i in range(4)
+            ]
+        }
+    )
     bundle = collect(Path(root), nvml=nvml, now=lambda: NOW)
     assert [g.pci_bus_id for g in bundle.gpus][:3] == [
-        "00000000:18:00.0", "00000000:2A:00.0", "00000000:3A:00.0",
-    ]  # fmt: skip
+        "00000000:18:00.0",
+        "00000000:2A:00.0",
+        "00000000:3A:00.0",
+    ]
     assert bundle.kernel_log is not None
     assert [(x.code, x.gpu_index) for x in bundle.kernel_log.xids] == [(79, 2), (13, 0), (63, 3)]

@@ -106,8 +106,13 @@ def test_a_tier2_that_raises_the_consumer_is_caught() -> None:
 def test_a_relief_above_what_the_plan_frees_and_a_false_relieves_are_caught() -> None:
     bundle, view, d = _training_node()
     t1 = next(p for p in d.plans if p.tier == 1)  # type: ignore[attr-defined]
-    bad = _with_plan(d, 1, relief_bytes=t1.relief_bytes + 10 * 2**30, relieves=True,
-                     shortage_bytes=t1.relief_bytes + 5 * 2**30)  # fmt: skip
+    bad = _with_plan(
+        d,
+        1,
+        relief_bytes=t1.relief_bytes + 10 * 2**30,
+        relieves=True,
+        shortage_bytes=t1.relief_bytes + 5 * 2**30,
+    )
     assert {"relief_bounded", "relieves_covers"} <= _caught(bundle, view, bad)
 
 
@@ -168,8 +173,13 @@ def test_a_restart_below_a_statefulsets_partition_is_caught() -> None:
     bundle, view, d = _training_node()
     train = next(p for p in view.pods if p.name == "train-0")  # type: ignore[attr-defined]
     assert train.top_owner.kind == "StatefulSet"
-    w = WorkloadInfo(kind="StatefulSet", namespace=train.namespace, name=train.top_owner.name,
-                     strategy="RollingUpdate", partition=1)  # fmt: skip
+    w = WorkloadInfo(
+        kind="StatefulSet",
+        namespace=train.namespace,
+        name=train.top_owner.name,
+        strategy="RollingUpdate",
+        partition=1,
+    )
     partitioned = view.model_copy(update={"workloads": [w]})  # type: ignore[attr-defined]
     bad = _with_plan(d, 2, restarts=[train.key], available=True)
     assert "partition_respected" in _caught(bundle, partitioned, bad)

@@ -27,9 +27,16 @@ def ago(seconds: float) -> datetime:
         ("n4", [("n1", ago(10)), ("n2", ago(20)), ("n3", ago(30))], 0, "per_window"),
         ("n4", [("n1", ago(10)), ("n2", ago(20)), ("n3", ago(700))], 0, None),
     ],
-    ids=["first", "second-in-request", "third-in-request", "node-again-in-window",
-         "node-again-after-window", "window-full", "window-full-but-one-expired"],
-)  # fmt: skip
+    ids=[
+        "first",
+        "second-in-request",
+        "third-in-request",
+        "node-again-in-window",
+        "node-again-after-window",
+        "window-full",
+        "window-full-but-one-expired",
+    ],
+)
 def test_a_diagnosis_starts_only_under_every_cap(
     node: str, started: list[tuple[str, datetime]], in_request: int, reason: str | None
 ) -> None:

@@ -33,7 +33,7 @@ def _series(fn, noise: float, seed: int = 3, step: float = 60.0, hours: float = 
         ("flat", lambda t: 60 * GI, "flat", 0.0, 0.0),
         ("drain from 1 h", lambda t: 60 * GI - max(0.0, t - H) * 3 * GI / H, "decline", H, -3.0),
     ],
-)  # fmt: skip
+)
 def test_the_planted_regime_is_found(name, fn, kind, at, rate_gib_h) -> None:  # type: ignore[no-untyped-def]
     ts, vs = _series(fn, noise=0.03 * GI)
     change = find_change(ts, vs, min_rate=MIN_RATE)

@@ -68,8 +68,13 @@ def test_the_before_after_legend_is_the_union_and_names_the_capped_offender() ->
 
 
 def _gpu(i: int, gib: float) -> ChartSeries:
-    return ChartSeries(key=f"gpu:{i}", label=f"GPU {i}", colour="#000000",
-                       timestamps_s=[1.0, 2.0], values_gib=[gib, gib])  # fmt: skip
+    return ChartSeries(
+        key=f"gpu:{i}",
+        label=f"GPU {i}",
+        colour="#000000",
+        timestamps_s=[1.0, 2.0],
+        values_gib=[gib, gib],
+    )
 
 
 def test_identical_gpus_collapse_to_one_labelled_line() -> None:

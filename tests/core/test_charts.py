@@ -29,18 +29,28 @@ STEP = 60
 def _series(key: str, kind: str, gib: float, label: str = "", *, every: int = 1) -> Series:
     ts = [START.timestamp() + i * STEP for i in range(0, 361, every)]
     return Series.model_validate(
-        {"key": key, "kind": kind, "label": label or key, "source": "prometheus:x",
-         "timestamps_s": ts, "values": [gib * GIB for _ in ts]}
-    )  # fmt: skip
+        {
+            "key": key,
+            "kind": kind,
+            "label": label or key,
+            "source": "prometheus:x",
+            "timestamps_s": ts,
+            "values": [gib * GIB for _ in ts],
+        }
+    )
 
 
 def _diagnosis(*series: Series, total_gib: float = 256, avail_gib: float = 40) -> Diagnosis:
     d = analyze(bundle(meminfo=meminfo(total_gib), gpus=[gpu(0, 30), gpu(1, 70)]), None, now=END)
     avail = _series("node:mem_available", "mem_available", avail_gib)
     history = History(
-        node="n1", source="prometheus", start=START, end=END, step_s=STEP,
+        node="n1",
+        source="prometheus",
+        start=START,
+        end=END,
+        step_s=STEP,
         series=[avail, *series],
-    )  # fmt: skip
+    )
     return attach(d, history, bundle=None, view=None, now=END)
 
 
@@ -103,8 +113,9 @@ def test_without_prometheus_the_chart_draws_the_snapshot_and_the_kernel_records(
     )
     b = bundle(
         meminfo=meminfo(251, slab=150, s_unreclaim=140, s_reclaimable=10),
-        gpus=[gpu(0, 30), gpu(1, 70)], kernel_log=log,
-    ).model_copy(update={"collected_at": END})  # fmt: skip
+        gpus=[gpu(0, 30), gpu(1, 70)],
+        kernel_log=log,
+    ).model_copy(update={"collected_at": END})
     d = attach(analyze(b, None, now=END), None, bundle=b, view=None, now=END)
     spec = chart_spec(d, b)
     assert spec.source == "snapshot"
@@ -121,9 +132,13 @@ def test_without_prometheus_the_chart_draws_the_snapshot_and_the_kernel_records(
 
 def _entry(kind: str, text: str, minutes: int, **data: str) -> TimelineEntry:
     return TimelineEntry(
-        incident_id="INC-0001", at=END - timedelta(minutes=minutes), kind=kind,  # type: ignore[arg-type]
-        actor="U0ALICE", text=text, data=data,
-    )  # fmt: skip
+        incident_id="INC-0001",
+        at=END - timedelta(minutes=minutes),
+        kind=kind,  # type: ignore[arg-type]
+        actor="U0ALICE",
+        text=text,
+        data=data,
+    )
 
 
 def test_actions_that_ran_are_marked_and_refusals_are_not() -> None:
@@ -131,9 +146,10 @@ def test_actions_that_ran_are_marked_and_refusals_are_not() -> None:
         _entry("action_requested", "tier 3 requested: caps", 30),
         _entry("action_result", "tier 3 succeeded", 25, action_id="A1"),
         _entry("action_result", "refused as stale: evidence too old", 20),
-        _entry("action_result", "tier 1 failed after changing part of the cluster", 10,
-               action_id="A2"),
-    ]  # fmt: skip
+        _entry(
+            "action_result", "tier 1 failed after changing part of the cluster", 10, action_id="A2"
+        ),
+    ]
     marks = action_markers(entries, node="n1")
     assert [(m.kind, m.label) for m in marks] == [
         ("action", "tier 3 succeeded"),

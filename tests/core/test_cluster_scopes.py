@@ -103,12 +103,20 @@ def test_an_unknown_cluster_names_the_known_ones() -> None:
 POLICY: dict[str, Any] = {
     "roles": {
         "sre-eu": {
-            "allows": [1, 2, 3], "can_approve": [1], "can_diagnose": True, "can_undo": True,
-            "can_resolve": True, "clusters": ["prod-eu"],
+            "allows": [1, 2, 3],
+            "can_approve": [1],
+            "can_diagnose": True,
+            "can_undo": True,
+            "can_resolve": True,
+            "clusters": ["prod-eu"],
         },
         "sre-us": {
-            "allows": [1, 2, 3], "can_approve": [1], "can_diagnose": True, "can_undo": True,
-            "can_resolve": True, "clusters": ["prod-us"],
+            "allows": [1, 2, 3],
+            "can_approve": [1],
+            "can_diagnose": True,
+            "can_undo": True,
+            "can_resolve": True,
+            "clusters": ["prod-us"],
         },
         "lead": {"can_approve": [1], "can_diagnose": True},
     },
@@ -117,7 +125,7 @@ POLICY: dict[str, Any] = {
         "sre-us": {"users": ["U0US"]},
         "lead": {"users": ["U0LEAD"]},
     },
-}  # fmt: skip
+}
 
 
 def who(user: str, cluster: str) -> Principal:

@@ -47,9 +47,11 @@ def test_no_room_in_an_autoscaled_pool_means_a_scale_up() -> None:
     [note] = [n for n in plan.notes if n.code.startswith("evicted")]
     assert note.code == "evicted_scales_up"
     assert note.params == {
-        "pod": "ml/prep", "pool": "cpu-spot", "label": "karpenter.sh/nodepool",
+        "pod": "ml/prep",
+        "pool": "cpu-spot",
+        "label": "karpenter.sh/nodepool",
         "scaler": "Karpenter",
-    }  # fmt: skip
+    }
 
 
 def test_a_cpu_pod_pinned_to_the_gpu_pool_buys_a_gpu_node() -> None:
@@ -124,8 +126,9 @@ def test_a_pod_kept_apart_from_its_replicas_does_not_land_beside_one() -> None:
 
     prep = _cpu_pod("prep", 1, spread_from_siblings=True)
     owner = prep.owners[0]  # type: ignore[attr-defined]
-    w = WorkloadInfo(kind=owner.kind, namespace="ml", name=owner.name,
-                     elsewhere={"ml/prep-b": "cpu-1"})  # fmt: skip
+    w = WorkloadInfo(
+        kind=owner.kind, namespace="ml", name=owner.name, elsewhere={"ml/prep-b": "cpu-1"}
+    )
     v = view([prep], room=[_room("n1", 0), _room("cpu-1", 500)], workloads=[w])  # type: ignore[list-item]
     [note] = [n for n in plan_tier1(v).notes if n.code.startswith("evicted")]
     assert note.code == "evicted_pending"

@@ -81,21 +81,32 @@ def test_a_replaced_pods_old_kill_is_not_new_and_findings_read_by_workload() -> 
         return base.model_copy(update={"findings": list(findings)})
 
     def kill(subject: str, pod: str, killed_at: str) -> Finding:
-        return Finding(code="KERNEL_OOM_KILL", severity="warning", subject=subject,
-                       params={"pid": 2210433, "comm": "python", "pod": pod,
-                               "killed_at": killed_at})  # fmt: skip
+        return Finding(
+            code="KERNEL_OOM_KILL",
+            severity="warning",
+            subject=subject,
+            params={"pid": 2210433, "comm": "python", "pod": pod, "killed_at": killed_at},
+        )
 
-    near = Finding(code="CONTAINER_NEAR_LIMIT", severity="critical",
-                   subject="data-prep/preprocess-rbrtfs528j-z74mt")  # fmt: skip
+    near = Finding(
+        code="CONTAINER_NEAR_LIMIT",
+        severity="critical",
+        subject="data-prep/preprocess-rbrtfs528j-z74mt",
+    )
     near_new_pod = near.model_copy(update={"subject": "data-prep/preprocess-bcdfg2456-x7k9q"})
     before = with_findings(
-        kill("data-prep/preprocess-rbrtfs528j-z74mt", "data-prep/preprocess-rbrtfs528j-z74mt",
-             "2026-12-01T05:52:00+00:00"), near,
-    )  # fmt: skip
+        kill(
+            "data-prep/preprocess-rbrtfs528j-z74mt",
+            "data-prep/preprocess-rbrtfs528j-z74mt",
+            "2026-12-01T05:52:00+00:00",
+        ),
+        near,
+    )
     # the pod was replaced: the same kernel record now points at its uid, its time re-derived
     after = with_findings(kill("pod-uid/d8b62765", "", "2026-12-01T05:59:00+00:00"), near_new_pod)
     diff = diff_diagnoses(before, after)  # type: ignore[arg-type]
     assert diff.new_findings == [] and diff.resolved_findings == []
     assert diff.kept_findings == [
-        "CONTAINER_NEAR_LIMIT:data-prep/preprocess", "KERNEL_OOM_KILL:data-prep/preprocess",
-    ]  # fmt: skip
+        "CONTAINER_NEAR_LIMIT:data-prep/preprocess",
+        "KERNEL_OOM_KILL:data-prep/preprocess",
+    ]

@@ -27,8 +27,12 @@ def test_quantities_read_as_people_write_them(field: str, value: object, says: s
 def test_a_patch_reads_as_the_fields_it_changed() -> None:
     old = {"limits": {"memory": "64Gi"}, "requests": {"memory": "48Gi", "cpu": "12"}}
     new = {"limits": {"memory": "39Gi"}, "requests": {"memory": "34944Mi", "cpu": "12"}}
-    before = {"container": "pandas", "resourceVersion": "7", "env": {"OMP_NUM_THREADS": None},
-              "resources": old}  # fmt: skip
+    before = {
+        "container": "pandas",
+        "resourceVersion": "7",
+        "env": {"OMP_NUM_THREADS": None},
+        "resources": old,
+    }
     after = {"resourceVersion": "8", "generation": 3, "resources": new}
     assert [(f.field, f.before, f.after) for f in field_changes(before, after)] == [
         ("resources.limits.memory", "64Gi", "39Gi"),
@@ -41,13 +45,19 @@ def test_the_dry_run_line_shows_old_and_new_not_the_patch_body() -> None:
     from bot.render import acting
 
     change = Change(
-        verb="patch_resources", kind="Deployment", namespace="data-prep", name="preprocess",
-        dry_run=True, patch={"spec": {"template": {"spec": {"containers": [{"name": "pandas"}]}}}},
+        verb="patch_resources",
+        kind="Deployment",
+        namespace="data-prep",
+        name="preprocess",
+        dry_run=True,
+        patch={"spec": {"template": {"spec": {"containers": [{"name": "pandas"}]}}}},
         before={"resources": {"limits": {"memory": "64Gi"}}},
         after={"resources": {"limits": {"memory": "48Gi", "cpu": "12"}}},
-    )  # fmt: skip
-    for locale, says in (("en", "CPU limit unset → 12, memory limit 64Gi → 48Gi"),
-                         ("zh-CN", "CPU 限制 未设置 → 12，内存限制 64Gi → 48Gi")):  # fmt: skip
+    )
+    for locale, says in (
+        ("en", "CPU limit unset → 12, memory limit 64Gi → 48Gi"),
+        ("zh-CN", "CPU 限制 未设置 → 12，内存限制 64Gi → 48Gi"),
+    ):
         t = acting._t(locale)
         line = str(t.change_line(change, field_changes(change.before, change.after)))
         assert says in line and "containers" not in line and "{" not in line

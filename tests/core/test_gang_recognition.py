@@ -28,30 +28,48 @@ def _pod(
     [
         (_pod([("kubeflow.org/v1", "PyTorchJob", "llm")]), "kubeflow.org/PyTorchJob ml/llm"),
         (_pod([("kubeflow.org/v2beta1", "MPIJob", "m")]), "kubeflow.org/MPIJob ml/m"),
-        (_pod([("batch/v1", "Job", "js-w-0"), ("jobset.x-k8s.io/v1alpha2", "JobSet", "js")]),
-         "jobset.x-k8s.io/JobSet ml/js"),
-        (_pod([("apps/v1", "StatefulSet", "l-0"),
-               ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "l")],
-              labels={"leaderworkerset.sigs.k8s.io/group-index": "0"}),
-         "leaderworkerset.x-k8s.io/LeaderWorkerSet ml/l-0"),
+        (
+            _pod([("batch/v1", "Job", "js-w-0"), ("jobset.x-k8s.io/v1alpha2", "JobSet", "js")]),
+            "jobset.x-k8s.io/JobSet ml/js",
+        ),
+        (
+            _pod(
+                [
+                    ("apps/v1", "StatefulSet", "l-0"),
+                    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "l"),
+                ],
+                labels={"leaderworkerset.sigs.k8s.io/group-index": "0"},
+            ),
+            "leaderworkerset.x-k8s.io/LeaderWorkerSet ml/l-0",
+        ),
         (_pod([("ray.io/v1", "RayCluster", "rc")]), "ray.io/RayCluster ml/rc"),
         (_pod([("batch.volcano.sh/v1alpha1", "Job", "vc")]), "batch.volcano.sh/Job ml/vc"),
-        (_pod(annotations={"scheduling.k8s.io/group-name": "pg"}),
-         "scheduling.volcano.sh/PodGroup ml/pg"),
-        (_pod(labels={"scheduling.x-k8s.io/pod-group": "pg"}),
-         "scheduling.x-k8s.io/PodGroup ml/pg"),
-        (_pod([("batch/v1", "Job", "j")], labels={"kueue.x-k8s.io/queue-name": "q"}),
-         "kueue.x-k8s.io/Workload ml/job-j"),
-        (_pod([("v1", "Pod", "driver")], labels={"sparkoperator.k8s.io/app-name": "etl"}),
-         "sparkoperator.k8s.io/SparkApplication ml/etl"),
-        (_pod([("sparkoperator.k8s.io/v1beta2", "SparkApplication", "etl")]),
-         "sparkoperator.k8s.io/SparkApplication ml/etl"),
+        (
+            _pod(annotations={"scheduling.k8s.io/group-name": "pg"}),
+            "scheduling.volcano.sh/PodGroup ml/pg",
+        ),
+        (
+            _pod(labels={"scheduling.x-k8s.io/pod-group": "pg"}),
+            "scheduling.x-k8s.io/PodGroup ml/pg",
+        ),
+        (
+            _pod([("batch/v1", "Job", "j")], labels={"kueue.x-k8s.io/queue-name": "q"}),
+            "kueue.x-k8s.io/Workload ml/job-j",
+        ),
+        (
+            _pod([("v1", "Pod", "driver")], labels={"sparkoperator.k8s.io/app-name": "etl"}),
+            "sparkoperator.k8s.io/SparkApplication ml/etl",
+        ),
+        (
+            _pod([("sparkoperator.k8s.io/v1beta2", "SparkApplication", "etl")]),
+            "sparkoperator.k8s.io/SparkApplication ml/etl",
+        ),
         (_pod([("batch/v1", "Job", "j")]), None),
         (_pod([("apps/v1", "ReplicaSet", "r"), ("apps/v1", "Deployment", "d")]), None),
         # a kind alone is not enough: an unknown group's "PyTorchJob" is not Kubeflow's
         (_pod([("example.com/v1", "PyTorchJob", "x")]), None),
     ],
-)  # fmt: skip
+)
 def test_a_gang_is_recognised_by_group_and_kind_or_labels(pod: PodInfo, key: str | None) -> None:
     gang = gang_of(pod)
     assert (gang.key if gang else None) == key
@@ -79,11 +97,16 @@ def test_built_in_controllers_are_checked_by_group(
         ({"training.kubeflow.org/replica-type": "Launcher"}, "launcher"),
         ({"ray.io/node-type": "head"}, "head"),
         ({"spark-role": "driver"}, "driver"),
-        ({"leaderworkerset.sigs.k8s.io/name": "l", "leaderworkerset.sigs.k8s.io/worker-index": "0"},
-         "leader"),
+        (
+            {
+                "leaderworkerset.sigs.k8s.io/name": "l",
+                "leaderworkerset.sigs.k8s.io/worker-index": "0",
+            },
+            "leader",
+        ),
         ({}, None),
     ],
-)  # fmt: skip
+)
 def test_member_roles_come_from_the_controllers_labels(
     labels: dict[str, str], role: str | None
 ) -> None:

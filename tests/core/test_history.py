@@ -20,9 +20,15 @@ START = END - timedelta(hours=6)
 def _series(key: str, kind: str, fn, label: str = "") -> Series:  # type: ignore[no-untyped-def]
     ts = [START.timestamp() + i * 60 for i in range(360)]
     return Series.model_validate(
-        {"key": key, "kind": kind, "label": label or key, "source": "prometheus:x",
-         "timestamps_s": ts, "values": [fn(t - ts[0]) for t in ts]}
-    )  # fmt: skip
+        {
+            "key": key,
+            "kind": kind,
+            "label": label or key,
+            "source": "prometheus:x",
+            "timestamps_s": ts,
+            "values": [fn(t - ts[0]) for t in ts],
+        }
+    )
 
 
 def _leak(t: float) -> float:
@@ -83,10 +89,15 @@ def test_markers_come_from_the_kernel_log_and_the_evictions_in_time_order() -> N
     view = ClusterView(
         node=NodeInfo(name="n1"),
         events=[
-            EventInfo(namespace="ml", involved_kind="Pod", involved_name="p", reason="Evicted",
-                      last_seen=at + timedelta(minutes=1)),
+            EventInfo(
+                namespace="ml",
+                involved_kind="Pod",
+                involved_name="p",
+                reason="Evicted",
+                last_seen=at + timedelta(minutes=1),
+            ),
         ],
-    )  # fmt: skip
+    )
     marks = markers_from(bundle(meminfo=meminfo(251), kernel_log=log), view)
     assert [(m.kind, m.subject, m.label) for m in marks] == [
         ("xid", "GPU 3", "XID 79"),

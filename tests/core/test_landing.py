@@ -15,22 +15,37 @@ SENT = datetime(2026, 12, 2, 11, 0, 0, 500_000, tzinfo=UTC)
 CORDON = Step(verb="cordon", kind="Node", name="gpu-node-01")
 EVICT = Step(verb="evict", kind="Pod", namespace="data-prep", name="preprocess-1")
 PC = Step(
-    verb="ensure_priority_class", kind="PriorityClass", name="gpunode-critical",
+    verb="ensure_priority_class",
+    kind="PriorityClass",
+    name="gpunode-critical",
     params={"value": 1000000},
-)  # fmt: skip
+)
 SET_PC = Step(
-    verb="set_priority_class", kind="StatefulSet", namespace="ml", name="train",
+    verb="set_priority_class",
+    kind="StatefulSet",
+    namespace="ml",
+    name="train",
     params={"priority_class": "gpunode-critical"},
-)  # fmt: skip
+)
 PATCH = Step(
-    verb="patch_resources", kind="Deployment", namespace="data-prep", name="preprocess",
-    params={"container": "pandas", "limits": {"memory": "32Gi"}, "requests": {"memory": "28Gi"},
-            "env": {"OMP_NUM_THREADS": "4"}},
-)  # fmt: skip
+    verb="patch_resources",
+    kind="Deployment",
+    namespace="data-prep",
+    name="preprocess",
+    params={
+        "container": "pandas",
+        "limits": {"memory": "32Gi"},
+        "requests": {"memory": "28Gi"},
+        "env": {"OMP_NUM_THREADS": "4"},
+    },
+)
 RESIZE = Step(
-    verb="resize_pod", kind="Pod", namespace="data-prep", name="preprocess-1",
+    verb="resize_pod",
+    kind="Pod",
+    namespace="data-prep",
+    name="preprocess-1",
     params={"container": "pandas", "limits": {"memory": "32Gi"}},
-)  # fmt: skip
+)
 
 
 def template(container: dict[str, Any], **spec: Any) -> dict[str, Any]:
@@ -52,27 +67,45 @@ def template(container: dict[str, Any], **spec: Any) -> dict[str, Any]:
         (SET_PC, template({"name": "t"}), False, "not_set"),
         (
             PATCH,
-            template({"name": "pandas", "resources": {"limits": {"memory": "34359738368"},
-                      "requests": {"memory": "28Gi"}},
-                      "env": [{"name": "OMP_NUM_THREADS", "value": "4"}]}),
-            True, "set",
+            template(
+                {
+                    "name": "pandas",
+                    "resources": {
+                        "limits": {"memory": "34359738368"},
+                        "requests": {"memory": "28Gi"},
+                    },
+                    "env": [{"name": "OMP_NUM_THREADS", "value": "4"}],
+                }
+            ),
+            True,
+            "set",
         ),
         (
             PATCH,
-            template({"name": "pandas", "resources": {"limits": {"memory": "64Gi"},
-                      "requests": {"memory": "28Gi"}},
-                      "env": [{"name": "OMP_NUM_THREADS", "value": "4"}]}),
-            False, "not_set",
+            template(
+                {
+                    "name": "pandas",
+                    "resources": {"limits": {"memory": "64Gi"}, "requests": {"memory": "28Gi"}},
+                    "env": [{"name": "OMP_NUM_THREADS", "value": "4"}],
+                }
+            ),
+            False,
+            "not_set",
         ),
         (
             RESIZE,
-            {"spec": {"containers": [
-                {"name": "pandas", "resources": {"limits": {"memory": "32Gi"}}},
-            ]}},
-            True, "set",
+            {
+                "spec": {
+                    "containers": [
+                        {"name": "pandas", "resources": {"limits": {"memory": "32Gi"}}},
+                    ]
+                }
+            },
+            True,
+            "set",
         ),
     ],
-)  # fmt: skip
+)
 def test_a_reread_tells_whether_the_write_landed(
     step: Step, obj: dict[str, Any] | None, landed: bool, seen: str
 ) -> None:
@@ -95,5 +128,7 @@ def test_a_patch_names_every_field_it_set_for_the_message() -> None:
 
     assert not found.landed
     assert found.fields == [
-        "resources.limits.memory", "resources.requests.memory", "env.OMP_NUM_THREADS",
-    ]  # fmt: skip
+        "resources.limits.memory",
+        "resources.requests.memory",
+        "env.OMP_NUM_THREADS",
+    ]

@@ -35,9 +35,8 @@ def test_no_lease_yet_is_created_with_me_as_holder_and_no_transitions() -> None:
         (None, 0, 0.1, "update", "a", 4),  # released (no holder): take over at once
         ("b", 10, 20, "wait", None, None),  # expiry counts from when I *saw* the version
     ],
-    ids=["renew-mine", "live-holder", "just-before-expiry", "expired", "released",
-         "observed-late"],
-)  # fmt: skip
+    ids=["renew-mine", "live-holder", "just-before-expiry", "expired", "released", "observed-late"],
+)
 def test_the_decision_follows_client_go_rules(
     holder: str | None,
     observed_s: float,

@@ -161,11 +161,20 @@ NEW_WARNINGS = [
     "evicted_pod_buys_gpu_node",
 ]
 NEW_NOTES: dict[str, dict[str, str | int | None]] = {
-    "partition_holds": {"workload": "StatefulSet/ml/cache", "partition": 2, "count": 2,
-                        "pods": "ml/cache-0, ml/cache-1"},
-    "kueue_no_quota": {"workload": "StatefulSet/ml/cache", "queue": "ml/team-a",
-                       "cluster_queue": "gpus", "resources": "nvidia.com/gpu", "pending": 2},
-}  # fmt: skip
+    "partition_holds": {
+        "workload": "StatefulSet/ml/cache",
+        "partition": 2,
+        "count": 2,
+        "pods": "ml/cache-0, ml/cache-1",
+    },
+    "kueue_no_quota": {
+        "workload": "StatefulSet/ml/cache",
+        "queue": "ml/team-a",
+        "cluster_queue": "gpus",
+        "resources": "nvidia.com/gpu",
+        "pending": 2,
+    },
+}
 
 
 @pytest.mark.parametrize("locale", ["en", "zh-CN"])

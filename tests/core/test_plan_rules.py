@@ -21,8 +21,10 @@ from tests.core.analysis_builders import AT, GI, bundle, pod, view
 
 
 def _diagnosis(verdict: Verdict, *, findings: list[Finding] = (), **ledger: int) -> Diagnosis:  # type: ignore[assignment]
-    entries = [LedgerEntry(category="pod", label=k, bytes=v, source="t", pod_key=k)
-               for k, v in ledger.items()]  # fmt: skip
+    entries = [
+        LedgerEntry(category="pod", label=k, bytes=v, source="t", pod_key=k)
+        for k, v in ledger.items()
+    ]
     return Diagnosis.model_validate(
         {
             "node": "n1",
@@ -77,10 +79,17 @@ def test_tier2_never_raises_the_priority_of_a_pod_at_its_own_limit() -> None:
 
 
 def _offender(lim: float | None, ws: float, shortage: float, held: float) -> Diagnosis:
-    params: dict[str, Any] = {"pod": "ml/prep", "container": "main",
-                              "working_set_bytes": int(ws * GI)}  # fmt: skip
-    verdict = Verdict(cause="host_memory_workload", subject="ml/prep", params=params,
-                      shortage_bytes=int(shortage * GI))  # fmt: skip
+    params: dict[str, Any] = {
+        "pod": "ml/prep",
+        "container": "main",
+        "working_set_bytes": int(ws * GI),
+    }
+    verdict = Verdict(
+        cause="host_memory_workload",
+        subject="ml/prep",
+        params=params,
+        shortage_bytes=int(shortage * GI),
+    )
     ledger: dict[str, int] = {"ml/prep": int(held * GI)}
     return _diagnosis(verdict, findings=[], **ledger)
 
@@ -97,9 +106,14 @@ def _offender(lim: float | None, ws: float, shortage: float, held: float) -> Dia
     ],
 )
 def test_tier3_gives_the_shortage_back_rounding_down_and_never_below_half(
-    lim: float | None, ws: float, shortage: float, held: float, limit: str, warning: str,
+    lim: float | None,
+    ws: float,
+    shortage: float,
+    held: float,
+    limit: str,
+    warning: str,
     relieves: bool,
-) -> None:  # fmt: skip
+) -> None:
     d = _offender(lim, ws, shortage, held)
     plan = with_relief(plan_tier3(view([pod("prep", req=lim or 8, lim=lim)]), d), d)
 
@@ -119,13 +133,19 @@ def test_a_daemonset_is_capped_and_the_plan_counts_its_pods_on_every_node() -> N
             )
         }
     )
-    ds = WorkloadInfo(kind="DaemonSet", namespace="ml", name="log-shipper-x1-ctl",
-                      replicas=40, strategy="RollingUpdate")  # fmt: skip
+    ds = WorkloadInfo(
+        kind="DaemonSet",
+        namespace="ml",
+        name="log-shipper-x1-ctl",
+        replicas=40,
+        strategy="RollingUpdate",
+    )
     v = view([shipper], workloads=[ds])
 
     plan = plan_tier3(v, d)
-    notes = rollout_notes(v, "DaemonSet", "ml", "log-shipper-x1-ctl", pods=[shipper],
-                          resources=True)  # fmt: skip
+    notes = rollout_notes(
+        v, "DaemonSet", "ml", "log-shipper-x1-ctl", pods=[shipper], resources=True
+    )
 
     assert plan.available and plan.target == "DaemonSet/ml/log-shipper-x1-ctl"
     assert plan.steps[0].verb == "patch_resources" and plan.steps[0].kind == "DaemonSet"
@@ -160,6 +180,11 @@ def test_setting_a_limit_where_none_was_is_a_decrease_for_an_in_place_resize(
 ) -> None:
     p = pod("prep", req=8, lim=None)
     v = view([p], in_place_resize=True, server_version="v1.35.0")
-    step = Step(verb="patch_resources", kind="Deployment", namespace="ml", name="prep-ctl",
-                params={"container": "main", "limits": {"memory": "8Gi"}})  # fmt: skip
+    step = Step(
+        verb="patch_resources",
+        kind="Deployment",
+        namespace="ml",
+        name="prep-ctl",
+        params={"container": "main", "limits": {"memory": "8Gi"}},
+    )
     assert in_place_refusal(v, p, step, below_usage=below) == refusal

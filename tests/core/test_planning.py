@@ -317,9 +317,14 @@ def test_tier3_is_not_offered_for_a_gpu_container_at_its_own_limit() -> None:
 
 def _overcommitted(pods: list[PodInfo]) -> ClusterView:
     """A 100 GiB node whose limits total 144 GiB: the cut is 144 - 90 (target) = 54 GiB."""
-    row = ResourceAllocation(resource="memory", requests="60Gi", limits="144Gi",
-                             requests_value=60 * GI, limits_value=144 * GI,
-                             allocatable_value=100 * GI)  # fmt: skip
+    row = ResourceAllocation(
+        resource="memory",
+        requests="60Gi",
+        limits="144Gi",
+        requests_value=60 * GI,
+        limits_value=144 * GI,
+        allocatable_value=100 * GI,
+    )
     return view(pods, allocated=[row])
 
 

@@ -12,25 +12,39 @@ from bot.core.redaction import PATTERNS, redact_command_line
 @pytest.mark.parametrize(
     ("raw", "redacted"),
     [
-        ("python train.py --password=hunter2 --epochs 3",
-         "python train.py --password=*** --epochs 3"),
+        (
+            "python train.py --password=hunter2 --epochs 3",
+            "python train.py --password=*** --epochs 3",
+        ),
         ("psql --db-password hunter2 -c select", "psql --db-password *** -c select"),
-        ("app --api-key=abc123 --client-secret=s3cr3t",
-         "app --api-key=*** --client-secret=***"),
-        ("curl https://x.example/v1?token=abc&page=2", "curl https://x.example/v1?token=***&page=2"),
-        ("env PGPASSWORD=hunter2 AWS_SECRET_ACCESS_KEY=wJalrXUt/K7MDENG pg_dump",
-         "env PGPASSWORD=*** AWS_SECRET_ACCESS_KEY=*** pg_dump"),
-        ("worker postgresql://gpunode:hunter2@db.example:5432/gpunode",
-         "worker postgresql://gpunode:***@db.example:5432/gpunode"),
-        ("git clone https://oauth2:glpat-abc@gitlab.example/x.git",
-         "git clone https://oauth2:***@gitlab.example/x.git"),
-        ("aws s3 cp --profile AKIAIOSFODNN7EXAMPLE s3://b/k .",
-         "aws s3 cp --profile *** s3://b/k ."),
-        ("curl -H Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30.x",
-         "curl -H Authorization: Bearer ***"),
+        ("app --api-key=abc123 --client-secret=s3cr3t", "app --api-key=*** --client-secret=***"),
+        (
+            "curl https://x.example/v1?token=abc&page=2",
+            "curl https://x.example/v1?token=***&page=2",
+        ),
+        (
+            "env PGPASSWORD=hunter2 AWS_SECRET_ACCESS_KEY=wJalrXUt/K7MDENG pg_dump",
+            "env PGPASSWORD=*** AWS_SECRET_ACCESS_KEY=*** pg_dump",
+        ),
+        (
+            "worker postgresql://gpunode:hunter2@db.example:5432/gpunode",
+            "worker postgresql://gpunode:***@db.example:5432/gpunode",
+        ),
+        (
+            "git clone https://oauth2:glpat-abc@gitlab.example/x.git",
+            "git clone https://oauth2:***@gitlab.example/x.git",
+        ),
+        (
+            "aws s3 cp --profile AKIAIOSFODNN7EXAMPLE s3://b/k .",
+            "aws s3 cp --profile *** s3://b/k .",
+        ),
+        (
+            "curl -H Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30.x",
+            "curl -H Authorization: Bearer ***",
+        ),
         ("bot xoxb-1234567890-abcdefghij", "bot ***"),
     ],
-)  # fmt: skip
+)
 def test_a_secret_in_a_command_line_is_replaced_and_its_name_kept(raw: str, redacted: str) -> None:
     assert redact_command_line(raw) == redacted
 
@@ -53,9 +67,15 @@ def test_a_command_line_without_secrets_is_left_as_it_is(innocent: str) -> None:
 def test_every_pattern_in_the_table_is_exercised() -> None:
     # the rows above cover each pattern at least once (a new pattern needs a new row)
     rows = [
-        "--password=a", "--password b", "token=c", "u://x:y@h", "Bearer abcdefghij",
-        "AKIAIOSFODNN7EXAMPLE", "xoxb-1234567890-abcdef", "ghp_" + "a" * 36,
-    ]  # fmt: skip
+        "--password=a",
+        "--password b",
+        "token=c",
+        "u://x:y@h",
+        "Bearer abcdefghij",
+        "AKIAIOSFODNN7EXAMPLE",
+        "xoxb-1234567890-abcdef",
+        "ghp_" + "a" * 36,
+    ]
     for name, pattern, _ in PATTERNS:
         assert any(pattern.search(row) for row in rows), name
 

@@ -23,9 +23,17 @@ TASK = f"{POD}/cri-containerd-{CID}.scope"
 
 def _kill(scope: str, oom_memcg: str | None) -> OomKill:
     return OomKill(
-        at=AT, uptime_us=1, scope=scope, pid=4242, comm="python", anon_rss_bytes=1 << 30,
-        oom_memcg=oom_memcg, task_memcg=TASK, pod_uid=UID, container_id=CID,
-    )  # fmt: skip
+        at=AT,
+        uptime_us=1,
+        scope=scope,
+        pid=4242,
+        comm="python",
+        anon_rss_bytes=1 << 30,
+        oom_memcg=oom_memcg,
+        task_memcg=TASK,
+        pod_uid=UID,
+        container_id=CID,
+    )
 
 
 @pytest.mark.parametrize(

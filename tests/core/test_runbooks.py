@@ -13,8 +13,12 @@ from tests.core.analysis_builders import AT, GI, view
 
 
 def _unit_verdict(unit: str) -> Diagnosis:
-    verdict = Verdict(cause="system_process", subject=unit, shortage_bytes=8 * GI,
-                      params={"systemd_unit": unit, "pid": 812})  # fmt: skip
+    verdict = Verdict(
+        cause="system_process",
+        subject=unit,
+        shortage_bytes=8 * GI,
+        params={"systemd_unit": unit, "pid": 812},
+    )
     return Diagnosis(node="n1", collected_at=AT, verdict=verdict, ledger=Ledger(total_bytes=0))
 
 

@@ -39,21 +39,41 @@ def _on_gpu(n: _Node, pod_name: str, index: int, used: int) -> None:
     pod = next(p for p in n.pods if p.name == pod_name)
     proc = next(p for p in n.processes if p.pod_uid == pod.uid)
     n.gpu_procs.append(
-        GpuProcess(gpu_index=index, gpu_uuid=n.gpus[index].uuid, pid=proc.pid,
-                   used_gpu_memory_bytes=used, command=proc.command, pod_uid=pod.uid,
-                   container_id=pod.containers[0].container_id)
-    )  # fmt: skip
+        GpuProcess(
+            gpu_index=index,
+            gpu_uuid=n.gpus[index].uuid,
+            pid=proc.pid,
+            used_gpu_memory_bytes=used,
+            command=proc.command,
+            pod_uid=pod.uid,
+            container_id=pod.containers[0].container_id,
+        )
+    )
 
 
 def _time_sliced(labels: dict[str, str], *, restarts: int = 6) -> tuple[Diagnosis, ClusterView]:
     """4 GPUs time-sliced 4 ways; llm-serve holds 71 GiB of GPU 0, three embed-api pods on
     the same GPU hold 1 GiB each and keep restarting; host memory is fine."""
     n = _Node(rng=random.Random(11), total=251 * GI)
-    _pod(n, "llm-serve-7c9d-aaaaa", 20 * GI, gpu=1, request=24 * GI, limit=32 * GI,
-         owner=("Deployment", "llm-serve"))  # fmt: skip
+    _pod(
+        n,
+        "llm-serve-7c9d-aaaaa",
+        20 * GI,
+        gpu=1,
+        request=24 * GI,
+        limit=32 * GI,
+        owner=("Deployment", "llm-serve"),
+    )
     for i in range(3):
-        _pod(n, f"embed-api-5b6c-{i:05d}", 2 * GI, gpu=1, request=4 * GI, limit=8 * GI,
-             owner=("Deployment", "embed-api"))  # fmt: skip
+        _pod(
+            n,
+            f"embed-api-5b6c-{i:05d}",
+            2 * GI,
+            gpu=1,
+            request=4 * GI,
+            limit=8 * GI,
+            owner=("Deployment", "embed-api"),
+        )
     _gpus(n, 4, None, max_share=0.1)
     _on_gpu(n, "llm-serve-7c9d-aaaaa", 0, 71 * GI)
     for i in range(3):
@@ -134,9 +154,14 @@ def test_a_login_sessions_process_on_a_gpu_is_named_with_its_session_and_command
     n.processes[-1] = orphan
     _set_gpu(n, 5, 70 * GI)
     n.gpu_procs.append(
-        GpuProcess(gpu_index=5, gpu_uuid=n.gpus[5].uuid, pid=orphan.pid,
-                   used_gpu_memory_bytes=60 * GI, command="python3")
-    )  # fmt: skip
+        GpuProcess(
+            gpu_index=5,
+            gpu_uuid=n.gpus[5].uuid,
+            pid=orphan.pid,
+            used_gpu_memory_bytes=60 * GI,
+            command="python3",
+        )
+    )
     d = analyze(_finish(n, _kernel(n), pressured=False), _view(n), now=AT)
     v = d.verdict
     assert v.cause == "gpu_orphan"

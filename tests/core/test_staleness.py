@@ -37,10 +37,14 @@ def _check(
 ) -> str | None:
     plan = PLANS[tier]
     return stale_reason(
-        plan, evidence_at=BUNDLE.collected_at, now=now, max_age_s=900, before=before,
+        plan,
+        evidence_at=BUNDLE.collected_at,
+        now=now,
+        max_age_s=900,
+        before=before,
         current=current,
         controllers=_controllers(plan) if controllers is None else controllers,
-    )  # fmt: skip
+    )
 
 
 def _cordoned(v: ClusterView) -> ClusterView:
@@ -121,14 +125,20 @@ def test_a_changed_priority_class_is_stale() -> None:
 
 
 _PATCHED = {
-    "verb": "patch_resources", "kind": "Deployment", "namespace": "d", "name": "p",
+    "verb": "patch_resources",
+    "kind": "Deployment",
+    "namespace": "d",
+    "name": "p",
     "before": {"container": "c"},
     "after": {"resources": {"limits": {"memory": "32Gi"}, "requests": {"memory": "28Gi"}}},
-}  # fmt: skip
+}
 _PRIORITY = {
-    "verb": "set_priority_class", "kind": "StatefulSet", "namespace": "t", "name": "s",
+    "verb": "set_priority_class",
+    "kind": "StatefulSet",
+    "namespace": "t",
+    "name": "s",
     "after": {"priorityClassName": "critical"},
-}  # fmt: skip
+}
 _CORDON = {"verb": "cordon", "kind": "Node", "name": "n1", "after": {"unschedulable": True}}
 
 
@@ -141,23 +151,42 @@ def _deployment(limits: dict[str, str], requests: dict[str, str]) -> dict[str, o
     ("changes", "unschedulable", "controllers", "refused_because"),
     [
         # the objects still hold what the action left: undo may run
-        ([_PATCHED], None, {"Deployment/d/p": _deployment({"memory": "32768Mi"},
-                                                          {"memory": "28Gi"})}, None),
-        ([_PRIORITY], None, {"StatefulSet/t/s": {"spec": {"template": {"spec": {
-            "priorityClassName": "critical"}}}}}, None),
+        (
+            [_PATCHED],
+            None,
+            {"Deployment/d/p": _deployment({"memory": "32768Mi"}, {"memory": "28Gi"})},
+            None,
+        ),
+        (
+            [_PRIORITY],
+            None,
+            {
+                "StatefulSet/t/s": {
+                    "spec": {"template": {"spec": {"priorityClassName": "critical"}}}
+                }
+            },
+            None,
+        ),
         ([_CORDON], True, {}, None),
         # someone changed them since: undo would overwrite that, so it is refused
-        ([_PATCHED], None, {"Deployment/d/p": _deployment({"memory": "40Gi"},
-                                                          {"memory": "28Gi"})},
-         "changed again"),
+        (
+            [_PATCHED],
+            None,
+            {"Deployment/d/p": _deployment({"memory": "40Gi"}, {"memory": "28Gi"})},
+            "changed again",
+        ),
         ([_PATCHED], None, {"Deployment/d/p": None}, "no longer exists"),
-        ([_PRIORITY], None, {"StatefulSet/t/s": {"spec": {"template": {"spec": {}}}}},
-         "changed again"),
+        (
+            [_PRIORITY],
+            None,
+            {"StatefulSet/t/s": {"spec": {"template": {"spec": {}}}}},
+            "changed again",
+        ),
         ([_CORDON], False, {}, "uncordoned by someone else"),
         # a no-op or dry-run change left nothing to compare
         ([{**_CORDON, "noop": True}], False, {}, None),
     ],
-)  # fmt: skip
+)
 def test_undo_is_refused_only_when_a_target_changed_after_the_action(
     changes: list[dict[str, object]],
     unschedulable: bool | None,

@@ -65,10 +65,12 @@ def test_the_input_value_is_never_echoed() -> None:
 
 @pytest.mark.parametrize(
     ("top", "expected"),
-    [("", ": Input should be a valid dictionary or instance of Outer"),
-     ("(top level)", "(top level): Input should be a valid dictionary or instance of Outer"),
-     (None, "Input should be a valid dictionary or instance of Outer")],
-)  # fmt: skip
+    [
+        ("", ": Input should be a valid dictionary or instance of Outer"),
+        ("(top level)", "(top level): Input should be a valid dictionary or instance of Outer"),
+        (None, "Input should be a valid dictionary or instance of Outer"),
+    ],
+)
 def test_an_error_at_the_top_level_is_named_as_the_caller_says(
     top: str | None, expected: str
 ) -> None:

@@ -37,9 +37,17 @@ def _training_eats_host_ram() -> Diagnosis:
     n = _Node(rng=random.Random(3), total=251 * GI)
     _daemons(n)
     workers = [("pt_data_worker", 21 * GI)] * 9
-    train = _pod(n, "train-0", 228 * GI, gpu=8, request=32 * GI, limit=None,
-                 owner=("StatefulSet", "train"), shmem=4 * GI,
-                 procs=[("python", 30 * GI), *workers])  # fmt: skip
+    train = _pod(
+        n,
+        "train-0",
+        228 * GI,
+        gpu=8,
+        request=32 * GI,
+        limit=None,
+        owner=("StatefulSet", "train"),
+        shmem=4 * GI,
+        procs=[("python", 30 * GI), *workers],
+    )
     _gpus(n, 8, train)
     _pod(n, "preprocess-5f6d-abcde", 8 * GI, limit=12 * GI, owner=("Deployment", "preprocess"))
     return _short_node(n)
@@ -92,13 +100,24 @@ def test_a_host_daemon_is_named_by_its_unit_with_a_manual_runbook() -> None:
 def test_a_gpu_process_of_no_pod_is_an_orphan_end_to_end() -> None:
     n = _Node(rng=random.Random(9), total=251 * GI)
     _daemons(n)
-    _gpus(n, 8, _pod(n, "train-0", 20 * GI, gpu=8, limit=40 * GI, owner=("StatefulSet", "train")),
-          max_share=0.3)  # fmt: skip
+    _gpus(
+        n,
+        8,
+        _pod(n, "train-0", 20 * GI, gpu=8, limit=40 * GI, owner=("StatefulSet", "train")),
+        max_share=0.3,
+    )
     orphan = _system(n, "python3", 2 * GI, "/")
     g = n.gpus[5]
     n.gpus[5] = g.model_copy(update={"memory_used_bytes": 70 * GI, "memory_free_bytes": 10 * GI})
-    n.gpu_procs.append(GpuProcess(gpu_index=5, gpu_uuid=g.uuid, pid=orphan.pid,
-                                  used_gpu_memory_bytes=60 * GI, command="python3"))  # fmt: skip
+    n.gpu_procs.append(
+        GpuProcess(
+            gpu_index=5,
+            gpu_uuid=g.uuid,
+            pid=orphan.pid,
+            used_gpu_memory_bytes=60 * GI,
+            command="python3",
+        )
+    )
     d = analyze(_finish(n, _kernel(n), pressured=False), _view(n), now=AT)
     v = d.verdict
     assert (v.cause, v.subject, v.params["pid"]) == ("gpu_orphan", g.uuid, orphan.pid)
@@ -126,12 +145,17 @@ def test_a_slab_verdict_names_the_biggest_caches_when_slabinfo_was_readable() ->
 def test_a_gpu_process_the_collector_could_not_see_is_not_called_an_orphan() -> None:
     n = _Node(rng=random.Random(9), total=251 * GI)
     _daemons(n)
-    _gpus(n, 8, _pod(n, "train-0", 20 * GI, gpu=8, limit=40 * GI, owner=("StatefulSet", "train")),
-          max_share=0.3)  # fmt: skip
+    _gpus(
+        n,
+        8,
+        _pod(n, "train-0", 20 * GI, gpu=8, limit=40 * GI, owner=("StatefulSet", "train")),
+        max_share=0.3,
+    )
     g = n.gpus[2]
     n.gpus[2] = g.model_copy(update={"memory_used_bytes": 70 * GI, "memory_free_bytes": 10 * GI})
-    n.gpu_procs.append(GpuProcess(gpu_index=2, gpu_uuid=g.uuid, pid=424242,
-                                  used_gpu_memory_bytes=60 * GI))  # fmt: skip
+    n.gpu_procs.append(
+        GpuProcess(gpu_index=2, gpu_uuid=g.uuid, pid=424242, used_gpu_memory_bytes=60 * GI)
+    )
     d = analyze(_finish(n, _kernel(n), pressured=False), _view(n), now=AT)
     assert d.verdict.cause != "gpu_orphan"
 

@@ -38,11 +38,24 @@ def _trainer_inside_its_request(seed: int = 5) -> Diagnosis:
     60 GiB, 40 above its 20 GiB request."""
     n = _Node(rng=random.Random(seed), total=251 * GI)
     _daemons(n)
-    train = _pod(n, "train-0", 90 * GI, gpu=8, request=100 * GI, limit=110 * GI,
-                 owner=("StatefulSet", "train"))  # fmt: skip
+    train = _pod(
+        n,
+        "train-0",
+        90 * GI,
+        gpu=8,
+        request=100 * GI,
+        limit=110 * GI,
+        owner=("StatefulSet", "train"),
+    )
     _gpus(n, 8, train)
-    _pod(n, "preprocess-5f6d-abcde", 60 * GI, request=20 * GI, limit=64 * GI,
-         owner=("Deployment", "preprocess"))  # fmt: skip
+    _pod(
+        n,
+        "preprocess-5f6d-abcde",
+        60 * GI,
+        request=20 * GI,
+        limit=64 * GI,
+        owner=("Deployment", "preprocess"),
+    )
     return _short(n)
 
 
@@ -61,11 +74,18 @@ def test_a_pod_inside_its_request_never_lowers_the_confidence() -> None:
     # preprocessing pod (64 GiB, 16 above its 48 GiB request); old code: a near tie, low
     n = _Node(rng=random.Random(7), total=251 * GI)
     _daemons(n)
-    train = _pod(n, "train-0", 62 * GI, gpu=8, request=68 * GI, limit=72 * GI,
-                 owner=("StatefulSet", "train"))  # fmt: skip
+    train = _pod(
+        n, "train-0", 62 * GI, gpu=8, request=68 * GI, limit=72 * GI, owner=("StatefulSet", "train")
+    )
     _gpus(n, 8, train)
-    _pod(n, "preprocess-5f6d-abcde", 64 * GI, request=48 * GI, limit=66 * GI,
-         owner=("Deployment", "preprocess"))  # fmt: skip
+    _pod(
+        n,
+        "preprocess-5f6d-abcde",
+        64 * GI,
+        request=48 * GI,
+        limit=66 * GI,
+        owner=("Deployment", "preprocess"),
+    )
     d = _short(n)
     assert d.verdict.subject == "ml/preprocess-5f6d-abcde"
     assert d.verdict.confidence == "high"
@@ -97,8 +117,14 @@ def test_a_pods_share_is_its_own_and_the_groups_share_is_labelled_the_groups() -
     # old code: "<pod> holds 18.0 GiB (86% of the node)", the 86% being its Deployment's
     n = _Node(rng=random.Random(2), total=251 * GI)
     for i in range(12):
-        _pod(n, f"api-7c9d-{i:05d}", 18 * GI, request=8 * GI, limit=20 * GI,
-             owner=("Deployment", "api"))  # fmt: skip
+        _pod(
+            n,
+            f"api-7c9d-{i:05d}",
+            18 * GI,
+            request=8 * GI,
+            limit=20 * GI,
+            owner=("Deployment", "api"),
+        )
     d = _short(n)
     v = d.verdict
     assert v.params["share_percent"] == round(18 * 100 / 251, 1)
@@ -145,8 +171,9 @@ def test_a_node_without_gpus_hears_no_gpu_words() -> None:
 def test_the_guaranteed_qos_advice_asks_for_requests_equal_to_limits() -> None:
     # old code: "slightly below its limit" (87.5%): a Burstable pod is still ranked by usage
     n = _Node(rng=random.Random(6), total=251 * GI)
-    train = _pod(n, "train-0", 40 * GI, gpu=8, request=50 * GI, limit=72 * GI,
-                 owner=("StatefulSet", "train"))  # fmt: skip
+    train = _pod(
+        n, "train-0", 40 * GI, gpu=8, request=50 * GI, limit=72 * GI, owner=("StatefulSet", "train")
+    )
     _gpus(n, 8, train)
     d = _short(n)
     point = next(p for p in d.talking_points if p.key == "ai.training_request_buffer")
@@ -175,8 +202,9 @@ def test_a_leaking_sidecar_hears_about_the_sidecar_not_dataloader_workers() -> N
     # old code: "fewer DataLoader workers, a lower prefetch_factor ..." for a log shipper
     n = _Node(rng=random.Random(8), total=251 * GI)
     _daemons(n)
-    train = _pod(n, "train-0", 2 * GI, gpu=8, request=8 * GI, limit=None,
-                 owner=("StatefulSet", "train"))  # fmt: skip
+    train = _pod(
+        n, "train-0", 2 * GI, gpu=8, request=8 * GI, limit=None, owner=("StatefulSet", "train")
+    )
     _gpus(n, 8, train)
     main = n.containers[-1]
     leak = main.model_copy(
@@ -208,11 +236,18 @@ def test_the_ai_team_hears_when_its_container_is_at_its_own_limit_and_that_prior
     # old code: a finding only, no word to the AI team
     n = _Node(rng=random.Random(7), total=251 * GI)
     _daemons(n)
-    train = _pod(n, "train-0", 69 * GI, gpu=8, request=70 * GI, limit=72 * GI,
-                 owner=("StatefulSet", "train"))  # fmt: skip
+    train = _pod(
+        n, "train-0", 69 * GI, gpu=8, request=70 * GI, limit=72 * GI, owner=("StatefulSet", "train")
+    )
     _gpus(n, 8, train)
-    _pod(n, "preprocess-5f6d-abcde", 64 * GI, request=48 * GI, limit=80 * GI,
-         owner=("Deployment", "preprocess"))  # fmt: skip
+    _pod(
+        n,
+        "preprocess-5f6d-abcde",
+        64 * GI,
+        request=48 * GI,
+        limit=80 * GI,
+        owner=("Deployment", "preprocess"),
+    )
     d = _short(n)
     assert d.verdict.subject == "ml/preprocess-5f6d-abcde"
     own = [p for p in d.talking_points if p.key == "ai.container_near_limit"]

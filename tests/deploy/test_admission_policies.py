@@ -316,8 +316,9 @@ def test_every_policy_matches_the_service_account_the_base_deploys() -> None:
     account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
     user = f"system:serviceaccount:{deployment['metadata']['namespace']}:{account}"
     policies = [o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"]
-    bound = {o["spec"]["policyName"] for o in objects
-             if o["kind"] == "ValidatingAdmissionPolicyBinding"}  # fmt: skip
+    bound = {
+        o["spec"]["policyName"] for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding"
+    }
     assert {p["metadata"]["name"] for p in policies} == bound
     for policy in policies:
         conditions = [c["expression"] for c in policy["spec"]["matchConditions"]]

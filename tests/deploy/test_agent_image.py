@@ -66,13 +66,34 @@ async def test_the_agent_serves_from_the_slim_image_without_any_third_party_pack
     own.write_text(sim.authn.issue("gpunode", "gpunode-agent", API_AUDIENCES))
     port = _free_port()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-S", "-m", "bot", "agent", "--root", str(HOST),
-        "--listen", "127.0.0.1", "--port", str(port),
-        "--tls-cert", str(tls.cert), "--tls-key", str(tls.key), "--allow", BOT_USER,
-        "--api-server", sim.url, "--api-token-file", str(own), "--node-name", "slim",
-        cwd=slim, env={"PYTHONPATH": str(slim), "PATH": os.environ.get("PATH", "")},
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
+        sys.executable,
+        "-S",
+        "-m",
+        "bot",
+        "agent",
+        "--root",
+        str(HOST),
+        "--listen",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--tls-cert",
+        str(tls.cert),
+        "--tls-key",
+        str(tls.key),
+        "--allow",
+        BOT_USER,
+        "--api-server",
+        sim.url,
+        "--api-token-file",
+        str(own),
+        "--node-name",
+        "slim",
+        cwd=slim,
+        env={"PYTHONPATH": str(slim), "PATH": os.environ.get("PATH", "")},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     try:
         token = sim.authn.issue("gpunode", "gpunode", (AUDIENCE,))
         status, body = await asyncio.to_thread(_get, port, tls.ca, token)

@@ -121,9 +121,12 @@ def test_the_slim_file_set_collects_a_bundle_without_any_third_party_package(
 ) -> None:
     done = subprocess.run(
         [sys.executable, "-S", "-m", "bot", *COLLECT],
-        capture_output=True, text=True, timeout=120, cwd=slim_tree,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=slim_tree,
         env={"PYTHONPATH": str(slim_tree), "PATH": os.environ.get("PATH", "")},
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr
     bundle = EvidenceBundle.model_validate_json(done.stdout)
     assert bundle.node_name == "slim" and bundle.processes

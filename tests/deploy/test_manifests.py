@@ -318,9 +318,13 @@ def test_the_ha_overlay_reads_the_dsn_from_a_secret_and_keeps_no_sqlite_volume()
     assert all(o["kind"] != "PersistentVolumeClaim" for o in objects)
     plain = {k: v for k, v in env.items() if isinstance(v, str)}
     settings = load_settings(
-        {**plain, "GPUNODE_KUBE__NAMESPACE": "gpunode", "GPUNODE_LEADER__IDENTITY": "pod-a",
-         "GPUNODE_STORE__DSN": "postgresql://gpunode:pw@db/gpunode"}
-    )  # fmt: skip
+        {
+            **plain,
+            "GPUNODE_KUBE__NAMESPACE": "gpunode",
+            "GPUNODE_LEADER__IDENTITY": "pod-a",
+            "GPUNODE_STORE__DSN": "postgresql://gpunode:pw@db/gpunode",
+        }
+    )
     assert settings.store.target == "postgresql://gpunode:pw@db/gpunode"
     assert settings.leader.lease_name == "gpunode-leader"
 
@@ -344,5 +348,9 @@ def test_the_ha_overlay_grants_the_lease_in_its_namespace_only() -> None:
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "gpunode", "namespace": "gpunode"}
     ]
-    assert not any("leases" in r.get("resources", []) for o in objects
-                   if o["kind"] == "ClusterRole" for r in o["rules"])  # fmt: skip
+    assert not any(
+        "leases" in r.get("resources", [])
+        for o in objects
+        if o["kind"] == "ClusterRole"
+        for r in o["rules"]
+    )

@@ -180,9 +180,12 @@ def test_each_bot_alert_has_a_severity_and_full_annotations(rule: dict[str, Any]
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
 def test_pure_python_render_equals_kubectl_kustomize() -> None:
     out = subprocess.run(
-        ["kubectl", "kustomize", str(MONITORING)], check=True, capture_output=True, text=True,
+        ["kubectl", "kustomize", str(MONITORING)],
+        check=True,
+        capture_output=True,
+        text=True,
         timeout=60,
-    ).stdout  # fmt: skip
+    ).stdout
     expected = sorted(
         (d["kind"], d["metadata"]["name"], json.dumps(d, sort_keys=True))
         for d in yaml.safe_load_all(out)

@@ -47,8 +47,9 @@ def _bot_labels(objects: list[dict[str, Any]]) -> dict[str, str]:
 
 def _env(objects: list[dict[str, Any]]) -> dict[str, Any]:
     deployment = find(objects, "Deployment", "gpunode")
-    [bot] = [c for c in deployment["spec"]["template"]["spec"]["containers"]
-             if c["name"] == "gpunode"]  # fmt: skip
+    [bot] = [
+        c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "gpunode"
+    ]
     return {e["name"]: e for e in bot.get("env") or []}
 
 
@@ -110,8 +111,11 @@ def _peer_allows(peer: dict[str, Any], namespace: str | None) -> bool:
 def egress_allows(
     policies: list[dict[str, Any]], labels: dict[str, str], dest: Destination
 ) -> bool:
-    selecting = [p for p in policies if _selects(p, labels)
-                 and "Egress" in (p["spec"].get("policyTypes") or [])]  # fmt: skip
+    selecting = [
+        p
+        for p in policies
+        if _selects(p, labels) and "Egress" in (p["spec"].get("policyTypes") or [])
+    ]
     if not selecting:
         return True  # no egress policy: everything is allowed
     for policy in selecting:
@@ -153,8 +157,11 @@ def test_openshift_resolves_names_through_openshift_dns_and_takes_slack_from_its
     labels = _bot_labels(objects)
     assert egress_allows([policy], labels, Destination("DNS", "openshift-dns", 5353, "UDP"))
     assert not egress_allows([policy], labels, Destination("DNS", "kube-system", 53, "UDP"))
-    sources = {peer["namespaceSelector"]["matchLabels"][NS_LABEL]
-               for rule in policy["spec"]["ingress"] for peer in rule["from"]}  # fmt: skip
+    sources = {
+        peer["namespaceSelector"]["matchLabels"][NS_LABEL]
+        for rule in policy["spec"]["ingress"]
+        for peer in rule["from"]
+    }
     assert "openshift-ingress" in sources and "ingress-nginx" not in sources
 
 

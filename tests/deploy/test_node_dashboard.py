@@ -24,8 +24,11 @@ needs_promtool = pytest.mark.skipif(
 )
 #: Grafana's variables as Prometheus receives them (regex matchers take the value as is)
 GRAFANA_VARS = {
-    "$__rate_interval": "5m", "$__interval": "1m", "$node": "gpu-node-01", "$cluster": ".*",
-}  # fmt: skip
+    "$__rate_interval": "5m",
+    "$__interval": "1m",
+    "$node": "gpu-node-01",
+    "$cluster": ".*",
+}
 
 
 def dashboard() -> dict[str, Any]:

@@ -17,8 +17,9 @@ from tests.deploy.kustomizing import find, render
 
 REPO = Path(__file__).resolve().parents[2]
 OVERLAY = REPO / "deploy" / "overlays" / "openshift"
-SCHEMA = json.loads((REPO / "deploy" / "schemas" / "securitycontextconstraints.schema.json")
-                    .read_text())  # fmt: skip
+SCHEMA = json.loads(
+    (REPO / "deploy" / "schemas" / "securitycontextconstraints.schema.json").read_text()
+)
 
 
 def _scc() -> dict[str, Any]:
@@ -85,10 +86,11 @@ def test_only_the_collectors_service_account_may_use_the_scc() -> None:
         {"kind": "ServiceAccount", "name": "gpunode-collector", "namespace": "gpunode"}
     ]
     uses = [
-        o for o in objects
+        o
+        for o in objects
         if o["kind"] in ("ClusterRole", "Role")
         and any("securitycontextconstraints" in r.get("resources", []) for r in o["rules"])
-    ]  # fmt: skip
+    ]
     assert [o["metadata"]["name"] for o in uses] == ["gpunode-collector-scc"]
 
 

@@ -177,10 +177,19 @@ def _unit_tests(kit: Kit, *, slab_over: float, available_under: float) -> dict[s
             {
                 "eval_time": "20m",
                 "alertname": name,
-                "exp_alerts": [{"exp_labels": {"severity": severity, "instance": "10.0.0.7:9100",
-                                               "node": "10.0.0.7"}}] if fires else [],
+                "exp_alerts": [
+                    {
+                        "exp_labels": {
+                            "severity": severity,
+                            "instance": "10.0.0.7:9100",
+                            "node": "10.0.0.7",
+                        }
+                    }
+                ]
+                if fires
+                else [],
             }
-        )  # fmt: skip
+        )
 
     expect("GpunodeKernelUnreclaimableSlabHigh", "warning", slab_over > 0)
     expect("GpunodeMemoryAvailableLow", "critical", available_under > 0)

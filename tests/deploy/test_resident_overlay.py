@@ -118,9 +118,10 @@ def test_the_agent_has_the_jobs_host_mounts_and_privileges_and_no_more(
     def mounts(c: dict[str, Any], spec: dict[str, Any]) -> list[Any]:
         hostpaths = {v["name"] for v in spec["volumes"] if "hostPath" in v}
         return sorted(
-            (m["name"], m["mountPath"], m.get("readOnly")) for m in c["volumeMounts"]
+            (m["name"], m["mountPath"], m.get("readOnly"))
+            for m in c["volumeMounts"]
             if m["name"] in hostpaths
-        )  # fmt: skip
+        )
 
     assert host(pod) == host(job)
     assert mounts(container, pod) == mounts(job_container, job)

@@ -111,9 +111,15 @@ class Replicas:
         log = self.workdir / f"{name}.log"
         with log.open("wb") as out:
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "bot", "serve", env=self.env(name, port),
-                cwd=self.workdir, stdout=out, stderr=out,
-            )  # fmt: skip
+                sys.executable,
+                "-m",
+                "bot",
+                "serve",
+                env=self.env(name, port),
+                cwd=self.workdir,
+                stdout=out,
+                stderr=out,
+            )
         replica = Replica(name, port, proc, log)
         self.running[name] = replica
         await until(lambda: self._ready(replica), timeout_s=30, what=f"{name} to be ready")
@@ -165,12 +171,22 @@ class Replicas:
 
     async def audit_verify(self) -> tuple[int, str]:
         """``gpunode audit --verify`` against the shared database: (exit code, its output)."""
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(self.workdir),
-               "GPUNODE_STORE__DSN": self.dsn}  # fmt: skip
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(self.workdir),
+            "GPUNODE_STORE__DSN": self.dsn,
+        }
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot", "audit", "--verify", env=env, cwd=self.workdir,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        )  # fmt: skip
+            sys.executable,
+            "-m",
+            "bot",
+            "audit",
+            "--verify",
+            env=env,
+            cwd=self.workdir,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
         out, _ = await proc.communicate()
         return int(proc.returncode or 0), out.decode().strip()
 

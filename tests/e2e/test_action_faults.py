@@ -44,17 +44,22 @@ class Step:
 
 STEPS = {
     # tier 1 evicts only what covers the shortage: preprocess (feature-cache is not needed)
-    "tier1-cordon": Step(1, "PATCH", r"^/api/v1/nodes/gpu-node-01$", "cordon `gpu-node-01`",
-                         ("preprocess-",), ()),
-    "tier1-evict": Step(1, "POST", r"/pods/preprocess-[^/]+/eviction$", "preprocess-", (),
-                        ("cordoned",)),
-    "tier2-priorityclass": Step(2, "POST", r"/priorityclasses$", f"`{PC}` failed",
-                                ("train-llm",), ()),
-    "tier2-statefulset": Step(2, "PATCH", r"/statefulsets/train-llm$", "`train-llm` failed", (),
-                              ("priority_class",)),
-    "tier3-deployment": Step(3, "PATCH", r"/deployments/preprocess$", "`preprocess` failed",
-                             (), ()),
-}  # fmt: skip
+    "tier1-cordon": Step(
+        1, "PATCH", r"^/api/v1/nodes/gpu-node-01$", "cordon `gpu-node-01`", ("preprocess-",), ()
+    ),
+    "tier1-evict": Step(
+        1, "POST", r"/pods/preprocess-[^/]+/eviction$", "preprocess-", (), ("cordoned",)
+    ),
+    "tier2-priorityclass": Step(
+        2, "POST", r"/priorityclasses$", f"`{PC}` failed", ("train-llm",), ()
+    ),
+    "tier2-statefulset": Step(
+        2, "PATCH", r"/statefulsets/train-llm$", "`train-llm` failed", (), ("priority_class",)
+    ),
+    "tier3-deployment": Step(
+        3, "PATCH", r"/deployments/preprocess$", "`preprocess` failed", (), ()
+    ),
+}
 FAULTS: dict[str, dict[str, Any]] = {
     "500": {"status": 500},
     "timeout": {"delay_s": DELAY_S},
@@ -135,9 +140,10 @@ async def request_tier(demo: Demo, root_ts: str, tier: int) -> ActionRecord:
     _, errors = await submit_modal(demo, ALICE, {"reason": "memory incident", **edits})
     assert errors == {}
     [record] = [
-        a for a in await demo.runtime.store.actions_for_incident(incident.id)
+        a
+        for a in await demo.runtime.store.actions_for_incident(incident.id)
         if a.action_id not in known
-    ]  # fmt: skip
+    ]
     return record
 
 
@@ -228,8 +234,9 @@ async def test_a_fault_at_a_write_is_reported_and_the_cluster_matches_the_thread
     assert claimed.decision == "claimed"
     if fault == "timeout":
         assert [(r.decision, r.outcome) for r in between] == [
-            ("no_answer", "unknown"), ("reread", "not_landed"),
-        ]  # fmt: skip
+            ("no_answer", "unknown"),
+            ("reread", "not_landed"),
+        ]
     else:
         assert between == []
     assert row.decision == "failed"

@@ -42,9 +42,10 @@ async def request_tier(
 def patches(demo: Demo, fragment: str) -> list[tuple[str, str, str]]:
     """PATCH requests that change something (server-side dry runs excluded)."""
     return [
-        r for r in demo.kube.requests
+        r
+        for r in demo.kube.requests
         if r[0] == "PATCH" and fragment in r[1] and "dryRun" not in r[2]
-    ]  # fmt: skip
+    ]
 
 
 def pods_on_node(demo: Demo) -> dict[str, str]:
@@ -194,9 +195,13 @@ async def apply_tier3(demo: Demo) -> tuple[str, dict[str, Any]]:
         demo,
         root_ts,
         3,
-        edits={"memory_limit": "32Gi", "memory_request": "28Gi", "omp_num_threads": "4",
-               "accept_oom": True},
-    )  # fmt: skip
+        edits={
+            "memory_limit": "32Gi",
+            "memory_request": "28Gi",
+            "omp_num_threads": "4",
+            "accept_oom": True,
+        },
+    )
     assert "Deployment/data-prep/preprocess" in json.dumps(view)
     await press(demo, root_ts, ALICE, "gpunode_apply")
     return root_ts, before
@@ -240,10 +245,14 @@ async def test_undo_is_refused_when_someone_changed_the_target_after_the_action(
     root_ts, _ = await apply_tier3(demo)
     url = f"{demo.kube.url}/apis/apps/v1/namespaces/data-prep/deployments/preprocess"
     by_hand = {
-        "spec": {"template": {"spec": {"containers": [
-            {"name": "pandas", "resources": {"limits": {"memory": "40Gi"}}}
-        ]}}}
-    }  # fmt: skip
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [{"name": "pandas", "resources": {"limits": {"memory": "40Gi"}}}]
+                }
+            }
+        }
+    }
     async with (
         aiohttp.ClientSession() as http,
         http.patch(

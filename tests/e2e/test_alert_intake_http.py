@@ -20,9 +20,10 @@ NOT_IN = "C0NOTIN"
 async def test_without_a_token_the_intake_is_disabled_and_says_how_to_enable_it() -> None:
     async with running_demo("seed") as demo:
         status, reply = await post(
-            f"{demo.bot_url}/alertmanager", json.dumps(alert_payload("firing")).encode(),
+            f"{demo.bot_url}/alertmanager",
+            json.dumps(alert_payload("firing")).encode(),
             token=None,
-        )  # fmt: skip
+        )
         await demo.drain()
 
         assert status == 404
@@ -37,9 +38,10 @@ async def test_the_unauthenticated_opt_out_works_and_is_logged_loudly(
     with caplog.at_level(logging.INFO):
         async with running_demo("seed", alerts=AlertSettings(allow_unauthenticated=True)) as demo:
             status, reply = await post(
-                f"{demo.bot_url}/alertmanager", json.dumps(alert_payload("firing")).encode(),
+                f"{demo.bot_url}/alertmanager",
+                json.dumps(alert_payload("firing")).encode(),
                 token=None,
-            )  # fmt: skip
+            )
             await demo.drain()
 
     assert (status, reply["diagnosing"]) == (200, ["gpu-node-01"])

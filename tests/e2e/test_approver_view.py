@@ -38,17 +38,31 @@ async def demo(locale: str) -> AsyncIterator[Demo]:
 
 #: the words each locale uses (templates/slack/<locale>/acting.j2)
 WORDS = {
-    "en": {"steps": "*Steps (2)*", "owned": ", owned by `Deployment/preprocess`",
-           "relief": "*Relief*", "dry": "*Server dry run*", "accepted": "accepted every change",
-           "blocked": "would be blocked by a PodDisruptionBudget", "would": "would be evicted",
-           "awaiting": "Awaiting approval", "every": "Every eviction in this plan (1)",
-           "approval": "Approval needed"},
-    "zh-CN": {"steps": "*步骤（2）*", "owned": "，属于 `Deployment/preprocess`",
-              "relief": "*缓解*", "dry": "*服务器端试运行*", "accepted": "接受了所有更改",
-              "blocked": "会被 PodDisruptionBudget 阻止", "would": "将被驱逐",
-              "awaiting": "等待审批", "every": "此方案中的每次驱逐（1 次）",
-              "approval": ""},
-}  # fmt: skip
+    "en": {
+        "steps": "*Steps (2)*",
+        "owned": ", owned by `Deployment/preprocess`",
+        "relief": "*Relief*",
+        "dry": "*Server dry run*",
+        "accepted": "accepted every change",
+        "blocked": "would be blocked by a PodDisruptionBudget",
+        "would": "would be evicted",
+        "awaiting": "Awaiting approval",
+        "every": "Every eviction in this plan (1)",
+        "approval": "Approval needed",
+    },
+    "zh-CN": {
+        "steps": "*步骤（2）*",
+        "owned": "，属于 `Deployment/preprocess`",
+        "relief": "*缓解*",
+        "dry": "*服务器端试运行*",
+        "accepted": "接受了所有更改",
+        "blocked": "会被 PodDisruptionBudget 阻止",
+        "would": "将被驱逐",
+        "awaiting": "等待审批",
+        "every": "此方案中的每次驱逐（1 次）",
+        "approval": "",
+    },
+}
 
 
 async def request_tier1(demo: Demo, root_ts: str) -> ActionRecord:
@@ -82,12 +96,13 @@ def guard_preprocess(demo: Demo) -> str:
     labels = preprocess_pod(demo)["metadata"]["labels"]
     demo.kube.api.seed(
         {
-            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
             "metadata": {"name": "preprocess-guard", "namespace": "data-prep"},
             "spec": {"minAvailable": 1, "selector": {"matchLabels": labels}},
         },
         validate=True,
-    )  # fmt: skip
+    )
     return "preprocess-guard"
 
 
@@ -167,12 +182,13 @@ async def test_a_budget_block_is_named_in_the_approval_request_before_anyone_app
         stored["metadata"].setdefault("labels", {})["guard"] = "this-one"
         demo.kube.api.seed(
             {
-                "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
                 "metadata": {"name": "one-guard", "namespace": guarded.namespace},
                 "spec": {"minAvailable": 1, "selector": {"matchLabels": {"guard": "this-one"}}},
             },
             validate=True,
-        )  # fmt: skip
+        )
 
         action = await request_tier1(demo, root_ts)
         assert (await demo.runtime.store.get_action(action.action_id)).state == "requested"  # type: ignore[union-attr]

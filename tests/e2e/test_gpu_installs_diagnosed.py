@@ -29,7 +29,7 @@ async def _diagnose(make_kubesim: MakeSim, scenario: str, node: str) -> tuple[Ku
         verify_tls=False,
         namespace="gpunode",
         job_timeout_s=60,
-    )  # fmt: skip  (the bot's own deployed rights, not an admin's)
+    )  # the bot's own deployed rights, not an admin's
     gw = Gateway.from_settings(settings)
     try:
         text = await diagnose_node(gw, node, "text", thresholds=DEFAULT, now=datetime.now(UTC))

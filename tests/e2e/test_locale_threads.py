@@ -70,8 +70,11 @@ async def test_a_chinese_speaking_users_diagnosis_opens_a_thread_in_chinese(demo
     assert incident.locale == "zh-CN"  # the thread keeps it
     root = words(demo.slack.message(CHANNEL, root_ts) or {})
     assert CJK.search(root), root  # the root's status line too
-    updates = [json.dumps(c.args, ensure_ascii=False) for c in demo.slack.calls
-               if c.method == "chat.update" and c.args.get("ts") == root_ts]  # fmt: skip
+    updates = [
+        json.dumps(c.args, ensure_ascii=False)
+        for c in demo.slack.calls
+        if c.method == "chat.update" and c.args.get("ts") == root_ts
+    ]
     assert any(progress_text("running_job", "zh-CN") in u for u in updates)
     ack = render_notice("command_started", "zh-CN", command=f"diagnose {NODE}")[0]
     assert ack in [m["text"] for m in demo.slack.ephemerals(LIWEI)]
@@ -94,9 +97,10 @@ async def test_in_a_chinese_thread_english_speakers_get_english_ephemeral_replie
     await press(demo, root_ts, DAVE, "gpunode_tier3")  # Dave has no role: refused, to him only
     (refusal,) = [m for m in demo.slack.ephemerals(DAVE) if m.get("thread_ts") == root_ts]
     (row,) = [
-        r for r in await demo.runtime.store.audit_since(None)
+        r
+        for r in await demo.runtime.store.audit_since(None)
         if r.actor == DAVE and r.decision == "refused"
-    ]  # fmt: skip
+    ]
     # the presenter words the policy's code in English as the audit keeps its reason
     assert refusal["text"] == row.detail
     assert not CJK.search(words(refusal)), words(refusal)

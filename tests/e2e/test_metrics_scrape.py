@@ -82,10 +82,15 @@ async def test_a_slack_error_is_counted_by_method_status_and_error(demo: Demo) -
     await demo.drain()
 
     after = await scrape(demo.bot_url)
-    assert after.value(
-        "gpunode_slack_api_errors_total",
-        method="chat.postEphemeral", status="200", error="channel_not_found",
-    ) == 1  # fmt: skip
+    assert (
+        after.value(
+            "gpunode_slack_api_errors_total",
+            method="chat.postEphemeral",
+            status="200",
+            error="channel_not_found",
+        )
+        == 1
+    )
     assert after.value("gpunode_slack_api_errors_total") == 1
     assert after.value("gpunode_slack_api_requests_total", method="chat.postEphemeral") >= 1
 

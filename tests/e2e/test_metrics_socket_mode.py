@@ -68,9 +68,15 @@ async def test_serve_in_socket_mode_exports_metrics_on_the_metrics_port(tmp_path
             "GPUNODE_METRICS__PORT": str(metrics_port),
         }
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot", "serve", env=env, cwd=tmp_path,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        )  # fmt: skip
+            sys.executable,
+            "-m",
+            "bot",
+            "serve",
+            env=env,
+            cwd=tmp_path,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
         metrics_url = f"http://127.0.0.1:{metrics_port}"
         try:
             await _until(lambda: _ok(f"{metrics_url}/metrics"), timeout_s=60)

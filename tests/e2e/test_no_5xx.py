@@ -52,10 +52,14 @@ def click_payload(demo: Demo, root_ts: str, user: str, action_id: str) -> dict[s
     channel = (CHANNEL, ws.channels[CHANNEL].name)
     action = payloads.action_of(*element, value=None, action_ts=ws.next_ts())
     return payloads.block_actions(
-        sim_user, channel, message, action,
-        ephemeral=False, trigger_id=ws.issue_trigger(user),
+        sim_user,
+        channel,
+        message,
+        action,
+        ephemeral=False,
+        trigger_id=ws.issue_trigger(user),
         response_url=ws.issue_response_url(user, CHANNEL, source_ts=ts),
-    )  # fmt: skip
+    )
 
 
 def submission(demo: Demo, user: str, edits: dict[str, Any]) -> dict[str, Any]:
@@ -125,10 +129,18 @@ async def test_an_unsigned_ssl_check_gets_an_empty_200_and_nothing_happens(demo:
         (b"payload=%7B%7D", "text/plain"),
     ],
     ids=[
-        "broken-json", "json-list", "repeated-field", "unknown-form", "not-utf8", "json-list",
-        "truncated-json", "event-as-string", "no-user", "text-plain",
+        "broken-json",
+        "json-list",
+        "repeated-field",
+        "unknown-form",
+        "not-utf8",
+        "json-list",
+        "truncated-json",
+        "event-as-string",
+        "no-user",
+        "text-plain",
     ],
-)  # fmt: skip
+)
 async def test_signed_garbage_gets_400_with_one_log_line_and_no_traceback(
     demo: Demo, body: bytes, ctype: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -194,9 +206,15 @@ async def test_a_malformed_tier_click_is_told_and_audited_not_dropped(
 
 @pytest.mark.parametrize(
     "action_id",
-    ["gpunode_apply", "gpunode_cancel", "gpunode_undo", "gpunode_approve", "gpunode_deny",
-     "gpunode_rediagnose"],
-)  # fmt: skip
+    [
+        "gpunode_apply",
+        "gpunode_cancel",
+        "gpunode_undo",
+        "gpunode_approve",
+        "gpunode_deny",
+        "gpunode_rediagnose",
+    ],
+)
 @pytest.mark.parametrize("value", ["../../etc/passwd\n<!channel>", "", "x" * 3000])
 async def test_a_button_with_a_value_of_the_wrong_kind_is_told_and_audited(
     demo: Demo, action_id: str, value: str
@@ -242,11 +260,21 @@ def _element_wrong_type(p: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize(
     "damage",
-    [_metadata_int, _metadata_without_channel, _metadata_list, _values_wrong_type,
-     _element_wrong_type],
-    ids=["metadata-int", "metadata-without-channel", "metadata-list", "values-string",
-         "element-list"],
-)  # fmt: skip
+    [
+        _metadata_int,
+        _metadata_without_channel,
+        _metadata_list,
+        _values_wrong_type,
+        _element_wrong_type,
+    ],
+    ids=[
+        "metadata-int",
+        "metadata-without-channel",
+        "metadata-list",
+        "values-string",
+        "element-list",
+    ],
+)
 async def test_a_malformed_modal_submission_gets_an_error_in_the_modal_and_an_audit_row(
     demo: Demo, damage: Any
 ) -> None:
@@ -279,9 +307,17 @@ async def test_a_malformed_modal_submission_gets_an_error_in_the_modal_and_an_au
         ({"cpu_limit": 5}, "cpu_limit", "wrong kind"),
         ({"omp_num_threads": "1e3"}, "omp_num_threads", "whole number"),
     ],
-    ids=["memory-900k-digits", "memory-2000-digits", "memory-1e100", "request-1e100",
-         "exponent-huge", "cpu-1e100", "cpu-number", "omp-not-whole"],
-)  # fmt: skip
+    ids=[
+        "memory-900k-digits",
+        "memory-2000-digits",
+        "memory-1e100",
+        "request-1e100",
+        "exponent-huge",
+        "cpu-1e100",
+        "cpu-number",
+        "omp-not-whole",
+    ],
+)
 async def test_tier3_caps_out_of_bounds_are_refused_next_to_their_field(
     demo: Demo, edits: dict[str, Any], field: str, says: str
 ) -> None:
@@ -366,10 +402,15 @@ async def test_an_event_whose_channel_is_not_a_string_gets_400_naming_it_not_500
 ) -> None:
     root_ts = await diagnose(demo)
     event = {
-        "type": "message", "user": ALICE, "text": "reply with a numeric channel",
-        "ts": demo.slack.ws.next_ts(), "thread_ts": root_ts, "channel": channel,
-        "channel_type": "channel", "event_ts": "1700000000.000100",
-    }  # fmt: skip
+        "type": "message",
+        "user": ALICE,
+        "text": "reply with a numeric channel",
+        "ts": demo.slack.ws.next_ts(),
+        "thread_ts": root_ts,
+        "channel": channel,
+        "channel_type": "channel",
+        "event_ts": "1700000000.000100",
+    }
     body = payloads.event_envelope(event, event_id="Ev0NUMERIC", event_time=1_700_000_000)
     store = demo.runtime.store
     (incident,) = await store.open_incidents()

@@ -46,10 +46,15 @@ async def test_an_alert_and_a_thread_reply_with_nul_are_answered_2xx_and_kept_on
         [root] = incident_roots(demo.slack)
 
         event = {
-            "type": "message", "user": ALICE, "text": "the job\x00 restarted at 05:50",
-            "ts": demo.slack.ws.next_ts(), "thread_ts": str(root["ts"]), "channel": CHANNEL,
-            "channel_type": "channel", "event_ts": "1700000000.000200",
-        }  # fmt: skip
+            "type": "message",
+            "user": ALICE,
+            "text": "the job\x00 restarted at 05:50",
+            "ts": demo.slack.ws.next_ts(),
+            "thread_ts": str(root["ts"]),
+            "channel": CHANNEL,
+            "channel_type": "channel",
+            "event_ts": "1700000000.000200",
+        }
         envelope = payloads.event_envelope(event, event_id="Ev0NULREPLY", event_time=1_700_000_000)
         assert b"\\u0000" in envelope
         result = await demo.slack.driver.send(envelope, content_type="application/json")

@@ -35,14 +35,26 @@ async def test_the_demo_storys_export_is_a_postmortem_draft_with_people_changes_
     # the sections an incident commander keeps, in the order incident tools use, then the
     # evidence as appendices
     sections = [
-        "## Summary", "## Impact", "## Root cause and contributing factors", "## Detection",
-        "## Response and recovery", "### The actions one by one", "## What went well",
-        "## What went badly", "## Action items", "## Timeline",
-    ]  # fmt: skip
+        "## Summary",
+        "## Impact",
+        "## Root cause and contributing factors",
+        "## Detection",
+        "## Response and recovery",
+        "### The actions one by one",
+        "## What went well",
+        "## What went badly",
+        "## Action items",
+        "## Timeline",
+    ]
     assert [s for s in sections if s in body] == sections
     assert [body.index(s) for s in sections] == sorted(body.index(s) for s in sections)
-    for appendix in ("evidence at the start", "evidence at the end", "talking points as posted",
-                     "participants", "the prevention kit"):  # fmt: skip
+    for appendix in (
+        "evidence at the start",
+        "evidence at the end",
+        "talking points as posted",
+        "participants",
+        "the prevention kit",
+    ):
         assert f"## Appendix: {appendix}" in evidence
     assert "| Duration |" in body and "| Cluster | http://127.0.0.1:" in body
     # impact in user terms: the killed workload and what it lost, counted as the findings count

@@ -87,8 +87,10 @@ async def test_removing_one_grant_fails_the_diagnosis_that_needs_it_with_the_ser
         f'\\"{group}\\" {scope}'.replace('"gpunode"', '\\"gpunode\\"')
     )
     assert "forbidden" in said and expected in said, said[-1500:]
-    assert [(a.verb, a.resource + (f"/{a.subresource}" if a.subresource else "")) for a in
-            demo.kube.authorizer.denied] == [(verb, resource)]  # fmt: skip
+    assert [
+        (a.verb, a.resource + (f"/{a.subresource}" if a.subresource else ""))
+        for a in demo.kube.authorizer.denied
+    ] == [(verb, resource)]
 
 
 async def test_removing_the_eviction_grant_fails_the_tier_1_dry_run_and_the_thread_says_why(

@@ -80,12 +80,11 @@ class Alertmanager:
         """One alert through the API v2, as Prometheus pushes it."""
         now = datetime.now(UTC)
         alert: dict[str, Any] = {
-            "labels": {"alertname": "GpunodeMemoryAvailableLow", "node": NODE,
-                       "severity": "page"},
+            "labels": {"alertname": "GpunodeMemoryAvailableLow", "node": NODE, "severity": "page"},
             "annotations": {"summary": "memory available below 5%"},
             "startsAt": (now - timedelta(minutes=5)).isoformat(),
             "generatorURL": "http://prometheus.invalid/graph",
-        }  # fmt: skip
+        }
         if ends_at is not None:
             alert["endsAt"] = ends_at.isoformat()
         async with (

@@ -103,9 +103,10 @@ async def dry_run_tier2(w: Replicas, root_ts: str) -> tuple[str, dict[str, Any]]
 def executions(w: Replicas) -> int:
     """Real (not dry-run) writes of the action to the cluster, as the API server saw them."""
     return sum(
-        1 for m, path, query in w.kube.requests if m == "PATCH" and TARGET in path
-        and "dryRun" not in query
-    )  # fmt: skip
+        1
+        for m, path, query in w.kube.requests
+        if m == "PATCH" and TARGET in path and "dryRun" not in query
+    )
 
 
 async def the_action(w: Replicas) -> ActionRecord:
@@ -166,9 +167,10 @@ async def test_a_hundred_clicks_split_across_two_replicas_execute_once(
     assert found["executions"] == 1
     store = await w.db()
     executed = [
-        r for r in await store.audit_since(None)
+        r
+        for r in await store.audit_since(None)
         if r.action_id == action.action_id and r.decision == "executed"
-    ]  # fmt: skip
+    ]
     assert len(executed) == 1
     entries = [(e.kind, e.text) for e in await _timeline(w)]
     assert entries.count(("action_result", "tier 2 succeeded")) == 1
@@ -264,9 +266,12 @@ async def test_a_rolling_restart_during_a_diagnosis_completes_it_once(world: Rep
     kinds = [e.kind for e in timeline]
     assert kinds.count("evidence") == 1 and kinds.count("opened") == 1, kinds
     found = {
-        "diagnoses_posted": evidence_posts(w, root_ts), "incidents": len(incidents),
-        "snapshots": len(snapshots), "audit_rows": len(audit), "timeline_entries": len(timeline),
-    }  # fmt: skip
+        "diagnoses_posted": evidence_posts(w, root_ts),
+        "incidents": len(incidents),
+        "snapshots": len(snapshots),
+        "audit_rows": len(audit),
+        "timeline_entries": len(timeline),
+    }
     print(f"\n(c) rolling restart during a diagnosis: {found}; {await assert_audit_intact(w)}")
 
 
@@ -280,8 +285,9 @@ async def test_two_replicas_in_socket_mode_answer_each_command_exactly_once(
     await w.start("replica-b")
     await until(
         lambda: len([c for c in w.slack.socket.connections if not c.closed]) == 2,
-        timeout_s=20, what="both replicas to connect",
-    )  # fmt: skip
+        timeout_s=20,
+        what="both replicas to connect",
+    )
 
     results = await asyncio.gather(
         *(w.slack.slash_command(ALICE, CHANNEL, "status") for _ in range(20))
@@ -298,7 +304,10 @@ async def test_two_replicas_in_socket_mode_answer_each_command_exactly_once(
     assert all(per_connection.values()), f"one replica got nothing: {per_connection}"
     assert answers == 20, "one answer per status command"
     assert len(incident_roots(w.slack)) == 1 and evidence_posts(w, root_ts) == 1
-    found = {"envelopes": len(envelopes), "per_connection": per_connection,
-             "status_answers": answers,
-             "incident_roots": len(incident_roots(w.slack))}  # fmt: skip
+    found = {
+        "envelopes": len(envelopes),
+        "per_connection": per_connection,
+        "status_answers": answers,
+        "incident_roots": len(incident_roots(w.slack)),
+    }
     print(f"\n(d) Socket Mode, two connections: {found}")

@@ -21,16 +21,75 @@ FUZZ_EXAMPLES = 500
 #: Slack's own request field names and values, JSON and URL-encoding fragments, Slack
 #: markup, CJK: what could confuse a parser that guesses a body's kind from its content
 WORDS = [
-    "command=", "payload=", "payload", "ssl_check=1", "ssl_check", "type", "type=block_actions",
-    "token=", "text=", "user_id=U1", "channel_id=C1", "trigger_id", "response_url=http://x",
-    "api_app_id", "is_enterprise_install=true", "view_submission", "event_callback",
-    "url_verification", "challenge", '{"type":"block_actions"}', "{", "}", "[", "]", '"', "'",
-    "%7B", "%7D", "%26", "%3D", "%20", "%", "+", "&", "=", "?", "#", ";", "\\", "&amp;",
-    "&lt;", "&gt;", "<@U123>", "<@U123|bob>", "<#C1|x>", "<!channel>", "<!here>",
-    "<https://example.com|link>", "`", "*", "_", "~", ":warning:", "診断", "ノード", "显存",
-    "gpu-node-01", "INC-0001", "diagnose", "status", "top", "timeline", "resolve", "help",
-    "\N{PILE OF POO}", "\u200b", "\t", "\n",
-]  # fmt: skip
+    "command=",
+    "payload=",
+    "payload",
+    "ssl_check=1",
+    "ssl_check",
+    "type",
+    "type=block_actions",
+    "token=",
+    "text=",
+    "user_id=U1",
+    "channel_id=C1",
+    "trigger_id",
+    "response_url=http://x",
+    "api_app_id",
+    "is_enterprise_install=true",
+    "view_submission",
+    "event_callback",
+    "url_verification",
+    "challenge",
+    '{"type":"block_actions"}',
+    "{",
+    "}",
+    "[",
+    "]",
+    '"',
+    "'",
+    "%7B",
+    "%7D",
+    "%26",
+    "%3D",
+    "%20",
+    "%",
+    "+",
+    "&",
+    "=",
+    "?",
+    "#",
+    ";",
+    "\\",
+    "&amp;",
+    "&lt;",
+    "&gt;",
+    "<@U123>",
+    "<@U123|bob>",
+    "<#C1|x>",
+    "<!channel>",
+    "<!here>",
+    "<https://example.com|link>",
+    "`",
+    "*",
+    "_",
+    "~",
+    ":warning:",
+    "診断",
+    "ノード",
+    "显存",
+    "gpu-node-01",
+    "INC-0001",
+    "diagnose",
+    "status",
+    "top",
+    "timeline",
+    "resolve",
+    "help",
+    "\N{PILE OF POO}",
+    "\u200b",
+    "\t",
+    "\n",
+]
 texts = st.one_of(
     st.lists(st.sampled_from(WORDS), max_size=8).map(" ".join),
     st.lists(st.sampled_from(WORDS), max_size=8).map("".join),
@@ -40,9 +99,11 @@ texts = st.one_of(
 
 
 @settings(
-    max_examples=FUZZ_EXAMPLES, deadline=None, database=None,
+    max_examples=FUZZ_EXAMPLES,
+    deadline=None,
+    database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)  # fmt: skip
+)
 @given(text=texts)
 async def test_every_slash_text_gets_a_200_with_an_ack_or_a_usage_error(
     demo: Demo, text: str
@@ -92,9 +153,12 @@ async def test_text_slack_already_escaped_is_escaped_once(demo: Demo) -> None:
 
 @pytest.mark.parametrize(
     ("typed", "shows"),
-    [("status", "Open incidents"), ("top", "GPU nodes by memory pressure"),
-     ("timeline INC-0001", "timeline")],
-)  # fmt: skip
+    [
+        ("status", "Open incidents"),
+        ("top", "GPU nodes by memory pressure"),
+        ("timeline INC-0001", "timeline"),
+    ],
+)
 async def test_a_user_bound_to_no_role_cannot_read_status_top_or_timeline(
     demo: Demo, typed: str, shows: str
 ) -> None:

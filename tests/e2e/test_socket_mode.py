@@ -82,9 +82,14 @@ async def test_tier3_click_modal_and_apply_work_over_the_socket(sock: Demo) -> N
     _, errors = await submit_modal(
         sock,
         ALICE,
-        {"reason": "memory incident", "memory_limit": "32Gi", "memory_request": "28Gi",
-         "omp_num_threads": "4", "accept_oom": True},
-    )  # fmt: skip
+        {
+            "reason": "memory incident",
+            "memory_limit": "32Gi",
+            "memory_request": "28Gi",
+            "omp_num_threads": "4",
+            "accept_oom": True,
+        },
+    )
     assert errors == {}
     await press(sock, root_ts, ALICE, "gpunode_apply")
 
@@ -95,8 +100,9 @@ async def test_tier3_click_modal_and_apply_work_over_the_socket(sock: Demo) -> N
     assert {"name": "OMP_NUM_THREADS", "value": "4"} in pandas.get("env", [])
     record = [a for a in await sock.runtime.store.audit_since(None) if a.tier == 3]
     assert [a.decision for a in record].count("executed") == 1
-    kinds = [(e.type, e.payload.get("type"), e.accepts_response_payload)
-             for e in sock.slack.envelopes]  # fmt: skip
+    kinds = [
+        (e.type, e.payload.get("type"), e.accepts_response_payload) for e in sock.slack.envelopes
+    ]
     assert ("interactive", "block_actions", False) in kinds
     assert kinds.count(("interactive", "view_submission", True)) == 2
     assert_every_envelope_acked_in_time(sock)
@@ -187,10 +193,16 @@ async def test_gpunode_serve_in_socket_mode_connects_and_diagnoses(
     await slack.start()
     env["GPUNODE_SLACK__API_BASE_URL"] = slack.api_url
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", "serve", env=env, cwd=tmp_path,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "bot",
+        "serve",
+        env=env,
+        cwd=tmp_path,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
         preexec_fn=lambda: signal.signal(signal.SIGINT, sigint),
-    )  # fmt: skip
+    )
     assert proc.stderr is not None
     # read stderr as it comes: a kill after a slow shutdown must not lose what was printed
     stderr_read = asyncio.create_task(proc.stderr.read())

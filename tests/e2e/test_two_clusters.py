@@ -69,12 +69,14 @@ async def test_a_click_by_a_prod_eu_only_sre_on_a_prod_us_incident_is_refused_cl
 @pytest.mark.parametrize(
     ("text", "says"),
     [
-        ("diagnose prod-ap/gpu-node-01",
-         "no cluster named 'prod-ap'; the known clusters are: prod-eu, prod-us"),
+        (
+            "diagnose prod-ap/gpu-node-01",
+            "no cluster named 'prod-ap'; the known clusters are: prod-eu, prod-us",
+        ),
         ("diagnose Prod-EU/gpu-node-01", "cluster names are lowercase: did you mean prod-eu?"),
         ("top prod-ap", "no cluster named 'prod-ap'"),
     ],
-)  # fmt: skip
+)
 async def test_a_slash_command_naming_an_unknown_cluster_is_answered_in_the_ack(
     two: Demo, text: str, says: str
 ) -> None:

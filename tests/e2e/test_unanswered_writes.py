@@ -47,9 +47,10 @@ async def request_tier(demo: Demo, root_ts: str, tier: int) -> ActionRecord:
     _, errors = await submit_modal(demo, ALICE, {"reason": "memory incident", **edits})
     assert errors == {}
     [record] = [
-        a for a in await demo.runtime.store.actions_for_incident(incident.id)
+        a
+        for a in await demo.runtime.store.actions_for_incident(incident.id)
         if a.action_id not in known
-    ]  # fmt: skip
+    ]
     return record
 
 

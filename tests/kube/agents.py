@@ -51,19 +51,47 @@ def make_tls(folder: Path, *, name: str = SERVER_NAME) -> Tls:
     """A fresh CA in ``folder`` and a certificate for DNS name ``name`` that it signed."""
     folder.mkdir(parents=True, exist_ok=True)
     ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-    _openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
-             "-subj", "/CN=gpunode-test-ca", cwd=folder)  # fmt: skip
-    _openssl("req", *ec, "-keyout", "tls.key", "-out", "tls.csr", "-subj", f"/CN={name}",
-             cwd=folder)  # fmt: skip
+    _openssl(
+        "req",
+        "-x509",
+        *ec,
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=gpunode-test-ca",
+        cwd=folder,
+    )
+    _openssl(
+        "req", *ec, "-keyout", "tls.key", "-out", "tls.csr", "-subj", f"/CN={name}", cwd=folder
+    )
     (folder / "ext.cnf").write_text(
         f"subjectAltName=DNS:{name}\nbasicConstraints=CA:FALSE\n"
         "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n"
         "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n",
         encoding="utf-8",
     )
-    _openssl("x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-             "-CAcreateserial", "-out", "tls.crt", "-days", "2", "-extfile", "ext.cnf",
-             cwd=folder)  # fmt: skip
+    _openssl(
+        "x509",
+        "-req",
+        "-in",
+        "tls.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "tls.crt",
+        "-days",
+        "2",
+        "-extfile",
+        "ext.cnf",
+        cwd=folder,
+    )
     return Tls(folder / "ca.crt", folder / "tls.crt", folder / "tls.key")
 
 

@@ -72,9 +72,16 @@ def verify(path: str, sim: KubeSim, monkeypatch: pytest.MonkeyPatch) -> tuple[in
     monkeypatch.delenv("GPUNODE_CONFIG", raising=False)
     out = io.StringIO()
     args = argparse.Namespace(
-        since=None, format="text", config=None, verify=True, anchors=True,
-        kubeconfig=None, context=None, server=sim.url, token=BOT_TOKEN,
-    )  # fmt: skip
+        since=None,
+        format="text",
+        config=None,
+        verify=True,
+        anchors=True,
+        kubeconfig=None,
+        context=None,
+        server=sim.url,
+        token=BOT_TOKEN,
+    )
     code = audit_cli.main(args, out=out)
     return code, out.getvalue()
 
@@ -145,9 +152,14 @@ async def test_the_every_nth_anchor_is_handed_to_the_background_so_no_append_wai
     spawned: list[Coroutine[Any, Any, Any]] = []
     async with await Store.open(str(tmp_path / "gpunode.db")) as store:
         anchors = Anchors(
-            store, gw, None, deployment=DEPLOYMENT, every=2, clock=lambda: T0,
+            store,
+            gw,
+            None,
+            deployment=DEPLOYMENT,
+            every=2,
+            clock=lambda: T0,
             spawn=spawned.append,
-        )  # fmt: skip
+        )
         store.on_audit = anchors.after_append
         for minute in range(2):
             await store.append_audit(record(minute))

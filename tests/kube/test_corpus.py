@@ -100,8 +100,14 @@ async def test_a_wrong_label_is_reported_on_every_count(
     problems = compare(wrong, diagnosis, gpus=gpu_uuids(bundle))
 
     text = "\n".join(problems)
-    for part in ("cause system_process", "subject", "contributing hugepages", "tier 3",
-                 "no-such.service", "shortage"):  # fmt: skip
+    for part in (
+        "cause system_process",
+        "subject",
+        "contributing hugepages",
+        "tier 3",
+        "no-such.service",
+        "shortage",
+    ):
         assert part in text, problems
 
 
@@ -141,6 +147,11 @@ async def test_wrong_advice_ranges_are_reported_on_every_value() -> None:
     problems = compare(wrong, diagnosis, gpus=gpu_uuids(bundle))
 
     text = "\n".join(problems)
-    for part in ("tier 1 evicts", "does not evict web/no-such-pod", "tier 3 cap",
-                 "caps container gateway (expected sidecar)", "restarts 48 pods"):  # fmt: skip
+    for part in (
+        "tier 1 evicts",
+        "does not evict web/no-such-pod",
+        "tier 3 cap",
+        "caps container gateway (expected sidecar)",
+        "restarts 48 pods",
+    ):
         assert part in text, problems

@@ -40,15 +40,24 @@ async def test_tier3_caps_the_leaking_daemonset_and_its_pod_rolls_with_the_cap(
     p = step.params
     assert isinstance(p, PatchResourcesParams)
     change = await gw.patch_container_resources(
-        "DaemonSet", "logging", "log-shipper", p.container,
-        requests=p.requests, limits=p.limits, env=p.env, dry_run=False,
-    )  # fmt: skip
+        "DaemonSet",
+        "logging",
+        "log-shipper",
+        p.container,
+        requests=p.requests,
+        limits=p.limits,
+        env=p.env,
+        dry_run=False,
+    )
 
     assert (change.before["resources"].get("limits") or {}).get("memory") is None
     new_limit = p.limits["memory"]
     for _ in range(200):
-        here = [p for p in sim.list("pods") if p["metadata"]["name"].startswith("log-shipper")
-                and p["spec"].get("nodeName") == NODE]  # fmt: skip
+        here = [
+            p
+            for p in sim.list("pods")
+            if p["metadata"]["name"].startswith("log-shipper") and p["spec"].get("nodeName") == NODE
+        ]
         if here and all(_limit(p) == new_limit for p in here):
             break
         await asyncio.sleep(0.05)

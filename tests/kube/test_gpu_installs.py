@@ -73,8 +73,11 @@ def _gap(bundle: Any, source: str) -> str:
 
 
 async def test_every_gpu_install_is_a_gpu_node_to_top(make_gateway: Make) -> None:
-    for scenario, node in (("gpu-mig-mixed", "mig-node-01"), ("gpu-dra", "dra-node-01"),
-                           ("gpu-amd", "amd-node-01")):  # fmt: skip
+    for scenario, node in (
+        ("gpu-mig-mixed", "mig-node-01"),
+        ("gpu-dra", "dra-node-01"),
+        ("gpu-amd", "amd-node-01"),
+    ):
         gw, _sim = await make_gateway(scenario)
         listed = {n.name for n in await gw.list_gpu_nodes()}
         loads = {load.node.name for load in await gw.gpu_node_loads()}

@@ -178,9 +178,13 @@ async def test_the_watch_reports_a_resize_applied_only_once_the_kubelet_actuated
     view = await gw.get_cluster_view(NODE)
     pod = next(p for p in view.pods if p.name.startswith("feature-cache-"))
     await gw.resize_pod(
-        "serving", pod.name, "redis", requests={"memory": "1Gi"}, limits={"memory": limit},
+        "serving",
+        pod.name,
+        "redis",
+        requests={"memory": "1Gi"},
+        limits={"memory": limit},
         dry_run=False,
-    )  # fmt: skip
+    )
     progress = await gw.resize_progress("serving", pod.name, "redis")
     assert judge(progress) == verdict
     if verdict == "stalled":

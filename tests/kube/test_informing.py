@@ -34,9 +34,13 @@ def _gateway(sim: KubeSim) -> Gateway:
 
 def _pod_events(gw: Gateway, **kw: Any) -> Informer:
     return Informer(
-        gw.transport, "/api/v1/events", slim=slim_event,
-        field_selector="involvedObject.kind=Pod", watch_s=1, **kw,
-    )  # fmt: skip
+        gw.transport,
+        "/api/v1/events",
+        slim=slim_event,
+        field_selector="involvedObject.kind=Pod",
+        watch_s=1,
+        **kw,
+    )
 
 
 def _names(informer: Informer) -> set[str]:
@@ -69,8 +73,13 @@ async def test_an_informer_holds_the_listed_events_and_follows_the_watch(
         assert _names(informer) == listed
         pod = _a_pod(sim)
         record(sim.api, pod, "BackOff", "Back-off restarting failed container", component="kubelet")
-        record(sim.api, {"kind": "Node", "metadata": {"name": "gpu-node-01"}}, "NodeNotReady",
-               "not ready", component="node-controller")  # fmt: skip
+        record(
+            sim.api,
+            {"kind": "Node", "metadata": {"name": "gpu-node-01"}},
+            "NodeNotReady",
+            "not ready",
+            component="node-controller",
+        )
         await until(lambda: len(_names(informer)) == len(listed) + 1, "the watched event")
         (new,) = _names(informer) - listed
         held = next(e for e in informer.items() if e["metadata"]["name"] == new)

@@ -65,9 +65,18 @@ def test_the_diagnostic_job_is_bound_hardened_and_burstable() -> None:
     assert sc["capabilities"] == {"drop": ["ALL"], "add": ["SYSLOG"]}  # /dev/kmsg
     assert container["image"] == "img:1"
     assert container["command"] == [
-        "python", "-I", "-m", "bot", "collect", "--root", "/host", "--format", "json",
-        "--kernel-log-window", "86400",
-    ]  # fmt: skip
+        "python",
+        "-I",
+        "-m",
+        "bot",
+        "collect",
+        "--root",
+        "/host",
+        "--format",
+        "json",
+        "--kernel-log-window",
+        "86400",
+    ]
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
     assert mounts["/host/proc"]["readOnly"] and mounts["/host/sys/fs/cgroup"]["readOnly"]
     hostpaths = {v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}

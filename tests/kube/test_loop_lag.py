@@ -32,10 +32,14 @@ async def test_top_over_twelve_thousand_pods_never_blocks_the_loop_for_100_ms() 
     with separate_process(nodes=NODES, pods=PODS) as (url, _):
         gw = Gateway.from_settings(
             KubeSettings(
-                mode="server", server=url, token=BOT_TOKEN, verify_tls=False,
-                request_timeout_s=300, fleet_cache_s=0,
+                mode="server",
+                server=url,
+                token=BOT_TOKEN,
+                verify_tls=False,
+                request_timeout_s=300,
+                fleet_cache_s=0,
             )
-        )  # fmt: skip
+        )
         settle_heap()  # as `gpunode serve` does after start-up
         lag = LoopLag(interval_s=0.02)
         lag.start()

@@ -236,17 +236,29 @@ async def test_undo_of_a_resources_patch_restores_the_exact_previous_container(
     p = step.params
     assert isinstance(p, PatchResourcesParams)
     change = await gw.patch_container_resources(
-        "Deployment", "data-prep", "preprocess", "pandas",
-        requests=p.requests, limits=p.limits, env=p.env, dry_run=False,
-    )  # fmt: skip
+        "Deployment",
+        "data-prep",
+        "preprocess",
+        "pandas",
+        requests=p.requests,
+        limits=p.limits,
+        env=p.env,
+        dry_run=False,
+    )
     assert container()["resources"]["limits"] == {"memory": "32Gi", "cpu": "8"}
     [undo] = undo_steps(step, change.before)
     u = undo.params
     assert isinstance(u, PatchResourcesParams)
     await gw.patch_container_resources(
-        "Deployment", "data-prep", "preprocess", "pandas",
-        requests=u.requests, limits=u.limits, env=u.env, dry_run=False,
-    )  # fmt: skip
+        "Deployment",
+        "data-prep",
+        "preprocess",
+        "pandas",
+        requests=u.requests,
+        limits=u.limits,
+        env=u.env,
+        dry_run=False,
+    )
     restored = container()
     assert restored["resources"] == original["resources"]
     # the API server omits an empty env list (omitempty); the stand-in may keep []

@@ -174,9 +174,13 @@ async def test_an_agent_that_answers_another_identity_refuses_the_bot(
     setup: Setup, tmp_path: Path
 ) -> None:
     agent = start_agent(
-        setup.sim, NODE, setup.tls, tmp_path / "strict",
-        address="127.0.0.6", allow="system:serviceaccount:gpunode:someone-else",
-    )  # fmt: skip
+        setup.sim,
+        NODE,
+        setup.tls,
+        tmp_path / "strict",
+        address="127.0.0.6",
+        allow="system:serviceaccount:gpunode:someone-else",
+    )
     setup.agents.append(agent)
     place_agent_pod(setup.sim, NODE, "127.0.0.6")
     gw = setup.gateway(agent)
@@ -240,8 +244,22 @@ async def test_gpunode_diagnose_in_daemonset_mode_reaches_the_job_modes_verdict(
     monkeypatch.setenv("GPUNODE_KUBE__VERIFY_TLS", "false")
 
     def diagnose(url: str) -> dict[str, Any]:
-        assert main(["diagnose", NODE, "--server", url, "--token", BOT_TOKEN,
-                     "--format", "json", "--quiet"]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    "diagnose",
+                    NODE,
+                    "--server",
+                    url,
+                    "--token",
+                    BOT_TOKEN,
+                    "--format",
+                    "json",
+                    "--quiet",
+                ]
+            )
+            == 0
+        )
         return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
 
     by_job = await asyncio.to_thread(diagnose, job_cluster.url)

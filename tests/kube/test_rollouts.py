@@ -79,9 +79,11 @@ async def test_on_delete_restarts_nothing_and_the_plan_and_the_watch_say_so(
     make_gateway: Make,
 ) -> None:
     gw, sim = await make_gateway(
-        seed_with([_trainer(controller_spec={"updateStrategy": {"type": "OnDelete"}})],
-                  drop=("train-llm",))
-    )  # fmt: skip
+        seed_with(
+            [_trainer(controller_spec={"updateStrategy": {"type": "OnDelete"}})],
+            drop=("train-llm",),
+        )
+    )
     plan = plan_tier2(await gw.get_cluster_view(NODE))
     codes = [n.code for n in plan.notes]
     assert "on_delete_nothing_restarts" in codes
@@ -142,10 +144,17 @@ async def test_a_surge_that_fits_nowhere_stays_pending_and_the_watch_reports_it_
     huge = {"requests": {"cpu": "1", "memory": "200Gi"}, "limits": {"memory": "200Gi"}}
     strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
     gw, sim = await make_gateway(
-        seed_with([_deployment("big", containers=[container("worker", **huge)],
-                               controller_spec={"strategy": strategy})]),
+        seed_with(
+            [
+                _deployment(
+                    "big",
+                    containers=[container("worker", **huge)],
+                    controller_spec={"strategy": strategy},
+                )
+            ]
+        ),
         sim_kw={"kube_version": "1.32"},
-    )  # fmt: skip
+    )
     view = await gw.get_cluster_view(NODE)
     pods = [p for p in view.pods if p.name.startswith("big-")]
     [note] = rollout_notes(view, "Deployment", "data-prep", "big", pods=pods, resources=True)
@@ -214,7 +223,7 @@ async def test_a_pod_the_server_refuses_is_a_failed_create_event_not_a_403_on_th
         (FLUX, {}, "Flux"),
         ({"helm.toolkit.fluxcd.io/name": "preprocess"}, {}, "Flux"),
     ],
-)  # fmt: skip
+)
 async def test_a_gitops_owner_is_named_as_reverting_a_template_change(
     make_gateway: Make, labels: dict[str, str], annotations: dict[str, str], tool: str
 ) -> None:
@@ -265,9 +274,10 @@ async def test_a_partitioned_statefulset_restarts_exactly_the_pods_the_plan_name
     a partition: it recreates ordinals >= partition only (upstream rolling update)."""
     trainer = _trainer(
         replicas=3,
-        controller_spec={"updateStrategy": {"type": "RollingUpdate",
-                                            "rollingUpdate": {"partition": 2}}},
-    )  # fmt: skip
+        controller_spec={
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}
+        },
+    )
     gw, sim = await make_gateway(seed_with([trainer], drop=("train-llm",)))
     view = await gw.get_cluster_view(NODE)
     [w] = [w for w in view.workloads if w.name == "train-llm"]
@@ -302,18 +312,25 @@ async def test_a_helm_release_is_read_from_the_controller_and_named_in_tier3(
     base = next(w for w in _seed_workloads() if w["name"] == "preprocess")
     base.update(
         controller_labels={"app.kubernetes.io/managed-by": "Helm", "helm.sh/chart": "prep-1.2.0"},
-        controller_annotations={"meta.helm.sh/release-name": "prep",
-                                "meta.helm.sh/release-namespace": "data-prep"},
-    )  # fmt: skip
+        controller_annotations={
+            "meta.helm.sh/release-name": "prep",
+            "meta.helm.sh/release-namespace": "data-prep",
+        },
+    )
     gw, _ = await make_gateway(seed_with([base], drop=("preprocess",)))
     view = await gw.get_cluster_view(NODE)
     [w] = [w for w in view.workloads if w.name == "preprocess"]
     assert (w.helm_release, w.helm_chart) == ("data-prep/prep", "prep-1.2.0")
     pods = [p for p in view.pods if p.name.startswith("preprocess-")]
     notes = rollout_notes(
-        view, "Deployment", "data-prep", "preprocess", pods=pods, resources=True,
+        view,
+        "Deployment",
+        "data-prep",
+        "preprocess",
+        pods=pods,
+        resources=True,
         container="pandas",
-    )  # fmt: skip
+    )
     [note] = [n for n in notes if n.code == "helm_reverts"]
     assert note.params["release"] == "data-prep/prep"
     assert note.params["field"] == (
@@ -329,12 +346,15 @@ def _kueue(used_gpus: str, *, cohort: str | None = None) -> list[dict[str, Any]]
     ``used_gpus`` in use as Kueue reports it in the status."""
     spec: dict[str, Any] = {
         "namespaceSelector": {},
-        "resourceGroups": [{
-            "coveredResources": ["nvidia.com/gpu"],
-            "flavors": [{"name": "h100", "resources": [
-                {"name": "nvidia.com/gpu", "nominalQuota": "8"}]}],
-        }],
-    }  # fmt: skip
+        "resourceGroups": [
+            {
+                "coveredResources": ["nvidia.com/gpu"],
+                "flavors": [
+                    {"name": "h100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "8"}]}
+                ],
+            }
+        ],
+    }
     if cohort:
         spec["cohort"] = cohort
     return [

@@ -25,33 +25,55 @@ GPU_OK = {"GPU_ISOLATION_HOLDS", "GPU_MEMORY_OK"}
 CASES = [
     # scenario, node, verdict cause, findings that must be there, findings that must not
     (
-        "seed", "gpu-node-01", "host_memory_workload",
-        {"HOST_MEM_NON_GPU_WORKLOAD", "CONTAINER_NEAR_LIMIT", "KERNEL_SLAB_UNRECLAIMABLE_HIGH",
-         "PAGE_CACHE_SQUEEZED", "LIMITS_OVERCOMMITTED", *GPU_OK},
+        "seed",
+        "gpu-node-01",
+        "host_memory_workload",
+        {
+            "HOST_MEM_NON_GPU_WORKLOAD",
+            "CONTAINER_NEAR_LIMIT",
+            "KERNEL_SLAB_UNRECLAIMABLE_HIGH",
+            "PAGE_CACHE_SQUEEZED",
+            "LIMITS_OVERCOMMITTED",
+            *GPU_OK,
+        },
         {"GPU_MEMORY_EXHAUSTED", "GPU_ISOLATION_BROKEN"},
     ),
     (
-        "slab-leak", "gpu-node-01", "kernel_slab",
+        "slab-leak",
+        "gpu-node-01",
+        "kernel_slab",
         {"KERNEL_SLAB_UNRECLAIMABLE_HIGH", *GPU_OK},
         {"CONTAINER_NEAR_LIMIT", "GPU_MEMORY_EXHAUSTED"},
     ),
     (
-        "gpu-bound", "gpu-node-01", "gpu_memory",
+        "gpu-bound",
+        "gpu-node-01",
+        "gpu_memory",
         {"GPU_MEMORY_EXHAUSTED", "GPU_ISOLATION_HOLDS"},
         {"HOST_MEM_NON_GPU_WORKLOAD", "KERNEL_SLAB_UNRECLAIMABLE_HIGH", "PAGE_CACHE_SQUEEZED"},
     ),
     (
-        "limit-edge", "cpu-node-01", "container_limit",
+        "limit-edge",
+        "cpu-node-01",
+        "container_limit",
         {"CONTAINER_NEAR_LIMIT"},
         {"KERNEL_SLAB_UNRECLAIMABLE_HIGH", "GPU_MEMORY_EXHAUSTED"},
     ),
     (
-        "healthy", "gpu-node-01", "healthy",
+        "healthy",
+        "gpu-node-01",
+        "healthy",
         set(GPU_OK),
-        {"CONTAINER_NEAR_LIMIT", "KERNEL_SLAB_UNRECLAIMABLE_HIGH", "PAGE_CACHE_SQUEEZED",
-         "HOST_MEM_NON_GPU_WORKLOAD", "GPU_MEMORY_EXHAUSTED", "LIMITS_OVERCOMMITTED"},
+        {
+            "CONTAINER_NEAR_LIMIT",
+            "KERNEL_SLAB_UNRECLAIMABLE_HIGH",
+            "PAGE_CACHE_SQUEEZED",
+            "HOST_MEM_NON_GPU_WORKLOAD",
+            "GPU_MEMORY_EXHAUSTED",
+            "LIMITS_OVERCOMMITTED",
+        },
     ),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("scenario", "node", "cause", "present", "absent"), CASES)

@@ -27,8 +27,21 @@ def _local_pv(node: str) -> list[dict[str, Any]]:
                 "storageClassName": "local-nvme",
                 "local": {"path": "/mnt/nvme0"},
                 "claimRef": {"namespace": "data-prep", "name": "scratch"},
-                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-                    {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}},
+                "nodeAffinity": {
+                    "required": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {
+                                        "key": "kubernetes.io/hostname",
+                                        "operator": "In",
+                                        "values": [node],
+                                    }
+                                ]
+                            }
+                        ]
+                    }
+                },
             },
         },
         {
@@ -42,7 +55,7 @@ def _local_pv(node: str) -> list[dict[str, Any]]:
                 "volumeName": "prep-scratch",
             },
         },
-    ]  # fmt: skip
+    ]
 
 
 def _preprocess_on_the_volume() -> dict[str, Any]:
@@ -87,13 +100,19 @@ async def test_a_pod_whose_volume_is_elsewhere_lands_there(make_gateway: Make) -
 def test_a_required_anti_affinity_against_its_own_labels_is_read() -> None:
     from bot.kube.scheduling import parse_scheduling
 
-    term = {"topologyKey": "kubernetes.io/hostname",
-            "labelSelector": {"matchLabels": {"app": "prep"}}}  # fmt: skip
+    term = {
+        "topologyKey": "kubernetes.io/hostname",
+        "labelSelector": {"matchLabels": {"app": "prep"}},
+    }
     pod: dict[str, Any] = {
         "metadata": {"labels": {"app": "prep", "tier": "batch"}},
-        "spec": {"containers": [], "affinity": {"podAntiAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": [term]}}},
-    }  # fmt: skip
+        "spec": {
+            "containers": [],
+            "affinity": {
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+            },
+        },
+    }
     assert parse_scheduling(pod).spread_from_siblings
     zone = dict(term, topologyKey="topology.kubernetes.io/zone")
     pod["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = [

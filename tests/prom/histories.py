@@ -69,9 +69,15 @@ class _Writer:
         self.families: dict[str, tuple[str, list[str]]] = {}
 
     def series(
-        self, name: str, labels: dict[str, str], value: Callable[[float], float], *,
-        kind: str = "gauge", noise: float = 0.0, integer: bool = False,
-    ) -> None:  # fmt: skip
+        self,
+        name: str,
+        labels: dict[str, str],
+        value: Callable[[float], float],
+        *,
+        kind: str = "gauge",
+        noise: float = 0.0,
+        integer: bool = False,
+    ) -> None:
         family = name[: -len("_total")] if kind == "counter" else name
         _, lines = self.families.setdefault(family, (kind, []))
         text = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
@@ -105,9 +111,11 @@ def _node(
     w.series("node_memory_SUnreclaim_bytes", inst, slab, noise=20 * MI)
     w.series("node_memory_Cached_bytes", inst, lambda ago: 12 * GI, noise=40 * MI)
     w.series(
-        "node_pressure_memory_stalled_seconds_total", inst, lambda ago: (SPAN_S - ago) * 0.01,
+        "node_pressure_memory_stalled_seconds_total",
+        inst,
+        lambda ago: (SPAN_S - ago) * 0.01,
         kind="counter",
-    )  # fmt: skip
+    )
     w.series("node_vmstat_oom_kill", inst, lambda ago: 0.0, kind="unknown", integer=True)
     for who, fn in pods.items():
         ns, pod = who.split("/")
@@ -140,16 +148,22 @@ def openmetrics(now_s: float, *, seed: int = 7) -> str:
     )
     creep = PLANTED["dataloader_creep"]
     _node(
-        w, creep.node, slab=flat(2 * GI),
-        pods={"ml-train/loader-0": lambda ago: 10 * GI + (SPAN_S - ago) * 0.5 * GI / H,
-              "ml-train/train-0": flat(40 * GI)},
-    )  # fmt: skip
+        w,
+        creep.node,
+        slab=flat(2 * GI),
+        pods={
+            "ml-train/loader-0": lambda ago: 10 * GI + (SPAN_S - ago) * 0.5 * GI / H,
+            "ml-train/train-0": flat(40 * GI),
+        },
+    )
     spike = PLANTED["sudden_spike"]
     since = spike.since_ago_s or 0
     _node(
-        w, spike.node, slab=flat(2 * GI),
+        w,
+        spike.node,
+        slab=flat(2 * GI),
         pods={"data-prep/spike-0": lambda ago: 45 * GI if ago < since else 5 * GI},
-    )  # fmt: skip
+    )
     _node(
         w, PLANTED["flat_healthy"].node, slab=flat(2 * GI), pods={"ml-train/train-0": flat(60 * GI)}
     )
@@ -164,21 +178,34 @@ def openmetrics(now_s: float, *, seed: int = 7) -> str:
     # container become exported_*, and pod/namespace are the scrape target's (the exporter)
     for pod, gi, used in DCGM_PODS:
         labels = {
-            "gpu": "0", "UUID": "GPU-mig-0", "device": "nvidia0", "Hostname": "mig-node-01",
-            "GPU_I_PROFILE": "1g.10gb", "GPU_I_ID": gi, "job": "nvidia-dcgm-exporter",
-            "exported_pod": pod, "exported_namespace": "serving", "exported_container": "server",
-            "pod": "nvidia-dcgm-exporter-7xk2p", "namespace": "gpu-operator",
-        }  # fmt: skip
+            "gpu": "0",
+            "UUID": "GPU-mig-0",
+            "device": "nvidia0",
+            "Hostname": "mig-node-01",
+            "GPU_I_PROFILE": "1g.10gb",
+            "GPU_I_ID": gi,
+            "job": "nvidia-dcgm-exporter",
+            "exported_pod": pod,
+            "exported_namespace": "serving",
+            "exported_container": "server",
+            "pod": "nvidia-dcgm-exporter-7xk2p",
+            "namespace": "gpu-operator",
+        }
         w.series("DCGM_FI_DEV_FB_USED", labels, _constant(used), integer=True)
         w.series("DCGM_FI_DEV_FB_FREE", labels, _constant(10240 - used), integer=True)
     restarts = {"namespace": "ml-train", "pod": "train-llm-0", "container": "trainer", "job": "ksm"}
     restarted = lambda ago: 1.0 if ago < 0.5 * H else 0.0  # noqa: E731
     w.series(
-        "kube_pod_container_status_restarts_total", restarts, restarted, kind="counter",
+        "kube_pod_container_status_restarts_total",
+        restarts,
+        restarted,
+        kind="counter",
         integer=True,
-    )  # fmt: skip
+    )
     w.series(
-        "kube_pod_container_status_last_terminated_reason", {**restarts, "reason": "OOMKilled"},
-        lambda ago: 1.0 if ago < 0.5 * H else 0.0, integer=True,
-    )  # fmt: skip
+        "kube_pod_container_status_last_terminated_reason",
+        {**restarts, "reason": "OOMKilled"},
+        lambda ago: 1.0 if ago < 0.5 * H else 0.0,
+        integer=True,
+    )
     return w.text()

@@ -32,9 +32,15 @@ async def test_the_slab_leak_chart_stacks_the_growing_slab_and_marks_the_oom_kil
 ) -> None:
     sim = await make_kubesim("slab-leak")
     gw = Gateway.from_settings(
-        KubeSettings(mode="server", server=sim.url, token=BOT_TOKEN, verify_tls=False,
-                     namespace="gpunode", job_timeout_s=20)
-    )  # fmt: skip
+        KubeSettings(
+            mode="server",
+            server=sim.url,
+            token=BOT_TOKEN,
+            verify_tls=False,
+            namespace="gpunode",
+            job_timeout_s=20,
+        )
+    )
     history = HistoryService(
         PrometheusClient(prometheus.url, timeout_s=10), window_s=6 * 3600, step_s=60, timeout_s=10
     )
@@ -42,9 +48,14 @@ async def test_the_slab_leak_chart_stacks_the_growing_slab_and_marks_the_oom_kil
     path = ARTIFACTS / "slab-leak-history-chart.png"
     try:
         out = await diagnose_node(
-            gw, "gpu-node-01", "json", thresholds=DEFAULT,
-            now=datetime.fromtimestamp(prometheus.now_s, UTC), history=history, chart=str(path),
-        )  # fmt: skip
+            gw,
+            "gpu-node-01",
+            "json",
+            thresholds=DEFAULT,
+            now=datetime.fromtimestamp(prometheus.now_s, UTC),
+            history=history,
+            chart=str(path),
+        )
     finally:
         await history.close()
         gw.close()

@@ -26,9 +26,13 @@ pytestmark = pytest.mark.slow
 
 async def _report(sim: KubeSim, history: HistoryService) -> str:
     settings = KubeSettings(
-        mode="server", server=sim.url, token=BOT_TOKEN, verify_tls=False, namespace="gpunode",
+        mode="server",
+        server=sim.url,
+        token=BOT_TOKEN,
+        verify_tls=False,
+        namespace="gpunode",
         job_timeout_s=30,
-    )  # fmt: skip
+    )
     gw = Gateway.from_settings(settings)
     try:
         return await diagnose_node(

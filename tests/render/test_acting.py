@@ -53,26 +53,39 @@ def test_every_confirmation_modal_is_a_valid_view(seed: Diagnosis, tier: int) ->
 
 
 def _result(ok: bool) -> StepsResult:
-    change = Change(verb="cordon", kind="Node", name="gpu-node-01", dry_run=True,
-                    patch={"spec": {"unschedulable": True}})  # fmt: skip
-    result = StepsResult(changes=[change], evictions=[
-        EvictionOutcome(namespace="ml", name="a", status="dry_run", reason="<!channel>")
-    ])  # fmt: skip
+    change = Change(
+        verb="cordon",
+        kind="Node",
+        name="gpu-node-01",
+        dry_run=True,
+        patch={"spec": {"unschedulable": True}},
+    )
+    result = StepsResult(
+        changes=[change],
+        evictions=[
+            EvictionOutcome(namespace="ml", name="a", status="dry_run", reason="<!channel>")
+        ],
+    )
     if not ok:
         result.error = ForbiddenError("no <rights>")
         result.failed_step = Step(verb="evict", kind="Pod", namespace="ml", name="x")
     return result
 
 
-@pytest.mark.parametrize(("ok", "buttons"), [(True, [acting.APPLY, acting.CANCEL]),
-                                             (False, [acting.REDIAGNOSE])])  # fmt: skip
+@pytest.mark.parametrize(
+    ("ok", "buttons"), [(True, [acting.APPLY, acting.CANCEL]), (False, [acting.REDIAGNOSE])]
+)
 def test_the_dry_run_offers_apply_only_when_it_passed(
     seed: Diagnosis, ok: bool, buttons: list[str]
 ) -> None:
     _, blocks = acting.dry_run_message(
-        _plan(seed, 1), action_id="A1", requester="U1", reason="r", result=_result(ok),
+        _plan(seed, 1),
+        action_id="A1",
+        requester="U1",
+        reason="r",
+        result=_result(ok),
         needs_approval=True,
-    )  # fmt: skip
+    )
     assert blocks_errors(blocks) == []
     assert _buttons(blocks) == buttons
     text = json.dumps(blocks)
@@ -98,9 +111,16 @@ def test_the_outcome_replaces_the_buttons(
     seed: Diagnosis, state: str, undo: bool, buttons: list[str]
 ) -> None:
     text, blocks = acting.outcome_message(
-        _plan(seed, 3), action_id="A1", state=state, requester="U1", by="U2", reason="why",
-        detail="", result=_result(state != "failed"), undo=undo,
-    )  # fmt: skip
+        _plan(seed, 3),
+        action_id="A1",
+        state=state,
+        requester="U1",
+        by="U2",
+        reason="why",
+        detail="",
+        result=_result(state != "failed"),
+        undo=undo,
+    )
     assert blocks_errors(blocks) == [] and text
     assert _buttons(blocks) == buttons
 
@@ -131,11 +151,14 @@ def test_every_notice_renders(key: str, params: dict[str, typing.Any]) -> None:
     assert text and blocks_errors(blocks) == []
 
 
-@pytest.mark.parametrize(("state", "by", "words"), [
-    ("approved", "U2", "Approved* by <@U2>"),
-    ("denied", "U2", "Denied* by <@U2>"),
-    ("expired", "", "Expired*: nobody approved before"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("state", "by", "words"),
+    [
+        ("approved", "U2", "Approved* by <@U2>"),
+        ("denied", "U2", "Denied* by <@U2>"),
+        ("expired", "", "Expired*: nobody approved before"),
+    ],
+)
 def test_a_closed_approval_message_has_its_outcome_and_no_buttons(
     seed: Diagnosis, state: str, by: str, words: str
 ) -> None:
@@ -161,10 +184,13 @@ def test_every_change_verb_reads_as_words(verb: str, dry_run: bool) -> None:
 
 def test_each_list_of_the_diff_findings_is_on_its_own_line() -> None:
     diff = DiagnosisDiff(
-        node="n1", verdict_before="host_memory_workload", verdict_after="healthy",
-        resolved_findings=["CONTAINER_NEAR_LIMIT:ml/a"], new_findings=["MEMORY_AVAILABLE_LOW:n1"],
+        node="n1",
+        verdict_before="host_memory_workload",
+        verdict_after="healthy",
+        resolved_findings=["CONTAINER_NEAR_LIMIT:ml/a"],
+        new_findings=["MEMORY_AVAILABLE_LOW:n1"],
         kept_findings=["LIMITS_OVERCOMMITTED:n1"],
-    )  # fmt: skip
+    )
     _, blocks = acting.diff_message(diff)
     text = blocks[-2]["text"]["text"]  # type: ignore[index]
     lines = text.split("\n")
@@ -174,10 +200,13 @@ def test_each_list_of_the_diff_findings_is_on_its_own_line() -> None:
     assert "Still open: memory limits overcommitted (`n1`)" in lines[2]
 
 
-@pytest.mark.parametrize(("tier", "words", "not_words"), [
-    (2, "priority is immutable", "pod template"),
-    (3, "the new caps change the pod template of `Deployment/ml/preprocess`", "immutable"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("tier", "words", "not_words"),
+    [
+        (2, "priority is immutable", "pod template"),
+        (3, "the new caps change the pod template of `Deployment/ml/preprocess`", "immutable"),
+    ],
+)
 def test_the_modal_says_why_pods_restart_for_its_tier(
     seed: Diagnosis, tier: int, words: str, not_words: str
 ) -> None:

@@ -74,9 +74,20 @@ def _texts(value: object) -> Iterator[str]:
 def extracted(tmp_path_factory: pytest.TempPathFactory) -> set[object]:
     pot = tmp_path_factory.mktemp("pot") / "gpunode.pot"
     CommandLineInterface().run(
-        ["pybabel", "-q", "extract", "-F", str(REPO / "babel.cfg"), "--no-location",
-         "-k", "_", "-o", str(pot), str(REPO)]
-    )  # fmt: skip
+        [
+            "pybabel",
+            "-q",
+            "extract",
+            "-F",
+            str(REPO / "babel.cfg"),
+            "--no-location",
+            "-k",
+            "_",
+            "-o",
+            str(pot),
+            str(REPO),
+        ]
+    )
     with pot.open("rb") as fh:
         return {m.id for m in read_po(fh) if m.id}
 

@@ -22,10 +22,20 @@ TOPICS = [None, *commands.VERBS]
 #: every code a failed diagnosis reports (bot.errors.DiagnosticJobError's docstring, plus
 #: what the gateway maps to KubeError codes) and one nobody planned for
 ERROR_CODES = [
-    "node_not_found", "node_not_ready", "image_pull", "container_error", "create_failed",
-    "not_admitted", "deadline_exceeded", "evidence_unreadable", "job_failed", "forbidden",
-    "timeout", "unavailable", "something_new",
-]  # fmt: skip
+    "node_not_found",
+    "node_not_ready",
+    "image_pull",
+    "container_error",
+    "create_failed",
+    "not_admitted",
+    "deadline_exceeded",
+    "evidence_unreadable",
+    "job_failed",
+    "forbidden",
+    "timeout",
+    "unavailable",
+    "something_new",
+]
 
 
 @pytest.mark.parametrize("prog", ["/gpunode", "gpunode"])

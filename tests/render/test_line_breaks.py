@@ -60,11 +60,16 @@ def test_an_expired_approval_keeps_its_last_line_apart(seed: Diagnosis, locale: 
 @pytest.mark.parametrize("locale", LOCALES)
 def test_each_pod_reason_and_problem_of_a_rollout_is_on_its_own_line(locale: str) -> None:
     progress = RolloutProgress(
-        kind="Deployment", namespace="ml", name="x", desired=2,
-        pods=[PodProgress(key="ml/x-1", phase="Pending", current=True, reason="Unschedulable"),
-              PodProgress(key="ml/x-2", phase="Pending", current=True, reason="Unschedulable")],
+        kind="Deployment",
+        namespace="ml",
+        name="x",
+        desired=2,
+        pods=[
+            PodProgress(key="ml/x-1", phase="Pending", current=True, reason="Unschedulable"),
+            PodProgress(key="ml/x-2", phase="Pending", current=True, reason="Unschedulable"),
+        ],
         problems=["0/3 nodes are available", "quota exceeded"],
-    )  # fmt: skip
+    )
     body = _body(watching.rollout_message(progress, "stalled", waited_s=60, locale=locale))
     assert len(body.split("\n")) == 1 + 2 + 2
 

@@ -154,10 +154,18 @@ def test_every_notice_renders_in_every_locale(key: str, locale: str) -> None:
 def test_every_catalogued_xid_is_explained_in_every_locale(code: int, locale: str) -> None:
     info = describe(code)
     params: dict[str, str | int | float | None] = {
-        "code": code, "meaning": info.meaning, "origin": info.origin, "action": info.action,
-        "gpu_lost": int(info.gpu_lost), "gpu_index": 3, "gpu_uuid": "", "pci_bus_id": "",
-        "last_at": "2026-12-01T02:00:00+00:00", "count": 2, "process": "",
-    }  # fmt: skip
+        "code": code,
+        "meaning": info.meaning,
+        "origin": info.origin,
+        "action": info.action,
+        "gpu_lost": int(info.gpu_lost),
+        "gpu_index": 3,
+        "gpu_uuid": "",
+        "pci_bus_id": "",
+        "last_at": "2026-12-01T02:00:00+00:00",
+        "count": 2,
+        "process": "",
+    }
     ours = sentence("findings", "GPU_XID", params, fmt="mrkdwn", locale=locale, strict=True)
     english_words = [info.meaning, info.action]
     if code in CATALOG:  # a catalogued code reads entirely in the locale

@@ -24,11 +24,18 @@ def test_top_nodes_renders_noderank_rows_unchanged() -> None:
     header = next(line for line in lines if line.startswith("NODE"))
     assert header.split() == ["NODE", "PRESSURE", "USED", "LIMITS", "REQUESTS"]
     assert next(line for line in lines if "gpu-node-01" in line).split() == [
-        "gpu-node-01", "yes", "92%", "99%", "85%",
-    ]  # fmt: skip
+        "gpu-node-01",
+        "yes",
+        "92%",
+        "99%",
+        "85%",
+    ]
     assert next(line for line in lines if "gpu-&lt;b&gt;" in line).split()[1:] == [
-        "no", "n/a", "n/a", "n/a",
-    ]  # fmt: skip
+        "no",
+        "n/a",
+        "n/a",
+        "n/a",
+    ]
     assert "metrics.k8s.io" in _body(blocks)
 
 

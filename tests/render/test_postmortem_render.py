@@ -13,15 +13,28 @@ EVIL = "<script>alert(1)</script> **bold** | pipe"
 
 def _pm() -> Postmortem:
     return Postmortem(
-        incident_id="INC-0003", node="gpu-node-01", cluster="prod", state="resolved",
-        opened_at=T0, ended_at=T0 + timedelta(minutes=42), resolved=True, opened_by=EVIL,
+        incident_id="INC-0003",
+        node="gpu-node-01",
+        cluster="prod",
+        state="resolved",
+        opened_at=T0,
+        ended_at=T0 + timedelta(minutes=42),
+        resolved=True,
+        opened_by=EVIL,
         actions=[
-            ActionSummary(action_id="A1", tier=3, target="Deployment/ml/x", state="succeeded",
-                          requested_by="alice", requested_at=T0, reason=EVIL)
+            ActionSummary(
+                action_id="A1",
+                tier=3,
+                target="Deployment/ml/x",
+                state="succeeded",
+                requested_by="alice",
+                requested_at=T0,
+                reason=EVIL,
+            )
         ],
         participants=[EVIL],
         timeline=[TimelineRow(at=T0, kind="note", actor=EVIL, text=EVIL, data={"k": EVIL})],
-    )  # fmt: skip
+    )
 
 
 def test_the_html_escapes_every_untrusted_string_and_embeds_the_charts() -> None:

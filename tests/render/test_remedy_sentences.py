@@ -56,16 +56,30 @@ def test_every_remedy_warning_has_a_sentence() -> None:
 
 
 SAMPLES = [
-    ("gang_kept", {"gang": "PyTorchJob a/b", "kind": "PyTorchJob", "group": "kubeflow.org",
-                   "here": "w-0", "here_count": 1, "elsewhere": None, "elsewhere_count": 0,
-                   "coordinators": None}),
-    ("job_eviction_counts", {"job": "a/j", "pods": "j-1", "count": 1, "backoff_limit": None,
-                             "failed": None}),
-    ("surge_does_not_fit", {"workload": "Deployment/a/b", "surge": 1, "unavailable": 1,
-                            "pod": "b-1"}),
+    (
+        "gang_kept",
+        {
+            "gang": "PyTorchJob a/b",
+            "kind": "PyTorchJob",
+            "group": "kubeflow.org",
+            "here": "w-0",
+            "here_count": 1,
+            "elsewhere": None,
+            "elsewhere_count": 0,
+            "coordinators": None,
+        },
+    ),
+    (
+        "job_eviction_counts",
+        {"job": "a/j", "pods": "j-1", "count": 1, "backoff_limit": None, "failed": None},
+    ),
+    (
+        "surge_does_not_fit",
+        {"workload": "Deployment/a/b", "surge": 1, "unavailable": 1, "pod": "b-1"},
+    ),
     ("gitops_reverts", {"workload": "Deployment/a/b", "tool": "Flux", "app": None}),
     ("restart_pending", {"pod": "a/p", "cordoned": None, "preempt": None}),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("code", "params"), SAMPLES)

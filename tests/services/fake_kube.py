@@ -82,11 +82,15 @@ class FakeKube:
                 key,
                 {
                     "kind": top.kind,
-                    "metadata": {"namespace": pod.namespace, "name": top.name,
-                                 "resourceVersion": self._next_rv(), "generation": 1},
+                    "metadata": {
+                        "namespace": pod.namespace,
+                        "name": top.name,
+                        "resourceVersion": self._next_rv(),
+                        "generation": 1,
+                    },
                     "spec": {"template": pod_template(pod)},
                 },
-            )  # fmt: skip
+            )
         self.calls: list[Call] = []
         self._faults: list[Fault] = []
         #: every identity a use case asked to act as (impersonation), in order
@@ -240,10 +244,14 @@ class FakeKube:
         want = verb == "cordon"
         was = self.node.unschedulable
         base: dict[str, Any] = {
-            "verb": verb, "kind": "Node", "name": node, "dry_run": dry_run,
-            "patch": {"spec": {"unschedulable": want}}, "patch_type": SMP,
+            "verb": verb,
+            "kind": "Node",
+            "name": node,
+            "dry_run": dry_run,
+            "patch": {"spec": {"unschedulable": want}},
+            "patch_type": SMP,
             "before": {"unschedulable": was},
-        }  # fmt: skip
+        }
         if was == want:
             return Change(**base, noop=True)
         rv = self.node.resource_version if dry_run else self._next_rv()
@@ -265,10 +273,14 @@ class FakeKube:
             raise NotFoundError(f"node {node} not found")
         current = dict(self.node.annotations)
         base: dict[str, Any] = {
-            "verb": "annotate_node", "kind": "Node", "name": node, "dry_run": dry_run,
-            "patch": {"metadata": {"annotations": dict(annotations)}}, "patch_type": SMP,
+            "verb": "annotate_node",
+            "kind": "Node",
+            "name": node,
+            "dry_run": dry_run,
+            "patch": {"metadata": {"annotations": dict(annotations)}},
+            "patch_type": SMP,
             "before": {"annotations": {k: current.get(k) for k in sorted(annotations)}},
-        }  # fmt: skip
+        }
         if all(current.get(k) == v for k, v in annotations.items()):
             return Change(**base, noop=True)
         rv = self.node.resource_version if dry_run else self._next_rv()
@@ -290,9 +302,11 @@ class FakeKube:
         pod = self.pods.get(key)
         if pod is None:
             return EvictionOutcome(
-                namespace=namespace, name=name, status="not_found",
+                namespace=namespace,
+                name=name,
+                status="not_found",
                 reason="the pod no longer exists",
-            )  # fmt: skip
+            )
         blocked = budget_refusal(self.budgets, list(self.pods.values()), pod)
         if blocked is not None:
             return blocked
@@ -315,9 +329,12 @@ class FakeKube:
             name, value, description=description, preemption_policy=preemption_policy
         )
         base: dict[str, Any] = {
-            "verb": "create_priority_class", "kind": "PriorityClass", "name": name,
-            "dry_run": dry_run, "patch": body,
-        }  # fmt: skip
+            "verb": "create_priority_class",
+            "kind": "PriorityClass",
+            "name": name,
+            "dry_run": dry_run,
+            "patch": body,
+        }
         if name not in self.priority_classes:
             if not dry_run:
                 self.priority_classes[name] = value
@@ -355,12 +372,18 @@ class FakeKube:
         spec = copy.deepcopy(ctrl["spec"]["template"]["spec"])
         was = spec.get("priorityClassName")
         base: dict[str, Any] = {
-            "verb": "set_priority_class", "kind": kind, "namespace": namespace, "name": name,
-            "dry_run": dry_run, "patch_type": SMP,
+            "verb": "set_priority_class",
+            "kind": kind,
+            "namespace": namespace,
+            "name": name,
+            "dry_run": dry_run,
+            "patch_type": SMP,
             "patch": {"spec": {"template": {"spec": {"priorityClassName": priority_class}}}},
-            "before": {"priorityClassName": was,
-                       "resourceVersion": ctrl["metadata"]["resourceVersion"]},
-        }  # fmt: skip
+            "before": {
+                "priorityClassName": was,
+                "resourceVersion": ctrl["metadata"]["resourceVersion"],
+            },
+        }
         if was == priority_class:
             return Change(**base, noop=True)
         if priority_class is None:
@@ -383,9 +406,16 @@ class FakeKube:
         dry_run: bool,
     ) -> Change:
         await self._enter(
-            "patch_container_resources", kind, namespace, name, container,
-            requests=dict(requests), limits=dict(limits), env=dict(env), dry_run=dry_run,
-        )  # fmt: skip
+            "patch_container_resources",
+            kind,
+            namespace,
+            name,
+            container,
+            requests=dict(requests),
+            limits=dict(limits),
+            env=dict(env),
+            dry_run=dry_run,
+        )
         ctrl = self._patchable(kind, namespace, name)
         spec = copy.deepcopy(ctrl["spec"]["template"]["spec"])
         c = find_container(spec, container, what=f"{kind} {namespace}/{name}")
@@ -410,10 +440,16 @@ class FakeKube:
         entry = container_patch(container, requests=requests, limits=limits, env=env)
         state = self._commit(ctrl, spec, dry_run=dry_run)
         return Change(
-            verb="patch_resources", kind=kind, namespace=namespace, name=name, dry_run=dry_run,
-            patch={"spec": {"template": {"spec": {"containers": [entry]}}}}, patch_type=SMP,
-            before=before, after={"resources": c["resources"], **state},
-        )  # fmt: skip
+            verb="patch_resources",
+            kind=kind,
+            namespace=namespace,
+            name=name,
+            dry_run=dry_run,
+            patch={"spec": {"template": {"spec": {"containers": [entry]}}}},
+            patch_type=SMP,
+            before=before,
+            after={"resources": c["resources"], **state},
+        )
 
     async def resize_pod(
         self,
@@ -428,9 +464,14 @@ class FakeKube:
         """In place, as ``bot.kube.resizing.resize_pod``: only where the server serves
         ``pods/resize`` (``view.in_place_resize``)."""
         await self._enter(
-            "resize_pod", namespace, name, container,
-            requests=dict(requests), limits=dict(limits), dry_run=dry_run,
-        )  # fmt: skip
+            "resize_pod",
+            namespace,
+            name,
+            container,
+            requests=dict(requests),
+            limits=dict(limits),
+            dry_run=dry_run,
+        )
         if not self.view.in_place_resize:
             raise KubeError(
                 f"the API server ({self.view.server_version or 'unknown version'}) does not "
@@ -474,8 +515,13 @@ class FakeKube:
             self.pods[pod.key] = pod.model_copy(update={"containers": containers})
         entry = container_patch(container, requests=requests, limits=limits, env={})
         return Change(
-            verb="resize", kind="Pod", namespace=namespace, name=name, dry_run=dry_run,
-            patch={"spec": {"containers": [entry]}}, patch_type=SMP,
+            verb="resize",
+            kind="Pod",
+            namespace=namespace,
+            name=name,
+            dry_run=dry_run,
+            patch={"spec": {"containers": [entry]}},
+            patch_type=SMP,
             before={"container": container, "resources": old},
             after={"resources": now, "resourceVersion": None, "generation": None},
-        )  # fmt: skip
+        )

@@ -116,10 +116,12 @@ def budget_refusal(
     budgets = [b for b in budgets if b.covers(pod)]
     if len(budgets) > 1:
         return EvictionOutcome(
-            namespace=pod.namespace, name=pod.name, status="blocked",
+            namespace=pod.namespace,
+            name=pod.name,
+            status="blocked",
             reason="more than one PodDisruptionBudget covers this pod, which the "
             "Eviction API does not support; remove the extra budget or move the pod by hand",
-        )  # fmt: skip
+        )
     if not budgets:
         return None
     budget = budgets[0]
@@ -132,8 +134,12 @@ def budget_refusal(
     if healthy - desired > 0:
         return None
     return EvictionOutcome(
-        namespace=pod.namespace, name=pod.name, status="blocked",
+        namespace=pod.namespace,
+        name=pod.name,
+        status="blocked",
         reason=f"blocked by PodDisruptionBudget {budget.name}: needs {desired} healthy, "
         f"has {healthy}",
-        pdb_name=budget.name, pdb_needs=desired, pdb_has=healthy,
-    )  # fmt: skip
+        pdb_name=budget.name,
+        pdb_needs=desired,
+        pdb_has=healthy,
+    )

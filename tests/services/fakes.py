@@ -95,9 +95,15 @@ class FakeChat:
         alt_txt: str | None = None,
     ) -> None:
         self.uploads.append(
-            {"channel": channel, "thread_ts": thread_ts, "filename": filename, "title": title,
-             "content": content, "alt_txt": alt_txt}
-        )  # fmt: skip
+            {
+                "channel": channel,
+                "thread_ts": thread_ts,
+                "filename": filename,
+                "title": title,
+                "content": content,
+                "alt_txt": alt_txt,
+            }
+        )
 
     async def upload_files(
         self,
@@ -109,9 +115,16 @@ class FakeChat:
     ) -> None:
         for name, title, content in files:
             self.uploads.append(
-                {"channel": channel, "thread_ts": thread_ts, "filename": name, "title": title,
-                 "content": content, "alt_txt": None, "comment": comment}
-            )  # fmt: skip
+                {
+                    "channel": channel,
+                    "thread_ts": thread_ts,
+                    "filename": name,
+                    "title": title,
+                    "content": content,
+                    "alt_txt": None,
+                    "comment": comment,
+                }
+            )
 
     async def open_view(self, trigger_id: str, view: dict[str, object]) -> str:
         self.views.append((trigger_id, dict(view)))

@@ -31,8 +31,13 @@ FAULTS: dict[str, Callable[[], BaseException]] = {
 }
 # a real write that timed out may have landed: it is re-read, and one that did not land
 # fails with "no_answer" (bot/services/settling.py)
-CODES = {"500": "unavailable", "timeout": "no_answer", "403": "forbidden", "409": "conflict",
-         "429": "too_many_requests"}  # fmt: skip
+CODES = {
+    "500": "unavailable",
+    "timeout": "no_answer",
+    "403": "forbidden",
+    "409": "conflict",
+    "429": "too_many_requests",
+}
 # (tier, failing method, what already changed before it, what must be reported as not run)
 STEPS = [
     (1, "cordon", [], ["annotate_node", "evict"]),

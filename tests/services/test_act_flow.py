@@ -64,8 +64,11 @@ async def test_tier3_apply_sends_the_edited_values_audits_and_undo_restores(worl
     assert env == []  # OMP_NUM_THREADS was unset before: removed again
     assert await world.state(action_id) == "undone"
     assert [d for _, a, d in await world.audit(action_id)] == [
-        "allowed", "claimed", "executed", "undone"
-    ]  # fmt: skip
+        "allowed",
+        "claimed",
+        "executed",
+        "undone",
+    ]
     # a second undo is refused and sends nothing
     calls = len(world.kube.effects())
     await world.act.undo(action_id=action_id, user=REQ, channel=CHANNEL)
@@ -105,9 +108,13 @@ async def test_a_user_without_a_role_is_refused_audited_and_nothing_is_called(wo
     before = len(world.kube.calls)
     for user in (STRANGER, VIEWER):
         await world.act.open_confirmation(
-            tier=3, incident_id=incident.id, plan_id=plan_id, user=user, channel=CHANNEL,
+            tier=3,
+            incident_id=incident.id,
+            plan_id=plan_id,
+            user=user,
+            channel=CHANNEL,
             trigger_id="T",
-        )  # fmt: skip
+        )
         assert world.chat.views == []
         (why,) = world.thread.refusals(user)
         assert (why.code, why.params["roles"]) == ("role_needed", ["responder"])
@@ -200,8 +207,9 @@ async def test_who_pressed_apply_is_audited_before_anything_runs(world: World) -
         await world.act.apply(action_id=action_id, user=REQ, channel=CHANNEL)
 
     assert await world.audit(action_id) == [
-        (REQ, "tier3.dry_run", "allowed"), (REQ, "tier3.execute", "claimed"),
-    ]  # fmt: skip
+        (REQ, "tier3.dry_run", "allowed"),
+        (REQ, "tier3.execute", "claimed"),
+    ]
     assert await world.state(action_id) == "running"
 
 

@@ -18,9 +18,13 @@ async def test_a_tier_button_of_a_plan_that_is_no_longer_current_is_refused_and_
     await world.diagnosed()
 
     await world.act.open_confirmation(
-        tier=3, incident_id="INC-0001", plan_id="plan-from-an-older-diagnosis", user=REQ,
-        channel=CHANNEL, trigger_id="T1",
-    )  # fmt: skip
+        tier=3,
+        incident_id="INC-0001",
+        plan_id="plan-from-an-older-diagnosis",
+        user=REQ,
+        channel=CHANNEL,
+        trigger_id="T1",
+    )
 
     assert world.chat.views == []
     assert ("tier3.request", "refused", "not_current") in await _refusals(world, REQ)

@@ -20,11 +20,19 @@ def _deps(**impersonation: Any) -> ActDeps:
     policy = parse_policy({"roles": ROLES, "bindings": BINDINGS, "impersonation": impersonation})
     unused = cast(Any, None)
     return ActDeps(
-        kube=unused, store=unused, chat=unused, thread=unused, diagnose=unused, bg=unused,
+        kube=unused,
+        store=unused,
+        chat=unused,
+        thread=unused,
+        diagnose=unused,
+        bg=unused,
         policy=policy,
-        clock=lambda: datetime(2026, 1, 1, tzinfo=UTC), new_id=lambda: "x", replica_id="r",
-        evidence_max_age_s=60, approval_ttl_s=900,
-    )  # fmt: skip
+        clock=lambda: datetime(2026, 1, 1, tzinfo=UTC),
+        new_id=lambda: "x",
+        replica_id="r",
+        evidence_max_age_s=60,
+        approval_ttl_s=900,
+    )
 
 
 def test_with_impersonation_off_the_bot_acts() -> None:

@@ -28,16 +28,24 @@ def payload(*alerts: dict[str, Any], status: str = "firing") -> Any:
 
 def alert(node: str, *, name: str = "GpunodeMemoryAvailableLow", status: str = "firing") -> Any:
     return {
-        "status": status, "labels": {"alertname": name, "node": node},
-        "startsAt": "2026-03-14T09:00:00Z", "fingerprint": f"{name}:{node}",
-    }  # fmt: skip
+        "status": status,
+        "labels": {"alertname": name, "node": node},
+        "startsAt": "2026-03-14T09:00:00Z",
+        "fingerprint": f"{name}:{node}",
+    }
 
 
 def service(world: World, caps: AlertCaps = CAPS) -> AlertService:
     return AlertService(
-        world.diagnose, world.store, world.chat, world.bg, channel=CHANNEL, clock=world.clock,
-        kube=world.kube, caps=caps,
-    )  # fmt: skip
+        world.diagnose,
+        world.store,
+        world.chat,
+        world.bg,
+        channel=CHANNEL,
+        clock=world.clock,
+        kube=world.kube,
+        caps=caps,
+    )
 
 
 async def audit_rows(world: World) -> list[tuple[str, str, str]]:
@@ -62,9 +70,18 @@ def skipped_notices(world: World) -> list[str]:
         "gpu-node-01 ",
         "<!channel>",
     ],
-    ids=["newline", "carriage-return", "uppercase", "underscore", "path", "leading-dash",
-         "too-long", "trailing-space", "mention"],
-)  # fmt: skip
+    ids=[
+        "newline",
+        "carriage-return",
+        "uppercase",
+        "underscore",
+        "path",
+        "leading-dash",
+        "too-long",
+        "trailing-space",
+        "mention",
+    ],
+)
 async def test_a_node_label_that_is_not_a_kubernetes_name_is_refused_and_audited(
     world: World, label: str
 ) -> None:
@@ -153,8 +170,9 @@ async def test_a_channel_the_bot_is_not_in_is_logged_once_and_reported_in_respon
     world: World, caplog: pytest.LogCaptureFixture
 ) -> None:
     alerts = service(world)
-    world.chat.post_failures += [SlackError("Slack chat.postMessage failed", code="not_in_channel")
-                                 for _ in range(2)]  # fmt: skip
+    world.chat.post_failures += [
+        SlackError("Slack chat.postMessage failed", code="not_in_channel") for _ in range(2)
+    ]
     with caplog.at_level(logging.INFO):
         await alerts.intake(payload(alert(NODE)))
         await world.bg.drain()

@@ -13,10 +13,15 @@ from tests.services.world import CHANNEL, REQ, STRANGER, VIEWER, World
 
 def _services(world: World, *, with_actions: bool) -> BotServices:
     return BotServices(
-        kube=world.kube, store=world.store, chat=world.chat, diagnose=world.diagnose,
-        ops=IncidentOps(world.store, clock=world.clock), bg=world.bg, clock=world.clock,
+        kube=world.kube,
+        store=world.store,
+        chat=world.chat,
+        diagnose=world.diagnose,
+        ops=IncidentOps(world.store, clock=world.clock),
+        bg=world.bg,
+        clock=world.clock,
         act=world.act if with_actions else None,
-    )  # fmt: skip
+    )
 
 
 PERMISSIONS: list[Permission] = ["view", "diagnose", "resolve"]

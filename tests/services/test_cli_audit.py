@@ -148,11 +148,16 @@ def test_text_output_escapes_control_characters_and_newlines_in_every_field(
         async with await Store.open(path) as store:
             await store.append_audit(
                 AuditRecord(
-                    at=NOW, actor="U1\x1b[2J", action="tier1.execute\r", channel="C\tX",
-                    incident_id="INC\u2028-1", decision="refused\x07", outcome="x\u202e",
+                    at=NOW,
+                    actor="U1\x1b[2J",
+                    action="tier1.execute\r",
+                    channel="C\tX",
+                    incident_id="INC\u2028-1",
+                    decision="refused\x07",
+                    outcome="x\u202e",
                     detail="reason" + forged_line + "\\n",
                 )
-            )  # fmt: skip
+            )
 
     asyncio.run(go())
 
@@ -161,6 +166,14 @@ def test_text_output_escapes_control_characters_and_newlines_in_every_field(
     assert len(lines) == 2  # the header and the one row: no forged line
     row = lines[1]
     assert all(ch.isprintable() for ch in row)
-    for escaped in ("U1\\x1b[2J", "tier1.execute\\r", "C\\tX", "INC\\u2028-1", "refused\\x07",
-                    "x\\u202e", "reason\\n2026-03-01 11:00:00", "approved\\\\n"):  # fmt: skip
+    for escaped in (
+        "U1\\x1b[2J",
+        "tier1.execute\\r",
+        "C\\tX",
+        "INC\\u2028-1",
+        "refused\\x07",
+        "x\\u202e",
+        "reason\\n2026-03-01 11:00:00",
+        "approved\\\\n",
+    ):
         assert escaped in row

@@ -57,11 +57,13 @@ def test_terminal_diagnose_of_cluster_slash_node_runs_in_that_cluster(
 @pytest.mark.parametrize(
     ("ref", "says"),
     [
-        ("prod-ap/gpu-node-01",
-         "no cluster named 'prod-ap'; the known clusters are: prod-eu, prod-us"),
+        (
+            "prod-ap/gpu-node-01",
+            "no cluster named 'prod-ap'; the known clusters are: prod-eu, prod-us",
+        ),
         ("Prod-US/gpu-node-01", "cluster names are lowercase: did you mean prod-us?"),
     ],
-)  # fmt: skip
+)
 def test_terminal_diagnose_of_an_unknown_cluster_names_the_known_ones(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], ref: str, says: str
 ) -> None:

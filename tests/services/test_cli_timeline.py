@@ -24,9 +24,10 @@ async def test_the_cli_timeline_prints_the_postmortem_draft(
             "gpu-node-01", "C1", opened_by="U0ALICE", at=at
         )
         await store.append_timeline(
-            TimelineEntry(incident_id=incident.id, at=at, kind="note", actor="U0BOB",
-                          text="looking at it")
-        )  # fmt: skip
+            TimelineEntry(
+                incident_id=incident.id, at=at, kind="note", actor="U0BOB", text="looking at it"
+            )
+        )
     monkeypatch.setenv("GPUNODE_STORE__PATH", str(path))
     assert await asyncio.to_thread(main, ["timeline", incident.id]) == 0
     out = capsys.readouterr().out

@@ -38,8 +38,9 @@ def test_clusters_are_listed_by_name_and_share_the_job_settings(tmp_path: Path) 
     assert list(per) == ["prod-eu", "prod-us", "local"]
     assert (per["prod-eu"].mode, per["prod-eu"].context) == ("kubeconfig", "prod-eu-admin")
     assert (per["prod-us"].server, per["prod-us"].token_file) == (
-        "https://prod-us.example:6443", "/var/run/secrets/prod-us/token",
-    )  # fmt: skip
+        "https://prod-us.example:6443",
+        "/var/run/secrets/prod-us/token",
+    )
     assert per["prod-us"].request_timeout_s == 4
     assert per["local"].mode == "in_cluster"
     assert {k.namespace for k in per.values()} == {"gpu-ops"}
@@ -82,22 +83,33 @@ def test_settings_without_clusters_are_one_cluster_named_default(tmp_path: Path)
 @pytest.mark.parametrize(
     ("text", "says"),
     [
-        ("clusters: {prod-eu: {mode: server, server: https://x}}\n",
-         "clusters.prod-eu: Value error, mode 'server' needs token_file (or token)"),
-        ("clusters: {prod-eu: {mode: server, token_file: /t}}\n",
-         "clusters.prod-eu: Value error, mode 'server' needs server"),
-        ("clusters: {prod-eu: {mode: kubeconfig}}\n",
-         "clusters.prod-eu: Value error, mode 'kubeconfig' needs context"),
-        ("clusters: {Prod_EU: {mode: in_cluster}}\n",
-         "clusters: name number 1 is not a DNS-1123 label"),
-        ("clusters: {prod-eu: {mode: in_cluster}}\ndefault_cluster: prod-us\n",
-         "default_cluster is not one of the clusters (prod-eu)"),
-        ("clusters: {prod-eu: {mode: in_cluster}}\nchannel_clusters: {C1: prod-us}\n",
-         "channel C1 maps to a cluster that is not listed (prod-eu)"),
-        ("clusters: {prod-eu: {mode: in_cluster, timeout_s: 0}}\n",
-         "clusters.prod-eu.timeout_s"),
+        (
+            "clusters: {prod-eu: {mode: server, server: https://x}}\n",
+            "clusters.prod-eu: Value error, mode 'server' needs token_file (or token)",
+        ),
+        (
+            "clusters: {prod-eu: {mode: server, token_file: /t}}\n",
+            "clusters.prod-eu: Value error, mode 'server' needs server",
+        ),
+        (
+            "clusters: {prod-eu: {mode: kubeconfig}}\n",
+            "clusters.prod-eu: Value error, mode 'kubeconfig' needs context",
+        ),
+        (
+            "clusters: {Prod_EU: {mode: in_cluster}}\n",
+            "clusters: name number 1 is not a DNS-1123 label",
+        ),
+        (
+            "clusters: {prod-eu: {mode: in_cluster}}\ndefault_cluster: prod-us\n",
+            "default_cluster is not one of the clusters (prod-eu)",
+        ),
+        (
+            "clusters: {prod-eu: {mode: in_cluster}}\nchannel_clusters: {C1: prod-us}\n",
+            "channel C1 maps to a cluster that is not listed (prod-eu)",
+        ),
+        ("clusters: {prod-eu: {mode: in_cluster, timeout_s: 0}}\n", "clusters.prod-eu.timeout_s"),
     ],
-)  # fmt: skip
+)
 def test_cluster_settings_mistakes_name_the_key_to_fix(
     text: str, says: str, tmp_path: Path
 ) -> None:

@@ -26,10 +26,14 @@ async def test_the_evidence_message_links_the_nodes_dashboard_for_the_window(
     world: World,
 ) -> None:
     world.diagnose = DiagnoseService(
-        world.kube, world.store, world.chat, thread=world.thread, clock=world.clock,
+        world.kube,
+        world.store,
+        world.chat,
+        thread=world.thread,
+        clock=world.clock,
         thresholds=DEFAULT,
         dashboard_url=TEMPLATE,
-    )  # fmt: skip
+    )
     outcome = await world.diagnosed()
     [root] = world.chat.roots()
     evidence = world.chat.thread(root.ts)[0]

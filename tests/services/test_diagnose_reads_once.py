@@ -61,10 +61,14 @@ async def test_one_diagnosis_builds_the_view_once_and_reads_the_incident_once(
     sim = await make_kubesim("seed")
     gateway = Gateway.from_settings(
         KubeSettings(
-            mode="server", server=sim.url, token=BOT_TOKEN, verify_tls=False,
-            namespace="gpunode", job_timeout_s=20,
+            mode="server",
+            server=sim.url,
+            token=BOT_TOKEN,
+            verify_tls=False,
+            namespace="gpunode",
+            job_timeout_s=20,
         )
-    )  # fmt: skip
+    )
     CountingStore.incident_reads = 0
     store = await CountingStore.open(str(tmp_path / "gpunode.db"))
     chat = FakeChat()

@@ -80,11 +80,16 @@ async def _two_diagnoses(
     sim = await make_kubesim(seed_with_filler(nodes))
     gateway = Gateway.from_settings(
         KubeSettings(
-            mode="server", server=sim.url, token=BOT_TOKEN, verify_tls=False,
-            namespace="gpunode", job_timeout_s=30, fleet_cache_s=3600,
+            mode="server",
+            server=sim.url,
+            token=BOT_TOKEN,
+            verify_tls=False,
+            namespace="gpunode",
+            job_timeout_s=30,
+            fleet_cache_s=3600,
         ),
         informers=informers,
-    )  # fmt: skip
+    )
     gateway.events_watch_s = 1
     store = await Store.open(str(tmp_path / f"gpunode-{nodes}.db"))
     service = DiagnoseService(
@@ -175,10 +180,14 @@ async def test_a_write_through_the_gateway_drops_the_shared_fleet_read(
     sim = await make_kubesim("seed")
     gateway = Gateway.from_settings(
         KubeSettings(
-            mode="server", server=sim.url, token=BOT_TOKEN, verify_tls=False,
-            namespace="gpunode", fleet_cache_s=3600,
+            mode="server",
+            server=sim.url,
+            token=BOT_TOKEN,
+            verify_tls=False,
+            namespace="gpunode",
+            fleet_cache_s=3600,
         )
-    )  # fmt: skip
+    )
     try:
         before = {r.name: r.unschedulable for r in (await gateway.fleet()).room()}
         lists = len(sim.requests)

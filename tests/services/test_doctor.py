@@ -129,13 +129,17 @@ async def test_the_stand_in_answers_a_rules_review_from_its_rbac(
 ) -> None:
     sim = await make_kubesim("seed")
     review = {
-        "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectRulesReview",
         "spec": {"namespace": "gpunode"},
-    }  # fmt: skip
+    }
     status, answer = await kube_call(
-        sim.url, "POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
-        token=BOT_TOKEN, body=review,
-    )  # fmt: skip
+        sim.url,
+        "POST",
+        "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+        token=BOT_TOKEN,
+        body=review,
+    )
 
     assert status == 201
     rules = answer["status"]["resourceRules"]
@@ -167,9 +171,12 @@ async def test_serve_refuses_to_start_beside_a_live_replica_without_a_lease(
         try:
             with pytest.raises(UsageError, match="refusing to start: replicas share this store"):
                 await doctor.at_start(
-                    settings, gateway, clock=lambda: datetime.now(UTC), settle_s=1.0,
+                    settings,
+                    gateway,
+                    clock=lambda: datetime.now(UTC),
+                    settle_s=1.0,
                     logger=logging.getLogger("test"),
-                )  # fmt: skip
+                )
         finally:
             stop.set()
             await beating
@@ -190,9 +197,12 @@ async def test_a_restarted_single_replica_starts_its_old_beat_does_not_count(
         await store.beat("replica-before-restart", at=datetime.now(UTC))
 
     rows = await doctor.at_start(
-        settings, gateway, clock=lambda: datetime.now(UTC), settle_s=1.0,
+        settings,
+        gateway,
+        clock=lambda: datetime.now(UTC),
+        settle_s=1.0,
         logger=logging.getLogger("test"),
-    )  # fmt: skip
+    )
     gateway.close()
 
     assert [r.what for r in rows if r.area == "replicas"] == ["one replica on this store"]

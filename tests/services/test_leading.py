@@ -49,9 +49,13 @@ def elector(
     url: str, identity: str, clock: Clock, seen: list[tuple[str, str | None, bool]]
 ) -> LeaderElector:
     return LeaderElector(
-        lease_api(url), identity=identity, duration_s=15, renew_deadline_s=10, clock=clock,
+        lease_api(url),
+        identity=identity,
+        duration_s=15,
+        renew_deadline_s=10,
+        clock=clock,
         on_change=lambda holder, me: seen.append((identity, holder, me)),
-    )  # fmt: skip
+    )
 
 
 async def test_one_of_two_replicas_leads_and_the_other_waits(sim: KubeSim) -> None:
@@ -163,9 +167,14 @@ async def test_background_work_runs_on_the_leader_only_and_moves_with_the_lease(
         rec = Recorder()
         works[name] = (
             rec,
-            LeaderWork(store=rec, actions=rec, replica_id=name, clock=clock,
-                       elector=elector(sim.url, name, clock, seen)),
-        )  # fmt: skip
+            LeaderWork(
+                store=rec,
+                actions=rec,
+                replica_id=name,
+                clock=clock,
+                elector=elector(sim.url, name, clock, seen),
+            ),
+        )
     for _ in range(2):
         for _rec, work in works.values():
             await work.tick()

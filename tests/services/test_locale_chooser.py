@@ -17,9 +17,14 @@ T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 def incident(channel: str, locale: str) -> Incident:
     return Incident(
-        id="INC-0001", number=1, node="n1", channel=channel, opened_at=T0, opened_by="U1",
+        id="INC-0001",
+        number=1,
+        node="n1",
+        channel=channel,
+        opened_at=T0,
+        opened_by="U1",
         locale=locale,
-    )  # fmt: skip
+    )
 
 
 class CountingChat(FakeChat):
@@ -81,9 +86,13 @@ async def test_machine_actors_have_no_slack_locale_to_ask_for(
 
 @pytest.mark.parametrize(
     ("overrides", "kept", "expected"),
-    [({}, "zh-CN", "zh-CN"), ({}, "en", "en"), ({"C1": "en"}, "zh-CN", "en"),
-     ({"C1": "zh-CN"}, "en", "zh-CN")],
-)  # fmt: skip
+    [
+        ({}, "zh-CN", "zh-CN"),
+        ({}, "en", "en"),
+        ({"C1": "en"}, "zh-CN", "en"),
+        ({"C1": "zh-CN"}, "en", "zh-CN"),
+    ],
+)
 def test_thread_posts_follow_the_thread_unless_the_channel_overrides(
     chat: CountingChat, overrides: dict[str, str], kept: str, expected: str
 ) -> None:

@@ -42,10 +42,14 @@ BOUND_S = 20.0
 def gateway(url: str, *, timeout_s: float = 10.0) -> Gateway:
     return Gateway.from_settings(
         KubeSettings(
-            mode="server", server=url, token=BOT_TOKEN, verify_tls=False, namespace="gpunode",
+            mode="server",
+            server=url,
+            token=BOT_TOKEN,
+            verify_tls=False,
+            namespace="gpunode",
             request_timeout_s=timeout_s,
         )
-    )  # fmt: skip
+    )
 
 
 def registry(urls: dict[str, str], timeouts: dict[str, float] | None = None) -> ClusterRegistry:
@@ -73,8 +77,10 @@ async def test_top_ranks_both_clusters_nodes_together_and_names_each_rows_cluste
 
     assert report.failures == []
     assert sorted((r.cluster, r.node) for r in report.rows) == [
-        ("prod-eu", "gpu-node-01"), ("prod-eu", "gpu-node-02"), ("prod-us", "gpu-node-01"),
-    ]  # fmt: skip
+        ("prod-eu", "gpu-node-01"),
+        ("prod-eu", "gpu-node-02"),
+        ("prod-us", "gpu-node-01"),
+    ]
     scores = [r.score for r in report.rows]
     assert scores == sorted(scores, reverse=True)
     # each cluster was asked over its own API server
@@ -147,8 +153,9 @@ async def test_an_unreachable_or_slow_cluster_is_named_and_the_others_rows_come_
             await hole.stop()
 
     assert {(r.cluster, r.node) for r in report.rows} == {
-        ("prod-eu", "gpu-node-01"), ("prod-eu", "gpu-node-02"),
-    }  # fmt: skip
+        ("prod-eu", "gpu-node-01"),
+        ("prod-eu", "gpu-node-02"),
+    }
     assert [(f.cluster, f.code) for f in report.failures] == [("prod-us", "cluster_unreachable")]
     assert report.failures[0].message.startswith("cluster prod-us could not be reached (")
     assert elapsed < BOUND_S < DELAY_S
@@ -212,8 +219,12 @@ async def test_one_node_name_in_two_clusters_is_two_incidents_each_diagnosed_in_
 
 
 def _alert(labels: dict[str, str], fp: str) -> bytes:
-    alert = {"status": "firing", "labels": {"alertname": "GpunodeMemoryAvailableLow", **labels},
-             "startsAt": "2026-03-14T09:00:00Z", "fingerprint": fp}  # fmt: skip
+    alert = {
+        "status": "firing",
+        "labels": {"alertname": "GpunodeMemoryAvailableLow", **labels},
+        "startsAt": "2026-03-14T09:00:00Z",
+        "fingerprint": fp,
+    }
     return json.dumps(
         {"version": "4", "groupKey": "g", "status": "firing", "alerts": [alert]}
     ).encode()
@@ -259,9 +270,15 @@ async def test_the_alert_intake_takes_the_cluster_from_its_label(
             reg, store, chat, thread=RecordingPresenter(chat), clock=lambda: T0, thresholds=DEFAULT
         )
         alerts = AlertService(
-            service, store, chat, bg, channel="C1", clock=lambda: T0, kube=reg,
+            service,
+            store,
+            chat,
+            bg,
+            channel="C1",
+            clock=lambda: T0,
+            kube=reg,
             cluster_label=label,
-        )  # fmt: skip
+        )
         result = await alerts.intake(parse_payload(_alert(labels, "fp1")))
         await bg.drain(timeout_s=60)
         incidents = await store.open_incidents()
@@ -283,10 +300,17 @@ async def test_alerts_for_an_unreachable_cluster_are_refused_and_the_others_go_a
     await us.stop()
     reg = registry({"prod-eu": eu.url, "prod-us": us_url}, timeouts={"prod-us": SHORT_TIMEOUT_S})
     chat, bg = FakeChat(), Background()
-    body = json.dumps({"version": "4", "groupKey": "g", "status": "firing", "alerts": [
-        json.loads(_alert({"node": "gpu-node-01", "cluster": c}, f"fp-{c}"))["alerts"][0]
-        for c in ("prod-eu", "prod-us")
-    ]}).encode()  # fmt: skip
+    body = json.dumps(
+        {
+            "version": "4",
+            "groupKey": "g",
+            "status": "firing",
+            "alerts": [
+                json.loads(_alert({"node": "gpu-node-01", "cluster": c}, f"fp-{c}"))["alerts"][0]
+                for c in ("prod-eu", "prod-us")
+            ],
+        }
+    ).encode()
     async with await Store.open(str(tmp_path / "g.db")) as store:
         service = DiagnoseService(
             reg, store, chat, thread=RecordingPresenter(chat), clock=lambda: T0, thresholds=DEFAULT

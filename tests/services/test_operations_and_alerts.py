@@ -42,8 +42,9 @@ def _payload(
 
 
 async def test_a_firing_alert_diagnoses_once_however_often_it_is_resent(world: World) -> None:
-    alerts = AlertService(world.diagnose, world.store, world.chat, world.bg, channel=CHANNEL,
-                          clock=world.clock)  # fmt: skip
+    alerts = AlertService(
+        world.diagnose, world.store, world.chat, world.bg, channel=CHANNEL, clock=world.clock
+    )
     first = await alerts.intake(parse_payload(_payload("firing")))
     again = await alerts.intake(parse_payload(_payload("firing")))
     await world.bg.drain()
@@ -57,8 +58,9 @@ async def test_a_firing_alert_diagnoses_once_however_often_it_is_resent(world: W
 
 
 async def test_alerts_without_a_node_label_are_ignored(world: World) -> None:
-    alerts = AlertService(world.diagnose, world.store, world.chat, world.bg, channel=CHANNEL,
-                          clock=world.clock)  # fmt: skip
+    alerts = AlertService(
+        world.diagnose, world.store, world.chat, world.bg, channel=CHANNEL, clock=world.clock
+    )
     result = await alerts.intake(parse_payload(_payload("firing", node=None)))
     assert result.ignored == 1 and world.chat.messages == {}
 

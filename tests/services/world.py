@@ -96,9 +96,13 @@ class World:
         plan_id = next(p["plan_id"] for p in plans if p["tier"] == tier)
         views_before = len(self.chat.views)
         await act.open_confirmation(
-            tier=tier, incident_id=incidents[0].id, plan_id=plan_id, user=user,
-            channel=CHANNEL, trigger_id="T1",
-        )  # fmt: skip
+            tier=tier,
+            incident_id=incidents[0].id,
+            plan_id=plan_id,
+            user=user,
+            channel=CHANNEL,
+            trigger_id="T1",
+        )
         assert len(self.chat.views) == views_before + 1, self.chat.ephemerals_for(user)
         meta = json.loads(str(self.chat.views[-1][1]["private_metadata"]))
         form = {"reason": "node is falling over", **values}
@@ -130,10 +134,19 @@ class World:
             self.kube, store, self.chat, thread=self.thread, clock=self.clock, thresholds=DEFAULT
         )
         return ActService(
-            self.kube, store, self.chat, diagnose, self.bg, policy=self.policy, thread=self.thread,
-            clock=self.clock, new_id=lambda: uuid.uuid4().hex[:12], replica_id=replica,
-            evidence_max_age_s=MAX_AGE_S, approval_ttl_s=TTL_S,
-        )  # fmt: skip
+            self.kube,
+            store,
+            self.chat,
+            diagnose,
+            self.bg,
+            policy=self.policy,
+            thread=self.thread,
+            clock=self.clock,
+            new_id=lambda: uuid.uuid4().hex[:12],
+            replica_id=replica,
+            evidence_max_age_s=MAX_AGE_S,
+            approval_ttl_s=TTL_S,
+        )
 
 
 async def make_world(path: Path, scenario: str = "seed") -> World:

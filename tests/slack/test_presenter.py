@@ -17,9 +17,15 @@ T0 = datetime(2026, 3, 14, 9, 0, tzinfo=UTC)
 
 def _incident(locale: str) -> Incident:
     return Incident(
-        id="INC-0001", number=1, node="gpu-node-01", channel="C1", thread_ts="1.0",
-        opened_at=T0, opened_by="U0LIWEI", locale=locale,
-    )  # fmt: skip
+        id="INC-0001",
+        number=1,
+        node="gpu-node-01",
+        channel="C1",
+        thread_ts="1.0",
+        opened_at=T0,
+        opened_by="U0LIWEI",
+        locale=locale,
+    )
 
 
 async def test_a_refusal_is_told_in_the_persons_language_to_them_alone() -> None:
@@ -62,12 +68,15 @@ async def test_an_update_replaces_the_message_in_the_threads_language() -> None:
     chat = FakeChat()
     presenter = SlackPresenter(chat, LocaleChooser(chat))
     incident = _incident("en")
-    ts = await presenter.post("C1", notice("diagnose_joined_running", node="n1", user="U0A"),
-                              incident=incident)  # fmt: skip
+    ts = await presenter.post(
+        "C1", notice("diagnose_joined_running", node="n1", user="U0A"), incident=incident
+    )
 
     await presenter.update(
-        "C1", ts, notice("diagnose_joined_running", node="n1", user="U0A", others=2),
+        "C1",
+        ts,
+        notice("diagnose_joined_running", node="n1", user="U0A", others=2),
         incident=incident,
-    )  # fmt: skip
+    )
 
     assert "2 more requests joined it too" in chat.messages[ts].text

@@ -94,8 +94,12 @@ def serve_with_config(text: str, tmp_path: Path) -> subprocess.CompletedProcess[
     return subprocess.run(
         [sys.executable, "-m", "bot", "serve", "--config", str(config)],
         env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)},
-        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 @pytest.mark.parametrize(
@@ -105,12 +109,14 @@ def serve_with_config(text: str, tmp_path: Path) -> subprocess.CompletedProcess[
         (f'slack:\n  signing_secret: "{SECRET}\n  bot_token: [\n', "line"),
         (f"slack:\n  signing_secret:\n\t{SECRET}\n", "line 3"),
         (f"slack:\n  bot_token: [{TOKEN}]\n  signing_secret: {SECRET}\n", "slack.bot_token"),
-        (f"slack:\n  bot_token: xoxb-1\n  signing_secret: {SECRET}\nhttp: {{port: {TOKEN}}}\n",
-         "http.port"),
+        (
+            f"slack:\n  bot_token: xoxb-1\n  signing_secret: {SECRET}\nhttp: {{port: {TOKEN}}}\n",
+            "http.port",
+        ),
         (f"slack:\n  bot_token: xoxb-1\n  {SECRET}: {TOKEN}\n", "Extra inputs"),
     ],
     ids=["yaml-mapping", "yaml-unclosed-quote", "yaml-tab", "wrong-type", "bad-port", "extra"],
-)  # fmt: skip
+)
 def test_a_config_file_error_names_the_place_and_never_echoes_a_value(
     text: str, says: str, tmp_path: Path
 ) -> None:

@@ -23,8 +23,11 @@ async def sim() -> AsyncIterator[SlackSim]:
 
 
 def _lookups(sim: SlackSim, user: str) -> list[object]:
-    return [c.args.get("include_locale") for c in sim.calls if c.method == "users.info"
-            and c.args.get("user") == user]  # fmt: skip
+    return [
+        c.args.get("include_locale")
+        for c in sim.calls
+        if c.method == "users.info" and c.args.get("user") == user
+    ]
 
 
 async def test_a_persons_locale_is_read_with_include_locale_and_cached(sim: SlackSim) -> None:

@@ -11,9 +11,13 @@ T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 def _action(action_id: str) -> ActionRecord:
     return ActionRecord(
-        action_id=action_id, tier=1, requester="U0REQ", needs_approval=True,
-        created_at=T0, updated_at=T0,
-    )  # fmt: skip
+        action_id=action_id,
+        tier=1,
+        requester="U0REQ",
+        needs_approval=True,
+        created_at=T0,
+        updated_at=T0,
+    )
 
 
 async def test_a_note_is_merged_into_the_result_and_the_state_is_kept(target: str) -> None:

@@ -31,9 +31,12 @@ FORGED_INSERT = (
 
 def record(minutes: int, decision: str = "allowed") -> AuditRecord:
     return AuditRecord(
-        at=T0 + timedelta(minutes=minutes), actor="U1", action="tier1.execute",
-        decision=decision, changes=[{"verb": "cordon", "name": "gpu-node-01"}],
-    )  # fmt: skip
+        at=T0 + timedelta(minutes=minutes),
+        actor="U1",
+        action="tier1.execute",
+        decision=decision,
+        changes=[{"verb": "cordon", "name": "gpu-node-01"}],
+    )
 
 
 @pytest.fixture
@@ -75,9 +78,14 @@ MADE_UP_HASHES = FORGED_INSERT.replace("(at,", "(prev_hash, row_hash, at,").repl
         (["audit_chained", "audit_head_advance"], [FORGED_INSERT], 4, "prev_hash"),
         (["audit_chained"], [MADE_UP_HASHES], 4, "prev_hash"),
     ],
-    ids=["edited-row", "deleted-row", "deleted-last-row", "forged-back-dated-insert",
-         "forged-insert-with-made-up-hashes"],
-)  # fmt: skip
+    ids=[
+        "edited-row",
+        "deleted-row",
+        "deleted-last-row",
+        "forged-back-dated-insert",
+        "forged-insert-with-made-up-hashes",
+    ],
+)
 async def test_verify_names_the_first_bad_row(
     store: Store,
     target: str,

@@ -31,9 +31,13 @@ HEAD_OF_ROW_2 = (
 
 def record(minutes: int, decision: str, action_id: str | None = None) -> AuditRecord:
     return AuditRecord(
-        at=T0 + timedelta(minutes=minutes), actor="U1", action="tier1.execute",
-        decision=decision, action_id=action_id, changes=[{"verb": "cordon", "name": "n1"}],
-    )  # fmt: skip
+        at=T0 + timedelta(minutes=minutes),
+        actor="U1",
+        action="tier1.execute",
+        decision=decision,
+        action_id=action_id,
+        changes=[{"verb": "cordon", "name": "n1"}],
+    )
 
 
 @pytest.fixture
@@ -51,11 +55,21 @@ def forged_row(target: str, decision: str = "approved", mac: str | None = None) 
     compute one: the chain is public), but no signature."""
     last_id, last_hash = query(target, "SELECT last_id, last_hash FROM audit_head")[0]
     values = {
-        "id": int(str(last_id)) + 1, "at": "2026-03-01T12:05:00.000000+00:00",
-        "actor": "U0FORGER", "action": "tier3.approve", "channel": "", "incident_id": None,
-        "action_id": None, "tier": 3, "decision": decision, "dry_run": None, "outcome": "",
-        "changes": None, "detail": "", "prev_hash": last_hash,
-    }  # fmt: skip
+        "id": int(str(last_id)) + 1,
+        "at": "2026-03-01T12:05:00.000000+00:00",
+        "actor": "U0FORGER",
+        "action": "tier3.approve",
+        "channel": "",
+        "incident_id": None,
+        "action_id": None,
+        "tier": 3,
+        "decision": decision,
+        "dry_run": None,
+        "outcome": "",
+        "changes": None,
+        "detail": "",
+        "prev_hash": last_hash,
+    }
     digest = audit_chain.row_digest(values)
     mac_sql = f"'{mac}'" if mac else "NULL"
     return (
@@ -176,10 +190,17 @@ async def test_insert_or_replace_is_refused_on_sqlite(store: Store, target: str)
     replace = forged_row(target).replace("INSERT INTO", "INSERT OR REPLACE INTO")
     last_hash = str(query(target, "SELECT row_hash FROM audit WHERE id = 2")[0][0])
     values = {c: None for c in audit_chain.HASHED_COLUMNS} | {
-        "id": 3, "at": "2026-03-01T12:05:00.000000+00:00", "actor": "U0FORGER",
-        "action": "tier3.approve", "channel": "", "tier": 3, "decision": "approved",
-        "outcome": "", "detail": "", "prev_hash": last_hash,
-    }  # fmt: skip
+        "id": 3,
+        "at": "2026-03-01T12:05:00.000000+00:00",
+        "actor": "U0FORGER",
+        "action": "tier3.approve",
+        "channel": "",
+        "tier": 3,
+        "decision": "approved",
+        "outcome": "",
+        "detail": "",
+        "prev_hash": last_hash,
+    }
     over_row_3 = (
         "INSERT OR REPLACE INTO audit (id, at, actor, action, tier, decision, prev_hash, "
         f"row_hash) VALUES (3, '{values['at']}', 'U0FORGER', 'tier3.approve', 3, 'approved', "
@@ -270,9 +291,17 @@ async def app_store(pg_roles: tuple[str, str]) -> AsyncIterator[Store]:
         "UPDATE audit_head SET last_id = 1",
         "DROP TRIGGER audit_no_update ON audit",
     ],
-    ids=["truncate-both", "truncate-head", "enable-replica", "disable", "replace-function",
-         "delete", "move-head", "drop-trigger"],
-)  # fmt: skip
+    ids=[
+        "truncate-both",
+        "truncate-head",
+        "enable-replica",
+        "disable",
+        "replace-function",
+        "delete",
+        "move-head",
+        "drop-trigger",
+    ],
+)
 async def test_the_bots_own_role_may_not_rewrite_the_audit(
     app_store: Store, pg_roles: tuple[str, str], statement: str
 ) -> None:
@@ -287,18 +316,28 @@ async def test_the_bots_own_role_may_not_rewrite_the_audit(
 @pytest.mark.parametrize(
     ("statements", "problem"),
     [
-        (["ALTER TABLE audit ENABLE REPLICA TRIGGER audit_no_delete"],
-         "trigger audit_no_delete was set to ENABLE REPLICA"),
-        (["ALTER TABLE audit ENABLE ALWAYS TRIGGER audit_chained"],
-         "trigger audit_chained was set to ENABLE ALWAYS"),
-        (["ALTER TABLE audit_head DISABLE TRIGGER audit_head_guard"],
-         "trigger audit_head_guard was disabled"),
-        (["CREATE OR REPLACE FUNCTION audit_refuse() RETURNS trigger LANGUAGE plpgsql "
-          "AS $$ BEGIN RETURN NEW; END $$"],
-         "trigger function audit_refuse() was replaced (its body is not the shipped one)"),
+        (
+            ["ALTER TABLE audit ENABLE REPLICA TRIGGER audit_no_delete"],
+            "trigger audit_no_delete was set to ENABLE REPLICA",
+        ),
+        (
+            ["ALTER TABLE audit ENABLE ALWAYS TRIGGER audit_chained"],
+            "trigger audit_chained was set to ENABLE ALWAYS",
+        ),
+        (
+            ["ALTER TABLE audit_head DISABLE TRIGGER audit_head_guard"],
+            "trigger audit_head_guard was disabled",
+        ),
+        (
+            [
+                "CREATE OR REPLACE FUNCTION audit_refuse() RETURNS trigger LANGUAGE plpgsql "
+                "AS $$ BEGIN RETURN NEW; END $$"
+            ],
+            "trigger function audit_refuse() was replaced (its body is not the shipped one)",
+        ),
     ],
     ids=["enable-replica", "enable-always", "disabled", "replaced-function"],
-)  # fmt: skip
+)
 async def test_what_only_the_owner_can_do_is_named_by_verify(
     app_store: Store, pg_roles: tuple[str, str], statements: list[str], problem: str
 ) -> None:
@@ -329,10 +368,16 @@ async def test_verify_streams_the_log_instead_of_loading_it(target: str) -> None
     inserts = []
     for row_id in range(int(str(last_id)) + 1, int(str(last_id)) + rows + 1):
         values = {c: None for c in audit_chain.HASHED_COLUMNS} | {
-            "id": row_id, "at": "2026-03-01T12:00:00.000000+00:00", "actor": "U1",
-            "action": "bulk", "channel": "", "decision": "allowed", "outcome": "",
-            "detail": detail, "prev_hash": prev,
-        }  # fmt: skip
+            "id": row_id,
+            "at": "2026-03-01T12:00:00.000000+00:00",
+            "actor": "U1",
+            "action": "bulk",
+            "channel": "",
+            "decision": "allowed",
+            "outcome": "",
+            "detail": detail,
+            "prev_hash": prev,
+        }
         prev = audit_chain.row_digest(values)
         inserts.append(
             "INSERT INTO audit (id, at, actor, action, decision, detail, prev_hash, row_hash) "
@@ -369,9 +414,10 @@ def test_the_app_role_may_only_append_and_read_the_audit(pg_roles: tuple[str, st
         as_owner.close()
 
     assert [(f.ok, f.what) for f in app_findings] == [
-
-        (True, "store role"), (True, "audit grants"), (True, "audit_head grants"),
-    ], app_findings  # fmt: skip
+        (True, "store role"),
+        (True, "audit grants"),
+        (True, "audit_head grants"),
+    ], app_findings
     assert app_findings[1].detail.endswith("may only SELECT and INSERT on audit")
     assert not owner_findings[0].ok
     assert "the same role: it can drop or replace the guards" in owner_findings[0].detail

@@ -104,9 +104,12 @@ async def test_the_retention_keeps_only_the_diagnosis_of_snapshots_older_than_th
         incident, _ = await store.open_or_join_incident("n1", "C1", opened_by="U1", at=T0)
         for day in range(3):
             await store.save_snapshot(
-                incident.id, at=T0 + timedelta(days=day), bundle=BUNDLE, view=VIEW,
+                incident.id,
+                at=T0 + timedelta(days=day),
+                bundle=BUNDLE,
+                view=VIEW,
                 diagnosis=diagnosis(float(day)),
-            )  # fmt: skip
+            )
         pruned = await store.prune_evidence(before=T0 + timedelta(days=1, hours=12))
         again = await store.prune_evidence(before=T0 + timedelta(days=1, hours=12))
         kept = await store.snapshots(incident.id)

@@ -20,9 +20,13 @@ async def test_an_alert_with_a_nul_opens_its_incident_and_its_group_is_remembere
 ) -> None:
     async with await Store.open(target) as store:
         incident, created = await store.open_or_join_incident(
-            "gpu-node-01", "C0INC", opened_by="alertmanager", at=T0,
-            alert_fingerprint="fp\x00x", cluster="prod\x00eu",
-        )  # fmt: skip
+            "gpu-node-01",
+            "C0INC",
+            opened_by="alertmanager",
+            at=T0,
+            alert_fingerprint="fp\x00x",
+            cluster="prod\x00eu",
+        )
         first = await store.remember_alert_group("group\x00key", "firing", at=T0)
         again = await store.remember_alert_group("group\x00key", "firing", at=T0)
         stored = await store.get_incident(incident.id)
@@ -48,9 +52,10 @@ async def test_a_thread_reply_with_a_nul_is_kept_in_the_timeline(target: str) ->
 async def test_an_audit_reason_with_a_nul_is_chained_as_stored(target: str) -> None:
     async with await Store.open(target) as store:
         await store.append_audit(
-            AuditRecord(at=T0, actor="U1", action="tier1.request", decision="refused",
-                        detail=NUL_TEXT)
-        )  # fmt: skip
+            AuditRecord(
+                at=T0, actor="U1", action="tier1.request", decision="refused", detail=NUL_TEXT
+            )
+        )
         report = await store.verify_audit()
         (row,) = await store.audit_since()
 

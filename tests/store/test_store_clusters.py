@@ -25,9 +25,21 @@ BEFORE_CLUSTERS = 5
 # the columns the chain hashed before clusters existed (schema steps 1-3), spelled out here
 # so the test does not borrow the code under test
 _OLD_COLUMNS = (
-    "id", "at", "actor", "action", "channel", "incident_id", "action_id", "tier", "decision",
-    "dry_run", "outcome", "changes", "detail", "prev_hash",
-)  # fmt: skip
+    "id",
+    "at",
+    "actor",
+    "action",
+    "channel",
+    "incident_id",
+    "action_id",
+    "tier",
+    "decision",
+    "dry_run",
+    "outcome",
+    "changes",
+    "detail",
+    "prev_hash",
+)
 
 
 @pytest.fixture
@@ -94,10 +106,15 @@ async def test_actions_and_their_audit_rows_carry_the_cluster(store: Store) -> N
     )
     await store.create_action(
         ActionRecord(
-            action_id="A1", incident_id=incident.id, tier=1, requester="U1",
-            created_at=T0, updated_at=T0, cluster="prod-eu",
+            action_id="A1",
+            incident_id=incident.id,
+            tier=1,
+            requester="U1",
+            created_at=T0,
+            updated_at=T0,
+            cluster="prod-eu",
         )
-    )  # fmt: skip
+    )
     await store.append_audit(
         AuditRecord(at=T0, actor="U1", action="tier1", decision="allowed", action_id="A1")
     )
@@ -143,10 +160,16 @@ def _schema_3_file_with_chained_rows(path: str, count: int) -> None:
     for i in range(1, count + 1):
         values: dict[str, object] = dict.fromkeys(_OLD_COLUMNS)
         values |= {
-            "id": i, "at": f"2026-01-0{i}T00:00:00.000000+00:00", "actor": "U1",
-            "action": "resolve", "channel": "C1", "decision": "ok", "outcome": "",
-            "detail": "", "prev_hash": prev,
-        }  # fmt: skip
+            "id": i,
+            "at": f"2026-01-0{i}T00:00:00.000000+00:00",
+            "actor": "U1",
+            "action": "resolve",
+            "channel": "C1",
+            "decision": "ok",
+            "outcome": "",
+            "detail": "",
+            "prev_hash": prev,
+        }
         digest = _old_digest(values)
         conn.execute(
             "INSERT INTO audit ({}, row_hash) VALUES ({}?)".format(

@@ -29,9 +29,21 @@ _OFFSET = re.compile(r"\b(offset)\s+-?[0-9a-z]+|@\s*[0-9.]+|@\s*(start|end)\(\)"
 _NAME_MATCHER = re.compile(r'__name__\s*=\s*"([a-zA-Z_:][a-zA-Z0-9_:]*)"')
 _IDENT = re.compile(r"(?<![\w.])([a-zA-Z_:][a-zA-Z0-9_:]*)")
 KEYWORDS = {
-    "and", "or", "unless", "bool", "offset", "by", "without", "on", "ignoring",
-    "group_left", "group_right", "inf", "nan", "atan2",
-}  # fmt: skip
+    "and",
+    "or",
+    "unless",
+    "bool",
+    "offset",
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "inf",
+    "nan",
+    "atan2",
+}
 
 
 def metric_names(expr: str) -> set[str]:

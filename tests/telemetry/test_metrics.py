@@ -143,14 +143,26 @@ async def test_slack_calls_are_counted_in_the_client_ok_refused_and_unreachable(
         await SlackChat(down).update("C1", "1.2", text="hi", blocks=[])
 
     assert _value(m, "gpunode_slack_api_requests_total", method="chat.postMessage") == 2
-    assert _value(
-        m, "gpunode_slack_api_errors_total",
-        method="chat.postMessage", status="200", error="channel_not_found",
-    ) == 1  # fmt: skip
-    assert _value(
-        m, "gpunode_slack_api_errors_total",
-        method="chat.update", status="0", error="connection_error",
-    ) == 1  # fmt: skip
+    assert (
+        _value(
+            m,
+            "gpunode_slack_api_errors_total",
+            method="chat.postMessage",
+            status="200",
+            error="channel_not_found",
+        )
+        == 1
+    )
+    assert (
+        _value(
+            m,
+            "gpunode_slack_api_errors_total",
+            method="chat.update",
+            status="0",
+            error="connection_error",
+        )
+        == 1
+    )
 
 
 async def test_kubernetes_requests_are_counted_in_the_transport(kubesim: KubeSim) -> None:
@@ -171,9 +183,10 @@ async def test_kubernetes_requests_are_counted_in_the_transport(kubesim: KubeSim
 
     assert _value(m, "gpunode_kube_api_requests_total", verb="GET", resource="nodes") == 3
     for status in ("404", "403"):
-        assert _value(
-            m, "gpunode_kube_api_errors_total", verb="GET", resource="nodes", status=status
-        ) == 1  # fmt: skip
+        assert (
+            _value(m, "gpunode_kube_api_errors_total", verb="GET", resource="nodes", status=status)
+            == 1
+        )
 
 
 async def test_a_refused_pod_watch_is_counted_as_a_watch_error(kubesim: KubeSim) -> None:
@@ -182,16 +195,18 @@ async def test_a_refused_pod_watch_is_counted_as_a_watch_error(kubesim: KubeSim)
     ns, rbac = "gpunode", "/apis/rbac.authorization.k8s.io/v1/namespaces/gpunode"
     sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "lister"}}
     role = {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
         "metadata": {"name": "pod-lister"},
         "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}],
-    }  # fmt: skip
+    }
     binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
         "metadata": {"name": "pod-lister"},
         "subjects": [{"kind": "ServiceAccount", "name": "lister", "namespace": ns}],
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-lister"},
-    }  # fmt: skip
+    }
     for path, body in (
         (f"/api/v1/namespaces/{ns}/serviceaccounts", sa),
         (f"{rbac}/roles", role),
@@ -201,18 +216,24 @@ async def test_a_refused_pod_watch_is_counted_as_a_watch_error(kubesim: KubeSim)
         assert status == 201, answer
 
     settings = KubeSettings(
-        mode="server", server=kubesim.url, token=service_account_token(ns, "lister"),
+        mode="server",
+        server=kubesim.url,
+        token=service_account_token(ns, "lister"),
         verify_tls=False,
-    )  # fmt: skip
+    )
     transport = Transport(build_api_client(settings))
     m = Metrics()
     transport.observer = m.kube_api_call
     try:
         with pytest.raises(Exception, match=r"403|Forbidden"):
             await asyncio.to_thread(
-                jobs.wait_for_pod, transport, ns, "run-none",
-                deadline=time.monotonic() + 10, cancel=threading.Event(),
-            )  # fmt: skip
+                jobs.wait_for_pod,
+                transport,
+                ns,
+                "run-none",
+                deadline=time.monotonic() + 10,
+                cancel=threading.Event(),
+            )
     finally:
         transport.api_client.close()
 
@@ -220,6 +241,6 @@ async def test_a_refused_pod_watch_is_counted_as_a_watch_error(kubesim: KubeSim)
     assert (
         _value(m, "gpunode_kube_api_errors_total", verb="GET", resource="pods", status="403") == 0
     )
-    assert _value(
-        m, "gpunode_kube_api_errors_total", verb="WATCH", resource="pods", status="403"
-    ) == 1  # fmt: skip
+    assert (
+        _value(m, "gpunode_kube_api_errors_total", verb="WATCH", resource="pods", status="403") == 1
+    )

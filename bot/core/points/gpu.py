@@ -56,8 +56,19 @@ def gpu_points(d: Diagnosis, codes: Codes) -> list[TalkingPoint]:
             )
         )
     if d.verdict.cause == "gpu_orphan" and "pid" in d.verdict.params:
-        keys = ("gpu_index", "pid", "command", "cmdline", "origin", "unit", "user_id",
-                "process_bytes", "total_bytes", "gpu_pods", "gpu_pod_count")  # fmt: skip
+        keys = (
+            "gpu_index",
+            "pid",
+            "command",
+            "cmdline",
+            "origin",
+            "unit",
+            "user_id",
+            "process_bytes",
+            "total_bytes",
+            "gpu_pods",
+            "gpu_pod_count",
+        )
         out.append(
             point(
                 "ai_team",
@@ -68,13 +79,17 @@ def gpu_points(d: Diagnosis, codes: Codes) -> list[TalkingPoint]:
             )
         )
     out += per_finding(
-        codes, "GPU_ISOLATION_BROKEN", ("ai_team", "ai.gpu_isolation_broken", "contradicts"),
+        codes,
+        "GPU_ISOLATION_BROKEN",
+        ("ai_team", "ai.gpu_isolation_broken", "contradicts"),
         keys=("requested", "allocatable", "mismatched"),
-    )  # fmt: skip
+    )
     out += per_finding(
-        codes, "GPU_PROCESS_NO_POD", ("ops_team", "ops.gpu_process_without_pod", "neutral"),
+        codes,
+        "GPU_PROCESS_NO_POD",
+        ("ops_team", "ops.gpu_process_without_pod", "neutral"),
         keys=("pid", "command", "gpu_index", "used_bytes"),
-    )  # fmt: skip
+    )
     for f in codes.get("GPU_NOT_VERIFIED", []):
         for audience in ("ai_team", "ops_team"):
             out.append(

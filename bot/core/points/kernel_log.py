@@ -22,11 +22,13 @@ def kernel_log_points(
     goes to ops, each cgroup kill of a known pod to the AI team (it hit its own limit)."""
     out: list[TalkingPoint] = []
     out += per_finding(
-        codes, "GPU_XID",
+        codes,
+        "GPU_XID",
         ("ai_team", "ai.gpu_hardware_fault", "supports"),
         ("ops_team", "ops.gpu_hardware_fault", "contradicts"),
-        keys=_XID, when=lambda f: f.severity == "critical",
-    )  # fmt: skip
+        keys=_XID,
+        when=lambda f: f.severity == "critical",
+    )
     kills = codes.get("KERNEL_OOM_KILL", [])
     global_kills = [f for f in kills if f.params.get("scope") == "node"]
     if global_kills:
@@ -35,8 +37,12 @@ def kernel_log_points(
             point("ops_team", "ops.global_oom_kill", "supports", last.facts, pick(last, *_KILL))
         )
     out += per_finding(
-        codes, "KERNEL_OOM_KILL", ("ai_team", "ai.cgroup_oom_kill", "neutral"), keys=_KILL,
-        when=lambda f: f.params.get("scope") == "cgroup"
-        and known_pod(str(f.params.get("pod", "")), view),
-    )  # fmt: skip
+        codes,
+        "KERNEL_OOM_KILL",
+        ("ai_team", "ai.cgroup_oom_kill", "neutral"),
+        keys=_KILL,
+        when=lambda f: (
+            f.params.get("scope") == "cgroup" and known_pod(str(f.params.get("pod", "")), view)
+        ),
+    )
     return out

@@ -14,17 +14,37 @@ from bot.core.points.common import Codes, per_finding, pick, point
 
 #: finding code -> one ops-team point per finding: key, stance, the params it quotes
 _PER_FINDING: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
-    ("MEMORY_AVAILABLE_LOW", "ops.node_out_of_memory", "supports",
-     ("available_bytes", "mem_total_bytes", "share_percent")),
-    ("PAGE_CACHE_SQUEEZED", "ops.page_cache_squeezed", "supports",
-     ("buff_cache_bytes", "available_bytes", "share_percent")),
-    ("LIMITS_OVERCOMMITTED", "ops.limits_overcommitted", "neutral",
-     ("limits", "requests", "limits_percent", "requests_percent")),
-    ("KERNEL_SLAB_UNRECLAIMABLE_HIGH", "ops.kernel_slab_eviction_blind", "neutral",
-     ("s_unreclaim_bytes", "share_percent")),
-    ("SOCKET_MEMORY_HIGH", "ops.socket_memory_eviction_blind", "neutral",
-     ("socket_memory_bytes", "share_percent")),
-)  # fmt: skip
+    (
+        "MEMORY_AVAILABLE_LOW",
+        "ops.node_out_of_memory",
+        "supports",
+        ("available_bytes", "mem_total_bytes", "share_percent"),
+    ),
+    (
+        "PAGE_CACHE_SQUEEZED",
+        "ops.page_cache_squeezed",
+        "supports",
+        ("buff_cache_bytes", "available_bytes", "share_percent"),
+    ),
+    (
+        "LIMITS_OVERCOMMITTED",
+        "ops.limits_overcommitted",
+        "neutral",
+        ("limits", "requests", "limits_percent", "requests_percent"),
+    ),
+    (
+        "KERNEL_SLAB_UNRECLAIMABLE_HIGH",
+        "ops.kernel_slab_eviction_blind",
+        "neutral",
+        ("s_unreclaim_bytes", "share_percent"),
+    ),
+    (
+        "SOCKET_MEMORY_HIGH",
+        "ops.socket_memory_eviction_blind",
+        "neutral",
+        ("socket_memory_bytes", "share_percent"),
+    ),
+)
 
 
 def ops_points(d: Diagnosis, codes: Codes) -> list[TalkingPoint]:

@@ -25,19 +25,30 @@ def training_points(
     # (the verdict's own subject has its point already)
     subject = str(d.verdict.params.get("pod", d.verdict.subject or ""))
     out += [
-        point("ai_team", "ai.container_near_limit", "neutral", f.facts,
-              {**pick(f, "pod", "container", "working_set_bytes", "limit_bytes", "percent"),
-               "own_limit": 1})
+        point(
+            "ai_team",
+            "ai.container_near_limit",
+            "neutral",
+            f.facts,
+            {
+                **pick(f, "pod", "container", "working_set_bytes", "limit_bytes", "percent"),
+                "own_limit": 1,
+            },
+        )
         for f in codes.get("CONTAINER_NEAR_LIMIT", [])
-        if f.severity == "critical" and f.params.get("gpu_request", 0)
-        and f.subject != subject and known_pod(f.subject, view)
-    ]  # fmt: skip
+        if f.severity == "critical"
+        and f.params.get("gpu_request", 0)
+        and f.subject != subject
+        and known_pod(f.subject, view)
+    ]
     if not host_pressured(d, codes):  # nothing threatens them with eviction: no advice
         return out + per_finding(
-            codes, "CONTAINER_OOM_KILLED", ("ai_team", "ai.oom_killed", "neutral"),
+            codes,
+            "CONTAINER_OOM_KILLED",
+            ("ai_team", "ai.oom_killed", "neutral"),
             keys=("pod", "container", "restarts", "oom_kills"),
             when=lambda f: known_pod(str(f.params.get("pod", f.subject)), view),
-        )  # fmt: skip
+        )
     # never advise raising the priority of the pod that holds the node's memory
     missing = [
         f
@@ -106,8 +117,10 @@ def training_points(
             )
         )
     out += per_finding(
-        codes, "CONTAINER_OOM_KILLED", ("ai_team", "ai.oom_killed", "neutral"),
+        codes,
+        "CONTAINER_OOM_KILLED",
+        ("ai_team", "ai.oom_killed", "neutral"),
         keys=("pod", "container", "restarts", "oom_kills"),
         when=lambda f: known_pod(str(f.params.get("pod", f.subject)), view),
-    )  # fmt: skip
+    )
     return out

@@ -87,9 +87,14 @@ def gpu_isolation(ctx: Context, t: Thresholds) -> list[Finding]:
         physical = len(ctx.bundle.gpus) or (allocatable or 0) // max(1, sharing.replicas)
         shared = {"strategy": sharing.strategy, "replicas": sharing.replicas, "physical": physical}
         facts.append(
-            fact("node.gpu_replicas", "pods per physical GPU", sharing.replicas, "count",
-                 sharing.source)
-        )  # fmt: skip
+            fact(
+                "node.gpu_replicas",
+                "pods per physical GPU",
+                sharing.replicas,
+                "count",
+                sharing.source,
+            )
+        )
     code = "GPU_ISOLATION_BROKEN" if broken else "GPU_SHARED" if shared else "GPU_ISOLATION_HOLDS"
     return [
         Finding(
@@ -177,12 +182,13 @@ def gpu_shared_crash_loop(ctx: Context, t: Thresholds) -> list[Finding]:
         counts = [restarting(p) for p in looping]
         facts = [
             fact("gpu_process.used_bytes", f"{top.pod} on GPU {g.index}", top.bytes, "bytes", src),
-            fact("gpu.memory_total_bytes", f"GPU {g.index} total", g.memory_total_bytes, "bytes",
-                 src),
+            fact(
+                "gpu.memory_total_bytes", f"GPU {g.index} total", g.memory_total_bytes, "bytes", src
+            ),
         ] + [
             fact("container.restart_count", f"{p.key} restarts", n, "count", pod_source(p))
             for p, (n, _) in zip(looping, counts, strict=True)
-        ]  # fmt: skip
+        ]
         out.append(
             Finding(
                 code="GPU_SHARED_CRASH_LOOP",

@@ -39,12 +39,27 @@ def growth_finding(history: History, key: str | None) -> Finding | None:
         severity=severity,
         subject=growth.label,
         facts=[
-            Fact(key="history.rate_gib_per_h", label="growth rate (GiB/h)", value=rate_gib_h,
-                 unit="count", source=source),
-            Fact(key="history.since", label="since", value=growth.since.isoformat(), unit="text",
-                 source=source),
-            Fact(key="history.current_bytes", label="now", value=growth.current_bytes,
-                 unit="bytes", source=source),
+            Fact(
+                key="history.rate_gib_per_h",
+                label="growth rate (GiB/h)",
+                value=rate_gib_h,
+                unit="count",
+                source=source,
+            ),
+            Fact(
+                key="history.since",
+                label="since",
+                value=growth.since.isoformat(),
+                unit="text",
+                source=source,
+            ),
+            Fact(
+                key="history.current_bytes",
+                label="now",
+                value=growth.current_bytes,
+                unit="bytes",
+                source=source,
+            ),
         ],
         params={
             "consumer": growth.label,
@@ -57,7 +72,7 @@ def growth_finding(history: History, key: str | None) -> Finding | None:
             "exhaustion_s": round(growth.exhaustion_s) if growth.exhaustion_s is not None else -1,
             "leading": int(growth.series_key == key),
         },
-    )  # fmt: skip
+    )
 
 
 def apply_history(diagnosis: Diagnosis, history: History) -> Diagnosis:

@@ -59,9 +59,17 @@ class Faults:
         if (hold_s or drop) and (status is not None or delay_s):
             raise ValueError("hold_s/drop answer after handling; they take no status or delay_s")
         rule = Fault(
-            method.upper(), re.compile(path_regex), status, delay_s, times, reason,
-            hold_s=hold_s, drop=drop, skip=skip, after=after,
-        )  # fmt: skip
+            method.upper(),
+            re.compile(path_regex),
+            status,
+            delay_s,
+            times,
+            reason,
+            hold_s=hold_s,
+            drop=drop,
+            skip=skip,
+            after=after,
+        )
         self.rules.append(rule)
         return rule
 

@@ -117,9 +117,12 @@ async def test_a_token_bound_to_a_pod_names_it_and_dies_with_it(make_kubesim: Ma
     account = pod["spec"].get("serviceAccountName") or "default"
     if sim.api.store.get("serviceaccounts", ns, account) is None:
         sim.api.seed(
-            {"apiVersion": "v1", "kind": "ServiceAccount",
-             "metadata": {"name": account, "namespace": ns}}
-        )  # fmt: skip
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {"name": account, "namespace": ns},
+            }
+        )
     token = sim.authn.issue(ns, account, ("gpunode-agent",), pod=pod)
 
     _, body = await kube_call(sim.url, "POST", REVIEWS, body=review(token, ["gpunode-agent"]))
