@@ -8,7 +8,7 @@
 
 # --- builder: build gpunode's wheel (templates force-included as bot/_templates, the .po
 # catalogs as bot/_locales, read at runtime: nothing to compile), deploy/base
-# as bot/_deploy/base) without the sandbox, and the
+# as bot/_deploy/base; gpunode_sandbox/ never enters the build context), and the
 # wheels of its dependencies, so the final stage installs offline without build tools.
 FROM python:3.11-slim AS builder
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
@@ -21,7 +21,7 @@ COPY deploy/base ./deploy/base
 # The production image leaves the sandbox out: the stand-ins (a Kubernetes API that trusts
 # token-less requests, a fake Slack, a fake GPU) have no business in a cluster. `gpunode demo`,
 # `gpunode sandbox` and `collect --fake-nvml` say so there; run them from a source checkout.
-RUN rm -rf bot/sandbox && pip wheel --wheel-dir /wheels .
+RUN pip wheel --wheel-dir /wheels .
 
 # --- collector: `gpunode collect` and nvidia-ml-py, nothing else (kube.image). The module list
 # is the import closure of `gpunode collect`; tests/deploy/test_collector_image.py recomputes

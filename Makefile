@@ -50,12 +50,12 @@ test-fast: $(STAMP)
 	$(BIN)/pytest -q -n auto -m 'not slow and not browser'
 
 fmt: $(STAMP)
-	$(BIN)/ruff format bot tests bench
-	$(BIN)/ruff check --fix bot tests bench
+	$(BIN)/ruff format bot gpunode_sandbox tests bench
+	$(BIN)/ruff check --fix bot gpunode_sandbox tests bench
 
 lint: $(STAMP)
-	$(BIN)/ruff format --check bot tests bench
-	$(BIN)/ruff check bot tests bench
+	$(BIN)/ruff format --check bot gpunode_sandbox tests bench
+	$(BIN)/ruff check bot gpunode_sandbox tests bench
 	$(BIN)/lint-imports
 
 types: $(STAMP)

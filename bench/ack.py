@@ -47,8 +47,8 @@ from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.sandbox.demo import SIGNING_SECRET, running_bot, running_standins
-from bot.sandbox.story import ALICE, CHANNEL
+from gpunode_sandbox.demo import SIGNING_SECRET, running_bot, running_standins
+from gpunode_sandbox.story import ALICE, CHANNEL
 
 COMMANDS, CONCURRENCY, DIAGNOSES = 200, 64, 8
 COMMAND_TEXT = "status"
@@ -137,7 +137,7 @@ async def keep_topping(url: str, stop: asyncio.Event) -> int:
     """One large ``top`` after another through the bot's gateway code, until ``stop``."""
     from bot.config import KubeSettings
     from bot.kube.gateway import Gateway
-    from bot.sandbox.kubesim.access import BOT_TOKEN
+    from gpunode_sandbox.kubesim.access import BOT_TOKEN
 
     gw = Gateway.from_settings(
         KubeSettings(
@@ -252,7 +252,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--top-nodes", type=int, default=500)
     args = parser.parse_args()
-    from bot.sandbox.kubesim.process import separate_process
+    from gpunode_sandbox.kubesim.process import separate_process
 
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()

@@ -46,11 +46,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bot.config import KubeSettings
 from bot.kube.gateway import Gateway
 from bot.kube.transport import Transport
-from bot.sandbox.kubesim.access import BOT_TOKEN
-from bot.sandbox.kubesim.process import separate_process
 from bot.services.diagnosing import measured_pods
 from bot.telemetry.lag import LoopLag
 from bot.wiring.heap import settle_heap
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
+from gpunode_sandbox.kubesim.process import separate_process
 
 PODS_PER_NODE = 30
 TARGETS = {"ratio_vs_lists": 1.2, "ratio_vs_kubectl_jq": 0.05, "rss_mib": 300, "stall_s": 0.1}

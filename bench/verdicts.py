@@ -15,7 +15,7 @@ The generator also plants the shapes of issue #20 (multi-replica owners here and
 sidecars, multi-container pods, CPU-only nodes, a big clean cache, near ties, gangs,
 BestEffort leaks beside training, time-sliced GPUs, node agents) with their plan values known
 by construction. ``advice_right_rate``: the share of nodes where every expert invariant holds
-(``bot.sandbox.advice_checks``) and the plan values fall in the planted ranges
+(``gpunode_sandbox.advice_checks``) and the plan values fall in the planted ranges
 (``tests/core/advising.py``), per class; target 1.0.
 
     .venv/bin/python bench/verdicts.py [--nodes 500] [--seed 20260314]

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from bot.sandbox.kubesim import KubeSim, Scenario, load_scenario
-from bot.sandbox.kubesim.access import ADMIN_TOKEN
+from gpunode_sandbox.kubesim import KubeSim, Scenario, load_scenario
+from gpunode_sandbox.kubesim.access import ADMIN_TOKEN
 
 
 def kube_client_config(url: str, *, token: str = ADMIN_TOKEN) -> Any:

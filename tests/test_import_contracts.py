@@ -60,7 +60,7 @@ def test_every_import_contract_is_kept_by_the_tree() -> None:
         ("bot/services/act.py", "import kubernetes.client", "kubernetes only in bot.kube"),
         (
             "bot/render/views.py",
-            "import bot.sandbox.story",
+            "import gpunode_sandbox.story",
             "No product module imports the sandbox",
         ),
         ("bot/kube/objects.py", "import bot.store.storing", "The adapters do not know each other"),
@@ -75,7 +75,7 @@ def test_every_import_contract_is_kept_by_the_tree() -> None:
             "prometheus_client only in bot.telemetry",
         ),
         (
-            "bot/sandbox/kubesim/kubelet.py",
+            "gpunode_sandbox/kubesim/kubelet.py",
             "import bot.core.allocation",
             "The stand-ins are an independent check",
         ),

@@ -203,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="with --script: write the bot's /metrics scrape after the story to FILE",
     )
-    p.set_defaults(handler="bot.sandbox.demo:main")
+    p.set_defaults(handler="gpunode_sandbox.demo:main")
 
     p = sub.add_parser("sandbox", help="run one stand-in on its own")
     ss = p.add_subparsers(dest="sandbox", metavar="WHICH", required=True)
@@ -211,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--scenario", default="seed")
     k.add_argument("--port", type=int, default=0, help="0 = any free port")
     k.add_argument("--version", dest="kube_version", default="1.35")
-    k.set_defaults(handler="bot.sandbox.kubesim.cli:main")
+    k.set_defaults(handler="gpunode_sandbox.kubesim.cli:main")
     return parser
 
 
@@ -227,7 +227,7 @@ def _resolve(ref: str, command: str) -> Handler:
     try:
         handler: Handler = getattr(importlib.import_module(module), func)
     except ModuleNotFoundError as exc:
-        if (exc.name or "").startswith("bot.sandbox"):
+        if (exc.name or "").startswith("gpunode_sandbox"):
             raise UsageError(SANDBOX_MISSING.format(command=command)) from exc
         raise
     return handler

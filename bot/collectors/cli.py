@@ -130,7 +130,7 @@ def render_text(doc: dict[str, Any]) -> str:
 def load_fake_nvml(path: str) -> Any:
     """The sandbox's fake NVML module read from the JSON spec at ``path`` (``--fake-nvml``)."""
     try:
-        from bot.sandbox.fake_nvml import FakeNvml
+        from gpunode_sandbox.fake_nvml import FakeNvml
     except ModuleNotFoundError as exc:
         raise CollectorError(
             "--fake-nvml is for the sandbox's stand-in nodes, and this image has no "
@@ -141,7 +141,7 @@ def load_fake_nvml(path: str) -> Any:
     except (OSError, ValueError) as exc:
         raise CollectorError(
             f"cannot read the fake-NVML spec {path}: {exc}; pass a JSON file "
-            "as described in bot/sandbox/fake_nvml.py"
+            "as described in gpunode_sandbox/fake_nvml.py"
         ) from exc
 
 

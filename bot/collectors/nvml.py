@@ -1,7 +1,7 @@
 """GPU devices and GPU processes through NVML: the only place that imports ``pynvml``.
 
 The NVML module is injectable: ``read_gpus(None, ...)`` imports the real ``pynvml`` (package
-``nvidia-ml-py``) lazily, tests and the sandbox pass ``bot.sandbox.fake_nvml.FakeNvml``. No
+``nvidia-ml-py``) lazily, tests and the sandbox pass ``gpunode_sandbox.fake_nvml.FakeNvml``. No
 library, no driver, no permission or no GPU is a recorded gap, never an exception.
 
 API versions handled:

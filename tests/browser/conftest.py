@@ -54,7 +54,7 @@ class DemoThread:
             self._ready.set()
 
     async def _main(self) -> None:
-        from bot.sandbox.demo import running_demo
+        from gpunode_sandbox.demo import running_demo
 
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-STATIC = Path(__file__).resolve().parents[2] / "bot" / "sandbox" / "slacksim" / "static"
+STATIC = Path(__file__).resolve().parents[2] / "gpunode_sandbox" / "slacksim" / "static"
 
 pytestmark = pytest.mark.browser
 

@@ -20,7 +20,7 @@ import pytest
 from playwright.sync_api import expect
 
 from bot.render import environment
-from bot.sandbox.slacksim.console_labels import labels as console_labels
+from gpunode_sandbox.slacksim.console_labels import labels as console_labels
 from tests.browser.test_console_story import (
     DIAGNOSIS_MS,
     INCIDENT,

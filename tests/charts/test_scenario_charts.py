@@ -14,8 +14,8 @@ from matplotlib import image as mpimg
 from bot.cli import main
 from bot.core.charts import chart_spec
 from bot.core.findings import Diagnosis
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import BOT_TOKEN
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
 
 pytestmark = pytest.mark.slow
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"

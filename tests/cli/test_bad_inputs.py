@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.sandbox.kubesim import KubeSim, load_scenario
-from bot.sandbox.kubesim.access import BOT_TOKEN
+from gpunode_sandbox.kubesim import KubeSim, load_scenario
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,10 +13,10 @@ import pytest
 
 from bot.cli import main
 from bot.core.incidents import TimelineEntry
-from bot.sandbox.demo import fresh_demo_store, write_demo_settings
-from bot.sandbox.slacksim import SlackSim
 from bot.store.engines import demo_settings_path, demo_store_path
 from bot.store.storing import Store
+from gpunode_sandbox.demo import fresh_demo_store, write_demo_settings
+from gpunode_sandbox.slacksim import SlackSim
 
 AT = datetime(2026, 12, 1, 5, 52, tzinfo=UTC)
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import BOT_TOKEN
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
 from tests.kube.agents import (
     AUDIENCE,
     OVERLAY,

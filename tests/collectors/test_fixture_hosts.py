@@ -10,7 +10,7 @@ import pytest
 
 from bot.collectors.bundle import collect
 from bot.core.evidence import EvidenceBundle
-from bot.sandbox.fake_nvml import FakeNvml
+from gpunode_sandbox.fake_nvml import FakeNvml
 
 HOSTS = Path(__file__).resolve().parents[1] / "fixtures" / "hosts"
 NAMES = ["v2-systemd-containerd", "v2-cgroupfs-crio", "v1-cgroupfs-docker"]

@@ -233,7 +233,7 @@ def test_collect_maps_an_xid_to_the_gpu_the_fake_nvml_lists_at_that_pci_address(
     tmp_path: Path,
 ) -> None:
     from bot.collectors.bundle import collect
-    from bot.sandbox.fake_nvml import FakeNvml
+    from gpunode_sandbox.fake_nvml import FakeNvml
 
     root = _host(tmp_path, XIDS)
     nvml = FakeNvml.from_spec(

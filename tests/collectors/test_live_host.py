@@ -12,7 +12,7 @@ import pytest
 
 from bot.collectors.bundle import collect
 from bot.core.evidence import EvidenceBundle
-from bot.sandbox.fake_nvml import FakeNvml
+from gpunode_sandbox.fake_nvml import FakeNvml
 
 REPO = Path(__file__).resolve().parents[2]
 NO_GPU = FakeNvml.from_spec({"devices": []})

@@ -9,7 +9,7 @@ import pytest
 
 from bot.collectors.gaps import GapLog
 from bot.collectors.nvml import load_pynvml, read_gpus
-from bot.sandbox.fake_nvml import FakeNvml
+from gpunode_sandbox.fake_nvml import FakeNvml
 
 
 def spec(**over: Any) -> dict[str, Any]:

@@ -20,9 +20,9 @@ from bot.config import KubeSettings
 from bot.core.changes import Change, EvictionOutcome
 from bot.errors import GpunodeError, InvalidObjectError, NotFoundError
 from bot.kube.gateway import Gateway
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import BOT_TOKEN
 from bot.services.ports import KubePort
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
 from tests.services.fakes import Budget, FakeKube, load_scenario
 
 NODE = "gpu-node-01"

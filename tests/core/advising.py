@@ -1,5 +1,5 @@
 """Whether a diagnosis' advice is right on a generated node: every expert invariant holds
-(``bot.sandbox.advice_checks``) and the plan values fall in the ranges planted by
+(``gpunode_sandbox.advice_checks``) and the plan values fall in the ranges planted by
 construction (``generating.Advice``). Used by ``test_advice_invariants.py`` and by
 ``bench/verdicts.py`` (``advice_right_rate``). Pure: no I/O.
 """
@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from bot.core.actions import ActionPlan
 from bot.core.findings import Diagnosis
-from bot.sandbox.advice_checks import check
-from bot.sandbox.corpus import restart_count as corpus_restart_count
+from gpunode_sandbox.advice_checks import check
+from gpunode_sandbox.corpus import restart_count as corpus_restart_count
 
 if TYPE_CHECKING:
     from tests.core.generating import Planted
@@ -21,7 +21,7 @@ GIB = 1024**3
 
 
 def restart_count(plan: ActionPlan) -> int:
-    """Pods the plan restarts across the cluster (as ``bot.sandbox.corpus`` counts them)."""
+    """Pods the plan restarts across the cluster (as ``gpunode_sandbox.corpus`` counts them)."""
     return corpus_restart_count(plan)
 
 

@@ -1,5 +1,5 @@
 """The advice holds on any generated node: every expert invariant of issue #20 section 5
-(``bot.sandbox.advice_checks``) over nodes with a planted culprit (``generating.py``).
+(``gpunode_sandbox.advice_checks``) over nodes with a planted culprit (``generating.py``).
 
 One test per invariant, hypothesis drawing the class and the generator's seed; one sweep of
 2,000 nodes (every class in turn, a fixed seed) over all of them. An invariant the product
@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from bot.core.analysis import analyze
-from bot.sandbox.advice_checks import INVARIANTS, Violation, by_invariant, check
+from gpunode_sandbox.advice_checks import INVARIANTS, Violation, by_invariant, check
 from tests.core.advising import range_problems
 from tests.core.generating import AT, CLASSES, nodes, plant
 
@@ -147,7 +147,7 @@ def test_the_plan_values_fall_in_the_planted_ranges(cls: str, seed: int) -> None
 
 
 def test_a_sentence_that_says_relieves_with_less_than_the_shortage_is_caught() -> None:
-    from bot.sandbox.advice_checks import check_relieves_text
+    from gpunode_sandbox.advice_checks import check_relieves_text
 
     bad = "Frees about 8.0 GiB; the node is short of about 20.0 GiB: this relieves it."
     good = "It frees about 24.0 GiB of the 20.0 GiB the node is short: enough to relieve it."

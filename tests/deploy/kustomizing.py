@@ -1,11 +1,11 @@
-"""The kustomize renderer the tests use: the one in bot/sandbox/kubesim/kustomize.py (the
+"""The kustomize renderer the tests use: the one in gpunode_sandbox/kubesim/kustomize.py (the
 Kubernetes stand-in loads deploy/base with it too), plus ``grants`` for the RBAC tables."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from bot.sandbox.kubesim.kustomize import (
+from gpunode_sandbox.kubesim.kustomize import (
     CLUSTER_SCOPED,
     KustomizeError,
     find,

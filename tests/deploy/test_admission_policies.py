@@ -19,8 +19,8 @@ from bot.config import KubeSettings
 from bot.core.autoscalers import NODE_PROTECTION
 from bot.kube.jobs import build_job
 from bot.kube.prioritizing import priority_class_body
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import ADMIN_TOKEN, BOT_TOKEN
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import ADMIN_TOKEN, BOT_TOKEN
 from tests.conftest import kube_call
 from tests.deploy.kustomizing import find, render
 

@@ -18,8 +18,8 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import API_AUDIENCES
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import API_AUDIENCES
 from tests.deploy.test_collector_image import HOST, copied_files
 from tests.kube.agents import AUDIENCE, BOT_USER, OVERLAY, SERVER_NAME, make_tls
 

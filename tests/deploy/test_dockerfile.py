@@ -62,7 +62,7 @@ def test_builder_builds_the_wheel_with_the_templates_and_without_the_sandbox() -
     assert any(c.startswith("templates") for c in _instructions(builder, "COPY"))
     assert any(c.startswith("locales") for c in _instructions(builder, "COPY"))
     [run] = [r for r in _instructions(builder, "RUN") if "pip wheel" in r]
-    assert run.startswith("rm -rf bot/sandbox && pip wheel")
+    assert run.startswith("pip wheel")  # gpunode_sandbox/ is not in the build context
 
 
 def test_the_image_carries_a_matplotlib_font_cache_its_user_can_write() -> None:

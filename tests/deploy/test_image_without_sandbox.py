@@ -1,5 +1,5 @@
-"""The production image's wheel, built as the Dockerfile builds it (``bot/sandbox`` removed),
-imports and runs without the sandbox; the sandbox's commands refuse clearly there."""
+"""The production wheel, built from a tree that holds ``gpunode_sandbox/``, leaves it out; it
+imports and runs without the sandbox, and the sandbox's commands refuse clearly there."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -24,9 +25,8 @@ def image_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, src / name)
     ignore = shutil.ignore_patterns("__pycache__")
-    for tree in ("bot", "templates", "deploy/base"):
+    for tree in ("bot", "gpunode_sandbox", "templates", "deploy/base"):
         shutil.copytree(REPO / tree, src / tree, ignore=ignore)
-    shutil.rmtree(src / "bot" / "sandbox")  # as the Dockerfile's builder stage does
     wheels, site = tmp_path_factory.mktemp("wheels"), tmp_path_factory.mktemp("site")
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     subprocess.run(
@@ -40,7 +40,8 @@ def image_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         check=True,
         timeout=300,
     )
-    assert not (site / "bot" / "sandbox").exists()
+    assert not (site / "gpunode_sandbox").exists()
+    assert not any(n.startswith("gpunode_sandbox") for n in zipfile.ZipFile(wheel).namelist())
     return site
 
 

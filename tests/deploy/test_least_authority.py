@@ -25,8 +25,8 @@ from bot.kube.connecting import build_api_client
 from bot.kube.jobs import build_job
 from bot.kube.prioritizing import priority_class_body
 from bot.kube.transport import MERGE, SMP, Transport
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import ADMIN_TOKEN, BOT_TOKEN
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import ADMIN_TOKEN, BOT_TOKEN
 
 Make = Callable[..., Awaitable[KubeSim]]
 ROOT = Path(__file__).resolve().parents[2]
@@ -576,7 +576,7 @@ def _bot_rules(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_in_impersonation_mode_the_bot_keeps_only_reads_its_job_and_impersonate() -> None:
-    from bot.sandbox.kubesim.kustomize import render
+    from gpunode_sandbox.kubesim.kustomize import render
 
     rules = _bot_rules(render(ROOT / "deploy" / "overlays" / "impersonation"))
     writes = {

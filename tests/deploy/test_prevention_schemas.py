@@ -30,10 +30,10 @@ import yaml
 from bot.config import KubeSettings
 from bot.core.quantity import parse_quantity
 from bot.kube.gateway import Gateway
-from bot.sandbox.kubesim import KubeSim, load_scenario
-from bot.sandbox.kubesim.access import BOT_TOKEN
-from bot.sandbox.kubesim.scenarios import list_scenarios
 from bot.services.prevention import Kit, kit_from_cluster
+from gpunode_sandbox.kubesim import KubeSim, load_scenario
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
+from gpunode_sandbox.kubesim.scenarios import list_scenarios
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMAS = REPO / "deploy" / "schemas"

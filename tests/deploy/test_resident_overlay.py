@@ -14,7 +14,7 @@ import pytest
 from bot.config import KubeSettings, load_settings
 from bot.kube import jobs, selfcheck
 from bot.kube.permissions import AGENT_CALLS, api_calls
-from bot.sandbox.kubesim.kustomize import find, render
+from gpunode_sandbox.kubesim.kustomize import find, render
 
 ROOT = Path(__file__).resolve().parents[2]
 OVERLAY = ROOT / "deploy" / "overlays" / "daemonset"

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from bot.sandbox.demo import Demo, running_demo
-from bot.sandbox.slacksim import SlackSim
-from bot.sandbox.story import CHANNEL, find_button
+from gpunode_sandbox.demo import Demo, running_demo
+from gpunode_sandbox.slacksim import SlackSim
+from gpunode_sandbox.story import CHANNEL, find_button
 
 NODE = "gpu-node-01"
 

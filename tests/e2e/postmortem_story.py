@@ -1,6 +1,6 @@
 """The demo story's postmortem draft, exported through Slack exactly as Alice does it.
 
-``export_story_postmortem(dest)`` runs the whole demo story (``bot.sandbox.story``) against
+``export_story_postmortem(dest)`` runs the whole demo story (``gpunode_sandbox.story``) against
 the stand-ins, then saves every file the timeline command shared into the thread under
 ``dest`` (the charts posted along the way, then the export's charts, Markdown and HTML) and
 returns them by name, in the order they were shared; the thread's text goes to
@@ -13,8 +13,8 @@ import asyncio
 import shutil
 from pathlib import Path
 
-from bot.sandbox.demo import running_demo
-from bot.sandbox.story import CHANNEL, run_story
+from gpunode_sandbox.demo import running_demo
+from gpunode_sandbox.story import CHANNEL, run_story
 
 #: the thread's text as the console shows it, saved beside the files
 THREAD = "thread.txt"

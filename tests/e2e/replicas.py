@@ -22,11 +22,11 @@ from typing import Any
 
 import aiohttp
 
-from bot.sandbox.demo import POLICY
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import BOT_TOKEN
-from bot.sandbox.slacksim import SlackSim
 from bot.store import Store
+from gpunode_sandbox.demo import POLICY
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
+from gpunode_sandbox.slacksim import SlackSim
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "replica-signing-secret"
@@ -193,7 +193,7 @@ class Replicas:
 
 async def install_lease_rbac(url: str) -> None:
     """What `kubectl apply -k deploy/overlays/ha` adds for the Lease, applied as the admin."""
-    from bot.sandbox.kubesim.kustomize import render
+    from gpunode_sandbox.kubesim.kustomize import render
     from tests.conftest import kube_call
 
     for obj in render(REPO / "deploy" / "overlays" / "ha"):

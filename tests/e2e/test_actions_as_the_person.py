@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.sandbox.demo import POLICY, Demo, running_demo
-from bot.sandbox.kubesim.access import ADMIN_TOKEN
+from gpunode_sandbox.demo import POLICY, Demo, running_demo
+from gpunode_sandbox.kubesim.access import ADMIN_TOKEN
 from tests.conftest import kube_call
 from tests.e2e.conftest import diagnose, ephemeral_texts, press, submit_modal, text_of, thread
 

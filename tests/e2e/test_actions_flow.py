@@ -11,9 +11,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.sandbox.demo import Demo
-from bot.sandbox.kubesim.access import ADMIN_TOKEN
-from bot.sandbox.story import CHANNEL, find_button
+from gpunode_sandbox.demo import Demo
+from gpunode_sandbox.kubesim.access import ADMIN_TOKEN
+from gpunode_sandbox.story import CHANNEL, find_button
 from tests.e2e.conftest import (
     NODE,
     diagnose,

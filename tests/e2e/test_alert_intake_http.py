@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from bot.config import AlertSettings
-from bot.sandbox.demo import running_demo
+from gpunode_sandbox.demo import running_demo
 from tests.e2e.conftest import incident_roots
 from tests.e2e.test_http_edge import ALERT_TOKEN, alert_payload, post
 

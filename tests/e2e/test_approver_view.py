@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from bot.core.records import ActionRecord
-from bot.sandbox.demo import Demo, running_demo
-from bot.sandbox.slacksim.blocks import find_element, message_text
-from bot.sandbox.story import CHANNEL
+from gpunode_sandbox.demo import Demo, running_demo
+from gpunode_sandbox.slacksim.blocks import find_element, message_text
+from gpunode_sandbox.story import CHANNEL
 from tests.e2e.conftest import diagnose, press, submit_modal, thread
 
 pytestmark = pytest.mark.slow

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from bot.sandbox.demo import Demo
-from bot.sandbox.story import CHANNEL
+from gpunode_sandbox.demo import Demo
+from gpunode_sandbox.story import CHANNEL
 from tests.e2e.conftest import failed_chat_calls, incident_roots, text_of
 
 pytestmark = pytest.mark.slow

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.sandbox.demo import Demo
-from bot.sandbox.story import CHANNEL
+from gpunode_sandbox.demo import Demo
+from gpunode_sandbox.story import CHANNEL
 from tests.e2e.conftest import (
     NODE,
     diagnose,

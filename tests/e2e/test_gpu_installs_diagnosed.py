@@ -14,8 +14,8 @@ from bot.cli.diagnose import diagnose_node
 from bot.config import KubeSettings
 from bot.core.thresholds import DEFAULT
 from bot.kube.gateway import Gateway
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import BOT_TOKEN
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
 
 MakeSim = Callable[..., Awaitable[KubeSim]]
 

@@ -10,9 +10,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.sandbox.demo import Demo, running_demo
-from bot.sandbox.slacksim import SignOptions
-from bot.sandbox.story import CHANNEL
+from gpunode_sandbox.demo import Demo, running_demo
+from gpunode_sandbox.slacksim import SignOptions
+from gpunode_sandbox.story import CHANNEL
 from tests.e2e.conftest import NODE, diagnose, failed_chat_calls, incident_roots, text_of, thread
 
 pytestmark = pytest.mark.slow

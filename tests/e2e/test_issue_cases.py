@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from bot.sandbox.demo import running_demo
-from bot.sandbox.kubesim.defaults import stable_uid
+from gpunode_sandbox.demo import running_demo
+from gpunode_sandbox.kubesim.defaults import stable_uid
 from tests.e2e.conftest import diagnose, text_of, thread
 
 pytestmark = pytest.mark.slow

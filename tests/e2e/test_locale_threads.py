@@ -17,8 +17,8 @@ import pytest
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.render.messages import progress_text, render_diagnosis_messages
-from bot.sandbox.demo import Demo, running_demo
-from bot.sandbox.story import CHANNEL
+from gpunode_sandbox.demo import Demo, running_demo
+from gpunode_sandbox.story import CHANNEL
 from tests.e2e.conftest import NODE, diagnose, failed_chat_calls, press, thread
 from tests.render.told import render_notice
 

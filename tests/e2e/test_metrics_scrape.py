@@ -3,8 +3,8 @@ the counters move for what happened, and only for that."""
 
 from __future__ import annotations
 
-from bot.sandbox.demo import Demo
-from bot.sandbox.story import CHANNEL
+from gpunode_sandbox.demo import Demo
+from gpunode_sandbox.story import CHANNEL
 from tests.e2e.conftest import diagnose
 from tests.telemetry.scraping import scrape
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.sandbox.demo import APP_TOKEN, BOT_TOKEN, POLICY, running_standins
-from bot.sandbox.kubesim.access import BOT_TOKEN as KUBE_BOT_TOKEN
-from bot.sandbox.slacksim import SlackSim
-from bot.sandbox.story import CHANNEL
+from gpunode_sandbox.demo import APP_TOKEN, BOT_TOKEN, POLICY, running_standins
+from gpunode_sandbox.kubesim.access import BOT_TOKEN as KUBE_BOT_TOKEN
+from gpunode_sandbox.slacksim import SlackSim
+from gpunode_sandbox.story import CHANNEL
 from tests.telemetry.scraping import Scrape, scrape
 
 pytestmark = pytest.mark.slow

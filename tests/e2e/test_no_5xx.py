@@ -16,12 +16,12 @@ from urllib.parse import parse_qsl
 import aiohttp
 import pytest
 
-from bot.sandbox.demo import Demo
-from bot.sandbox.slacksim import SignOptions, payloads
-from bot.sandbox.slacksim import methods_views as views
-from bot.sandbox.slacksim.blocks import find_element
-from bot.sandbox.slacksim.driver import FORM, DriverResult
-from bot.sandbox.story import CHANNEL, find_button
+from gpunode_sandbox.demo import Demo
+from gpunode_sandbox.slacksim import SignOptions, payloads
+from gpunode_sandbox.slacksim import methods_views as views
+from gpunode_sandbox.slacksim.blocks import find_element
+from gpunode_sandbox.slacksim.driver import FORM, DriverResult
+from gpunode_sandbox.story import CHANNEL, find_button
 from tests.e2e.conftest import NODE, diagnose, ephemeral_texts, modal_values, press, thread
 
 pytestmark = pytest.mark.slow

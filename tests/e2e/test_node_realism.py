@@ -12,7 +12,7 @@ import copy
 
 import pytest
 
-from bot.sandbox.demo import Demo
+from gpunode_sandbox.demo import Demo
 from tests.e2e.conftest import NODE, diagnose, failed_chat_calls, text_of, thread
 
 pytestmark = pytest.mark.slow

@@ -13,10 +13,10 @@ import json
 
 import pytest
 
-from bot.sandbox.demo import running_demo
-from bot.sandbox.slacksim import payloads
-from bot.sandbox.story import CHANNEL
 from bot.store.values import NUL_STANDIN
+from gpunode_sandbox.demo import running_demo
+from gpunode_sandbox.slacksim import payloads
+from gpunode_sandbox.story import CHANNEL
 from tests.e2e.conftest import NODE, incident_roots
 from tests.e2e.test_http_edge import ALERT_TOKEN, alert_payload, post
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.sandbox.demo import Demo
-from bot.sandbox.story import CHANNEL, find_button
+from gpunode_sandbox.demo import Demo
+from gpunode_sandbox.story import CHANNEL, find_button
 from tests.e2e.conftest import diagnose, ephemeral_texts, thread
 
 ALICE = "U0ALICE"

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from bot.render.prevention import KIT_FILES, README
-from bot.sandbox.demo import Demo
-from bot.sandbox.story import CHANNEL
+from gpunode_sandbox.demo import Demo
+from gpunode_sandbox.story import CHANNEL
 from tests.e2e.conftest import (
     NODE,
     diagnose,

@@ -1,7 +1,7 @@
 """The bot runs with exactly the rights deploy/base grants it, and no more.
 
 The Kubernetes stand-in installs deploy/base's Roles, ClusterRoles, bindings and admission
-policies and authorizes every request by its token (``bot.sandbox.kubesim.authz``); the demo's
+policies and authorizes every request by its token (``gpunode_sandbox.kubesim.authz``); the demo's
 bot sends its ServiceAccount token. The whole demo story (diagnose, tier 3, tier 1 with
 approval, timeline) passes with the shipped roles and is never refused; removing one grant
 makes exactly the operation that needs it fail, with the API server's words in the thread.
@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from bot.sandbox.demo import Demo
-from bot.sandbox.kubesim.access import BOT_TOKEN
-from bot.sandbox.story import CHANNEL, run_story
+from gpunode_sandbox.demo import Demo
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
+from gpunode_sandbox.story import CHANNEL, run_story
 from tests.conftest import kube_call
 from tests.e2e.conftest import diagnose, text_of, thread
 

@@ -22,7 +22,7 @@ import aiohttp
 import pytest
 import yaml
 
-from bot.sandbox.demo import Demo, running_demo
+from gpunode_sandbox.demo import Demo, running_demo
 from tests.e2e.conftest import incident_roots, text_of, thread
 
 pytestmark = pytest.mark.slow

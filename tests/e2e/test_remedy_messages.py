@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.sandbox.demo import Demo, running_demo
+from gpunode_sandbox.demo import Demo, running_demo
 from tests.e2e.conftest import diagnose, press, submit_modal, text_of, thread
 from tests.kube.remedy_scenarios import gang_fleet
 

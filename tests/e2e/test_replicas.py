@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from bot.sandbox.kubesim import KubeSim, load_scenario
-from bot.sandbox.slacksim import SlackSim
-from bot.sandbox.story import CHANNEL, find_button
 from bot.store import ActionRecord
+from gpunode_sandbox.kubesim import KubeSim, load_scenario
+from gpunode_sandbox.slacksim import SlackSim
+from gpunode_sandbox.story import CHANNEL, find_button
 from tests.e2e.conftest import NODE, incident_roots, modal_values, text_of
 from tests.e2e.replicas import SECRET, Replicas, install_lease_rbac, until
 

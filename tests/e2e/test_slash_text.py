@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.sandbox.demo import Demo
-from bot.sandbox.story import CHANNEL
+from gpunode_sandbox.demo import Demo
+from gpunode_sandbox.story import CHANNEL
 from tests.e2e.conftest import NODE, diagnose, ephemeral_texts, text_of, thread
 
 pytestmark = pytest.mark.slow

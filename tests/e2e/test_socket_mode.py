@@ -19,11 +19,11 @@ import aiohttp
 import pytest
 
 from bot.errors import SlackError
-from bot.sandbox.demo import POLICY, Demo, running_demo
-from bot.sandbox.kubesim import KubeSim, load_scenario
-from bot.sandbox.kubesim.access import BOT_TOKEN
-from bot.sandbox.slacksim import SlackSim
-from bot.sandbox.story import CHANNEL
+from gpunode_sandbox.demo import POLICY, Demo, running_demo
+from gpunode_sandbox.kubesim import KubeSim, load_scenario
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
+from gpunode_sandbox.slacksim import SlackSim
+from gpunode_sandbox.story import CHANNEL
 from tests.e2e.conftest import (
     NODE,
     diagnose,

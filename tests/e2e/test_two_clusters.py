@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bot.sandbox.demo import Demo, running_demo
-from bot.sandbox.story import ALICE, CHANNEL, find_button
-from bot.sandbox.story_clusters import ERIN, run_clusters_story
+from gpunode_sandbox.demo import Demo, running_demo
+from gpunode_sandbox.story import ALICE, CHANNEL, find_button
+from gpunode_sandbox.story_clusters import ERIN, run_clusters_story
 from tests.e2e.conftest import ephemeral_texts, incident_roots, text_of, thread
 
 REFUSED = (

@@ -23,10 +23,10 @@ from typing import Any
 
 from bot.collectors.agent import Agent, AgentServer, server_tls
 from bot.collectors.cli import load_fake_nvml
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import API_AUDIENCES
-from bot.sandbox.kubesim.hosttree import write_host_tree
-from bot.sandbox.kubesim.kustomize import find, render
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import API_AUDIENCES
+from gpunode_sandbox.kubesim.hosttree import write_host_tree
+from gpunode_sandbox.kubesim.kustomize import find, render
 
 ROOT = Path(__file__).resolve().parents[2]
 OVERLAY = ROOT / "deploy" / "overlays" / "daemonset"

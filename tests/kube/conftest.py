@@ -10,8 +10,8 @@ import pytest
 
 from bot.config import KubeSettings
 from bot.kube.gateway import Gateway
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import BOT_TOKEN
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
 
 NAMESPACE = "gpunode"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.sandbox.kubesim import Scenario, load_scenario
+from gpunode_sandbox.kubesim import Scenario, load_scenario
 
 GANG_CRDS = [
     "pytorchjobs.kubeflow.org",

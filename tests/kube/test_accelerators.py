@@ -13,8 +13,8 @@ import pytest
 from bot.core.cluster import is_accelerator_resource
 from bot.core.planning import plan_tier1
 from bot.kube.gateway import Gateway
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim import scenarios as sc
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim import scenarios as sc
 
 NODE = "gpu-node-01"
 SECRET = "hf_live_token_do_not_store"

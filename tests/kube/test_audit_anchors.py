@@ -18,10 +18,10 @@ import pytest
 
 from bot.cli import audit as audit_cli
 from bot.kube.gateway import Gateway
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import BOT_TOKEN
 from bot.services.anchoring import Anchors
 from bot.store import AuditRecord, Store, audit_chain, audit_guard
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
 from tests.services.fakes import FakeChat
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from bot.kube.gateway import Gateway
-from bot.sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim import KubeSim
 from tests.conftest import kube_call
 
 DEPLOYMENT = Path(__file__).resolve().parents[2] / "deploy" / "base" / "deployment.yaml"

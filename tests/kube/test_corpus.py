@@ -1,7 +1,7 @@
 """The labelled incident corpus, end to end: every shipped scenario with an ``expected:`` block
 is diagnosed through the real collector (the stand-in's diagnostic Job on the generated host
 tree), the real gateway (official client over HTTP) and the real analysis, and compared with
-its label (``bot.sandbox.corpus.compare``). One stand-in per scenario.
+its label (``gpunode_sandbox.corpus.compare``). One stand-in per scenario.
 
 Labels are the expert's reading of each scenario's numbers, written before the verdict was;
 a disagreement the analysis has not fixed yet is listed in ``DISAGREES`` (strict xfail: when
@@ -18,10 +18,10 @@ import pytest
 from bot.core.cluster import ClusterView
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis, VerdictCause
-from bot.sandbox.advice_checks import check
-from bot.sandbox.corpus import compare, corpus_names, gpu_uuids, judge, judge_with_view, outcome
-from bot.sandbox.kubesim import KubeSim, load_scenario
-from bot.sandbox.kubesim.expectations import Expected, TierExpectation
+from gpunode_sandbox.advice_checks import check
+from gpunode_sandbox.corpus import compare, corpus_names, gpu_uuids, judge, judge_with_view, outcome
+from gpunode_sandbox.kubesim import KubeSim, load_scenario
+from gpunode_sandbox.kubesim.expectations import Expected, TierExpectation
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slow
 DISAGREES: dict[str, str] = {}
 
 
-#: scenario -> which expert invariant (``bot.sandbox.advice_checks``) its advice breaks today
+#: scenario -> which expert invariant (``gpunode_sandbox.advice_checks``) its advice breaks today
 ADVICE_BROKEN: dict[str, str] = {}
 _JUDGED: dict[str, tuple[Diagnosis, EvidenceBundle, ClusterView]] = {}
 
@@ -114,7 +114,7 @@ async def test_a_wrong_label_is_reported_on_every_count(
 def test_the_corpus_table_prints_one_row_per_scenario_and_its_disagreements(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from bot.sandbox.corpus_table import main
+    from gpunode_sandbox.corpus_table import main
 
     status = main(["limit-edge", "gpu-bound"])
 

@@ -13,7 +13,7 @@ from bot.core.actions import PatchResourcesParams
 from bot.core.analysis import analyze
 from bot.core.thresholds import DEFAULT
 from bot.kube.gateway import Gateway
-from bot.sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim import KubeSim
 
 NODE = "gpu-node-28"
 

@@ -10,8 +10,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot.core.evidence import EvidenceBundle
-from bot.sandbox.kubesim import Scenario, load_scenario
-from bot.sandbox.kubesim import scenarios as sc
+from gpunode_sandbox.kubesim import Scenario, load_scenario
+from gpunode_sandbox.kubesim import scenarios as sc
 
 Make = Callable[..., Awaitable[tuple[Any, Any]]]
 GiB = 1024**3

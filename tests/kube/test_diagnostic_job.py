@@ -12,8 +12,8 @@ from bot.core.evidence import EvidenceBundle
 from bot.errors import DiagnosticJobError
 from bot.kube import jobs
 from bot.kube.gateway import Gateway
-from bot.sandbox.kubesim import KubeSim, list_scenarios, load_scenario
-from bot.sandbox.kubesim.scenarios import Fault
+from gpunode_sandbox.kubesim import KubeSim, list_scenarios, load_scenario
+from gpunode_sandbox.kubesim.scenarios import Fault
 
 NS = "gpunode"
 

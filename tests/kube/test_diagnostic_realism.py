@@ -23,8 +23,8 @@ import pytest
 from bot.core.analysis import analyze
 from bot.errors import DiagnosticJobError
 from bot.kube.gateway import Gateway
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim import scenarios as sc
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim import scenarios as sc
 from tests.conftest import kube_call
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot.core.cluster import ClaimedDevice
-from bot.sandbox.kubesim import Scenario, load_scenario
+from gpunode_sandbox.kubesim import Scenario, load_scenario
 
 Make = Callable[..., Awaitable[tuple[Any, Any]]]
 NODE = "dra-node-01"

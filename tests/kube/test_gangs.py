@@ -15,7 +15,7 @@ from bot.core.gangs import gang_of
 from bot.core.planning import plan_tier1
 from bot.kube.gateway import Gateway
 from bot.render.sentences import sentence
-from bot.sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim import KubeSim
 from tests.conftest import kube_client_config
 from tests.kube.remedy_scenarios import gang_fleet
 

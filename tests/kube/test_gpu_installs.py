@@ -14,7 +14,7 @@ import pytest
 from bot.core.analysis import analyze
 from bot.core.cluster import NodeInfo, gpu_resources, is_gpu_node
 from bot.core.thresholds import DEFAULT
-from bot.sandbox.kubesim import scenarios as sc
+from gpunode_sandbox.kubesim import scenarios as sc
 
 Make = Callable[..., Awaitable[tuple[Any, Any]]]
 

@@ -17,8 +17,8 @@ from bot.core.resizes import in_place_plan, in_place_refusal
 from bot.core.watching import judge
 from bot.kube.gateway import Gateway
 from bot.render.sentences import sentence
-from bot.sandbox.kubesim import KubeSim, Scenario, load_scenario
 from bot.services.executing import run_steps
+from gpunode_sandbox.kubesim import KubeSim, Scenario, load_scenario
 from tests.kube.remedy_scenarios import seed_with
 
 Make = Callable[..., Awaitable[tuple[Gateway, KubeSim]]]

@@ -11,9 +11,9 @@ from typing import Any
 from bot.config import KubeSettings
 from bot.kube.gateway import Gateway
 from bot.kube.informing import Informer, slim_event
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import BOT_TOKEN
-from bot.sandbox.kubesim.recorder import record
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
+from gpunode_sandbox.kubesim.recorder import record
 
 WAIT_S = 60.0  # generous: the machine may be busy; nothing here is timed
 

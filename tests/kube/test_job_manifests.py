@@ -11,7 +11,7 @@ import pytest
 
 from bot.config import KubeSettings
 from bot.kube import draining, jobs, patching, prioritizing
-from bot.sandbox.kubesim.patching import strategic_merge_patch
+from gpunode_sandbox.kubesim.patching import strategic_merge_patch
 
 VERSIONS = ("1.31", "1.37")
 

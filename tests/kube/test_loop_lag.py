@@ -17,10 +17,10 @@ import pytest
 
 from bot.config import KubeSettings
 from bot.kube.gateway import Gateway
-from bot.sandbox.kubesim.access import BOT_TOKEN
-from bot.sandbox.kubesim.process import separate_process
 from bot.telemetry.lag import LoopLag
 from bot.wiring.heap import settle_heap
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
+from gpunode_sandbox.kubesim.process import separate_process
 
 NODES, PODS = 400, 12_000
 BOUND_S = 0.1

@@ -9,7 +9,7 @@ import pytest
 
 from bot.core.analysis import analyze
 from bot.kube.gateway import Gateway
-from bot.sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim import KubeSim
 
 pytestmark = pytest.mark.slow
 NODE = "gpu-node-01"

@@ -12,7 +12,7 @@ from bot.core.analysis import analyze
 from bot.core.quantity import quantity_value
 from bot.core.thresholds import DEFAULT
 from bot.kube.gateway import Gateway
-from bot.sandbox.kubesim import KubeSim, Scenario, load_scenario
+from gpunode_sandbox.kubesim import KubeSim, Scenario, load_scenario
 
 NODE = "cpu-node-22"
 GI = 1024**3

@@ -12,8 +12,8 @@ from bot.config import KubeSettings
 from bot.core.allocation import describe_allocated
 from bot.errors import ConfigError, NotFoundError
 from bot.kube.gateway import Gateway
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import BOT_TOKEN
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
 from tests.kube.conftest import settings_for
 
 

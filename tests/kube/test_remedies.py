@@ -11,7 +11,7 @@ from bot.core.actions import PatchResourcesParams, Step
 from bot.core.planning import undo_steps
 from bot.errors import ConflictError, InvalidObjectError, KubeError, NotFoundError
 from bot.kube.gateway import Gateway
-from bot.sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim import KubeSim
 
 GW = tuple[Gateway, KubeSim]
 

@@ -16,9 +16,9 @@ import pytest
 
 from bot.errors import DiagnosticJobError
 from bot.kube.gateway import Gateway
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import BOT_TOKEN
 from bot.services import doctor
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
 from tests.conftest import kube_call
 from tests.kube.agents import (
     AUDIENCE,

@@ -19,8 +19,8 @@ from bot.core.rollouts import rollout_notes
 from bot.core.watching import judge
 from bot.kube.gateway import Gateway
 from bot.render.sentences import sentence
-from bot.sandbox.kubesim import KubeSim, load_scenario
 from bot.services.executing import run_steps
+from gpunode_sandbox.kubesim import KubeSim, load_scenario
 from tests.conftest import kube_call
 from tests.kube.remedy_scenarios import container, seed_with
 

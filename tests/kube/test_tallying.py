@@ -14,7 +14,7 @@ from bot.kube import decoding
 from bot.kube.decoding import PageDecoder
 from bot.kube.gateway import Gateway
 from bot.kube.tallying import list_token, read_fleet
-from bot.sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim import KubeSim
 
 
 def test_the_token_is_read_from_metadata_written_before_the_items() -> None:

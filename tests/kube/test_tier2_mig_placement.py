@@ -10,7 +10,7 @@ from typing import Any
 
 from bot.core.planning import plan_tier2
 from bot.kube.gateway import Gateway
-from bot.sandbox.kubesim import KubeSim, Scenario, load_scenario
+from gpunode_sandbox.kubesim import KubeSim, Scenario, load_scenario
 
 Make = Callable[..., Awaitable[tuple[Gateway, KubeSim]]]
 NODE = "gpu-node-01"

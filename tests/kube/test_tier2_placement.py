@@ -14,8 +14,8 @@ import pytest
 from bot.core.planning import plan_tier2
 from bot.kube.gateway import Gateway
 from bot.render.sentences import sentence
-from bot.sandbox.kubesim import KubeSim
 from bot.services.executing import run_steps
+from gpunode_sandbox.kubesim import KubeSim
 from tests.conftest import kube_call
 from tests.kube.remedy_scenarios import container, seed_with
 

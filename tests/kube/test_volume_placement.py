@@ -8,7 +8,7 @@ from typing import Any
 
 from bot.core.planning import plan_tier1
 from bot.kube.gateway import Gateway
-from bot.sandbox.kubesim import KubeSim, load_scenario
+from gpunode_sandbox.kubesim import KubeSim, load_scenario
 from tests.kube.remedy_scenarios import seed_with
 
 Make = Callable[..., Awaitable[tuple[Gateway, KubeSim]]]

@@ -18,9 +18,9 @@ from bot.core.findings import Diagnosis
 from bot.core.thresholds import DEFAULT
 from bot.kube.gateway import Gateway
 from bot.prom.client import PrometheusClient
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import BOT_TOKEN
 from bot.services.history import HistoryService
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
 from tests.prom.histories import PLANTED, RunningPrometheus
 
 pytestmark = pytest.mark.slow

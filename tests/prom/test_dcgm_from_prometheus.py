@@ -16,9 +16,9 @@ from bot.config import KubeSettings
 from bot.core.thresholds import DEFAULT
 from bot.kube.gateway import Gateway
 from bot.prom.client import PrometheusClient
-from bot.sandbox.kubesim import KubeSim, load_scenario
-from bot.sandbox.kubesim.access import BOT_TOKEN
 from bot.services.history import HistoryService
+from gpunode_sandbox.kubesim import KubeSim, load_scenario
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
 from tests.prom.histories import DCGM_PODS, RunningPrometheus
 
 pytestmark = pytest.mark.slow

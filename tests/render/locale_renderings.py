@@ -29,9 +29,9 @@ from bot.render.postmortem import render_postmortem_html, render_postmortem_mark
 from bot.render.prevention import kit_message, render_kit_markdown, render_prevention_files
 from bot.render.sentences import Fmt, sentence
 from bot.render.text import render_report_text
-from bot.sandbox.slacksim.validation import blocks_errors, view_errors
 from bot.services.executing import StepsResult
 from bot.slack.blockkit import validate_blocks
+from gpunode_sandbox.slacksim.validation import blocks_errors, view_errors
 from tests.render.told import REFUSAL_SAMPLES, render_notice, render_refusal
 
 T0 = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)

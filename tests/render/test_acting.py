@@ -17,8 +17,8 @@ from bot.core.diffing import DiagnosisDiff, diff_diagnoses
 from bot.core.findings import Diagnosis
 from bot.errors import ForbiddenError
 from bot.render import acting
-from bot.sandbox.slacksim.validation import blocks_errors, view_errors
 from bot.services.executing import StepsResult
+from gpunode_sandbox.slacksim.validation import blocks_errors, view_errors
 from tests.render.told import render_notice
 from tests.services.fakes import load_scenario
 

@@ -20,10 +20,10 @@ from bot.render.environment import DEFAULT_LOCALE, LOCALES
 from bot.render.filters import truncate
 from bot.render.notices import NOTICE_KEYS
 from bot.render.sentences import sentence
-from bot.sandbox.corpus import corpus_names, judge
-from bot.sandbox.kubesim import KubeSim, load_scenario
 from bot.services.operations import NodeRank
 from bot.slack.blockkit import validate_blocks
+from gpunode_sandbox.corpus import corpus_names, judge
+from gpunode_sandbox.kubesim import KubeSim, load_scenario
 from tests.render.conftest import HOSTILE
 from tests.render.locale_renderings import every_message
 from tests.render.test_golden import SCENARIOS

@@ -110,7 +110,7 @@ def find_container(spec: dict[str, Any], container: str, *, what: str) -> dict[s
 def budget_refusal(
     budgets: Sequence[Budget], pods: Sequence[PodInfo], pod: PodInfo
 ) -> EvictionOutcome | None:
-    """The eviction subresource's budget check (see bot/sandbox/kubesim/eviction.py)."""
+    """The eviction subresource's budget check (see gpunode_sandbox/kubesim/eviction.py)."""
     if pod.phase in ("Succeeded", "Failed", "Pending") or pod.deleting:
         return None
     budgets = [b for b in budgets if b.covers(pod)]

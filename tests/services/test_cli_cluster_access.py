@@ -9,8 +9,8 @@ import pytest
 
 from bot.cli import main
 from bot.cli.common import cluster_settings
-from bot.sandbox.kubesim import KubeSim, load_scenario
-from bot.sandbox.kubesim.access import BOT_TOKEN
+from gpunode_sandbox.kubesim import KubeSim, load_scenario
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
 
 
 def test_token_goes_with_the_server_url() -> None:

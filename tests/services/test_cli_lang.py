@@ -74,8 +74,8 @@ async def test_timeline_is_in_the_threads_language_unless_lang_says_otherwise(
 
 
 def test_prevent_prints_the_kit_in_the_asked_language(capsys: pytest.CaptureFixture[str]) -> None:
-    from bot.sandbox.kubesim import KubeSim, load_scenario
-    from bot.sandbox.kubesim.access import BOT_TOKEN
+    from gpunode_sandbox.kubesim import KubeSim, load_scenario
+    from gpunode_sandbox.kubesim.access import BOT_TOKEN
 
     with KubeSim.running_in_thread(load_scenario("seed")) as sim:
         base = ["prevent", "gpu-node-01", "--server", sim.url, "--token", BOT_TOKEN]

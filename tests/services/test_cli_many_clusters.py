@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.sandbox.kubesim import KubeSim, load_scenario
-from bot.sandbox.kubesim.access import BOT_TOKEN
+from gpunode_sandbox.kubesim import KubeSim, load_scenario
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
 
 
 def _closed_port_url() -> str:

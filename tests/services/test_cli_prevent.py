@@ -16,8 +16,8 @@ import yaml
 
 from bot.cli import main
 from bot.render.prevention import KIT_FILES, README
-from bot.sandbox.kubesim import KubeSim, load_scenario
-from bot.sandbox.kubesim.access import BOT_TOKEN
+from gpunode_sandbox.kubesim import KubeSim, load_scenario
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
 
 NODE = "gpu-node-01"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "prevention"

@@ -20,10 +20,10 @@ from urllib.parse import parse_qs
 from bot.config import KubeSettings
 from bot.core.thresholds import DEFAULT
 from bot.kube.gateway import Gateway
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import BOT_TOKEN
 from bot.services.diagnose import DiagnoseService
 from bot.store.storing import Store
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
 from tests.services.fakes import FakeChat
 from tests.services.presenting import RecordingPresenter
 

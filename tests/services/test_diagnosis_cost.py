@@ -21,11 +21,11 @@ from urllib.parse import parse_qs
 from bot.config import KubeSettings
 from bot.core.thresholds import DEFAULT
 from bot.kube.gateway import Gateway
-from bot.sandbox.kubesim import KubeSim, Scenario
-from bot.sandbox.kubesim.access import BOT_TOKEN
-from bot.sandbox.kubesim.scenarios import load_scenario
 from bot.services.diagnose import DiagnoseService
 from bot.store.storing import Store
+from gpunode_sandbox.kubesim import KubeSim, Scenario
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
+from gpunode_sandbox.kubesim.scenarios import load_scenario
 from tests.services.fakes import FakeChat
 from tests.services.presenting import RecordingPresenter
 

@@ -18,10 +18,10 @@ import pytest
 from bot.cli import doctor as doctor_cli
 from bot.errors import UsageError
 from bot.kube import selfcheck
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import BOT_TOKEN, deploy_base
 from bot.services import doctor
 from bot.store import Store
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import BOT_TOKEN, deploy_base
 from tests.conftest import kube_call
 
 

@@ -14,9 +14,9 @@ from kubernetes import client
 from bot.core.leases import LeaseRecord
 from bot.errors import ConflictError, ForbiddenError
 from bot.kube.leasing import LeaseApi
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import BOT_TOKEN
 from bot.services.leading import LeaderElector, LeaderWork
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
 from tests.conftest import kube_client_config
 from tests.e2e.replicas import install_lease_rbac
 

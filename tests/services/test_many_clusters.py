@@ -17,8 +17,6 @@ from bot.config import KubeSettings
 from bot.core.thresholds import DEFAULT
 from bot.errors import UnknownClusterError
 from bot.kube.gateway import Gateway
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import BOT_TOKEN
 from bot.services.alerts import AlertService, parse_payload
 from bot.services.background import Background
 from bot.services.clusters import ClusterRegistry
@@ -26,6 +24,8 @@ from bot.services.diagnose import DiagnoseService
 from bot.services.operations import top_across
 from bot.services.ports import KubePort
 from bot.store.storing import Store
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
 from tests.services.fakes import FakeChat
 from tests.services.presenting import RecordingPresenter
 

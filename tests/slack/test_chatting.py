@@ -7,8 +7,8 @@ import socket
 import pytest
 
 from bot.errors import SlackError
-from bot.sandbox.slacksim import SlackSim
 from bot.slack.chatting import SlackChat, make_client
+from gpunode_sandbox.slacksim import SlackSim
 
 
 def _closed_port() -> int:

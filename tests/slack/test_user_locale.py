@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bot.sandbox.slacksim import SlackSim
 from bot.slack.chatting import SlackChat, make_client
+from gpunode_sandbox.slacksim import SlackSim
 
 TOKEN = "xoxb-sim-secret-token-1234"
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.sandbox.demo import running_demo
-from bot.sandbox.story import CHANNEL, run_story
+from gpunode_sandbox.demo import running_demo
+from gpunode_sandbox.story import CHANNEL, run_story
 from tests.telemetry.scraping import Scrape, scrape
 
 ARTIFACT = Path(__file__).resolve().parents[2] / "test-artifacts" / "metrics" / "after-demo.txt"

@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bot.sandbox.kubesim import KubeSim
 from bot.services.leading import LeaderElector
 from bot.telemetry.metrics import Metrics
+from gpunode_sandbox.kubesim import KubeSim
 from tests.e2e.replicas import install_lease_rbac
 from tests.services.test_leading import Clock, lease_api
 

@@ -19,14 +19,14 @@ from bot.kube.connecting import build_api_client
 from bot.kube.gateway import Gateway
 from bot.kube.observing import resource_of
 from bot.kube.transport import Transport
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import BOT_TOKEN as KUBE_BOT_TOKEN
-from bot.sandbox.kubesim.access import service_account_token
-from bot.sandbox.slacksim import SlackSim
 from bot.slack.chatting import SlackChat, make_client
 from bot.telemetry.metrics import EXPORTED, Metrics
 from bot.telemetry.serving import listening_port, start_metrics_listener
 from bot.telemetry.wiring import instrument
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import BOT_TOKEN as KUBE_BOT_TOKEN
+from gpunode_sandbox.kubesim.access import service_account_token
+from gpunode_sandbox.slacksim import SlackSim
 from tests.conftest import kube_call
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bot.sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim import KubeSim
 from tests.conftest import kube_call
 
 ADM = "/apis/admissionregistration.k8s.io/v1"

@@ -10,8 +10,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import ADMIN_TOKEN
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import ADMIN_TOKEN
 from tests.conftest import kube_client_config
 
 

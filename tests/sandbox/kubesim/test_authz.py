@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import ADMIN_TOKEN, BOT_TOKEN, service_account_token
-from bot.sandbox.kubesim.authz import Attributes, UserInfo, rule_allows
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import ADMIN_TOKEN, BOT_TOKEN, service_account_token
+from gpunode_sandbox.kubesim.authz import Attributes, UserInfo, rule_allows
 from tests.conftest import kube_call, kube_client_config
 
 BOT = "system:serviceaccount:gpunode:gpunode"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from celpy.adapter import json_to_cel
 
-from bot.sandbox.kubesim.cel import CelError, evaluate
+from gpunode_sandbox.kubesim.cel import CelError, evaluate
 
 DOC = {
     "n": 1,

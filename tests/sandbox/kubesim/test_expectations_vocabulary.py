@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import get_args
 
 from bot.core.findings import VerdictCause as ProductCause
-from bot.sandbox.kubesim.expectations import VerdictCause as LabelledCause
+from gpunode_sandbox.kubesim.expectations import VerdictCause as LabelledCause
 
 
 def test_the_corpus_labels_are_the_products_verdict_causes() -> None:

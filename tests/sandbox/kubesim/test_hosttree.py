@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from bot.sandbox.kubesim import KubeSim, Scenario, list_scenarios, load_scenario
-from bot.sandbox.kubesim.hosttree import write_host_tree
-from bot.sandbox.kubesim.usage import ZERO, add, figures, starting_figures
+from gpunode_sandbox.kubesim import KubeSim, Scenario, list_scenarios, load_scenario
+from gpunode_sandbox.kubesim.hosttree import write_host_tree
+from gpunode_sandbox.kubesim.usage import ZERO, add, figures, starting_figures
 from tests.conftest import kube_client_config
 
 KIB = 1024

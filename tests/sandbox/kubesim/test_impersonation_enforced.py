@@ -17,8 +17,8 @@ from bot.config import KubeSettings
 from bot.core.impersonation import ActingAs
 from bot.kube.connecting import build_api_client
 from bot.kube.transport import ACTING_AS, MERGE, Transport
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import BOT_TOKEN
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
 from tests.conftest import kube_call
 
 Make = Callable[..., Awaitable[KubeSim]]

@@ -11,7 +11,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from bot.core.evidence import EvidenceBundle
-from bot.sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim import KubeSim
 from tests.conftest import kube_client_config
 
 COLLECTOR = Path(__file__).resolve().parents[3] / "bot" / "collectors" / "bundle.py"
@@ -134,7 +134,7 @@ async def test_jobs_that_cannot_start_fail_with_deadline_exceeded(
 
 
 async def test_collector_fault_fails_the_job_and_ttl_deletes_it(make_kubesim: Any) -> None:
-    from bot.sandbox.kubesim.scenarios import Fault, load_scenario
+    from gpunode_sandbox.kubesim.scenarios import Fault, load_scenario
 
     scenario = load_scenario("seed")
     scenario = scenario.model_copy(update={"faults": [Fault(kind="collector_error")]})

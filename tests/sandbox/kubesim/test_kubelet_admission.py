@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bot.sandbox.kubesim.kubelet import admit
+from gpunode_sandbox.kubesim.kubelet import admit
 
 
 def _node(conditions: dict[str, str] | None = None, **alloc: str) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import quote
 
-from bot.sandbox.kubesim import KubeSim, Scenario
+from gpunode_sandbox.kubesim import KubeSim, Scenario
 from tests.conftest import kube_call
 
 
@@ -67,8 +67,8 @@ async def test_a_malformed_continue_token_is_a_bad_request(
 
 
 def test_twenty_thousand_replicas_get_twenty_thousand_names() -> None:
-    from bot.sandbox.kubesim import scenarios as sc
-    from bot.sandbox.kubesim.workloads import Placement
+    from gpunode_sandbox.kubesim import scenarios as sc
+    from gpunode_sandbox.kubesim.workloads import Placement
 
     big = sc.Workload(
         kind="Deployment",

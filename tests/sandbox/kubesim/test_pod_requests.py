@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bot.core.allocation import pod_requests_and_limits
-from bot.sandbox.kubesim.podrequests import pod_requests
+from gpunode_sandbox.kubesim.podrequests import pod_requests
 
 
 def _c(name: str, cpu: str, memory: str, *, sidecar: bool = False) -> dict[str, Any]:

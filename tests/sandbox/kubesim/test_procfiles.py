@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from bot.sandbox.kubesim import load_scenario
-from bot.sandbox.kubesim import scenarios as sc
-from bot.sandbox.kubesim.procfiles import (
+from gpunode_sandbox.kubesim import load_scenario
+from gpunode_sandbox.kubesim import scenarios as sc
+from gpunode_sandbox.kubesim.procfiles import (
     estimate_available,
     meminfo,
     parts,
     pressure_scale,
     pressure_text,
 )
-from bot.sandbox.kubesim.usage import ZERO, Figures
+from gpunode_sandbox.kubesim.usage import ZERO, Figures
 
 GIB = 2**30
 
@@ -109,7 +109,7 @@ def test_pressure_text_scales_every_average_and_keeps_the_totals() -> None:
 
 
 def test_the_seed_node_starts_where_the_story_does() -> None:
-    from bot.sandbox.kubesim.usage import starting_figures
+    from gpunode_sandbox.kubesim.usage import starting_figures
 
     scenario = load_scenario("seed")
     n = scenario.node("gpu-node-01")

@@ -13,9 +13,9 @@ import aiohttp
 import pytest
 import yaml
 
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import ADMIN_TOKEN, BOT_TOKEN
-from bot.sandbox.kubesim.names import name_errors
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import ADMIN_TOKEN, BOT_TOKEN
+from gpunode_sandbox.kubesim.names import name_errors
 from tests.conftest import kube_call
 
 REPO = Path(__file__).resolve().parents[3]
@@ -368,7 +368,7 @@ async def test_the_bots_own_namespace_admits_the_diagnostic_pod_as_shipped(
 ) -> None:
     # deploy/base labels gpunode `enforce: privileged`: the collector's hostPID and host
     # mounts are admitted there, and would not be under baseline
-    from bot.sandbox.kubesim.podsecurity import baseline
+    from gpunode_sandbox.kubesim.podsecurity import baseline
 
     namespace = yaml.safe_load((REPO / "deploy/base/namespace.yaml").read_text())
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.sandbox.kubesim import KubeSim, Scenario, list_scenarios, load_scenario
-from bot.sandbox.kubesim.hosttree import write_host_tree
+from gpunode_sandbox.kubesim import KubeSim, Scenario, list_scenarios, load_scenario
+from gpunode_sandbox.kubesim.hosttree import write_host_tree
 
 KIB = 1024
 
@@ -119,7 +119,7 @@ def test_cgroup_v1_cri_o_tree_uses_crio_leaves_and_total_stats(tmp_path: Path) -
 
 
 def test_seed_allocated_resources_match_the_story() -> None:
-    from bot.sandbox.kubesim.quantities import to_bytes
+    from gpunode_sandbox.kubesim.quantities import to_bytes
 
     sim = KubeSim(load_scenario("seed"))
     pods = [p for p in sim.list("pods") if p["spec"].get("nodeName") == "gpu-node-01"]

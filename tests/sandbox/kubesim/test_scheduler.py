@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from bot.sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim import KubeSim
 from tests.conftest import kube_client_config
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}

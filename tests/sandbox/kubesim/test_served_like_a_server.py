@@ -12,10 +12,10 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import BOT_TOKEN
-from bot.sandbox.kubesim.resources import STORED
-from bot.sandbox.kubesim.tables import human_duration
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
+from gpunode_sandbox.kubesim.resources import STORED
+from gpunode_sandbox.kubesim.tables import human_duration
 from tests.conftest import kube_call, kube_client_config
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from bot.collectors.procfs import parse_meminfo, parse_proc_cgroup
-from bot.sandbox.kubesim import KubeSim, Scenario, load_scenario
-from bot.sandbox.kubesim.hosttree import write_host_tree
-from bot.sandbox.kubesim.nodes import node_object
-from bot.sandbox.kubesim.slabfiles import slabinfo_text
+from gpunode_sandbox.kubesim import KubeSim, Scenario, load_scenario
+from gpunode_sandbox.kubesim.hosttree import write_host_tree
+from gpunode_sandbox.kubesim.nodes import node_object
+from gpunode_sandbox.kubesim.slabfiles import slabinfo_text
 
 GIB = 2**30
 KIB = 1024

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from bot.sandbox.kubesim import KubeSim, Scenario
-from bot.sandbox.kubesim.hosttree import write_host_tree
-from bot.sandbox.kubesim.statuses import ApiError
+from gpunode_sandbox.kubesim import KubeSim, Scenario
+from gpunode_sandbox.kubesim.hosttree import write_host_tree
+from gpunode_sandbox.kubesim.statuses import ApiError
 
 GIB = 2**30
 KIB = 1024

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bot.sandbox.kubesim import KubeSim
-from bot.sandbox.kubesim.access import (
+from gpunode_sandbox.kubesim import KubeSim
+from gpunode_sandbox.kubesim.access import (
     ADMIN_TOKEN,
     API_AUDIENCES,
     BOT_TOKEN,

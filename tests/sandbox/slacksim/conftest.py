@@ -8,7 +8,7 @@ import pytest
 from aiohttp import web
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.sandbox.slacksim import SlackSim
+from gpunode_sandbox.slacksim import SlackSim
 
 SECRET = "test-signing-secret"
 

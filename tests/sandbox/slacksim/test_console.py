@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import aiohttp
 
-from bot.sandbox.slacksim import SlackSim
+from gpunode_sandbox.slacksim import SlackSim
 
 CH = "C0INCIDENT"
 

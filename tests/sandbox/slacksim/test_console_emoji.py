@@ -12,7 +12,7 @@ def test_the_console_knows_every_emoji_the_templates_use() -> None:
     used = set()
     for path in (ROOT / "templates").rglob("*.j2"):
         used |= set(re.findall(r":([a-z0-9_+-]+):", path.read_text(encoding="utf-8")))
-    script = (ROOT / "bot/sandbox/slacksim/static/mrkdwn.js").read_text(encoding="utf-8")
+    script = (ROOT / "gpunode_sandbox/slacksim/static/mrkdwn.js").read_text(encoding="utf-8")
     table = script[
         script.index("const EMOJI = {") : script.index("};", script.index("const EMOJI"))
     ]

@@ -9,10 +9,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.sandbox.slacksim import SlackSim
-from bot.sandbox.slacksim.console_labels import labels as console_labels
+from gpunode_sandbox.slacksim import SlackSim
+from gpunode_sandbox.slacksim.console_labels import labels as console_labels
 
-STATIC = Path(__file__).resolve().parents[3] / "bot" / "sandbox" / "slacksim" / "static"
+STATIC = Path(__file__).resolve().parents[3] / "gpunode_sandbox" / "slacksim" / "static"
 
 
 async def _state(sim: SlackSim, query: str) -> dict[str, object]:

@@ -12,7 +12,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.sandbox.slacksim import SignOptions, SlackSim
+from gpunode_sandbox.slacksim import SignOptions, SlackSim
 
 CH = "C0INCIDENT"
 MODAL = {

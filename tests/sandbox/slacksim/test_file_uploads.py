@@ -8,7 +8,7 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.sandbox.slacksim import SlackSim
+from gpunode_sandbox.slacksim import SlackSim
 
 CH = "C0INCIDENT"
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64

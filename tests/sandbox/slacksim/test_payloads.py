@@ -9,9 +9,9 @@ from urllib.parse import parse_qs
 
 from aiohttp import web
 
-from bot.sandbox.slacksim import SlackSim
-from bot.sandbox.slacksim.blocks import normalize_blocks
-from bot.sandbox.slacksim.methods_views import open_view
+from gpunode_sandbox.slacksim import SlackSim
+from gpunode_sandbox.slacksim.blocks import normalize_blocks
+from gpunode_sandbox.slacksim.methods_views import open_view
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "slack"
 CH = "C0INCIDENT"

@@ -16,7 +16,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.sandbox.slacksim import SlackSim
+from gpunode_sandbox.slacksim import SlackSim
 
 CH = "C0INCIDENT"
 APP_TOKEN = "xapp-1-A0GPUNODE-test"

@@ -7,7 +7,7 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.sandbox.slacksim import SlackSim
+from gpunode_sandbox.slacksim import SlackSim
 
 
 @pytest.mark.parametrize(("user", "locale"), [("U0LIWEI", "zh-CN"), ("U0ALICE", "en-US")])

@@ -1,9 +1,0 @@
-"""The Slack stand-in: Web API server, signed-request driver and browser console.
-
-Public API: :class:`SlackSim` (see ``sim.py``), :class:`DriverResult`, :class:`SignOptions`.
-"""
-
-from bot.sandbox.slacksim.driver import DriverResult, SignOptions
-from bot.sandbox.slacksim.sim import SlackSim
-
-__all__ = ["DriverResult", "SignOptions", "SlackSim"]

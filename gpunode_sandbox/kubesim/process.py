@@ -1,0 +1,87 @@
+"""The stand-in in a process of its own, for benchmarks and tests that time the bot.
+
+In-process, the stand-in shares the bot's interpreter lock and garbage collector, so a
+profile of ``top`` measures the server as much as the client (issue #25: 81% of samples).
+``python -m gpunode_sandbox.kubesim.process --nodes N --pods P`` builds the synthetic fleet
+(``Scenario.synthetic_fleet``) or a named scenario, serves it, and prints one line,
+``URL PID``, once it listens; ``separate_process(...)`` runs that and yields the URL and the
+child's pid (for its RSS), and stops it on exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from gpunode_sandbox.kubesim.scenarios import Scenario, load_scenario
+from gpunode_sandbox.kubesim.sim import KubeSim
+
+
+async def _serve(scenario: Scenario, *, insecure_superuser: bool) -> None:
+    sim = KubeSim(scenario, insecure_superuser=insecure_superuser)
+    url = await sim.start()
+    print(url, os.getpid(), flush=True)
+    try:
+        # the parent closes our stdin to stop us (or dies, which closes it too)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    finally:
+        await sim.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=0, help="synthetic fleet size (0: scenario)")
+    parser.add_argument("--pods", type=int, default=0)
+    parser.add_argument("--gpu-fraction", type=float, default=0.25)
+    parser.add_argument("--scenario", default="seed")
+    parser.add_argument(
+        "--insecure-superuser",
+        action="store_true",
+        help="token-less requests act as the superuser (kubectl over plain HTTP sends none)",
+    )
+    args = parser.parse_args(argv)
+    scenario = (
+        Scenario.synthetic_fleet(args.nodes, args.pods, gpu_fraction=args.gpu_fraction)
+        if args.nodes
+        else load_scenario(args.scenario)
+    )
+    asyncio.run(_serve(scenario, insecure_superuser=args.insecure_superuser))
+    return 0
+
+
+@contextmanager
+def separate_process(
+    *, nodes: int = 0, pods: int = 0, scenario: str = "seed", insecure_superuser: bool = False
+) -> Iterator[tuple[str, int]]:
+    """(URL, pid) of a stand-in serving in a child process, stopped on exit."""
+    cmd = [sys.executable, "-m", "gpunode_sandbox.kubesim.process", "--scenario", scenario]
+    if insecure_superuser:
+        cmd.append("--insecure-superuser")
+    if nodes:
+        cmd += ["--nodes", str(nodes), "--pods", str(pods)]
+    child = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        line = child.stdout.readline().split()
+        if len(line) != 2:
+            raise RuntimeError(f"the stand-in process exited early (status {child.wait()})")
+        yield line[0], int(line[1])
+    finally:
+        if child.stdin is not None:
+            child.stdin.close()
+        try:
+            child.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,186 @@
+"""Which scenario figures describe a live pod's containers (for metrics and host trees).
+
+A pod's workload is found through its ownerReferences (ReplicaSet -> Deployment), so pods
+created later by rollouts keep their workload's memory figures. Usage is clamped just under
+the container's *current* memory limit: after a tier-3 patch halves a limit, the new pod
+cannot hold more than its cgroup allows.
+
+``starting_figures`` sums the figures of the pods a scenario places on a node when it is
+loaded: the state the scenario's node-level numbers (``mem_available``, ``pressure``) were
+written for. Host trees compare the pods present now against it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gpunode_sandbox.kubesim import scenarios as sc
+from gpunode_sandbox.kubesim.quantities import to_bytes, to_millicores
+
+if TYPE_CHECKING:
+    from gpunode_sandbox.kubesim.sim import KubeSim
+
+Obj = dict[str, Any]
+CLAMP = 0.995  # a pod squeezed by a lower limit runs just under it
+PAGE = 4096
+
+
+def _pages(b: int) -> int:
+    """``b`` rounded down to whole pages (memory is handed out in pages)."""
+    return b - b % PAGE
+
+
+@dataclass(frozen=True)
+class Figures:
+    anon: int
+    file: int
+    inactive_file: int
+    shmem: int
+    kernel: int
+    cpu_m: int
+    processes: tuple[sc.Process, ...]
+    mlocked: int = 0
+    dirty: int = 0
+    writeback: int = 0
+
+    @property
+    def usage(self) -> int:
+        return self.anon + self.file + self.kernel
+
+    @property
+    def working_set(self) -> int:
+        return max(0, self.usage - self.inactive_file)
+
+
+ZERO = Figures(0, 0, 0, 0, 0, 0, ())
+
+
+def add(a: Figures, b: Figures) -> Figures:
+    """The sum of two cgroups' figures (processes are not carried: a parent has none)."""
+    return Figures(
+        a.anon + b.anon,
+        a.file + b.file,
+        a.inactive_file + b.inactive_file,
+        a.shmem + b.shmem,
+        a.kernel + b.kernel,
+        a.cpu_m + b.cpu_m,
+        (),
+        a.mlocked + b.mlocked,
+        a.dirty + b.dirty,
+        a.writeback + b.writeback,
+    )
+
+
+def workload_of(sim: KubeSim, pod: Obj) -> sc.Workload | None:
+    """The scenario workload a pod was seeded from or whose controller made it: through its
+    controller chain (ReplicaSet -> Deployment), or, for a pod a custom resource owns
+    directly (a PyTorchJob's, MPIJob's, Volcano Job's or RayCluster's pod), the bare-Pod
+    workload of that name and owner."""
+    ns = pod["metadata"].get("namespace", "")
+    pod_name = pod["metadata"]["name"]
+    for w in sim.scenario.workloads:
+        if w.kind == "Pod" and w.name == pod_name and w.namespace == ns:
+            return w
+    kind, name = "Pod", pod_name
+    for ref in pod["metadata"].get("ownerReferences") or []:
+        if ref.get("controller"):
+            kind, name = ref["kind"], ref["name"]
+            if kind == "ReplicaSet":
+                rs = sim.api.store.get("replicasets", ns, name)
+                for r2 in (rs or {}).get("metadata", {}).get("ownerReferences") or []:
+                    kind, name = r2["kind"], r2["name"]
+    for w in sim.scenario.workloads:
+        if w.kind == kind and w.name == name and w.namespace == ns:
+            return w
+    # a pod a custom resource owns directly (a PyTorchJob's or Ray's pods): the scenario
+    # workload that custom resource owns, told apart by the pod's ``app`` label
+    app = (pod["metadata"].get("labels") or {}).get("app")
+    for w in sim.scenario.workloads:
+        o = w.owner
+        if o is not None and (o.kind, o.name, w.namespace, w.name) == (kind, name, ns, app):
+            return w
+    return None
+
+
+def container_figures(c: sc.Container, limit: sc.Quantity | None) -> Figures:
+    """Figures of scenario container ``c`` running under memory ``limit`` (None: no limit)."""
+    u = c.usage
+    anon, file, kernel = to_bytes(u.anon), to_bytes(u.file), to_bytes(u.kernel)
+    shmem = to_bytes(u.shmem)
+    mlocked, dirty, writeback = to_bytes(u.mlocked), to_bytes(u.dirty), to_bytes(u.writeback)
+    inactive = to_bytes(u.inactive_file) if u.inactive_file is not None else (file - shmem) // 2
+    procs = tuple(c.processes)
+    if limit is not None:
+        cap = int(to_bytes(limit) * CLAMP)
+        total = anon + file + kernel
+        if total > cap:
+            scale = cap / total
+            anon, file = _pages(int(anon * scale)), _pages(int(file * scale))
+            shmem = min(shmem, file)
+            inactive = min(inactive, file - shmem)
+            mlocked = min(mlocked, anon)
+            dirty = min(dirty, file - shmem)
+            writeback = min(writeback, file - shmem - dirty)
+            procs = tuple(
+                p.model_copy(update={"rss_anon": _pages(int(to_bytes(p.rss_anon) * scale))})
+                for p in procs
+            )
+    return Figures(
+        anon, file, inactive, shmem, kernel, to_millicores(u.cpu), procs, mlocked, dirty, writeback
+    )
+
+
+def figures(sim: KubeSim, pod: Obj) -> dict[str, Figures]:
+    """Container name -> figures, for every container of ``pod`` (defaults if unknown)."""
+    w = workload_of(sim, pod)
+    by_name = {c.name: c for c in (w.running_containers() if w else [])}
+    out: dict[str, Figures] = {}
+    # the limit the kubelet enforces: the actuated one (status) when a resize is in play
+    actuated = {
+        cs.get("name"): cs["resources"]
+        for cs in (pod.get("status") or {}).get("containerStatuses") or []
+        if "resources" in cs
+    }
+    for c in running_specs(pod):
+        sc_c = by_name.get(c["name"]) or sc.Container(name=c["name"])
+        resources: Obj = actuated.get(c["name"]) or c.get("resources") or {}
+        limit = (resources.get("limits") or {}).get("memory")
+        out[c["name"]] = container_figures(sc_c, limit)
+    return out
+
+
+def running_specs(pod: Obj) -> list[Obj]:
+    """The pod spec's containers that run (and hold memory): containers and native sidecars
+    (init containers with ``restartPolicy: Always``)."""
+    sidecars = [
+        c for c in pod["spec"].get("initContainers") or [] if c.get("restartPolicy") == "Always"
+    ]
+    return [*pod["spec"]["containers"], *sidecars]
+
+
+def replicas_on(w: sc.Workload, node: str, all_nodes: list[str]) -> int:
+    """How many of ``w``'s pods ``workloads.Placement`` puts on ``node`` (without naming them:
+    this runs for every host tree, on fleets of 60,000 pods)."""
+    if w.kind == "DaemonSet":
+        return int(node in (w.nodes or all_nodes))
+    targets: list[str | None] = list(w.nodes) or [None]
+    count = 1 if w.kind == "Pod" else w.replicas
+    return sum(1 for i in range(count) if targets[i % len(targets)] == node)
+
+
+def starting_figures(scenario: sc.Scenario, node: str) -> Figures:
+    """The summed figures of the Running pods ``scenario`` places on ``node`` when loaded.
+
+    Same placement as ``workloads.Placement`` and the same clamp as ``figures``, so for a
+    freshly seeded sim it equals the sum of ``figures`` over the node's Running pods.
+    """
+    all_nodes = [n.name for n in scenario.nodes]
+    total = ZERO
+    for w in scenario.workloads:
+        placed = replicas_on(w, node, all_nodes) if w.phase == "Running" else 0
+        for c in w.running_containers() if placed else ():
+            f = container_figures(c, c.limits.get("memory"))
+            for _ in range(placed):
+                total = add(total, f)
+    return total
