@@ -64,7 +64,7 @@ def test_every_import_contract_is_kept_by_the_tree() -> None:
             "No product module imports the sandbox",
         ),
         ("bot/kube/objects.py", "import bot.store.storing", "The adapters do not know each other"),
-        ("bot/store/models.py", "import bot.services.ports", "Layers"),
+        ("bot/store/db.py", "import bot.services.ports", "Layers"),
         ("bot/collectors/procfs.py", "import yaml", "The collector stays light"),
         ("bot/services/act.py", "import sqlite3", "jinja2, sqlite3, matplotlib stay home"),
         ("bot/collectors/procfs.py", "import pynvml", "pynvml only in bot.collectors.nvml"),

@@ -83,4 +83,4 @@ def test_dockerignore_keeps_secrets_and_the_venv_out_of_the_context() -> None:
     lines = (REPO / ".dockerignore").read_text().split()
     assert lines[lines.index("*")] == "*", "deny by default"
     allowed = {line[1:].rstrip("/") for line in lines if line.startswith("!")}
-    assert allowed == {"pyproject.toml", "README.md", "bot", "templates"}
+    assert allowed == {"pyproject.toml", "README.md", "bot", "templates", "locales"}

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -25,7 +26,7 @@ def image_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, src / name)
     ignore = shutil.ignore_patterns("__pycache__")
-    for tree in ("bot", "gpunode_sandbox", "templates", "deploy/base"):
+    for tree in ("bot", "gpunode_sandbox", "templates", "locales", "deploy/base"):
         shutil.copytree(REPO / tree, src / tree, ignore=ignore)
     wheels, site = tmp_path_factory.mktemp("wheels"), tmp_path_factory.mktemp("site")
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
@@ -46,9 +47,13 @@ def image_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(site), "HOME": str(site)}
+    # -S: no site hooks, so the venv's editable install (a .pth naming the checkout, where
+    # gpunode_sandbox lives) does not leak in; the dependencies come from the venv's
+    # site-packages directory itself, as the image's do.
+    deps = sysconfig.get_paths()["purelib"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), deps]), "HOME": str(site)}
     return subprocess.run(
-        [sys.executable, *args],
+        [sys.executable, "-S", *args],
         env=env,
         cwd=site,
         capture_output=True,

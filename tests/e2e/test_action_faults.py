@@ -48,7 +48,12 @@ STEPS = {
         1, "PATCH", r"^/api/v1/nodes/gpu-node-01$", "cordon `gpu-node-01`", ("preprocess-",), ()
     ),
     "tier1-evict": Step(
-        1, "POST", r"/pods/preprocess-[^/]+/eviction$", "preprocess-", (), ("cordoned",)
+        1,
+        "POST",
+        r"/pods/preprocess-[^/]+/eviction$",
+        "preprocess-",
+        (),
+        ("cordoned", "scale_down_protected"),
     ),
     "tier2-priorityclass": Step(
         2, "POST", r"/priorityclasses$", f"`{PC}` failed", ("train-llm",), ()
@@ -78,6 +83,7 @@ ADVICE = {
 #: words of the thread for each cluster fact that changed (templates/slack/en/acting.j2)
 SAID = {
     "cordoned": "cordoned node `gpu-node-01`",
+    "scale_down_protected": "set the scale-down annotations of node `gpu-node-01`",
     "priority_class": f"created PriorityClass `{PC}`",
     "sts_priority": "set the PriorityClass of StatefulSet",
     "deploy_limits": "changed the resources of Deployment",
@@ -95,6 +101,15 @@ def cluster(demo: Demo) -> dict[str, Any]:
     [pandas] = dep["spec"]["template"]["spec"]["containers"]
     return {
         "cordoned": node["spec"].get("unschedulable") is True,
+        "scale_down_protected": sorted(
+            k
+            for k in (node["metadata"].get("annotations") or {})
+            if k
+            in (
+                "cluster-autoscaler.kubernetes.io/scale-down-disabled",
+                "karpenter.sh/do-not-disrupt",
+            )
+        ),
         "priority_class": demo.kube.get("priorityclasses", None, PC) is not None,
         "sts_priority": sts["spec"]["template"]["spec"].get("priorityClassName"),
         "deploy_limits": pandas.get("resources", {}).get("limits"),
@@ -111,6 +126,7 @@ def said_changes(record: ActionRecord) -> set[str]:
     result = record.result or {}
     facts = {
         "cordon": "cordoned",
+        "annotate_node": "scale_down_protected",
         "create_priority_class": "priority_class",
         "set_priority_class": "sts_priority",
         "patch_resources": "deploy_limits",

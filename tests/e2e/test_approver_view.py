@@ -36,10 +36,10 @@ async def demo(locale: str) -> AsyncIterator[Demo]:
         yield d
 
 
-#: the words each locale uses (templates/slack/<locale>/acting.j2)
+#: the words each locale uses (templates/slack/<locale>/acting.j2); {n}: the plan's step count
 WORDS = {
     "en": {
-        "steps": "*Steps (2)*",
+        "steps": "*Steps ({n})*",
         "owned": ", owned by `Deployment/preprocess`",
         "relief": "*Relief*",
         "dry": "*Server dry run*",
@@ -51,7 +51,7 @@ WORDS = {
         "approval": "Approval needed",
     },
     "zh-CN": {
-        "steps": "*步骤（2）*",
+        "steps": "*步骤（{n}）*",
         "owned": "，属于 `Deployment/preprocess`",
         "relief": "*缓解*",
         "dry": "*服务器端试运行*",
@@ -119,7 +119,7 @@ async def test_the_approval_request_carries_steps_owners_relief_dry_run_and_reas
     text = message_text(approval_request(demo, root_ts))
     assert w["approval"] in text
     assert "host memory exhausted, need room" in text  # the requester's reason
-    assert w["steps"] in text
+    assert w["steps"].format(n=len(action.plan["steps"])) in text  # every step the plan has
     assert any(pod in ln and w["owned"] in ln for ln in text.splitlines()), text
     assert w["relief"] in text
     assert w["dry"] in text and w["accepted"] in text

@@ -32,8 +32,7 @@ async def test_a_diagnosis_moves_the_command_diagnosis_api_and_store_metrics(dem
     assert after.value("gpunode_slack_api_errors_total") == 0
     assert after.value("gpunode_kube_api_errors_total") == 0
     assert (
-        after.value("gpunode_store_operation_duration_seconds_count", operation="save_snapshot")
-        == 1
+        after.value("gpunode_store_operation_duration_seconds_count", operation="save_capture") == 1
     )
     assert after.value("gpunode_leader") == 1
     (holder,) = after.labelsets("gpunode_lease_holder_info")

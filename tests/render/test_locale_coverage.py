@@ -63,11 +63,11 @@ BREAKAGES = [
         "reads ['severity_legend']",
     ),
     (
-        "a top-level lookup key dropped",
-        "html/zh-CN/console.j2",
-        '  "no_role": "无角色",\n',
+        "a lookup key dropped",
+        "slack/zh-CN/acting.j2",
+        '"evict": ("驱逐", "已驱逐"), ',
         "",
-        "lacks keys ['no_role']",
+        "macro change_verb lacks keys ['evict']",
     ),
 ]
 
