@@ -175,16 +175,18 @@ async def diagnose_node(
         kube, known, thresholds=thresholds, clock=lambda: now, history=history
     )
     if chart:
-        write_chart(done.diagnosis, done.bundle, chart)
+        write_chart(done.diagnosis, done.bundle, chart, locale=locale)
     return render_output(done.diagnosis, fmt, bundle=done.bundle, locale=locale)
 
 
-def write_chart(diagnosis: Diagnosis, bundle: EvidenceBundle | None, path: str) -> None:
-    """The diagnosis chart as a PNG file at ``path``."""
+def write_chart(
+    diagnosis: Diagnosis, bundle: EvidenceBundle | None, path: str, *, locale: str = "en"
+) -> None:
+    """The diagnosis chart as a PNG file at ``path``, its words in ``locale``."""
     from bot.charts import render_png
     from bot.core.charts import chart_spec
 
-    png = render_png(chart_spec(diagnosis, bundle))
+    png = render_png(chart_spec(diagnosis, bundle), locale=locale)
     try:
         Path(path).write_bytes(png)
     except OSError as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import warnings
+from pathlib import Path
 
 import pytest
 from matplotlib import rc_context
@@ -14,6 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 from bot.charts.rendering import draw, render_png
+from bot.cli.diagnose import write_chart
 from bot.core.analysis import analyze
 from bot.core.charts import ChartSpec, chart_spec
 from tests.services.fakes import load_scenario
@@ -60,3 +62,17 @@ def test_the_missing_glyph_check_fails_without_the_cjk_font() -> None:
         with warnings.catch_warnings(), pytest.raises(UserWarning, match="missing from font"):
             warnings.simplefilter("error")
             fig.savefig(io.BytesIO(), format="png")
+
+
+def test_the_terminals_chart_file_is_drawn_in_the_language_asked_for(tmp_path: Path) -> None:
+
+    bundle, view = load_scenario("seed")
+    d = analyze(bundle, view, now=bundle.collected_at)
+    written: dict[str, bytes] = {}
+    for locale in ("en", "zh-CN"):
+        path = tmp_path / f"{locale}.png"
+        write_chart(d, bundle, str(path), locale=locale)
+        written[locale] = path.read_bytes()
+    assert written["en"] == render_png(chart_spec(d, bundle), locale="en")
+    assert written["zh-CN"] == render_png(chart_spec(d, bundle), locale="zh-CN")
+    assert written["en"] != written["zh-CN"]
