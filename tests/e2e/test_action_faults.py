@@ -29,7 +29,7 @@ TIER3_EDITS = {"memory_limit": "32Gi", "memory_request": "28Gi", "accept_oom": T
 PC = "gpunode-critical-training"
 #: a write that hangs: the gateway gives up after REQUEST_TIMEOUT_S, the stand-in answers
 #: (and drops the request, as a server does when the client is gone) after DELAY_S
-REQUEST_TIMEOUT_S, DELAY_S = 0.8, 1.5
+REQUEST_TIMEOUT_S, DELAY_S = 4.0, 6.5
 
 
 @dataclass(frozen=True)

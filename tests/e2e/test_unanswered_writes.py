@@ -1,6 +1,6 @@
 """Issue 21: a write that outlives the client's timeout is not recorded "failed" while it
 landed. The bot records the unknown state, re-reads the object, says what really happened
-("the cluster did not answer within 2 s; a re-read shows the memory limit … landed") in the
+("the cluster did not answer within N s; a re-read shows the memory limit … landed") in the
 thread, the audit and the timeline, and offers the undo where the write landed.
 
 The Kubernetes stand-in stores the write and then holds its answer past the client's
@@ -28,7 +28,7 @@ ALICE, BOB = "U0ALICE", "U0BOB"
 TIER3_EDITS = {"memory_limit": "32Gi", "memory_request": "28Gi", "accept_oom": True}
 #: the client gives up after TIMEOUT_S; the stand-in answers HOLD_S after storing the write
 #: (generous both ways: other requests must still answer within TIMEOUT_S on a busy machine)
-TIMEOUT_S, HOLD_S = 2.0, 6.0
+TIMEOUT_S, HOLD_S = 4.0, 8.0
 DEPLOYMENT = r"^/apis/apps/v1/namespaces/data-prep/deployments/preprocess$"
 
 
@@ -95,7 +95,7 @@ async def test_a_limit_that_landed_without_an_answer_is_applied_said_so_and_undo
     action, text, msg = await shown(demo, action)
     assert action.state == "succeeded"
     line = next(ln for ln in text.splitlines() if "did not answer" in ln)
-    assert "the cluster did not answer within 2 s" in line
+    assert f"the cluster did not answer within {TIMEOUT_S:g} s" in line
     assert "a re-read shows the memory limit" in line and line.endswith("landed")
     assert "memory limit" in text and "→ 32Gi" in text  # old -> new, as for an answer
     assert find_element(msg.get("blocks") or [], "gpunode_undo") is not None
@@ -103,7 +103,7 @@ async def test_a_limit_that_landed_without_an_answer_is_applied_said_so_and_undo
     assert ("no_answer", "unknown") in decisions  # recorded unknown before the re-read
     assert decisions.index(("no_answer", "unknown")) < decisions.index(("reread", "landed"))
     assert decisions[-1] == ("executed", "succeeded")
-    assert "did not answer within 2 s; a re-read shows the memory limit" in (
+    assert f"did not answer within {TIMEOUT_S:g} s; a re-read shows the memory limit" in (
         await timeline_text(demo)
     )
 
@@ -194,6 +194,8 @@ async def test_the_thread_says_it_in_chinese_too() -> None:
 
         action, text, msg = await shown(demo, action)
         assert action.state == "succeeded"
-        assert "集群在 2 秒内没有应答；重新读取显示内存限制" in text and "已生效" in text
+        assert (
+            f"集群在 {TIMEOUT_S:g} 秒内没有应答；重新读取显示内存限制" in text and "已生效" in text
+        )
         assert find_element(msg.get("blocks") or [], "gpunode_undo") is not None
         await asyncio.sleep(HOLD_S - TIMEOUT_S)
