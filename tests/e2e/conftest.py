@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
+from bot.core.records import ActionRecord
 from gpunode_sandbox.demo import Demo, running_demo
 from gpunode_sandbox.slacksim import SlackSim
+from gpunode_sandbox.slacksim.blocks import message_text
 from gpunode_sandbox.story import CHANNEL, find_button
 
 NODE = "gpu-node-01"
@@ -94,3 +96,34 @@ async def submit_modal(
 
 def ephemeral_texts(sim: SlackSim, user: str) -> list[str]:
     return [text_of(m) for m in sim.ephemerals(user)]
+
+
+#: the tier-3 modal's edits the write-fault tests submit
+TIER3_EDITS = {"memory_limit": "32Gi", "memory_request": "28Gi", "accept_oom": True}
+
+
+async def request_tier(
+    demo: Demo, root_ts: str, tier: int, *, user: str = "U0ALICE"
+) -> ActionRecord:
+    """Press the tier button and submit its modal; the new action's record (dry run done)."""
+    incident = (await demo.runtime.store.open_incidents(NODE))[0]
+    known = {a.action_id for a in await demo.runtime.store.actions_for_incident(incident.id)}
+    await press(demo, root_ts, user, f"gpunode_tier{tier}")
+    edits = TIER3_EDITS if tier == 3 else {}
+    _, errors = await submit_modal(demo, user, {"reason": "memory incident", **edits})
+    assert errors == {}
+    [record] = [
+        a
+        for a in await demo.runtime.store.actions_for_incident(incident.id)
+        if a.action_id not in known
+    ]
+    return record
+
+
+async def shown(demo: Demo, record: ActionRecord) -> tuple[ActionRecord, str, dict[str, Any]]:
+    """(fresh record, the text of its thread message, the message)."""
+    fresh = await demo.runtime.store.get_action(record.action_id)
+    assert fresh is not None and fresh.message_ts is not None
+    msg = demo.slack.message(CHANNEL, fresh.message_ts)
+    assert msg is not None
+    return fresh, message_text(msg), msg

@@ -19,13 +19,12 @@ import pytest
 
 from bot.core.records import ActionRecord
 from gpunode_sandbox.demo import Demo, running_demo
-from gpunode_sandbox.slacksim.blocks import find_element, message_text
+from gpunode_sandbox.slacksim.blocks import find_element
 from gpunode_sandbox.story import CHANNEL
-from tests.e2e.conftest import NODE, diagnose, press, submit_modal
+from tests.e2e.conftest import NODE, diagnose, press, request_tier, shown
 
 pytestmark = pytest.mark.slow
 ALICE, BOB = "U0ALICE", "U0BOB"
-TIER3_EDITS = {"memory_limit": "32Gi", "memory_request": "28Gi", "accept_oom": True}
 #: the client gives up after TIMEOUT_S; the stand-in answers HOLD_S after storing the write
 #: (generous both ways: other requests must still answer within TIMEOUT_S on a busy machine)
 TIMEOUT_S, HOLD_S = 4.0, 8.0
@@ -37,29 +36,6 @@ async def demo() -> AsyncIterator[Demo]:
     async with running_demo("seed") as d:
         d.runtime.services.kube.transport.timeout_s = TIMEOUT_S  # type: ignore[attr-defined]
         yield d
-
-
-async def request_tier(demo: Demo, root_ts: str, tier: int) -> ActionRecord:
-    incident = (await demo.runtime.store.open_incidents(NODE))[0]
-    known = {a.action_id for a in await demo.runtime.store.actions_for_incident(incident.id)}
-    await press(demo, root_ts, ALICE, f"gpunode_tier{tier}")
-    edits = TIER3_EDITS if tier == 3 else {}
-    _, errors = await submit_modal(demo, ALICE, {"reason": "memory incident", **edits})
-    assert errors == {}
-    [record] = [
-        a
-        for a in await demo.runtime.store.actions_for_incident(incident.id)
-        if a.action_id not in known
-    ]
-    return record
-
-
-async def shown(demo: Demo, record: ActionRecord) -> tuple[ActionRecord, str, dict[str, Any]]:
-    fresh = await demo.runtime.store.get_action(record.action_id)
-    assert fresh is not None and fresh.message_ts is not None
-    msg = demo.slack.message(CHANNEL, fresh.message_ts)
-    assert msg is not None
-    return fresh, message_text(msg), msg
 
 
 def limits(demo: Demo) -> dict[str, Any]:
