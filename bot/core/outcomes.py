@@ -32,6 +32,10 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from bot.core.actions import ActionPlan, Step
+from bot.core.approvals import ApprovalRequest
+from bot.core.changes import Change, EvictionOutcome
+from bot.core.diffing import DiagnosisDiff
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 
@@ -113,8 +117,152 @@ class Diagnosed(BaseModel):
     dashboard: tuple[str, AwareDatetime, AwareDatetime] | None = None
 
 
+class StepError(BaseModel):
+    """Why a step failed: the error's code and its message (as raised)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    code: str
+    message: str
+
+
+class StepsReport(BaseModel):
+    """What running an action's steps did, step by step (dry run or for real): the changes
+    (old -> new per field), each eviction's answer, the step that failed and why, what was
+    not run, and the writes that got no answer with what the re-read found."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    changes: tuple[Change, ...] = ()
+    evictions: tuple[EvictionOutcome, ...] = ()
+    failed_step: Step | None = None
+    error: StepError | None = None
+    not_run: tuple[Step, ...] = ()
+    unanswered: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """Every step ran and no eviction failed (a blocked eviction is an answer)."""
+        return self.error is None and not any(e.status == "failed" for e in self.evictions)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> StepsReport | None:
+        """A stored ``StepsResult.as_json()`` read back (None when nothing was stored)."""
+        if not data:
+            return None
+        return cls.model_validate(
+            {
+                "changes": data.get("changes") or (),
+                "evictions": data.get("evictions") or (),
+                "failed_step": data.get("failed_step"),
+                "error": data.get("error"),
+                "not_run": data.get("not_run") or (),
+                "unanswered": data.get("unanswered") or (),
+            }
+        )
+
+
+class ActionForm(BaseModel):
+    """The confirmation form a tier button opens, for the person who clicked: the plan's
+    steps, what restarts, the editable tier-3 values and a reason. ``meta`` travels with
+    the form and comes back on submit (incident, plan id, tier, channel)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["action_form"] = "action_form"
+    plan: ActionPlan
+    meta: dict[str, Any]
+
+
+class DryRun(BaseModel):
+    """The server dry run of a requested action. ``all_blocked``: every eviction would be
+    blocked by a PodDisruptionBudget, so the request is closed; ``awaiting``: Apply was
+    pressed and the approval request carries it (no buttons); ``node_ref``: the node as the
+    Re-diagnose button names it (``cluster/node`` when several clusters are served)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["dry_run"] = "dry_run"
+    action_id: str
+    plan: ActionPlan
+    requester: str
+    reason: str
+    result: StepsReport
+    needs_approval: bool
+    node_ref: str
+    all_blocked: bool = False
+    awaiting: bool = False
+
+
+class ApprovalRequested(BaseModel):
+    """What an approver answers: the request, its quorum and roles, the requester's reason
+    and, with ``dry_run``, the exact steps (each pod to evict with its owner in ``owners``,
+    ``namespace/name`` -> ``Kind/name``), the relief and the dry run's budget blocks."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["approval_requested"] = "approval_requested"
+    plan: ActionPlan
+    request: ApprovalRequest
+    reason: str
+    roles: tuple[str, ...]
+    dry_run: StepsReport | None = None
+    owners: dict[str, str] = Field(default_factory=dict)
+
+
+class ApprovalClosed(BaseModel):
+    """The approval request once decided (``approved``, ``denied``, ``expired``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["approval_closed"] = "approval_closed"
+    plan: ActionPlan
+    request: ApprovalRequest
+    state: Literal["approved", "denied", "expired"]
+    by: str
+    reason: str
+
+
+class ActionResult(BaseModel):
+    """An action's message in ``state``: its lifecycle step (``applying``, ``cancelled``...)
+    or, once run, what it achieved (``ActionOutcome.outcome``: ``partly``, ``not_applied``...,
+    never "applied" for less); ``result``: what each step did; ``undo``: an Undo is
+    offered; ``detail``: a failure's own message."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["action_result"] = "action_result"
+    action_id: str
+    plan: ActionPlan
+    state: str
+    requester: str
+    by: str
+    reason: str
+    node_ref: str
+    detail: str = ""
+    result: StepsReport | None = None
+    undo: bool = False
+
+
+class ActionDiff(BaseModel):
+    """What an action bought, measured by the re-diagnosis after it: the before/after diff
+    (verdict, free memory, the ledger lines that moved, findings resolved, new, still open),
+    and the tiers the new evidence offers next (``incident_id`` and ``(tier, plan_id)``),
+    never a repost of the evidence."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["action_diff"] = "action_diff"
+    diff: DiagnosisDiff
+    incident_id: str
+    next_tiers: tuple[tuple[int, str], ...] = ()
+
+
+#: what the action flow tells or posts
+ActionTold = ActionForm | DryRun | ApprovalRequested | ApprovalClosed | ActionResult | ActionDiff
+
 #: what a use case tells a person or posts in a thread
-Told = Refused | Notice | RootLine | Diagnosed
+Told = Refused | Notice | RootLine | Diagnosed | ActionTold
 
 
 def refused(code: str, /, **params: Any) -> Refused:

@@ -16,8 +16,27 @@ from bot.core.approvals import ApprovalRequest
 from bot.core.diffing import DiagnosisDiff
 from bot.core.field_changes import field_changes
 from bot.core.findings import Diagnosis
+from bot.core.outcomes import (
+    ActionDiff,
+    ActionForm,
+    ActionResult,
+    ActionTold,
+    ApprovalClosed,
+    ApprovalRequested,
+    DryRun,
+)
 from bot.render import environment
-from bot.render.blocks import Block, Message, context, divider, fit, header, section
+from bot.render.blocks import (
+    ACTION_IDS,
+    BUTTON_STYLES,
+    Block,
+    Message,
+    button_value,
+    context,
+    fit,
+    header,
+    section,
+)
 from bot.render.filters import truncate
 from bot.render.watching import modal_notes, outcome_extras
 
@@ -64,8 +83,13 @@ def _text_input(initial: str | None, *, multiline: bool = False) -> Block:
 
 
 def confirmation_modal(
-    plan: ActionPlan, *, diagnosis: Diagnosis, meta: dict[str, Any], locale: str = "en"
+    plan: ActionPlan,
+    *,
+    meta: dict[str, Any],
+    locale: str = "en",
+    diagnosis: Diagnosis | None = None,
 ) -> dict[str, Any]:
+    """``diagnosis`` is not read (the plan carries what the form shows); kept for callers."""
     t = _t(locale)
     blocks: list[Block] = [section(_s(t.modal_intro(plan)))]
     if plan.tier == 1:
@@ -296,15 +320,90 @@ def outcome_message(
     return truncate(summary, 3000), fit(blocks, "…", tail=tail)
 
 
-def diff_message(diff: DiagnosisDiff, locale: str = "en") -> Message:
+def diff_message(
+    diff: DiagnosisDiff,
+    locale: str = "en",
+    *,
+    incident_id: str | None = None,
+    next_tiers: tuple[tuple[int, str], ...] | None = None,
+) -> Message:
+    """What an action bought, compact: the verdict and free memory before -> after, the
+    lines that moved most, the findings resolved / new / still open (counted, the first
+    few named) and, with ``next_tiers`` (``(tier, plan_id)`` of the new evidence), what is
+    offered next, with its buttons: never a repost of the evidence."""
     t = _t(locale)
-    blocks = [
-        header(_s(t.diff_header(diff))),
-        section(_s(t.diff_summary(diff))),
-        section(_s(t.diff_ledger(diff))),
-    ]
+    lines = [_s(t.diff_summary(diff)), _s(t.diff_ledger(diff))]
     findings = _s(t.diff_findings(diff))
     if findings:
-        blocks.append(section(findings))
-    blocks.append(divider())
+        lines.append(findings)
+    if next_tiers is not None:
+        lines.append(_s(t.diff_next([tier for tier, _ in next_tiers])))
+    blocks: list[Block] = [header(_s(t.diff_header(diff))), section("\n".join(lines))]
+    buttons = [
+        _button(
+            ACTION_IDS[tier],
+            _s(t.next_button(tier)),
+            button_value(incident_id, plan_id),
+            BUTTON_STYLES[tier],
+        )
+        for tier, plan_id in next_tiers or ()
+        if tier in ACTION_IDS
+    ]
+    if buttons:
+        blocks.append({"type": "actions", "block_id": "gpunode_tiers", "elements": buttons})
     return truncate(_s(t.diff_summary(diff)), 3000), blocks
+
+
+def action_form(told: ActionForm, locale: str) -> dict[str, Any]:
+    """The confirmation modal of ``told``, in the clicking person's ``locale``."""
+    return confirmation_modal(told.plan, meta=told.meta, locale=locale)
+
+
+def render_action(told: ActionTold, locale: str) -> Message:
+    """The message of an action-flow outcome in ``locale`` (a form is a view: ``action_form``)."""
+    if isinstance(told, DryRun):
+        return dry_run_message(
+            told.plan,
+            action_id=told.action_id,
+            requester=told.requester,
+            reason=told.reason,
+            result=told.result,
+            needs_approval=told.needs_approval,
+            node_ref=told.node_ref,
+            all_blocked=told.all_blocked,
+            awaiting=told.awaiting,
+            locale=locale,
+        )
+    if isinstance(told, ApprovalRequested):
+        return approval_message(
+            told.plan,
+            told.request,
+            reason=told.reason,
+            roles=told.roles,
+            dry_run=told.dry_run,
+            owners=told.owners,
+            locale=locale,
+        )
+    if isinstance(told, ApprovalClosed):
+        return approval_closed(
+            told.plan, told.request, state=told.state, by=told.by, reason=told.reason, locale=locale
+        )
+    if isinstance(told, ActionResult):
+        return outcome_message(
+            told.plan,
+            action_id=told.action_id,
+            state=told.state,
+            requester=told.requester,
+            by=told.by,
+            reason=told.reason,
+            detail=told.detail,
+            result=told.result,
+            undo=told.undo,
+            node_ref=told.node_ref,
+            locale=locale,
+        )
+    if isinstance(told, ActionDiff):
+        return diff_message(
+            told.diff, locale, incident_id=told.incident_id, next_tiers=told.next_tiers
+        )
+    raise TypeError(f"a {told.kind} is a form, opened as a view")

@@ -85,7 +85,9 @@ def render_messages(told: Told, locale: str) -> list[Message]:
             locale=locale,
             dashboard=told.dashboard,
         )
-    return [render_told(told, locale)]
+    if isinstance(told, Refused | Notice | RootLine):
+        return [render_told(told, locale)]
+    raise TypeError(f"a {told.kind} is worded by bot.render.acting")
 
 
 def _root(told: RootLine, locale: str) -> Message:

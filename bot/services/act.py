@@ -28,8 +28,14 @@ from bot.services.acting import ActDeps
 from bot.services.background import Background
 from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
-from bot.services.ports import ChatPort, KubePort, StorePort, ThreadPort
-from bot.telemetry.metrics import Metrics
+from bot.services.ports import (
+    ActionMetrics,
+    ChatPort,
+    KubePort,
+    NoActionMetrics,
+    StorePort,
+    ThreadPort,
+)
 
 
 class ActService:
@@ -55,7 +61,7 @@ class ActService:
         approval_ttl_s: int,
         watch_timeout_s: float = 180.0,
         watch_interval_s: float = 2.0,
-        metrics: Metrics | None = None,
+        metrics: ActionMetrics | None = None,
     ) -> None:
         clusters = kube if isinstance(kube, ClusterRegistry) else ClusterRegistry.single(kube)
         self.deps = ActDeps(
@@ -75,7 +81,7 @@ class ActService:
             watch_interval_s=watch_interval_s,
             clusters=clusters,
             cluster="",
-            metrics=metrics or Metrics(),
+            metrics=metrics or NoActionMetrics(),
         )
         # ``cluster`` stays '' here: a step always gets ``for_cluster(its incident's)``, and
         # audit rows written without one (expiry sweeps) take their action's cluster

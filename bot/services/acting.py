@@ -24,21 +24,25 @@ from typing import Any
 
 from bot.core.actions import ActionPlan
 from bot.core.clusters import format_node_ref
-from bot.core.findings import Diagnosis
 from bot.core.impersonation import ActingAs, acting_as
 from bot.core.incidents import Incident, TimelineKind
-from bot.core.outcomes import Notice, Refused
+from bot.core.outcomes import ActionResult, Notice, Refused, StepsReport
 from bot.core.policy import TIERS, Deny, Policy, Principal, Tier, identity_of
-from bot.core.records import ActionRecord, AuditRecord
+from bot.core.records import ActionRecord, AuditRecord, EvidenceSnapshot
 from bot.errors import GpunodeError, PolicyError
-from bot.render import acting as views
 from bot.services.background import Background
 from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
 from bot.services.executing import StepsResult
-from bot.services.ports import ChatPort, KubePort, StorePort, ThreadPort
+from bot.services.ports import (
+    ActionMetrics,
+    ChatPort,
+    KubePort,
+    NoActionMetrics,
+    StorePort,
+    ThreadPort,
+)
 from bot.services.recording import append_entry
-from bot.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
 #: an action's audit ``action`` column: ``tier3.execute``
@@ -78,7 +82,7 @@ class ActDeps:
         multi = self.clusters is not None and self.clusters.multi
         return format_node_ref(self.cluster, node, show_cluster=multi)
 
-    metrics: Metrics = field(default_factory=Metrics)
+    metrics: ActionMetrics = field(default_factory=NoActionMetrics)
 
     def acting(
         self, user: str, *, approvers: tuple[str, ...] = (), action_id: str = ""
@@ -154,12 +158,9 @@ class ActDeps:
     async def say(self, channel: str, user: str, key: str, **params: Any) -> None:
         await self.thread.tell(channel, user, Notice(key=key, params=params))
 
-    async def person_locale(self, channel: str, user: str) -> str:
-        """The language of what only ``user`` sees (ephemeral notices, modals)."""
-        return await self.diagnose.locales.for_person(channel, user)
-
     def thread_locale(self, incident: Incident | None) -> str:
-        """The language of a post in the incident's thread (``en`` without an incident)."""
+        """The language of a post in the incident's thread (``en`` without an incident).
+        Only ``watching`` still words its own messages; it goes once it posts outcomes."""
         return self.diagnose.locales.for_thread(incident) if incident is not None else "en"
 
     async def timeline(
@@ -182,17 +183,17 @@ class ActDeps:
 
     async def plan_of(
         self, incident_id: str, plan_id: str
-    ) -> tuple[Incident, Diagnosis, ActionPlan] | None:
-        """The available plan ``plan_id`` of the incident's latest evidence, or None."""
+    ) -> tuple[Incident, EvidenceSnapshot, ActionPlan] | None:
+        """The available plan ``plan_id`` of the incident's latest evidence, with the
+        incident and that evidence (read once here, passed along), or None."""
         incident = await self.store.get_incident(incident_id)
         snap = await self.store.latest_snapshot(incident_id)
         if incident is None or snap is None:
             return None
-        diagnosis = snap.diagnosis
-        plan = next((p for p in diagnosis.plans if p.plan_id == plan_id), None)
+        plan = next((p for p in snap.diagnosis.plans if p.plan_id == plan_id), None)
         if plan is None or not plan.available:
             return None
-        return incident, diagnosis, plan
+        return incident, snap, plan
 
     async def update_message(
         self,
@@ -201,33 +202,44 @@ class ActDeps:
         *,
         by: str,
         detail: str = "",
-        result: StepsResult | None = None,
+        result: StepsResult | StepsReport | None = None,
         undo: bool = False,
+        incident: Incident | None = None,
     ) -> None:
-        """Replace the action's message (and its buttons) with the outcome."""
-        incident = await self.store.get_incident(record.incident_id or "")
-        fresh = await self.store.get_action(record.action_id)
-        ts = (fresh or record).message_ts
+        """Replace the action's message (and its buttons) with its outcome. ``incident``:
+        the action's incident when the caller has it (else it is read)."""
+        if incident is None:
+            incident = await self.store.get_incident(record.incident_id or "")
+        ts = record.message_ts
+        if ts is None:  # a record read before its message was posted
+            fresh = await self.store.get_action(record.action_id)
+            ts = fresh.message_ts if fresh else None
         if incident is None or ts is None:
             return
-        t, blocks = views.outcome_message(
-            plan_of_record(record),
+        told = ActionResult(
             action_id=record.action_id,
+            plan=plan_of_record(record),
             state=state,
             requester=record.requester,
             by=by,
             reason=reason_of(record),
-            detail=detail,
-            result=result,
-            undo=undo,
             node_ref=self.node_ref(record.plan.get("node", "")),
-            locale=self.thread_locale(incident),
+            detail=detail,
+            result=report_of(result),
+            undo=undo,
         )
         try:
-            await self.chat.update(incident.channel, ts, text=t, blocks=blocks)
+            await self.thread.update(incident.channel, ts, told, incident=incident)
         except GpunodeError as err:
             # the state and the audit row are already written; a lost edit must not undo them
             log.warning("could not update action message %s: %s", record.action_id, err)
+
+
+def report_of(result: StepsResult | StepsReport | None) -> StepsReport | None:
+    """What the steps did, as the outcome carries it."""
+    if result is None or isinstance(result, StepsReport):
+        return result
+    return StepsReport.from_json(result.as_json())
 
 
 def refusal_detail(why: Refused) -> str:

@@ -29,13 +29,19 @@ from bot.core.actions import ActionPlan, Step
 from bot.core.approvals import mark_executed, new_request
 from bot.core.diffing import diff_diagnoses
 from bot.core.impersonation import ActingAs
-from bot.core.outcomes import action_outcome, refused
+from bot.core.incidents import Incident
+from bot.core.outcomes import (
+    ActionDiff,
+    ApprovalRequested,
+    StepsReport,
+    action_outcome,
+    refused,
+)
 from bot.core.planning import undo_steps
 from bot.core.policy import ActionRequestInfo, Deny, NeedsApproval, decide
 from bot.core.records import ActionRecord, ActionState
 from bot.core.staleness import controller_key, controller_steps, stale_reason
 from bot.errors import GpunodeError, NotFoundError, WriteUnknownError
-from bot.render import acting as views
 from bot.services import approval_view, watching
 from bot.services.acting import ActDeps, audit_fields, plan_of_record, reason_of
 from bot.services.executing import OnUnanswered, StepsResult, run_steps
@@ -54,7 +60,9 @@ async def apply(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
             audit={"action": "apply", "action_id": action_id},
         )
         return
-    thread_ts = await d.thread_of(record.incident_id)
+    # the incident, read once for the whole Apply and passed along
+    incident = await d.store.get_incident(record.incident_id or "")
+    thread_ts = incident.thread_ts if incident else None
     fields = audit_fields(record, channel, "apply")
     if user != record.requester:
         why = refused("not_the_requester", requester=record.requester)
@@ -76,18 +84,18 @@ async def apply(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
         )
         return
     if isinstance(decision, NeedsApproval):
-        await _request_approval(d, record, decision, channel=channel, thread_ts=thread_ts)
+        await _request_approval(d, record, decision, incident, channel=channel)
         return
-    await execute(d, record, by=user, channel=channel)
+    await execute(d, record, by=user, channel=channel, incident=incident)
 
 
 async def _request_approval(
     d: ActDeps,
     record: ActionRecord,
     decision: NeedsApproval,
+    incident: Incident | None,
     *,
     channel: str,
-    thread_ts: str | None,
 ) -> None:
     if not await d.store.remember_event(f"approval-requested:{record.action_id}", at=d.clock()):
         await d.say(channel, record.requester, "approval_pending")
@@ -109,24 +117,23 @@ async def _request_approval(
         decision="needs_approval",
         detail=f"quorum {decision.quorum}; expires {req.expires_at.isoformat()}",
     )
-    incident = await d.store.get_incident(record.incident_id or "")
     # what is approved: the requester's own dry run, steps with owners, relief (#23 §2)
-    dry = approval_view.steps_result_of((record.result or {}).get(approval_view.DRY_RUN))
-    t, blocks = views.approval_message(
-        plan,
-        req,
+    dry = StepsReport.from_json((record.result or {}).get(approval_view.DRY_RUN))
+    snap = await d.store.latest_snapshot(record.incident_id or "") if dry is not None else None
+    told = ApprovalRequested(
+        plan=plan,
+        request=req,
         reason=reason_of(record),
         roles=decision.approver_roles,
-        locale=d.thread_locale(incident),
         dry_run=dry,
-        owners=await approval_view.owners_of(d, record.incident_id),
+        owners=approval_view.owners_of(snap),
     )
-    ts = await d.chat.post(channel, text=t, blocks=blocks, thread_ts=thread_ts)
+    ts = await d.thread.post(channel, told, incident=incident)
     await d.store.note_action(record.action_id, {APPROVAL_MESSAGE: {"channel": channel, "ts": ts}})
     if dry is None:  # an action requested before dry runs were kept
-        await d.update_message(record, "awaiting_approval", by=record.requester)
+        await d.update_message(record, "awaiting_approval", by=record.requester, incident=incident)
     else:  # the dry run stays in the thread; only its buttons give way
-        await approval_view.keep_dry_run(d, record, dry)
+        await approval_view.keep_dry_run(d, record, dry, incident)
 
 
 async def execute(
@@ -136,8 +143,12 @@ async def execute(
     by: str,
     channel: str,
     approval_id: str | None = None,
+    incident: Incident | None = None,
 ) -> bool:
-    """Run the action once. False when another caller already claimed it."""
+    """Run the action once. False when another caller already claimed it. ``incident``:
+    the action's incident when the caller has read it (else it is read once here)."""
+    if incident is None:
+        incident = await d.store.get_incident(record.incident_id or "")
     fields = audit_fields(record, channel, "execute")
     if not await d.store.claim_action(record.action_id, d.replica_id, at=d.clock()):
         current = await d.store.get_action(record.action_id)
@@ -151,7 +162,7 @@ async def execute(
         await d.audit(
             actor=by, **fields, decision="claimed", outcome="running", detail=reason_of(record)
         )
-        await d.update_message(record, "applying", by=by)
+        await d.update_message(record, "applying", by=by, incident=incident)
         if approval_id is not None:
             at = d.clock()
             await d.store.update_approval(
@@ -160,7 +171,7 @@ async def execute(
             )
         reason = await _stale(d, record, plan)
         if reason is not None:
-            await _refuse_stale(d, record, reason, by=by, fields=fields)
+            await _refuse_stale(d, record, reason, by=by, fields=fields, incident=incident)
             return True
         if not await d.store.set_action_state(record.action_id, "running", at=d.clock()):
             # reconciled meanwhile (marked interrupted by another replica): never run it now
@@ -185,22 +196,23 @@ async def execute(
             d.kube_as(acting),
             list(plan.steps),
             dry_run=False,
-            on_unanswered=_unanswered_recorder(d, record, by=by, fields=fields),
+            on_unanswered=_unanswered_recorder(d, record, by=by, fields=fields, incident=incident),
         )
     except GpunodeError as err:
-        await _crashed(
-            d, record, err.code, f"{err.message}. Nothing was changed.", by=by, fields=fields
-        )
+        why = f"{err.message}. Nothing was changed."
+        await _crashed(d, record, err.code, why, by=by, fields=fields, incident=incident)
         return True
     except TimeoutError:
         why = "the API server did not answer in time. Nothing was changed; retry in a minute."
-        await _crashed(d, record, "timeout", why, by=by, fields=fields)
+        await _crashed(d, record, "timeout", why, by=by, fields=fields, incident=incident)
         return True
     except Exception as exc:
         why = f"{exc!r}; check the targets by hand before retrying"
-        await _crashed(d, record, "internal", why, by=by, fields=fields)
+        await _crashed(d, record, "internal", why, by=by, fields=fields, incident=incident)
         raise
-    await _record(d, record, plan, result, by=by, fields=fields, since=since, acting=acting)
+    await _record(
+        d, record, plan, result, by=by, fields=fields, since=since, acting=acting, incident=incident
+    )
     return True
 
 
@@ -224,6 +236,7 @@ async def _record(
     fields: dict[str, Any],
     since: str,
     acting: ActingAs | None = None,
+    incident: Incident | None = None,
 ) -> None:
     undo = undo_for(plan, result)
     state: ActionState = "succeeded" if result.ok else "failed"
@@ -271,14 +284,19 @@ async def _record(
     # a failed action that changed part of the cluster can be undone too (e.g. a node that
     # was cordoned before the evictions failed)
     shown = done.outcome if done.overstated or done.outcome == "unknown" else state
-    await d.update_message(record, shown, by=by, result=result, undo=bool(undo))
+    await d.update_message(record, shown, by=by, result=result, undo=bool(undo), incident=incident)
     if result.applied:
-        await _mitigating(d, record.incident_id, by=by)
+        await _mitigating(d, incident, by=by)
         d.bg.spawn(watching.watch(d, record, plan, result, since=since), name="watch-action")
 
 
 def _unanswered_recorder(
-    d: ActDeps, record: ActionRecord, *, by: str, fields: dict[str, Any]
+    d: ActDeps,
+    record: ActionRecord,
+    *,
+    by: str,
+    fields: dict[str, Any],
+    incident: Incident | None,
 ) -> OnUnanswered:
     """Record the unknown state the moment a write gets no answer, before the re-read: a
     crash during the re-read leaves this row (and the action ``running``, which the
@@ -292,7 +310,7 @@ def _unanswered_recorder(
             outcome="unknown",
             detail=f"{err.message}; re-reading {step.kind} {step.name}",
         )
-        await d.update_message(record, "unknown", by=by, detail=err.message)
+        await d.update_message(record, "unknown", by=by, detail=err.message, incident=incident)
 
     return record_unknown
 
@@ -321,8 +339,7 @@ FIELD_WORDS = {
 }
 
 
-async def _mitigating(d: ActDeps, incident_id: str | None, *, by: str) -> None:
-    incident = await d.store.get_incident(incident_id or "")
+async def _mitigating(d: ActDeps, incident: Incident | None, *, by: str) -> None:
     if incident is None:
         return
     if incident.state == "investigating":
@@ -332,18 +349,31 @@ async def _mitigating(d: ActDeps, incident_id: str | None, *, by: str) -> None:
 
 
 async def _refuse_stale(
-    d: ActDeps, record: ActionRecord, reason: str, *, by: str, fields: dict[str, Any]
+    d: ActDeps,
+    record: ActionRecord,
+    reason: str,
+    *,
+    by: str,
+    fields: dict[str, Any],
+    incident: Incident | None,
 ) -> None:
     await d.store.set_action_state(
         record.action_id, "refused", at=d.clock(), result={"reason": reason}
     )
     await d.audit(actor=by, **fields, decision="refused", outcome="stale", detail=reason)
     await d.timeline(record.incident_id, "action_result", by, f"refused as stale: {reason}")
-    await d.update_message(record, "stale", by=by, detail=reason)
+    await d.update_message(record, "stale", by=by, detail=reason, incident=incident)
 
 
 async def _crashed(
-    d: ActDeps, record: ActionRecord, code: str, message: str, *, by: str, fields: dict[str, Any]
+    d: ActDeps,
+    record: ActionRecord,
+    code: str,
+    message: str,
+    *,
+    by: str,
+    fields: dict[str, Any],
+    incident: Incident | None,
 ) -> None:
     """After the claim something failed outside the steps (the re-read before acting, the
     store): end ``failed`` and say so, rather than leave the action claimed."""
@@ -354,7 +384,7 @@ async def _crashed(
         )
         await d.audit(actor=by, **fields, decision="failed", outcome="error", detail=why)
         await d.timeline(record.incident_id, "action_result", by, why)
-        await d.update_message(record, "failed", by=by, detail=why)
+        await d.update_message(record, "failed", by=by, detail=why, incident=incident)
     except GpunodeError:
         log.exception("could not record the failure of action %s", record.action_id)
 
@@ -401,7 +431,9 @@ async def _stale(d: ActDeps, record: ActionRecord, plan: ActionPlan) -> str | No
 
 
 async def after(d: ActDeps, incident_id: str) -> None:
-    """Re-diagnose and post what the action bought (before/after diff) in the thread."""
+    """Re-diagnose and post what the action bought in the thread: a compact before/after
+    (``ActionDiff``) with the tiers the new evidence offers next, and the chart. The new
+    evidence is saved, but never reposted: the thread carries the evidence once."""
     incident = await d.store.get_incident(incident_id)
     before = await d.store.latest_snapshot(incident_id)
     if incident is None or before is None:
@@ -413,13 +445,17 @@ async def after(d: ActDeps, incident_id: str) -> None:
         fresh=True,
         chart=False,
         cluster=incident.cluster or None,
+        quiet=True,
     )
     if outcome.diagnosis is None:
         return
     earlier = before.diagnosis
-    diff = diff_diagnoses(earlier, outcome.diagnosis)
-    t, blocks = views.diff_message(diff, d.thread_locale(incident))
-    await d.chat.post(incident.channel, text=t, blocks=blocks, thread_ts=incident.thread_ts)
+    told = ActionDiff(
+        diff=diff_diagnoses(earlier, outcome.diagnosis),
+        incident_id=incident.id,
+        next_tiers=tuple((p.tier, p.plan_id) for p in outcome.diagnosis.plans if p.available),
+    )
+    await d.thread.post(incident.channel, told, incident=incident)
     # the same chart as the diagnosis', now with the action marked on it
     await d.diagnose.upload_chart(
         incident,

@@ -14,14 +14,11 @@ A plan whose every eviction the dry run found blocked is closed at the dry run a
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
 
-from bot.core.actions import Step
-from bot.core.changes import Change, EvictionOutcome
-from bot.core.records import ActionRecord
+from bot.core.incidents import Incident
+from bot.core.outcomes import DryRun, StepsReport
+from bot.core.records import ActionRecord, EvidenceSnapshot
 from bot.errors import GpunodeError
-from bot.render import acting as views
 from bot.services.acting import ActDeps, plan_of_record, reason_of
 from bot.services.executing import StepsResult
 
@@ -34,27 +31,8 @@ def all_blocked(dry: StepsResult) -> bool:
     return dry.ok and bool(dry.evictions) and all(e.status == "blocked" for e in dry.evictions)
 
 
-def steps_result_of(data: Mapping[str, Any] | None) -> StepsResult | None:
-    """A stored ``StepsResult.as_json()`` read back (None when nothing was stored)."""
-    if not data:
-        return None
-    error = data.get("error")
-    failed = data.get("failed_step")
-    return StepsResult(
-        changes=[Change.model_validate(c) for c in data.get("changes") or []],
-        evictions=[EvictionOutcome.model_validate(e) for e in data.get("evictions") or []],
-        failed_step=Step.model_validate(failed) if failed else None,
-        error=GpunodeError(str(error.get("message")), code=str(error.get("code")))
-        if error
-        else None,
-        not_run=[Step.model_validate(s) for s in data.get("not_run") or []],
-        unanswered=list(data.get("unanswered") or []),
-    )
-
-
-async def owners_of(d: ActDeps, incident_id: str | None) -> dict[str, str]:
+def owners_of(snap: EvidenceSnapshot | None) -> dict[str, str]:
     """``namespace/name`` -> ``Kind/name`` of each pod's top owner in the incident's view."""
-    snap = await d.store.latest_snapshot(incident_id or "")
     if snap is None or snap.view is None:
         return {}
     return {
@@ -64,24 +42,24 @@ async def owners_of(d: ActDeps, incident_id: str | None) -> dict[str, str]:
     }
 
 
-async def keep_dry_run(d: ActDeps, record: ActionRecord, dry: StepsResult) -> None:
+async def keep_dry_run(
+    d: ActDeps, record: ActionRecord, dry: StepsReport, incident: Incident | None
+) -> None:
     """The dry-run message as it was, its Apply/Cancel replaced by "Awaiting approval"."""
-    incident = await d.store.get_incident(record.incident_id or "")
     if incident is None or record.message_ts is None:
         return
     plan = plan_of_record(record)
-    t, blocks = views.dry_run_message(
-        plan,
+    told = DryRun(
         action_id=record.action_id,
+        plan=plan,
         requester=record.requester,
         reason=reason_of(record),
         result=dry,
         needs_approval=True,
         node_ref=d.node_ref(plan.node),
-        locale=d.thread_locale(incident),
         awaiting=True,
     )
     try:
-        await d.chat.update(incident.channel, record.message_ts, text=t, blocks=blocks)
+        await d.thread.update(incident.channel, record.message_ts, told, incident=incident)
     except GpunodeError as err:
         log.warning("could not mark the dry run of %s as awaiting: %s", record.action_id, err)

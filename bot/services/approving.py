@@ -12,15 +12,15 @@ without buttons; its channel and ts are kept in the action's result (``note_acti
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Literal
 
 from bot.core import actors
 from bot.core.approvals import ApprovalRequest, approve, deny, expire_if_due
-from bot.core.outcomes import refused
+from bot.core.incidents import Incident
+from bot.core.outcomes import ApprovalClosed, refused
 from bot.core.policy import can_approve
 from bot.core.records import ActionRecord
 from bot.errors import GpunodeError
-from bot.render import acting as views
 from bot.services.acting import ActDeps, audit_fields, plan_of_record, reason_of, tier_of
 from bot.services.applying import APPROVAL_MESSAGE, execute
 
@@ -62,14 +62,15 @@ async def vote(d: ActDeps, *, approval_id: str, user: str, channel: str, yes: bo
     new, outcome = await d.store.update_approval(approval_id, change)
     fields = audit_fields(record, channel, "approve" if yes else "deny")
     await d.audit(actor=user, **fields, decision=VOTE_DECISION[outcome])
-    thread_ts = await d.thread_of(record.incident_id)
+    incident = await d.store.get_incident(record.incident_id or "")  # once per vote
+    thread_ts = incident.thread_ts if incident else None
     if outcome in ("self_approval_rejected", "not_eligible", "already_final", "already_counted"):
         await d.refuse(channel, user, refused(f"vote_{outcome}"), thread_ts=thread_ts)
         return
     if outcome == "expired":
         await d.refuse(channel, user, refused("vote_expired"), thread_ts=thread_ts)
-        await close_approval_message(d, record, new, state="expired", by="")
-        await _end(d, record, "expired", by=user, why="approval expired")
+        await close_approval_message(d, record, new, state="expired", by="", incident=incident)
+        await _end(d, record, "expired", by=user, why="approval expired", incident=incident)
         return
     if outcome == "counted":
         await d.say(channel, user, "vote_counted", remaining=new.remaining)
@@ -77,34 +78,37 @@ async def vote(d: ActDeps, *, approval_id: str, user: str, channel: str, yes: bo
         return
     if outcome == "denied":
         await d.timeline(record.incident_id, "approval", user, "denied")
-        await close_approval_message(d, record, new, state="denied", by=user)
-        await _end(d, record, "denied", by=user, why=f"denied by {user}")
+        await close_approval_message(d, record, new, state="denied", by=user, incident=incident)
+        await _end(d, record, "denied", by=user, why=f"denied by {user}", incident=incident)
         return
-    await close_approval_message(d, record, new, state="approved", by=user)
-    await _approved(d, record, new, by=user, channel=channel)
+    await close_approval_message(d, record, new, state="approved", by=user, incident=incident)
+    await _approved(d, record, new, by=user, channel=channel, incident=incident)
 
 
 async def close_approval_message(
-    d: ActDeps, record: ActionRecord, req: ApprovalRequest, *, state: str, by: str
+    d: ActDeps,
+    record: ActionRecord,
+    req: ApprovalRequest,
+    *,
+    state: Literal["approved", "denied", "expired"],
+    by: str,
+    incident: Incident | None,
 ) -> None:
     """Edit the approval message to its outcome, without buttons (best effort: the state
     and the audit row are already written; a lost edit leaves buttons that answer
     "already decided")."""
-    fresh = await d.store.get_action(record.action_id)
-    where: Any = ((fresh or record).result or {}).get(APPROVAL_MESSAGE)
+    where: Any = (record.result or {}).get(APPROVAL_MESSAGE)
     if not isinstance(where, dict) or not where.get("ts"):
         return
-    incident = await d.store.get_incident(record.incident_id or "")
-    t, blocks = views.approval_closed(
-        plan_of_record(record),
-        req,
+    told = ApprovalClosed(
+        plan=plan_of_record(record),
+        request=req,
         state=state,
         by=by,
         reason=reason_of(record),
-        locale=d.thread_locale(incident),
     )
     try:
-        await d.chat.update(str(where["channel"]), str(where["ts"]), text=t, blocks=blocks)
+        await d.thread.update(str(where["channel"]), str(where["ts"]), told, incident=incident)
     except GpunodeError as err:
         log.warning("could not close approval message of %s: %s", record.action_id, err)
 
@@ -134,21 +138,38 @@ async def expire_overdue(d: ActDeps) -> int:
             actor=actors.GPUNODE, **fields, decision="expired", detail="nobody approved in time"
         )
         await d.timeline(record.incident_id, "approval", actors.GPUNODE, "approval expired")
-        await close_approval_message(d, record, new, state="expired", by="")
-        await _end(d, record, "expired", by=actors.GPUNODE, why="approval expired")
+        incident = await d.store.get_incident(record.incident_id or "")
+        await close_approval_message(d, record, new, state="expired", by="", incident=incident)
+        await _end(
+            d, record, "expired", by=actors.GPUNODE, why="approval expired", incident=incident
+        )
     return count
 
 
-async def _end(d: ActDeps, record: ActionRecord, state: str, *, by: str, why: str) -> None:
+async def _end(
+    d: ActDeps,
+    record: ActionRecord,
+    state: str,
+    *,
+    by: str,
+    why: str,
+    incident: Incident | None,
+) -> None:
     """Close a request that will never run (denied, expired); the first caller wins."""
     if await d.store.set_action_state(
         record.action_id, "refused", at=d.clock(), result={"reason": why}
     ):
-        await d.update_message(record, state, by=by)
+        await d.update_message(record, state, by=by, incident=incident)
 
 
 async def _approved(
-    d: ActDeps, record: ActionRecord, req: ApprovalRequest, *, by: str, channel: str
+    d: ActDeps,
+    record: ActionRecord,
+    req: ApprovalRequest,
+    *,
+    by: str,
+    channel: str,
+    incident: Incident | None,
 ) -> None:
     await d.timeline(record.incident_id, "approval", by, "approved")
     if not await d.store.set_action_state(record.action_id, "approved", at=d.clock()):
@@ -162,4 +183,4 @@ async def _approved(
         )
         return
     fresh = await d.store.get_action(record.action_id)
-    await execute(d, fresh or record, by=by, channel=channel, approval_id=req.id)
+    await execute(d, fresh or record, by=by, channel=channel, approval_id=req.id, incident=incident)

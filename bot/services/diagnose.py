@@ -145,12 +145,15 @@ class DiagnoseService:
         fresh: bool = False,
         chart: bool = True,
         cluster: str | None = None,
+        quiet: bool = False,
     ) -> DiagnoseOutcome:
         """Diagnose ``node`` of ``cluster`` (None: the default one) into its incident thread.
         A diagnosis already running for the incident in this process is joined, unless
         ``fresh`` (after a change to the cluster, whose effect a diagnosis started before it
         cannot show): then it runs after it. ``chart=False``: the caller posts the chart
-        itself (the before/after diff does)."""
+        itself (the before/after diff does). ``quiet``: save the new evidence and refresh
+        the root, but post no evidence messages (after an action, whose flow posts a compact
+        before/after instead: the thread carries the evidence once)."""
         name = cluster or self.clusters.default
         try:
             kube = self.clusters.port(name)
@@ -185,7 +188,15 @@ class DiagnoseService:
         if running is None or running.done():
             task = asyncio.create_task(
                 self._measured(
-                    self._run(incident, checked, channel, created=created, user=user, chart=chart)
+                    self._run(
+                        incident,
+                        checked,
+                        channel,
+                        created=created,
+                        user=user,
+                        chart=chart,
+                        quiet=quiet,
+                    )
                 ),
                 name=f"diagnosis-{incident.id}",
             )
@@ -281,13 +292,14 @@ class DiagnoseService:
         created: bool,
         user: str,
         chart: bool,
+        quiet: bool = False,
     ) -> DiagnoseOutcome:
         node = known.name
         incident, thread_ts = await self._ensure_thread(incident, channel)
         label = self.label(incident.cluster, node)
         await self._note(incident.id, "diagnosis", user, f"diagnose {label} requested")
         channel = incident.channel
-        if not created:
+        if not created and not quiet:
             told = notice("diagnose_joined", node=label, user=user)
             await self.thread.post(channel, told, incident=incident, thread_ts=thread_ts)
         # the incident and its thread as _ensure_thread just read them: no second read
@@ -324,7 +336,8 @@ class DiagnoseService:
             bundle=bundle,
             dashboard=self._dashboard(incident, diagnosis),
         )
-        await self.thread.post(channel, diagnosed, incident=incident, thread_ts=thread_ts)
+        if not quiet:
+            await self.thread.post(channel, diagnosed, incident=incident, thread_ts=thread_ts)
         if chart:
             await self.upload_chart(incident, diagnosis, bundle, name="memory", thread_ts=thread_ts)
         await self._note(

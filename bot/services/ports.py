@@ -23,7 +23,7 @@ from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.impersonation import ActingAs
 from bot.core.incidents import Incident, IncidentState, TimelineEntry
-from bot.core.outcomes import Told
+from bot.core.outcomes import ActionForm, Told
 from bot.core.records import (
     ActionRecord,
     ActionState,
@@ -228,6 +228,24 @@ class ThreadPort(Protocol):
         self, channel: str, ts: str, told: Told, *, incident: Incident | None = None
     ) -> None:
         """Replace message ``ts`` with ``told`` (the thread's language, as ``post``)."""
+
+    async def show(self, trigger_id: str, channel: str, user: str, form: ActionForm) -> None:
+        """Open ``form`` for ``user`` (a modal, in their language) on the click that
+        carried ``trigger_id``."""
+
+
+class ActionMetrics(Protocol):
+    """Where the action flow counts its decisions (``bot.telemetry.metrics.Metrics``)."""
+
+    def action(self, *, tier: int | str, step: str, outcome: str) -> None:
+        """One audited decision of an action: its tier, step and decision."""
+
+
+class NoActionMetrics:
+    """Counts nothing: the action flow without a metrics registry (tests, the CLI)."""
+
+    def action(self, *, tier: int | str, step: str, outcome: str) -> None:
+        return None
 
 
 class StorePort(Protocol):

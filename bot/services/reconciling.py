@@ -55,14 +55,15 @@ async def reconcile_interrupted(d: ActDeps, *, orphaned_before: datetime | None 
             f"tier {plan.tier} interrupted by a restart; found: {observed}",
             {"action_id": record.action_id},
         )
+        incident = await d.store.get_incident(record.incident_id or "")
         # the action's message said "Applying…" since the claim: it gets its outcome
         await d.update_message(
             record,
             "failed",
             by=actors.GPUNODE,
             detail=f"Interrupted by a restart. Found: {observed}",
+            incident=incident,
         )
-        incident = await d.store.get_incident(record.incident_id or "")
         if incident is None or not incident.thread_ts:
             continue
         told = notice("interrupted", action_id=record.action_id, tier=plan.tier, observed=observed)

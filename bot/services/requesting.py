@@ -14,11 +14,10 @@ from bot.core import actors
 from bot.core.actions import ActionPlan
 from bot.core.cluster import ClusterView
 from bot.core.editing import Tier3Bounds, Tier3Edits, apply_tier3_edits
-from bot.core.outcomes import Refused, refused
+from bot.core.outcomes import ActionForm, DryRun, Refused, StepsReport, refused
 from bot.core.policy import ActionRequestInfo, Deny, NeedsApproval, decide
 from bot.core.quantity import QuantityError, parse_quantity
 from bot.core.records import ActionRecord
-from bot.render import acting as views
 from bot.services import approval_view
 from bot.services.acting import ActDeps, audit_fields, tier_of
 from bot.services.executing import StepsResult, run_steps
@@ -69,12 +68,9 @@ async def open_confirmation(
             },
         )
         return
-    _incident, diagnosis, plan = found
+    plan = found[2]
     meta = {"incident": incident_id, "plan_id": plan_id, "tier": plan.tier, "channel": channel}
-    locale = await d.person_locale(channel, user)  # a modal is for the person who clicked
-    await d.chat.open_view(
-        trigger_id, views.confirmation_modal(plan, diagnosis=diagnosis, meta=meta, locale=locale)
-    )
+    await d.thread.show(trigger_id, channel, user, ActionForm(plan=plan, meta=meta))
 
 
 _TEXT_FIELDS = ("memory_limit", "memory_request", "cpu_limit", "cpu_request", "omp_num_threads")
@@ -153,8 +149,7 @@ async def validate_submission(
         edits = _edits(values, errors)
         if edits is None:
             return None, errors
-        snap = await d.store.latest_snapshot(incident_id)
-        bounds = bounds_of(snap.view) if snap else Tier3Bounds()
+        bounds = bounds_of(found[1].view)  # the evidence plan_of read: no second read
         edited = apply_tier3_edits(plan, edits, bounds=bounds)
         if isinstance(edited, dict):
             errors.update(edited)
@@ -220,21 +215,20 @@ async def submitted(
     )
     if not dry.ok or blocked:
         await _end_failed_dry_run(d, record, dry)
-    t, blocks = views.dry_run_message(
-        plan,
+    told = DryRun(
         action_id=action_id,
+        plan=plan,
         requester=user,
         reason=reason,
-        result=dry,
+        result=StepsReport.from_json(dry.as_json()) or StepsReport(),
         needs_approval=record.needs_approval,
         node_ref=d.node_ref(plan.node),
-        locale=d.thread_locale(incident),
         all_blocked=blocked,
     )
     if dry.ok and not blocked:  # what the approval request will carry (approval_view),
         # kept before Apply can be pressed
         await d.store.note_action(action_id, {approval_view.DRY_RUN: dry.as_json()})
-    ts = await d.chat.post(channel, text=t, blocks=blocks, thread_ts=thread_ts)
+    ts = await d.thread.post(channel, told, incident=incident, thread_ts=thread_ts)
     await d.store.set_action_message(action_id, ts)
     return action_id
 

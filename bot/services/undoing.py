@@ -55,7 +55,8 @@ async def undo(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
         )
         return
     fields = audit_fields(record, channel, "undo")
-    thread_ts = await d.thread_of(record.incident_id)
+    incident = await d.store.get_incident(record.incident_id or "")  # once per Undo
+    thread_ts = incident.thread_ts if incident else None
     principal = await d.principal(user, channel)
     decision = decide(principal, ActionRequestInfo(tier=tier_of(record.tier), undo=True), d.policy)
     if isinstance(decision, Deny):
@@ -91,4 +92,5 @@ async def undo(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
     )
     text = f"tier {record.tier} undone" if result.ok else "undo failed (see the action message)"
     await d.timeline(record.incident_id, "action_result", user, text, {"action_id": action_id})
-    await d.update_message(record, "undone" if result.ok else "undo_failed", by=user, result=result)
+    shown = "undone" if result.ok else "undo_failed"
+    await d.update_message(record, shown, by=user, result=result, incident=incident)

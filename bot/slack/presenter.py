@@ -10,9 +10,23 @@ channel's language, else the default.
 
 from __future__ import annotations
 
+from typing import get_args
+
 from bot.core.incidents import Incident
 from bot.core.locales import DEFAULT_LOCALE
-from bot.core.outcomes import Diagnosed, RootLine, Told
+from bot.core.outcomes import (
+    ActionDiff,
+    ActionForm,
+    ActionResult,
+    ActionTold,
+    ApprovalClosed,
+    ApprovalRequested,
+    Diagnosed,
+    DryRun,
+    RootLine,
+    Told,
+)
+from bot.render.acting import action_form, render_action
 from bot.render.blocks import Message
 from bot.render.notices import render_messages, render_told
 from bot.services.locales import LocaleChooser
@@ -31,7 +45,7 @@ class SlackPresenter:
         command's acknowledgement)."""
         if isinstance(told, Diagnosed):
             raise TypeError("a diagnosis is posted in its thread, not told to one person")
-        return render_told(told, await self.locales.for_person(channel, user))
+        return _one(told, await self.locales.for_person(channel, user))
 
     def _thread_locale(self, channel: str, incident: Incident | None) -> str:
         if incident is not None:
@@ -56,7 +70,9 @@ class SlackPresenter:
         if isinstance(told, RootLine):
             ts = None  # the root starts the thread
         first = ""
-        for text, blocks in render_messages(told, self._thread_locale(channel, incident)):
+        locale = self._thread_locale(channel, incident)
+        messages = [_one(told, locale)] if _is_action(told) else render_messages(told, locale)
+        for text, blocks in messages:
             posted = await self.chat.post(channel, text=text, blocks=blocks, thread_ts=ts)
             first = first or posted
         return first
@@ -66,5 +82,25 @@ class SlackPresenter:
     ) -> None:
         if isinstance(told, Diagnosed):
             raise TypeError("a diagnosis is posted as new messages, never edited into one")
-        text, blocks = render_told(told, self._thread_locale(channel, incident))
+        text, blocks = _one(told, self._thread_locale(channel, incident))
         await self.chat.update(channel, ts, text=text, blocks=blocks)
+
+    async def show(self, trigger_id: str, channel: str, user: str, form: ActionForm) -> None:
+        """Open ``form`` as a modal for ``user`` (within Slack's 3 s of their click)."""
+        view = action_form(form, await self.locales.for_person(channel, user))
+        await self.chat.open_view(trigger_id, view)
+
+
+def _is_action(told: Told) -> bool:
+    return isinstance(told, get_args(ActionTold))
+
+
+def _one(told: Told, locale: str) -> Message:
+    """One message of ``told`` (never a diagnosis, which is several) in ``locale``."""
+    if isinstance(told, Diagnosed):
+        raise TypeError("a diagnosis is several messages; post it")
+    if isinstance(told, ActionForm):
+        raise TypeError("a form is opened as a view (show), never posted")
+    if isinstance(told, DryRun | ApprovalRequested | ApprovalClosed | ActionResult | ActionDiff):
+        return render_action(told, locale)
+    return render_told(told, locale)

@@ -192,12 +192,35 @@ def test_each_list_of_the_diff_findings_is_on_its_own_line() -> None:
         kept_findings=["LIMITS_OVERCOMMITTED:n1"],
     )
     _, blocks = acting.diff_message(diff)
-    text = blocks[-2]["text"]["text"]  # type: ignore[index]
-    lines = text.split("\n")
+    text = blocks[-1]["text"]["text"]  # type: ignore[index]
+    lines = [line for line in text.split("\n") if "(1): " in line]
     assert len(lines) == 3
-    assert "Resolved: container near its memory limit (`ml/a`)" in lines[0]
-    assert "New: little memory available (`n1`)" in lines[1]
-    assert "Still open: memory limits overcommitted (`n1`)" in lines[2]
+    assert "Resolved (1): container near its memory limit (`ml/a`)" in lines[0]
+    assert "New (1): little memory available (`n1`)" in lines[1]
+    assert "Still open (1): memory limits overcommitted (`n1`)" in lines[2]
+
+
+def test_the_diff_names_a_few_findings_and_counts_the_rest() -> None:
+    kept = [f"MEMORY_ABOVE_REQUEST:ns/pod-{i}" for i in range(8)]
+    diff = DiagnosisDiff(
+        node="n1", verdict_before="healthy", verdict_after="healthy", kept_findings=kept
+    )
+    _, blocks = acting.diff_message(diff)
+    text = blocks[-1]["text"]["text"]  # type: ignore[index]
+    assert "Still open (8):" in text and "and 5 more" in text
+    assert "`ns/pod-2`" in text and "`ns/pod-3`" not in text
+
+
+def test_the_diff_offers_the_tiers_of_the_new_evidence_with_their_buttons() -> None:
+    diff = DiagnosisDiff(node="n1", verdict_before="healthy", verdict_after="healthy")
+    _, blocks = acting.diff_message(diff, incident_id="INC-1", next_tiers=((1, "p1"),))
+    actions = blocks[-1]
+    assert actions["type"] == "actions"
+    [button] = actions["elements"]  # type: ignore[index]
+    assert button["action_id"] == "gpunode_tier1"
+    assert json.loads(button["value"]) == {"incident": "INC-1", "plan_id": "p1"}
+    _, none = acting.diff_message(diff, incident_id="INC-1", next_tiers=())
+    assert "offers no further tier" in none[-1]["text"]["text"]  # type: ignore[index]
 
 
 @pytest.mark.parametrize(
