@@ -5,10 +5,14 @@ parameters), not the English it is worded in."""
 from __future__ import annotations
 
 from bot.core.incidents import Incident
-from bot.core.outcomes import Notice, Refused, Told
+from typing import TypeVar
+
+from bot.core.outcomes import ActionForm, Notice, Refused, Told
 from bot.services.locales import LocaleChooser
 from bot.services.ports import ChatPort
 from bot.slack.presenter import SlackPresenter
+
+T = TypeVar("T")
 
 
 class RecordingPresenter(SlackPresenter):
@@ -39,6 +43,14 @@ class RecordingPresenter(SlackPresenter):
     ) -> None:
         self.said.append((channel, None, told))
         await super().update(channel, ts, told, incident=incident)
+
+    async def show(self, trigger_id: str, channel: str, user: str, form: ActionForm) -> None:
+        self.said.append((channel, user, form))
+        await super().show(trigger_id, channel, user, form)
+
+    def outcomes(self, kind: type[T]) -> list[T]:
+        """The outcomes of ``kind`` told, posted, edited or shown, in order."""
+        return [t for _, _, t in self.said if isinstance(t, kind)]
 
     def refusals(self, user: str | None = None) -> list[Refused]:
         """The refusals told (to ``user``), in order."""

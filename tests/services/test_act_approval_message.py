@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot.core.outcomes import ActionResult, ApprovalClosed, ApprovalRequested
 from bot.render.acting import APPROVE
 from bot.services import approving
 from tests.services.fakes import Posted
@@ -19,10 +20,7 @@ async def _approval(world: World) -> tuple[str, Posted]:
     raise AssertionError("no approval request posted")
 
 
-@pytest.mark.parametrize(
-    ("yes", "expected"),
-    [(True, f"Approved* by <@{APPROVER}>"), (False, f"Denied* by <@{APPROVER}>")],
-)
+@pytest.mark.parametrize(("yes", "expected"), [(True, "approved"), (False, "denied")])
 async def test_a_decided_approval_message_shows_the_outcome_without_buttons(
     world: World, yes: bool, expected: str
 ) -> None:
@@ -30,9 +28,10 @@ async def test_a_decided_approval_message_shows_the_outcome_without_buttons(
     approval_id = world.chat.buttons(msg.ts)[0][1]
     await world.act.vote(approval_id=approval_id, user=APPROVER, channel=CHANNEL, yes=yes)
     assert world.chat.buttons(msg.ts) == []
-    body = msg.blocks[0]["text"]["text"]
-    assert expected in body
-    assert "Approval needed" not in body
+    [asked] = world.thread.outcomes(ApprovalRequested)
+    assert asked.request.id == approval_id and asked.request.requester == REQ
+    [closed] = world.thread.outcomes(ApprovalClosed)
+    assert (closed.state, closed.by, closed.request.id) == (expected, APPROVER, approval_id)
 
 
 async def test_an_approval_clicked_after_expiry_shows_expired_without_buttons(
@@ -43,7 +42,7 @@ async def test_an_approval_clicked_after_expiry_shows_expired_without_buttons(
     world.clock.advance(TTL_S + 1)
     await world.act.vote(approval_id=approval_id, user=APPROVER, channel=CHANNEL, yes=True)
     assert world.chat.buttons(msg.ts) == []
-    assert "Expired" in msg.blocks[0]["text"]["text"]
+    assert [c.state for c in world.thread.outcomes(ApprovalClosed)] == ["expired"]
 
 
 async def test_an_unanswered_approval_expires_by_itself_once(world: World) -> None:
@@ -53,6 +52,7 @@ async def test_an_unanswered_approval_expires_by_itself_once(world: World) -> No
     assert await approving.expire_overdue(world.act.deps) == 1
     assert await approving.expire_overdue(world.act.deps) == 0
     assert world.chat.buttons(msg.ts) == []
-    assert "Expired" in msg.blocks[0]["text"]["text"]
+    assert [c.state for c in world.thread.outcomes(ApprovalClosed)] == ["expired"]
+    assert world.thread.outcomes(ActionResult)[-1].state == "expired"
     assert await world.state(action_id) == "refused"
     assert ("gpunode", "tier1.approve", "expired") in await world.audit(action_id)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from bot.core.field_changes import field_changes
+from bot.core.outcomes import ActionDiff, ActionForm, ActionResult, Diagnosed, DryRun
 from bot.render.acting import APPLY, CANCEL, REDIAGNOSE, UNDO
 from tests.services.world import CHANNEL, REQ, REQ2, STRANGER, VIEWER, World
 
@@ -33,6 +35,22 @@ async def test_tier3_dry_runs_exactly_the_edited_values_and_changes_nothing(worl
     assert world.kube.template_container(PRE, "preprocess")["resources"]["limits"]["memory"] == (
         "64Gi"
     )
+    [form] = world.thread.outcomes(ActionForm)
+    assert form.plan.tier == 3 and form.meta["tier"] == 3
+    [shown] = world.thread.outcomes(DryRun)
+    assert (shown.action_id, shown.requester, shown.reason) == (
+        action_id,
+        REQ,
+        "node is falling over",
+    )
+    assert shown.result.ok and not shown.all_blocked and not shown.awaiting
+    [change] = shown.result.changes
+    assert change.dry_run and {
+        (f.field, f.after) for f in field_changes(change.before, change.after)
+    } >= {
+        ("resources.limits.memory", "70Gi"),
+        ("resources.requests.memory", "60Gi"),
+    }
 
 
 async def test_tier3_apply_sends_the_edited_values_audits_and_undo_restores(world: World) -> None:
@@ -50,7 +68,11 @@ async def test_tier3_apply_sends_the_edited_values_audits_and_undo_restores(worl
     assert await world.state(action_id) == "succeeded"
     msg = await world.action_message(action_id)
     assert world.chat.buttons(msg.ts) == [(UNDO, action_id)]
-    assert "Applied" in msg.text
+    shown = world.thread.outcomes(ActionResult)
+    assert [r.state for r in shown] == ["applying", "succeeded"]
+    assert shown[-1].undo and shown[-1].result is not None
+    [change] = shown[-1].result.changes
+    assert (change.kind, change.name, change.dry_run) == ("Deployment", "preprocess", False)
     incident = await world.store.get_incident("INC-0001")
     assert incident is not None and incident.state == "mitigating"
 
@@ -73,11 +95,12 @@ async def test_tier3_apply_sends_the_edited_values_audits_and_undo_restores(worl
     calls = len(world.kube.effects())
     await world.act.undo(action_id=action_id, user=REQ, channel=CHANNEL)
     assert len(world.kube.effects()) == calls
+    assert world.thread.outcomes(ActionResult)[-1].state == "undone"
     await world.bg.drain()
-    [root] = world.chat.roots()
-    assert any(
-        "Before / after" in m.text or "Verdict" in m.text for m in world.chat.thread(root.ts)
-    )
+    # what the action bought is posted as a before/after; the evidence is posted once
+    [diff] = world.thread.outcomes(ActionDiff)
+    assert diff.incident_id == "INC-0001" and diff.diff.node == incident.node
+    assert len(world.thread.outcomes(Diagnosed)) == 1
 
 
 async def test_an_edit_below_the_working_set_needs_the_oom_acknowledgement(world: World) -> None:
