@@ -4,9 +4,9 @@ parameters), not the English it is worded in."""
 
 from __future__ import annotations
 
-from bot.core.incidents import Incident
 from typing import TypeVar
 
+from bot.core.incidents import Incident
 from bot.core.outcomes import ActionForm, Notice, Refused, Told
 from bot.services.locales import LocaleChooser
 from bot.services.ports import ChatPort
