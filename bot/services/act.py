@@ -23,6 +23,7 @@ from typing import Any
 
 from bot.core.actions import ActionPlan
 from bot.core.policy import Policy, Principal
+from bot.core.records import ActionRecord
 from bot.services import applying, approving, reconciling, requesting, undoing
 from bot.services.acting import ActDeps
 from bot.services.background import Background
@@ -97,9 +98,10 @@ class ActService:
         incident = await self.deps.store.get_incident(incident_id)
         return self.deps.for_cluster(incident.cluster if incident else "")
 
-    async def _action_deps(self, action_id: str) -> ActDeps:
+    async def _action_deps(self, action_id: str) -> tuple[ActDeps, ActionRecord | None]:
+        """The deps of the action's cluster, and the action as read (passed along)."""
         record = await self.deps.store.get_action(action_id)
-        return self.deps.for_cluster(record.cluster if record else "")
+        return self.deps.for_cluster(record.cluster if record else ""), record
 
     async def open_confirmation(
         self,
@@ -139,22 +141,22 @@ class ActService:
 
     async def apply(self, *, action_id: str, user: str, channel: str) -> None:
         """The requester's Apply: execute now, or ask for approval when the policy says so."""
-        d = await self._action_deps(action_id)
-        await applying.apply(d, action_id=action_id, user=user, channel=channel)
+        d, record = await self._action_deps(action_id)
+        await applying.apply(d, record, action_id=action_id, user=user, channel=channel)
 
     async def cancel(self, *, action_id: str, user: str, channel: str) -> None:
-        d = await self._action_deps(action_id)
-        await requesting.cancel(d, action_id=action_id, user=user, channel=channel)
+        d, record = await self._action_deps(action_id)
+        await requesting.cancel(d, record, action_id=action_id, user=user, channel=channel)
 
     async def vote(self, *, approval_id: str, user: str, channel: str, yes: bool) -> None:
         """Approve (``yes``) or Deny; the vote that reaches the quorum executes the action."""
         approval = await self.deps.store.get_approval(approval_id)
-        d = await self._action_deps(approval.action_id) if approval else self.deps
+        d = (await self._action_deps(approval.action_id))[0] if approval else self.deps
         await approving.vote(d, approval_id=approval_id, user=user, channel=channel, yes=yes)
 
     async def undo(self, *, action_id: str, user: str, channel: str) -> None:
-        d = await self._action_deps(action_id)
-        await undoing.undo(d, action_id=action_id, user=user, channel=channel)
+        d, record = await self._action_deps(action_id)
+        await undoing.undo(d, record, action_id=action_id, user=user, channel=channel)
 
     async def expire_overdue(self) -> int:
         """Expire approval requests nobody answered in time (run periodically)."""

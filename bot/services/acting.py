@@ -175,12 +175,6 @@ class ActDeps:
             return
         await append_entry(self.store, incident_id, kind, actor, text, at=self.clock(), data=data)
 
-    async def thread_of(self, incident_id: str | None) -> str | None:
-        if incident_id is None:
-            return None
-        incident = await self.store.get_incident(incident_id)
-        return incident.thread_ts if incident else None
-
     async def plan_of(
         self, incident_id: str, plan_id: str
     ) -> tuple[Incident, EvidenceSnapshot, ActionPlan] | None:

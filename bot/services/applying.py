@@ -50,8 +50,10 @@ log = logging.getLogger(__name__)
 APPROVAL_MESSAGE = "approval_message"  # key in ActionRecord.result: {"channel", "ts"}
 
 
-async def apply(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
-    record = await d.store.get_action(action_id)
+async def apply(
+    d: ActDeps, record: ActionRecord | None, *, action_id: str, user: str, channel: str
+) -> None:
+    """``record``: action ``action_id`` as the caller read it (None: not in the store)."""
     if record is None:
         await d.refuse(
             channel,

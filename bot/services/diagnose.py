@@ -417,8 +417,8 @@ class DiagnoseService:
     async def refresh_root(self, incident_id: str) -> None:
         """Re-render the root status line from the store (after resolve, actions...)."""
         incident = await self._store.get_incident(incident_id)
-        if incident is not None:
-            await self._refresh_root(incident, progress=None)
+        if incident is not None:  # as just read: no second read
+            await self._refresh_root(incident, progress=None, fresh=incident)
 
     def label(self, cluster: str, node: str) -> str:
         """How messages name a node: ``prod-eu/gpu-node-01`` when gpunode serves several

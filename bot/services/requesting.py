@@ -36,7 +36,8 @@ async def open_confirmation(
     trigger_id: str,
 ) -> None:
     found = await d.plan_of(incident_id, plan_id)
-    thread_ts = found[0].thread_ts if found else await d.thread_of(incident_id)
+    incident = found[0] if found else await d.store.get_incident(incident_id)
+    thread_ts = incident.thread_ts if incident else None
     plan_tier = found[2].tier if found else tier
     principal = await d.principal(user, channel)
     decision = decide(principal, ActionRequestInfo(tier=tier_of(plan_tier)), d.policy)
@@ -249,8 +250,10 @@ async def _end_failed_dry_run(d: ActDeps, record: ActionRecord, dry: StepsResult
     )
 
 
-async def cancel(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
-    record = await d.store.get_action(action_id)
+async def cancel(
+    d: ActDeps, record: ActionRecord | None, *, action_id: str, user: str, channel: str
+) -> None:
+    """``record``: action ``action_id`` as the caller read it (None: not in the store)."""
     if record is None or record.state not in ("requested", "approved"):
         state = record.state if record else "unknown"
         await d.refuse(

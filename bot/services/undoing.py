@@ -15,6 +15,7 @@ from typing import Any
 from bot.core.actions import Step
 from bot.core.outcomes import Refused, refused
 from bot.core.policy import ActionRequestInfo, Deny, decide
+from bot.core.records import ActionRecord
 from bot.core.staleness import undo_conflict
 from bot.errors import KubeError, NotFoundError
 from bot.services.acting import ActDeps, audit_fields, tier_of
@@ -43,8 +44,10 @@ async def _conflict(d: ActDeps, changes: list[dict[str, Any]], node: str) -> Ref
     return None if detail is None else refused("undo_conflict", detail=detail)
 
 
-async def undo(d: ActDeps, *, action_id: str, user: str, channel: str) -> None:
-    record = await d.store.get_action(action_id)
+async def undo(
+    d: ActDeps, record: ActionRecord | None, *, action_id: str, user: str, channel: str
+) -> None:
+    """``record``: action ``action_id`` as the caller read it (None: not in the store)."""
     if record is None or record.state not in ("succeeded", "failed") or not record.result:
         state = record.state if record else "unknown"
         await d.refuse(

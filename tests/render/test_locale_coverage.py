@@ -29,10 +29,10 @@ def test_every_kind_of_template_has_every_locale() -> None:
 BREAKAGES = [
     (
         "a macro deleted",
-        "slack/zh-CN/acting.j2",
-        "{% macro undo_button() %}撤销{% endmacro %}\n",
+        "slack/zh-CN/notices.j2",
+        "{% macro root_headline(headline) %}{{ headline }}{% endmacro %}\n",
         "",
-        "macro undo_button missing",
+        "macro root_headline missing",
     ),
     (
         "a parameter renamed",
@@ -64,10 +64,10 @@ BREAKAGES = [
     ),
     (
         "a lookup key dropped",
-        "slack/zh-CN/acting.j2",
-        '"evict": ("驱逐", "已驱逐"), ',
+        "slack/zh-CN/notices.j2",
+        '"opening": "正在开启故障…", ',
         "",
-        "macro change_verb lacks keys ['evict']",
+        "macro progress_step lacks keys ['opening']",
     ),
 ]
 
