@@ -13,7 +13,7 @@ from bot.core.actions import ActionPlan, Step
 from bot.core.analysis import analyze
 from bot.core.approvals import new_request
 from bot.core.changes import Change, EvictionOutcome
-from bot.core.diffing import DiagnosisDiff, diff_diagnoses
+from bot.core.diffing import DiagnosisDiff, LedgerDelta, diff_diagnoses
 from bot.core.findings import Diagnosis
 from bot.errors import ForbiddenError
 from bot.render import acting
@@ -21,6 +21,8 @@ from bot.services.executing import StepsResult
 from gpunode_sandbox.slacksim.validation import blocks_errors, view_errors
 from tests.render.told import render_notice
 from tests.services.fakes import load_scenario
+
+GIB = 1024**3
 
 AT = datetime(2026, 3, 14, 9, 30, tzinfo=UTC)
 
@@ -238,3 +240,24 @@ def test_the_modal_says_why_pods_restart_for_its_tier(
     text = str(acting._t().modal_restarts(plan))
     assert words in text and not_words not in text
     assert all(f"`{r}`" in text for r in plan.restarts)
+
+
+def test_the_diff_names_ledger_categories_in_words_and_says_free_memory_once() -> None:
+    diff = DiagnosisDiff(
+        node="n1",
+        verdict_before="healthy",
+        verdict_after="healthy",
+        ledger=[
+            LedgerDelta(label="free", before_bytes=2 * GIB, after_bytes=60 * GIB),
+            LedgerDelta(label="ml/pre-1", before_bytes=58 * GIB, after_bytes=0),
+            LedgerDelta(label="page_cache", before_bytes=4 * GIB, after_bytes=3 * GIB),
+        ],
+        available_before_bytes=2 * GIB,
+        available_after_bytes=60 * GIB,
+    )
+    for locale, cache in (("en", "page cache"), ("zh-CN", "页缓存")):
+        _, blocks = acting.diff_message(diff, locale)
+        text = blocks[-1]["text"]["text"]  # type: ignore[index]
+        assert "page_cache" not in text and f"• {cache}" in text
+        assert "`ml/pre-1`" in text
+        assert text.count("60.0 GiB") == 1, text  # in the summary, not again as a ledger line
