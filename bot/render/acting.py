@@ -1,9 +1,13 @@
-"""Block Kit for the action flow: confirmation modal, dry-run message, approval request,
-outcome (which replaces the buttons) and before/after diff. Its short notices are worded
-by ``bot.render.notices``.
+"""Block Kit for the action flow's outcomes (``bot.core.outcomes``): the confirmation
+modal (``ActionForm``), the dry run (``DryRun``), the approval request and its decision
+(``ApprovalRequested``, ``ApprovalClosed``), the action's message (``ActionResult``, which
+replaces the buttons) and the compact before/after (``ActionDiff``). The Slack presenter
+calls ``render_action``/``action_form`` in the reader's language; its short notices are
+worded by ``bot.render.notices``.
 
-Structure here, wording in ``templates/slack/<locale>/acting.j2``. Button values carry only
-ids (action, approval); everything else is re-read from the store at click time.
+Structure here; one layout for the words in ``templates/slack/acting.j2``, translated in
+the catalogs (context ``acting``). Button values carry only ids (action, approval);
+everything else is re-read from the store at click time.
 """
 
 from __future__ import annotations

@@ -4,6 +4,12 @@ The flow is split by step (``requesting``, ``approving``, ``applying``, ``undoin
 ``reconciling``); each step is a function over ``ActDeps``. ``bot.services.act.ActService``
 is the facade the Slack glue calls. Helpers here never touch the cluster.
 
+The steps speak data: every message of the flow is an outcome of ``bot.core.outcomes``
+(``ActionForm``, ``DryRun``, ``ApprovalRequested``, ``ApprovalClosed``, ``ActionResult``,
+``ActionDiff``, refusals and notices) handed to the ``ThreadPort``, whose presenter picks the
+language and words it. What a step has read (the action, its incident, the evidence) is
+passed along, not read again.
+
 Many clusters: ``ActService`` hands each step the deps of the cluster its incident or action
 is in (``for_cluster``): that cluster's KubePort, and a principal whose roles are those the
 policy grants in that cluster.
@@ -54,7 +60,7 @@ class ActDeps:
     kube: KubePort
     store: StorePort
     chat: ChatPort
-    #: where refusals and notices go, as outcomes (the presenter words them)
+    #: where every message of the flow goes, as outcomes (the presenter words them)
     thread: ThreadPort
     diagnose: DiagnoseService
     bg: Background
