@@ -112,12 +112,12 @@ def cap_the_offender(page: Any, thread: Any, shots: Shots) -> None:
 
 
 def nothing_left_to_do(page: Any, thread: Any, shots: Shots) -> None:
-    """After tier 3 the node is no longer at risk: the new Mitigation tiers message offers no
-    tier 1 and says why."""
-    tiers = thread.get_by_test_id("message").filter(has_text="Mitigation tiers").last
-    expect(tiers).to_contain_text("Nothing to do", timeout=STEP_MS)
-    expect(tiers.get_by_test_id("button")).to_have_count(0)
-    tiers.scroll_into_view_if_needed()
+    """After tier 3 the node is no longer at risk: the before/after says the new evidence
+    offers no further tier, and carries no tier button (the evidence is not posted again)."""
+    diff = thread.get_by_test_id("message").filter(has_text="Before / after").last
+    expect(diff).to_contain_text("offers no further tier", timeout=STEP_MS)
+    expect(diff.get_by_test_id("button")).to_have_count(0)
+    diff.scroll_into_view_if_needed()
     shots("07-nothing-left-to-do", page)
 
 

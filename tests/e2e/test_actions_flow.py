@@ -222,6 +222,9 @@ async def test_tier3_with_edited_values_changes_the_deployment_exactly_as_shown(
     replies = "\n".join(text_of(m) for m in thread(demo, root_ts))
     assert "32Gi" in replies  # the dry run showed the edited values
     assert "Before / after" in replies
+    # what the action bought is a before/after: the evidence is in the thread once
+    evidence = [m for m in thread(demo, root_ts) if "Memory evidence" in text_of(m)]
+    assert len(evidence) == 1
     assert [a.decision for a in await audit(demo) if a.tier == 3].count("executed") == 1
     assert failed_chat_calls(demo.slack) == []
 
