@@ -18,12 +18,14 @@ from typing import Protocol, TypeVar
 
 from bot.core.approvals import ApprovalRequest
 from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
+from bot.core.charts import ChartSpec
 from bot.core.cluster import ClusterView, NodeInfo, NodeLoad
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.impersonation import ActingAs
 from bot.core.incidents import Incident, IncidentState, TimelineEntry
 from bot.core.outcomes import Told
+from bot.core.postmortem import Postmortem
 from bot.core.records import (
     ActionRecord,
     ActionState,
@@ -228,6 +230,61 @@ class ThreadPort(Protocol):
         self, channel: str, ts: str, told: Told, *, incident: Incident | None = None
     ) -> None:
         """Replace message ``ts`` with ``told`` (the thread's language, as ``post``)."""
+
+
+class ChartPort(Protocol):
+    """Where the use cases put a chart: a ``ChartSpec`` (``bot.core.charts``: data, no
+    words), never a drawing. The presenter (``bot.slack.presenter.SlackPresenter``) draws
+    it (``bot.charts``) in the incident thread's language and uploads it. A chart only
+    illustrates evidence already posted: when it cannot be drawn or shared, the presenter
+    logs why and the thread says nothing more (no error reaches the use case)."""
+
+    async def chart(
+        self, incident: Incident, spec: ChartSpec, *, name: str, thread_ts: str | None = None
+    ) -> None:
+        """Draw ``spec`` in the thread's language and share it into ``thread_ts`` (default:
+        the incident's thread); ``name`` tells the file apart (``memory``, ``after``...)."""
+
+    async def postmortem(
+        self, incident: Incident, draft: Postmortem, charts: dict[str, ChartSpec]
+    ) -> list[str]:
+        """Share the postmortem draft into the incident thread, in its language: the charts
+        (``start``/``end``), the Markdown and the HTML; the names of the files shared.
+        Raises ``SlackError`` as ``ChatPort.upload``."""
+
+
+class MetricsPort(Protocol):
+    """What the use cases count (``bot.telemetry.metrics.Metrics`` serves them on
+    ``/metrics``; ``NoMetrics`` counts nothing)."""
+
+    def command(self, command: str, outcome: str) -> None: ...
+
+    def diagnosis(self, duration_s: float, *, outcome: str, failure_code: str = "none") -> None:
+        """One diagnosis run ended: ``ok``, ``failed`` (with its code), ``error``,
+        ``cancelled``."""
+
+    def action(self, *, tier: int | str, step: str, outcome: str) -> None: ...
+
+
+class NoMetrics:
+    """A ``MetricsPort`` that counts nothing (tools and tests that serve no ``/metrics``)."""
+
+    def command(self, command: str, outcome: str) -> None:
+        pass
+
+    def diagnosis(self, duration_s: float, *, outcome: str, failure_code: str = "none") -> None:
+        pass
+
+    def action(self, *, tier: int | str, step: str, outcome: str) -> None:
+        pass
+
+
+class VerdictWords(Protocol):
+    """The verdict as one plain sentence for the incident's timeline record (the record
+    is kept in the operators' language, English; ``bot.render.sentences`` words it, wired
+    at the edge)."""
+
+    def __call__(self, diagnosis: Diagnosis) -> str: ...
 
 
 class StorePort(Protocol):
