@@ -52,13 +52,14 @@ from bot.errors import (
 )
 from bot.services.clusters import ClusterRegistry
 from bot.services.diagnosing import check_node, run_diagnosis
-from bot.services.history import HistoryService
 from bot.services.locales import LocaleChooser
 from bot.services.ports import (
     ChartPort,
     ChatPort,
+    HistoryPort,
     KubePort,
     MetricsPort,
+    NoHistory,
     NoMetrics,
     StorePort,
     ThreadPort,
@@ -114,7 +115,7 @@ class DiagnoseService:
         clock: Callable[[], datetime],
         thresholds: Thresholds,
         replica: str | None = None,
-        history: HistoryService | None = None,
+        history: HistoryPort | None = None,
         charts: ChartPort | None = None,
         locales: LocaleChooser | None = None,
         metrics: MetricsPort | None = None,
@@ -126,7 +127,7 @@ class DiagnoseService:
         self._verdict_words = verdict_words or _verdict_code
         #: ``links.dashboard_url``: the evidence message links the node's dashboard
         self._dashboard_url = dashboard_url
-        self._history = history or HistoryService(None)
+        self._history: HistoryPort = history or NoHistory()
         #: each message's language: ephemeral ones follow the person, thread posts the thread
         self.locales = locales or LocaleChooser(chat)
         #: where notices go, as outcomes (the presenter picks the language and words them)

@@ -20,8 +20,10 @@ from bot.core.approvals import ApprovalRequest
 from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
 from bot.core.charts import ChartSpec
 from bot.core.cluster import ClusterView, NodeInfo, NodeLoad
+from bot.core.dcgm import DcgmAttempt
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
+from bot.core.history import History
 from bot.core.impersonation import ActingAs
 from bot.core.incidents import Incident, IncidentState, TimelineEntry
 from bot.core.outcomes import Told
@@ -276,6 +278,34 @@ class NoMetrics:
         pass
 
     def action(self, *, tier: int | str, step: str, outcome: str) -> None:
+        pass
+
+
+class HistoryPort(Protocol):
+    """The node's recent history from metrics (``bot.prom.history.HistoryService`` reads
+    Prometheus; ``NoHistory`` when none is configured). Never raises for Prometheus: what
+    it cannot read is a gap in the answer."""
+
+    async def fetch(self, node: str, *, now: datetime) -> History | None:
+        """Every series and marker of the window ending ``now``, within the deadline;
+        None when there is no metrics source."""
+
+    async def pod_gpu_memory(self, node: str, *, now: datetime) -> DcgmAttempt:
+        """dcgm-exporter's latest per-pod GPU memory on ``node``, or why there is none."""
+
+    async def close(self) -> None: ...
+
+
+class NoHistory:
+    """A ``HistoryPort`` without a metrics source: no history, and says so for GPU memory."""
+
+    async def fetch(self, node: str, *, now: datetime) -> History | None:
+        return None
+
+    async def pod_gpu_memory(self, node: str, *, now: datetime) -> DcgmAttempt:
+        return DcgmAttempt("Prometheus", failure="not asked: prometheus.url is not set")
+
+    async def close(self) -> None:
         pass
 
 

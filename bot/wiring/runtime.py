@@ -22,6 +22,7 @@ from bot.core.findings import Diagnosis
 from bot.core.policy import TIERS, Policy
 from bot.core.thresholds import Thresholds
 from bot.errors import ConfigError
+from bot.prom.history import HistoryService
 from bot.render.sentences import sentence
 from bot.services.act import ActService
 from bot.services.alerts import AlertService
@@ -30,7 +31,6 @@ from bot.services.background import Background
 from bot.services.chatops import BotServices, report_malformed
 from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
-from bot.services.history import HistoryService
 from bot.services.leading import LeaderElector, LeaderWork, LeasePort, OnChange
 from bot.services.locales import LocaleChooser
 from bot.services.operations import IncidentOps
