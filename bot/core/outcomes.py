@@ -34,6 +34,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
+from bot.core.watching import RolloutProgress, Verdict
 
 #: every refusal a use case gives, besides the policy's denials (``bot.core.policy.DENIALS``)
 #: and a failed step's error code; each has its words in ``templates/slack/*/refusals.j2``
@@ -113,8 +114,32 @@ class Diagnosed(BaseModel):
     dashboard: tuple[str, AwareDatetime, AwareDatetime] | None = None
 
 
+class RolloutWatched(BaseModel):
+    """Where a controller's rollout (or an in-place resize) stood when watching it ended:
+    its progress and verdict after ``waited_s`` seconds."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["rollout_watched"] = "rollout_watched"
+    progress: RolloutProgress
+    verdict: Verdict
+    waited_s: float
+
+
+class EvictionsWatched(BaseModel):
+    """Which evicted pods were gone (``namespace/name``) and which were still there when
+    watching ended, after ``waited_s`` seconds."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["evictions_watched"] = "evictions_watched"
+    gone: list[str]
+    left: list[str]
+    waited_s: float
+
+
 #: what a use case tells a person or posts in a thread
-Told = Refused | Notice | RootLine | Diagnosed
+Told = Refused | Notice | RootLine | Diagnosed | RolloutWatched | EvictionsWatched
 
 
 def refused(code: str, /, **params: Any) -> Refused:
