@@ -138,8 +138,19 @@ class EvictionsWatched(BaseModel):
     waited_s: float
 
 
+class AuditAnchored(BaseModel):
+    """The audit chain's head as anchored at a resolve (``bot.services.anchoring``): posted
+    in full, as it is what a later ``gpunode audit --verify --anchors`` compares."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["audit_anchored"] = "audit_anchored"
+    row_id: int
+    row_hash: str
+
+
 #: what a use case tells a person or posts in a thread
-Told = Refused | Notice | RootLine | Diagnosed | RolloutWatched | EvictionsWatched
+Told = Refused | Notice | RootLine | Diagnosed | RolloutWatched | EvictionsWatched | AuditAnchored
 
 
 def refused(code: str, /, **params: Any) -> Refused:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.core.outcomes import (
+    AuditAnchored,
     Diagnosed,
     EvictionsWatched,
     Notice,
@@ -22,7 +23,8 @@ from bot.core.outcomes import (
     Told,
 )
 from bot.render import environment
-from bot.render.blocks import Message, section
+from bot.render.blocks import Message, context, section
+from bot.render.catalogs import translator
 from bot.render.filters import truncate
 from bot.render.messages import (
     plain_fallback,
@@ -77,9 +79,15 @@ def _notice_mrkdwn(told: Notice, locale: str) -> str:
 
 
 def render_told(
-    told: Refused | Notice | RootLine | RolloutWatched | EvictionsWatched, locale: str
+    told: Refused | Notice | RootLine | RolloutWatched | EvictionsWatched | AuditAnchored,
+    locale: str,
 ) -> Message:
     """``(fallback_text, blocks)`` of the outcome in ``locale``, within Slack's limits."""
+    if isinstance(told, AuditAnchored):
+        line = translator(locale).gettext(
+            "audit anchor · row %(row)s · sha256 `%(hash)s`", row=told.row_id, hash=told.row_hash
+        )
+        return truncate(line, 3000), [context(line)]
     if isinstance(told, RootLine):
         return _root(told, locale)
     if isinstance(told, RolloutWatched):

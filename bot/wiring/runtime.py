@@ -246,7 +246,7 @@ async def build_runtime(
     anchors = Anchors(
         store,
         home if isinstance(home, AnchorPort) else None,
-        chat,
+        presenter,
         deployment=settings.store.anchor_deployment,
         every=settings.store.anchor_every,
         clock=clock,
