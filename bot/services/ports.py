@@ -1,7 +1,12 @@
 """The interfaces the use-cases depend on. ``bot.kube.Gateway`` implements ``KubePort``,
 ``bot.slack.chatting.SlackChat`` ``ChatPort``, ``bot.store.Store`` ``StorePort``, and
-``bot.slack.presenter.SlackPresenter`` ``ThreadPort``: the use cases hand it outcomes
-(``bot.core.outcomes``), and it picks the reader's language and words them.
+``bot.slack.presenter.SlackPresenter`` ``ThreadPort`` and ``ChartPort``: the use cases hand
+it outcomes (``bot.core.outcomes``), chart specs and postmortem drafts, and it picks the
+reader's language, words, draws and renders them. ``bot.prom.history.HistoryService``
+implements ``HistoryPort`` (``NoHistory`` without Prometheus), and
+``bot.telemetry.metrics.Metrics`` ``MetricsPort`` (``NoMetrics`` counts nothing). The
+timeline's verdict sentence is a ``VerdictWords`` wired at the edge
+(``bot.wiring.runtime.verdict_sentence``).
 
 Keeping the use-cases on these Protocols lets tests run them over the real gateway against
 the Kubernetes stand-in, or over a fake, without changing a line of the use-case. Every
