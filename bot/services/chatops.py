@@ -27,8 +27,8 @@ from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
 from bot.services.operations import IncidentOps
 from bot.services.ports import (
-    ChartPort,
     ChatPort,
+    FilesPort,
     KubePort,
     MetricsPort,
     NoMetrics,
@@ -77,7 +77,7 @@ class BotServices:
         return self.diagnose.thread
 
     @property
-    def charts(self) -> ChartPort:
+    def files(self) -> FilesPort:
         """Where charts and the postmortem go, as data (the surface's presenter draws and
         words them); a bot wired without one refuses to share files."""
         if self.diagnose.charts is None:

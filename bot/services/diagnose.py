@@ -54,8 +54,8 @@ from bot.services.clusters import ClusterRegistry
 from bot.services.diagnosing import check_node, run_diagnosis
 from bot.services.locales import LocaleChooser
 from bot.services.ports import (
-    ChartPort,
     ChatPort,
+    FilesPort,
     HistoryPort,
     KubePort,
     MetricsPort,
@@ -116,7 +116,7 @@ class DiagnoseService:
         thresholds: Thresholds,
         replica: str | None = None,
         history: HistoryPort | None = None,
-        charts: ChartPort | None = None,
+        charts: FilesPort | None = None,
         locales: LocaleChooser | None = None,
         metrics: MetricsPort | None = None,
         dashboard_url: str | None = None,

@@ -1,6 +1,6 @@
 """The interfaces the use-cases depend on. ``bot.kube.Gateway`` implements ``KubePort``,
 ``bot.slack.chatting.SlackChat`` ``ChatPort``, ``bot.store.Store`` ``StorePort``, and
-``bot.slack.presenter.SlackPresenter`` ``ThreadPort`` and ``ChartPort``: the use cases hand
+``bot.slack.presenter.SlackPresenter`` ``ThreadPort`` and ``FilesPort``: the use cases hand
 it outcomes (``bot.core.outcomes``), chart specs and postmortem drafts, and it picks the
 reader's language, words, draws and renders them. ``bot.prom.history.HistoryService``
 implements ``HistoryPort`` (``NoHistory`` without Prometheus), and
@@ -33,6 +33,7 @@ from bot.core.impersonation import ActingAs
 from bot.core.incidents import Incident, IncidentState, TimelineEntry
 from bot.core.outcomes import Told
 from bot.core.postmortem import Postmortem
+from bot.core.prevention import KitSource, PreventionParams
 from bot.core.records import (
     ActionRecord,
     ActionState,
@@ -239,12 +240,13 @@ class ThreadPort(Protocol):
         """Replace message ``ts`` with ``told`` (the thread's language, as ``post``)."""
 
 
-class ChartPort(Protocol):
-    """Where the use cases put a chart: a ``ChartSpec`` (``bot.core.charts``: data, no
-    words), never a drawing. The presenter (``bot.slack.presenter.SlackPresenter``) draws
-    it (``bot.charts``) in the incident thread's language and uploads it. A chart only
-    illustrates evidence already posted: when it cannot be drawn or shared, the presenter
-    logs why and the thread says nothing more (no error reaches the use case)."""
+class FilesPort(Protocol):
+    """Where the use cases put what is shared as files, as data, never drawn or worded: a
+    chart (``ChartSpec``, ``bot.core.charts``), the postmortem draft, the prevention kit's
+    parameters. The presenter (``bot.slack.presenter.SlackPresenter``) draws
+    (``bot.charts``) and renders (``bot.render``) them in the reader's language and uploads
+    them. A chart only illustrates evidence already posted: when it cannot be drawn or
+    shared, the presenter logs why and the thread says nothing more."""
 
     async def chart(
         self, incident: Incident, spec: ChartSpec, *, name: str, thread_ts: str | None = None
@@ -258,6 +260,19 @@ class ChartPort(Protocol):
         """Share the postmortem draft into the incident thread, in its language: the charts
         (``start``/``end``), the Markdown and the HTML; the names of the files shared.
         Raises ``SlackError`` as ``ChatPort.upload``."""
+
+    async def kit(
+        self,
+        channel: str,
+        user: str,
+        params: PreventionParams,
+        source: KitSource,
+        *,
+        incident: Incident | None = None,
+    ) -> list[str]:
+        """Share the prevention kit: its explanation (one line per value), then its files
+        in one upload; into ``incident``'s thread in its language, else into ``channel`` in
+        the channel's language, else ``user``'s. The names of the files shared."""
 
 
 class MetricsPort(Protocol):

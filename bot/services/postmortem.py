@@ -4,7 +4,7 @@
 approvals) from the store, asks the chat port for the participants' display names
 (``users.info``), and builds ``bot.core.postmortem.Postmortem`` with the specs of its start
 and end charts (``bot.core.charts``). It words and draws nothing: the Slack presenter
-(``ChartPort.postmortem``) draws the charts and renders the Markdown and the HTML in the
+(``FilesPort.postmortem``) draws the charts and renders the Markdown and the HTML in the
 thread's language and shares them; the terminal (``gpunode timeline``) prints the Markdown
 in the reader's.
 """

@@ -28,7 +28,7 @@ async def upload_timeline(
         s.store, s.chat.user_name, incident, cluster=cluster, now=s.clock()
     )
     # drawn and worded in the thread's own language by the surface's presenter
-    names = await s.charts.postmortem(incident, draft.postmortem, draft.charts)
+    names = await s.files.postmortem(incident, draft.postmortem, draft.charts)
     await append_entry(
         s.store,
         incident.id,

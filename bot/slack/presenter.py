@@ -7,7 +7,7 @@ what only one person sees is in their language (the channel's override first); a
 incident thread is in the language the thread keeps; a post outside a thread is in the
 channel's language, else the default.
 
-It is also the ``ChartPort``: the use cases hand it chart specs (``bot.core.charts``) and
+It is also the ``FilesPort``: the use cases hand it chart specs (``bot.core.charts``) and
 postmortem drafts (``bot.core.postmortem``), and it draws (``bot.charts``, in a worker
 thread) and renders (``bot.render.postmortem``) them in the thread's language, then shares
 the files. A chart that cannot be drawn or shared is logged, never the use case's failure.
@@ -23,10 +23,13 @@ from bot.core.incidents import Incident
 from bot.core.locales import DEFAULT_LOCALE
 from bot.core.outcomes import Diagnosed, RootLine, Told
 from bot.core.postmortem import Postmortem
+from bot.core.prevention import KitSource, PreventionParams
 from bot.errors import GpunodeError
+from bot.render import environment
 from bot.render.blocks import Message
 from bot.render.notices import render_messages, render_told
 from bot.render.postmortem import render_postmortem_html, render_postmortem_markdown
+from bot.render.prevention import kit_message, render_prevention_files
 from bot.services.locales import LocaleChooser
 from bot.services.ports import ChatPort
 
@@ -153,3 +156,32 @@ class SlackPresenter:
                 alt_txt=title if name.endswith(".png") else None,
             )
         return [name for name, *_ in files]
+
+    async def kit(
+        self,
+        channel: str,
+        user: str,
+        params: PreventionParams,
+        source: KitSource,
+        *,
+        incident: Incident | None = None,
+    ) -> list[str]:
+        if incident is not None:
+            locale = self.locales.for_thread(incident)
+        else:
+            locale = await self.locales.for_opening(channel, user)
+        thread_ts = incident.thread_ts if incident is not None else None
+        files = render_prevention_files(params, locale=locale, source=source)
+        text, blocks = kit_message(params, source, locale=locale)
+        await self.chat.post(channel, text=text, blocks=blocks, thread_ts=thread_ts)
+        t = environment.macros("slack", "prevention.j2", locale=locale)
+        node = params.node
+        await self.chat.upload_files(
+            channel,
+            thread_ts,
+            files=[
+                (f"{node}-{name}", f"{node} prevention kit: {name}", files[name]) for name in files
+            ],
+            comment=str(t.upload_comment(node, len(files))).strip(),
+        )
+        return [f"{node}-{name}" for name in files]

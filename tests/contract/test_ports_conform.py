@@ -16,8 +16,8 @@ from bot.kube.gateway import Gateway
 from bot.prom.history import HistoryService
 from bot.services.locales import LocaleChooser
 from bot.services.ports import (
-    ChartPort,
     ChatPort,
+    FilesPort,
     HistoryPort,
     KubePort,
     MetricsPort,
@@ -50,7 +50,7 @@ def _thread(port: ThreadPort) -> ThreadPort:
     return port
 
 
-def _charts(port: ChartPort) -> ChartPort:
+def _charts(port: FilesPort) -> FilesPort:
     return port
 
 
@@ -79,7 +79,7 @@ IMPLEMENTATIONS: list[tuple[type, type]] = [
     (StorePort, Store),
     (ThreadPort, SlackPresenter),
     (ThreadPort, RecordingPresenter),
-    (ChartPort, SlackPresenter),
+    (FilesPort, SlackPresenter),
     (HistoryPort, HistoryService),
     (HistoryPort, NoHistory),
     (MetricsPort, Metrics),
