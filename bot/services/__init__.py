@@ -10,7 +10,7 @@ renders them. Settings arrive as plain values (``clusters.ClusterConfig``, the d
 namespace and lease), built at the edge (``bot.wiring``, ``bot.cli``). The import contract
 "The use cases speak data" forbids ``bot.render``, ``bot.store``, ``bot.prom``,
 ``bot.charts``, ``bot.telemetry`` and ``bot.config`` here; its ``ignore_imports`` in
-pyproject.toml lists the modules not yet moved (the action flow and the prevention kit).
+pyproject.toml lists the modules not yet moved (the action flow).
 
 - diagnose: ``diagnosing`` (the use case: view, Job, analysis; shared by Slack and the
   terminal), ``diagnose`` (``DiagnoseService``: the incident and its thread; Prometheus

@@ -85,3 +85,14 @@ async def test_the_postmortem_is_drawn_and_worded_in_the_threads_language() -> N
     assert md["content"] == render_postmortem_markdown(pm, charts=names_md, locale="zh-CN")
     assert md["content"] != render_postmortem_markdown(pm, charts=names_md, locale="en")
     assert html["filename"] == "INC-0001-postmortem.html"
+
+
+async def test_the_after_action_chart_is_titled_in_the_threads_language() -> None:
+    chat = FakeChat()
+    presenter = SlackPresenter(chat, LocaleChooser(chat))
+    spec = _spec("gpu-node-01: memory before and after the action")
+
+    await presenter.chart(_incident("zh-CN"), spec, name="after")
+
+    [upload] = chat.uploads
+    assert upload["title"] == "gpu-node-01：操作前后的内存"
