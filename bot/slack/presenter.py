@@ -27,6 +27,7 @@ from bot.core.prevention import KitSource, PreventionParams
 from bot.errors import GpunodeError
 from bot.render import environment
 from bot.render.blocks import Message
+from bot.render.catalogs import translator
 from bot.render.notices import render_messages, render_told
 from bot.render.postmortem import render_postmortem_html, render_postmortem_markdown
 from bot.render.prevention import kit_message, render_prevention_files
@@ -46,7 +47,6 @@ def draw_charts(charts: dict[str, ChartSpec], locale: str) -> dict[str, bytes]:
 def chart_title(spec: ChartSpec, locale: str) -> str:
     """The chart's title as drawn in ``locale`` (the file's title and alt text)."""
     from bot.charts.rendering import title
-    from bot.render.catalogs import translator
 
     return title(spec, translator(locale))
 
@@ -138,13 +138,16 @@ class SlackPresenter:
         ]
         markdown = render_postmortem_markdown(draft, charts=chart_names, locale=locale)
         html = render_postmortem_html(draft, charts=pngs, locale=locale)
+        t = translator(locale)
         files += [
             (
-                f"{incident.id}-postmortem.md",
-                f"{incident.id} postmortem draft (Markdown)",
-                markdown,
-            ),
-            (f"{incident.id}-postmortem.html", f"{incident.id} postmortem draft (HTML)", html),
+                f"{incident.id}-postmortem.{ext}",
+                t.gettext(
+                    "%(incident)s postmortem draft (%(format)s)", incident=incident.id, format=fmt
+                ),
+                content,
+            )
+            for ext, fmt, content in (("md", "Markdown", markdown), ("html", "HTML", html))
         ]
         for name, title, content in files:
             await self.chat.upload(
@@ -175,13 +178,20 @@ class SlackPresenter:
         text, blocks = kit_message(params, source, locale=locale)
         await self.chat.post(channel, text=text, blocks=blocks, thread_ts=thread_ts)
         t = environment.macros("slack", "prevention.j2", locale=locale)
+        words = translator(locale)
         node = params.node
+        titled = [
+            (
+                f"{node}-{name}",
+                words.gettext("%(node)s prevention kit: %(file)s", node=node, file=name),
+                files[name],
+            )
+            for name in files
+        ]
         await self.chat.upload_files(
             channel,
             thread_ts,
-            files=[
-                (f"{node}-{name}", f"{node} prevention kit: {name}", files[name]) for name in files
-            ],
+            files=titled,
             comment=str(t.upload_comment(node, len(files))).strip(),
         )
         return [f"{node}-{name}" for name in files]

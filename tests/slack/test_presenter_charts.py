@@ -85,6 +85,10 @@ async def test_the_postmortem_is_drawn_and_worded_in_the_threads_language() -> N
     assert md["content"] == render_postmortem_markdown(pm, charts=names_md, locale="zh-CN")
     assert md["content"] != render_postmortem_markdown(pm, charts=names_md, locale="en")
     assert html["filename"] == "INC-0001-postmortem.html"
+    assert (md["title"], html["title"]) == (
+        "INC-0001 故障复盘草稿（Markdown）",
+        "INC-0001 故障复盘草稿（HTML）",
+    )
 
 
 async def test_the_after_action_chart_is_titled_in_the_threads_language() -> None:
