@@ -28,7 +28,7 @@ from pydantic import BaseModel, ValidationError
 from bot.cli.common import node_target
 
 if TYPE_CHECKING:
-    from bot.services.history import HistoryService
+    from bot.prom.history import HistoryService
     from bot.services.ports import KubePort
 from bot.core.cluster import ClusterView
 from bot.core.evidence import SCHEMA_VERSION, EvidenceBundle, foreign_schema
@@ -201,7 +201,7 @@ def diagnose_main(args: argparse.Namespace) -> int:
     same usage on a mistake."""
     from bot.config import load_settings
     from bot.core import commands
-    from bot.services.history import HistoryService
+    from bot.prom.history import HistoryService
 
     cmd = commands.parse(" ".join(["diagnose", args.node]), prog="gpunode")
     assert isinstance(cmd, commands.Diagnose)  # the verb is fixed above

@@ -1,5 +1,5 @@
 """``gpunode doctor``: check the bot's rights, admission policies, collector Job and store
-(``bot.services.doctor``), print a table, exit 1 when a check fails."""
+(``bot.services.doctor``, ``bot.store.checkup``), print a table, exit 1 when a check fails."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import TextIO
 from bot.cli.common import cluster_settings
 from bot.config import load_settings
 from bot.services import doctor
+from bot.store.checkup import check_store
 
 
 async def _run(args: argparse.Namespace) -> list[doctor.Row]:
@@ -30,7 +31,7 @@ async def _run(args: argparse.Namespace) -> list[doctor.Row]:
         )
     finally:
         gateway.close()
-    return rows + await doctor.check_store(settings, clock=lambda: datetime.now(UTC))
+    return rows + await check_store(settings, clock=lambda: datetime.now(UTC))
 
 
 def main(args: argparse.Namespace, *, out: TextIO | None = None) -> int:

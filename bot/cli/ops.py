@@ -23,8 +23,9 @@ from bot.core.incidents import Incident
 from bot.core.locales import choose_locale
 from bot.render.cli_text import line
 from bot.render.help import help_text
+from bot.render.postmortem import render_postmortem_markdown
 from bot.services.operations import IncidentOps, top_across
-from bot.services.postmortem import UserName, export_postmortem
+from bot.services.postmortem import UserName, draft_postmortem
 from bot.store.engines import require_existing
 from bot.store.storing import Store
 
@@ -95,18 +96,17 @@ async def _incident_cmd(
             # a terminal has no thread to hold charts; names come from Slack when it is set
             user_name, close = _people(settings)
             try:
-                files = await export_postmortem(
+                draft = await draft_postmortem(
                     store,
                     user_name,
                     incident,
                     cluster=cluster_label(settings, incident),
                     now=datetime.now(UTC),
-                    charts=False,
-                    locale=choose_locale(explicit=lang, thread=incident.locale),
                 )
             finally:
                 await close()
-            return files.markdown
+            locale = choose_locale(explicit=lang, thread=incident.locale)
+            return render_postmortem_markdown(draft.postmortem, charts={}, locale=locale)
         assert isinstance(cmd, commands.Resolve)
         incident = await ops.resolve(cmd.incident, by=f"cli:{getpass.getuser()}", note=cmd.note)
         return line("resolved", incident.id, locale=locale)

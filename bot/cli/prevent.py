@@ -22,7 +22,7 @@ from pathlib import Path
 from bot.cli.common import node_target
 from bot.core import commands
 from bot.errors import UsageError
-from bot.render.prevention import render_kit_markdown
+from bot.render.prevention import render_kit_markdown, render_prevention_files
 from bot.services.prevention import Kit, kit_from_cluster
 
 
@@ -46,9 +46,9 @@ def _write_new(path: Path, text: str, *, replace: bool) -> None:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}.") from exc
 
 
-def write_kit(kit: Kit, out: Path, *, force: bool = False) -> list[Path]:
-    """Write every file of ``kit`` into ``out``; the paths written, in kit order."""
-    targets = [out / name for name in kit.files]
+def write_kit(files: dict[str, str], out: Path, *, force: bool = False) -> list[Path]:
+    """Write every file of the kit into ``out``; the paths written, in kit order."""
+    targets = [out / name for name in files]
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -63,14 +63,14 @@ def write_kit(kit: Kit, out: Path, *, force: bool = False) -> list[Path]:
             "Pass --force to overwrite them, or choose another --out directory."
         )
     for path in targets:
-        _write_new(path, kit.files[path.name], replace=force)
+        _write_new(path, files[path.name], replace=force)
     return targets
 
 
-async def _kit(args: argparse.Namespace, ref: str, *, locale: str = "en") -> Kit:
+async def _kit(args: argparse.Namespace, ref: str) -> Kit:
     gateway, _cluster, node = node_target(args, ref, verb="prevent")
     try:
-        return await kit_from_cluster(gateway, node, at=datetime.now(UTC), locale=locale)
+        return await kit_from_cluster(gateway, node, at=datetime.now(UTC))
     finally:
         gateway.close()
 
@@ -79,11 +79,12 @@ def main(args: argparse.Namespace) -> int:
     cmd = commands.parse(f"prevent {args.node}", prog="gpunode")  # the slash grammar
     assert isinstance(cmd, commands.Prevent)
     locale = getattr(args, "lang", None) or "en"  # --lang; default en (see bot/cli/main.py)
-    kit = asyncio.run(_kit(args, args.node, locale=locale))
+    kit = asyncio.run(_kit(args, args.node))
+    files = render_prevention_files(kit.params, locale=locale, source=kit.source)
     if args.out is None:
-        sys.stdout.write(render_kit_markdown(kit.files, locale=locale).rstrip("\n") + "\n")
+        sys.stdout.write(render_kit_markdown(files, locale=locale).rstrip("\n") + "\n")
         return 0
-    written = write_kit(kit, Path(args.out), force=args.force)
+    written = write_kit(files, Path(args.out), force=args.force)
     lines = [f"wrote {p}" for p in written]
     lines.append(f"review {Path(args.out) / 'README.md'} before applying anything")
     sys.stdout.write("\n".join(lines) + "\n")

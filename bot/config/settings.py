@@ -27,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from bot.core.clusters import cluster_name_problem
+from bot.core.clusters import DEFAULT_CLUSTER, cluster_name_problem
 from bot.core.links import template_problem
 from bot.core.locales import parse_channel_locales
 from bot.core.validation import validation_message
@@ -386,6 +386,37 @@ class Settings(_Group):
                     f"({listed})"
                 )
         return self
+
+    def cluster_connections(self) -> dict[str, KubeSettings]:
+        """Each cluster's effective ``KubeSettings`` (``cluster_kube_settings``)."""
+        return cluster_kube_settings(self)
+
+    def cluster_timeouts(self) -> dict[str, float]:
+        """Each listed cluster's ``timeout_s`` (none for the single ``kube`` cluster)."""
+        return {name: c.timeout_s for name, c in self.clusters.items()}
+
+
+def cluster_kube_settings(settings: Settings) -> dict[str, KubeSettings]:
+    """Each cluster's effective ``KubeSettings``: ``kube`` with the cluster's connection;
+    without ``clusters``, the one ``kube`` cluster named ``default``."""
+    if not settings.clusters:
+        return {DEFAULT_CLUSTER: settings.kube}
+    out: dict[str, KubeSettings] = {}
+    for name, c in settings.clusters.items():
+        out[name] = settings.kube.model_copy(
+            update={
+                "mode": c.mode,
+                "kubeconfig": c.kubeconfig,
+                "context": c.context,
+                "server": c.server,
+                "token": c.token,
+                "token_file": c.token_file,
+                "ca_file": c.ca_file,
+                "verify_tls": c.verify_tls,
+                "request_timeout_s": c.timeout_s,
+            }
+        )
+    return out
 
 
 def alerts_enabled(settings: Settings) -> bool:

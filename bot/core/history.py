@@ -12,7 +12,7 @@ A ``History`` is what a chart draws and what gives the verdict its time dimensio
   runs out at that rate (``bot.core.changepoint``).
 Without Prometheus a History still carries the markers (``source`` ``snapshot``).
 
-Built by ``bot.services.history`` (Prometheus) and ``markers_from``/``apply_history`` here
+Built by ``bot.prom.history`` (Prometheus) and ``markers_from``/``apply_history`` here
 (pure: time is in the data, never read from a clock).
 """
 

@@ -38,6 +38,7 @@ from bot.core.changes import Change, EvictionOutcome
 from bot.core.diffing import DiagnosisDiff
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
+from bot.core.watching import RolloutProgress, Verdict
 
 #: every refusal a use case gives, besides the policy's denials (``bot.core.policy.DENIALS``)
 #: and a failed step's error code; each has its words in ``templates/slack/*/refusals.j2``
@@ -261,8 +262,54 @@ class ActionDiff(BaseModel):
 #: what the action flow tells or posts
 ActionTold = ActionForm | DryRun | ApprovalRequested | ApprovalClosed | ActionResult | ActionDiff
 
+
+class RolloutWatched(BaseModel):
+    """Where a controller's rollout (or an in-place resize) stood when watching it ended:
+    its progress and verdict after ``waited_s`` seconds."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["rollout_watched"] = "rollout_watched"
+    progress: RolloutProgress
+    verdict: Verdict
+    waited_s: float
+
+
+class EvictionsWatched(BaseModel):
+    """Which evicted pods were gone (``namespace/name``) and which were still there when
+    watching ended, after ``waited_s`` seconds."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["evictions_watched"] = "evictions_watched"
+    gone: list[str]
+    left: list[str]
+    waited_s: float
+
+
+class AuditAnchored(BaseModel):
+    """The audit chain's head as anchored at a resolve (``bot.services.anchoring``): posted
+    in full, as it is what a later ``gpunode audit --verify --anchors`` compares."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["audit_anchored"] = "audit_anchored"
+    row_id: int
+    row_hash: str
+
+
 #: what a use case tells a person or posts in a thread
-Told = Refused | Notice | RootLine | Diagnosed | ActionTold
+#: what a use case tells a person or posts in a thread
+Told = (
+    Refused
+    | Notice
+    | RootLine
+    | Diagnosed
+    | ActionTold
+    | RolloutWatched
+    | EvictionsWatched
+    | AuditAnchored
+)
 
 
 def refused(code: str, /, **params: Any) -> Refused:

@@ -14,6 +14,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Verdict = Literal["applied", "rolling", "stalled", "on_delete"]
+#: step verbs that restart pods through the controller's template
+TEMPLATE_VERBS = ("set_priority_class", "patch_resources")
 
 
 class _Model(BaseModel):

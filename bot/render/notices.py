@@ -12,9 +12,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.core.outcomes import Diagnosed, Notice, Refused, RootLine, Told
+from bot.core.outcomes import (
+    AuditAnchored,
+    Diagnosed,
+    EvictionsWatched,
+    Notice,
+    Refused,
+    RolloutWatched,
+    RootLine,
+    Told,
+)
 from bot.render import environment
-from bot.render.blocks import Message, section
+from bot.render.blocks import Message, context, section
+from bot.render.catalogs import translator
 from bot.render.filters import truncate
 from bot.render.messages import (
     plain_fallback,
@@ -23,6 +33,7 @@ from bot.render.messages import (
     render_root,
     verdict_headline,
 )
+from bot.render.watching import evictions_message, rollout_message
 
 NOTICE_KEYS = (
     "diagnose_started",
@@ -67,10 +78,22 @@ def _notice_mrkdwn(told: Notice, locale: str) -> str:
     return str(macro(told.params) if macro is not None else t.unknown(told.key)).strip()
 
 
-def render_told(told: Refused | Notice | RootLine, locale: str) -> Message:
+def render_told(
+    told: Refused | Notice | RootLine | RolloutWatched | EvictionsWatched | AuditAnchored,
+    locale: str,
+) -> Message:
     """``(fallback_text, blocks)`` of the outcome in ``locale``, within Slack's limits."""
+    if isinstance(told, AuditAnchored):
+        line = translator(locale).gettext(
+            "audit anchor · row %(row)s · sha256 `%(hash)s`", row=told.row_id, hash=told.row_hash
+        )
+        return truncate(line, 3000), [context(line)]
     if isinstance(told, RootLine):
         return _root(told, locale)
+    if isinstance(told, RolloutWatched):
+        return rollout_message(told.progress, told.verdict, waited_s=told.waited_s, locale=locale)
+    if isinstance(told, EvictionsWatched):
+        return evictions_message(told.gone, told.left, waited_s=told.waited_s, locale=locale)
     body = told_mrkdwn(told, locale)
     return truncate(plain_fallback(body), 3000), [section(body)]
 

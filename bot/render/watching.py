@@ -6,14 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from bot.core.actions import ActionPlan
-from bot.core.watching import RolloutProgress, Verdict
+from bot.core.watching import TEMPLATE_VERBS, RolloutProgress, Verdict
 from bot.render import environment
 from bot.render.blocks import Block, Message, context, section
 from bot.render.filters import truncate
 from bot.render.sentences import sentence
-
-#: step verbs that restart pods through the controller's template
-TEMPLATE_VERBS = ("set_priority_class", "patch_resources")
 
 
 def _t(locale: str = "en") -> Any:

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
+from bot.core.incidents import Incident
+from bot.core.outcomes import AuditAnchored
 from bot.errors import GpunodeError
-from bot.render.blocks import context
-from bot.services.ports import ChatPort, StorePort
+from bot.services.ports import StorePort, ThreadPort
 
 log = logging.getLogger(__name__)
 
@@ -43,17 +44,12 @@ class HeadStore(StorePort, Protocol):
     async def audit_hashes(self, ids: list[int]) -> dict[int, str]: ...
 
 
-def anchor_line(row_id: int, row_hash: str) -> str:
-    """The thread's context line: the head, in full (it is what a later check compares)."""
-    return f"audit anchor · row {row_id} · sha256 `{row_hash}`"
-
-
 class Anchors:
     def __init__(
         self,
         store: HeadStore,
         sink: AnchorPort | None,
-        chat: ChatPort | None,
+        thread: ThreadPort | None,
         *,
         deployment: str,
         every: int,
@@ -62,7 +58,8 @@ class Anchors:
     ) -> None:
         self._store = store
         self._sink = sink
-        self._chat = chat
+        #: where the head is posted at a resolve, as an outcome (the presenter words it)
+        self._thread = thread
         self._deployment = deployment
         self._every = every
         self._clock = clock
@@ -78,8 +75,17 @@ class Anchors:
             else:
                 await self.anchor()
 
-    async def anchor(self, *, channel: str = "", thread_ts: str | None = None) -> tuple[int, str]:
-        """Post the current head (as an Event; into the thread when one is given)."""
+    async def anchor(
+        self,
+        *,
+        channel: str = "",
+        thread_ts: str | None = None,
+        incident: Incident | None = None,
+    ) -> tuple[int, str]:
+        """Post the current head (as an Event; into the thread when one is given:
+        ``incident``'s, in its language, or ``channel``/``thread_ts``)."""
+        if incident is not None:
+            channel, thread_ts = incident.channel, incident.thread_ts
         row_id, row_hash = await self._store.audit_head()
         if row_id == 0:
             return row_id, row_hash
@@ -90,12 +96,10 @@ class Anchors:
                 )
             except GpunodeError as exc:
                 log.warning("could not anchor audit row %s as an Event: %s", row_id, exc)
-        if self._chat is not None and channel and thread_ts:
-            line = anchor_line(row_id, row_hash)
+        if self._thread is not None and channel and thread_ts:
+            told = AuditAnchored(row_id=row_id, row_hash=row_hash)
             try:
-                await self._chat.post(
-                    channel, text=line, blocks=[context(line)], thread_ts=thread_ts
-                )
+                await self._thread.post(channel, told, incident=incident, thread_ts=thread_ts)
             except GpunodeError as exc:
                 log.warning("could not anchor audit row %s in the thread: %s", row_id, exc)
         return row_id, row_hash

@@ -26,8 +26,15 @@ from bot.services.background import Background
 from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
 from bot.services.operations import IncidentOps
-from bot.services.ports import ChatPort, KubePort, StorePort, ThreadPort
-from bot.telemetry.metrics import Metrics
+from bot.services.ports import (
+    ChatPort,
+    FilesPort,
+    KubePort,
+    MetricsPort,
+    NoMetrics,
+    StorePort,
+    ThreadPort,
+)
 
 if TYPE_CHECKING:
     from bot.services.act import ActService
@@ -54,7 +61,7 @@ class BotServices:
     #: the action service, which holds the role policy; None refuses every request
     act: ActService | None = None
     #: this bot's metrics (``/metrics``): commands are counted by verb and outcome
-    metrics: Metrics = field(default_factory=Metrics)
+    metrics: MetricsPort = field(default_factory=NoMetrics)
     #: where the audit chain's head is anchored outside the store (None: nowhere)
     anchors: Anchors | None = None
     #: every cluster served (None: just ``kube``, as the cluster ``default``)
@@ -68,6 +75,17 @@ class BotServices:
     def thread(self) -> ThreadPort:
         """Where refusals and notices go, as outcomes (the surface's presenter words them)."""
         return self.diagnose.thread
+
+    @property
+    def files(self) -> FilesPort:
+        """Where charts and the postmortem go, as data (the surface's presenter draws and
+        words them); a bot wired without one refuses to share files."""
+        if self.diagnose.charts is None:
+            raise GpunodeError(
+                "this bot has no presenter for files: wire DiagnoseService with charts=",
+                code="no_chart_port",
+            )
+        return self.diagnose.charts
 
 
 def label(s: BotServices, incident: Any) -> str:

@@ -1,8 +1,9 @@
 """The clusters gpunode serves: name -> KubePort, built on first use, and the fan-out that
 asks several of them at once without letting a slow one hold up the rest.
 
-``ClusterRegistry.from_settings`` reads ``Settings.clusters`` (or, when it lists none, the
-one ``kube`` cluster, named ``default``: today's settings keep working as they are). Each
+``ClusterRegistry.from_settings`` builds it from a ``ClusterConfig`` (``bot.config.Settings``
+is one: its ``clusters``, or, when it lists none, the one ``kube`` cluster, named
+``default``); the registry never reads the configuration itself. Each
 cluster has its own ``timeout_s``: one request to it may take that long (its gateway's
 transport timeout), and so may its share of a fan-out (``fan_out``), after which it is
 reported as unreachable, by name, while the other clusters' answers are used.
@@ -14,9 +15,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
-from bot.config import KubeSettings, Settings
 from bot.core.clusters import DEFAULT_CLUSTER, choose_cluster
 from bot.errors import (
     ClusterUnreachableError,
@@ -28,32 +28,28 @@ from bot.services.ports import KubePort
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+K = TypeVar("K")
+K_co = TypeVar("K_co", covariant=True)
 
 #: a fan-out share when the settings give none (the single ``kube`` cluster): the gateway's
 #: own request timeout already bounds each call; this bounds the whole share
 DEFAULT_TIMEOUT_S = 30.0
 
 
-def cluster_kube_settings(settings: Settings) -> dict[str, KubeSettings]:
-    """Each cluster's effective ``KubeSettings``: ``kube`` with the cluster's connection."""
-    if not settings.clusters:
-        return {DEFAULT_CLUSTER: settings.kube}
-    out: dict[str, KubeSettings] = {}
-    for name, c in settings.clusters.items():
-        out[name] = settings.kube.model_copy(
-            update={
-                "mode": c.mode,
-                "kubeconfig": c.kubeconfig,
-                "context": c.context,
-                "server": c.server,
-                "token": c.token,
-                "token_file": c.token_file,
-                "ca_file": c.ca_file,
-                "verify_tls": c.verify_tls,
-                "request_timeout_s": c.timeout_s,
-            }
-        )
-    return out
+class ClusterConfig(Protocol[K_co]):
+    """What a registry is built from (``bot.config.Settings`` is one): plain data, so the
+    use cases never read the configuration themselves."""
+
+    @property
+    def default_cluster(self) -> str | None: ...
+
+    @property
+    def channel_clusters(self) -> Mapping[str, str]: ...
+
+    def cluster_connections(self) -> Mapping[str, K_co]:
+        """Each cluster's connection settings, by name (what ``build`` is given)."""
+
+    def cluster_timeouts(self) -> Mapping[str, float]: ...
 
 
 def _observe(port: KubePort, observer: Callable[..., None]) -> None:
@@ -101,18 +97,18 @@ class ClusterRegistry:
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, *, build: Callable[[KubeSettings], KubePort]
+        cls, settings: ClusterConfig[K], *, build: Callable[[K], KubePort]
     ) -> ClusterRegistry:
-        """``build`` makes one cluster's port (``Gateway.from_settings``); it runs on first use
-        of that cluster, so a cluster that is never asked about is never connected to."""
-        per_cluster = cluster_kube_settings(settings)
+        """``build`` makes one cluster's port from its connection settings
+        (``Gateway.from_settings``); it runs on first use of that cluster, so a cluster that is
+        never asked about is never connected to."""
+        per_cluster = settings.cluster_connections()
         builders = {name: _builder(build, ks) for name, ks in per_cluster.items()}
-        timeouts = {name: c.timeout_s for name, c in settings.clusters.items()}
         return cls(
             builders,
             default=settings.default_cluster,
             channel_defaults=settings.channel_clusters,
-            timeouts=timeouts,
+            timeouts=settings.cluster_timeouts(),
         )
 
     @property
@@ -152,7 +148,7 @@ class ClusterRegistry:
                 close()
 
 
-def _builder(build: Callable[[KubeSettings], KubePort], ks: KubeSettings) -> Callable[[], KubePort]:
+def _builder(build: Callable[[K], KubePort], ks: K) -> Callable[[], KubePort]:
     return lambda: build(ks)
 
 

@@ -50,14 +50,22 @@ from bot.errors import (
     NotFoundError,
     StoreError,
 )
-from bot.render.sentences import sentence
 from bot.services.clusters import ClusterRegistry
 from bot.services.diagnosing import check_node, run_diagnosis
-from bot.services.history import HistoryService
 from bot.services.locales import LocaleChooser
-from bot.services.ports import ChatPort, KubePort, StorePort, ThreadPort
+from bot.services.ports import (
+    ChatPort,
+    FilesPort,
+    HistoryPort,
+    KubePort,
+    MetricsPort,
+    NoHistory,
+    NoMetrics,
+    StorePort,
+    ThreadPort,
+    VerdictWords,
+)
 from bot.services.recording import append_entry
-from bot.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
 #: the step the root line shows under way
@@ -107,21 +115,26 @@ class DiagnoseService:
         clock: Callable[[], datetime],
         thresholds: Thresholds,
         replica: str | None = None,
-        history: HistoryService | None = None,
-        charts: bool = True,
+        history: HistoryPort | None = None,
+        charts: FilesPort | None = None,
         locales: LocaleChooser | None = None,
-        metrics: Metrics | None = None,
+        metrics: MetricsPort | None = None,
         dashboard_url: str | None = None,
+        verdict_words: VerdictWords | None = None,
     ) -> None:
-        self._metrics = metrics or Metrics()
+        self._metrics: MetricsPort = metrics or NoMetrics()
+        #: the verdict as the timeline records it (``bot.render.sentences``, wired at the edge)
+        self._verdict_words = verdict_words or _verdict_code
         #: ``links.dashboard_url``: the evidence message links the node's dashboard
         self._dashboard_url = dashboard_url
-        self._history = history or HistoryService(None)
+        self._history: HistoryPort = history or NoHistory()
         #: each message's language: ephemeral ones follow the person, thread posts the thread
         self.locales = locales or LocaleChooser(chat)
         #: where notices go, as outcomes (the presenter picks the language and words them)
         self.thread = thread
-        self._charts = charts
+        #: where charts go, as specs (the presenter draws them in the thread's language);
+        #: None: no chart is drawn (tools, most tests)
+        self.charts = charts
         self.clusters = kube if isinstance(kube, ClusterRegistry) else ClusterRegistry.single(kube)
         self._store = store
         self._chat = chat
@@ -344,7 +357,7 @@ class DiagnoseService:
             incident.id,
             "evidence",
             actors.GPUNODE,
-            f"verdict: {_verdict_text(diagnosis)}",
+            f"verdict: {self._verdict_words(diagnosis)}",
             data={"findings": [f.code for f in diagnosis.findings]},
         )
         await self._refresh_root(incident, progress=None, diagnosis=diagnosis)
@@ -386,29 +399,14 @@ class DiagnoseService:
         A chart is an illustration of evidence already posted: when it cannot be drawn or
         uploaded the thread says nothing more and the log says why."""
         thread_ts = thread_ts or incident.thread_ts
-        if not self._charts or not thread_ts:
+        if self.charts is None or not thread_ts:
             return
-        from bot.charts import render_png  # matplotlib loads only when a chart is drawn
-
         marks = action_markers(await self._store.timeline(incident.id), node=incident.node)
         spec = chart_spec(diagnosis, bundle, actions=marks, earlier=earlier, title=title)
-        try:
-            png = await asyncio.to_thread(render_png, spec)
-        except Exception:  # a drawing bug must not cost the thread its verdict line
-            log.exception("chart for %s could not be drawn", incident.id)
-            return
-        try:
-            # microseconds: two snapshots within one second (an action's before/after) differ
-            await self._chat.upload(
-                incident.channel,
-                thread_ts,
-                filename=f"{incident.id}-{name}-{diagnosis.collected_at:%H%M%S%f}.png",
-                title=spec.title,
-                content=png,
-                alt_txt=f"{spec.title}: host memory by consumer and GPU memory over time",
-            )
-        except GpunodeError as err:
-            log.warning("chart for %s not uploaded: %s", incident.id, err.code)
+        # microseconds: two snapshots within one second (an action's before/after) differ
+        await self.charts.chart(
+            incident, spec, name=f"{name}-{diagnosis.collected_at:%H%M%S%f}", thread_ts=thread_ts
+        )
 
     async def close(self) -> None:
         """Release the Prometheus client (if any)."""
@@ -532,10 +530,9 @@ class DiagnoseService:
         await append_entry(self._store, incident_id, kind, actor, text, at=self._clock(), data=data)
 
 
-def _verdict_text(diagnosis: Diagnosis) -> str:
-    """The verdict as one plain sentence (the timeline export is read by people)."""
-    v = diagnosis.verdict
-    return sentence("verdicts", v.cause, v.params, fmt="text", subject=v.subject)
+def _verdict_code(diagnosis: Diagnosis) -> str:
+    """The verdict's cause code: the timeline's record when no words are wired (tools)."""
+    return diagnosis.verdict.cause
 
 
 def _named(err: GpunodeError | TimeoutError, cluster: str) -> KubeError:

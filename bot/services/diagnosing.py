@@ -26,9 +26,9 @@ from bot.core.cluster import ClusterView, NodeInfo
 from bot.core.dcgm import join, needs_dcgm
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
+from bot.core.rules.growth import attach
 from bot.core.thresholds import Thresholds
-from bot.services.history import HistoryService, attach
-from bot.services.ports import KubePort
+from bot.services.ports import HistoryPort, KubePort, NoHistory
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ async def run_diagnosis(
     *,
     thresholds: Thresholds,
     clock: Callable[[], datetime],
-    history: HistoryService | None = None,
+    history: HistoryPort | None = None,
 ) -> Diagnosed:
     """Run the diagnostic Job on ``node`` (as ``check_node`` just read it; Prometheus queried
     alongside, bounded by its own timeout), build the cluster view, analyze, attach the
@@ -69,7 +69,7 @@ async def run_diagnosis(
 
     Raises what the Job or the view raise (``KubeError`` with a reason code,
     ``TimeoutError``); the history query is cancelled then."""
-    service = history or HistoryService(None)
+    service: HistoryPort = history or NoHistory()
     history_task = asyncio.create_task(service.fetch(node.name, now=clock()))
     try:
         bundle = await kube.run_diagnostic(node.name, known=node)

@@ -7,43 +7,27 @@ Checks, each a row (``ok``, ``warn`` or ``FAIL``):
 - the admission policies and their bindings (a missing one: FAIL);
 - the collector Job, created with ``dryRun=All`` on one GPU node: admitted or not (FAIL);
   in daemonset mode, the node's agent pod, found as a diagnosis finds it (FAIL: none);
-- the store's roles (``bot.store.roles``): an app role that may only append to the audit
-  (PostgreSQL), a file writable by its owner only (SQLite); and the audit key;
-- replicas: two replicas on one store need a Lease (FAIL: ``serve`` refuses to start).
+- the store's rows come from ``bot.store.checkup`` (its roles, the audit key, replicas
+  without a Lease), handed in by the edge (``bot.cli.doctor``, ``bot.wiring.serve``): this
+  module reads neither the configuration nor the store.
 
-The exit status is non-zero when any row is FAIL. ``serve`` runs the same checks at start
-and logs each row.
+The exit status is non-zero when any row (``bot.core.checkup.Row``) is FAIL. ``serve`` runs
+the same checks at start and logs each row; two replicas on one store without a Lease
+refuse to start.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from bot.config import Settings
+from bot.core.checkup import Level, Row, failed
 from bot.errors import GpunodeError, StoreError, UsageError
 from bot.kube import selfcheck
 from bot.kube.permissions import api_calls
-from bot.store import Store, engines, roles
-from bot.store.db import DbError
 
-Level = Literal["ok", "warn", "FAIL"]
-#: a replica that beat within this long may be alive; then it must beat again within
-#: ``SETTLE_S`` (replicas beat every ``LeaderWork.retry_s``, 2 s) to count
-REPLICA_ALIVE_S = 60
-SETTLE_S = 5.0
-
-
-@dataclass(frozen=True)
-class Row:
-    area: str
-    level: Level
-    what: str
-    detail: str = ""
+__all__ = ["Level", "Row", "at_start", "check_cluster", "failed", "log_rows", "table"]
 
 
 def _rows_for_grants(
@@ -137,91 +121,6 @@ async def check_cluster(
     return rows
 
 
-def _store_rows(target: str) -> list[Row]:
-    db = engines.connect(target, migrate=False)
-    try:
-        path = getattr(db, "path", "")
-        return [
-            Row(
-                "store",
-                "ok" if f.ok else ("FAIL" if db.dialect.name == "postgres" else "warn"),
-                f.what,
-                f.detail,
-            )
-            for f in roles.check(db, path)
-        ]
-    finally:
-        db.close()
-
-
-async def live_replicas(store: Store, clock: Callable[[], datetime], settle_s: float) -> list[str]:
-    """Replicas beating now: seen in the last ``REPLICA_ALIVE_S``, then again after waiting
-    ``settle_s`` (a replica that stopped, e.g. this pod before its restart, beats no more)."""
-    recent = await store.live_replicas(clock() - timedelta(seconds=REPLICA_ALIVE_S))
-    if not recent:
-        return []
-    start = clock()
-    await asyncio.sleep(settle_s)
-    return await store.live_replicas(start)
-
-
-async def check_store(
-    settings: Settings,
-    *,
-    clock: Callable[[], datetime],
-    starting: bool = False,
-    settle_s: float = SETTLE_S,
-) -> list[Row]:
-    """The rows about the store: roles, the audit key, replicas without a Lease.
-    ``starting``: asked by a replica about to serve (any live replica is another one); else
-    by an admin's ``gpunode doctor`` (two live replicas share the store)."""
-    target = engines.require_existing(settings.store.target)
-    try:
-        rows = await asyncio.to_thread(_store_rows, target)
-    except DbError as exc:
-        rows = [Row("store", "FAIL", "cannot read the store's roles", str(exc))]
-    if settings.store.audit_key is None:
-        rows.append(
-            Row(
-                "store",
-                "warn",
-                "audit rows are not signed",
-                "set store.audit_key: a row forged with a correct hash passes --verify without it",
-            )
-        )
-    else:
-        rows.append(Row("store", "ok", "audit rows are signed (store.audit_key)"))
-    lease = settings.leader.lease_name
-    if lease:
-        rows.append(Row("replicas", "ok", f"leader elected with Lease {lease}"))
-        return rows
-    async with await Store.open(target) as store:
-        alive = await live_replicas(store, clock, settle_s)
-    if len(alive) >= (1 if starting else 2):
-        rows.append(
-            Row(
-                "replicas",
-                "FAIL",
-                "replicas share this store without a Lease",
-                f"{', '.join(alive)} alive: set leader.lease_name (each replica would mark "
-                "the other's running actions interrupted)",
-            )
-        )
-    elif engines.is_postgres(target):
-        rows.append(
-            Row(
-                "replicas",
-                "warn",
-                "no Lease configured",
-                "a PostgreSQL store is for several replicas: set leader.lease_name before "
-                "running a second one",
-            )
-        )
-    else:
-        rows.append(Row("replicas", "ok", "one replica on this store"))
-    return rows
-
-
 def table(rows: list[Row]) -> str:
     """A plain table: status, area, what, detail."""
     head = ("STATUS", "AREA", "CHECK", "DETAIL")
@@ -230,10 +129,6 @@ def table(rows: list[Row]) -> str:
     return "\n".join(
         "  ".join([*(c[i].ljust(widths[i]) for i in range(3)), c[3]]).rstrip() for c in cells
     )
-
-
-def failed(rows: list[Row]) -> bool:
-    return any(r.level == "FAIL" for r in rows)
 
 
 def log_rows(rows: list[Row], logger: logging.Logger) -> None:
@@ -250,23 +145,23 @@ def log_rows(rows: list[Row], logger: logging.Logger) -> None:
 
 
 async def at_start(
-    settings: Settings,
     gateway: Any,
     *,
-    clock: Callable[[], datetime],
+    namespace: str,
+    lease_name: str | None,
+    collector_mode: str,
+    store_rows: Callable[[], Awaitable[list[Row]]],
     logger: logging.Logger,
-    settle_s: float = SETTLE_S,
 ) -> list[Row]:
     """What ``serve`` runs before taking traffic: every check, logged; a store shared with a
-    live replica and no Lease raises (the bot refuses to start)."""
+    live replica and no Lease raises (the bot refuses to start). ``store_rows``: the store's
+    checks as a replica about to serve asks them (``bot.store.checkup.check_store`` with
+    ``starting=True``)."""
     rows = await check_cluster(
-        gateway,
-        settings.kube.namespace,
-        lease=bool(settings.leader.lease_name),
-        collector_mode=settings.kube.collector_mode,
+        gateway, namespace, lease=bool(lease_name), collector_mode=collector_mode
     )
     try:
-        rows += await check_store(settings, clock=clock, starting=True, settle_s=settle_s)
+        rows += await store_rows()
     except StoreError as exc:  # a first start: the store does not exist yet
         rows.append(Row("store", "ok", "a new store", exc.message))
     log_rows(rows, logger)

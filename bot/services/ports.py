@@ -1,7 +1,12 @@
 """The interfaces the use-cases depend on. ``bot.kube.Gateway`` implements ``KubePort``,
 ``bot.slack.chatting.SlackChat`` ``ChatPort``, ``bot.store.Store`` ``StorePort``, and
-``bot.slack.presenter.SlackPresenter`` ``ThreadPort``: the use cases hand it outcomes
-(``bot.core.outcomes``), and it picks the reader's language and words them.
+``bot.slack.presenter.SlackPresenter`` ``ThreadPort`` and ``FilesPort``: the use cases hand
+it outcomes (``bot.core.outcomes``), chart specs and postmortem drafts, and it picks the
+reader's language, words, draws and renders them. ``bot.prom.history.HistoryService``
+implements ``HistoryPort`` (``NoHistory`` without Prometheus), and
+``bot.telemetry.metrics.Metrics`` ``MetricsPort`` (``NoMetrics`` counts nothing). The
+timeline's verdict sentence is a ``VerdictWords`` wired at the edge
+(``bot.wiring.runtime.verdict_sentence``).
 
 Keeping the use-cases on these Protocols lets tests run them over the real gateway against
 the Kubernetes stand-in, or over a fake, without changing a line of the use-case. Every
@@ -18,12 +23,17 @@ from typing import Protocol, TypeVar
 
 from bot.core.approvals import ApprovalRequest
 from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
+from bot.core.charts import ChartSpec
 from bot.core.cluster import ClusterView, NodeInfo, NodeLoad
+from bot.core.dcgm import DcgmAttempt
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
+from bot.core.history import History
 from bot.core.impersonation import ActingAs
 from bot.core.incidents import Incident, IncidentState, TimelineEntry
 from bot.core.outcomes import ActionForm, Told
+from bot.core.postmortem import Postmortem
+from bot.core.prevention import KitSource, PreventionParams
 from bot.core.records import (
     ActionRecord,
     ActionState,
@@ -246,6 +256,103 @@ class NoActionMetrics:
 
     def action(self, *, tier: int | str, step: str, outcome: str) -> None:
         return None
+
+
+class FilesPort(Protocol):
+    """Where the use cases put what is shared as files, as data, never drawn or worded: a
+    chart (``ChartSpec``, ``bot.core.charts``), the postmortem draft, the prevention kit's
+    parameters. The presenter (``bot.slack.presenter.SlackPresenter``) draws
+    (``bot.charts``) and renders (``bot.render``) them in the reader's language and uploads
+    them. A chart only illustrates evidence already posted: when it cannot be drawn or
+    shared, the presenter logs why and the thread says nothing more."""
+
+    async def chart(
+        self, incident: Incident, spec: ChartSpec, *, name: str, thread_ts: str | None = None
+    ) -> None:
+        """Draw ``spec`` in the thread's language and share it into ``thread_ts`` (default:
+        the incident's thread); ``name`` tells the file apart (``memory``, ``after``...)."""
+
+    async def postmortem(
+        self, incident: Incident, draft: Postmortem, charts: dict[str, ChartSpec]
+    ) -> list[str]:
+        """Share the postmortem draft into the incident thread, in its language: the charts
+        (``start``/``end``), the Markdown and the HTML; the names of the files shared.
+        Raises ``SlackError`` as ``ChatPort.upload``."""
+
+    async def kit(
+        self,
+        channel: str,
+        user: str,
+        params: PreventionParams,
+        source: KitSource,
+        *,
+        incident: Incident | None = None,
+    ) -> list[str]:
+        """Share the prevention kit: its explanation (one line per value), then its files
+        in one upload; into ``incident``'s thread in its language, else into ``channel`` in
+        the channel's language, else ``user``'s. The names of the files shared."""
+
+
+class MetricsPort(Protocol):
+    """What the use cases count (``bot.telemetry.metrics.Metrics`` serves them on
+    ``/metrics``; ``NoMetrics`` counts nothing)."""
+
+    def command(self, command: str, outcome: str) -> None: ...
+
+    def diagnosis(self, duration_s: float, *, outcome: str, failure_code: str = "none") -> None:
+        """One diagnosis run ended: ``ok``, ``failed`` (with its code), ``error``,
+        ``cancelled``."""
+
+    def action(self, *, tier: int | str, step: str, outcome: str) -> None: ...
+
+
+class NoMetrics:
+    """A ``MetricsPort`` that counts nothing (tools and tests that serve no ``/metrics``)."""
+
+    def command(self, command: str, outcome: str) -> None:
+        pass
+
+    def diagnosis(self, duration_s: float, *, outcome: str, failure_code: str = "none") -> None:
+        pass
+
+    def action(self, *, tier: int | str, step: str, outcome: str) -> None:
+        pass
+
+
+class HistoryPort(Protocol):
+    """The node's recent history from metrics (``bot.prom.history.HistoryService`` reads
+    Prometheus; ``NoHistory`` when none is configured). Never raises for Prometheus: what
+    it cannot read is a gap in the answer."""
+
+    async def fetch(self, node: str, *, now: datetime) -> History | None:
+        """Every series and marker of the window ending ``now``, within the deadline;
+        None when there is no metrics source."""
+
+    async def pod_gpu_memory(self, node: str, *, now: datetime) -> DcgmAttempt:
+        """dcgm-exporter's latest per-pod GPU memory on ``node``, or why there is none."""
+
+    async def close(self) -> None: ...
+
+
+class NoHistory:
+    """A ``HistoryPort`` without a metrics source: no history, and says so for GPU memory."""
+
+    async def fetch(self, node: str, *, now: datetime) -> History | None:
+        return None
+
+    async def pod_gpu_memory(self, node: str, *, now: datetime) -> DcgmAttempt:
+        return DcgmAttempt("Prometheus", failure="not asked: prometheus.url is not set")
+
+    async def close(self) -> None:
+        pass
+
+
+class VerdictWords(Protocol):
+    """The verdict as one plain sentence for the incident's timeline record (the record
+    is kept in the operators' language, English; ``bot.render.sentences`` words it, wired
+    at the edge)."""
+
+    def __call__(self, diagnosis: Diagnosis) -> str: ...
 
 
 class StorePort(Protocol):

@@ -1,14 +1,16 @@
 """The prevention kit use case: compute it for a node, and share it into Slack.
 
-Two sources, one kit (``bot.core.prevention`` computes, ``bot.render.prevention`` renders):
+Two sources, one kit (``bot.core.prevention`` computes; the surface renders it: the Slack
+presenter through ``FilesPort.kit``, the terminal through ``bot.render.prevention``):
 - ``kit_from_cluster``: the node as the API server shows it now (``/gpunode prevent NODE``
   and ``gpunode prevent NODE``): no diagnostic Job is needed, since every value comes from
   the node's capacity and its pods' requests and limits;
 - ``kit_from_incident``: the cluster view stored with the incident's latest diagnosis (the
   **Prevention kit** button under the evidence, and the postmortem export), so the kit
   matches the evidence the thread shows.
-``share_kit`` posts the explanation (one line per value) and uploads the files in one
-message; in an incident thread it also notes the share in the timeline.
+``share_kit`` hands the kit to the presenter, which posts the explanation (one line per
+value) and uploads the files in one message, in the reader's language; in an incident thread
+it also notes the share in the timeline.
 """
 
 from __future__ import annotations
@@ -24,36 +26,30 @@ from bot.core.outcomes import notice
 from bot.core.prevention import KitSource, PreventionParams, prevention_params
 from bot.core.records import AuditRecord, EvidenceSnapshot
 from bot.errors import GpunodeError
-from bot.render import environment
-from bot.render.prevention import kit_message, render_prevention_files
 from bot.services.chatops import BotServices, permitted
-from bot.services.locales import LocaleChooser
-from bot.services.ports import ChatPort, KubePort, StorePort
+from bot.services.ports import FilesPort, KubePort, StorePort
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class Kit:
-    """The kit of one node: its parameters, where they were read, and its files
-    (manifests and ``README.md``) by name."""
+    """The kit of one node, as data: its parameters and where they were read (the surface
+    renders its files: ``bot.render.prevention.render_prevention_files``)."""
 
     params: PreventionParams
     source: KitSource
-    files: dict[str, str]
 
 
-def build_kit(view: ClusterView, source: KitSource, *, locale: str = "en") -> Kit:
-    params = prevention_params(view)
-    files = render_prevention_files(params, locale=locale, source=source)
-    return Kit(params=params, source=source, files=files)
+def build_kit(view: ClusterView, source: KitSource) -> Kit:
+    return Kit(params=prevention_params(view), source=source)
 
 
-async def kit_from_cluster(kube: KubePort, node: str, *, at: datetime, locale: str = "en") -> Kit:
+async def kit_from_cluster(kube: KubePort, node: str, *, at: datetime) -> Kit:
     """The kit for ``node`` as the cluster shows it now. NotFoundError if there is no such
     node (the gateway's message names it)."""
     view = await kube.get_cluster_view(node)
-    return build_kit(view, KitSource(kind="live", at=at), locale=locale)
+    return build_kit(view, KitSource(kind="live", at=at))
 
 
 def latest_view(rows: list[EvidenceSnapshot]) -> tuple[ClusterView, datetime | None] | None:
@@ -64,7 +60,7 @@ def latest_view(rows: list[EvidenceSnapshot]) -> tuple[ClusterView, datetime | N
     return None
 
 
-async def kit_from_incident(store: StorePort, incident: Incident, *, locale: str = "en") -> Kit:
+async def kit_from_incident(store: StorePort, incident: Incident) -> Kit:
     """The kit from the cluster view stored with ``incident``'s latest diagnosis."""
     found = latest_view(list(await store.snapshots(incident.id)))
     if found is None:
@@ -75,45 +71,30 @@ async def kit_from_incident(store: StorePort, incident: Incident, *, locale: str
             code="no_evidence",
         )
     view, at = found
-    return build_kit(view, KitSource(kind="snapshot", at=at, incident=incident.id), locale=locale)
+    return build_kit(view, KitSource(kind="snapshot", at=at, incident=incident.id))
 
 
 async def share_kit(
-    chat: ChatPort,
+    files: FilesPort,
     kit: Kit,
     *,
     channel: str,
-    thread_ts: str | None,
+    user: str,
     store: StorePort | None = None,
     incident: Incident | None = None,
-    actor: str = "",
     at: datetime | None = None,
-    locale: str = "en",
 ) -> list[str]:
-    """The explanation message, then the files in one upload, into ``channel`` (a thread
-    when ``thread_ts``). With ``store``, ``incident`` and ``at``: a timeline note naming the
-    files. Returns the file names."""
-    text, blocks = kit_message(kit.params, kit.source, locale=locale)
-    await chat.post(channel, text=text, blocks=blocks, thread_ts=thread_ts)
-    t = environment.macros("slack", "prevention.j2", locale=locale)
-    node = kit.params.node
-    names = list(kit.files)
-    await chat.upload_files(
-        channel,
-        thread_ts,
-        files=[
-            (f"{node}-{name}", f"{node} prevention kit: {name}", kit.files[name]) for name in names
-        ],
-        comment=str(t.upload_comment(node, len(names))).strip(),
-    )
-    shared = [f"{node}-{name}" for name in names]
+    """The kit through the presenter (its explanation, then its files in one upload) into
+    ``incident``'s thread, else ``channel``. With ``store``, ``incident`` and ``at``: a
+    timeline note naming the files, by ``user``. Returns the file names."""
+    shared = await files.kit(channel, user, kit.params, kit.source, incident=incident)
     if store is not None and incident is not None and at is not None:
         await store.append_timeline(
             TimelineEntry(
                 incident_id=incident.id,
                 at=at,
                 kind="note",
-                actor=actor,
+                actor=user,
                 text="prevention kit shared",
                 data={"files": shared},
             )
@@ -124,13 +105,12 @@ async def share_kit(
 async def prevent_node(
     kube: KubePort,
     store: StorePort,
-    chat: ChatPort,
+    files: FilesPort,
     node: str,
     *,
     channel: str,
     user: str,
     now: datetime,
-    locales: LocaleChooser | None = None,
     cluster: str | None = None,
 ) -> list[str]:
     """``/gpunode prevent [CLUSTER/]NODE``: the kit as the node of ``kube`` (the cluster's
@@ -145,33 +125,19 @@ async def prevent_node(
         ),
         None,
     )
-    locale = "en"
-    if locales is not None:
-        locale = (
-            locales.for_thread(incident) if incident else await locales.for_opening(channel, user)
-        )
-    kit = await kit_from_cluster(kube, node, at=now, locale=locale)
+    kit = await kit_from_cluster(kube, node, at=now)
     return await share_kit(
-        chat,
-        kit,
-        channel=channel,
-        thread_ts=incident.thread_ts if incident else None,
-        store=store,
-        incident=incident,
-        actor=user,
-        at=now,
-        locale=locale,
+        files, kit, channel=channel, user=user, store=store, incident=incident, at=now
     )
 
 
 async def prevent_incident(
     store: StorePort,
-    chat: ChatPort,
+    files: FilesPort,
     incident_id: str,
     *,
     user: str,
     now: datetime,
-    locales: LocaleChooser | None = None,
     incident: Incident | None = None,
 ) -> list[str]:
     """The **Prevention kit** button: the kit from the incident's latest stored evidence,
@@ -190,18 +156,9 @@ async def prevent_incident(
                 "thread; diagnose again for a kit from newer evidence",
                 code="already_shared",
             )
-    locale = locales.for_thread(incident) if locales is not None else "en"
-    kit = await kit_from_incident(store, incident, locale=locale)
+    kit = await kit_from_incident(store, incident)
     shared = await share_kit(
-        chat,
-        kit,
-        channel=incident.channel,
-        thread_ts=incident.thread_ts,
-        store=store,
-        incident=incident,
-        actor=user,
-        at=now,
-        locale=locale,
+        files, kit, channel=incident.channel, user=user, store=store, incident=incident, at=now
     )
     await store.append_audit(
         AuditRecord(
@@ -229,13 +186,7 @@ async def prevention_button(s: BotServices, incident: str, *, user: str, channel
         # the role is checked in the incident's cluster: the kit shows that cluster's node
         if await permitted(s, "view", user=user, channel=channel, cluster=found.cluster or None):
             await prevent_incident(
-                s.store,
-                s.chat,
-                incident,
-                user=user,
-                now=s.clock(),
-                locales=s.diagnose.locales,
-                incident=found,
+                s.store, s.files, incident, user=user, now=s.clock(), incident=found
             )
     except GpunodeError as err:
         told = notice("command_failed", message=err.message, code=err.code)

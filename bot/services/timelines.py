@@ -14,7 +14,7 @@ async def upload_timeline(
 ) -> None:
     """The postmortem draft of ``incident_ref`` (else of the incident whose thread
     ``thread_ts`` is) uploaded to the incident's thread; UsageError if there is none."""
-    from bot.services.postmortem import export_postmortem, upload_postmortem
+    from bot.services.postmortem import draft_postmortem
 
     incident = await s.ops.resolve_id(incident_ref, channel=channel, thread_ts=thread_ts)
     # several clusters: the incident's cluster by its name; one: as the gateway names it
@@ -24,15 +24,11 @@ async def upload_timeline(
         if s.clusters.multi
         else str(getattr(port, "cluster_name", "") or incident.cluster)
     )
-    files = await export_postmortem(
-        s.store,
-        s.chat.user_name,
-        incident,
-        cluster=cluster,
-        now=s.clock(),
-        locale=s.diagnose.locales.for_thread(incident),  # the thread's own language
+    draft = await draft_postmortem(
+        s.store, s.chat.user_name, incident, cluster=cluster, now=s.clock()
     )
-    names = await upload_postmortem(s.chat, incident, files)
+    # drawn and worded in the thread's own language by the surface's presenter
+    names = await s.files.postmortem(incident, draft.postmortem, draft.charts)
     await append_entry(
         s.store,
         incident.id,

@@ -17,11 +17,11 @@ import logging
 
 from bot.core import actors
 from bot.core.actions import ActionPlan
+from bot.core.outcomes import EvictionsWatched, RolloutWatched
 from bot.core.records import ActionRecord
 from bot.core.refs import ObjectRef
-from bot.core.watching import RolloutProgress, Verdict, judge
+from bot.core.watching import TEMPLATE_VERBS, RolloutProgress, Verdict, judge
 from bot.errors import GpunodeError
-from bot.render import watching as views
 from bot.services.acting import ActDeps
 from bot.services.executing import StepsResult
 
@@ -33,7 +33,7 @@ def rollout_targets(plan: ActionPlan, result: StepsResult) -> list[ObjectRef]:
     planned = [s for s in plan.steps if s.verb != "evict"]
     out = []
     for step, change in zip(planned, result.changes, strict=False):
-        if step.verb in views.TEMPLATE_VERBS and not change.noop and not change.dry_run:
+        if step.verb in TEMPLATE_VERBS and not change.noop and not change.dry_run:
             key = step.ref
             if key not in out:
                 out.append(key)
@@ -88,16 +88,12 @@ async def watch(
         await asyncio.sleep(d.watch_interval_s)
     waited = loop.time() - start
     for p, verdict in progress.values():
-        text, blocks = views.rollout_message(
-            p, verdict, waited_s=waited, locale=d.thread_locale(incident)
-        )
-        await d.chat.post(incident.channel, text=text, blocks=blocks, thread_ts=incident.thread_ts)
+        told = RolloutWatched(progress=p, verdict=verdict, waited_s=waited)
+        await d.thread.post(incident.channel, told, incident=incident)
     if evicted:
         gone = [f"{ns}/{n}" for ns, n, _ in evicted if f"{ns}/{n}" not in left]
-        text, blocks = views.evictions_message(
-            gone, left, waited_s=waited, locale=d.thread_locale(incident)
-        )
-        await d.chat.post(incident.channel, text=text, blocks=blocks, thread_ts=incident.thread_ts)
+        told_gone = EvictionsWatched(gone=gone, left=left, waited_s=waited)
+        await d.thread.post(incident.channel, told_gone, incident=incident)
     summary = "; ".join(f"{p.key} {v}" for p, v in progress.values())
     if evicted:
         summary = "; ".join(filter(None, [summary, f"evictions complete: {not left}"]))

@@ -173,12 +173,11 @@ async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> str:
             await prevent_node(
                 s.clusters.port(cluster),
                 s.store,
-                s.chat,
+                s.files,
                 cmd.node,
                 channel=channel,
                 user=user,
                 now=s.clock(),
-                locales=s.diagnose.locales,
                 cluster=cluster,
             )
         elif isinstance(cmd, commands.Top):

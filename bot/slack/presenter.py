@@ -6,12 +6,20 @@ The language is chosen here and only here (``LocaleChooser``, rules in ``bot.cor
 what only one person sees is in their language (the channel's override first); a post in an
 incident thread is in the language the thread keeps; a post outside a thread is in the
 channel's language, else the default.
+
+It is also the ``FilesPort``: the use cases hand it chart specs (``bot.core.charts``) and
+postmortem drafts (``bot.core.postmortem``), and it draws (``bot.charts``, in a worker
+thread) and renders (``bot.render.postmortem``) them in the thread's language, then shares
+the files. A chart that cannot be drawn or shared is logged, never the use case's failure.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import get_args
 
+from bot.core.charts import ChartSpec
 from bot.core.incidents import Incident
 from bot.core.locales import DEFAULT_LOCALE
 from bot.core.outcomes import (
@@ -26,11 +34,34 @@ from bot.core.outcomes import (
     RootLine,
     Told,
 )
+from bot.core.postmortem import Postmortem
+from bot.core.prevention import KitSource, PreventionParams
+from bot.errors import GpunodeError
+from bot.render import environment
 from bot.render.acting import action_form, render_action
 from bot.render.blocks import Message
+from bot.render.catalogs import translator
 from bot.render.notices import render_messages, render_told
+from bot.render.postmortem import render_postmortem_html, render_postmortem_markdown
+from bot.render.prevention import kit_message, render_prevention_files
 from bot.services.locales import LocaleChooser
 from bot.services.ports import ChatPort
+
+log = logging.getLogger(__name__)
+
+
+def draw_charts(charts: dict[str, ChartSpec], locale: str) -> dict[str, bytes]:
+    """Each spec as a PNG with its words in ``locale`` (matplotlib loads on the first)."""
+    from bot.charts import render_png
+
+    return {key: render_png(spec, locale=locale) for key, spec in charts.items()}
+
+
+def chart_title(spec: ChartSpec, locale: str) -> str:
+    """The chart's title as drawn in ``locale`` (the file's title and alt text)."""
+    from bot.charts.rendering import title
+
+    return title(spec, translator(locale))
 
 
 class SlackPresenter:
@@ -82,13 +113,108 @@ class SlackPresenter:
     ) -> None:
         if isinstance(told, Diagnosed):
             raise TypeError("a diagnosis is posted as new messages, never edited into one")
-        text, blocks = _one(told, self._thread_locale(channel, incident))
+        text, blocks = render_told(told, self._thread_locale(channel, incident))
         await self.chat.update(channel, ts, text=text, blocks=blocks)
 
     async def show(self, trigger_id: str, channel: str, user: str, form: ActionForm) -> None:
         """Open ``form`` as a modal for ``user`` (within Slack's 3 s of their click)."""
         view = action_form(form, await self.locales.for_person(channel, user))
         await self.chat.open_view(trigger_id, view)
+
+    async def chart(
+        self, incident: Incident, spec: ChartSpec, *, name: str, thread_ts: str | None = None
+    ) -> None:
+        thread_ts = thread_ts or incident.thread_ts
+        if not thread_ts:
+            return
+        locale = self.locales.for_thread(incident)
+        try:
+            png = (await asyncio.to_thread(draw_charts, {name: spec}, locale))[name]
+        except Exception:  # a drawing bug must not cost the thread its verdict line
+            log.exception("chart for %s could not be drawn", incident.id)
+            return
+        title = chart_title(spec, locale)
+        try:
+            await self.chat.upload(
+                incident.channel,
+                thread_ts,
+                filename=f"{incident.id}-{name}.png",
+                title=title,
+                content=png,
+                alt_txt=title,
+            )
+        except GpunodeError as err:
+            log.warning("chart for %s not uploaded: %s", incident.id, err.code)
+
+    async def postmortem(
+        self, incident: Incident, draft: Postmortem, charts: dict[str, ChartSpec]
+    ) -> list[str]:
+        locale = self.locales.for_thread(incident)
+        pngs = await asyncio.to_thread(draw_charts, charts, locale)
+        chart_names = {key: f"{incident.id}-postmortem-{key}.png" for key in pngs}
+        files: list[tuple[str, str, str | bytes]] = [
+            (chart_names[key], f"{incident.id} · {chart_title(charts[key], locale)}", png)
+            for key, png in pngs.items()
+        ]
+        markdown = render_postmortem_markdown(draft, charts=chart_names, locale=locale)
+        html = render_postmortem_html(draft, charts=pngs, locale=locale)
+        t = translator(locale)
+        files += [
+            (
+                f"{incident.id}-postmortem.{ext}",
+                t.gettext(
+                    "%(incident)s postmortem draft (%(format)s)", incident=incident.id, format=fmt
+                ),
+                content,
+            )
+            for ext, fmt, content in (("md", "Markdown", markdown), ("html", "HTML", html))
+        ]
+        for name, title, content in files:
+            await self.chat.upload(
+                incident.channel,
+                incident.thread_ts,
+                filename=name,
+                title=title,
+                content=content,
+                alt_txt=title if name.endswith(".png") else None,
+            )
+        return [name for name, *_ in files]
+
+    async def kit(
+        self,
+        channel: str,
+        user: str,
+        params: PreventionParams,
+        source: KitSource,
+        *,
+        incident: Incident | None = None,
+    ) -> list[str]:
+        if incident is not None:
+            locale = self.locales.for_thread(incident)
+        else:
+            locale = await self.locales.for_opening(channel, user)
+        thread_ts = incident.thread_ts if incident is not None else None
+        files = render_prevention_files(params, locale=locale, source=source)
+        text, blocks = kit_message(params, source, locale=locale)
+        await self.chat.post(channel, text=text, blocks=blocks, thread_ts=thread_ts)
+        t = environment.macros("slack", "prevention.j2", locale=locale)
+        words = translator(locale)
+        node = params.node
+        titled = [
+            (
+                f"{node}-{name}",
+                words.gettext("%(node)s prevention kit: %(file)s", node=node, file=name),
+                files[name],
+            )
+            for name in files
+        ]
+        await self.chat.upload_files(
+            channel,
+            thread_ts,
+            files=titled,
+            comment=str(t.upload_comment(node, len(files))).strip(),
+        )
+        return [f"{node}-{name}" for name in files]
 
 
 def _is_action(told: Told) -> bool:

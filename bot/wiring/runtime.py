@@ -18,9 +18,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import Settings, alerts_enabled
 from bot.core.alert_caps import AlertCaps
+from bot.core.findings import Diagnosis
 from bot.core.policy import TIERS, Policy
 from bot.core.thresholds import Thresholds
 from bot.errors import ConfigError
+from bot.prom.history import HistoryService
+from bot.render.sentences import sentence
 from bot.services.act import ActService
 from bot.services.alerts import AlertService
 from bot.services.anchoring import AnchorPort, Anchors
@@ -28,7 +31,6 @@ from bot.services.background import Background
 from bot.services.chatops import BotServices, report_malformed
 from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
-from bot.services.history import HistoryService
 from bot.services.leading import LeaderElector, LeaderWork, LeasePort, OnChange
 from bot.services.locales import LocaleChooser
 from bot.services.operations import IncidentOps
@@ -49,6 +51,12 @@ log = logging.getLogger(__name__)
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def verdict_sentence(diagnosis: Diagnosis) -> str:
+    """The verdict as the incident's timeline records it: one plain English sentence."""
+    v = diagnosis.verdict
+    return sentence("verdicts", v.cause, v.params, fmt="text", subject=v.subject)
 
 
 def new_id() -> str:
@@ -208,12 +216,14 @@ async def build_runtime(
         store,
         chat,
         thread=presenter,
+        charts=presenter,
         clock=clock,
         thresholds=thresholds,
         history=HistoryService.from_settings(settings.prometheus),
         locales=locales,
         metrics=metrics,
         dashboard_url=settings.links.dashboard_url,
+        verdict_words=verdict_sentence,
     )
     act = ActService(
         clusters,
@@ -236,7 +246,7 @@ async def build_runtime(
     anchors = Anchors(
         store,
         home if isinstance(home, AnchorPort) else None,
-        chat,
+        presenter,
         deployment=settings.store.anchor_deployment,
         every=settings.store.anchor_every,
         clock=clock,

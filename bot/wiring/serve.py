@@ -27,6 +27,7 @@ from bot.logs import configure_logging
 from bot.services import doctor
 from bot.services.leading import LeasePort
 from bot.slack.chatting import make_client
+from bot.store.checkup import check_store
 from bot.telemetry.serving import start_metrics_listener
 from bot.wiring.heap import settle_heap
 from bot.wiring.runtime import Runtime, build_runtime
@@ -104,7 +105,12 @@ async def _serve(settings: Settings) -> None:
     # gpunode doctor's checks, logged; a store shared with a live replica without a Lease
     # refuses to start (each would mark the other's running actions interrupted)
     await doctor.at_start(
-        settings, kube.port(kube.default), clock=lambda: datetime.now(UTC), logger=log
+        kube.port(kube.default),
+        namespace=settings.kube.namespace,
+        lease_name=settings.leader.lease_name,
+        collector_mode=settings.kube.collector_mode,
+        store_rows=lambda: check_store(settings, clock=lambda: datetime.now(UTC), starting=True),
+        logger=log,
     )
     runtime = await build_runtime(
         settings,

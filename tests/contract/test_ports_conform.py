@@ -13,11 +13,23 @@ from pathlib import Path
 import pytest
 
 from bot.kube.gateway import Gateway
+from bot.prom.history import HistoryService
 from bot.services.locales import LocaleChooser
-from bot.services.ports import ChatPort, KubePort, StorePort, ThreadPort
+from bot.services.ports import (
+    ChatPort,
+    FilesPort,
+    HistoryPort,
+    KubePort,
+    MetricsPort,
+    NoHistory,
+    NoMetrics,
+    StorePort,
+    ThreadPort,
+)
 from bot.slack.chatting import SlackChat
 from bot.slack.presenter import SlackPresenter
 from bot.store import Store
+from bot.telemetry.metrics import Metrics
 from tests.services.fakes import FakeChat, FakeKube
 from tests.services.presenting import RecordingPresenter
 
@@ -38,6 +50,18 @@ def _thread(port: ThreadPort) -> ThreadPort:
     return port
 
 
+def _charts(port: FilesPort) -> FilesPort:
+    return port
+
+
+def _history(port: HistoryPort) -> HistoryPort:
+    return port
+
+
+def _metrics(port: MetricsPort) -> MetricsPort:
+    return port
+
+
 def _methods(port: type) -> list[str]:
     return sorted(m for m in vars(port) if not m.startswith("_") and callable(vars(port)[m]))
 
@@ -55,11 +79,18 @@ IMPLEMENTATIONS: list[tuple[type, type]] = [
     (StorePort, Store),
     (ThreadPort, SlackPresenter),
     (ThreadPort, RecordingPresenter),
+    (FilesPort, SlackPresenter),
+    (HistoryPort, HistoryService),
+    (HistoryPort, NoHistory),
+    (MetricsPort, Metrics),
+    (MetricsPort, NoMetrics),
 ]
 
 
 @pytest.mark.parametrize(
-    ("port", "impl"), IMPLEMENTATIONS, ids=[f"{i.__name__}" for _, i in IMPLEMENTATIONS]
+    ("port", "impl"),
+    IMPLEMENTATIONS,
+    ids=[f"{p.__name__}-{i.__name__}" for p, i in IMPLEMENTATIONS],
 )
 def test_each_implementation_has_every_method_of_its_port_with_its_parameters(
     port: type, impl: type
@@ -83,5 +114,10 @@ async def test_the_real_store_and_the_fakes_type_check_against_their_ports(
     _chat(FakeChat())
     _thread(SlackPresenter(FakeChat(), LocaleChooser()))
     _thread(RecordingPresenter(FakeChat()))
+    _charts(SlackPresenter(FakeChat(), LocaleChooser()))
+    _history(HistoryService(None))
+    _history(NoHistory())
+    _metrics(Metrics())
+    _metrics(NoMetrics())
     async with await Store.open(str(tmp_path / "s.db")) as store:
         assert await _store(store).open_incidents() == []

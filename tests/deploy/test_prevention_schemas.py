@@ -30,6 +30,7 @@ import yaml
 from bot.config import KubeSettings
 from bot.core.quantity import parse_quantity
 from bot.kube.gateway import Gateway
+from bot.render.prevention import render_prevention_files
 from bot.services.prevention import Kit, kit_from_cluster
 from gpunode_sandbox.kubesim import KubeSim, load_scenario
 from gpunode_sandbox.kubesim.access import BOT_TOKEN
@@ -78,7 +79,8 @@ def kits(scenario: str) -> dict[str, Kit]:
 
 
 def docs(kit: Kit, name: str) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(kit.files[name]) if d is not None]
+    text = render_prevention_files(kit.params, source=kit.source)[name]
+    return [d for d in yaml.safe_load_all(text) if d is not None]
 
 
 def validate(doc: Any, against: dict[str, Any]) -> None:

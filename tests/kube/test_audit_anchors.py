@@ -19,6 +19,8 @@ import pytest
 from bot.cli import audit as audit_cli
 from bot.kube.gateway import Gateway
 from bot.services.anchoring import Anchors
+from bot.services.locales import LocaleChooser
+from bot.slack.presenter import SlackPresenter
 from bot.store import AuditRecord, Store, audit_chain, audit_guard
 from gpunode_sandbox.kubesim import KubeSim
 from gpunode_sandbox.kubesim.access import BOT_TOKEN
@@ -110,7 +112,8 @@ async def test_a_resolve_anchors_the_head_in_the_thread_and_as_an_event(
     async with await Store.open(str(tmp_path / "gpunode.db")) as store:
         for minute in range(3):
             await store.append_audit(record(minute))
-        anchors = Anchors(store, gw, chat, deployment=DEPLOYMENT, every=0, clock=lambda: T0)
+        presenter = SlackPresenter(chat, LocaleChooser(chat))
+        anchors = Anchors(store, gw, presenter, deployment=DEPLOYMENT, every=0, clock=lambda: T0)
 
         head = await anchors.anchor(channel="C0INC", thread_ts="1700000000.000001")
 

@@ -18,7 +18,7 @@ from bot.core.findings import Diagnosis
 from bot.core.thresholds import DEFAULT
 from bot.kube.gateway import Gateway
 from bot.prom.client import PrometheusClient
-from bot.services.history import HistoryService
+from bot.prom.history import HistoryService
 from gpunode_sandbox.kubesim import KubeSim
 from gpunode_sandbox.kubesim.access import BOT_TOKEN
 from tests.prom.histories import PLANTED, RunningPrometheus

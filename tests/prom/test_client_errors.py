@@ -14,7 +14,7 @@ from aiohttp import web
 
 from bot.errors import PrometheusError
 from bot.prom.client import PrometheusClient
-from bot.services.history import HistoryService
+from bot.prom.history import HistoryService
 
 NOW = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
 

@@ -13,7 +13,7 @@ import pytest
 
 from bot.core.history import growth_of
 from bot.prom.client import PrometheusClient
-from bot.services.history import HistoryService
+from bot.prom.history import HistoryService
 from tests.prom.histories import GI, PLANTED, RunningPrometheus
 
 pytestmark = pytest.mark.slow

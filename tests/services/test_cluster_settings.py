@@ -10,9 +10,10 @@ from typing import cast
 import pytest
 
 from bot.config import KubeSettings, load_settings
+from bot.config.settings import cluster_kube_settings
 from bot.errors import ConfigError, UnknownClusterError
 from bot.kube.connecting import build_api_client
-from bot.services.clusters import ClusterRegistry, cluster_kube_settings
+from bot.services.clusters import ClusterRegistry
 from bot.services.ports import KubePort
 
 TWO = """

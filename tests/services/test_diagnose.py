@@ -86,7 +86,9 @@ async def test_a_new_incident_has_exactly_one_opened_entry(world: World) -> None
     assert [e.actor for e in entries if e.kind == "opened"] == [REQ]
 
 
-async def test_the_evidence_entry_states_the_verdict_in_words(world: World) -> None:
+async def test_the_evidence_entry_states_the_verdict_in_the_words_wired_at_the_edge(
+    world: World,
+) -> None:
     await world.diagnosed()
     [evidence] = [e for e in await world.store.timeline("INC-0001") if e.kind == "evidence"]
     assert evidence.text.startswith("verdict: ")

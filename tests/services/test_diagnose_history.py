@@ -12,8 +12,8 @@ from bot.core.cluster import NodeInfo
 from bot.core.evidence import EvidenceBundle
 from bot.core.thresholds import DEFAULT
 from bot.prom.client import Sample
+from bot.prom.history import HistoryService
 from bot.services.diagnose import DiagnoseService
-from bot.services.history import HistoryService
 from tests.services.world import CHANNEL, NODE, REQ, make_world
 
 JOB_S = 0.4

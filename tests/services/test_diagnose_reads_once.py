@@ -79,7 +79,6 @@ async def test_one_diagnosis_builds_the_view_once_and_reads_the_incident_once(
         thread=RecordingPresenter(chat),
         clock=lambda: datetime.now(UTC),
         thresholds=DEFAULT,
-        charts=False,
     )
     try:
         sim.requests.clear()

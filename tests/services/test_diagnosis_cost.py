@@ -99,7 +99,6 @@ async def _two_diagnoses(
         thread=RecordingPresenter(chat),
         clock=lambda: datetime.now(UTC),
         thresholds=DEFAULT,
-        charts=False,
     )
     try:
         assert len(await gateway.gpu_node_loads()) > nodes // 5  # `top` read the fleet

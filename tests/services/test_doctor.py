@@ -12,6 +12,7 @@ import os
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -20,9 +21,28 @@ from bot.errors import UsageError
 from bot.kube import selfcheck
 from bot.services import doctor
 from bot.store import Store
+from bot.store.checkup import check_store
 from gpunode_sandbox.kubesim import KubeSim
 from gpunode_sandbox.kubesim.access import BOT_TOKEN, deploy_base
 from tests.conftest import kube_call
+
+if TYPE_CHECKING:
+    from bot.config import Settings
+    from bot.kube.gateway import Gateway
+
+
+async def _at_start(settings: Settings, gateway: Gateway) -> list[doctor.Row]:
+    """``serve``'s checks at start, as it wires them, with a 1 s settle for the replicas."""
+    return await doctor.at_start(
+        gateway,
+        namespace=settings.kube.namespace,
+        lease_name=settings.leader.lease_name,
+        collector_mode=settings.kube.collector_mode,
+        store_rows=lambda: check_store(
+            settings, clock=lambda: datetime.now(UTC), starting=True, settle_s=1.0
+        ),
+        logger=logging.getLogger("test"),
+    )
 
 
 @pytest.fixture
@@ -170,13 +190,7 @@ async def test_serve_refuses_to_start_beside_a_live_replica_without_a_lease(
         beating = asyncio.create_task(_beat_until(store, "replica-running", stop))
         try:
             with pytest.raises(UsageError, match="refusing to start: replicas share this store"):
-                await doctor.at_start(
-                    settings,
-                    gateway,
-                    clock=lambda: datetime.now(UTC),
-                    settle_s=1.0,
-                    logger=logging.getLogger("test"),
-                )
+                await _at_start(settings, gateway)
         finally:
             stop.set()
             await beating
@@ -196,13 +210,7 @@ async def test_a_restarted_single_replica_starts_its_old_beat_does_not_count(
     async with await Store.open(store_env) as store:
         await store.beat("replica-before-restart", at=datetime.now(UTC))
 
-    rows = await doctor.at_start(
-        settings,
-        gateway,
-        clock=lambda: datetime.now(UTC),
-        settle_s=1.0,
-        logger=logging.getLogger("test"),
-    )
+    rows = await _at_start(settings, gateway)
     gateway.close()
 
     assert [r.what for r in rows if r.area == "replicas"] == ["one replica on this store"]

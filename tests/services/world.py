@@ -21,6 +21,7 @@ from bot.services.act import ActService
 from bot.services.background import Background
 from bot.services.diagnose import DiagnoseOutcome, DiagnoseService
 from bot.store.storing import Store
+from bot.wiring.runtime import verdict_sentence
 from tests.services.fakes import FakeChat, FakeKube, load_scenario
 from tests.services.presenting import RecordingPresenter
 
@@ -131,7 +132,13 @@ class World:
     def service(self, store: Store, *, replica: str) -> ActService:
         """Another replica: its own store connection, same file, same cluster and Slack."""
         diagnose = DiagnoseService(
-            self.kube, store, self.chat, thread=self.thread, clock=self.clock, thresholds=DEFAULT
+            self.kube,
+            store,
+            self.chat,
+            thread=self.thread,
+            clock=self.clock,
+            thresholds=DEFAULT,
+            verdict_words=verdict_sentence,
         )
         return ActService(
             self.kube,
@@ -158,7 +165,15 @@ async def make_world(path: Path, scenario: str = "seed") -> World:
     bg = Background()
     policy = parse_policy(POLICY)
     thread = RecordingPresenter(chat)
-    diagnose = DiagnoseService(kube, store, chat, thread=thread, clock=clock, thresholds=DEFAULT)
+    diagnose = DiagnoseService(
+        kube,
+        store,
+        chat,
+        thread=thread,
+        clock=clock,
+        thresholds=DEFAULT,
+        verdict_words=verdict_sentence,
+    )
     world = World(store, kube, chat, clock, bg, diagnose, None, policy, thread=thread)  # type: ignore[arg-type]
     world.act = world.service(store, replica="replica-a")
     world.diagnose = diagnose

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bot.core.incidents import Incident
-from bot.core.outcomes import notice, refused
+from bot.core.outcomes import AuditAnchored, notice, refused
 from bot.services.locales import LocaleChooser
 from bot.slack.presenter import SlackPresenter
 from tests.services.fakes import FakeChat
@@ -80,3 +80,16 @@ async def test_an_update_replaces_the_message_in_the_threads_language() -> None:
     )
 
     assert "2 more requests joined it too" in chat.messages[ts].text
+
+
+async def test_the_audit_anchor_line_reads_in_the_threads_language_with_the_full_hash() -> None:
+    chat = FakeChat()
+    presenter = SlackPresenter(chat, LocaleChooser(chat))
+    told = AuditAnchored(row_id=3, row_hash="ab" * 32)
+
+    zh = await presenter.post("C1", told, incident=_incident("zh-CN"))
+    en = await presenter.post("C1", told, incident=_incident("en"))
+
+    assert chat.messages[zh].text == f"审计锚点 · 第 3 行 · sha256 `{'ab' * 32}`"
+    assert chat.messages[zh].blocks[0]["type"] == "context"
+    assert chat.messages[en].text == f"audit anchor · row 3 · sha256 `{'ab' * 32}`"

@@ -1,9 +1,10 @@
 """Memory history for a diagnosis: Prometheus series and markers, within a short deadline.
 
-``HistoryService.fetch(node, now=...)`` runs every query of ``bot.prom.queries`` at once and
-returns a ``History`` (``bot.core.history``) whatever happens: a series nobody scrapes, a query
-Prometheus refuses, Prometheus unreachable or slower than ``timeout_s`` are gaps in it, never
-errors. The diagnose service starts ``fetch`` together with the diagnostic Job and waits for
+``HistoryService`` is the ``HistoryPort`` of ``bot.services.ports``: ``fetch(node, now=...)``
+runs every query of ``bot.prom.queries`` at once and returns a ``History``
+(``bot.core.history``) whatever happens: a series nobody scrapes, a query Prometheus
+refuses, Prometheus unreachable or slower than ``timeout_s`` are gaps in it, never errors.
+The diagnose service starts ``fetch`` together with the diagnostic Job and waits for
 it only after the Job, so Prometheus never delays a diagnosis past ``timeout_s``.
 
 ``attach`` (re-exported from ``bot.core.rules.growth``, pure) adds the snapshot's markers

@@ -1,0 +1,102 @@
+"""The use cases hand the presenter charts and postmortem drafts as data; the presenter draws
+and words them in the language the incident thread keeps, whoever asked."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from bot.charts import render_png
+from bot.core.analysis import analyze
+from bot.core.charts import ChartSpec, chart_spec
+from bot.core.incidents import Incident
+from bot.core.postmortem import build_postmortem
+from bot.render.postmortem import render_postmortem_markdown
+from bot.services.locales import LocaleChooser
+from bot.slack.presenter import SlackPresenter
+from tests.services.fakes import FakeChat, load_scenario
+
+T0 = datetime(2026, 3, 14, 9, 0, tzinfo=UTC)
+
+
+def _incident(locale: str) -> Incident:
+    return Incident(
+        id="INC-0001",
+        number=1,
+        node="gpu-node-01",
+        channel="C1",
+        thread_ts="1.0",
+        opened_at=T0,
+        opened_by="U0LIWEI",
+        locale=locale,
+    )
+
+
+def _spec(title: str | None = None) -> ChartSpec:
+    bundle, view = load_scenario("seed")
+    return chart_spec(analyze(bundle, view, now=bundle.collected_at), bundle, title=title)
+
+
+async def test_a_chart_in_a_chinese_thread_is_drawn_and_titled_in_chinese() -> None:
+    chat = FakeChat()
+    chat.locales = {"U0ALICE": "en-US"}  # whoever clicked, the thread keeps its language
+    presenter = SlackPresenter(chat, LocaleChooser(chat))
+    spec = _spec()
+
+    await presenter.chart(_incident("zh-CN"), spec, name="memory-090000")
+
+    [upload] = chat.uploads
+    assert upload["filename"] == "INC-0001-memory-090000.png" and upload["thread_ts"] == "1.0"
+    assert upload["title"] == "gpu-node-01：内存"
+    assert upload["content"] == render_png(spec, locale="zh-CN")
+    assert upload["content"] != render_png(spec, locale="en")
+
+
+async def test_a_chart_in_an_english_thread_stays_english() -> None:
+    chat = FakeChat()
+    presenter = SlackPresenter(chat, LocaleChooser(chat))
+    spec = _spec()
+
+    await presenter.chart(_incident("en"), spec, name="memory")
+
+    [upload] = chat.uploads
+    assert upload["title"] == "gpu-node-01: memory"
+    assert upload["content"] == render_png(spec, locale="en")
+
+
+async def test_the_postmortem_is_drawn_and_worded_in_the_threads_language() -> None:
+    chat = FakeChat()
+    presenter = SlackPresenter(chat, LocaleChooser(chat))
+    incident = _incident("zh-CN")
+    pm = build_postmortem(incident, [], snapshots=[], actions=[], names={}, cluster="c", now=T0)
+    start = _spec("gpu-node-01: at the start")
+
+    names = await presenter.postmortem(incident, pm, {"start": start})
+
+    assert names == [
+        "INC-0001-postmortem-start.png",
+        "INC-0001-postmortem.md",
+        "INC-0001-postmortem.html",
+    ]
+    png, md, html = chat.uploads
+    assert png["content"] == render_png(start, locale="zh-CN")
+    assert "gpu-node-01：" in png["title"] and "at the start" not in png["title"]
+    assert md["content"].startswith("# 故障复盘草稿")
+    names_md = {"start": "INC-0001-postmortem-start.png"}
+    assert md["content"] == render_postmortem_markdown(pm, charts=names_md, locale="zh-CN")
+    assert md["content"] != render_postmortem_markdown(pm, charts=names_md, locale="en")
+    assert html["filename"] == "INC-0001-postmortem.html"
+    assert (md["title"], html["title"]) == (
+        "INC-0001 故障复盘草稿（Markdown）",
+        "INC-0001 故障复盘草稿（HTML）",
+    )
+
+
+async def test_the_after_action_chart_is_titled_in_the_threads_language() -> None:
+    chat = FakeChat()
+    presenter = SlackPresenter(chat, LocaleChooser(chat))
+    spec = _spec("gpu-node-01: memory before and after the action")
+
+    await presenter.chart(_incident("zh-CN"), spec, name="after")
+
+    [upload] = chat.uploads
+    assert upload["title"] == "gpu-node-01：操作前后的内存"
