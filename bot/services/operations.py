@@ -130,6 +130,10 @@ class IncidentOps:
         """Open incidents (of ``node``; in ``cluster``, or in any cluster when None)."""
         return list(await self._store.open_incidents(node=node, cluster=cluster))
 
+    async def find(self, incident_id: str) -> Any:
+        """The incident ``incident_id``, or None when the store has none."""
+        return await self._store.get_incident(incident_id)
+
     async def resolve_id(self, incident: str | None, *, channel: str, thread_ts: str | None) -> Any:
         if incident:
             found = await self._store.get_incident(incident)
