@@ -290,10 +290,12 @@ def parse_in_thread(
     text: str, *, at: NodeRef, incident: str, clusters: Collection[str] = ()
 ) -> Diagnose | Prevent | Status | Top | Timeline | Resolve | Help:
     """A mention of gpunode inside an incident thread (``@gpunode diagnose``): the same
-    grammar as ``parse``, with the thread's incident filling what is left out. The mention
-    tokens (``<@U0BOT>``) are dropped; nothing else: the incident's status; ``diagnose``,
+    grammar as ``parse``, with the thread's incident filling what is left out. The command
+    is what follows the first mention (``hey <@U0BOT> timeline``), other mention tokens
+    dropped; nothing else: the incident's status; ``diagnose``,
     ``prevent`` or ``status`` alone: its node (``at``); ``timeline`` alone: the incident."""
-    words = _MENTION.sub(" ", text).split()
+    first = _MENTION.search(text)
+    words = _MENTION.sub(" ", text[first.end() :] if first else text).split()
     if not words:
         return Status(node=at.node, cluster=at.cluster)
     verb = words[0].lower()
