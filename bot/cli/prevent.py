@@ -68,9 +68,9 @@ def write_kit(kit: Kit, out: Path, *, force: bool = False) -> list[Path]:
 
 
 async def _kit(args: argparse.Namespace, ref: str, *, locale: str = "en") -> Kit:
-    gateway, _cluster, node = node_target(args, ref, verb="prevent")
+    gateway, at = node_target(args, ref, verb="prevent")
     try:
-        return await kit_from_cluster(gateway, node, at=datetime.now(UTC), locale=locale)
+        return await kit_from_cluster(gateway, at.node, at=datetime.now(UTC), locale=locale)
     finally:
         gateway.close()
 

@@ -179,7 +179,7 @@ async def _of_incident(d: CommandSurface, cmd: Any, asker: Asker) -> str | None:
     """The incident's cluster; None when none is named or it is unknown (the handler then
     says so, to someone allowed to read incidents at all)."""
     incident = await d.ops.find(cmd.incident) if cmd.incident else None
-    return incident.cluster or None if incident is not None else None
+    return incident_at(d.clusters, incident).cluster if incident is not None else None
 
 
 async def _nowhere(d: CommandSurface, cmd: Any, asker: Asker) -> str | None:
