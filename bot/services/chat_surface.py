@@ -64,9 +64,7 @@ class ChatSurface:
         return Posted(verb="prevent")
 
     async def timeline(self, incident: Incident, asker: Asker) -> Outcome:
-        await upload_timeline(
-            self.s, incident.id, channel=asker.channel, user=asker.user, thread_ts=None
-        )
+        await upload_timeline(self.s, incident, user=asker.user)
         return Posted(verb="timeline")
 
     async def resolved(self, incident: Incident, asker: Asker, note: str) -> Outcome:
