@@ -4,8 +4,10 @@ question before the handler runs, and a refusal is an outcome, not an exception.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, get_args
 
 import pytest
@@ -156,3 +158,33 @@ async def test_status_lists_each_incident_with_its_node_in_its_cluster(surface: 
     assert isinstance(outcome, StatusList)
     assert [i.at for i in outcome.incidents] == [NodeRef(cluster="prod-us", node="gpu-1")]
     assert outcome.show_cluster
+
+
+ROOT = Path(__file__).resolve().parents[2]
+#: the surfaces that take a command: each parses, calls ``handle`` and presents
+SURFACES = ["bot/slack/app.py", "bot/services/threads.py", "bot/cli/ops.py", "bot/cli/presenter.py"]
+VERB_TYPES = {e.command.__name__ for e in TABLE}
+
+
+def _type_checks(path: Path) -> list[str]:
+    """The command types ``path`` tests a value against (``isinstance(x, commands.Top)``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance":
+            for name in ast.walk(node.args[1]):
+                if isinstance(name, ast.Attribute | ast.Name):
+                    word = name.attr if isinstance(name, ast.Attribute) else name.id
+                    if word in VERB_TYPES:
+                        found.append(f"{path.name}:{node.lineno} {word}")
+    return found
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_no_surface_dispatches_on_the_commands_type(surface: str) -> None:
+    assert _type_checks(ROOT / surface) == []
+
+
+def test_the_check_finds_a_dispatch_when_there_is_one(tmp_path: Path) -> None:
+    planted = tmp_path / "surface.py"
+    planted.write_text("if isinstance(cmd, commands.Top | commands.Help):\n    pass\n")
+    assert _type_checks(planted) == ["surface.py:1 Top", "surface.py:1 Help"]
