@@ -1,7 +1,7 @@
 """The read-side use-cases behind status, top, timeline and resolve.
 
-Shared by the Slack app and the terminal (``bot.cli.ops``); they return data, and
-the caller renders it for its surface.
+The command table (``bot.services.commands``) calls them for every surface; they return
+data, and each surface's presenter words it.
 """
 
 from __future__ import annotations
