@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.config import KubeSettings, Settings, load_settings
+from bot.core.clusters import NodeRef
 from bot.errors import UsageError
 
 if TYPE_CHECKING:
@@ -82,10 +83,10 @@ def registry_from_args(args: argparse.Namespace) -> ClusterRegistry:
     return ClusterRegistry.from_settings(settings, build=Gateway.from_settings)
 
 
-def node_target(args: argparse.Namespace, ref: str, *, verb: str) -> tuple[Any, str, str]:
-    """``[CLUSTER/]NODE`` as the slash command reads it -> (that cluster's gateway, its
-    name, the node). The cluster defaults to the settings' default cluster; UsageError
-    (naming the known clusters) for one that is not listed."""
+def node_target(args: argparse.Namespace, ref: str, *, verb: str) -> tuple[Any, NodeRef]:
+    """``[CLUSTER/]NODE`` as the slash command reads it -> (that cluster's gateway, the
+    node in it). The cluster defaults to the settings' default cluster; UsageError (naming
+    the known clusters) for one that is not listed."""
     from bot.core.commands import parse_node_ref
 
     registry = registry_from_args(args)
@@ -93,4 +94,4 @@ def node_target(args: argparse.Namespace, ref: str, *, verb: str) -> tuple[Any, 
     if cluster is not None and _overridden(args) and len(registry.names) == 1:
         cluster = None  # the command line names the connection; the prefix only labels it
     name = registry.choose(cluster)
-    return registry.port(name), name, node
+    return registry.port(name), NodeRef(cluster=name, node=node)

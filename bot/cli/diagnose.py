@@ -207,7 +207,7 @@ def diagnose_main(args: argparse.Namespace) -> int:
     assert isinstance(cmd, commands.Diagnose)  # the verb is fixed above
     thresholds = read_thresholds(args.config)
     # [CLUSTER/]NODE: that cluster's gateway (UsageError naming the known clusters)
-    gateway, _cluster, node = node_target(args, args.node, verb="diagnose")
+    gateway, at = node_target(args, args.node, verb="diagnose")
     prometheus = load_settings(config_file=args.config).prometheus
 
     from bot.cli.progress import Progress
@@ -222,7 +222,7 @@ def diagnose_main(args: argparse.Namespace) -> int:
         try:
             return await diagnose_node(
                 gateway,
-                node,
+                at.node,
                 args.format,
                 thresholds=thresholds,
                 now=datetime.now(UTC),

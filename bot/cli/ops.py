@@ -1,9 +1,11 @@
-"""``gpunode status | top | timeline | resolve`` in a terminal: the slash command's grammar.
+"""``gpunode status | top | timeline | resolve | help`` in a terminal: the slash command's
+grammar and its command table.
 
 The words after the verb go through ``bot.core.commands.parse`` exactly as Slack's text does,
-so both surfaces accept the same input and print the same usage on a mistake. ``status``,
-``timeline`` (the postmortem draft in Markdown) and ``resolve`` read the bot's store
-(``store.path``); ``top`` asks the cluster.
+so both surfaces accept the same input and print the same usage on a mistake; then
+``bot.services.commands.handle`` carries the command out and ``bot.cli.presenter`` prints its
+outcome. ``status``, ``timeline`` (the postmortem draft in Markdown) and ``resolve`` read the
+bot's store (``store.path``); ``top`` asks the clusters.
 """
 
 from __future__ import annotations
@@ -13,18 +15,24 @@ import asyncio
 import getpass
 import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from bot.cli.common import cli_settings, registry_from_args
+from bot.cli.presenter import present
 from bot.config import Settings, load_settings
 from bot.core import commands
-from bot.core.clusters import format_node_ref
+from bot.core.clusters import NodeRef
 from bot.core.incidents import Incident
 from bot.core.locales import choose_locale
-from bot.render.cli_text import line
-from bot.render.help import help_text
+from bot.core.outcomes import Exported, Outcome, Refused, Resolved
+from bot.core.policy import Permission
+from bot.errors import UsageError
+from bot.kube.gateway import Gateway
 from bot.render.postmortem import render_postmortem_markdown
-from bot.services.operations import IncidentOps, top_across
+from bot.services.clusters import ClusterRegistry
+from bot.services.commands import Asker, handle
+from bot.services.operations import IncidentOps
 from bot.services.postmortem import UserName, draft_postmortem
 from bot.store.engines import require_existing
 from bot.store.storing import Store
@@ -68,76 +76,105 @@ def cluster_label(settings: Settings, incident: Incident) -> str:
     return kube.context or kube.server or ("in-cluster" if kube.mode == "in_cluster" else "")
 
 
-async def _incident_cmd(
-    cmd: commands.Command,
-    settings: Settings,
-    *,
-    show_cluster: bool = False,
-    lang: str | None = None,
-) -> str:
-    locale = choose_locale(explicit=lang)
-    path = require_existing(settings.store.target)
-    async with await Store.open(path) as store:
-        ops = IncidentOps(store, clock=lambda: datetime.now(UTC))
-        if isinstance(cmd, commands.Status):
-            rows = await ops.status(cmd.node, cmd.cluster)
-            if not rows:
-                ref = format_node_ref(cmd.cluster or "", cmd.node or "") if cmd.node else None
-                return line("no_open_incidents", ref, locale=locale)
-            shown = [
-                i.model_copy(
-                    update={"node": format_node_ref(i.cluster, i.node, show_cluster=show_cluster)}
-                )
-                for i in rows
-            ]
-            return "\n".join(line("status_line", i, locale=locale) for i in shown)
-        if isinstance(cmd, commands.Timeline):
-            incident = await ops.resolve_id(cmd.incident, channel="", thread_ts=None)
-            # a terminal has no thread to hold charts; names come from Slack when it is set
-            user_name, close = _people(settings)
-            try:
-                draft = await draft_postmortem(
-                    store,
-                    user_name,
-                    incident,
-                    cluster=cluster_label(settings, incident),
-                    now=datetime.now(UTC),
-                )
-            finally:
-                await close()
-            locale = choose_locale(explicit=lang, thread=incident.locale)
-            return render_postmortem_markdown(draft.postmortem, charts={}, locale=locale)
-        assert isinstance(cmd, commands.Resolve)
-        incident = await ops.resolve(cmd.incident, by=f"cli:{getpass.getuser()}", note=cmd.note)
-        return line("resolved", incident.id, locale=locale)
+@dataclass(frozen=True)
+class TerminalSurface:
+    """The ``CommandSurface`` of a terminal. Whoever runs ``gpunode`` holds the store and
+    the kubeconfig, so the chat role policy does not apply (nothing is refused). A
+    postmortem is printed as Markdown; a resolution is said on stdout only."""
+
+    ops: IncidentOps
+    clusters: ClusterRegistry
+    settings: Settings
+    store: Store
+    lang: str | None
+
+    async def refusal(
+        self, permission: Permission, asker: Asker, cluster: str | None
+    ) -> Refused | None:
+        return None
+
+    async def diagnose(self, at: NodeRef, asker: Asker) -> Outcome:
+        raise UsageError(
+            "in a terminal, diagnose is its own command", usage=f"gpunode diagnose {at}"
+        )
+
+    async def prevent(self, at: NodeRef, asker: Asker) -> Outcome:
+        raise UsageError("in a terminal, prevent is its own command", usage=f"gpunode prevent {at}")
+
+    async def timeline(self, incident: Incident, asker: Asker) -> Outcome:
+        # a terminal has no thread to hold charts; names come from Slack when it is set
+        user_name, close = _people(self.settings)
+        try:
+            draft = await draft_postmortem(
+                self.store,
+                user_name,
+                incident,
+                cluster=cluster_label(self.settings, incident),
+                now=datetime.now(UTC),
+            )
+        finally:
+            await close()
+        locale = choose_locale(explicit=self.lang, thread=incident.locale)
+        markdown = render_postmortem_markdown(draft.postmortem, charts={}, locale=locale)
+        return Exported(incident_id=incident.id, markdown=markdown)
+
+    async def resolved(self, incident: Incident, asker: Asker, note: str) -> Outcome:
+        return Resolved(incident_id=incident.id, by=asker.user, note=note)
 
 
-async def _top(args: argparse.Namespace, cluster: str | None = None, *, locale: str = "en") -> str:
-    """GPU nodes of every cluster (or ``cluster``) ranked together; an unreachable cluster
-    is named on a line of its own (the rows of the others still print)."""
-    clusters = registry_from_args(args)
+async def _answer(
+    cmd: commands.Command, args: argparse.Namespace, settings: Settings, *, store_cmd: bool
+) -> Outcome:
+    """``handle`` with the terminal's surface: the store opened for the commands that read
+    it; ``top`` asks the clusters (``--server``/``--kubeconfig`` or the settings')."""
+    asker = Asker(user=f"cli:{getpass.getuser()}")
+    lang = getattr(args, "lang", None)
+    if store_cmd:
+        clusters = ClusterRegistry.from_settings(settings, build=Gateway.from_settings)
+    else:
+        clusters = registry_from_args(args)
     try:
-        report = await top_across(clusters, cluster=cluster)
+        if not store_cmd:
+            return await handle(cmd, asker, _Storeless(clusters))
+        path = require_existing(settings.store.target)
+        async with await Store.open(path) as store:
+            ops = IncidentOps(store, clock=lambda: datetime.now(UTC))
+            surface = TerminalSurface(ops, clusters, settings, store, lang)
+            return await handle(cmd, asker, surface)
     finally:
         clusters.close()
-    asked = 1 if cluster else len(clusters.names)
-    if report.errors and len(report.errors) == asked:
-        raise report.errors[0]  # nothing answered: fail as a one-cluster top always did
-    lines = [line("cluster_left_out", f.cluster, f.message, locale=locale) for f in report.failures]
-    if not report.rows:
-        return "\n".join([*lines, line("no_gpu_nodes", locale=locale)])
-    many = clusters.multi
-    lines.append(line("top_header", many, locale=locale))
-    for r in report.rows:
-        used = "-" if r.working_set_percent is None else str(r.working_set_percent)
-        lim = "-" if r.limits_percent is None else str(r.limits_percent)
-        req = "-" if r.requests_percent is None else str(r.requests_percent)
-        lines.append(line("top_line", r, used, lim, req, many, locale=locale))
-    lines.extend(["", line("top_legend", locale=locale)])
-    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class _Storeless:
+    """The terminal's surface for ``top`` and ``help``, which read no store."""
+
+    clusters: ClusterRegistry
+
+    @property
+    def ops(self) -> IncidentOps:
+        raise AssertionError("top and help read no incidents")
+
+    async def refusal(
+        self, permission: Permission, asker: Asker, cluster: str | None
+    ) -> Refused | None:
+        return None
+
+    async def diagnose(self, at: NodeRef, asker: Asker) -> Outcome:
+        raise AssertionError("diagnose is its own subcommand")
+
+    async def prevent(self, at: NodeRef, asker: Asker) -> Outcome:
+        raise AssertionError("prevent is its own subcommand")
+
+    async def timeline(self, incident: Incident, asker: Asker) -> Outcome:
+        raise AssertionError("timeline reads the store")
+
+    async def resolved(self, incident: Incident, asker: Asker, note: str) -> Outcome:
+        raise AssertionError("resolve reads the store")
 
 
 def main(args: argparse.Namespace) -> int:
+    """Parse the words as the slash command does, ``handle`` them, print the outcome."""
     store_cmd = args.command in ("status", "timeline", "resolve")
     settings = (
         cli_settings(args)
@@ -147,14 +184,10 @@ def main(args: argparse.Namespace) -> int:
     cmd = commands.parse(
         " ".join([args.command, *args.words]), prog="gpunode", clusters=tuple(settings.clusters)
     )
-    lang = getattr(args, "lang", None)
-    if isinstance(cmd, commands.Help):
-        out = help_text(cmd.topic, prog="gpunode", locale=choose_locale(explicit=lang))
-    elif isinstance(cmd, commands.Top):
-        out = asyncio.run(_top(args, cmd.cluster, locale=choose_locale(explicit=lang)))
-    else:
-        out = asyncio.run(
-            _incident_cmd(cmd, settings, show_cluster=len(settings.clusters) > 1, lang=lang)
-        )
-    sys.stdout.write(out.rstrip("\n") + "\n")
-    return 0
+    outcome = asyncio.run(_answer(cmd, args, settings, store_cmd=store_cmd))
+    printed = present(outcome, locale=choose_locale(explicit=getattr(args, "lang", None)))
+    if printed.out:
+        sys.stdout.write(printed.out.rstrip("\n") + "\n")
+    if printed.err:
+        sys.stderr.write(printed.err.rstrip("\n") + "\n")
+    return printed.status

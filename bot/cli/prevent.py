@@ -68,9 +68,9 @@ def write_kit(files: dict[str, str], out: Path, *, force: bool = False) -> list[
 
 
 async def _kit(args: argparse.Namespace, ref: str) -> Kit:
-    gateway, _cluster, node = node_target(args, ref, verb="prevent")
+    gateway, at = node_target(args, ref, verb="prevent")
     try:
-        return await kit_from_cluster(gateway, node, at=datetime.now(UTC))
+        return await kit_from_cluster(gateway, at.node, at=datetime.now(UTC))
     finally:
         gateway.close()
 

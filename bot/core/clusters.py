@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping
 
+from pydantic import BaseModel, ConfigDict, field_validator
+
 from bot.errors import UnknownClusterError
 
 #: Kubernetes' DNS-1123 label: what `kubectl config rename-context` accepts for a portable name
@@ -52,6 +54,41 @@ def split_node_ref(word: str) -> tuple[str | None, str]:
 def format_node_ref(cluster: str, node: str, *, show_cluster: bool = True) -> str:
     """The inverse of ``split_node_ref``; ``show_cluster=False`` for a one-cluster bot."""
     return f"{cluster}/{node}" if show_cluster and cluster else node
+
+
+class NodeRef(BaseModel):
+    """One node in one cluster: the only way the command paths say which node they mean.
+
+    Both parts are always set: a command that names no cluster is given one (the channel's,
+    else the default) before it becomes a ``NodeRef``. ``str()`` is ``cluster/node``;
+    ``label`` drops the cluster for a one-cluster bot."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cluster: str
+    node: str
+
+    @field_validator("cluster")
+    @classmethod
+    def _a_cluster_name(cls, value: str) -> str:
+        problem = cluster_name_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("node")
+    @classmethod
+    def _a_node(cls, value: str) -> str:
+        if not value or "/" in value:
+            raise ValueError(f"{value!r} is not a node name; write CLUSTER/NODE as two parts")
+        return value
+
+    def label(self, *, show_cluster: bool = True) -> str:
+        """``cluster/node``, or the node alone when ``show_cluster`` is False."""
+        return format_node_ref(self.cluster, self.node, show_cluster=show_cluster)
+
+    def __str__(self) -> str:
+        return self.label()
 
 
 def choose_cluster(

@@ -19,12 +19,13 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.core.clusters import cluster_name_problem, split_node_ref
+from bot.core.clusters import NodeRef, cluster_name_problem, split_node_ref
 from bot.core.incidents import format_incident_id, parse_incident_number
 from bot.errors import UsageError
 
 DEFAULT_PROG = "/gpunode"
 _MAX_NODE_NAME = 253  # RFC 1123 subdomain limit, as Kubernetes enforces for node names
+_MENTION = re.compile(r"<@[A-Z0-9]+(\|[^>]*)?>")
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
@@ -266,3 +267,45 @@ def parse(
         hint = f"; did you mean {guess}?" if guess else ""
         raise UsageError(f"no command {_shown(args[0])!r}{hint}", usage=help_text(prog=prog))
     return Help(topic=topic)
+
+
+def named(cluster: str | None, node: str) -> str:
+    """A node as the command named it: ``CLUSTER/NODE``, or ``NODE`` when no cluster was."""
+    return node if cluster is None else f"{cluster}/{node}"
+
+
+def canonical(cmd: Command) -> str:
+    """The command as gpunode understood it (validated words only: never the raw text)."""
+    words: list[str] = [cmd.verb]
+    if isinstance(cmd, Diagnose | Prevent):
+        words.append(named(cmd.cluster, cmd.node))
+    elif isinstance(cmd, Top) and cmd.cluster:
+        words.append(cmd.cluster)
+    elif isinstance(cmd, Timeline | Resolve) and cmd.incident:
+        words.append(cmd.incident)
+    return " ".join(words)
+
+
+def parse_in_thread(
+    text: str, *, at: NodeRef, incident: str, clusters: Collection[str] = ()
+) -> Diagnose | Prevent | Status | Top | Timeline | Resolve | Help:
+    """A mention of gpunode inside an incident thread (``@gpunode diagnose``): the same
+    grammar as ``parse``, with the thread's incident filling what is left out. The command
+    is what follows the first mention (``hey <@U0BOT> timeline``), other mention tokens
+    dropped; nothing else: the incident's status; ``diagnose``,
+    ``prevent`` or ``status`` alone: its node (``at``); ``timeline`` alone: the incident."""
+    first = _MENTION.search(text)
+    words = _MENTION.sub(" ", text[first.end() :] if first else text).split()
+    if not words:
+        return Status(node=at.node, cluster=at.cluster)
+    verb = words[0].lower()
+    if len(words) == 1:
+        if verb == "diagnose":
+            return Diagnose(node=at.node, cluster=at.cluster)
+        if verb == "prevent":
+            return Prevent(node=at.node, cluster=at.cluster)
+        if verb == "status":
+            return Status(node=at.node, cluster=at.cluster)
+        if verb == "timeline":
+            return Timeline(incident=incident)
+    return parse(" ".join(words), clusters=clusters)

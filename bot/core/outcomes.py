@@ -35,6 +35,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from bot.core.actions import ActionPlan, Step
 from bot.core.approvals import ApprovalRequest
 from bot.core.changes import Change, EvictionOutcome
+from bot.core.clusters import NodeRef
 from bot.core.diffing import DiagnosisDiff
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
@@ -318,6 +319,118 @@ def refused(code: str, /, **params: Any) -> Refused:
 
 def notice(key: str, /, **params: Any) -> Notice:
     return Notice(key=key, params=params)
+
+
+# -- what a command answers (``bot.services.commands.handle``); each surface presents it --
+
+
+class IncidentLine(BaseModel):
+    """One open incident as ``status`` lists it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    at: NodeRef
+    state: str
+    opened_at: AwareDatetime
+
+
+class StatusList(BaseModel):
+    """``status``: the open incidents (of ``asked``, a node filter as typed: ``[CLUSTER/]NODE``,
+    or of every node when None); ``show_cluster`` when several clusters are served."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["status_list"] = "status_list"
+    incidents: tuple[IncidentLine, ...]
+    asked: str | None = None
+    show_cluster: bool = False
+
+
+class RankedNode(BaseModel):
+    """One row of ``top``: a GPU node and its memory pressure (percentages of allocatable)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    at: NodeRef
+    memory_pressure: bool
+    working_set_percent: int | None
+    limits_percent: int | None
+    requests_percent: int | None
+
+
+class ClusterLeftOut(BaseModel):
+    """A cluster ``top`` could not ask: its name and gpunode's error (code and text)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cluster: str
+    code: str
+    message: str
+
+
+class TopNodes(BaseModel):
+    """``top``: GPU nodes ranked by memory pressure, and the clusters left out. ``asked``:
+    how many clusters were asked (every one left out: nothing answered)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["top_nodes"] = "top_nodes"
+    rows: tuple[RankedNode, ...]
+    failures: tuple[ClusterLeftOut, ...] = ()
+    asked: int = 1
+    show_cluster: bool = False
+
+    @property
+    def nothing_answered(self) -> bool:
+        return bool(self.failures) and len(self.failures) >= self.asked
+
+
+class Resolved(BaseModel):
+    """``resolve``: the incident is resolved (``in_thread``: the news is in its thread)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["resolved"] = "resolved"
+    incident_id: str
+    by: str
+    note: str = ""
+    in_thread: bool = False
+
+
+class HelpAsked(BaseModel):
+    """``help``: all commands, or one (``topic``); the presenter words it for its surface."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["help"] = "help"
+    topic: str | None = None
+
+
+class Exported(BaseModel):
+    """``timeline`` in a terminal: the incident's postmortem draft, as Markdown."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["exported"] = "exported"
+    incident_id: str
+    markdown: str
+
+
+class Posted(BaseModel):
+    """The use case answered where it works (the incident thread: a diagnosis, a kit, a
+    postmortem upload); nothing is left to present. ``ok`` False: it failed, and said so
+    there."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["posted"] = "posted"
+    verb: str
+    ok: bool = True
+
+
+#: what ``handle`` answers for a command
+Outcome = Refused | StatusList | TopNodes | Resolved | HelpAsked | Exported | Posted
 
 
 class ActionOutcome(BaseModel):

@@ -1,7 +1,7 @@
 """The read-side use-cases behind status, top, timeline and resolve.
 
-Shared by the Slack app and the terminal (``bot.cli.ops``); they return data, and
-the caller renders it for its surface.
+The command table (``bot.services.commands``) calls them for every surface; they return
+data, and each surface's presenter words it.
 """
 
 from __future__ import annotations
@@ -129,6 +129,10 @@ class IncidentOps:
     async def status(self, node: str | None, cluster: str | None = None) -> list[Any]:
         """Open incidents (of ``node``; in ``cluster``, or in any cluster when None)."""
         return list(await self._store.open_incidents(node=node, cluster=cluster))
+
+    async def find(self, incident_id: str) -> Any:
+        """The incident ``incident_id``, or None when the store has none."""
+        return await self._store.get_incident(incident_id)
 
     async def resolve_id(self, incident: str | None, *, channel: str, thread_ts: str | None) -> Any:
         if incident:

@@ -5,25 +5,21 @@ The terminal's ``gpunode timeline`` prints the same draft (``bot.cli.ops``)."""
 
 from __future__ import annotations
 
+from bot.core.incidents import Incident
 from bot.services.chatops import BotServices
+from bot.services.commands import incident_at
 from bot.services.recording import append_entry
 
 
-async def upload_timeline(
-    s: BotServices, incident_ref: str | None, *, channel: str, user: str, thread_ts: str | None
-) -> None:
-    """The postmortem draft of ``incident_ref`` (else of the incident whose thread
-    ``thread_ts`` is) uploaded to the incident's thread; UsageError if there is none."""
+async def upload_timeline(s: BotServices, incident: Incident, *, user: str) -> None:
+    """The postmortem draft of ``incident`` uploaded to its thread (``user`` asked for it)."""
     from bot.services.postmortem import draft_postmortem
 
-    incident = await s.ops.resolve_id(incident_ref, channel=channel, thread_ts=thread_ts)
     # several clusters: the incident's cluster by its name; one: as the gateway names it
-    port = s.clusters.port(incident.cluster or s.clusters.default)
-    cluster = (
-        incident.cluster
-        if s.clusters.multi
-        else str(getattr(port, "cluster_name", "") or incident.cluster)
-    )
+    at = incident_at(s.clusters, incident)
+    port = s.clusters.port(at.cluster)
+    named = str(getattr(port, "cluster_name", "") or incident.cluster)
+    cluster = at.cluster if s.clusters.multi else named
     draft = await draft_postmortem(
         s.store, s.chat.user_name, incident, cluster=cluster, now=s.clock()
     )

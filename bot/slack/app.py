@@ -1,7 +1,9 @@
-"""The slash command and the thread events, translated into the use cases of
-``bot.services`` (``chatops`` for the role check, ``threads`` for replies and mentions,
-``timelines`` for the export). The buttons and modals are ``bot.slack.interactions``; both
-are registered on the Bolt app by ``bot.slack.bolt``, and neither imports the other.
+"""The slash command and the thread events. A command, typed or a mention in an incident
+thread, is parsed with the one grammar (``bot.core.commands``), carried out by the command
+table (``bot.services.commands.handle``, which checks the verb's permission), and its typed
+outcome presented here (``as_told``); ``threads`` keeps replies in the timeline. The
+buttons and modals are ``bot.slack.interactions``; both are registered on the Bolt app by
+``bot.slack.bolt``, and neither imports the other.
 
 Every listener acknowledges first and hands slow work to ``Background``: Slack gives three
 seconds. Parsing is pure and fast, so a usage error is answered in the ack itself.
@@ -9,7 +11,6 @@ seconds. Parsing is pure and fast, so a usage error is answered in the ack itsel
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Awaitable
 from typing import Any
@@ -17,18 +18,25 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 
 from bot.core import commands
-from bot.core.clusters import format_node_ref
-from bot.core.outcomes import Notice, Refused
-from bot.core.policy import Permission
+from bot.core.incidents import Incident
+from bot.core.outcomes import (
+    HelpAsked,
+    Notice,
+    Outcome,
+    Posted,
+    Refused,
+    Resolved,
+    StatusList,
+    TopNodes,
+)
 from bot.errors import GpunodeError, UsageError
 from bot.render.blocks import Message
 from bot.render.help import help_text
 from bot.render.notices import render_told
-from bot.services import chatops, threads
+from bot.services import threads
+from bot.services.chat_surface import ChatSurface
 from bot.services.chatops import BotServices
-from bot.services.operations import top_across
-from bot.services.prevention import prevent_node
-from bot.services.timelines import upload_timeline
+from bot.services.commands import Asker, entry, handle, incident_at
 from bot.slack.payloads import slack_unescape
 
 log = logging.getLogger(__name__)
@@ -65,37 +73,25 @@ def _register_commands(app: AsyncApp, s: BotServices) -> None:
             await ack(text=t, blocks=blocks, response_type="ephemeral")
             s.metrics.command(cmd.verb, "channel_not_served")
             return
-        if isinstance(cmd, commands.Help):
-            t, blocks = _ack_notice("help", locale, text=help_text(cmd.topic, locale=locale))
-            await ack(text=t, blocks=blocks, response_type="ephemeral")
-            s.metrics.command(cmd.verb, "ok")
-            return
-        if isinstance(cmd, commands.Status):
-            # a local store read: answered in the ack itself (one round trip, no Web API
-            # call, nothing left running after the ack)
-            outcome = "ok"
+        asker = Asker(user=user, channel=channel)
+        if entry(cmd.verb).quick:
+            # a local read: answered in the ack itself (one round trip, no Web API call,
+            # nothing left running after the ack)
             try:
-                # a named cluster is checked against the user's scope, as `top CLUSTER` is
-                denied = await chatops.denied(
-                    s, "view", user=user, channel=channel, cluster=cmd.cluster
-                )
-                if denied is not None:
-                    t, blocks = render_told(Refused(code=denied.code, params=denied.params), locale)
-                    outcome = "denied"
-                else:
-                    t, blocks = await _status_notice(s, cmd.node, locale, cmd.cluster)
+                outcome = await handle(cmd, asker, ChatSurface(s))
+                told = as_told(outcome, locale)
+                result = _result(outcome)
             except GpunodeError as err:
-                t, blocks = _ack_notice(
-                    "command_failed", locale, message=err.message, code=err.code
-                )
-                outcome = "failed"
+                told = _failed(err)
+                result = "failed"
+            assert told is not None, f"{cmd.verb} is quick, so it answers with words"
+            t, blocks = render_told(told, locale)
             await ack(text=t, blocks=blocks, response_type="ephemeral")
-            s.metrics.command(cmd.verb, outcome)
+            s.metrics.command(cmd.verb, result)
             return
-        t, blocks = _ack_notice("command_started", locale, command=canonical(cmd))
+        t, blocks = _ack_notice("command_started", locale, command=commands.canonical(cmd))
         await ack(text=t, blocks=blocks, response_type="ephemeral")
-        work = _run(s, cmd, channel=channel, user=user)
-        s.bg.spawn(_counted(s, cmd.verb, work), name=f"cmd-{cmd.verb}")
+        s.bg.spawn(_counted(s, cmd.verb, answer(s, cmd, asker)), name=f"cmd-{cmd.verb}")
 
 
 def _verb_of(text: str) -> str:
@@ -114,104 +110,84 @@ async def _counted(s: BotServices, verb: str, work: Awaitable[str]) -> None:
         s.metrics.command(verb, outcome)
 
 
-def canonical(cmd: commands.Command) -> str:
-    """The command as gpunode understood it (validated words only: never the raw text)."""
-    words: list[str] = [cmd.verb]
-    if isinstance(cmd, commands.Diagnose | commands.Prevent):
-        words.append(format_node_ref(cmd.cluster or "", cmd.node))
-    elif isinstance(cmd, commands.Top) and cmd.cluster:
-        words.append(cmd.cluster)
-    elif isinstance(cmd, commands.Timeline | commands.Resolve) and cmd.incident:
-        words.append(cmd.incident)
-    return " ".join(words)
-
-
-async def _status_notice(
-    s: BotServices, node: str | None, locale: str, cluster: str | None = None
-) -> tuple[str, list[dict[str, Any]]]:
-    """Open incidents (of ``node``, in ``cluster`` or in any cluster)."""
-    rows = [
-        {"id": i.id, "node": chatops.label(s, i), "state": i.state, "opened_at": str(i.opened_at)}
-        for i in await s.ops.status(node, cluster)
-    ]
-    return _ack_notice("status_list", locale, incidents=rows)
-
-
-async def _cluster_of(s: BotServices, cmd: Any, channel: str) -> str | None:
-    """The cluster a command acts in (None: a read across clusters). Diagnose: the one it
-    names, else the channel's, else the default (prevent too); resolve and timeline: their
-    incident's."""
-    if isinstance(cmd, commands.Diagnose | commands.Prevent):
-        return s.clusters.choose(cmd.cluster, channel=channel)
-    if isinstance(cmd, commands.Top):
-        return s.clusters.choose(cmd.cluster) if cmd.cluster else None
-    if isinstance(cmd, commands.Resolve | commands.Timeline) and cmd.incident:
-        incident = await s.store.get_incident(cmd.incident)
-        return incident.cluster or None if incident is not None else None
-    return None
-
-
-async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> str:
-    """Carry out a command; its outcome: ``ok``, ``denied`` or ``failed``."""
-    try:
-        needs: Permission = (
-            "diagnose"
-            if isinstance(cmd, commands.Diagnose)
-            else "resolve"
-            if isinstance(cmd, commands.Resolve)
-            else "view"
-        )
-        cluster = await _cluster_of(s, cmd, channel)
-        if not await chatops.permitted(s, needs, user=user, channel=channel, cluster=cluster):
-            return "denied"
-        if isinstance(cmd, commands.Diagnose):
-            done = await s.diagnose.diagnose(cmd.node, channel=channel, user=user, cluster=cluster)
-            if done.error is not None:  # told in the thread or to the user already
-                return "failed"
-        elif isinstance(cmd, commands.Prevent):
-            assert cluster is not None  # _cluster_of chooses one for prevent
-            await prevent_node(
-                s.clusters.port(cluster),
-                s.store,
-                s.files,
-                cmd.node,
-                channel=channel,
-                user=user,
-                now=s.clock(),
-                cluster=cluster,
-            )
-        elif isinstance(cmd, commands.Top):
-            report = await top_across(s.clusters, cluster=cluster)
-            rows = [dataclasses.asdict(r) for r in report.rows]
-            failures = [dataclasses.asdict(f) for f in report.failures]
-            told = Notice(
-                key="top_nodes",
-                params={"rows": rows, "failures": failures, "show_cluster": s.clusters.multi},
-            )
-            await s.thread.tell(channel, user, told)
-        elif isinstance(cmd, commands.Timeline):
-            await upload_timeline(s, cmd.incident, channel=channel, user=user, thread_ts=None)
-        elif isinstance(cmd, commands.Resolve):
-            incident = await s.ops.resolve(cmd.incident, by=user, note=cmd.note)
-            told = Notice(
-                key="resolved",
-                params={"incident_id": incident.id, "by": user, "note": cmd.note},
-            )
-            if incident.thread_ts:
-                await s.thread.post(incident.channel, told, incident=incident)
-                await s.diagnose.refresh_root(incident.id)
-            if s.anchors is not None:  # the head, outside the store (and in the thread)
-                await s.anchors.anchor(channel=incident.channel, thread_ts=incident.thread_ts)
-            else:
-                await s.thread.tell(channel, user, told)
-    except GpunodeError as err:
-        told = Notice(key="command_failed", params={"message": err.message, "code": err.code})
-        try:
-            await s.thread.tell(channel, user, told)
-        except GpunodeError:
-            log.warning("could not tell %s about a failed command: %s", user, err.code)
+def _result(outcome: Outcome) -> str:
+    """The metric's word for an outcome: ``denied``, ``failed`` or ``ok``."""
+    if isinstance(outcome, Refused):
+        return "denied"
+    if isinstance(outcome, Posted) and not outcome.ok:
         return "failed"
     return "ok"
+
+
+def _failed(err: GpunodeError) -> Notice:
+    return Notice(key="command_failed", params={"message": err.message, "code": err.code})
+
+
+def as_told(outcome: Outcome, locale: str) -> Refused | Notice | None:
+    """A command's outcome as Slack shows it (None: the use case posted it already)."""
+    if isinstance(outcome, Refused):
+        return outcome
+    if isinstance(outcome, HelpAsked):
+        return Notice(key="help", params={"text": help_text(outcome.topic, locale=locale)})
+    if isinstance(outcome, StatusList):
+        rows = [
+            {
+                "id": i.id,
+                "node": i.at.label(show_cluster=outcome.show_cluster),
+                "state": i.state,
+                "opened_at": str(i.opened_at),
+            }
+            for i in outcome.incidents
+        ]
+        return Notice(key="status_list", params={"incidents": rows})
+    if isinstance(outcome, TopNodes):
+        ranked = [
+            {
+                "cluster": r.at.cluster,
+                "node": r.at.node,
+                "memory_pressure": r.memory_pressure,
+                "working_set_percent": r.working_set_percent,
+                "limits_percent": r.limits_percent,
+                "requests_percent": r.requests_percent,
+            }
+            for r in outcome.rows
+        ]
+        failures = [f.model_dump() for f in outcome.failures]
+        return Notice(
+            key="top_nodes",
+            params={"rows": ranked, "failures": failures, "show_cluster": outcome.show_cluster},
+        )
+    if isinstance(outcome, Resolved):
+        if outcome.in_thread:
+            return None  # said in the incident's thread, where the asker reads it
+        params = {"incident_id": outcome.incident_id, "by": outcome.by, "note": outcome.note}
+        return Notice(key="resolved", params=params)
+    return None  # Posted; Exported is the terminal's
+
+
+async def answer(
+    s: BotServices, cmd: commands.Command, asker: Asker, *, incident: Incident | None = None
+) -> str:
+    """Carry out a command (``handle``) and present its outcome: a read asked in an
+    incident thread is posted there, anything else is told to the asker only. The
+    metric's word: ``ok``, ``denied`` or ``failed``."""
+    try:
+        outcome = await handle(cmd, asker, ChatSurface(s))
+        locale = await s.diagnose.locales.for_person(asker.channel, asker.user)
+        told = as_told(outcome, locale)
+        if told is None:
+            pass
+        elif asker.thread_ts and isinstance(outcome, StatusList | TopNodes):
+            await s.thread.post(asker.channel, told, incident=incident, thread_ts=asker.thread_ts)
+        else:
+            await s.thread.tell(asker.channel, asker.user, told, thread_ts=asker.thread_ts)
+    except GpunodeError as err:
+        try:
+            await s.thread.tell(asker.channel, asker.user, _failed(err), thread_ts=asker.thread_ts)
+        except GpunodeError:
+            log.warning("could not tell %s about a failed command: %s", asker.user, err.code)
+        return "failed"
+    return _result(outcome)
 
 
 def _register_events(app: AsyncApp, s: BotServices) -> None:
@@ -239,7 +215,7 @@ def _register_events(app: AsyncApp, s: BotServices) -> None:
     @app.event("app_mention")
     async def on_mention(body: dict[str, Any], event: dict[str, Any]) -> None:
         thread_ts = event.get("thread_ts")
-        mention = threads.mentioned(
+        mention = _ask_in_thread(
             s,
             event_id=str(body.get("event_id")),
             channel=str(event.get("channel", "")),
@@ -248,3 +224,24 @@ def _register_events(app: AsyncApp, s: BotServices) -> None:
             text=slack_unescape(str(event.get("text", ""))),
         )
         s.bg.spawn(mention, name="mention")
+
+
+async def _ask_in_thread(
+    s: BotServices, *, event_id: str, channel: str, thread_ts: str | None, user: str, text: str
+) -> None:
+    """``@gpunode diagnose`` (any command of the grammar) inside an incident thread, the
+    thread's incident filling what it leaves out; a mention alone: the incident's status."""
+    incident = await threads.mentioned_in(
+        s, event_id=event_id, channel=channel, thread_ts=thread_ts
+    )
+    if incident is None:
+        return
+    at = incident_at(s.clusters, incident)
+    asker = Asker(user=user, channel=channel, thread_ts=thread_ts)
+    try:
+        cmd = commands.parse_in_thread(text, at=at, incident=incident.id, clusters=s.clusters.names)
+    except UsageError as err:
+        told = Notice(key="usage_error", params={"message": err.message, "usage": err.usage})
+        await s.thread.tell(channel, user, told, thread_ts=thread_ts)
+        return
+    await answer(s, cmd, asker, incident=incident)

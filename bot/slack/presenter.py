@@ -113,7 +113,7 @@ class SlackPresenter:
     ) -> None:
         if isinstance(told, Diagnosed):
             raise TypeError("a diagnosis is posted as new messages, never edited into one")
-        text, blocks = render_told(told, self._thread_locale(channel, incident))
+        text, blocks = _one(told, self._thread_locale(channel, incident))
         await self.chat.update(channel, ts, text=text, blocks=blocks)
 
     async def show(self, trigger_id: str, channel: str, user: str, form: ActionForm) -> None:

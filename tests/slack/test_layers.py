@@ -45,7 +45,9 @@ def test_app_and_interactions_do_not_import_each_other(module: str, other: str) 
         "BotServices",
         "report_malformed",
         "_note_reply",
-        "_mentioned",
+        "mentioned_in",
+        "handle",
+        "ChatSurface",
     ],
 )
 def test_the_use_cases_are_not_defined_in_the_slack_package(use_case: str) -> None:
