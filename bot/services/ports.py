@@ -293,6 +293,9 @@ class StorePort(Protocol):
         """Open incidents (of ``node``; in ``cluster``, or in any when None), oldest first;
         may lag another replica's writes by a moment (a status listing, not a decision)."""
 
+    async def recent_incidents(self, limit: int) -> list[Incident]:
+        """The ``limit`` newest incidents, open or resolved, newest first."""
+
     async def append_timeline(self, entry: TimelineEntry) -> int:
         """Append one entry; returns its sequence number."""
 
