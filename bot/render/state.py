@@ -7,7 +7,7 @@ from __future__ import annotations
 from bot.core.state_change import StateChange
 from bot.render import environment
 from bot.render.blocks import Message, context
-from bot.render.catalogs import translator
+from bot.render.catalogs import Translator, translator
 from bot.render.filters import fmt_bytes, mrkdwn, truncate
 from bot.render.messages import plain_fallback
 
@@ -18,11 +18,27 @@ def cause_name(cause: str, locale: str) -> str:
     return str(common.cause_name(cause)).strip()
 
 
+def _label(label: str, t: Translator) -> str:
+    """A mover as people name it: a workload in code type, a ledger category in words."""
+    categories = {
+        "kernel_slab_unreclaimable": t.gettext("unreclaimable kernel slab"),
+        "kernel_slab_reclaimable": t.gettext("reclaimable kernel slab"),
+        "kernel_page_tables": t.gettext("kernel page tables"),
+        "kernel_stacks": t.gettext("kernel stacks"),
+        "kernel_other": t.gettext("other kernel memory"),
+        "page_cache": t.gettext("page cache"),
+        "system": t.gettext("processes outside Kubernetes"),
+        "unattributed": t.gettext("unattributed memory"),
+    }
+    named = categories.get(label)
+    return mrkdwn(named) if named is not None else f"`{mrkdwn(label)}`"
+
+
 def state_change_line(change: StateChange, locale: str) -> str:
     """The change as one mrkdwn line."""
     t = translator(locale)
     parts = [
-        f"`{mrkdwn(m.label)}` {'+' if m.delta_bytes > 0 else '−'}{fmt_bytes(abs(m.delta_bytes))}"
+        f"{_label(m.label, t)} {'+' if m.delta_bytes > 0 else '−'}{fmt_bytes(abs(m.delta_bytes))}"
         for m in change.movers
     ]
     if change.new_kills:

@@ -52,6 +52,7 @@ from bot.errors import (
 )
 from bot.render.sentences import sentence
 from bot.services.clusters import ClusterRegistry
+from bot.services.current_state import STATE_KEY, show_state
 from bot.services.diagnosing import check_node, run_diagnosis
 from bot.services.history import HistoryService
 from bot.services.locales import LocaleChooser
@@ -324,7 +325,9 @@ class DiagnoseService:
             bundle=bundle,
             dashboard=self._dashboard(incident, diagnosis),
         )
-        await self.thread.post(channel, diagnosed, incident=incident, thread_ts=thread_ts)
+        state_ts = await show_state(
+            self.thread, self._chat, self._store, incident, diagnosed, thread_ts=thread_ts
+        )
         if chart:
             await self.upload_chart(incident, diagnosis, bundle, name="memory", thread_ts=thread_ts)
         await self._note(
@@ -332,7 +335,7 @@ class DiagnoseService:
             "evidence",
             actors.GPUNODE,
             f"verdict: {_verdict_text(diagnosis)}",
-            data={"findings": [f.code for f in diagnosis.findings]},
+            data={"findings": [f.code for f in diagnosis.findings], STATE_KEY: state_ts},
         )
         await self._refresh_root(incident, progress=None, diagnosis=diagnosis)
         return DiagnoseOutcome(incident.id, diagnosis, view, created=created, bundle=bundle)

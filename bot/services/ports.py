@@ -12,7 +12,7 @@ same cases over the fake and the real Kubernetes port.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Protocol, TypeVar
 
@@ -23,7 +23,7 @@ from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.core.impersonation import ActingAs
 from bot.core.incidents import Incident, IncidentState, TimelineEntry
-from bot.core.outcomes import Told
+from bot.core.outcomes import Diagnosed, Told
 from bot.core.records import (
     ActionRecord,
     ActionState,
@@ -31,6 +31,7 @@ from bot.core.records import (
     ChainReport,
     EvidenceSnapshot,
 )
+from bot.core.state_change import StateChange
 from bot.core.watching import RolloutProgress
 
 T = TypeVar("T")
@@ -191,6 +192,9 @@ class ChatPort(Protocol):
     async def open_view(self, trigger_id: str, view: dict[str, object]) -> str:
         """Open a modal; return its view id."""
 
+    async def pin(self, channel: str, ts: str) -> None:
+        """Pin message ``ts`` in ``channel`` (``pins.add``; already pinned is not an error)."""
+
     async def usergroup_members(self, usergroup_id: str) -> list[str]: ...
 
     async def user_name(self, user_id: str) -> str:
@@ -228,6 +232,20 @@ class ThreadPort(Protocol):
         self, channel: str, ts: str, told: Told, *, incident: Incident | None = None
     ) -> None:
         """Replace message ``ts`` with ``told`` (the thread's language, as ``post``)."""
+
+    async def show_state(
+        self,
+        channel: str,
+        told: Diagnosed,
+        *,
+        incident: Incident,
+        thread_ts: str | None = None,
+        replace: Sequence[str] = (),
+        change: StateChange | None = None,
+    ) -> list[str]:
+        """The incident's current state: ``told``'s messages posted in the thread, or
+        written over the messages ``replace`` (their ts; a message left over says it was
+        merged), then ``change`` as one line when given. The ts of the state's messages."""
 
 
 class StorePort(Protocol):

@@ -10,11 +10,15 @@ channel's language, else the default.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from bot.core.incidents import Incident
 from bot.core.locales import DEFAULT_LOCALE
 from bot.core.outcomes import Diagnosed, RootLine, Told
+from bot.core.state_change import StateChange
 from bot.render.blocks import Message
 from bot.render.notices import render_messages, render_told
+from bot.render.state import state_change_message, superseded_message
 from bot.services.locales import LocaleChooser
 from bot.services.ports import ChatPort
 
@@ -68,3 +72,31 @@ class SlackPresenter:
             raise TypeError("a diagnosis is posted as new messages, never edited into one")
         text, blocks = render_told(told, self._thread_locale(channel, incident))
         await self.chat.update(channel, ts, text=text, blocks=blocks)
+
+    async def show_state(
+        self,
+        channel: str,
+        told: Diagnosed,
+        *,
+        incident: Incident,
+        thread_ts: str | None = None,
+        replace: Sequence[str] = (),
+        change: StateChange | None = None,
+    ) -> list[str]:
+        locale = self._thread_locale(channel, incident)
+        ts = thread_ts if thread_ts is not None else incident.thread_ts
+        shown: list[str] = []
+        for i, (text, blocks) in enumerate(render_messages(told, locale)):
+            if i < len(replace):
+                await self.chat.update(channel, replace[i], text=text, blocks=blocks)
+                shown.append(replace[i])
+            else:
+                shown.append(await self.chat.post(channel, text=text, blocks=blocks, thread_ts=ts))
+        for left in replace[len(shown) :]:  # the state needs fewer messages than before
+            text, blocks = superseded_message(locale)
+            await self.chat.update(channel, left, text=text, blocks=blocks)
+            shown.append(left)
+        if change is not None:
+            text, blocks = state_change_message(change, locale)
+            await self.chat.post(channel, text=text, blocks=blocks, thread_ts=ts)
+        return shown
