@@ -152,16 +152,20 @@ async def chinese(demo: Demo, console: Console, shot: Shot) -> None:
         await refusal.scroll_into_view_if_needed()
         await shot("zh-CN-refusal", refusal)
 
-    pane = await console.open_thread(LIWEI, root)
-    image = pane.get_by_test_id("file-image").first
-    if not await image.count():
+    charts = [
+        f
+        for f in demo.slack.files(CHANNEL)
+        if f["thread_ts"] == root and f["name"].endswith(".png")
+    ]
+    if not charts:
         print("skipped zh-CN-chart: the diagnosis shared no chart into the thread")
     else:
+        pane = await console.open_thread(LIWEI, root)
+        image = pane.get_by_test_id("file-image").first
+        await image.wait_for(timeout=WAIT_MS)
         await image.scroll_into_view_if_needed()
-        card = pane.get_by_test_id("file-card").filter(
-            has=console.page.get_by_test_id("file-image")
-        )
-        await shot("zh-CN-chart", card.first)
+        chart = pane.get_by_test_id("message").filter(has=console.page.get_by_test_id("file-image"))
+        await shot("zh-CN-chart", chart.first)
 
     html = await _postmortem_html(demo, LIWEI)
     await console.page.set_content(html)
@@ -188,7 +192,10 @@ async def take(out: Path) -> list[Path]:
 
     async def shot(name: str, target: Any) -> None:
         path = out / f"{name}.png"
-        await target.screenshot(path=str(path))
+        if hasattr(target, "goto"):  # a whole page (the postmortem): all of it, not the viewport
+            await target.screenshot(path=str(path), full_page=True)
+        else:
+            await target.screenshot(path=str(path))
         written.append(path)
         print(f"wrote {path}")
 
