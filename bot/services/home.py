@@ -32,11 +32,10 @@ def _node(s: BotServices, incident: Incident) -> str:
     return format_node_ref(incident.cluster, incident.node, show_cluster=s.clusters.multi)
 
 
-async def _cause(s: BotServices, incident_id: str) -> tuple[str | None, object]:
+async def _cause(s: BotServices, incident_id: str) -> str | None:
+    """The verdict cause of the incident's latest diagnosis (None: not diagnosed yet)."""
     snap = await s.store.latest_snapshot(incident_id)
-    if snap is None:
-        return None, None
-    return snap.diagnosis.verdict.cause, snap.at
+    return snap.diagnosis.verdict.cause if snap is not None else None
 
 
 async def home_summary(s: BotServices, user: str) -> HomeSummary:
@@ -45,7 +44,7 @@ async def home_summary(s: BotServices, user: str) -> HomeSummary:
     shown, more_incidents = bounded(open_now, MAX_INCIDENTS)
     incidents = []
     for i in shown:
-        cause, _ = await _cause(s, i.id)
+        cause = await _cause(s, i.id)
         incidents.append(
             HomeIncident(
                 incident_id=i.id,
