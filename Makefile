@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test test-serial check lint fmt types bench setup system-deps test-fast clean catalogs
+.PHONY: demo test test-serial check lint fmt types bench setup system-deps test-fast clean catalogs screenshots
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -74,6 +74,10 @@ catalogs: $(STAMP)
 	  $(BIN)/pybabel -q update -N --no-fuzzy-matching --ignore-obsolete \
 	    -i locales/gpunode.pot -d locales -D gpunode -l $$l || exit 1; \
 	done
+
+# the issue screenshots (docs/screenshots/*.png), taken in Chromium from the demo's console
+screenshots: $(STAMP)
+	$(BIN)/python -m gpunode_sandbox.screenshots
 
 bench: $(STAMP)
 	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -130,6 +130,14 @@ async def run_story(sim: SlackSim, drain: Drain, *, node: str = "gpu-node-01") -
         await _tier3(sim, log, drain)
 
     # tier 1: request, then approval by another person, while the node is still at risk
+    if find_button(await _thread(sim, log), "gpunode_tier1") is None:
+        # the current state (edited in place by the re-diagnosis) offers no tier 1 button
+        thread = json.dumps(await _thread(sim, log))
+        if "Nothing to do" in thread:
+            log.steps.append("tier 1 not offered: the node is no longer at risk, nothing to do")
+        else:
+            log.steps.append("tier 1 not offered (see the Mitigation tiers message for why)")
+        return await _export(sim, log, drain)
     await _press(sim, log, ALICE, "gpunode_tier1", drain)
     if not sim.open_views(ALICE):
         log.steps.append("tier 1 not offered: the node is no longer at risk, nothing to do")
@@ -139,6 +147,12 @@ async def run_story(sim: SlackSim, drain: Drain, *, node: str = "gpu-node-01") -
         await _press(sim, log, BOB, "gpunode_approve", drain)
         log.steps.append("tier 1 approved by Bob and executed")
 
+    return await _export(sim, log, drain)
+
+
+async def _export(sim: SlackSim, log: StoryLog, drain: Drain) -> StoryLog:
+    """Alice exports the timeline into the thread."""
+    assert log.thread_ts is not None
     root = sim.message(CHANNEL, log.thread_ts) or {}
     found = re.search(r"INC-\d+", json.dumps(root.get("blocks", [])))
     log.incident_id = found.group(0) if found else None

@@ -51,6 +51,7 @@ from bot.errors import (
     StoreError,
 )
 from bot.services.clusters import ClusterRegistry
+from bot.services.current_state import STATE_KEY, show_state
 from bot.services.diagnosing import check_node, run_diagnosis
 from bot.services.locales import LocaleChooser
 from bot.services.ports import (
@@ -349,8 +350,16 @@ class DiagnoseService:
             bundle=bundle,
             dashboard=self._dashboard(incident, diagnosis),
         )
-        if not quiet:
-            await self.thread.post(channel, diagnosed, incident=incident, thread_ts=thread_ts)
+        # after an action (quiet) the state is edited in place; the action says what changed
+        state_ts = await show_state(
+            self.thread,
+            self._chat,
+            self._store,
+            incident,
+            diagnosed,
+            thread_ts=thread_ts,
+            quiet=quiet,
+        )
         if chart:
             await self.upload_chart(incident, diagnosis, bundle, name="memory", thread_ts=thread_ts)
         await self._note(
@@ -358,7 +367,7 @@ class DiagnoseService:
             "evidence",
             actors.GPUNODE,
             f"verdict: {self._verdict_words(diagnosis)}",
-            data={"findings": [f.code for f in diagnosis.findings]},
+            data={"findings": [f.code for f in diagnosis.findings], STATE_KEY: state_ts},
         )
         await self._refresh_root(incident, progress=None, diagnosis=diagnosis)
         return DiagnoseOutcome(incident.id, diagnosis, view, created=created, bundle=bundle)

@@ -17,7 +17,7 @@ same cases over the fake and the real Kubernetes port.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Protocol, TypeVar
 
@@ -31,7 +31,7 @@ from bot.core.findings import Diagnosis
 from bot.core.history import History
 from bot.core.impersonation import ActingAs
 from bot.core.incidents import Incident, IncidentState, TimelineEntry
-from bot.core.outcomes import ActionForm, Told
+from bot.core.outcomes import ActionForm, Diagnosed, Told
 from bot.core.postmortem import Postmortem
 from bot.core.prevention import KitSource, PreventionParams
 from bot.core.records import (
@@ -41,6 +41,7 @@ from bot.core.records import (
     ChainReport,
     EvidenceSnapshot,
 )
+from bot.core.state_change import StateChange
 from bot.core.watching import RolloutProgress
 
 T = TypeVar("T")
@@ -201,6 +202,9 @@ class ChatPort(Protocol):
     async def open_view(self, trigger_id: str, view: dict[str, object]) -> str:
         """Open a modal; return its view id."""
 
+    async def pin(self, channel: str, ts: str) -> None:
+        """Pin message ``ts`` in ``channel`` (``pins.add``; already pinned is not an error)."""
+
     async def usergroup_members(self, usergroup_id: str) -> list[str]: ...
 
     async def user_name(self, user_id: str) -> str:
@@ -242,6 +246,20 @@ class ThreadPort(Protocol):
     async def show(self, trigger_id: str, channel: str, user: str, form: ActionForm) -> None:
         """Open ``form`` for ``user`` (a modal, in their language) on the click that
         carried ``trigger_id``."""
+
+    async def show_state(
+        self,
+        channel: str,
+        told: Diagnosed,
+        *,
+        incident: Incident,
+        thread_ts: str | None = None,
+        replace: Sequence[str] = (),
+        change: StateChange | None = None,
+    ) -> list[str]:
+        """The incident's current state: ``told``'s messages posted in the thread, or
+        written over the messages ``replace`` (their ts; a message left over says it was
+        merged), then ``change`` as one line when given. The ts of the state's messages."""
 
 
 class ActionMetrics(Protocol):
@@ -417,6 +435,9 @@ class StorePort(Protocol):
     ) -> list[Incident]:
         """Open incidents (of ``node``; in ``cluster``, or in any when None), oldest first;
         may lag another replica's writes by a moment (a status listing, not a decision)."""
+
+    async def recent_incidents(self, limit: int) -> list[Incident]:
+        """The ``limit`` newest incidents, open or resolved, newest first."""
 
     async def append_timeline(self, entry: TimelineEntry) -> int:
         """Append one entry; returns its sequence number."""

@@ -1,5 +1,6 @@
 """The Bolt AsyncApp with every listener: the slash command and thread events
-(``bot.slack.app``), the buttons and modals (``bot.slack.interactions``)."""
+(``bot.slack.app``), the Home tab (``bot.slack.home``), the buttons and modals
+(``bot.slack.interactions``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.services.chatops import BotServices
 from bot.slack import app as commands_and_events
+from bot.slack.home import register_home
 from bot.slack.interactions import register_interactions
 
 
@@ -27,6 +29,7 @@ def build_app(
         process_before_response=False,
     )
     commands_and_events.register(app, services)
+    register_home(app, services)
     if services.act is not None:
         register_interactions(app, services)
     return app

@@ -228,6 +228,16 @@ class SlackChat:
             raise _fail("views.open", exc) from exc
         return str(resp["view"]["id"])
 
+    async def pin(self, channel: str, ts: str) -> None:
+        try:
+            await self._client.pins_add(channel=channel, timestamp=ts)
+        except SlackApiError as exc:
+            if exc.response.get("error") == "already_pinned":
+                return
+            raise _fail("pins.add", exc) from exc
+        except _FAILURES as exc:
+            raise _fail("pins.add", exc) from exc
+
     async def user_name(self, user_id: str) -> str:
         """``users.info``: the display name (with the real name when it differs), cached per
         process; a lookup that fails gives the id back (a name is never worth a failure)."""

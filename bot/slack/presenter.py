@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from typing import get_args
 
 from bot.core.charts import ChartSpec
@@ -36,6 +37,7 @@ from bot.core.outcomes import (
 )
 from bot.core.postmortem import Postmortem
 from bot.core.prevention import KitSource, PreventionParams
+from bot.core.state_change import StateChange
 from bot.errors import GpunodeError
 from bot.render import environment
 from bot.render.acting import action_form, render_action
@@ -44,6 +46,7 @@ from bot.render.catalogs import translator
 from bot.render.notices import render_messages, render_told
 from bot.render.postmortem import render_postmortem_html, render_postmortem_markdown
 from bot.render.prevention import kit_message, render_prevention_files
+from bot.render.state import state_change_message, superseded_message
 from bot.services.locales import LocaleChooser
 from bot.services.ports import ChatPort
 
@@ -215,6 +218,34 @@ class SlackPresenter:
             comment=str(t.upload_comment(node, len(files))).strip(),
         )
         return [f"{node}-{name}" for name in files]
+
+    async def show_state(
+        self,
+        channel: str,
+        told: Diagnosed,
+        *,
+        incident: Incident,
+        thread_ts: str | None = None,
+        replace: Sequence[str] = (),
+        change: StateChange | None = None,
+    ) -> list[str]:
+        locale = self._thread_locale(channel, incident)
+        ts = thread_ts if thread_ts is not None else incident.thread_ts
+        shown: list[str] = []
+        for i, (text, blocks) in enumerate(render_messages(told, locale)):
+            if i < len(replace):
+                await self.chat.update(channel, replace[i], text=text, blocks=blocks)
+                shown.append(replace[i])
+            else:
+                shown.append(await self.chat.post(channel, text=text, blocks=blocks, thread_ts=ts))
+        for left in replace[len(shown) :]:  # the state needs fewer messages than before
+            text, blocks = superseded_message(locale)
+            await self.chat.update(channel, left, text=text, blocks=blocks)
+            shown.append(left)
+        if change is not None:
+            text, blocks = state_change_message(change, locale)
+            await self.chat.post(channel, text=text, blocks=blocks, thread_ts=ts)
+        return shown
 
 
 def _is_action(told: Told) -> bool:

@@ -200,6 +200,12 @@ def open_incidents(conn: Db, node: str | None = None) -> list[Incident]:
     return [_incident(r) for r in conn.execute(sql + " ORDER BY number", params).fetchall()]
 
 
+def recent_incidents(conn: Db, limit: int) -> list[Incident]:
+    """The ``limit`` newest incidents, open or resolved, newest first."""
+    sql = _SELECT_INCIDENTS + " ORDER BY number DESC LIMIT ?"
+    return [_incident(r) for r in conn.execute(sql, (limit,)).fetchall()]
+
+
 def set_state(
     conn: Db,
     incident_id: str,

@@ -229,6 +229,10 @@ class Store:
             if (node is None or i.node == node) and (cluster is None or i.cluster == cluster)
         ]
 
+    async def recent_incidents(self, limit: int) -> list[Incident]:
+        """The ``limit`` newest incidents, open or resolved, newest first (the Home tab)."""
+        return await self._read(incident_rows.recent_incidents, limit)
+
     async def _incident_write(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """A write that may change which incidents are open: drop the in-memory copy."""
         try:

@@ -10,12 +10,14 @@ In Socket Mode the envelope carries ``retry_attempt`` / ``retry_reason`` instead
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
 from gpunode_sandbox.slacksim import payloads
 from gpunode_sandbox.slacksim.apierrors import DriverError
 from gpunode_sandbox.slacksim.driver import Driver, DriverResult, SignOptions
+from gpunode_sandbox.slacksim.methods_home import home_channel
 from gpunode_sandbox.slacksim.state import BOT_USER_ID, TEAM_ID
 
 JSON = dict[str, Any]
@@ -113,6 +115,23 @@ class EventSender:
         await self.deliver(payloads.message_event(stored, channel=channel_id))
         await self.deliver(payloads.message_event(stored, channel=channel_id, kind="app_mention"))
         return str(stored["ts"])
+
+    async def open_home(self, user_id: str) -> list[DriverResult]:
+        """``user_id`` opens the app's Home tab: an ``app_home_opened`` event (tab ``home``),
+        with the view last published for them when there is one (Slack's event reference)."""
+        if user_id not in self.ws.users:
+            raise DriverError(f"Unknown user {user_id!r}: add it with sim.add_user first.")
+        event: JSON = {
+            "type": "app_home_opened",
+            "user": user_id,
+            "channel": home_channel(user_id),
+            "tab": "home",
+            "event_ts": self.ws.next_ts(),
+        }
+        published = self.ws.homes.get(user_id)
+        if published is not None:
+            event["view"] = copy.deepcopy(published)
+        return await self.deliver(event)
 
     async def url_verification(self, challenge: str) -> DriverResult:
         body = payloads.url_verification_body(challenge)

@@ -42,14 +42,14 @@ def consume_trigger(ws: Workspace, trigger_id: Any) -> str:
     return trigger.user
 
 
-def parse_view(args: JSON) -> JSON:
+def parse_view(args: JSON, *, kind: str = "modal") -> JSON:
     raw = args.get("view")
     if isinstance(raw, str):
         try:
             raw = json.loads(raw)
         except ValueError as exc:
             raise ApiError("invalid_arguments") from exc
-    errors = view_errors(raw)
+    errors = view_errors(raw, kind=kind)
     if errors:
         raise ApiError("invalid_arguments", response_metadata={"messages": errors})
     assert isinstance(raw, dict)
@@ -58,7 +58,7 @@ def parse_view(args: JSON) -> JSON:
     return raw
 
 
-def _stored(ws: Workspace, view: JSON, *, vid: str, root: str, previous: str | None) -> JSON:
+def stored_view(ws: Workspace, view: JSON, *, vid: str, root: str, previous: str | None) -> JSON:
     out = copy.deepcopy(view)
     out["blocks"] = normalize_blocks(view.get("blocks", []))
     out.update(
@@ -92,7 +92,7 @@ def open_view(ws: Workspace, user: str, view: JSON) -> JSON:
     for old in ws.stacks.pop(user, []):
         ws.views.pop(old, None)
     vid = ws.new_id("V")
-    stored = _stored(ws, view, vid=vid, root=vid, previous=None)
+    stored = stored_view(ws, view, vid=vid, root=vid, previous=None)
     ws.views[vid] = OpenView(vid, user, stored)
     ws.stacks[user] = [vid]
     ws.changed()
@@ -106,7 +106,7 @@ def push_view(ws: Workspace, user: str, view: JSON) -> JSON:
     if len(stack) >= STACK_MAX:
         raise ApiError("push_limit_reached")
     vid = ws.new_id("V")
-    stored = _stored(ws, view, vid=vid, root=stack[0], previous=stack[-1])
+    stored = stored_view(ws, view, vid=vid, root=stack[0], previous=stack[-1])
     ws.views[vid] = OpenView(vid, user, stored)
     stack.append(vid)
     ws.changed()
@@ -115,7 +115,7 @@ def push_view(ws: Workspace, user: str, view: JSON) -> JSON:
 
 def replace_view(ws: Workspace, vid: str, view: JSON) -> JSON:
     current = ws.views[vid]
-    stored = _stored(
+    stored = stored_view(
         ws,
         view,
         vid=vid,

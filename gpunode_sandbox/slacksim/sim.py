@@ -21,6 +21,7 @@ payload as an envelope over the app's WebSocket instead of a signed POST (``sock
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
 from typing import Any
@@ -197,6 +198,20 @@ class SlackSim:
         self, user_id: str, channel_id: str, text: str, *, thread_ts: str | None = None
     ) -> str:
         return await self.events.mention(user_id, channel_id, text, thread_ts=thread_ts)
+
+    async def open_home(self, user_id: str) -> list[DriverResult]:
+        """``user_id`` opens the app's Home tab (a signed ``app_home_opened`` event)."""
+        return await self.events.open_home(user_id)
+
+    def home(self, user_id: str) -> JSON | None:
+        """The Home tab last published for ``user_id`` (None: never published)."""
+        found = self.ws.homes.get(user_id)
+        return copy.deepcopy(found) if found is not None else None
+
+    def pinned(self, channel_id: str) -> list[str]:
+        """The ts of each message pinned in ``channel_id`` that still exists, oldest first."""
+        history = self.ws.messages.get(channel_id, {})
+        return [p.ts for p in self.ws.pins.get(channel_id, []) if p.ts in history]
 
     async def url_verification(self, challenge: str) -> DriverResult:
         return await self.events.url_verification(challenge)

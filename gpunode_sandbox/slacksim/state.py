@@ -118,6 +118,15 @@ class ResponseUrl:
 
 
 @dataclass
+class Pin:
+    """A message pinned to a channel (``pins.add``): who pinned it and when."""
+
+    ts: str
+    created: int
+    created_by: str
+
+
+@dataclass
 class SharedFile:
     id: str
     filename: str
@@ -146,6 +155,11 @@ class Workspace:
         self.files: dict[str, SharedFile] = {}
         self.triggers: dict[str, Trigger] = {}
         self.response_urls: dict[str, ResponseUrl] = {}
+        #: pinned messages per channel, oldest first (``pins.*``)
+        self.pins: dict[str, list[Pin]] = {}
+        #: each user's published Home tab (``views.publish``), and whether the app has one
+        self.homes: dict[str, JSON] = {}
+        self.home_tab_enabled = True
         self.version = 0
         self.closed = False  # set on shutdown so live-update streams end promptly
         self._event = asyncio.Event()

@@ -207,23 +207,30 @@ def blocks_errors(blocks: Any, *, pointer: str = "/blocks", surface: str = "mess
     return errors
 
 
-def view_errors(view: Any) -> list[str]:
-    """Problems of a modal ``view`` (``invalid_arguments`` messages)."""
+def view_errors(view: Any, *, kind: str = "modal") -> list[str]:
+    """Problems of a ``view`` of type ``kind`` (``invalid_arguments`` messages): a modal
+    (views.open/push/update) or a Home tab (views.publish). A Home tab has no title, submit
+    or close: those belong to modals (Slack's view reference)."""
     if not isinstance(view, dict):
         return [_err("must provide an object", "/view")]
     errors = []
-    if view.get("type") != "modal":
-        errors.append(_err("must be one of [modal]", "/view/type"))
-    errors += _text_obj(view.get("title"), "/view/title", limit=24, plain_only=True)
-    for key in ("submit", "close"):
-        if key in view:
-            errors += _text_obj(view[key], f"/view/{key}", limit=24, plain_only=True)
+    if view.get("type") != kind:
+        errors.append(_err(f"must be one of [{kind}]", "/view/type"))
+    if kind == "home":
+        for key in ("title", "submit", "close"):
+            if key in view:
+                errors.append(_err(f"{key} is not allowed for a home view", f"/view/{key}"))
+    else:
+        errors += _text_obj(view.get("title"), "/view/title", limit=24, plain_only=True)
+        for key in ("submit", "close"):
+            if key in view:
+                errors += _text_obj(view[key], f"/view/{key}", limit=24, plain_only=True)
     errors += _max_len(view.get("private_metadata"), 3000, "/view/private_metadata")
     errors += _max_len(view.get("callback_id"), 255, "/view/callback_id")
     errors += blocks_errors(view.get("blocks"), pointer="/view/blocks", surface="view")
     raw_blocks = view.get("blocks")
     blocks: list[Any] = raw_blocks if isinstance(raw_blocks, list) else []
     has_input = any(isinstance(b, dict) and b.get("type") == "input" for b in blocks)
-    if has_input and "submit" not in view and not errors:
+    if kind == "modal" and has_input and "submit" not in view and not errors:
         errors.append(_err("must provide submit when input blocks are present", "/view/submit"))
     return errors

@@ -19,21 +19,29 @@ from urllib.parse import parse_qsl
 
 from aiohttp import web
 
-from gpunode_sandbox.slacksim import methods_chat, methods_files, methods_views
+from gpunode_sandbox.slacksim import methods_chat, methods_files, methods_home, methods_views
 from gpunode_sandbox.slacksim.apierrors import ApiError
 from gpunode_sandbox.slacksim.state import Workspace
 
 JSON = dict[str, Any]
 Handler = Callable[[Workspace, JSON], JSON]
-HANDLERS = {**methods_chat.HANDLERS, **methods_views.HANDLERS, **methods_files.HANDLERS}
+HANDLERS = {
+    **methods_chat.HANDLERS,
+    **methods_views.HANDLERS,
+    **methods_files.HANDLERS,
+    **methods_home.HANDLERS,
+}
 SCOPES = "commands,chat:write,chat:write.public,users:read,usergroups:read,files:write,"
-SCOPES += "channels:history,groups:history,app_mentions:read,reactions:write"
+SCOPES += "channels:history,groups:history,app_mentions:read,reactions:write,pins:write"
 #: the bot scope each method needs (Slack's method reference); a token without it gets
 #: ``{"ok": false, "error": "missing_scope", "needed": ..., "provided": ...}``
 NEEDED_SCOPE = {
     "users.info": "users:read",
     "usergroups.users.list": "usergroups:read",
     "usergroups.list": "usergroups:read",
+    "pins.add": "pins:write",
+    "pins.remove": "pins:write",
+    "pins.list": "pins:read",
 }
 
 

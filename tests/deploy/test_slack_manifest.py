@@ -73,11 +73,13 @@ def test_bot_scopes_are_exactly_the_ones_gpunode_uses() -> None:
         "channels:history",
         "groups:history",
         "app_mentions:read",
+        "pins:write",
     }
 
 
 def test_every_event_has_the_scope_it_needs() -> None:
     needs = {
+        "app_home_opened": None,  # Slack's event reference: no scope required
         "app_mention": "app_mentions:read",
         "message.channels": "channels:history",
         "message.groups": "groups:history",
@@ -85,7 +87,14 @@ def test_every_event_has_the_scope_it_needs() -> None:
     manifest = _manifest()
     scopes = set(manifest["oauth_config"]["scopes"]["bot"])
     for event in manifest["settings"]["event_subscriptions"]["bot_events"]:
-        assert needs[event] in scopes
+        needed = needs[event]
+        assert needed is None or needed in scopes
+
+
+def test_the_home_tab_is_enabled_for_the_app_home_opened_event() -> None:
+    manifest = _manifest()
+    assert manifest["features"]["app_home"]["home_tab_enabled"] is True
+    assert "app_home_opened" in manifest["settings"]["event_subscriptions"]["bot_events"]
 
 
 def test_http_mode_manifest_keeps_socket_mode_off() -> None:

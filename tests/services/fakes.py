@@ -45,6 +45,8 @@ class FakeChat:
         self.ephemerals: list[Ephemeral] = []
         self.views: list[tuple[str, dict[str, Any]]] = []
         self.uploads: list[dict[str, Any]] = []
+        #: (channel, ts) of each pins.add, in order
+        self.pins: list[tuple[str, str]] = []
         self.names: dict[str, str] = {}
         #: people's Slack locales (``users.info`` with include_locale); absent: unknown
         self.locales: dict[str, str] = {}
@@ -83,6 +85,12 @@ class FakeChat:
         thread_ts: str | None = None,
     ) -> None:
         self.ephemerals.append(Ephemeral(channel, user, text, list(blocks), thread_ts))
+
+    async def pin(self, channel: str, ts: str) -> None:
+        msg = self.messages.get(ts)
+        if msg is None or msg.channel != channel:
+            raise SlackError(f"message_not_found: {channel}/{ts}")
+        self.pins.append((channel, ts))
 
     async def upload(
         self,

@@ -4,10 +4,12 @@ parameters), not the English it is worded in."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TypeVar
 
 from bot.core.incidents import Incident
-from bot.core.outcomes import ActionForm, Notice, Refused, Told
+from bot.core.outcomes import ActionForm, Diagnosed, Notice, Refused, Told
+from bot.core.state_change import StateChange
 from bot.services.locales import LocaleChooser
 from bot.services.ports import ChatPort
 from bot.slack.presenter import SlackPresenter
@@ -58,3 +60,18 @@ class RecordingPresenter(SlackPresenter):
 
     def notices(self, key: str | None = None) -> list[Notice]:
         return [t for _, _, t in self.said if isinstance(t, Notice) and key in (None, t.key)]
+
+    async def show_state(
+        self,
+        channel: str,
+        told: Diagnosed,
+        *,
+        incident: Incident,
+        thread_ts: str | None = None,
+        replace: Sequence[str] = (),
+        change: StateChange | None = None,
+    ) -> list[str]:
+        self.said.append((channel, None, told))
+        return await super().show_state(
+            channel, told, incident=incident, thread_ts=thread_ts, replace=replace, change=change
+        )

@@ -29,7 +29,11 @@ async def test_a_second_diagnose_joins_the_open_incident(world: World) -> None:
     assert not second.created and second.incident_id == "INC-0001"
     [root] = world.chat.roots()
     replies = world.chat.thread(root.ts)
-    assert len(replies) == 3 + 1 + 3  # evidence x2 and one "joined" notice
+    # the evidence once (edited in place by the second diagnosis), the "joined" notice, and
+    # one line of what changed; the first state message is the one pinned
+    assert len(replies) == 3 + 1 + 1
+    assert all(m.edits for m in replies[:3])
+    assert world.chat.pins == [(CHANNEL, replies[0].ts)]
     assert len(await world.store.snapshots("INC-0001")) == 2
 
 
