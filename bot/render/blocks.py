@@ -230,12 +230,14 @@ def short_source(source: str) -> str:
 
 
 def _tier_buttons(view: DiagnosisView, incident: str | None, locale: str) -> list[Block]:
-    t = _m("actions", locale)
+    """The tier buttons, labelled short ("Tier 3"): the recommended tier is named in the
+    message and every tier's steps are in Details; the confirmation modal says the rest."""
+    t = _m("evidence", locale)
     return [
         {
             "type": "button",
             "action_id": ACTION_IDS[pl.tier],
-            "text": {"type": "plain_text", "text": truncate(_s(t.button, pl.tier), 75)},
+            "text": {"type": "plain_text", "text": truncate(_s(t.tier_short, pl.tier), 75)},
             "value": button_value(incident, pl.plan_id),
             "style": BUTTON_STYLES[pl.tier],
         }
@@ -255,15 +257,8 @@ def brief_message(
     that answers its usual position, with its decisive number and source), the recommended
     tier with its relief, then the tier, Details and Prevention kit buttons."""
     t = _m("evidence", locale)
-    verdict = sentence(
-        "verdicts",
-        view.verdict.cause,
-        view.verdict.params,
-        fmt="mrkdwn",
-        subject=view.verdict.subject,
-        locale=locale,
-    )
-    lines = [_s(t.verdict, view, verdict)]
+    verdict = _verdict(view, locale)
+    lines = [_s(t.short_verdict, view)]
     for team in view.teams:
         said = sentence(
             "talking_points", team.point.key, team.point.params, fmt="mrkdwn", locale=locale
