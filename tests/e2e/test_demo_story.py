@@ -30,7 +30,7 @@ def test_demo_script_runs_the_whole_story_and_prints_the_thread(tmp_path: Path) 
     assert "✓ tier 3 applied" in out
     # tier 3 gave the shortage back: the bot offers no tier 1 on a node no longer at risk
     assert "✓ tier 1 not offered: the node is no longer at risk, nothing to do" in out
-    assert "Not available: Nothing to do: the node is not short of host memory" in out
+    assert "Nothing to do: the node is not short of host memory" in out
     assert "approved by Bob" not in out
     exported = ", ".join(
         f"INC-0001-postmortem{suffix}" for suffix in ("-start.png", "-end.png", ".md", ".html")
