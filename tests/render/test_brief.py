@@ -39,11 +39,12 @@ def test_the_brief_message_carries_the_verdict_a_number_per_team_the_tier_and_th
     d, bundle = load("seed")
     [(_, blocks)] = diagnosis_messages(d, bundle, incident="INC-0001")
     body = blocks[1]["text"]["text"]
-    assert body.startswith("*Verdict* (high confidence)")
+    assert body.startswith("*Verdict* (high confidence): host memory exhausted by a workload")
+    assert "`ml/preprocess-7d9f8c6b5-x2k4q`" in body
     assert "*AI/ML team*" in body and "64.0 GiB fullest GPU used" in body
     assert "*Ops team*" in body and "3.5 GiB MemAvailable _(procfs:/proc/meminfo)_" in body
-    assert "*Recommended: Tier 3 · constrain the offender*" in body
-    assert "Frees about 24.0 GiB; the node is short of about 21.6 GiB" in body
+    assert "*Recommended: Tier 3* → `Deployment/ml/preprocess`" in body
+    assert "frees about 24.0 GiB of the 21.6 GiB the node is short" in body
     assert _buttons(blocks) == [
         "gpunode_tier1",
         "gpunode_tier2",
