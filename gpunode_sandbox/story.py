@@ -125,7 +125,7 @@ async def run_story(sim: SlackSim, drain: Drain, *, node: str = "gpu-node-01") -
 
     # tier 3: edit the proposed caps (OMP_NUM_THREADS=4); accept an OOM only when asked to
     if find_button(await _thread(sim, log), "gpunode_tier3") is None:
-        log.steps.append("tier 3 not offered (see the Mitigation tiers message for why)")
+        log.steps.append("tier 3 not offered (the diagnosis message says why)")
     else:
         await _tier3(sim, log, drain)
 

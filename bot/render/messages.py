@@ -1,5 +1,5 @@
 """Slack messages of an incident thread beyond the diagnosis itself: the root status line
-and short notices, plus ``render_diagnosis_messages`` (the three diagnosis messages).
+and short notices, plus ``render_diagnosis_messages`` (the one brief diagnosis message).
 
 Each function returns ``(fallback_text, blocks)``; wording in ``templates/slack/<locale>/``.
 Notice params are raw; the templates escape every string with the mrkdwn escape.
@@ -95,7 +95,9 @@ def render_diagnosis_messages(
     locale: str = "en",
     dashboard: Dashboard | None = None,
 ) -> list[Message]:
-    """[evidence, talking points, actions] for the incident thread, each within limits."""
+    """What a diagnosis posts in the incident thread: the brief message (verdict, a number
+    per team, the recommended tier, the buttons), within Slack's limits; the rest is behind
+    its Details button (``blocks.details_view``)."""
     return diagnosis_messages(
         diagnosis, bundle, incident=incident_id, locale=locale, dashboard=dashboard
     )

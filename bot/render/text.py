@@ -10,7 +10,7 @@ from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
 from bot.render import environment
 from bot.render.reports import context_for
-from bot.render.views import build_view
+from bot.render.views import build_view, decisive_fact
 
 
 def render_report_text(
@@ -23,4 +23,5 @@ def render_report_text(
 ) -> str:
     view = build_view(diagnosis, bundle, top_pods=top_pods)
     ctx = context_for(view, fmt="text", incident=incident, locale=locale, source_limit=72)
-    return environment.render("text", "report.txt.j2", locale=locale, **ctx)
+    # one decisive number per talking point (issue #23 §1); ``--format markdown`` has them all
+    return environment.render("text", "report.txt.j2", locale=locale, decisive=decisive_fact, **ctx)

@@ -12,7 +12,8 @@ from datetime import datetime
 
 from bot.core.actions import ActionPlan
 from bot.core.evidence import EvidenceBundle, Gap
-from bot.core.findings import Diagnosis, Finding, LedgerCategory, TalkingPoint, Verdict
+from bot.core.findings import Diagnosis, Fact, Finding, LedgerCategory, TalkingPoint, Verdict
+from bot.core.recommendations import recommended_plan
 
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2, "ok": 3}
 BAR_WIDTH = 40
@@ -83,6 +84,101 @@ class GpuLine:
 
 
 @dataclass(frozen=True)
+class GpuGroup:
+    """Consecutive GPUs that read the same (model, used, total, processes): one line,
+    "GPU 0–7: 64.0/80.0 GiB each (80%)". ``first == last`` for a GPU that differs."""
+
+    first: int
+    last: int
+    name: str
+    used_bytes: int
+    total_bytes: int
+    percent: float
+    processes: int
+
+    @property
+    def count(self) -> int:
+        return self.last - self.first + 1
+
+
+def gpu_groups(gpus: list[GpuLine]) -> list[GpuGroup]:
+    """``gpus`` (by index) with runs of identical consecutive devices collapsed."""
+    out: list[GpuGroup] = []
+    for g in gpus:
+        same = (g.name, g.used_bytes, g.total_bytes, g.processes)
+        prev = out[-1] if out else None
+        if (
+            prev is not None
+            and prev.last + 1 == g.index
+            and (prev.name, prev.used_bytes, prev.total_bytes, prev.processes) == same
+        ):
+            out[-1] = GpuGroup(
+                prev.first, g.index, g.name, g.used_bytes, g.total_bytes, g.percent, g.processes
+            )
+        else:
+            out.append(
+                GpuGroup(
+                    g.index, g.index, g.name, g.used_bytes, g.total_bytes, g.percent, g.processes
+                )
+            )
+    return out
+
+
+#: the fact that decides a point when it is not the point's first one (the GPU points list
+#: the allocation counts first, but what answers "is GPU memory the problem" is the fullest
+#: device)
+DECISIVE_FACT = {
+    "ai.gpu_memory_not_cause": "gpu.max_memory_used_bytes",
+    "ops.gpu_not_cause": "gpu.max_memory_used_bytes",
+}
+
+
+def decisive_fact(tp: TalkingPoint) -> Fact | None:
+    """The one number a point rests on (None: a point without facts, i.e. unverified)."""
+    wanted = DECISIVE_FACT.get(tp.key)
+    for f in tp.facts:
+        if f.key == wanted:
+            return f
+    return tp.facts[0] if tp.facts else None
+
+
+def _fact_id(f: Fact) -> tuple[str, str]:
+    return f.key, str(f.value)
+
+
+@dataclass(frozen=True)
+class TeamLine:
+    """What the brief message tells one team: the point that answers its usual position
+    (the first one that supports or contradicts it, else its first point) and that point's
+    decisive number, never a number the message already shows."""
+
+    audience: str
+    point: TalkingPoint
+    fact: Fact
+
+
+def team_lines(diagnosis: Diagnosis) -> list[TeamLine]:
+    """One line per team with a verified point, AI/ML team first."""
+    verdict_facts = {_fact_id(f) for f in diagnosis.verdict.facts}
+    shown: set[tuple[str, str]] = set(verdict_facts)
+    out: list[TeamLine] = []
+    for audience in ("ai_team", "ops_team"):
+        points = [
+            p for p in diagnosis.talking_points if p.audience == audience and not p.unverified
+        ]
+        ranked = [p for p in points if p.stance != "neutral"] + [
+            p for p in points if p.stance == "neutral"
+        ]
+        for p in ranked:
+            fact = decisive_fact(p)
+            if fact is not None and _fact_id(fact) not in shown:
+                shown.add(_fact_id(fact))
+                out.append(TeamLine(audience, p, fact))
+                break
+    return out
+
+
+@dataclass(frozen=True)
 class DiagnosisView:
     node: str
     collected_at: datetime
@@ -102,6 +198,11 @@ class DiagnosisView:
     ops_points: list[TalkingPoint]
     plans: list[ActionPlan]
     unverified: list[Gap] = field(default_factory=list)
+    gpu_groups: list[GpuGroup] = field(default_factory=list)
+    #: the tier the brief message recommends (bot.core.recommendations), None: none
+    recommended: ActionPlan | None = None
+    #: the brief message's line per team
+    teams: list[TeamLine] = field(default_factory=list)
 
 
 def _pct(part: int, total: int) -> float:
@@ -212,4 +313,7 @@ def build_view(
         ops_points=[p for p in diagnosis.talking_points if p.audience == "ops_team"],
         plans=sorted(diagnosis.plans, key=lambda p: p.tier),
         unverified=list(diagnosis.unverified),
+        gpu_groups=gpu_groups(gpus),
+        recommended=recommended_plan(diagnosis.plans),
+        teams=team_lines(diagnosis),
     )

@@ -25,9 +25,10 @@ from slack_bolt.async_app import AsyncApp
 from bot.core.clusters import split_node_ref
 from bot.errors import UnknownClusterError
 from bot.render.acting import APPLY, APPROVE, CANCEL, CONFIRM_CALLBACK, DENY, REDIAGNOSE, UNDO
-from bot.render.blocks import PREVENTION_ACTION
+from bot.render.blocks import DETAILS_ACTION, PREVENTION_ACTION
 from bot.services.chatops import BotServices, permitted, report_malformed
 from bot.services.prevention import prevention_button
+from bot.slack.details import open_details
 from bot.slack.payloads import (
     BlockActions,
     ConfirmMeta,
@@ -209,6 +210,27 @@ def register_interactions(app: AsyncApp, s: BotServices) -> None:
         s.bg.spawn(
             prevention_button(s, incident, user=click.user.id, channel=click.channel_id),
             name="prevention",
+        )
+
+    @app.action(DETAILS_ACTION)
+    async def on_details(ack: Any, body: dict[str, Any]) -> None:
+        await ack()
+        click = _click(s, body, "details")
+        if click is None:
+            return
+        incident = _button_value(s, click, "details", RecordId)
+        if incident is None:
+            return
+        # views.open must follow within 3 s of the click: the task starts at once
+        s.bg.spawn(
+            open_details(
+                s,
+                incident,
+                user=click.user.id,
+                channel=click.channel_id,
+                trigger_id=click.trigger_id,
+            ),
+            name="details",
         )
 
     @app.action(REDIAGNOSE)

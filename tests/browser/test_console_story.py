@@ -1,8 +1,8 @@
 """The demo story, walked by a person in the browser console of ``gpunode demo``.
 
-Alice diagnoses gpu-node-01 from the command box, reads the evidence and the talking points
-in the thread, presses tier 3, edits the caps (the bot refuses a limit below the working set
-until she ticks the acknowledgement), sees the dry run, applies it through the confirm
+Alice diagnoses gpu-node-01 from the command box, reads the brief diagnosis in the thread,
+presses tier 3, edits the caps (the bot refuses a limit below the working set until she
+ticks the acknowledgement), sees the dry run, applies it through the confirm
 dialog, and sees the outcome and the before/after diff. The re-diagnosis offers no tier 1:
 tier 3 gave the shortage back, so the thread says there is nothing to do (issue #20).
 Finally Alice exports the timeline: the postmortem draft (Markdown and HTML) appears in the
@@ -61,10 +61,10 @@ def diagnose(page: Any, shots: Shots) -> Any:
     expect(thread).to_be_visible()
     expect(thread).to_contain_text(f"Memory evidence · {NODE}", timeout=DIAGNOSIS_MS)
     expect(thread).to_contain_text(re.compile(r"Verdict \((high|medium|low) confidence\)"))
-    expect(thread).to_contain_text("What the evidence says to each team")
-    expect(thread).to_contain_text("For the AI/ML team")
-    expect(thread).to_contain_text("For the Ops team")
-    expect(thread).to_contain_text("Mitigation tiers")
+    expect(thread).to_contain_text("AI/ML team")
+    expect(thread).to_contain_text("Ops team")
+    expect(thread).to_contain_text("Recommended: Tier 3")
+    expect(_button(thread, "gpunode_details")).to_be_visible()
     shots("01-diagnosis", page)
     return thread
 
@@ -113,10 +113,15 @@ def cap_the_offender(page: Any, thread: Any, shots: Shots) -> None:
 
 def nothing_left_to_do(page: Any, thread: Any, shots: Shots) -> None:
     """After tier 3 the node is no longer at risk: the before/after says the new evidence
-    offers no further tier, and carries no tier button (the evidence is not posted again)."""
+    offers no further tier and carries no tier button, and the current state (edited in
+    place, never posted again) says there is nothing to do."""
     diff = thread.get_by_test_id("message").filter(has_text="Before / after").last
     expect(diff).to_contain_text("offers no further tier", timeout=STEP_MS)
     expect(diff.get_by_test_id("button")).to_have_count(0)
+    state = thread.get_by_test_id("message").filter(has_text="Memory evidence")
+    expect(state).to_have_count(1)
+    expect(state).to_contain_text("Nothing to do", timeout=STEP_MS)
+    expect(state.locator('[data-action-id^="gpunode_tier"]')).to_have_count(0)
     diff.scroll_into_view_if_needed()
     shots("07-nothing-left-to-do", page)
 

@@ -83,8 +83,8 @@ def diagnose_in_chinese(page: Any, shots: Shots) -> Any:
     thread = page.get_by_test_id("thread-pane")
     evidence = said(zh("evidence").header, SimpleNamespace(node=NODE))
     expect(thread).to_contain_text(evidence, timeout=DIAGNOSIS_MS)
-    expect(thread).to_contain_text(said(zh("talking_points").header, None))
-    expect(thread).to_contain_text(said(zh("actions").header, None))
+    expect(thread).to_contain_text(said(zh("evidence").tier_short, 3))
+    expect(thread).to_contain_text(said(zh("evidence").details_button))
     expect(thread.locator("header span")).to_have_text(labels["thread"])
     expect(root).to_contain_text(re.compile(r"调查中|缓解中"))  # the root's state, in Chinese
     heading = thread.locator(".bk-header h3").filter(has_text=evidence).first

@@ -33,6 +33,7 @@ def test_demo_script_runs_the_whole_story_and_prints_the_thread(tmp_path: Path) 
     # the before/after says so, and the evidence is not posted a second time
     assert "Next: the new evidence offers no further tier." in out
     assert out.count("# Memory evidence") == 1
+    assert "Nothing to do: the node is not short of host memory" in out
     assert "approved by Bob" not in out
     exported = ", ".join(
         f"INC-0001-postmortem{suffix}" for suffix in ("-start.png", "-end.png", ".md", ".html")

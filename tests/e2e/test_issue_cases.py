@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from bot.render.blocks import DETAILS_ACTION
 from gpunode_sandbox.demo import running_demo
 from gpunode_sandbox.kubesim.defaults import stable_uid
-from tests.e2e.conftest import diagnose, text_of, thread
+from tests.e2e.conftest import diagnose, press, text_of, thread
 
 pytestmark = pytest.mark.slow
 
@@ -103,11 +104,14 @@ async def test_an_issue_case_is_judged_right_end_to_end_in_the_thread(case: Case
     async with running_demo(case.scenario) as demo:
         root_ts = await diagnose(demo, case.node)
         messages = thread(demo, root_ts)
+        # the tiers' steps and every talking point are behind the brief message's Details
+        await press(demo, root_ts, "U0ALICE", DETAILS_ACTION)
+        details = demo.slack.open_views("U0ALICE")[-1]
         errors = list(demo.runtime.services.bg.errors)
     verdict = text_of(messages[0])
-    sections = _sections(messages)
+    sections = _sections([*messages, details])
     tiers = [s for s in sections if s.startswith("*Tier ")]
-    everything = "\n".join(text_of(m) for m in messages)
+    everything = "\n".join(text_of(m) for m in [*messages, details])
 
     assert errors == []
     missing = [name for name in case.names if name not in verdict]

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from bot.render.blocks import DETAILS_ACTION
 from gpunode_sandbox.demo import Demo, running_demo
 from tests.e2e.conftest import diagnose, press, submit_modal, text_of, thread
 from tests.kube.remedy_scenarios import gang_fleet
@@ -49,7 +50,9 @@ async def test_tier1_in_the_thread_names_the_gang_its_members_elsewhere_and_its_
     path.write_text(yaml.safe_dump(_gangs_and_a_job_the_kubelet_evicts_first()), encoding="utf-8")
     async with running_demo(str(path)) as demo:
         root_ts = await diagnose(demo)
-        said = _said(demo, root_ts)
+        # the tiers' notes sit behind the brief message's Details
+        await press(demo, root_ts, ALICE, DETAILS_ACTION)
+        said = _said(demo, root_ts) + text_of(demo.slack.open_views(ALICE)[-1])
         await press(demo, root_ts, ALICE, "gpunode_tier1")
         modal = text_of(demo.slack.open_views(ALICE)[-1])
     assert "Before you confirm" in modal and "llm-ft-worker-1 on gpu-node-02" in modal

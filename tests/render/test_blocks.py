@@ -9,7 +9,7 @@ import pytest
 
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
-from bot.render.blocks import MAX_BLOCKS, diagnosis_messages
+from bot.render.blocks import MAX_BLOCKS, full_messages
 from bot.render.messages import render_root
 from bot.render.notices import NOTICE_KEYS
 from bot.slack.blockkit import validate_blocks
@@ -37,7 +37,7 @@ def _texts(value: Any, *, mrkdwn_only: bool = True) -> list[str]:
 def test_the_three_messages_are_valid_block_kit(
     seed_diagnosis: Diagnosis, seed_bundle: EvidenceBundle
 ) -> None:
-    messages = diagnosis_messages(seed_diagnosis, seed_bundle, incident="INC-0001")
+    messages = full_messages(seed_diagnosis, seed_bundle, incident="INC-0001")
     assert len(messages) == 3
     for text, blocks in messages:
         assert text
@@ -45,7 +45,7 @@ def test_the_three_messages_are_valid_block_kit(
 
 
 def test_hostile_names_are_escaped_in_every_mrkdwn_text(hostile_diagnosis: Diagnosis) -> None:
-    for text, blocks in diagnosis_messages(hostile_diagnosis, incident="INC-0001"):
+    for text, blocks in full_messages(hostile_diagnosis, incident="INC-0001"):
         validate_blocks(blocks)
         for t in [*_texts(blocks), text]:
             assert "<!channel>" not in t
@@ -54,7 +54,7 @@ def test_hostile_names_are_escaped_in_every_mrkdwn_text(hostile_diagnosis: Diagn
             assert not re.search(r"<(?![@#])", t)
         joined = "\n".join(_texts(blocks))
         assert "&lt;!channel&gt;" in joined or "gpunode" in joined
-    evidence = diagnosis_messages(hostile_diagnosis)[0][1]
+    evidence = full_messages(hostile_diagnosis)[0][1]
     assert "a&amp;b&lt;c&gt;" in "\n".join(_texts(evidence))
 
 
@@ -63,16 +63,16 @@ def test_an_oversized_diagnosis_stays_within_slack_limits_and_points_to_the_repo
 ) -> None:
     pods = [(f"team-{i % 7}/worker-{i:03d}-" + "x" * 40, (300 - i) * GiB // 4) for i in range(300)]
     big = diagnosis_factory(pods=pods, n_findings=300)
-    for _text, blocks in diagnosis_messages(big, incident="INC-0042"):
+    for _text, blocks in full_messages(big, incident="INC-0042"):
         validate_blocks(blocks)
         assert len(blocks) <= MAX_BLOCKS
-    evidence = diagnosis_messages(big, incident="INC-0042")[0][1]
+    evidence = full_messages(big, incident="INC-0042")[0][1]
     assert "/gpunode timeline INC-0042" in json.dumps(evidence)
     assert "…and 290 more pods" in json.dumps(evidence, ensure_ascii=False)
 
 
 def test_tier_buttons_carry_incident_and_plan_id(seed_diagnosis: Diagnosis) -> None:
-    _text, blocks = diagnosis_messages(seed_diagnosis, incident="INC-0007")[2]
+    _text, blocks = full_messages(seed_diagnosis, incident="INC-0007")[2]
     actions = [b for b in blocks if b["type"] == "actions"]
     assert len(actions) == 1
     buttons = actions[0]["elements"]
@@ -88,7 +88,7 @@ def test_an_unavailable_plan_gets_no_button(seed_diagnosis: Diagnosis) -> None:
         for p in seed_diagnosis.plans
     ]
     d = seed_diagnosis.model_copy(update={"plans": plans})
-    _text, blocks = diagnosis_messages(d, incident="INC-1")[2]
+    _text, blocks = full_messages(d, incident="INC-1")[2]
     ids = [e["action_id"] for b in blocks if b["type"] == "actions" for e in b["elements"]]
     assert ids == ["gpunode_tier1", "gpunode_tier3"]
     assert "Not available" in json.dumps(blocks)
@@ -97,7 +97,7 @@ def test_an_unavailable_plan_gets_no_button(seed_diagnosis: Diagnosis) -> None:
 def test_talking_points_show_numbers_with_sources_and_mark_unverified_points(
     seed_diagnosis: Diagnosis,
 ) -> None:
-    _text, blocks = diagnosis_messages(seed_diagnosis)[1]
+    _text, blocks = full_messages(seed_diagnosis)[1]
     joined = "\n".join(_texts(blocks))
     assert "62.0 GiB working set (cgroup:/kubepods/burstable/pod-0/" in joined
     assert "_unverified_" in joined
@@ -105,7 +105,7 @@ def test_talking_points_show_numbers_with_sources_and_mark_unverified_points(
 
 
 def test_the_ledger_is_drawn_as_a_bar_with_a_legend(seed_diagnosis: Diagnosis) -> None:
-    _text, blocks = diagnosis_messages(seed_diagnosis)[0]
+    _text, blocks = full_messages(seed_diagnosis)[0]
     ledger = next(t for t in _texts(blocks) if t.startswith("*Host memory*"))
     bar = re.search(r"```(.+)```", ledger)
     assert bar is not None and len(bar.group(1)) == 40
@@ -124,16 +124,14 @@ def test_the_residual_is_worded_by_its_sign(
 ) -> None:
     ledger = seed_diagnosis.ledger.model_copy(update={"residual_bytes": residual})
     d = seed_diagnosis.model_copy(update={"ledger": ledger})
-    text = next(t for t in _texts(diagnosis_messages(d)[0][1]) if t.startswith("*Host memory*"))
+    text = next(t for t in _texts(full_messages(d)[0][1]) if t.startswith("*Host memory*"))
     assert expected in text and absent not in text and "-187" not in text
 
 
 def test_top_pods_say_what_their_figure_is_and_drop_the_per_line_suffix(
     seed_diagnosis: Diagnosis,
 ) -> None:
-    pods = next(
-        t for t in _texts(diagnosis_messages(seed_diagnosis)[0][1]) if t.startswith("*Top pods")
-    )
+    pods = next(t for t in _texts(full_messages(seed_diagnosis)[0][1]) if t.startswith("*Top pods"))
     assert pods.startswith("*Top pods by host memory*") and "anon + active page cache" in pods
     assert "(working set)" not in pods
 

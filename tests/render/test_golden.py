@@ -20,7 +20,7 @@ from bot.core.analysis import analyze
 from bot.core.cluster import ClusterView
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import Diagnosis
-from bot.render.blocks import diagnosis_messages
+from bot.render.blocks import details_view, diagnosis_messages
 from bot.render.environment import DEFAULT_LOCALE, LOCALES
 from bot.render.markdown import render_report_markdown
 from bot.render.sentences import sentence
@@ -32,7 +32,7 @@ BUNDLES = FIXTURES / "bundles"
 GOLDEN = FIXTURES / "golden"
 UPDATE = os.environ.get("GPUNODE_UPDATE_GOLDEN") == "1"
 SCENARIOS = sorted(p.name for p in BUNDLES.iterdir() if (p / "evidence.json").is_file())
-MESSAGES = ("evidence", "talking_points", "actions")
+MESSAGES = ("brief",)
 
 
 def load(scenario: str) -> tuple[Diagnosis, EvidenceBundle]:
@@ -51,6 +51,9 @@ def outputs(scenario: str, locale: str = DEFAULT_LOCALE) -> dict[str, str]:
         out[f"{name}.blocks.json"] = (
             json.dumps({"text": text, "blocks": blocks}, indent=2, ensure_ascii=False) + "\n"
         )
+    details = details_view(diagnosis, bundle, incident="INC-0001", locale=locale)
+    validate_blocks(details["blocks"], surface="modal")
+    out["details.view.json"] = json.dumps(details, indent=2, ensure_ascii=False) + "\n"
     out["report.md"] = render_report_markdown(diagnosis, bundle, incident="INC-0001", locale=locale)
     out["report.txt"] = render_report_text(diagnosis, bundle, incident="INC-0001", locale=locale)
     return out

@@ -28,12 +28,12 @@ def test_analyze_json_prints_codes_verdict_ledger_and_plans(
     assert {p["tier"] for p in out["plans"]} == {1, 2, 3}
 
 
-def test_analyze_blocks_prints_three_valid_slack_messages(
+def test_analyze_blocks_prints_the_one_valid_slack_message_a_diagnosis_posts(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(["analyze", EVIDENCE, "--cluster", CLUSTER, "--format", "blocks"]) == 0
     messages = json.loads(capsys.readouterr().out)
-    assert len(messages) == 3
+    assert len(messages) == 1
     for m in messages:
         validate_blocks(m["blocks"])
 
