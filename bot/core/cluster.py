@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bot.core.evidence import QosTier
 from bot.core.quantity import quantity_value
-from bot.core.workloads import PodScheduling, PodSlot, QueueInfo, WorkloadInfo
+from bot.core.workloads import PeerPod, PodScheduling, PodSlot, QueueInfo, WorkloadInfo
 
 #: extended resources that are accelerator devices: every ``nvidia.com/*`` resource (whole
 #: GPUs, MIG slices such as ``nvidia.com/mig-1g.10gb``, time-sliced ``nvidia.com/gpu.shared``)
@@ -321,6 +321,16 @@ class ClusterView(_Model):
     )
     room: list[RoomOnNode] | None = Field(
         None, description="every node's free requests (None: not read)"
+    )
+    peers: list[PeerPod] | None = Field(
+        None,
+        description="bound pods elsewhere that the node's pods' required pod (anti-)affinity "
+        "terms select, and every pod with a required anti-affinity (None: not read; then "
+        "placement models only one-replica-per-node anti-affinity)",
+    )
+    namespace_labels: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description="namespace -> labels, read when a term has a namespaceSelector",
     )
     bot_namespace: str | None = Field(None, description="where gpunode itself runs")
     queues: list[QueueInfo] = Field(

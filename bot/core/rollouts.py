@@ -43,7 +43,7 @@ import math
 
 from bot.core.actions import PlanNote
 from bot.core.cluster import ClusterView, PodInfo, RoomOnNode
-from bot.core.destinations import sibling_nodes
+from bot.core.destinations import affinity_refusal, place, remaining_peers, sibling_nodes
 from bot.core.placement import fits, victims
 from bot.core.workloads import WorkloadInfo
 
@@ -248,15 +248,23 @@ def restart_notes(
     notes: list[PlanNote] = []
     stranded = False
     rooms = [_room_after(r, restarted) if r.name == view.node.name else r for r in view.room]
+    # the restarted pods leave; each one placed counts for the inter-pod affinity of the next
+    peers = remaining_peers(view, restarted)
     for pod in restarted:
         sched = pod.scheduling
         if sched is None or not pod.accelerated:
             continue  # every GPU pod by the one definition: whole, shared, MIG, AMD, DRA
         home = next((r for r in rooms if r.name == view.node.name), None)
-        if home is not None and fits(sched, home):
+        if (
+            home is not None
+            and fits(sched, home)
+            and (peers is None or affinity_refusal(view, pod, home, peers) is None)
+        ):
+            place(pod, home.name, peers)
             continue
-        # kept apart from its replicas (required anti-affinity per node): not beside one
-        apart = sibling_nodes(view, pod) if sched.spread_from_siblings else set()
+        # kept apart from its replicas (required anti-affinity per node): not beside one;
+        # with the peers read, every required pod (anti-)affinity term decides instead
+        apart = sibling_nodes(view, pod) if sched.spread_from_siblings and peers is None else set()
         # GPUs held only through DRA claims: a node takes the pod when its room counts as many
         # free devices of each driver (``dra:DRIVER``, from ResourceSlices less allocated
         # claims); with the pod's devices unread, no node is known to have them free
@@ -270,9 +278,11 @@ def restart_notes(
             and r.name not in apart
             and fits(sched, r)
             and not (dra_only and not pod.gpu_devices)
+            and (peers is None or affinity_refusal(view, pod, r, peers) is None)
         ]
         cordoned = view.node.unschedulable
         if targets:
+            place(pod, targets[0], peers)
             code = "restart_moves_cordoned" if cordoned else "restart_moves"
             notes.append(PlanNote(code=code, params={"pod": pod.key, "nodes": _names(targets)}))
             continue

@@ -356,6 +356,8 @@ class Gateway:
             gang_pods=context.gang_pods,
             workloads=context.workloads,
             room=room,
+            peers=context.peers,
+            namespace_labels=context.namespace_labels,
             queues=context.queues,
             bot_namespace=self.settings.namespace,
             in_place_resize="pods/resize" in resources,

@@ -50,6 +50,8 @@ API_CALLS: tuple[ApiCall, ...] = (
     # where an evicted or restarted pod can go: its PersistentVolumes' node affinity
     ApiCall("", "persistentvolumeclaims", "get"),
     ApiCall("", "persistentvolumes", "get"),
+    # ... and a required pod (anti-)affinity term's namespaceSelector: namespaces' labels
+    ApiCall("", "namespaces", "list"),
     ApiCall("kueue.x-k8s.io", "clusterqueues", "get"),
     *(ApiCall(group, plural, "get") for group, plural in _CONTROLLERS),
     # the diagnostic Job: the NVIDIA RuntimeClass preflight, then the Job (its FailedCreate
