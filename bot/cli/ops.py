@@ -3,7 +3,8 @@
 The words after the verb go through ``bot.core.commands.parse`` exactly as Slack's text does,
 so both surfaces accept the same input and print the same usage on a mistake. ``status``,
 ``timeline`` (the postmortem draft in Markdown) and ``resolve`` read the bot's store
-(``store.path``); ``top`` asks the cluster.
+(``store.path``); ``top`` asks the cluster, and ``resolve`` asks the incident's cluster to
+remove the scale-down annotations tier 1 added (as Slack's resolve does).
 """
 
 from __future__ import annotations
@@ -108,8 +109,30 @@ async def _incident_cmd(
                 await close()
             return files.markdown
         assert isinstance(cmd, commands.Resolve)
-        incident = await ops.resolve(cmd.incident, by=f"cli:{getpass.getuser()}", note=cmd.note)
+        incident = await _resolve(store, settings, cmd)
         return line("resolved", incident.id, locale=locale)
+
+
+async def _resolve(store: Store, settings: Settings, cmd: commands.Resolve) -> Incident:
+    """Resolve as Slack does: with the settings' clusters, so the scale-down annotations
+    tier 1 put on a node for the incident come off (``IncidentOps._release``; a cluster that
+    cannot be reached is a timeline note, and the incident still resolves)."""
+    from bot.kube.gateway import Gateway
+    from bot.services.clusters import ClusterRegistry
+
+    clusters = ClusterRegistry.from_settings(settings, build=Gateway.from_settings)
+    try:
+        ops = IncidentOps(
+            store,
+            clock=lambda: datetime.now(UTC),
+            kube_for=lambda name: clusters.port(name or clusters.default),
+        )
+        incident: Incident = await ops.resolve(
+            cmd.incident, by=f"cli:{getpass.getuser()}", note=cmd.note
+        )
+        return incident
+    finally:
+        clusters.close()
 
 
 async def _top(args: argparse.Namespace, cluster: str | None = None, *, locale: str = "en") -> str:
