@@ -12,7 +12,14 @@ from datetime import datetime
 
 from bot.core.actions import ActionPlan
 from bot.core.evidence import EvidenceBundle, Gap
-from bot.core.findings import Diagnosis, Finding, LedgerCategory, TalkingPoint, Verdict
+from bot.core.findings import (
+    DeviceClaim,
+    Diagnosis,
+    Finding,
+    LedgerCategory,
+    TalkingPoint,
+    Verdict,
+)
 
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2, "ok": 3}
 BAR_WIDTH = 40
@@ -102,6 +109,8 @@ class DiagnosisView:
     ops_points: list[TalkingPoint]
     plans: list[ActionPlan]
     unverified: list[Gap] = field(default_factory=list)
+    #: GPUs the node's pods hold through DRA ResourceClaims (driver, pool, device)
+    dra: list[DeviceClaim] = field(default_factory=list)
 
 
 def _pct(part: int, total: int) -> float:
@@ -212,4 +221,5 @@ def build_view(
         ops_points=[p for p in diagnosis.talking_points if p.audience == "ops_team"],
         plans=sorted(diagnosis.plans, key=lambda p: p.tier),
         unverified=list(diagnosis.unverified),
+        dra=list(diagnosis.dra_devices),
     )
