@@ -14,7 +14,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bot.core.evidence import QosTier
 from bot.core.quantity import quantity_value
-from bot.core.workloads import PeerPod, PodScheduling, PodSlot, QueueInfo, WorkloadInfo
+from bot.core.workloads import (
+    KueueWorkload,
+    PeerPod,
+    PodScheduling,
+    PodSlot,
+    QueueInfo,
+    WorkloadInfo,
+)
 
 #: extended resources that are accelerator devices: every ``nvidia.com/*`` resource (whole
 #: GPUs, MIG slices such as ``nvidia.com/mig-1g.10gb``, time-sliced ``nvidia.com/gpu.shared``)
@@ -335,5 +342,8 @@ class ClusterView(_Model):
     bot_namespace: str | None = Field(None, description="where gpunode itself runs")
     queues: list[QueueInfo] = Field(
         default_factory=list, description="Kueue LocalQueues of the node's pods (kueue.x-k8s.io)"
+    )
+    kueue_workloads: list[KueueWorkload] = Field(
+        default_factory=list, description="Kueue Workloads of the node's queued pods"
     )
     in_place_resize: bool = Field(False, description="the server serves pods/resize")

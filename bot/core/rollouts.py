@@ -27,7 +27,12 @@ controller's rollout, so the plan reads it (``WorkloadInfo``, ``bot.core.workloa
   ``waitForPodsReady``, under its timeout) before it runs (``kueue_readmission``). When its
   ClusterQueue has no quota left for a resource (``QueueInfo.exhausted``, from the queues'
   status), the restarted pods could not be admitted: note ``kueue_no_quota``, and tiers 2
-  and 3 refuse (warning ``kueue_queue_full``).
+  and 3 refuse (warning ``kueue_queue_full``). Each Kueue ``Workload`` of the restarted
+  pods (``ClusterView.kueue_workloads``) is named with its state (``kueue_workload``):
+  admitted to which ClusterQueue, or not; its PodsReady condition; an eviction (e.g.
+  ``PodsReadyTimeout``) and how often it was requeued. With ``waitForPodsReady``, Kueue
+  evicts a workload whose pods are not all Ready within the timeout (5 minutes by default)
+  and requeues it with a backoff, deactivating it after ``backoffLimitCount`` requeues.
 - A Helm release (``app.kubernetes.io/managed-by: Helm``, ``meta.helm.sh/release-name``)
   renders the object from its chart and values: the next ``helm upgrade`` puts the old
   value back (``helm_reverts``, naming the release and the field to set in the values).
@@ -211,6 +216,25 @@ def rollout_notes(
                         },
                     )
                 )
+    restarted = {p.key for p in pods if p.key not in held}
+    for kw in view.kueue_workloads:
+        covered = [k for k in kw.pods if k in restarted]
+        if not covered or kw.namespace != namespace:
+            continue
+        notes.append(
+            PlanNote(
+                code="kueue_workload",
+                params=ref
+                | {
+                    "kueue_workload": kw.key,
+                    "count": len(covered),
+                    "cluster_queue": kw.cluster_queue if kw.admitted else None,
+                    "pods_ready": None if kw.pods_ready is None else str(kw.pods_ready).lower(),
+                    "evicted": kw.evicted_reason,
+                    "requeued": kw.requeue_count or None,
+                },
+            )
+        )
     if w.helm_release:
         field = (
             f"spec.template.spec.containers[name={container}].resources.limits.memory"

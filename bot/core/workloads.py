@@ -122,6 +122,30 @@ class QueueInfo(_Model):
         return f"{self.namespace}/{self.name}"
 
 
+class KueueWorkload(_Model):
+    """A Kueue ``Workload`` (``kueue.x-k8s.io``) that one of the node's pods belongs to: the
+    unit Kueue admits against a ClusterQueue's quota."""
+
+    namespace: str
+    name: str
+    pods: list[str] = Field(default_factory=list, description="the node's pods it covers")
+    cluster_queue: str | None = Field(None, description="status.admission.clusterQueue")
+    admitted: bool = Field(False, description="condition Admitted is True")
+    pods_ready: bool | None = Field(
+        None, description="condition PodsReady (None: Kueue set none on it)"
+    )
+    evicted_reason: str | None = Field(
+        None, description="condition Evicted's reason when True (PodsReadyTimeout...)"
+    )
+    requeue_count: int = Field(
+        0, description="status.requeueState.count: evictions for pod readiness so far"
+    )
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
 class WorkloadInfo(_Model):
     """A top controller of pods on the node, with what decides how a change reaches them."""
 

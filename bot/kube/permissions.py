@@ -53,6 +53,8 @@ API_CALLS: tuple[ApiCall, ...] = (
     # ... and a required pod (anti-)affinity term's namespaceSelector: namespaces' labels
     ApiCall("", "namespaces", "list"),
     ApiCall("kueue.x-k8s.io", "clusterqueues", "get"),
+    # ... and the restarted pods' Kueue Workloads (admission, PodsReady, evictions)
+    ApiCall("kueue.x-k8s.io", "workloads", "list"),
     *(ApiCall(group, plural, "get") for group, plural in _CONTROLLERS),
     # the diagnostic Job: the NVIDIA RuntimeClass preflight, then the Job (its FailedCreate
     # events come from the events list above)

@@ -12,6 +12,8 @@
   that Deployment (named ``<deployment>-<hash>``). DaemonSets are left out (their note counts
   every node from ``desiredNumberScheduled``).
 
+- the Kueue Workloads of the node's queued pods (admission, ClusterQueue, PodsReady,
+  evictions), one list per namespace;
 - the pods the node's pods' required pod (anti-)affinity terms select, anywhere (one list
   per distinct selector, all namespaces, the terms' namespaces filtered in core), every pod
   with a required anti-affinity (from the fleet read), and the namespaces' labels when a
@@ -28,10 +30,10 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bot.core.cluster import PodInfo, RoomOnNode
+from bot.core.cluster import OwnerRef, PodInfo, RoomOnNode
 from bot.core.gangs import builtin_kind, gang_of
 from bot.core.rollouts import KUEUE_QUEUE_LABEL
-from bot.core.workloads import PeerPod, QueueInfo, Requirement, WorkloadInfo
+from bot.core.workloads import KueueWorkload, PeerPod, QueueInfo, Requirement, WorkloadInfo
 from bot.errors import GpunodeError
 from bot.kube import objects, queues, reading
 from bot.kube.reading import OwnerCache
@@ -56,6 +58,7 @@ class RemedyContext:
     queues: list[QueueInfo] = field(default_factory=list)
     #: pod key -> its bound PersistentVolumes' node affinity terms (pods with claims only)
     volume_terms: dict[str, list[list[list[Requirement]]]] = field(default_factory=dict)
+    kueue_workloads: list[KueueWorkload] = field(default_factory=list)
     peers: list[PeerPod] | None = None
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
 
@@ -171,6 +174,37 @@ async def _queues(gw: Gateway, pods: list[PodInfo], groups: dict[str, str]) -> l
     return out
 
 
+async def _kueue_workloads(
+    gw: Gateway, pods: list[PodInfo], groups: dict[str, str]
+) -> list[KueueWorkload]:
+    """The Kueue Workloads of the node's queued pods (label ``kueue.x-k8s.io/queue-name``):
+    one list per namespace, each Workload matched to the pods whose owner chain (or the pod
+    itself) it is owner-referenced to. None read when Kueue is not served or the list is
+    refused (the plans then say only that restarts re-enter admission)."""
+    version = groups.get(queues.GROUP)
+    queued = [p for p in pods if KUEUE_QUEUE_LABEL in p.labels]
+    if version is None or not queued:
+        return []
+    out = []
+    for ns in sorted({p.namespace for p in queued}):
+        raw = await _optional(
+            gw, f"list Kueue Workloads in {ns}", queues.list_workloads, version, ns
+        )
+        for obj in raw or []:
+            covered = sorted(
+                p.key
+                for p in queued
+                if p.namespace == ns
+                and any(
+                    queues.owns(obj, o.kind, o.name, o.uid)
+                    for o in [*p.owners, OwnerRef(kind="Pod", name=p.name, uid=p.uid)]
+                )
+            )
+            if covered:
+                out.append(queues.parse_workload(obj, covered))
+    return out
+
+
 async def _optional(gw: Gateway, what: str, fn: Any, *args: Any, **kw: Any) -> Any:
     try:
         return await gw._call(what, fn, *args, **kw)
@@ -234,12 +268,13 @@ async def survey(
     cache: OwnerCache,
     groups: dict[str, str],
 ) -> RemedyContext:
-    workloads, gang_pods, fleet, queued, volumes = await asyncio.gather(
+    workloads, gang_pods, fleet, queued, volumes, admitted = await asyncio.gather(
         _workloads(gw, pods, cache, groups),
         _gang_pods(gw, node, pods, cache),
         _fleet(gw),
         _queues(gw, pods, groups),
         _volume_terms(gw, pods),
+        _kueue_workloads(gw, pods, groups),
     )
     room = None if fleet is None else fleet.room()
     workloads = await _with_elsewhere(gw, workloads, node, cache)
@@ -252,6 +287,7 @@ async def survey(
         volume_terms=volumes,
         peers=peers,
         namespace_labels=namespace_labels,
+        kueue_workloads=admitted,
     )
 
 

@@ -45,6 +45,10 @@ CLUSTER_RULES = {
     ("", "persistentvolumeclaims"): {"get"},
     ("", "persistentvolumes"): {"get"},
     ("kueue.x-k8s.io", "clusterqueues"): {"get"},
+    # ... and its Workload's admission and PodsReady (issue #24)
+    ("kueue.x-k8s.io", "workloads"): {"list"},
+    # a required pod (anti-)affinity term's namespaceSelector: the namespaces' labels
+    ("", "namespaces"): {"list"},
     # gpunode doctor: the admission policies are installed and bound (read only)
     ("admissionregistration.k8s.io", "validatingadmissionpolicies"): {"list"},
     ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): {"list"},
