@@ -20,6 +20,7 @@ from bot.core.workloads import (
     PodScheduling,
     PodSlot,
     QueueInfo,
+    Requirement,
     WorkloadInfo,
 )
 
@@ -97,6 +98,22 @@ class RoomOnNode(_Model):
     taints: list[Taint] = Field(default_factory=list)
     free: dict[str, int] = Field(default_factory=dict)
     pods: list[PodSlot] = Field(default_factory=list)
+
+
+class NodePoolInfo(_Model):
+    """One autoscaler pool, from its object (not from its nodes)."""
+
+    name: str
+    scaler: str = "Karpenter"
+    label: str = Field("karpenter.sh/nodepool", description="the label its nodes carry")
+    labels: dict[str, str] = Field(default_factory=dict, description="template labels")
+    requirements: list[Requirement] = Field(default_factory=list)
+    taints: list[Taint] = Field(default_factory=list)
+    limits: dict[str, int] = Field(
+        default_factory=dict, description="spec.limits, scheduler units (cpu millicores)"
+    )
+    used: dict[str, int] = Field(default_factory=dict, description="status.resources")
+    gpu: bool = Field(False, description="its nodes would be GPU nodes")
 
 
 class NodeInfo(_Model):
@@ -342,6 +359,11 @@ class ClusterView(_Model):
     bot_namespace: str | None = Field(None, description="where gpunode itself runs")
     queues: list[QueueInfo] = Field(
         default_factory=list, description="Kueue LocalQueues of the node's pods (kueue.x-k8s.io)"
+    )
+    pools: list[NodePoolInfo] | None = Field(
+        None,
+        description="autoscaler pools read from their objects (Karpenter NodePools); "
+        "None: not read",
     )
     kueue_workloads: list[KueueWorkload] = Field(
         default_factory=list, description="Kueue Workloads of the node's queued pods"

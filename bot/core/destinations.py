@@ -24,7 +24,10 @@ in the plan. When every node that matches the pod is refused by those rules, it 
 Pending (``why`` "affinity"). Without ``peers`` (not read), only the common form is
 modelled: a required anti-affinity per node against the pod's own labels (one replica per
 node; ``sibling_nodes``, from the controller's replicas elsewhere). What an autoscaler's
-pool could offer beyond the nodes it has now is not modelled.
+pool could offer is read from the pool's own object when the gateway read it
+(``ClusterView.pools``: Karpenter NodePools, ``bot.core.pools``), so a pool with no node yet
+(scale from zero) is named too; a pool that matches but is at its ``limits`` leaves the pod
+Pending (``why`` "pool_limit").
 """
 
 from __future__ import annotations
@@ -32,8 +35,15 @@ from __future__ import annotations
 from bot.core.actions import PlanNote
 from bot.core.affinity import placed, refusal
 from bot.core.autoscalers import pool_of
-from bot.core.cluster import ClusterView, PodInfo, RoomOnNode, is_accelerator_resource
+from bot.core.cluster import (
+    ClusterView,
+    NodePoolInfo,
+    PodInfo,
+    RoomOnNode,
+    is_accelerator_resource,
+)
 from bot.core.placement import matches_node, short_of
+from bot.core.pools import pool_takes
 from bot.core.workloads import PeerPod
 
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
@@ -102,12 +112,40 @@ def place(pod: PodInfo, node: str, peers: list[PeerPod] | None) -> None:
         )
 
 
+def scale_from_objects(
+    view: ClusterView, pod: PodInfo, grown: dict[str, dict[str, int]]
+) -> tuple[NodePoolInfo | None, bool]:
+    """The pool (read from its object, ``view.pools``) whose new node would take ``pod``,
+    a CPU pool before a GPU pool (a GPU pod needs a GPU pool); and whether a pool that
+    matches it is at its limits. What a chosen pool adds is kept in ``grown``."""
+    sched = pod.scheduling
+    if sched is None or not view.pools:
+        return None, False
+    blocked = False
+    for pool in sorted(view.pools, key=lambda p: (p.gpu, p.name)):
+        if pod.accelerated and not pool.gpu:
+            continue
+        extra = grown.get(pool.name, {})
+        used = {k: pool.used.get(k, 0) + extra.get(k, 0) for k in set(pool.used) | set(extra)}
+        why = pool_takes(pool.model_copy(update={"used": used}), sched)
+        if why == "limit":
+            blocked = True
+        if why is None:
+            grown[pool.name] = {
+                k: extra.get(k, 0) + sched.requests.get(k, 0)
+                for k in set(extra) | set(sched.requests)
+            }
+            return pool, False
+    return None, blocked
+
+
 def landing_notes(view: ClusterView, evicted: list[PodInfo]) -> list[PlanNote]:
     """The notes for ``evicted`` (in eviction order); [] when the rooms were not read."""
     if view.room is None:
         return []
     rooms = {r.name: r for r in view.room if r.name != view.node.name}
     peers = remaining_peers(view, evicted)
+    grown: dict[str, dict[str, int]] = {}  # what the plan's earlier pods add to each pool
     notes: list[PlanNote] = []
     for pod in evicted:
         sched = pod.scheduling
@@ -137,6 +175,23 @@ def landing_notes(view: ClusterView, evicted: list[PodInfo]) -> list[PlanNote]:
                 )
             )
             continue
+        chosen, blocked = scale_from_objects(view, pod, grown)
+        if chosen is not None:
+            gpu_pool = not pod.accelerated and chosen.gpu
+            notes.append(
+                PlanNote(
+                    code="evicted_buys_gpu_node" if gpu_pool else "evicted_scales_up",
+                    params={
+                        "pod": pod.key,
+                        "pool": chosen.name,
+                        "label": chosen.label,
+                        "scaler": chosen.scaler,
+                    },
+                )
+            )
+            continue
         why = "no_match" if not matching else "affinity" if not allowed else "no_room"
+        if blocked:
+            why = "pool_limit"
         notes.append(PlanNote(code="evicted_pending", params={"pod": pod.key, "why": why}))
     return notes

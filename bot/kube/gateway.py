@@ -360,6 +360,7 @@ class Gateway:
             namespace_labels=context.namespace_labels,
             queues=context.queues,
             kueue_workloads=context.kueue_workloads,
+            pools=context.pools,
             bot_namespace=self.settings.namespace,
             in_place_resize="pods/resize" in resources,
             events=[objects.parse_event(e) for e in events],

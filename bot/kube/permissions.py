@@ -52,6 +52,8 @@ API_CALLS: tuple[ApiCall, ...] = (
     ApiCall("", "persistentvolumes", "get"),
     # ... and a required pod (anti-)affinity term's namespaceSelector: namespaces' labels
     ApiCall("", "namespaces", "list"),
+    # ... and an autoscaler pool with no node yet: Karpenter's NodePools
+    ApiCall("karpenter.sh", "nodepools", "list"),
     ApiCall("kueue.x-k8s.io", "clusterqueues", "get"),
     # ... and the restarted pods' Kueue Workloads (admission, PodsReady, evictions)
     ApiCall("kueue.x-k8s.io", "workloads", "list"),

@@ -12,6 +12,7 @@
   that Deployment (named ``<deployment>-<hash>``). DaemonSets are left out (their note counts
   every node from ``desiredNumberScheduled``).
 
+- Karpenter's NodePools (``karpenter.sh``), so a pool with no node yet is seen;
 - the Kueue Workloads of the node's queued pods (admission, ClusterQueue, PodsReady,
   evictions), one list per namespace;
 - the pods the node's pods' required pod (anti-)affinity terms select, anywhere (one list
@@ -30,12 +31,12 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bot.core.cluster import OwnerRef, PodInfo, RoomOnNode
+from bot.core.cluster import NodePoolInfo, OwnerRef, PodInfo, RoomOnNode
 from bot.core.gangs import builtin_kind, gang_of
 from bot.core.rollouts import KUEUE_QUEUE_LABEL
 from bot.core.workloads import KueueWorkload, PeerPod, QueueInfo, Requirement, WorkloadInfo
 from bot.errors import GpunodeError
-from bot.kube import objects, queues, reading
+from bot.kube import objects, pools, queues, reading
 from bot.kube.reading import OwnerCache
 from bot.kube.rollouts import parse_workload
 from bot.kube.scheduling import affinity_terms, parse_volume_terms, selector_text
@@ -59,6 +60,7 @@ class RemedyContext:
     #: pod key -> its bound PersistentVolumes' node affinity terms (pods with claims only)
     volume_terms: dict[str, list[list[list[Requirement]]]] = field(default_factory=dict)
     kueue_workloads: list[KueueWorkload] = field(default_factory=list)
+    pools: list[NodePoolInfo] | None = None
     peers: list[PeerPod] | None = None
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
 
@@ -205,6 +207,16 @@ async def _kueue_workloads(
     return out
 
 
+async def _pools(gw: Gateway, groups: dict[str, str]) -> list[NodePoolInfo] | None:
+    """Karpenter's NodePools (one list; None when Karpenter is not served or the list is
+    refused: placement then knows pools only through their nodes' labels)."""
+    version = groups.get(pools.GROUP)
+    if version is None:
+        return None
+    raw = await _optional(gw, "list Karpenter NodePools", pools.list_nodepools, version)
+    return None if raw is None else [pools.parse_nodepool(o) for o in raw]
+
+
 async def _optional(gw: Gateway, what: str, fn: Any, *args: Any, **kw: Any) -> Any:
     try:
         return await gw._call(what, fn, *args, **kw)
@@ -268,13 +280,16 @@ async def survey(
     cache: OwnerCache,
     groups: dict[str, str],
 ) -> RemedyContext:
-    workloads, gang_pods, fleet, queued, volumes, admitted = await asyncio.gather(
-        _workloads(gw, pods, cache, groups),
-        _gang_pods(gw, node, pods, cache),
-        _fleet(gw),
-        _queues(gw, pods, groups),
-        _volume_terms(gw, pods),
-        _kueue_workloads(gw, pods, groups),
+    (workloads, gang_pods, fleet, queued, volumes, admitted), nodepools = await asyncio.gather(
+        asyncio.gather(
+            _workloads(gw, pods, cache, groups),
+            _gang_pods(gw, node, pods, cache),
+            _fleet(gw),
+            _queues(gw, pods, groups),
+            _volume_terms(gw, pods),
+            _kueue_workloads(gw, pods, groups),
+        ),
+        _pools(gw, groups),
     )
     room = None if fleet is None else fleet.room()
     workloads = await _with_elsewhere(gw, workloads, node, cache)
@@ -288,6 +303,7 @@ async def survey(
         peers=peers,
         namespace_labels=namespace_labels,
         kueue_workloads=admitted,
+        pools=nodepools,
     )
 
 

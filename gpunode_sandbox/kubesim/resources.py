@@ -200,6 +200,8 @@ CUSTOM: tuple[Resource, ...] = tuple(
 #: Kueue's queues (kueue.x-k8s.io): LocalQueue is namespaced, ClusterQueue is not
 CUSTOM = (
     *CUSTOM,
+    # Karpenter's NodePools (karpenter.sh/v1): cluster-scoped
+    Resource("karpenter.sh", "v1", "NodePool", "nodepools", False, (), ("status",), crd=True),
     Resource(
         "kueue.x-k8s.io", "v1beta1", "LocalQueue", "localqueues", True, (), ("status",), crd=True
     ),

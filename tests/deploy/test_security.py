@@ -49,6 +49,8 @@ CLUSTER_RULES = {
     ("kueue.x-k8s.io", "workloads"): {"list"},
     # a required pod (anti-)affinity term's namespaceSelector: the namespaces' labels
     ("", "namespaces"): {"list"},
+    # an autoscaler pool with no node yet (Karpenter NodePools)
+    ("karpenter.sh", "nodepools"): {"list"},
     # gpunode doctor: the admission policies are installed and bound (read only)
     ("admissionregistration.k8s.io", "validatingadmissionpolicies"): {"list"},
     ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): {"list"},
