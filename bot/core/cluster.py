@@ -114,6 +114,13 @@ class NodePoolInfo(_Model):
     )
     used: dict[str, int] = Field(default_factory=dict, description="status.resources")
     gpu: bool = Field(False, description="its nodes would be GPU nodes")
+    capacity: dict[str, int] = Field(
+        default_factory=dict,
+        description="one new node's capacity, when the pool states it (cluster-autoscaler's "
+        "scale-from-zero annotations); empty: unknown",
+    )
+    nodes: int | None = Field(None, description="nodes it has now (Cluster API replicas)")
+    max_nodes: int | None = Field(None, description="the most nodes it may have")
 
 
 class NodeInfo(_Model):

@@ -19,8 +19,12 @@ as Karpenter's scheduling simulation decides:
 - the pool's limits leave room for its requests (``used`` + requests <= limit, for every
   limited resource).
 
-Instance sizes are not modelled: a pool whose instance types are all too small for the pod
-would still be named.
+A Cluster API node group (a ``MachineDeployment``, or a ``MachineSet`` no deployment owns,
+annotated with the cluster autoscaler's ``...-node-group-min-size``/``max-size``) states one
+new node through the scale-from-zero annotations ``capacity.cluster-autoscaler.kubernetes.io/
+{cpu,memory,gpu-count,gpu-type,maxPods,labels,taints}``: the pod must fit that capacity, and
+the group must be below its max size. Karpenter's instance sizes are not modelled: a NodePool
+whose instance types are all too small for the pod would still be named.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ WELL_KNOWN = frozenset(
         "karpenter.sh/nodepool",
     }
 )
+CAPI_KNOWN = frozenset({"kubernetes.io/os", "kubernetes.io/arch"})
 HOSTNAME = "kubernetes.io/hostname"
 
 
@@ -72,7 +77,9 @@ def _compatible(pool: NodePoolInfo, req: Requirement) -> bool:
     excluded = {
         v for r in pool.requirements if r.key == req.key and r.operator == "NotIn" for v in r.values
     }
-    known = req.key in WELL_KNOWN
+    # Karpenter's cloud provider sets the well-known labels on every node; the cluster
+    # autoscaler's template node from a Cluster API node group carries only os and arch
+    known = req.key in (WELL_KNOWN if pool.scaler == "Karpenter" else CAPI_KNOWN)
     if req.operator == "In":
         if not defined:
             return known
@@ -105,7 +112,13 @@ def pool_takes(pool: NodePoolInfo, pod: PodScheduling) -> str | None:
         return "no_match"
     if any(t.topology_key == HOSTNAME for t in pod.affinity_terms):
         return "no_match"  # a new node holds no pod its affinity could follow
+    if pool.capacity and any(
+        v > 0 and k != "pods" and v > pool.capacity.get(k, 0) for k, v in pod.requests.items()
+    ):
+        return "no_match"  # a new node of the pool is too small for it
     if exceeds(pool.limits, pool.used, pod.requests):
+        return "limit"
+    if pool.max_nodes is not None and (pool.nodes or 0) >= pool.max_nodes:
         return "limit"
     return None
 

@@ -54,6 +54,9 @@ API_CALLS: tuple[ApiCall, ...] = (
     ApiCall("", "namespaces", "list"),
     # ... and an autoscaler pool with no node yet: Karpenter's NodePools
     ApiCall("karpenter.sh", "nodepools", "list"),
+    # ... and the cluster autoscaler's Cluster API node groups (scale-from-zero annotations)
+    ApiCall("cluster.x-k8s.io", "machinedeployments", "list"),
+    ApiCall("cluster.x-k8s.io", "machinesets", "list"),
     ApiCall("kueue.x-k8s.io", "clusterqueues", "get"),
     # ... and the restarted pods' Kueue Workloads (admission, PodsReady, evictions)
     ApiCall("kueue.x-k8s.io", "workloads", "list"),

@@ -12,7 +12,8 @@
   that Deployment (named ``<deployment>-<hash>``). DaemonSets are left out (their note counts
   every node from ``desiredNumberScheduled``).
 
-- Karpenter's NodePools (``karpenter.sh``), so a pool with no node yet is seen;
+- Karpenter's NodePools (``karpenter.sh``) and Cluster API MachineDeployments/MachineSets
+  the cluster autoscaler scales (``cluster.x-k8s.io``), so a pool with no node yet is seen;
 - the Kueue Workloads of the node's queued pods (admission, ClusterQueue, PodsReady,
   evictions), one list per namespace;
 - the pods the node's pods' required pod (anti-)affinity terms select, anywhere (one list
@@ -208,13 +209,24 @@ async def _kueue_workloads(
 
 
 async def _pools(gw: Gateway, groups: dict[str, str]) -> list[NodePoolInfo] | None:
-    """Karpenter's NodePools (one list; None when Karpenter is not served or the list is
-    refused: placement then knows pools only through their nodes' labels)."""
+    """Karpenter's NodePools and the cluster autoscaler's Cluster API node groups (None when
+    neither is served or readable: placement then knows pools only through their nodes'
+    labels)."""
+    found: list[NodePoolInfo] | None = None
     version = groups.get(pools.GROUP)
-    if version is None:
-        return None
-    raw = await _optional(gw, "list Karpenter NodePools", pools.list_nodepools, version)
-    return None if raw is None else [pools.parse_nodepool(o) for o in raw]
+    if version is not None:
+        raw = await _optional(gw, "list Karpenter NodePools", pools.list_nodepools, version)
+        if raw is not None:
+            found = [pools.parse_nodepool(o) for o in raw]
+    version = groups.get(pools.CAPI_GROUP)
+    if version is not None:
+        deployments = await _optional(
+            gw, "list MachineDeployments", pools.list_capi, version, "machinedeployments"
+        )
+        sets = await _optional(gw, "list MachineSets", pools.list_capi, version, "machinesets")
+        if deployments is not None and sets is not None:
+            found = [*(found or []), *pools.node_groups(deployments, sets)]
+    return found
 
 
 async def _optional(gw: Gateway, what: str, fn: Any, *args: Any, **kw: Any) -> Any:

@@ -51,6 +51,8 @@ CLUSTER_RULES = {
     ("", "namespaces"): {"list"},
     # an autoscaler pool with no node yet (Karpenter NodePools)
     ("karpenter.sh", "nodepools"): {"list"},
+    ("cluster.x-k8s.io", "machinedeployments"): {"list"},
+    ("cluster.x-k8s.io", "machinesets"): {"list"},
     # gpunode doctor: the admission policies are installed and bound (read only)
     ("admissionregistration.k8s.io", "validatingadmissionpolicies"): {"list"},
     ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): {"list"},

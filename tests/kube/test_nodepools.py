@@ -95,3 +95,79 @@ async def test_without_karpenter_the_pod_stays_pending(make_gateway: Make) -> No
     [prep] = [p for p in view.pods if p.name.startswith("preprocess-")]
     [note] = [n for n in plan.notes if n.params.get("pod") == prep.key]
     assert (note.code, note.params["why"]) == ("evicted_pending", "no_match")
+
+
+def _machine_deployment(memory: str, replicas: int, max_size: int) -> list[dict[str, Any]]:
+    capi = "cluster.x-k8s.io"
+    md = {
+        "apiVersion": f"{capi}/v1beta1",
+        "kind": "MachineDeployment",
+        "metadata": {
+            "name": "nvme-workers",
+            "namespace": "capi-system",
+            "uid": "uid-md",
+            "annotations": {
+                f"{capi}/cluster-api-autoscaler-node-group-min-size": "0",
+                f"{capi}/cluster-api-autoscaler-node-group-max-size": str(max_size),
+                "capacity.cluster-autoscaler.kubernetes.io/cpu": "32",
+                "capacity.cluster-autoscaler.kubernetes.io/memory": memory,
+                "capacity.cluster-autoscaler.kubernetes.io/maxPods": "110",
+                "capacity.cluster-autoscaler.kubernetes.io/labels": "disk=nvme,tier=batch",
+            },
+        },
+        "spec": {"clusterName": "prod", "replicas": replicas, "template": {"spec": {}}},
+    }
+    # its MachineSet carries the same annotations: the deployment is the node group, once
+    ms = {
+        **md,
+        "kind": "MachineSet",
+        "metadata": {
+            **md["metadata"],
+            "name": "nvme-workers-5d8f",
+            "uid": "uid-ms",
+            "ownerReferences": [
+                {
+                    "apiVersion": f"{capi}/v1beta1",
+                    "kind": "MachineDeployment",
+                    "name": "nvme-workers",
+                    "uid": "uid-md",
+                    "controller": True,
+                }
+            ],
+        },
+    }
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "capi-system"}}
+    return [namespace, md, ms]
+
+
+@pytest.mark.parametrize(
+    ("memory", "replicas", "max_size", "code", "why"),
+    [
+        ("64Gi", 0, 3, "evicted_scales_up", None),
+        ("32Gi", 0, 3, "evicted_pending", "no_match"),  # a new node is too small for 48Gi
+        ("64Gi", 3, 3, "evicted_pending", "pool_limit"),
+    ],
+)
+async def test_a_cluster_api_node_group_scales_from_zero_for_the_evicted_pod(
+    make_gateway: Make, memory: str, replicas: int, max_size: int, code: str, why: str | None
+) -> None:
+    gw, _ = await make_gateway(
+        seed_with(
+            [_preprocess_on_nvme()],
+            drop=("preprocess",),
+            crds=["machinedeployments.cluster.x-k8s.io", "machinesets.cluster.x-k8s.io"],
+            objects=_machine_deployment(memory, replicas, max_size),
+        )
+    )
+    view = await gw.get_cluster_view(NODE)
+    [group] = view.pools or []
+    assert (group.name, group.scaler, group.labels["disk"], group.max_nodes) == (
+        "capi-system/nvme-workers",
+        "cluster autoscaler",
+        "nvme",
+        max_size,
+    )
+    plan = plan_tier1(view)
+    [prep] = [p for p in view.pods if p.name.startswith("preprocess-")]
+    [note] = [n for n in plan.notes if n.params.get("pod") == prep.key]
+    assert (note.code, note.params.get("why")) == (code, why)
