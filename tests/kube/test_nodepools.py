@@ -99,7 +99,7 @@ async def test_without_karpenter_the_pod_stays_pending(make_gateway: Make) -> No
 
 def _machine_deployment(memory: str, replicas: int, max_size: int) -> list[dict[str, Any]]:
     capi = "cluster.x-k8s.io"
-    md = {
+    md: dict[str, Any] = {
         "apiVersion": f"{capi}/v1beta1",
         "kind": "MachineDeployment",
         "metadata": {
