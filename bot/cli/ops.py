@@ -5,7 +5,8 @@ The words after the verb go through ``bot.core.commands.parse`` exactly as Slack
 so both surfaces accept the same input and print the same usage on a mistake; then
 ``bot.services.commands.handle`` carries the command out and ``bot.cli.presenter`` prints its
 outcome. ``status``, ``timeline`` (the postmortem draft in Markdown) and ``resolve`` read the
-bot's store (``store.path``); ``top`` asks the clusters.
+bot's store (``store.path``); ``top`` asks the clusters, and ``resolve`` asks the incident's
+cluster to remove the scale-down annotations tier 1 added (as Slack's resolve does).
 """
 
 from __future__ import annotations
@@ -138,7 +139,13 @@ async def _answer(
             return await handle(cmd, asker, _Storeless(clusters))
         path = require_existing(settings.store.target)
         async with await Store.open(path) as store:
-            ops = IncidentOps(store, clock=lambda: datetime.now(UTC))
+            # resolve as Slack does: the scale-down annotations tier 1 put on the node come
+            # off (IncidentOps._release; an unreachable cluster is a timeline note)
+            ops = IncidentOps(
+                store,
+                clock=lambda: datetime.now(UTC),
+                kube_for=lambda name: clusters.port(name or clusters.default),
+            )
             surface = TerminalSurface(ops, clusters, settings, store, lang)
             return await handle(cmd, asker, surface)
     finally:

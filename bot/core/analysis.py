@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from bot.core.attribution import attribute
 from bot.core.cluster import ClusterView
 from bot.core.evidence import EvidenceBundle, Gap
-from bot.core.findings import Diagnosis, Finding
+from bot.core.findings import DeviceClaim, Diagnosis, Finding
 from bot.core.gpus import node_has_gpus
 from bot.core.ledger import build_ledger
 from bot.core.planning import plan_all
@@ -77,6 +77,13 @@ def analyze(
         findings=findings,
         ledger=ledger,
         unverified=_gaps(bundle, view),
+        dra_devices=[]
+        if view is None
+        else [
+            DeviceClaim(pod=p.key, **d.model_dump())
+            for p in sorted(view.pods, key=lambda p: p.key)
+            for d in p.gpu_devices
+        ],
     )
     if view is not None:
         plans = plan_all(view, diagnosis, thresholds=thresholds, holdings=container_holdings(attr))

@@ -14,7 +14,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bot.core.evidence import QosTier
 from bot.core.quantity import quantity_value
-from bot.core.workloads import PodScheduling, PodSlot, QueueInfo, WorkloadInfo
+from bot.core.workloads import (
+    KueueWorkload,
+    PeerPod,
+    PodScheduling,
+    PodSlot,
+    QueueInfo,
+    Requirement,
+    WorkloadInfo,
+)
 
 #: extended resources that are accelerator devices: every ``nvidia.com/*`` resource (whole
 #: GPUs, MIG slices such as ``nvidia.com/mig-1g.10gb``, time-sliced ``nvidia.com/gpu.shared``)
@@ -90,6 +98,29 @@ class RoomOnNode(_Model):
     taints: list[Taint] = Field(default_factory=list)
     free: dict[str, int] = Field(default_factory=dict)
     pods: list[PodSlot] = Field(default_factory=list)
+
+
+class NodePoolInfo(_Model):
+    """One autoscaler pool, from its object (not from its nodes)."""
+
+    name: str
+    scaler: str = "Karpenter"
+    label: str = Field("karpenter.sh/nodepool", description="the label its nodes carry")
+    labels: dict[str, str] = Field(default_factory=dict, description="template labels")
+    requirements: list[Requirement] = Field(default_factory=list)
+    taints: list[Taint] = Field(default_factory=list)
+    limits: dict[str, int] = Field(
+        default_factory=dict, description="spec.limits, scheduler units (cpu millicores)"
+    )
+    used: dict[str, int] = Field(default_factory=dict, description="status.resources")
+    gpu: bool = Field(False, description="its nodes would be GPU nodes")
+    capacity: dict[str, int] = Field(
+        default_factory=dict,
+        description="one new node's capacity, when the pool states it (cluster-autoscaler's "
+        "scale-from-zero annotations); empty: unknown",
+    )
+    nodes: int | None = Field(None, description="nodes it has now (Cluster API replicas)")
+    max_nodes: int | None = Field(None, description="the most nodes it may have")
 
 
 class NodeInfo(_Model):
@@ -322,8 +353,26 @@ class ClusterView(_Model):
     room: list[RoomOnNode] | None = Field(
         None, description="every node's free requests (None: not read)"
     )
+    peers: list[PeerPod] | None = Field(
+        None,
+        description="bound pods elsewhere that the node's pods' required pod (anti-)affinity "
+        "terms select, and every pod with a required anti-affinity (None: not read; then "
+        "placement models only one-replica-per-node anti-affinity)",
+    )
+    namespace_labels: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description="namespace -> labels, read when a term has a namespaceSelector",
+    )
     bot_namespace: str | None = Field(None, description="where gpunode itself runs")
     queues: list[QueueInfo] = Field(
         default_factory=list, description="Kueue LocalQueues of the node's pods (kueue.x-k8s.io)"
+    )
+    pools: list[NodePoolInfo] | None = Field(
+        None,
+        description="autoscaler pools read from their objects (Karpenter NodePools); "
+        "None: not read",
+    )
+    kueue_workloads: list[KueueWorkload] = Field(
+        default_factory=list, description="Kueue Workloads of the node's queued pods"
     )
     in_place_resize: bool = Field(False, description="the server serves pods/resize")

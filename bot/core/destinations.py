@@ -16,19 +16,35 @@ its bound PersistentVolumes, free requests):
 - otherwise it stays Pending (note ``evicted_pending``: no node matches it at all, or none
   has room).
 
-Pod anti-affinity is modelled for its common form, a required anti-affinity per node against
-the pod's own labels (one replica per node): nodes where a sibling replica runs are out
-(``sibling_nodes``, from the controller's replicas elsewhere). Other pod (anti)affinity is
-not (the view does not carry other nodes' pod labels), nor what an autoscaler's pool could
-offer beyond the nodes it has now.
+Required pod affinity and anti-affinity (``bot.core.affinity``, kube-scheduler's
+InterPodAffinity filter) are checked against the pods the gateway read elsewhere
+(``ClusterView.peers``: those the terms select, and every pod with a required
+anti-affinity), less the pods being evicted, plus the evicted pods already placed earlier
+in the plan. When every node that matches the pod is refused by those rules, it stays
+Pending (``why`` "affinity"). Without ``peers`` (not read), only the common form is
+modelled: a required anti-affinity per node against the pod's own labels (one replica per
+node; ``sibling_nodes``, from the controller's replicas elsewhere). What an autoscaler's
+pool could offer is read from the pool's own object when the gateway read it
+(``ClusterView.pools``: Karpenter NodePools, ``bot.core.pools``), so a pool with no node yet
+(scale from zero) is named too; a pool that matches but is at its ``limits`` leaves the pod
+Pending (``why`` "pool_limit").
 """
 
 from __future__ import annotations
 
 from bot.core.actions import PlanNote
+from bot.core.affinity import placed, refusal
 from bot.core.autoscalers import pool_of
-from bot.core.cluster import ClusterView, PodInfo, RoomOnNode, is_accelerator_resource
+from bot.core.cluster import (
+    ClusterView,
+    NodePoolInfo,
+    PodInfo,
+    RoomOnNode,
+    is_accelerator_resource,
+)
 from bot.core.placement import matches_node, short_of
+from bot.core.pools import pool_takes
+from bot.core.workloads import PeerPod
 
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 
@@ -59,27 +75,99 @@ def _take(room: RoomOnNode, requests: dict[str, int]) -> RoomOnNode:
     return room.model_copy(update={"free": free})
 
 
+def affinity_refusal(
+    view: ClusterView, pod: PodInfo, room: RoomOnNode, peers: list[PeerPod]
+) -> str | None:
+    """Why the inter-pod affinity rules keep ``pod`` off ``room`` among ``peers`` (None: they
+    do not); see ``bot.core.affinity.refusal``."""
+    sched = pod.scheduling
+    if sched is None:
+        return None
+    return refusal(
+        namespace=pod.namespace,
+        labels=pod.labels,
+        affinity=sched.affinity_terms,
+        anti_affinity=sched.anti_affinity_terms,
+        node_labels=room.labels,
+        peers=peers,
+        labels_of={r.name: r.labels for r in view.room or []},
+        namespace_labels=view.namespace_labels,
+    )
+
+
+def remaining_peers(view: ClusterView, leaving: list[PodInfo]) -> list[PeerPod] | None:
+    """The existing pods the affinity rules count once ``leaving`` are gone (None: the
+    gateway did not read them)."""
+    if view.peers is None:
+        return None
+    gone = {p.key for p in leaving}
+    return [p for p in view.peers if p.key not in gone]
+
+
+def place(pod: PodInfo, node: str, peers: list[PeerPod] | None) -> None:
+    """Count ``pod``, now placed on ``node``, among ``peers`` for the pods after it."""
+    if peers is not None and pod.scheduling is not None:
+        peers.append(
+            placed(pod.key, pod.namespace, pod.labels, node, pod.scheduling.anti_affinity_terms)
+        )
+
+
+def scale_from_objects(
+    view: ClusterView, pod: PodInfo, grown: dict[str, dict[str, int]]
+) -> tuple[NodePoolInfo | None, bool]:
+    """The pool (read from its object, ``view.pools``) whose new node would take ``pod``,
+    a CPU pool before a GPU pool (a GPU pod needs a GPU pool); and whether a pool that
+    matches it is at its limits. What a chosen pool adds is kept in ``grown``."""
+    sched = pod.scheduling
+    if sched is None or not view.pools:
+        return None, False
+    blocked = False
+    for pool in sorted(view.pools, key=lambda p: (p.gpu, p.name)):
+        if pod.accelerated and not pool.gpu:
+            continue
+        extra = grown.get(pool.name, {})
+        used = {k: pool.used.get(k, 0) + extra.get(k, 0) for k in set(pool.used) | set(extra)}
+        why = pool_takes(pool.model_copy(update={"used": used}), sched)
+        if why == "limit":
+            blocked = True
+        if why is None:
+            grown[pool.name] = {
+                k: extra.get(k, 0) + sched.requests.get(k, 0)
+                for k in set(extra) | set(sched.requests)
+            }
+            return pool, False
+    return None, blocked
+
+
 def landing_notes(view: ClusterView, evicted: list[PodInfo]) -> list[PlanNote]:
     """The notes for ``evicted`` (in eviction order); [] when the rooms were not read."""
     if view.room is None:
         return []
     rooms = {r.name: r for r in view.room if r.name != view.node.name}
+    peers = remaining_peers(view, evicted)
+    grown: dict[str, dict[str, int]] = {}  # what the plan's earlier pods add to each pool
     notes: list[PlanNote] = []
     for pod in evicted:
         sched = pod.scheduling
         if sched is None:
             continue
-        taken = sibling_nodes(view, pod) if sched.spread_from_siblings else set()
-        matching = [r for r in rooms.values() if matches_node(sched, r) and r.name not in taken]
-        fitting = [r for r in matching if not short_of(sched.requests, r.free)]
+        if peers is None:
+            taken = sibling_nodes(view, pod) if sched.spread_from_siblings else set()
+            matching = [r for r in rooms.values() if matches_node(sched, r) and r.name not in taken]
+            allowed = matching
+        else:
+            matching = [r for r in rooms.values() if matches_node(sched, r)]
+            allowed = [r for r in matching if affinity_refusal(view, pod, r, peers) is None]
+        fitting = [r for r in allowed if not short_of(sched.requests, r.free)]
         if fitting:
             best = max(fitting, key=lambda r: (r.free.get("memory", 0), r.name))
             rooms[best.name] = _take(best, sched.requests)
+            place(pod, best.name, peers)
             continue
-        pools = sorted({p for r in matching if (p := pool_of(r.labels)) is not None})
+        pools = sorted({p for r in allowed if (p := pool_of(r.labels)) is not None})
         if pools:
             label, name, scaler = pools[0]
-            gpu_pool = not pod.accelerated and all(is_gpu_room(r) for r in matching)
+            gpu_pool = not pod.accelerated and all(is_gpu_room(r) for r in allowed)
             notes.append(
                 PlanNote(
                     code="evicted_buys_gpu_node" if gpu_pool else "evicted_scales_up",
@@ -87,10 +175,23 @@ def landing_notes(view: ClusterView, evicted: list[PodInfo]) -> list[PlanNote]:
                 )
             )
             continue
-        notes.append(
-            PlanNote(
-                code="evicted_pending",
-                params={"pod": pod.key, "why": "no_room" if matching else "no_match"},
+        chosen, blocked = scale_from_objects(view, pod, grown)
+        if chosen is not None:
+            gpu_pool = not pod.accelerated and chosen.gpu
+            notes.append(
+                PlanNote(
+                    code="evicted_buys_gpu_node" if gpu_pool else "evicted_scales_up",
+                    params={
+                        "pod": pod.key,
+                        "pool": chosen.name,
+                        "label": chosen.label,
+                        "scaler": chosen.scaler,
+                    },
+                )
             )
-        )
+            continue
+        why = "no_match" if not matching else "affinity" if not allowed else "no_room"
+        if blocked:
+            why = "pool_limit"
+        notes.append(PlanNote(code="evicted_pending", params={"pod": pod.key, "why": why}))
     return notes

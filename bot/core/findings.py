@@ -171,6 +171,16 @@ class TalkingPoint(_Model):
     unverified: bool = False
 
 
+class DeviceClaim(_Model):
+    """A GPU a pod on the node holds through DRA: its ResourceClaim's allocated device."""
+
+    pod: str = Field(description="namespace/name")
+    claim: str
+    driver: str
+    pool: str
+    device: str
+
+
 class Diagnosis(_Model):
     node: str
     collected_at: datetime
@@ -181,6 +191,10 @@ class Diagnosis(_Model):
     talking_points: list[TalkingPoint] = Field(default_factory=list)
     plans: list[ActionPlan] = Field(default_factory=list)
     unverified: list[Gap] = Field(default_factory=list, description="what was not verified")
+    dra_devices: list[DeviceClaim] = Field(
+        default_factory=list,
+        description="GPUs the node's pods hold through DRA ResourceClaims, by pod",
+    )
     history: History | None = Field(
         None, description="series and markers over time (bot.core.history); None: not built"
     )

@@ -27,7 +27,12 @@ controller's rollout, so the plan reads it (``WorkloadInfo``, ``bot.core.workloa
   ``waitForPodsReady``, under its timeout) before it runs (``kueue_readmission``). When its
   ClusterQueue has no quota left for a resource (``QueueInfo.exhausted``, from the queues'
   status), the restarted pods could not be admitted: note ``kueue_no_quota``, and tiers 2
-  and 3 refuse (warning ``kueue_queue_full``).
+  and 3 refuse (warning ``kueue_queue_full``). Each Kueue ``Workload`` of the restarted
+  pods (``ClusterView.kueue_workloads``) is named with its state (``kueue_workload``):
+  admitted to which ClusterQueue, or not; its PodsReady condition; an eviction (e.g.
+  ``PodsReadyTimeout``) and how often it was requeued. With ``waitForPodsReady``, Kueue
+  evicts a workload whose pods are not all Ready within the timeout (5 minutes by default)
+  and requeues it with a backoff, deactivating it after ``backoffLimitCount`` requeues.
 - A Helm release (``app.kubernetes.io/managed-by: Helm``, ``meta.helm.sh/release-name``)
   renders the object from its chart and values: the next ``helm upgrade`` puts the old
   value back (``helm_reverts``, naming the release and the field to set in the values).
@@ -43,7 +48,7 @@ import math
 
 from bot.core.actions import PlanNote
 from bot.core.cluster import ClusterView, PodInfo, RoomOnNode
-from bot.core.destinations import sibling_nodes
+from bot.core.destinations import affinity_refusal, place, remaining_peers, sibling_nodes
 from bot.core.placement import fits, victims
 from bot.core.workloads import WorkloadInfo
 
@@ -211,6 +216,25 @@ def rollout_notes(
                         },
                     )
                 )
+    restarted = {p.key for p in pods if p.key not in held}
+    for kw in view.kueue_workloads:
+        covered = [k for k in kw.pods if k in restarted]
+        if not covered or kw.namespace != namespace:
+            continue
+        notes.append(
+            PlanNote(
+                code="kueue_workload",
+                params=ref
+                | {
+                    "kueue_workload": kw.key,
+                    "count": len(covered),
+                    "cluster_queue": kw.cluster_queue if kw.admitted else None,
+                    "pods_ready": None if kw.pods_ready is None else str(kw.pods_ready).lower(),
+                    "evicted": kw.evicted_reason,
+                    "requeued": kw.requeue_count or None,
+                },
+            )
+        )
     if w.helm_release:
         field = (
             f"spec.template.spec.containers[name={container}].resources.limits.memory"
@@ -248,15 +272,23 @@ def restart_notes(
     notes: list[PlanNote] = []
     stranded = False
     rooms = [_room_after(r, restarted) if r.name == view.node.name else r for r in view.room]
+    # the restarted pods leave; each one placed counts for the inter-pod affinity of the next
+    peers = remaining_peers(view, restarted)
     for pod in restarted:
         sched = pod.scheduling
         if sched is None or not pod.accelerated:
             continue  # every GPU pod by the one definition: whole, shared, MIG, AMD, DRA
         home = next((r for r in rooms if r.name == view.node.name), None)
-        if home is not None and fits(sched, home):
+        if (
+            home is not None
+            and fits(sched, home)
+            and (peers is None or affinity_refusal(view, pod, home, peers) is None)
+        ):
+            place(pod, home.name, peers)
             continue
-        # kept apart from its replicas (required anti-affinity per node): not beside one
-        apart = sibling_nodes(view, pod) if sched.spread_from_siblings else set()
+        # kept apart from its replicas (required anti-affinity per node): not beside one;
+        # with the peers read, every required pod (anti-)affinity term decides instead
+        apart = sibling_nodes(view, pod) if sched.spread_from_siblings and peers is None else set()
         # GPUs held only through DRA claims: a node takes the pod when its room counts as many
         # free devices of each driver (``dra:DRIVER``, from ResourceSlices less allocated
         # claims); with the pod's devices unread, no node is known to have them free
@@ -270,9 +302,11 @@ def restart_notes(
             and r.name not in apart
             and fits(sched, r)
             and not (dra_only and not pod.gpu_devices)
+            and (peers is None or affinity_refusal(view, pod, r, peers) is None)
         ]
         cordoned = view.node.unschedulable
         if targets:
+            place(pod, targets[0], peers)
             code = "restart_moves_cordoned" if cordoned else "restart_moves"
             notes.append(PlanNote(code=code, params={"pod": pod.key, "nodes": _names(targets)}))
             continue

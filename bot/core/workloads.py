@@ -30,6 +30,29 @@ class Requirement(_Model):
     values: list[str] = Field(default_factory=list)
 
 
+class LabelSelector(_Model):
+    """A ``metav1.LabelSelector``: every ``matchLabels`` pair and every expression (``In``,
+    ``NotIn``, ``Exists``, ``DoesNotExist``). Empty selects everything."""
+
+    match_labels: dict[str, str] = Field(default_factory=dict)
+    match_expressions: list[Requirement] = Field(default_factory=list)
+
+
+class PodAffinityTerm(_Model):
+    """One required pod (anti-)affinity term, as kube-scheduler's ``AffinityTerm`` holds it:
+    the pods it selects (``selector``; None: a nil ``labelSelector``, which selects none),
+    in the namespaces it names or whose labels ``namespace_selector`` selects (the owning
+    pod's own namespace when the term sets neither: resolved when parsed), grouped by the
+    node label ``topology_key``."""
+
+    selector: LabelSelector | None = None
+    namespaces: list[str] = Field(default_factory=list)
+    namespace_selector: LabelSelector | None = Field(
+        None, description="None: not set (matches no namespace); empty: every namespace"
+    )
+    topology_key: str
+
+
 class PodScheduling(_Model):
     """What the scheduler matches a pod against."""
 
@@ -45,6 +68,12 @@ class PodScheduling(_Model):
         description="a required podAntiAffinity on kubernetes.io/hostname that selects the "
         "pod's own labels: no two of its replicas on one node",
     )
+    affinity_terms: list[PodAffinityTerm] = Field(
+        default_factory=list, description="podAffinity requiredDuringScheduling... terms"
+    )
+    anti_affinity_terms: list[PodAffinityTerm] = Field(
+        default_factory=list, description="podAntiAffinity requiredDuringScheduling... terms"
+    )
     claims: list[str] = Field(
         default_factory=list, description="spec.volumes[].persistentVolumeClaim.claimName"
     )
@@ -53,6 +82,18 @@ class PodScheduling(_Model):
         description="per bound PersistentVolume, its nodeAffinity required terms (any term, "
         "all of it); every volume must be satisfied (a local PV pins the pod to its node)",
     )
+
+
+class PeerPod(_Model):
+    """A bound, non-terminated pod on some node, as the inter-pod affinity filter counts it:
+    one that a term of a pod being placed may select, or one whose own required
+    anti-affinity may refuse it."""
+
+    key: str
+    namespace: str
+    labels: dict[str, str] = Field(default_factory=dict)
+    node: str
+    anti_affinity_terms: list[PodAffinityTerm] = Field(default_factory=list)
 
 
 class PodSlot(_Model):
@@ -74,6 +115,30 @@ class QueueInfo(_Model):
         default_factory=list,
         description="resources whose ClusterQueue usage (status.flavorsUsage) has reached the "
         "quota it may use (nominalQuota, plus borrowingLimit in a cohort)",
+    )
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class KueueWorkload(_Model):
+    """A Kueue ``Workload`` (``kueue.x-k8s.io``) that one of the node's pods belongs to: the
+    unit Kueue admits against a ClusterQueue's quota."""
+
+    namespace: str
+    name: str
+    pods: list[str] = Field(default_factory=list, description="the node's pods it covers")
+    cluster_queue: str | None = Field(None, description="status.admission.clusterQueue")
+    admitted: bool = Field(False, description="condition Admitted is True")
+    pods_ready: bool | None = Field(
+        None, description="condition PodsReady (None: Kueue set none on it)"
+    )
+    evicted_reason: str | None = Field(
+        None, description="condition Evicted's reason when True (PodsReadyTimeout...)"
+    )
+    requeue_count: int = Field(
+        0, description="status.requeueState.count: evictions for pod readiness so far"
     )
 
     @property

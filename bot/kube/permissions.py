@@ -50,7 +50,16 @@ API_CALLS: tuple[ApiCall, ...] = (
     # where an evicted or restarted pod can go: its PersistentVolumes' node affinity
     ApiCall("", "persistentvolumeclaims", "get"),
     ApiCall("", "persistentvolumes", "get"),
+    # ... and a required pod (anti-)affinity term's namespaceSelector: namespaces' labels
+    ApiCall("", "namespaces", "list"),
+    # ... and an autoscaler pool with no node yet: Karpenter's NodePools
+    ApiCall("karpenter.sh", "nodepools", "list"),
+    # ... and the cluster autoscaler's Cluster API node groups (scale-from-zero annotations)
+    ApiCall("cluster.x-k8s.io", "machinedeployments", "list"),
+    ApiCall("cluster.x-k8s.io", "machinesets", "list"),
     ApiCall("kueue.x-k8s.io", "clusterqueues", "get"),
+    # ... and the restarted pods' Kueue Workloads (admission, PodsReady, evictions)
+    ApiCall("kueue.x-k8s.io", "workloads", "list"),
     *(ApiCall(group, plural, "get") for group, plural in _CONTROLLERS),
     # the diagnostic Job: the NVIDIA RuntimeClass preflight, then the Job (its FailedCreate
     # events come from the events list above)

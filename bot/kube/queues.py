@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.core.quantity import parse_quantity
-from bot.core.workloads import QueueInfo
+from bot.core.workloads import KueueWorkload, QueueInfo
 from bot.kube.transport import Transport
 
 GROUP = "kueue.x-k8s.io"
@@ -57,6 +57,53 @@ def parse_queue(local: Obj, cluster: Obj | None) -> QueueInfo:
         pending_workloads=int(((cluster or {}).get("status") or {}).get("pendingWorkloads") or 0),
         exhausted=exhausted_resources(cluster) if cluster is not None else [],
     )
+
+
+def _condition(obj: Obj, kind: str) -> Obj | None:
+    return next(
+        (c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == kind),
+        None,
+    )
+
+
+def parse_workload(obj: Obj, pods: list[str]) -> KueueWorkload:
+    """A Workload's admission (``status.admission``, condition ``Admitted``), its pods'
+    readiness as Kueue tracks it (condition ``PodsReady``), and its evictions (condition
+    ``Evicted``, ``status.requeueState.count``)."""
+    meta, status = obj.get("metadata") or {}, obj.get("status") or {}
+    admitted, ready, evicted = (
+        _condition(obj, "Admitted"),
+        _condition(obj, "PodsReady"),
+        _condition(obj, "Evicted"),
+    )
+    return KueueWorkload(
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        pods=pods,
+        cluster_queue=(status.get("admission") or {}).get("clusterQueue"),
+        admitted=bool(admitted and admitted.get("status") == "True"),
+        pods_ready=None if ready is None else ready.get("status") == "True",
+        evicted_reason=str(evicted.get("reason") or "")
+        if evicted and evicted.get("status") == "True"
+        else None,
+        requeue_count=int((status.get("requeueState") or {}).get("count") or 0),
+    )
+
+
+def owns(workload: Obj, kind: str, name: str, uid: str) -> bool:
+    """Whether ``workload`` is owner-referenced to the object (by uid, else kind and name):
+    Kueue's job integrations make the job (Job, JobSet, PyTorchJob...) own its Workload, and
+    its pod integration the pod itself."""
+    for ref in (workload.get("metadata") or {}).get("ownerReferences") or []:
+        if uid and ref.get("uid") == uid:
+            return True
+        if ref.get("kind") == kind and ref.get("name") == name:
+            return True
+    return False
+
+
+def list_workloads(t: Transport, version: str, namespace: str) -> list[Any]:
+    return t.list_all(f"/apis/{GROUP}/{version}/namespaces/{namespace}/workloads")
 
 
 def read_local_queue(t: Transport, version: str, namespace: str, name: str) -> Any:

@@ -199,6 +199,17 @@ def list_namespaced_pods(
     return t.list_all(f"/api/v1/namespaces/{namespace}/pods", label_selector=label_selector)
 
 
+def list_pods_selected(t: Transport, label_selector: str) -> list[Obj]:
+    """Pods of every namespace that ``label_selector`` selects (a pod (anti-)affinity term's
+    peers; the term's namespaces are filtered by the caller)."""
+    return t.list_all("/api/v1/pods", label_selector=label_selector or None)
+
+
+def list_namespaces(t: Transport) -> list[Obj]:
+    """Every namespace (their labels, for a term's ``namespaceSelector``)."""
+    return t.list_all("/api/v1/namespaces")
+
+
 def read_pvc(t: Transport, namespace: str, name: str) -> Obj:
     path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}"
     return t.get(path)  # type: ignore[no-any-return]

@@ -14,7 +14,14 @@ from typing import Any
 from bot.core.allocation import counted_pods, node_allocatable, pod_requests_and_limits
 from bot.core.cluster import RoomOnNode, Taint
 from bot.core.quantity import Quantity
-from bot.core.workloads import PodScheduling, PodSlot, Requirement, Toleration
+from bot.core.workloads import (
+    LabelSelector,
+    PodAffinityTerm,
+    PodScheduling,
+    PodSlot,
+    Requirement,
+    Toleration,
+)
 
 Obj = Mapping[str, Any]
 
@@ -68,12 +75,71 @@ def parse_scheduling(pod: Obj) -> PodScheduling:
         required_terms=terms,
         preemption_policy=spec.get("preemptionPolicy"),
         spread_from_siblings=spreads_from_siblings(pod),
+        affinity_terms=affinity_terms(pod, "podAffinity"),
+        anti_affinity_terms=affinity_terms(pod, "podAntiAffinity"),
         claims=sorted(
             str(v["persistentVolumeClaim"].get("claimName", ""))
             for v in spec.get("volumes") or []
             if isinstance(v.get("persistentVolumeClaim"), dict)
         ),
     )
+
+
+def parse_selector(selector: Obj | None) -> LabelSelector | None:
+    """A ``metav1.LabelSelector`` (None stays None: it selects nothing)."""
+    if selector is None:
+        return None
+    return LabelSelector(
+        match_labels={str(k): str(v) for k, v in (selector.get("matchLabels") or {}).items()},
+        match_expressions=[
+            Requirement(
+                key=str(e.get("key", "")),
+                operator=str(e.get("operator", "")),
+                values=[str(v) for v in e.get("values") or []],
+            )
+            for e in selector.get("matchExpressions") or []
+        ],
+    )
+
+
+def affinity_terms(pod: Obj, kind: str) -> list[PodAffinityTerm]:
+    """The pod's required ``podAffinity`` or ``podAntiAffinity`` terms (``kind``), each with
+    its namespaces resolved as kube-scheduler does: a term that names no namespace and has no
+    ``namespaceSelector`` means the pod's own namespace."""
+    spec, meta = pod.get("spec") or {}, pod.get("metadata") or {}
+    raw = ((spec.get("affinity") or {}).get(kind) or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or []
+    out = []
+    for t in raw:
+        namespaces = [str(n) for n in t.get("namespaces") or []]
+        ns_selector = parse_selector(t.get("namespaceSelector"))
+        if not namespaces and ns_selector is None:
+            namespaces = [str(meta.get("namespace") or "default")]
+        out.append(
+            PodAffinityTerm(
+                selector=parse_selector(t.get("labelSelector")),
+                namespaces=namespaces,
+                namespace_selector=ns_selector,
+                topology_key=str(t.get("topologyKey") or ""),
+            )
+        )
+    return out
+
+
+def selector_text(selector: LabelSelector) -> str:
+    """A ``LabelSelector`` as the ``labelSelector`` query string the API server parses."""
+    parts = [f"{k}={v}" for k, v in sorted(selector.match_labels.items())]
+    for e in selector.match_expressions:
+        if e.operator == "In":
+            parts.append(f"{e.key} in ({','.join(e.values)})")
+        elif e.operator == "NotIn":
+            parts.append(f"{e.key} notin ({','.join(e.values)})")
+        elif e.operator == "Exists":
+            parts.append(e.key)
+        elif e.operator == "DoesNotExist":
+            parts.append(f"!{e.key}")
+    return ",".join(parts)
 
 
 def _selects(selector: Obj, labels: Mapping[str, str]) -> bool:

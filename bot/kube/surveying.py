@@ -12,6 +12,15 @@
   that Deployment (named ``<deployment>-<hash>``). DaemonSets are left out (their note counts
   every node from ``desiredNumberScheduled``).
 
+- Karpenter's NodePools (``karpenter.sh``) and Cluster API MachineDeployments/MachineSets
+  the cluster autoscaler scales (``cluster.x-k8s.io``), so a pool with no node yet is seen;
+- the Kueue Workloads of the node's queued pods (admission, ClusterQueue, PodsReady,
+  evictions), one list per namespace;
+- the pods the node's pods' required pod (anti-)affinity terms select, anywhere (one list
+  per distinct selector, all namespaces, the terms' namespaces filtered in core), every pod
+  with a required anti-affinity (from the fleet read), and the namespaces' labels when a
+  term has a ``namespaceSelector`` (``ClusterView.peers``, ``namespace_labels``).
+
 Each part is optional evidence: a read the bot may not make (403) or a group the server
 does not serve leaves that part empty, never fails the diagnosis.
 """
@@ -23,15 +32,15 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bot.core.cluster import PodInfo, RoomOnNode
+from bot.core.cluster import NodePoolInfo, OwnerRef, PodInfo, RoomOnNode
 from bot.core.gangs import builtin_kind, gang_of
 from bot.core.rollouts import KUEUE_QUEUE_LABEL
-from bot.core.workloads import QueueInfo, Requirement, WorkloadInfo
+from bot.core.workloads import KueueWorkload, PeerPod, QueueInfo, Requirement, WorkloadInfo
 from bot.errors import GpunodeError
-from bot.kube import objects, queues, reading
+from bot.kube import objects, pools, queues, reading
 from bot.kube.reading import OwnerCache
 from bot.kube.rollouts import parse_workload
-from bot.kube.scheduling import parse_volume_terms
+from bot.kube.scheduling import affinity_terms, parse_volume_terms, selector_text
 from bot.kube.tallying import FleetTally
 
 if TYPE_CHECKING:
@@ -51,6 +60,66 @@ class RemedyContext:
     queues: list[QueueInfo] = field(default_factory=list)
     #: pod key -> its bound PersistentVolumes' node affinity terms (pods with claims only)
     volume_terms: dict[str, list[list[list[Requirement]]]] = field(default_factory=dict)
+    kueue_workloads: list[KueueWorkload] = field(default_factory=list)
+    pools: list[NodePoolInfo] | None = None
+    peers: list[PeerPod] | None = None
+    namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+def peer_of(pod: Obj, node: str) -> PeerPod:
+    meta = pod.get("metadata") or {}
+    return PeerPod(
+        key=f"{meta.get('namespace')}/{meta.get('name')}",
+        namespace=str(meta.get("namespace") or ""),
+        labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+        node=node,
+        anti_affinity_terms=affinity_terms(pod, "podAntiAffinity"),
+    )
+
+
+async def _peers(
+    gw: Gateway, pods: list[PodInfo], fleet: FleetTally | None
+) -> tuple[list[PeerPod] | None, dict[str, dict[str, str]]]:
+    """The existing pods inter-pod affinity counts for the node's pods (see the module
+    docstring); None when the fleet (and so every pod's anti-affinity) or a term's list
+    could not be read: placement then falls back to one replica per node."""
+    if fleet is None:
+        return None, {}
+    found: dict[str, PeerPod] = {}
+    for where, slim in fleet.anti:
+        peer = peer_of(slim, where)
+        found[peer.key] = peer
+    terms = [
+        t
+        for p in pods
+        if p.scheduling is not None
+        for t in (*p.scheduling.affinity_terms, *p.scheduling.anti_affinity_terms)
+    ]
+    selectors = sorted({selector_text(t.selector) for t in terms if t.selector is not None})
+    for text in selectors:
+        raw = await _optional(
+            gw, f"list pods selected by {text!r}", reading.list_pods_selected, text
+        )
+        if raw is None:
+            return None, {}
+        for pod in raw:
+            bound = (pod.get("spec") or {}).get("nodeName")
+            if bound and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                peer = peer_of(pod, str(bound))
+                found.setdefault(peer.key, peer)
+    labels: dict[str, dict[str, str]] = {}
+    every = [*terms, *(t for p in found.values() for t in p.anti_affinity_terms)]
+    if any(t.namespace_selector is not None for t in every):
+        raw = await _optional(gw, "list namespaces", reading.list_namespaces)
+        if raw is None:
+            return None, {}
+        labels = {
+            str((n.get("metadata") or {}).get("name")): {
+                str(k): str(v) for k, v in ((n.get("metadata") or {}).get("labels") or {}).items()
+            }
+            for n in raw
+        }
+    return sorted(found.values(), key=lambda p: p.key), labels
 
 
 async def _volume_terms(
@@ -106,6 +175,58 @@ async def _queues(gw: Gateway, pods: list[PodInfo], groups: dict[str, str]) -> l
             )
         out.append(queues.parse_queue(local, cluster))
     return out
+
+
+async def _kueue_workloads(
+    gw: Gateway, pods: list[PodInfo], groups: dict[str, str]
+) -> list[KueueWorkload]:
+    """The Kueue Workloads of the node's queued pods (label ``kueue.x-k8s.io/queue-name``):
+    one list per namespace, each Workload matched to the pods whose owner chain (or the pod
+    itself) it is owner-referenced to. None read when Kueue is not served or the list is
+    refused (the plans then say only that restarts re-enter admission)."""
+    version = groups.get(queues.GROUP)
+    queued = [p for p in pods if KUEUE_QUEUE_LABEL in p.labels]
+    if version is None or not queued:
+        return []
+    out = []
+    for ns in sorted({p.namespace for p in queued}):
+        raw = await _optional(
+            gw, f"list Kueue Workloads in {ns}", queues.list_workloads, version, ns
+        )
+        for obj in raw or []:
+            covered = sorted(
+                p.key
+                for p in queued
+                if p.namespace == ns
+                and any(
+                    queues.owns(obj, o.kind, o.name, o.uid)
+                    for o in [*p.owners, OwnerRef(kind="Pod", name=p.name, uid=p.uid)]
+                )
+            )
+            if covered:
+                out.append(queues.parse_workload(obj, covered))
+    return out
+
+
+async def _pools(gw: Gateway, groups: dict[str, str]) -> list[NodePoolInfo] | None:
+    """Karpenter's NodePools and the cluster autoscaler's Cluster API node groups (None when
+    neither is served or readable: placement then knows pools only through their nodes'
+    labels)."""
+    found: list[NodePoolInfo] | None = None
+    version = groups.get(pools.GROUP)
+    if version is not None:
+        raw = await _optional(gw, "list Karpenter NodePools", pools.list_nodepools, version)
+        if raw is not None:
+            found = [pools.parse_nodepool(o) for o in raw]
+    version = groups.get(pools.CAPI_GROUP)
+    if version is not None:
+        deployments = await _optional(
+            gw, "list MachineDeployments", pools.list_capi, version, "machinedeployments"
+        )
+        sets = await _optional(gw, "list MachineSets", pools.list_capi, version, "machinesets")
+        if deployments is not None and sets is not None:
+            found = [*(found or []), *pools.node_groups(deployments, sets)]
+    return found
 
 
 async def _optional(gw: Gateway, what: str, fn: Any, *args: Any, **kw: Any) -> Any:
@@ -171,17 +292,30 @@ async def survey(
     cache: OwnerCache,
     groups: dict[str, str],
 ) -> RemedyContext:
-    workloads, gang_pods, fleet, queued, volumes = await asyncio.gather(
-        _workloads(gw, pods, cache, groups),
-        _gang_pods(gw, node, pods, cache),
-        _fleet(gw),
-        _queues(gw, pods, groups),
-        _volume_terms(gw, pods),
+    (workloads, gang_pods, fleet, queued, volumes, admitted), nodepools = await asyncio.gather(
+        asyncio.gather(
+            _workloads(gw, pods, cache, groups),
+            _gang_pods(gw, node, pods, cache),
+            _fleet(gw),
+            _queues(gw, pods, groups),
+            _volume_terms(gw, pods),
+            _kueue_workloads(gw, pods, groups),
+        ),
+        _pools(gw, groups),
     )
     room = None if fleet is None else fleet.room()
     workloads = await _with_elsewhere(gw, workloads, node, cache)
+    peers, namespace_labels = await _peers(gw, pods, fleet)
     return RemedyContext(
-        workloads=workloads, gang_pods=gang_pods, room=room, queues=queued, volume_terms=volumes
+        workloads=workloads,
+        gang_pods=gang_pods,
+        room=room,
+        queues=queued,
+        volume_terms=volumes,
+        peers=peers,
+        namespace_labels=namespace_labels,
+        kueue_workloads=admitted,
+        pools=nodepools,
     )
 
 

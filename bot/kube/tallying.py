@@ -8,7 +8,9 @@ pods to per-node sums before the next page is read, and keeps only:
 - per node: the slim node (name, labels, taints, unschedulable, allocatable, capacity), the
   kubectl totals (``PodRequests``/``PodLimits`` sums over its counted pods), the scheduler's
   units of the same, and for GPU nodes the ``NodeInfo`` and the preemption slots;
-- per pod on a GPU node: which node it is on (to add its metrics to the node).
+- per pod on a GPU node: which node it is on (to add its metrics to the node);
+- per pod with a required pod anti-affinity (rare): its namespace, labels, node and those
+  terms, for the scheduler's "existing pods' anti-affinity" check (``bot.core.affinity``).
 
 Sync on purpose: the gateway runs ``read_fleet`` on one of its threads; the pages are decoded
 and reduced by ``reduce_*_page`` in the cluster's ``PageDecoder`` process while that thread
@@ -72,6 +74,8 @@ class FleetTally:
     nodes: dict[str, NodeTally] = field(default_factory=dict)
     where: dict[str, str] = field(default_factory=dict)
     pods: int = 0
+    #: pods with a required podAntiAffinity, slim (``slim_anti``): (node, pod)
+    anti: list[tuple[str, Obj]] = field(default_factory=list)
 
     def loads(self, working_set: dict[str, int] | None) -> list[NodeLoad]:
         """GPU nodes with their Allocated-resources rows (and working set when known)."""
@@ -120,6 +124,7 @@ class PodPage(NamedTuple):
     token: str | None
     sums: dict[str, tuple[ResourceList, ResourceList, dict[str, int]]]
     slots: list[tuple[str, PodSlot]]
+    anti: list[tuple[str, Obj]]
 
 
 class MetricsPage(NamedTuple):
@@ -162,6 +167,7 @@ def reduce_pod_page(body: bytes) -> PodPage:
     token, items = _page(body)
     sums: dict[str, tuple[ResourceList, ResourceList, dict[str, int]]] = {}
     slots: list[tuple[str, PodSlot]] = []
+    anti: list[tuple[str, Obj]] = []
     for pod in items:
         node = (pod.get("spec") or {}).get("nodeName")
         if not node or (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
@@ -174,7 +180,32 @@ def reduce_pod_page(body: bytes) -> PodPage:
         for name, value in units.items():
             into[2][name] = into[2].get(name, 0) + value
         slots.append((node, slot_of(pod, units)))
-    return PodPage(token, sums, slots)
+        if (slim := slim_anti(pod)) is not None:
+            anti.append((node, slim))
+    return PodPage(token, sums, slots, anti)
+
+
+def slim_anti(pod: Obj) -> Obj | None:
+    """A pod with a required pod anti-affinity, cut to what the filter reads (None: none)."""
+    affinity = (pod.get("spec") or {}).get("affinity") or {}
+    required = (affinity.get("podAntiAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    if not required:
+        return None
+    meta = pod.get("metadata") or {}
+    return {
+        "metadata": {
+            "namespace": meta.get("namespace"),
+            "name": meta.get("name"),
+            "labels": meta.get("labels") or {},
+        },
+        "spec": {
+            "affinity": {
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}
+            }
+        },
+    }
 
 
 _SPACE = re.compile(r"[ \t\n\r]*")
@@ -322,6 +353,7 @@ def merge_pods(fleet: FleetTally, page: PodPage) -> None:
         for name, value in used.items():
             t.used[name] = t.used.get(name, 0) + value
         fleet.pods += used.get("pods", 0)
+    fleet.anti.extend(page.anti)
     for node, slot in page.slots:
         t = fleet.nodes.get(node)
         if t is not None and t.info is not None:

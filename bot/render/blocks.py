@@ -171,6 +171,8 @@ def evidence_message(
         blocks += pack(_s(t.kernel_title, view), lines)
     if view.gpus:
         blocks += pack(_s(t.gpus_title, view), [_s(t.gpu_line, g) for g in view.gpus])
+    if view.dra:
+        blocks += pack(_s(t.dra_title, view), [_s(t.dra_line, d) for d in view.dra])
     if view.findings:
         blocks.append(divider())
         lines = [

@@ -12,7 +12,15 @@ from datetime import datetime
 
 from bot.core.actions import ActionPlan
 from bot.core.evidence import EvidenceBundle, Gap
-from bot.core.findings import Diagnosis, Fact, Finding, LedgerCategory, TalkingPoint, Verdict
+from bot.core.findings import (
+    DeviceClaim,
+    Diagnosis,
+    Fact,
+    Finding,
+    LedgerCategory,
+    TalkingPoint,
+    Verdict,
+)
 from bot.core.recommendations import recommended_plan
 
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2, "ok": 3}
@@ -203,6 +211,8 @@ class DiagnosisView:
     recommended: ActionPlan | None = None
     #: the brief message's line per team
     teams: list[TeamLine] = field(default_factory=list)
+    #: GPUs the node's pods hold through DRA ResourceClaims (driver, pool, device)
+    dra: list[DeviceClaim] = field(default_factory=list)
 
 
 def _pct(part: int, total: int) -> float:
@@ -316,4 +326,5 @@ def build_view(
         gpu_groups=gpu_groups(gpus),
         recommended=recommended_plan(diagnosis.plans),
         teams=team_lines(diagnosis),
+        dra=list(diagnosis.dra_devices),
     )

@@ -200,6 +200,22 @@ CUSTOM: tuple[Resource, ...] = tuple(
 #: Kueue's queues (kueue.x-k8s.io): LocalQueue is namespaced, ClusterQueue is not
 CUSTOM = (
     *CUSTOM,
+    # Karpenter's NodePools (karpenter.sh/v1): cluster-scoped
+    Resource("karpenter.sh", "v1", "NodePool", "nodepools", False, (), ("status",), crd=True),
+    # Cluster API node groups (cluster.x-k8s.io): namespaced
+    Resource(
+        "cluster.x-k8s.io",
+        "v1beta1",
+        "MachineDeployment",
+        "machinedeployments",
+        True,
+        (),
+        ("status",),
+        crd=True,
+    ),
+    Resource(
+        "cluster.x-k8s.io", "v1beta1", "MachineSet", "machinesets", True, (), ("status",), crd=True
+    ),
     Resource(
         "kueue.x-k8s.io", "v1beta1", "LocalQueue", "localqueues", True, (), ("status",), crd=True
     ),

@@ -5,8 +5,9 @@ tolerates ``node.kubernetes.io/unschedulable:NoSchedule``), TaintToleration (``N
 and ``NoExecute``), NodeAffinity (``nodeSelector`` and required node affinity terms) and
 NodeResourcesFit (every requested resource, extended ones such as ``nvidia.com/gpu``
 included, plus the ``pods`` count, against allocatable minus what the node's
-non-terminated pods request). Score: the preferred node first (where the pod ran), then the
-node with most free memory, then the name.
+non-terminated pods request) and InterPodAffinity (required pod affinity and anti-affinity,
+the incoming pod's and the existing pods': ``interpod``). Score: the preferred node first
+(where the pod ran), then the node with most free memory, then the name.
 
 When nothing fits and the pod's ``preemptionPolicy`` is not ``Never``, preemption looks for
 one node where removing pods of *lower* priority (lowest first) makes room; the victims are
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gpunode_sandbox.kubesim import podrequests
+from gpunode_sandbox.kubesim.interpod import InterPodAffinity
 from gpunode_sandbox.kubesim.recording import record_event
 
 if TYPE_CHECKING:
@@ -138,14 +140,21 @@ class Scheduler:
         reasons: Counter[str] = Counter()
         feasible: list[tuple[Obj, dict[str, int]]] = []
         passing: list[Obj] = []
+        store = self.api.store
+        interpod = InterPodAffinity(nodes, store.list("pods"), store.list("namespaces"))
         for node in nodes:
             why = self.filter(pod, node)
             if why is not None:
                 reasons[why] += 1
                 continue
-            passing.append(node)
             free = self.free(node)
             short = self._short(pod, free)
+            why = interpod.reason(pod, node)
+            if why is not None and not short:
+                reasons[why] += 1
+                continue
+            if why is None:
+                passing.append(node)
             if short:
                 reasons[f"Insufficient {short[0]}" if short[0] != "pods" else "Too many pods"] += 1
                 continue

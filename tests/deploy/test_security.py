@@ -45,6 +45,14 @@ CLUSTER_RULES = {
     ("", "persistentvolumeclaims"): {"get"},
     ("", "persistentvolumes"): {"get"},
     ("kueue.x-k8s.io", "clusterqueues"): {"get"},
+    # ... and its Workload's admission and PodsReady (issue #24)
+    ("kueue.x-k8s.io", "workloads"): {"list"},
+    # a required pod (anti-)affinity term's namespaceSelector: the namespaces' labels
+    ("", "namespaces"): {"list"},
+    # an autoscaler pool with no node yet (Karpenter NodePools)
+    ("karpenter.sh", "nodepools"): {"list"},
+    ("cluster.x-k8s.io", "machinedeployments"): {"list"},
+    ("cluster.x-k8s.io", "machinesets"): {"list"},
     # gpunode doctor: the admission policies are installed and bound (read only)
     ("admissionregistration.k8s.io", "validatingadmissionpolicies"): {"list"},
     ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): {"list"},

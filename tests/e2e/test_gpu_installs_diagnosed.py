@@ -66,11 +66,25 @@ async def test_a_mig_mixed_node_shows_its_gpus_and_each_pods_mig_memory(
 
 
 async def test_a_dra_node_shows_its_gpus_and_their_processes(make_kubesim: MakeSim) -> None:
-    _sim, text = await _diagnose(make_kubesim, "gpu-dra", "dra-node-01")
+    sim, text = await _diagnose(make_kubesim, "gpu-dra", "dra-node-01")
     assert "GPU MEMORY  200.0 GiB used of 320.0 GiB" in text
     for i in range(4):
         assert re.search(rf"GPU{i} +50\.0 GiB / 80\.0 GiB", text), text
     assert "gpu:evidence" not in text and "nvml:" not in text  # nothing left unverified
+    # each claimed device, as the stand-in's ResourceClaims were allocated
+    expected = sorted(
+        f"{c['metadata']['namespace']}/{pod}: {r['driver']}, {r['pool']}/{r['device']}, "
+        f"{c['metadata']['name']}"
+        for c in sim.api.store.list("resourceclaims")
+        for pod in [
+            p["name"] for p in c.get("status", {}).get("reservedFor") or [] if p.get("name")
+        ]
+        for r in c["status"]["allocation"]["devices"]["results"]
+    )
+    assert expected, "the scenario allocates claims"
+    section = text.split("\nGPUS HELD THROUGH DRA  (pod: driver, pool/device, claim)\n", 1)[1]
+    shown = sorted(ln.strip() for ln in section.split("\n\n", 1)[0].splitlines())
+    assert shown == expected
 
 
 async def test_an_amd_node_is_a_gpu_node_with_a_true_gap(make_kubesim: MakeSim) -> None:

@@ -424,3 +424,108 @@ async def test_without_kueue_installed_the_queue_label_only_says_admission(
     assert view.queues == []
     codes = [n.code for n in plan_tier2(view).notes]
     assert "kueue_readmission" in codes and "kueue_no_quota" not in codes
+
+
+def _workload(name: str, owner: dict[str, str], status: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "Workload",
+        "metadata": {
+            "name": name,
+            "namespace": "ml-train",
+            "ownerReferences": [{**owner, "uid": f"uid-{name}", "controller": True}],
+        },
+        "spec": {"queueName": "team-a", "podSets": [{"name": "main", "count": 1}]},
+        "status": status,
+    }
+
+
+async def test_a_kueue_workload_object_is_read_and_its_admission_and_readiness_named(
+    make_gateway: Make,
+) -> None:
+    """The Workload owner-referenced to the pods' StatefulSet is read (admitted to ClusterQueue
+    gpus, pods not all ready, requeued twice for readiness); another one is not theirs."""
+    from bot.render.sentences import sentence
+
+    trainer = _trainer(labels={"kueue.x-k8s.io/queue-name": "team-a"})
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "train-llm"}
+    theirs = _workload(
+        "statefulset-train-llm-7c9f2",
+        sts,
+        {
+            "admission": {"clusterQueue": "gpus", "podSetAssignments": []},
+            "conditions": [
+                {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"},
+                {"type": "Admitted", "status": "True", "reason": "Admitted"},
+                {"type": "PodsReady", "status": "False", "reason": "PodsReady"},
+            ],
+            "requeueState": {"count": 2},
+        },
+    )
+    other = _workload(
+        "job-eval-3b1d0",
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "eval"},
+        {"conditions": [{"type": "QuotaReserved", "status": "False", "reason": "Pending"}]},
+    )
+    gw, _ = await make_gateway(
+        seed_with(
+            [trainer],
+            drop=("train-llm",),
+            crds=[
+                "localqueues.kueue.x-k8s.io",
+                "clusterqueues.kueue.x-k8s.io",
+                "workloads.kueue.x-k8s.io",
+            ],
+            objects=[*_kueue("4"), theirs, other],
+        )
+    )
+    view = await gw.get_cluster_view(NODE)
+    here = sorted(p.key for p in view.pods if p.name.startswith("train-llm-"))
+    [kw] = view.kueue_workloads
+    assert (kw.key, kw.pods, kw.cluster_queue, kw.admitted) == (
+        "ml-train/statefulset-train-llm-7c9f2",
+        here,
+        "gpus",
+        True,
+    )
+    assert (kw.pods_ready, kw.evicted_reason, kw.requeue_count) == (False, None, 2)
+    plan = plan_tier2(view)
+    [note] = [n for n in plan.notes if n.code == "kueue_workload"]
+    assert note.params["count"] == len(plan.restarts) == len(here)
+    en = sentence("notes", note.code, note.params, fmt="text", locale="en", strict=True)
+    assert "admitted to ClusterQueue gpus and its pods are not all ready" in en
+    assert "waitForPodsReady" in en and "requeued it 2 times" in en
+    zh = sentence("notes", note.code, note.params, fmt="text", locale="zh-CN", strict=True)
+    assert "gpus" in zh and "waitForPodsReady" in zh and "2" in zh
+
+
+async def test_an_evicted_kueue_workload_says_why(make_gateway: Make) -> None:
+    trainer = _trainer(labels={"kueue.x-k8s.io/queue-name": "team-a"})
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "train-llm"}
+    evicted = _workload(
+        "statefulset-train-llm-7c9f2",
+        sts,
+        {
+            "conditions": [
+                {"type": "QuotaReserved", "status": "False", "reason": "Pending"},
+                {"type": "Admitted", "status": "False", "reason": "NoReservation"},
+                {"type": "Evicted", "status": "True", "reason": "PodsReadyTimeout"},
+            ]
+        },
+    )
+    gw, _ = await make_gateway(
+        seed_with(
+            [trainer],
+            drop=("train-llm",),
+            crds=["workloads.kueue.x-k8s.io"],
+            objects=[evicted],
+        )
+    )
+    view = await gw.get_cluster_view(NODE)
+    [kw] = view.kueue_workloads
+    assert (kw.admitted, kw.cluster_queue, kw.evicted_reason) == (False, None, "PodsReadyTimeout")
+    [note] = [n for n in plan_tier2(view).notes if n.code == "kueue_workload"]
+    from bot.render.sentences import sentence
+
+    en = sentence("notes", note.code, note.params, fmt="text", locale="en", strict=True)
+    assert "is not admitted" in en and "evicted now (PodsReadyTimeout)" in en

@@ -124,3 +124,31 @@ def test_a_required_anti_affinity_against_its_own_labels_is_read() -> None:
         other
     ]
     assert not parse_scheduling(pod).spread_from_siblings
+
+
+def test_pod_affinity_terms_are_read_with_their_namespaces_resolved() -> None:
+    from bot.kube.scheduling import affinity_terms
+
+    pod: dict[str, Any] = {
+        "metadata": {"namespace": "ml", "labels": {"app": "t"}},
+        "spec": {
+            "affinity": {
+                "podAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "c"}}},
+                        {"topologyKey": "zone", "namespaceSelector": {}, "labelSelector": {}},
+                        {"topologyKey": "zone", "namespaces": ["infra"]},
+                    ]
+                }
+            }
+        },
+    }
+    own, every, named = affinity_terms(pod, "podAffinity")
+    assert own.namespaces == ["ml"] and own.namespace_selector is None
+    assert own.selector is not None and own.selector.match_labels == {"app": "c"}
+    # an empty namespaceSelector means every namespace; an empty labelSelector every pod
+    assert every.namespaces == [] and every.namespace_selector is not None
+    assert every.selector is not None and not every.selector.match_labels
+    # no labelSelector at all selects no pod
+    assert named.namespaces == ["infra"] and named.selector is None
+    assert affinity_terms(pod, "podAntiAffinity") == []
