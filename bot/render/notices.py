@@ -2,7 +2,7 @@
 params)`` (``bot.core.outcomes``) as a Slack message in a language.
 
 Presenters call ``render_told``; the use cases never do (they hand the outcome to their
-``ThreadPort``). Wording lives in ``templates/slack/<locale>/notices.j2`` (notices),
+``ThreadPort``). Wording lives in ``templates/slack/notices.j2`` (notices),
 ``acting.j2`` (the action flow's notices) and ``refusals.j2`` (one macro per refusal code);
 params are raw and the templates escape every string. An unknown key or code renders
 something readable (never crashes a reply).
