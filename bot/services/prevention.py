@@ -238,7 +238,13 @@ async def prevention_button(s: BotServices, incident: str, *, user: str, channel
                 incident=found,
             )
     except GpunodeError as err:
-        told = notice("command_failed", message=err.message, code=err.code)
+        told = notice(
+            "command_failed",
+            message=err.message,
+            code=err.code,
+            error_key=err.key,
+            error_params=err.params,
+        )
         try:
             await s.thread.tell(channel, user, told)
         except GpunodeError:

@@ -86,7 +86,12 @@ def _register_commands(app: AsyncApp, s: BotServices) -> None:
                     t, blocks = await _status_notice(s, cmd.node, locale, cmd.cluster)
             except GpunodeError as err:
                 t, blocks = _ack_notice(
-                    "command_failed", locale, message=err.message, code=err.code
+                    "command_failed",
+                    locale,
+                    message=err.message,
+                    code=err.code,
+                    error_key=err.key,
+                    error_params=err.params,
                 )
                 outcome = "failed"
             await ack(text=t, blocks=blocks, response_type="ephemeral")
@@ -206,7 +211,15 @@ async def _run(s: BotServices, cmd: Any, *, channel: str, user: str) -> str:
             else:
                 await s.thread.tell(channel, user, told)
     except GpunodeError as err:
-        told = Notice(key="command_failed", params={"message": err.message, "code": err.code})
+        told = Notice(
+            key="command_failed",
+            params={
+                "message": err.message,
+                "code": err.code,
+                "error_key": err.key,
+                "error_params": err.params,
+            },
+        )
         try:
             await s.thread.tell(channel, user, told)
         except GpunodeError:
