@@ -36,15 +36,30 @@ from typing import Any
 
 
 class GpunodeError(Exception):
-    """Base of every gpunode error. ``str(err)`` is safe to show a user."""
+    """Base of every gpunode error. ``str(err)`` is safe to show a user.
+
+    ``str(err)`` is the English text (logs, audit rows, JSON). An error a person can meet
+    also carries ``key`` and ``params`` (raw values): a presenter words it in the reader's
+    language from the catalog (``bot.render.errors``, ``templates/slack/errors.j2``), and
+    falls back to the English text for a key it has no words for."""
 
     #: short machine-readable reason, stable across versions (used in JSON and audit rows)
     code: str = "error"
 
-    def __init__(self, message: str, *, code: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        key: str | None = None,
+        params: dict[str, object] | None = None,
+    ) -> None:
         super().__init__(message)
         if code is not None:
             self.code = code
+        #: which sentence words this error (``errors.j2``); empty: only the English text
+        self.key = key or ""
+        self.params: dict[str, object] = dict(params or {})
 
     @property
     def message(self) -> str:
@@ -72,8 +87,16 @@ class CollectorError(GpunodeError):
 class KubeError(GpunodeError):
     code = "kube"
 
-    def __init__(self, message: str, *, code: str | None = None, status: int | None = None) -> None:
-        super().__init__(message, code=code)
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        status: int | None = None,
+        key: str | None = None,
+        params: dict[str, object] | None = None,
+    ) -> None:
+        super().__init__(message, code=code, key=key, params=params)
         self.status = status
 
 
@@ -166,7 +189,11 @@ class UnknownClusterError(GpunodeError):
 
     def __init__(self, name: str, known: tuple[str, ...]) -> None:
         listed = ", ".join(known) or "none"
-        super().__init__(f"no cluster named {name!r}; the clusters gpunode knows are: {listed}")
+        super().__init__(
+            f"no cluster named {name!r}; the clusters gpunode knows are: {listed}",
+            key="unknown_cluster",
+            params={"name": name, "known": list(known)},
+        )
         self.name = name
         self.known = known
 
@@ -180,6 +207,8 @@ class ClusterUnreachableError(KubeUnavailableError):
         super().__init__(
             f"cluster {cluster} could not be reached ({reason}); check its API server and "
             "gpunode's credentials for it, then retry",
+            key="cluster_unreachable",
+            params={"cluster": cluster, "reason": reason},
         )
         self.cluster = cluster
         self.reason = reason

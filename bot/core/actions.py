@@ -181,7 +181,7 @@ class ProtectedPod(_Model):
 
 class PlanNote(_Model):
     """A warning that names things (a gang and its members, the pods a priority would
-    preempt): ``code`` picks the sentence in ``templates/sentences/<locale>/notes.j2``."""
+    preempt): ``code`` picks the sentence in ``templates/sentences/notes.j2``."""
 
     code: str
     params: dict[str, str | int | None] = Field(default_factory=dict)

@@ -42,7 +42,7 @@ from bot.core.findings import Diagnosis
 from bot.core.watching import RolloutProgress, Verdict
 
 #: every refusal a use case gives, besides the policy's denials (``bot.core.policy.DENIALS``)
-#: and a failed step's error code; each has its words in ``templates/slack/*/refusals.j2``
+#: and a failed step's error code; each has its words in ``templates/slack/refusals.j2``
 REFUSALS = frozenset(
     {
         "no_policy",  # no policy file is loaded: nothing is allowed
@@ -81,7 +81,7 @@ class Refused(BaseModel):
 
 
 class Notice(BaseModel):
-    """A short message by key (``templates/slack/*/notices.j2``), with raw parameters."""
+    """A short message by key (``templates/slack/notices.j2``), with raw parameters."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

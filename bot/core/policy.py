@@ -160,7 +160,7 @@ class Allow(_Model):
     kind: Literal["allow"] = "allow"
 
 
-#: the codes of ``Deny``: each has its words per language in ``templates/slack/*/refusals.j2``
+#: the codes of ``Deny``: each has its words per language in ``templates/slack/refusals.j2``
 #: (``reason`` is the English for the audit log and the terminal)
 DENIALS = frozenset(
     {

@@ -4,7 +4,7 @@ A consumer outside pods (a systemd unit, or a process of no unit) cannot be free
 API; the tier-3 plan carries manual steps instead (``bot.core.relief.runbook_plan``). What a
 restart risks depends on what the unit is, so each kind has its own entry: which units it
 matches, whether to cordon first (the restart can take the node NotReady), and the code of the
-sentence that says the risk (``templates/sentences/<locale>/warnings.j2``, ``runbook_<kind>``).
+sentence that says the risk (``templates/sentences/warnings.j2``, ``runbook_<kind>``).
 
 Facts behind the entries (looked up, not guessed):
 

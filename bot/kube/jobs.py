@@ -325,10 +325,13 @@ def failure(
     status = pod.get("status") or {}
     reason, message = status.get("reason") or "", status.get("message") or ""
     if outcome.state == "image_pull":
+        why = _waiting_reason(pod)
         return DiagnosticJobError(
-            f"the collector image could not be pulled on {node} ({_waiting_reason(pod)}); "
+            f"the collector image could not be pulled on {node} ({why}); "
             "check kube.image and the node's registry access or pull secrets",
             code="image_pull",
+            key="image_pull",
+            params={"node": node, "why": why},
         )
     if outcome.state == "container_error":
         why, detail = _waiting(pod) or ("", "")
@@ -337,24 +340,31 @@ def failure(
             f"({why}: {detail or 'no message'}); check the node's runtime and the Job's "
             "securityContext and runtimeClassName (kube.nvidia_runtime_class)",
             code="container_error",
+            key="container_error",
+            params={"node": node, "why": why, "detail": detail},
         )
     if outcome.state == "create_failed":
+        namespace = (job or {}).get("metadata", {}).get("namespace", "gpunode")
         return DiagnosticJobError(
             f"the diagnostic pod for {node} could not be created ({outcome.detail}); a "
-            "ResourceQuota, LimitRange, admission policy or webhook in namespace "
-            f"{(job or {}).get('metadata', {}).get('namespace', 'gpunode')} refused it - "
-            "allow the collector Job there, then retry",
+            f"ResourceQuota, LimitRange, admission policy or webhook in namespace {namespace} "
+            "refused it - allow the collector Job there, then retry",
             code="create_failed",
+            key="create_failed",
+            params={"node": node, "detail": outcome.detail, "namespace": namespace},
         )
     if outcome.state == "failed":
         if reason == "DeadlineExceeded":
             return _deadline(node, timeout_s)
         if reason in NOT_ADMITTED_REASONS or reason.startswith("OutOf"):
             return _not_admitted(node, reason, message, pod, priority_class)
+        ended = _terminated_reason(pod)
         return DiagnosticJobError(
-            f"the collector failed on {node} ({_terminated_reason(pod)}); "
+            f"the collector failed on {node} ({ended}); "
             "see the Job's pod log and the collector image version",
             code="job_failed",
+            key="collector_failed",
+            params={"node": node, "ended": ended},
         )
     deadline_cond = _job_condition(job, "Failed")
     if (
@@ -371,12 +381,16 @@ def failure(
             f"{' (' + detail + ')' if detail else ''}; check the Job's events "
             "(quota, admission policy, node capacity) and retry",
             code="not_admitted",
+            key="pod_never_created" if outcome.pod is None else "pod_never_started",
+            params={"node": node, "timeout_s": timeout_s, "detail": detail},
         )
     if outcome.state == "timeout":
         return _deadline(node, timeout_s)
     return DiagnosticJobError(
         f"the diagnostic pod on {node} disappeared before finishing; retry the diagnosis",
         code="job_failed",
+        key="pod_disappeared",
+        params={"node": node},
     )
 
 
@@ -416,6 +430,8 @@ def _deadline(node: str, timeout_s: int) -> DiagnosticJobError:
         f"the collector on {node} did not finish within {timeout_s}s; the node may be too "
         "loaded to run it - raise kube.job_timeout_s or retry later",
         code="deadline_exceeded",
+        key="deadline_exceeded",
+        params={"node": node, "timeout_s": timeout_s},
     )
 
 
@@ -447,6 +463,7 @@ def parse_evidence(text: str) -> EvidenceBundle:
             "the collector's log holds no evidence JSON; check the collector image "
             "(kube.image) and the pod log",
             code="evidence_unreadable",
+            key="no_evidence_json",
         )
     version = foreign_schema(data)
     if version is not None:
@@ -454,6 +471,8 @@ def parse_evidence(text: str) -> EvidenceBundle:
             f"the collector wrote evidence schema {version or '(none)'} but this bot reads "
             f"{SCHEMA_MAJOR}.x; run the same gpunode version in kube.image",
             code="evidence_unreadable",
+            key="foreign_schema",
+            params={"version": version or "(none)", "reads": f"{SCHEMA_MAJOR}.x"},
         )
     try:
         return EvidenceBundle.model_validate_json(chosen)
@@ -462,4 +481,6 @@ def parse_evidence(text: str) -> EvidenceBundle:
             f"the collector's evidence does not match schema {SCHEMA_VERSION} "
             f"({exc.error_count()} errors); run the same gpunode version in kube.image",
             code="evidence_unreadable",
+            key="schema_mismatch",
+            params={"schema": SCHEMA_VERSION, "errors": exc.error_count()},
         ) from exc

@@ -1,6 +1,6 @@
 """The command help in a locale: the grammar (verbs, their arguments, the usage line) is
 ``bot.core.commands``; the words (descriptions, the argument note) are
-``templates/sentences/<locale>/commands.j2``. The layout is ``commands.help_text``'s, so the
+``templates/sentences/commands.j2``. The layout is ``commands.help_text``'s, so the
 English help is the same text the grammar shows with a usage error.
 """
 

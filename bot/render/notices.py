@@ -2,7 +2,7 @@
 params)`` (``bot.core.outcomes``) as a Slack message in a language.
 
 Presenters call ``render_told``; the use cases never do (they hand the outcome to their
-``ThreadPort``). Wording lives in ``templates/slack/<locale>/notices.j2`` (notices),
+``ThreadPort``). Wording lives in ``templates/slack/notices.j2`` (notices),
 ``acting.j2`` (the action flow's notices) and ``refusals.j2`` (one macro per refusal code);
 params are raw and the templates escape every string. An unknown key or code renders
 something readable (never crashes a reply).
@@ -25,6 +25,7 @@ from bot.core.outcomes import (
 from bot.render import environment
 from bot.render.blocks import Message, context, section
 from bot.render.catalogs import translator
+from bot.render.errors import error_text
 from bot.render.filters import truncate
 from bot.render.messages import (
     plain_fallback,
@@ -69,7 +70,25 @@ def told_mrkdwn(told: Refused | Notice, locale: str) -> str:
     return _notice_mrkdwn(told, locale)
 
 
+#: notices that quote an error, and the parameter its words go in
+ERROR_FIELDS = {"diagnose_failed": "reason", "command_failed": "message"}
+
+
+def _worded_error(told: Notice, locale: str) -> Notice:
+    """The notice with its error worded in ``locale`` (``error_key``/``error_params``, from
+    ``GpunodeError.key``/``params``); unchanged when it carries no key."""
+    field = ERROR_FIELDS.get(told.key)
+    key = told.params.get("error_key")
+    if field is None or not key:
+        return told
+    fallback = str(told.params.get(field, ""))
+    params = told.params.get("error_params") or {}
+    words = error_text(str(key), params, fallback, locale)
+    return told.model_copy(update={"params": {**told.params, field: words}})
+
+
 def _notice_mrkdwn(told: Notice, locale: str) -> str:
+    told = _worded_error(told, locale)
     if told.key in ACTING_KEYS:
         t: Any = environment.macros("slack", "acting.j2", locale=locale)
         return str(getattr(t, f"notice_{told.key}")(**told.params)).strip()

@@ -1,7 +1,7 @@
 """The postmortem draft as Markdown and as one self-contained HTML file.
 
 Both render the same ``bot.core.postmortem.Postmortem`` through templates
-(``templates/markdown/<locale>/postmortem.md.j2``, ``templates/html/<locale>/postmortem.html.j2``).
+(``templates/markdown/postmortem.md.j2``, ``templates/html/postmortem.html.j2``).
 Sentences (verdicts, findings, talking points) come from the shared sentence templates: in
 Markdown escaped for Markdown, in HTML as plain text that the HTML environment's autoescape
 escapes. Charts: Markdown links the PNG files uploaded next to it; HTML embeds them as

@@ -2,7 +2,7 @@
 ``templates/kube/prevention/*.yaml.j2`` and the localized notes
 ``templates/markdown/<locale>/prevention.md.j2``, with parameters from
 ``bot.core.prevention.prevention_params``; plus its explanation, one sentence per value
-(``templates/sentences/<locale>/prevention.j2``) saying the rule and the number from the
+(``templates/sentences/prevention.j2``) saying the rule and the number from the
 evidence it came from, as Markdown (the README, the terminal) or as a Slack message.
 Pure rendering: writing or uploading files is the caller's job.
 """

@@ -1,7 +1,7 @@
 """One template sentence per stable key: finding codes, talking-point keys, verdict
 causes and plan warning codes.
 
-Sentences live in ``templates/sentences/<locale>/<category>.j2``, one macro per key (the
+Sentences live in ``templates/sentences/<category>.j2``, one macro per key (the
 macro name is the key with non-identifier characters replaced by ``_``); each macro takes
 ``p``, the key's params already formatted by unit suffix (``_bytes`` -> ``62.0 GiB``) and
 escaped for the output format, plus ``p.subject`` and ``p.raw`` (the unformatted params, for

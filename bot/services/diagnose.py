@@ -180,7 +180,13 @@ class DiagnoseService:
             return DiagnoseOutcome(None, None, None, error=err)
         except (KubeError, TimeoutError) as caught:
             failure = _named(caught, name)
-            told = notice("diagnose_failed", reason=failure.message, code=failure.code)
+            told = notice(
+                "diagnose_failed",
+                reason=failure.message,
+                code=failure.code,
+                error_key=failure.key,
+                error_params=failure.params,
+            )
             await self.thread.tell(channel, user, told)
             return DiagnoseOutcome(None, None, None, error=failure)
 
@@ -521,7 +527,13 @@ class DiagnoseService:
     async def _report_failure(
         self, incident: Incident, err: KubeError, thread_ts: str
     ) -> DiagnoseOutcome:
-        told = notice("diagnose_failed", reason=err.message, code=err.code)
+        told = notice(
+            "diagnose_failed",
+            reason=err.message,
+            code=err.code,
+            error_key=err.key,
+            error_params=err.params,
+        )
         await self.thread.post(incident.channel, told, incident=incident, thread_ts=thread_ts)
         await self._note(incident.id, "diagnosis", actors.GPUNODE, f"diagnosis failed: {err.code}")
         await self._refresh_root(incident, progress="failed", failure_code=err.code)

@@ -189,7 +189,13 @@ async def prevention_button(s: BotServices, incident: str, *, user: str, channel
                 s.store, s.files, incident, user=user, now=s.clock(), incident=found
             )
     except GpunodeError as err:
-        told = notice("command_failed", message=err.message, code=err.code)
+        told = notice(
+            "command_failed",
+            message=err.message,
+            code=err.code,
+            error_key=err.key,
+            error_params=err.params,
+        )
         try:
             await s.thread.tell(channel, user, told)
         except GpunodeError:

@@ -120,7 +120,15 @@ def _result(outcome: Outcome) -> str:
 
 
 def _failed(err: GpunodeError) -> Notice:
-    return Notice(key="command_failed", params={"message": err.message, "code": err.code})
+    return Notice(
+        key="command_failed",
+        params={
+            "message": err.message,
+            "code": err.code,
+            "error_key": err.key,
+            "error_params": err.params,
+        },
+    )
 
 
 def as_told(outcome: Outcome, locale: str) -> Refused | Notice | None:

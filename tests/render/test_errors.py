@@ -1,0 +1,122 @@
+"""Errors a person meets are worded in their language: an error carries a key and raw
+parameters, the catalog words it, and English readers see exactly the error's own text."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.core.evidence import SCHEMA_VERSION
+from bot.core.outcomes import Notice
+from bot.errors import (
+    ClusterUnreachableError,
+    DiagnosticJobError,
+    GpunodeError,
+    UnknownClusterError,
+)
+from bot.kube.jobs import PodOutcome, failure, parse_evidence
+from bot.render.errors import error_keys, error_text
+from bot.render.notices import told_mrkdwn
+from tests.render.test_catalogs import english_words
+
+NODE = "gpu-node-07"
+
+
+def _pod(reason: str = "", waiting: str = "", terminated: str = "") -> dict[str, object]:
+    statuses: list[dict[str, object]] = []
+    if waiting:
+        statuses.append({"state": {"waiting": {"reason": waiting, "message": "back-off"}}})
+    if terminated:
+        statuses.append({"state": {"terminated": {"exitCode": 2, "reason": terminated}}})
+    return {"status": {"reason": reason, "containerStatuses": statuses}, "spec": {}}
+
+
+def _running() -> dict[str, object]:
+    return {"status": {"containerStatuses": [{"state": {"running": {}}}]}}
+
+
+def _raised(text: str) -> DiagnosticJobError:
+    with pytest.raises(DiagnosticJobError) as caught:
+        parse_evidence(text)
+    return caught.value
+
+
+def _errors() -> list[GpunodeError]:
+    """One of every keyed error, made by the code that raises it."""
+    job = {"metadata": {"namespace": "gpunode"}}
+    return [
+        UnknownClusterError("prod-asia", ("prod-eu", "prod-us")),
+        ClusterUnreachableError("prod-us", "connection refused"),
+        failure(
+            PodOutcome("image_pull", _pod(waiting="ErrImagePull")), job, node=NODE, timeout_s=60
+        ),
+        failure(
+            PodOutcome("container_error", _pod(waiting="CreateContainerError")),
+            job,
+            node=NODE,
+            timeout_s=60,
+        ),
+        failure(
+            PodOutcome("create_failed", None, "exceeded quota: gpunode"),
+            job,
+            node=NODE,
+            timeout_s=60,
+        ),
+        failure(
+            PodOutcome("failed", _pod(reason="Error", terminated="Error")),
+            job,
+            node=NODE,
+            timeout_s=60,
+        ),
+        failure(PodOutcome("timeout", None), job, node=NODE, timeout_s=60),
+        failure(PodOutcome("timeout", _pod()), job, node=NODE, timeout_s=60),
+        failure(
+            PodOutcome("failed", _pod(reason="DeadlineExceeded")), job, node=NODE, timeout_s=60
+        ),
+        failure(PodOutcome("deleted", _running()), job, node=NODE, timeout_s=60),
+        _raised("no json here"),
+        _raised('{"schema_version": "99.0"}'),
+        _raised('{"schema_version": "' + SCHEMA_VERSION + '"}'),
+    ]
+
+
+@pytest.fixture(scope="module")
+def errors() -> list[GpunodeError]:
+    return _errors()
+
+
+def test_every_worded_error_key_is_raised_somewhere(errors: list[GpunodeError]) -> None:
+    assert {e.key for e in errors} == set(error_keys())
+
+
+def test_an_english_reader_sees_exactly_the_errors_own_text(errors: list[GpunodeError]) -> None:
+    for err in errors:
+        assert error_text(err.key, err.params, "fallback", "en") == err.message
+
+
+def test_a_chinese_reader_sees_no_english_sentence_in_an_error(errors: list[GpunodeError]) -> None:
+    leaks = {
+        err.key: words
+        for err in errors
+        if (words := english_words(error_text(err.key, err.params, err.message, "zh-CN")))
+    }
+    assert leaks == {}
+
+
+def test_an_error_without_words_falls_back_to_its_english_text() -> None:
+    assert error_text("", {}, "the English text", "zh-CN") == "the English text"
+    assert error_text("no_such_key", {}, "the English text", "zh-CN") == "the English text"
+
+
+def test_a_failed_diagnosis_notice_words_its_error_in_the_readers_language() -> None:
+    err = UnknownClusterError("prod-asia", ("prod-eu", "prod-us"))
+    told = Notice(
+        key="command_failed",
+        params={
+            "message": err.message,
+            "code": err.code,
+            "error_key": err.key,
+            "error_params": err.params,
+        },
+    )
+    assert "没有名为 'prod-asia' 的集群" in told_mrkdwn(told, "zh-CN")
+    assert err.message in told_mrkdwn(told, "en")
