@@ -51,6 +51,8 @@ R = TypeVar("R")
 #: pages decoded ahead of the merge: the fetch of page n+1 overlaps the decode of page n;
 #: two in flight bound the memory to a few pages
 AHEAD = 2
+#: a counted pod on a GPU node: its key, priority and scheduler units (``PodSlot``'s fields)
+Slot = tuple[str, int, dict[str, int]]
 #: items per page, as kubectl asks
 PAGE = 500
 #: bytes of a streamed answer handed to the decoder at a time (about 3,000 pod metrics)
@@ -66,7 +68,9 @@ class NodeTally:
     requests: ResourceList = field(default_factory=dict)
     limits: ResourceList = field(default_factory=dict)
     used: dict[str, int] = field(default_factory=dict)
-    slots: list[PodSlot] = field(default_factory=list)
+    #: (pod key, priority, scheduler units) per counted pod; ``PodSlot`` models are built
+    #: only when the room is asked for (a model per pod costs ~4x the tuple, held per pod)
+    slots: list[Slot] = field(default_factory=list)
 
 
 @dataclass
@@ -93,7 +97,12 @@ class FleetTally:
         return out
 
     def room(self) -> list[RoomOnNode]:
-        return [room_from(t.node, t.used, t.slots) for t in self.nodes.values()]
+        return [
+            room_from(
+                t.node, t.used, [PodSlot(key=k, priority=p, requests=r) for k, p, r in t.slots]
+            )
+            for t in self.nodes.values()
+        ]
 
 
 def slim_node(node: Obj) -> Obj:
@@ -123,7 +132,7 @@ class PodPage(NamedTuple):
 
     token: str | None
     sums: dict[str, tuple[ResourceList, ResourceList, dict[str, int]]]
-    slots: list[tuple[str, PodSlot]]
+    slots: list[tuple[str, Slot]]
 
 
 class MetricsPage(NamedTuple):
@@ -165,7 +174,8 @@ def reduce_pod_page(body: bytes) -> PodPage:
     """kubectl's counted pods (bound, not Succeeded/Failed) summed per node."""
     token, items = _page(body)
     sums: dict[str, tuple[ResourceList, ResourceList, dict[str, int]]] = {}
-    slots: list[tuple[str, PodSlot]] = []
+    slots: list[tuple[str, Slot]] = []
+    same: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}  # one dict per distinct units
     for pod in items:
         node = (pod.get("spec") or {}).get("nodeName")
         if not node or (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
@@ -177,7 +187,9 @@ def reduce_pod_page(body: bytes) -> PodPage:
         units = request_units(reqs)
         for name, value in units.items():
             into[2][name] = into[2].get(name, 0) + value
-        slots.append((node, slot_of(pod, units)))
+        slot = slot_of(pod, units)
+        units = same.setdefault(tuple(sorted(units.items())), units)
+        slots.append((node, (slot.key, slot.priority, units)))
     return PodPage(token, sums, slots)
 
 
@@ -466,7 +478,7 @@ def merge_pods(fleet: FleetTally, page: PodPage) -> None:
         t = fleet.nodes.get(node)
         if t is not None and t.info is not None:
             t.slots.append(slot)
-            fleet.where[slot.key] = node
+            fleet.where[slot[0]] = node
 
 
 def read_working_set(
