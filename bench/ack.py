@@ -193,7 +193,13 @@ async def keep_diagnosing(runtime: object, stop: asyncio.Event) -> int:
 
 
 async def measure(
-    rounds: int, kube_url: str, slack_api: str, bare_url: str, fleet_url: str
+    rounds: int,
+    kube_url: str,
+    slack_api: str,
+    bare_url: str,
+    fleet_url: str,
+    *,
+    before_response: bool = False,
 ) -> dict[str, object]:
     from bot.telemetry.lag import LoopLag
     from bot.wiring.heap import settle_heap
@@ -203,6 +209,9 @@ async def measure(
         aiohttp.ClientSession() as session,
     ):
         settle_heap()  # as `gpunode serve` does after start-up
+        if before_response:  # the evaluation of Bolt's process_before_response (issue #25)
+            runtime.app._process_before_response = True
+            runtime.app._async_listener_runner.process_before_response = True
         targets = {"gpunode": f"{bot_url}/slack/events", "bare": bare_url}
         p50: dict[str, list[float]] = {"gpunode": [], "bare": []}
         p99: dict[str, list[float]] = {"gpunode": [], "bare": []}
@@ -251,6 +260,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--top-nodes", type=int, default=500)
+    parser.add_argument(
+        "--process-before-response",
+        action="store_true",
+        help="the bot's Bolt app answers when the listener returns (no 10 ms ack poll)",
+    )
     args = parser.parse_args()
     from gpunode_sandbox.kubesim.process import separate_process
 
@@ -267,8 +281,18 @@ def main() -> None:
         bare_url = bare_parent.recv()
         fleet = {"nodes": args.top_nodes, "pods": args.top_nodes * 30}
         with separate_process(**fleet) as (fleet_url, _):  # type: ignore[arg-type]
-            result = asyncio.run(measure(args.rounds, kube_url, slack_api, bare_url, fleet_url))
+            result = asyncio.run(
+                measure(
+                    args.rounds,
+                    kube_url,
+                    slack_api,
+                    bare_url,
+                    fleet_url,
+                    before_response=args.process_before_response,
+                )
+            )
         result["top_nodes"] = args.top_nodes
+        result["process_before_response"] = args.process_before_response
     finally:
         for conn in (parent, bare_parent):
             with contextlib.suppress(OSError):

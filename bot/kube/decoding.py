@@ -56,10 +56,14 @@ class PageDecoder:
                     self._use_process = False
             return self._pool
 
-    def submit(self, fn: Callable[[bytes], T], body: bytes) -> Future[T]:
-        """``fn(body)`` in the worker (``fn`` must be a module-level function), or here for a
-        small page."""
-        pool = self._executor() if len(body) >= INLINE_BYTES else None
+    def submit(
+        self, fn: Callable[[bytes], T], body: bytes, *, process: bool | None = None
+    ) -> Future[T]:
+        """``fn(body)`` in the worker (``fn`` must be a module-level function or a partial
+        of one), or here for a small page; ``process=True``: in the worker whatever the
+        size (the pieces of one streamed answer all go where its state is kept)."""
+        wanted = len(body) >= INLINE_BYTES if process is None else process
+        pool = self._executor() if wanted else None
         if pool is not None:
             return pool.submit(fn, body)
         done: Future[T] = Future()

@@ -315,7 +315,7 @@ class Gateway:
         )
         cache = self.owner_cache()
         informer = self.pod_events()
-        held = informer.items if informer is not None and informer.synced.is_set() else None
+        held = informer.items_in if informer is not None and informer.synced.is_set() else None
         chains, events, metrics = await asyncio.gather(
             self._call("read pod owners", self._owner_chains, pods, cache),
             self._call(f"list events of {node}", reading.list_events, node, all_pods, held),

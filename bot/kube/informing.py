@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
@@ -62,7 +62,8 @@ class Informer:
         #: how many times it listed (1 after the first sync; each relist adds one)
         self.lists = 0
         self.resource_version: str | None = None
-        self._items: dict[tuple[str, str], Obj] = {}
+        #: namespace -> name -> slim object: a reader asks for the namespaces it needs
+        self._items: dict[str, dict[str, Obj]] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -85,7 +86,12 @@ class Informer:
 
     def items(self) -> list[Obj]:
         with self._lock:
-            return list(self._items.values())
+            return [obj for held in self._items.values() for obj in held.values()]
+
+    def items_in(self, namespaces: Iterable[str]) -> list[Obj]:
+        """The objects of ``namespaces`` only: O(those objects), not O(all it holds)."""
+        with self._lock:
+            return [obj for ns in namespaces for obj in (self._items.get(ns) or {}).values()]
 
     # -- the loop -----------------------------------------------------------------------
     def _run(self) -> None:
@@ -107,7 +113,7 @@ class Informer:
                 backoff = min(MAX_BACKOFF_S, backoff * 2)
 
     def _list(self) -> str:
-        items: dict[tuple[str, str], Obj] = {}
+        items: dict[str, dict[str, Obj]] = {}
         token: str | None = None
         while True:
             page = self.transport.request(
@@ -120,7 +126,8 @@ class Informer:
                 ],
             )
             for obj in page.get("items") or []:
-                items[_key(obj)] = self.slim(obj)
+                ns, name = _key(obj)
+                items.setdefault(ns, {})[name] = self.slim(obj)
             meta = page.get("metadata") or {}
             token = meta.get("continue") or None
             if token is None:
@@ -163,11 +170,16 @@ class Informer:
         self.resource_version = version
         if kind == "BOOKMARK":
             return version
+        ns, name = _key(obj)
         with self._lock:
             if kind == "DELETED":
-                self._items.pop(_key(obj), None)
+                held = self._items.get(ns)
+                if held is not None:
+                    held.pop(name, None)
+                    if not held:
+                        del self._items[ns]
             else:
-                self._items[_key(obj)] = self.slim(obj)
+                self._items.setdefault(ns, {})[name] = self.slim(obj)
         return version
 
 

@@ -109,14 +109,14 @@ def list_events(
     t: Transport,
     node: str,
     pods: Iterable[Obj],
-    held: Callable[[], list[Obj]] | None = None,
+    held: Callable[[Iterable[str]], list[Obj]] | None = None,
 ) -> list[Obj]:
     """Events about the node and about the given pods (newest first, at most MAX_EVENTS).
 
-    Node events: field selector on the involved object. Pod events: ``held()`` when given
-    (the pod events an informer keeps, ``bot.kube.informing``), else one list per namespace
-    that has pods on the node; filtered to those pods here (kept even if the server ignores
-    the selector).
+    Node events: field selector on the involved object. Pod events: ``held(namespaces)``
+    when given (the pod events an informer keeps, of those namespaces only,
+    ``bot.kube.informing``), else one list per namespace that has pods on the node; filtered
+    to those pods here (kept even if the server ignores the selector).
     """
     node_events = [
         e
@@ -133,7 +133,7 @@ def list_events(
         wanted.setdefault(meta.get("namespace", ""), set()).add(meta.get("name", ""))
     pod_events = []
     listed = (
-        (e for e in held())
+        (e for e in held(sorted(wanted)))
         if held is not None
         else (
             e

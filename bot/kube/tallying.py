@@ -21,12 +21,14 @@ per-node view's.
 
 from __future__ import annotations
 
+import codecs
 import functools
+import itertools
 import json
 import re
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
@@ -51,8 +53,12 @@ R = TypeVar("R")
 #: pages decoded ahead of the merge: the fetch of page n+1 overlaps the decode of page n;
 #: two in flight bound the memory to a few pages
 AHEAD = 2
+#: a counted pod on a GPU node: its key, priority and scheduler units (``PodSlot``'s fields)
+Slot = tuple[str, int, dict[str, int]]
 #: items per page, as kubectl asks
 PAGE = 500
+#: bytes of a streamed answer handed to the decoder at a time (about 3,000 pod metrics)
+PIECE = 1024 * 1024
 
 
 @dataclass
@@ -64,7 +70,9 @@ class NodeTally:
     requests: ResourceList = field(default_factory=dict)
     limits: ResourceList = field(default_factory=dict)
     used: dict[str, int] = field(default_factory=dict)
-    slots: list[PodSlot] = field(default_factory=list)
+    #: (pod key, priority, scheduler units) per counted pod; ``PodSlot`` models are built
+    #: only when the room is asked for (a model per pod costs ~4x the tuple, held per pod)
+    slots: list[Slot] = field(default_factory=list)
 
 
 @dataclass
@@ -93,7 +101,12 @@ class FleetTally:
         return out
 
     def room(self) -> list[RoomOnNode]:
-        return [room_from(t.node, t.used, t.slots) for t in self.nodes.values()]
+        return [
+            room_from(
+                t.node, t.used, [PodSlot(key=k, priority=p, requests=r) for k, p, r in t.slots]
+            )
+            for t in self.nodes.values()
+        ]
 
 
 def slim_node(node: Obj) -> Obj:
@@ -123,7 +136,7 @@ class PodPage(NamedTuple):
 
     token: str | None
     sums: dict[str, tuple[ResourceList, ResourceList, dict[str, int]]]
-    slots: list[tuple[str, PodSlot]]
+    slots: list[tuple[str, Slot]]
     anti: list[tuple[str, Obj]]
 
 
@@ -166,8 +179,9 @@ def reduce_pod_page(body: bytes) -> PodPage:
     """kubectl's counted pods (bound, not Succeeded/Failed) summed per node."""
     token, items = _page(body)
     sums: dict[str, tuple[ResourceList, ResourceList, dict[str, int]]] = {}
-    slots: list[tuple[str, PodSlot]] = []
+    slots: list[tuple[str, Slot]] = []
     anti: list[tuple[str, Obj]] = []
+    same: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}  # one dict per distinct units
     for pod in items:
         node = (pod.get("spec") or {}).get("nodeName")
         if not node or (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
@@ -179,7 +193,9 @@ def reduce_pod_page(body: bytes) -> PodPage:
         units = request_units(reqs)
         for name, value in units.items():
             into[2][name] = into[2].get(name, 0) + value
-        slots.append((node, slot_of(pod, units)))
+        slot = slot_of(pod, units)
+        units = same.setdefault(tuple(sorted(units.items())), units)
+        slots.append((node, (slot.key, slot.priority, units)))
         if (slim := slim_anti(pod)) is not None:
             anti.append((node, slim))
     return PodPage(token, sums, slots, anti)
@@ -209,54 +225,115 @@ def slim_anti(pod: Obj) -> Obj | None:
 
 
 _SPACE = re.compile(r"[ \t\n\r]*")
+#: a stream whose undecodable rest grows past this is not a list answer
+MAX_PENDING = 64 * 1024 * 1024
 
 
-def _skip(text: str, at: int) -> int:
-    match = _SPACE.match(text, at)
-    return match.end() if match else at
+class ListWalker:
+    """A JSON list answer's top-level fields in order, fed in pieces: ``feed`` returns the
+    fields complete so far, ``("items", item)`` once per item, each item decoded only when
+    all of it has arrived. A caller that reduces each item at once holds one piece and one
+    item, never the whole answer (metrics-server answers a pod metrics list in one piece,
+    150,000 pods on a 5,000-node cluster). Raises ValueError when the answer is not a JSON
+    object, or ends before it is complete."""
+
+    def __init__(self) -> None:
+        self._text = ""
+        self._at = 0
+        self._state = "open"
+        self._key = ""
+        self._utf8 = codecs.getincrementaldecoder("utf-8")()
+        self._decode = json.JSONDecoder().raw_decode
+
+    def feed(self, data: bytes, *, final: bool = False) -> list[tuple[str, Any]]:
+        self._text = self._text[self._at :] + self._utf8.decode(data, final)
+        self._at = 0
+        out: list[tuple[str, Any]] = []
+        while self._state != "done" and self._step(out, final):
+            pass
+        if final and self._state != "done":
+            raise ValueError(f"a list answer ended early (in {self._state})")
+        if len(self._text) - self._at > MAX_PENDING:
+            raise ValueError("a list answer: one value is larger than 64 MiB")
+        return out
+
+    def _next(self) -> str:
+        """The next non-blank character ('' when more must come), not consumed."""
+        match = _SPACE.match(self._text, self._at)
+        self._at = match.end() if match else self._at
+        return self._text[self._at : self._at + 1]
+
+    def _value(self, final: bool) -> tuple[bool, Any]:
+        try:
+            value, end = self._decode(self._text, self._at)
+        except ValueError as exc:
+            if final:
+                raise ValueError(f"a list answer ended early or is not JSON: {exc}") from exc
+            return False, None  # cut by the piece's end: wait for the next piece
+        if end == len(self._text) and not final and not isinstance(value, dict | list | str):
+            return False, None  # a number or literal may go on in the next piece
+        self._at = end
+        return True, value
+
+    def _step(self, out: list[tuple[str, Any]], final: bool) -> bool:
+        char, state = self._next(), self._state
+        if not char:
+            return False
+        if state == "open":
+            if char != "{":
+                raise ValueError(f"a list answer: expected '{{', found {char!r}")
+            self._at, self._state = self._at + 1, "key_or_end"
+        elif state == "sep" and char in ",}":
+            self._at, self._state = self._at + 1, ("key" if char == "," else "done")
+        elif state == "key_or_end" and char == "}":
+            self._at, self._state = self._at + 1, "done"
+        elif state in ("key", "key_or_end"):
+            ok, key = self._value(final)
+            if not ok:
+                return False
+            if not isinstance(key, str):
+                raise ValueError(f"a list answer: a field name must be a string, not {key!r}")
+            self._key, self._state = key, "colon"
+        elif state == "colon":
+            if char != ":":
+                raise ValueError(f"a list answer: expected ':', found {char!r}")
+            self._at += 1
+            self._state = "value"
+        elif state == "value" and self._key == "items" and char == "[":
+            self._at, self._state = self._at + 1, "item_or_end"
+        elif state in ("value", "item_or_end", "item"):
+            if state == "item_or_end" and char == "]":
+                self._at, self._state = self._at + 1, "sep"
+                return True
+            ok, value = self._value(final)
+            if not ok:
+                return False
+            out.append(("items" if state != "value" else self._key, value))
+            self._state = "sep" if state == "value" else "item_sep"
+        elif state == "item_sep":
+            if char not in ",]":
+                raise ValueError(f"a list answer: expected ',' or ']', found {char!r}")
+            self._at += 1
+            self._state = "item" if char == "," else "sep"
+        else:
+            raise ValueError(f"a list answer: expected ',' or '}}', found {char!r}")
+        return True
 
 
 def walk_list(body: bytes) -> Iterator[tuple[str, Any]]:
-    """A JSON list answer's top-level fields in order, ``("items", item)`` once per item,
-    each item decoded only when reached: a caller that reduces each item at once never
-    holds all of them (metrics-server answers a pod metrics list in one piece, 150,000
-    pods on a 5,000-node cluster). Raises ValueError when the body is not a JSON object."""
-    text, decode = body.decode("utf-8"), json.JSONDecoder().raw_decode
-
-    def expect(at: int, char: str) -> int:
-        if text[at : at + 1] != char:
-            raise ValueError(f"a list answer: expected {char!r} at {at}")
-        return _skip(text, at + 1)
-
-    at = expect(_skip(text, 0), "{")
-    if text[at : at + 1] == "}":
-        return
-    while True:
-        key, at = decode(text, at)
-        at = expect(_skip(text, at), ":")
-        if key == "items" and text[at : at + 1] == "[":
-            at = _skip(text, at + 1)
-            while text[at : at + 1] != "]":
-                item, at = decode(text, at)
-                yield "items", item
-                at = _skip(text, at)
-                if text[at : at + 1] == ",":
-                    at = _skip(text, at + 1)
-            at = _skip(text, at + 1)
-        else:
-            value, at = decode(text, at)
-            yield key, value
-            at = _skip(text, at)
-        if text[at : at + 1] == "}":
-            return
-        at = expect(at, ",")
+    """A whole JSON list answer's top-level fields (``ListWalker`` fed once)."""
+    return iter(ListWalker().feed(body, final=True))
 
 
 def reduce_metrics_page(body: bytes) -> MetricsPage:
+    return _reduce_metrics(walk_list(body) if body else ())
+
+
+def _reduce_metrics(fields: Iterable[tuple[str, Any]]) -> MetricsPage:
     token: str | None = None
     keys: list[str] = []
     values = array("q")
-    for field_name, value in walk_list(body) if body else ():
+    for field_name, value in fields:
         if field_name == "items":
             m = objects.parse_pod_metrics(value)
             keys.append(f"{m.namespace}/{m.name}")
@@ -264,6 +341,81 @@ def reduce_metrics_page(body: bytes) -> MetricsPage:
         elif field_name == "metadata" and isinstance(value, dict):
             token = value.get("continue") or None
     return MetricsPage(token, "\n".join(keys), values.tobytes())
+
+
+#: the answers being walked piece by piece, by stream id (in the decoder's process)
+_WALKERS: dict[int, ListWalker] = {}
+_STREAM_IDS = itertools.count(1)
+
+
+def reduce_metrics_piece(stream: int, body: bytes, *, final: bool) -> MetricsPage:
+    """The next piece of metrics answer ``stream`` reduced: the pods complete so far
+    (``token`` set by the piece that holds the list's metadata)."""
+    walker = _WALKERS.setdefault(stream, ListWalker())
+    try:
+        fields = walker.feed(body, final=final)
+    except BaseException:
+        _WALKERS.pop(stream, None)
+        raise
+    if final:
+        _WALKERS.pop(stream, None)
+    return _reduce_metrics(fields)
+
+
+def forget_stream(stream: int, body: bytes) -> None:
+    """Drop an answer left unfinished (the caller failed or was cancelled)."""
+    del body
+    _WALKERS.pop(stream, None)
+
+
+def _with_last(pieces: Iterator[bytes]) -> Iterator[tuple[bytes, bool]]:
+    held = next(pieces, None)
+    while held is not None:
+        following = next(pieces, None)
+        yield held, following is None
+        held = following
+
+
+def metrics_pages(t: Transport, path: str, decoder: PageDecoder) -> Iterator[MetricsPage]:
+    """Every page of a metrics list, reduced in the decoder as it streams: an answer of more
+    than one ``PIECE`` is handed over piece by piece, so this process holds two pieces of it
+    (and the decoder one), never the whole answer."""
+    token: str | None = None
+    while True:
+        pieces = t.request_chunks(
+            path, query=[("limit", PAGE), ("continue", token)], chunk_bytes=PIECE
+        )
+        head = list(itertools.islice(pieces, 2))
+        if len(head) < 2:  # one piece: decoded as a page
+            page = decoder.submit(reduce_metrics_page, head[0] if head else b"").result()
+            token = page.token
+            yield page
+        else:
+            token = None
+            for page in _streamed(itertools.chain(head, pieces), decoder):
+                token = page.token or token
+                yield page
+        if not token:
+            return
+
+
+def _streamed(pieces: Iterator[bytes], decoder: PageDecoder) -> Iterator[MetricsPage]:
+    stream, done = next(_STREAM_IDS), False
+    pending: deque[Future[MetricsPage]] = deque()
+    try:
+        for piece, final in _with_last(pieces):
+            step = functools.partial(reduce_metrics_piece, stream, final=final)
+            pending.append(decoder.submit(step, piece, process=True))
+            while len(pending) > AHEAD:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+        done = True
+    finally:
+        if not done:
+            for future in pending:
+                future.cancel()
+            decoder.submit(functools.partial(forget_stream, stream), b"", process=True)
 
 
 def list_token(body: bytes) -> tuple[bool, str | None]:
@@ -358,17 +510,17 @@ def merge_pods(fleet: FleetTally, page: PodPage) -> None:
         t = fleet.nodes.get(node)
         if t is not None and t.info is not None:
             t.slots.append(slot)
-            fleet.where[slot.key] = node
+            fleet.where[slot[0]] = node
 
 
 def read_working_set(
     t: Transport, version: str, where: dict[str, str], decoder: PageDecoder
 ) -> dict[str, int]:
-    """Working-set bytes per node, summed from pod metrics a page at a time."""
+    """Working-set bytes per node, summed from pod metrics as they stream."""
     used: dict[str, int] = {}
     path = f"/apis/{reading.METRICS_GROUP}/{version}/pods"
     with gc_paused():
-        for page in paged(t, path, reduce_metrics_page, decoder, lambda p: p.token):
+        for page in metrics_pages(t, path, decoder):
             for key, value in page.usage():
                 node = where.get(key)
                 if node is not None:

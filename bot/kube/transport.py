@@ -135,6 +135,45 @@ class Transport:
             )
         return bytes(data)
 
+    def request_chunks(
+        self, path: str, *, query: Sequence[tuple[str, Any]] = (), chunk_bytes: int
+    ) -> Iterator[bytes]:
+        """A GET's answer as it streams, in pieces of about ``chunk_bytes``: a caller that
+        hands each piece on never holds the whole body (a metrics-server pod list comes in
+        one piece, tens of MB on a large cluster). Raises ApiException when refused."""
+        method_, url, header_params, _, _ = self.api_client.param_serialize(
+            method="GET",
+            resource_path=path,
+            query_params=[(k, v) for k, v in query if v is not None],
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+        )
+        acting = ACTING_AS.get()
+        sent: Mapping[str, str] = (
+            header_params if acting is None else impersonation_headers(header_params, acting)
+        )
+        with self.observed("GET", path) as seen:
+            response = self.api_client.call_api(
+                method_, url, header_params=sent, _request_timeout=self.timeout_s
+            )
+            seen.status = int(response.status)
+            if not 200 <= response.status <= 299:
+                data = response.read()  # type: ignore[no-untyped-call]
+                raise ApiException.from_response(
+                    http_resp=response, body=data.decode("utf-8", "replace"), data=None
+                )
+            stream, done = response.response, False
+            try:
+                for chunk in stream.stream(amt=chunk_bytes, decode_content=True):
+                    if chunk:
+                        yield bytes(chunk)
+                done = True
+            finally:
+                if done:
+                    stream.release_conn()
+                else:  # left unread: the connection cannot serve another request
+                    stream.close()
+
     def watch_lines(
         self, path: str, *, query: Sequence[tuple[str, Any]], timeout_s: float
     ) -> Iterator[str]:

@@ -95,3 +95,32 @@ def test_the_collector_redacts_as_it_reads_and_before_it_truncates() -> None:
 def test_a_bundle_from_an_older_collector_is_redacted_when_parsed() -> None:
     proc = ProcessMemory(pid=1, command="psql", cmdline="psql --password=hunter2", rss_bytes=1)
     assert proc.cmdline == "psql --password=***"
+
+
+def test_the_quick_check_lets_through_every_text_a_pattern_would_change() -> None:
+    # maybe_secret only skips work: on texts built from every pattern's trigger, in every
+    # case and place, the shortcut and the full table agree
+    from bot.core.redaction import maybe_secret, redact_every_pattern
+
+    triggers = [
+        "--password=a",
+        "--Db-PassWD b",
+        "-api_key=c",
+        "access-key=d",
+        "Private_Key=e",
+        "credential=f",
+        "x?session-key=g&h=1",
+        "u://x:y@h",
+        "HTTPS://u:p@host",
+        "BEARER abcdefghijk",
+        "AKIAIOSFODNN7EXAMPLE",
+        "ASIAIOSFODNN7EXAMPL2",
+        "xoxp-1234567890-abcdef",
+        "gho_" + "b" * 36,
+    ]
+    for trigger in triggers:
+        for text in (trigger, f"prog {trigger} --n 3", f"a{trigger}", trigger.upper()):
+            assert redact_command_line(text) == redact_every_pattern(text), text
+            if redact_every_pattern(text) != text:
+                assert maybe_secret(text), text
+    assert not maybe_secret("python train.py --epochs 3 --lr=0.001")

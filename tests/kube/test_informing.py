@@ -173,3 +173,24 @@ def _node_event_names(sim: KubeSim) -> set[str]:
         for e in sim.api.store.list("events")
         if e["involvedObject"].get("kind") != "Pod"
     }
+
+
+def test_the_informer_hands_out_the_events_of_the_namespaces_asked_for_only() -> None:
+    informer = Informer(None, "/api/v1/events", slim=lambda e: e)  # type: ignore[arg-type]
+
+    def event(ns: str, name: str, kind: str = "ADDED") -> dict[str, object]:
+        meta = {"namespace": ns, "name": name, "resourceVersion": "1"}
+        return {"type": kind, "object": {"metadata": meta}}
+
+    for ns, name in (("a", "e1"), ("a", "e2"), ("b", "e3"), ("c", "e4")):
+        informer._apply(event(ns, name), "0")
+    informer._apply(event("a", "e1", "DELETED"), "0")
+    informer._apply(event("c", "e4", "DELETED"), "0")
+
+    def names(objs: list[dict[str, Any]]) -> list[str]:
+        return sorted(o["metadata"]["name"] for o in objs)
+
+    assert names(informer.items_in(["a"])) == ["e2"]
+    assert names(informer.items_in(["a", "b", "zz"])) == ["e2", "e3"]
+    assert names(informer.items()) == ["e2", "e3"]
+    assert informer.items_in(["c"]) == []

@@ -114,3 +114,56 @@ def test_a_metrics_answer_reduces_to_each_pods_working_set() -> None:
     assert page.token == "t"
     assert dict(page.usage()) == {f"ns{i % 3}/p{i}": (i + 1) * 1024 * 1024 + 1024 for i in range(5)}
     assert list(reduce_metrics_page(b'{"items": []}').usage()) == []
+
+
+def test_a_list_answer_fed_in_pieces_cut_anywhere_walks_as_the_whole_answer() -> None:
+    from bot.kube.tallying import ListWalker, walk_list
+
+    answer = {
+        "kind": "PodMetricsList",
+        "metadata": {"continue": "t0k"},
+        "items": [
+            {"metadata": {"name": f"p{i}", "namespace": "ä-ns"}, "n": 12345, "x": "]},{"}
+            for i in range(3)
+        ],
+        "count": 678,
+    }
+    for body in (json.dumps(answer).encode(), json.dumps(answer, indent=2).encode()):
+        whole = list(walk_list(body))
+        for cut in range(1, len(body)):
+            walker = ListWalker()
+            fed = walker.feed(body[:cut]) + walker.feed(body[cut:], final=True)
+            assert fed == whole, cut
+        byte_by_byte = ListWalker()
+        fields = [f for i in range(len(body)) for f in byte_by_byte.feed(body[i : i + 1])]
+        assert fields + byte_by_byte.feed(b"", final=True) == whole
+
+
+def test_an_answer_that_ends_early_is_refused_clearly() -> None:
+    from bot.kube.tallying import ListWalker
+
+    walker = ListWalker()
+    walker.feed(b'{"items": [{"a": 1}, {"b"')
+    with pytest.raises(ValueError, match="ended early"):
+        walker.feed(b"", final=True)
+    with pytest.raises(ValueError, match="ended early"):
+        ListWalker().feed(b'{"items": [{"a": 1}', final=True)
+
+
+async def test_a_metrics_answer_streamed_in_small_pieces_gives_the_same_working_sets(
+    gateway: tuple[Gateway, KubeSim], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bot.kube import tallying
+
+    gw, _ = gateway
+    whole = await gw.gpu_node_loads()
+    monkeypatch.setattr(tallying, "PIECE", 97)  # the seed's answer in dozens of pieces
+    for decoder in (PageDecoder(use_process=False), PageDecoder()):
+        gw._decoder = decoder
+        try:
+            streamed = await gw.gpu_node_loads()
+            assert tallying._WALKERS == {}  # nothing left behind here
+        finally:
+            decoder.close()
+        assert [n.working_set_bytes for n in streamed] == [n.working_set_bytes for n in whole]
+    assert all(n.working_set_bytes for n in whole)
