@@ -195,6 +195,11 @@ def action_flow(d: Diagnosis, locale: str, out: dict[str, object]) -> None:
     for code, params in REFUSAL_SAMPLES.items():
         checked(f"refusal.{code}", render_refusal(code, locale, **params), out)
     checked("diff", acting.diff_message(diff_diagnoses(d, d), locale=locale), out)
+    for tiers in ((), ((1, "p1"),), ((1, "p1"), (3, "p3"))):
+        diff = acting.diff_message(
+            diff_diagnoses(d, d), locale, incident_id="INC-1", next_tiers=tiers
+        )
+        checked(f"diff.next{len(tiers)}", diff, out)
 
 
 def watching_messages(locale: str, out: dict[str, object]) -> None:
