@@ -41,10 +41,9 @@ def _who(user: str) -> str:
 def _incident(i: HomeIncident, now: datetime, t: Translator, locale: str) -> Block:
     head = f"*{mrkdwn(i.incident_id)}* · `{mrkdwn(i.node)}` · {mrkdwn(_state(i.state, t))}"
     cause = cause_name(i.cause, locale) if i.cause else t.gettext("not diagnosed yet")
+    channel = f"<#{mrkdwn(i.channel)}>" if i.channel else "—"
     where = t.gettext(
-        "opened %(ago)s in %(channel)s",
-        ago=_ago(i.opened_at, now, t),
-        channel=f"<#{mrkdwn(i.channel)}>" if i.channel else "—",
+        "opened %(ago)s in %(channel)s", ago=_ago(i.opened_at, now, t), channel=channel
     )
     return section(f"{head}\n{mrkdwn(cause)} · {where}")
 
