@@ -78,7 +78,7 @@ ADVICE = {
     "409": "re-read the object and retry",
     "429": "retry later",
 }
-#: words of the thread for each cluster fact that changed (templates/slack/en/acting.j2)
+#: words of the thread for each cluster fact that changed (templates/slack/acting.j2, English)
 SAID = {
     "cordoned": "cordoned node `gpu-node-01`",
     "scale_down_protected": "set the scale-down annotations of node `gpu-node-01`",

@@ -36,7 +36,7 @@ async def demo(locale: str) -> AsyncIterator[Demo]:
         yield d
 
 
-#: the words each locale uses (templates/slack/<locale>/acting.j2); {n}: the plan's step count
+#: the words each locale uses (templates/slack/acting.j2, catalogs); {n}: the plan's step count
 WORDS = {
     "en": {
         "steps": "*Steps ({n})*",
