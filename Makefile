@@ -63,7 +63,7 @@ types: $(STAMP)
 
 check: test
 
-# The words: extract every marked message from templates/ and bot/render, bot/charts into
+# The words: extract every marked message from templates/ and bot/render, bot/charts, bot/slack into
 # locales/gpunode.pot, then carry new ids into each locale's .po (translate the empty msgstrs;
 # tests/render/test_catalogs.py fails on any left empty). The .po files are read at runtime
 # (bot/render/catalogs.py compiles them in memory), so nothing is built from them here.

@@ -89,6 +89,12 @@ def test_every_import_contract_is_kept_by_the_tree() -> None:
             "import bot.slack.app",
             "The slash command and the buttons do not import each other",
         ),
+        # "The use cases speak data ... in bot.services": lint-imports wraps that long name,
+        # so its BROKEN line starts with the name's last words
+        ("bot/services/diagnose.py", "import bot.render.blocks", "bot.services"),
+        ("bot/services/clusters.py", "import bot.config", "bot.services"),
+        ("bot/services/postmortem.py", "import bot.charts", "bot.services"),
+        ("bot/services/doctor.py", "import bot.store.engines", "bot.services"),
     ],
 )
 def test_a_planted_forbidden_import_breaks_its_contract(
