@@ -8,12 +8,12 @@ from bot.errors import DiagnosticJobError, KubeUnavailableError
 from tests.services.world import CHANNEL, NODE, REQ, REQ2, World
 
 
-async def test_diagnose_opens_an_incident_and_posts_root_and_three_replies(world: World) -> None:
+async def test_diagnose_opens_an_incident_and_posts_root_and_one_brief_reply(world: World) -> None:
     outcome = await world.diagnosed()
     assert outcome.created and outcome.incident_id == "INC-0001"
     [root] = world.chat.roots()
     replies = world.chat.thread(root.ts)
-    assert len(replies) == 3
+    assert len(replies) == 1  # the brief diagnosis message; the rest is behind Details
     assert root.edits, "the root status line is refreshed once the verdict is known"
     assert "INC-0001" in root.text and NODE in root.text
     incident = await world.store.get_incident("INC-0001")
@@ -29,10 +29,10 @@ async def test_a_second_diagnose_joins_the_open_incident(world: World) -> None:
     assert not second.created and second.incident_id == "INC-0001"
     [root] = world.chat.roots()
     replies = world.chat.thread(root.ts)
-    # the evidence once (edited in place by the second diagnosis), the "joined" notice, and
-    # one line of what changed; the first state message is the one pinned
-    assert len(replies) == 3 + 1 + 1
-    assert all(m.edits for m in replies[:3])
+    # the one brief message (edited in place by the second diagnosis), the "joined" notice,
+    # and one line of what changed; the state message is the one pinned
+    assert len(replies) == 1 + 1 + 1
+    assert replies[0].edits
     assert world.chat.pins == [(CHANNEL, replies[0].ts)]
     assert len(await world.store.snapshots("INC-0001")) == 2
 
