@@ -94,47 +94,80 @@ def refusal(
     ``node_labels`` among ``peers`` (``labels_of``: node name -> labels, for the peers'
     domains): ``"affinity"``, ``"anti_affinity"``, ``"existing_anti_affinity"``, or None
     when the node passes."""
-    if affinity:
-        if any(t.topology_key not in node_labels for t in affinity):
-            return "affinity"
-        matching = [
-            p
-            for p in peers
-            if p.node in labels_of
-            and all(term_matches(t, p.namespace, p.labels, namespace_labels) for t in affinity)
-        ]
-        satisfied = all(
-            any(
-                labels_of[p.node].get(t.topology_key) == node_labels[t.topology_key]
-                for p in matching
-            )
-            for t in affinity
+    return Filter(
+        namespace=namespace,
+        labels=labels,
+        affinity=affinity,
+        anti_affinity=anti_affinity,
+        peers=peers,
+        labels_of=labels_of,
+        namespace_labels=namespace_labels,
+    ).refusal(node_labels)
+
+
+class Filter:
+    """``refusal`` for one pod over many nodes: the peers are read once (kube-scheduler's
+    PreFilter counts), then each node costs a lookup per term and per node label."""
+
+    def __init__(
+        self,
+        *,
+        namespace: str,
+        labels: Labels,
+        affinity: list[PodAffinityTerm],
+        anti_affinity: list[PodAffinityTerm],
+        peers: list[PeerPod],
+        labels_of: Mapping[str, Labels],
+        namespace_labels: Mapping[str, Labels],
+    ) -> None:
+        self.affinity = affinity
+        # affinity: the domains (key, value) holding a pod that matches every term
+        self.affine: set[tuple[str, str]] = set()
+        for p in peers:
+            node = labels_of.get(p.node)
+            if node is None or not affinity:
+                continue
+            if all(term_matches(t, p.namespace, p.labels, namespace_labels) for t in affinity):
+                for t in affinity:
+                    if t.topology_key in node:
+                        self.affine.add((t.topology_key, node[t.topology_key]))
+        self.first = not self.affine and all(
+            term_matches(t, namespace, labels, namespace_labels) for t in affinity
         )
-        if not satisfied:
-            # kube-scheduler's affinityCounts: matching pods on nodes that carry a term's key
-            counted = any(t.topology_key in labels_of[p.node] for p in matching for t in affinity)
-            first = not counted and all(
-                term_matches(t, namespace, labels, namespace_labels) for t in affinity
-            )
-            if not first:
+        # anti-affinity: the domains holding a pod one of the pod's terms matches
+        self.shunned: set[tuple[str, str]] = set()
+        for term in anti_affinity:
+            for p in peers:
+                node = labels_of.get(p.node)
+                if (
+                    node is not None
+                    and term.topology_key in node
+                    and term_matches(term, p.namespace, p.labels, namespace_labels)
+                ):
+                    self.shunned.add((term.topology_key, node[term.topology_key]))
+        # existing pods' anti-affinity: the domains of pods whose terms match the pod
+        self.barred: set[tuple[str, str]] = set()
+        for p in peers:
+            node = labels_of.get(p.node)
+            for term in p.anti_affinity_terms:
+                if (
+                    node is not None
+                    and term.topology_key in node
+                    and term_matches(term, namespace, labels, namespace_labels)
+                ):
+                    self.barred.add((term.topology_key, node[term.topology_key]))
+
+    def refusal(self, node_labels: Labels) -> str | None:
+        if self.affinity:
+            if any(t.topology_key not in node_labels for t in self.affinity):
                 return "affinity"
-    for term in anti_affinity:
-        value = node_labels.get(term.topology_key)
-        if value is None:
-            continue
-        if any(
-            labels_of.get(p.node, {}).get(term.topology_key) == value
-            and term_matches(term, p.namespace, p.labels, namespace_labels)
-            for p in peers
-        ):
+            satisfied = all(
+                (t.topology_key, node_labels[t.topology_key]) in self.affine for t in self.affinity
+            )
+            if not satisfied and not self.first:
+                return "affinity"
+        if self.shunned and any(pair in self.shunned for pair in node_labels.items()):
             return "anti_affinity"
-    for peer in peers:
-        for term in peer.anti_affinity_terms:
-            value = labels_of.get(peer.node, {}).get(term.topology_key)
-            if (
-                value is not None
-                and node_labels.get(term.topology_key) == value
-                and term_matches(term, namespace, labels, namespace_labels)
-            ):
-                return "existing_anti_affinity"
-    return None
+        if self.barred and any(pair in self.barred for pair in node_labels.items()):
+            return "existing_anti_affinity"
+        return None

@@ -33,7 +33,7 @@ Pending (``why`` "pool_limit").
 from __future__ import annotations
 
 from bot.core.actions import PlanNote
-from bot.core.affinity import placed, refusal
+from bot.core.affinity import Filter, placed
 from bot.core.autoscalers import pool_of
 from bot.core.cluster import (
     ClusterView,
@@ -75,20 +75,16 @@ def _take(room: RoomOnNode, requests: dict[str, int]) -> RoomOnNode:
     return room.model_copy(update={"free": free})
 
 
-def affinity_refusal(
-    view: ClusterView, pod: PodInfo, room: RoomOnNode, peers: list[PeerPod]
-) -> str | None:
-    """Why the inter-pod affinity rules keep ``pod`` off ``room`` among ``peers`` (None: they
-    do not); see ``bot.core.affinity.refusal``."""
+def affinity_filter(view: ClusterView, pod: PodInfo, peers: list[PeerPod]) -> Filter:
+    """The inter-pod affinity rules for ``pod`` among ``peers``, read once; ``.refusal(
+    room.labels)`` says why they keep it off a node (None: they do not); see
+    ``bot.core.affinity``."""
     sched = pod.scheduling
-    if sched is None:
-        return None
-    return refusal(
+    return Filter(
         namespace=pod.namespace,
         labels=pod.labels,
-        affinity=sched.affinity_terms,
-        anti_affinity=sched.anti_affinity_terms,
-        node_labels=room.labels,
+        affinity=sched.affinity_terms if sched is not None else [],
+        anti_affinity=sched.anti_affinity_terms if sched is not None else [],
         peers=peers,
         labels_of={r.name: r.labels for r in view.room or []},
         namespace_labels=view.namespace_labels,
@@ -157,7 +153,8 @@ def landing_notes(view: ClusterView, evicted: list[PodInfo]) -> list[PlanNote]:
             allowed = matching
         else:
             matching = [r for r in rooms.values() if matches_node(sched, r)]
-            allowed = [r for r in matching if affinity_refusal(view, pod, r, peers) is None]
+            rules = affinity_filter(view, pod, peers)
+            allowed = [r for r in matching if rules.refusal(r.labels) is None]
         fitting = [r for r in allowed if not short_of(sched.requests, r.free)]
         if fitting:
             best = max(fitting, key=lambda r: (r.free.get("memory", 0), r.name))

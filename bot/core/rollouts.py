@@ -48,7 +48,7 @@ import math
 
 from bot.core.actions import PlanNote
 from bot.core.cluster import ClusterView, PodInfo, RoomOnNode
-from bot.core.destinations import affinity_refusal, place, remaining_peers, sibling_nodes
+from bot.core.destinations import affinity_filter, place, remaining_peers, sibling_nodes
 from bot.core.placement import fits, victims
 from bot.core.workloads import WorkloadInfo
 
@@ -278,11 +278,12 @@ def restart_notes(
         sched = pod.scheduling
         if sched is None or not pod.accelerated:
             continue  # every GPU pod by the one definition: whole, shared, MIG, AMD, DRA
+        rules = None if peers is None else affinity_filter(view, pod, peers)
         home = next((r for r in rooms if r.name == view.node.name), None)
         if (
             home is not None
             and fits(sched, home)
-            and (peers is None or affinity_refusal(view, pod, home, peers) is None)
+            and (rules is None or rules.refusal(home.labels) is None)
         ):
             place(pod, home.name, peers)
             continue
@@ -302,7 +303,7 @@ def restart_notes(
             and r.name not in apart
             and fits(sched, r)
             and not (dra_only and not pod.gpu_devices)
-            and (peers is None or affinity_refusal(view, pod, r, peers) is None)
+            and (rules is None or rules.refusal(r.labels) is None)
         ]
         cordoned = view.node.unschedulable
         if targets:

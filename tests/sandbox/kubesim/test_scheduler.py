@@ -58,6 +58,15 @@ def _event(sim: KubeSim, pod: Any) -> str:
     )
 
 
+def _required(
+    kind: str, labels: dict[str, str], key: str, *, every: bool = False
+) -> dict[str, Any]:
+    term: dict[str, Any] = {"topologyKey": key, "labelSelector": {"matchLabels": labels}}
+    if every:
+        term["namespaceSelector"] = {}
+    return {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
 GPU4 = {"resources": {"requests": {"nvidia.com/gpu": "4"}, "limits": {"nvidia.com/gpu": "4"}}}
 
 
@@ -122,6 +131,21 @@ GPU4 = {"resources": {"requests": {"nvidia.com/gpu": "4"}, "limits": {"nvidia.co
             False,
             None,
             "3 Insufficient memory",
+        ),
+        # required pod affinity to pods that run nowhere, and the probe is not one of them
+        (
+            {"affinity": _required("podAffinity", {"app": "nowhere"}, "kubernetes.io/hostname")},
+            False,
+            None,
+            "3 node(s) didn't match pod affinity rules",
+        ),
+        # anti-affinity to the data team's pods (on gpu-node-01) in every namespace, per pool:
+        # both GPU nodes share the pool gpu-h100, so only cpu-node-01 is left
+        (
+            {"affinity": _required("podAntiAffinity", {"team": "data"}, "nodepool", every=True)},
+            False,
+            "cpu-node-01",
+            None,
         ),
     ],
 )
