@@ -207,11 +207,16 @@ def pod_slot(pod: Obj) -> PodSlot:
 
 
 def slot_of(pod: Obj, requests: dict[str, int]) -> PodSlot:
+    key, priority = slot_key(pod)
+    return PodSlot(key=key, priority=priority, requests=requests)
+
+
+def slot_key(pod: Obj) -> tuple[str, int]:
+    """A ``PodSlot``'s key and priority, without building the model."""
     meta = pod.get("metadata") or {}
-    return PodSlot(
-        key=f"{meta.get('namespace')}/{meta.get('name')}",
-        priority=int((pod.get("spec") or {}).get("priority") or 0),
-        requests=requests,
+    return (
+        f"{meta.get('namespace')}/{meta.get('name')}",
+        int((pod.get("spec") or {}).get("priority") or 0),
     )
 
 

@@ -45,7 +45,7 @@ from bot.core.cluster import NodeInfo, NodeLoad, RoomOnNode
 from bot.core.workloads import PodSlot
 from bot.kube import objects, reading
 from bot.kube.decoding import PageDecoder
-from bot.kube.scheduling import request_units, room_from, slot_of
+from bot.kube.scheduling import request_units, room_from, slot_key
 from bot.kube.transport import Transport, gc_paused
 
 Obj = dict[str, Any]
@@ -193,9 +193,9 @@ def reduce_pod_page(body: bytes) -> PodPage:
         units = request_units(reqs)
         for name, value in units.items():
             into[2][name] = into[2].get(name, 0) + value
-        slot = slot_of(pod, units)
+        key, priority = slot_key(pod)
         units = same.setdefault(tuple(sorted(units.items())), units)
-        slots.append((node, (slot.key, slot.priority, units)))
+        slots.append((node, (key, priority, units)))
         if (slim := slim_anti(pod)) is not None:
             anti.append((node, slim))
     return PodPage(token, sums, slots, anti)

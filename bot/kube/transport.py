@@ -163,10 +163,17 @@ class Transport:
                     http_resp=response, body=data.decode("utf-8", "replace"), data=None
                 )
             stream, done = response.response, False
+            held = bytearray()
             try:
+                # a chunked answer comes in the server's own chunks (often a few KiB): they
+                # are joined, so each piece handed on is about ``chunk_bytes``
                 for chunk in stream.stream(amt=chunk_bytes, decode_content=True):
-                    if chunk:
-                        yield bytes(chunk)
+                    held += chunk
+                    if len(held) >= chunk_bytes:
+                        yield bytes(held)
+                        held.clear()
+                if held:
+                    yield bytes(held)
                 done = True
             finally:
                 if done:

@@ -158,12 +158,15 @@ async def test_a_metrics_answer_streamed_in_small_pieces_gives_the_same_working_
     gw, _ = gateway
     whole = await gw.gpu_node_loads()
     monkeypatch.setattr(tallying, "PIECE", 97)  # the seed's answer in dozens of pieces
+    own = gw._decoder
     for decoder in (PageDecoder(use_process=False), PageDecoder()):
         gw._decoder = decoder
         try:
             streamed = await gw.gpu_node_loads()
             assert tallying._WALKERS == {}  # nothing left behind here
+            assert (decoder._pool is not None) == decoder._use_process  # where it ran
         finally:
+            gw._decoder = own
             decoder.close()
         assert [n.working_set_bytes for n in streamed] == [n.working_set_bytes for n in whole]
     assert all(n.working_set_bytes for n in whole)
