@@ -465,9 +465,13 @@ def details_view(
             for f in view.findings
         ]
         blocks += [header(_s(t.section_title, "findings")), *pack("", lines)]
+    if view.gpu_groups or view.dra:
+        blocks.append(header(_s(t.section_title, "gpus")))
     if view.gpu_groups:
         lines = [_s(t.gpu_group_line, g) for g in view.gpu_groups]
-        blocks += [header(_s(t.section_title, "gpus")), *pack(_s(t.gpus_title, view), lines)]
+        blocks += pack(_s(t.gpus_title, view), lines)
+    if view.dra:  # GPUs the node's pods hold through DRA ResourceClaims
+        blocks += pack(_s(t.dra_title, view), [_s(t.dra_line, d) for d in view.dra])
     if bundle is not None and bundle.processes:
         top = sorted(bundle.processes, key=lambda p: (-p.rss_bytes, p.pid))[:DETAILS_PROCESSES]
         lines = [_s(t.process_line, p, _s(t.process_owner, p)) for p in top]

@@ -127,7 +127,9 @@ def render_messages(told: Told, locale: str) -> list[Message]:
             locale=locale,
             dashboard=told.dashboard,
         )
-    if isinstance(told, Refused | Notice | RootLine):
+    if isinstance(told, Refused | Notice | RootLine | RolloutWatched | EvictionsWatched):
+        return [render_told(told, locale)]
+    if isinstance(told, AuditAnchored):
         return [render_told(told, locale)]
     raise TypeError(f"a {told.kind} is worded by bot.render.acting")
 

@@ -9,11 +9,14 @@
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
+from bot.render.blocks import DETAILS_ACTION
 from gpunode_sandbox.demo import Demo
-from tests.e2e.conftest import NODE, diagnose, failed_chat_calls, text_of, thread
+from gpunode_sandbox.story import ALICE
+from tests.e2e.conftest import NODE, diagnose, failed_chat_calls, press, text_of, thread
 
 pytestmark = pytest.mark.slow
 
@@ -44,8 +47,11 @@ async def test_a_refused_collector_is_explained_with_the_fallback_in_the_thread(
 
 async def test_the_seed_thread_reports_cgroup_oom_kills_not_a_global_oom(demo: Demo) -> None:
     root_ts = await diagnose(demo)
+    await press(demo, root_ts, ALICE, DETAILS_ACTION)  # the findings live in the Details
 
+    [modal] = demo.slack.open_views(ALICE)
+    details = json.dumps(modal, ensure_ascii=False)
     replies = "\n".join(text_of(m) for m in thread(demo, root_ts))
-    assert "inside memory cgroups that hit their own limit" in replies
-    assert "global OOM killer ran" not in replies
+    assert "inside memory cgroups that hit their own limit" in details
+    assert "global OOM killer ran" not in details + replies
     assert failed_chat_calls(demo.slack) == []

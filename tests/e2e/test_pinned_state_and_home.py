@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.render.catalogs import translator
 from gpunode_sandbox.demo import Demo
 from gpunode_sandbox.slacksim.blocks import message_text
 from gpunode_sandbox.story import CHANNEL
@@ -64,8 +65,10 @@ async def test_the_re_diagnosis_after_tier_3_writes_over_the_state_not_a_second_
     messages = thread(demo, root)
 
     assert evidence_copies(messages) == 1
-    line = next(message_text(m) for m in messages if "Since " in message_text(m))
-    assert "data-prep/preprocess" in line  # the capped workload is the mover named
+    # the action's before/after says what changed (no second "since" line for the same change)
+    assert not any("Since " in message_text(m) for m in messages)
+    diff = next(message_text(m) for m in messages if "Before / after" in message_text(m))
+    assert "data-prep/preprocess" in diff  # the capped workload is the mover named
 
 
 async def test_the_home_tab_shows_bob_the_approval_alice_is_waiting_for(demo: Demo) -> None:
@@ -92,6 +95,8 @@ async def test_the_home_tab_speaks_the_viewers_language(demo: Demo) -> None:
     await demo.drain()
 
     text = home_text(demo, LIWEI)
-    assert "未解决的事件" in text and "最近的诊断" in text and "INC-0001" in text
+    words = translator("zh-CN")
+    assert words.gettext("Open incidents") in text and "INC-0001" in text
+    assert words.gettext("Recent diagnoses") in text
     for english in ("Open incidents", "Recent diagnoses", "Waiting for your approval", " ago"):
         assert english not in text

@@ -1,5 +1,5 @@
 """A DRA pod's claimed GPUs (driver, pool, device, claim) appear in the report's GPU part:
-Slack, the terminal's text and Markdown, in each language (issue #24 §1)."""
+Slack's Details view, the terminal's text and Markdown, in each language."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from bot.core.evidence import EvidenceBundle
 from bot.core.findings import DeviceClaim, Diagnosis
-from bot.render.blocks import diagnosis_messages
+from bot.render.blocks import details_view
 from bot.render.markdown import render_report_markdown
 from bot.render.text import render_report_text
 
@@ -38,7 +38,9 @@ def test_every_claimed_device_is_named_in_each_surface(
     d = seed_diagnosis.model_copy(update={"dra_devices": CLAIMS})
     text = render_report_text(d, seed_bundle, locale=locale)
     markdown = render_report_markdown(d, seed_bundle, locale=locale)
-    slack = json.dumps(diagnosis_messages(d, seed_bundle, locale=locale)[0][1], ensure_ascii=False)
+    slack = json.dumps(
+        details_view(d, seed_bundle, incident="INC-0001", locale=locale), ensure_ascii=False
+    )
     for c in CLAIMS:
         assert f"{c.pool}/{c.device}" in text
         assert f"| {c.pod} | {c.claim} | {c.driver} | {c.pool} | {c.device} |" in markdown
