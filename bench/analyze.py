@@ -22,9 +22,8 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from bot.core.analysis import analyze
-from bot.core.cluster import ClusterView, ContainerInfo, NodeInfo, OwnerRef, PodInfo
-from bot.core.evidence import (
+from bot.core.model.cluster import ClusterView, ContainerInfo, NodeInfo, OwnerRef, PodInfo
+from bot.core.model.evidence import (
     ContainerMemory,
     EvidenceBundle,
     GpuDevice,
@@ -33,6 +32,7 @@ from bot.core.evidence import (
     PodCgroup,
     ProcessMemory,
 )
+from bot.core.reporting.analysis import analyze
 from bot.render.blocks import diagnosis_messages
 from bot.render.markdown import render_report_markdown
 from bot.render.text import render_report_text

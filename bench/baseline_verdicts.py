@@ -1,6 +1,6 @@
 """FROZEN baseline for bench/verdicts.py: the fixed-precedence ``decide`` as it was before
-verdicts came from attribution (commit 2214a22, bot/core/verdicts.py). Do not edit: the bench
-reports the new verdicts against this one on the same generated nodes.
+verdicts came from attribution (commit 2214a22, bot/core/diagnosis/verdicts.py). Do not edit: the
+bench reports the new verdicts against this one on the same generated nodes.
 
 The original docstring follows.
 
@@ -25,10 +25,10 @@ Precedence (first match wins; the order is the contract, tested per fixture scen
 
 from __future__ import annotations
 
-from bot.core.findings import Finding, Verdict
-from bot.core.rules.context import Context
-from bot.core.rules.host import under_pressure
-from bot.core.thresholds import Thresholds
+from bot.core.diagnosis.findings import Finding, Verdict
+from bot.core.diagnosis.rules.context import Context
+from bot.core.diagnosis.rules.host import under_pressure
+from bot.core.model.thresholds import Thresholds
 
 _PRESSURE_CODES = frozenset({"SYSTEM_OOM_EVENTS", "MEMORY_PRESSURE_STALL", "MEMORY_AVAILABLE_LOW"})
 

@@ -23,7 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from bot.charts import render_png
-from bot.core.charts import (
+from bot.core.reporting.charts import (
     GPU_COLOURS,
     MARKER_STYLE,
     OKABE_ITO,

@@ -30,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.core.analysis import analyze
+from bot.core.reporting.analysis import analyze
 from bot.store import AuditRecord, Store, record_rows
 from bot.store.db import Db
 from bot.store.summarizing import summarize
@@ -65,8 +65,8 @@ SEED = HERE.parent / "tests" / "fixtures" / "bundles" / "seed"
 
 async def _seed_snapshot(path: str) -> dict[str, int]:
     """The seed scenario's node (the collector's real output on the stand-in's host tree)."""
-    from bot.core.cluster import ClusterView
-    from bot.core.evidence import EvidenceBundle
+    from bot.core.model.cluster import ClusterView
+    from bot.core.model.evidence import EvidenceBundle
 
     bundle = EvidenceBundle.model_validate_json((SEED / "evidence.json").read_text())
     view = ClusterView.model_validate_json((SEED / "cluster.json").read_text())

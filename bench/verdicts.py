@@ -42,10 +42,10 @@ from advising import advice_problems  # noqa: E402
 from baseline_verdicts import decide as baseline_decide  # noqa: E402
 from generating import AT, CLASSES, Planted, nodes  # noqa: E402
 
-from bot.core.analysis import analyze, run_rules  # noqa: E402
-from bot.core.attribution import attribute  # noqa: E402
-from bot.core.rules import Context  # noqa: E402
-from bot.core.thresholds import DEFAULT  # noqa: E402
+from bot.core.diagnosis.attribution import attribute  # noqa: E402
+from bot.core.diagnosis.rules import Context  # noqa: E402
+from bot.core.model.thresholds import DEFAULT  # noqa: E402
+from bot.core.reporting.analysis import analyze, run_rules  # noqa: E402
 
 
 def top_pod_by_memory(p: Planted) -> tuple[str, str]:

@@ -51,10 +51,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from bot.core.actions import ActionPlan, PatchResourcesParams, ResizePodParams
-from bot.core.cluster import ClusterView, ContainerInfo, PodInfo
-from bot.core.evidence import EvidenceBundle
-from bot.core.findings import Diagnosis, Fact
+from bot.core.diagnosis.findings import Diagnosis, Fact
+from bot.core.model.actions import ActionPlan, PatchResourcesParams, ResizePodParams
+from bot.core.model.cluster import ClusterView, ContainerInfo, PodInfo
+from bot.core.model.evidence import EvidenceBundle
 from gpunode_sandbox.kubesim.quantities import to_bytes
 
 GIB = 1024**3

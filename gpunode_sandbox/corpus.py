@@ -18,12 +18,12 @@ from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 from typing import Literal
 
-from bot.core.actions import ActionPlan
-from bot.core.analysis import analyze
-from bot.core.cluster import ClusterView
-from bot.core.evidence import EvidenceBundle
-from bot.core.findings import Diagnosis
-from bot.core.thresholds import DEFAULT
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.model.actions import ActionPlan
+from bot.core.model.cluster import ClusterView
+from bot.core.model.evidence import EvidenceBundle
+from bot.core.model.thresholds import DEFAULT
+from bot.core.reporting.analysis import analyze
 from gpunode_sandbox.advice_checks import check
 from gpunode_sandbox.kubesim.expectations import ByteRange, CountRange, Expected
 from gpunode_sandbox.kubesim.quantities import to_bytes

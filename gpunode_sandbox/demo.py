@@ -40,7 +40,7 @@ from bot.config import (
     StoreSettings,
 )
 from bot.config.policy import read_policy
-from bot.core.thresholds import Thresholds
+from bot.core.model.thresholds import Thresholds
 from bot.errors import ConfigError
 from bot.services.clusters import ClusterRegistry
 from bot.slack.chatting import make_client

@@ -55,8 +55,8 @@ def test_every_import_contract_is_kept_by_the_tree() -> None:
 @pytest.mark.parametrize(
     ("module", "line", "contract"),
     [
-        ("bot/core/memory.py", "import bot.kube.gateway", "The core does no I/O"),
-        ("bot/core/memory.py", "import aiohttp", "The core does no I/O"),
+        ("bot/core/diagnosis/memory.py", "import bot.kube.gateway", "The core does no I/O"),
+        ("bot/core/diagnosis/memory.py", "import aiohttp", "The core does no I/O"),
         ("bot/services/act.py", "import kubernetes.client", "kubernetes only in bot.kube"),
         (
             "bot/render/views.py",
@@ -76,7 +76,7 @@ def test_every_import_contract_is_kept_by_the_tree() -> None:
         ),
         (
             "gpunode_sandbox/kubesim/kubelet.py",
-            "import bot.core.allocation",
+            "import bot.core.diagnosis.allocation",
             "The stand-ins are an independent check",
         ),
         (

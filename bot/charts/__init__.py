@@ -1,7 +1,7 @@
 """Chart rendering: the only package that imports matplotlib (headless, Agg backend).
 
-``render_png(spec) -> bytes`` draws a ``bot.core.charts.ChartSpec``; it decides nothing (the
-spec says what to draw). It uses matplotlib's object API (``Figure`` + ``FigureCanvasAgg``),
+``render_png(spec) -> bytes`` draws a ``bot.core.reporting.charts.ChartSpec``; it decides nothing
+(the spec says what to draw). It uses matplotlib's object API (``Figure`` + ``FigureCanvasAgg``),
 never pyplot: no global figure registry, no GUI backend, safe to call from a worker thread.
 """
 

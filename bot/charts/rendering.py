@@ -19,7 +19,7 @@ from matplotlib.dates import AutoDateLocator, DateFormatter, date2num
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from bot.core.charts import ChartSeries, ChartSpec
+from bot.core.reporting.charts import ChartSeries, ChartSpec
 from bot.render.catalogs import Translator, translator
 
 #: 1000x600 px, drawn on a 6.25x3.75 in canvas at 160 dpi: Slack previews the image 480 px

@@ -19,8 +19,8 @@ from datetime import UTC, datetime
 from typing import TextIO
 
 from bot.cli.common import cli_settings, store_target
-from bot.core.durations import parse_duration
-from bot.core.records import ChainReport
+from bot.core.model.durations import parse_duration
+from bot.core.reporting.records import ChainReport
 from bot.errors import UsageError
 from bot.services import anchoring
 from bot.services.anchoring import AnchorReport

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.config import KubeSettings, Settings, load_settings
-from bot.core.clusters import NodeRef
+from bot.core.model.clusters import NodeRef
 from bot.errors import UsageError
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ def node_target(args: argparse.Namespace, ref: str, *, verb: str) -> tuple[Any, 
     """``[CLUSTER/]NODE`` as the slash command reads it -> (that cluster's gateway, the
     node in it). The cluster defaults to the settings' default cluster; UsageError (naming
     the known clusters) for one that is not listed."""
-    from bot.core.commands import parse_node_ref
+    from bot.core.governance.commands import parse_node_ref
 
     registry = registry_from_args(args)
     cluster, node = parse_node_ref(ref, verb=verb, prog="gpunode", clusters=registry.names)

@@ -1,7 +1,7 @@
 """``gpunode analyze`` (offline, from saved JSON) and ``gpunode diagnose`` (live): the
 terminal's presenter of the diagnose use case.
 
-``gpunode diagnose NODE`` parses its words with ``bot.core.commands.parse`` and runs the
+``gpunode diagnose NODE`` parses its words with ``bot.core.governance.commands.parse`` and runs the
 same use case as Slack's ``/gpunode diagnose`` (``bot.services.diagnosing``), without an
 incident or a thread. Both end in the same place: ``analyze(bundle, view)`` then one
 renderer chosen by
@@ -30,11 +30,11 @@ from bot.cli.common import node_target
 if TYPE_CHECKING:
     from bot.prom.history import HistoryService
     from bot.services.ports import KubePort
-from bot.core.cluster import ClusterView
-from bot.core.evidence import SCHEMA_VERSION, EvidenceBundle, foreign_schema
-from bot.core.findings import Diagnosis
-from bot.core.thresholds import DEFAULT, Thresholds
-from bot.core.validation import validation_message
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.model.cluster import ClusterView
+from bot.core.model.evidence import SCHEMA_VERSION, EvidenceBundle, foreign_schema
+from bot.core.model.thresholds import DEFAULT, Thresholds
+from bot.core.model.validation import validation_message
 from bot.errors import CollectorError, UsageError
 
 M = TypeVar("M", bound=BaseModel)
@@ -134,7 +134,7 @@ def analyze_files(
     now: datetime | None = None,
     locale: str = "en",
 ) -> str:
-    from bot.core.analysis import analyze
+    from bot.core.reporting.analysis import analyze
 
     bundle = read_bundle(evidence)
     view = read_view(cluster) if cluster else None
@@ -184,7 +184,7 @@ def write_chart(
 ) -> None:
     """The diagnosis chart as a PNG file at ``path``, its words in ``locale``."""
     from bot.charts import render_png
-    from bot.core.charts import chart_spec
+    from bot.core.reporting.charts import chart_spec
 
     png = render_png(chart_spec(diagnosis, bundle), locale=locale)
     try:
@@ -196,11 +196,11 @@ def write_chart(
 
 
 def diagnose_main(args: argparse.Namespace) -> int:
-    """``gpunode diagnose NODE``: the words go through ``bot.core.commands.parse`` as the
+    """``gpunode diagnose NODE``: the words go through ``bot.core.governance.commands.parse`` as the
     slash command's text does, so both surfaces accept the same node names and print the
     same usage on a mistake."""
     from bot.config import load_settings
-    from bot.core import commands
+    from bot.core.governance import commands
     from bot.prom.history import HistoryService
 
     cmd = commands.parse(" ".join(["diagnose", args.node]), prog="gpunode")

@@ -29,7 +29,7 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
 
 
 def _lang(value: str) -> str:
-    from bot.core.locales import UnsupportedLocaleError, parse_locale
+    from bot.core.model.locales import UnsupportedLocaleError, parse_locale
 
     try:
         return parse_locale(value)

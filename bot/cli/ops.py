@@ -1,8 +1,8 @@
 """``gpunode status | top | timeline | resolve | help`` in a terminal: the slash command's
 grammar and its command table.
 
-The words after the verb go through ``bot.core.commands.parse`` exactly as Slack's text does,
-so both surfaces accept the same input and print the same usage on a mistake; then
+The words after the verb go through ``bot.core.governance.commands.parse`` exactly as Slack's text
+does, so both surfaces accept the same input and print the same usage on a mistake; then
 ``bot.services.commands.handle`` carries the command out and ``bot.cli.presenter`` prints its
 outcome. ``status``, ``timeline`` (the postmortem draft in Markdown) and ``resolve`` read the
 bot's store (``store.path``); ``top`` asks the clusters, and ``resolve`` asks the incident's
@@ -22,12 +22,12 @@ from datetime import UTC, datetime
 from bot.cli.common import cli_settings, registry_from_args
 from bot.cli.presenter import present
 from bot.config import Settings, load_settings
-from bot.core import commands
-from bot.core.clusters import NodeRef
-from bot.core.incidents import Incident
-from bot.core.locales import choose_locale
-from bot.core.outcomes import Exported, Outcome, Refused, Resolved
-from bot.core.policy import Permission
+from bot.core.governance import commands
+from bot.core.governance.policy import Permission
+from bot.core.model.clusters import NodeRef
+from bot.core.model.incidents import Incident
+from bot.core.model.locales import choose_locale
+from bot.core.reporting.outcomes import Exported, Outcome, Refused, Resolved
 from bot.errors import UsageError
 from bot.kube.gateway import Gateway
 from bot.render.postmortem import render_postmortem_markdown

@@ -1,5 +1,5 @@
-"""The terminal's presenter: a command's typed outcome (``bot.core.outcomes``) as the lines
-``gpunode status|top|timeline|resolve|help`` print, in the reader's language, as
+"""The terminal's presenter: a command's typed outcome (``bot.core.reporting.outcomes``) as the
+lines ``gpunode status|top|timeline|resolve|help`` print, in the reader's language, as
 ``bot.slack.presenter`` and ``bot.slack.app.as_told`` present the same outcomes in Slack.
 
 ``present`` returns what goes to stdout, what goes to stderr, and the exit status: a
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.core.outcomes import (
+from bot.core.reporting.outcomes import (
     Exported,
     HelpAsked,
     Outcome,

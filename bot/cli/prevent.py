@@ -1,7 +1,7 @@
 """``gpunode prevent [CLUSTER/]NODE [--out DIR] [--force]``: the prevention kit in a terminal.
 
-The node name goes through ``bot.core.commands.parse`` as the slash command's does. The kit
-is computed from the node as the cluster shows it now (``bot.services.prevention``).
+The node name goes through ``bot.core.governance.commands.parse`` as the slash command's does. The
+kit is computed from the node as the cluster shows it now (``bot.services.prevention``).
 Without ``--out`` the whole kit is printed as one Markdown document (the README with every
 value explained, then each manifest). With ``--out DIR`` each file is written into DIR
 (created with its parents); files of an earlier kit are never overwritten silently: if any
@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bot.cli.common import node_target
-from bot.core import commands
+from bot.core.governance import commands
 from bot.errors import UsageError
 from bot.render.prevention import render_kit_markdown, render_prevention_files
 from bot.services.prevention import Kit, kit_from_cluster

@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 from bot import __version__
 from bot.collectors import cgroups, kmsg, nvml, procfs
 from bot.collectors.gaps import GapLog
-from bot.core.memory import free_figures_data
+from bot.core.diagnosis.memory import free_figures_data
 
 if TYPE_CHECKING:  # pathlib and pydantic cost ~25 ms of start-up; only types here
     from pathlib import Path
 
-    from bot.core.evidence import EvidenceBundle
+    from bot.core.model.evidence import EvidenceBundle
 
-SCHEMA_VERSION = "1.0"  # must equal bot.core.evidence.SCHEMA_VERSION (a test checks)
+SCHEMA_VERSION = "1.0"  # must equal bot.core.model.evidence.SCHEMA_VERSION (a test checks)
 
 
 def _utcnow() -> datetime:
@@ -212,7 +212,7 @@ def collect(
 
     ``nvml=None`` imports the real ``pynvml`` lazily; its absence is a gap.
     """
-    from bot.core.evidence import EvidenceBundle
+    from bot.core.model.evidence import EvidenceBundle
 
     doc = collect_document(
         root,

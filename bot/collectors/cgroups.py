@@ -18,7 +18,7 @@ import re
 from typing import Any, Literal
 
 from bot.collectors.gaps import GapLog
-from bot.core.memory import working_set_bytes
+from bot.core.diagnosis.memory import working_set_bytes
 
 _POD = re.compile(
     r"(?:^|-)pod([0-9a-f]{8}[-_]?[0-9a-f]{4}[-_]?[0-9a-f]{4}[-_]?[0-9a-f]{4}[-_]?[0-9a-f]{12})(?:\.slice)?$"

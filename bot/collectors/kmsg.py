@@ -4,7 +4,7 @@
 ``read()`` returns one record and ``EAGAIN`` ends the log; ``EPIPE`` means records were
 overwritten while we read, and we go on) or a plain file holding the same text (the stand-in
 writes one), keeps the records of the last ``window_s`` seconds and returns a JSON-ready dict
-(``bot.core.kernel_records.KernelLog``'s fields). Everything it cannot do is a gap, never an
+(``bot.core.model.kernel_records.KernelLog``'s fields). Everything it cannot do is a gap, never an
 exception. On a real node the open is usually refused (EPERM): the container runtime's device
 cgroup admits ``/dev/kmsg`` only to privileged containers, and with ``kernel.dmesg_restrict=1``
 the kernel also wants CAP_SYSLOG, which Kubernetes does not make effective for a non-root

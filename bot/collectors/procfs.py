@@ -9,7 +9,7 @@ line each, mode 0444, no ptrace check), and only the top-N candidates plus GPU p
 their ``status``, ``cmdline``, ``cgroup`` and ``smaps_rollup`` read. ``smaps_rollup`` gives the
 exact RSS (``status``/``statm`` are approximate, see proc_pid_statm(5)); when it is denied (it
 needs the ptrace read check) ``VmRSS`` from ``status`` is used and the gap recorded.
-Results are plain dicts shaped like the ``bot.core.evidence`` models (no pydantic here).
+Results are plain dicts shaped like the ``bot.core.model.evidence`` models (no pydantic here).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 from bot.collectors.cgroups import parse_kube_path
 from bot.collectors.gaps import GapLog
-from bot.core.redaction import redact_command_line
+from bot.core.model.redaction import redact_command_line
 
 _KB = 1024
 #: meminfo key -> MemInfo field (all kB lines except the HugePages_* counts)

@@ -1,4 +1,4 @@
-"""Read the role policy YAML once at start (I/O edge of ``bot.core.policy``).
+"""Read the role policy YAML once at start (I/O edge of ``bot.core.governance.policy``).
 
 Errors name the file, the key path and the line, so an admin can fix the file without
 guessing: ``policy.yaml is invalid: line 12: roles.responder.allows.0: Input should be ...``.
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from bot.core.policy import Policy, parse_policy
+from bot.core.governance.policy import Policy, parse_policy
 from bot.errors import PolicyError
 
 #: libyaml's safe loader when built (several times faster), else the pure-Python one

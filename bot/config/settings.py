@@ -27,10 +27,10 @@ from pydantic import (
     model_validator,
 )
 
-from bot.core.clusters import DEFAULT_CLUSTER, cluster_name_problem
-from bot.core.links import template_problem
-from bot.core.locales import parse_channel_locales
-from bot.core.validation import validation_message
+from bot.core.model.clusters import DEFAULT_CLUSTER, cluster_name_problem
+from bot.core.model.locales import parse_channel_locales
+from bot.core.model.validation import validation_message
+from bot.core.reporting.links import template_problem
 from bot.errors import ConfigError
 
 #: libyaml's safe loader when built (several times faster), else the pure-Python one

@@ -1,4 +1,4 @@
-"""Read the analysis thresholds YAML once at start (I/O edge of ``bot.core.thresholds``)."""
+"""Read the analysis thresholds YAML once at start (I/O edge of ``bot.core.model.thresholds``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from bot.config import Settings
-from bot.core.thresholds import DEFAULT, Thresholds, parse_thresholds
+from bot.core.model.thresholds import DEFAULT, Thresholds, parse_thresholds
 from bot.errors import ConfigError
 
 #: libyaml's safe loader when built (several times faster), else the pure-Python one

@@ -4,8 +4,8 @@ The exporter runs as a DaemonSet behind a Service (``nvidia-dcgm-exporter`` from
 Operator, ``dcgm-exporter`` from its Helm chart; ``kube.dcgm_exporter_services``). Its
 EndpointSlices (``discovery.k8s.io/v1``, label ``kubernetes.io/service-name``) name each
 endpoint's ``nodeName``; the bot asks the endpoint on the diagnosed node for ``/metrics``
-(Prometheus text) and ``bot.core.dcgm`` turns it into per-pod GPU memory. Every failure is a
-reason in words (no Service, no endpoint on the node, refused, blocked, not the format), never
+(Prometheus text) and ``bot.core.diagnosis.dcgm`` turns it into per-pod GPU memory. Every failure
+is a reason in words (no Service, no endpoint on the node, refused, blocked, not the format), never
 an exception: it is the last rung of optional evidence. Sync: run in the gateway's threads.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from bot.core.dcgm import DcgmAttempt, ExpositionError, parse_exposition, pod_memory
+from bot.core.diagnosis.dcgm import DcgmAttempt, ExpositionError, parse_exposition, pod_memory
 from bot.kube.transport import Transport
 
 SLICES = "/apis/discovery.k8s.io/v1/endpointslices"

@@ -1,7 +1,7 @@
 """Dynamic Resource Allocation (``resource.k8s.io``): which drivers publish devices on which
 node. A DRA GPU node has no ``nvidia.com/gpu`` in allocatable; its GPUs are ResourceSlices
 (``spec.driver: gpu.nvidia.com``, ``spec.nodeName``), so the one GPU-node predicate
-(``bot.core.cluster.is_gpu_node``) needs them.
+(``bot.core.model.cluster.is_gpu_node``) needs them.
 
 Pods hold devices through ResourceClaims (``spec.resourceClaims``; a claim made from a template
 is named in ``status.resourceClaimStatuses``); a claim's ``status.allocation.devices.results``
@@ -19,7 +19,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from bot.core.cluster import ClaimedDevice
+from bot.core.model.cluster import ClaimedDevice
 from bot.kube.transport import Transport
 
 VERSIONS = ("v1", "v1beta1")

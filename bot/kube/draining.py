@@ -13,7 +13,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from bot.core.changes import Change, EvictionOutcome
+from bot.core.model.changes import Change, EvictionOutcome
 from bot.kube.errors import status_body
 from bot.kube.patching import Obj, dry_run_query, patch_object
 from bot.kube.transport import SMP, Transport

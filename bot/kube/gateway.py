@@ -22,15 +22,15 @@ from typing import Any, TypeVar
 from kubernetes import client
 
 from bot.config import KubeSettings
-from bot.core import dcgm
-from bot.core.allocation import allocated_resources, describe_allocated
-from bot.core.attribution import norm_uid
-from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
-from bot.core.cluster import ClusterView, NodeInfo, NodeLoad, RoomOnNode
-from bot.core.evidence import EvidenceBundle
-from bot.core.impersonation import ActingAs
-from bot.core.rollouts import DRA_PREFIX
-from bot.core.watching import RolloutProgress
+from bot.core.diagnosis import dcgm
+from bot.core.diagnosis.allocation import allocated_resources, describe_allocated
+from bot.core.diagnosis.attribution import norm_uid
+from bot.core.governance.impersonation import ActingAs
+from bot.core.model.changes import Change, EnvValues, EvictionOutcome, ResourceValues
+from bot.core.model.cluster import ClusterView, NodeInfo, NodeLoad, RoomOnNode
+from bot.core.model.evidence import EvidenceBundle
+from bot.core.remedies.rollouts import DRA_PREFIX
+from bot.core.remedies.watching import RolloutProgress
 from bot.errors import DiagnosticJobError, GpunodeError, KubeUnavailableError, NotFoundError
 from bot.kube import (
     anchoring,

@@ -12,7 +12,7 @@ The order (README "GPU evidence"):
    ``pod``/``namespace``/``container`` labels of its Kubernetes mapping): from the exporter's
    endpoint on the node, found through its Service (``bot.kube.dcgm``, by the gateway), then
    from Prometheus when ``prometheus.url`` is set (``bot.services.diagnosing``). Each attempt
-   adds its sentence to the gap (``bot.core.dcgm.join``).
+   adds its sentence to the gap (``bot.core.diagnosis.dcgm.join``).
 
 Pure: node facts and settings in, a plan and gaps out (the gateway performs the reads).
 """
@@ -22,9 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bot.config import KubeSettings
-from bot.core.cluster import NodeInfo
-from bot.core.dcgm import GAP_SOURCE
-from bot.core.evidence import EvidenceBundle, Gap
+from bot.core.diagnosis.dcgm import GAP_SOURCE
+from bot.core.model.cluster import NodeInfo
+from bot.core.model.evidence import EvidenceBundle, Gap
 
 SOURCE = GAP_SOURCE
 GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"

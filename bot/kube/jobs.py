@@ -22,7 +22,7 @@ from kubernetes import client, watch
 from pydantic import ValidationError
 
 from bot.config import KubeSettings
-from bot.core.evidence import SCHEMA_MAJOR, SCHEMA_VERSION, EvidenceBundle, foreign_schema
+from bot.core.model.evidence import SCHEMA_MAJOR, SCHEMA_VERSION, EvidenceBundle, foreign_schema
 from bot.errors import DiagnosticJobError
 from bot.kube.transport import Transport
 from bot.render.manifests import render_manifest

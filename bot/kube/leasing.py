@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from kubernetes import client
 
-from bot.core.leases import LeaseRecord
+from bot.core.governance.leases import LeaseRecord
 from bot.errors import GpunodeError, NotFoundError
 from bot.kube.errors import translate
 

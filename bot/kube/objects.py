@@ -1,6 +1,6 @@
-"""API JSON -> ``bot.core.cluster`` models. Pure (``parse_*``); no client calls here.
+"""API JSON -> ``bot.core.model.cluster`` models. Pure (``parse_*``); no client calls here.
 
-Quantities keep the API's text; the parsed pod totals come from ``bot.core.allocation`` so
+Quantities keep the API's text; the parsed pod totals come from ``bot.core.diagnosis.allocation`` so
 they match what kubectl shows.
 """
 
@@ -11,9 +11,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from bot.core.allocation import pod_requests_and_limits
-from bot.core.autoscalers import NODE_PROTECTION, POD_ANNOTATIONS
-from bot.core.cluster import (
+from bot.core.diagnosis.allocation import pod_requests_and_limits
+from bot.core.model.cluster import (
     USED_ENV_KEYS,
     ClaimedDevice,
     Condition,
@@ -27,12 +26,13 @@ from bot.core.cluster import (
     Taint,
     is_accelerator_resource,
 )
-from bot.core.cluster import (
+from bot.core.model.cluster import (
     is_gpu_node as core_is_gpu_node,
 )
-from bot.core.evidence import QosTier
-from bot.core.gangs import ANNOTATION_KEYS
-from bot.core.quantity import parse_quantity
+from bot.core.model.evidence import QosTier
+from bot.core.model.gangs import ANNOTATION_KEYS
+from bot.core.model.quantity import parse_quantity
+from bot.core.remedies.autoscalers import NODE_PROTECTION, POD_ANNOTATIONS
 from bot.kube.scheduling import parse_scheduling
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -110,7 +110,7 @@ def parse_node(node: Obj, *, dra_drivers: list[str] | None = None) -> NodeInfo:
 
 
 def is_gpu_node(node: Obj, dra_drivers: list[str] | None = None) -> bool:
-    """The core predicate (``bot.core.cluster.is_gpu_node``) over a raw Node."""
+    """The core predicate (``bot.core.model.cluster.is_gpu_node``) over a raw Node."""
     allocatable = (node.get("status") or {}).get("allocatable") or {}
     return core_is_gpu_node({k: str(v) for k, v in allocatable.items()}, dra_drivers or ())
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bot.core.actions import PATCHABLE_KINDS
-from bot.core.changes import Change, EnvValues, ResourceValues
+from bot.core.model.actions import PATCHABLE_KINDS
+from bot.core.model.changes import Change, EnvValues, ResourceValues
 from bot.errors import InvalidObjectError, NotFoundError
 from bot.kube.reading import controller_path
 from bot.kube.transport import SMP, Transport

@@ -86,7 +86,7 @@ API_CALLS: tuple[ApiCall, ...] = (
     ApiCall("policy", "poddisruptionbudgets", "list"),
     ApiCall("scheduling.k8s.io", "priorityclasses", "get"),
     ApiCall("scheduling.k8s.io", "priorityclasses", "create"),
-    # tier 2 / 3 patch pod templates of these kinds only (bot.core.actions.PATCHABLE_KINDS)
+    # tier 2 / 3 patch pod templates of these kinds only (bot.core.model.actions.PATCHABLE_KINDS)
     ApiCall("apps", "deployments", "patch"),
     ApiCall("apps", "statefulsets", "patch"),
     ApiCall("apps", "daemonsets", "patch"),  # tier 3 only (tier 2 never patches one)

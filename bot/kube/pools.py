@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bot.core.cluster import NodePoolInfo, Taint, is_accelerator_resource
-from bot.core.quantity import parse_quantity
-from bot.core.workloads import Requirement
+from bot.core.model.cluster import NodePoolInfo, Taint, is_accelerator_resource
+from bot.core.model.quantity import parse_quantity
+from bot.core.model.workloads import Requirement
 from bot.kube.transport import Transport
 
 GROUP = "karpenter.sh"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kubernetes.client.exceptions import ApiException
 
-from bot.core.changes import Change
+from bot.core.model.changes import Change
 from bot.errors import ConflictError
 from bot.kube.patching import Obj, dry_run_query
 from bot.kube.transport import Transport

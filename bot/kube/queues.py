@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bot.core.quantity import parse_quantity
-from bot.core.workloads import KueueWorkload, QueueInfo
+from bot.core.model.quantity import parse_quantity
+from bot.core.model.workloads import KueueWorkload, QueueInfo
 from bot.kube.transport import Transport
 
 GROUP = "kueue.x-k8s.io"

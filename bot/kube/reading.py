@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from bot.core.cluster import OwnerRef
-from bot.core.gangs import builtin_kind
+from bot.core.model.cluster import OwnerRef
+from bot.core.model.gangs import builtin_kind
 from bot.errors import ForbiddenError, NotFoundError
 from bot.kube.errors import translating
 from bot.kube.objects import controller_ref, parse_owner

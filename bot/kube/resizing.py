@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from bot.core.changes import Change, ResourceValues
-from bot.core.quantity import parse_quantity
+from bot.core.model.changes import Change, ResourceValues
+from bot.core.model.quantity import parse_quantity
 from bot.errors import InvalidObjectError, KubeError
 from bot.kube.patching import after_state, container_patch, find_container, patch_object
 from bot.kube.transport import SMP, Transport

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from bot.core.workloads import WorkloadInfo
+from bot.core.model.workloads import WorkloadInfo
 
 Obj = Mapping[str, Any]
 ARGO_LABEL = "argocd.argoproj.io/instance"

@@ -1,8 +1,8 @@
-"""API JSON -> what the scheduler matches (``bot.core.workloads.PodScheduling``) and each
-node's free room (``bot.core.cluster.RoomOnNode``). Pure (``parse_*``).
+"""API JSON -> what the scheduler matches (``bot.core.model.workloads.PodScheduling``) and each
+node's free room (``bot.core.model.cluster.RoomOnNode``). Pure (``parse_*``).
 
-Units as ``bot.core.workloads`` states: cpu in millicores, memory in bytes, every other
-resource in units; requests as ``PodRequests`` computes them (``bot.core.allocation``),
+Units as ``bot.core.model.workloads`` states: cpu in millicores, memory in bytes, every other
+resource in units; requests as ``PodRequests`` computes them (``bot.core.diagnosis.allocation``),
 plus one ``pods`` slot per pod.
 """
 
@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from bot.core.allocation import counted_pods, node_allocatable, pod_requests_and_limits
-from bot.core.cluster import RoomOnNode, Taint
-from bot.core.quantity import Quantity
-from bot.core.workloads import (
+from bot.core.diagnosis.allocation import counted_pods, node_allocatable, pod_requests_and_limits
+from bot.core.model.cluster import RoomOnNode, Taint
+from bot.core.model.quantity import Quantity
+from bot.core.model.workloads import (
     LabelSelector,
     PodAffinityTerm,
     PodScheduling,

@@ -32,10 +32,10 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bot.core.cluster import NodePoolInfo, OwnerRef, PodInfo, RoomOnNode
-from bot.core.gangs import builtin_kind, gang_of
-from bot.core.rollouts import KUEUE_QUEUE_LABEL
-from bot.core.workloads import KueueWorkload, PeerPod, QueueInfo, Requirement, WorkloadInfo
+from bot.core.model.cluster import NodePoolInfo, OwnerRef, PodInfo, RoomOnNode
+from bot.core.model.gangs import builtin_kind, gang_of
+from bot.core.model.workloads import KueueWorkload, PeerPod, QueueInfo, Requirement, WorkloadInfo
+from bot.core.remedies.rollouts import KUEUE_QUEUE_LABEL
 from bot.errors import GpunodeError
 from bot.kube import objects, pools, queues, reading
 from bot.kube.reading import OwnerCache

@@ -10,12 +10,12 @@ pods to per-node sums before the next page is read, and keeps only:
   units of the same, and for GPU nodes the ``NodeInfo`` and the preemption slots;
 - per pod on a GPU node: which node it is on (to add its metrics to the node);
 - per pod with a required pod anti-affinity (rare): its namespace, labels, node and those
-  terms, for the scheduler's "existing pods' anti-affinity" check (``bot.core.affinity``).
+  terms, for the scheduler's "existing pods' anti-affinity" check (``bot.core.remedies.affinity``).
 
 Sync on purpose: the gateway runs ``read_fleet`` on one of its threads; the pages are decoded
 and reduced by ``reduce_*_page`` in the cluster's ``PageDecoder`` process while that thread
 fetches the next page, so neither the decode nor the reduction runs on the event loop (or
-holds its interpreter lock). The arithmetic is ``bot.core.allocation``'s, the same as the
+holds its interpreter lock). The arithmetic is ``bot.core.diagnosis.allocation``'s, the same as the
 per-node view's.
 """
 
@@ -33,7 +33,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
-from bot.core.allocation import (
+from bot.core.diagnosis.allocation import (
     TERMINAL_PHASES,
     ResourceList,
     add_resource_list,
@@ -41,8 +41,8 @@ from bot.core.allocation import (
     node_allocatable,
     pod_requests_and_limits,
 )
-from bot.core.cluster import NodeInfo, NodeLoad, RoomOnNode
-from bot.core.workloads import PodSlot
+from bot.core.model.cluster import NodeInfo, NodeLoad, RoomOnNode
+from bot.core.model.workloads import PodSlot
 from bot.kube import objects, reading
 from bot.kube.decoding import PageDecoder
 from bot.kube.scheduling import request_units, room_from, slot_key

@@ -30,7 +30,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3 import HTTPHeaderDict
 
-from bot.core.impersonation import ActingAs
+from bot.core.governance.impersonation import ActingAs
 from bot.kube.observing import KubeObserver, resource_of
 
 #: seconds for one ordinary request (connect + read); watches use their own timeouts

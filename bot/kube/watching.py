@@ -1,6 +1,6 @@
 """Sync reads (run in threads by the gateway) for watching an action land: a controller's
 rollout (which pods run its current template, and why the others do not) and whether
-evicted pods are gone. Judged in ``bot.core.watching``.
+evicted pods are gone. Judged in ``bot.core.remedies.watching``.
 
 A pod "runs the current template" when its priorityClassName and, per template container,
 its resources and literal env values equal the template's: that is what gpunode's patches
@@ -15,8 +15,8 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from bot.core.quantity import QuantityError, parse_quantity
-from bot.core.watching import PodProgress, RolloutProgress
+from bot.core.model.quantity import QuantityError, parse_quantity
+from bot.core.remedies.watching import PodProgress, RolloutProgress
 from bot.kube.patching import read_controller
 from bot.kube.transport import Transport
 

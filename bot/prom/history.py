@@ -2,12 +2,12 @@
 
 ``HistoryService`` is the ``HistoryPort`` of ``bot.services.ports``: ``fetch(node, now=...)``
 runs every query of ``bot.prom.queries`` at once and returns a ``History``
-(``bot.core.history``) whatever happens: a series nobody scrapes, a query Prometheus
+(``bot.core.diagnosis.history``) whatever happens: a series nobody scrapes, a query Prometheus
 refuses, Prometheus unreachable or slower than ``timeout_s`` are gaps in it, never errors.
 The diagnose service starts ``fetch`` together with the diagnostic Job and waits for
 it only after the Job, so Prometheus never delays a diagnosis past ``timeout_s``.
 
-``attach`` (re-exported from ``bot.core.rules.growth``, pure) adds the snapshot's markers
+``attach`` (re-exported from ``bot.core.diagnosis.rules.growth``, pure) adds the snapshot's markers
 (kernel log, evictions) and the growth of the verdict's leading consumer.
 """
 
@@ -18,10 +18,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from bot.config import PrometheusSettings
-from bot.core.dcgm import DcgmAttempt, pod_memory, samples_as_series
-from bot.core.evidence import Gap
-from bot.core.history import History, Marker, Series, SeriesKind
-from bot.core.rules.growth import attach
+from bot.core.diagnosis.dcgm import DcgmAttempt, pod_memory, samples_as_series
+from bot.core.diagnosis.history import History, Marker, Series, SeriesKind
+from bot.core.diagnosis.rules.growth import attach
+from bot.core.model.evidence import Gap
 from bot.errors import PrometheusError
 from bot.prom.client import PrometheusClient, Sample
 from bot.prom.queries import Query, gpu_memory_query, node_queries
@@ -226,7 +226,7 @@ class HistoryService:
 
     async def pod_gpu_memory(self, node: str, *, now: datetime) -> DcgmAttempt:
         """The third GPU-evidence rung through Prometheus: dcgm-exporter's latest per-pod
-        framebuffer figures on ``node`` (``bot.core.dcgm``), or why there are none."""
+        framebuffer figures on ``node`` (``bot.core.diagnosis.dcgm``), or why there are none."""
         way = "Prometheus"
         if self._client is None:
             return DcgmAttempt(way, failure="not asked: prometheus.url is not set")

@@ -1,4 +1,4 @@
-"""Block Kit for the action flow's outcomes (``bot.core.outcomes``): the confirmation
+"""Block Kit for the action flow's outcomes (``bot.core.reporting.outcomes``): the confirmation
 modal (``ActionForm``), the dry run (``DryRun``), the approval request and its decision
 (``ApprovalRequested``, ``ApprovalClosed``), the action's message (``ActionResult``, which
 replaces the buttons) and the compact before/after (``ActionDiff``). The Slack presenter
@@ -15,12 +15,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bot.core.actions import ActionPlan
-from bot.core.approvals import ApprovalRequest
-from bot.core.diffing import DiagnosisDiff
-from bot.core.field_changes import field_changes
-from bot.core.findings import Diagnosis
-from bot.core.outcomes import (
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.governance.approvals import ApprovalRequest
+from bot.core.model.actions import ActionPlan
+from bot.core.remedies.field_changes import field_changes
+from bot.core.reporting.diffing import DiagnosisDiff
+from bot.core.reporting.outcomes import (
     ActionDiff,
     ActionForm,
     ActionResult,

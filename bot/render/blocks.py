@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from bot.core.evidence import EvidenceBundle
-from bot.core.findings import Diagnosis, Fact
+from bot.core.diagnosis.findings import Diagnosis, Fact
+from bot.core.model.evidence import EvidenceBundle
 from bot.render import environment
 from bot.render.filters import truncate
 from bot.render.sentences import fact_text, sentence, value_text
@@ -134,7 +134,7 @@ def fit(blocks: list[Block], pointer: str, *, tail: list[Block] | None = None) -
     return [*kept, note, *tail]
 
 
-#: a dashboard for the node and the incident's window: (URL, from, to), see bot.core.links
+#: a dashboard for the node and the incident's window: (URL, from, to), see bot.core.reporting.links
 Dashboard = tuple[str, datetime, datetime]
 
 

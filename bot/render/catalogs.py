@@ -3,13 +3,13 @@
 Layout lives in ``templates/`` (one template per view, words marked with ``{% trans %}`` or
 ``_()``); words live in ``locales/<babel locale>/LC_MESSAGES/gpunode.po``, extracted with
 ``make catalogs`` (``pybabel extract -F babel.cfg``, then ``pybabel update``). A new language is
-a ``.po`` file and an entry in ``bot.core.locales.SUPPORTED``, nothing else.
+a ``.po`` file and an entry in ``bot.core.model.locales.SUPPORTED``, nothing else.
 
 The ``.po`` files are read at runtime and compiled in memory once per process (``read_po`` then
 ``write_mo`` into a buffer): there is no build step and no binary ``.mo`` blob in git, and the
 wheel ships the same text files (``force-include`` as ``bot/_locales``).
 
-``en-XA`` is a pseudo-locale for tests only (users cannot choose it: ``bot.core.locales``
+``en-XA`` is a pseudo-locale for tests only (users cannot choose it: ``bot.core.model.locales``
 never returns it): every English message accented and lengthened by about 40%, built from the
 ``en`` catalog's message ids. A string that reaches an ``en-XA`` rendering in plain ASCII
 English bypassed the catalog; a layout that breaks on it breaks on German too.
@@ -46,7 +46,7 @@ from babel.numbers import format_decimal
 from babel.support import Translations
 from babel.units import format_unit
 
-from bot.core import locales
+from bot.core.model import locales
 
 DOMAIN: Final = "gpunode"
 #: the pseudo-locale (tests only): accented, lengthened English from the ``en`` catalog
@@ -58,7 +58,7 @@ _HERE = Path(__file__).resolve().parent
 
 def render_locale(locale: str | None) -> str:
     """The locale a view is rendered in: ``en-XA`` as written (tests ask for it by name),
-    anything else through the one normaliser (``bot.core.locales.normalize``), ``en`` when
+    anything else through the one normaliser (``bot.core.model.locales.normalize``), ``en`` when
     it names nothing gpunode speaks."""
     if locale == PSEUDO_LOCALE:
         return PSEUDO_LOCALE

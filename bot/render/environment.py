@@ -10,7 +10,7 @@ One environment per render locale, each with that locale's gettext catalog insta
 (``bot.render.catalogs``): a template is one layout, ``templates/<kind>/<name>``, whose words
 are marked (``{% trans %}``, ``_()``) and come from the catalog. Templates not merged yet
 still have a copy per locale, ``templates/<kind>/<locale>/<name>``, with ``en`` as the
-fallback. Locale spellings go through the one normaliser, ``bot.core.locales.normalize``.
+fallback. Locale spellings go through the one normaliser, ``bot.core.model.locales.normalize``.
 Kube manifests (``templates/kube/...``) are not localised and are loaded by plain path.
 """
 
@@ -23,17 +23,17 @@ from typing import Any
 
 import jinja2
 
-from bot.core import actors, locales
+from bot.core.model import actors, locales
 from bot.render import catalogs, filters
 
 DEFAULT_LOCALE = locales.DEFAULT_LOCALE
-#: the supported locales: the one list lives in ``bot.core.locales``
+#: the supported locales: the one list lives in ``bot.core.model.locales``
 LOCALES: tuple[str, ...] = locales.SUPPORTED
 _HERE = Path(__file__).resolve().parent
 
 
 def normalize_locale(locale: str | None) -> str:
-    """The locale a view renders in (``catalogs.render_locale``: ``bot.core.locales``'
+    """The locale a view renders in (``catalogs.render_locale``: ``bot.core.model.locales``'
     normaliser, ``en`` for anything it does not know; ``en-XA`` for tests)."""
     return catalogs.render_locale(locale)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import markupsafe
 
-from bot.core.quantity import QuantityError, parse_quantity
+from bot.core.model.quantity import QuantityError, parse_quantity
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 

@@ -1,5 +1,5 @@
 """The command help in a locale: the grammar (verbs, their arguments, the usage line) is
-``bot.core.commands``; the words (descriptions, the argument note) are
+``bot.core.governance.commands``; the words (descriptions, the argument note) are
 ``templates/sentences/commands.j2``. The layout is ``commands.help_text``'s, so the
 English help is the same text the grammar shows with a usage error.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.core import commands
+from bot.core.governance import commands
 from bot.render import environment
 from bot.render.filters import display_width, pad
 

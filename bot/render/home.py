@@ -1,6 +1,6 @@
 """The Home tab (``views.publish``): open incidents, the approvals waiting for the person
 looking, recent diagnoses, in that person's language. The sections are bounded by
-``bot.core.home`` (10, 10, 5 rows), so the view stays far inside Slack's 100 blocks; the
+``bot.core.reporting.home`` (10, 10, 5 rows), so the view stays far inside Slack's 100 blocks; the
 lines are within a section's 3,000 characters by construction (ids, node names, a cause)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from bot.core.home import HomeApproval, HomeDiagnosis, HomeIncident, HomeSummary
+from bot.core.reporting.home import HomeApproval, HomeDiagnosis, HomeIncident, HomeSummary
 from bot.render.blocks import Block, context, divider, header, section
 from bot.render.catalogs import Translator, translator
 from bot.render.filters import mrkdwn

@@ -11,15 +11,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Protocol
 
-from bot.core.evidence import EvidenceBundle
-from bot.core.findings import Diagnosis
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.model.evidence import EvidenceBundle
 from bot.render import environment
 from bot.render.reports import context_for
 from bot.render.views import build_view
 
 
 class TimelineEntryLike(Protocol):
-    """``bot.core.incidents.TimelineEntry`` or anything shaped like it."""
+    """``bot.core.model.incidents.TimelineEntry`` or anything shaped like it."""
 
     @property
     def incident_id(self) -> str: ...

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from bot.core.evidence import EvidenceBundle
-from bot.core.findings import Diagnosis
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.model.evidence import EvidenceBundle
 from bot.render import environment
 from bot.render.blocks import (
     Block,

@@ -1,5 +1,5 @@
 """The one way to word a short outcome: a ``Notice(key, params)`` or a ``Refused(code,
-params)`` (``bot.core.outcomes``) as a Slack message in a language.
+params)`` (``bot.core.reporting.outcomes``) as a Slack message in a language.
 
 Presenters call ``render_told``; the use cases never do (they hand the outcome to their
 ``ThreadPort``). Wording lives in ``templates/slack/notices.j2`` (notices),
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.core.outcomes import (
+from bot.core.reporting.outcomes import (
     AuditAnchored,
     Diagnosed,
     EvictionsWatched,

@@ -1,6 +1,6 @@
 """The postmortem draft as Markdown and as one self-contained HTML file.
 
-Both render the same ``bot.core.postmortem.Postmortem`` through templates
+Both render the same ``bot.core.reporting.postmortem.Postmortem`` through templates
 (``templates/markdown/postmortem.md.j2``, ``templates/html/postmortem.html.j2``).
 Sentences (verdicts, findings, talking points) come from the shared sentence templates: in
 Markdown escaped for Markdown, in HTML as plain text that the HTML environment's autoescape
@@ -14,8 +14,8 @@ import base64
 from collections.abc import Mapping
 from typing import Any
 
-from bot.core.findings import Diagnosis
-from bot.core.postmortem import Postmortem, Snapshot
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.reporting.postmortem import Postmortem, Snapshot
 from bot.render import environment
 from bot.render.prevention import render_prevention_files, source_line
 from bot.render.sentences import Fmt, sentence

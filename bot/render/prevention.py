@@ -1,7 +1,7 @@
 """The prevention kit as files: ``{filename: text}`` rendered from
 ``templates/kube/prevention/*.yaml.j2`` and the localized notes
 ``templates/markdown/<locale>/prevention.md.j2``, with parameters from
-``bot.core.prevention.prevention_params``; plus its explanation, one sentence per value
+``bot.core.remedies.prevention.prevention_params``; plus its explanation, one sentence per value
 (``templates/sentences/prevention.j2``) saying the rule and the number from the
 evidence it came from, as Markdown (the README, the terminal) or as a Slack message.
 Pure rendering: writing or uploading files is the caller's job.
@@ -12,8 +12,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from bot.core.cluster import ClusterView
-from bot.core.prevention import QUOTA_HEADROOM, KitSource, PreventionParams, prevention_params
+from bot.core.model.cluster import ClusterView
+from bot.core.remedies.prevention import (
+    QUOTA_HEADROOM,
+    KitSource,
+    PreventionParams,
+    prevention_params,
+)
 from bot.render import environment
 from bot.render.blocks import Block, Message, context, fit, header, pack
 from bot.render.filters import ESCAPERS, format_param, truncate

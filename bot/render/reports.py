@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from bot.core.findings import Fact
+from bot.core.diagnosis.findings import Fact
 from bot.render.sentences import Category, Fmt, fact_text, sentence, value_text
 from bot.render.views import DiagnosisView
 

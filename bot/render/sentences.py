@@ -19,7 +19,7 @@ from typing import Literal
 
 import jinja2
 
-from bot.core.findings import Fact
+from bot.core.diagnosis.findings import Fact
 from bot.render import environment
 from bot.render.filters import ESCAPERS, format_param, format_value
 
@@ -82,7 +82,7 @@ def sentence(
         try:
             text = _flat(str(macro(p)))
             if category == "verdicts" and "growth_rate_gib_per_h" in params:
-                # the verdict's time dimension (bot/core/rules/growth.py), for every cause
+                # the verdict's time dimension (bot/core/diagnosis/rules/growth.py), for every cause
                 clause = getattr(_module(category, locale), "time_dimension", None)
                 if clause is not None:
                     text += " " + _flat(str(clause(p)))

@@ -1,10 +1,10 @@
-"""The one line a re-diagnosis leaves in the thread (``bot.core.state_change``): "since
+"""The one line a re-diagnosis leaves in the thread (``bot.core.reporting.state_change``): "since
 14:02: trainer +2.1 GiB, 1 new OOM kill", in the thread's language, and the note left on a
 message the current state no longer needs."""
 
 from __future__ import annotations
 
-from bot.core.state_change import StateChange
+from bot.core.reporting.state_change import StateChange
 from bot.render import environment
 from bot.render.blocks import Message, context
 from bot.render.catalogs import Translator, translator

@@ -6,8 +6,8 @@ node-supplied strings are neutralised by the ``plain`` filter.
 
 from __future__ import annotations
 
-from bot.core.evidence import EvidenceBundle
-from bot.core.findings import Diagnosis
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.model.evidence import EvidenceBundle
 from bot.render import environment
 from bot.render.reports import context_for
 from bot.render.views import build_view, decisive_fact

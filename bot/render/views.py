@@ -10,9 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from bot.core.actions import ActionPlan
-from bot.core.evidence import EvidenceBundle, Gap
-from bot.core.findings import (
+from bot.core.diagnosis.findings import (
     DeviceClaim,
     Diagnosis,
     Fact,
@@ -21,7 +19,9 @@ from bot.core.findings import (
     TalkingPoint,
     Verdict,
 )
-from bot.core.recommendations import recommended_plan
+from bot.core.model.actions import ActionPlan
+from bot.core.model.evidence import EvidenceBundle, Gap
+from bot.core.remedies.recommendations import recommended_plan
 
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2, "ok": 3}
 BAR_WIDTH = 40
@@ -207,7 +207,7 @@ class DiagnosisView:
     plans: list[ActionPlan]
     unverified: list[Gap] = field(default_factory=list)
     gpu_groups: list[GpuGroup] = field(default_factory=list)
-    #: the tier the brief message recommends (bot.core.recommendations), None: none
+    #: the tier the brief message recommends (bot.core.remedies.recommendations), None: none
     recommended: ActionPlan | None = None
     #: the brief message's line per team
     teams: list[TeamLine] = field(default_factory=list)

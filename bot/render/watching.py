@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.core.actions import ActionPlan
-from bot.core.watching import TEMPLATE_VERBS, RolloutProgress, Verdict
+from bot.core.model.actions import ActionPlan
+from bot.core.remedies.watching import TEMPLATE_VERBS, RolloutProgress, Verdict
 from bot.render import environment
 from bot.render.blocks import Block, Message, context, section
 from bot.render.filters import truncate

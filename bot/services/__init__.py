@@ -3,10 +3,10 @@ calls these and nothing deeper.
 
 The use cases speak data. They read and write through the Protocols of ``ports``
 (``KubePort``, ``StorePort``, ``ChatPort``, ``HistoryPort``, ``MetricsPort``) and hand what
-they have to say to the surface's presenter as data: outcomes (``bot.core.outcomes``) to the
-``ThreadPort``, chart specs (``bot.core.charts``) and postmortem drafts to the ``FilesPort``.
-The presenter (``bot.slack.presenter``) picks the reader's language and words, draws and
-renders them. Settings arrive as plain values (``clusters.ClusterConfig``, the doctor's
+they have to say to the surface's presenter as data: outcomes (``bot.core.reporting.outcomes``) to
+the ``ThreadPort``, chart specs (``bot.core.reporting.charts``) and postmortem drafts to the
+``FilesPort``. The presenter (``bot.slack.presenter``) picks the reader's language and words, draws
+and renders them. Settings arrive as plain values (``clusters.ClusterConfig``, the doctor's
 namespace and lease), built at the edge (``bot.wiring``, ``bot.cli``). The import contract
 "The use cases speak data" forbids ``bot.render``, ``bot.store``, ``bot.prom``,
 ``bot.charts``, ``bot.telemetry`` and ``bot.config`` here; its ``ignore_imports`` in

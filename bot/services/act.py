@@ -21,9 +21,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from bot.core.actions import ActionPlan
-from bot.core.policy import Policy, Principal
-from bot.core.records import ActionRecord
+from bot.core.governance.policy import Policy, Principal
+from bot.core.model.actions import ActionPlan
+from bot.core.reporting.records import ActionRecord
 from bot.services import applying, approving, reconciling, requesting, undoing
 from bot.services.acting import ActDeps
 from bot.services.background import Background

@@ -4,7 +4,7 @@ The flow is split by step (``requesting``, ``approving``, ``applying``, ``undoin
 ``reconciling``); each step is a function over ``ActDeps``. ``bot.services.act.ActService``
 is the facade the Slack glue calls. Helpers here never touch the cluster.
 
-The steps speak data: every message of the flow is an outcome of ``bot.core.outcomes``
+The steps speak data: every message of the flow is an outcome of ``bot.core.reporting.outcomes``
 (``ActionForm``, ``DryRun``, ``ApprovalRequested``, ``ApprovalClosed``, ``ActionResult``,
 ``ActionDiff``, refusals and notices) handed to the ``ThreadPort``, whose presenter picks the
 language and words it. What a step has read (the action, its incident, the evidence) is
@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from bot.core.actions import ActionPlan
-from bot.core.clusters import format_node_ref
-from bot.core.impersonation import ActingAs, acting_as
-from bot.core.incidents import Incident, TimelineKind
-from bot.core.outcomes import ActionResult, Notice, Refused, StepsReport
-from bot.core.policy import TIERS, Deny, Policy, Principal, Tier, identity_of
-from bot.core.records import ActionRecord, AuditRecord, EvidenceSnapshot
+from bot.core.governance.impersonation import ActingAs, acting_as
+from bot.core.governance.policy import TIERS, Deny, Policy, Principal, Tier, identity_of
+from bot.core.model.actions import ActionPlan
+from bot.core.model.clusters import format_node_ref
+from bot.core.model.incidents import Incident, TimelineKind
+from bot.core.reporting.outcomes import ActionResult, Notice, Refused, StepsReport
+from bot.core.reporting.records import ActionRecord, AuditRecord, EvidenceSnapshot
 from bot.errors import GpunodeError, PolicyError
 from bot.services.background import Background
 from bot.services.clusters import ClusterRegistry

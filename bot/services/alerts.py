@@ -7,7 +7,7 @@ status, startsAt) is acted on once, whatever the repeats.
 
 Nothing in a payload is trusted: a ``node`` label that is not a Kubernetes node name is
 refused, a node the cluster does not have is answered in the response (and audited), and
-diagnoses are capped per request, per node and per time window (``bot.core.alert_caps``);
+diagnoses are capped per request, per node and per time window (``bot.core.governance.alert_caps``);
 what is over a cap is said in one message.
 
 Many clusters: the cluster is the alert's ``cluster`` label (``alerts.cluster_label``); an
@@ -32,13 +32,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.core import actors
-from bot.core.alert_caps import AlertCaps, over_cap, recent
-from bot.core.clusters import cluster_name_problem, format_node_ref
-from bot.core.commands import parse_node_name
-from bot.core.outcomes import notice
-from bot.core.records import AuditRecord
-from bot.core.validation import validation_message
+from bot.core.governance.alert_caps import AlertCaps, over_cap, recent
+from bot.core.governance.commands import parse_node_name
+from bot.core.model import actors
+from bot.core.model.clusters import cluster_name_problem, format_node_ref
+from bot.core.model.validation import validation_message
+from bot.core.reporting.outcomes import notice
+from bot.core.reporting.records import AuditRecord
 from bot.errors import GpunodeError, SlackError, UnknownClusterError, UsageError
 from bot.services.background import Background
 from bot.services.clusters import ClusterRegistry, fan_out

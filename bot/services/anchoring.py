@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from bot.core.incidents import Incident
-from bot.core.outcomes import AuditAnchored
+from bot.core.model.incidents import Incident
+from bot.core.reporting.outcomes import AuditAnchored
 from bot.errors import GpunodeError
 from bot.services.ports import StorePort, ThreadPort
 

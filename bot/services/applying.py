@@ -24,23 +24,23 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bot.core import actors
-from bot.core.actions import ActionPlan, Step
-from bot.core.approvals import mark_executed, new_request
-from bot.core.diffing import diff_diagnoses
-from bot.core.impersonation import ActingAs
-from bot.core.incidents import Incident
-from bot.core.outcomes import (
+from bot.core.governance.approvals import mark_executed, new_request
+from bot.core.governance.impersonation import ActingAs
+from bot.core.governance.policy import ActionRequestInfo, Deny, NeedsApproval, decide
+from bot.core.model import actors
+from bot.core.model.actions import ActionPlan, Step
+from bot.core.model.incidents import Incident
+from bot.core.remedies.planning import undo_steps
+from bot.core.remedies.staleness import controller_key, controller_steps, stale_reason
+from bot.core.reporting.diffing import diff_diagnoses
+from bot.core.reporting.outcomes import (
     ActionDiff,
     ApprovalRequested,
     StepsReport,
     action_outcome,
     refused,
 )
-from bot.core.planning import undo_steps
-from bot.core.policy import ActionRequestInfo, Deny, NeedsApproval, decide
-from bot.core.records import ActionRecord, ActionState
-from bot.core.staleness import controller_key, controller_steps, stale_reason
+from bot.core.reporting.records import ActionRecord, ActionState
 from bot.errors import GpunodeError, NotFoundError, WriteUnknownError
 from bot.services import approval_view, watching
 from bot.services.acting import ActDeps, audit_fields, plan_of_record, reason_of

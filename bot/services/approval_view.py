@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import logging
 
-from bot.core.incidents import Incident
-from bot.core.outcomes import DryRun, StepsReport
-from bot.core.records import ActionRecord, EvidenceSnapshot
+from bot.core.model.incidents import Incident
+from bot.core.reporting.outcomes import DryRun, StepsReport
+from bot.core.reporting.records import ActionRecord, EvidenceSnapshot
 from bot.errors import GpunodeError
 from bot.services.acting import ActDeps, plan_of_record, reason_of
 from bot.services.executing import StepsResult

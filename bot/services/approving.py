@@ -14,12 +14,12 @@ from __future__ import annotations
 import logging
 from typing import Any, Literal
 
-from bot.core import actors
-from bot.core.approvals import ApprovalRequest, approve, deny, expire_if_due
-from bot.core.incidents import Incident
-from bot.core.outcomes import ApprovalClosed, refused
-from bot.core.policy import can_approve
-from bot.core.records import ActionRecord
+from bot.core.governance.approvals import ApprovalRequest, approve, deny, expire_if_due
+from bot.core.governance.policy import can_approve
+from bot.core.model import actors
+from bot.core.model.incidents import Incident
+from bot.core.reporting.outcomes import ApprovalClosed, refused
+from bot.core.reporting.records import ActionRecord
 from bot.errors import GpunodeError
 from bot.services.acting import ActDeps, audit_fields, plan_of_record, reason_of, tier_of
 from bot.services.applying import APPROVAL_MESSAGE, execute

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.core.clusters import NodeRef
-from bot.core.incidents import Incident
-from bot.core.outcomes import Notice, Outcome, Posted, Refused, Resolved
-from bot.core.policy import Permission
+from bot.core.governance.policy import Permission
+from bot.core.model.clusters import NodeRef
+from bot.core.model.incidents import Incident
+from bot.core.reporting.outcomes import Notice, Outcome, Posted, Refused, Resolved
 from bot.services import chatops
 from bot.services.chatops import BotServices
 from bot.services.clusters import ClusterRegistry

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from bot.core.clusters import format_node_ref
-from bot.core.outcomes import Notice, refused
-from bot.core.policy import Deny, Permission, authorize
-from bot.core.records import AuditRecord
+from bot.core.governance.policy import Deny, Permission, authorize
+from bot.core.model.clusters import format_node_ref
+from bot.core.reporting.outcomes import Notice, refused
+from bot.core.reporting.records import AuditRecord
 from bot.errors import GpunodeError
 from bot.services.anchoring import Anchors
 from bot.services.background import Background

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from bot.core.clusters import DEFAULT_CLUSTER, choose_cluster
+from bot.core.model.clusters import DEFAULT_CLUSTER, choose_cluster
 from bot.errors import (
     ClusterUnreachableError,
     GpunodeError,
@@ -117,7 +117,7 @@ class ClusterRegistry:
         return len(self.names) > 1
 
     def choose(self, explicit: str | None = None, *, channel: str = "") -> str:
-        """The cluster a command means (see ``bot.core.clusters.choose_cluster``)."""
+        """The cluster a command means (see ``bot.core.model.clusters.choose_cluster``)."""
         return choose_cluster(
             explicit,
             channel=channel,

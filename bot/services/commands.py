@@ -1,9 +1,9 @@
 """The command table: ``handle(command, asker)`` carries out one parsed command.
 
 Every surface (the slash command, a mention in an incident thread, the terminal) parses its
-text with the one grammar (``bot.core.commands``), calls ``handle``, and presents the typed
-outcome it gets back (``bot.core.outcomes``). No surface dispatches by itself: the verb's
-handler, and the permission it needs, are declared here once, in ``TABLE``.
+text with the one grammar (``bot.core.governance.commands``), calls ``handle``, and presents the
+typed outcome it gets back (``bot.core.reporting.outcomes``). No surface dispatches by itself: the
+verb's handler, and the permission it needs, are declared here once, in ``TABLE``.
 
 What differs between surfaces is lent by the surface as a ``CommandSurface``: who may do
 what (the role policy in chat; the terminal is whoever holds the store and the kubeconfig),
@@ -18,10 +18,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bot.core import commands
-from bot.core.clusters import DEFAULT_CLUSTER, NodeRef
-from bot.core.incidents import Incident
-from bot.core.outcomes import (
+from bot.core.governance import commands
+from bot.core.governance.policy import Permission
+from bot.core.model.clusters import DEFAULT_CLUSTER, NodeRef
+from bot.core.model.incidents import Incident
+from bot.core.reporting.outcomes import (
     ClusterLeftOut,
     HelpAsked,
     IncidentLine,
@@ -31,7 +32,6 @@ from bot.core.outcomes import (
     StatusList,
     TopNodes,
 )
-from bot.core.policy import Permission
 from bot.services.clusters import ClusterRegistry
 from bot.services.operations import IncidentOps, top_across
 

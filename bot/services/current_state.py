@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import logging
 
-from bot.core.incidents import Incident
-from bot.core.outcomes import Diagnosed
-from bot.core.state_change import state_change
+from bot.core.model.incidents import Incident
+from bot.core.reporting.outcomes import Diagnosed
+from bot.core.reporting.state_change import state_change
 from bot.errors import GpunodeError
 from bot.services.ports import ChatPort, StorePort, ThreadPort
 

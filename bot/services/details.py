@@ -14,10 +14,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from bot.core.evidence import EvidenceBundle
-from bot.core.findings import Diagnosis
-from bot.core.incidents import Incident
-from bot.core.records import EvidenceSnapshot
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.model.evidence import EvidenceBundle
+from bot.core.model.incidents import Incident
+from bot.core.reporting.records import EvidenceSnapshot
 from bot.errors import GpunodeError
 from bot.services.chatops import BotServices, permitted
 

@@ -31,17 +31,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from bot.core import actors
-from bot.core.charts import action_markers, chart_spec
-from bot.core.cluster import ClusterView, NodeInfo
-from bot.core.clusters import format_node_ref
-from bot.core.evidence import EvidenceBundle
-from bot.core.findings import Diagnosis
-from bot.core.incidents import Incident, TimelineKind
-from bot.core.links import dashboard_link, incident_window
-from bot.core.outcomes import Diagnosed, RootLine, notice
-from bot.core.postmortem_story import SYMPTOMS
-from bot.core.thresholds import Thresholds
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.model import actors
+from bot.core.model.cluster import ClusterView, NodeInfo
+from bot.core.model.clusters import format_node_ref
+from bot.core.model.evidence import EvidenceBundle
+from bot.core.model.incidents import Incident, TimelineKind
+from bot.core.model.thresholds import Thresholds
+from bot.core.reporting.charts import action_markers, chart_spec
+from bot.core.reporting.links import dashboard_link, incident_window
+from bot.core.reporting.outcomes import Diagnosed, RootLine, notice
+from bot.core.reporting.postmortem_story import SYMPTOMS
 from bot.errors import (
     ClusterUnreachableError,
     GpunodeError,

@@ -4,7 +4,7 @@
 Two presenters use it: ``bot.services.diagnose.DiagnoseService`` posts the result into the
 node's incident thread (Slack's ``/gpunode diagnose``, ``@gpunode diagnose``, alerts, the
 re-diagnosis after an action) and ``bot.cli.diagnose`` prints it in a terminal (text,
-Markdown, JSON or Block Kit). Both parse the command with ``bot.core.commands.parse``.
+Markdown, JSON or Block Kit). Both parse the command with ``bot.core.governance.commands.parse``.
 
 Reads per diagnosis: ``check_node`` reads the node (an unknown node is answered before
 anything else happens); the Job reuses that read (``run_diagnostic(node, known=...)``); the
@@ -20,14 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from bot.core.analysis import analyze
-from bot.core.attribution import norm_uid
-from bot.core.cluster import ClusterView, NodeInfo
-from bot.core.dcgm import join, needs_dcgm
-from bot.core.evidence import EvidenceBundle
-from bot.core.findings import Diagnosis
-from bot.core.rules.growth import attach
-from bot.core.thresholds import Thresholds
+from bot.core.diagnosis.attribution import norm_uid
+from bot.core.diagnosis.dcgm import join, needs_dcgm
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.diagnosis.rules.growth import attach
+from bot.core.model.cluster import ClusterView, NodeInfo
+from bot.core.model.evidence import EvidenceBundle
+from bot.core.model.thresholds import Thresholds
+from bot.core.reporting.analysis import analyze
 from bot.services.ports import HistoryPort, KubePort, NoHistory
 
 
@@ -48,7 +48,7 @@ async def check_node(kube: KubePort, node: str) -> NodeInfo:
 
 def measured_pods(bundle: EvidenceBundle) -> frozenset[str]:
     """Pods whose working set the collector read from their cgroups. The analysis takes that
-    figure over the metrics API's (``bot.core.attribution``), so the view does not read
+    figure over the metrics API's (``bot.core.diagnosis.attribution``), so the view does not read
     their metrics: a diagnosis makes no metrics call when the collector saw every pod."""
     return frozenset(
         uid for p in bundle.pods if p.working_set_bytes is not None and (uid := norm_uid(p.pod_uid))

@@ -11,8 +11,8 @@ Checks, each a row (``ok``, ``warn`` or ``FAIL``):
   without a Lease), handed in by the edge (``bot.cli.doctor``, ``bot.wiring.serve``): this
   module reads neither the configuration nor the store.
 
-The exit status is non-zero when any row (``bot.core.checkup.Row``) is FAIL. ``serve`` runs
-the same checks at start and logs each row; two replicas on one store without a Lease
+The exit status is non-zero when any row (``bot.core.reporting.checkup.Row``) is FAIL. ``serve``
+runs the same checks at start and logs each row; two replicas on one store without a Lease
 refuse to start.
 """
 
@@ -22,7 +22,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bot.core.checkup import Level, Row, failed
+from bot.core.reporting.checkup import Level, Row, failed
 from bot.errors import GpunodeError, StoreError, UsageError
 from bot.kube import selfcheck
 from bot.kube.permissions import api_calls

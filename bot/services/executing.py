@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from bot.core.actions import (
+from bot.core.model.actions import (
     AnnotateNodeParams,
     PatchResourcesParams,
     PriorityClassNameParams,
@@ -28,7 +28,7 @@ from bot.core.actions import (
     ResizePodParams,
     Step,
 )
-from bot.core.changes import Change, EvictionOutcome
+from bot.core.model.changes import Change, EvictionOutcome
 from bot.errors import GpunodeError, KubeUnavailableError, WriteUnknownError
 from bot.services.ports import KubePort
 from bot.services.settling import settle

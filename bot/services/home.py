@@ -1,7 +1,7 @@
 """The Home tab's use case: what one person sees when they open gpunode's Home (issue #23
 §1). Open incidents with their latest verdict, the approvals that person may decide (their
 role in the incident's cluster, never their own request, never one they already approved),
-and the newest diagnoses, open or resolved. Each list is bounded (``bot.core.home``); the
+and the newest diagnoses, open or resolved. Each list is bounded (``bot.core.reporting.home``); the
 presenter words it in the person's language (``bot.render.home`` via ``bot.slack.home``).
 """
 
@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import logging
 
-from bot.core.clusters import format_node_ref
-from bot.core.home import (
+from bot.core.governance.policy import can_approve
+from bot.core.model.clusters import format_node_ref
+from bot.core.model.incidents import Incident
+from bot.core.reporting.home import (
     MAX_APPROVALS,
     MAX_DIAGNOSES,
     MAX_INCIDENTS,
@@ -20,8 +22,6 @@ from bot.core.home import (
     HomeSummary,
     bounded,
 )
-from bot.core.incidents import Incident
-from bot.core.policy import can_approve
 from bot.services.acting import tier_of
 from bot.services.chatops import BotServices
 

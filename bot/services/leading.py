@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from bot.core.leases import LeaseRecord, Observation, decide, observe, released
+from bot.core.governance.leases import LeaseRecord, Observation, decide, observe, released
 from bot.errors import ConflictError, GpunodeError
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """``LocaleChooser``: the language of each message gpunode sends, from the settings' channel
 overrides, the incident thread's kept locale and the person's Slack locale.
 
-The rules are ``bot.core.locales`` (pure); this module only gathers their inputs. A person's
+The rules are ``bot.core.model.locales`` (pure); this module only gathers their inputs. A person's
 Slack locale comes from ``ChatPort.user_locale`` (``users.info`` with ``include_locale``,
 cached by the chat edge); when it cannot be read the message is in the default language.
 
@@ -17,7 +17,7 @@ import logging
 from collections.abc import Mapping
 from typing import Protocol
 
-from bot.core.locales import Locale, choose_locale, opening_locale
+from bot.core.model.locales import Locale, choose_locale, opening_locale
 
 log = logging.getLogger(__name__)
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from bot.core.autoscalers import release_steps
-from bot.core.cluster import NodeLoad
-from bot.core.incidents import TimelineEntry
-from bot.core.quantity import parse_quantity
+from bot.core.model.cluster import NodeLoad
+from bot.core.model.incidents import TimelineEntry
+from bot.core.model.quantity import parse_quantity
+from bot.core.remedies.autoscalers import release_steps
 from bot.errors import GpunodeError, UsageError
 from bot.services.clusters import ClusterRegistry, fan_out
 from bot.services.executing import run_steps

@@ -1,7 +1,7 @@
 """The interfaces the use-cases depend on. ``bot.kube.Gateway`` implements ``KubePort``,
 ``bot.slack.chatting.SlackChat`` ``ChatPort``, ``bot.store.Store`` ``StorePort``, and
 ``bot.slack.presenter.SlackPresenter`` ``ThreadPort`` and ``FilesPort``: the use cases hand
-it outcomes (``bot.core.outcomes``), chart specs and postmortem drafts, and it picks the
+it outcomes (``bot.core.reporting.outcomes``), chart specs and postmortem drafts, and it picks the
 reader's language, words, draws and renders them. ``bot.prom.history.HistoryService``
 implements ``HistoryPort`` (``NoHistory`` without Prometheus), and
 ``bot.telemetry.metrics.Metrics`` ``MetricsPort`` (``NoMetrics`` counts nothing). The
@@ -21,28 +21,28 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Protocol, TypeVar
 
-from bot.core.approvals import ApprovalRequest
-from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
-from bot.core.charts import ChartSpec
-from bot.core.cluster import ClusterView, NodeInfo, NodeLoad
-from bot.core.dcgm import DcgmAttempt
-from bot.core.evidence import EvidenceBundle
-from bot.core.findings import Diagnosis
-from bot.core.history import History
-from bot.core.impersonation import ActingAs
-from bot.core.incidents import Incident, IncidentState, TimelineEntry
-from bot.core.outcomes import ActionForm, Diagnosed, Told
-from bot.core.postmortem import Postmortem
-from bot.core.prevention import KitSource, PreventionParams
-from bot.core.records import (
+from bot.core.diagnosis.dcgm import DcgmAttempt
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.diagnosis.history import History
+from bot.core.governance.approvals import ApprovalRequest
+from bot.core.governance.impersonation import ActingAs
+from bot.core.model.changes import Change, EnvValues, EvictionOutcome, ResourceValues
+from bot.core.model.cluster import ClusterView, NodeInfo, NodeLoad
+from bot.core.model.evidence import EvidenceBundle
+from bot.core.model.incidents import Incident, IncidentState, TimelineEntry
+from bot.core.remedies.prevention import KitSource, PreventionParams
+from bot.core.remedies.watching import RolloutProgress
+from bot.core.reporting.charts import ChartSpec
+from bot.core.reporting.outcomes import ActionForm, Diagnosed, Told
+from bot.core.reporting.postmortem import Postmortem
+from bot.core.reporting.records import (
     ActionRecord,
     ActionState,
     AuditRecord,
     ChainReport,
     EvidenceSnapshot,
 )
-from bot.core.state_change import StateChange
-from bot.core.watching import RolloutProgress
+from bot.core.reporting.state_change import StateChange
 
 T = TypeVar("T")
 
@@ -78,7 +78,7 @@ class KubePort(Protocol):
         self, node: str, annotations: dict[str, str | None], *, dry_run: bool
     ) -> Change:
         """Set (None: remove) the node's scale-down protection annotations; ``before``
-        holds each key's previous value (``bot.core.autoscalers``)."""
+        holds each key's previous value (``bot.core.remedies.autoscalers``)."""
 
     async def evict(self, namespace: str, name: str, *, dry_run: bool) -> EvictionOutcome: ...
 
@@ -217,7 +217,7 @@ class ChatPort(Protocol):
 
 class ThreadPort(Protocol):
     """Where the use cases put what they have to say: outcomes, never words. The presenter
-    of the surface (``bot.slack.presenter``) chooses the language (``bot.core.locales``):
+    of the surface (``bot.slack.presenter``) chooses the language (``bot.core.model.locales``):
     the person's for ``tell``, the incident thread's for a post in it, else the channel's.
     Every method raises ``SlackError`` (after the client's own retries), as ``ChatPort``."""
 
@@ -278,7 +278,7 @@ class NoActionMetrics:
 
 class FilesPort(Protocol):
     """Where the use cases put what is shared as files, as data, never drawn or worded: a
-    chart (``ChartSpec``, ``bot.core.charts``), the postmortem draft, the prevention kit's
+    chart (``ChartSpec``, ``bot.core.reporting.charts``), the postmortem draft, the prevention kit's
     parameters. The presenter (``bot.slack.presenter.SlackPresenter``) draws
     (``bot.charts``) and renders (``bot.render``) them in the reader's language and uploads
     them. A chart only illustrates evidence already posted: when it cannot be drawn or
@@ -376,7 +376,7 @@ class VerdictWords(Protocol):
 class StorePort(Protocol):
     """What the use-cases need from the incident store (``bot.store.Store``, SQLite today).
 
-    Engine-neutral: rows are the models of ``bot.core.records`` and the core; times are
+    Engine-neutral: rows are the models of ``bot.core.reporting.records`` and the core; times are
     timezone-aware and passed in (the store never reads the clock). Claims
     (``claim_root``, ``claim_action``, ``claim_undo``) and ``update_approval`` are atomic
     across every replica sharing the store: exactly one caller wins. Failures of the engine

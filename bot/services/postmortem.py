@@ -2,9 +2,9 @@
 
 ``draft_postmortem`` reads the incident's record (timeline, snapshots, actions with their
 approvals) from the store, asks the chat port for the participants' display names
-(``users.info``), and builds ``bot.core.postmortem.Postmortem`` with the specs of its start
-and end charts (``bot.core.charts``). It words and draws nothing: the Slack presenter
-(``FilesPort.postmortem``) draws the charts and renders the Markdown and the HTML in the
+(``users.info``), and builds ``bot.core.reporting.postmortem.Postmortem`` with the specs of its
+start and end charts (``bot.core.reporting.charts``). It words and draws nothing: the Slack
+presenter (``FilesPort.postmortem``) draws the charts and renders the Markdown and the HTML in the
 thread's language and shares them; the terminal (``gpunode timeline``) prints the Markdown
 in the reader's.
 """
@@ -16,12 +16,18 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from bot.core.charts import ChartSpec, action_markers, chart_spec
-from bot.core.cluster import ClusterView
-from bot.core.incidents import Incident, TimelineEntry
-from bot.core.postmortem import BOT_ACTORS, ActionInput, Postmortem, Snapshot, build_postmortem
-from bot.core.prevention import KitSource, prevention_params
-from bot.core.records import EvidenceSnapshot
+from bot.core.model.cluster import ClusterView
+from bot.core.model.incidents import Incident, TimelineEntry
+from bot.core.remedies.prevention import KitSource, prevention_params
+from bot.core.reporting.charts import ChartSpec, action_markers, chart_spec
+from bot.core.reporting.postmortem import (
+    BOT_ACTORS,
+    ActionInput,
+    Postmortem,
+    Snapshot,
+    build_postmortem,
+)
+from bot.core.reporting.records import EvidenceSnapshot
 from bot.services.ports import StorePort
 
 UserName = Callable[[str], Awaitable[str]]

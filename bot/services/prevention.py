@@ -1,6 +1,6 @@
 """The prevention kit use case: compute it for a node, and share it into Slack.
 
-Two sources, one kit (``bot.core.prevention`` computes; the surface renders it: the Slack
+Two sources, one kit (``bot.core.remedies.prevention`` computes; the surface renders it: the Slack
 presenter through ``FilesPort.kit``, the terminal through ``bot.render.prevention``):
 - ``kit_from_cluster``: the node as the API server shows it now (``/gpunode prevent NODE``
   and ``gpunode prevent NODE``): no diagnostic Job is needed, since every value comes from
@@ -19,12 +19,12 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from bot.core.cluster import ClusterView
-from bot.core.clusters import format_node_ref
-from bot.core.incidents import Incident, TimelineEntry
-from bot.core.outcomes import notice
-from bot.core.prevention import KitSource, PreventionParams, prevention_params
-from bot.core.records import AuditRecord, EvidenceSnapshot
+from bot.core.model.cluster import ClusterView
+from bot.core.model.clusters import format_node_ref
+from bot.core.model.incidents import Incident, TimelineEntry
+from bot.core.remedies.prevention import KitSource, PreventionParams, prevention_params
+from bot.core.reporting.outcomes import notice
+from bot.core.reporting.records import AuditRecord, EvidenceSnapshot
 from bot.errors import GpunodeError
 from bot.services.chatops import BotServices, permitted
 from bot.services.ports import FilesPort, KubePort, StorePort

@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from bot.core import actors
-from bot.core.actions import ActionPlan
-from bot.core.outcomes import notice
+from bot.core.model import actors
+from bot.core.model.actions import ActionPlan
+from bot.core.reporting.outcomes import notice
 from bot.errors import GpunodeError, KubeError
 from bot.services.acting import ActDeps, plan_of_record
 

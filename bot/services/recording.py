@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from bot.core.incidents import TimelineEntry, TimelineKind
+from bot.core.model.incidents import TimelineEntry, TimelineKind
 from bot.services.ports import StorePort
 
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.core import actors
-from bot.core.actions import ActionPlan
-from bot.core.cluster import ClusterView
-from bot.core.editing import Tier3Bounds, Tier3Edits, apply_tier3_edits
-from bot.core.outcomes import ActionForm, DryRun, Refused, StepsReport, refused
-from bot.core.policy import ActionRequestInfo, Deny, NeedsApproval, decide
-from bot.core.quantity import QuantityError, parse_quantity
-from bot.core.records import ActionRecord
+from bot.core.governance.policy import ActionRequestInfo, Deny, NeedsApproval, decide
+from bot.core.model import actors
+from bot.core.model.actions import ActionPlan
+from bot.core.model.cluster import ClusterView
+from bot.core.model.quantity import QuantityError, parse_quantity
+from bot.core.remedies.editing import Tier3Bounds, Tier3Edits, apply_tier3_edits
+from bot.core.reporting.outcomes import ActionForm, DryRun, Refused, StepsReport, refused
+from bot.core.reporting.records import ActionRecord
 from bot.services import approval_view
 from bot.services.acting import ActDeps, audit_fields, tier_of
 from bot.services.executing import StepsResult, run_steps

@@ -1,7 +1,7 @@
 """A write that got no answer: re-read its object and record what really happened.
 
 The executor (``executing.run_steps``) hands every ``WriteUnknownError`` here. The object is
-read again (``KubePort.read_target``) and ``bot.core.landing`` says whether the write is in
+read again (``KubePort.read_target``) and ``bot.core.remedies.landing`` says whether the write is in
 it. Then:
 
 - it landed: the step counts as done, recorded with the ``before`` captured just before the
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from bot.core.actions import Step
-from bot.core.changes import Change
-from bot.core.landing import Landing, landing
+from bot.core.model.actions import Step
+from bot.core.model.changes import Change
+from bot.core.remedies.landing import Landing, landing
 from bot.errors import GpunodeError, KubeUnavailableError, WriteUnknownError
 from bot.services.ports import KubePort
 

@@ -8,7 +8,7 @@ escaping already undone).
 
 from __future__ import annotations
 
-from bot.core.incidents import Incident
+from bot.core.model.incidents import Incident
 from bot.services.chatops import BotServices
 from bot.services.recording import append_entry
 
@@ -31,7 +31,7 @@ async def mentioned_in(
     """The incident whose thread gpunode was mentioned in, once per event; None when the
     event was seen already or the mention is not in an incident thread (then it is left
     alone). The surface parses the mention with the one grammar
-    (``bot.core.commands.parse_in_thread``) and hands it to ``bot.services.commands``."""
+    (``bot.core.governance.commands.parse_in_thread``) and hands it to ``bot.services.commands``."""
     if not await s.store.remember_event(f"event:{event_id}", at=s.clock()):
         return None
     if not thread_ts:

@@ -5,7 +5,7 @@ The terminal's ``gpunode timeline`` prints the same draft (``bot.cli.ops``)."""
 
 from __future__ import annotations
 
-from bot.core.incidents import Incident
+from bot.core.model.incidents import Incident
 from bot.services.chatops import BotServices
 from bot.services.commands import incident_at
 from bot.services.recording import append_entry

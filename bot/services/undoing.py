@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.core.actions import Step
-from bot.core.outcomes import Refused, refused
-from bot.core.policy import ActionRequestInfo, Deny, decide
-from bot.core.records import ActionRecord
-from bot.core.staleness import undo_conflict
+from bot.core.governance.policy import ActionRequestInfo, Deny, decide
+from bot.core.model.actions import Step
+from bot.core.remedies.staleness import undo_conflict
+from bot.core.reporting.outcomes import Refused, refused
+from bot.core.reporting.records import ActionRecord
 from bot.errors import KubeError, NotFoundError
 from bot.services.acting import ActDeps, audit_fields, tier_of
 from bot.services.executing import run_steps

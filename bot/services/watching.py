@@ -1,13 +1,13 @@
 """After an action: watch it land, then say so in the incident thread.
 
 The API server accepting a patch or an eviction is not the end: a template change is
-*applied* only when the controller's pods run the new template (``bot.core.watching.judge``),
-an in-place resize only when the kubelet actuated it (status resources = spec), and an
-eviction is *complete* only when the pod is gone (a pod recreated under the same name
-has another uid). The watch polls every ``watch_interval_s`` for at most ``watch_timeout_s``
-and posts one message per rollout and one for the evictions, whatever the outcome: applied,
-stalled (with the pods' reasons and the FailedCreate/FailedScheduling events), still rolling,
-or nothing restarting (``OnDelete``).
+*applied* only when the controller's pods run the new template
+(``bot.core.remedies.watching.judge``), an in-place resize only when the kubelet actuated it
+(status resources = spec), and an eviction is *complete* only when the pod is gone (a pod recreated
+under the same name has another uid). The watch polls every ``watch_interval_s`` for at most
+``watch_timeout_s`` and posts one message per rollout and one for the evictions, whatever the
+outcome: applied, stalled (with the pods' reasons and the FailedCreate/FailedScheduling events),
+still rolling, or nothing restarting (``OnDelete``).
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from bot.core import actors
-from bot.core.actions import ActionPlan
-from bot.core.outcomes import EvictionsWatched, RolloutWatched
-from bot.core.records import ActionRecord
-from bot.core.refs import ObjectRef
-from bot.core.watching import TEMPLATE_VERBS, RolloutProgress, Verdict, judge
+from bot.core.model import actors
+from bot.core.model.actions import ActionPlan
+from bot.core.model.refs import ObjectRef
+from bot.core.remedies.watching import TEMPLATE_VERBS, RolloutProgress, Verdict, judge
+from bot.core.reporting.outcomes import EvictionsWatched, RolloutWatched
+from bot.core.reporting.records import ActionRecord
 from bot.errors import GpunodeError
 from bot.services.acting import ActDeps
 from bot.services.executing import StepsResult

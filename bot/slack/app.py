@@ -1,6 +1,6 @@
 """The slash command and the thread events. A command, typed or a mention in an incident
-thread, is parsed with the one grammar (``bot.core.commands``), carried out by the command
-table (``bot.services.commands.handle``, which checks the verb's permission), and its typed
+thread, is parsed with the one grammar (``bot.core.governance.commands``), carried out by the
+command table (``bot.services.commands.handle``, which checks the verb's permission), and its typed
 outcome presented here (``as_told``); ``threads`` keeps replies in the timeline. The
 buttons and modals are ``bot.slack.interactions``; both are registered on the Bolt app by
 ``bot.slack.bolt``, and neither imports the other.
@@ -17,9 +17,9 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 
-from bot.core import commands
-from bot.core.incidents import Incident
-from bot.core.outcomes import (
+from bot.core.governance import commands
+from bot.core.model.incidents import Incident
+from bot.core.reporting.outcomes import (
     HelpAsked,
     Notice,
     Outcome,
@@ -59,7 +59,7 @@ def _register_commands(app: AsyncApp, s: BotServices) -> None:
         # Slack escapes & < > in the text it sends; the templates escape on the way out
         text = slack_unescape(str(body.get("text", ""))).strip()
         channel, user = str(body.get("channel_id", "")), str(body.get("user_id", ""))
-        # every answer here is ephemeral: in the asking person's language (bot.core.locales)
+        # every answer here is ephemeral: in the asking person's language (bot.core.model.locales)
         locale = await s.diagnose.locales.for_person(channel, user)
         try:
             cmd = commands.parse(text, clusters=s.clusters.names)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 
-from bot.core.outcomes import notice
+from bot.core.reporting.outcomes import notice
 from bot.errors import GpunodeError
 from bot.render import environment
 from bot.render.blocks import details_view

@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from slack_bolt.async_app import AsyncApp
 
-from bot.core.clusters import split_node_ref
+from bot.core.model.clusters import split_node_ref
 from bot.errors import UnknownClusterError
 from bot.render.acting import APPLY, APPROVE, CANCEL, CONFIRM_CALLBACK, DENY, REDIAGNOSE, UNDO
 from bot.render.blocks import DETAILS_ACTION, PREVENTION_ACTION

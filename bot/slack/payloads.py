@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.core.validation import validation_message
+from bot.core.model.validation import validation_message
 from bot.errors import RequestError
 
 #: Slack ids (U0123ABCD, C0123ABCD, T0123ABCD): a capital for the kind, then capitals and

@@ -1,14 +1,14 @@
 """``SlackPresenter``: the ``ThreadPort`` of Slack. The use cases hand it outcomes
-(``bot.core.outcomes``: a ``Refused`` code, a ``Notice`` key, with raw parameters); it picks
-the reader's language and words them through ``bot.render``, then posts over the ``ChatPort``.
+(``bot.core.reporting.outcomes``: a ``Refused`` code, a ``Notice`` key, with raw parameters); it
+picks the reader's language and words them through ``bot.render``, then posts over the ``ChatPort``.
 
-The language is chosen here and only here (``LocaleChooser``, rules in ``bot.core.locales``):
+The language is chosen here and only here (``LocaleChooser``, rules in ``bot.core.model.locales``):
 what only one person sees is in their language (the channel's override first); a post in an
 incident thread is in the language the thread keeps; a post outside a thread is in the
 channel's language, else the default.
 
-It is also the ``FilesPort``: the use cases hand it chart specs (``bot.core.charts``) and
-postmortem drafts (``bot.core.postmortem``), and it draws (``bot.charts``, in a worker
+It is also the ``FilesPort``: the use cases hand it chart specs (``bot.core.reporting.charts``) and
+postmortem drafts (``bot.core.reporting.postmortem``), and it draws (``bot.charts``, in a worker
 thread) and renders (``bot.render.postmortem``) them in the thread's language, then shares
 the files. A chart that cannot be drawn or shared is logged, never the use case's failure.
 """
@@ -20,10 +20,11 @@ import logging
 from collections.abc import Sequence
 from typing import get_args
 
-from bot.core.charts import ChartSpec
-from bot.core.incidents import Incident
-from bot.core.locales import DEFAULT_LOCALE
-from bot.core.outcomes import (
+from bot.core.model.incidents import Incident
+from bot.core.model.locales import DEFAULT_LOCALE
+from bot.core.remedies.prevention import KitSource, PreventionParams
+from bot.core.reporting.charts import ChartSpec
+from bot.core.reporting.outcomes import (
     ActionDiff,
     ActionForm,
     ActionResult,
@@ -35,9 +36,8 @@ from bot.core.outcomes import (
     RootLine,
     Told,
 )
-from bot.core.postmortem import Postmortem
-from bot.core.prevention import KitSource, PreventionParams
-from bot.core.state_change import StateChange
+from bot.core.reporting.postmortem import Postmortem
+from bot.core.reporting.state_change import StateChange
 from bot.errors import GpunodeError
 from bot.render import environment
 from bot.render.acting import action_form, render_action

@@ -8,7 +8,7 @@ ordered list both engines apply; the ``*_rows`` modules hold the SQL, the same f
 Only this package imports ``sqlite3``, and only ``postgres`` imports ``psycopg``.
 """
 
-from bot.core.records import (
+from bot.core.reporting.records import (
     ActionRecord,
     ActionState,
     AuditRecord,

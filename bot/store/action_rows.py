@@ -12,8 +12,13 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from bot.core.approvals import ApprovalRequest
-from bot.core.records import ACTION_TRANSITIONS, INTERRUPTED_STATES, ActionRecord, ActionState
+from bot.core.governance.approvals import ApprovalRequest
+from bot.core.reporting.records import (
+    ACTION_TRANSITIONS,
+    INTERRUPTED_STATES,
+    ActionRecord,
+    ActionState,
+)
 from bot.errors import StoreError
 from bot.store.db import Db, DbIntegrityError, Row
 from bot.store.values import dumps, loads, parse_ts, ts

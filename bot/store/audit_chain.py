@@ -33,7 +33,7 @@ import hmac
 import json
 from typing import TYPE_CHECKING, Any
 
-from bot.core.records import ChainReport
+from bot.core.reporting.records import ChainReport
 from bot.store import audit_guard
 from bot.store.values import storable
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from bot.config import Settings
-from bot.core.checkup import Row
+from bot.core.reporting.checkup import Row
 from bot.store import engines, roles
 from bot.store.db import DbError
 from bot.store.storing import Store

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from bot.core.cluster import ClusterView
-from bot.core.clusters import DEFAULT_CLUSTER
-from bot.core.evidence import EvidenceBundle
-from bot.core.findings import Diagnosis
-from bot.core.incidents import (
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.model.cluster import ClusterView
+from bot.core.model.clusters import DEFAULT_CLUSTER
+from bot.core.model.evidence import EvidenceBundle
+from bot.core.model.incidents import (
     Incident,
     IncidentState,
     TimelineEntry,
@@ -21,7 +21,7 @@ from bot.core.incidents import (
     resolve_incident,
     start_mitigation,
 )
-from bot.core.records import EvidenceSnapshot
+from bot.core.reporting.records import EvidenceSnapshot
 from bot.errors import StoreError
 from bot.store import packing
 from bot.store.db import Db, Row

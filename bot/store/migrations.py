@@ -183,7 +183,7 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         )""",
     ),
     (
-        # 5: the language an incident thread keeps (bot/core/locales.py); one portable
+        # 5: the language an incident thread keeps (bot/core/model/locales.py); one portable
         # statement (SQLite and PostgreSQL alike), existing incidents stay English
         "ALTER TABLE incidents ADD COLUMN locale TEXT NOT NULL DEFAULT 'en'",
     ),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from bot.core.records import AuditRecord, ChainReport
+from bot.core.reporting.records import AuditRecord, ChainReport
 from bot.store import audit_chain
 from bot.store.db import Db
 from bot.store.values import dumps, loads, parse_ts, ts

@@ -18,14 +18,14 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
 
-from bot.core import actors
-from bot.core.approvals import ApprovalRequest
-from bot.core.cluster import ClusterView
-from bot.core.clusters import DEFAULT_CLUSTER
-from bot.core.evidence import EvidenceBundle
-from bot.core.findings import Diagnosis
-from bot.core.incidents import Incident, IncidentState, TimelineEntry
-from bot.core.records import (
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.governance.approvals import ApprovalRequest
+from bot.core.model import actors
+from bot.core.model.cluster import ClusterView
+from bot.core.model.clusters import DEFAULT_CLUSTER
+from bot.core.model.evidence import EvidenceBundle
+from bot.core.model.incidents import Incident, IncidentState, TimelineEntry
+from bot.core.reporting.records import (
     ActionRecord,
     ActionState,
     AuditRecord,

@@ -4,7 +4,7 @@ node's snapshot was 187 KiB compressed, 171 KiB of it the process list).
 Kept whole: every process outside pods (the ledger sums their anonymous memory per unit and
 names each unit's top process) and every process that holds GPU memory. Pod processes: the
 ``KEEP_PER_CONTAINER`` largest of each container (by RSS, then PID), which covers what the
-reports say about a pod (its top four processes by name, ``bot.core.consumers``). The rest
+reports say about a pod (its top four processes by name, ``bot.core.diagnosis.consumers``). The rest
 of each container is summarised in the process tail: how many processes were left out and
 the sums of their RSS, anonymous, file and shared memory.
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.core.evidence import EvidenceBundle, ProcessMemory
+from bot.core.model.evidence import EvidenceBundle, ProcessMemory
 
 #: the reports name a pod's top four processes; one container keeps at least those
 KEEP_PER_CONTAINER = 4

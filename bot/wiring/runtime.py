@@ -17,10 +17,10 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import Settings, alerts_enabled
-from bot.core.alert_caps import AlertCaps
-from bot.core.findings import Diagnosis
-from bot.core.policy import TIERS, Policy
-from bot.core.thresholds import Thresholds
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.governance.alert_caps import AlertCaps
+from bot.core.governance.policy import TIERS, Policy
+from bot.core.model.thresholds import Thresholds
 from bot.errors import ConfigError
 from bot.prom.history import HistoryService
 from bot.render.sentences import sentence

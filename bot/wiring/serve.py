@@ -21,7 +21,7 @@ from slack_sdk.errors import SlackApiError
 from bot.config import Settings, alerts_enabled, load_settings
 from bot.config.policy import read_policy
 from bot.config.thresholds import read_thresholds
-from bot.core.policy import Policy, parse_policy
+from bot.core.governance.policy import Policy, parse_policy
 from bot.errors import ConfigError, SlackError
 from bot.logs import configure_logging
 from bot.services import doctor

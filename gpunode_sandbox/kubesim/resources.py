@@ -179,7 +179,7 @@ RESOURCES: tuple[Resource, ...] = (
 
 #: Custom resources the stand-in can serve: only those a scenario installs (``Scenario.crds``,
 #: by ``plural.group``); any other is a 404, as on a cluster without the CRD. Gang owners
-#: (bot.core.gangs) and the VerticalPodAutoscaler.
+#: (bot.core.model.gangs) and the VerticalPodAutoscaler.
 CUSTOM: tuple[Resource, ...] = tuple(
     Resource(group, version, kind, plural, True, (), ("status",), crd=True)
     for group, version, kind, plural in (

@@ -4,7 +4,7 @@ Alice diagnoses gpu-node-01 from the command box, reads the brief diagnosis in t
 presses tier 3, edits the caps (the bot refuses a limit below the working set until she
 ticks the acknowledgement), sees the dry run, applies it through the confirm
 dialog, and sees the outcome and the before/after diff. The re-diagnosis offers no tier 1:
-tier 3 gave the shortage back, so the thread says there is nothing to do (issue #20).
+tier 3 gave the shortage back, so the thread says there is nothing to do.
 Finally Alice exports the timeline: the postmortem draft (Markdown and HTML) appears in the
 thread, the HTML shown in a frame. The diagnosis chart shows inline as an image.
 

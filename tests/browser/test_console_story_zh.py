@@ -1,7 +1,7 @@
 """The demo story once more, walked by li.wei, the on-call SRE whose Slack is in Simplified
 Chinese, in real Chromium: the console's own labels, the incident thread, the modals, the
 dry runs and the postmortem are in Chinese; after tier 3 the re-diagnosis says, in Chinese,
-that there is nothing left to do (no tier 1 on a node no longer at risk, issue #20).
+that there is nothing left to do (no tier 1 on a node no longer at risk).
 
 Expected wording comes from the zh-CN templates themselves (never typed here), so the test
 proves the locale was chosen and threaded through, and the CJK text renders with a CJK font

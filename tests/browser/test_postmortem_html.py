@@ -63,7 +63,7 @@ def test_the_postmortem_html_opens_with_every_section_and_its_charts(
     page.goto(html.as_uri())
     for section, title in SECTIONS.items():
         expect(page.locator(f"#{section} h2")).to_have_text(title)
-    # one action: tier 3; after it the node is no longer at risk, so no tier 1 (issue #20)
+    # one action: tier 3; after it the node is no longer at risk, so no tier 1
     action = page.get_by_test_id("action")
     expect(action).to_have_count(1)
     expect(action).to_contain_text("Tier 3 · constrain the offender")

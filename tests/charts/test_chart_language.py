@@ -16,8 +16,8 @@ from matplotlib.text import Text
 
 from bot.charts.rendering import draw, render_png
 from bot.cli.diagnose import write_chart
-from bot.core.analysis import analyze
-from bot.core.charts import ChartSpec, chart_spec
+from bot.core.reporting.analysis import analyze
+from bot.core.reporting.charts import ChartSpec, chart_spec
 from tests.services.fakes import load_scenario
 
 

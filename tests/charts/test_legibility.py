@@ -13,7 +13,7 @@ from matplotlib.text import Text
 
 from bot.charts import render_png
 from bot.charts.rendering import DPI, PREVIEW_WIDTH_PX, WIDTH_IN, draw
-from bot.core.charts import ChartMarker, ChartSeries, ChartSpec
+from bot.core.reporting.charts import ChartMarker, ChartSeries, ChartSpec
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 T0 = 1_796_083_200.0

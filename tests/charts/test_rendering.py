@@ -14,7 +14,7 @@ import pytest
 from matplotlib import image as mpimg
 
 from bot.charts import render_png
-from bot.core.charts import (
+from bot.core.reporting.charts import (
     CACHE_COLOUR,
     KERNEL_COLOUR,
     MARKER_STYLE,

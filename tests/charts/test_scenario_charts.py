@@ -12,8 +12,8 @@ import pytest
 from matplotlib import image as mpimg
 
 from bot.cli import main
-from bot.core.charts import chart_spec
-from bot.core.findings import Diagnosis
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.reporting.charts import chart_spec
 from gpunode_sandbox.kubesim import KubeSim
 from gpunode_sandbox.kubesim.access import BOT_TOKEN
 

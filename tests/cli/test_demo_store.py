@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from bot.cli import main
-from bot.core.incidents import TimelineEntry
+from bot.core.model.incidents import TimelineEntry
 from bot.store.engines import demo_settings_path, demo_store_path
 from bot.store.storing import Store
 from gpunode_sandbox.demo import fresh_demo_store, write_demo_settings

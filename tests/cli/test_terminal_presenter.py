@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.cli.presenter import present
-from bot.core.clusters import NodeRef
-from bot.core.outcomes import (
+from bot.core.model.clusters import NodeRef
+from bot.core.reporting.outcomes import (
     ClusterLeftOut,
     Exported,
     HelpAsked,

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from bot.collectors.bundle import SCHEMA_VERSION, collect_document
-from bot.core import evidence
-from bot.core.evidence import EvidenceBundle
+from bot.core.model import evidence
+from bot.core.model.evidence import EvidenceBundle
 
 REPO = Path(__file__).resolve().parents[2]
 HOSTS = REPO / "tests" / "fixtures" / "hosts"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.collectors.bundle import collect
-from bot.core.evidence import EvidenceBundle
+from bot.core.model.evidence import EvidenceBundle
 from gpunode_sandbox.fake_nvml import FakeNvml
 
 HOSTS = Path(__file__).resolve().parents[1] / "fixtures" / "hosts"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.collectors.bundle import collect
-from bot.core.evidence import EvidenceBundle
+from bot.core.model.evidence import EvidenceBundle
 from gpunode_sandbox.fake_nvml import FakeNvml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -61,7 +61,7 @@ def test_collector_meminfo_figures_equal_free_b_on_a_frozen_meminfo(tmp_path: Pa
     bundle = EvidenceBundle.model_validate_json(json_out)
     assert bundle.free is not None
     # the bundle's used_bytes is the modern formula; pick the one this free uses
-    from bot.core.memory import parse_procps_version, uses_available
+    from bot.core.diagnosis.memory import parse_procps_version, uses_available
 
     modern = uses_available(parse_procps_version(version))
     f = bundle.free

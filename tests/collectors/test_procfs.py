@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from bot.collectors import procfs
 from bot.collectors.gaps import GapLog
-from bot.core.evidence import MemInfo, MemoryPressure
+from bot.core.model.evidence import MemInfo, MemoryPressure
 
 MEMINFO = (
     "MemTotal:  1000 kB\nMemFree:  100 kB\nMemAvailable: 600 kB\nHugePages_Total: 4\nZswap: 8 kB\n"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bot.collectors.gaps import GapLog
-from bot.core.evidence import EvidenceBundle
+from bot.core.model.evidence import EvidenceBundle
 
 REPO = Path(__file__).resolve().parents[2]
 HOSTS = REPO / "tests" / "fixtures" / "hosts"

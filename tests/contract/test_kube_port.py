@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from bot.config import KubeSettings
-from bot.core.changes import Change, EvictionOutcome
+from bot.core.model.changes import Change, EvictionOutcome
 from bot.errors import GpunodeError, InvalidObjectError, NotFoundError
 from bot.kube.gateway import Gateway
 from bot.services.ports import KubePort

@@ -9,8 +9,8 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
-from bot.core.actions import ActionPlan
-from bot.core.findings import Diagnosis
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.model.actions import ActionPlan
 from gpunode_sandbox.advice_checks import check
 from gpunode_sandbox.corpus import restart_count as corpus_restart_count
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.core.attribution import attribute
-from bot.core.cluster import (
+from bot.core.diagnosis.attribution import attribute
+from bot.core.diagnosis.rules.context import Context
+from bot.core.model.cluster import (
     ClusterView,
     ContainerInfo,
     NodeInfo,
@@ -14,8 +15,7 @@ from bot.core.cluster import (
     PodInfo,
     ResourceAllocation,
 )
-from bot.core.evidence import ContainerMemory, EvidenceBundle, GpuDevice, MemInfo
-from bot.core.rules.context import Context
+from bot.core.model.evidence import ContainerMemory, EvidenceBundle, GpuDevice, MemInfo
 
 GI = 1024**3
 AT = datetime(2026, 1, 1, tzinfo=UTC)

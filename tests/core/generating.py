@@ -17,7 +17,7 @@ that, by construction, nothing else explains the problem:
   exhausted GPU (a pod's process) or a GPU held by a process of no pod; ``healthy`` only looks
   full to ``free`` (little MemFree, much reclaimable page cache).
 
-- the shapes of issue #20 (``SHAPE_CLASSES``), each with its plan values known by
+- the advice shapes (``SHAPE_CLASSES``), each with its plan values known by
   construction (``Advice``): ``multi_replica`` (8-14 replicas of one Deployment here),
   ``spread_replicas`` (1-3 here, more on other nodes: the workload's replica count),
   ``sidecar_leak`` (a GPU training pod inside its request whose log-shipper sidecar leaks,
@@ -44,7 +44,8 @@ import random
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from bot.core.cluster import (
+from bot.core.diagnosis.memory import free_figures
+from bot.core.model.cluster import (
     ClusterView,
     ContainerInfo,
     EventInfo,
@@ -53,7 +54,7 @@ from bot.core.cluster import (
     PodInfo,
     ResourceAllocation,
 )
-from bot.core.evidence import (
+from bot.core.model.evidence import (
     ContainerMemory,
     EvidenceBundle,
     Gap,
@@ -64,8 +65,7 @@ from bot.core.evidence import (
     PressureLine,
     ProcessMemory,
 )
-from bot.core.memory import free_figures
-from bot.core.workloads import WorkloadInfo
+from bot.core.model.workloads import WorkloadInfo
 
 GI = 1024**3
 MI = 1024**2
@@ -82,7 +82,7 @@ HOST_CLASSES = (
     "hugepages",
 )
 LOCAL_CLASSES = ("container_limit", "gpu_memory", "gpu_orphan", "healthy")
-#: the shapes of issue #20 (section 5): planted with their advice ranges (``Advice``)
+#: the advice shapes: planted with their advice ranges (``Advice``)
 SHAPE_CLASSES = (
     "multi_replica",
     "spread_replicas",
@@ -774,7 +774,7 @@ def nodes(count: int, seed: int) -> list[Planted]:
     return [plant(CLASSES[i % len(CLASSES)], rng) for i in range(count)]
 
 
-# --- the shapes of issue #20 ----------------------------------------------------------------
+# --- the advice shapes ---------------------------------------------------------------------
 
 _AGENTS = (
     "kubelet",

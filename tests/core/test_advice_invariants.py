@@ -1,4 +1,4 @@
-"""The advice holds on any generated node: every expert invariant of issue #20 section 5
+"""The advice holds on any generated node: every expert invariant
 (``gpunode_sandbox.advice_checks``) over nodes with a planted culprit (``generating.py``).
 
 One test per invariant, hypothesis drawing the class and the generator's seed; one sweep of
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from bot.core.analysis import analyze
+from bot.core.reporting.analysis import analyze
 from gpunode_sandbox.advice_checks import INVARIANTS, Violation, by_invariant, check
 from tests.core.advising import range_problems
 from tests.core.generating import AT, CLASSES, nodes, plant
@@ -168,7 +168,7 @@ def test_a_tier1_that_evicts_a_pod_the_autoscalers_were_asked_to_spare_is_caught
 
 
 def test_a_restart_below_a_statefulsets_partition_is_caught() -> None:
-    from bot.core.workloads import WorkloadInfo
+    from bot.core.model.workloads import WorkloadInfo
 
     bundle, view, d = _training_node()
     train = next(p for p in view.pods if p.name == "train-0")  # type: ignore[attr-defined]

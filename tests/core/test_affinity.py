@@ -1,5 +1,5 @@
 """Required pod affinity and anti-affinity decide where an evicted or restarted pod can go,
-as kube-scheduler's InterPodAffinity filter decides it (issue #24 §2)."""
+as kube-scheduler's InterPodAffinity filter decides it."""
 
 from __future__ import annotations
 
@@ -7,11 +7,17 @@ from typing import Any
 
 import pytest
 
-from bot.core.affinity import refusal, term_matches
-from bot.core.cluster import RoomOnNode
-from bot.core.destinations import landing_notes
-from bot.core.planning import plan_tier1
-from bot.core.workloads import LabelSelector, PeerPod, PodAffinityTerm, PodScheduling, Requirement
+from bot.core.model.cluster import RoomOnNode
+from bot.core.model.workloads import (
+    LabelSelector,
+    PeerPod,
+    PodAffinityTerm,
+    PodScheduling,
+    Requirement,
+)
+from bot.core.remedies.affinity import refusal, term_matches
+from bot.core.remedies.destinations import landing_notes
+from bot.core.remedies.planning import plan_tier1
 from tests.core.analysis_builders import pod, view
 
 GI = 1024**3

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.core.alert_caps import AlertCaps, over_cap, recent
+from bot.core.governance.alert_caps import AlertCaps, over_cap, recent
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 CAPS = AlertCaps(per_request=2, per_node=1, per_window=3, window_s=600)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bot.core.allocation import (
+from bot.core.diagnosis.allocation import (
     allocated_resources,
     apply_pod_defaults,
     describe_allocated,

@@ -8,8 +8,7 @@ from datetime import UTC, datetime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.core.analysis import analyze
-from bot.core.cluster import (
+from bot.core.model.cluster import (
     ClusterView,
     ContainerInfo,
     NodeInfo,
@@ -17,7 +16,7 @@ from bot.core.cluster import (
     PodInfo,
     ResourceAllocation,
 )
-from bot.core.evidence import (
+from bot.core.model.evidence import (
     ContainerMemory,
     EvidenceBundle,
     Gap,
@@ -29,6 +28,7 @@ from bot.core.evidence import (
     PressureLine,
     ProcessMemory,
 )
+from bot.core.reporting.analysis import analyze
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 GI = 1024**3

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.core.analysis import analyze
-from bot.core.cluster import ClusterView
-from bot.core.evidence import EvidenceBundle
-from bot.core.findings import Diagnosis
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.model.cluster import ClusterView
+from bot.core.model.evidence import EvidenceBundle
+from bot.core.reporting.analysis import analyze
 
 BUNDLES = Path(__file__).resolve().parents[1] / "fixtures" / "bundles"
 SCENARIOS = ["seed", "slab-leak", "gpu-bound", "limit-edge", "healthy"]

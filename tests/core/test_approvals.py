@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.core.approvals import (
+from bot.core.governance.approvals import (
     ApprovalRequest,
     approve,
     deny,

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from bot.core.changepoint import find_change
+from bot.core.diagnosis.changepoint import find_change
 
 GI = 1024**3
 H = 3600.0

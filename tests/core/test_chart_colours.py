@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from bot.core.analysis import analyze
-from bot.core.charts import (
+from bot.core.diagnosis.findings import Diagnosis, Ledger, LedgerEntry
+from bot.core.model.workload_names import workload_of
+from bot.core.reporting.analysis import analyze
+from bot.core.reporting.charts import (
     WORKLOAD_COLOURS,
     ChartSeries,
     chart_spec,
     collapse_gpus,
     workload_colours,
 )
-from bot.core.findings import Diagnosis, Ledger, LedgerEntry
-from bot.core.workload_names import workload_of
 from tests.core.analysis_builders import bundle, meminfo
 
 GIB = 1024**3

@@ -6,19 +6,19 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.core.analysis import analyze
-from bot.core.charts import (
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.diagnosis.history import GIB, History, Series
+from bot.core.diagnosis.rules.growth import attach
+from bot.core.model.incidents import TimelineEntry
+from bot.core.model.kernel_records import KernelLog, OomKill, XidEvent
+from bot.core.reporting.analysis import analyze
+from bot.core.reporting.charts import (
     OTHER_COLOUR,
     TOP_PODS,
     WORKLOAD_COLOURS,
     action_markers,
     chart_spec,
 )
-from bot.core.findings import Diagnosis
-from bot.core.history import GIB, History, Series
-from bot.core.incidents import TimelineEntry
-from bot.core.kernel_records import KernelLog, OomKill, XidEvent
-from bot.core.rules.growth import attach
 from tests.core.analysis_builders import bundle, gpu, meminfo
 
 END = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)

@@ -7,13 +7,7 @@ from typing import Any
 
 import pytest
 
-from bot.core.clusters import (
-    choose_cluster,
-    cluster_name_problem,
-    format_node_ref,
-    split_node_ref,
-)
-from bot.core.policy import (
+from bot.core.governance.policy import (
     ActionRequestInfo,
     Allow,
     Deny,
@@ -24,6 +18,12 @@ from bot.core.policy import (
     decide,
     parse_policy,
     roles_of,
+)
+from bot.core.model.clusters import (
+    choose_cluster,
+    cluster_name_problem,
+    format_node_ref,
+    split_node_ref,
 )
 from bot.errors import PolicyError, UnknownClusterError
 

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.core.commands import (
+from bot.core.governance.commands import (
     VERBS,
     Diagnose,
     Help,

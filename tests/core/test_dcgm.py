@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.core.dcgm import (
+from bot.core.diagnosis.dcgm import (
     DcgmAttempt,
     ExpositionError,
     join,
@@ -18,7 +18,7 @@ from bot.core.dcgm import (
     pod_memory,
     samples_as_series,
 )
-from bot.core.evidence import EvidenceBundle, Gap
+from bot.core.model.evidence import EvidenceBundle, Gap
 
 MiB = 1024**2
 BASE = (

@@ -1,11 +1,11 @@
 """Where tier 1's evicted pods land: a node with room, an autoscaler's scale-up (a GPU node
-bought for a CPU pod pinned to the GPU pool), or Pending (issue #24 §2)."""
+bought for a CPU pod pinned to the GPU pool), or Pending."""
 
 from __future__ import annotations
 
-from bot.core.cluster import RoomOnNode, Taint
-from bot.core.planning import plan_tier1
-from bot.core.workloads import PodScheduling, Toleration
+from bot.core.model.cluster import RoomOnNode, Taint
+from bot.core.model.workloads import PodScheduling, Toleration
+from bot.core.remedies.planning import plan_tier1
 from tests.core.analysis_builders import pod, view
 
 GI = 1024**3
@@ -107,7 +107,7 @@ def test_every_landing_note_and_warning_is_worded_in_each_locale() -> None:
 
 
 def test_a_pod_on_a_local_volume_of_this_node_stays_pending_once_evicted() -> None:
-    from bot.core.workloads import Requirement
+    from bot.core.model.workloads import Requirement
 
     here = [[Requirement(key="kubernetes.io/hostname", operator="In", values=["n1"])]]
     prep = _cpu_pod("prep", 1, volume_terms=[here])
@@ -122,7 +122,7 @@ def test_a_pod_on_a_local_volume_of_this_node_stays_pending_once_evicted() -> No
 
 
 def test_a_pod_kept_apart_from_its_replicas_does_not_land_beside_one() -> None:
-    from bot.core.workloads import WorkloadInfo
+    from bot.core.model.workloads import WorkloadInfo
 
     prep = _cpu_pod("prep", 1, spread_from_siblings=True)
     owner = prep.owners[0]  # type: ignore[attr-defined]

@@ -6,9 +6,9 @@ from datetime import timedelta
 
 import pytest
 
-from bot.core.analysis import analyze
-from bot.core.diffing import diff_diagnoses
-from bot.core.findings import Diagnosis, Finding, LedgerEntry
+from bot.core.diagnosis.findings import Diagnosis, Finding, LedgerEntry
+from bot.core.reporting.analysis import analyze
+from bot.core.reporting.diffing import diff_diagnoses
 from tests.services.fakes import load_scenario
 
 GIB = 1 << 30
@@ -69,9 +69,9 @@ def test_findings_are_split_into_resolved_new_and_kept(seed: Diagnosis) -> None:
 def test_a_replaced_pods_old_kill_is_not_new_and_findings_read_by_workload() -> None:
     from datetime import UTC, datetime
 
-    from bot.core.analysis import analyze
-    from bot.core.diffing import diff_diagnoses
-    from bot.core.findings import Finding
+    from bot.core.diagnosis.findings import Finding
+    from bot.core.reporting.analysis import analyze
+    from bot.core.reporting.diffing import diff_diagnoses
     from tests.core.analysis_builders import bundle, meminfo
 
     at = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 import pytest
 
-from bot.core.durations import format_duration, parse_duration
+from bot.core.model.durations import format_duration, parse_duration
 from bot.errors import UsageError
 
 

@@ -6,9 +6,9 @@ from datetime import timedelta
 
 import pytest
 
-from bot.core.actions import ActionPlan
-from bot.core.analysis import analyze
-from bot.core.editing import Tier3Bounds, Tier3Edits, apply_tier3_edits
+from bot.core.model.actions import ActionPlan
+from bot.core.remedies.editing import Tier3Bounds, Tier3Edits, apply_tier3_edits
+from bot.core.reporting.analysis import analyze
 from tests.services.fakes import load_scenario
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.evidence import SCHEMA_MAJOR, foreign_schema
+from bot.core.model.evidence import SCHEMA_MAJOR, foreign_schema
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.field_changes import field_changes, people_quantity
+from bot.core.remedies.field_changes import field_changes, people_quantity
 
 
 @pytest.mark.parametrize(
@@ -41,7 +41,7 @@ def test_a_patch_reads_as_the_fields_it_changed() -> None:
 
 
 def test_the_dry_run_line_shows_old_and_new_not_the_patch_body() -> None:
-    from bot.core.changes import Change
+    from bot.core.model.changes import Change
     from bot.render import acting
 
     change = Change(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.cluster import OwnerRef, PodInfo
-from bot.core.gangs import builtin_kind, gang_of, role_of
+from bot.core.model.cluster import OwnerRef, PodInfo
+from bot.core.model.gangs import builtin_kind, gang_of, role_of
 
 
 def _pod(

@@ -1,4 +1,4 @@
-"""The generator plants the shapes of issue #20 as described (``generating.py``): each shape's
+"""The generator plants the advice shapes as described (``generating.py``): each shape's
 defining numbers hold on every drawn node, and its advice ranges are coherent."""
 
 from __future__ import annotations

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from bot.core.analysis import analyze
-from bot.core.cluster import ClusterView, EventInfo, NodeInfo
-from bot.core.findings import Diagnosis, Verdict
-from bot.core.history import GIB, History, Series, markers_from
-from bot.core.kernel_records import KernelLog, OomKill, XidEvent
-from bot.core.rules.growth import apply_history
+from bot.core.diagnosis.findings import Diagnosis, Verdict
+from bot.core.diagnosis.history import GIB, History, Series, markers_from
+from bot.core.diagnosis.rules.growth import apply_history
+from bot.core.model.cluster import ClusterView, EventInfo, NodeInfo
+from bot.core.model.kernel_records import KernelLog, OomKill, XidEvent
+from bot.core.reporting.analysis import analyze
 from bot.render.sentences import sentence
 from tests.core.analysis_builders import bundle, meminfo
 
@@ -116,7 +116,7 @@ def test_the_verdict_sentence_quotes_the_growth_of_its_own_consumer() -> None:
 
 
 def test_without_prometheus_the_diagnosis_still_carries_the_kernel_markers() -> None:
-    from bot.core.rules.growth import attach
+    from bot.core.diagnosis.rules.growth import attach
 
     at = END - timedelta(minutes=10)
     log = KernelLog(

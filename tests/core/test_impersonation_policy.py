@@ -1,4 +1,4 @@
-"""The policy file's impersonation block (issue 21 §2): who each Slack user acts as, and what
+"""The policy file's impersonation block: who each Slack user acts as, and what
 a tier action then carries."""
 
 from __future__ import annotations
@@ -9,8 +9,13 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.core.impersonation import EXTRA_ACTION, EXTRA_APPROVED_BY, EXTRA_SLACK_USER, acting_as
-from bot.core.policy import (
+from bot.core.governance.impersonation import (
+    EXTRA_ACTION,
+    EXTRA_APPROVED_BY,
+    EXTRA_SLACK_USER,
+    acting_as,
+)
+from bot.core.governance.policy import (
     ActionRequestInfo,
     Allow,
     Deny,

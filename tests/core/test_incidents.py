@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.core.incidents import (
+from bot.core.model.incidents import (
     IncidentStateError,
     TimelineEntry,
     find_joinable,

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from bot.core.actions import Step
-from bot.core.landing import landing
+from bot.core.model.actions import Step
+from bot.core.remedies.landing import landing
 
 SENT = datetime(2026, 12, 2, 11, 0, 0, 500_000, tzinfo=UTC)
 CORDON = Step(verb="cordon", kind="Node", name="gpu-node-01")

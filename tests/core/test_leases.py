@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.core.leases import LeaseRecord, Observation, decide, expired, observe, released
+from bot.core.governance.leases import LeaseRecord, Observation, decide, expired, observe, released
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

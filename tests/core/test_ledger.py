@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.attribution import attribute
-from bot.core.evidence import ContainerMemory, MemInfo, ProcessMemory
-from bot.core.ledger import KERNEL_CATEGORIES, build_ledger, category_bytes
+from bot.core.diagnosis.attribution import attribute
+from bot.core.diagnosis.ledger import KERNEL_CATEGORIES, build_ledger, category_bytes
+from bot.core.model.evidence import ContainerMemory, MemInfo, ProcessMemory
 from tests.core.analysis_builders import GI, bundle, cgroup, pod, view
 
 

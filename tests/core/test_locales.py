@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.locales import (
+from bot.core.model.locales import (
     DEFAULT_LOCALE,
     UnsupportedLocaleError,
     choose_locale,

@@ -6,14 +6,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.core.evidence import MemInfo
-from bot.core.memory import (
+from bot.core.diagnosis.memory import (
     free_figures,
     free_figures_data,
     parse_procps_version,
     uses_available,
     working_set_bytes,
 )
+from bot.core.model.evidence import MemInfo
 
 KIB = 1024
 BASE = {

@@ -10,8 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from bot.core.clusters import NodeRef
-from bot.core.commands import (
+from bot.core.governance.commands import (
     Diagnose,
     Prevent,
     Status,
@@ -21,6 +20,7 @@ from bot.core.commands import (
     parse,
     parse_in_thread,
 )
+from bot.core.model.clusters import NodeRef
 from bot.errors import UsageError
 
 AT = NodeRef(cluster="prod-eu", node="gpu-node-01")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.analysis import analyze
-from bot.core.cluster import ClusterView, EventInfo
-from bot.core.evidence import EvidenceBundle
+from bot.core.model.cluster import ClusterView, EventInfo
+from bot.core.model.evidence import EvidenceBundle
+from bot.core.reporting.analysis import analyze
 
 BUNDLES = Path(__file__).resolve().parents[1] / "fixtures" / "bundles"
 NOW = datetime(2026, 3, 14, 9, 31, tzinfo=UTC)

@@ -1,15 +1,15 @@
 """Owners that decide what a template change reaches: a StatefulSet's update partition and a
-Helm release (issue #24 §2). Every number the plan states is checked against the pods."""
+Helm release. Every number the plan states is checked against the pods."""
 
 from __future__ import annotations
 
 import pytest
 
-from bot.core.cluster import ClusterView, OwnerRef, PodInfo
-from bot.core.findings import Diagnosis, Ledger, LedgerEntry, Verdict
-from bot.core.planning import plan_all, plan_tier2, plan_tier3
-from bot.core.relief import with_relief
-from bot.core.workloads import WorkloadInfo
+from bot.core.diagnosis.findings import Diagnosis, Ledger, LedgerEntry, Verdict
+from bot.core.model.cluster import ClusterView, OwnerRef, PodInfo
+from bot.core.model.workloads import WorkloadInfo
+from bot.core.remedies.planning import plan_all, plan_tier2, plan_tier3
+from bot.core.remedies.relief import with_relief
 from tests.core.analysis_builders import pod, view
 
 GI = 1024**3

@@ -1,4 +1,4 @@
-"""Plans follow the risk and the shortage (issue #10 sections 2-3): tier 2 only when the
+"""Plans follow the risk and the shortage: tier 2 only when the
 training is at risk on the node, tier 3 sized to give the shortage back (floor at half),
 DaemonSets capped with their blast radius, GPU processes of a gone pod are orphans."""
 
@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from bot.core.actions import Step
-from bot.core.attribution import attribute
-from bot.core.evidence import GpuProcess
-from bot.core.findings import Diagnosis, Finding, Ledger, LedgerEntry, Verdict
-from bot.core.planning import plan_tier2, plan_tier3, training_at_risk
-from bot.core.relief import with_relief
-from bot.core.resizes import in_place_refusal
-from bot.core.rollouts import rollout_notes
-from bot.core.workloads import WorkloadInfo
+from bot.core.diagnosis.attribution import attribute
+from bot.core.diagnosis.findings import Diagnosis, Finding, Ledger, LedgerEntry, Verdict
+from bot.core.model.actions import Step
+from bot.core.model.evidence import GpuProcess
+from bot.core.model.workloads import WorkloadInfo
+from bot.core.remedies.planning import plan_tier2, plan_tier3, training_at_risk
+from bot.core.remedies.relief import with_relief
+from bot.core.remedies.resizes import in_place_refusal
+from bot.core.remedies.rollouts import rollout_notes
 from tests.core.analysis_builders import AT, GI, bundle, pod, view
 
 

@@ -1,4 +1,4 @@
-"""Plans whose numbers add up on every shape (issue #20 sections 2-3): caps per container and
+"""Plans whose numbers add up on every shape: caps per container and
 per pod, a node-wide cut shared across an owner's replicas, relief bounded by what the capped
 container holds, requests never above the limit, no CPU caps, the fewest evictions in the
 kubelet's order, and the replicas a template change rolls on other nodes.
@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.core.caps import level
-from bot.core.cluster import ClusterView, ContainerInfo, PodInfo, ResourceAllocation
-from bot.core.findings import Diagnosis, Finding, Ledger, LedgerEntry, Verdict
-from bot.core.planning import eviction_order, plan_all, plan_tier1, plan_tier3
-from bot.core.quantity import quantity_value
-from bot.core.relief import with_relief
-from bot.core.workloads import WorkloadInfo
+from bot.core.diagnosis.findings import Diagnosis, Finding, Ledger, LedgerEntry, Verdict
+from bot.core.model.cluster import ClusterView, ContainerInfo, PodInfo, ResourceAllocation
+from bot.core.model.quantity import quantity_value
+from bot.core.model.workloads import WorkloadInfo
+from bot.core.remedies.caps import level
+from bot.core.remedies.planning import eviction_order, plan_all, plan_tier1, plan_tier3
+from bot.core.remedies.relief import with_relief
 from tests.core.analysis_builders import AT, GI, pod, view
 
 MI = 1024**2

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.actions import Step
-from bot.core.cluster import ClusterView, PodInfo, ResourceAllocation
-from bot.core.findings import Diagnosis, Ledger, Verdict
-from bot.core.planning import (
+from bot.core.diagnosis.findings import Diagnosis, Ledger, Verdict
+from bot.core.model.actions import Step
+from bot.core.model.cluster import ClusterView, PodInfo, ResourceAllocation
+from bot.core.model.plans import plan_id
+from bot.core.remedies.planning import (
     plan_all,
     plan_tier1,
     plan_tier2,
@@ -15,7 +16,6 @@ from bot.core.planning import (
     protection_reason,
     undo_steps,
 )
-from bot.core.plans import plan_id
 from tests.core.analysis_builders import pod, view
 from tests.core.test_analysis_scenarios import diagnose
 

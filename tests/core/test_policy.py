@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.core.policy import (
+from bot.core.governance.policy import (
     ActionRequestInfo,
     Allow,
     Deny,

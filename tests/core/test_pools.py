@@ -1,6 +1,6 @@
 """An evicted pod that fits on no node today may fit a pool that can launch one, read from the
 pool's own object (a Karpenter NodePool, maybe with no node yet): tier 1 then says which
-pool scales up, instead of "stays Pending" (issue #24 §2)."""
+pool scales up, instead of "stays Pending"."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from bot.core.cluster import NodePoolInfo, RoomOnNode, Taint
-from bot.core.planning import plan_tier1
-from bot.core.pools import pool_takes
-from bot.core.workloads import PodScheduling, Requirement, Toleration
+from bot.core.model.cluster import NodePoolInfo, RoomOnNode, Taint
+from bot.core.model.workloads import PodScheduling, Requirement, Toleration
+from bot.core.remedies.planning import plan_tier1
+from bot.core.remedies.pools import pool_takes
 from tests.core.analysis_builders import pod, view
 
 GI = 1024**3

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from bot.core.analysis import analyze
-from bot.core.history import History, Marker
-from bot.core.incidents import Incident, TimelineEntry
-from bot.core.postmortem import ActionInput, Snapshot, build_postmortem, object_changes
+from bot.core.diagnosis.history import History, Marker
+from bot.core.model.incidents import Incident, TimelineEntry
+from bot.core.reporting.analysis import analyze
+from bot.core.reporting.postmortem import ActionInput, Snapshot, build_postmortem, object_changes
 from tests.core.analysis_builders import bundle, meminfo
 
 T0 = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
@@ -178,7 +178,7 @@ BLOCKED = {
 
 
 def test_a_tier_1_whose_only_eviction_was_blocked_is_not_applied_and_says_why() -> None:
-    from bot.core.outcomes import action_outcome
+    from bot.core.reporting.outcomes import action_outcome
 
     done = action_outcome("succeeded", BLOCKED)
     assert (done.outcome, done.evicted, done.to_evict) == ("not_applied", 0, 1)

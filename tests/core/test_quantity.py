@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.core.quantity import Quantity, QuantityError, canonical, parse_quantity
+from bot.core.model.quantity import Quantity, QuantityError, canonical, parse_quantity
 
 # (input, canonical) pairs from apimachinery quantity_test.go TestQuantityParse/String and §1.5
 CANONICAL = [

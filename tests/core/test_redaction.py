@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from bot.collectors.procfs import parse_cmdline
-from bot.core.evidence import ProcessMemory
-from bot.core.redaction import PATTERNS, redact_command_line
+from bot.core.model.evidence import ProcessMemory
+from bot.core.model.redaction import PATTERNS, redact_command_line
 
 
 @pytest.mark.parametrize(
@@ -100,7 +100,7 @@ def test_a_bundle_from_an_older_collector_is_redacted_when_parsed() -> None:
 def test_the_quick_check_lets_through_every_text_a_pattern_would_change() -> None:
     # maybe_secret only skips work: on texts built from every pattern's trigger, in every
     # case and place, the shortcut and the full table agree
-    from bot.core.redaction import maybe_secret, redact_every_pattern
+    from bot.core.model.redaction import maybe_secret, redact_every_pattern
 
     triggers = [
         "--password=a",

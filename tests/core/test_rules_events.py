@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.cluster import Condition, EventInfo, NodeInfo
-from bot.core.rules import events
-from bot.core.thresholds import DEFAULT
+from bot.core.diagnosis.rules import events
+from bot.core.model.cluster import Condition, EventInfo, NodeInfo
+from bot.core.model.thresholds import DEFAULT
 from tests.core.analysis_builders import bundle, context, view
 
 

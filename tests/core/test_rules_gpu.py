@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.cluster import ResourceAllocation
-from bot.core.evidence import Gap, GpuProcess
-from bot.core.rules import gpu as gpu_rules
-from bot.core.thresholds import DEFAULT
+from bot.core.diagnosis.rules import gpu as gpu_rules
+from bot.core.model.cluster import ResourceAllocation
+from bot.core.model.evidence import Gap, GpuProcess
+from bot.core.model.thresholds import DEFAULT
 from tests.core.analysis_builders import bundle, context, gpu, pod, view
 
 

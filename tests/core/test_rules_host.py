@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.evidence import MemoryPressure, PressureLine
-from bot.core.rules import host
-from bot.core.thresholds import DEFAULT
+from bot.core.diagnosis.rules import host
+from bot.core.model.evidence import MemoryPressure, PressureLine
+from bot.core.model.thresholds import DEFAULT
 from tests.core.analysis_builders import GI, bundle, cgroup, context, meminfo, memory_row, pod, view
 
 

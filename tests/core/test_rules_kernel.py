@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.rules import kernel
-from bot.core.thresholds import DEFAULT
+from bot.core.diagnosis.rules import kernel
+from bot.core.model.thresholds import DEFAULT
 from tests.core.analysis_builders import GI, bundle, context, meminfo
 
 

@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.core.kernel_records import KernelLog, OomKill, XidEvent
-from bot.core.rules import kernel_log
-from bot.core.thresholds import DEFAULT
-from bot.core.verdicts import decide
+from bot.core.diagnosis.rules import kernel_log
+from bot.core.diagnosis.verdicts import decide
+from bot.core.model.kernel_records import KernelLog, OomKill, XidEvent
+from bot.core.model.thresholds import DEFAULT
 from tests.core.analysis_builders import bundle, context, meminfo
 
 AT = datetime(2026, 12, 1, 2, 14, tzinfo=UTC)

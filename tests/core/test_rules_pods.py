@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.cluster import ContainerInfo
-from bot.core.rules import pods
-from bot.core.thresholds import DEFAULT
+from bot.core.diagnosis.rules import pods
+from bot.core.model.cluster import ContainerInfo
+from bot.core.model.thresholds import DEFAULT
 from tests.core.analysis_builders import bundle, cgroup, context, pod, view
 
 

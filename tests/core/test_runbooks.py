@@ -1,14 +1,14 @@
-"""A process outside Kubernetes gets the runbook of what it is (issue #20 section 3): one table
-(``bot.core.runbooks``), cordon first where the restart can take the node NotReady. Before
+"""A process outside Kubernetes gets the runbook of what it is: one table
+(``bot.core.remedies.runbooks``), cordon first where the restart can take the node NotReady. Before
 #20 a kubelet leak and a containerd leak both got the same three steps and no word on risk."""
 
 from __future__ import annotations
 
 import pytest
 
-from bot.core.findings import Diagnosis, Ledger, Verdict
-from bot.core.relief import runbook_plan
-from bot.core.runbooks import RUNBOOKS, runbook_for
+from bot.core.diagnosis.findings import Diagnosis, Ledger, Verdict
+from bot.core.remedies.relief import runbook_plan
+from bot.core.remedies.runbooks import RUNBOOKS, runbook_for
 from tests.core.analysis_builders import AT, GI, view
 
 

@@ -1,4 +1,4 @@
-"""Shared GPUs (issue #20 §4): where NVIDIA's device plugin time-slices or MPS-shares GPUs,
+"""Shared GPUs: where NVIDIA's device plugin time-slices or MPS-shares GPUs,
 pods on one physical GPU share its memory with no isolation. Per-process GPU memory decides
 the verdict, the crash loops of the other pods on that GPU are its evidence, and "GPU
 isolation holds" is never said. Each test fails on the code before this change (the verdict
@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import random
 
-from bot.core.analysis import analyze
-from bot.core.cluster import ClusterView, NodeInfo
-from bot.core.evidence import GpuProcess
-from bot.core.findings import Diagnosis
-from bot.core.gpus import gpu_sharing, node_has_gpus
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.diagnosis.gpus import gpu_sharing, node_has_gpus
+from bot.core.model.cluster import ClusterView, NodeInfo
+from bot.core.model.evidence import GpuProcess
+from bot.core.reporting.analysis import analyze
 from bot.render.text import render_report_text
 from tests.core.generating import (
     AT,

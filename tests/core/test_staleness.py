@@ -8,10 +8,15 @@ from typing import Any
 
 import pytest
 
-from bot.core.actions import ActionPlan
-from bot.core.analysis import analyze
-from bot.core.cluster import ClusterView
-from bot.core.staleness import controller_key, controller_steps, stale_reason, undo_conflict
+from bot.core.model.actions import ActionPlan
+from bot.core.model.cluster import ClusterView
+from bot.core.remedies.staleness import (
+    controller_key,
+    controller_steps,
+    stale_reason,
+    undo_conflict,
+)
+from bot.core.reporting.analysis import analyze
 from tests.services.fakes import FakeKube, load_scenario
 
 BUNDLE, VIEW = load_scenario("seed")

@@ -7,9 +7,9 @@ from datetime import timedelta
 
 import pytest
 
-from bot.core.analysis import analyze
-from bot.core.findings import Diagnosis, Finding, LedgerEntry
-from bot.core.state_change import state_change
+from bot.core.diagnosis.findings import Diagnosis, Finding, LedgerEntry
+from bot.core.reporting.analysis import analyze
+from bot.core.reporting.state_change import state_change
 from bot.render.state import state_change_line
 from tests.services.fakes import load_scenario
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from bot.core.actions import (
+from bot.core.model.actions import (
     PARAMS,
     NoParams,
     PatchResourcesParams,
@@ -13,7 +13,7 @@ from bot.core.actions import (
     ResizePodParams,
     Step,
 )
-from bot.core.refs import ObjectRef
+from bot.core.model.refs import ObjectRef
 
 PATCH = {
     "container": "pandas",

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.core import talking_points
-from bot.core.analysis import analyze
-from bot.core.cluster import ClusterView
-from bot.core.evidence import EvidenceBundle, Gap
-from bot.core.findings import Diagnosis
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.model.cluster import ClusterView
+from bot.core.model.evidence import EvidenceBundle, Gap
+from bot.core.reporting import talking_points
+from bot.core.reporting.analysis import analyze
 from tests.core.analysis_builders import AT, bundle, cgroup, meminfo, memory_row, pod, view
 from tests.core.test_analysis_scenarios import AT_NOW, BUNDLES, diagnose
 

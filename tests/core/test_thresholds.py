@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.thresholds import DEFAULT, parse_thresholds
+from bot.core.model.thresholds import DEFAULT, parse_thresholds
 from bot.errors import ConfigError
 
 

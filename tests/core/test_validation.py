@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from bot.core.validation import validation_message
+from bot.core.model.validation import validation_message
 
 
 class Inner(BaseModel):

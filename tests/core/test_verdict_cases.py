@@ -1,4 +1,4 @@
-"""The three cases the old fixed precedence got wrong, built node by node (issue #10):
+"""The three cases the old fixed precedence got wrong, built node by node:
 a training pod eating host RAM, a host daemon outside Kubernetes, a GPU process of no pod.
 Each is judged on its verdict, its talking points and its plans."""
 
@@ -8,10 +8,10 @@ import random
 
 import pytest
 
-from bot.core.analysis import analyze
-from bot.core.cluster import EventInfo
-from bot.core.evidence import GpuProcess, SlabCache
-from bot.core.findings import Diagnosis
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.model.cluster import EventInfo
+from bot.core.model.evidence import GpuProcess, SlabCache
+from bot.core.reporting.analysis import analyze
 from tests.core.generating import (
     AT,
     GI,

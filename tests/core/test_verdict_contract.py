@@ -1,4 +1,4 @@
-"""Blame follows the contract (issue #20 §1-§3): a pod's memory request is its agreement with
+"""Blame follows the contract: a pod's memory request is its agreement with
 the scheduler. On a short node, only memory held above requests (pods without one: all of
 it) and memory outside pods make up the shortage; ranking follows the kubelet's eviction
 order; shares are each subject's own; GPU and training words follow the node and the pod.
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import random
 
-from bot.core.analysis import analyze
-from bot.core.cluster import ContainerInfo, EventInfo, OwnerRef
-from bot.core.evidence import Gap
-from bot.core.findings import Diagnosis
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.model.cluster import ContainerInfo, EventInfo, OwnerRef
+from bot.core.model.evidence import Gap
+from bot.core.reporting.analysis import analyze
 from bot.render.text import render_report_text
 from tests.core.generating import (
     AT,

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.core.analysis import analyze
+from bot.core.reporting.analysis import analyze
 from tests.core.generating import AT, CLASSES, HOST_CLASSES, NODE, plant
 
 #: hypothesis draws the generator's seed (a drawn ``random.Random`` makes huge base examples:
@@ -24,7 +24,8 @@ SETTINGS = settings(
 )
 
 
-#: classes the verdict gets wrong on the code before issue #20's fixes (strict: the mark goes
+#: classes the verdict gets wrong on the code before blame followed the contract (strict: the mark
+#: goes
 #: when the fix lands)
 WRONG_BEFORE_FIX: dict[str, str] = {}
 

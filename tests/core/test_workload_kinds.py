@@ -1,11 +1,11 @@
-"""One classifier says what work a pod does, so messages use its words (issue #20 §3)."""
+"""One classifier says what work a pod does, so messages use its words."""
 
 from __future__ import annotations
 
 import pytest
 
-from bot.core.cluster import ContainerInfo, OwnerRef, PodInfo
-from bot.core.workload_kinds import WorkloadKind, is_sidecar, workload_kind
+from bot.core.model.cluster import ContainerInfo, OwnerRef, PodInfo
+from bot.core.model.workload_kinds import WorkloadKind, is_sidecar, workload_kind
 
 
 def _pod(

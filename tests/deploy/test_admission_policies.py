@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from bot.config import KubeSettings
-from bot.core.autoscalers import NODE_PROTECTION
+from bot.core.remedies.autoscalers import NODE_PROTECTION
 from bot.kube.jobs import build_job
 from bot.kube.prioritizing import priority_class_body
 from gpunode_sandbox.kubesim import KubeSim

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.evidence import EvidenceBundle
+from bot.core.model.evidence import EvidenceBundle
 
 REPO = Path(__file__).resolve().parents[2]
 HOST = REPO / "tests" / "fixtures" / "hosts" / "v2-systemd-containerd"

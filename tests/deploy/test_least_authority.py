@@ -1,4 +1,4 @@
-"""No path from the bot's token to a node (#21 §1).
+"""No path from the bot's token to a node.
 
 Every shape below was admitted (201/200) with the bot's token by the policies before #21; each
 is now refused by deploy/base's ValidatingAdmissionPolicies, evaluated by the Kubernetes

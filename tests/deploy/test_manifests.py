@@ -261,7 +261,7 @@ def test_pure_python_render_equals_kubectl_kustomize(target: str) -> None:
 
 
 def test_configmap_policy_parses_and_binds_nobody() -> None:
-    from bot.core.policy import parse_policy
+    from bot.core.governance.policy import parse_policy
 
     data = find(render(BASE), "ConfigMap", "gpunode")["data"]
     policy = parse_policy(yaml.safe_load(data["policy.yaml"]), source="configmap policy.yaml")
@@ -270,7 +270,7 @@ def test_configmap_policy_parses_and_binds_nobody() -> None:
 
 
 def test_configmap_thresholds_parse() -> None:
-    from bot.core.thresholds import parse_thresholds
+    from bot.core.model.thresholds import parse_thresholds
 
     data = find(render(BASE), "ConfigMap", "gpunode")["data"]
     thresholds = parse_thresholds(yaml.safe_load(data["thresholds.yaml"]))

@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from bot.config import KubeSettings
-from bot.core.quantity import parse_quantity
+from bot.core.model.quantity import parse_quantity
 from bot.kube.gateway import Gateway
 from bot.render.prevention import render_prevention_files
 from bot.services.prevention import Kit, kit_from_cluster

@@ -45,7 +45,7 @@ CLUSTER_RULES = {
     ("", "persistentvolumeclaims"): {"get"},
     ("", "persistentvolumes"): {"get"},
     ("kueue.x-k8s.io", "clusterqueues"): {"get"},
-    # ... and its Workload's admission and PodsReady (issue #24)
+    # ... and its Workload's admission and PodsReady
     ("kueue.x-k8s.io", "workloads"): {"list"},
     # a required pod (anti-)affinity term's namespaceSelector: the namespaces' labels
     ("", "namespaces"): {"list"},

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.core.records import ActionRecord
+from bot.core.reporting.records import ActionRecord
 from gpunode_sandbox.demo import Demo, running_demo
 from gpunode_sandbox.slacksim import SlackSim
 from gpunode_sandbox.slacksim.blocks import message_text

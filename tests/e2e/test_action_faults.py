@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from bot.core.records import ActionRecord
+from bot.core.reporting.records import ActionRecord
 from gpunode_sandbox.demo import Demo, running_demo
 from gpunode_sandbox.slacksim.blocks import find_element
 from tests.e2e.conftest import NODE, diagnose, press, request_tier, shown

@@ -1,4 +1,4 @@
-"""Issue 21 §2 end to end: in impersonation mode a tier action runs as the person.
+"""End to end: in impersonation mode a tier action runs as the person.
 
 The cluster runs deploy/overlays/impersonation (the bot may read, run its Job and
 impersonate the mapped people, nothing else), plus the people's own RBAC: alice may patch

@@ -1,4 +1,4 @@
-"""Issue 6 end to end on the seed cluster: tier buttons, confirmation modals, dry runs,
+"""End to end on the seed cluster: tier buttons, confirmation modals, dry runs,
 approvals, idempotent execution, refusals, and undo, all through the Slack stand-in."""
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ async def test_tier1_requested_by_alice_and_approved_by_bob_cordons_and_evicts(
     left = pods_on_node(demo)
     preprocess = next(n for n in before if n.startswith("preprocess-"))
     cache = next(n for n in before if n.startswith("feature-cache-"))
-    assert before[preprocess] not in left  # evicted: it alone covers the shortage (#20)
+    assert before[preprocess] not in left  # evicted: it alone covers the shortage
     assert before[cache] in left  # left alone, not needed
     assert {"train-llm-0", "jupyter-alice"} <= set(left.values())  # protected pods stay
     replies = "\n".join(text_of(m) for m in thread(demo, root_ts))

@@ -1,4 +1,4 @@
-"""Issue 23 §2: the approver sees what is approved, through the Slack stand-in.
+"""The approver sees what is approved, through the Slack stand-in.
 
 The approval request carries the exact steps (each pod to evict with its owner), the relief,
 the server dry run with every PodDisruptionBudget block named, and the requester's reason;
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bot.core.records import ActionRecord
+from bot.core.reporting.records import ActionRecord
 from gpunode_sandbox.demo import Demo, running_demo
 from gpunode_sandbox.slacksim.blocks import find_element, message_text
 from gpunode_sandbox.story import CHANNEL

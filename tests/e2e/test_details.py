@@ -1,4 +1,4 @@
-"""The **Details** button under the brief diagnosis (issue #23 §1), end to end over real HTTP
+"""The **Details** button under the brief diagnosis, end to end over real HTTP
 between the Slack and Kubernetes stand-ins on the seed scenario: a modal with the sections
 for the clicker, and the full report plus the evidence JSON attached to the thread once per
 snapshot; the role is checked at the click."""

@@ -1,4 +1,4 @@
-"""Issue 5 end to end: the slash command over real HTTP, the seed cluster, the thread."""
+"""End to end: the slash command over real HTTP, the seed cluster, the thread."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Done when (#24 §1): a MIG-mixed node, a DRA node and an AMD node are each diagnosed with GPU
+"""a MIG-mixed node, a DRA node and an AMD node are each diagnosed with GPU
 evidence or a true gap, end to end as ``gpunode diagnose NODE`` runs it: the stand-in cluster
 over real HTTP with the bot's deployed rights, the real collector in the diagnostic Job, and
 dcgm-exporter's endpoint on the node over real HTTP; the assertions read the text report
@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from bot.cli.diagnose import diagnose_node
 from bot.config import KubeSettings
-from bot.core.thresholds import DEFAULT
+from bot.core.model.thresholds import DEFAULT
 from bot.kube.gateway import Gateway
 from gpunode_sandbox.kubesim import KubeSim
 from gpunode_sandbox.kubesim.access import BOT_TOKEN

@@ -1,4 +1,4 @@
-"""Issue 5 end to end at the HTTP edge: Alertmanager intake, request signing, health probes,
+"""End to end at the HTTP edge: Alertmanager intake, request signing, health probes,
 and a Kubernetes API that fails while a diagnosis runs."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 10's three incidents, staged in the stand-ins and judged end to end in Slack.
+"""Three incidents, staged in the stand-ins and judged end to end in Slack.
 
 Each case runs the real bot between the Slack and Kubernetes stand-ins: ``/gpunode diagnose``
 over signed HTTP, the diagnostic Job runs the real collector on the generated host tree, and

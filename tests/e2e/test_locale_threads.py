@@ -1,4 +1,4 @@
-"""Issue 16 end to end through the Slack stand-in: a thread speaks the language of the person
+"""End to end through the Slack stand-in: a thread speaks the language of the person
 (or channel) that opened it, an ephemeral reply the language of the person who asked, and the
 channel's override in the settings wins over both.
 
@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from bot.core.evidence import EvidenceBundle
-from bot.core.findings import Diagnosis
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.model.evidence import EvidenceBundle
 from bot.render.messages import progress_text, render_diagnosis_messages
 from gpunode_sandbox.demo import Demo, running_demo
 from gpunode_sandbox.story import CHANNEL

@@ -1,4 +1,4 @@
-"""Issue 14, section 3, end to end at ``/slack/events``: no input gets a 5xx.
+"""Section 3, end to end at ``/slack/events``: no input gets a 5xx.
 
 Unsigned requests get 401 and signed garbage 400, each with one log line and no traceback;
 signed but malformed interactions get a clear message (ephemeral, or next to the modal's
@@ -380,7 +380,7 @@ async def test_a_body_over_the_size_limit_gets_413_without_a_traceback(
     assert not [r for r in caplog.records if r.exc_info is not None]
 
 
-# -- issue 21: two shapes that still got a 500 ----------------------------------------------
+# -- two shapes that still got a 500 ----------------------------------------------
 
 
 async def test_a_modal_submission_without_a_view_type_gets_no_500(demo: Demo) -> None:

@@ -1,4 +1,4 @@
-"""Issue 11 end to end: what a person sees in Slack when the node behaves like a real one.
+"""End to end: what a person sees in Slack when the node behaves like a real one.
 
 - A node under DiskPressure refuses the collector: the thread says the kubelet refused it,
   why, and which setting (with its ResourceQuota overlay) runs the collector anyway.

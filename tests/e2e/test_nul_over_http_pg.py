@@ -1,4 +1,4 @@
-"""Issue 21: on PostgreSQL, a NUL character in an alert field or a thread reply is answered
+"""On PostgreSQL, a NUL character in an alert field or a thread reply is answered
 2xx over real HTTP and kept, visibly replaced (PostgreSQL text cannot hold U+0000, so the
 store keeps U+FFFD in its place: ``bot.store.values.NUL_STANDIN``).
 

@@ -1,4 +1,4 @@
-"""The pinned current state and the Home tab (issue #23 §1), through both stand-ins: the real
+"""The pinned current state and the Home tab, through both stand-ins: the real
 bot over HTTP, Slack's pins and views.publish served by the Slack stand-in."""
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ async def test_the_demo_storys_export_is_a_postmortem_draft_with_people_changes_
 ):
     shared = await export_story_postmortem(ARTIFACTS)
     # a chart after the diagnosis, and after the one action one with the action marked (tier 3
-    # gave the shortage back, so tier 1 was not offered afterwards: issue #20)
+    # gave the shortage back, so tier 1 was not offered afterwards)
     charts = [n for n in shared if not n.startswith("INC-0001-postmortem")]
     assert [n.split("-")[2] for n in charts] == ["memory", "after"], charts
     assert all(shared[n].startswith(b"\x89PNG") for n in charts)

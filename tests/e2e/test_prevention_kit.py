@@ -1,4 +1,4 @@
-"""The prevention kit reaches people (issue 13 section 1): ``/gpunode prevent NODE`` and the
+"""The prevention kit reaches people: ``/gpunode prevent NODE`` and the
 **Prevention kit** button under the evidence, end to end over real HTTP between the Slack
 and Kubernetes stand-ins on the seed scenario; and the timeline export carries the kit."""
 

@@ -29,7 +29,7 @@ async def test_the_whole_story_passes_with_the_shipped_roles_and_is_never_refuse
     log = await run_story(demo.slack, demo.drain)
 
     assert any("tier 3 applied" in s for s in log.steps)
-    # after tier 3 the node is no longer at risk: tier 1 is not offered (issue #20)
+    # after tier 3 the node is no longer at risk: tier 1 is not offered
     assert any("tier 1 not offered" in s for s in log.steps)
     assert demo.kube.authorizer.denied == []
     assert set(demo.kube.tokens) == {BOT_TOKEN}  # every call the bot made carried its token

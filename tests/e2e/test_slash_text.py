@@ -1,4 +1,4 @@
-"""Issue 14 end to end: whatever is typed after ``/gpunode`` gets a 200 with an ack or a usage
+"""End to end: whatever is typed after ``/gpunode`` gets a 200 with an ack or a usage
 error (fuzzed through Bolt), the ack never echoes the raw text, Slack's own escaping is undone
 once, and read-only commands are gated by role like the others."""
 

@@ -149,7 +149,7 @@ async def test_the_two_cluster_demo_story_runs_end_to_end(two: Demo) -> None:
         f"diagnosed prod-us/gpu-node-01: thread {log.us_thread}",
         "Erin's click on the prod-us incident was refused: her role is prod-eu's",
     ]
-    # tier 3 gives the seed node's shortage back: tier 1 is then not offered (issue #20)
+    # tier 3 gives the seed node's shortage back: tier 1 is then not offered
     assert log.eu is not None
     assert log.steps[3:7] == [
         f"prod-eu: diagnosed prod-eu/gpu-node-01: thread {log.eu.thread_ts}",

@@ -1,4 +1,4 @@
-"""Issue 21: a write that outlives the client's timeout is not recorded "failed" while it
+"""A write that outlives the client's timeout is not recorded "failed" while it
 landed. The bot records the unknown state, re-reads the object, says what really happened
 ("the cluster did not answer within N s; a re-read shows the memory limit … landed") in the
 thread, the audit and the timeline, and offers the undo where the write landed.
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from bot.core.records import ActionRecord
+from bot.core.reporting.records import ActionRecord
 from gpunode_sandbox.demo import Demo, running_demo
 from gpunode_sandbox.slacksim.blocks import find_element
 from gpunode_sandbox.story import CHANNEL

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from bot.core.cluster import is_accelerator_resource
-from bot.core.planning import plan_tier1
+from bot.core.model.cluster import is_accelerator_resource
+from bot.core.remedies.planning import plan_tier1
 from bot.kube.gateway import Gateway
 from gpunode_sandbox.kubesim import KubeSim
 from gpunode_sandbox.kubesim import scenarios as sc

@@ -1,5 +1,5 @@
 """Tier 1's prediction of where evicted pods go, with required pod (anti)affinity, against
-where the stand-in's own scheduler puts their replacements (issue #24 §2).
+where the stand-in's own scheduler puts their replacements.
 
 The seed has two node pools (label ``nodepool``: gpu-h100 for gpu-node-01/02, general for
 cpu-node-01). A ``warehouse`` pod runs in the general pool; on gpu-node-01, which tier 1
@@ -19,7 +19,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bot.core.planning import plan_tier1
+from bot.core.remedies.planning import plan_tier1
 from bot.kube.gateway import Gateway
 from bot.services.executing import run_steps
 from gpunode_sandbox.kubesim import KubeSim

@@ -15,9 +15,9 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from bot.core.cluster import ClusterView
-from bot.core.evidence import EvidenceBundle
-from bot.core.findings import Diagnosis, VerdictCause
+from bot.core.diagnosis.findings import Diagnosis, VerdictCause
+from bot.core.model.cluster import ClusterView
+from bot.core.model.evidence import EvidenceBundle
 from gpunode_sandbox.advice_checks import check
 from gpunode_sandbox.corpus import compare, corpus_names, gpu_uuids, judge, judge_with_view, outcome
 from gpunode_sandbox.kubesim import KubeSim, load_scenario

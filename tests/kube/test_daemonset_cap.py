@@ -9,9 +9,9 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.core.actions import PatchResourcesParams
-from bot.core.analysis import analyze
-from bot.core.thresholds import DEFAULT
+from bot.core.model.actions import PatchResourcesParams
+from bot.core.model.thresholds import DEFAULT
+from bot.core.reporting.analysis import analyze
 from bot.kube.gateway import Gateway
 from gpunode_sandbox.kubesim import KubeSim
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bot.core.evidence import EvidenceBundle
+from bot.core.model.evidence import EvidenceBundle
 from gpunode_sandbox.kubesim import Scenario, load_scenario
 from gpunode_sandbox.kubesim import scenarios as sc
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bot.core.evidence import EvidenceBundle
+from bot.core.model.evidence import EvidenceBundle
 from bot.errors import DiagnosticJobError
 from bot.kube import jobs
 from bot.kube.gateway import Gateway

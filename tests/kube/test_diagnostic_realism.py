@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from bot.core.analysis import analyze
+from bot.core.reporting.analysis import analyze
 from bot.errors import DiagnosticJobError
 from bot.kube.gateway import Gateway
 from gpunode_sandbox.kubesim import KubeSim

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bot.core.cluster import ClaimedDevice
+from bot.core.model.cluster import ClaimedDevice
 from gpunode_sandbox.kubesim import Scenario, load_scenario
 
 Make = Callable[..., Awaitable[tuple[Any, Any]]]

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from bot.core.gangs import gang_of
-from bot.core.planning import plan_tier1
+from bot.core.model.gangs import gang_of
+from bot.core.remedies.planning import plan_tier1
 from bot.kube.gateway import Gateway
 from bot.render.sentences import sentence
 from gpunode_sandbox.kubesim import KubeSim

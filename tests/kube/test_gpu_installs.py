@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from bot.core.analysis import analyze
-from bot.core.cluster import NodeInfo, gpu_resources, is_gpu_node
-from bot.core.thresholds import DEFAULT
+from bot.core.model.cluster import NodeInfo, gpu_resources, is_gpu_node
+from bot.core.model.thresholds import DEFAULT
+from bot.core.reporting.analysis import analyze
 from gpunode_sandbox.kubesim import scenarios as sc
 
 Make = Callable[..., Awaitable[tuple[Any, Any]]]

@@ -10,11 +10,11 @@ from collections.abc import Awaitable, Callable
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from bot.core.actions import Step, Tier3Values
-from bot.core.planning import undo_steps
-from bot.core.plans import make_plan
-from bot.core.resizes import in_place_plan, in_place_refusal
-from bot.core.watching import judge
+from bot.core.model.actions import Step, Tier3Values
+from bot.core.model.plans import make_plan
+from bot.core.remedies.planning import undo_steps
+from bot.core.remedies.resizes import in_place_plan, in_place_refusal
+from bot.core.remedies.watching import judge
 from bot.kube.gateway import Gateway
 from bot.render.sentences import sentence
 from bot.services.executing import run_steps

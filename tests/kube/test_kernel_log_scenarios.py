@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from bot.cli.diagnose import render_output
-from bot.core.analysis import analyze
-from bot.core.thresholds import DEFAULT
+from bot.core.model.thresholds import DEFAULT
+from bot.core.reporting.analysis import analyze
 from bot.render.sentences import sentence
 
 pytestmark = pytest.mark.slow

@@ -1,6 +1,6 @@
 """A Karpenter NodePool with no node yet is read from the API (the stand-in serves
 ``karpenter.sh/v1`` NodePools), and tier 1 says an evicted pod that only its nodes would take
-makes Karpenter launch one (issue #24 §2)."""
+makes Karpenter launch one."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.core.planning import plan_tier1
+from bot.core.remedies.planning import plan_tier1
 from bot.kube.gateway import Gateway
 from gpunode_sandbox.kubesim import KubeSim, load_scenario
 from tests.kube.remedy_scenarios import seed_with

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from bot.core.analysis import analyze
+from bot.core.reporting.analysis import analyze
 from bot.kube.gateway import Gateway
 from gpunode_sandbox.kubesim import KubeSim
 

@@ -1,4 +1,4 @@
-"""A cap rolls every replica of its owner, not only this node's (issue #20 section 2): the
+"""A cap rolls every replica of its owner, not only this node's: the
 gateway reads the owner's pods on other nodes from the one all-pods list it already makes
 (``WorkloadInfo.elsewhere``), and the tier-3 plan names them. Through the stand-in, with the
 bot's own token."""
@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-from bot.core.analysis import analyze
-from bot.core.quantity import quantity_value
-from bot.core.thresholds import DEFAULT
+from bot.core.model.quantity import quantity_value
+from bot.core.model.thresholds import DEFAULT
+from bot.core.reporting.analysis import analyze
 from bot.kube.gateway import Gateway
 from gpunode_sandbox.kubesim import KubeSim, Scenario, load_scenario
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from bot.config import KubeSettings
-from bot.core.allocation import describe_allocated
+from bot.core.diagnosis.allocation import describe_allocated
 from bot.errors import ConfigError, NotFoundError
 from bot.kube.gateway import Gateway
 from gpunode_sandbox.kubesim import KubeSim

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from bot.core.actions import PatchResourcesParams, Step
-from bot.core.planning import undo_steps
+from bot.core.model.actions import PatchResourcesParams, Step
+from bot.core.remedies.planning import undo_steps
 from bot.errors import ConflictError, InvalidObjectError, KubeError, NotFoundError
 from bot.kube.gateway import Gateway
 from gpunode_sandbox.kubesim import KubeSim

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from bot.core.analysis import analyze
-from bot.core.planning import plan_tier2
-from bot.core.rollouts import rollout_notes
-from bot.core.watching import judge
+from bot.core.remedies.planning import plan_tier2
+from bot.core.remedies.rollouts import rollout_notes
+from bot.core.remedies.watching import judge
+from bot.core.reporting.analysis import analyze
 from bot.kube.gateway import Gateway
 from bot.render.sentences import sentence
 from bot.services.executing import run_steps

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from bot.core.analysis import analyze
-from bot.core.thresholds import DEFAULT
+from bot.core.model.thresholds import DEFAULT
+from bot.core.reporting.analysis import analyze
 from bot.render.text import render_report_text
 
 pytestmark = pytest.mark.slow

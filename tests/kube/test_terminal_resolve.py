@@ -1,5 +1,5 @@
 """``gpunode resolve`` in a terminal removes the scale-down annotations tier 1 put on the
-node for the incident, as Slack's resolve does (issue #24 §2), against the stand-in."""
+node for the incident, as Slack's resolve does, against the stand-in."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from bot.cli import main
-from bot.core.planning import plan_tier1
+from bot.core.remedies.planning import plan_tier1
 from bot.kube.gateway import Gateway
 from bot.services.applying import undo_for
 from bot.services.executing import run_steps

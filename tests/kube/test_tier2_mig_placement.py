@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bot.core.planning import plan_tier2
+from bot.core.remedies.planning import plan_tier2
 from bot.kube.gateway import Gateway
 from gpunode_sandbox.kubesim import KubeSim, Scenario, load_scenario
 

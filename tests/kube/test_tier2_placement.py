@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bot.core.planning import plan_tier2
+from bot.core.remedies.planning import plan_tier2
 from bot.kube.gateway import Gateway
 from bot.render.sentences import sentence
 from bot.services.executing import run_steps

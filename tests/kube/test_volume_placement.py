@@ -1,12 +1,12 @@
 """A local PersistentVolume pins its pod to a node: the gateway reads PVC -> PV node affinity,
-and tier 1 says the evicted pod would stay Pending (issue #24 §2)."""
+and tier 1 says the evicted pod would stay Pending."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bot.core.planning import plan_tier1
+from bot.core.remedies.planning import plan_tier1
 from bot.kube.gateway import Gateway
 from gpunode_sandbox.kubesim import KubeSim, load_scenario
 from tests.kube.remedy_scenarios import seed_with

@@ -13,9 +13,9 @@ from matplotlib import image as mpimg
 
 from bot.cli.diagnose import diagnose_node
 from bot.config import KubeSettings
-from bot.core.charts import chart_spec
-from bot.core.findings import Diagnosis
-from bot.core.thresholds import DEFAULT
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.model.thresholds import DEFAULT
+from bot.core.reporting.charts import chart_spec
 from bot.kube.gateway import Gateway
 from bot.prom.client import PrometheusClient
 from bot.prom.history import HistoryService

@@ -13,7 +13,7 @@ import pytest
 
 from bot.cli.diagnose import diagnose_node
 from bot.config import KubeSettings
-from bot.core.thresholds import DEFAULT
+from bot.core.model.thresholds import DEFAULT
 from bot.kube.gateway import Gateway
 from bot.prom.client import PrometheusClient
 from bot.prom.history import HistoryService

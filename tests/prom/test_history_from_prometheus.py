@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.core.history import growth_of
+from bot.core.diagnosis.history import growth_of
 from bot.prom.client import PrometheusClient
 from bot.prom.history import HistoryService
 from tests.prom.histories import GI, PLANTED, RunningPrometheus

@@ -1,4 +1,4 @@
-"""Hand-built diagnoses for the renderers (independent of bot.core.analysis), including a
+"""Hand-built diagnoses for the renderers (independent of bot.core.reporting.analysis), including a
 hostile one whose every string tries to inject Slack or Markdown control sequences."""
 
 from __future__ import annotations
@@ -8,9 +8,17 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.core.actions import ActionPlan, ProtectedPod, Step, Tier3Values
-from bot.core.evidence import EvidenceBundle, Gap, GpuDevice, GpuProcess
-from bot.core.findings import Diagnosis, Fact, Finding, Ledger, LedgerEntry, TalkingPoint, Verdict
+from bot.core.diagnosis.findings import (
+    Diagnosis,
+    Fact,
+    Finding,
+    Ledger,
+    LedgerEntry,
+    TalkingPoint,
+    Verdict,
+)
+from bot.core.model.actions import ActionPlan, ProtectedPod, Step, Tier3Values
+from bot.core.model.evidence import EvidenceBundle, Gap, GpuDevice, GpuProcess
 
 GiB = 1024**3
 AT = datetime(2026, 3, 14, 9, 30, tzinfo=UTC)

@@ -10,16 +10,16 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot.core.actions import ActionPlan, Step
-from bot.core.approvals import new_request
-from bot.core.changes import Change, EvictionOutcome
-from bot.core.cluster import ClusterView
-from bot.core.diffing import diff_diagnoses
-from bot.core.evidence import EvidenceBundle
-from bot.core.findings import Diagnosis
-from bot.core.postmortem import ActionSummary, Postmortem, Snapshot, TimelineRow
-from bot.core.prevention import prevention_params
-from bot.core.watching import PodProgress, RolloutProgress
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.governance.approvals import new_request
+from bot.core.model.actions import ActionPlan, Step
+from bot.core.model.changes import Change, EvictionOutcome
+from bot.core.model.cluster import ClusterView
+from bot.core.model.evidence import EvidenceBundle
+from bot.core.remedies.prevention import prevention_params
+from bot.core.remedies.watching import PodProgress, RolloutProgress
+from bot.core.reporting.diffing import diff_diagnoses
+from bot.core.reporting.postmortem import ActionSummary, Postmortem, Snapshot, TimelineRow
 from bot.errors import ForbiddenError
 from bot.render import acting, watching
 from bot.render.blocks import details_view, diagnosis_messages, full_messages

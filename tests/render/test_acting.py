@@ -9,12 +9,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.core.actions import ActionPlan, Step
-from bot.core.analysis import analyze
-from bot.core.approvals import new_request
-from bot.core.changes import Change, EvictionOutcome
-from bot.core.diffing import DiagnosisDiff, LedgerDelta, diff_diagnoses
-from bot.core.findings import Diagnosis
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.governance.approvals import new_request
+from bot.core.model.actions import ActionPlan, Step
+from bot.core.model.changes import Change, EvictionOutcome
+from bot.core.reporting.analysis import analyze
+from bot.core.reporting.diffing import DiagnosisDiff, LedgerDelta, diff_diagnoses
 from bot.errors import ForbiddenError
 from bot.render import acting
 from bot.services.executing import StepsResult

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from bot.core.evidence import EvidenceBundle
-from bot.core.findings import Diagnosis
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.model.evidence import EvidenceBundle
 from bot.render.blocks import MAX_BLOCKS, full_messages
 from bot.render.messages import render_root
 from bot.render.notices import NOTICE_KEYS

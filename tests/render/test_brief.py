@@ -1,4 +1,4 @@
-"""The brief first message of a diagnosis and its Details (issue #23 §1), on the fixture
+"""The brief first message of a diagnosis and its Details, on the fixture
 scenarios analysed by the real ``analyze``."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bot.core.recommendations import recommended_plan
+from bot.core.remedies.recommendations import recommended_plan
 from bot.render.blocks import (
     DETAILS_ACTION,
     block_text_size,

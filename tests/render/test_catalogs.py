@@ -15,7 +15,7 @@ import pytest
 from babel.messages.frontend import CommandLineInterface
 from babel.messages.pofile import read_po
 
-from bot.core.analysis import analyze
+from bot.core.reporting.analysis import analyze
 from bot.render import catalogs
 from bot.render.environment import template_root
 from tests.render.locale_renderings import every_message

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from bot.core.evidence import EvidenceBundle
-from bot.core.findings import DeviceClaim, Diagnosis
+from bot.core.diagnosis.findings import DeviceClaim, Diagnosis
+from bot.core.model.evidence import EvidenceBundle
 from bot.render.blocks import details_view
 from bot.render.markdown import render_report_markdown
 from bot.render.text import render_report_text

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.evidence import SCHEMA_VERSION
-from bot.core.outcomes import Notice
+from bot.core.model.evidence import SCHEMA_VERSION
+from bot.core.reporting.outcomes import Notice
 from bot.errors import (
     ClusterUnreachableError,
     DiagnosticJobError,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
-from bot.core.analysis import analyze
+from bot.core.reporting.analysis import analyze
 from bot.render.blocks import diagnosis_messages
 from bot.render.markdown import render_report_markdown
 from bot.render.sentences import sentence

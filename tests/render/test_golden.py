@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.analysis import analyze
-from bot.core.cluster import ClusterView
-from bot.core.evidence import EvidenceBundle
-from bot.core.findings import Diagnosis
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.model.cluster import ClusterView
+from bot.core.model.evidence import EvidenceBundle
+from bot.core.reporting.analysis import analyze
 from bot.render.blocks import details_view, diagnosis_messages
 from bot.render.environment import DEFAULT_LOCALE, LOCALES
 from bot.render.markdown import render_report_markdown

@@ -1,4 +1,4 @@
-"""Wording that used to live in Python now lives in templates (issue 16): the command help,
+"""Wording that used to live in Python now lives in templates: the command help,
 what to do after a failed diagnosis, and the terminal commands' lines. English is
 byte-identical to what the code printed before; every locale has the words."""
 
@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.core import commands
-from bot.core.incidents import Incident
+from bot.core.governance import commands
+from bot.core.model.incidents import Incident
 from bot.render.cli_text import line
 from bot.render.environment import DEFAULT_LOCALE, LOCALES
 from bot.render.filters import display_width

@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.core.analysis import analyze
-from bot.core.approvals import new_request
-from bot.core.findings import Diagnosis
-from bot.core.watching import PodProgress, RolloutProgress
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.governance.approvals import new_request
+from bot.core.remedies.watching import PodProgress, RolloutProgress
+from bot.core.reporting.analysis import analyze
 from bot.render import acting, environment, watching
 from bot.render.environment import LOCALES
 from tests.services.fakes import load_scenario

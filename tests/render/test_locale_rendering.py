@@ -1,4 +1,4 @@
-"""The same parameters render in every locale (issue 16): every message kind, for every
+"""The same parameters render in every locale: every message kind, for every
 fixture scenario (fast) and every scenario of the labelled corpus (slow, through the real
 collector and gateway), with no StrictUndefined error and no sentence fallback; every notice
 key; Slack's limits with CJK text (Slack counts characters); mrkdwn escaping unchanged."""
@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from bot.core.analysis import analyze
-from bot.core.findings import Diagnosis
-from bot.core.xid import CATALOG, describe
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.diagnosis.xid import CATALOG, describe
+from bot.core.reporting.analysis import analyze
 from bot.render.blocks import HEADER_TEXT, SECTION_TEXT, diagnosis_messages
 from bot.render.environment import DEFAULT_LOCALE, LOCALES
 from bot.render.filters import truncate
@@ -32,7 +32,7 @@ from tests.services.fakes import load_scenario as load_fixture
 
 OTHER_LOCALES = [loc for loc in LOCALES if loc != DEFAULT_LOCALE]
 #: messages whose whole text is the caller's (``:no_entry: <reason>``)
-#: the caller's own words: a conflict the core describes in English (bot.core.staleness)
+#: the caller's own words: a conflict the core describes in English (bot.core.remedies.staleness)
 CALLERS_TEXT = {"sentences", "refusal.undo_conflict"}
 T0 = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from bot.core.postmortem import ActionSummary, Postmortem, TimelineRow
+from bot.core.reporting.postmortem import ActionSummary, Postmortem, TimelineRow
 from bot.render.postmortem import render_postmortem_html, render_postmortem_markdown
 
 T0 = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)

@@ -9,8 +9,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from bot.core.cluster import ClusterView, NodeInfo, PodInfo
-from bot.core.prevention import kube_reserved_bytes, prevention_params
+from bot.core.model.cluster import ClusterView, NodeInfo, PodInfo
+from bot.core.remedies.prevention import kube_reserved_bytes, prevention_params
 from bot.render.prevention import KIT_FILES, kit_message, render_prevention_kit
 from bot.slack.blockkit import validate_blocks
 

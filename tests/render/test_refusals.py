@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.outcomes import REFUSALS, Refused
-from bot.core.policy import DENIALS
+from bot.core.governance.policy import DENIALS
+from bot.core.reporting.outcomes import REFUSALS, Refused
 from bot.render import environment
 from bot.render.environment import LOCALES
 from bot.render.notices import told_mrkdwn

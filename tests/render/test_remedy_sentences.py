@@ -11,7 +11,7 @@ import pytest
 
 from bot.render.sentences import defined_keys, macro_name, sentence
 
-CORE = Path(__file__).resolve().parents[2] / "bot" / "core"
+CORE = Path(__file__).resolve().parents[2] / "bot" / "core" / "remedies"
 MODULES = ("safety.py", "rollouts.py", "resizes.py", "planning.py", "caps.py")
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-from bot.core.evidence import EvidenceBundle
-from bot.core.findings import Diagnosis
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.model.evidence import EvidenceBundle
 from bot.render.markdown import render_report_markdown
 from bot.render.text import render_report_text
 

@@ -1,9 +1,9 @@
 """Every key the analysis can emit has a template sentence (in every locale present).
 
 The key lists are read from where their owners document them, not copied here: finding
-codes from the "Codes:" docstrings of ``bot/core/rules/*.py``, talking-point keys from the
-``bot/core/talking_points.py`` docstring, verdict causes from the ``VerdictCause`` Literal,
-plan warning codes from the string literals the planners append.
+codes from the "Codes:" docstrings of ``bot/core/diagnosis/rules/*.py``, talking-point keys from the
+``bot/core/reporting/talking_points.py`` docstring, verdict causes from the ``VerdictCause``
+Literal, plan warning codes from the string literals the planners append.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.findings import VerdictCause
+from bot.core.diagnosis.findings import VerdictCause
 from bot.render import environment
 from bot.render.sentences import CATEGORIES, defined_keys, macro_name, sentence
 
@@ -26,7 +26,7 @@ CORE = Path(__file__).resolve().parents[2] / "bot" / "core"
 
 def finding_codes() -> set[str]:
     codes: set[str] = set()
-    for path in sorted((CORE / "rules").glob("*.py")):
+    for path in sorted((CORE / "diagnosis" / "rules").glob("*.py")):
         doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
         if "Codes:" in doc:
             codes |= set(re.findall(r"``([A-Z][A-Z0-9_]{3,})``", doc.split("Codes:", 1)[1]))
@@ -36,7 +36,7 @@ def finding_codes() -> set[str]:
 def emitted_finding_codes() -> set[str]:
     """``code="X"`` literals (and conditional ``"X" if .. else "Y"``) in the rule modules."""
     codes: set[str] = set()
-    for path in sorted((CORE / "rules").glob("*.py")):
+    for path in sorted((CORE / "diagnosis" / "rules").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.keyword) and node.arg == "code":
                 for c in ast.walk(node.value):
@@ -46,7 +46,7 @@ def emitted_finding_codes() -> set[str]:
 
 
 def talking_point_keys() -> set[str]:
-    path = CORE / "talking_points.py"
+    path = CORE / "reporting" / "talking_points.py"
     if not path.exists():
         return set()
     doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
@@ -57,9 +57,7 @@ def talking_point_keys() -> set[str]:
 def warning_codes() -> set[str]:
     codes: set[str] = set()
     for name in ("planning.py", "caps.py"):
-        path = CORE / name
-        if not path.exists():
-            continue
+        path = CORE / "remedies" / name
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not isinstance(node, ast.Call):
                 continue
@@ -82,7 +80,7 @@ def locales() -> list[str]:
 
 
 def test_the_rule_docstrings_and_code_agree_on_the_finding_codes() -> None:
-    assert finding_codes(), "no codes documented under bot/core/rules"
+    assert finding_codes(), "no codes documented under bot/core/diagnosis/rules"
     assert emitted_finding_codes() <= finding_codes()
 
 

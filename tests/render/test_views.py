@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.findings import Diagnosis
+from bot.core.diagnosis.findings import Diagnosis
 from bot.render.environment import localized_name, macros
 from bot.render.views import bar_cells, build_view
 

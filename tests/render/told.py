@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.core.outcomes import Notice, Refused
+from bot.core.reporting.outcomes import Notice, Refused
 from bot.render.blocks import Message
 from bot.render.notices import render_told
 

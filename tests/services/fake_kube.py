@@ -18,14 +18,14 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal
 
-from bot.core.actions import PATCHABLE_KINDS
-from bot.core.changes import Change, EnvValues, EvictionOutcome, ResourceValues
-from bot.core.cluster import ClusterView, NodeInfo, NodeLoad
-from bot.core.evidence import EvidenceBundle
-from bot.core.impersonation import ActingAs
-from bot.core.quantity import parse_quantity
-from bot.core.resizes import minor_version
-from bot.core.watching import RolloutProgress
+from bot.core.governance.impersonation import ActingAs
+from bot.core.model.actions import PATCHABLE_KINDS
+from bot.core.model.changes import Change, EnvValues, EvictionOutcome, ResourceValues
+from bot.core.model.cluster import ClusterView, NodeInfo, NodeLoad
+from bot.core.model.evidence import EvidenceBundle
+from bot.core.model.quantity import parse_quantity
+from bot.core.remedies.resizes import minor_version
+from bot.core.remedies.watching import RolloutProgress
 from bot.errors import (
     ConflictError,
     DiagnosticJobError,

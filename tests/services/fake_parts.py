@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.core.changes import EvictionOutcome, ResourceValues
-from bot.core.cluster import ClusterView, PodInfo
-from bot.core.evidence import EvidenceBundle
+from bot.core.model.changes import EvictionOutcome, ResourceValues
+from bot.core.model.cluster import ClusterView, PodInfo
+from bot.core.model.evidence import EvidenceBundle
 from bot.errors import NotFoundError
 
 BUNDLES = Path(__file__).resolve().parents[1] / "fixtures" / "bundles"

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeVar
 
-from bot.core.incidents import Incident
-from bot.core.outcomes import ActionForm, Diagnosed, Notice, Refused, Told
-from bot.core.state_change import StateChange
+from bot.core.model.incidents import Incident
+from bot.core.reporting.outcomes import ActionForm, Diagnosed, Notice, Refused, Told
+from bot.core.reporting.state_change import StateChange
 from bot.services.locales import LocaleChooser
 from bot.services.ports import ChatPort
 from bot.slack.presenter import SlackPresenter

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.outcomes import ActionResult, ApprovalClosed, ApprovalRequested
+from bot.core.reporting.outcomes import ActionResult, ApprovalClosed, ApprovalRequested
 from bot.render.acting import APPROVE
 from bot.services import approving
 from tests.services.fakes import Posted

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from bot.core.outcomes import ActionResult, ApprovalRequested, refused
+from bot.core.reporting.outcomes import ActionResult, ApprovalRequested, refused
 from bot.render.acting import APPROVE
 from bot.services.operations import IncidentOps
 from bot.store.storing import Store
@@ -40,7 +40,7 @@ async def test_tier1_runs_once_after_another_users_approval(world: World) -> Non
     action_id, approval_id = await _requested_tier1(world)
     assert await world.state(action_id) == "requested"
     await world.act.vote(approval_id=approval_id, user=APPROVER, channel=CHANNEL, yes=True)
-    # the seed's tier 1 evicts only preprocess: it alone covers the shortage (#20)
+    # the seed's tier 1 evicts only preprocess: it alone covers the shortage
     assert [c.method for c in world.kube.effects()] == ["cordon", "annotate_node", "evict"]
     assert world.kube.node.unschedulable
     assert await world.state(action_id) == "succeeded"

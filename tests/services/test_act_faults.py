@@ -9,9 +9,9 @@ from datetime import datetime
 
 import pytest
 
-from bot.core.changes import Change
-from bot.core.field_changes import field_changes
-from bot.core.outcomes import refused
+from bot.core.model.changes import Change
+from bot.core.remedies.field_changes import field_changes
+from bot.core.reporting.outcomes import refused
 from bot.errors import (
     ConflictError,
     ForbiddenError,

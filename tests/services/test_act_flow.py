@@ -5,8 +5,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from bot.core.field_changes import field_changes
-from bot.core.outcomes import ActionDiff, ActionForm, ActionResult, Diagnosed, DryRun
+from bot.core.remedies.field_changes import field_changes
+from bot.core.reporting.outcomes import ActionDiff, ActionForm, ActionResult, Diagnosed, DryRun
 from bot.render.acting import APPLY, CANCEL, REDIAGNOSE, UNDO
 from tests.services.world import CHANNEL, REQ, REQ2, STRANGER, VIEWER, World
 

@@ -1,4 +1,4 @@
-"""Who a tier action goes out as (issue 21 §2): the person's identity, or - with
+"""Who a tier action goes out as: the person's identity, or - with
 impersonation off - the bot; never the bot's rights for an unmapped person."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any, cast
 
 import pytest
 
-from bot.core.policy import parse_policy
+from bot.core.governance.policy import parse_policy
 from bot.errors import PolicyError
 from bot.services.acting import ActDeps
 

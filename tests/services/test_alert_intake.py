@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.core.alert_caps import AlertCaps
+from bot.core.governance.alert_caps import AlertCaps
 from bot.errors import SlackError
 from bot.services.alerts import AlertService, parse_payload
 from tests.services.world import CHANNEL, NODE, World

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.outcomes import refused
-from bot.core.policy import Permission
+from bot.core.governance.policy import Permission
+from bot.core.reporting.outcomes import refused
 from bot.services.chatops import NO_POLICY, BotServices, denied, permitted
 from bot.services.operations import IncidentOps
 from tests.services.world import CHANNEL, REQ, STRANGER, VIEWER, World

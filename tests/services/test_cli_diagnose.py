@@ -8,7 +8,7 @@ import pytest
 
 from bot.cli import main
 from bot.cli.diagnose import analyze_files, diagnose_node
-from bot.core.thresholds import DEFAULT
+from bot.core.model.thresholds import DEFAULT
 from bot.errors import CollectorError, NotFoundError, UsageError
 from bot.slack.blockkit import validate_blocks
 from tests.services.fakes import FakeKube, load_scenario

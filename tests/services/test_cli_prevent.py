@@ -1,7 +1,7 @@
 """``gpunode prevent NODE [--out DIR]`` against the Kubernetes stand-in with the bot's token.
 
 The seed node's printed kit is saved to ``test-artifacts/prevention/`` (the closing note of
-issue 13 shows it); the same output comes from
+the kit's walkthrough shows it); the same output comes from
 ``gpunode sandbox kube --scenario seed`` then ``gpunode prevent gpu-node-01 --server URL
 --token TOKEN``.
 """

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.core.incidents import TimelineEntry
+from bot.core.model.incidents import TimelineEntry
 from bot.store.storing import Store
 
 

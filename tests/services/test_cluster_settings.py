@@ -168,7 +168,7 @@ def _write(tmp_path: Path, text: str) -> Path:
 
 
 def test_a_policy_role_scoped_to_a_cluster_the_settings_do_not_list_stops_the_start() -> None:
-    from bot.core.policy import parse_policy
+    from bot.core.governance.policy import parse_policy
     from bot.wiring.runtime import check_policy_clusters
 
     registry = ClusterRegistry({"prod-eu": object, "prod-us": object})  # type: ignore[dict-item]
@@ -189,7 +189,7 @@ def test_a_policy_role_scoped_to_a_cluster_the_settings_do_not_list_stops_the_st
 
 
 def test_a_tier_requestable_in_a_cluster_where_nobody_may_approve_it_stops_the_start() -> None:
-    from bot.core.policy import parse_policy
+    from bot.core.governance.policy import parse_policy
     from bot.wiring.runtime import check_policy_clusters
 
     registry = ClusterRegistry({"prod-eu": object, "prod-us": object})  # type: ignore[dict-item]

@@ -12,11 +12,11 @@ from typing import Any, get_args
 
 import pytest
 
-from bot.core import commands
-from bot.core.clusters import NodeRef
-from bot.core.incidents import Incident
-from bot.core.outcomes import HelpAsked, Outcome, Posted, Refused, Resolved, StatusList
-from bot.core.policy import Permission
+from bot.core.governance import commands
+from bot.core.governance.policy import Permission
+from bot.core.model.clusters import NodeRef
+from bot.core.model.incidents import Incident
+from bot.core.reporting.outcomes import HelpAsked, Outcome, Posted, Refused, Resolved, StatusList
 from bot.services.clusters import ClusterRegistry
 from bot.services.commands import BY_VERB, TABLE, Asker, Entry, _by_verb, handle
 from bot.services.operations import IncidentOps

@@ -10,8 +10,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from bot.config import load_settings
-from bot.core.links import dashboard_link, incident_window
-from bot.core.thresholds import DEFAULT
+from bot.core.model.thresholds import DEFAULT
+from bot.core.reporting.links import dashboard_link, incident_window
 from bot.errors import ConfigError
 from bot.services.diagnose import DiagnoseService
 from tests.services.world import NODE, World

@@ -8,9 +8,9 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from bot.core.cluster import NodeInfo
-from bot.core.evidence import EvidenceBundle
-from bot.core.thresholds import DEFAULT
+from bot.core.model.cluster import NodeInfo
+from bot.core.model.evidence import EvidenceBundle
+from bot.core.model.thresholds import DEFAULT
 from bot.prom.client import Sample
 from bot.prom.history import HistoryService
 from bot.services.diagnose import DiagnoseService

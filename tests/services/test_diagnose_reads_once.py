@@ -5,7 +5,7 @@ from the store once (after the Job, for the root line's final state).
 
 Counted where the reads land: requests at the Kubernetes stand-in (``KubeSim.requests``, the
 real gateway over HTTP with the bot's token) and ``get_incident`` calls on the real store.
-Before issue #13 a diagnosis built the view twice, read the node three times and the
+A diagnosis once built the view twice, read the node three times and the
 incident three times.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from bot.config import KubeSettings
-from bot.core.thresholds import DEFAULT
+from bot.core.model.thresholds import DEFAULT
 from bot.kube.gateway import Gateway
 from bot.services.diagnose import DiagnoseService
 from bot.store.storing import Store

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.thresholds import DEFAULT
+from bot.core.model.thresholds import DEFAULT
 from bot.errors import SlackError
 from bot.services.diagnose import ROOT_CLAIM_TTL_S, DiagnoseService
 from bot.store.storing import Store

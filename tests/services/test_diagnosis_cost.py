@@ -19,7 +19,7 @@ from pathlib import Path
 from urllib.parse import parse_qs
 
 from bot.config import KubeSettings
-from bot.core.thresholds import DEFAULT
+from bot.core.model.thresholds import DEFAULT
 from bot.kube.gateway import Gateway
 from bot.services.diagnose import DiagnoseService
 from bot.store.storing import Store

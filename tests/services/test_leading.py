@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from kubernetes import client
 
-from bot.core.leases import LeaseRecord
+from bot.core.governance.leases import LeaseRecord
 from bot.errors import ConflictError, ForbiddenError
 from bot.kube.leasing import LeaseApi
 from bot.services.leading import LeaderElector, LeaderWork

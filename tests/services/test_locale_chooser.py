@@ -1,4 +1,4 @@
-"""LocaleChooser gathers the inputs of bot.core.locales: the channel override, the thread's
+"""LocaleChooser gathers the inputs of bot.core.model.locales: the channel override, the thread's
 kept locale and the person's Slack locale (asked only when it can matter)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.core.incidents import Incident
+from bot.core.model.incidents import Incident
 from bot.services.locales import LocaleChooser
 from tests.services.fakes import FakeChat
 

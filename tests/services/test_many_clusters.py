@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import KubeSettings
-from bot.core.thresholds import DEFAULT
+from bot.core.model.thresholds import DEFAULT
 from bot.errors import UnknownClusterError
 from bot.kube.gateway import Gateway
 from bot.services.alerts import AlertService, parse_payload

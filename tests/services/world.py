@@ -15,8 +15,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bot.core.policy import Policy, parse_policy
-from bot.core.thresholds import DEFAULT
+from bot.core.governance.policy import Policy, parse_policy
+from bot.core.model.thresholds import DEFAULT
 from bot.services.act import ActService
 from bot.services.background import Background
 from bot.services.diagnose import DiagnoseOutcome, DiagnoseService

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bot.core.incidents import Incident
-from bot.core.outcomes import AuditAnchored, notice, refused
+from bot.core.model.incidents import Incident
+from bot.core.reporting.outcomes import AuditAnchored, notice, refused
 from bot.services.locales import LocaleChooser
 from bot.slack.presenter import SlackPresenter
 from tests.services.fakes import FakeChat

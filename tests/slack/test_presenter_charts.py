@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bot.charts import render_png
-from bot.core.analysis import analyze
-from bot.core.charts import ChartSpec, chart_spec
-from bot.core.incidents import Incident
-from bot.core.postmortem import build_postmortem
+from bot.core.model.incidents import Incident
+from bot.core.reporting.analysis import analyze
+from bot.core.reporting.charts import ChartSpec, chart_spec
+from bot.core.reporting.postmortem import build_postmortem
 from bot.render.postmortem import render_postmortem_markdown
 from bot.services.locales import LocaleChooser
 from bot.slack.presenter import SlackPresenter

@@ -178,7 +178,7 @@ CHILD_APPENDS = """
 import sys
 from datetime import UTC, datetime
 from bot.store.engines import connect
-from bot.core.records import AuditRecord
+from bot.core.reporting.records import AuditRecord
 from bot.store.record_rows import append_audit
 
 target, who, count = sys.argv[1], sys.argv[2], int(sys.argv[3])

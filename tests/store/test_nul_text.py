@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bot.core.incidents import TimelineEntry
+from bot.core.model.incidents import TimelineEntry
 from bot.store import AuditRecord, Store
 from bot.store.values import NUL_STANDIN
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from bot.core.analysis import analyze
-from bot.core.cluster import ClusterView
-from bot.core.evidence import EvidenceBundle
+from bot.core.model.cluster import ClusterView
+from bot.core.model.evidence import EvidenceBundle
+from bot.core.reporting.analysis import analyze
 from bot.store import Store, packing
 from bot.store.summarizing import KEEP_PER_CONTAINER, ProcessTail, summarize
 from tests.store.conftest import query

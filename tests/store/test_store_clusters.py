@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.incidents import TimelineEntry
+from bot.core.model.incidents import TimelineEntry
 from bot.store import ActionRecord, AuditRecord, Store
 from bot.store.migrating import render
 from bot.store.migrations import MIGRATIONS

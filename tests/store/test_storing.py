@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.analysis import analyze
-from bot.core.approvals import approve, new_request
-from bot.core.cluster import ClusterView
-from bot.core.evidence import EvidenceBundle
-from bot.core.findings import Diagnosis
-from bot.core.incidents import IncidentStateError, TimelineEntry
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.governance.approvals import approve, new_request
+from bot.core.model.cluster import ClusterView
+from bot.core.model.evidence import EvidenceBundle
+from bot.core.model.incidents import IncidentStateError, TimelineEntry
+from bot.core.reporting.analysis import analyze
 from bot.errors import StoreError
 from bot.store import ActionRecord, AuditRecord, Store, storing
 from bot.store.engines import connect

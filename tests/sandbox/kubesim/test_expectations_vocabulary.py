@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import get_args
 
-from bot.core.findings import VerdictCause as ProductCause
+from bot.core.diagnosis.findings import VerdictCause as ProductCause
 from gpunode_sandbox.kubesim.expectations import VerdictCause as LabelledCause
 
 

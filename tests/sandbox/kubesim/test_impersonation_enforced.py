@@ -14,7 +14,7 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from bot.config import KubeSettings
-from bot.core.impersonation import ActingAs
+from bot.core.governance.impersonation import ActingAs
 from bot.kube.connecting import build_api_client
 from bot.kube.transport import ACTING_AS, MERGE, Transport
 from gpunode_sandbox.kubesim import KubeSim

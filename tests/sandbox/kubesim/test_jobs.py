@@ -10,7 +10,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from bot.core.evidence import EvidenceBundle
+from bot.core.model.evidence import EvidenceBundle
 from gpunode_sandbox.kubesim import KubeSim
 from tests.conftest import kube_client_config
 

@@ -1,7 +1,8 @@
 """The stand-in sums a pod's requests as the scheduler and the kubelet do, from its own model:
 app containers and sidecars summed, a regular init container with the sidecars started
 before it, the larger of the two, pod-level requests for cpu and memory, plus overhead. The
-product's kubectl arithmetic (``bot.core.allocation``) must agree with it on every shape."""
+product's kubectl arithmetic (``bot.core.diagnosis.allocation``) must agree with it on every
+shape."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bot.core.allocation import pod_requests_and_limits
+from bot.core.diagnosis.allocation import pod_requests_and_limits
 from gpunode_sandbox.kubesim.podrequests import pod_requests
 
 

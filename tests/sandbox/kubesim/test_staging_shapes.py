@@ -1,4 +1,4 @@
-"""The stand-in stages what real GPU nodes show (issue #20 section 5): pods owned directly by
+"""The stand-in stages what real GPU nodes show: pods owned directly by
 a custom resource keep their usage, native sidecars hold memory in their own cgroup, CUDA's
 pinned host memory is Mlocked/Unevictable, dirty and writeback pages are counted, containers
 have logs (and their previous instance's), memory-backed emptyDirs mount at any path; and a
