@@ -38,7 +38,9 @@ RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
 COPY --from=builder /src/bot/__init__.py /src/bot/__main__.py /src/bot/errors.py /opt/gpunode/bot/
 COPY --from=builder /src/bot/cli/__init__.py /src/bot/cli/main.py /opt/gpunode/bot/cli/
 COPY --from=builder /src/bot/collectors/ /opt/gpunode/bot/collectors/
-COPY --from=builder /src/bot/core/__init__.py /src/bot/core/memory.py /src/bot/core/redaction.py /opt/gpunode/bot/core/
+COPY --from=builder /src/bot/core/__init__.py /opt/gpunode/bot/core/
+COPY --from=builder /src/bot/core/diagnosis/__init__.py /src/bot/core/diagnosis/memory.py /opt/gpunode/bot/core/diagnosis/
+COPY --from=builder /src/bot/core/model/__init__.py /src/bot/core/model/redaction.py /opt/gpunode/bot/core/model/
 RUN printf '#!/usr/local/bin/python\nfrom bot.cli.main import main\nraise SystemExit(main())\n' \
       > /usr/local/bin/gpunode \
  && chmod 0755 /usr/local/bin/gpunode \

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 from bot.core.model.cluster import NodePoolInfo, OwnerRef, PodInfo, RoomOnNode
 from bot.core.model.gangs import builtin_kind, gang_of
@@ -42,12 +43,26 @@ from bot.kube.reading import OwnerCache
 from bot.kube.rollouts import parse_workload
 from bot.kube.scheduling import affinity_terms, parse_volume_terms, selector_text
 from bot.kube.tallying import FleetTally
-
-if TYPE_CHECKING:
-    from bot.kube.gateway import Gateway
+from bot.kube.transport import Transport
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
+T = TypeVar("T")
+
+
+class Reads(Protocol):
+    """What the survey needs of the cluster: ``bot.kube.gateway.Gateway`` is one. Said here,
+    so this module never imports the gateway that calls it."""
+
+    async def _call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
+
+    def _owner_chains(
+        self, t: Transport, pods: list[Obj], cache: dict[tuple[str, str, str], Obj | None]
+    ) -> list[list[Any]]: ...
+
+    async def fleet(self, *, max_age_s: float | None = None) -> FleetTally: ...
+
+
 #: kinds whose rollout facts a remedy reads
 WATCHED_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job")
 
@@ -78,7 +93,7 @@ def peer_of(pod: Obj, node: str) -> PeerPod:
 
 
 async def _peers(
-    gw: Gateway, pods: list[PodInfo], fleet: FleetTally | None
+    gw: Reads, pods: list[PodInfo], fleet: FleetTally | None
 ) -> tuple[list[PeerPod] | None, dict[str, dict[str, str]]]:
     """The existing pods inter-pod affinity counts for the node's pods (see the module
     docstring); None when the fleet (and so every pod's anti-affinity) or a term's list
@@ -122,9 +137,7 @@ async def _peers(
     return sorted(found.values(), key=lambda p: p.key), labels
 
 
-async def _volume_terms(
-    gw: Gateway, pods: list[PodInfo]
-) -> dict[str, list[list[list[Requirement]]]]:
+async def _volume_terms(gw: Reads, pods: list[PodInfo]) -> dict[str, list[list[list[Requirement]]]]:
     """Where each pod's PersistentVolumes let it run: PVC -> bound PV -> ``spec.nodeAffinity``
     (a local PV names its node). A claim not bound yet, or not readable, constrains nothing
     here (WaitForFirstConsumer binds at scheduling)."""
@@ -150,7 +163,7 @@ async def _volume_terms(
     return out
 
 
-async def _queues(gw: Gateway, pods: list[PodInfo], groups: dict[str, str]) -> list[QueueInfo]:
+async def _queues(gw: Reads, pods: list[PodInfo], groups: dict[str, str]) -> list[QueueInfo]:
     """The Kueue LocalQueues the node's pods name (label ``kueue.x-k8s.io/queue-name``) and
     their ClusterQueues; none when Kueue is not served. A queue that cannot be read is left
     out (the plans then say only that restarts re-enter admission)."""
@@ -178,7 +191,7 @@ async def _queues(gw: Gateway, pods: list[PodInfo], groups: dict[str, str]) -> l
 
 
 async def _kueue_workloads(
-    gw: Gateway, pods: list[PodInfo], groups: dict[str, str]
+    gw: Reads, pods: list[PodInfo], groups: dict[str, str]
 ) -> list[KueueWorkload]:
     """The Kueue Workloads of the node's queued pods (label ``kueue.x-k8s.io/queue-name``):
     one list per namespace, each Workload matched to the pods whose owner chain (or the pod
@@ -208,7 +221,7 @@ async def _kueue_workloads(
     return out
 
 
-async def _pools(gw: Gateway, groups: dict[str, str]) -> list[NodePoolInfo] | None:
+async def _pools(gw: Reads, groups: dict[str, str]) -> list[NodePoolInfo] | None:
     """Karpenter's NodePools and the cluster autoscaler's Cluster API node groups (None when
     neither is served or readable: placement then knows pools only through their nodes'
     labels)."""
@@ -229,7 +242,7 @@ async def _pools(gw: Gateway, groups: dict[str, str]) -> list[NodePoolInfo] | No
     return found
 
 
-async def _optional(gw: Gateway, what: str, fn: Any, *args: Any, **kw: Any) -> Any:
+async def _optional(gw: Reads, what: str, fn: Any, *args: Any, **kw: Any) -> Any:
     try:
         return await gw._call(what, fn, *args, **kw)
     except GpunodeError as exc:
@@ -238,7 +251,7 @@ async def _optional(gw: Gateway, what: str, fn: Any, *args: Any, **kw: Any) -> A
 
 
 async def _workloads(
-    gw: Gateway,
+    gw: Reads,
     pods: list[PodInfo],
     cache: dict[tuple[str, str, str], Obj | None],
     groups: dict[str, str],
@@ -262,7 +275,7 @@ async def _workloads(
 
 
 async def _gang_pods(
-    gw: Gateway, node: str, pods: list[PodInfo], cache: dict[tuple[str, str, str], Obj | None]
+    gw: Reads, node: str, pods: list[PodInfo], cache: dict[tuple[str, str, str], Obj | None]
 ) -> list[PodInfo]:
     gangs = {g.key: g for p in pods if (g := gang_of(p)) is not None}
     if not gangs:
@@ -286,7 +299,7 @@ async def _gang_pods(
 
 
 async def survey(
-    gw: Gateway,
+    gw: Reads,
     node: str,
     pods: list[PodInfo],
     cache: OwnerCache,
@@ -349,7 +362,7 @@ def _owned_by(obj: Obj, kind: str, name: str) -> bool:
 
 
 async def _with_elsewhere(
-    gw: Gateway,
+    gw: Reads,
     workloads: list[WorkloadInfo],
     node: str,
     cache: OwnerCache,
@@ -391,7 +404,7 @@ async def _with_elsewhere(
     ]
 
 
-async def _fleet(gw: Gateway) -> FleetTally | None:
+async def _fleet(gw: Reads) -> FleetTally | None:
     """The shared fleet read (``Gateway.fleet``): no call when one is fresh."""
     try:
         return await gw.fleet()

@@ -16,6 +16,7 @@ from typing import Any
 
 from bot.core.diagnosis.findings import Diagnosis
 from bot.core.reporting.postmortem import Postmortem, Snapshot
+from bot.core.reporting.postmortem_story import StoryRow
 from bot.render import environment
 from bot.render.prevention import render_prevention_files, source_line
 from bot.render.sentences import Fmt, sentence
@@ -83,7 +84,7 @@ def context(pm: Postmortem, *, fmt: Fmt, locale: str = "en") -> dict[str, Any]:
     )
     start = _evidence(pm.start, fmt, locale)
     return {
-        "pm": pm,
+        "pm": pm.model_copy(update={"story": [_worded(r, locale) for r in pm.story]}),
         # the start's critical and warning findings, the verdict's own first: what made the
         # shortage possible or worse (the full list stays in the evidence appendix)
         "contributing": start["findings"][:CONTRIBUTING] if start is not None else [],
@@ -93,6 +94,23 @@ def context(pm: Postmortem, *, fmt: Fmt, locale: str = "en") -> dict[str, Any]:
         "end": _evidence(pm.end, fmt, locale),
         "points": _points(pm.start, fmt, locale),
     }
+
+
+def _worded(row: StoryRow, locale: str) -> StoryRow:
+    """A diagnosis row whose verdict was kept as data, worded in ``locale`` (rows recorded
+    before keep the sentence they were recorded with)."""
+    verdict = row.values.get("verdict")
+    if row.code != "evidence" or not isinstance(verdict, dict):
+        return row
+    text = sentence(
+        "verdicts",
+        str(verdict.get("cause", "")),
+        dict(verdict.get("params") or {}),
+        fmt="text",
+        subject=verdict.get("subject"),
+        locale=locale,
+    )
+    return row.model_copy(update={"values": {**row.values, "text": text}})
 
 
 def render_postmortem_markdown(

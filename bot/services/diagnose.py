@@ -373,7 +373,16 @@ class DiagnoseService:
             "evidence",
             actors.GPUNODE,
             f"verdict: {self._verdict_words(diagnosis)}",
-            data={"findings": [f.code for f in diagnosis.findings], STATE_KEY: state_ts},
+            data={
+                "findings": [f.code for f in diagnosis.findings],
+                STATE_KEY: state_ts,
+                # the verdict as data: the postmortem words it in the thread's language
+                "verdict": {
+                    "cause": diagnosis.verdict.cause,
+                    "subject": diagnosis.verdict.subject,
+                    "params": diagnosis.verdict.params,
+                },
+            },
         )
         await self._refresh_root(incident, progress=None, diagnosis=diagnosis)
         return DiagnoseOutcome(incident.id, diagnosis, view, created=created, bundle=bundle)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime
 
 from hypothesis import HealthCheck, given, settings
@@ -265,10 +264,9 @@ def _big_node() -> tuple[EvidenceBundle, ClusterView]:
     return bundle, view
 
 
-def test_analysis_of_a_full_node_takes_milliseconds_not_seconds() -> None:
+def test_analysis_of_a_full_node_accounts_for_every_pod() -> None:
+    """110 pods, 5,000 processes and 8 GPUs: every pod has its ledger line (the time this
+    takes is measured in bench/analyze.py, not asserted here)."""
     bundle, view = _big_node()
-    start = time.perf_counter()
     d = analyze(bundle, view, now=AT)
-    elapsed = time.perf_counter() - start
     assert len([e for e in d.ledger.entries if e.category == "pod"]) == 110
-    assert elapsed < 1.0, f"analysis took {elapsed:.3f}s for 110 pods / 5,000 processes / 8 GPUs"

@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from bot.core.reporting.postmortem import ActionSummary, Postmortem, TimelineRow
+from bot.core.reporting.postmortem_story import StoryRow
 from bot.render.postmortem import render_postmortem_html, render_postmortem_markdown
+from bot.render.sentences import sentence
 
 T0 = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
 EVIL = "<script>alert(1)</script> **bold** | pipe"
@@ -52,3 +54,34 @@ def test_the_markdown_escapes_untrusted_strings_and_keeps_tables_intact() -> Non
     assert "\\*\\*bold\\*\\*" in md and "\\| pipe" in md
     assert "| Duration | 42m |" in md
     assert "- Why: &lt;script&gt;" in md
+
+
+def test_a_verdict_kept_as_data_is_worded_in_the_readers_language() -> None:
+    """The timeline records the verdict's cause and parameters with its English sentence; a
+    Chinese postmortem words the verdict in Chinese, and one recorded before (text only)
+    keeps its sentence."""
+    verdict = {"cause": "host_memory_workload", "subject": "data-prep/preprocess", "params": {}}
+    english = sentence(
+        "verdicts", "host_memory_workload", {}, fmt="text", subject="data-prep/preprocess"
+    )
+    chinese = sentence(
+        "verdicts",
+        "host_memory_workload",
+        {},
+        fmt="text",
+        subject="data-prep/preprocess",
+        locale="zh-CN",
+    )
+    kept = StoryRow(
+        at=T0, code="evidence", who="gpunode", values={"text": english, "verdict": verdict}
+    )
+    old = StoryRow(at=T0, code="evidence", who="gpunode", values={"text": "an older sentence"})
+    pm = _pm().model_copy(update={"story": [kept, old]})
+
+    zh = render_postmortem_markdown(pm, charts={}, locale="zh-CN")
+    en = render_postmortem_markdown(pm, charts={}, locale="en")
+
+    assert chinese != english
+    assert chinese in zh and english not in zh
+    assert english in en
+    assert "an older sentence" in zh and "an older sentence" in en

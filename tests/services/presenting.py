@@ -22,6 +22,8 @@ class RecordingPresenter(SlackPresenter):
         super().__init__(chat, locales or LocaleChooser(chat))  # type: ignore[arg-type]
         #: (channel, the person told or None for a post, the outcome), in order
         self.said: list[tuple[str, str | None, Told]] = []
+        #: how often a diagnosis was written over the current state (not posted anew)
+        self.edited_states = 0
 
     async def tell(
         self, channel: str, user: str, told: Told, *, thread_ts: str | None = None
@@ -71,7 +73,9 @@ class RecordingPresenter(SlackPresenter):
         replace: Sequence[str] = (),
         change: StateChange | None = None,
     ) -> list[str]:
-        self.said.append((channel, None, told))
+        if not replace:  # a state written over the old one is an edit, not a new post
+            self.said.append((channel, None, told))
+        self.edited_states += 1 if replace else 0
         return await super().show_state(
             channel, told, incident=incident, thread_ts=thread_ts, replace=replace, change=change
         )

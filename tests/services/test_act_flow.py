@@ -101,6 +101,7 @@ async def test_tier3_apply_sends_the_edited_values_audits_and_undo_restores(worl
     [diff] = world.thread.outcomes(ActionDiff)
     assert diff.incident_id == "INC-0001" and diff.diff.node == incident.node
     assert len(world.thread.outcomes(Diagnosed)) == 1
+    assert world.thread.edited_states == 1  # the re-diagnosis wrote over the current state
 
 
 async def test_an_edit_below_the_working_set_needs_the_oom_acknowledgement(world: World) -> None:

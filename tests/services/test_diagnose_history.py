@@ -86,14 +86,15 @@ async def test_prometheus_is_asked_while_the_diagnostic_job_runs(tmp_path: Path)
 async def test_a_slow_prometheus_costs_its_timeout_and_a_gap_not_the_diagnosis(
     tmp_path: Path,
 ) -> None:
-    prom = TimedPrometheus(delay_s=30)
+    # a Prometheus that never answers within the test's life: the diagnosis can only finish
+    # because the query was given up after its timeout (no wall-clock bound to race the load)
+    prom = TimedPrometheus(delay_s=3600)
     world, _kube, service = await _service(tmp_path, prom, timeout_s=0.5)
-    started = time.monotonic()
     try:
         outcome = await service.diagnose(NODE, channel=CHANNEL, user=REQ)
     finally:
         await world.store.close()
-    assert time.monotonic() - started < JOB_S + 0.5 + 2
+    assert prom.asked, "the history was asked for"
     assert outcome.diagnosis is not None
     assert any(
         g.source == "prometheus" and "did not answer within 0.5 s" in g.reason

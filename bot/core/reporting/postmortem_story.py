@@ -275,6 +275,8 @@ def story(
             values |= {"from": e.data.get("from", ""), "to": e.data.get("to", "")}
         if e.kind == "evidence":
             values["text"] = e.text.removeprefix("verdict: ")
+            if isinstance(e.data.get("verdict"), dict):  # worded in the reader's language
+                values["verdict"] = e.data["verdict"]
         if e.kind == "action_requested":
             values["text"] = e.text.split(": ", 1)[-1]
             values["tier"] = ran["tier"] if ran is not None else None
