@@ -114,12 +114,15 @@ async def english(demo: Demo, console: Console, shot: Shot) -> None:
         ts, button = details
         await demo.slack.click(ALICE, CHANNEL, ts, button["action_id"], value=button.get("value"))
         await demo.drain()
-        pane = await console.open_thread(ALICE, root)
         modal = console.page.get_by_test_id("modal")
-        if await modal.count():
-            await shot("en-details", modal.last)
-        else:
+        try:  # the console shows the view Slack was asked to open
+            await modal.last.wait_for(timeout=15_000)
+        except Exception:  # no modal: the answer was an ephemeral in the thread
+            pane = await console.open_thread(ALICE, root)
             await shot("en-details", pane.get_by_test_id("ephemeral").last)
+        else:
+            await shot("en-details", modal.last)
+            await modal.last.get_by_test_id("modal-close").click()  # as a person closes it
 
     await _request_tier1(demo, ALICE, root, "stop the cascade while preprocessing restarts")
     found = find_button(_thread(demo, root), "gpunode_approve")
