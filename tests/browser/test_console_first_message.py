@@ -1,8 +1,7 @@
-"""The first diagnosis message of the seed story, measured where people read it (issue #23
-§1): the demo's console renders the thread in Chromium at Slack's thread width, and the
-message must stay within 1,500 characters and 12 rendered lines. Then the **Details**
-button opens its modal with every section, and the report and evidence JSON arrive in the
-thread as files.
+"""The first diagnosis message of the seed story, measured where people read it: the demo's console
+renders the thread in Chromium at Slack's thread width, and the message must stay within 1,500
+characters and 12 rendered lines. Then the **Details** button opens its modal with every section,
+and the report and evidence JSON arrive in the thread as files.
 
 Lines are counted as they render: every text fragment's line box (``Range.getClientRects``)
 across the message's blocks, fragments whose vertical centres lie within a few pixels
@@ -22,7 +21,7 @@ from playwright.sync_api import expect
 
 from tests.browser.test_console_story import DIAGNOSIS_MS, NODE, STEP_MS, act_as, command
 
-#: the thread pane's width for the measure: Slack's preview width in issue #23 §4, inside the
+#: the thread pane's width for the measure: Slack's preview width for images, inside the
 #: range a Slack desktop thread pane opens at (the console's own pane is 420-860 px)
 THREAD_WIDTH_PX = 480
 BUDGET_CHARS = 1500

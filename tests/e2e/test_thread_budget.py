@@ -1,5 +1,5 @@
-"""Issue #23's "done when": the whole README story's thread is at most a third of the
-characters it had when the issue was filed (38,800), counted as a person reads it."""
+"""The whole README story's thread is at most a third of the characters it had before the
+brief first message and the change-only action messages (38,800), counted as a person reads it."""
 
 from __future__ import annotations
 

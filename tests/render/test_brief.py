@@ -19,7 +19,7 @@ from bot.render.views import GpuLine, gpu_groups
 from bot.slack.blockkit import validate_blocks
 from tests.render.test_golden import load
 
-#: issue #23 §1: the first message's budget (the console test measures the rendered lines)
+#: the first message's budget (the console test measures the rendered lines)
 BUDGET_CHARS = 1500
 
 
