@@ -271,6 +271,11 @@ def localized(spec: ChartSpec, t: Translator) -> ChartSpec:
         m = _GPU_LABEL.fullmatch(s.label)
         if m is not None:
             return s.model_copy(update={"label": t.gettext("GPU %(index)s", index=m.group(1))})
+        m = _GPUS_LABEL.fullmatch(s.label)
+        if m is not None:  # identical devices collapsed into one series
+            return s.model_copy(
+                update={"label": t.gettext("GPU %(devices)s (each)", devices=m.group(1))}
+            )
         return s
 
     return spec.model_copy(
@@ -280,6 +285,8 @@ def localized(spec: ChartSpec, t: Translator) -> ChartSpec:
 
 #: ``GPU 3``: the core's label of a device's series
 _GPU_LABEL = re.compile(r"GPU (\d+)")
+#: ``GPU 0–7 (each)``: the core's label of identical devices drawn as one series
+_GPUS_LABEL = re.compile(r"GPU ([\d–, ]+) \(each\)")
 
 
 def title(spec: ChartSpec, t: Translator) -> str:

@@ -34,15 +34,28 @@ def _texts(fig: Figure) -> list[str]:
 def test_a_chinese_chart_has_chinese_title_axes_and_bands() -> None:
     texts = _texts(draw(_spec(), locale="zh-CN"))
     joined = "\n".join(texts)
-    for words in ("gpu-node-01：内存", "主机内存（GiB）", "GPU 显存（GiB）", "快照 + 内核日志"):
+    for words in (
+        "gpu-node-01：内存",
+        "主机内存（GiB）",
+        "GPU 显存（GiB）",
+        "快照 + 内核日志",
+        "GPU 0–7（每块）",  # the eight identical devices, one series
+    ):
         assert words in joined, texts
-    for english in ("host memory", "GPU memory (GiB)", "memory  (", "snapshot + kernel log"):
+    for english in (
+        "host memory",
+        "GPU memory (GiB)",
+        "memory  (",
+        "snapshot + kernel log",
+        "(each)",
+    ):
         assert english not in joined
 
 
 def test_an_english_chart_keeps_its_english_words() -> None:
     texts = "\n".join(_texts(draw(_spec(), locale="en")))
     assert "gpu-node-01: memory  (snapshot + kernel log)" in texts
+    assert "GPU 0–7 (each)" in texts
     assert "host memory (GiB)" in texts
 
 
