@@ -138,6 +138,40 @@ def fit(blocks: list[Block], pointer: str, *, tail: list[Block] | None = None) -
 Dashboard = tuple[str, datetime, datetime]
 
 
+def _holders(t: Any, view: DiagnosisView) -> list[Block]:
+    """The top pods, then the kernel and other holders, one packed section each."""
+    blocks: list[Block] = []
+    if view.pods:
+        pod_lines = [_s(t.amount_line, p) for p in view.pods]
+        if view.pods_hidden:
+            pod_lines.append(_s(t.pods_hidden, view))
+        blocks += pack(_s(t.pods_title, view), pod_lines)
+    if view.kernel or view.other:
+        lines = [_s(t.amount_line, a) for a in [*view.kernel, *view.other]]
+        blocks += pack(_s(t.kernel_title, view), lines)
+    return blocks
+
+
+def _finding_lines(t: Any, view: DiagnosisView, locale: str) -> list[str]:
+    """One line per finding, its sentence in ``locale``."""
+    return [
+        _s(
+            t.finding_line,
+            f,
+            sentence(
+                "findings",
+                f.code,
+                f.params,
+                fmt="mrkdwn",
+                subject=f.subject,
+                severity=f.severity,
+                locale=locale,
+            ),
+        )
+        for f in view.findings
+    ]
+
+
 def evidence_message(
     view: DiagnosisView,
     *,
@@ -161,36 +195,14 @@ def evidence_message(
         *([context(_s(t.dashboard, *dashboard))] if dashboard is not None else []),
         section(_s(t.ledger, view)),
     ]
-    if view.pods:
-        pod_lines = [_s(t.amount_line, p) for p in view.pods]
-        if view.pods_hidden:
-            pod_lines.append(_s(t.pods_hidden, view))
-        blocks += pack(_s(t.pods_title, view), pod_lines)
-    if view.kernel or view.other:
-        lines = [_s(t.amount_line, a) for a in [*view.kernel, *view.other]]
-        blocks += pack(_s(t.kernel_title, view), lines)
+    blocks += _holders(t, view)
     if view.gpus:
         blocks += pack(_s(t.gpus_title, view), [_s(t.gpu_line, g) for g in view.gpus])
     if view.dra:
         blocks += pack(_s(t.dra_title, view), [_s(t.dra_line, d) for d in view.dra])
     if view.findings:
         blocks.append(divider())
-        lines = [
-            _s(
-                t.finding_line,
-                f,
-                sentence(
-                    "findings",
-                    f.code,
-                    f.params,
-                    fmt="mrkdwn",
-                    subject=f.subject,
-                    severity=f.severity,
-                    locale=locale,
-                ),
-            )
-            for f in view.findings
-        ]
+        lines = _finding_lines(t, view, locale)
         blocks += pack(_s(t.findings_title, view), lines)
     tail = [context(_s(t.unverified, view))] if view.unverified else []
     if incident:
@@ -402,7 +414,9 @@ def full_messages(
     incident: str | None = None,
     locale: str = "en",
 ) -> list[Message]:
-    """[evidence, talking points, actions] in full (the terminal's ``--format blocks``)."""
+    """[evidence, talking points, actions] in full: no surface posts these any more (the
+    thread gets ``diagnosis_messages``, the rest is in ``details_view``); kept for the
+    Block Kit limit and escaping tests, which still exercise them."""
     view = build_view(diagnosis, bundle)
     return [
         evidence_message(view, incident=incident, locale=locale),
@@ -434,36 +448,14 @@ def details_view(
         context(_s(t.meta, view)),
     ]
     blocks += [header(title), section(_s(t.ledger, view))]
-    if view.pods:
-        pod_lines = [_s(t.amount_line, p) for p in view.pods]
-        if view.pods_hidden:
-            pod_lines.append(_s(t.pods_hidden, view))
-        blocks += pack(_s(t.pods_title, view), pod_lines)
-    if view.kernel or view.other:
-        lines = [_s(t.amount_line, a) for a in [*view.kernel, *view.other]]
-        blocks += pack(_s(t.kernel_title, view), lines)
+    blocks += _holders(t, view)
     _, points = talking_points_message(view, incident=incident, locale=locale)
     blocks += [header(_s(t.section_title, "points")), *points[1:]]
     facts = [fact_text(f, fmt="mrkdwn", locale=locale, source_limit=None) for f in all_facts(view)]
     if facts:
         blocks += [header(_s(t.section_title, "facts")), *pack("", facts)]
     if view.findings:
-        lines = [
-            _s(
-                t.finding_line,
-                f,
-                sentence(
-                    "findings",
-                    f.code,
-                    f.params,
-                    fmt="mrkdwn",
-                    subject=f.subject,
-                    severity=f.severity,
-                    locale=locale,
-                ),
-            )
-            for f in view.findings
-        ]
+        lines = _finding_lines(t, view, locale)
         blocks += [header(_s(t.section_title, "findings")), *pack("", lines)]
     if view.gpu_groups or view.dra:
         blocks.append(header(_s(t.section_title, "gpus")))
