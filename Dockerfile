@@ -27,12 +27,15 @@ RUN pip wheel --wheel-dir /wheels .
 # is the import closure of `gpunode collect`; tests/deploy/test_collector_image.py recomputes
 # it and compares, so a new import in the collector cannot be left out of the image. The
 # DaemonSet mode's `gpunode agent` runs from it too (tests/deploy/test_agent_image.py).
+# The Job and the agent start `python -I -m bot ...` (an admission policy pins it), and -I
+# ignores PYTHONPATH: /opt/gpunode reaches sys.path through a .pth file in site-packages.
+# Their root filesystem is read-only and PYTHONDONTWRITEBYTECODE is set, so the code is
+# byte-compiled here, once: otherwise every collection would compile it again at start-up.
 FROM python:3.11-slim AS collector
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    PIP_NO_CACHE_DIR=1 \
-    PYTHONPATH=/opt/gpunode
+    PIP_NO_CACHE_DIR=1
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
     pip install --no-index --find-links=/wheels nvidia-ml-py
 COPY --from=builder /src/bot/__init__.py /src/bot/__main__.py /src/bot/errors.py /opt/gpunode/bot/
@@ -41,7 +44,9 @@ COPY --from=builder /src/bot/collectors/ /opt/gpunode/bot/collectors/
 COPY --from=builder /src/bot/core/__init__.py /opt/gpunode/bot/core/
 COPY --from=builder /src/bot/core/diagnosis/__init__.py /src/bot/core/diagnosis/memory.py /opt/gpunode/bot/core/diagnosis/
 COPY --from=builder /src/bot/core/model/__init__.py /src/bot/core/model/redaction.py /opt/gpunode/bot/core/model/
-RUN printf '#!/usr/local/bin/python\nfrom bot.cli.main import main\nraise SystemExit(main())\n' \
+RUN python -c "import site; open(site.getsitepackages()[0] + '/gpunode.pth', 'w').write('/opt/gpunode\n')" \
+ && python -m compileall -q /opt/gpunode \
+ && printf '#!/usr/local/bin/python\nfrom bot.cli.main import main\nraise SystemExit(main())\n' \
       > /usr/local/bin/gpunode \
  && chmod 0755 /usr/local/bin/gpunode \
  && gpunode collect --help > /dev/null \

@@ -80,6 +80,51 @@ def test_collect_imports_no_bot_side_sdk_and_not_even_pydantic() -> None:
     assert run.stdout.strip() == "[]"
 
 
+def test_collect_builds_only_its_own_parser_which_reads_as_the_full_parsers_collect(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from bot.cli.main import _parse, build_parser
+
+    words = ["collect", "--root", "/host", "--top", "5", "--format", "text", "--node-name", "n1"]
+    words += ["--kernel-log-window", "60", "--fake-nvml", "spec.json"]
+    parser, fast = _parse(words)
+    assert parser.prog == "gpunode collect" and not parser._subparsers
+    assert vars(fast) == vars(build_parser().parse_args(words))
+    assert vars(_parse(["collect"])[1]) == vars(build_parser().parse_args(["collect"]))
+
+    outputs = []
+    for parse in (lambda w: _parse(w), lambda w: build_parser().parse_args(w)):
+        for argv in (["collect", "--help"], ["collect", "--top", "x"]):
+            with pytest.raises(SystemExit):
+                parse(argv)
+            outputs.append(capsys.readouterr())
+    assert outputs[:2] == outputs[2:]
+    assert "usage: gpunode collect [-h] [--root ROOT]" in outputs[0].out
+    assert "argument --top: invalid int value: 'x'" in outputs[1].err
+
+
+def test_collect_starts_without_importing_shutil() -> None:
+    """argparse's help formatter imports shutil (and its compression modules) for the
+    terminal's width on every ``add_argument``: 4-10 ms of a collection's start-up."""
+    code = (
+        "import sys, io, contextlib\n"
+        "from bot.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main(['collect', '--root', {str(HOSTS / 'v2-cgroupfs-crio')!r}])\n"
+        "print('shutil' in sys.modules)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        env={"PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", "")},
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "False"
+
+
 def test_text_summary_names_figures_containers_gpus_and_gaps() -> None:
     spec = HOSTS / "v2-systemd-containerd" / "nvml.json"
     run = _run(

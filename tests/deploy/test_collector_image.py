@@ -131,3 +131,49 @@ def test_the_slim_file_set_collects_a_bundle_without_any_third_party_package(
     bundle = EvidenceBundle.model_validate_json(done.stdout)
     assert bundle.node_name == "slim" and bundle.processes
     assert any(g.source == "nvml" for g in bundle.gaps)  # no pynvml in this tree: a gap
+
+
+def test_the_collector_stage_reaches_its_code_without_pythonpath_which_python_dash_i_ignores(
+    slim_tree: Path, tmp_path: Path
+) -> None:
+    """The Job and the agent run ``python -I -m bot``, which ignores PYTHONPATH: the stage's
+    own .pth line, run in a bare virtualenv, makes the copied tree importable under -I."""
+    stage = _collector_stage()
+    assert not any("PYTHONPATH" in line for line in stage if line.upper().startswith("ENV "))
+    destinations = {line.split()[-1] for line in stage if line.upper().startswith("COPY ")}
+    assert destinations and all(d.startswith("/opt/gpunode/bot/") for d in destinations)
+    pth = [
+        m for line in stage for m in re.findall(r'python -c "([^"]*getsitepackages[^"]*)"', line)
+    ]
+    assert len(pth) == 1 and "/opt/gpunode" in pth[0], stage
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    bare = {"PATH": os.environ.get("PATH", "")}
+
+    def job() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [python, "-I", "-m", "bot", *COLLECT],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd="/",
+            env={**bare, "PYTHONPATH": str(slim_tree)},
+        )
+
+    before = job()
+    assert before.returncode != 0 and "No module named bot" in before.stderr
+    code = pth[0].replace("/opt/gpunode", str(slim_tree))
+    subprocess.run([python, "-c", code], check=True, env=bare, timeout=60)
+    after = job()
+    assert after.returncode == 0, after.stderr
+    assert EvidenceBundle.model_validate_json(after.stdout).node_name == "slim"
+
+
+def test_the_collector_stage_byte_compiles_its_code_for_a_read_only_root() -> None:
+    """PYTHONDONTWRITEBYTECODE and the Job's read-only root: without a compile step in the
+    image, every collection would compile every module again before reading a file."""
+    stage = _collector_stage()
+    assert any("PYTHONDONTWRITEBYTECODE=1" in line for line in stage)
+    assert any("compileall" in line and "/opt/gpunode" in line for line in stage)
