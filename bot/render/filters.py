@@ -105,6 +105,7 @@ def user_mentions(escaped: str) -> str:
 
 
 _MD_SPECIAL = "\\`*_[]|~#"
+_MD_ESCAPES = str.maketrans({c: "\\" + c for c in _MD_SPECIAL})
 
 
 def md(text: object) -> str:
@@ -116,13 +117,15 @@ def md(text: object) -> str:
         .replace("<", "&lt;")
         .replace(">", "&gt;")
     )
-    out = "".join("\\" + c if c in _MD_SPECIAL else c for c in out)
-    return out.replace("\r", " ").replace("\n", " ")
+    return out.translate(_MD_ESCAPES).replace("\r", " ").replace("\n", " ")
 
 
 def plain(text: object) -> str:
     """Terminal text: control characters (ANSI escapes included) made visible as ``?``."""
-    return "".join(c if c.isprintable() else "?" for c in str(text))
+    s = str(text)
+    if s.isprintable():  # the usual case, checked in one pass
+        return s
+    return "".join(c if c.isprintable() else "?" for c in s)
 
 
 def md_code(text: object) -> str:

@@ -110,9 +110,8 @@ def attribute(bundle: EvidenceBundle, view: ClusterView | None) -> Attribution:
                 by_container_id[info.container_id.lower()] = (pod, info)
 
     def locate(uid: str | None, cid: str | None) -> str | None:
-        if cid and cid.lower() in by_container_id:
-            return norm_uid(by_container_id[cid.lower()][0].uid)
-        return norm_uid(uid)
+        hit = by_container_id.get(cid.lower()) if cid else None
+        return norm_uid(hit[0].uid if hit else uid)
 
     grouped: dict[str, list[ContainerUsage]] = {}
     containers: list[ContainerUsage] = []
