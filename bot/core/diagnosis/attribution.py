@@ -109,9 +109,16 @@ def attribute(bundle: EvidenceBundle, view: ClusterView | None) -> Attribution:
             if info.container_id:
                 by_container_id[info.container_id.lower()] = (pod, info)
 
+    # thousands of processes share a few hundred (pod UID, container id) pairs
+    located: dict[tuple[str | None, str | None], str | None] = {}
+
     def locate(uid: str | None, cid: str | None) -> str | None:
-        hit = by_container_id.get(cid.lower()) if cid else None
-        return norm_uid(hit[0].uid if hit else uid)
+        try:
+            return located[uid, cid]
+        except KeyError:
+            hit = by_container_id.get(cid.lower()) if cid else None
+            found = located[uid, cid] = norm_uid(hit[0].uid if hit else uid)
+            return found
 
     grouped: dict[str, list[ContainerUsage]] = {}
     containers: list[ContainerUsage] = []
