@@ -11,7 +11,9 @@ reason) in alternation for several rounds. The ``bot`` package is byte-compiled 
 JSON object for the largest count: {"bench": "collect", "metric": "wall_s_median", "value",
 "baseline" (ps), "ratio", "target": 1.0, "ratio_vs_c", "target_vs_c": 1.5, "peak_rss_mib",
 "counts": [...]}. Peak RSS is the collector child's ``ru_maxrss`` from ``wait4``
-(target <= 20 MiB).
+(target <= 20 MiB). Each count also reports ``top20_rss_mib``: the resident memory of the 20
+largest processes, whose smaps_rollup the collector and the C reader both read (the kernel
+walks their page tables: on a shared machine that, not the process count, can dominate).
 
 Usage: python bench/collect.py [--procs 500,2000,20000] [--rounds 7]
 """
@@ -59,6 +61,21 @@ def timed(cmd: list[str]) -> tuple[float, int]:
 
 def _pids() -> int:
     return sum(1 for p in os.listdir("/proc") if p.isdigit())
+
+
+def top_rss_mib(n: int = 20) -> float:
+    """Resident MiB of the ``n`` largest processes (statm). The kernel builds smaps_rollup by
+    walking their page tables, so the collector's and the C reader's exact-RSS reads cost
+    about this much memory's worth of walking; ps reads no smaps at all."""
+    pages: list[int] = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/statm", "rb") as fh:
+                    pages.append(int(fh.read().split()[1]))
+            except (OSError, IndexError, ValueError):
+                continue
+    return round(sum(sorted(pages)[-n:]) * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
 
 
 def start_sleepers(count: int) -> subprocess.Popen[bytes]:
@@ -120,6 +137,7 @@ def one_count(count: int, rounds: int, reader: list[str] | str) -> dict[str, Any
     peaks: list[int] = []
     try:
         pids = _pids()
+        top20 = top_rss_mib()
         print(f"process table: {pids} pids; collector: {' '.join(collector)}", file=sys.stderr)
         timed(collector), timed(baseline)  # warm the page cache
         for _ in range(rounds):
@@ -139,6 +157,7 @@ def one_count(count: int, rounds: int, reader: list[str] | str) -> dict[str, Any
         "ps_s": round(base, 4),
         "ratio_vs_ps": round(value / base, 3),
         "peak_rss_mib": round(max(peaks) / 1024, 1),
+        "top20_rss_mib": top20,
     }
     if cs:
         row["c_reader_s"] = round(statistics.median(cs), 4)
