@@ -15,7 +15,12 @@ JSON object for the largest count: {"bench": "collect", "metric": "wall_s_median
 largest processes, whose smaps_rollup the collector and the C reader both read (the kernel
 walks their page tables: on a shared machine that, not the process count, can dominate).
 
-Usage: python bench/collect.py [--procs 500,2000,20000] [--rounds 7]
+``--as-job`` runs all three as the diagnostic Job does (uid 65534, no capabilities): the
+kernel then refuses smaps_rollup of other users' processes, /proc/slabinfo and /dev/kmsg to
+the collector and the C reader alike (the collector records them as gaps). Without it, as
+root, both read every top process's smaps_rollup, which the Job never may.
+
+Usage: python bench/collect.py [--procs 500,2000,20000] [--rounds 7] [--as-job]
 """
 
 from __future__ import annotations
@@ -127,9 +132,26 @@ def build_reader(tmp: str) -> list[str] | str:
     return [out]
 
 
-def one_count(count: int, rounds: int, reader: list[str] | str) -> dict[str, Any]:
-    collector = collector_command()
-    baseline = ["ps", "aux", "--sort=-%mem"]
+#: the diagnostic Job's identity (templates/kube/diagnostic-job.yaml.j2: runAsUser 65534, every
+#: capability dropped). As that user the kernel refuses smaps_rollup of other users'
+#: processes, /proc/slabinfo and /dev/kmsg, to the collector and the C reader alike.
+AS_JOB = [
+    "setpriv",
+    "--reuid=65534",
+    "--regid=65534",
+    "--clear-groups",
+    "--inh-caps=-all",
+    "--bounding-set=-all",
+]
+
+
+def one_count(
+    count: int, rounds: int, reader: list[str] | str, prefix: list[str]
+) -> dict[str, Any]:
+    collector = [*prefix, *collector_command()]
+    baseline = [*prefix, "ps", "aux", "--sort=-%mem"]
+    if isinstance(reader, list):
+        reader = [*prefix, *reader]
     spawner = start_sleepers(count)
     ours: list[float] = []
     theirs: list[float] = []
@@ -172,11 +194,24 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--procs", default="500,2000", help="process counts, comma-separated")
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument(
+        "--as-job",
+        action="store_true",
+        help="run the collector, ps and the C reader as the Job runs (uid 65534, no "
+        "capabilities; needs root and setpriv). Default: as the caller (root reads every "
+        "process's smaps_rollup, which the Job never may)",
+    )
     args = parser.parse_args()
     compileall.compile_dir(str(REPO / "bot"), quiet=1)  # .pyc before timing
     with tempfile.TemporaryDirectory() as tmp:
+        prefix: list[str] = []
+        if args.as_job:
+            if os.geteuid() != 0 or shutil.which("setpriv") is None:
+                raise SystemExit("--as-job needs root and setpriv (util-linux)")
+            prefix = AS_JOB
+            os.chmod(tmp, 0o755)  # the Job's user runs the C reader from here
         reader = build_reader(tmp)
-        rows = [one_count(int(c), args.rounds, reader) for c in args.procs.split(",")]
+        rows = [one_count(int(c), args.rounds, reader, prefix) for c in args.procs.split(",")]
     last = rows[-1]
     print(
         json.dumps(
@@ -191,6 +226,7 @@ def main() -> int:
                 "target_vs_c": 1.5,
                 "peak_rss_mib": last["peak_rss_mib"],
                 "target_rss_mib": 20,
+                "as_job": args.as_job,
                 "counts": rows,
             }
         )
