@@ -444,6 +444,12 @@ class StorePort(Protocol):
 
     async def timeline(self, incident_id: str) -> list[TimelineEntry]: ...
 
+    async def state_messages(self, incident_id: str) -> list[str]:
+        """The ts of the incident's pinned current-state messages ([] when none yet)."""
+
+    async def set_state_messages(self, incident_id: str, state_ts: list[str]) -> None:
+        """Keep ``state_ts`` as the incident's current-state messages."""
+
     async def save_snapshot(
         self,
         incident_id: str,
