@@ -32,7 +32,6 @@ from bot.services.diagnose import DiagnoseService
 from bot.services.ports import (
     ActionMetrics,
     ChatPort,
-    KubePort,
     NoActionMetrics,
     StorePort,
     ThreadPort,
@@ -42,12 +41,12 @@ from bot.services.ports import (
 class ActService:
     """One per process. Every public method is safe to call concurrently and repeatedly.
 
-    ``kube``: one KubePort (the cluster ``default``) or the ``ClusterRegistry`` of every
-    cluster served; each click acts on its incident's (or action's) cluster."""
+    ``clusters``: every cluster served (one cluster is a registry of one); each click acts
+    on its incident's (or action's) cluster."""
 
     def __init__(
         self,
-        kube: KubePort | ClusterRegistry,
+        clusters: ClusterRegistry,
         store: StorePort,
         chat: ChatPort,
         diagnose: DiagnoseService,
@@ -64,7 +63,6 @@ class ActService:
         watch_interval_s: float = 2.0,
         metrics: ActionMetrics | None = None,
     ) -> None:
-        clusters = kube if isinstance(kube, ClusterRegistry) else ClusterRegistry.single(kube)
         self.deps = ActDeps(
             kube=clusters.port(clusters.default),
             store=store,
@@ -87,7 +85,7 @@ class ActService:
         # ``cluster`` stays '' here: a step always gets ``for_cluster(its incident's)``, and
         # audit rows written without one (expiry sweeps) take their action's cluster
 
-    async def principal(self, user: str, channel: str, cluster: str | None = None) -> Principal:
+    async def principal(self, user: str, channel: str, *, cluster: str | None) -> Principal:
         """The user's principal in ``cluster`` (None: no cluster in question, e.g. a listing
         across clusters: every role they are bound to counts)."""
         if cluster is None:

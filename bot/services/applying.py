@@ -44,6 +44,7 @@ from bot.core.reporting.records import ActionRecord, ActionState
 from bot.errors import GpunodeError, NotFoundError, WriteUnknownError
 from bot.services import approval_view, watching
 from bot.services.acting import ActDeps, audit_fields, plan_of_record, reason_of
+from bot.services.clusters import incident_at
 from bot.services.executing import OnUnanswered, StepsResult, run_steps
 
 log = logging.getLogger(__name__)
@@ -441,12 +442,11 @@ async def after(d: ActDeps, incident_id: str) -> None:
     if incident is None or before is None:
         return
     outcome = await d.diagnose.diagnose(
-        incident.node,
+        incident_at(d.diagnose.clusters, incident),
         channel=incident.channel,
         user=actors.GPUNODE,
         fresh=True,
         chart=False,
-        cluster=incident.cluster or None,
         quiet=True,
     )
     if outcome.diagnosis is None:

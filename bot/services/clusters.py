@@ -17,7 +17,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from bot.core.model.clusters import DEFAULT_CLUSTER, choose_cluster
+from bot.core.model.clusters import DEFAULT_CLUSTER, NodeRef, choose_cluster
+from bot.core.model.incidents import Incident
 from bot.errors import (
     ClusterUnreachableError,
     GpunodeError,
@@ -146,6 +147,13 @@ class ClusterRegistry:
             close = getattr(port, "close", None)
             if callable(close):
                 close()
+
+
+def incident_at(clusters: ClusterRegistry, incident: Incident) -> NodeRef:
+    """The incident's node in its cluster. A row stored before clusters existed has none
+    (``''``) until ``Store.adopt_unclustered`` gives it the default at start-up; read before
+    that (the terminal on an old store), it is the default cluster's."""
+    return NodeRef(cluster=incident.cluster or clusters.default, node=incident.node)
 
 
 def _builder(build: Callable[[K], KubePort], ks: K) -> Callable[[], KubePort]:

@@ -32,7 +32,7 @@ from bot.core.reporting.outcomes import (
     StatusList,
     TopNodes,
 )
-from bot.services.clusters import ClusterRegistry
+from bot.services.clusters import ClusterRegistry, incident_at
 from bot.services.operations import IncidentOps, top_across
 
 
@@ -73,11 +73,6 @@ class CommandSurface(Protocol):
 
     async def resolved(self, incident: Incident, asker: Asker, note: str) -> Outcome:
         """After the incident was resolved: what the surface tells its thread and others."""
-
-
-def incident_at(clusters: ClusterRegistry, incident: Incident) -> NodeRef:
-    """The incident's node in its cluster (an incident stored before clusters: the default)."""
-    return NodeRef(cluster=incident.cluster or clusters.default, node=incident.node)
 
 
 # -- the handlers: one per verb, each given the cluster its permission was checked in ----

@@ -34,7 +34,6 @@ from bot.services.diagnose import DiagnoseService
 from bot.services.leading import LeaderElector, LeaderWork, LeasePort, OnChange
 from bot.services.locales import LocaleChooser
 from bot.services.operations import IncidentOps
-from bot.services.ports import KubePort
 from bot.slack.bolt import build_app
 from bot.slack.chatting import SlackChat
 from bot.slack.edge import Malformed, SlackEdge
@@ -175,7 +174,7 @@ def check_policy_clusters(policy: Policy, clusters: ClusterRegistry) -> None:
 async def build_runtime(
     settings: Settings,
     *,
-    kube: KubePort | ClusterRegistry,
+    clusters: ClusterRegistry,
     client: AsyncWebClient,
     policy: Policy,
     thresholds: Thresholds,
@@ -190,7 +189,6 @@ async def build_runtime(
     ``metrics``: a fresh ``Metrics`` unless given (its registry is this runtime's alone); the
     Slack client, the gateway and the store report to it when they can
     (``bot.telemetry.wiring.instrument``), and so does the leader election."""
-    clusters = kube if isinstance(kube, ClusterRegistry) else ClusterRegistry.single(kube)
     check_policy_clusters(policy, clusters)
     metrics = metrics or Metrics()
     replica_id = replica_id or settings.leader.identity or f"replica-{secrets.token_hex(4)}"
@@ -254,7 +252,6 @@ async def build_runtime(
     )
     store.on_audit = anchors.after_append
     services = BotServices(
-        kube=home,
         clusters=clusters,
         store=store,
         chat=chat,
@@ -286,7 +283,7 @@ async def build_runtime(
             bg,
             channel=settings.slack.incident_channel,
             clock=clock,
-            kube=clusters,
+            check_nodes=True,
             caps=alert_caps(settings),
             cluster_label=settings.alerts.cluster_label,
         )

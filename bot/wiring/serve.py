@@ -114,7 +114,7 @@ async def _serve(settings: Settings) -> None:
     )
     runtime = await build_runtime(
         settings,
-        kube=kube,
+        clusters=kube,
         client=client,
         policy=policy,
         thresholds=thresholds,

@@ -19,8 +19,10 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from bot.config import KubeSettings
+from bot.core.model.clusters import DEFAULT_CLUSTER, NodeRef
 from bot.core.model.thresholds import DEFAULT
 from bot.kube.gateway import Gateway
+from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
 from bot.store.storing import Store
 from gpunode_sandbox.kubesim import KubeSim
@@ -29,6 +31,7 @@ from tests.services.fakes import FakeChat
 from tests.services.presenting import RecordingPresenter
 
 NODE = "gpu-node-01"
+AT = NodeRef(cluster=DEFAULT_CLUSTER, node=NODE)
 
 
 class CountingStore(Store):
@@ -79,7 +82,7 @@ async def test_one_diagnosis_builds_the_view_once_and_reads_the_incident_once(
     store = await CountingStore.open(str(tmp_path / "gpunode.db"))
     chat = FakeChat()
     service = DiagnoseService(
-        gateway,
+        ClusterRegistry.single(gateway),
         store,
         chat,
         thread=RecordingPresenter(chat),
@@ -88,12 +91,12 @@ async def test_one_diagnosis_builds_the_view_once_and_reads_the_incident_once(
     )
     try:
         sim.requests.clear()
-        outcome = await service.diagnose(NODE, channel="C0INCIDENT", user="UREQ")
+        outcome = await service.diagnose(AT, channel="C0INCIDENT", user="UREQ")
         assert outcome.error is None and outcome.diagnosis is not None, outcome.error
         counted = (_views_built(sim), _node_reads(sim), CountingStore.incident_reads)
         assert outcome.incident_id is not None
         pinned = await store.state_messages(outcome.incident_id)
-        again = await service.diagnose(NODE, channel="C0INCIDENT", user="UREQ", fresh=True)
+        again = await service.diagnose(AT, channel="C0INCIDENT", user="UREQ", fresh=True)
         assert again.error is None and again.incident_id == outcome.incident_id
         kept = await store.state_messages(outcome.incident_id)
     finally:
