@@ -19,8 +19,8 @@ from bot.core.model.evidence import EvidenceBundle
 from bot.core.model.incidents import Incident
 from bot.core.reporting.records import EvidenceSnapshot
 from bot.errors import GpunodeError
-from bot.services.clusters import incident_at
 from bot.services.chatops import BotServices, permitted
+from bot.services.clusters import incident_at
 
 #: the evidence JSON attached to the thread: bump on any change a reader's parser would see
 EVIDENCE_SCHEMA = "gpunode.evidence"

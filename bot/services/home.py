@@ -22,9 +22,9 @@ from bot.core.reporting.home import (
     HomeSummary,
     bounded,
 )
-from bot.services.clusters import incident_at
 from bot.services.acting import tier_of
 from bot.services.chatops import BotServices
+from bot.services.clusters import incident_at
 
 log = logging.getLogger(__name__)
 

@@ -26,8 +26,8 @@ from bot.core.remedies.prevention import KitSource, PreventionParams, prevention
 from bot.core.reporting.outcomes import notice
 from bot.core.reporting.records import AuditRecord, EvidenceSnapshot
 from bot.errors import GpunodeError
-from bot.services.clusters import incident_at
 from bot.services.chatops import BotServices, permitted
+from bot.services.clusters import incident_at
 from bot.services.ports import FilesPort, KubePort, StorePort
 
 log = logging.getLogger(__name__)
