@@ -25,7 +25,7 @@ from bot.core.governance.policy import Policy, Principal
 from bot.core.model.actions import ActionPlan
 from bot.core.reporting.records import ActionRecord
 from bot.services import applying, approving, reconciling, requesting, undoing
-from bot.services.acting import ActDeps
+from bot.services.acting import ActConfig, ActDeps, ActPorts
 from bot.services.background import Background
 from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
@@ -64,23 +64,22 @@ class ActService:
         metrics: ActionMetrics | None = None,
     ) -> None:
         self.deps = ActDeps(
-            kube=clusters.port(clusters.default),
-            store=store,
-            chat=chat,
-            thread=thread,
+            ports=ActPorts(
+                store=store, chat=chat, thread=thread, metrics=metrics or NoActionMetrics()
+            ),
+            config=ActConfig(
+                clock=clock,
+                new_id=new_id,
+                replica_id=replica_id,
+                evidence_max_age_s=evidence_max_age_s,
+                approval_ttl_s=approval_ttl_s,
+                watch_timeout_s=watch_timeout_s,
+                watch_interval_s=watch_interval_s,
+            ),
+            policy=policy,
+            clusters=clusters,
             diagnose=diagnose,
             bg=bg,
-            policy=policy,
-            clock=clock,
-            new_id=new_id,
-            replica_id=replica_id,
-            evidence_max_age_s=evidence_max_age_s,
-            approval_ttl_s=approval_ttl_s,
-            watch_timeout_s=watch_timeout_s,
-            watch_interval_s=watch_interval_s,
-            clusters=clusters,
-            cluster="",
-            metrics=metrics or NoActionMetrics(),
         )
         # ``cluster`` stays '' here: a step always gets ``for_cluster(its incident's)``, and
         # audit rows written without one (expiry sweeps) take their action's cluster
@@ -93,12 +92,12 @@ class ActService:
         return await self.deps.for_cluster(cluster).principal(user, channel)
 
     async def _incident_deps(self, incident_id: str) -> ActDeps:
-        incident = await self.deps.store.get_incident(incident_id)
+        incident = await self.deps.ports.store.get_incident(incident_id)
         return self.deps.for_cluster(incident.cluster if incident else "")
 
     async def _action_deps(self, action_id: str) -> tuple[ActDeps, ActionRecord | None]:
         """The deps of the action's cluster, and the action as read (passed along)."""
-        record = await self.deps.store.get_action(action_id)
+        record = await self.deps.ports.store.get_action(action_id)
         return self.deps.for_cluster(record.cluster if record else ""), record
 
     async def open_confirmation(
@@ -148,7 +147,7 @@ class ActService:
 
     async def vote(self, *, approval_id: str, user: str, channel: str, yes: bool) -> None:
         """Approve (``yes``) or Deny; the vote that reaches the quorum executes the action."""
-        approval = await self.deps.store.get_approval(approval_id)
+        approval = await self.deps.ports.store.get_approval(approval_id)
         d = (await self._action_deps(approval.action_id))[0] if approval else self.deps
         await approving.vote(d, approval_id=approval_id, user=user, channel=channel, yes=yes)
 

@@ -350,7 +350,7 @@ def leader_work(
     elector = (
         LeaderElector(
             leases,
-            identity=act.deps.replica_id,
+            identity=act.deps.config.replica_id,
             duration_s=lead.lease_duration_s,
             renew_deadline_s=lead.renew_deadline_s,
             clock=clock,
@@ -362,7 +362,7 @@ def leader_work(
     return LeaderWork(
         store=store,
         actions=act,
-        replica_id=act.deps.replica_id,
+        replica_id=act.deps.config.replica_id,
         clock=clock,
         elector=elector,
         retry_s=lead.retry_s,
