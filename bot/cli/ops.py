@@ -187,7 +187,7 @@ async def answer(
             ops = IncidentOps(
                 store,
                 clock=lambda: datetime.now(UTC),
-                kube_for=lambda name: clusters.port(name or clusters.default),
+                clusters=clusters,
             )
             surface = TerminalSurface(ops, clusters, settings, store, lang)
             return await handle(cmd, asker, surface)

@@ -138,6 +138,10 @@ class ClusterRegistry:
                 _observe(port, self._api_observer)
         return port
 
+    def default_port(self) -> KubePort:
+        """The default cluster's KubePort (the cluster the bot's Deployment runs in)."""
+        return self.port(self.default)
+
     def timeout_s(self, name: str) -> float:
         return self._timeouts.get(name, DEFAULT_TIMEOUT_S)
 

@@ -240,7 +240,7 @@ async def build_runtime(
         watch_interval_s=settings.actions.watch_interval_s,
         metrics=metrics,
     )
-    home = clusters.port(clusters.default)  # the cluster the bot's Deployment runs in
+    home = clusters.default_port()  # the cluster the bot's Deployment runs in
     anchors = Anchors(
         store,
         home if isinstance(home, AnchorPort) else None,
@@ -256,9 +256,7 @@ async def build_runtime(
         store=store,
         chat=chat,
         diagnose=diagnose,
-        ops=IncidentOps(
-            store, clock=clock, kube_for=lambda name: clusters.port(name or clusters.default)
-        ),
+        ops=IncidentOps(store, clock=clock, clusters=clusters),
         bg=bg,
         clock=clock,
         channels=frozenset(policy.channels),

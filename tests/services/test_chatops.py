@@ -18,7 +18,7 @@ def _services(world: World, *, with_actions: bool) -> BotServices:
         store=world.store,
         chat=world.chat,
         diagnose=world.diagnose,
-        ops=IncidentOps(world.store, clock=world.clock),
+        ops=IncidentOps(world.store, clock=world.clock, clusters=world.diagnose.clusters),
         bg=world.bg,
         clock=world.clock,
         act=world.act if with_actions else None,

@@ -100,7 +100,8 @@ async def store(tmp_path: Any) -> Any:
 
 @pytest.fixture
 def surface(store: Store) -> Surface:
-    return Surface(ops=IncidentOps(store, clock=lambda: NOW), clusters=_clusters())
+    clusters = _clusters()
+    return Surface(ops=IncidentOps(store, clock=lambda: NOW, clusters=clusters), clusters=clusters)
 
 
 async def _open(surface: Surface, node: str, cluster: str) -> Incident:
