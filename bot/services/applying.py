@@ -363,10 +363,10 @@ async def _mitigating(d: ActDeps, incident: Incident | None, *, by: str) -> None
     if incident is None:
         return
     if incident.state == "investigating":
-        await d.ports.store.set_incident_state(
+        moved, _ = await d.ports.store.set_incident_state(
             incident.id, "mitigating", at=d.config.clock(), actor=by
         )
-        await d.diagnose.refresh_root(incident.id)
+        await d.diagnose.show_root(moved)  # as just written: no second read
     d.bg.spawn(after(d, incident.id), name=f"rediagnose-{incident.node}")
 
 

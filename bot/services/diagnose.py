@@ -440,6 +440,11 @@ class DiagnoseService:
         if incident is not None:  # as just read: no second read
             await self._refresh_root(incident, progress=None, fresh=incident)
 
+    async def show_root(self, incident: Incident) -> None:
+        """Re-render the root status line of ``incident`` as the caller just wrote it (its
+        state moved): no read of the store."""
+        await self._refresh_root(incident, progress=None, fresh=incident)
+
     def label(self, cluster: str, node: str) -> str:
         """How messages name a node: ``prod-eu/gpu-node-01`` when gpunode serves several
         clusters, plain ``gpu-node-01`` when it serves one."""

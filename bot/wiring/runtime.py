@@ -1,4 +1,5 @@
-"""Wiring: settings + a KubePort + a Slack client -> the services and the Bolt app.
+"""Wiring: settings + the clusters served (a ``ClusterRegistry``; one cluster is a registry
+of one) + a Slack client -> the services and the Bolt app.
 
 Used by ``gpunode serve`` (real Slack and cluster) and by ``gpunode demo`` (stand-ins), so
 both run exactly the same code; only the endpoints differ.
