@@ -1,3 +1,6 @@
+"""What a diagnosis shows in Slack (the brief message and the Details modal) is valid Block
+Kit within Slack's limits, escapes every name taken from the cluster, and says what it cut."""
+
 from __future__ import annotations
 
 import json
