@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from bot.core.governance import commands
 from bot.core.governance.policy import Permission
-from bot.core.model.clusters import DEFAULT_CLUSTER, NodeRef
+from bot.core.model.clusters import NodeRef
 from bot.core.model.incidents import Incident
 from bot.core.reporting.outcomes import (
     ClusterLeftOut,
@@ -113,7 +113,7 @@ async def _top(d: CommandSurface, cmd: commands.Top, asker: Asker, cluster: str 
     return TopNodes(
         rows=tuple(
             RankedNode(
-                at=NodeRef(cluster=r.cluster or DEFAULT_CLUSTER, node=r.node),
+                at=NodeRef(cluster=r.cluster, node=r.node),
                 memory_pressure=r.memory_pressure,
                 working_set_percent=r.working_set_percent,
                 limits_percent=r.limits_percent,
