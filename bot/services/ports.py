@@ -392,7 +392,7 @@ class StorePort(Protocol):
         opened_by: str,
         at: datetime,
         alert_fingerprint: str | None = None,
-        cluster: str = "default",
+        cluster: str,
         locale: str = "en",
     ) -> tuple[Incident, bool]:
         """The node's open incident in ``cluster`` (created=False) or a new one
