@@ -47,6 +47,7 @@ from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.core.model.clusters import NodeRef
 from gpunode_sandbox.demo import SIGNING_SECRET, running_bot, running_standins
 from gpunode_sandbox.story import ALICE, CHANNEL
 
@@ -185,7 +186,8 @@ async def keep_diagnosing(runtime: object, stop: asyncio.Event) -> int:
     async def worker(i: int) -> None:
         nonlocal done
         while not stop.is_set():
-            await diagnose.diagnose(NODES[i % len(NODES)], channel=CHANNEL, user=ALICE)
+            at = NodeRef(cluster=diagnose.clusters.default, node=NODES[i % len(NODES)])
+            await diagnose.diagnose(at, channel=CHANNEL, user=ALICE)
             done += 1
 
     await asyncio.gather(*(worker(i) for i in range(DIAGNOSES)))

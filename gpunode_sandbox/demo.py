@@ -23,6 +23,7 @@ import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import aiohttp
 import yaml
@@ -54,6 +55,9 @@ from gpunode_sandbox.slacksim import SlackSim
 from gpunode_sandbox.story import CHANNEL, run_story
 from gpunode_sandbox.story_clusters import run_clusters_story, transcript
 
+if TYPE_CHECKING:
+    from bot.kube.gateway import Gateway
+
 SIGNING_SECRET = "demo-signing-secret"
 BOT_TOKEN = "xoxb-demo"
 APP_TOKEN = "xapp-1-A0GPUNODE-demo"
@@ -81,7 +85,7 @@ class Demo:
         await self.runtime.services.bg.drain(timeout_s=120)
 
 
-def _gateway(url: str) -> object:
+def _gateway(url: str) -> Gateway:
     """The bot's gateway with the bot's ServiceAccount token: the stand-in enforces the RBAC
     and admission policies of deploy/base, so the demo has exactly the deployed rights."""
     from bot.config import KubeSettings
@@ -177,14 +181,14 @@ async def running_bot(
         kube=KubeSettings(namespace=NAMESPACE),
         clusters=demo_clusters(clusters or {}),
     )
-    kube: object = (
+    served = (
         ClusterRegistry.from_settings(settings, build=Gateway.from_settings)
         if clusters
-        else _gateway(kube_url)
+        else ClusterRegistry.single(_gateway(kube_url))
     )
     runtime = await build_runtime(
         settings,
-        kube=kube,  # type: ignore[arg-type]
+        clusters=served,
         client=make_client(BOT_TOKEN, base_url=slack_api_url),
         policy=read_policy(policy),
         thresholds=Thresholds(),

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.config import KubeSettings, Settings, load_settings
-from bot.core.model.clusters import NodeRef
 from bot.errors import UsageError
 
 if TYPE_CHECKING:
+    from bot.core.governance.commands import Command
     from bot.services.clusters import ClusterRegistry
 
 
@@ -83,15 +83,18 @@ def registry_from_args(args: argparse.Namespace) -> ClusterRegistry:
     return ClusterRegistry.from_settings(settings, build=Gateway.from_settings)
 
 
-def node_target(args: argparse.Namespace, ref: str, *, verb: str) -> tuple[Any, NodeRef]:
-    """``[CLUSTER/]NODE`` as the slash command reads it -> (that cluster's gateway, the
-    node in it). The cluster defaults to the settings' default cluster; UsageError (naming
-    the known clusters) for one that is not listed."""
-    from bot.core.governance.commands import parse_node_ref
+def node_command(args: argparse.Namespace, verb: str) -> tuple[Command, ClusterRegistry]:
+    """``gpunode VERB [CLUSTER/]NODE`` read as the slash command reads it, and the clusters
+    it may name (closed by whoever handles the command). The cluster defaults to the
+    settings' default cluster; UsageError (naming the known clusters) for one that is not
+    listed."""
+    from bot.core.governance import commands
 
+    words = f"{verb} {args.node}"
+    commands.parse(words, prog="gpunode")  # a bad node name is a usage error before anything
     registry = registry_from_args(args)
-    cluster, node = parse_node_ref(ref, verb=verb, prog="gpunode", clusters=registry.names)
-    if cluster is not None and _overridden(args) and len(registry.names) == 1:
-        cluster = None  # the command line names the connection; the prefix only labels it
-    name = registry.choose(cluster)
-    return registry.port(name), NodeRef(cluster=name, node=node)
+    cmd = commands.parse(words, prog="gpunode", clusters=registry.names)
+    if _overridden(args) and len(registry.names) == 1 and getattr(cmd, "cluster", None):
+        # the command line names the connection; the prefix only labels it
+        cmd = cmd.model_copy(update={"cluster": None})
+    return cmd, registry

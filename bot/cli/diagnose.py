@@ -1,13 +1,14 @@
-"""``gpunode analyze`` (offline, from saved JSON) and ``gpunode diagnose`` (live): the
-terminal's presenter of the diagnose use case.
+"""``gpunode analyze`` (offline, from saved JSON) and ``gpunode diagnose`` (live) in a
+terminal.
 
-``gpunode diagnose NODE`` parses its words with ``bot.core.governance.commands.parse`` and runs the
-same use case as Slack's ``/gpunode diagnose`` (``bot.services.diagnosing``), without an
-incident or a thread. Both end in the same place: ``analyze(bundle, view)`` then one
-renderer chosen by
-``--format``: ``text`` (terminal), ``markdown`` (the incident report), ``json`` (the
-Diagnosis: findings with stable codes, verdict, ledger, plans) or ``blocks`` (the three
-Block Kit messages as Slack would receive them).
+``gpunode diagnose NODE`` parses its words with ``bot.core.governance.commands.parse`` and
+goes through the command table (``bot.services.commands.handle``) as Slack's ``/gpunode
+diagnose`` does; the terminal's surface runs the same use case (``bot.services.diagnosing``)
+without an incident or a thread, and its presenter (``bot.cli.presenter``) prints the
+outcome. Both end in the same place: ``analyze(bundle, view)`` then one renderer chosen by
+``--format`` (``bot.cli.presenter.render_output``): ``text`` (terminal), ``markdown`` (the
+incident report), ``json`` (the Diagnosis: findings with stable codes, verdict, ledger,
+plans) or ``blocks`` (the brief Block Kit message as Slack would receive it).
 
 Offline analysis judges the evidence as of its own ``collected_at`` (so a saved bundle gives
 the same answer tomorrow); a live diagnose uses the wall clock.
@@ -19,18 +20,22 @@ import argparse
 import asyncio
 import json
 import sys
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from bot.cli.common import node_target
+from bot.cli.presenter import FORMATS as FORMATS  # the formats --format offers
+from bot.cli.presenter import Wanted, present
+from bot.cli.presenter import render_output as render_output  # tools render with it too
+from bot.cli.presenter import write_chart as write_chart
+from bot.core.model.clusters import DEFAULT_CLUSTER, NodeRef
+from bot.core.reporting.outcomes import NodeDiagnosed, Outcome
 
 if TYPE_CHECKING:
     from bot.prom.history import HistoryService
     from bot.services.ports import KubePort
-from bot.core.diagnosis.findings import Diagnosis
 from bot.core.model.cluster import ClusterView
 from bot.core.model.evidence import SCHEMA_VERSION, EvidenceBundle, foreign_schema
 from bot.core.model.thresholds import DEFAULT, Thresholds
@@ -38,7 +43,6 @@ from bot.core.model.validation import validation_message
 from bot.errors import CollectorError, UsageError
 
 M = TypeVar("M", bound=BaseModel)
-FORMATS = ("text", "markdown", "json", "blocks")
 
 
 def _read_json(path: str, what: str, hint: str) -> Any:
@@ -97,34 +101,6 @@ def read_thresholds(config: str | None) -> Thresholds:
     return read(load_settings(config_file=config))
 
 
-def render_output(
-    diagnosis: Diagnosis,
-    fmt: str,
-    *,
-    bundle: EvidenceBundle | None = None,
-    incident: str | None = None,
-    locale: str = "en",
-) -> str:
-    """The diagnosis in one of ``FORMATS``, worded in ``locale`` (``--lang``; JSON has none)."""
-    if fmt == "json":
-        return diagnosis.model_dump_json(indent=2) + "\n"
-    if fmt == "blocks":
-        from bot.render.blocks import diagnosis_messages
-
-        messages = diagnosis_messages(diagnosis, bundle, incident=incident, locale=locale)
-        payload = [{"text": text, "blocks": blocks} for text, blocks in messages]
-        return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
-    if fmt == "markdown":
-        from bot.render.markdown import render_report_markdown
-
-        return render_report_markdown(diagnosis, bundle, incident=incident, locale=locale)
-    if fmt == "text":
-        from bot.render.text import render_report_text
-
-        return render_report_text(diagnosis, bundle, incident=incident, locale=locale)
-    raise UsageError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
-
-
 def analyze_files(
     evidence: str,
     cluster: str | None,
@@ -165,80 +141,49 @@ async def diagnose_node(
     chart: str | None = None,
     locale: str = "en",
 ) -> str:
-    """Live: the diagnose use case Slack runs (``bot.services.diagnosing``: the node, the
-    diagnostic Job with the Prometheus ``history`` alongside, one cluster view, the analysis),
-    presented for a terminal in ``fmt``; ``chart``: a path to write the diagnosis chart (PNG) to."""
+    """The diagnose use case Slack runs (``bot.services.diagnosing``: the node, the
+    diagnostic Job with the Prometheus ``history`` alongside, one cluster view, the analysis)
+    against one ``kube``, presented as the terminal prints it in ``fmt`` (``chart``: a path
+    to write the diagnosis chart to). ``gpunode diagnose`` goes through the command table;
+    this is the same use case and presenter for tools and tests given a port."""
     from bot.services.diagnosing import check_node, run_diagnosis
 
     known = await check_node(kube, node)
     done = await run_diagnosis(
         kube, known, thresholds=thresholds, clock=lambda: now, history=history
     )
-    if chart:
-        write_chart(done.diagnosis, done.bundle, chart, locale=locale)
-    return render_output(done.diagnosis, fmt, bundle=done.bundle, locale=locale)
-
-
-def write_chart(
-    diagnosis: Diagnosis, bundle: EvidenceBundle | None, path: str, *, locale: str = "en"
-) -> None:
-    """The diagnosis chart as a PNG file at ``path``, its words in ``locale``."""
-    from bot.charts import render_png
-    from bot.core.reporting.charts import chart_spec
-
-    png = render_png(chart_spec(diagnosis, bundle), locale=locale)
-    try:
-        Path(path).write_bytes(png)
-    except OSError as exc:
-        raise UsageError(
-            f"cannot write the chart to {path}: {exc.strerror or exc}. Pass a writable path."
-        ) from exc
+    outcome = NodeDiagnosed(
+        at=NodeRef(cluster=DEFAULT_CLUSTER, node=known.name),
+        diagnosis=done.diagnosis,
+        bundle=done.bundle,
+    )
+    return present(outcome, locale=locale, wanted=Wanted(fmt=fmt, chart=chart)).out
 
 
 def diagnose_main(args: argparse.Namespace) -> int:
-    """``gpunode diagnose NODE``: the words go through ``bot.core.governance.commands.parse`` as the
-    slash command's text does, so both surfaces accept the same node names and print the
-    same usage on a mistake."""
-    from bot.config import load_settings
-    from bot.core.governance import commands
-    from bot.prom.history import HistoryService
-
-    cmd = commands.parse(" ".join(["diagnose", args.node]), prog="gpunode")
-    assert isinstance(cmd, commands.Diagnose)  # the verb is fixed above
-    thresholds = read_thresholds(args.config)
-    # [CLUSTER/]NODE: that cluster's gateway (UsageError naming the known clusters)
-    gateway, at = node_target(args, args.node, verb="diagnose")
-    prometheus = load_settings(config_file=args.config).prometheus
-
+    """``gpunode diagnose [CLUSTER/]NODE``: the words go through the slash command's grammar
+    and its command table (``bot.cli.ops.answer``), so both surfaces accept the same node
+    names and print the same usage on a mistake; the terminal's presenter prints the
+    diagnosis in ``--format`` (and writes ``--chart``). The diagnostic Job's progress is
+    drawn on stderr (not with ``--quiet``, nor when stderr is not a terminal)."""
+    from bot.cli.common import node_command
+    from bot.cli.ops import answer
     from bot.cli.progress import Progress
+    from bot.config import load_settings
     from bot.kube.jobs import PROGRESS
 
+    cmd, clusters = node_command(args, "diagnose")
+    settings = load_settings(config_file=args.config)
     locale = getattr(args, "lang", None) or "en"
     progress = Progress.for_terminal(sys.stderr, quiet=args.quiet, locale=locale)
 
-    async def run() -> str:
-        history = HistoryService.from_settings(prometheus)
+    async def run() -> Outcome:
         PROGRESS.set(progress.phase)  # this task's context: the gateway's threads copy it
-        try:
-            return await diagnose_node(
-                gateway,
-                at.node,
-                args.format,
-                thresholds=thresholds,
-                now=datetime.now(UTC),
-                history=history,
-                chart=args.chart,
-                locale=locale,
-            )
-        finally:
-            await history.close()
-            close = getattr(gateway, "close", None)
-            if close is not None:
-                result = close()
-                if asyncio.iscoroutine(result):
-                    await result
+        return await answer(cmd, args, settings, store_cmd=False, clusters=clusters)
 
     with progress:
-        out = asyncio.run(run())
-    print(out, end="")
-    return 0
+        outcome = asyncio.run(run())
+    printed = present(outcome, locale=locale, wanted=Wanted(fmt=args.format, chart=args.chart))
+    sys.stdout.write(printed.out)
+    sys.stderr.write(printed.err + "\n" if printed.err else "")
+    return printed.status

@@ -1,12 +1,15 @@
-"""``gpunode status | top | timeline | resolve | help`` in a terminal: the slash command's
-grammar and its command table.
+"""``gpunode diagnose | prevent | status | top | timeline | resolve | help`` in a terminal:
+the slash command's grammar and its command table.
 
 The words after the verb go through ``bot.core.governance.commands.parse`` exactly as Slack's text
 does, so both surfaces accept the same input and print the same usage on a mistake; then
 ``bot.services.commands.handle`` carries the command out and ``bot.cli.presenter`` prints its
 outcome. ``status``, ``timeline`` (the postmortem draft in Markdown) and ``resolve`` read the
-bot's store (``store.path``); ``top`` asks the clusters, and ``resolve`` asks the incident's
-cluster to remove the scale-down annotations tier 1 added (as Slack's resolve does).
+bot's store (``store.path``); ``diagnose``, ``prevent`` and ``top`` ask the clusters (no
+incident, no thread: the node as the cluster shows it now), and ``resolve`` asks the
+incident's cluster to remove the scale-down annotations tier 1 added (as Slack's resolve
+does). ``gpunode diagnose`` and ``gpunode prevent`` keep their own subcommands for their
+options (``bot.cli.diagnose``, ``bot.cli.prevent``) and go through ``answer`` here.
 """
 
 from __future__ import annotations
@@ -27,14 +30,21 @@ from bot.core.governance.policy import Permission
 from bot.core.model.clusters import NodeRef
 from bot.core.model.incidents import Incident
 from bot.core.model.locales import choose_locale
-from bot.core.reporting.outcomes import Exported, Outcome, Refused, Resolved
-from bot.errors import UsageError
+from bot.core.reporting.outcomes import (
+    Exported,
+    KitMade,
+    NodeDiagnosed,
+    Outcome,
+    Refused,
+    Resolved,
+)
 from bot.kube.gateway import Gateway
 from bot.render.postmortem import render_postmortem_markdown
 from bot.services.clusters import ClusterRegistry
 from bot.services.commands import Asker, handle
 from bot.services.operations import IncidentOps
 from bot.services.postmortem import UserName, draft_postmortem
+from bot.services.prevention import kit_from_cluster
 from bot.store.engines import require_existing
 from bot.store.storing import Store
 
@@ -77,6 +87,33 @@ def cluster_label(settings: Settings, incident: Incident) -> str:
     return kube.context or kube.server or ("in-cluster" if kube.mode == "in_cluster" else "")
 
 
+async def _diagnosed(clusters: ClusterRegistry, settings: Settings, at: NodeRef) -> Outcome:
+    """The diagnose use case Slack runs (``bot.services.diagnosing``: the node, the
+    diagnostic Job with the Prometheus history alongside, one cluster view, the analysis),
+    with no incident or thread; the wall clock is "now"."""
+    from bot.config.thresholds import read_thresholds
+    from bot.prom.history import HistoryService
+    from bot.services.diagnosing import check_node, run_diagnosis
+
+    kube = clusters.port(at.cluster)
+    now = datetime.now(UTC)
+    history = HistoryService.from_settings(settings.prometheus)
+    try:
+        known = await check_node(kube, at.node)
+        done = await run_diagnosis(
+            kube, known, thresholds=read_thresholds(settings), clock=lambda: now, history=history
+        )
+    finally:
+        await history.close()
+    return NodeDiagnosed(at=at, diagnosis=done.diagnosis, bundle=done.bundle)
+
+
+async def _kit(clusters: ClusterRegistry, at: NodeRef) -> Outcome:
+    """The node's prevention kit as its cluster shows it now."""
+    kit = await kit_from_cluster(clusters.port(at.cluster), at.node, at=datetime.now(UTC))
+    return KitMade(at=at, params=kit.params, source=kit.source)
+
+
 @dataclass(frozen=True)
 class TerminalSurface:
     """The ``CommandSurface`` of a terminal. Whoever runs ``gpunode`` holds the store and
@@ -95,12 +132,10 @@ class TerminalSurface:
         return None
 
     async def diagnose(self, at: NodeRef, asker: Asker) -> Outcome:
-        raise UsageError(
-            "in a terminal, diagnose is its own command", usage=f"gpunode diagnose {at}"
-        )
+        return await _diagnosed(self.clusters, self.settings, at)
 
     async def prevent(self, at: NodeRef, asker: Asker) -> Outcome:
-        raise UsageError("in a terminal, prevent is its own command", usage=f"gpunode prevent {at}")
+        return await _kit(self.clusters, at)
 
     async def timeline(self, incident: Incident, asker: Asker) -> Outcome:
         # a terminal has no thread to hold charts; names come from Slack when it is set
@@ -123,20 +158,28 @@ class TerminalSurface:
         return Resolved(incident_id=incident.id, by=asker.user, note=note)
 
 
-async def _answer(
-    cmd: commands.Command, args: argparse.Namespace, settings: Settings, *, store_cmd: bool
+async def answer(
+    cmd: commands.Command,
+    args: argparse.Namespace,
+    settings: Settings,
+    *,
+    store_cmd: bool,
+    clusters: ClusterRegistry | None = None,
 ) -> Outcome:
     """``handle`` with the terminal's surface: the store opened for the commands that read
-    it; ``top`` asks the clusters (``--server``/``--kubeconfig`` or the settings')."""
+    it; ``diagnose``, ``prevent`` and ``top`` ask ``clusters`` (closed here; by default the
+    ones ``--server``/``--kubeconfig`` or the settings name)."""
     asker = Asker(user=f"cli:{getpass.getuser()}")
     lang = getattr(args, "lang", None)
-    if store_cmd:
-        clusters = ClusterRegistry.from_settings(settings, build=Gateway.from_settings)
-    else:
-        clusters = registry_from_args(args)
+    if clusters is None:
+        clusters = (
+            ClusterRegistry.from_settings(settings, build=Gateway.from_settings)
+            if store_cmd
+            else registry_from_args(args)
+        )
     try:
         if not store_cmd:
-            return await handle(cmd, asker, _Storeless(clusters))
+            return await handle(cmd, asker, LiveSurface(clusters, settings))
         path = require_existing(settings.store.target)
         async with await Store.open(path) as store:
             # resolve as Slack does: the scale-down annotations tier 1 put on the node come
@@ -144,7 +187,7 @@ async def _answer(
             ops = IncidentOps(
                 store,
                 clock=lambda: datetime.now(UTC),
-                kube_for=lambda name: clusters.port(name or clusters.default),
+                clusters=clusters,
             )
             surface = TerminalSurface(ops, clusters, settings, store, lang)
             return await handle(cmd, asker, surface)
@@ -153,14 +196,16 @@ async def _answer(
 
 
 @dataclass(frozen=True)
-class _Storeless:
-    """The terminal's surface for ``top`` and ``help``, which read no store."""
+class LiveSurface:
+    """The terminal's surface for ``diagnose``, ``prevent``, ``top`` and ``help``, which
+    read no store."""
 
     clusters: ClusterRegistry
+    settings: Settings
 
     @property
     def ops(self) -> IncidentOps:
-        raise AssertionError("top and help read no incidents")
+        raise AssertionError("diagnose, prevent, top and help read no incidents")
 
     async def refusal(
         self, permission: Permission, asker: Asker, cluster: str | None
@@ -168,10 +213,10 @@ class _Storeless:
         return None
 
     async def diagnose(self, at: NodeRef, asker: Asker) -> Outcome:
-        raise AssertionError("diagnose is its own subcommand")
+        return await _diagnosed(self.clusters, self.settings, at)
 
     async def prevent(self, at: NodeRef, asker: Asker) -> Outcome:
-        raise AssertionError("prevent is its own subcommand")
+        return await _kit(self.clusters, at)
 
     async def timeline(self, incident: Incident, asker: Asker) -> Outcome:
         raise AssertionError("timeline reads the store")
@@ -191,7 +236,7 @@ def main(args: argparse.Namespace) -> int:
     cmd = commands.parse(
         " ".join([args.command, *args.words]), prog="gpunode", clusters=tuple(settings.clusters)
     )
-    outcome = asyncio.run(_answer(cmd, args, settings, store_cmd=store_cmd))
+    outcome = asyncio.run(answer(cmd, args, settings, store_cmd=store_cmd))
     printed = present(outcome, locale=choose_locale(explicit=getattr(args, "lang", None)))
     if printed.out:
         sys.stdout.write(printed.out.rstrip("\n") + "\n")

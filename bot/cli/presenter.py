@@ -1,18 +1,31 @@
-"""The terminal's presenter: a command's typed outcome (``bot.core.reporting.outcomes``) as the
-lines ``gpunode status|top|timeline|resolve|help`` print, in the reader's language, as
-``bot.slack.presenter`` and ``bot.slack.app.as_told`` present the same outcomes in Slack.
+"""The terminal's presenter: a command's typed outcome (``bot.core.reporting.outcomes``) as
+``gpunode diagnose|prevent|status|top|timeline|resolve|help`` print it, in the reader's
+language, as ``bot.slack.presenter`` and ``bot.slack.app.as_told`` present the same outcomes
+in Slack.
 
 ``present`` returns what goes to stdout, what goes to stderr, and the exit status: a
-refusal, or a ``top`` that no cluster answered, is an error (exit 1) said on stderr.
+refusal, or a ``top`` that no cluster answered, is an error (exit 1) said on stderr. What the
+command line asked of the presentation (``Wanted``: the diagnosis' ``--format`` and
+``--chart``, the kit's ``--out`` and ``--force``) is the presenter's: a diagnosis is rendered
+in that format (its chart written to that PNG), a kit printed as one Markdown document or
+written file by file into that folder.
 """
 
 from __future__ import annotations
 
+import errno
+import json
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.model.evidence import EvidenceBundle
 from bot.core.reporting.outcomes import (
     Exported,
     HelpAsked,
+    KitMade,
+    NodeDiagnosed,
     Outcome,
     Posted,
     Refused,
@@ -20,10 +33,26 @@ from bot.core.reporting.outcomes import (
     StatusList,
     TopNodes,
 )
+from bot.errors import UsageError
 from bot.render.cli_text import line
 from bot.render.help import help_text
 from bot.render.messages import plain_fallback
 from bot.render.notices import told_mrkdwn
+from bot.render.prevention import render_kit_markdown, render_prevention_files
+
+FORMATS = ("text", "markdown", "json", "blocks")
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """How the command line asked to see an outcome: a diagnosis in ``fmt`` (its chart also
+    written to ``chart``, a PNG path); a kit's files written into ``out`` (a folder;
+    ``force``: over an earlier kit's), else printed."""
+
+    fmt: str = "text"
+    chart: str | None = None
+    out: str | None = None
+    force: bool = False
 
 
 @dataclass(frozen=True)
@@ -77,8 +106,118 @@ def _top(outcome: TopNodes, locale: str) -> Printed:
     return Printed(out="\n".join(lines))
 
 
-def present(outcome: Outcome, *, locale: str, prog: str = "gpunode") -> Printed:
-    """``outcome`` as the terminal prints it, in ``locale``."""
+def render_output(
+    diagnosis: Diagnosis,
+    fmt: str,
+    *,
+    bundle: EvidenceBundle | None = None,
+    incident: str | None = None,
+    locale: str = "en",
+) -> str:
+    """The diagnosis in one of ``FORMATS``, worded in ``locale`` (``--lang``; JSON has none)."""
+    if fmt == "json":
+        return diagnosis.model_dump_json(indent=2) + "\n"
+    if fmt == "blocks":
+        from bot.render.blocks import diagnosis_messages
+
+        messages = diagnosis_messages(diagnosis, bundle, incident=incident, locale=locale)
+        payload = [{"text": text, "blocks": blocks} for text, blocks in messages]
+        return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+    if fmt == "markdown":
+        from bot.render.markdown import render_report_markdown
+
+        return render_report_markdown(diagnosis, bundle, incident=incident, locale=locale)
+    if fmt == "text":
+        from bot.render.text import render_report_text
+
+        return render_report_text(diagnosis, bundle, incident=incident, locale=locale)
+    raise UsageError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+
+
+def write_chart(
+    diagnosis: Diagnosis, bundle: EvidenceBundle | None, path: str, *, locale: str = "en"
+) -> None:
+    """The diagnosis chart as a PNG file at ``path``, its words in ``locale``."""
+    from bot.charts import render_png
+    from bot.core.reporting.charts import chart_spec
+
+    png = render_png(chart_spec(diagnosis, bundle), locale=locale)
+    try:
+        Path(path).write_bytes(png)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write the chart to {path}: {exc.strerror or exc}. Pass a writable path."
+        ) from exc
+
+
+def _write_new(path: Path, text: str, *, replace: bool) -> None:
+    """Write ``path`` itself, never through a symlink (O_NOFOLLOW); without ``replace`` only
+    a file that does not exist yet (O_EXCL, so one planted meanwhile is not written either)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_TRUNC if replace else os.O_EXCL)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UsageError(
+                f"{path} is a symbolic link; gpunode writes no file through one. Remove it, "
+                "or choose another --out directory."
+            ) from exc
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}.") from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}.") from exc
+
+
+def write_kit(files: dict[str, str], out: Path, *, force: bool = False) -> list[Path]:
+    """Write every file of the kit into ``out``; the paths written, in kit order."""
+    targets = [out / name for name in files]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot create {out}: {exc.strerror or exc}. Pass a writable --out directory."
+        ) from exc
+    # lexists: a symlink counts, dangling or not (it is never followed, below)
+    existing = [p.name for p in targets if os.path.lexists(p)]
+    if existing and not force:
+        raise UsageError(
+            f"{out} already holds {', '.join(existing)} (an earlier kit?); nothing was written. "
+            "Pass --force to overwrite them, or choose another --out directory."
+        )
+    for path in targets:
+        _write_new(path, files[path.name], replace=force)
+    return targets
+
+
+def _diagnosed(outcome: NodeDiagnosed, locale: str, wanted: Wanted) -> Printed:
+    if wanted.chart:
+        write_chart(outcome.diagnosis, outcome.bundle, wanted.chart, locale=locale)
+    return Printed(
+        out=render_output(outcome.diagnosis, wanted.fmt, bundle=outcome.bundle, locale=locale)
+    )
+
+
+def _kit(outcome: KitMade, locale: str, wanted: Wanted) -> Printed:
+    files = render_prevention_files(outcome.params, locale=locale, source=outcome.source)
+    if wanted.out is None:
+        return Printed(out=render_kit_markdown(files, locale=locale).rstrip("\n") + "\n")
+    written = write_kit(files, Path(wanted.out), force=wanted.force)
+    lines = [f"wrote {p}" for p in written]
+    lines.append(f"review {Path(wanted.out) / 'README.md'} before applying anything")
+    return Printed(out="\n".join(lines) + "\n")
+
+
+def present(
+    outcome: Outcome, *, locale: str, prog: str = "gpunode", wanted: Wanted | None = None
+) -> Printed:
+    """``outcome`` as the terminal prints it, in ``locale``, as ``wanted``."""
+    wanted = wanted or Wanted()
+    if isinstance(outcome, NodeDiagnosed):
+        return _diagnosed(outcome, locale, wanted)
+    if isinstance(outcome, KitMade):
+        return _kit(outcome, locale, wanted)
     if isinstance(outcome, Refused):
         return Printed(err=f"gpunode: {plain_fallback(told_mrkdwn(outcome, locale))}", status=1)
     if isinstance(outcome, HelpAsked):

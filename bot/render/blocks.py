@@ -4,9 +4,8 @@ pieces (wording, ``templates/slack/<locale>/``).
 A diagnosis posts one brief message (``brief_message``: the verdict, one number per team,
 the recommended tier with its relief, the buttons; issue #23 §1, at most 1,500 characters
 and 12 lines at thread width). Everything else is behind its **Details** button: a modal
-(``details_view``) and the report attached to the thread. ``evidence_message``,
-``talking_points_message`` and ``actions_message`` stay for the terminal's ``--format
-blocks`` and the modal's sections. Every message respects
+(``details_view``) and the report attached to the thread; ``talking_points_message`` and
+``actions_message`` build the modal's sections. Every message respects
 Slack's limits (reference/slack.md section 3) by construction: section text <= 3000,
 header <= 150, <= 50 blocks, and a cumulative text budget under Slack's undocumented
 ~12k ``msg_blocks_too_long``; what does not fit is cut and replaced by a pointer to the
@@ -172,45 +171,6 @@ def _finding_lines(t: Any, view: DiagnosisView, locale: str) -> list[str]:
     ]
 
 
-def evidence_message(
-    view: DiagnosisView,
-    *,
-    incident: str | None = None,
-    locale: str = "en",
-    dashboard: Dashboard | None = None,
-) -> Message:
-    t = _m("evidence", locale)
-    verdict = sentence(
-        "verdicts",
-        view.verdict.cause,
-        view.verdict.params,
-        fmt="mrkdwn",
-        subject=view.verdict.subject,
-        locale=locale,
-    )
-    blocks: list[Block] = [
-        header(_s(t.header, view)),
-        section(_s(t.verdict, view, verdict)),
-        context(_s(t.meta, view)),
-        *([context(_s(t.dashboard, *dashboard))] if dashboard is not None else []),
-        section(_s(t.ledger, view)),
-    ]
-    blocks += _holders(t, view)
-    if view.gpus:
-        blocks += pack(_s(t.gpus_title, view), [_s(t.gpu_line, g) for g in view.gpus])
-    if view.dra:
-        blocks += pack(_s(t.dra_title, view), [_s(t.dra_line, d) for d in view.dra])
-    if view.findings:
-        blocks.append(divider())
-        lines = _finding_lines(t, view, locale)
-        blocks += pack(_s(t.findings_title, view), lines)
-    tail = [context(_s(t.unverified, view))] if view.unverified else []
-    if incident:
-        tail.append(_prevention_button(incident, locale))
-    blocks = fit(blocks, _s(t.pointer, incident, view.node), tail=tail)
-    return truncate(_s(t.fallback, view, verdict), FALLBACK_TEXT), blocks
-
-
 def _prevention_element(incident: str, locale: str) -> Block:
     label = truncate(_s(_m("prevention", locale).button), 75)
     return {
@@ -219,11 +179,6 @@ def _prevention_element(incident: str, locale: str) -> Block:
         "text": {"type": "plain_text", "text": label},
         "value": incident,
     }
-
-
-def _prevention_button(incident: str, locale: str) -> Block:
-    button = _prevention_element(incident, locale)
-    return {"type": "actions", "block_id": "gpunode_prevention", "elements": [button]}
 
 
 def headline(sentence_mrkdwn: str) -> str:
@@ -405,24 +360,6 @@ def diagnosis_messages(
     verdict."""
     view = build_view(diagnosis, bundle)
     return [brief_message(view, incident=incident, locale=locale, dashboard=dashboard)]
-
-
-def full_messages(
-    diagnosis: Diagnosis,
-    bundle: EvidenceBundle | None = None,
-    *,
-    incident: str | None = None,
-    locale: str = "en",
-) -> list[Message]:
-    """[evidence, talking points, actions] in full: no surface posts these any more (the
-    thread gets ``diagnosis_messages``, the rest is in ``details_view``); kept for the
-    Block Kit limit and escaping tests, which still exercise them."""
-    view = build_view(diagnosis, bundle)
-    return [
-        evidence_message(view, incident=incident, locale=locale),
-        talking_points_message(view, incident=incident, locale=locale),
-        actions_message(view, incident=incident, locale=locale),
-    ]
 
 
 #: processes the Details modal lists (the report attached to the thread has them all)

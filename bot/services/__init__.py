@@ -9,13 +9,19 @@ the ``ThreadPort``, chart specs (``bot.core.reporting.charts``) and postmortem d
 and renders them. Settings arrive as plain values (``clusters.ClusterConfig``, the doctor's
 namespace and lease), built at the edge (``bot.wiring``, ``bot.cli``). The import contract
 "The use cases speak data" forbids ``bot.render``, ``bot.store``, ``bot.prom``,
-``bot.charts``, ``bot.telemetry`` and ``bot.config`` here; its ``ignore_imports`` in
-pyproject.toml lists the modules not yet moved (the action flow).
+``bot.charts``, ``bot.telemetry`` and ``bot.config`` here, with no exceptions.
+
+One command table (``commands``: ``handle(command, asker, surface)``) carries out every verb
+for every surface: the slash command, a mention, and the terminal (``gpunode diagnose``,
+``prevent``, ``status``, ``top``, ``timeline``, ``resolve``, ``help``). Which node in which
+cluster is one ``NodeRef(cluster, node)``; the services are given the ``ClusterRegistry`` of
+the clusters served (one cluster is a registry of one, ``ClusterRegistry.single``).
 
 - diagnose: ``diagnosing`` (the use case: view, Job, analysis; shared by Slack and the
   terminal), ``diagnose`` (``DiagnoseService``: the incident and its thread; Prometheus
   history alongside the Job through its ``HistoryPort``, ``bot.prom.history``);
-- act: ``act`` (``ActService``, the facade) over the steps ``acting`` (shared deps),
+- act: ``act`` (``ActService``, the facade) over the steps ``acting`` (shared deps:
+  ``ActDeps`` of ``ActPorts``, ``ActConfig``, the policy and the clusters),
   ``requesting``, ``applying`` (the Apply handler and the execution), ``approving``,
   ``undoing``, ``reconciling``, ``executing`` (steps through the KubePort) and ``watching``
   (after an action lands: ``RolloutWatched``/``EvictionsWatched`` outcomes);

@@ -25,14 +25,13 @@ from bot.core.governance.policy import Policy, Principal
 from bot.core.model.actions import ActionPlan
 from bot.core.reporting.records import ActionRecord
 from bot.services import applying, approving, reconciling, requesting, undoing
-from bot.services.acting import ActDeps
+from bot.services.acting import ActConfig, ActDeps, ActPorts
 from bot.services.background import Background
 from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
 from bot.services.ports import (
     ActionMetrics,
     ChatPort,
-    KubePort,
     NoActionMetrics,
     StorePort,
     ThreadPort,
@@ -42,12 +41,12 @@ from bot.services.ports import (
 class ActService:
     """One per process. Every public method is safe to call concurrently and repeatedly.
 
-    ``kube``: one KubePort (the cluster ``default``) or the ``ClusterRegistry`` of every
-    cluster served; each click acts on its incident's (or action's) cluster."""
+    ``clusters``: every cluster served (one cluster is a registry of one); each click acts
+    on its incident's (or action's) cluster."""
 
     def __init__(
         self,
-        kube: KubePort | ClusterRegistry,
+        clusters: ClusterRegistry,
         store: StorePort,
         chat: ChatPort,
         diagnose: DiagnoseService,
@@ -64,30 +63,28 @@ class ActService:
         watch_interval_s: float = 2.0,
         metrics: ActionMetrics | None = None,
     ) -> None:
-        clusters = kube if isinstance(kube, ClusterRegistry) else ClusterRegistry.single(kube)
         self.deps = ActDeps(
-            kube=clusters.port(clusters.default),
-            store=store,
-            chat=chat,
-            thread=thread,
+            ports=ActPorts(
+                store=store, chat=chat, thread=thread, metrics=metrics or NoActionMetrics()
+            ),
+            config=ActConfig(
+                clock=clock,
+                new_id=new_id,
+                replica_id=replica_id,
+                evidence_max_age_s=evidence_max_age_s,
+                approval_ttl_s=approval_ttl_s,
+                watch_timeout_s=watch_timeout_s,
+                watch_interval_s=watch_interval_s,
+            ),
+            policy=policy,
+            clusters=clusters,
             diagnose=diagnose,
             bg=bg,
-            policy=policy,
-            clock=clock,
-            new_id=new_id,
-            replica_id=replica_id,
-            evidence_max_age_s=evidence_max_age_s,
-            approval_ttl_s=approval_ttl_s,
-            watch_timeout_s=watch_timeout_s,
-            watch_interval_s=watch_interval_s,
-            clusters=clusters,
-            cluster="",
-            metrics=metrics or NoActionMetrics(),
         )
         # ``cluster`` stays '' here: a step always gets ``for_cluster(its incident's)``, and
         # audit rows written without one (expiry sweeps) take their action's cluster
 
-    async def principal(self, user: str, channel: str, cluster: str | None = None) -> Principal:
+    async def principal(self, user: str, channel: str, *, cluster: str | None) -> Principal:
         """The user's principal in ``cluster`` (None: no cluster in question, e.g. a listing
         across clusters: every role they are bound to counts)."""
         if cluster is None:
@@ -95,12 +92,12 @@ class ActService:
         return await self.deps.for_cluster(cluster).principal(user, channel)
 
     async def _incident_deps(self, incident_id: str) -> ActDeps:
-        incident = await self.deps.store.get_incident(incident_id)
+        incident = await self.deps.ports.store.get_incident(incident_id)
         return self.deps.for_cluster(incident.cluster if incident else "")
 
     async def _action_deps(self, action_id: str) -> tuple[ActDeps, ActionRecord | None]:
         """The deps of the action's cluster, and the action as read (passed along)."""
-        record = await self.deps.store.get_action(action_id)
+        record = await self.deps.ports.store.get_action(action_id)
         return self.deps.for_cluster(record.cluster if record else ""), record
 
     async def open_confirmation(
@@ -150,7 +147,7 @@ class ActService:
 
     async def vote(self, *, approval_id: str, user: str, channel: str, yes: bool) -> None:
         """Approve (``yes``) or Deny; the vote that reaches the quorum executes the action."""
-        approval = await self.deps.store.get_approval(approval_id)
+        approval = await self.deps.ports.store.get_approval(approval_id)
         d = (await self._action_deps(approval.action_id))[0] if approval else self.deps
         await approving.vote(d, approval_id=approval_id, user=user, channel=channel, yes=yes)
 

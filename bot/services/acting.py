@@ -2,7 +2,12 @@
 
 The flow is split by step (``requesting``, ``approving``, ``applying``, ``undoing``,
 ``reconciling``); each step is a function over ``ActDeps``. ``bot.services.act.ActService``
-is the facade the Slack glue calls. Helpers here never touch the cluster.
+is the facade the Slack glue calls. ``ActDeps`` holds dependencies, grouped: ``ports`` (the
+store, Slack's user groups, the thread, the metrics), ``config`` (clock, ids, limits), the
+role policy, the clusters and the one acted on. Its methods are what a step does with them
+in one cluster (audit, refuse, the principal, the identity a change goes out as); reads
+that a step passes along (``incident_of``, ``snapshot_of``, ``available_plan``) are
+functions over the store. Helpers here never touch the cluster.
 
 The steps speak data: every message of the flow is an outcome of ``bot.core.reporting.outcomes``
 (``ActionForm``, ``DryRun``, ``ApprovalRequested``, ``ApprovalClosed``, ``ActionResult``,
@@ -56,15 +61,21 @@ _ACTION = re.compile(r"tier(?P<tier>[0-9])\.(?P<step>[a-z_]+)")
 
 
 @dataclass(frozen=True)
-class ActDeps:
-    kube: KubePort
+class ActPorts:
+    """What the flow talks to: the store (incidents, actions, approvals, audit), Slack's
+    user groups, the thread (every message, as outcomes the presenter words) and the
+    action metrics."""
+
     store: StorePort
     chat: ChatPort
-    #: where every message of the flow goes, as outcomes (the presenter words them)
     thread: ThreadPort
-    diagnose: DiagnoseService
-    bg: Background
-    policy: Policy
+    metrics: ActionMetrics = field(default_factory=NoActionMetrics)
+
+
+@dataclass(frozen=True)
+class ActConfig:
+    """The flow's clock, ids and limits: plain values from the settings."""
+
     clock: Callable[[], datetime]
     new_id: Callable[[], str]
     replica_id: str
@@ -72,23 +83,38 @@ class ActDeps:
     approval_ttl_s: int
     watch_timeout_s: float = 180.0
     watch_interval_s: float = 2.0
-    #: the clusters served (None: the one ``kube``) and the one these deps act on
-    clusters: ClusterRegistry | None = None
+
+
+@dataclass(frozen=True)
+class ActDeps:
+    """The dependencies of every step: its ports, its configuration, the role policy, the
+    clusters served with the one these deps act on (``cluster``, its port ``kube``), the
+    diagnosis service (re-diagnosis after an action) and the background tasks."""
+
+    ports: ActPorts
+    config: ActConfig
+    policy: Policy
+    clusters: ClusterRegistry
+    diagnose: DiagnoseService
+    bg: Background
+    #: the cluster these deps act on and its port; ``''`` in the process-wide deps that
+    #: sweep every cluster's actions (their audit rows take each action's cluster)
     cluster: str = ""
 
+    @property
+    def kube(self) -> KubePort:
+        """The port of the cluster these deps act on (the default one's in the sweeping
+        deps, which act on no cluster of their own)."""
+        return self.clusters.port(self.cluster or self.clusters.default)
+
     def for_cluster(self, name: str) -> ActDeps:
-        """These deps, acting on cluster ``name`` ('' : the default one)."""
-        if self.clusters is None:
-            return self if self.cluster == name else dataclasses.replace(self, cluster=name)
-        name = name or self.clusters.default
-        return dataclasses.replace(self, kube=self.clusters.port(name), cluster=name)
+        """These deps, acting on cluster ``name`` (``''``: a record stored before clusters
+        existed, the default one's)."""
+        return dataclasses.replace(self, cluster=name or self.clusters.default)
 
     def node_ref(self, node: str) -> str:
         """``cluster/node`` when several clusters are served, else the node's name."""
-        multi = self.clusters is not None and self.clusters.multi
-        return format_node_ref(self.cluster, node, show_cluster=multi)
-
-    metrics: ActionMetrics = field(default_factory=NoActionMetrics)
+        return format_node_ref(self.cluster, node, show_cluster=self.clusters.multi)
 
     def acting(
         self, user: str, *, approvers: tuple[str, ...] = (), action_id: str = ""
@@ -120,7 +146,7 @@ class ActDeps:
         member_of = set()
         for group in sorted(groups):
             try:
-                if user in await self.chat.usergroup_members(group):
+                if user in await self.ports.chat.usergroup_members(group):
                     member_of.add(group)
             except GpunodeError:
                 log.warning("could not resolve user group %s; treating as not a member", group)
@@ -136,9 +162,9 @@ class ActDeps:
         in ``gpunode_actions_total`` by tier, step and decision: every decision of the action
         flow is audited, so the audit call is the one place that sees them all."""
         fields.setdefault("cluster", self.cluster)
-        await self.store.append_audit(AuditRecord(at=self.clock(), **fields))
+        await self.ports.store.append_audit(AuditRecord(at=self.config.clock(), **fields))
         if m := _ACTION.fullmatch(str(fields.get("action", ""))):
-            self.metrics.action(
+            self.ports.metrics.action(
                 tier=m["tier"], step=m["step"], outcome=str(fields.get("decision", ""))
             )
 
@@ -159,15 +185,10 @@ class ActDeps:
             detail = why.reason if isinstance(why, Deny) else refusal_detail(why)
             fields = {"channel": channel, "decision": "refused", "detail": detail} | audit
             await self.audit(actor=user, **fields)
-        await self.thread.tell(channel, user, told, thread_ts=thread_ts)
+        await self.ports.thread.tell(channel, user, told, thread_ts=thread_ts)
 
     async def say(self, channel: str, user: str, key: str, **params: Any) -> None:
-        await self.thread.tell(channel, user, Notice(key=key, params=params))
-
-    def thread_locale(self, incident: Incident | None) -> str:
-        """The language of a post in the incident's thread (``en`` without an incident).
-        Only ``watching`` still words its own messages; it goes once it posts outcomes."""
-        return self.diagnose.locales.for_thread(incident) if incident is not None else "en"
+        await self.ports.thread.tell(channel, user, Notice(key=key, params=params))
 
     async def timeline(
         self,
@@ -179,21 +200,9 @@ class ActDeps:
     ) -> None:
         if incident_id is None:
             return
-        await append_entry(self.store, incident_id, kind, actor, text, at=self.clock(), data=data)
-
-    async def plan_of(
-        self, incident_id: str, plan_id: str
-    ) -> tuple[Incident, EvidenceSnapshot, ActionPlan] | None:
-        """The available plan ``plan_id`` of the incident's latest evidence, with the
-        incident and that evidence (read once here, passed along), or None."""
-        incident = await self.store.get_incident(incident_id)
-        snap = await self.store.latest_snapshot(incident_id)
-        if incident is None or snap is None:
-            return None
-        plan = next((p for p in snap.diagnosis.plans if p.plan_id == plan_id), None)
-        if plan is None or not plan.available:
-            return None
-        return incident, snap, plan
+        await append_entry(
+            self.ports.store, incident_id, kind, actor, text, at=self.config.clock(), data=data
+        )
 
     async def update_message(
         self,
@@ -209,10 +218,10 @@ class ActDeps:
         """Replace the action's message (and its buttons) with its outcome. ``incident``:
         the action's incident when the caller has it (else it is read)."""
         if incident is None:
-            incident = await self.store.get_incident(record.incident_id or "")
+            incident = await incident_of(self.ports.store, record)
         ts = record.message_ts
         if ts is None:  # a record read before its message was posted
-            fresh = await self.store.get_action(record.action_id)
+            fresh = await self.ports.store.get_action(record.action_id)
             ts = fresh.message_ts if fresh else None
         if incident is None or ts is None:
             return
@@ -229,10 +238,35 @@ class ActDeps:
             undo=undo,
         )
         try:
-            await self.thread.update(incident.channel, ts, told, incident=incident)
+            await self.ports.thread.update(incident.channel, ts, told, incident=incident)
         except GpunodeError as err:
             # the state and the audit row are already written; a lost edit must not undo them
             log.warning("could not update action message %s: %s", record.action_id, err)
+
+
+async def available_plan(
+    store: StorePort, incident_id: str, plan_id: str
+) -> tuple[Incident, EvidenceSnapshot, ActionPlan] | None:
+    """The available plan ``plan_id`` of the incident's latest evidence, with the incident
+    and that evidence (read once here, passed along), or None."""
+    incident = await store.get_incident(incident_id)
+    snap = await store.latest_snapshot(incident_id)
+    if incident is None or snap is None:
+        return None
+    plan = next((p for p in snap.diagnosis.plans if p.plan_id == plan_id), None)
+    if plan is None or not plan.available:
+        return None
+    return incident, snap, plan
+
+
+async def incident_of(store: StorePort, record: ActionRecord) -> Incident | None:
+    """The action's incident (None: an action recorded without one, or one since gone)."""
+    return await store.get_incident(record.incident_id) if record.incident_id else None
+
+
+async def snapshot_of(store: StorePort, record: ActionRecord) -> EvidenceSnapshot | None:
+    """The latest evidence of the action's incident (None: no incident, or no evidence)."""
+    return await store.latest_snapshot(record.incident_id) if record.incident_id else None
 
 
 def report_of(result: StepsResult | StepsReport | None) -> StepsReport | None:

@@ -35,13 +35,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from bot.core.governance.alert_caps import AlertCaps, over_cap, recent
 from bot.core.governance.commands import parse_node_name
 from bot.core.model import actors
-from bot.core.model.clusters import cluster_name_problem, format_node_ref
+from bot.core.model.clusters import NodeRef, cluster_name_problem, format_node_ref
 from bot.core.model.validation import validation_message
 from bot.core.reporting.outcomes import notice
 from bot.core.reporting.records import AuditRecord
 from bot.errors import GpunodeError, SlackError, UnknownClusterError, UsageError
 from bot.services.background import Background
-from bot.services.clusters import ClusterRegistry, fan_out
+from bot.services.clusters import fan_out
 from bot.services.diagnose import DiagnoseService
 from bot.services.ports import ChatPort, KubePort, StorePort
 from bot.services.recording import append_entry
@@ -134,7 +134,7 @@ class AlertService:
         *,
         channel: str,
         clock: Callable[[], datetime],
-        kube: KubePort | ClusterRegistry | None = None,
+        check_nodes: bool = False,
         caps: AlertCaps = DEFAULT_CAPS,
         cluster_label: str = "cluster",
     ) -> None:
@@ -144,15 +144,9 @@ class AlertService:
         self._bg = bg
         self._channel = channel
         self._clock = clock
-        #: whether to check that the alerted nodes exist (a KubePort or registry was given)
-        self._check_nodes = kube is not None
-        self._clusters = (
-            kube
-            if isinstance(kube, ClusterRegistry)
-            else ClusterRegistry.single(kube)
-            if kube is not None
-            else diagnose.clusters
-        )
+        #: whether to check, in each alert's cluster, that the alerted nodes exist
+        self._check_nodes = check_nodes
+        self._clusters = diagnose.clusters
         self._cluster_label = cluster_label
         self._caps = caps
         self._started: list[tuple[str, datetime]] = []
@@ -265,11 +259,10 @@ class AlertService:
         """The diagnosis an alert asked for; a channel the bot cannot post in is said once."""
         try:
             await self._diagnose.diagnose(
-                f.node,
+                NodeRef(cluster=f.cluster, node=f.node),
                 channel=self._channel,
                 user=actors.ALERTMANAGER,
                 alert_fingerprint=f.fingerprint,
-                cluster=f.cluster,
             )
         except SlackError as err:
             if err.code not in CHANNEL_ERRORS:

@@ -43,7 +43,15 @@ from bot.core.reporting.outcomes import (
 from bot.core.reporting.records import ActionRecord, ActionState
 from bot.errors import GpunodeError, NotFoundError, WriteUnknownError
 from bot.services import approval_view, watching
-from bot.services.acting import ActDeps, audit_fields, plan_of_record, reason_of
+from bot.services.acting import (
+    ActDeps,
+    audit_fields,
+    incident_of,
+    plan_of_record,
+    reason_of,
+    snapshot_of,
+)
+from bot.services.clusters import incident_at
 from bot.services.executing import OnUnanswered, StepsResult, run_steps
 
 log = logging.getLogger(__name__)
@@ -63,7 +71,7 @@ async def apply(
         )
         return
     # the incident, read once for the whole Apply and passed along
-    incident = await d.store.get_incident(record.incident_id or "")
+    incident = await incident_of(d.ports.store, record)
     thread_ts = incident.thread_ts if incident else None
     fields = audit_fields(record, channel, "apply")
     if user != record.requester:
@@ -99,20 +107,22 @@ async def _request_approval(
     *,
     channel: str,
 ) -> None:
-    if not await d.store.remember_event(f"approval-requested:{record.action_id}", at=d.clock()):
+    if not await d.ports.store.remember_event(
+        f"approval-requested:{record.action_id}", at=d.config.clock()
+    ):
         await d.say(channel, record.requester, "approval_pending")
         return
     plan = plan_of_record(record)
     req = new_request(
-        d.new_id(),
+        d.config.new_id(),
         record.action_id,
         tier=plan.tier,
         requester=record.requester,
         quorum=decision.quorum,
-        at=d.clock(),
-        ttl_s=d.approval_ttl_s,
+        at=d.config.clock(),
+        ttl_s=d.config.approval_ttl_s,
     )
-    await d.store.save_approval(req)
+    await d.ports.store.save_approval(req)
     await d.audit(
         actor=record.requester,
         **audit_fields(record, channel, "approval_requested"),
@@ -121,7 +131,7 @@ async def _request_approval(
     )
     # what is approved: the requester's own dry run, steps with owners, relief (#23 §2)
     dry = StepsReport.from_json((record.result or {}).get(approval_view.DRY_RUN))
-    snap = await d.store.latest_snapshot(record.incident_id or "") if dry is not None else None
+    snap = await snapshot_of(d.ports.store, record) if dry is not None else None
     told = ApprovalRequested(
         plan=plan,
         request=req,
@@ -130,8 +140,10 @@ async def _request_approval(
         dry_run=dry,
         owners=approval_view.owners_of(snap),
     )
-    ts = await d.thread.post(channel, told, incident=incident)
-    await d.store.note_action(record.action_id, {APPROVAL_MESSAGE: {"channel": channel, "ts": ts}})
+    ts = await d.ports.thread.post(channel, told, incident=incident)
+    await d.ports.store.note_action(
+        record.action_id, {APPROVAL_MESSAGE: {"channel": channel, "ts": ts}}
+    )
     if dry is None:  # an action requested before dry runs were kept
         await d.update_message(record, "awaiting_approval", by=record.requester, incident=incident)
     else:  # the dry run stays in the thread; only its buttons give way
@@ -150,10 +162,12 @@ async def execute(
     """Run the action once. False when another caller already claimed it. ``incident``:
     the action's incident when the caller has read it (else it is read once here)."""
     if incident is None:
-        incident = await d.store.get_incident(record.incident_id or "")
+        incident = await incident_of(d.ports.store, record)
     fields = audit_fields(record, channel, "execute")
-    if not await d.store.claim_action(record.action_id, d.replica_id, at=d.clock()):
-        current = await d.store.get_action(record.action_id)
+    if not await d.ports.store.claim_action(
+        record.action_id, d.config.replica_id, at=d.config.clock()
+    ):
+        current = await d.ports.store.get_action(record.action_id)
         state = current.state if current else "gone"
         await d.refuse(channel, by, refused("action_already", state=state), audit=fields)
         return False
@@ -166,8 +180,8 @@ async def execute(
         )
         await d.update_message(record, "applying", by=by, incident=incident)
         if approval_id is not None:
-            at = d.clock()
-            await d.store.update_approval(
+            at = d.config.clock()
+            await d.ports.store.update_approval(
                 approval_id,
                 lambda r: (mark_executed(r, at) if r.state == "approved" else r, None),
             )
@@ -175,9 +189,11 @@ async def execute(
         if reason is not None:
             await _refuse_stale(d, record, reason, by=by, fields=fields, incident=incident)
             return True
-        if not await d.store.set_action_state(record.action_id, "running", at=d.clock()):
+        if not await d.ports.store.set_action_state(
+            record.action_id, "running", at=d.config.clock()
+        ):
             # reconciled meanwhile (marked interrupted by another replica): never run it now
-            current = await d.store.get_action(record.action_id)
+            current = await d.ports.store.get_action(record.action_id)
             state = current.state if current else "gone"
             await d.refuse(
                 channel,
@@ -186,7 +202,7 @@ async def execute(
                 audit=fields,
             )
             return True
-        since = d.clock().strftime("%Y-%m-%dT%H:%M:%SZ")  # events after this are ours
+        since = d.config.clock().strftime("%Y-%m-%dT%H:%M:%SZ")  # events after this are ours
         # the requester's identity (impersonation), with the approvers as extras: the
         # cluster decides for the person, and its audit names them and who approved
         acting = d.acting(
@@ -222,7 +238,7 @@ async def _approvers(d: ActDeps, approval_id: str | None) -> tuple[str, ...]:
     """The Slack ids that approved, in the order they voted (none without an approval)."""
     if approval_id is None:
         return ()
-    req = await d.store.get_approval(approval_id)
+    req = await d.ports.store.get_approval(approval_id)
     if req is None:
         return ()
     return req.approvers
@@ -245,7 +261,9 @@ async def _record(
     payload = result.as_json() | {"undo": [s.model_dump(mode="json") for s in undo]}
     if acting is not None:
         payload["acting_as"] = acting.model_dump(mode="json")
-    await d.store.set_action_state(record.action_id, state, at=d.clock(), result=payload)
+    await d.ports.store.set_action_state(
+        record.action_id, state, at=d.config.clock(), result=payload
+    )
     # what it achieved, not only that every step answered: a PDB-blocked tier 1 is "not
     # applied" in the audit, the timeline (and the chart marker drawn from it) and its message
     done = action_outcome(state, payload)
@@ -345,8 +363,10 @@ async def _mitigating(d: ActDeps, incident: Incident | None, *, by: str) -> None
     if incident is None:
         return
     if incident.state == "investigating":
-        await d.store.set_incident_state(incident.id, "mitigating", at=d.clock(), actor=by)
-        await d.diagnose.refresh_root(incident.id)
+        moved, _ = await d.ports.store.set_incident_state(
+            incident.id, "mitigating", at=d.config.clock(), actor=by
+        )
+        await d.diagnose.show_root(moved)  # as just written: no second read
     d.bg.spawn(after(d, incident.id), name=f"rediagnose-{incident.node}")
 
 
@@ -359,8 +379,8 @@ async def _refuse_stale(
     fields: dict[str, Any],
     incident: Incident | None,
 ) -> None:
-    await d.store.set_action_state(
-        record.action_id, "refused", at=d.clock(), result={"reason": reason}
+    await d.ports.store.set_action_state(
+        record.action_id, "refused", at=d.config.clock(), result={"reason": reason}
     )
     await d.audit(actor=by, **fields, decision="refused", outcome="stale", detail=reason)
     await d.timeline(record.incident_id, "action_result", by, f"refused as stale: {reason}")
@@ -381,8 +401,8 @@ async def _crashed(
     store): end ``failed`` and say so, rather than leave the action claimed."""
     why = f"could not carry out the action ({code}): {message}"
     try:
-        await d.store.set_action_state(
-            record.action_id, "failed", at=d.clock(), result={"reason": why}
+        await d.ports.store.set_action_state(
+            record.action_id, "failed", at=d.config.clock(), result={"reason": why}
         )
         await d.audit(actor=by, **fields, decision="failed", outcome="error", detail=why)
         await d.timeline(record.incident_id, "action_result", by, why)
@@ -403,7 +423,7 @@ def undo_for(plan: ActionPlan, result: StepsResult) -> list[Step]:
 
 
 async def _stale(d: ActDeps, record: ActionRecord, plan: ActionPlan) -> str | None:
-    snap = await d.store.latest_snapshot(record.incident_id or "")
+    snap = await snapshot_of(d.ports.store, record)
     if snap is None:
         return "no evidence recorded for this incident; re-diagnose"
     evidence, before = snap.diagnosis, snap.view
@@ -424,8 +444,8 @@ async def _stale(d: ActDeps, record: ActionRecord, plan: ActionPlan) -> str | No
     return stale_reason(
         plan,
         evidence_at=evidence.collected_at,
-        now=d.clock(),
-        max_age_s=d.evidence_max_age_s,
+        now=d.config.clock(),
+        max_age_s=d.config.evidence_max_age_s,
         before=before,
         current=current,
         controllers=controllers,
@@ -436,17 +456,16 @@ async def after(d: ActDeps, incident_id: str) -> None:
     """Re-diagnose and post what the action bought in the thread: a compact before/after
     (``ActionDiff``) with the tiers the new evidence offers next, and the chart. The new
     evidence is saved, but never reposted: the thread carries the evidence once."""
-    incident = await d.store.get_incident(incident_id)
-    before = await d.store.latest_snapshot(incident_id)
+    incident = await d.ports.store.get_incident(incident_id)
+    before = await d.ports.store.latest_snapshot(incident_id)
     if incident is None or before is None:
         return
     outcome = await d.diagnose.diagnose(
-        incident.node,
+        incident_at(d.diagnose.clusters, incident),
         channel=incident.channel,
         user=actors.GPUNODE,
         fresh=True,
         chart=False,
-        cluster=incident.cluster or None,
         quiet=True,
     )
     if outcome.diagnosis is None:
@@ -457,7 +476,7 @@ async def after(d: ActDeps, incident_id: str) -> None:
         incident_id=incident.id,
         next_tiers=tuple((p.tier, p.plan_id) for p in outcome.diagnosis.plans if p.available),
     )
-    await d.thread.post(incident.channel, told, incident=incident)
+    await d.ports.thread.post(incident.channel, told, incident=incident)
     # the same chart as the diagnosis', now with the action marked on it
     await d.diagnose.upload_chart(
         incident,

@@ -60,6 +60,6 @@ async def keep_dry_run(
         awaiting=True,
     )
     try:
-        await d.thread.update(incident.channel, record.message_ts, told, incident=incident)
+        await d.ports.thread.update(incident.channel, record.message_ts, told, incident=incident)
     except GpunodeError as err:
         log.warning("could not mark the dry run of %s as awaiting: %s", record.action_id, err)

@@ -21,7 +21,14 @@ from bot.core.model.incidents import Incident
 from bot.core.reporting.outcomes import ApprovalClosed, refused
 from bot.core.reporting.records import ActionRecord
 from bot.errors import GpunodeError
-from bot.services.acting import ActDeps, audit_fields, plan_of_record, reason_of, tier_of
+from bot.services.acting import (
+    ActDeps,
+    audit_fields,
+    incident_of,
+    plan_of_record,
+    reason_of,
+    tier_of,
+)
 from bot.services.applying import APPROVAL_MESSAGE, execute
 
 log = logging.getLogger(__name__)
@@ -40,8 +47,8 @@ VOTE_DECISION = {
 
 async def vote(d: ActDeps, *, approval_id: str, user: str, channel: str, yes: bool) -> None:
     """An approver's Approve or Deny (the requester may Deny to withdraw)."""
-    req = await d.store.get_approval(approval_id)
-    record = await d.store.get_action(req.action_id) if req else None
+    req = await d.ports.store.get_approval(approval_id)
+    record = await d.ports.store.get_action(req.action_id) if req else None
     if req is None or record is None:
         await d.refuse(
             channel,
@@ -52,17 +59,17 @@ async def vote(d: ActDeps, *, approval_id: str, user: str, channel: str, yes: bo
         return
     principal = await d.principal(user, channel)
     eligible = can_approve(principal, tier_of(record.tier), d.policy)
-    now = d.clock()
+    now = d.config.clock()
 
     def change(r: ApprovalRequest) -> tuple[ApprovalRequest, str]:
         if yes:
             return approve(r, user, now, eligible=eligible)
         return deny(r, user, now, eligible=eligible)
 
-    new, outcome = await d.store.update_approval(approval_id, change)
+    new, outcome = await d.ports.store.update_approval(approval_id, change)
     fields = audit_fields(record, channel, "approve" if yes else "deny")
     await d.audit(actor=user, **fields, decision=VOTE_DECISION[outcome])
-    incident = await d.store.get_incident(record.incident_id or "")  # once per vote
+    incident = await incident_of(d.ports.store, record)  # once per vote
     thread_ts = incident.thread_ts if incident else None
     if outcome in ("self_approval_rejected", "not_eligible", "already_final", "already_counted"):
         await d.refuse(channel, user, refused(f"vote_{outcome}"), thread_ts=thread_ts)
@@ -108,7 +115,9 @@ async def close_approval_message(
         reason=reason_of(record),
     )
     try:
-        await d.thread.update(str(where["channel"]), str(where["ts"]), told, incident=incident)
+        await d.ports.thread.update(
+            str(where["channel"]), str(where["ts"]), told, incident=incident
+        )
     except GpunodeError as err:
         log.warning("could not close approval message of %s: %s", record.action_id, err)
 
@@ -118,9 +127,9 @@ async def expire_overdue(d: ActDeps) -> int:
     becomes ``expired``, its message loses its buttons, the action is closed. Idempotent
     and safe on several replicas (the store's transaction lets one of them expire each).
     Returns how many this call expired."""
-    now = d.clock()
+    now = d.config.clock()
     count = 0
-    for pending in await d.store.pending_approvals():
+    for pending in await d.ports.store.pending_approvals():
         if now < pending.expires_at:
             continue
 
@@ -128,8 +137,8 @@ async def expire_overdue(d: ActDeps) -> int:
             expired = expire_if_due(r, now)
             return expired, expired.state == "expired" and r.state == "pending"
 
-        new, expired_now = await d.store.update_approval(pending.id, change)
-        record = await d.store.get_action(pending.action_id)
+        new, expired_now = await d.ports.store.update_approval(pending.id, change)
+        record = await d.ports.store.get_action(pending.action_id)
         if not expired_now or record is None:
             continue
         count += 1
@@ -138,7 +147,7 @@ async def expire_overdue(d: ActDeps) -> int:
             actor=actors.GPUNODE, **fields, decision="expired", detail="nobody approved in time"
         )
         await d.timeline(record.incident_id, "approval", actors.GPUNODE, "approval expired")
-        incident = await d.store.get_incident(record.incident_id or "")
+        incident = await incident_of(d.ports.store, record)
         await close_approval_message(d, record, new, state="expired", by="", incident=incident)
         await _end(
             d, record, "expired", by=actors.GPUNODE, why="approval expired", incident=incident
@@ -156,8 +165,8 @@ async def _end(
     incident: Incident | None,
 ) -> None:
     """Close a request that will never run (denied, expired); the first caller wins."""
-    if await d.store.set_action_state(
-        record.action_id, "refused", at=d.clock(), result={"reason": why}
+    if await d.ports.store.set_action_state(
+        record.action_id, "refused", at=d.config.clock(), result={"reason": why}
     ):
         await d.update_message(record, state, by=by, incident=incident)
 
@@ -172,8 +181,8 @@ async def _approved(
     incident: Incident | None,
 ) -> None:
     await d.timeline(record.incident_id, "approval", by, "approved")
-    if not await d.store.set_action_state(record.action_id, "approved", at=d.clock()):
-        current = await d.store.get_action(record.action_id)
+    if not await d.ports.store.set_action_state(record.action_id, "approved", at=d.config.clock()):
+        current = await d.ports.store.get_action(record.action_id)
         state = current.state if current else "gone"
         await d.refuse(
             channel,
@@ -182,5 +191,5 @@ async def _approved(
             audit=audit_fields(record, channel, "execute") | {"outcome": state},
         )
         return
-    fresh = await d.store.get_action(record.action_id)
+    fresh = await d.ports.store.get_action(record.action_id)
     await execute(d, fresh or record, by=by, channel=channel, approval_id=req.id, incident=incident)

@@ -43,9 +43,7 @@ class ChatSurface:
         return None if no is None else Refused(code=no.code, params=no.params)
 
     async def diagnose(self, at: NodeRef, asker: Asker) -> Outcome:
-        done = await self.s.diagnose.diagnose(
-            at.node, channel=asker.channel, user=asker.user, cluster=at.cluster
-        )
+        done = await self.s.diagnose.diagnose(at, channel=asker.channel, user=asker.user)
         # a failure was told in the thread (or to the person) already
         return Posted(verb="diagnose", ok=done.error is None)
 
@@ -54,11 +52,10 @@ class ChatSurface:
             self.s.clusters.port(at.cluster),
             self.s.store,
             self.s.files,
-            at.node,
+            at,
             channel=asker.channel,
             user=asker.user,
             now=self.s.clock(),
-            cluster=at.cluster,
         )
         return Posted(verb="prevent")
 

@@ -29,7 +29,6 @@ from bot.services.operations import IncidentOps
 from bot.services.ports import (
     ChatPort,
     FilesPort,
-    KubePort,
     MetricsPort,
     NoMetrics,
     StorePort,
@@ -50,7 +49,8 @@ NO_POLICY = (
 
 @dataclass
 class BotServices:
-    kube: KubePort
+    #: every cluster served (one cluster is a registry of one)
+    clusters: ClusterRegistry
     store: StorePort
     chat: ChatPort
     diagnose: DiagnoseService
@@ -64,12 +64,6 @@ class BotServices:
     metrics: MetricsPort = field(default_factory=NoMetrics)
     #: where the audit chain's head is anchored outside the store (None: nowhere)
     anchors: Anchors | None = None
-    #: every cluster served (None: just ``kube``, as the cluster ``default``)
-    clusters: ClusterRegistry = None  # type: ignore[assignment]  # filled in below
-
-    def __post_init__(self) -> None:
-        if self.clusters is None:
-            self.clusters = ClusterRegistry.single(self.kube)
 
     @property
     def thread(self) -> ThreadPort:
@@ -88,6 +82,12 @@ class BotServices:
         return self.diagnose.charts
 
 
+def audited_cluster(cluster: str | None) -> str:
+    """How an audit row names the cluster a decision was made in: ``''`` for none in
+    particular (a read across clusters), as the audit table keeps it."""
+    return "" if cluster is None else cluster
+
+
 def label(s: BotServices, incident: Any) -> str:
     """How messages name an incident's node: ``cluster/node`` when several clusters are
     served, else the node."""
@@ -95,7 +95,7 @@ def label(s: BotServices, incident: Any) -> str:
 
 
 async def _audit_denied(
-    s: BotServices, permission: Permission, user: str, channel: str, why: str, cluster: str = ""
+    s: BotServices, permission: Permission, user: str, channel: str, why: str, cluster: str | None
 ) -> None:
     await s.store.append_audit(
         AuditRecord(
@@ -105,7 +105,7 @@ async def _audit_denied(
             channel=channel,
             decision="denied",
             detail=why,
-            cluster=cluster,
+            cluster=audited_cluster(cluster),
         )
     )
 
@@ -116,18 +116,19 @@ async def denied(
     *,
     user: str,
     channel: str,
-    cluster: str | None = None,
+    cluster: str | None,
 ) -> Deny | None:
-    """The policy's refusal of ``permission`` for ``user`` (in ``cluster`` when one is in
-    question; roles scoped to other clusters do not count), audited, or None if allowed.
+    """The policy's refusal of ``permission`` for ``user`` in ``cluster`` (roles scoped to
+    other clusters do not count; None: no one cluster is in question, a read across them all,
+    where a role in any counts), audited, or None if allowed.
     The caller tells the user (e.g. in a slash command's ack)."""
     if s.act is None:
-        await _audit_denied(s, permission, user, channel, NO_POLICY, cluster or "")
+        await _audit_denied(s, permission, user, channel, NO_POLICY, cluster)
         return Deny(reason=NO_POLICY, code="no_policy")
-    principal = await s.act.principal(user, channel, cluster)
+    principal = await s.act.principal(user, channel, cluster=cluster)
     decision = authorize(principal, permission, s.act.deps.policy)
     if isinstance(decision, Deny):
-        await _audit_denied(s, permission, user, channel, decision.reason, cluster or "")
+        await _audit_denied(s, permission, user, channel, decision.reason, cluster)
         return decision
     return None
 
@@ -138,17 +139,17 @@ async def permitted(
     *,
     user: str,
     channel: str,
+    cluster: str | None,
     thread_ts: str | None = None,
-    cluster: str | None = None,
 ) -> bool:
-    """The policy's ``can_<permission>`` for ``user`` (in ``cluster`` when one is in
-    question); a refusal is told (ephemeral) and audited. Closed by default: False when no
-    policy is loaded."""
+    """The policy's ``can_<permission>`` for ``user`` in ``cluster`` (None: no one cluster
+    is in question, as for ``denied``); a refusal is told (ephemeral) and audited. Closed by
+    default: False when no policy is loaded."""
     if s.act is None:
-        await _audit_denied(s, permission, user, channel, NO_POLICY, cluster or "")
+        await _audit_denied(s, permission, user, channel, NO_POLICY, cluster)
         await s.thread.tell(channel, user, refused("no_policy"), thread_ts=thread_ts)
         return False
-    principal = await s.act.principal(user, channel, cluster)
+    principal = await s.act.principal(user, channel, cluster=cluster)
     decision = authorize(principal, permission, s.act.deps.policy)
     if isinstance(decision, Deny):
         await s.act.deps.refuse(
@@ -156,7 +157,7 @@ async def permitted(
             user,
             decision,
             thread_ts=thread_ts,
-            audit={"action": permission, "decision": "denied", "cluster": cluster or ""},
+            audit={"action": permission, "decision": "denied", "cluster": audited_cluster(cluster)},
         )
         return False
     return True

@@ -17,7 +17,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from bot.core.model.clusters import DEFAULT_CLUSTER, choose_cluster
+from bot.core.model.clusters import DEFAULT_CLUSTER, NodeRef, choose_cluster
+from bot.core.model.incidents import Incident
 from bot.errors import (
     ClusterUnreachableError,
     GpunodeError,
@@ -137,6 +138,10 @@ class ClusterRegistry:
                 _observe(port, self._api_observer)
         return port
 
+    def default_port(self) -> KubePort:
+        """The default cluster's KubePort (the cluster the bot's Deployment runs in)."""
+        return self.port(self.default)
+
     def timeout_s(self, name: str) -> float:
         return self._timeouts.get(name, DEFAULT_TIMEOUT_S)
 
@@ -146,6 +151,13 @@ class ClusterRegistry:
             close = getattr(port, "close", None)
             if callable(close):
                 close()
+
+
+def incident_at(clusters: ClusterRegistry, incident: Incident) -> NodeRef:
+    """The incident's node in its cluster. A row stored before clusters existed has none
+    (``''``) until ``Store.adopt_unclustered`` gives it the default at start-up; read before
+    that (the terminal on an old store), it is the default cluster's."""
+    return NodeRef(cluster=incident.cluster or clusters.default, node=incident.node)
 
 
 def _builder(build: Callable[[K], KubePort], ks: K) -> Callable[[], KubePort]:

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from bot.core.governance import commands
 from bot.core.governance.policy import Permission
-from bot.core.model.clusters import DEFAULT_CLUSTER, NodeRef
+from bot.core.model.clusters import NodeRef
 from bot.core.model.incidents import Incident
 from bot.core.reporting.outcomes import (
     ClusterLeftOut,
@@ -32,7 +32,7 @@ from bot.core.reporting.outcomes import (
     StatusList,
     TopNodes,
 )
-from bot.services.clusters import ClusterRegistry
+from bot.services.clusters import ClusterRegistry, incident_at
 from bot.services.operations import IncidentOps, top_across
 
 
@@ -75,11 +75,6 @@ class CommandSurface(Protocol):
         """After the incident was resolved: what the surface tells its thread and others."""
 
 
-def incident_at(clusters: ClusterRegistry, incident: Incident) -> NodeRef:
-    """The incident's node in its cluster (an incident stored before clusters: the default)."""
-    return NodeRef(cluster=incident.cluster or clusters.default, node=incident.node)
-
-
 # -- the handlers: one per verb, each given the cluster its permission was checked in ----
 
 
@@ -118,7 +113,7 @@ async def _top(d: CommandSurface, cmd: commands.Top, asker: Asker, cluster: str 
     return TopNodes(
         rows=tuple(
             RankedNode(
-                at=NodeRef(cluster=r.cluster or DEFAULT_CLUSTER, node=r.node),
+                at=NodeRef(cluster=r.cluster, node=r.node),
                 memory_pressure=r.memory_pressure,
                 working_set_percent=r.working_set_percent,
                 limits_percent=r.limits_percent,

@@ -5,10 +5,11 @@ the Re-diagnose button) writes over those same messages, and the thread gets onl
 of what changed ("since 14:02: `ml/trainer` +2.1 GiB, 1 new OOM kill"). The thread never
 carries the evidence twice.
 
-Which messages hold the state is kept with the incident's record: the ``evidence`` timeline
-entry of the diagnosis that posted them carries their ts under ``state_ts``, so any replica
-finds them. A state message that cannot be edited any more (deleted by someone) makes the
-next diagnosis post a fresh state, pinned again.
+Which messages hold the state is kept with the incident's record (the store's
+``state_messages``, one keyed read, never the whole timeline), so any replica finds them; the
+``evidence`` timeline entry of each diagnosis also names them under ``state_ts``. A state
+message that cannot be edited any more (deleted by someone) makes the next diagnosis post a
+fresh state, pinned again, and the incident keeps the new one.
 """
 
 from __future__ import annotations
@@ -27,15 +28,6 @@ log = logging.getLogger(__name__)
 STATE_KEY = "state_ts"
 
 
-async def state_messages(store: StorePort, incident_id: str) -> list[str]:
-    """The ts of the incident's current-state messages (empty: none posted yet)."""
-    for entry in await store.timeline(incident_id):
-        found = entry.data.get(STATE_KEY) if entry.kind == "evidence" else None
-        if found:
-            return [str(ts) for ts in found]
-    return []
-
-
 async def show_state(
     thread: ThreadPort,
     chat: ChatPort,
@@ -47,10 +39,10 @@ async def show_state(
     quiet: bool = False,
 ) -> list[str]:
     """Show ``diagnosed`` (already stored as the incident's latest snapshot) as the current
-    state; the ts of its messages, for ``STATE_KEY``. ``quiet`` (the re-diagnosis after an
+    state, kept with the incident; the ts of its messages. ``quiet`` (the re-diagnosis after an
     action, whose result says what changed): the state is edited in place with no line of
     change, and nothing is posted when there is no state to edit."""
-    previous = await state_messages(store, incident.id)
+    previous = await store.state_messages(incident.id)
     if quiet and not previous:
         return []
     if previous:
@@ -62,7 +54,7 @@ async def show_state(
             else None
         )
         try:
-            return await thread.show_state(
+            edited = await thread.show_state(
                 incident.channel,
                 diagnosed,
                 incident=incident,
@@ -72,10 +64,15 @@ async def show_state(
             )
         except GpunodeError as err:  # a state message was deleted: start a fresh one
             log.warning("the current state of %s could not be edited: %s", incident.id, err.code)
+        else:
+            if edited != previous:
+                await store.set_state_messages(incident.id, edited)
+            return edited
     posted = await thread.show_state(
         incident.channel, diagnosed, incident=incident, thread_ts=thread_ts
     )
     if posted:
+        await store.set_state_messages(incident.id, posted)
         try:
             await chat.pin(incident.channel, posted[0])
         except GpunodeError as err:  # a missing pins:write scope costs the pin, not the state

@@ -20,6 +20,7 @@ from bot.core.model.incidents import Incident
 from bot.core.reporting.records import EvidenceSnapshot
 from bot.errors import GpunodeError
 from bot.services.chatops import BotServices, permitted
+from bot.services.clusters import incident_at
 
 #: the evidence JSON attached to the thread: bump on any change a reader's parser would see
 EVIDENCE_SCHEMA = "gpunode.evidence"
@@ -49,7 +50,9 @@ async def load_details(
     found = await s.store.get_incident(incident_id)
     if found is None:
         raise GpunodeError(f"there is no incident {incident_id}", code="not_found")
-    if not await permitted(s, "view", user=user, channel=channel, cluster=found.cluster or None):
+    if not await permitted(
+        s, "view", user=user, channel=channel, cluster=incident_at(s.clusters, found).cluster
+    ):
         return None
     snap = await s.store.latest_snapshot(found.id)
     if snap is None or not snap.diagnosis_json:

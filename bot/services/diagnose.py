@@ -12,9 +12,10 @@ Order of work (each step visible in the thread):
 4. post evidence, talking points and actions as thread replies; refresh the root line.
 A failure at step 3 is posted in the thread with what to do; the incident stays consistent.
 
-Many clusters: the service is given a ``ClusterRegistry`` (or one KubePort, which becomes the
-cluster ``default``); ``diagnose(node, cluster=...)`` works on that cluster's node, and its
-incident is that cluster's. A cluster that cannot be reached is reported by name.
+Many clusters: the service is given the ``ClusterRegistry`` of the clusters served (one
+cluster is a registry of one, ``ClusterRegistry.single``); ``diagnose(NodeRef(cluster, node))``
+works on that cluster's node, and its incident is that cluster's. A cluster that cannot be
+reached is reported by name.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import Any, Literal
 from bot.core.diagnosis.findings import Diagnosis
 from bot.core.model import actors
 from bot.core.model.cluster import ClusterView, NodeInfo
-from bot.core.model.clusters import format_node_ref
+from bot.core.model.clusters import NodeRef, format_node_ref
 from bot.core.model.evidence import EvidenceBundle
 from bot.core.model.incidents import Incident, TimelineKind
 from bot.core.model.thresholds import Thresholds
@@ -58,7 +59,6 @@ from bot.services.ports import (
     ChatPort,
     FilesPort,
     HistoryPort,
-    KubePort,
     MetricsPort,
     NoHistory,
     NoMetrics,
@@ -108,7 +108,7 @@ class DiagnoseService:
 
     def __init__(
         self,
-        kube: KubePort | ClusterRegistry,
+        clusters: ClusterRegistry,
         store: StorePort,
         chat: ChatPort,
         *,
@@ -136,7 +136,7 @@ class DiagnoseService:
         #: where charts go, as specs (the presenter draws them in the thread's language);
         #: None: no chart is drawn (tools, most tests)
         self.charts = charts
-        self.clusters = kube if isinstance(kube, ClusterRegistry) else ClusterRegistry.single(kube)
+        self.clusters = clusters
         self._store = store
         self._chat = chat
         self._clock = clock
@@ -151,24 +151,23 @@ class DiagnoseService:
 
     async def diagnose(
         self,
-        node: str,
+        at: NodeRef,
         *,
         channel: str,
         user: str,
         alert_fingerprint: str | None = None,
         fresh: bool = False,
         chart: bool = True,
-        cluster: str | None = None,
         quiet: bool = False,
     ) -> DiagnoseOutcome:
-        """Diagnose ``node`` of ``cluster`` (None: the default one) into its incident thread.
+        """Diagnose the node ``at`` (a node in a cluster) into its incident thread.
         A diagnosis already running for the incident in this process is joined, unless
         ``fresh`` (after a change to the cluster, whose effect a diagnosis started before it
         cannot show): then it runs after it. ``chart=False``: the caller posts the chart
         itself (the before/after diff does). ``quiet``: save the new evidence and refresh
         the root, but post no evidence messages (after an action, whose flow posts a compact
         before/after instead: the thread carries the evidence once)."""
-        name = cluster or self.clusters.default
+        name, node = at.cluster, at.node
         try:
             kube = self.clusters.port(name)
             async with asyncio.timeout(self.clusters.timeout_s(name)):
@@ -327,7 +326,7 @@ class DiagnoseService:
 
         try:
             done = await run_diagnosis(
-                self.clusters.port(incident.cluster or self.clusters.default),
+                self.clusters.port(incident.cluster),
                 known,
                 thresholds=self._thresholds,
                 clock=self._clock,
@@ -401,9 +400,8 @@ class DiagnoseService:
             first_symptom=min(marks) if marks else None,
             history_start=history.start if history and history.source != "snapshot" else None,
         )
-        cluster = incident.cluster or self.clusters.default
         url = dashboard_link(
-            self._dashboard_url, node=incident.node, cluster=cluster, start=start, end=end
+            self._dashboard_url, node=incident.node, cluster=incident.cluster, start=start, end=end
         )
         return url, start, end
 
@@ -441,6 +439,11 @@ class DiagnoseService:
         incident = await self._store.get_incident(incident_id)
         if incident is not None:  # as just read: no second read
             await self._refresh_root(incident, progress=None, fresh=incident)
+
+    async def show_root(self, incident: Incident) -> None:
+        """Re-render the root status line of ``incident`` as the caller just wrote it (its
+        state moved): no read of the store."""
+        await self._refresh_root(incident, progress=None, fresh=incident)
 
     def label(self, cluster: str, node: str) -> str:
         """How messages name a node: ``prod-eu/gpu-node-01`` when gpunode serves several

@@ -24,6 +24,7 @@ from bot.core.reporting.home import (
 )
 from bot.services.acting import tier_of
 from bot.services.chatops import BotServices
+from bot.services.clusters import incident_at
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,9 @@ async def _my_approvals(s: BotServices, user: str) -> tuple[tuple[HomeApproval, 
         incident = await s.store.get_incident(record.incident_id)
         if incident is None:
             continue
-        principal = await s.act.principal(user, incident.channel, incident.cluster or None)
+        principal = await s.act.principal(
+            user, incident.channel, cluster=incident_at(s.clusters, incident).cluster
+        )
         if not can_approve(principal, tier_of(record.tier), s.act.deps.policy):
             continue
         mine.append(

@@ -117,14 +117,14 @@ class IncidentOps:
         store: StorePort,
         *,
         clock: Callable[[], datetime],
-        kube_for: Callable[[str], KubePort] | None = None,
+        clusters: ClusterRegistry,
     ) -> None:
-        """``kube_for``: a cluster's port (by the action's cluster name), to remove at
-        resolve the autoscaler scale-down protection tier 1 put on the node; None (the
-        terminal's store-only commands): resolve leaves the cluster alone."""
+        """``clusters``: where resolve removes the autoscaler scale-down protection tier 1
+        put on the node (in each action's cluster; a port is built only when one is
+        needed)."""
         self._store = store
         self._clock = clock
-        self._kube_for = kube_for
+        self._clusters = clusters
 
     async def status(self, node: str | None, cluster: str | None = None) -> list[Any]:
         """Open incidents (of ``node``; in ``cluster``, or in any cluster when None)."""
@@ -168,16 +168,15 @@ class IncidentOps:
         """Remove the scale-down protection tier 1 added for the incident (only what it
         added: the recorded undo of its ``annotate_node`` steps), and record the outcome on
         the timeline. A failure is recorded, never raised: the incident is resolved."""
-        if self._kube_for is None:
-            return
         by_cluster: dict[str, list[Any]] = {}
         for record in await self._store.actions_for_incident(incident_id):
             steps = release_steps([(record.state, record.result)])
             if steps:
-                by_cluster.setdefault(record.cluster, []).extend(steps)
+                # an action recorded before clusters existed acted in the default one
+                by_cluster.setdefault(record.cluster or self._clusters.default, []).extend(steps)
         for cluster, steps in sorted(by_cluster.items()):
             try:
-                result = await run_steps(self._kube_for(cluster), steps, dry_run=False)
+                result = await run_steps(self._clusters.port(cluster), steps, dry_run=False)
                 error = result.error
             except GpunodeError as exc:
                 error = exc

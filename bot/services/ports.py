@@ -392,7 +392,7 @@ class StorePort(Protocol):
         opened_by: str,
         at: datetime,
         alert_fingerprint: str | None = None,
-        cluster: str = "default",
+        cluster: str,
         locale: str = "en",
     ) -> tuple[Incident, bool]:
         """The node's open incident in ``cluster`` (created=False) or a new one
@@ -443,6 +443,12 @@ class StorePort(Protocol):
         """Append one entry; returns its sequence number."""
 
     async def timeline(self, incident_id: str) -> list[TimelineEntry]: ...
+
+    async def state_messages(self, incident_id: str) -> list[str]:
+        """The ts of the incident's pinned current-state messages ([] when none yet)."""
+
+    async def set_state_messages(self, incident_id: str, state_ts: list[str]) -> None:
+        """Keep ``state_ts`` as the incident's current-state messages."""
 
     async def save_snapshot(
         self,

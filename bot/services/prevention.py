@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.core.model.cluster import ClusterView
-from bot.core.model.clusters import format_node_ref
+from bot.core.model.clusters import NodeRef, format_node_ref
 from bot.core.model.incidents import Incident, TimelineEntry
 from bot.core.remedies.prevention import KitSource, PreventionParams, prevention_params
 from bot.core.reporting.outcomes import notice
 from bot.core.reporting.records import AuditRecord, EvidenceSnapshot
 from bot.errors import GpunodeError
 from bot.services.chatops import BotServices, permitted
+from bot.services.clusters import incident_at
 from bot.services.ports import FilesPort, KubePort, StorePort
 
 log = logging.getLogger(__name__)
@@ -106,26 +107,25 @@ async def prevent_node(
     kube: KubePort,
     store: StorePort,
     files: FilesPort,
-    node: str,
+    at: NodeRef,
     *,
     channel: str,
     user: str,
     now: datetime,
-    cluster: str | None = None,
 ) -> list[str]:
-    """``/gpunode prevent [CLUSTER/]NODE``: the kit as the node of ``kube`` (the cluster's
-    port) is now, into the thread of the node's
-    open incident in ``channel`` if there is one (in the thread's language), else into
-    ``channel`` itself (the channel's language, else the asking person's)."""
+    """``/gpunode prevent [CLUSTER/]NODE``: the kit as the node ``at`` is now (``kube``: its
+    cluster's port), into the thread of the node's open incident in ``channel`` if there is
+    one (in the thread's language), else into ``channel`` itself (the channel's language,
+    else the asking person's)."""
     incident = next(
         (
             i
-            for i in await store.open_incidents(node, cluster)
+            for i in await store.open_incidents(at.node, at.cluster)
             if i.channel == channel and i.thread_ts
         ),
         None,
     )
-    kit = await kit_from_cluster(kube, node, at=now)
+    kit = await kit_from_cluster(kube, at.node, at=now)
     return await share_kit(
         files, kit, channel=channel, user=user, store=store, incident=incident, at=now
     )
@@ -184,7 +184,9 @@ async def prevention_button(s: BotServices, incident: str, *, user: str, channel
         if found is None:
             raise GpunodeError(f"there is no incident {incident}", code="not_found")
         # the role is checked in the incident's cluster: the kit shows that cluster's node
-        if await permitted(s, "view", user=user, channel=channel, cluster=found.cluster or None):
+        if await permitted(
+            s, "view", user=user, channel=channel, cluster=incident_at(s.clusters, found).cluster
+        ):
             await prevent_incident(
                 s.store, s.files, incident, user=user, now=s.clock(), incident=found
             )

@@ -17,7 +17,7 @@ from bot.core.model import actors
 from bot.core.model.actions import ActionPlan
 from bot.core.reporting.outcomes import notice
 from bot.errors import GpunodeError, KubeError
-from bot.services.acting import ActDeps, plan_of_record
+from bot.services.acting import ActDeps, incident_of, plan_of_record
 
 log = logging.getLogger(__name__)
 
@@ -27,14 +27,14 @@ async def reconcile_interrupted(d: ActDeps, *, orphaned_before: datetime | None 
     replicas, only actions whose claimer has not been alive since then (bot/services/
     leading.py); the leader runs this when it takes over and then periodically."""
     count = 0
-    for record in await d.store.interrupted_actions(orphaned_before=orphaned_before):
+    for record in await d.ports.store.interrupted_actions(orphaned_before=orphaned_before):
         count += 1
         plan = plan_of_record(record)
         observed = await observe(d.for_cluster(record.cluster), plan)
-        if not await d.store.set_action_state(
+        if not await d.ports.store.set_action_state(
             record.action_id,
             "failed",
-            at=d.clock(),
+            at=d.config.clock(),
             result={"reason": "interrupted by a restart", "observed": observed},
         ):
             continue  # another replica reconciled it first
@@ -55,7 +55,7 @@ async def reconcile_interrupted(d: ActDeps, *, orphaned_before: datetime | None 
             f"tier {plan.tier} interrupted by a restart; found: {observed}",
             {"action_id": record.action_id},
         )
-        incident = await d.store.get_incident(record.incident_id or "")
+        incident = await incident_of(d.ports.store, record)
         # the action's message said "Applying…" since the claim: it gets its outcome
         await d.update_message(
             record,
@@ -68,7 +68,7 @@ async def reconcile_interrupted(d: ActDeps, *, orphaned_before: datetime | None 
             continue
         told = notice("interrupted", action_id=record.action_id, tier=plan.tier, observed=observed)
         try:
-            await d.thread.post(incident.channel, told, incident=incident)
+            await d.ports.thread.post(incident.channel, told, incident=incident)
         except GpunodeError as err:
             log.warning("could not report interrupted action %s: %s", record.action_id, err)
     return count

@@ -19,7 +19,7 @@ from bot.core.remedies.editing import Tier3Bounds, Tier3Edits, apply_tier3_edits
 from bot.core.reporting.outcomes import ActionForm, DryRun, Refused, StepsReport, refused
 from bot.core.reporting.records import ActionRecord
 from bot.services import approval_view
-from bot.services.acting import ActDeps, audit_fields, tier_of
+from bot.services.acting import ActDeps, audit_fields, available_plan, tier_of
 from bot.services.executing import StepsResult, run_steps
 
 NOT_CURRENT = refused("plan_not_current")
@@ -35,8 +35,8 @@ async def open_confirmation(
     channel: str,
     trigger_id: str,
 ) -> None:
-    found = await d.plan_of(incident_id, plan_id)
-    incident = found[0] if found else await d.store.get_incident(incident_id)
+    found = await available_plan(d.ports.store, incident_id, plan_id)
+    incident = found[0] if found else await d.ports.store.get_incident(incident_id)
     thread_ts = incident.thread_ts if incident else None
     plan_tier = found[2].tier if found else tier
     principal = await d.principal(user, channel)
@@ -71,7 +71,7 @@ async def open_confirmation(
         return
     plan = found[2]
     meta = {"incident": incident_id, "plan_id": plan_id, "tier": plan.tier, "channel": channel}
-    await d.thread.show(trigger_id, channel, user, ActionForm(plan=plan, meta=meta))
+    await d.ports.thread.show(trigger_id, channel, user, ActionForm(plan=plan, meta=meta))
 
 
 _TEXT_FIELDS = ("memory_limit", "memory_request", "cpu_limit", "cpu_request", "omp_num_threads")
@@ -133,7 +133,7 @@ async def validate_submission(
     if len(reason) < 3:
         errors["reason"] = "say why, in a few words (it goes into the audit log)"
     incident_id, plan_id = str(meta.get("incident", "")), str(meta.get("plan_id", ""))
-    found = await d.plan_of(incident_id, plan_id)
+    found = await available_plan(d.ports.store, incident_id, plan_id)
     if found is None:
         await d.audit(
             actor=user or actors.UNKNOWN,
@@ -164,8 +164,8 @@ async def submitted(
 ) -> str:
     """Record the request, dry-run it, post the result with Apply/Cancel. Returns the id."""
     incident_id, channel = str(meta["incident"]), str(meta["channel"])
-    action_id = d.new_id()
-    incident = await d.store.get_incident(incident_id)
+    action_id = d.config.new_id()
+    incident = await d.ports.store.get_incident(incident_id)
     thread_ts = incident.thread_ts if incident else None
     principal = await d.principal(user, channel)
     decision = decide(principal, ActionRequestInfo(tier=plan.tier), d.policy)
@@ -183,7 +183,7 @@ async def submitted(
             },
         )
         return action_id
-    now = d.clock()
+    now = d.config.clock()
     record = ActionRecord(
         action_id=action_id,
         incident_id=incident_id,
@@ -195,7 +195,7 @@ async def submitted(
         updated_at=now,
         cluster=d.cluster,
     )
-    await d.store.create_action(record)
+    await d.ports.store.create_action(record)
     acting = d.acting(user, action_id=action_id)
     dry = await run_steps(d.kube_as(acting), list(plan.steps), dry_run=True)
     blocked = approval_view.all_blocked(dry)  # it would evict nothing: closed, said so
@@ -228,9 +228,9 @@ async def submitted(
     )
     if dry.ok and not blocked:  # what the approval request will carry (approval_view),
         # kept before Apply can be pressed
-        await d.store.note_action(action_id, {approval_view.DRY_RUN: dry.as_json()})
-    ts = await d.thread.post(channel, told, incident=incident, thread_ts=thread_ts)
-    await d.store.set_action_message(action_id, ts)
+        await d.ports.store.note_action(action_id, {approval_view.DRY_RUN: dry.as_json()})
+    ts = await d.ports.thread.post(channel, told, incident=incident, thread_ts=thread_ts)
+    await d.ports.store.set_action_message(action_id, ts)
     return action_id
 
 
@@ -242,10 +242,10 @@ async def _end_failed_dry_run(d: ActDeps, record: ActionRecord, dry: StepsResult
         if approval_view.all_blocked(dry)
         else "an eviction was refused"
     )
-    await d.store.set_action_state(
+    await d.ports.store.set_action_state(
         record.action_id,
         "refused",
-        at=d.clock(),
+        at=d.config.clock(),
         result={"reason": f"dry run failed: {error}", "dry_run": dry.as_json()},
     )
 
@@ -267,8 +267,8 @@ async def cancel(
     if user != record.requester:
         await d.refuse(channel, user, refused("only_requester_cancels"), audit=fields)
         return
-    if not await d.store.set_action_state(
-        action_id, "refused", at=d.clock(), result={"reason": f"cancelled by {user}"}
+    if not await d.ports.store.set_action_state(
+        action_id, "refused", at=d.config.clock(), result={"reason": f"cancelled by {user}"}
     ):
         await d.refuse(channel, user, refused("cancel_too_late"), audit=fields)
         return

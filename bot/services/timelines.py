@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from bot.core.model.incidents import Incident
 from bot.services.chatops import BotServices
-from bot.services.commands import incident_at
+from bot.services.clusters import incident_at
 from bot.services.recording import append_entry
 
 

@@ -18,7 +18,7 @@ from bot.core.remedies.staleness import undo_conflict
 from bot.core.reporting.outcomes import Refused, refused
 from bot.core.reporting.records import ActionRecord
 from bot.errors import KubeError, NotFoundError
-from bot.services.acting import ActDeps, audit_fields, tier_of
+from bot.services.acting import ActDeps, audit_fields, incident_of, tier_of
 from bot.services.executing import run_steps
 
 
@@ -58,7 +58,7 @@ async def undo(
         )
         return
     fields = audit_fields(record, channel, "undo")
-    incident = await d.store.get_incident(record.incident_id or "")  # once per Undo
+    incident = await incident_of(d.ports.store, record)  # once per Undo
     thread_ts = incident.thread_ts if incident else None
     principal = await d.principal(user, channel)
     decision = decide(principal, ActionRequestInfo(tier=tier_of(record.tier), undo=True), d.policy)
@@ -73,16 +73,16 @@ async def undo(
     if conflict is not None:
         await d.refuse(channel, user, conflict, thread_ts=thread_ts, audit=fields)
         return
-    if not await d.store.claim_undo(action_id, d.replica_id, at=d.clock()):
+    if not await d.ports.store.claim_undo(action_id, d.config.replica_id, at=d.config.clock()):
         await d.refuse(channel, user, refused("undo_in_progress"), audit=fields)
         return
     acting = d.acting(user, action_id=action_id)
     result = await run_steps(d.kube_as(acting), steps, dry_run=False)
     if result.ok:
-        await d.store.set_action_state(
+        await d.ports.store.set_action_state(
             action_id,
             "undone",
-            at=d.clock(),
+            at=d.config.clock(),
             result=record.result | {"undo_result": result.as_json()},
         )
     await d.audit(

@@ -22,7 +22,7 @@ from bot.core.remedies.watching import TEMPLATE_VERBS, RolloutProgress, Verdict,
 from bot.core.reporting.outcomes import EvictionsWatched, RolloutWatched
 from bot.core.reporting.records import ActionRecord
 from bot.errors import GpunodeError
-from bot.services.acting import ActDeps
+from bot.services.acting import ActDeps, incident_of
 from bot.services.executing import StepsResult
 
 log = logging.getLogger(__name__)
@@ -43,10 +43,10 @@ def rollout_targets(plan: ActionPlan, result: StepsResult) -> list[ObjectRef]:
 async def watch(
     d: ActDeps, record: ActionRecord, plan: ActionPlan, result: StepsResult, *, since: str
 ) -> None:
-    incident = await d.store.get_incident(record.incident_id or "")
+    incident = await incident_of(d.ports.store, record)
     if incident is None:
         return
-    snap = await d.store.latest_snapshot(incident.id)
+    snap = await d.ports.store.latest_snapshot(incident.id)
     uids = {}
     if snap is not None and snap.view is not None:
         uids = {p.key: p.uid for p in snap.view.pods}
@@ -83,17 +83,17 @@ async def watch(
             progress
         ) == len(targets) + len(resized)
         waited = loop.time() - start
-        if (done and not left) or waited >= d.watch_timeout_s:
+        if (done and not left) or waited >= d.config.watch_timeout_s:
             break
-        await asyncio.sleep(d.watch_interval_s)
+        await asyncio.sleep(d.config.watch_interval_s)
     waited = loop.time() - start
     for p, verdict in progress.values():
         told = RolloutWatched(progress=p, verdict=verdict, waited_s=waited)
-        await d.thread.post(incident.channel, told, incident=incident)
+        await d.ports.thread.post(incident.channel, told, incident=incident)
     if evicted:
         gone = [f"{ns}/{n}" for ns, n, _ in evicted if f"{ns}/{n}" not in left]
         told_gone = EvictionsWatched(gone=gone, left=left, waited_s=waited)
-        await d.thread.post(incident.channel, told_gone, incident=incident)
+        await d.ports.thread.post(incident.channel, told_gone, incident=incident)
     summary = "; ".join(f"{p.key} {v}" for p, v in progress.values())
     if evicted:
         summary = "; ".join(filter(None, [summary, f"evictions complete: {not left}"]))

@@ -36,7 +36,8 @@ from bot.render.notices import render_told
 from bot.services import threads
 from bot.services.chat_surface import ChatSurface
 from bot.services.chatops import BotServices
-from bot.services.commands import Asker, entry, handle, incident_at
+from bot.services.clusters import incident_at
+from bot.services.commands import Asker, entry, handle
 from bot.slack.payloads import slack_unescape
 
 log = logging.getLogger(__name__)
@@ -170,7 +171,7 @@ def as_told(outcome: Outcome, locale: str) -> Refused | Notice | None:
             return None  # said in the incident's thread, where the asker reads it
         params = {"incident_id": outcome.incident_id, "by": outcome.by, "note": outcome.note}
         return Notice(key="resolved", params=params)
-    return None  # Posted; Exported is the terminal's
+    return None  # Posted; Exported, NodeDiagnosed and KitMade are the terminal's
 
 
 async def answer(

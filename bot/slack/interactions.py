@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from slack_bolt.async_app import AsyncApp
 
+from bot.core.model.clusters import NodeRef as CoreNodeRef
 from bot.core.model.clusters import split_node_ref
 from bot.errors import UnknownClusterError
 from bot.render.acting import APPLY, APPROVE, CANCEL, CONFIRM_CALLBACK, DENY, REDIAGNOSE, UNDO
@@ -168,94 +169,83 @@ def register_interactions(app: AsyncApp, s: BotServices) -> None:
             name="dry-run",
         )
 
-    def _background(name: str, run: Callable[[str, str, str], Coroutine[Any, Any, None]]) -> Any:
-        """A button whose value is a record id: ``run(id, user, channel)`` after the ack."""
+    def _button(
+        name: str,
+        run: Callable[[Any, BlockActions], Coroutine[Any, Any, None]],
+        value: Any = RecordId,
+    ) -> Any:
+        """A button's handler: ack, validate the click and its value (as ``value``, a
+        pydantic type; a bad one is told and audited), then ``run(value, click)`` in the
+        background. It starts at once: a button that opens a view must call ``views.open``
+        within 3 s of the click, and Background lets shutdown and tests wait for it."""
 
         async def handler(ack: Any, body: dict[str, Any]) -> None:
             await ack()
             click = _click(s, body, name)
             if click is None:
                 return
-            ident = _button_value(s, click, name, RecordId)
-            if ident is None:
+            found = _button_value(s, click, name, value)
+            if found is None:
                 return
-            s.bg.spawn(run(ident, click.user.id, click.channel_id), name=name)
+            s.bg.spawn(run(found, click), name=name)
 
         return handler
 
     # each button names the use case it drives (typed calls, no dispatch by method name)
     app.action(APPLY)(
-        _background("apply", lambda i, u, c: act.apply(action_id=i, user=u, channel=c))
+        _button("apply", lambda i, c: act.apply(action_id=i, user=c.user.id, channel=c.channel_id))
     )
     app.action(CANCEL)(
-        _background("cancel", lambda i, u, c: act.cancel(action_id=i, user=u, channel=c))
+        _button(
+            "cancel", lambda i, c: act.cancel(action_id=i, user=c.user.id, channel=c.channel_id)
+        )
     )
-    app.action(UNDO)(_background("undo", lambda i, u, c: act.undo(action_id=i, user=u, channel=c)))
+    app.action(UNDO)(
+        _button("undo", lambda i, c: act.undo(action_id=i, user=c.user.id, channel=c.channel_id))
+    )
     app.action(APPROVE)(
-        _background("approve", lambda i, u, c: act.vote(approval_id=i, user=u, channel=c, yes=True))
+        _button(
+            "approve",
+            lambda i, c: act.vote(approval_id=i, user=c.user.id, channel=c.channel_id, yes=True),
+        )
     )
     app.action(DENY)(
-        _background("deny", lambda i, u, c: act.vote(approval_id=i, user=u, channel=c, yes=False))
+        _button(
+            "deny",
+            lambda i, c: act.vote(approval_id=i, user=c.user.id, channel=c.channel_id, yes=False),
+        )
+    )
+    app.action(PREVENTION_ACTION)(
+        _button(
+            "prevention",
+            lambda i, c: prevention_button(s, i, user=c.user.id, channel=c.channel_id),
+        )
+    )
+    app.action(DETAILS_ACTION)(
+        _button(
+            "details",
+            lambda i, c: open_details(
+                s, i, user=c.user.id, channel=c.channel_id, trigger_id=c.trigger_id
+            ),
+        )
+    )
+    app.action(REDIAGNOSE)(
+        _button(
+            "rediagnose",
+            lambda ref, c: _rediagnose(s, ref, user=c.user.id, channel=c.channel_id),
+            NodeRef,
+        )
     )
 
-    @app.action(PREVENTION_ACTION)
-    async def on_prevention(ack: Any, body: dict[str, Any]) -> None:
-        await ack()
-        click = _click(s, body, "prevention")
-        if click is None:
-            return
-        incident = _button_value(s, click, "prevention", RecordId)
-        if incident is None:
-            return
-        s.bg.spawn(
-            prevention_button(s, incident, user=click.user.id, channel=click.channel_id),
-            name="prevention",
-        )
 
-    @app.action(DETAILS_ACTION)
-    async def on_details(ack: Any, body: dict[str, Any]) -> None:
-        await ack()
-        click = _click(s, body, "details")
-        if click is None:
-            return
-        incident = _button_value(s, click, "details", RecordId)
-        if incident is None:
-            return
-        # views.open must follow within 3 s of the click: the task starts at once
-        s.bg.spawn(
-            open_details(
-                s,
-                incident,
-                user=click.user.id,
-                channel=click.channel_id,
-                trigger_id=click.trigger_id,
-            ),
-            name="details",
-        )
-
-    @app.action(REDIAGNOSE)
-    async def on_rediagnose(ack: Any, body: dict[str, Any]) -> None:
-        await ack()
-        click = _click(s, body, "rediagnose")
-        if click is None:
-            return
-        ref = _button_value(s, click, "rediagnose", NodeRef)
-        if ref is None:
-            return
-        cluster, node = split_node_ref(ref)
-        s.bg.spawn(
-            _rediagnose(s, node, cluster=cluster, user=click.user.id, channel=click.channel_id),
-            name="rediag",
-        )
-
-
-async def _rediagnose(
-    s: BotServices, node: str, *, cluster: str | None, user: str, channel: str
-) -> None:
+async def _rediagnose(s: BotServices, value: str, *, user: str, channel: str) -> None:
+    """The Re-diagnose button's ``[CLUSTER/]NODE`` (no cluster: a button posted before
+    clusters, the default one's node)."""
+    cluster, node = split_node_ref(value)
     try:
-        where = s.clusters.choose(cluster) if cluster else s.clusters.default
+        at = CoreNodeRef(cluster=s.clusters.choose(cluster), node=node)
     except UnknownClusterError as err:  # a cluster removed from the settings since
         _refuse_malformed(s, "rediagnose", user, channel, PayloadError(err.message))
         return
-    if await permitted(s, "diagnose", user=user, channel=channel, cluster=where):
-        await s.diagnose.diagnose(node, channel=channel, user=user, cluster=where)
+    if await permitted(s, "diagnose", user=user, channel=channel, cluster=at.cluster):
+        await s.diagnose.diagnose(at, channel=channel, user=user)

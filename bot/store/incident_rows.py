@@ -152,6 +152,22 @@ def get_incident(conn: Db, incident_id: str) -> Incident | None:
     return _incident(row) if row else None
 
 
+def state_messages(conn: Db, incident_id: str) -> list[str]:
+    """The ts of the incident's current-state messages ([] when none, or no incident)."""
+    row = conn.execute("SELECT state_ts FROM incidents WHERE id=?", (incident_id,)).fetchone()
+    found = loads(row["state_ts"]) if row is not None else None
+    return [str(ts) for ts in found] if isinstance(found, list) else []
+
+
+def set_state_messages(conn: Db, incident_id: str, state_ts: list[str]) -> None:
+    """Keep ``state_ts`` as the incident's current-state messages."""
+    cur = conn.execute(
+        "UPDATE incidents SET state_ts=? WHERE id=?", (dumps(list(state_ts)), incident_id)
+    )
+    if cur.rowcount != 1:
+        raise StoreError(f"no incident {incident_id} in the store; was it opened here?")
+
+
 def require_incident(conn: Db, incident_id: str) -> Incident:
     incident = get_incident(conn, incident_id)
     if incident is None:

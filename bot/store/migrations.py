@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from bot.store import audit_guard
 from bot.store.audit_chain import chain_existing
+from bot.store.values import dumps, loads
 
 if TYPE_CHECKING:
     from bot.store.db import Db
@@ -35,6 +36,22 @@ def _refuse_trigger(name: str, when: str) -> dict[str, str]:
         "postgres": f"""CREATE TRIGGER {name} BEFORE {when} ON audit
             FOR EACH ROW EXECUTE FUNCTION audit_refuse()""",
     }
+
+
+def state_ts_from_timeline(db: Db) -> None:
+    """Step 9's backfill: each incident's current-state messages, as the latest ``evidence``
+    timeline entry that named them (under ``state_ts``) had them."""
+    latest: dict[str, list[str]] = {}
+    rows = db.execute(
+        "SELECT incident_id, data FROM timeline WHERE kind='evidence' ORDER BY at, seq"
+    ).fetchall()
+    for r in rows:
+        data = loads(r["data"])
+        found = data.get("state_ts") if isinstance(data, dict) else None
+        if found:
+            latest[str(r["incident_id"])] = [str(ts) for ts in found]
+    for incident_id, state_ts in latest.items():
+        db.execute("UPDATE incidents SET state_ts=? WHERE id=?", (dumps(state_ts), incident_id))
 
 
 MIGRATIONS: tuple[tuple[Step, ...], ...] = (
@@ -220,6 +237,13 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         },
         "ALTER TABLE evidence_snapshots ADD COLUMN format INTEGER NOT NULL DEFAULT 0",
         "CREATE INDEX evidence_at ON evidence_snapshots(at, format)",
+    ),
+    (
+        # 9: the ts of the incident's pinned current-state messages (a JSON list), kept on
+        # the incident so a diagnosis reads them by key instead of the whole timeline
+        # (bot/services/current_state.py); filled from the timeline's evidence entries
+        "ALTER TABLE incidents ADD COLUMN state_ts TEXT NOT NULL DEFAULT '[]'",
+        state_ts_from_timeline,
     ),
 )
 

@@ -248,6 +248,13 @@ class Store:
     async def timeline(self, incident_id: str) -> list[TimelineEntry]:
         return await self._read(incident_rows.timeline, incident_id)
 
+    async def state_messages(self, incident_id: str) -> list[str]:
+        """The ts of the incident's current-state messages (one keyed read; [] when none)."""
+        return await self._read(incident_rows.state_messages, incident_id)
+
+    async def set_state_messages(self, incident_id: str, state_ts: list[str]) -> None:
+        await self._run(incident_rows.set_state_messages, incident_id, state_ts)
+
     async def save_snapshot(
         self,
         incident_id: str,

@@ -1,4 +1,5 @@
-"""Wiring: settings + a KubePort + a Slack client -> the services and the Bolt app.
+"""Wiring: settings + the clusters served (a ``ClusterRegistry``; one cluster is a registry
+of one) + a Slack client -> the services and the Bolt app.
 
 Used by ``gpunode serve`` (real Slack and cluster) and by ``gpunode demo`` (stand-ins), so
 both run exactly the same code; only the endpoints differ.
@@ -34,7 +35,6 @@ from bot.services.diagnose import DiagnoseService
 from bot.services.leading import LeaderElector, LeaderWork, LeasePort, OnChange
 from bot.services.locales import LocaleChooser
 from bot.services.operations import IncidentOps
-from bot.services.ports import KubePort
 from bot.slack.bolt import build_app
 from bot.slack.chatting import SlackChat
 from bot.slack.edge import Malformed, SlackEdge
@@ -175,7 +175,7 @@ def check_policy_clusters(policy: Policy, clusters: ClusterRegistry) -> None:
 async def build_runtime(
     settings: Settings,
     *,
-    kube: KubePort | ClusterRegistry,
+    clusters: ClusterRegistry,
     client: AsyncWebClient,
     policy: Policy,
     thresholds: Thresholds,
@@ -190,7 +190,6 @@ async def build_runtime(
     ``metrics``: a fresh ``Metrics`` unless given (its registry is this runtime's alone); the
     Slack client, the gateway and the store report to it when they can
     (``bot.telemetry.wiring.instrument``), and so does the leader election."""
-    clusters = kube if isinstance(kube, ClusterRegistry) else ClusterRegistry.single(kube)
     check_policy_clusters(policy, clusters)
     metrics = metrics or Metrics()
     replica_id = replica_id or settings.leader.identity or f"replica-{secrets.token_hex(4)}"
@@ -242,7 +241,7 @@ async def build_runtime(
         watch_interval_s=settings.actions.watch_interval_s,
         metrics=metrics,
     )
-    home = clusters.port(clusters.default)  # the cluster the bot's Deployment runs in
+    home = clusters.default_port()  # the cluster the bot's Deployment runs in
     anchors = Anchors(
         store,
         home if isinstance(home, AnchorPort) else None,
@@ -254,14 +253,11 @@ async def build_runtime(
     )
     store.on_audit = anchors.after_append
     services = BotServices(
-        kube=home,
         clusters=clusters,
         store=store,
         chat=chat,
         diagnose=diagnose,
-        ops=IncidentOps(
-            store, clock=clock, kube_for=lambda name: clusters.port(name or clusters.default)
-        ),
+        ops=IncidentOps(store, clock=clock, clusters=clusters),
         bg=bg,
         clock=clock,
         channels=frozenset(policy.channels),
@@ -286,7 +282,7 @@ async def build_runtime(
             bg,
             channel=settings.slack.incident_channel,
             clock=clock,
-            kube=clusters,
+            check_nodes=True,
             caps=alert_caps(settings),
             cluster_label=settings.alerts.cluster_label,
         )
@@ -353,7 +349,7 @@ def leader_work(
     elector = (
         LeaderElector(
             leases,
-            identity=act.deps.replica_id,
+            identity=act.deps.config.replica_id,
             duration_s=lead.lease_duration_s,
             renew_deadline_s=lead.renew_deadline_s,
             clock=clock,
@@ -365,7 +361,7 @@ def leader_work(
     return LeaderWork(
         store=store,
         actions=act,
-        replica_id=act.deps.replica_id,
+        replica_id=act.deps.config.replica_id,
         clock=clock,
         elector=elector,
         retry_s=lead.retry_s,

@@ -105,7 +105,7 @@ async def _serve(settings: Settings) -> None:
     # gpunode doctor's checks, logged; a store shared with a live replica without a Lease
     # refuses to start (each would mark the other's running actions interrupted)
     await doctor.at_start(
-        kube.port(kube.default),
+        kube.default_port(),
         namespace=settings.kube.namespace,
         lease_name=settings.leader.lease_name,
         collector_mode=settings.kube.collector_mode,
@@ -114,11 +114,11 @@ async def _serve(settings: Settings) -> None:
     )
     runtime = await build_runtime(
         settings,
-        kube=kube,
+        clusters=kube,
         client=client,
         policy=policy,
         thresholds=thresholds,
-        leases=lease_api(settings, kube.port(kube.default)),  # in the default cluster
+        leases=lease_api(settings, kube.default_port()),  # in the default cluster
     )
     # matplotlib builds its font cache on first import (seconds on a fresh home, far more on a
     # busy node): pay it before taking traffic, not inside the first incident's chart, where a

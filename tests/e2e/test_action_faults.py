@@ -174,7 +174,7 @@ async def test_a_fault_at_a_write_is_reported_and_the_cluster_matches_the_thread
         request.applymarker(pytest.mark.xfail(reason=KNOWN_GAPS[step_id, fault], strict=True))
     step = STEPS[step_id]
     if fault == "timeout":
-        demo.runtime.services.kube.transport.timeout_s = REQUEST_TIMEOUT_S  # type: ignore[attr-defined]
+        demo.runtime.services.clusters.default_port().transport.timeout_s = REQUEST_TIMEOUT_S  # type: ignore[attr-defined]
     root_ts = await diagnose(demo)
     untouched = cluster(demo)
 

@@ -168,7 +168,7 @@ def _jobs_left(demo: Demo) -> list[str]:
 async def test_a_failing_cluster_during_diagnose_leaves_a_clear_message_and_no_job(
     demo: Demo, method: str, path: str, fault: dict[str, Any], words: str
 ) -> None:
-    demo.runtime.services.kube.transport.timeout_s = 2  # type: ignore[attr-defined]
+    demo.runtime.services.clusters.default_port().transport.timeout_s = 2  # type: ignore[attr-defined]
     rule = demo.kube.faults.add(method, path, **fault)
 
     root_ts = await diagnose(demo)

@@ -34,7 +34,7 @@ DEPLOYMENT = r"^/apis/apps/v1/namespaces/data-prep/deployments/preprocess$"
 @pytest.fixture
 async def demo() -> AsyncIterator[Demo]:
     async with running_demo("seed") as d:
-        d.runtime.services.kube.transport.timeout_s = TIMEOUT_S  # type: ignore[attr-defined]
+        d.runtime.services.clusters.default_port().transport.timeout_s = TIMEOUT_S  # type: ignore[attr-defined]
         yield d
 
 
@@ -161,7 +161,7 @@ async def test_when_the_reread_fails_too_the_action_is_unknown_not_failed(demo: 
 
 async def test_the_thread_says_it_in_chinese_too() -> None:
     async with running_demo("seed", channel_locales={CHANNEL: "zh-CN"}) as demo:
-        demo.runtime.services.kube.transport.timeout_s = TIMEOUT_S  # type: ignore[attr-defined]
+        demo.runtime.services.clusters.default_port().transport.timeout_s = TIMEOUT_S  # type: ignore[attr-defined]
         root_ts = await diagnose(demo)
         action = await request_tier(demo, root_ts, 3)
         demo.kube.faults.add("PATCH", DEPLOYMENT, hold_s=HOLD_S)

@@ -22,7 +22,7 @@ from bot.core.reporting.diffing import diff_diagnoses
 from bot.core.reporting.postmortem import ActionSummary, Postmortem, Snapshot, TimelineRow
 from bot.errors import ForbiddenError
 from bot.render import acting, watching
-from bot.render.blocks import details_view, diagnosis_messages, full_messages
+from bot.render.blocks import details_view, diagnosis_messages
 from bot.render.markdown import render_report_markdown
 from bot.render.messages import render_root, verdict_headline
 from bot.render.postmortem import render_postmortem_html, render_postmortem_markdown
@@ -294,12 +294,6 @@ def every_message(
     out: dict[str, object] = {}
     [brief] = diagnosis_messages(d, bundle, incident="INC-0001", locale=locale)
     checked("brief", brief, out)
-    for name, message in zip(
-        ("evidence", "talking_points", "actions"),
-        full_messages(d, bundle, incident="INC-0001", locale=locale),
-        strict=True,
-    ):
-        checked(name, message, out)
     details = details_view(d, bundle, incident="INC-0001", locale=locale)
     validate_blocks(details["blocks"], surface="modal")
     errors = blocks_errors(details["blocks"], surface="modal")

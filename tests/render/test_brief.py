@@ -12,10 +12,10 @@ from bot.render.blocks import (
     block_text_size,
     details_view,
     diagnosis_messages,
-    full_messages,
     headline,
+    talking_points_message,
 )
-from bot.render.views import GpuLine, gpu_groups
+from bot.render.views import GpuLine, build_view, gpu_groups
 from bot.slack.blockkit import validate_blocks
 from tests.render.test_golden import load
 
@@ -93,7 +93,7 @@ def test_identical_gpus_collapse_to_one_line_and_a_different_one_stands_alone() 
 
 def test_each_talking_point_shows_one_number_and_its_source() -> None:
     d, bundle = load("seed")
-    _, blocks = full_messages(d, bundle)[1]
+    _, blocks = talking_points_message(build_view(d, bundle))
     contexts = [b for b in blocks if b["type"] == "context"]
     points = [b for b in blocks if b["type"] == "section" and b["text"]["text"][:1] == ":"]
     assert len(contexts) == len(points)

@@ -227,7 +227,7 @@ def test_every_message_renders_within_slacks_limits_in_the_pseudo_locale(
     """40% longer words: every Slack message was checked against Block Kit's limits as it
     rendered (``every_message``), and no kind of message went missing on the way."""
     assert renderings["en-XA"].keys() == renderings["zh-CN"].keys()
-    assert any("⟦" in text for text in _texts(renderings["en-XA"]["actions"]))
+    assert any("⟦" in text for text in _texts(renderings["en-XA"]["details"]))
 
 
 def test_the_catalog_files_are_text(tmp_path: Path) -> None:

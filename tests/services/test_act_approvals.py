@@ -172,7 +172,7 @@ async def test_resolving_the_incident_removes_the_scale_down_protection_tier_1_a
     assert await world.state(action_id) == "succeeded"
     assert world.kube.node.annotations == {karpenter: "true", ca: "true"}
 
-    ops = IncidentOps(world.store, clock=world.clock, kube_for=lambda _cluster: world.kube)
+    ops = IncidentOps(world.store, clock=world.clock, clusters=world.diagnose.clusters)
     record = await world.store.get_action(action_id)
     assert record is not None and record.incident_id is not None
     await ops.resolve(record.incident_id, by=REQ, note="fixed")
@@ -188,7 +188,7 @@ async def test_an_undone_tier_1_leaves_nothing_for_resolve_to_remove(world: Worl
     await world.act.vote(approval_id=approval_id, user=APPROVER, channel=CHANNEL, yes=True)
     await world.act.undo(action_id=action_id, user=REQ, channel=CHANNEL)
     assert world.kube.node.annotations == {}
-    ops = IncidentOps(world.store, clock=world.clock, kube_for=lambda _cluster: world.kube)
+    ops = IncidentOps(world.store, clock=world.clock, clusters=world.diagnose.clusters)
     calls = len(world.kube.effects())
     record = await world.store.get_action(action_id)
     assert record is not None and record.incident_id is not None

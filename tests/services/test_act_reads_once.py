@@ -1,8 +1,9 @@
 """A tier-3 Apply reads what it acts on once and passes it along: the action (to find its
-cluster, then the same record through the steps), its incident (for the thread, the
-messages it edits and the incident's state; read again only after the Apply moved it to
-mitigating, for the root line) and the evidence (the staleness check). The re-diagnosis and
-the rollout watch after the action run in the background and are not counted here.
+cluster, then the same record through the steps), its incident (for the thread, the messages
+it edits and the incident's state; the root line after the Apply moved it to mitigating is
+drawn from the incident as the store wrote it, not read again) and the evidence (the
+staleness check). The re-diagnosis and the rollout watch after the action run in the
+background and are not counted here.
 
 Counted where the reads land: calls on the real store of the use-case world."""
 
@@ -44,4 +45,4 @@ async def test_a_tier3_apply_reads_its_incident_action_and_evidence_once(
 
     assert await world.state(action_id) == "succeeded"
     # the incident once for the Apply, once more after it moved to mitigating (the root line)
-    assert counted == {"get_action": 1, "get_incident": 2, "latest_snapshot": 1}
+    assert counted == {"get_action": 1, "get_incident": 1, "latest_snapshot": 1}

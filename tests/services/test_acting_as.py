@@ -10,7 +10,7 @@ import pytest
 
 from bot.core.governance.policy import parse_policy
 from bot.errors import PolicyError
-from bot.services.acting import ActDeps
+from bot.services.acting import ActConfig, ActDeps, ActPorts
 
 ROLES = {"responder": {"allows": [1, 2, 3], "can_approve": [1], "can_undo": True}}
 BINDINGS = {"responder": {"users": ["U0ALICE", "U0LIWEI"]}}
@@ -20,18 +20,18 @@ def _deps(**impersonation: Any) -> ActDeps:
     policy = parse_policy({"roles": ROLES, "bindings": BINDINGS, "impersonation": impersonation})
     unused = cast(Any, None)
     return ActDeps(
-        kube=unused,
-        store=unused,
-        chat=unused,
-        thread=unused,
+        ports=ActPorts(store=unused, chat=unused, thread=unused),
+        config=ActConfig(
+            clock=lambda: datetime(2026, 1, 1, tzinfo=UTC),
+            new_id=lambda: "x",
+            replica_id="r",
+            evidence_max_age_s=60,
+            approval_ttl_s=900,
+        ),
+        policy=policy,
+        clusters=unused,
         diagnose=unused,
         bg=unused,
-        policy=policy,
-        clock=lambda: datetime(2026, 1, 1, tzinfo=UTC),
-        new_id=lambda: "x",
-        replica_id="r",
-        evidence_max_age_s=60,
-        approval_ttl_s=900,
     )
 
 

@@ -43,7 +43,7 @@ def service(world: World, caps: AlertCaps = CAPS) -> AlertService:
         world.bg,
         channel=CHANNEL,
         clock=world.clock,
-        kube=world.kube,
+        check_nodes=True,
         caps=caps,
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.core.governance.policy import Permission
+from bot.core.model.clusters import DEFAULT_CLUSTER
 from bot.core.reporting.outcomes import refused
 from bot.services.chatops import NO_POLICY, BotServices, denied, permitted
 from bot.services.operations import IncidentOps
@@ -13,11 +14,11 @@ from tests.services.world import CHANNEL, REQ, STRANGER, VIEWER, World
 
 def _services(world: World, *, with_actions: bool) -> BotServices:
     return BotServices(
-        kube=world.kube,
+        clusters=world.diagnose.clusters,
         store=world.store,
         chat=world.chat,
         diagnose=world.diagnose,
-        ops=IncidentOps(world.store, clock=world.clock),
+        ops=IncidentOps(world.store, clock=world.clock, clusters=world.diagnose.clusters),
         bg=world.bg,
         clock=world.clock,
         act=world.act if with_actions else None,
@@ -32,7 +33,9 @@ async def test_without_the_action_service_every_request_is_refused_told_and_audi
     world: World, permission: Permission
 ) -> None:
     s = _services(world, with_actions=False)
-    assert not await permitted(s, permission, user=REQ, channel=CHANNEL, thread_ts="1.0")
+    assert not await permitted(
+        s, permission, user=REQ, channel=CHANNEL, cluster=DEFAULT_CLUSTER, thread_ts="1.0"
+    )
     assert world.thread.said == [(CHANNEL, REQ, refused("no_policy"))]
     told = world.chat.ephemerals[-1]
     assert (told.user, told.channel, told.thread_ts) == (REQ, CHANNEL, "1.0")
@@ -41,7 +44,9 @@ async def test_without_the_action_service_every_request_is_refused_told_and_audi
 
 
 async def test_without_the_action_service_denied_answers_with_a_refusal(world: World) -> None:
-    refusal = await denied(_services(world, with_actions=False), "view", user=REQ, channel=CHANNEL)
+    refusal = await denied(
+        _services(world, with_actions=False), "view", user=REQ, channel=CHANNEL, cluster=None
+    )
     assert refusal is not None and refusal.reason == NO_POLICY
 
 
@@ -58,5 +63,10 @@ async def test_with_a_policy_permitted_follows_the_users_binding(
     world: World, user: str, permission: Permission, allowed: bool
 ) -> None:
     s = _services(world, with_actions=True)
-    assert await permitted(s, permission, user=user, channel=CHANNEL) is allowed
-    assert (await denied(s, permission, user=user, channel=CHANNEL) is None) is allowed
+    assert (
+        await permitted(s, permission, user=user, channel=CHANNEL, cluster=DEFAULT_CLUSTER)
+        is allowed
+    )
+    assert (
+        await denied(s, permission, user=user, channel=CHANNEL, cluster=DEFAULT_CLUSTER) is None
+    ) is allowed

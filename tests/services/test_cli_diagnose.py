@@ -8,8 +8,16 @@ import pytest
 
 from bot.cli import main
 from bot.cli.diagnose import analyze_files, diagnose_node
+from bot.cli.ops import LiveSurface
+from bot.cli.presenter import Wanted, present
+from bot.config import Settings
+from bot.core.governance import commands
+from bot.core.model.clusters import DEFAULT_CLUSTER, NodeRef
 from bot.core.model.thresholds import DEFAULT
+from bot.core.reporting.outcomes import KitMade, NodeDiagnosed
 from bot.errors import CollectorError, NotFoundError, UsageError
+from bot.services.clusters import ClusterRegistry
+from bot.services.commands import Asker, handle
 from bot.slack.blockkit import validate_blocks
 from tests.services.fakes import FakeKube, load_scenario
 
@@ -119,3 +127,28 @@ def test_gpunode_diagnose_parses_the_node_with_the_slash_commands_grammar(
     assert main(["diagnose", node]) == 2
     err = capsys.readouterr().err
     assert problem in err and "gpunode diagnose [CLUSTER/]NODE" in err, err
+
+
+async def test_the_terminal_diagnoses_through_the_command_table_into_an_outcome() -> None:
+    """``gpunode diagnose`` is one verb of the table: ``handle`` with the terminal's surface
+    answers the node's diagnosis as data (no incident, no thread), in the cluster chosen."""
+    kube = _kube()
+    surface = LiveSurface(ClusterRegistry.single(kube), Settings())
+    outcome = await handle(commands.parse("diagnose gpu-node-01"), Asker("cli:me"), surface)
+
+    assert isinstance(outcome, NodeDiagnosed)
+    assert outcome.at == NodeRef(cluster=DEFAULT_CLUSTER, node="gpu-node-01")
+    assert outcome.diagnosis.node == "gpu-node-01" and outcome.bundle is not None
+    assert [c.method for c in kube.calls] == ["get_node", "run_diagnostic", "get_cluster_view"]
+    printed = present(outcome, locale="en", wanted=Wanted(fmt="json"))
+    assert json.loads(printed.out)["node"] == "gpu-node-01" and printed.status == 0
+
+
+async def test_the_terminal_makes_the_kit_through_the_command_table() -> None:
+    kube = _kube()
+    surface = LiveSurface(ClusterRegistry.single(kube), Settings())
+    outcome = await handle(commands.parse("prevent gpu-node-01"), Asker("cli:me"), surface)
+
+    assert isinstance(outcome, KitMade)
+    assert outcome.at.node == "gpu-node-01" and outcome.source.kind == "live"
+    assert present(outcome, locale="en").out.startswith("# Prevention kit for gpu-node-01\n")

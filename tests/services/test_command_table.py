@@ -100,7 +100,8 @@ async def store(tmp_path: Any) -> Any:
 
 @pytest.fixture
 def surface(store: Store) -> Surface:
-    return Surface(ops=IncidentOps(store, clock=lambda: NOW), clusters=_clusters())
+    clusters = _clusters()
+    return Surface(ops=IncidentOps(store, clock=lambda: NOW, clusters=clusters), clusters=clusters)
 
 
 async def _open(surface: Surface, node: str, cluster: str) -> Incident:
@@ -162,7 +163,14 @@ async def test_status_lists_each_incident_with_its_node_in_its_cluster(surface: 
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the surfaces that take a command: each parses, calls ``handle`` and presents
-SURFACES = ["bot/slack/app.py", "bot/services/threads.py", "bot/cli/ops.py", "bot/cli/presenter.py"]
+SURFACES = [
+    "bot/slack/app.py",
+    "bot/services/threads.py",
+    "bot/cli/ops.py",
+    "bot/cli/presenter.py",
+    "bot/cli/diagnose.py",
+    "bot/cli/prevent.py",
+]
 VERB_TYPES = {e.command.__name__ for e in TABLE}
 
 

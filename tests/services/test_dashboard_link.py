@@ -13,6 +13,7 @@ from bot.config import load_settings
 from bot.core.model.thresholds import DEFAULT
 from bot.core.reporting.links import dashboard_link, incident_window
 from bot.errors import ConfigError
+from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
 from tests.services.world import NODE, World
 
@@ -26,7 +27,7 @@ async def test_the_evidence_message_links_the_nodes_dashboard_for_the_window(
     world: World,
 ) -> None:
     world.diagnose = DiagnoseService(
-        world.kube,
+        ClusterRegistry.single(world.kube),
         world.store,
         world.chat,
         thread=world.thread,

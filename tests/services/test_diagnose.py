@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
+from bot.core.model.clusters import DEFAULT_CLUSTER, NodeRef
 from bot.errors import DiagnosticJobError, KubeUnavailableError
-from tests.services.world import CHANNEL, NODE, REQ, REQ2, World
+from tests.services.world import AT, CHANNEL, NODE, REQ, REQ2, World
 
 
 async def test_diagnose_opens_an_incident_and_posts_root_and_one_brief_reply(world: World) -> None:
@@ -38,7 +39,9 @@ async def test_a_second_diagnose_joins_the_open_incident(world: World) -> None:
 
 
 async def test_an_unknown_node_gets_an_ephemeral_answer_and_no_incident(world: World) -> None:
-    outcome = await world.diagnose.diagnose("gpu-node-99", channel=CHANNEL, user=REQ)
+    outcome = await world.diagnose.diagnose(
+        NodeRef(cluster=DEFAULT_CLUSTER, node="gpu-node-99"), channel=CHANNEL, user=REQ
+    )
     assert outcome.incident_id is None and outcome.error is not None
     assert world.chat.messages == {}
     [text] = world.chat.ephemerals_for(REQ)
@@ -51,7 +54,7 @@ async def test_a_failed_diagnostic_job_is_explained_in_the_thread(world: World) 
         "run_diagnostic",
         DiagnosticJobError("the image could not be pulled; check the image", code="image_pull"),
     )
-    outcome = await world.diagnose.diagnose(NODE, channel=CHANNEL, user=REQ)
+    outcome = await world.diagnose.diagnose(AT, channel=CHANNEL, user=REQ)
     assert outcome.diagnosis is None and outcome.incident_id == "INC-0001"
     [root] = world.chat.roots()
     [reply] = world.chat.thread(root.ts)
@@ -69,7 +72,7 @@ async def test_a_failed_diagnostic_job_is_explained_in_the_thread(world: World) 
 
 async def test_a_diagnostic_timeout_is_explained_in_the_thread(world: World) -> None:
     world.kube.fail("run_diagnostic", TimeoutError())
-    outcome = await world.diagnose.diagnose(NODE, channel=CHANNEL, user=REQ)
+    outcome = await world.diagnose.diagnose(AT, channel=CHANNEL, user=REQ)
     assert outcome.error is not None and outcome.error.code == "timeout"
     [root] = world.chat.roots()
     assert len(world.chat.thread(root.ts)) == 1
@@ -77,7 +80,7 @@ async def test_a_diagnostic_timeout_is_explained_in_the_thread(world: World) -> 
 
 async def test_an_unreachable_api_is_answered_without_opening_an_incident(world: World) -> None:
     world.kube.fail("get_node", KubeUnavailableError("the API server failed (500)"))
-    outcome = await world.diagnose.diagnose(NODE, channel=CHANNEL, user=REQ)
+    outcome = await world.diagnose.diagnose(AT, channel=CHANNEL, user=REQ)
     assert outcome.incident_id is None
     assert world.chat.ephemerals_for(REQ)
     assert await world.store.open_incidents() == []
@@ -101,7 +104,7 @@ async def test_the_evidence_entry_states_the_verdict_in_the_words_wired_at_the_e
 
 async def test_a_diagnosis_the_bot_joins_after_an_action_mentions_nobody(world: World) -> None:
     await world.diagnosed(REQ)
-    await world.diagnose.diagnose(NODE, channel=CHANNEL, user="gpunode")
+    await world.diagnose.diagnose(AT, channel=CHANNEL, user="gpunode")
     [root] = world.chat.roots()
     notices = [m.text for m in world.chat.thread(root.ts) if "after the action" in m.text]
     assert len(notices) == 1

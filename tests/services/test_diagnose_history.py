@@ -13,8 +13,9 @@ from bot.core.model.evidence import EvidenceBundle
 from bot.core.model.thresholds import DEFAULT
 from bot.prom.client import Sample
 from bot.prom.history import HistoryService
+from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
-from tests.services.world import CHANNEL, NODE, REQ, make_world
+from tests.services.world import AT, CHANNEL, REQ, make_world
 
 JOB_S = 0.4
 
@@ -58,7 +59,7 @@ async def _service(tmp_path: Path, prom: TimedPrometheus, timeout_s: float):  # 
     kube = SlowJob(world.kube)
     history = HistoryService(prom, timeout_s=timeout_s)
     service = DiagnoseService(
-        kube,  # type: ignore[arg-type]
+        ClusterRegistry.single(kube),  # type: ignore[arg-type]
         world.store,
         world.chat,
         thread=world.thread,
@@ -73,7 +74,7 @@ async def test_prometheus_is_asked_while_the_diagnostic_job_runs(tmp_path: Path)
     prom = TimedPrometheus(delay_s=0.1)
     world, kube, service = await _service(tmp_path, prom, timeout_s=3)
     try:
-        outcome = await service.diagnose(NODE, channel=CHANNEL, user=REQ)
+        outcome = await service.diagnose(AT, channel=CHANNEL, user=REQ)
     finally:
         await world.store.close()
     assert outcome.diagnosis is not None and kube.job is not None
@@ -91,7 +92,7 @@ async def test_a_slow_prometheus_costs_its_timeout_and_a_gap_not_the_diagnosis(
     prom = TimedPrometheus(delay_s=3600)
     world, _kube, service = await _service(tmp_path, prom, timeout_s=0.5)
     try:
-        outcome = await service.diagnose(NODE, channel=CHANNEL, user=REQ)
+        outcome = await service.diagnose(AT, channel=CHANNEL, user=REQ)
     finally:
         await world.store.close()
     assert prom.asked, "the history was asked for"

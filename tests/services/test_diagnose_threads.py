@@ -10,9 +10,10 @@ import pytest
 
 from bot.core.model.thresholds import DEFAULT
 from bot.errors import SlackError
+from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import ROOT_CLAIM_TTL_S, DiagnoseService
 from bot.store.storing import Store
-from tests.services.world import CHANNEL, NODE, World
+from tests.services.world import AT, CHANNEL, NODE, World
 
 USERS = [f"U{i:04d}" for i in range(10)]
 
@@ -21,7 +22,7 @@ async def test_concurrent_diagnoses_of_one_node_post_one_root_and_one_set_of_evi
     world: World,
 ) -> None:
     outcomes = await asyncio.gather(
-        *(world.diagnose.diagnose(NODE, channel=CHANNEL, user=u) for u in USERS)
+        *(world.diagnose.diagnose(AT, channel=CHANNEL, user=u) for u in USERS)
     )
 
     [root] = world.chat.roots()
@@ -41,7 +42,7 @@ async def test_two_replicas_diagnosing_at_once_post_one_root(world: World, tmp_p
     other_store = await Store.open(world.store.path)
     try:
         other = DiagnoseService(
-            world.kube,
+            ClusterRegistry.single(world.kube),
             other_store,
             world.chat,
             thread=world.thread,
@@ -50,7 +51,7 @@ async def test_two_replicas_diagnosing_at_once_post_one_root(world: World, tmp_p
         )
         await asyncio.gather(
             *(
-                (world.diagnose if i % 2 else other).diagnose(NODE, channel=CHANNEL, user=u)
+                (world.diagnose if i % 2 else other).diagnose(AT, channel=CHANNEL, user=u)
                 for i, u in enumerate(USERS)
             )
         )
@@ -72,7 +73,7 @@ async def test_a_root_claim_left_by_a_crash_is_taken_over_once_stale(world: Worl
     )
     world.clock.advance(ROOT_CLAIM_TTL_S + 1)
 
-    outcome = await world.diagnose.diagnose(NODE, channel=CHANNEL, user="U0001")
+    outcome = await world.diagnose.diagnose(AT, channel=CHANNEL, user="U0001")
 
     [root] = world.chat.roots()
     assert outcome.incident_id == incident.id and outcome.diagnosis is not None
@@ -85,9 +86,9 @@ async def test_a_root_that_could_not_be_posted_lets_the_next_diagnose_post_it(
 ) -> None:
     world.chat.post_failures.append(SlackError("not_in_channel: the bot is not in the channel"))
     with pytest.raises(SlackError, match="not_in_channel"):
-        await world.diagnose.diagnose(NODE, channel=CHANNEL, user="U0001")
+        await world.diagnose.diagnose(AT, channel=CHANNEL, user="U0001")
 
-    outcome = await world.diagnose.diagnose(NODE, channel="C0OTHER", user="U0002")
+    outcome = await world.diagnose.diagnose(AT, channel="C0OTHER", user="U0002")
 
     [root] = world.chat.roots()
     assert root.channel == "C0OTHER"  # a thread-less incident opens where it is asked for
@@ -98,12 +99,12 @@ async def test_a_root_that_could_not_be_posted_lets_the_next_diagnose_post_it(
 async def test_a_fresh_diagnosis_waits_for_the_running_one_and_then_runs_its_own(
     world: World,
 ) -> None:
-    first = asyncio.create_task(world.diagnose.diagnose(NODE, channel=CHANNEL, user="U0001"))
+    first = asyncio.create_task(world.diagnose.diagnose(AT, channel=CHANNEL, user="U0001"))
     for _ in range(1000):  # until the first diagnosis is running (it posted the root)
         if world.chat.roots():
             break
         await asyncio.sleep(0)
-    after_action = await world.diagnose.diagnose(NODE, channel=CHANNEL, user="gpunode", fresh=True)
+    after_action = await world.diagnose.diagnose(AT, channel=CHANNEL, user="gpunode", fresh=True)
     await first
 
     assert [c.method for c in world.kube.calls].count("run_diagnostic") == 2

@@ -19,8 +19,10 @@ from pathlib import Path
 from urllib.parse import parse_qs
 
 from bot.config import KubeSettings
+from bot.core.model.clusters import DEFAULT_CLUSTER, NodeRef
 from bot.core.model.thresholds import DEFAULT
 from bot.kube.gateway import Gateway
+from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
 from bot.store.storing import Store
 from gpunode_sandbox.kubesim import KubeSim, Scenario
@@ -30,6 +32,7 @@ from tests.services.fakes import FakeChat
 from tests.services.presenting import RecordingPresenter
 
 NODE = "gpu-node-01"
+AT = NodeRef(cluster=DEFAULT_CLUSTER, node=NODE)
 Request = tuple[str, str, str]
 
 
@@ -93,7 +96,7 @@ async def _two_diagnoses(
     gateway.events_watch_s = 1
     store = await Store.open(str(tmp_path / f"gpunode-{nodes}.db"))
     service = DiagnoseService(
-        gateway,
+        ClusterRegistry.single(gateway),
         store,
         chat := FakeChat(),
         thread=RecordingPresenter(chat),
@@ -103,7 +106,7 @@ async def _two_diagnoses(
     try:
         assert len(await gateway.gpu_node_loads()) > nodes // 5  # `top` read the fleet
         sim.requests.clear()
-        first = await service.diagnose(NODE, channel="C0INCIDENT", user="UREQ")
+        first = await service.diagnose(AT, channel="C0INCIDENT", user="UREQ")
         assert first.error is None, first.error
         cold = list(sim.requests)
         if informers:
@@ -115,7 +118,7 @@ async def _two_diagnoses(
                 await asyncio.sleep(0.05)
             assert informer.synced.is_set(), "the pod-events informer never listed"
         sim.requests.clear()
-        outcome = await service.diagnose(NODE, channel="C0INCIDENT", user="UREQ")
+        outcome = await service.diagnose(AT, channel="C0INCIDENT", user="UREQ")
         assert outcome.error is None and outcome.diagnosis is not None, outcome.error
         # the informer's own list and watches are not the diagnosis's
         return cold, [r for r in sim.requests if not _informer_call(r)]

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import KubeSettings
+from bot.core.model.clusters import NodeRef
 from bot.core.model.thresholds import DEFAULT
 from bot.errors import UnknownClusterError
 from bot.kube.gateway import Gateway
@@ -175,8 +176,12 @@ async def test_a_slow_cluster_does_not_delay_a_diagnosis_in_another_cluster(
         try:
             # both at once: prod-us hangs until its timeout, prod-eu's diagnosis completes
             hung, done = await asyncio.gather(
-                service.diagnose("gpu-node-01", channel="C1", user="U1", cluster="prod-us"),
-                service.diagnose("gpu-node-01", channel="C1", user="U1", cluster="prod-eu"),
+                service.diagnose(
+                    NodeRef(cluster="prod-us", node="gpu-node-01"), channel="C1", user="U1"
+                ),
+                service.diagnose(
+                    NodeRef(cluster="prod-eu", node="gpu-node-01"), channel="C1", user="U1"
+                ),
             )
         finally:
             reg.close()
@@ -199,8 +204,12 @@ async def test_one_node_name_in_two_clusters_is_two_incidents_each_diagnosed_in_
         service = DiagnoseService(
             reg, store, chat, thread=RecordingPresenter(chat), clock=lambda: T0, thresholds=DEFAULT
         )
-        a = await service.diagnose("gpu-node-01", channel="C1", user="U1", cluster="prod-eu")
-        b = await service.diagnose("gpu-node-01", channel="C1", user="U1", cluster="prod-us")
+        a = await service.diagnose(
+            NodeRef(cluster="prod-eu", node="gpu-node-01"), channel="C1", user="U1"
+        )
+        b = await service.diagnose(
+            NodeRef(cluster="prod-us", node="gpu-node-01"), channel="C1", user="U1"
+        )
         incidents = {i.id: i for i in await store.open_incidents()}
         timeline = await store.timeline(b.incident_id or "")
 
@@ -276,7 +285,7 @@ async def test_the_alert_intake_takes_the_cluster_from_its_label(
             bg,
             channel="C1",
             clock=lambda: T0,
-            kube=reg,
+            check_nodes=True,
             cluster_label=label,
         )
         result = await alerts.intake(parse_payload(_alert(labels, "fp1")))
@@ -315,7 +324,9 @@ async def test_alerts_for_an_unreachable_cluster_are_refused_and_the_others_go_a
         service = DiagnoseService(
             reg, store, chat, thread=RecordingPresenter(chat), clock=lambda: T0, thresholds=DEFAULT
         )
-        alerts = AlertService(service, store, chat, bg, channel="C1", clock=lambda: T0, kube=reg)
+        alerts = AlertService(
+            service, store, chat, bg, channel="C1", clock=lambda: T0, check_nodes=True
+        )
         try:
             result = await alerts.intake(parse_payload(body))
             await bg.drain(timeout_s=60)

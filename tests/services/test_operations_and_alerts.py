@@ -14,7 +14,7 @@ from tests.services.world import CHANNEL, NODE, REQ, World
 
 async def test_resolve_records_one_timeline_entry_and_refuses_twice(world: World) -> None:
     await world.diagnosed()
-    ops = IncidentOps(world.store, clock=world.clock)
+    ops = IncidentOps(world.store, clock=world.clock, clusters=world.diagnose.clusters)
     resolved = await ops.resolve("INC-0001", by=REQ, note="limits fixed")
     assert resolved.state == "resolved"
     entries = [e for e in await ops.timeline("INC-0001") if e.kind == "resolved"]

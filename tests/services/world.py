@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from bot.core.governance.policy import Policy, parse_policy
+from bot.core.model.clusters import DEFAULT_CLUSTER, NodeRef
 from bot.core.model.thresholds import DEFAULT
 from bot.services.act import ActService
 from bot.services.background import Background
+from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseOutcome, DiagnoseService
 from bot.store.storing import Store
 from bot.wiring.runtime import verdict_sentence
@@ -27,6 +29,8 @@ from tests.services.presenting import RecordingPresenter
 
 CHANNEL = "C0INCIDENT"
 NODE = "gpu-node-01"
+#: the node the scenarios diagnose, in the one cluster of a one-cluster bot
+AT = NodeRef(cluster=DEFAULT_CLUSTER, node=NODE)
 REQ, REQ2, APPROVER, GROUP_APPROVER = "UREQ", "UREQ2", "UAPPROVER", "UGROUPAPP"
 VIEWER, STRANGER = "UVIEWER", "USTRANGER"
 OPS_GROUP = "SOPS"
@@ -78,7 +82,7 @@ class World:
             self.thread = RecordingPresenter(self.chat)
 
     async def diagnosed(self, user: str = REQ) -> DiagnoseOutcome:
-        outcome = await self.diagnose.diagnose(NODE, channel=CHANNEL, user=user)
+        outcome = await self.diagnose.diagnose(AT, channel=CHANNEL, user=user)
         assert outcome.diagnosis is not None, outcome.error
         return outcome
 
@@ -132,7 +136,7 @@ class World:
     def service(self, store: Store, *, replica: str) -> ActService:
         """Another replica: its own store connection, same file, same cluster and Slack."""
         diagnose = DiagnoseService(
-            self.kube,
+            ClusterRegistry.single(self.kube),
             store,
             self.chat,
             thread=self.thread,
@@ -141,7 +145,7 @@ class World:
             verdict_words=verdict_sentence,
         )
         return ActService(
-            self.kube,
+            ClusterRegistry.single(self.kube),
             store,
             self.chat,
             diagnose,
@@ -166,7 +170,7 @@ async def make_world(path: Path, scenario: str = "seed") -> World:
     policy = parse_policy(POLICY)
     thread = RecordingPresenter(chat)
     diagnose = DiagnoseService(
-        kube,
+        ClusterRegistry.single(kube),
         store,
         chat,
         thread=thread,

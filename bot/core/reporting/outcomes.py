@@ -38,6 +38,7 @@ from bot.core.model.actions import ActionPlan, Step
 from bot.core.model.changes import Change, EvictionOutcome
 from bot.core.model.clusters import NodeRef
 from bot.core.model.evidence import EvidenceBundle
+from bot.core.remedies.prevention import KitSource, PreventionParams
 from bot.core.remedies.watching import RolloutProgress, Verdict
 from bot.core.reporting.diffing import DiagnosisDiff
 
@@ -430,8 +431,42 @@ class Posted(BaseModel):
     ok: bool = True
 
 
+class NodeDiagnosed(BaseModel):
+    """``diagnose`` in a terminal: the node's diagnosis, with no incident or thread (the
+    terminal prints it in the format asked for)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["node_diagnosed"] = "node_diagnosed"
+    at: NodeRef
+    diagnosis: Diagnosis
+    bundle: EvidenceBundle | None = None
+
+
+class KitMade(BaseModel):
+    """``prevent`` in a terminal: the node's prevention kit as data, read from the cluster
+    just now (the terminal prints its files, or writes them where asked)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["kit_made"] = "kit_made"
+    at: NodeRef
+    params: PreventionParams
+    source: KitSource
+
+
 #: what ``handle`` answers for a command
-Outcome = Refused | StatusList | TopNodes | Resolved | HelpAsked | Exported | Posted
+Outcome = (
+    Refused
+    | StatusList
+    | TopNodes
+    | Resolved
+    | HelpAsked
+    | Exported
+    | Posted
+    | NodeDiagnosed
+    | KitMade
+)
 
 
 class ActionOutcome(BaseModel):
