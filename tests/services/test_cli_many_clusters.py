@@ -30,12 +30,16 @@ def two_clusters(tmp_path: Path, *, us_stopped: bool = False) -> Iterator[tuple[
         KubeSim.running_in_thread(load_scenario("slab-leak")) as us,
     ):
         us_url = _closed_port_url() if us_stopped else us.url
+        # A stopped server refuses at once, so a short timeout costs nothing there; a running
+        # one gets as long as prod-eu, or a loaded machine times out the Job's creation.
+        us_timeout_s = 1 if us_stopped else 20
         config = tmp_path / "gpunode.yaml"
         config.write_text(
             "kube: {namespace: gpunode}\n"
             "clusters:\n"
             f"  prod-eu: {{mode: server, server: '{eu.url}', token: {BOT_TOKEN}, timeout_s: 20}}\n"
-            f"  prod-us: {{mode: server, server: '{us_url}', token: {BOT_TOKEN}, timeout_s: 1}}\n",
+            f"  prod-us: {{mode: server, server: '{us_url}', token: {BOT_TOKEN}, "
+            f"timeout_s: {us_timeout_s}}}\n",
             encoding="utf-8",
         )
         yield config, us
