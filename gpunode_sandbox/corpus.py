@@ -309,8 +309,10 @@ async def judge_with_view(
     from gpunode_sandbox.kubesim.access import BOT_TOKEN
 
     assert scenario.expected is not None
-    settings = KubeSettings(  # the bot's own token: exactly the deployed permissions
-        mode="server", server=url, token=BOT_TOKEN, verify_tls=False, job_timeout_s=20
+    # the bot's own token: exactly the deployed permissions; a generous deadline, as the
+    # stand-in's own (on two busy cores the real collector has taken over 20 s)
+    settings = KubeSettings(
+        mode="server", server=url, token=BOT_TOKEN, verify_tls=False, job_timeout_s=120
     )
     gw = Gateway.from_settings(settings)
     try:

@@ -12,9 +12,18 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from gpunode_sandbox.kubesim import KubeSim, Scenario, load_scenario
 from gpunode_sandbox.kubesim.access import ADMIN_TOKEN
+
+# Hypothesis judges what a property test finds, never how fast: its default 200 ms deadline per
+# example and its too-slow health check fail a correct test on a busy machine (two cores shared
+# by the whole suite), so the suite's profile has neither. A test's own @settings still wins.
+settings.register_profile(
+    "gpunode", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.load_profile("gpunode")
 
 
 def kube_client_config(url: str, *, token: str = ADMIN_TOKEN) -> Any:

@@ -21,6 +21,9 @@ import yaml
 
 Obj = dict[str, Any]
 
+#: libyaml's safe loader when PyYAML has it (the same documents, several times faster)
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 KNOWN_FIELDS = {"apiVersion", "kind", "resources", "namespace", "labels", "images", "patches"}
 
 CLUSTER_SCOPED = {
@@ -55,7 +58,7 @@ class KustomizeError(ValueError):
 def render(directory: str | Path) -> list[Obj]:
     """Render the kustomization in ``directory`` into a list of objects."""
     root = Path(directory)
-    spec = yaml.safe_load((root / "kustomization.yaml").read_text(encoding="utf-8"))
+    spec = yaml.load((root / "kustomization.yaml").read_text(encoding="utf-8"), Loader=LOADER)  # noqa: S506
     unknown = set(spec) - KNOWN_FIELDS
     if unknown:
         raise KustomizeError(f"{root}: unsupported kustomization fields {sorted(unknown)}")
@@ -87,7 +90,7 @@ def render(directory: str | Path) -> list[Obj]:
 
 
 def _load_all(path: Path) -> list[Obj]:
-    docs = yaml.safe_load_all(path.read_text(encoding="utf-8"))
+    docs = yaml.load_all(path.read_text(encoding="utf-8"), Loader=LOADER)
     return [d for d in docs if d is not None]
 
 

@@ -4,11 +4,19 @@ Why not call ``kubernetes_validate.validate`` directly: it re-reads and re-compi
 schema on every call (~15 ms); a 60,000-pod fleet needs a cached validator per (version, kind),
 built here the same way the library builds it, so the verdicts are the library's.
 Kinds without a shipped schema (e.g. metrics) are accepted unchecked.
+
+Every stand-in seeds the same objects from its scenario and deploy/base, so an object already
+found valid is not walked again: a verdict depends only on the object and the Kubernetes
+version, and the memo's key is exactly those, except that a string ``creationTimestamp`` (the
+one field a seed differs in from one start to the next) counts as any string, because the
+schema's ``Time`` is ``{type: [string, null], format: date-time}`` and formats are not asserted
+(the validator has no format checker; ``_memo_masks_time`` checks both, per schema).
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from typing import Any
 
@@ -44,13 +52,63 @@ def _validator(kube_version: str, kind: str, api_version: str) -> Any:
     return jsonschema.validators.Draft202012Validator(schema, registry=registry)
 
 
+OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.Time"
+#: digests of (version, object) found valid; cleared when it holds this many
+MEMO_MAX = 8192
+_valid: set[bytes] = set()
+
+
+@functools.lru_cache(maxsize=256)
+def _memo_masks_time(kube_version: str, kind: str, api_version: str) -> bool:
+    """Whether any string ``metadata.creationTimestamp`` validates alike for this schema: its
+    metadata is ObjectMeta, whose creationTimestamp is a Time that only a type constrains."""
+    validator = _validator(kube_version, kind, api_version)
+    if validator is None or validator.format_checker is not None:
+        return False
+    meta = validator.schema.get("properties", {}).get("metadata", {})
+    if not str(meta.get("$ref", "")).endswith(f"/{OBJECT_META}"):
+        return False
+    version = _schema_version(kube_version)
+    defs = kv_utils.schema_contents(
+        f"kubernetes-json-schema/v{version}-local-strict/_definitions.json", version
+    )["$defs"]
+    created = defs[OBJECT_META]["properties"]["creationTimestamp"]
+    time = defs[TIME]
+    return bool(
+        created.get("$ref", "").endswith(f"/{TIME}")
+        and set(created) <= {"$ref", "description"}
+        and set(time) <= {"type", "format", "description"}
+        and set(time.get("type", [])) == {"string", "null"}
+    )
+
+
+def _memo_key(obj: dict[str, Any], kube_version: str) -> bytes:
+    """The object's identity for the memo: its ``repr`` (tells a tuple from a list and
+    ``True`` from ``1``, as the schema's types do), the timestamp masked where it may be."""
+    meta = obj.get("metadata")
+    if (
+        isinstance(meta, dict)
+        and isinstance(meta.get("creationTimestamp"), str)
+        and _memo_masks_time(kube_version, obj.get("kind", ""), obj.get("apiVersion", ""))
+    ):
+        obj = {**obj, "metadata": {**meta, "creationTimestamp": "<any string>"}}
+    return hashlib.blake2b(repr((kube_version, obj)).encode(), digest_size=20).digest()
+
+
 def validate_object(obj: dict[str, Any], kube_version: str) -> None:
     """Raise a 422 ApiError listing every schema violation of ``obj``."""
     validator = _validator(kube_version, obj.get("kind", ""), obj.get("apiVersion", ""))
     if validator is None:
         return
+    key = _memo_key(obj, kube_version)
+    if key in _valid:
+        return
     errors = sorted(validator.iter_errors(obj), key=lambda e: list(e.absolute_path))
     if not errors:
+        if len(_valid) >= MEMO_MAX:
+            _valid.clear()
+        _valid.add(key)
         return
     causes = [
         {

@@ -17,6 +17,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
 from bot.render import environment
@@ -56,10 +57,19 @@ def fonts_of(page: Any, selector: str) -> dict[str, int]:
     cdp = page.context.new_cdp_session(page)
     cdp.send("DOM.enable")
     cdp.send("CSS.enable")
-    root = cdp.send("DOM.getDocument")["root"]["nodeId"]
-    node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
-    fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
-    return {f["familyName"]: f["glyphCount"] for f in fonts}
+    for attempt in range(10):
+        # the console re-renders the thread as it polls: a node id found a moment ago can be
+        # gone (CDP "Could not find node with given id"); look the element up again then
+        root = cdp.send("DOM.getDocument")["root"]["nodeId"]
+        node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
+        try:
+            fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+        except PlaywrightError as exc:
+            if "Could not find node" not in str(exc) or attempt == 9:
+                raise
+            continue
+        return {f["familyName"]: f["glyphCount"] for f in fonts}
+    raise AssertionError(f"{selector}: no node to read the fonts of")
 
 
 def command(page: Any, text: str, labels: dict[str, str]) -> None:

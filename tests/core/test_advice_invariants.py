@@ -9,6 +9,7 @@ does not meet yet is marked ``xfail(strict=True)`` with the reason measured on t
 
 from __future__ import annotations
 
+import functools
 import random
 
 import pytest
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from bot.core.reporting.analysis import analyze
 from gpunode_sandbox.advice_checks import INVARIANTS, Violation, by_invariant, check
 from tests.core.advising import range_problems
-from tests.core.generating import AT, CLASSES, nodes, plant
+from tests.core.generating import AT, CLASSES, Planted, nodes, plant
 
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 #: no shrinking: a seed is a whole node, a smaller seed is no simpler one
@@ -56,15 +57,30 @@ def test_each_invariant_holds_on_generated_nodes(invariant: str, cls: str, seed:
     assert broken == [], f"{cls} seed {seed}: {broken[:3]}"
 
 
+#: the sweep: 2,000 nodes from one seeded generator, checked in shards of 250 so that the
+#: workers share it (one test of ~2,000 analyses kept one worker busy for minutes)
+SWEEP_NODES, SWEEP_SEED, SWEEP_SHARDS = 2000, 20260314, 8
+SHARD = SWEEP_NODES // SWEEP_SHARDS
+assert SHARD * SWEEP_SHARDS == SWEEP_NODES
+
+
+@functools.cache
+def _sweep() -> list[Planted]:
+    """The sweep's nodes, generated once per process: node i depends on the draws of every
+    node before it, so each shard takes its slice of the one sequence."""
+    return nodes(SWEEP_NODES, SWEEP_SEED)
+
+
 @pytest.mark.slow
 @(
     pytest.mark.xfail(reason="; ".join(SWEEP_FAILING.values()), strict=True)
     if SWEEP_FAILING
     else pytest.mark.slow
 )
-def test_every_invariant_holds_on_2000_generated_nodes() -> None:
+@pytest.mark.parametrize("shard", range(SWEEP_SHARDS))
+def test_every_invariant_holds_on_2000_generated_nodes(shard: int) -> None:
     broken: dict[str, dict[str, int]] = {}
-    for planted in nodes(2000, 20260314):
+    for planted in _sweep()[shard * SHARD : (shard + 1) * SHARD]:
         d = analyze(planted.bundle, planted.view, now=AT)
         for name in by_invariant(check(planted.bundle, planted.view, d)):
             broken.setdefault(name, {}).setdefault(planted.cls, 0)
