@@ -12,8 +12,8 @@ import pytest
 
 from bot.core.reporting.outcomes import notice
 from bot.render.blocks import Message
+from bot.render.notices import render_messages, render_told
 from bot.services.locales import LocaleChooser
-from bot.slack import presenter as presenting
 from bot.slack.presenter import SlackPresenter
 from tests.services.fakes import FakeChat
 
@@ -21,7 +21,7 @@ from tests.services.fakes import FakeChat
 def _recording(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Record the thread each rendering runs on (the real renderer still renders)."""
     threads: list[int] = []
-    one, several = presenting.render_told, presenting.render_messages
+    one, several = render_told, render_messages
 
     def render(told: Any, locale: str) -> Message:
         threads.append(threading.get_ident())
@@ -31,8 +31,8 @@ def _recording(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         threads.append(threading.get_ident())
         return several(told, locale)
 
-    monkeypatch.setattr(presenting, "render_told", render)
-    monkeypatch.setattr(presenting, "render_messages", render_all)
+    monkeypatch.setattr("bot.slack.presenter.render_told", render)
+    monkeypatch.setattr("bot.slack.presenter.render_messages", render_all)
     return threads
 
 
@@ -62,7 +62,7 @@ async def test_what_a_rendering_raises_reaches_the_caller_and_nothing_is_posted(
     def broken(told: Any, locale: str) -> list[Message]:
         raise KeyError("a template's missing key")
 
-    monkeypatch.setattr(presenting, "render_messages", broken)
+    monkeypatch.setattr("bot.slack.presenter.render_messages", broken)
     chat = FakeChat()
     presenter = SlackPresenter(chat, LocaleChooser(chat))
 
@@ -78,14 +78,14 @@ async def test_the_loop_answers_while_a_slow_rendering_runs(
     loop free: a task scheduled meanwhile runs before the rendering ends."""
     rendering = threading.Event()
     release = threading.Event()
-    real = presenting.render_messages
+    real = render_messages
 
     def slow(told: Any, locale: str) -> list[Message]:
         rendering.set()
         release.wait(60)
         return real(told, locale)
 
-    monkeypatch.setattr(presenting, "render_messages", slow)
+    monkeypatch.setattr("bot.slack.presenter.render_messages", slow)
     chat = FakeChat()
     presenter = SlackPresenter(chat, LocaleChooser(chat))
     post = asyncio.create_task(
