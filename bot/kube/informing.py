@@ -26,7 +26,9 @@ import json
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from kubernetes.client.exceptions import ApiException
@@ -38,6 +40,8 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 GONE = 410
 MAX_BACKOFF_S = 30.0
+#: list pages being cut while the next one is fetched
+AHEAD = 2
 R = TypeVar("R")
 
 
@@ -48,6 +52,26 @@ class SlimPage(NamedTuple, Generic[R]):
     resource_version: str
     #: (namespace, name, slim record)
     items: list[tuple[str, str, R]]
+
+
+def list_token(body: bytes) -> tuple[bool, str | None]:
+    """(found, the ``continue`` token) read from the list's metadata without decoding the
+    items: the API server writes ``metadata`` before ``items`` (Go's field order). Not found
+    when the body is shaped otherwise; the caller then waits for the full decode."""
+    head = body[:4096]
+    at, items = head.find(b'"metadata"'), head.find(b'"items"')
+    if at < 0 or (0 <= items < at):
+        return False, None
+    start = head.find(b"{", at)
+    if start < 0:
+        return False, None
+    try:
+        meta, _ = json.JSONDecoder().raw_decode(
+            body[start : start + 65536].decode("utf-8", "replace")
+        )
+    except ValueError:
+        return False, None
+    return True, (meta.get("continue") if isinstance(meta, dict) else None) or None
 
 
 class GoneError(Exception):
@@ -153,38 +177,79 @@ class Informer(Generic[R]):
                 self._stop.wait(backoff)
                 backoff = min(MAX_BACKOFF_S, backoff * 2)
 
-    def _list(self) -> str:
+    def _query(self, token: str | None) -> list[tuple[str, Any]]:
+        return [
+            ("fieldSelector", self.field_selector),
+            ("limit", self.page_size),
+            ("continue", token),
+        ]
+
+    def _list_pages(
+        self, pages: Callable[[bytes], SlimPage[R]]
+    ) -> tuple[dict[str, dict[str, R]], str]:
+        """Every page cut by ``pages`` in the decoder, the next page fetched while earlier
+        ones are cut (its ``continue`` token is read from the metadata the server writes
+        first; at most ``AHEAD`` wait), merged in order."""
+        items: dict[str, dict[str, R]] = {}
+        version = ""
+        share = self.share
+
+        def merge(cut: SlimPage[R]) -> None:
+            nonlocal version
+            with gc_paused():  # slim records are acyclic; see transport.gc_paused
+                for ns, name, record in cut.items:
+                    items.setdefault(ns, {})[name] = record if share is None else share(record)
+            version = cut.resource_version
+
+        pending: deque[Future[SlimPage[R]]] = deque()
+        token: str | None = None
+        while True:
+            body = self.transport.request_bytes("GET", self.path, query=self._query(token))
+            found, token = list_token(body)
+            future = self._cut(pages, body)
+            del body
+            if not found:  # shaped otherwise: wait for the cut to know the next page
+                while pending:
+                    merge(pending.popleft().result())
+                cut = future.result()
+                merge(cut)
+                token = cut.token
+            else:
+                pending.append(future)
+            while pending and (len(pending) > AHEAD or not token):
+                merge(pending.popleft().result())
+            if not token:
+                return items, version
+
+    def _list_here(self) -> tuple[dict[str, dict[str, R]], str]:
+        """Every page decoded and cut by ``slim`` on this thread (a small collection)."""
         items: dict[str, dict[str, R]] = {}
         token: str | None = None
         while True:
-            query = [
-                ("fieldSelector", self.field_selector),
-                ("limit", self.page_size),
-                ("continue", token),
-            ]
-            if self.pages is not None:
-                body = self.transport.request_bytes("GET", self.path, query=query)
-                cut = (
-                    self.decoder.submit(self.pages, body).result()
-                    if self.decoder is not None
-                    else self.pages(body)
-                )
-                del body
-                share = self.share
-                with gc_paused():  # slim records are acyclic; see transport.gc_paused
-                    for ns, name, record in cut.items:
-                        items.setdefault(ns, {})[name] = record if share is None else share(record)
-                token, version = cut.token, cut.resource_version
-            else:
-                page = self.transport.request("GET", self.path, query=query)
-                for obj in page.get("items") or []:
-                    ns, name = _key(obj)
-                    items.setdefault(ns, {})[name] = self.slim(obj)
-                meta = page.get("metadata") or {}
-                token = meta.get("continue") or None
-                version = str(meta.get("resourceVersion") or "")
+            page = self.transport.request("GET", self.path, query=self._query(token))
+            for obj in page.get("items") or []:
+                ns, name = _key(obj)
+                items.setdefault(ns, {})[name] = self.slim(obj)
+            meta = page.get("metadata") or {}
+            token = meta.get("continue") or None
             if token is None:
-                break
+                return items, str(meta.get("resourceVersion") or "")
+
+    def _cut(self, pages: Callable[[bytes], SlimPage[R]], body: bytes) -> Future[SlimPage[R]]:
+        if self.decoder is not None:
+            return self.decoder.submit(pages, body)
+        done: Future[SlimPage[R]] = Future()
+        try:
+            done.set_result(pages(body))
+        except Exception as exc:
+            done.set_exception(exc)
+        return done
+
+    def _list(self) -> str:
+        if self.pages is not None:
+            items, version = self._list_pages(self.pages)
+        else:
+            items, version = self._list_here()
         with self._lock:
             self._items = items
             self.generation += 1

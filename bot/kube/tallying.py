@@ -47,7 +47,7 @@ from bot.core.model.quantity import Quantity
 from bot.core.model.workloads import PodSlot
 from bot.kube import objects, reading
 from bot.kube.decoding import PageDecoder
-from bot.kube.informing import SlimPage
+from bot.kube.informing import SlimPage, list_token
 from bot.kube.scheduling import request_units, room_from, slot_key
 from bot.kube.transport import Transport, gc_paused
 
@@ -556,26 +556,6 @@ def _streamed(pieces: Iterator[bytes], decoder: PageDecoder) -> Iterator[Metrics
             for future in pending:
                 future.cancel()
             decoder.submit(functools.partial(forget_stream, stream), b"", process=True)
-
-
-def list_token(body: bytes) -> tuple[bool, str | None]:
-    """(found, the ``continue`` token) read from the list's metadata without decoding the
-    items: the API server writes ``metadata`` before ``items`` (Go's field order). Not found
-    when the body is shaped otherwise; the caller then waits for the full decode."""
-    head = body[:4096]
-    at, items = head.find(b'"metadata"'), head.find(b'"items"')
-    if at < 0 or (0 <= items < at):
-        return False, None
-    start = head.find(b"{", at)
-    if start < 0:
-        return False, None
-    try:
-        meta, _ = json.JSONDecoder().raw_decode(
-            body[start : start + 65536].decode("utf-8", "replace")
-        )
-    except ValueError:
-        return False, None
-    return True, (meta.get("continue") if isinstance(meta, dict) else None) or None
 
 
 def paged(
