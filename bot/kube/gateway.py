@@ -319,7 +319,7 @@ class Gateway:
         except GpunodeError as exc:
             log.warning("list ResourceSlices failed: %s", exc)
             drivers = {}
-        key = (pods.generation, nodes.generation, id(drivers))
+        key = (pods.generation, nodes.generation, drivers)  # drivers compared by value
         held = self._summed
         if held is not None and held[0] == key:
             return held[1]
