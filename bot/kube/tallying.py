@@ -17,6 +17,12 @@ and reduced by ``reduce_*_page`` in the cluster's ``PageDecoder`` process while 
 fetches the next page, so neither the decode nor the reduction runs on the event loop (or
 holds its interpreter lock). The arithmetic is ``bot.core.diagnosis.allocation``'s, the same as the
 per-node view's.
+
+A serving bot keeps the same reduction per object instead: its pods and nodes informers
+(``bot.kube.informing``) hold one ``PodRecord`` per pod and one ``node_record`` per node,
+cut by ``pod_records_page``/``node_records_page`` in the decoder and shared by
+``FleetShare``, and ``tally_from`` sums them into the same ``FleetTally`` ``read_fleet``
+builds (``tests/kube/test_fleet_informers.py`` compares the two).
 """
 
 from __future__ import annotations
