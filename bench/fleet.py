@@ -1,31 +1,40 @@
 """Fleet benchmark: ``/gpunode top`` (``Gateway.gpu_node_loads``) over synthetic fleets of 30
 pods per node, the Kubernetes stand-in serving in a process of its own.
 
-Per size (``--sizes``, nodes; default 500,2000; the issue's full set is 500,2000,5000):
+Per size (``--sizes``, nodes; default 500,2000; the issue's full set is 500,2000,5000), each
+run on a fresh gateway as ``gpunode serve`` builds it (``informers=True``):
 
-- measured: ``gpu_node_loads()`` with the fleet cache off (every run reads the fleet): list
-  nodes, pods and pod metrics a page (500) at a time, each page decoded and reduced in the
-  gateway's decoder process, merged on a gateway thread, Allocated-resources rows per GPU
-  node.
-- baseline: the bare list calls: the same three paged lists through the same client and
-  transport, each page decoded with ``json.loads`` on a thread and dropped, nothing else.
-  Alternating runs, medians.
+- cold ``top``: the first ``gpu_node_loads()``. The pods and nodes informers list every node
+  and pod a page (500) at a time, each page decoded and cut to slim records in the gateway's
+  decoder process, then summed on a gateway thread; the pod metrics are read as they stream.
+  (The decoder process is started before the clock, as a serving bot's first read has it.)
+- warm ``top``: the next ``gpu_node_loads()``: pods and nodes summed from the informers'
+  memory (they watch meanwhile), only the pod metrics read over the wire (metrics are not
+  watchable).
+- baseline: the bare list calls: nodes, pods and pod metrics, paged, through the same
+  client and transport code (a client of its own), each page decoded with ``json.loads``
+  on a thread and dropped, nothing else. Runs alternate (``top`` first on even runs),
+  medians; the baseline's first run is a warm-up, not timed.
 - peer: ``kubectl get nodes,pods -A -o json --chunk-size=500 | jq`` counting pods per node
   (less work than ``top``: no quantities), one run per size (kubectl sends no token over
   plain HTTP: the stand-in runs with its insecure-port superuser for it; the bot uses its
   token).
-- each side's first run is a warm-up, not timed (the bot's starts its decoder process).
-- the bot's peak RSS (this process's VmHWM after the first measured run, before any baseline
-  run, plus the decoder process's), apart from the stand-in's;
-- the longest event-loop stall during the measured runs (``bot.telemetry.lag.LoopLag``, 20 ms
-  timer);
+- the bot's peak RSS: this process's VmHWM after the first cold and warm ``top`` (the
+  informers holding every pod), before any baseline run, plus the decoder process's; apart
+  from the stand-in's;
+- the longest event-loop stall during the ``top``s, two ways: ``LoopLag`` (wall clock, 20 ms
+  timer; the machine's load inflates it, so the same monitor's figure on an idle loop is
+  reported beside it) and ``CallbackCpu`` (the loop thread's CPU time in its longest
+  callback: the bot's own blocking, which other processes' load does not inflate);
 - the Kubernetes calls of a diagnosis after a ``top`` (``run_diagnostic`` +
   ``get_cluster_view`` on a GPU node, counted by the gateway's observer): the first one
   (``first_diagnosis_api_calls``: it starts the pod-events informer and reads each owner),
   and the next one (``diagnosis_api_calls``), as in ``gpunode serve``.
 
 Usage: ``python bench/fleet.py [--sizes 500,2000,5000] [--runs 3] [--no-kubectl]``.
-Last line: one JSON object for the largest size (``"sizes"`` holds every size's figures).
+Last line: one JSON object for the largest size (``"sizes"`` holds every size's figures):
+``value`` is the warm ``top``'s median (what a serving bot pays), ``cold_top_s`` the cold
+one's.
 """
 
 from __future__ import annotations
@@ -47,7 +56,7 @@ from bot.config import KubeSettings
 from bot.kube.gateway import Gateway
 from bot.kube.transport import Transport
 from bot.services.diagnosing import measured_pods
-from bot.telemetry.lag import LoopLag
+from bot.telemetry.lag import CallbackCpu, LoopLag
 from bot.wiring.heap import settle_heap
 from gpunode_sandbox.kubesim.access import BOT_TOKEN
 from gpunode_sandbox.kubesim.process import separate_process
@@ -83,11 +92,30 @@ def _bare_lists(t: Transport) -> int:
     return count
 
 
-async def _timed_top(gw: Gateway, lag: LoopLag) -> tuple[float, int]:
+async def _timed_top(gw: Gateway, lag: LoopLag, cpu: CallbackCpu) -> tuple[float, int]:
     lag.reset()
+    cpu.reset()
     start = time.perf_counter()
     loads = await gw.gpu_node_loads()
     return time.perf_counter() - start, len(loads)
+
+
+def _gateway(url: str) -> Gateway:
+    gw = Gateway.from_settings(
+        KubeSettings(
+            mode="server",
+            server=url,
+            token=BOT_TOKEN,
+            verify_tls=False,
+            request_timeout_s=300,
+            namespace="gpunode",
+            job_timeout_s=120,
+        ),
+        informers=True,
+    )
+    # the decoder process started before the clock, as a serving bot's first read has it
+    gw._decoder.submit(len, b"", process=True).result()
+    return gw
 
 
 async def _diagnosis_calls(gw: Gateway, node: str) -> tuple[int, int, list[str]]:
@@ -115,74 +143,88 @@ async def _diagnosis_calls(gw: Gateway, node: str) -> tuple[int, int, list[str]]
 
 async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
     settle_heap()  # as `gpunode serve` does after start-up
-    gw = Gateway.from_settings(
-        KubeSettings(
-            mode="server",
-            server=url,
-            token=BOT_TOKEN,
-            verify_tls=False,
-            request_timeout_s=300,
-            fleet_cache_s=0,
-            namespace="gpunode",
-            job_timeout_s=120,
-        ),
-        informers=True,
-    )
     lag = LoopLag(interval_s=0.02)
     lag.start()
-    meas: list[float] = []
+    cold: list[float] = []
+    warm: list[float] = []
     base: list[float] = []
     stalls: list[float] = []
+    cpu_stalls: list[float] = []
+    worst = ""
+    own_rss = decoder_rss = 0.0
+    gpu_nodes = 0
+    gw: Gateway | None = None
+    bare = Transport(_client(url), timeout_s=300)
     try:
-        # warm-up (not timed: it starts the decoder process), and the memory figure
-        _, gpu_nodes = await _timed_top(gw, lag)
-        stalls.append(lag.max_s)
-        decoder_pid = next(iter(gw._decoder._pool._processes))  # type: ignore[union-attr]
-        own_rss, decoder_rss = _hwm_mib(), _hwm_mib(decoder_pid)
-        bot_rss = own_rss + decoder_rss
-        await asyncio.to_thread(_bare_lists, gw.transport)  # warm-up of the baseline
-        for i in range(runs):
-            order = ("baseline", "measured") if i % 2 == 0 else ("measured", "baseline")
-            for kind in order:
-                if kind == "baseline":
-                    start = time.perf_counter()
-                    await asyncio.to_thread(_bare_lists, gw.transport)
-                    base.append(time.perf_counter() - start)
-                else:
-                    took, _ = await _timed_top(gw, lag)
-                    meas.append(took)
-                    stalls.append(lag.max_s)
-            print(
-                f"  run {i}: bare lists {base[-1]:.2f}s top {meas[-1]:.2f}s "
-                f"(max stall {stalls[-1] * 1000:.0f} ms)",
-                file=sys.stderr,
-            )
+        with CallbackCpu() as cpu:
+            for i in range(runs):
+                order = ("top", "baseline") if i % 2 == 0 else ("baseline", "top")
+                for kind in order:
+                    if kind == "baseline":
+                        if not base:  # warm-up
+                            await asyncio.to_thread(_bare_lists, bare)
+                        start = time.perf_counter()
+                        await asyncio.to_thread(_bare_lists, bare)
+                        base.append(time.perf_counter() - start)
+                        continue
+                    if gw is not None:
+                        gw.close()
+                    gw = _gateway(url)
+                    for times in (cold, warm):
+                        took, gpu_nodes = await _timed_top(gw, lag, cpu)
+                        times.append(took)
+                        stalls.append(lag.max_s)
+                        if cpu.max_s >= max(cpu_stalls, default=0.0):
+                            worst = cpu.worst
+                        cpu_stalls.append(cpu.max_s)
+                    if i == 0:  # the informers hold every pod now; no baseline ran yet
+                        decoder_pid = next(iter(gw._decoder._pool._processes))  # type: ignore[union-attr]
+                        own_rss, decoder_rss = _hwm_mib(), _hwm_mib(decoder_pid)
+                print(
+                    f"  run {i}: bare lists {base[-1]:.2f}s top cold {cold[-1]:.2f}s "
+                    f"warm {warm[-1]:.2f}s (max stall {max(stalls[-2:]) * 1000:.0f} ms wall, "
+                    f"{max(cpu_stalls[-2:]) * 1000:.1f} ms loop CPU)",
+                    file=sys.stderr,
+                )
+        assert gw is not None
         lag.reset()
         await asyncio.sleep(5)  # the machine's own noise: the same monitor on an idle loop
         idle_stall = lag.max_s
-        # the fleet is read; a diagnosis reuses it as it would after a `top`
-        gw.settings = gw.settings.model_copy(update={"fleet_cache_s": 3600})
-        await gw.fleet(max_age_s=0)
         first_calls, calls, names = await _diagnosis_calls(gw, "gpu-node-0001")
     finally:
         await lag.stop()
-        gw.close()
+        if gw is not None:
+            gw.close()
+        bare.api_client.close()  # type: ignore[no-untyped-call]
+    warm_s, cold_s, base_s = (statistics.median(x) for x in (warm, cold, base))
     return {
         "nodes": nodes,
         "pods": nodes * PODS_PER_NODE,
         "gpu_nodes": gpu_nodes,
-        "top_s": round(statistics.median(meas), 3),
-        "bare_lists_s": round(statistics.median(base), 3),
-        "ratio_vs_lists": round(statistics.median(meas) / statistics.median(base), 3),
+        "top_s": round(warm_s, 3),
+        "cold_top_s": round(cold_s, 3),
+        "bare_lists_s": round(base_s, 3),
+        "ratio_vs_lists": round(warm_s / base_s, 3),
+        "cold_ratio_vs_lists": round(cold_s / base_s, 3),
         "max_stall_s": round(max(stalls), 3),
         "idle_max_stall_s": round(idle_stall, 3),
-        "bot_peak_rss_mib": round(bot_rss, 1),
+        "max_loop_cpu_s": round(max(cpu_stalls), 4),
+        "worst_callback": worst,
+        "bot_peak_rss_mib": round(own_rss + decoder_rss, 1),
         "bot_process_peak_rss_mib": round(own_rss, 1),
         "decoder_peak_rss_mib": round(decoder_rss, 1),
         "diagnosis_api_calls": calls,
         "first_diagnosis_api_calls": first_calls,
         "diagnosis_calls_by_kind": sorted(set(names)),
     }
+
+
+def _client(url: str) -> Any:
+    from bot.kube.connecting import build_api_client
+
+    return build_api_client(
+        KubeSettings(mode="server", server=url, token=BOT_TOKEN, verify_tls=False)
+    )
 
 
 def _kubectl_jq(url: str) -> float | str:
@@ -219,6 +261,7 @@ def main() -> None:
             row["kubectl_jq_s"] = peer
             if isinstance(peer, float):
                 row["ratio_vs_kubectl_jq"] = round(row["top_s"] / peer, 3)
+                row["cold_ratio_vs_kubectl_jq"] = round(row["cold_top_s"] / peer, 3)
             row["standin_peak_rss_mib"] = round(_hwm_mib(pid), 1)
         print(json.dumps(row), file=sys.stderr)
         results.append(row)
@@ -234,11 +277,15 @@ def main() -> None:
                 "target": TARGETS["ratio_vs_lists"],
                 "targets": TARGETS,
                 "nodes": last["nodes"],
+                "cold_top_s": last["cold_top_s"],
+                "cold_ratio_vs_lists": last["cold_ratio_vs_lists"],
                 "kubectl_jq_s": last["kubectl_jq_s"],
                 "ratio_vs_kubectl_jq": last.get("ratio_vs_kubectl_jq"),
+                "cold_ratio_vs_kubectl_jq": last.get("cold_ratio_vs_kubectl_jq"),
                 "bot_peak_rss_mib": last["bot_peak_rss_mib"],
                 "max_stall_s": last["max_stall_s"],
                 "idle_max_stall_s": last["idle_max_stall_s"],
+                "max_loop_cpu_s": last["max_loop_cpu_s"],
                 "diagnosis_api_calls": last["diagnosis_api_calls"],
                 "runs": args.runs,
                 "sizes": results,

@@ -10,7 +10,14 @@ memory as slim records (only the fields gpunode reads), as client-go's reflector
 - Any other failure: ``synced`` is cleared (readers fall back to reading the API), then after a
   back-off (1 s doubling to 30 s) list again.
 
-It runs on a thread of its own; ``items`` is a copy taken under a lock.
+It runs on a thread of its own; ``items`` is a copy taken under a lock. A large collection
+(every pod of a 5,000-node cluster) is listed with ``pages``: each page's bytes are decoded
+and cut to slim records by ``pages`` in the cluster's ``PageDecoder`` process, so neither the
+decode nor the cut holds this process's interpreter lock (a page of 500 pods holds it for
+10 ms on an idle core and far longer on a loaded one, and the event loop would wait that
+long); ``share`` then lets records share equal parts (interned strings, one dict per distinct
+request), so 150,000 records cost a few tens of MiB. Watch events come one object at a time
+and are cut here by ``slim``.
 """
 
 from __future__ import annotations
@@ -18,17 +25,53 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
+from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any
+from concurrent.futures import Future
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from kubernetes.client.exceptions import ApiException
 
-from bot.kube.transport import Transport
+from bot.kube.decoding import PageDecoder
+from bot.kube.transport import Transport, gc_paused
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 GONE = 410
 MAX_BACKOFF_S = 30.0
+#: list pages being cut while the next one is fetched
+AHEAD = 2
+R = TypeVar("R")
+
+
+class SlimPage(NamedTuple, Generic[R]):
+    """One list page cut to slim records (by a ``pages`` function, in the decoder)."""
+
+    token: str | None
+    resource_version: str
+    #: (namespace, name, slim record)
+    items: list[tuple[str, str, R]]
+
+
+def list_token(body: bytes) -> tuple[bool, str | None]:
+    """(found, the ``continue`` token) read from the list's metadata without decoding the
+    items: the API server writes ``metadata`` before ``items`` (Go's field order). Not found
+    when the body is shaped otherwise; the caller then waits for the full decode."""
+    head = body[:4096]
+    at, items = head.find(b'"metadata"'), head.find(b'"items"')
+    if at < 0 or (0 <= items < at):
+        return False, None
+    start = head.find(b"{", at)
+    if start < 0:
+        return False, None
+    try:
+        meta, _ = json.JSONDecoder().raw_decode(
+            body[start : start + 65536].decode("utf-8", "replace")
+        )
+    except ValueError:
+        return False, None
+    return True, (meta.get("continue") if isinstance(meta, dict) else None) or None
 
 
 class GoneError(Exception):
@@ -40,30 +83,43 @@ def _key(obj: Obj) -> tuple[str, str]:
     return (meta.get("namespace") or "", meta.get("name") or "")
 
 
-class Informer:
-    """``path``'s objects (those ``field_selector`` selects) as ``slim`` makes them."""
+class Informer(Generic[R]):
+    """``path``'s objects (those ``field_selector`` selects) as ``slim`` makes them;
+    ``pages`` (with ``decoder``): how a whole list page is cut (see the module docstring)."""
 
     def __init__(
         self,
         transport: Transport,
         path: str,
         *,
-        slim: Callable[[Obj], Obj],
+        slim: Callable[[Obj], R],
         field_selector: str | None = None,
         watch_s: int = 300,
         page_size: int = 500,
         bookmarks: bool = True,
         name: str = "informer",
+        pages: Callable[[bytes], SlimPage[R]] | None = None,
+        decoder: PageDecoder | None = None,
+        share: Callable[[R], R] | None = None,
     ) -> None:
         self.transport, self.path, self.slim = transport, path, slim
         self.field_selector, self.watch_s, self.page_size = field_selector, watch_s, page_size
         self.bookmarks, self.name = bookmarks, name
+        self.pages, self.decoder, self.share = pages, decoder, share
         self.synced = threading.Event()
+        #: set once the first list ended, listed or failed (a reader waits for no longer)
+        self.answered = threading.Event()
         #: how many times it listed (1 after the first sync; each relist adds one)
         self.lists = 0
+        #: failed lists or watches since the last good list (readers stop waiting on one)
+        self.failures = 0
+        #: bumped by every change to what it holds (a reader may reuse what it derived)
+        self.generation = 0
+        #: ``time.monotonic()`` when it last heard from the server (a list, event or bookmark)
+        self.heard_at = 0.0
         self.resource_version: str | None = None
         #: namespace -> name -> slim object: a reader asks for the namespaces it needs
-        self._items: dict[str, dict[str, Obj]] = {}
+        self._items: dict[str, dict[str, R]] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -79,16 +135,23 @@ class Informer:
         connections are closed under it); nothing is reported after this."""
         self._stop.set()
         self.synced.clear()
+        self.answered.set()
 
     @property
     def stopped(self) -> bool:
         return self._stop.is_set()
 
-    def items(self) -> list[Obj]:
+    def items(self) -> list[R]:
         with self._lock:
             return [obj for held in self._items.values() for obj in held.values()]
 
-    def items_in(self, namespaces: Iterable[str]) -> list[Obj]:
+    def keyed(self) -> list[tuple[str, str, R]]:
+        """(namespace, name, record) of everything held, in the API's list order."""
+        with self._lock:
+            held = [(ns, dict(names)) for ns, names in self._items.items()]
+        return [(ns, name, names[name]) for ns, names in sorted(held) for name in sorted(names)]
+
+    def items_in(self, namespaces: Iterable[str]) -> list[R]:
         """The objects of ``namespaces`` only: O(those objects), not O(all it holds)."""
         with self._lock:
             return [obj for ns in namespaces for obj in (self._items.get(ns) or {}).values()]
@@ -106,38 +169,96 @@ class Informer:
                 log.info("%s: %s; listing again", self.name, exc)
             except Exception as exc:
                 self.synced.clear()
+                self.failures += 1
+                self.answered.set()
                 if self._stop.is_set():
                     return
                 log.warning("%s failed (%s); retrying in %.0f s", self.name, exc, backoff)
                 self._stop.wait(backoff)
                 backoff = min(MAX_BACKOFF_S, backoff * 2)
 
-    def _list(self) -> str:
-        items: dict[str, dict[str, Obj]] = {}
+    def _query(self, token: str | None) -> list[tuple[str, Any]]:
+        return [
+            ("fieldSelector", self.field_selector),
+            ("limit", self.page_size),
+            ("continue", token),
+        ]
+
+    def _list_pages(
+        self, pages: Callable[[bytes], SlimPage[R]]
+    ) -> tuple[dict[str, dict[str, R]], str]:
+        """Every page cut by ``pages`` in the decoder, the next page fetched while earlier
+        ones are cut (its ``continue`` token is read from the metadata the server writes
+        first; at most ``AHEAD`` wait), merged in order."""
+        items: dict[str, dict[str, R]] = {}
+        version = ""
+        share = self.share
+
+        def merge(cut: SlimPage[R]) -> None:
+            nonlocal version
+            with gc_paused():  # slim records are acyclic; see transport.gc_paused
+                for ns, name, record in cut.items:
+                    items.setdefault(ns, {})[name] = record if share is None else share(record)
+            version = cut.resource_version
+
+        pending: deque[Future[SlimPage[R]]] = deque()
         token: str | None = None
         while True:
-            page = self.transport.request(
-                "GET",
-                self.path,
-                query=[
-                    ("fieldSelector", self.field_selector),
-                    ("limit", self.page_size),
-                    ("continue", token),
-                ],
-            )
+            body = self.transport.request_bytes("GET", self.path, query=self._query(token))
+            found, token = list_token(body)
+            future = self._cut(pages, body)
+            del body
+            if not found:  # shaped otherwise: wait for the cut to know the next page
+                while pending:
+                    merge(pending.popleft().result())
+                cut = future.result()
+                merge(cut)
+                token = cut.token
+            else:
+                pending.append(future)
+            while pending and (len(pending) > AHEAD or not token):
+                merge(pending.popleft().result())
+            if not token:
+                return items, version
+
+    def _list_here(self) -> tuple[dict[str, dict[str, R]], str]:
+        """Every page decoded and cut by ``slim`` on this thread (a small collection)."""
+        items: dict[str, dict[str, R]] = {}
+        token: str | None = None
+        while True:
+            page = self.transport.request("GET", self.path, query=self._query(token))
             for obj in page.get("items") or []:
                 ns, name = _key(obj)
                 items.setdefault(ns, {})[name] = self.slim(obj)
             meta = page.get("metadata") or {}
             token = meta.get("continue") or None
             if token is None:
-                version = str(meta.get("resourceVersion") or "")
-                break
+                return items, str(meta.get("resourceVersion") or "")
+
+    def _cut(self, pages: Callable[[bytes], SlimPage[R]], body: bytes) -> Future[SlimPage[R]]:
+        if self.decoder is not None:
+            return self.decoder.submit(pages, body)
+        done: Future[SlimPage[R]] = Future()
+        try:
+            done.set_result(pages(body))
+        except Exception as exc:
+            done.set_exception(exc)
+        return done
+
+    def _list(self) -> str:
+        if self.pages is not None:
+            items, version = self._list_pages(self.pages)
+        else:
+            items, version = self._list_here()
         with self._lock:
             self._items = items
+            self.generation += 1
         self.resource_version = version
+        self.heard_at = time.monotonic()
         self.lists += 1
+        self.failures = 0
         self.synced.set()
+        self.answered.set()
         return version
 
     def _watch(self, version: str) -> str:
@@ -168,18 +289,23 @@ class Informer:
             raise RuntimeError(f"watch error {obj.get('code')}: {obj.get('message', '')}")
         version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
         self.resource_version = version
+        self.heard_at = time.monotonic()
         if kind == "BOOKMARK":
             return version
         ns, name = _key(obj)
+        record = None if kind == "DELETED" else self.slim(obj)
+        if record is not None and self.share is not None:
+            record = self.share(record)
         with self._lock:
-            if kind == "DELETED":
+            self.generation += 1
+            if record is None:
                 held = self._items.get(ns)
                 if held is not None:
                     held.pop(name, None)
                     if not held:
                         del self._items[ns]
             else:
-                self._items.setdefault(ns, {})[name] = self.slim(obj)
+                self._items.setdefault(ns, {})[name] = record
         return version
 
 

@@ -37,7 +37,9 @@ API_CALLS: tuple[ApiCall, ...] = (
     # reads for the cluster view
     ApiCall("", "nodes", "get"),
     ApiCall("", "nodes", "list"),
+    ApiCall("", "nodes", "watch"),  # the nodes informer: the fleet for `top` and the plans
     ApiCall("", "pods", "list"),
+    ApiCall("", "pods", "watch"),  # the pods informer (bot.kube.informing, slim records)
     ApiCall("", "pods", "get"),
     ApiCall("", "events", "list"),
     ApiCall("", "events", "watch"),  # the pod-events informer (bot.kube.informing)

@@ -17,6 +17,12 @@ and reduced by ``reduce_*_page`` in the cluster's ``PageDecoder`` process while 
 fetches the next page, so neither the decode nor the reduction runs on the event loop (or
 holds its interpreter lock). The arithmetic is ``bot.core.diagnosis.allocation``'s, the same as the
 per-node view's.
+
+A serving bot keeps the same reduction per object instead: its pods and nodes informers
+(``bot.kube.informing``) hold one ``PodRecord`` per pod and one ``node_record`` per node,
+cut by ``pod_records_page``/``node_records_page`` in the decoder and shared by
+``FleetShare``, and ``tally_from`` sums them into the same ``FleetTally`` ``read_fleet``
+builds (``tests/kube/test_fleet_informers.py`` compares the two).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import functools
 import itertools
 import json
 import re
+import sys
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -42,9 +49,11 @@ from bot.core.diagnosis.allocation import (
     pod_requests_and_limits,
 )
 from bot.core.model.cluster import NodeInfo, NodeLoad, RoomOnNode
+from bot.core.model.quantity import Quantity
 from bot.core.model.workloads import PodSlot
 from bot.kube import objects, reading
 from bot.kube.decoding import PageDecoder
+from bot.kube.informing import SlimPage, list_token
 from bot.kube.scheduling import request_units, room_from, slot_key
 from bot.kube.transport import Transport, gc_paused
 
@@ -153,6 +162,143 @@ class MetricsPage(NamedTuple):
         if not self.keys:
             return iter(())
         return zip(self.keys.split("\n"), array("q", self.values), strict=True)
+
+
+# -- the fleet as an informer holds it -----------------------------------------------------
+class PodRecord(NamedTuple):
+    """A pod as the fleet informer keeps it: what ``reduce_pod_page`` reads of it, already
+    reduced. ``node`` is "" for a pod kubectl does not count (unbound, Succeeded or Failed);
+    equal ``requests``/``limits``/``units`` are one shared dict (``FleetShare``): never
+    mutate them."""
+
+    node: str
+    priority: int
+    requests: ResourceList
+    limits: ResourceList
+    units: dict[str, int]
+    anti: Obj | None
+
+
+def pod_record(pod: Obj) -> PodRecord:
+    node = (pod.get("spec") or {}).get("nodeName")
+    if not node or (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+        return PodRecord("", 0, {}, {}, {}, None)
+    reqs, lims = pod_requests_and_limits(pod)
+    _, priority = slot_key(pod)
+    return PodRecord(node, priority, reqs, lims, request_units(reqs), slim_anti(pod))
+
+
+def node_record(node: Obj) -> Obj:
+    """A node as the fleet informer keeps it: ``slim_node``'s fields and what
+    ``objects.parse_node`` and ``objects.is_gpu_node`` read (no images, no managedFields, only
+    the annotations a report shows)."""
+    meta, spec, status = (
+        node.get("metadata") or {},
+        node.get("spec") or {},
+        node.get("status") or {},
+    )
+    info = status.get("nodeInfo") or {}
+    kept = ("type", "status", "reason", "message", "lastTransitionTime")
+    return {
+        "metadata": {
+            "name": meta.get("name", ""),
+            "uid": meta.get("uid", ""),
+            "resourceVersion": meta.get("resourceVersion"),
+            "labels": meta.get("labels") or {},
+            "annotations": {
+                k: v
+                for k, v in (meta.get("annotations") or {}).items()
+                if k in objects.KEPT_NODE_ANNOTATIONS
+            },
+        },
+        "spec": {"unschedulable": spec.get("unschedulable"), "taints": spec.get("taints") or []},
+        "status": {
+            "allocatable": status.get("allocatable") or {},
+            "capacity": status.get("capacity") or {},
+            "conditions": [
+                {k: c[k] for k in kept if k in c} for c in status.get("conditions") or []
+            ],
+            "nodeInfo": {
+                k: info[k] for k in ("kubeletVersion", "kernelVersion", "osImage") if k in info
+            },
+        },
+    }
+
+
+def _slim_page(body: bytes, cut: Callable[[Obj], R]) -> SlimPage[R]:
+    page = json.loads(body) if body else {}
+    meta = page.get("metadata") or {}
+    items = []
+    for obj in page.get("items") or []:
+        m = obj.get("metadata") or {}
+        items.append((m.get("namespace") or "", m.get("name") or "", cut(obj)))
+    return SlimPage(meta.get("continue") or None, str(meta.get("resourceVersion") or ""), items)
+
+
+def pod_records_page(body: bytes) -> SlimPage[PodRecord]:
+    """A page of pods cut to ``PodRecord``s (in the decoder), equal parts shared."""
+    page = _slim_page(body, pod_record)
+    share = FleetShare()
+    return page._replace(items=[(ns, name, share.pod(r)) for ns, name, r in page.items])
+
+
+def node_records_page(body: bytes) -> SlimPage[Obj]:
+    return _slim_page(body, node_record)
+
+
+class FleetShare:
+    """Equal parts of records made one: strings interned, one dict per distinct requests,
+    limits and units. A record from another process (or another page) arrives with its own
+    copies; sharing them is what keeps 150,000 pods in a few tens of MiB."""
+
+    def __init__(self) -> None:
+        self._lists: dict[tuple[tuple[str, Quantity], ...], ResourceList] = {}
+        self._units: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
+
+    def pod(self, record: PodRecord) -> PodRecord:
+        if not record.node:
+            return _UNCOUNTED
+        lists, units = self._lists, self._units
+        reqs = lists.setdefault(tuple(record.requests.items()), record.requests)
+        lims = lists.setdefault(tuple(record.limits.items()), record.limits)
+        used = units.setdefault(tuple(record.units.items()), record.units)
+        return PodRecord(sys.intern(record.node), record.priority, reqs, lims, used, record.anti)
+
+
+_UNCOUNTED = PodRecord("", 0, {}, {}, {}, None)
+
+
+def tally_from(
+    nodes: Iterable[tuple[str, str, Obj]],
+    pods: Iterable[tuple[str, str, PodRecord]],
+    info_of: Callable[[Obj], NodeInfo | None],
+) -> FleetTally:
+    """The fleet from an informer's records, as ``read_fleet`` sums it from pages (pods in
+    the API's list order, so each total keeps the format kubectl's would)."""
+    fleet = FleetTally()
+    for _, name, node in nodes:
+        fleet.nodes[name] = NodeTally(node, info_of(node))
+    with gc_paused():
+        for ns, name, rec in pods:
+            node_name = rec.node
+            if not node_name:
+                continue
+            if rec.anti is not None:
+                fleet.anti.append((node_name, rec.anti))
+            t = fleet.nodes.get(node_name)
+            if t is None:
+                continue  # bound to a node that is gone: no row to add it to
+            add_resource_list(t.requests, rec.requests)
+            add_resource_list(t.limits, rec.limits)
+            used = t.used
+            for unit, value in rec.units.items():
+                used[unit] = used.get(unit, 0) + value
+            fleet.pods += 1
+            if t.info is not None:
+                key = f"{ns}/{name}"
+                t.slots.append((key, rec.priority, rec.units))
+                fleet.where[key] = node_name
+    return fleet
 
 
 def _page(body: bytes) -> tuple[str | None, list[Obj]]:
@@ -416,26 +562,6 @@ def _streamed(pieces: Iterator[bytes], decoder: PageDecoder) -> Iterator[Metrics
             for future in pending:
                 future.cancel()
             decoder.submit(functools.partial(forget_stream, stream), b"", process=True)
-
-
-def list_token(body: bytes) -> tuple[bool, str | None]:
-    """(found, the ``continue`` token) read from the list's metadata without decoding the
-    items: the API server writes ``metadata`` before ``items`` (Go's field order). Not found
-    when the body is shaped otherwise; the caller then waits for the full decode."""
-    head = body[:4096]
-    at, items = head.find(b'"metadata"'), head.find(b'"items"')
-    if at < 0 or (0 <= items < at):
-        return False, None
-    start = head.find(b"{", at)
-    if start < 0:
-        return False, None
-    try:
-        meta, _ = json.JSONDecoder().raw_decode(
-            body[start : start + 65536].decode("utf-8", "replace")
-        )
-    except ValueError:
-        return False, None
-    return True, (meta.get("continue") if isinstance(meta, dict) else None) or None
 
 
 def paged(

@@ -11,6 +11,12 @@ It is also the ``FilesPort``: the use cases hand it chart specs (``bot.core.repo
 postmortem drafts (``bot.core.reporting.postmortem``), and it draws (``bot.charts``, in a worker
 thread) and renders (``bot.render.postmortem``) them in the thread's language, then shares
 the files. A chart that cannot be drawn or shared is logged, never the use case's failure.
+
+Rendering (Block Kit, Markdown, HTML, the prevention kit's files, charts) runs on a worker
+thread (``asyncio.to_thread``), never on the event loop: a diagnosis's messages take tens of
+ms to render, seconds on a loaded machine, and the loop must keep acknowledging commands.
+Each call awaits its rendering before it posts, so the messages keep their order, and what
+the rendering raises reaches the caller as it would have on the loop.
 """
 
 from __future__ import annotations
@@ -79,7 +85,7 @@ class SlackPresenter:
         command's acknowledgement)."""
         if isinstance(told, Diagnosed):
             raise TypeError("a diagnosis is posted in its thread, not told to one person")
-        return _one(told, await self.locales.for_person(channel, user))
+        return await asyncio.to_thread(_one, told, await self.locales.for_person(channel, user))
 
     def _thread_locale(self, channel: str, incident: Incident | None) -> str:
         if incident is not None:
@@ -105,7 +111,7 @@ class SlackPresenter:
             ts = None  # the root starts the thread
         first = ""
         locale = self._thread_locale(channel, incident)
-        messages = [_one(told, locale)] if _is_action(told) else render_messages(told, locale)
+        messages = await asyncio.to_thread(_messages, told, locale)
         for text, blocks in messages:
             posted = await self.chat.post(channel, text=text, blocks=blocks, thread_ts=ts)
             first = first or posted
@@ -116,12 +122,14 @@ class SlackPresenter:
     ) -> None:
         if isinstance(told, Diagnosed):
             raise TypeError("a diagnosis is posted as new messages, never edited into one")
-        text, blocks = _one(told, self._thread_locale(channel, incident))
+        text, blocks = await asyncio.to_thread(_one, told, self._thread_locale(channel, incident))
         await self.chat.update(channel, ts, text=text, blocks=blocks)
 
     async def show(self, trigger_id: str, channel: str, user: str, form: ActionForm) -> None:
         """Open ``form`` as a modal for ``user`` (within Slack's 3 s of their click)."""
-        view = action_form(form, await self.locales.for_person(channel, user))
+        view = await asyncio.to_thread(
+            action_form, form, await self.locales.for_person(channel, user)
+        )
         await self.chat.open_view(trigger_id, view)
 
     async def chart(
@@ -159,8 +167,9 @@ class SlackPresenter:
             (chart_names[key], f"{incident.id} · {chart_title(charts[key], locale)}", png)
             for key, png in pngs.items()
         ]
-        markdown = render_postmortem_markdown(draft, charts=chart_names, locale=locale)
-        html = render_postmortem_html(draft, charts=pngs, locale=locale)
+        markdown, html = await asyncio.to_thread(
+            _postmortem_texts, draft, chart_names, pngs, locale
+        )
         t = translator(locale)
         files += [
             (
@@ -197,8 +206,7 @@ class SlackPresenter:
         else:
             locale = await self.locales.for_opening(channel, user)
         thread_ts = incident.thread_ts if incident is not None else None
-        files = render_prevention_files(params, locale=locale, source=source)
-        text, blocks = kit_message(params, source, locale=locale)
+        files, (text, blocks) = await asyncio.to_thread(_kit_texts, params, source, locale)
         await self.chat.post(channel, text=text, blocks=blocks, thread_ts=thread_ts)
         t = environment.macros("slack", "prevention.j2", locale=locale)
         words = translator(locale)
@@ -232,7 +240,8 @@ class SlackPresenter:
         locale = self._thread_locale(channel, incident)
         ts = thread_ts if thread_ts is not None else incident.thread_ts
         shown: list[str] = []
-        for i, (text, blocks) in enumerate(render_messages(told, locale)):
+        messages = await asyncio.to_thread(render_messages, told, locale)
+        for i, (text, blocks) in enumerate(messages):
             if i < len(replace):
                 await self.chat.update(channel, replace[i], text=text, blocks=blocks)
                 shown.append(replace[i])
@@ -246,6 +255,28 @@ class SlackPresenter:
             text, blocks = state_change_message(change, locale)
             await self.chat.post(channel, text=text, blocks=blocks, thread_ts=ts)
         return shown
+
+
+def _messages(told: Told, locale: str) -> list[Message]:
+    return [_one(told, locale)] if _is_action(told) else render_messages(told, locale)
+
+
+def _postmortem_texts(
+    draft: Postmortem, names: dict[str, str], pngs: dict[str, bytes], locale: str
+) -> tuple[str, str]:
+    return (
+        render_postmortem_markdown(draft, charts=names, locale=locale),
+        render_postmortem_html(draft, charts=pngs, locale=locale),
+    )
+
+
+def _kit_texts(
+    params: PreventionParams, source: KitSource, locale: str
+) -> tuple[dict[str, str], Message]:
+    return (
+        render_prevention_files(params, locale=locale, source=source),
+        kit_message(params, source, locale=locale),
+    )
 
 
 def _is_action(told: Told) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable
 
 #: a wake-up every 50 ms: a stall of 100 ms (the bound issue #25 sets) cannot hide between
@@ -54,3 +55,52 @@ class LoopLag:
             self.max_s = max(self.max_s, lag)
             if self.observe is not None:
                 self.observe(lag)
+
+
+class CallbackCpu:
+    """The event loop thread's CPU time in each callback it runs, worst first: what this
+    process's own code blocks the loop for, apart from the machine's load.
+
+    ``LoopLag`` measures wall time, which any other process on a busy machine inflates (the
+    loop is simply not scheduled); ``time.thread_time()`` around each callback counts only
+    the CPU the loop thread itself spent in it, so a callback that does 5 ms of work reads
+    5 ms however loaded the machine is. Waiting for the interpreter lock while a worker
+    thread holds it is not CPU time either: that wait is bounded by the switch interval
+    (5 ms) and shows in ``LoopLag``.
+
+    Installed for a ``with`` block around every ``asyncio`` handle (``Handle._run``, the one
+    place the loop runs a callback or a task step, as aiodebug's slow-callback logger does);
+    for tests and benches, never in a serving bot."""
+
+    def __init__(self) -> None:
+        self.max_s = 0.0
+        self.callbacks = 0
+        #: the worst callback, as ``repr`` names it (coroutine and line)
+        self.worst = ""
+        self._original: Callable[[asyncio.Handle], None] | None = None
+
+    def reset(self) -> None:
+        self.max_s, self.callbacks, self.worst = 0.0, 0, ""
+
+    def __enter__(self) -> CallbackCpu:
+        original: Callable[[asyncio.Handle], None] = asyncio.Handle._run
+        self._original = original
+        clock = time.thread_time
+
+        def timed(handle: asyncio.Handle) -> None:
+            start = clock()
+            try:
+                original(handle)
+            finally:
+                spent = clock() - start
+                self.callbacks += 1
+                if spent > self.max_s:
+                    self.max_s, self.worst = spent, repr(handle)[:300]
+
+        setattr(asyncio.Handle, "_run", timed)  # noqa: B010 - a private method, on purpose
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._original is not None:
+            setattr(asyncio.Handle, "_run", self._original)  # noqa: B010
+            self._original = None

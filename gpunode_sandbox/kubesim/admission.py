@@ -46,7 +46,9 @@ _CODES = {"Invalid": 422, "Forbidden": 403, "Unauthorized": 401, "RequestEntityT
 __all__ = ["Admission", "CelError", "check_policy", "compile_error", "evaluate"]
 
 
-def _rule_matches(rule: Obj, op: str, res: Resource, sub: str, name: str) -> bool:
+def _rule_matches(rule: Obj, op: str, res: Resource, sub: str, name: str | None) -> bool:
+    """``name`` None: whatever the object's name (a ``resourceNames`` list is not read)."""
+
     def has(values: Any, wanted: str) -> bool:
         return isinstance(values, list) and ("*" in values or wanted in values)
 
@@ -60,7 +62,7 @@ def _rule_matches(rule: Obj, op: str, res: Resource, sub: str, name: str) -> boo
     if (scope == "Cluster" and res.namespaced) or (scope == "Namespaced" and not res.namespaced):
         return False
     names = rule.get("resourceNames") or []
-    if names and name not in names:
+    if names and name is not None and name not in names:
         return False
     for r in rule.get("resources") or []:
         plural, _, rsub = r.partition("/")
@@ -103,11 +105,53 @@ def _matches(
     return not obj_sel or match_label_selector(obj_sel, obj.get("metadata", {}).get("labels") or {})
 
 
+def _may_match(match: Obj | None, op: str, res: Resource, sub: str, *, required: bool) -> bool:
+    """Whether ``MatchResources`` can match some object of ``res`` for ``op``: its resource
+    rules, whatever the name (the exclusions and selectors are left to ``_matches``)."""
+    if not match:
+        return not required
+    rules = match.get("resourceRules")
+    if rules is None:
+        return not required
+    return any(_rule_matches(r, op, res, sub, None) for r in rules)
+
+
 class Admission:
     """The validating admission step of ``ApiCore`` (an ``AdmitHook``)."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        #: (op, resource, subresource) -> the (binding, policy) pairs whose rules can match,
+        #: kept while no binding or policy changes (a fleet's pods would otherwise match
+        #: every rule of every policy, one pod at a time)
+        self._candidates: dict[tuple[object, ...], list[tuple[Obj, Obj]]] = {}
+        self._candidates_at: tuple[int, int] = (-1, -1)
+
+    def _pairs(self, op: str, res: Resource, sub: str) -> list[tuple[Obj, Obj]]:
+        writes = self.store.writes
+        at = (
+            writes.get("validatingadmissionpolicybindings", 0),
+            writes.get("validatingadmissionpolicies", 0),
+        )
+        if at != self._candidates_at:
+            self._candidates, self._candidates_at = {}, at
+        key = (op, res.group, res.version, res.plural, res.namespaced, sub)
+        found = self._candidates.get(key)
+        if found is None:
+            found = []
+            for binding in self.store.list("validatingadmissionpolicybindings"):
+                spec = binding.get("spec") or {}
+                name = spec.get("policyName", "")
+                policy = self.store.get("validatingadmissionpolicies", None, name)
+                if policy is None or "Deny" not in (spec.get("validationActions") or []):
+                    continue
+                pspec = policy.get("spec") or {}
+                if _may_match(
+                    pspec.get("matchConstraints"), op, res, sub, required=True
+                ) and _may_match(spec.get("matchResources"), op, res, sub, required=False):
+                    found.append((binding, policy))
+            self._candidates[key] = found
+        return found
 
     def __call__(
         self, op: str, res: Resource, sub: str, obj: Obj | None, old: Obj | None, dry: bool
@@ -118,11 +162,8 @@ class Admission:
         meta = subject.get("metadata") or {}
         ns_name = meta.get("namespace") if res.namespaced else None
         namespace = self.store.get("namespaces", None, ns_name) if ns_name else None
-        for binding in self.store.list("validatingadmissionpolicybindings"):
+        for binding, policy in self._pairs(op, res, sub):
             spec = binding.get("spec") or {}
-            policy = self.store.get("validatingadmissionpolicies", None, spec.get("policyName", ""))
-            if policy is None or "Deny" not in (spec.get("validationActions") or []):
-                continue
             pspec = policy.get("spec") or {}
             if not _matches(
                 pspec.get("matchConstraints"), op, res, sub, subject, namespace, required=True

@@ -502,21 +502,36 @@ def _node_name_selected(route: Route, text: str | None) -> str | None:
 
 def _list(request: web.Request, route: Route) -> Obj:
     """One page: ``limit`` items after the ``continue`` token's key, read in API order from
-    there (O(page), as the API server's cache serves it, not a filter over the whole set)."""
+    there (O(page), as the API server's cache serves it, not a filter over the whole set).
+
+    Every page of one list carries the first page's ``resourceVersion`` (the token keeps it),
+    as the API server's do: a client that watches from it is sent every change made while
+    it paged. (The pages themselves are read as the store is now, not from a snapshot at
+    that version; the watch brings a client to the same state.) A token whose version was
+    compacted away answers 410 Expired, as the API server's does."""
     sim = request.app[SIM_KEY]
     match = _matcher(request, route)
     store = sim.api.store
     after: tuple[str, str] | None = None
+    listed_at = store.rv
     if cont := request.query.get("continue"):
         try:
             token = json.loads(base64.urlsafe_b64decode(cont.encode()).decode())
             after = (str(token["start"][0]), str(token["start"][1]))
+            listed_at = int(token["rv"])
         except (ValueError, KeyError, IndexError, TypeError, binascii.Error) as exc:
             raise ApiError(400, f"continue key is not valid: {exc}", reason="BadRequest") from exc
+        if listed_at < store.compacted_rv:
+            raise ApiError(
+                410,
+                "The provided continue parameter is too old to display a consistent list "
+                "result. You can start a new list without the continue parameter.",
+                reason="Expired",
+            )
     node = _node_name_selected(route, request.query.get("fieldSelector"))
     among = store.pods_on(node) if node is not None else None
     limit = int(request.query.get("limit") or 0)
-    meta: Obj = {"resourceVersion": str(store.rv)}
+    meta: Obj = {"resourceVersion": str(listed_at)}
     items: list[Obj] = []
     last: tuple[str, str] | None = None
     rows = store.scan(route.res.key, route.namespace, after=after, among=among)
@@ -525,7 +540,7 @@ def _list(request: web.Request, route: Route) -> Obj:
             continue
         if limit > 0 and len(items) == limit:
             # more remain: the token names the last key sent (the API server's is opaque too)
-            token = {"rv": store.rv, "start": list(last or key)}
+            token = {"rv": listed_at, "start": list(last or key)}
             meta["continue"] = base64.urlsafe_b64encode(json.dumps(token).encode()).decode()
             break
         items.append(obj)

@@ -83,8 +83,11 @@ class ApiCore:
         *,
         dry_run: bool = False,
         validate: bool | None = None,
+        owned: bool = False,
     ) -> Obj:
-        obj = clone(body)
+        """``owned``: the caller hands ``body`` over (built for this call, never touched
+        again), so it is stored as it is instead of copied (the bulk seed of a fleet)."""
+        obj = body if owned else clone(body)
         obj.setdefault("apiVersion", res.api_version)
         obj.setdefault("kind", res.kind)
         if obj["kind"] != res.kind or obj["apiVersion"] != res.api_version:
@@ -320,15 +323,16 @@ class ApiCore:
                 else:
                     self.delete(STORED[plural], ns, dep["metadata"]["name"])
 
-    def seed(self, obj: Obj, *, validate: bool = False) -> Obj:
-        """Bulk-load path for scenarios: create without hooks; validation optional."""
+    def seed(self, obj: Obj, *, validate: bool = False, owned: bool = False) -> Obj:
+        """Bulk-load path for scenarios: create without hooks; validation optional;
+        ``owned``: ``obj`` is handed over, not copied (see ``create``)."""
         res = BY_API.get((obj.get("apiVersion", ""), obj["kind"])) or BY_KIND[obj["kind"]]
         ns = (obj.get("metadata") or {}).get("namespace")
         saved = self.on_change
         self.on_change = []
         self.seeding = True
         try:
-            return self.create(res, ns, obj, validate=validate)
+            return self.create(res, ns, obj, validate=validate, owned=owned)
         finally:
             self.on_change = saved
             self.seeding = False

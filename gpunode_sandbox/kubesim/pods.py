@@ -159,7 +159,7 @@ def running_status(
             }
         if (c.get("resources") or {}) and phase == "Running":
             st["allocatedResources"] = dict((c["resources"]).get("requests") or {})
-            st["resources"] = dict(c["resources"])
+            st["resources"] = clone(c["resources"])  # the pod is stored as built: no sharing
         (init_statuses if c in sidecars else statuses).append(st)
     ready = "True" if phase == "Running" else "False"
     when = ts(started)

@@ -7,6 +7,7 @@ on it). Pure: no clock, no randomness.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from datetime import UTC, datetime, timedelta
@@ -18,7 +19,9 @@ from gpunode_sandbox.kubesim import scenarios as sc
 T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 
 
+@functools.lru_cache(maxsize=1024)
 def ts(dt: datetime) -> str:
+    """RFC 3339 to the second (cached: a fleet stamps the same few times on every pod)."""
     return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

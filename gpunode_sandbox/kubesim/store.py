@@ -66,6 +66,8 @@ class Store:
         self.history: deque[WatchEvent] = deque(maxlen=HISTORY)
         self.compacted_rv = 0  # a watch from before this answers 410 Gone (``compact``)
         self._watchers: set[Watcher] = set()
+        #: writes per plural so far: a reader may reuse what it derived from one while unchanged
+        self.writes: dict[str, int] = {}
 
     def next_rv(self) -> int:
         self.rv += 1
@@ -118,6 +120,7 @@ class Store:
                 yield k, obj
 
     def _index(self, plural: str, k: tuple[str, str], obj: Obj | None, *, new: bool) -> None:
+        self.writes[plural] = self.writes.get(plural, 0) + 1
         if new:
             self._sorted.pop(plural, None)
         if plural != "pods":

@@ -128,6 +128,7 @@ def seed_workload(
             )
         set_controller_status(api, owner if w.kind != "Deployment" else ctrl, w)
     restarts = {c.name: (c.restart_count, c.last_terminated_reason) for c in w.running_containers()}
+    template_hash = rs_hash(w)
     for i, (name, node_name) in enumerate(Placement.pods(w, list(nodes))):
         pod = pod_from_template(
             tmpl,
@@ -136,7 +137,7 @@ def seed_workload(
             node=node_name,
             owner=owner,
             extra_labels=(
-                {"pod-template-hash": rs_hash(w)}
+                {"pod-template-hash": template_hash}
                 if w.kind == "Deployment"
                 else {"job-name": w.name}
                 if w.kind == "Job"
@@ -148,7 +149,7 @@ def seed_workload(
         pod["status"] = running_status(pod, node, phase=phase, started=T0, restarts=restarts)
         if claims is not None and w.resource_claims and node is not None:
             claims.seed(api, w, pod)
-        api.seed(pod, validate=i == 0)
+        api.seed(pod, validate=i == 0, owned=True)  # built above for this call alone
 
 
 def set_controller_status(api: ApiCore, obj: Obj, w: sc.Workload) -> None:

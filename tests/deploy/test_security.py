@@ -20,8 +20,8 @@ DEPLOY = REPO / "deploy"
 BASE = DEPLOY / "base"
 
 CLUSTER_RULES = {
-    ("", "nodes"): {"get", "list", "patch"},
-    ("", "pods"): {"get", "list"},
+    ("", "nodes"): {"get", "list", "watch", "patch"},
+    ("", "pods"): {"get", "list", "watch"},
     ("", "pods/eviction"): {"create"},
     ("", "pods/resize"): {"patch"},
     ("", "events"): {"list", "watch"},

@@ -32,7 +32,7 @@ def _gateway(sim: KubeSim) -> Gateway:
     )
 
 
-def _pod_events(gw: Gateway, **kw: Any) -> Informer:
+def _pod_events(gw: Gateway, **kw: Any) -> Informer[dict[str, Any]]:
     return Informer(
         gw.transport,
         "/api/v1/events",
@@ -43,7 +43,7 @@ def _pod_events(gw: Gateway, **kw: Any) -> Informer:
     )
 
 
-def _names(informer: Informer) -> set[str]:
+def _names(informer: Informer[dict[str, Any]]) -> set[str]:
     return {e["metadata"]["name"] for e in informer.items()}
 
 

@@ -13,7 +13,8 @@ import pytest
 from bot.kube import decoding
 from bot.kube.decoding import PageDecoder
 from bot.kube.gateway import Gateway
-from bot.kube.tallying import list_token, read_fleet
+from bot.kube.informing import list_token
+from bot.kube.tallying import read_fleet
 from gpunode_sandbox.kubesim import KubeSim
 
 

@@ -30,10 +30,10 @@ BOT = "system:serviceaccount:gpunode:gpunode"
         (
             BOT_TOKEN,
             "GET",
-            "/api/v1/namespaces/ml-train/pods?watch=true&timeoutSeconds=1",
+            "/api/v1/namespaces/ml-train/persistentvolumeclaims?watch=true&timeoutSeconds=1",
             403,
-            f'pods is forbidden: User "{BOT}" cannot watch resource "pods" in API group "" '
-            'in the namespace "ml-train"',
+            f'persistentvolumeclaims is forbidden: User "{BOT}" cannot watch resource '
+            '"persistentvolumeclaims" in API group "" in the namespace "ml-train"',
         ),
         (
             BOT_TOKEN,

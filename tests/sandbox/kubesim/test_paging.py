@@ -80,3 +80,24 @@ def test_twenty_thousand_replicas_get_twenty_thousand_names() -> None:
     )
     names = [name for name, _ in Placement.pods(big, ["n1"])]
     assert len(set(names)) == len(names) == 20_000
+
+
+async def test_every_page_of_one_list_carries_the_first_pages_resource_version(
+    make_kubesim: Callable[..., Awaitable[KubeSim]],
+) -> None:
+    """As the API server's: a client that watches from the list's version is sent every
+    change made while it paged, so what it lists and watches adds up."""
+    sim = await make_kubesim(Scenario.synthetic_fleet(nodes=12, pods=230))
+    _, first = await kube_call(sim.url, "GET", "/api/v1/pods?limit=100")
+    listed_at = first["metadata"]["resourceVersion"]
+    changed = first["items"][0]
+    sim.api.store.remove("pods", changed["metadata"]["namespace"], changed["metadata"]["name"])
+    token = first["metadata"]["continue"]
+    _, second = await kube_call(sim.url, "GET", f"/api/v1/pods?limit=100&continue={quote(token)}")
+    assert second["metadata"]["resourceVersion"] == listed_at != str(sim.api.store.rv)
+    token = second["metadata"]["continue"]
+    sim.api.store.compact()
+    status, body = await kube_call(
+        sim.url, "GET", f"/api/v1/pods?limit=100&continue={quote(token)}"
+    )
+    assert (status, body["reason"]) == (410, "Expired")
