@@ -55,6 +55,26 @@ class PodAffinityTerm(_Model):
     topology_key: str
 
 
+class SpreadConstraint(_Model):
+    """One ``topologySpreadConstraints`` entry with ``whenUnsatisfiable: DoNotSchedule`` (a
+    ``ScheduleAnyway`` one only scores, never blocks), as kube-scheduler's PodTopologySpread
+    holds it: ``matchLabelKeys`` already merged into ``selector`` (``key In (value)`` for each
+    key the pod's labels carry), the policies defaulted."""
+
+    max_skew: int = 1
+    topology_key: str
+    selector: LabelSelector | None = Field(
+        None, description="None: no labelSelector (counts no pod, and the pod is no match)"
+    )
+    min_domains: int = Field(1, description="minDomains; unset counts as 1")
+    node_affinity_policy: Literal["Honor", "Ignore"] = Field(
+        "Honor", description="nodeAffinityPolicy: count only nodes the pod's node affinity takes"
+    )
+    node_taints_policy: Literal["Honor", "Ignore"] = Field(
+        "Ignore", description="nodeTaintsPolicy: Honor counts only nodes whose taints it tolerates"
+    )
+
+
 class PodScheduling(_Model):
     """What the scheduler matches a pod against."""
 
@@ -76,6 +96,9 @@ class PodScheduling(_Model):
     anti_affinity_terms: list[PodAffinityTerm] = Field(
         default_factory=list, description="podAntiAffinity requiredDuringScheduling... terms"
     )
+    spread_constraints: list[SpreadConstraint] = Field(
+        default_factory=list, description="topologySpreadConstraints with DoNotSchedule"
+    )
     claims: list[str] = Field(
         default_factory=list, description="spec.volumes[].persistentVolumeClaim.claimName"
     )
@@ -96,6 +119,9 @@ class PeerPod(_Model):
     labels: dict[str, str] = Field(default_factory=dict)
     node: str
     anti_affinity_terms: list[PodAffinityTerm] = Field(default_factory=list)
+    terminating: bool = Field(
+        False, description="metadata.deletionTimestamp set: topology spread does not count it"
+    )
 
 
 class PodSlot(_Model):

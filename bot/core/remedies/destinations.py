@@ -21,7 +21,10 @@ InterPodAffinity filter) are checked against the pods the gateway read elsewhere
 (``ClusterView.peers``: those the terms select, and every pod with a required
 anti-affinity), less the pods being evicted, plus the evicted pods already placed earlier
 in the plan. When every node that matches the pod is refused by those rules, it stays
-Pending (``why`` "affinity"). Without ``peers`` (not read), only the common form is
+Pending (``why`` "affinity"). Topology spread constraints with ``whenUnsatisfiable:
+DoNotSchedule`` (``bot.core.remedies.spread``) count the same pods; when they alone rule
+every matching node out, ``why`` is "spread" ("affinity_spread" when both kinds do).
+Without ``peers`` (not read), only the common form is
 modelled: a required anti-affinity per node against the pod's own labels (one replica per
 node; ``sibling_nodes``, from the controller's replicas elsewhere). What an autoscaler's
 pool could offer is read from the pool's own object when the gateway read it
@@ -45,6 +48,7 @@ from bot.core.remedies.affinity import Filter, placed
 from bot.core.remedies.autoscalers import pool_of
 from bot.core.remedies.placement import matches_node, short_of
 from bot.core.remedies.pools import pool_takes
+from bot.core.remedies.spread import Spread
 
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 
@@ -75,19 +79,57 @@ def _take(room: RoomOnNode, requests: dict[str, int]) -> RoomOnNode:
     return room.model_copy(update={"free": free})
 
 
-def affinity_filter(view: ClusterView, pod: PodInfo, peers: list[PeerPod]) -> Filter:
-    """The inter-pod affinity rules for ``pod`` among ``peers``, read once; ``.refusal(
-    room.labels)`` says why they keep it off a node (None: they do not); see
-    ``bot.core.remedies.affinity``."""
+class Rules:
+    """Where the rules that count other pods keep a pod off a node: topology spread
+    (``bot.core.remedies.spread``), then inter-pod affinity (``bot.core.remedies.affinity``),
+    in kube-scheduler's filter order. ``refusal(labels)`` is None, ``"spread"`` or one of
+    the affinity reasons."""
+
+    def __init__(self, affinity: Filter, spread: Spread | None) -> None:
+        self.affinity = affinity
+        self.spread = spread
+
+    def refusal(self, node_labels: dict[str, str]) -> str | None:
+        if self.spread is not None and (why := self.spread.refusal(node_labels)) is not None:
+            return why
+        return self.affinity.refusal(node_labels)
+
+
+def affinity_filter(
+    view: ClusterView, pod: PodInfo, peers: list[PeerPod], *, cordoning: bool = False
+) -> Rules:
+    """The rules that count other pods for ``pod`` among ``peers``, read once: required
+    inter-pod affinity, and topology spread when the pod has DoNotSchedule constraints and
+    every node's room was read. ``cordoning``: the plan cordons the node first (tier 1), so
+    its room is counted as cordoned (its unschedulable taint matters to a
+    ``nodeTaintsPolicy: Honor`` spread constraint)."""
     sched = pod.scheduling
-    return Filter(
-        namespace=pod.namespace,
-        labels=pod.labels,
-        affinity=sched.affinity_terms if sched is not None else [],
-        anti_affinity=sched.anti_affinity_terms if sched is not None else [],
-        peers=peers,
-        labels_of={r.name: r.labels for r in view.room or []},
-        namespace_labels=view.namespace_labels,
+    spread = None
+    if sched is not None and sched.spread_constraints and view.room is not None:
+        rooms = [
+            r.model_copy(update={"unschedulable": True})
+            if cordoning and r.name == view.node.name
+            else r
+            for r in view.room
+        ]
+        spread = Spread(
+            namespace=pod.namespace,
+            labels=pod.labels,
+            sched=sched,
+            rooms=rooms,
+            peers=peers,
+        )
+    return Rules(
+        Filter(
+            namespace=pod.namespace,
+            labels=pod.labels,
+            affinity=sched.affinity_terms if sched is not None else [],
+            anti_affinity=sched.anti_affinity_terms if sched is not None else [],
+            peers=peers,
+            labels_of={r.name: r.labels for r in view.room or []},
+            namespace_labels=view.namespace_labels,
+        ),
+        spread,
     )
 
 
@@ -135,6 +177,13 @@ def scale_from_objects(
     return None, blocked
 
 
+def _rules_why(refused: dict[str, str | None]) -> str:
+    """Why every matching node was refused by the rules that count other pods: ``spread``
+    (topology spread alone), ``affinity`` (inter-pod affinity alone) or ``affinity_spread``."""
+    kinds = {"spread" if why == "spread" else "affinity" for why in refused.values() if why}
+    return "affinity_spread" if len(kinds) > 1 else kinds.pop() if kinds else "affinity"
+
+
 def landing_notes(view: ClusterView, evicted: list[PodInfo]) -> list[PlanNote]:
     """The notes for ``evicted`` (in eviction order); [] when the rooms were not read."""
     if view.room is None:
@@ -147,14 +196,16 @@ def landing_notes(view: ClusterView, evicted: list[PodInfo]) -> list[PlanNote]:
         sched = pod.scheduling
         if sched is None:
             continue
+        refused = {}
         if peers is None:
             taken = sibling_nodes(view, pod) if sched.spread_from_siblings else set()
             matching = [r for r in rooms.values() if matches_node(sched, r) and r.name not in taken]
             allowed = matching
         else:
             matching = [r for r in rooms.values() if matches_node(sched, r)]
-            rules = affinity_filter(view, pod, peers)
-            allowed = [r for r in matching if rules.refusal(r.labels) is None]
+            rules = affinity_filter(view, pod, peers, cordoning=True)
+            refused = {r.name: rules.refusal(r.labels) for r in matching}
+            allowed = [r for r in matching if refused[r.name] is None]
         fitting = [r for r in allowed if not short_of(sched.requests, r.free)]
         if fitting:
             best = max(fitting, key=lambda r: (r.free.get("memory", 0), r.name))
@@ -187,7 +238,7 @@ def landing_notes(view: ClusterView, evicted: list[PodInfo]) -> list[PlanNote]:
                 )
             )
             continue
-        why = "no_match" if not matching else "affinity" if not allowed else "no_room"
+        why = "no_match" if not matching else _rules_why(refused) if not allowed else "no_room"
         if blocked:
             why = "pool_limit"
         notes.append(PlanNote(code="evicted_pending", params={"pod": pod.key, "why": why}))
