@@ -124,10 +124,9 @@ def test_a_cordoned_node_is_a_domain_unless_the_taints_policy_is_honor() -> None
     assert _open(_c(HOST), peers, rooms=rooms) == {"n3"}  # only n3 keeps the skew at 1
     # (the spread filter alone: the cordon keeps the pod off n3 by itself)
     assert _open(_c(HOST, node_taints_policy="Honor"), peers, rooms=rooms) == {"n1", "n2", "n3"}
-    tolerant = {
-        "tolerations": [Toleration(key="node.kubernetes.io/unschedulable", operator="Exists")]
-    }
-    assert _open(_c(HOST, node_taints_policy="Honor"), peers, rooms=rooms, **tolerant) == {"n3"}
+    tolerant = [Toleration(key="node.kubernetes.io/unschedulable", operator="Exists")]
+    honor = _c(HOST, node_taints_policy="Honor")
+    assert _open(honor, peers, rooms=rooms, tolerations=tolerant) == {"n3"}
 
 
 def test_a_tainted_node_counts_under_honor_only_when_its_taint_is_tolerated() -> None:
