@@ -214,3 +214,23 @@ def test_tier1_says_an_evicted_pod_stays_pending_when_spread_rules_out_every_nod
         }
     )
     assert landing_notes(view([evicted], node=N3, room=rooms, peers=peers), [evicted]) == []
+
+
+def test_a_pod_only_hostname_spread_refuses_makes_the_autoscaler_add_a_node() -> None:
+    """A node the autoscaler adds is a new hostname, a domain with none of the pods: the
+    eviction scales the pool up. By zone, the new node is in a refused zone: still Pending."""
+    pool = {"karpenter.sh/nodepool": "general"}
+    rooms = [
+        _room(n, z).model_copy(update={"labels": {**_room(n, z).labels, **pool}})
+        for n, z in (("n1", "a"), ("n2", "b"), ("n3", "a"))
+    ]
+    peers = [_web("n1", "web-1"), _web("n2", "web-2"), _web("n3", "web-0")]
+    for key, code, why in ((HOST, "evicted_scales_up", None), (ZONE, "evicted_pending", "spread")):
+        sched = PodScheduling(requests={"cpu": 100, "pods": 1}, spread_constraints=[_c(key)])
+        evicted = pod("web-0", node_name="n3", labels={"app": "web"})
+        evicted = evicted.model_copy(update={"scheduling": sched})
+        # zone: a holds web-1 (web-0 leaves), b holds web-2; a third zone c (no node of the
+        # pool, an empty domain from another node) makes the minimum 0
+        extra = [_room("c1", "c", taints=[Taint(key="x", effect="NoSchedule")])]
+        [note] = landing_notes(view([evicted], node=N3, room=rooms + extra, peers=peers), [evicted])
+        assert (note.code, note.params.get("why")) == (code, why)

@@ -8,7 +8,10 @@ its bound PersistentVolumes, free requests):
 
 - it fits somewhere: nothing to say (the room it takes is kept from the pods after it);
 - no node has room, but a node it matches belongs to a pool an autoscaler manages
-  (``bot.core.remedies.autoscalers.pool_of``): the eviction makes the autoscaler add a node there
+  (``bot.core.remedies.autoscalers.pool_of``), and the rules that count other pods would let
+  it onto a new node of that pool (a new hostname: a rule by hostname does not refuse it,
+  one by zone refuses it as it refuses the pool's nodes in that zone): the eviction makes
+  the autoscaler add a node there
   (note ``evicted_scales_up``); when every node the pod matches is a GPU node while the pod
   asks for no GPU (pinned to the GPU pool by its selector, affinity or tolerations), the new
   node is a GPU node bought for a CPU pod (note ``evicted_buys_gpu_node``, warning of the
@@ -177,6 +180,15 @@ def scale_from_objects(
     return None, blocked
 
 
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def _new_node(labels: dict[str, str]) -> dict[str, str]:
+    """The labels of a node an autoscaler would add to the pool of a node with ``labels``:
+    the same, with a hostname no node has yet."""
+    return {**labels, HOSTNAME: "\x00a node not yet created"}
+
+
 def _rules_why(refused: dict[str, str | None]) -> str:
     """Why every matching node was refused by the rules that count other pods: ``spread``
     (topology spread alone), ``affinity`` (inter-pod affinity alone) or ``affinity_spread``."""
@@ -196,26 +208,33 @@ def landing_notes(view: ClusterView, evicted: list[PodInfo]) -> list[PlanNote]:
         sched = pod.scheduling
         if sched is None:
             continue
-        refused = {}
+        refused: dict[str, str | None] = {}
         if peers is None:
             taken = sibling_nodes(view, pod) if sched.spread_from_siblings else set()
             matching = [r for r in rooms.values() if matches_node(sched, r) and r.name not in taken]
-            allowed = matching
+            allowed = grows = matching
         else:
             matching = [r for r in rooms.values() if matches_node(sched, r)]
             rules = affinity_filter(view, pod, peers, cordoning=True)
             refused = {r.name: rules.refusal(r.labels) for r in matching}
             allowed = [r for r in matching if refused[r.name] is None]
+            # a node the autoscaler adds beside r is a new hostname: no pod there yet, so a
+            # rule by hostname (one replica per node, spread per node) no longer refuses it
+            grows = [
+                r
+                for r in matching
+                if refused[r.name] is None or rules.refusal(_new_node(r.labels)) is None
+            ]
         fitting = [r for r in allowed if not short_of(sched.requests, r.free)]
         if fitting:
             best = max(fitting, key=lambda r: (r.free.get("memory", 0), r.name))
             rooms[best.name] = _take(best, sched.requests)
             place(pod, best.name, peers)
             continue
-        pools = sorted({p for r in allowed if (p := pool_of(r.labels)) is not None})
+        pools = sorted({p for r in grows if (p := pool_of(r.labels)) is not None})
         if pools:
             label, name, scaler = pools[0]
-            gpu_pool = not pod.accelerated and all(is_gpu_room(r) for r in allowed)
+            gpu_pool = not pod.accelerated and all(is_gpu_room(r) for r in grows)
             notes.append(
                 PlanNote(
                     code="evicted_buys_gpu_node" if gpu_pool else "evicted_scales_up",
