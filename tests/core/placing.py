@@ -6,7 +6,9 @@ construction, never by running the product's rules.
 ``k`` = 2-5 other nodes in random zones, and one node tainted ``gen/reserved`` alone in zone
 ``zt``), the pods elsewhere that the rules count (``peers``), and each CPU pod of the node a
 *role* with the answer tier 1 must give if it evicts that pod (``Placed.answers``: None when
-it lands somewhere, else the ``evicted_pending`` reason). Each role's labels carry the pod's
+it lands somewhere, ``scales_up`` when it makes the autoscaler add a node, else the
+``evicted_pending`` reason; ``POOLED`` for a fleet in an autoscaled pool, about a third of
+them). Each role's labels carry the pod's
 own uid, so no role reaches another pod. Rooms have room for any pod here, so only the
 planted rules decide.
 
@@ -82,6 +84,18 @@ ANSWER: dict[str, str | None] = {
     "spread_keys_fits": None,
     "mixed_pending": "affinity_spread",
 }
+#: when the untainted nodes belong to an autoscaled pool (``pooled``), a node the autoscaler
+#: adds is a new hostname with none of the pods: what only hostname-keyed rules refused
+#: scales the pool up; the zone-keyed affinity still refuses it (a new node is in a zone
+#: without the anchor)
+POOLED: dict[str, str | None] = ANSWER | {
+    "anti_pending": "scales_up",
+    "shunned_pending": "scales_up",
+    "spread_pending": "scales_up",
+    "spread_min_domains_pending": "scales_up",
+    "mixed_pending": "scales_up",
+}
+POOL_LABEL = "karpenter.sh/nodepool"
 HUGE = 1 << 60
 
 
@@ -93,10 +107,12 @@ class Placed:
     answers: dict[str, str | None]  # pod key -> None (lands) or the evicted_pending reason
 
 
-def _room(name: str, zone: str, *, taints: list[Taint] | None = None) -> RoomOnNode:
+def _room(
+    name: str, zone: str, *, taints: list[Taint] | None = None, pooled: bool = False
+) -> RoomOnNode:
     return RoomOnNode(
         name=name,
-        labels={HOST: name, ZONE: zone},
+        labels={HOST: name, ZONE: zone} | ({POOL_LABEL: "gen-pool"} if pooled else {}),
         taints=taints or [],
         free={"memory": HUGE, "cpu": HUGE, "pods": 10_000},
     )
@@ -195,8 +211,9 @@ def place(planted: Planted, rng: Any) -> Placed:
     view = planted.view
     zones = ["z0", "z1", "z2"]
     others = [f"gen-other-{i}" for i in range(1, rng.randint(2, 5) + 1)]
+    pooled = rng.random() < 0.3
     rooms = [_room(NODE, "z0")]
-    rooms += [_room(h, rng.choice(zones)) for h in others]
+    rooms += [_room(h, rng.choice(zones), pooled=pooled) for h in others]
     rooms.append(
         _room(TAINTED, "zt", taints=[Taint(key="gen/reserved", value="true", effect="NoSchedule")])
     )
@@ -223,7 +240,7 @@ def place(planted: Planted, rng: Any) -> Placed:
         )
         placed = p.model_copy(update={"labels": labels, "scheduling": sched})
         pods.append(placed)
-        roles[p.key], answers[p.key] = role, ANSWER[role]
+        roles[p.key], answers[p.key] = role, (POOLED if pooled else ANSWER)[role]
         fleet.peers.append(
             PeerPod(
                 key=p.key,

@@ -37,18 +37,23 @@ def _problems(placed: Placed) -> list[str]:
     counts = Counter(str(n.params["pod"]) for n in said)
     out += [f"{k} named {c} times" for k, c in counts.items() if c > 1]
     out += [f"{k} is said Pending but not evicted" for k in counts if k not in t1.blast_radius]
-    reasons = {str(n.params["pod"]): n.params["why"] for n in said}
+    reasons: dict[str, object] = {str(n.params["pod"]): n.params["why"] for n in said}
+    scaled = [n for n in t1.notes if n.code in ("evicted_scales_up", "evicted_buys_gpu_node")]
+    for n in scaled:
+        if str(n.params["pod"]) in reasons:
+            out.append(f"{n.params['pod']} is said both Pending and to scale up")
+        reasons[str(n.params["pod"])] = "scales_up"
+        if n.code != "evicted_scales_up" or n.params["pool"] != "gen-pool":
+            out.append(f"{n.params['pod']}: {n.code} to {n.params['pool']}")
     for key in evicted:
         want, got = placed.answers[key], reasons.get(key)
         if want != got:
             out.append(f"{key} ({placed.roles[key]}): planted {want}, plan says {got}")
-    scaled = [n for n in t1.notes if n.code in ("evicted_scales_up", "evicted_buys_gpu_node")]
-    out += [f"{n.params['pod']}: {n.code} with no autoscaled pool" for n in scaled]
     # the plan's own counts: evictions are its steps, and each note is worded in full
     steps = [f"{s.namespace}/{s.name}" for s in t1.steps if s.verb == "evict"]
     if sorted(steps) != sorted(t1.blast_radius):
         out.append(f"evict steps {sorted(steps)} != blast radius {sorted(t1.blast_radius)}")
-    for n in said:
+    for n in said + scaled:
         for locale in ("en", "zh-CN"):
             text = sentence("notes", n.code, n.params, fmt="text", locale=locale, strict=True)
             if str(n.params["pod"]) not in text:
@@ -66,9 +71,11 @@ def test_tier1_predicts_every_planted_placement_on_generated_nodes(cls: str, see
 
 
 def test_the_sweep_meets_every_role_evicted_and_every_answer_holds() -> None:
-    """300 nodes, every class in turn: each role is met evicted at least once (so every
-    planted answer was checked), and no prediction or count is off."""
+    """300 nodes, every class in turn: each role, and each kind of answer (lands, Pending
+    for each reason, scales a pool up), is met evicted at least once, and no prediction or
+    count is off."""
     met: Counter[str] = Counter()
+    kinds: Counter[str | None] = Counter()
     problems: list[str] = []
     rng = random.Random(20261202)
     for i in range(300):
@@ -76,9 +83,11 @@ def test_the_sweep_meets_every_role_evicted_and_every_answer_holds() -> None:
         d = analyze(placed.planted.bundle, placed.view, now=AT)
         [t1] = [p for p in d.plans if p.tier == 1]
         met.update(placed.roles[k] for k in t1.blast_radius if k in placed.roles)
+        kinds.update(placed.answers[k] for k in t1.blast_radius if k in placed.answers)
         problems += _problems(placed)
     assert problems == []
     assert set(met) == set(ROLES), met
+    assert set(kinds) == {None, "affinity", "spread", "affinity_spread", "scales_up"}, kinds
 
 
 @pytest.mark.parametrize("role", ROLES)
