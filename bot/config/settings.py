@@ -30,6 +30,7 @@ from pydantic import (
 from bot.core.model.clusters import DEFAULT_CLUSTER, cluster_name_problem
 from bot.core.model.locales import parse_channel_locales
 from bot.core.model.validation import validation_message
+from bot.core.model.workloads import HelmField, helm_keys_problem
 from bot.core.reporting.links import template_problem
 from bot.errors import ConfigError
 
@@ -158,6 +159,29 @@ class KubeSettings(_Group):
     agent_timeout_s: float = Field(
         120.0, gt=0, le=3600, description="daemonset mode: seconds the agent may take to answer"
     )
+    helm_values_keys: dict[str, dict[HelmField, str]] = Field(
+        default_factory=dict,
+        description="for Helm-managed workloads, the values key each chart renders a field "
+        "from: chart name (label helm.sh/chart without its version) -> memory-limit | "
+        "priority-class -> the key ('{container}' stands for the container's name) or "
+        "'container=key' pairs separated by commas; a workload's own annotation "
+        "gpunode.io/helm-values-key.<field> wins. The plans name the key after 'helm upgrade "
+        "reverts this change' (the bot never reads a release's values: they are in Helm's "
+        "release Secret)",
+    )
+
+    @field_validator("helm_values_keys")
+    @classmethod
+    def _helm_keys(cls, v: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        for chart, fields in v.items():
+            for field, text in fields.items():
+                problem = helm_keys_problem(text)
+                if problem is not None:
+                    raise ValueError(
+                        f"helm_values_keys[{chart!r}][{field!r}]: {problem}, e.g. "
+                        "'resources.limits.memory' or 'main=server.resources.limits.memory'"
+                    )
+        return v
 
 
 class StoreSettings(_Group):

@@ -57,6 +57,7 @@ from bot.kube.errors import refused_as, translate
 from bot.kube.informing import Informer, slim_event
 from bot.kube.observing import KubeObserver
 from bot.kube.reading import OwnerCache
+from bot.kube.rollouts import with_settings_keys
 from bot.kube.surveying import survey
 from bot.kube.tallying import FleetShare, FleetTally, PodRecord
 from bot.kube.transport import ACTING_AS, Transport
@@ -461,7 +462,7 @@ class Gateway:
             node=objects.parse_node(node_obj),
             pods=infos,
             gang_pods=context.gang_pods,
-            workloads=context.workloads,
+            workloads=with_settings_keys(context.workloads, self.settings.helm_values_keys),
             room=room,
             peers=context.peers,
             namespace_labels=context.namespace_labels,

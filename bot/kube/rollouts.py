@@ -11,10 +11,18 @@ GitOps markers (what each tool writes on the objects it manages):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from bot.core.model.workloads import WorkloadInfo
+from bot.core.model.workloads import (
+    HELM_FIELDS,
+    HELM_KEY_ANNOTATION,
+    HelmField,
+    HelmValuesKey,
+    WorkloadInfo,
+    parse_helm_keys,
+)
 
 Obj = Mapping[str, Any]
 ARGO_LABEL = "argocd.argoproj.io/instance"
@@ -39,6 +47,53 @@ def helm_owner(obj: Obj) -> tuple[str, str | None] | None:
     name = f"{ns}/{release}" if release else "?"
     chart = labels.get(HELM_CHART)
     return name, str(chart) if chart else None
+
+
+def chart_name(chart: str) -> str:
+    """The chart's name from label ``helm.sh/chart`` (``<name>-<version>``, Helm's
+    convention: the version is SemVer 2, so it starts at the first ``-`` followed by
+    ``<digits>.<digits>``, an optional ``v`` before it; Helm writes its ``+`` as ``_``)."""
+    match = _CHART_VERSION.match(chart)
+    return match.group(1) if match else chart
+
+
+_CHART_VERSION = re.compile(r"^(.+?)-v?\d+\.\d+(?:\.\d+)?(?:[-+_].*)?$")
+
+
+def helm_keys_annotated(obj: Obj) -> list[HelmValuesKey]:
+    """The values keys named on ``obj`` by ``gpunode.io/helm-values-key.<field>``."""
+    notes = (obj.get("metadata") or {}).get("annotations") or {}
+    out: list[HelmValuesKey] = []
+    for field in HELM_FIELDS:
+        name = HELM_KEY_ANNOTATION + field
+        if name in notes:
+            out += parse_helm_keys(field, str(notes[name]), source="annotation", where=name)
+    return out
+
+
+def with_settings_keys(
+    workloads: list[WorkloadInfo], mapping: Mapping[str, Mapping[HelmField, str]]
+) -> list[WorkloadInfo]:
+    """``workloads`` with the values keys the bot's settings name for their chart
+    (``kube.helm_values_keys``: chart name -> field -> key), for each field the workload's
+    own annotation does not name (the annotation wins)."""
+    out = []
+    for w in workloads:
+        named = mapping.get(chart_name(w.helm_chart)) if w.helm_chart else None
+        if not named:
+            out.append(w)
+            continue
+        have = {k.field for k in w.helm_keys}
+        extra = [
+            k
+            for field in HELM_FIELDS
+            if field in named and field not in have
+            for k in parse_helm_keys(
+                field, named[field], source="settings", where=chart_name(w.helm_chart or "")
+            )
+        ]
+        out.append(w.model_copy(update={"helm_keys": [*w.helm_keys, *extra]}) if extra else w)
+    return out
 
 
 def gitops_owner(obj: Obj) -> tuple[str, str] | None:
@@ -98,7 +153,11 @@ def parse_workload(obj: Obj, vpas: Iterable[Obj] = ()) -> WorkloadInfo:
     }
     helm = helm_owner(obj)
     if helm is not None:
-        fields |= {"helm_release": helm[0], "helm_chart": helm[1]}
+        fields |= {
+            "helm_release": helm[0],
+            "helm_chart": helm[1],
+            "helm_keys": helm_keys_annotated(obj),
+        }
     if kind == "StatefulSet" and rolling.get("partition") is not None:
         fields["partition"] = int(rolling["partition"])
     replicas = spec.get("replicas")
@@ -120,5 +179,9 @@ def parse_workload(obj: Obj, vpas: Iterable[Obj] = ()) -> WorkloadInfo:
         gitops_name=gitops[1] if gitops else None,
         vpa=vpa[0] if vpa else None,
         vpa_mode=vpa[1] if vpa else None,
+        containers=[
+            str(c.get("name", ""))
+            for c in ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
+        ],
         **fields,
     )

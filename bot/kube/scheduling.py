@@ -20,6 +20,7 @@ from bot.core.model.workloads import (
     PodScheduling,
     PodSlot,
     Requirement,
+    SpreadConstraint,
     Toleration,
 )
 
@@ -77,6 +78,7 @@ def parse_scheduling(pod: Obj) -> PodScheduling:
         spread_from_siblings=spreads_from_siblings(pod),
         affinity_terms=affinity_terms(pod, "podAffinity"),
         anti_affinity_terms=affinity_terms(pod, "podAntiAffinity"),
+        spread_constraints=spread_constraints(pod),
         claims=sorted(
             str(v["persistentVolumeClaim"].get("claimName", ""))
             for v in spec.get("volumes") or []
@@ -110,18 +112,82 @@ def affinity_terms(pod: Obj, kind: str) -> list[PodAffinityTerm]:
     raw = ((spec.get("affinity") or {}).get(kind) or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution"
     ) or []
+    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
     out = []
     for t in raw:
         namespaces = [str(n) for n in t.get("namespaces") or []]
         ns_selector = parse_selector(t.get("namespaceSelector"))
         if not namespaces and ns_selector is None:
             namespaces = [str(meta.get("namespace") or "default")]
+        selector = with_label_keys(
+            parse_selector(t.get("labelSelector")), labels, t.get("matchLabelKeys"), "In"
+        )
+        selector = with_label_keys(selector, labels, t.get("mismatchLabelKeys"), "NotIn")
         out.append(
             PodAffinityTerm(
-                selector=parse_selector(t.get("labelSelector")),
+                selector=selector,
                 namespaces=namespaces,
                 namespace_selector=ns_selector,
                 topology_key=str(t.get("topologyKey") or ""),
+            )
+        )
+    return out
+
+
+def with_label_keys(
+    selector: LabelSelector | None,
+    labels: Mapping[str, str],
+    keys: Iterable[str] | None,
+    operator: str,
+) -> LabelSelector | None:
+    """``selector`` with ``key <operator> (value)`` added for each of ``keys`` the pod's
+    ``labels`` carry (a key it lacks is ignored; a nil selector stays nil: the API server
+    refuses label keys without a labelSelector).
+
+    This is what the API server does at pod creation for a pod (anti-)affinity term's
+    ``matchLabelKeys`` (``In``) and ``mismatchLabelKeys`` (``NotIn``) from 1.31 (beta, GA in
+    1.33), and for a topology spread constraint's ``matchLabelKeys`` from 1.33; before that
+    kube-scheduler merged a spread constraint's keys itself, as an ``In``. A selector read
+    back from a server that merged already holds the same requirement, so adding it again
+    selects the same pods."""
+    if selector is None or not keys:
+        return selector
+    extra = [
+        Requirement(key=str(k), operator=operator, values=[labels[str(k)]])
+        for k in keys
+        if str(k) in labels
+    ]
+    if not extra:
+        return selector
+    have = {(e.key, e.operator, tuple(e.values)) for e in selector.match_expressions}
+    added = [e for e in extra if (e.key, e.operator, tuple(e.values)) not in have]
+    return selector.model_copy(update={"match_expressions": [*selector.match_expressions, *added]})
+
+
+def spread_constraints(pod: Obj) -> list[SpreadConstraint]:
+    """The pod's ``topologySpreadConstraints`` with ``whenUnsatisfiable: DoNotSchedule``
+    (``ScheduleAnyway`` only scores), their ``matchLabelKeys`` merged (``with_label_keys``)
+    and the policies defaulted as kube-scheduler does (minDomains 1, nodeAffinityPolicy
+    Honor, nodeTaintsPolicy Ignore)."""
+    spec, meta = pod.get("spec") or {}, pod.get("metadata") or {}
+    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+    out = []
+    for c in spec.get("topologySpreadConstraints") or []:
+        if c.get("whenUnsatisfiable") != "DoNotSchedule":
+            continue
+        selector = with_label_keys(
+            parse_selector(c.get("labelSelector")), labels, c.get("matchLabelKeys"), "In"
+        )
+        out.append(
+            SpreadConstraint(
+                max_skew=int(c.get("maxSkew") or 1),
+                topology_key=str(c.get("topologyKey") or ""),
+                selector=selector,
+                min_domains=int(c.get("minDomains") or 1),
+                node_affinity_policy="Ignore"
+                if c.get("nodeAffinityPolicy") == "Ignore"
+                else "Honor",
+                node_taints_policy="Honor" if c.get("nodeTaintsPolicy") == "Honor" else "Ignore",
             )
         )
     return out

@@ -16,8 +16,9 @@
   the cluster autoscaler scales (``cluster.x-k8s.io``), so a pool with no node yet is seen;
 - the Kueue Workloads of the node's queued pods (admission, ClusterQueue, PodsReady,
   evictions), one list per namespace;
-- the pods the node's pods' required pod (anti-)affinity terms select, anywhere (one list
-  per distinct selector, all namespaces, the terms' namespaces filtered in core), every pod
+- the pods the node's pods' required pod (anti-)affinity terms and DoNotSchedule topology
+  spread constraints select, anywhere (one list per distinct selector, all namespaces, the
+  terms' namespaces filtered in core), every pod
   with a required anti-affinity (from the fleet read), and the namespaces' labels when a
   term has a ``namespaceSelector`` (``ClusterView.peers``, ``namespace_labels``).
 
@@ -89,6 +90,7 @@ def peer_of(pod: Obj, node: str) -> PeerPod:
         labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
         node=node,
         anti_affinity_terms=affinity_terms(pod, "podAntiAffinity"),
+        terminating=bool(meta.get("deletionTimestamp")),
     )
 
 
@@ -110,7 +112,17 @@ async def _peers(
         if p.scheduling is not None
         for t in (*p.scheduling.affinity_terms, *p.scheduling.anti_affinity_terms)
     ]
-    selectors = sorted({selector_text(t.selector) for t in terms if t.selector is not None})
+    spread = [
+        c.selector
+        for p in pods
+        if p.scheduling is not None
+        for c in p.scheduling.spread_constraints
+        if c.selector is not None and (c.selector.match_labels or c.selector.match_expressions)
+    ]
+    selectors = sorted(
+        {selector_text(t.selector) for t in terms if t.selector is not None}
+        | {selector_text(s) for s in spread}
+    )
     for text in selectors:
         raw = await _optional(
             gw, f"list pods selected by {text!r}", reading.list_pods_selected, text
@@ -121,7 +133,7 @@ async def _peers(
             bound = (pod.get("spec") or {}).get("nodeName")
             if bound and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
                 peer = peer_of(pod, str(bound))
-                found.setdefault(peer.key, peer)
+                found[peer.key] = peer  # the whole object: its deletionTimestamp too
     labels: dict[str, dict[str, str]] = {}
     every = [*terms, *(t for p in found.values() for t in p.anti_affinity_terms)]
     if any(t.namespace_selector is not None for t in every):

@@ -16,6 +16,7 @@ from gpunode_sandbox.kubesim import defaults, rules
 from gpunode_sandbox.kubesim.names import check_name
 from gpunode_sandbox.kubesim.patching import apply_patch
 from gpunode_sandbox.kubesim.resources import BY_API, BY_KIND, STORED, Resource
+from gpunode_sandbox.kubesim.spread import merge_label_keys_at_creation
 from gpunode_sandbox.kubesim.statuses import ApiError, already_exists, conflict, not_found
 from gpunode_sandbox.kubesim.store import Obj, Store, clone
 from gpunode_sandbox.kubesim.validation import check_version, validate_object
@@ -138,6 +139,7 @@ class ApiCore:
             return
         if res.kind == "Pod":
             defaults.default_pod(obj, priorities=self.priorities())
+            merge_label_keys_at_creation(obj, self.kube_version)
             # the Priority admission plugin copies the class's preemptionPolicy to the pod
             name = obj["spec"].get("priorityClassName")
             pc = self.store.get("priorityclasses", None, name) if name else None

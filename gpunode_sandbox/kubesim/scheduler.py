@@ -5,8 +5,9 @@ tolerates ``node.kubernetes.io/unschedulable:NoSchedule``), TaintToleration (``N
 and ``NoExecute``), NodeAffinity (``nodeSelector`` and required node affinity terms) and
 NodeResourcesFit (every requested resource, extended ones such as ``nvidia.com/gpu``
 included, plus the ``pods`` count, against allocatable minus what the node's
-non-terminated pods request) and InterPodAffinity (required pod affinity and anti-affinity,
-the incoming pod's and the existing pods': ``interpod``). Score: the preferred node first
+non-terminated pods request), PodTopologySpread (``DoNotSchedule`` constraints: ``spread``)
+and InterPodAffinity (required pod affinity and anti-affinity, the incoming pod's and the
+existing pods': ``interpod``). Score: the preferred node first
 (where the pod ran), then the node with most free memory, then the name.
 
 When nothing fits and the pod's ``preemptionPolicy`` is not ``Never``, preemption looks for
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from gpunode_sandbox.kubesim import podrequests
 from gpunode_sandbox.kubesim.interpod import InterPodAffinity
 from gpunode_sandbox.kubesim.recording import record_event
+from gpunode_sandbox.kubesim.spread import TopologySpread
 
 if TYPE_CHECKING:
     from gpunode_sandbox.kubesim.crud import ApiCore
@@ -81,6 +83,9 @@ class Decision:
 
 
 class Scheduler:
+    #: the PodTopologySpread filter; a test turns it off to show its check would fail
+    spread_filter: bool = True
+
     def __init__(self, api: ApiCore) -> None:
         self.api = api
 
@@ -105,7 +110,6 @@ class Scheduler:
         """None when ``node`` passes every filter but resources, else the reason."""
         spec, nspec = pod.get("spec") or {}, node.get("spec") or {}
         tolerations = spec.get("tolerations") or []
-        labels = (node.get("metadata") or {}).get("labels") or {}
         cordon = {"key": UNSCHEDULABLE, "effect": "NoSchedule"}
         if nspec.get("unschedulable") and not _tolerated(tolerations, cordon):
             return "node(s) were unschedulable"
@@ -117,20 +121,38 @@ class Scheduler:
             ):
                 key, value = taint.get("key"), taint.get("value") or ""
                 return f"node(s) had untolerated taint {{{key}: {value}}}"
-        if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+        if not self.node_affinity(pod, node):
             return "node(s) didn't match Pod's node affinity/selector"
+        return None
+
+    @staticmethod
+    def node_affinity(pod: Obj, node: Obj) -> bool:
+        """The NodeAffinity filter: ``nodeSelector`` and the required node affinity terms."""
+        spec = pod.get("spec") or {}
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+            return False
         required = (
             ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
                 "requiredDuringSchedulingIgnoredDuringExecution"
             )
             or {}
         ).get("nodeSelectorTerms") or []
-        if required and not any(
+        return not required or any(
             all(_expression(e, labels) for e in term.get("matchExpressions") or [])
             for term in required
-        ):
-            return "node(s) didn't match Pod's node affinity/selector"
-        return None
+        )
+
+    @staticmethod
+    def taints_tolerated(pod: Obj, node: Obj) -> bool:
+        """Every ``NoSchedule``/``NoExecute`` taint of the node is tolerated (the cordon's
+        ``node.kubernetes.io/unschedulable`` taint included, as it stands on the node)."""
+        tolerations = (pod.get("spec") or {}).get("tolerations") or []
+        return all(
+            _tolerated(tolerations, t)
+            for t in (node.get("spec") or {}).get("taints") or []
+            if t.get("effect") in ("NoSchedule", "NoExecute")
+        )
 
     def _short(self, pod: Obj, free: dict[str, int]) -> list[str]:
         return [k for k, v in pod_requests(pod).items() if v > free.get(k, 0)]
@@ -142,6 +164,14 @@ class Scheduler:
         passing: list[Obj] = []
         store = self.api.store
         interpod = InterPodAffinity(nodes, store.list("pods"), store.list("namespaces"))
+        spread = TopologySpread(
+            pod,
+            nodes,
+            store.list("pods"),
+            kube_version=self.api.kube_version,
+            node_fits=self.node_affinity,
+            tolerated=self.taints_tolerated,
+        )
         for node in nodes:
             why = self.filter(pod, node)
             if why is not None:
@@ -149,7 +179,8 @@ class Scheduler:
                 continue
             free = self.free(node)
             short = self._short(pod, free)
-            why = interpod.reason(pod, node)
+            why = spread.reason(node) if self.spread_filter else None
+            why = why or interpod.reason(pod, node)
             if why is not None and not short:
                 reasons[why] += 1
                 continue

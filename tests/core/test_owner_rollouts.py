@@ -3,13 +3,17 @@ Helm release. Every number the plan states is checked against the pods."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from bot.core.diagnosis.findings import Diagnosis, Ledger, LedgerEntry, Verdict
+from bot.core.model.actions import PlanNote
 from bot.core.model.cluster import ClusterView, OwnerRef, PodInfo
-from bot.core.model.workloads import WorkloadInfo
+from bot.core.model.workloads import HelmValuesKey, WorkloadInfo, parse_helm_keys
 from bot.core.remedies.planning import plan_all, plan_tier2, plan_tier3
 from bot.core.remedies.relief import with_relief
+from bot.render.sentences import sentence
 from tests.core.analysis_builders import pod, view
 
 GI = 1024**3
@@ -114,7 +118,107 @@ def test_a_helm_owner_is_named_with_the_field_its_values_must_set(tier: int) -> 
         "release": "ml/cache",
         "chart": "redis-19.0.1",
         "field": field,
+        "values_key": None,  # nobody named it, and the template's containers were not read
+        "key_source": None,
+        "key_where": None,
+        "command": "helm get values cache -n ml -a",
     }
+
+
+def _helm_note(keys: list[HelmValuesKey], containers: list[str], *, tier: int = 3) -> PlanNote:
+    v, d = _cache(partition=None, helm=True)
+    [w] = v.workloads
+    v = v.model_copy(
+        update={"workloads": [w.model_copy(update={"helm_keys": keys, "containers": containers})]}
+    )
+    if tier == 2:
+        v = v.model_copy(
+            update={"pods": [_sts_pod(f"cache-{i}", "cache", gpu=1) for i in range(2)]}
+        )
+        plan = plan_tier2(v)
+    else:
+        plan = plan_tier3(v, d)
+    [note] = [n for n in plan.notes if n.code == "helm_reverts"]
+    return note
+
+
+ANNOTATION = "gpunode.io/helm-values-key.memory-limit"
+
+
+def test_a_key_the_workload_annotation_names_is_given_with_its_source() -> None:
+    keys = parse_helm_keys(
+        "memory-limit", "{container}.resources.limits.memory", source="annotation", where=ANNOTATION
+    )
+    note = _helm_note(keys, ["main", "exporter"])
+    assert note.params["values_key"] == "main.resources.limits.memory"
+    assert (note.params["key_source"], note.params["key_where"]) == ("annotation", ANNOTATION)
+
+
+def test_a_key_for_the_capped_container_wins_over_one_for_any_container() -> None:
+    text = "exporter=metrics.resources.limits.memory,main=master.resources.limits.memory"
+    keys = parse_helm_keys("memory-limit", text, source="annotation", where=ANNOTATION)
+    keys += parse_helm_keys("memory-limit", "resources", source="settings", where="redis")
+    assert _helm_note(keys, ["main", "exporter"]).params["values_key"] == (
+        "master.resources.limits.memory"
+    )
+
+
+def test_a_key_named_for_another_container_only_is_not_given_for_this_one() -> None:
+    keys = parse_helm_keys(
+        "memory-limit", "exporter=metrics.resources", source="annotation", where=ANNOTATION
+    )
+    note = _helm_note(keys, ["main", "exporter"])
+    assert (note.params["values_key"], note.params["key_source"]) == (None, None)
+
+
+def test_a_key_from_the_settings_names_the_chart_it_was_set_for() -> None:
+    keys = parse_helm_keys(
+        "priority-class", "master.priorityClassName", source="settings", where="redis"
+    )
+    note = _helm_note(keys, ["main"], tier=2)
+    assert note.params["values_key"] == "master.priorityClassName"
+    assert (note.params["key_source"], note.params["key_where"]) == ("settings", "redis")
+
+
+def test_one_container_and_no_named_key_gives_the_scaffold_key_marked_as_a_guess() -> None:
+    note = _helm_note([], ["main"])
+    assert note.params["values_key"] == "resources.limits.memory"
+    assert note.params["key_source"] == "convention"
+    assert note.params["command"] == "helm get values cache -n ml -a"
+
+
+def test_no_key_is_guessed_for_a_priority_class_or_a_second_container() -> None:
+    assert _helm_note([], ["main"], tier=2).params["values_key"] is None
+    assert _helm_note([], ["main", "exporter"]).params["values_key"] is None
+
+
+@pytest.mark.parametrize("locale", ["en", "zh-CN"])
+@pytest.mark.parametrize("source", ["annotation", "settings", "convention", None])
+def test_the_helm_sentence_states_a_named_key_as_named_and_a_guess_as_a_guess(
+    locale: str, source: str | None
+) -> None:
+    keys: list[HelmValuesKey] = []
+    if source == "annotation":
+        keys = parse_helm_keys(
+            "memory-limit", "server.resources", source="annotation", where=ANNOTATION
+        )
+    elif source == "settings":
+        keys = parse_helm_keys("memory-limit", "server.resources", source="settings", where="redis")
+    note = _helm_note(keys, ["main"] if source == "convention" else ["main", "exporter"])
+    assert note.params["key_source"] == source
+    text = sentence("notes", note.code, note.params, fmt="text", locale=locale, strict=True)
+    command = "helm get values cache -n ml -a"
+    if source in ("annotation", "settings"):
+        assert "server.resources" in text and command not in text
+        assert (ANNOTATION if source == "annotation" else "redis") in text
+    elif source == "convention":
+        # the guess comes with the command that confirms it, and the field it renders
+        assert "resources.limits.memory" in text and command in text
+        assert "containers[name=main]" in text
+    else:
+        assert command in text and "containers[name=main]" in text
+    if locale == "zh-CN":
+        assert not re.search(r"\b(the|set|and|with|confirm)\b", text), text
 
 
 def test_every_tier_of_a_partitioned_owner_keeps_its_numbers_consistent() -> None:

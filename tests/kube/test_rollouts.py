@@ -306,39 +306,92 @@ def judge_one(sim: KubeSim, name: str) -> bool:
     )
 
 
-async def test_a_helm_release_is_read_from_the_controller_and_named_in_tier3(
+HELM_LABELS = {"app.kubernetes.io/managed-by": "Helm", "helm.sh/chart": "prep-1.2.0"}
+HELM_RELEASE = {"meta.helm.sh/release-name": "prep", "meta.helm.sh/release-namespace": "data-prep"}
+
+
+@pytest.mark.parametrize(
+    ("annotation", "settings", "key", "source"),
+    [
+        (None, None, "resources.limits.memory", "convention"),
+        (
+            "{container}.resources.limits.memory",
+            None,
+            "pandas.resources.limits.memory",
+            "annotation",
+        ),
+        (
+            None,
+            "pandas=worker.resources.limits.memory",
+            "worker.resources.limits.memory",
+            "settings",
+        ),
+        (
+            "job.resources.limits.memory",
+            "worker.resources",
+            "job.resources.limits.memory",
+            "annotation",
+        ),
+    ],
+    ids=["no-key-named", "annotation", "settings", "annotation-wins"],
+)
+async def test_a_helm_release_is_read_from_the_controller_and_tier3_names_its_values_key(
     make_gateway: Make,
+    annotation: str | None,
+    settings: str | None,
+    key: str,
+    source: str,
 ) -> None:
     base = next(w for w in _seed_workloads() if w["name"] == "preprocess")
-    base.update(
-        controller_labels={"app.kubernetes.io/managed-by": "Helm", "helm.sh/chart": "prep-1.2.0"},
-        controller_annotations={
-            "meta.helm.sh/release-name": "prep",
-            "meta.helm.sh/release-namespace": "data-prep",
-        },
-    )
-    gw, _ = await make_gateway(seed_with([base], drop=("preprocess",)))
+    notes = dict(HELM_RELEASE)
+    if annotation is not None:
+        notes["gpunode.io/helm-values-key.memory-limit"] = annotation
+    base.update(controller_labels=HELM_LABELS, controller_annotations=notes)
+    helm_keys = {"prep": {"memory-limit": settings}} if settings is not None else {}
+    gw, _ = await make_gateway(seed_with([base], drop=("preprocess",)), helm_values_keys=helm_keys)
     view = await gw.get_cluster_view(NODE)
     [w] = [w for w in view.workloads if w.name == "preprocess"]
-    assert (w.helm_release, w.helm_chart) == ("data-prep/prep", "prep-1.2.0")
-    pods = [p for p in view.pods if p.name.startswith("preprocess-")]
-    notes = rollout_notes(
-        view,
-        "Deployment",
-        "data-prep",
-        "preprocess",
-        pods=pods,
-        resources=True,
-        container="pandas",
+    assert (w.helm_release, w.helm_chart, w.containers) == (
+        "data-prep/prep",
+        "prep-1.2.0",
+        ["pandas"],
     )
-    [note] = [n for n in notes if n.code == "helm_reverts"]
+    diagnosis = analyze(await gw.run_diagnostic(NODE), view, now=datetime.now(UTC))
+    tier3 = next(p for p in diagnosis.plans if p.tier == 3)
+    [note] = [n for n in tier3.notes if n.code == "helm_reverts"]
     assert note.params["release"] == "data-prep/prep"
     assert note.params["field"] == (
         "spec.template.spec.containers[name=pandas].resources.limits.memory"
     )
+    assert (note.params["values_key"], note.params["key_source"]) == (key, source)
     for locale in ("en", "zh-CN"):
         text = sentence("notes", note.code, note.params, fmt="text", locale=locale, strict=True)
-        assert "data-prep/prep" in text and "helm" in text.lower()
+        assert "data-prep/prep" in text and key in text
+        # a guessed key always comes with the command that confirms it; a named one says who
+        # named it
+        confirm = "helm get values prep -n data-prep -a"
+        assert (confirm in text) is (source == "convention")
+        if source == "annotation":
+            assert "gpunode.io/helm-values-key.memory-limit" in text
+        if source == "settings":
+            assert "kube.helm_values_keys" in text
+
+
+async def test_a_helm_release_with_two_containers_gets_no_guessed_key(make_gateway: Make) -> None:
+    base = next(w for w in _seed_workloads() if w["name"] == "preprocess")
+    base.update(
+        controller_labels=HELM_LABELS,
+        controller_annotations=HELM_RELEASE,
+        containers=[*base["containers"], container("metrics", requests={"cpu": "10m"})],
+    )
+    gw, _ = await make_gateway(seed_with([base], drop=("preprocess",)))
+    view = await gw.get_cluster_view(NODE)
+    diagnosis = analyze(await gw.run_diagnostic(NODE), view, now=datetime.now(UTC))
+    tier3 = next(p for p in diagnosis.plans if p.tier == 3)
+    [note] = [n for n in tier3.notes if n.code == "helm_reverts"]
+    assert (note.params["values_key"], note.params["key_source"]) == (None, None)
+    text = sentence("notes", note.code, note.params, fmt="text", locale="en", strict=True)
+    assert "helm get values prep -n data-prep -a lists the release's values" in text
 
 
 def _kueue(used_gpus: str, *, cohort: str | None = None) -> list[dict[str, Any]]:

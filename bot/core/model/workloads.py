@@ -7,6 +7,8 @@ Built by ``bot.kube`` from API objects; read by the remedy checks (``bot.core.re
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -53,6 +55,26 @@ class PodAffinityTerm(_Model):
     topology_key: str
 
 
+class SpreadConstraint(_Model):
+    """One ``topologySpreadConstraints`` entry with ``whenUnsatisfiable: DoNotSchedule`` (a
+    ``ScheduleAnyway`` one only scores, never blocks), as kube-scheduler's PodTopologySpread
+    holds it: ``matchLabelKeys`` already merged into ``selector`` (``key In (value)`` for each
+    key the pod's labels carry), the policies defaulted."""
+
+    max_skew: int = 1
+    topology_key: str
+    selector: LabelSelector | None = Field(
+        None, description="None: no labelSelector (counts no pod, and the pod is no match)"
+    )
+    min_domains: int = Field(1, description="minDomains; unset counts as 1")
+    node_affinity_policy: Literal["Honor", "Ignore"] = Field(
+        "Honor", description="nodeAffinityPolicy: count only nodes the pod's node affinity takes"
+    )
+    node_taints_policy: Literal["Honor", "Ignore"] = Field(
+        "Ignore", description="nodeTaintsPolicy: Honor counts only nodes whose taints it tolerates"
+    )
+
+
 class PodScheduling(_Model):
     """What the scheduler matches a pod against."""
 
@@ -74,6 +96,9 @@ class PodScheduling(_Model):
     anti_affinity_terms: list[PodAffinityTerm] = Field(
         default_factory=list, description="podAntiAffinity requiredDuringScheduling... terms"
     )
+    spread_constraints: list[SpreadConstraint] = Field(
+        default_factory=list, description="topologySpreadConstraints with DoNotSchedule"
+    )
     claims: list[str] = Field(
         default_factory=list, description="spec.volumes[].persistentVolumeClaim.claimName"
     )
@@ -94,6 +119,9 @@ class PeerPod(_Model):
     labels: dict[str, str] = Field(default_factory=dict)
     node: str
     anti_affinity_terms: list[PodAffinityTerm] = Field(default_factory=list)
+    terminating: bool = Field(
+        False, description="metadata.deletionTimestamp set: topology spread does not count it"
+    )
 
 
 class PodSlot(_Model):
@@ -146,6 +174,23 @@ class KueueWorkload(_Model):
         return f"{self.namespace}/{self.name}"
 
 
+#: a field a plan asks a Helm chart to keep: tier 3's memory limit, tier 2's priority class
+HelmField = Literal["memory-limit", "priority-class"]
+
+
+class HelmValuesKey(_Model):
+    """The values key a Helm chart renders one field from, as a team named it: on the
+    workload (annotation ``gpunode.io/helm-values-key.<field>``) or in the bot's settings
+    for the chart (``kube.helm_values_keys``). Never read from the release itself: its values
+    live in Helm's release Secret, which the bot may not read."""
+
+    field: HelmField
+    key: str = Field(description="the values key; ``{container}`` stands for the container")
+    container: str | None = Field(None, description="only this container (None: any)")
+    source: Literal["annotation", "settings"]
+    where: str = Field(description="the annotation's name, or the chart's name in the settings")
+
+
 class WorkloadInfo(_Model):
     """A top controller of pods on the node, with what decides how a change reaches them."""
 
@@ -173,6 +218,12 @@ class WorkloadInfo(_Model):
         None, description="namespace/name of the Helm release that manages it"
     )
     helm_chart: str | None = Field(None, description="label helm.sh/chart (name-version)")
+    helm_keys: list[HelmValuesKey] = Field(
+        default_factory=list, description="the values keys a team named for its chart's fields"
+    )
+    containers: list[str] = Field(
+        default_factory=list, description="spec.template.spec.containers names, in order"
+    )
     backoff_limit: int | None = Field(None, description="batch/v1 Job only")
     failed: int | None = None
     ignores_disruption: bool = Field(
@@ -187,3 +238,55 @@ class WorkloadInfo(_Model):
     @property
     def key(self) -> str:
         return f"{self.kind}/{self.namespace}/{self.name}"
+
+
+HELM_FIELDS: tuple[HelmField, ...] = (
+    "memory-limit",
+    "priority-class",
+)
+#: the annotation a team sets on the workload (in its chart's template) to name the key
+HELM_KEY_ANNOTATION = "gpunode.io/helm-values-key."
+
+
+def helm_keys_problem(text: str) -> str | None:
+    """What is wrong with a values-key text (None: it parses): either one key (``{container}``
+    stands for the container's name) or ``container=key`` pairs separated by commas."""
+    parts = [p.strip() for p in text.split(",")]
+    if not text.strip() or any(not p for p in parts):
+        return "give a values key, or container=key pairs separated by commas"
+    pairs = [p for p in parts if "=" in p]
+    if pairs and len(pairs) != len(parts):
+        return "give one key, or container=key pairs for every entry, not both"
+    for p in pairs:
+        container, _, key = p.partition("=")
+        if not container.strip() or not key.strip() or "=" in key:
+            return "each container=key pair needs a container name and a key"
+    words = [w.strip() for p in parts for w in p.split("=")]
+    if any(any(c.isspace() for c in w) for w in words):
+        return "a values key or container name has no spaces"
+    return None
+
+
+def parse_helm_keys(
+    field: HelmField,
+    text: str,
+    *,
+    source: Literal["annotation", "settings"],
+    where: str,
+) -> list[HelmValuesKey]:
+    """``text`` (see ``helm_keys_problem``) as the keys it names; [] when it does not parse."""
+    if helm_keys_problem(text) is not None:
+        return []
+    out = []
+    for part in (p.strip() for p in text.split(",")):
+        container, _, key = part.partition("=") if "=" in part else ("", "", part)
+        out.append(
+            HelmValuesKey(
+                field=field,
+                key=key.strip(),
+                container=container.strip() or None,
+                source=source,
+                where=where,
+            )
+        )
+    return out

@@ -56,13 +56,19 @@ def matches_node(pod: PodScheduling, room: RoomOnNode) -> bool:
     for taint in room.taints:
         if taint.effect in ("NoSchedule", "NoExecute") and not tolerates(pod.tolerations, taint):
             return False
-    if any(room.labels.get(k) != v for k, v in pod.node_selector.items()):
-        return False
     for volume in pod.volume_terms:  # the PersistentVolumes' node affinity (local PVs)
         if volume and not any(all(_requirement(r, room.labels) for r in t) for t in volume):
             return False
+    return node_affinity_matches(pod, room.labels)
+
+
+def node_affinity_matches(pod: PodScheduling, labels: dict[str, str]) -> bool:
+    """The pod's node selector and required node affinity take a node with ``labels``
+    (kube-scheduler's ``GetRequiredNodeAffinity``)."""
+    if any(labels.get(k) != v for k, v in pod.node_selector.items()):
+        return False
     terms = pod.required_terms
-    return not terms or any(all(_requirement(r, room.labels) for r in t) for t in terms)
+    return not terms or any(all(_requirement(r, labels) for r in t) for t in terms)
 
 
 def short_of(requests: dict[str, int], free: dict[str, int]) -> dict[str, int]:

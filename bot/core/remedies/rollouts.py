@@ -35,7 +35,8 @@ controller's rollout, so the plan reads it (``WorkloadInfo``, ``bot.core.model.w
   and requeues it with a backoff, deactivating it after ``backoffLimitCount`` requeues.
 - A Helm release (``app.kubernetes.io/managed-by: Helm``, ``meta.helm.sh/release-name``)
   renders the object from its chart and values: the next ``helm upgrade`` puts the old
-  value back (``helm_reverts``, naming the release and the field to set in the values).
+  value back (``helm_reverts``, naming the release, the rendered field and the values key
+  as far as it is known: see ``helm_note``).
 
 Tier 2 also says where the restarted pods go (``restart_notes``): a cordoned node cannot take
 them back; another node that fits is named; when none fits, the pods a higher priority would
@@ -236,22 +237,67 @@ def rollout_notes(
             )
         )
     if w.helm_release:
-        field = (
-            f"spec.template.spec.containers[name={container}].resources.limits.memory"
-            if resources and container
-            else "spec.template.spec.priorityClassName"
-        )
-        notes.append(
-            PlanNote(
-                code="helm_reverts",
-                params=ref | {"release": w.helm_release, "chart": w.helm_chart, "field": field},
-            )
-        )
+        notes.append(helm_note(w, container if resources else None))
     if resources and w.vpa and (w.vpa_mode or "Auto") != "Off":
         notes.append(
             PlanNote(code="vpa_reverts", params=ref | {"vpa": w.vpa, "mode": w.vpa_mode or "Auto"})
         )
     return notes
+
+
+#: the key ``helm create``'s scaffold renders its one container's resources from
+HELM_CREATE_MEMORY_KEY = "resources.limits.memory"
+
+
+def helm_values_key(
+    w: WorkloadInfo, field: str, container: str | None
+) -> tuple[str, str, str] | None:
+    """(key, source, where) of the values key a team named for ``field`` (of ``container``):
+    a key for that container first, then one for any container (``{container}`` filled in);
+    None when nobody named one."""
+    named = [k for k in w.helm_keys if k.field == field]
+    for k in sorted(named, key=lambda k: k.container is None):
+        if k.container is None or k.container == container:
+            return k.key.replace("{container}", container or ""), k.source, k.where
+    return None
+
+
+def helm_note(w: WorkloadInfo, container: str | None) -> PlanNote:
+    """``helm_reverts`` for a change to ``container``'s memory limit (None: the pods'
+    priorityClassName). The values key is named only as far as it is known: from the
+    workload's annotation or the bot's settings (``key_source``), else, for the memory limit
+    of a workload with one container, the ``helm create`` scaffold's key marked as a guess
+    (``key_source`` "convention"), with the ``helm get values`` command that confirms it."""
+    field = (
+        f"spec.template.spec.containers[name={container}].resources.limits.memory"
+        if container
+        else "spec.template.spec.priorityClassName"
+    )
+    named = helm_values_key(w, "memory-limit" if container else "priority-class", container)
+    key: str | None = None
+    source: str | None = None
+    where: str | None = None
+    command = None
+    if w.helm_release and "/" in w.helm_release:
+        ns, release = w.helm_release.split("/", 1)
+        command = f"helm get values {release} -n {ns} -a"
+    if named is not None:
+        key, source, where = named
+    elif container and w.containers == [container] and command is not None:
+        key, source = HELM_CREATE_MEMORY_KEY, "convention"  # a guess, said as one
+    return PlanNote(
+        code="helm_reverts",
+        params={
+            "workload": w.key,
+            "release": w.helm_release,
+            "chart": w.helm_chart,
+            "field": field,
+            "values_key": key,
+            "key_source": source,
+            "key_where": where,
+            "command": command,
+        },
+    )
 
 
 def restart_notes(

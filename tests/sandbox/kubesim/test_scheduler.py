@@ -171,3 +171,121 @@ async def test_the_scheduler_binds_where_requests_taints_and_affinity_allow(
             "False",
             "Unschedulable",
         )
+
+
+def _spread(when: str = "DoNotSchedule", **extra: Any) -> dict[str, Any]:
+    return {
+        "maxSkew": 1,
+        "topologyKey": "nodepool",
+        "whenUnsatisfiable": when,
+        "labelSelector": {"matchLabels": {"app": "probe"}},
+        **extra,
+    }
+
+
+async def _probe_pods_elsewhere(sim: KubeSim, count: int, node: str) -> None:
+    for i in range(count):
+        sim.api.seed(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"old-{i}",
+                    "namespace": "default",
+                    "labels": {"app": "probe"},
+                },
+                "spec": {"nodeName": node, "containers": [{"name": "c", "image": "x:1"}]},
+                "status": {"phase": "Running"},
+            }
+        )
+
+
+async def test_a_do_not_schedule_spread_constraint_keeps_the_pod_off_the_fuller_domain(
+    make_kubesim: Callable[..., Awaitable[KubeSim]],
+) -> None:
+    """Pools: gpu-h100 (2 nodes) holds 2 probe pods, general (cpu-node-01) none: with
+    maxSkew 1 the pod goes to general, whatever the free memory says."""
+    sim = await make_kubesim("seed")
+    await _probe_pods_elsewhere(sim, 2, "gpu-node-02")
+    pod = await _place(sim, {"topologySpreadConstraints": [_spread()]})
+    assert pod["spec"]["nodeName"] == "cpu-node-01"
+
+
+async def test_a_spread_that_no_node_satisfies_leaves_the_pod_pending_in_the_schedulers_words(
+    make_kubesim: Callable[..., Awaitable[KubeSim]],
+) -> None:
+    sim = await make_kubesim("seed")
+    await _probe_pods_elsewhere(sim, 2, "gpu-node-02")
+    spec = {"topologySpreadConstraints": [_spread()], "nodeSelector": {"nodepool": "gpu-h100"}}
+    # nodeAffinityPolicy Honor: general is no domain for this pod; the only domain holds 2,
+    # so the minimum is 2 and gpu-h100 is at skew 1: it fits
+    pod = await _place(sim, spec)
+    assert pod["spec"].get("nodeName") in ("gpu-node-01", "gpu-node-02")
+
+
+async def test_min_domains_above_the_domain_count_makes_the_minimum_zero(
+    make_kubesim: Callable[..., Awaitable[KubeSim]],
+) -> None:
+    sim = await make_kubesim("seed")
+    await _probe_pods_elsewhere(sim, 1, "gpu-node-02")
+    await _probe_pods_elsewhere(sim, 0, "cpu-node-01")
+    spec = {
+        "topologySpreadConstraints": [_spread(minDomains=3)],
+        "nodeSelector": {"nodepool": "gpu-h100"},
+    }
+    pod = await _place(sim, spec)
+    assert not pod["spec"].get("nodeName")
+    assert "didn't match pod topology spread constraints" in _event(sim, pod)
+
+
+async def test_schedule_anyway_never_keeps_a_pod_off_a_node(
+    make_kubesim: Callable[..., Awaitable[KubeSim]],
+) -> None:
+    sim = await make_kubesim("seed")
+    await _probe_pods_elsewhere(sim, 1, "gpu-node-02")
+    spec = {
+        "topologySpreadConstraints": [_spread("ScheduleAnyway", minDomains=3)],
+        "nodeSelector": {"nodepool": "gpu-h100"},
+    }
+    pod = await _place(sim, spec)
+    assert pod["spec"].get("nodeName")
+
+
+@pytest.mark.parametrize(
+    ("version", "affinity_merged", "spread_merged"),
+    [("1.31", True, False), ("1.32", True, False), ("1.33", True, True), ("1.35", True, True)],
+)
+async def test_the_api_server_merges_match_label_keys_into_selectors_from_its_version(
+    make_kubesim: Callable[..., Awaitable[KubeSim]],
+    version: str,
+    affinity_merged: bool,
+    spread_merged: bool,
+) -> None:
+    sim = await make_kubesim("seed", kube_version=version)
+    term = {
+        "topologyKey": "kubernetes.io/hostname",
+        "labelSelector": {"matchLabels": {"app": "probe"}},
+        "matchLabelKeys": ["pod-template-hash"],
+        "mismatchLabelKeys": ["app"],
+    }
+    spec = {
+        "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
+        "topologySpreadConstraints": [_spread(matchLabelKeys=["pod-template-hash"])],
+    }
+    pod = await _place(sim, spec)
+    hash_ = pod["metadata"]["labels"]["pod-template-hash"]
+    stored = (
+        pod["spec"]["affinity"]["podAntiAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ][0]["labelSelector"].get("matchExpressions")
+        or []
+    )
+    assert (
+        stored
+        == [
+            {"key": "pod-template-hash", "operator": "In", "values": [hash_]},
+            {"key": "app", "operator": "NotIn", "values": ["probe"]},
+        ]
+    ) is affinity_merged
+    spread = pod["spec"]["topologySpreadConstraints"][0]["labelSelector"]
+    assert bool(spread.get("matchExpressions")) is spread_merged
