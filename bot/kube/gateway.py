@@ -27,7 +27,7 @@ from bot.core.diagnosis.allocation import allocated_resources, describe_allocate
 from bot.core.diagnosis.attribution import norm_uid
 from bot.core.governance.impersonation import ActingAs
 from bot.core.model.changes import Change, EnvValues, EvictionOutcome, ResourceValues
-from bot.core.model.cluster import ClusterView, NodeInfo, NodeLoad, RoomOnNode
+from bot.core.model.cluster import BudgetInfo, ClusterView, NodeInfo, NodeLoad, RoomOnNode
 from bot.core.model.evidence import EvidenceBundle
 from bot.core.remedies.rollouts import DRA_PREFIX
 from bot.core.remedies.watching import RolloutProgress
@@ -316,10 +316,11 @@ class Gateway:
         cache = self.owner_cache()
         informer = self.pod_events()
         held = informer.items_in if informer is not None and informer.synced.is_set() else None
-        chains, events, metrics = await asyncio.gather(
+        chains, events, metrics, budgets = await asyncio.gather(
             self._call("read pod owners", self._owner_chains, pods, cache),
             self._call(f"list events of {node}", reading.list_events, node, all_pods, held),
             self._metrics(groups, namespaces),
+            self._budgets(pods),
         )
         keys = {(p["metadata"].get("namespace"), p["metadata"].get("name")) for p in pods}
         claims = await self._claims(pods)
@@ -363,6 +364,7 @@ class Gateway:
             pools=context.pools,
             bot_namespace=self.settings.namespace,
             in_place_resize="pods/resize" in resources,
+            budgets=budgets,
             events=[objects.parse_event(e) for e in events],
             allocated=allocated_resources(node_obj, pods),
             allocated_text=describe_allocated(node_obj, pods),
@@ -377,6 +379,23 @@ class Gateway:
             server_version=version,
             observed_at=datetime.now(UTC),
         )
+
+    async def _budgets(self, pods: list[Obj]) -> list[BudgetInfo] | None:
+        """The PodDisruptionBudgets of the namespaces of ``pods``, with their status (None when
+        they cannot be read: tier 1 then names no budget block before the dry run, whose
+        eviction answers still do). No call when there are no pods."""
+        spaces = {str(p["metadata"].get("namespace", "")) for p in pods}
+        if not spaces:
+            return []
+        try:
+            items = await self._call("list PodDisruptionBudgets", reading.list_budgets)
+        except GpunodeError as exc:
+            if isinstance(exc, KubeUnavailableError) and exc.status is None:
+                raise
+            log.warning("PodDisruptionBudgets not read: %s", exc)
+            return None
+        parsed = (objects.parse_budget(b) for b in items)
+        return [b for b in parsed if b.namespace in spaces]
 
     async def _with_dra_devices(self, room: list[RoomOnNode]) -> list[RoomOnNode]:
         """``room`` with each node's free DRA devices per driver (``dra:DRIVER``): its

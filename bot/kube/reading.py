@@ -183,6 +183,12 @@ def list_priority_classes(t: Transport) -> list[Obj]:
     return t.list_all("/apis/scheduling.k8s.io/v1/priorityclasses")
 
 
+def list_budgets(t: Transport) -> list[Obj]:
+    """Every PodDisruptionBudget, with the status the disruption controller wrote (one paged
+    list: budgets are few next to pods, and one call beats one per namespace of the node)."""
+    return t.list_all("/apis/policy/v1/poddisruptionbudgets")
+
+
 def server_version(t: Transport) -> str | None:
     version = t.get("/version")
     return version.get("gitVersion") if isinstance(version, dict) else None
