@@ -320,7 +320,7 @@ class Gateway:
             self._call("read pod owners", self._owner_chains, pods, cache),
             self._call(f"list events of {node}", reading.list_events, node, all_pods, held),
             self._metrics(groups, namespaces),
-            self._budgets(pods),
+            self._budgets(pods, cache),
         )
         keys = {(p["metadata"].get("namespace"), p["metadata"].get("name")) for p in pods}
         claims = await self._claims(pods)
@@ -380,22 +380,29 @@ class Gateway:
             observed_at=datetime.now(UTC),
         )
 
-    async def _budgets(self, pods: list[Obj]) -> list[BudgetInfo] | None:
-        """The PodDisruptionBudgets of the namespaces of ``pods``, with their status (None when
-        they cannot be read: tier 1 then names no budget block before the dry run, whose
-        eviction answers still do). No call when there are no pods."""
-        spaces = {str(p["metadata"].get("namespace", "")) for p in pods}
+    async def _budgets(self, pods: list[Obj], cache: OwnerCache) -> list[BudgetInfo] | None:
+        """The PodDisruptionBudgets of the namespaces of ``pods`` that tier 1 could evict
+        (not a DaemonSet's, not a static pod), with their status: one scoped list per
+        namespace, shared like the owners (``owner_cache``). None when they cannot be read:
+        tier 1 then names no budget block before the dry run, whose evictions still do."""
+        spaces = {
+            str(p["metadata"].get("namespace", ""))
+            for p in pods
+            if (objects.controller_ref(p) or {}).get("kind") != "DaemonSet"
+            and objects.MIRROR_ANNOTATION not in (p["metadata"].get("annotations") or {})
+        }
         if not spaces:
             return []
         try:
-            items = await self._call("list PodDisruptionBudgets", reading.list_budgets)
+            items = await self._call(
+                "list PodDisruptionBudgets", reading.list_budgets, spaces, cache.budgets
+            )
         except GpunodeError as exc:
             if isinstance(exc, KubeUnavailableError) and exc.status is None:
                 raise
             log.warning("PodDisruptionBudgets not read: %s", exc)
             return None
-        parsed = (objects.parse_budget(b) for b in items)
-        return [b for b in parsed if b.namespace in spaces]
+        return [objects.parse_budget(b) for b in items]
 
     async def _with_dra_devices(self, room: list[RoomOnNode]) -> list[RoomOnNode]:
         """``room`` with each node's free DRA devices per driver (``dra:DRIVER``): its

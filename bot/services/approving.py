@@ -21,6 +21,7 @@ from bot.core.model.incidents import Incident
 from bot.core.reporting.outcomes import ApprovalClosed, refused
 from bot.core.reporting.records import ActionRecord
 from bot.errors import GpunodeError
+from bot.services import publishing
 from bot.services.acting import ActDeps, audit_fields, plan_of_record, reason_of, tier_of
 from bot.services.applying import APPROVAL_MESSAGE, execute
 
@@ -111,6 +112,7 @@ async def close_approval_message(
         await d.thread.update(str(where["channel"]), str(where["ts"]), told, incident=incident)
     except GpunodeError as err:
         log.warning("could not close approval message of %s: %s", record.action_id, err)
+    publishing.push_homes(d, req, incident)  # it leaves the deciders' Home tabs
 
 
 async def expire_overdue(d: ActDeps) -> int:
