@@ -132,7 +132,7 @@ def test_top_pods_say_what_their_figure_is_and_drop_the_per_line_suffix(
     seed_diagnosis: Diagnosis,
 ) -> None:
     pods = next(t for t in _texts(full_messages(seed_diagnosis)[0][1]) if t.startswith("*Top pods"))
-    assert pods.startswith("*Top pods by host memory*") and "anon + active page cache" in pods
+    assert pods.startswith("*Top pods by working set*") and "usage − inactive file" in pods
     assert "(working set)" not in pods
 
 

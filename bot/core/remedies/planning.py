@@ -168,8 +168,8 @@ def protection_reason(
 def _usage(diagnosis: Diagnosis | None) -> dict[str, int]:
     if diagnosis is None:
         return {}
-    return {
-        e.pod_key: e.bytes
+    return {  # the working set: what the kubelet ranks and what eviction gives back
+        e.pod_key: e.figure
         for e in diagnosis.ledger.entries
         if e.category == "pod" and e.pod_key is not None
     }
