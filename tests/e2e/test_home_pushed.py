@@ -5,9 +5,19 @@ an approving role; when bob decides, his Home is published again without it."""
 
 from __future__ import annotations
 
-from gpunode_sandbox.demo import Demo
+from pathlib import Path
+
+from gpunode_sandbox.demo import Demo, running_demo
 from gpunode_sandbox.slacksim.blocks import message_text
-from tests.e2e.conftest import diagnose, press, request_tier
+from gpunode_sandbox.story import CHANNEL
+from tests.e2e.conftest import (
+    diagnose,
+    incident_roots,
+    press,
+    request_tier,
+    submit_modal,
+    text_of,
+)
 
 ALICE, BOB, CAROL, DAVE = "U0ALICE", "U0BOB", "U0CAROL", "U0DAVE"
 
@@ -49,3 +59,38 @@ async def test_a_decided_approval_leaves_the_deciders_home_tab(demo: Demo) -> No
     bob = home_text(demo, BOB)
     assert f"requested by <@{ALICE}>" not in bob
     assert "Nothing is waiting for your approval." in bob
+
+
+POLICY = """
+roles:
+  responder: {allows: [1, 2, 3], can_diagnose: true}
+  approver: {can_approve: [1, 2, 3], can_diagnose: true}
+  approver-us: {can_approve: [1, 2, 3], can_diagnose: true, clusters: [prod-us]}
+bindings:
+  responder: {users: [U0ALICE]}
+  approver: {users: [U0BOB]}
+  approver-us: {users: [U0DAVE]}
+approvals:
+  1: {quorum: 1}
+"""
+
+
+async def test_the_push_checks_the_role_in_the_incidents_cluster(tmp_path: Path) -> None:
+    """Dave approves in prod-us only: a prod-eu approval is not pushed to him; bob's is."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY)
+    async with running_demo("seed", second="slab-leak", policy_file=policy) as demo:
+        result = await demo.slack.slash_command(ALICE, CHANNEL, "diagnose prod-eu/gpu-node-01")
+        assert result.status == 200, result.body
+        await demo.drain()
+        roots = [m for m in incident_roots(demo.slack) if "prod-eu/gpu-node-01" in text_of(m)]
+        assert roots
+        root = str(roots[-1]["ts"])
+        await press(demo, root, ALICE, "gpunode_tier1")
+        _, errors = await submit_modal(demo, ALICE, {"reason": "host memory exhausted"})
+        assert errors == {}
+        await press(demo, root, ALICE, "gpunode_apply")
+        await demo.drain()
+
+        assert "prod-eu/gpu-node-01" in home_text(demo, BOB)
+        assert demo.slack.home(DAVE) is None
