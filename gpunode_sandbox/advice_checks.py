@@ -43,6 +43,13 @@ From issue #24 section 2:
 - ``partition_respected``: a tier-2/3 plan never names as restarted a StatefulSet pod whose
   ordinal is below the StatefulSet's update partition (the controller does not reach it), and
   tier 3's relief bound counts only the pods the change reaches.
+From issue #23 section 2:
+- ``tier1_honours_budgets``: taken in the plan's order, no eviction of tier 1 is one the
+  eviction API would refuse for a PodDisruptionBudget (none allowed now, or the plan's earlier
+  evictions used the allowance up; several budgets; a budget whose status is behind), so its
+  relief never counts one; every plainly evictable pod (a controller's, non-critical, not
+  asked to stay) that a budget pins now is named in the plan with that budget; and each
+  named block is true, with the budget's own counts.
 """
 
 from __future__ import annotations
@@ -53,9 +60,10 @@ from dataclasses import dataclass
 
 from bot.core.diagnosis.findings import Diagnosis, Fact
 from bot.core.model.actions import ActionPlan, PatchResourcesParams, ResizePodParams
-from bot.core.model.cluster import ClusterView, ContainerInfo, PodInfo
+from bot.core.model.cluster import BudgetInfo, ClusterView, ContainerInfo, PodInfo
 from bot.core.model.evidence import EvidenceBundle
 from gpunode_sandbox.kubesim.quantities import to_bytes
+from gpunode_sandbox.kubesim.selectors import match_label_selector
 
 GIB = 1024**3
 MIB = 1024**2
@@ -71,6 +79,7 @@ INVARIANTS: tuple[str, ...] = (
     "no_gpu_words",
     "tier1_honours_autoscalers",
     "partition_respected",
+    "tier1_honours_budgets",
 )
 #: the node is short below this share of MemTotal available (issue #20's shortage)
 SHORT_SHARE = 0.10
@@ -476,6 +485,135 @@ def check_autoscaler_asks(view: ClusterView, d: Diagnosis) -> list[Violation]:
     return out
 
 
+#: priority at or above which a pod is critical (the product's default threshold, restated)
+CRITICAL_PRIORITY = 1_000_000
+_STAY_ASKED = (*_ASKS, ("gpunode.io/protected", "true"))
+
+
+def _selects(b: BudgetInfo, pod: PodInfo) -> bool:
+    """The budget selects the pod, judged by the stand-in's own selector code."""
+    if b.namespace != pod.namespace or b.selector is None:
+        return False
+    sel = {
+        "matchLabels": dict(b.selector.match_labels),
+        "matchExpressions": [
+            {"key": e.key, "operator": e.operator, "values": list(e.values)}
+            for e in b.selector.match_expressions
+        ],
+    }
+    return bool(match_label_selector(sel, pod.labels))
+
+
+def _plainly_evictable(pod: PodInfo, view: ClusterView) -> bool:
+    """A controller's running pod that nothing marks critical or asked to keep."""
+    return (
+        pod.phase == "Running"
+        and not pod.deleting
+        and bool(pod.owners)
+        and not pod.is_daemonset
+        and not pod.is_mirror
+        and not any(o.kind == "DaemonSet" for o in pod.owners)
+        and is_protected_kind(pod) is None
+        and pod.priority < CRITICAL_PRIORITY
+        and not (pod.priority_class_name or "").startswith("system-")
+        and not any(pod.labels.get(k, pod.annotations.get(k)) == v for k, v in _STAY_ASKED)
+        and pod.labels.get("gpunode.io/role") != "diagnostic"
+        and pod.namespace != view.bot_namespace
+    )
+
+
+def _exempt(pod: PodInfo, b: BudgetInfo) -> bool:
+    """An unready pod the eviction API lets go past its budget."""
+    return not pod.ready and (
+        b.unhealthy_pod_eviction_policy == "AlwaysAllow"
+        or (b.desired_healthy > 0 and b.current_healthy >= b.desired_healthy)
+    )
+
+
+def check_budgets(view: ClusterView, d: Diagnosis) -> list[Violation]:
+    out: list[Violation] = []
+    budgets = view.budgets or []
+    if not budgets:
+        return out
+    pods = _here(view)
+    for plan in d.plans:
+        if plan.tier != 1 or not plan.available:
+            continue
+        left = {(b.namespace, b.name): b.disruptions_allowed for b in budgets}
+        evicted = [f"{s.namespace}/{s.name}" for s in plan.steps if s.verb == "evict"]
+        for key in evicted:
+            pod = pods.get(key)
+            if pod is None or pod.phase != "Running" or pod.deleting:
+                continue
+            mine = [b for b in budgets if _selects(b, pod)]
+            if len(mine) > 1:
+                out.append(
+                    Violation(
+                        "tier1_honours_budgets",
+                        f"tier 1 evicts {key}, which {len(mine)} budgets select (refused)",
+                    )
+                )
+            elif mine and not mine[0].current:
+                out.append(
+                    Violation(
+                        "tier1_honours_budgets",
+                        f"tier 1 evicts {key}, whose budget {mine[0].name} is still processed",
+                    )
+                )
+            elif mine and not _exempt(pod, mine[0]):
+                b = mine[0]
+                if left[(b.namespace, b.name)] <= 0:
+                    out.append(
+                        Violation(
+                            "tier1_honours_budgets",
+                            f"tier 1 evicts {key}, which budget {b.name} refuses (needs "
+                            f"{b.desired_healthy} healthy, has {b.current_healthy}; its "
+                            f"relief counts it)",
+                        )
+                    )
+                left[(b.namespace, b.name)] -= 1
+        named = {p.pod: p for p in plan.protected if p.refusal is not None}
+        for key, pod in sorted(pods.items()):
+            if key in evicted or not _plainly_evictable(pod, view):
+                continue
+            mine = [b for b in budgets if _selects(b, pod)]
+            one = mine[0] if len(mine) == 1 else None
+            refused = len(mine) > 1 or (
+                one is not None
+                and (not one.current or (one.disruptions_allowed <= 0 and not _exempt(pod, one)))
+            )
+            if refused and key not in named:
+                out.append(
+                    Violation(
+                        "tier1_honours_budgets",
+                        f"{key} is pinned by budget {', '.join(b.name for b in mine)} but the "
+                        "plan does not name it",
+                    )
+                )
+        for key, p in named.items():
+            pod = pods.get(key)
+            mine = [b for b in budgets if pod is not None and _selects(b, pod)]
+            if not mine or any(b.name not in (p.budget or "") for b in mine):
+                out.append(
+                    Violation("tier1_honours_budgets", f"{key} named as pinned by {p.budget}")
+                )
+            elif p.refusal == "no_disruption_allowed" and pod is not None:
+                b = mine[0]
+                spent = sum(1 for k in evicted if k in pods and _selects(b, pods[k]))
+                if (b.desired_healthy, b.current_healthy) != (p.needs, p.has) or (
+                    b.disruptions_allowed - spent > 0
+                ):
+                    out.append(
+                        Violation(
+                            "tier1_honours_budgets",
+                            f"{key} named as refused by {b.name} (needs {p.needs}, has "
+                            f"{p.has}); the budget says needs {b.desired_healthy}, has "
+                            f"{b.current_healthy}, {b.disruptions_allowed - spent} allowed",
+                        )
+                    )
+    return out
+
+
 def check_partition(view: ClusterView, d: Diagnosis) -> list[Violation]:
     out = []
     pods = _here(view)
@@ -773,6 +911,7 @@ def check(
         *check_gpu_words(bundle, view, text),
         *check_autoscaler_asks(view, d),
         *check_partition(view, d),
+        *check_budgets(view, d),
     ]
 
 

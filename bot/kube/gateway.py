@@ -27,7 +27,7 @@ from bot.core.diagnosis.allocation import allocated_resources, describe_allocate
 from bot.core.diagnosis.attribution import norm_uid
 from bot.core.governance.impersonation import ActingAs
 from bot.core.model.changes import Change, EnvValues, EvictionOutcome, ResourceValues
-from bot.core.model.cluster import ClusterView, NodeInfo, NodeLoad, RoomOnNode
+from bot.core.model.cluster import BudgetInfo, ClusterView, NodeInfo, NodeLoad, RoomOnNode
 from bot.core.model.evidence import EvidenceBundle
 from bot.core.remedies.rollouts import DRA_PREFIX
 from bot.core.remedies.watching import RolloutProgress
@@ -424,10 +424,11 @@ class Gateway:
         cache = self.owner_cache()
         informer = self.pod_events()
         held = informer.items_in if informer is not None and informer.synced.is_set() else None
-        chains, events, metrics = await asyncio.gather(
+        chains, events, metrics, budgets = await asyncio.gather(
             self._call("read pod owners", self._owner_chains, pods, cache),
             self._call(f"list events of {node}", reading.list_events, node, all_pods, held),
             self._metrics(groups, namespaces),
+            self._budgets(pods, cache),
         )
         keys = {(p["metadata"].get("namespace"), p["metadata"].get("name")) for p in pods}
         claims = await self._claims(pods)
@@ -471,6 +472,7 @@ class Gateway:
             pools=context.pools,
             bot_namespace=self.settings.namespace,
             in_place_resize="pods/resize" in resources,
+            budgets=budgets,
             events=[objects.parse_event(e) for e in events],
             allocated=allocated_resources(node_obj, pods),
             allocated_text=describe_allocated(node_obj, pods),
@@ -485,6 +487,30 @@ class Gateway:
             server_version=version,
             observed_at=datetime.now(UTC),
         )
+
+    async def _budgets(self, pods: list[Obj], cache: OwnerCache) -> list[BudgetInfo] | None:
+        """The PodDisruptionBudgets of the namespaces of ``pods`` that tier 1 could evict
+        (not a DaemonSet's, not a static pod), with their status: one scoped list per
+        namespace, shared like the owners (``owner_cache``). None when they cannot be read:
+        tier 1 then names no budget block before the dry run, whose evictions still do."""
+        spaces = {
+            str(p["metadata"].get("namespace", ""))
+            for p in pods
+            if (objects.controller_ref(p) or {}).get("kind") != "DaemonSet"
+            and objects.MIRROR_ANNOTATION not in (p["metadata"].get("annotations") or {})
+        }
+        if not spaces:
+            return []
+        try:
+            items = await self._call(
+                "list PodDisruptionBudgets", reading.list_budgets, spaces, cache.budgets
+            )
+        except GpunodeError as exc:
+            if isinstance(exc, KubeUnavailableError) and exc.status is None:
+                raise
+            log.warning("PodDisruptionBudgets not read: %s", exc)
+            return None
+        return [objects.parse_budget(b) for b in items]
 
     async def _with_dra_devices(self, room: list[RoomOnNode]) -> list[RoomOnNode]:
         """``room`` with each node's free DRA devices per driver (``dra:DRIVER``): its

@@ -14,6 +14,7 @@ from typing import Any
 from bot.core.diagnosis.allocation import pod_requests_and_limits
 from bot.core.model.cluster import (
     USED_ENV_KEYS,
+    BudgetInfo,
     ClaimedDevice,
     Condition,
     ContainerInfo,
@@ -33,7 +34,7 @@ from bot.core.model.evidence import QosTier
 from bot.core.model.gangs import ANNOTATION_KEYS
 from bot.core.model.quantity import parse_quantity
 from bot.core.remedies.autoscalers import NODE_PROTECTION, POD_ANNOTATIONS
-from bot.kube.scheduling import parse_scheduling
+from bot.kube.scheduling import parse_scheduling, parse_selector
 
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -235,6 +236,11 @@ def parse_pod(
         is_mirror=MIRROR_ANNOTATION in (meta.get("annotations") or {}),
         has_emptydir=any("emptyDir" in v for v in volumes),
         deleting=bool(meta.get("deletionTimestamp")),
+        ready=any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in status.get("conditions") or []
+            if isinstance(c, dict)
+        ),
         created_at=parse_time(meta.get("creationTimestamp")),
         service_account=spec.get("serviceAccountName"),
         annotations={
@@ -275,6 +281,27 @@ def parse_pod_metrics(item: Obj) -> PodMetrics:
         namespace=meta.get("namespace", ""),
         name=meta.get("name", ""),
         memory_working_set_bytes=total,
+    )
+
+
+def parse_budget(item: Obj) -> BudgetInfo:
+    """A PodDisruptionBudget with its status (``policy/v1``). A status not yet written reads
+    as no disruption allowed, as the eviction API reads it."""
+    meta, spec, status = _meta(item), item.get("spec") or {}, item.get("status") or {}
+    generation = meta.get("generation")
+    observed = status.get("observedGeneration")
+    return BudgetInfo(
+        namespace=meta.get("namespace", ""),
+        name=meta.get("name", ""),
+        selector=parse_selector(spec.get("selector")),
+        disruptions_allowed=int(status.get("disruptionsAllowed") or 0),
+        current_healthy=int(status.get("currentHealthy") or 0),
+        desired_healthy=int(status.get("desiredHealthy") or 0),
+        expected_pods=int(status.get("expectedPods") or 0),
+        current=not (
+            isinstance(generation, int) and (not isinstance(observed, int) or observed < generation)
+        ),
+        unhealthy_pod_eviction_policy=spec.get("unhealthyPodEvictionPolicy"),
     )
 
 

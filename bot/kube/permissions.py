@@ -85,6 +85,7 @@ API_CALLS: tuple[ApiCall, ...] = (
     ApiCall("", "nodes", "patch"),
     ApiCall("", "pods/eviction", "create"),
     ApiCall("", "pods/resize", "patch"),
+    # the budgets of the node's namespaces (tier 1 names the pods they pin) and of evicted pods
     ApiCall("policy", "poddisruptionbudgets", "list"),
     ApiCall("scheduling.k8s.io", "priorityclasses", "get"),
     ApiCall("scheduling.k8s.io", "priorityclasses", "create"),

@@ -70,6 +70,8 @@ class OwnerCache(dict[tuple[str, str, str], "Obj | None"]):
     def __init__(self) -> None:
         super().__init__()
         self.pods: dict[tuple[str, str], list[Obj]] = {}
+        #: namespace -> its PodDisruptionBudgets (``list_budgets``)
+        self.budgets: dict[str, list[Obj]] = {}
 
 
 def owner_chain(
@@ -181,6 +183,18 @@ def list_pod_metrics(t: Transport, version: str, namespaces: Iterable[str]) -> l
 
 def list_priority_classes(t: Transport) -> list[Obj]:
     return t.list_all("/apis/scheduling.k8s.io/v1/priorityclasses")
+
+
+def list_budgets(t: Transport, namespaces: Iterable[str], cache: dict[str, list[Obj]]) -> list[Obj]:
+    """The PodDisruptionBudgets of ``namespaces``, with the status the disruption controller
+    wrote: one scoped list per namespace not in ``cache`` (namespace -> its budgets, shared
+    like the owners for ``fleet_cache_s`` and dropped by this gateway's writes)."""
+    out: list[Obj] = []
+    for ns in sorted(set(namespaces)):
+        if ns not in cache:
+            cache[ns] = t.list_all(f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets")
+        out += cache[ns]
+    return out
 
 
 def server_version(t: Transport) -> str | None:

@@ -98,7 +98,8 @@ def confirmation_modal(
     blocks: list[Block] = [section(_s(t.modal_intro(plan)))]
     if plan.tier == 1:
         blocks.append(section(_s(t.modal_evictions(plan))))
-        if plan.protected:
+        blocks += _budget_blocks(plan, t)
+        if any(p.refusal is None for p in plan.protected):
             blocks.append(section(_s(t.modal_protected(plan))))
     else:
         blocks.append(section(_s(t.modal_steps(plan))))
@@ -151,6 +152,14 @@ def confirmation_modal(
         "close": _plain(_s(t.cancel_button()), 24),
         "blocks": blocks[:100],
     }
+
+
+def _budget_blocks(plan: ActionPlan, t: Any) -> list[Block]:
+    """The plan's pods that a PodDisruptionBudget pins (the eviction API would refuse them
+    now), each with its budget and counts: said in the confirmation, the dry run and the
+    approval request, before anyone approves."""
+    pinned = [p for p in plan.protected if p.refusal is not None]
+    return [section(_s(t.budget_blocks(pinned)))] if pinned else []
 
 
 def _result_lines(result: Any, t: Any) -> list[str]:
@@ -209,6 +218,7 @@ def dry_run_message(
     if all_blocked:
         blocks.append(section(_s(t.all_blocked_line(len(result.evictions)))))
     blocks += _lines_blocks(_result_lines(result, t))
+    blocks += _budget_blocks(plan, t)
     text = truncate(_s(t.dry_run_header(plan)), 3000)
     if awaiting:
         return text, fit(blocks, "…", tail=[context(_s(t.awaiting_line()))])
@@ -254,6 +264,8 @@ def approval_message(
         blocks.append(section(_s(t.approval_steps(plan, owners or {}))))
         if plan.shortage_bytes > 0:
             blocks.append(section(_s(t.approval_relief(plan))))
+    blocks += _budget_blocks(plan, t)
+    if dry_run is not None:
         blocked = [e for e in dry_run.evictions if e.status == "blocked"]
         blocks.append(section(_s(t.approval_dry_run(dry_run.ok, len(blocked)))))
         if blocked:

@@ -264,8 +264,9 @@ def ledger_view(diagnosis: Diagnosis, *, width: int = BAR_WIDTH) -> LedgerView:
 
 def _lines(diagnosis: Diagnosis, groups: set[str]) -> list[AmountLine]:
     total = diagnosis.ledger.total_bytes
+    # a pod is named with its one figure (its working set, ``LedgerEntry.figure``) everywhere
     lines = [
-        AmountLine(e.label, e.bytes, _pct(e.bytes, total), e.source, e.pod_key)
+        AmountLine(e.label, e.figure, _pct(e.figure, total), e.source, e.pod_key)
         for e in diagnosis.ledger.entries
         if GROUPS[e.category] in groups
     ]

@@ -42,7 +42,7 @@ from bot.core.reporting.outcomes import (
 )
 from bot.core.reporting.records import ActionRecord, ActionState
 from bot.errors import GpunodeError, NotFoundError, WriteUnknownError
-from bot.services import approval_view, watching
+from bot.services import approval_view, publishing, watching
 from bot.services.acting import (
     ActDeps,
     audit_fields,
@@ -144,6 +144,7 @@ async def _request_approval(
     await d.ports.store.note_action(
         record.action_id, {APPROVAL_MESSAGE: {"channel": channel, "ts": ts}}
     )
+    publishing.push_homes(d, req, incident)  # the deciders' Home tabs show it at once
     if dry is None:  # an action requested before dry runs were kept
         await d.update_message(record, "awaiting_approval", by=record.requester, incident=incident)
     else:  # the dry run stays in the thread; only its buttons give way

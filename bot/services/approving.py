@@ -21,6 +21,7 @@ from bot.core.model.incidents import Incident
 from bot.core.reporting.outcomes import ApprovalClosed, refused
 from bot.core.reporting.records import ActionRecord
 from bot.errors import GpunodeError
+from bot.services import publishing
 from bot.services.acting import (
     ActDeps,
     audit_fields,
@@ -120,6 +121,7 @@ async def close_approval_message(
         )
     except GpunodeError as err:
         log.warning("could not close approval message of %s: %s", record.action_id, err)
+    publishing.push_homes(d, req, incident)  # it leaves the deciders' Home tabs
 
 
 async def expire_overdue(d: ActDeps) -> int:

@@ -33,6 +33,7 @@ from bot.core.model.incidents import Incident, IncidentState, TimelineEntry
 from bot.core.remedies.prevention import KitSource, PreventionParams
 from bot.core.remedies.watching import RolloutProgress
 from bot.core.reporting.charts import ChartSpec
+from bot.core.reporting.home import HomeSummary
 from bot.core.reporting.outcomes import ActionForm, Diagnosed, Told
 from bot.core.reporting.postmortem import Postmortem
 from bot.core.reporting.records import (
@@ -202,6 +203,9 @@ class ChatPort(Protocol):
     async def open_view(self, trigger_id: str, view: dict[str, object]) -> str:
         """Open a modal; return its view id."""
 
+    async def publish_home(self, user: str, view: dict[str, object]) -> None:
+        """``views.publish``: ``view`` becomes ``user``'s Home tab."""
+
     async def pin(self, channel: str, ts: str) -> None:
         """Pin message ``ts`` in ``channel`` (``pins.add``; already pinned is not an error)."""
 
@@ -246,6 +250,9 @@ class ThreadPort(Protocol):
     async def show(self, trigger_id: str, channel: str, user: str, form: ActionForm) -> None:
         """Open ``form`` for ``user`` (a modal, in their language) on the click that
         carried ``trigger_id``."""
+
+    async def show_home(self, user: str, home: HomeSummary) -> None:
+        """Publish ``home`` as ``user``'s Home tab, in their language."""
 
     async def show_state(
         self,

@@ -228,6 +228,12 @@ class SlackChat:
             raise _fail("views.open", exc) from exc
         return str(resp["view"]["id"])
 
+    async def publish_home(self, user: str, view: dict[str, Any]) -> None:
+        try:
+            await self._client.views_publish(user_id=user, view=view)
+        except _FAILURES as exc:
+            raise _fail("views.publish", exc) from exc
+
     async def pin(self, channel: str, ts: str) -> None:
         try:
             await self._client.pins_add(channel=channel, timestamp=ts)

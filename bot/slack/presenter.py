@@ -30,6 +30,7 @@ from bot.core.model.incidents import Incident
 from bot.core.model.locales import DEFAULT_LOCALE
 from bot.core.remedies.prevention import KitSource, PreventionParams
 from bot.core.reporting.charts import ChartSpec
+from bot.core.reporting.home import HomeSummary
 from bot.core.reporting.outcomes import (
     ActionDiff,
     ActionForm,
@@ -49,6 +50,7 @@ from bot.render import environment
 from bot.render.acting import action_form, render_action
 from bot.render.blocks import Message
 from bot.render.catalogs import translator
+from bot.render.home import render_home
 from bot.render.notices import render_messages, render_told
 from bot.render.postmortem import render_postmortem_html, render_postmortem_markdown
 from bot.render.prevention import kit_message, render_prevention_files
@@ -131,6 +133,11 @@ class SlackPresenter:
             action_form, form, await self.locales.for_person(channel, user)
         )
         await self.chat.open_view(trigger_id, view)
+
+    async def show_home(self, user: str, home: HomeSummary) -> None:
+        """Publish ``home`` as ``user``'s Home tab (``views.publish``), in their language."""
+        view = render_home(home, await self.locales.for_person("", user))
+        await self.chat.publish_home(user, view)
 
     async def chart(
         self, incident: Incident, spec: ChartSpec, *, name: str, thread_ts: str | None = None

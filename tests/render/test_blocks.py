@@ -139,7 +139,7 @@ def test_top_pods_say_what_their_figure_is_and_drop_the_per_line_suffix(
     seed_diagnosis: Diagnosis,
 ) -> None:
     pods = next(t for t in _texts(_details(seed_diagnosis)) if t.startswith("*Top pods"))
-    assert pods.startswith("*Top pods by host memory*") and "anon + active page cache" in pods
+    assert pods.startswith("*Top pods by working set*") and "usage − inactive file" in pods
     assert "(working set)" not in pods
 
 

@@ -44,6 +44,7 @@ class FakeChat:
         self.messages: dict[str, Posted] = {}
         self.ephemerals: list[Ephemeral] = []
         self.views: list[tuple[str, dict[str, Any]]] = []
+        self.homes: list[tuple[str, dict[str, Any]]] = []
         self.uploads: list[dict[str, Any]] = []
         #: (channel, ts) of each pins.add, in order
         self.pins: list[tuple[str, str]] = []
@@ -137,6 +138,9 @@ class FakeChat:
     async def open_view(self, trigger_id: str, view: dict[str, object]) -> str:
         self.views.append((trigger_id, dict(view)))
         return f"V{len(self.views):04d}"
+
+    async def publish_home(self, user: str, view: dict[str, object]) -> None:
+        self.homes.append((user, dict(view)))
 
     async def usergroup_members(self, usergroup_id: str) -> list[str]:
         return list(self.usergroups.get(usergroup_id, []))

@@ -71,6 +71,17 @@ class LedgerEntry(_Model):
     bytes: int
     source: str
     pod_key: str | None = Field(None, description="namespace/name for pod entries")
+    working_set_bytes: int | None = Field(
+        None,
+        description="pod entries: the pod's working set (usage - inactive_file), the kubelet's "
+        "measure for eviction and the one figure every section states for the pod; ``bytes`` "
+        "is its ledger share (anon + active file: its kernel memory is in the kernel lines)",
+    )
+
+    @property
+    def figure(self) -> int:
+        """The one figure a pod is named with everywhere: its working set when known."""
+        return self.working_set_bytes if self.working_set_bytes is not None else self.bytes
 
 
 class Ledger(_Model):

@@ -26,6 +26,8 @@ residual              MemTotal - all of the above; stated, never hidden. Positiv
 ====================  =====================================================================
 
 ``sum(entries) + residual == total`` always holds (by construction, property-tested).
+A pod entry also carries the pod's working set (``LedgerEntry.figure``): the one figure
+every section names the pod with (pod lists, talking points, tier plans), the kubelet's own.
 Pure: no I/O.
 """
 
@@ -113,6 +115,7 @@ def build_ledger(bundle: EvidenceBundle, attr: Attribution) -> Ledger:
                 bytes=anon + file_part,
                 source=p.source,
                 pod_key=p.pod.key if p.pod is not None else None,
+                working_set_bytes=p.working_set_bytes,
             )
         )
 

@@ -172,11 +172,22 @@ class ProtectedPod(_Model):
         "not_needed",
         "do_not_disrupt",
         "safe_to_evict_false",
+        "pdb_blocked",
     ] = Field(
         description="why tier 1 leaves it alone; not_needed: the pods before it cover it; "
         "do_not_disrupt / safe_to_evict_false: the autoscalers' annotations "
-        "(bot.core.remedies.autoscalers)"
+        "(bot.core.remedies.autoscalers); pdb_blocked: the eviction API would refuse it "
+        "(bot.core.remedies.budgets, ``refusal`` says why)"
     )
+    refusal: Literal["no_disruption_allowed", "several_budgets", "status_behind"] | None = Field(
+        None,
+        description="why the eviction API would refuse it now, also on a pod protected for "
+        "another reason (a bare pod): its budget allows no disruption (429), more than one "
+        "budget selects it (500), its budget's status is behind its spec (429)",
+    )
+    budget: str | None = Field(None, description="the PodDisruptionBudget(s) refusing it")
+    needs: int | None = Field(None, description="the budget's status.desiredHealthy")
+    has: int | None = Field(None, description="the budget's status.currentHealthy")
 
 
 class PlanNote(_Model):

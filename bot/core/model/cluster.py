@@ -16,6 +16,7 @@ from bot.core.model.evidence import QosTier
 from bot.core.model.quantity import quantity_value
 from bot.core.model.workloads import (
     KueueWorkload,
+    LabelSelector,
     PeerPod,
     PodScheduling,
     PodSlot,
@@ -245,6 +246,9 @@ class PodInfo(_Model):
     is_mirror: bool = False
     has_emptydir: bool = False
     deleting: bool = False
+    ready: bool = Field(
+        True, description="condition Ready is True (a PodDisruptionBudget counts it healthy)"
+    )
     created_at: datetime | None = None
     service_account: str | None = None
     annotations: dict[str, str] = Field(
@@ -323,6 +327,30 @@ class PriorityClassInfo(_Model):
     preemption_policy: str | None = None
 
 
+class BudgetInfo(_Model):
+    """A PodDisruptionBudget as the disruption controller reports it now (``status``): the
+    eviction API refuses (429) to evict a pod it selects while ``disruptions_allowed`` is 0,
+    saying "needs ``desired_healthy`` healthy pods and has ``current_healthy``"."""
+
+    namespace: str
+    name: str
+    selector: LabelSelector | None = Field(
+        None, description="None: a nil selector (selects no pod); empty: every pod"
+    )
+    disruptions_allowed: int = Field(0, description="status.disruptionsAllowed")
+    current_healthy: int = Field(0, description="status.currentHealthy")
+    desired_healthy: int = Field(0, description="status.desiredHealthy")
+    expected_pods: int = Field(0, description="status.expectedPods")
+    current: bool = Field(
+        True,
+        description="status.observedGeneration has caught up with metadata.generation (else "
+        "the eviction API refuses every eviction it guards until the controller catches up)",
+    )
+    unhealthy_pod_eviction_policy: str | None = Field(
+        None, description="IfHealthyBudget (the default) or AlwaysAllow"
+    )
+
+
 class NodeLoad(_Model):
     """One GPU node's memory at a glance, for ranking the fleet (``/gpunode top``): read in
     one pass over nodes, pods and pod metrics, without a per-node cluster view."""
@@ -376,3 +404,9 @@ class ClusterView(_Model):
         default_factory=list, description="Kueue Workloads of the node's queued pods"
     )
     in_place_resize: bool = Field(False, description="the server serves pods/resize")
+    budgets: list[BudgetInfo] | None = Field(
+        None,
+        description="the PodDisruptionBudgets of the node's pods' namespaces, with their "
+        "status as read (None: not read; tier 1 then cannot name budget blocks before the "
+        "dry run)",
+    )

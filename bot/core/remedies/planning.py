@@ -38,6 +38,15 @@ named in ``protected`` with reason ``not_needed`` (left alone: the ones before i
 cover it). When even all of
 them fall short, all go and the relief says it is not enough.
 
+PodDisruptionBudgets (``view.budgets``, their status as read): a pod whose eviction the API
+would refuse now (its budget allows no disruption, or the plan's earlier evictions used the
+budget's allowance up; ``bot.core.remedies.budgets``) is never put in the plan: the planner
+picks around it in the same order and names it in ``protected`` with its budget and counts
+(reason ``pdb_blocked``, "needs 1 healthy, has 1"), so the relief never counts it and the
+approver reads the block before approving. Such pods are named whether or not the shortage
+needed them; a non-critical pod left alone for another reason (a bare pod, a protected label,
+an autoscaler annotation) that a budget pins carries the budget's refusal too.
+
 Tier 2, protect the critical workload (offered only when the training is at risk on this
 node, ``training_at_risk``: else unavailable, warning ``training_not_at_risk``; never for
 the verdict's consumer, ``consumer_group``; never for a Guaranteed pod, which stays within
@@ -80,6 +89,7 @@ from bot.core.model.plans import HEADROOM_MIN, make_plan, plan_id, relief_target
 from bot.core.model.refs import ObjectRef
 from bot.core.model.thresholds import DEFAULT, Thresholds
 from bot.core.remedies.autoscalers import pod_protection, protection_to_add
+from bot.core.remedies.budgets import Budgets
 from bot.core.remedies.caps import Holdings, plan_tier3
 from bot.core.remedies.destinations import landing_notes
 from bot.core.remedies.relief import runbook_plan, with_relief
@@ -90,6 +100,10 @@ PROTECTED_LABEL = "gpunode.io/protected"
 ROLE_LABEL = "gpunode.io/role"
 DEFAULT_PRIORITY_CLASS = "gpunode-critical-training"
 CRITICAL_PRIORITY = DEFAULT.critical_priority_threshold
+#: reasons that leave a non-critical pod alone; a budget that pins it is named beside them
+_ASKED_TO_STAY = frozenset(
+    {"no_controller", "protected_label", "do_not_disrupt", "safe_to_evict_false"}
+)
 
 __all__ = [
     "DEFAULT_PRIORITY_CLASS",
@@ -154,8 +168,8 @@ def protection_reason(
 def _usage(diagnosis: Diagnosis | None) -> dict[str, int]:
     if diagnosis is None:
         return {}
-    return {
-        e.pod_key: e.bytes
+    return {  # the working set: what the kubelet ranks and what eviction gives back
+        e.pod_key: e.figure
         for e in diagnosis.ledger.entries
         if e.category == "pod" and e.pod_key is not None
     }
@@ -187,6 +201,7 @@ def plan_tier1(
         return _not_at_risk(view, 1)
     protected: list[ProtectedPod] = []
     evictable: list[PodInfo] = []
+    budgets = Budgets(view.budgets)
     for pod in sorted(view.pods, key=lambda p: p.key):
         if _terminal(pod):
             continue
@@ -198,21 +213,33 @@ def plan_tier1(
             bot_namespace=view.bot_namespace,
             now=view.observed_at,
         )
-        if reason is not None:
+        if reason in _ASKED_TO_STAY and (refused := budgets.refusal(pod)) is not None:
+            # a non-critical pod left alone anyway (a bare pod, or its owner asked): its
+            # budget would refuse it too (even forced), which the approver reads as well
+            protected.append(refused.model_copy(update={"reason": reason}))
+        elif reason is not None:
             protected.append(ProtectedPod.model_validate({"pod": pod.key, "reason": reason}))
         else:
             evictable.append(pod)
-    evicted = evictable
-    if diagnosis is not None:
-        usage = _usage(diagnosis)
-        needed = relief_target(diagnosis.verdict.shortage_bytes) or HEADROOM_MIN
-        evicted, freed = [], 0
-        for pod in eviction_order(evictable, usage):
-            if freed >= needed:
-                protected.append(ProtectedPod(pod=pod.key, reason="not_needed"))
-                continue
-            evicted.append(pod)
-            freed += usage.get(pod.key, 0)
+    usage = _usage(diagnosis)
+    needed = (
+        relief_target(diagnosis.verdict.shortage_bytes) or HEADROOM_MIN
+        if diagnosis is not None
+        else None
+    )
+    evicted: list[PodInfo] = []
+    freed = 0
+    for pod in eviction_order(evictable, usage):
+        if (refused := budgets.refusal(pod)) is not None:
+            # the eviction API would refuse it (429): never in the plan, never in its relief
+            protected.append(refused)
+            continue
+        if needed is not None and freed >= needed:
+            protected.append(ProtectedPod(pod=pod.key, reason="not_needed"))
+            continue
+        evicted.append(pod)
+        budgets.spend(pod)
+        freed += usage.get(pod.key, 0)
     steps = [Step(verb="cordon", kind="Node", name=node)]
     if add := protection_to_add(view.node.annotations):
         # keep the autoscalers from removing the node under the incident; undone at resolve

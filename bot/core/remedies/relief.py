@@ -2,7 +2,8 @@
 
 ``with_relief(plan, diagnosis)`` fills ``relief_bytes``, ``shortage_bytes`` and ``relieves``:
 
-- tier 1 (cordon + evict): the evicted pods' memory (their ledger lines: anon + active file);
+- tier 1 (cordon + evict): the evicted pods' working sets (the kubelet's measure, which their
+  eviction gives back: their memory and the kernel memory charged to them);
 - tier 2 (priority class): nothing; it protects the training from eviction, it frees no memory;
 - tier 3 (caps): for each of the owner's pods on this node, what the *capped container*
   holds above the new limit (a cap below the working set frees the difference once the pod
@@ -52,7 +53,7 @@ def container_holdings(attr: Attribution) -> dict[str, dict[str, int]]:
 
 def _pod_bytes(diagnosis: Diagnosis) -> dict[str, int]:
     return {
-        e.pod_key: e.bytes
+        e.pod_key: e.figure
         for e in diagnosis.ledger.entries
         if e.category == "pod" and e.pod_key is not None
     }

@@ -9,7 +9,8 @@ A team hears that it is at fault when its numbers say so, as plainly as the othe
 - a pod's tmpfs, ``/dev/shm`` or memory-backed emptyDir holds the memory: its team hears it
   (``ai.shmem_held``, contradicts);
 - a GPU pod is among the consumers that explain the shortage without being the primary one:
-  the AI team hears its share and rank (``ai.training_host_memory_share``, contradicts).
+  the AI team hears its share and rank (``ai.training_host_memory_share``, contradicts): its
+  working set and its place in the pod list, by the same figure the list ranks by.
 
 Keys: ops.consumer_outside_pods, ai.pods_not_cause, ai.shmem_held,
 ai.training_host_memory_share.
@@ -30,6 +31,16 @@ _OUTSIDE = frozenset(
 
 def _pods_bytes(d: Diagnosis) -> int:
     return sum(e.bytes for e in d.ledger.entries if e.category == "pod")
+
+
+def pod_figures(d: Diagnosis) -> dict[str, int]:
+    """Each pod's one figure (its working set, ``LedgerEntry.figure``), as the pod lists show it."""
+    return {e.pod_key: e.figure for e in d.ledger.entries if e.category == "pod" and e.pod_key}
+
+
+def consumer_rank(figures: dict[str, int], pod: str, held: int) -> int:
+    """The pod's place in the pod list (by the same figure, largest first, ties by name)."""
+    return 1 + sum(1 for k, b in figures.items() if b > held or (b == held and k < pod))
 
 
 def attribution_points(d: Diagnosis, view: ClusterView | None) -> list[TalkingPoint]:
@@ -81,28 +92,31 @@ def attribution_points(d: Diagnosis, view: ClusterView | None) -> list[TalkingPo
         )
     if v.cause == "host_memory_workload" and view is not None:
         gpu_pods = {p.key: p for p in view.pods if p.gpu_request > 0}
-        for rank, c in enumerate(v.contributing, start=2):
+        figures = pod_figures(d)
+        for c in v.contributing:
             info = gpu_pods.get(c.subject)
             if c.cause != "host_memory_workload" or info is None:
                 continue
             if not known_pod(c.subject, view):
                 continue
             src = f"k8s:pod/{c.subject}"
+            held = figures.get(c.subject, c.bytes)
+            total = d.ledger.total_bytes
             out.append(
                 point(
                     "ai_team",
                     "ai.training_host_memory_share",
                     "contradicts",
-                    [fact("pod.host_memory_bytes", "host memory held", c.bytes, "bytes", src)],
+                    [fact("pod.host_memory_bytes", "host memory held", held, "bytes", src)],
                     {
                         "pod": c.subject,
-                        "held_bytes": c.bytes,
-                        "share_percent": round(c.share * 100, 1),
-                        "rank": rank,
+                        "held_bytes": held,
+                        "share_percent": round(held * 100 / total, 1) if total else 0.0,
+                        "rank": consumer_rank(figures, c.subject, held),
                         "primary": v.subject or "",
                         "kind": workload_kind(info),
                         "request_bytes": info.memory_request_bytes,
-                        "above_bytes": max(0, c.bytes - info.memory_request_bytes),
+                        "above_bytes": max(0, held - info.memory_request_bytes),
                     },
                 )
             )

@@ -6,7 +6,8 @@ no tier (``bot.core.remedies.planning.node_at_risk``), so no tier point: the pla
 do" and why (warning ``node_not_at_risk``).
 
 Tier 1 says how many pods it evicts (the fewest, in the kubelet's order, that cover the
-shortage), how many evictable pods it leaves alone as not needed, and how many are protected.
+shortage), how many evictable pods it leaves alone as not needed, and how many are protected
+(of them, how many a PodDisruptionBudget pins: their eviction would be refused now).
 Tier 3 says the caps per pod of the container that holds the memory, how many of the owner's
 pods on the node take them, and how many replicas roll on other nodes.
 """
@@ -26,6 +27,7 @@ def tier_points(d: Diagnosis) -> list[TalkingPoint]:
             continue
         if plan.tier == 1:
             left = sum(1 for p in plan.protected if p.reason == "not_needed")
+            pinned = sum(1 for p in plan.protected if p.refusal is not None)
             guarded = len(plan.protected) - left
             facts = [
                 fact("plan.evictions", "pods to evict", len(plan.blast_radius), "count", src),
@@ -36,6 +38,7 @@ def tier_points(d: Diagnosis) -> list[TalkingPoint]:
                 "evictions": len(plan.blast_radius),
                 "protected": guarded,
                 "left_alone": left,
+                "pinned": pinned,
                 "already_cordoned": int("already_cordoned" in plan.warnings),
             }
         elif plan.tier == 2:
