@@ -26,3 +26,10 @@ def error_keys() -> tuple[str, ...]:
     """Every error key the catalog words (for tests)."""
     module = environment.macros("slack", "errors.j2")
     return tuple(n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n)))
+
+
+def gap_text(code: str, params: Mapping[str, object], fallback: str, locale: str) -> str:
+    """Why a source was not verified (a ``Gap``'s code and params) in ``locale``, plain and
+    unescaped; a gap without words for its code reads as its English ``fallback``."""
+    module = environment.macros("sentences", "gaps.j2", locale=locale)
+    return " ".join(str(module.words(code, dict(params), fallback)).split())

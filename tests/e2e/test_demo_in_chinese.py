@@ -1,7 +1,7 @@
 """The default demo (two clusters) read in Chinese: li.wei, the on-call SRE whose Slack is set
 to Simplified Chinese, is a responder; she diagnoses a node, asks for the open incidents, the
 nodes by memory pressure and help, and opens an action's form through the Slack stand-in: no
-English sentence reaches her, beyond the named gaps."""
+English sentence reaches her."""
 
 from __future__ import annotations
 
@@ -12,20 +12,14 @@ from typing import Any
 
 import pytest
 
-from bot.collectors.procfs import SMAPS_DENIED
 from gpunode_sandbox.demo import Demo, running_demo
 from gpunode_sandbox.story import CHANNEL, find_button
 from tests.e2e.conftest import incident_roots, text_of, thread
 from tests.render.test_catalogs import english_words
 
 LIWEI = "U0LIWEI"
-#: English that still reaches her, each named with its reason (not done: see the notes). A gap's
-#: reason is the node collector's own text: ``Gap`` carries no code the presenter could word.
-KNOWN_ENGLISH = {
-    "collector gap reason": re.compile(
-        re.escape(SMAPS_DENIED) + r" for \d+ process\(es\) \(e\.g\. [\d, ]+\)"
-    ),
-}
+#: English that still reaches her, each named with its reason (none left)
+KNOWN_ENGLISH: dict[str, re.Pattern[str]] = {}
 
 
 @pytest.fixture
