@@ -33,3 +33,17 @@ def gap_text(code: str, params: Mapping[str, object], fallback: str, locale: str
     unescaped; a gap without words for its code reads as its English ``fallback``."""
     module = environment.macros("sentences", "gaps.j2", locale=locale)
     return " ".join(str(module.words(code, dict(params), fallback)).split())
+
+
+def refusal_mrkdwn(code: str, params: Mapping[str, object], locale: str) -> str:
+    """A refusal's reason (``templates/slack/refusals.j2``) as mrkdwn in ``locale``. An error
+    it quotes (``error_key``/``error_params`` beside its English ``message``) is worded too."""
+    t = environment.macros("slack", "refusals.j2", locale=locale)
+    p = dict(params)
+    key = p.get("error_key")
+    if key and "message" in p:
+        raw = p.get("error_params")
+        quoted = dict(raw) if isinstance(raw, Mapping) else {}
+        p["message"] = error_text(str(key), quoted, str(p["message"]), locale)
+    macro = getattr(t, code, None)
+    return str(macro(p) if macro is not None else t.unknown(code, p)).strip()

@@ -54,10 +54,6 @@ KNOWN_ENGLISH = {
     "prevention": "the prevention kit's YAML comments are English-only",
     # the fixture's reason is a sentence a service writes (typed refusals: #22 section 1)
     "notice.refused": "the refusal reason is the caller's text",
-    # the core words an undo conflict in English still (not yet a code with parameters)
-    "refusal.undo_conflict": "the undo conflict's detail is an English sentence from the core",
-    # the API server's own message, quoted as it answered (like any API error text)
-    "refusal.undo_reread_failed": "the API server's message is quoted as it answered",
 }
 #: evidence quoted verbatim (a kernel log line) and untranslatable API text in the fixtures
 _QUOTED = re.compile(r"“[^”]*”|0/3 nodes are available|evictions are forbidden here")
