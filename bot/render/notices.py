@@ -68,7 +68,7 @@ def told_mrkdwn(told: Refused | Notice, locale: str) -> str:
 
 
 #: notices that quote an error, and the parameter its words go in
-ERROR_FIELDS = {"diagnose_failed": "reason", "command_failed": "message"}
+ERROR_FIELDS = {"diagnose_failed": "reason", "command_failed": "message", "usage_error": "message"}
 
 
 def _worded_error(told: Notice, locale: str) -> Notice:

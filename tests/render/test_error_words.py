@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from bot.core.governance.commands import parse
+from bot.core.model.durations import parse_duration
 from bot.core.model.evidence import SCHEMA_VERSION
 from bot.core.reporting.outcomes import Notice
 from bot.errors import (
@@ -12,11 +14,13 @@ from bot.errors import (
     DiagnosticJobError,
     GpunodeError,
     UnknownClusterError,
+    UsageError,
 )
 from bot.kube.jobs import PodOutcome, failure, parse_evidence
 from bot.render.errors import error_keys, error_text
 from bot.render.notices import told_mrkdwn
 from tests.render.test_catalogs import english_words
+from tests.render.test_usage_words import MALFORMED
 
 NODE = "gpu-node-07"
 
@@ -40,10 +44,49 @@ def _raised(text: str) -> DiagnosticJobError:
     return caught.value
 
 
+def _rejected(reason: str, message: str, priority: int = 0) -> dict[str, object]:
+    """A pod the kubelet refused, as its status says it."""
+    status = {"phase": "Failed", "reason": reason, "message": f"Pod was rejected: {message}"}
+    return {"spec": {"priority": priority}, "status": status}
+
+
+def _not_admitted() -> list[GpunodeError]:
+    """The kubelet's refusals: full requests, a node condition, another reason; with each
+    advice (the fallback class, a class below critical, already critical)."""
+    full = "Node didn't have enough resource: cpu, requested: 50, used: 95500, capacity: 95500"
+    cases = [
+        (_rejected("OutOfcpu", full), None),
+        (_rejected("Evicted", "The node had condition: [MemoryPressure]. "), "gpunode-high"),
+        (_rejected("UnexpectedAdmissionError", "", 2000001000), "system-node-critical"),
+    ]
+    return [
+        failure(PodOutcome("failed", pod), None, node=NODE, timeout_s=60, priority_class=cls)
+        for pod, cls in cases
+    ]
+
+
+def _usage_errors() -> list[GpunodeError]:
+    """Every usage error of the command grammar and the durations, as they raise it."""
+    out: list[GpunodeError] = []
+    for text in MALFORMED:
+        try:
+            parse(text, clusters=("prod-eu", "prod-us"))
+        except UsageError as err:
+            out.append(err)
+    for text in ("soon", "0m", "999999w"):
+        try:
+            parse_duration(text)
+        except UsageError as err:
+            out.append(err)
+    return out
+
+
 def _errors() -> list[GpunodeError]:
     """One of every keyed error, made by the code that raises it."""
     job = {"metadata": {"namespace": "gpunode"}}
     return [
+        *_not_admitted(),
+        *_usage_errors(),
         UnknownClusterError("prod-asia", ("prod-eu", "prod-us")),
         ClusterUnreachableError("prod-us", "connection refused"),
         failure(
@@ -94,10 +137,17 @@ def test_an_english_reader_sees_exactly_the_errors_own_text(errors: list[Gpunode
 
 
 def test_a_chinese_reader_sees_no_english_sentence_in_an_error(errors: list[GpunodeError]) -> None:
+    """The kubelet's own message is quoted as it said it, so it is left out of the check."""
     leaks = {
         err.key: words
         for err in errors
-        if (words := english_words(error_text(err.key, err.params, err.message, "zh-CN")))
+        if (
+            words := english_words(
+                error_text(err.key, err.params, err.message, "zh-CN").replace(
+                    str(err.params.get("message", "")) or "\0", " "
+                )
+            )
+        )
     }
     assert leaks == {}
 
