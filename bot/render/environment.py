@@ -99,6 +99,7 @@ def get_environment(locale: str = DEFAULT_LOCALE, *, html: bool = False) -> jinj
     t = catalogs.translator(loc)
     env.filters["duration"] = t.duration
     env.filters["number_l10n"] = t.number
+    env.filters["when"] = t.when
     env.globals["locale"] = loc
     # who acted when it was not a person: templates branch on these, never on a spelled name
     env.globals["actors"] = {

@@ -47,3 +47,11 @@ def refusal_mrkdwn(code: str, params: Mapping[str, object], locale: str) -> str:
         p["message"] = error_text(str(key), quoted, str(p["message"]), locale)
     macro = getattr(t, code, None)
     return str(macro(p) if macro is not None else t.unknown(code, p)).strip()
+
+
+def field_text(error: str, locale: str) -> str:
+    """A form field's error (``bot.core.remedies.editing.FieldError``: its English text, a
+    key and params) in ``locale``; plain text, as Slack shows it beside the field."""
+    key = str(getattr(error, "key", ""))
+    params = getattr(error, "params", {})
+    return error_text(key, params if isinstance(params, Mapping) else {}, str(error), locale)

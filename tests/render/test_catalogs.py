@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -229,3 +230,20 @@ def test_every_message_renders_within_slacks_limits_in_the_pseudo_locale(
 def test_the_catalog_files_are_text(tmp_path: Path) -> None:
     """No compiled .mo in the tree: the .po files are read at runtime."""
     assert not list(catalogs.catalog_root().rglob("*.mo"))
+
+
+@pytest.mark.parametrize(
+    ("style", "en", "zh"),
+    [
+        ("datetime", "2026-12-01 02:05:07", "2026年12月1日 02:05:07"),
+        ("datetime_min", "2026-12-01 02:05", "2026年12月1日 02:05"),
+        ("date", "2026-12-01", "2026年12月1日"),
+        ("time", "02:05", "02:05"),
+    ],
+)
+def test_dates_are_written_as_each_locale_writes_them(style: str, en: str, zh: str) -> None:
+    """Babel formats each date with its locale's pattern, which the locale's catalog gives."""
+    moment = datetime(2026, 12, 1, 2, 5, 7, tzinfo=UTC)
+    assert catalogs.translator("en").when(moment, style) == en
+    assert catalogs.translator("zh-CN").when(moment, style) == zh
+    assert catalogs.translator("en-XA").when(moment, style) == en  # pseudo: English formats
