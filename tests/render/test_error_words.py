@@ -3,6 +3,7 @@ parameters, the catalog words it, and English readers see exactly the error's ow
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from kubernetes.client.exceptions import ApiException
 
 from bot.config.settings import KubeSettings
 from bot.core.governance.commands import parse
+from bot.core.model.cluster import Condition, NodeInfo
 from bot.core.model.durations import parse_duration
 from bot.core.model.evidence import SCHEMA_VERSION
 from bot.core.reporting.outcomes import Notice
@@ -18,10 +20,12 @@ from bot.errors import (
     ClusterUnreachableError,
     DiagnosticJobError,
     GpunodeError,
+    NotFoundError,
     UnknownClusterError,
     UsageError,
 )
 from bot.kube import resident
+from bot.kube.gateway import Gateway
 from bot.kube.jobs import PodOutcome, failure, parse_evidence
 from bot.render.errors import error_keys, error_text
 from bot.render.notices import told_mrkdwn
@@ -143,6 +147,28 @@ def _agent_errors(tmp: Path) -> list[GpunodeError]:
     ]
 
 
+class _Nodes:
+    """A gateway whose cluster has no node by the asked name."""
+
+    async def get_node(self, node: str) -> NodeInfo:
+        raise NotFoundError(f"read node {node}: not found", status=404)
+
+
+def _node_errors() -> list[GpunodeError]:
+    """The node checks before the collector runs (``Gateway._check_node``): gone, NotReady."""
+    not_ready = NodeInfo(
+        name=NODE,
+        ready=False,
+        conditions=[Condition(type="Ready", status="False", reason="KubeletNotReady")],
+    )
+    out: list[GpunodeError] = []
+    for known in (None, not_ready, not_ready.model_copy(update={"conditions": []})):
+        with pytest.raises(DiagnosticJobError) as caught:
+            asyncio.run(Gateway._check_node(_Nodes(), NODE, known))  # type: ignore[arg-type]
+        out.append(caught.value)
+    return out
+
+
 def _usage_errors() -> list[GpunodeError]:
     """Every usage error of the command grammar and the durations, as they raise it."""
     out: list[GpunodeError] = []
@@ -164,6 +190,7 @@ def _errors(tmp: Path) -> list[GpunodeError]:
     job = {"metadata": {"namespace": "gpunode"}}
     return [
         *_agent_errors(tmp),
+        *_node_errors(),
         *_not_admitted(),
         *_usage_errors(),
         UnknownClusterError("prod-asia", ("prod-eu", "prod-us")),
