@@ -11,6 +11,8 @@ bury the gaps that matter.
 
 from __future__ import annotations
 
+from typing import Any
+
 #: PIDs named in a summarized gap
 SAMPLE = 5
 
@@ -20,7 +22,7 @@ class GapLog:
 
     def __init__(self) -> None:
         self._seen: set[tuple[str, str]] = set()
-        self._items: list[dict[str, object]] = []
+        self._items: list[dict[str, Any]] = []
         self._each: dict[tuple[str, str], list[int]] = {}
         self._codes: dict[tuple[str, str], str] = {}
 
@@ -30,7 +32,7 @@ class GapLog:
         key = (source, reason)
         if key not in self._seen:
             self._seen.add(key)
-            item: dict[str, object] = {"source": source, "reason": reason}
+            item: dict[str, Any] = {"source": source, "reason": reason}
             if code:
                 item["code"], item["params"] = code, dict(params or {})
             self._items.append(item)
@@ -45,11 +47,11 @@ class GapLog:
             pids.append(pid)
 
     @property
-    def items(self) -> list[dict[str, object]]:
-        summaries: list[dict[str, object]] = []
+    def items(self) -> list[dict[str, Any]]:
+        summaries: list[dict[str, Any]] = []
         for (source, reason), pids in self._each.items():
             sample = sorted(pids)[:SAMPLE]
-            item: dict[str, object] = {
+            item: dict[str, Any] = {
                 "source": source,
                 "reason": f"{reason} for {len(pids)} process(es) (e.g. "
                 f"{', '.join(str(p) for p in sample)})",
