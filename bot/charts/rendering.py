@@ -21,6 +21,7 @@ from matplotlib.patches import Rectangle
 
 from bot.core.reporting.charts import ChartSeries, ChartSpec
 from bot.render.catalogs import Translator, translator
+from bot.render.markers import marker_label
 
 #: 1000x600 px, drawn on a 6.25x3.75 in canvas at 160 dpi: Slack previews the image 480 px
 #: wide (0.48 of it), so a point must be large in pixels; 8 pt is 17.8 px here, 8.5 px in the
@@ -289,26 +290,6 @@ def localized(spec: ChartSpec, t: Translator) -> ChartSpec:
     )
 
 
-def marker_label(text: str, t: Translator) -> str:
-    """A marker's label in the reader's language when it is one the core gives (an OOM kill
-    names its process as the kernel did; an XID keeps its number); any other as given."""
-    m = _OOM_LABEL.fullmatch(text)
-    if m is not None:
-        scope, process = m.group(1), m.group(2)
-        if scope == "global":
-            return t.gettext("global OOM kill %(process)s", process=process)
-        return t.gettext("cgroup OOM kill %(process)s", process=process)
-    fixed = {
-        "evicted": t.gettext("evicted"),
-        "restart": t.gettext("restart"),
-        "restart (OOMKilled)": t.gettext("restart (OOMKilled)"),
-        "OOM kill (node_vmstat_oom_kill)": t.gettext("OOM kill (node_vmstat_oom_kill)"),
-    }
-    return fixed.get(text, text)
-
-
-#: ``cgroup OOM kill python``: the core's label of a kernel OOM kill (``markers_from``)
-_OOM_LABEL = re.compile(r"(global|cgroup) OOM kill (.+)")
 #: ``GPU 3``: the core's label of a device's series
 _GPU_LABEL = re.compile(r"GPU (\d+)")
 #: ``GPU 0–7 (each)``: the core's label of identical devices drawn as one series
