@@ -75,8 +75,15 @@ class UsageError(GpunodeError):
 
     code = "usage"
 
-    def __init__(self, message: str, *, usage: str = "") -> None:
-        super().__init__(message)
+    def __init__(
+        self,
+        message: str,
+        *,
+        usage: str = "",
+        key: str | None = None,
+        params: dict[str, object] | None = None,
+    ) -> None:
+        super().__init__(message, key=key, params=params)
         self.usage = usage
 
 

@@ -21,6 +21,7 @@ from matplotlib.patches import Rectangle
 
 from bot.core.reporting.charts import ChartSeries, ChartSpec
 from bot.render.catalogs import Translator, translator
+from bot.render.markers import marker_label
 
 #: 1000x600 px, drawn on a 6.25x3.75 in canvas at 160 dpi: Slack previews the image 480 px
 #: wide (0.48 of it), so a point must be large in pixels; 8 pt is 17.8 px here, 8.5 px in the
@@ -279,7 +280,13 @@ def localized(spec: ChartSpec, t: Translator) -> ChartSpec:
         return s
 
     return spec.model_copy(
-        update={"host": [label(s) for s in spec.host], "gpu": [label(s) for s in spec.gpu]}
+        update={
+            "host": [label(s) for s in spec.host],
+            "gpu": [label(s) for s in spec.gpu],
+            "markers": [
+                m.model_copy(update={"label": marker_label(m.label, t)}) for m in spec.markers
+            ],
+        }
     )
 
 

@@ -242,6 +242,15 @@ def _resolve(ref: str, command: str) -> Handler:
     return handler
 
 
+def _worded(err: GpunodeError, lang: str | None) -> str:
+    """The error in ``--lang`` (its catalog words; English, its own text, without it)."""
+    if not lang or lang == "en" or not err.key:
+        return str(err)
+    from bot.render.errors import error_text  # only on the way out: not on collect's path
+
+    return error_text(err.key, err.params, str(err), lang)
+
+
 def _columns() -> int:
     """The terminal's width as ``shutil.get_terminal_size().columns`` gives it (``COLUMNS``,
     else the terminal of stdout, else 80), without importing shutil (and its compression
@@ -286,7 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _resolve(args.handler, args.command)(args)
     except GpunodeError as err:
-        print(f"gpunode: {err}", file=sys.stderr)
+        print(f"gpunode: {_worded(err, getattr(args, 'lang', None))}", file=sys.stderr)
         if isinstance(err, UsageError) and err.usage:
             print(f"usage: {err.usage}", file=sys.stderr)  # as the slash command shows it
         return 2 if isinstance(err, UsageError) else 1  # argparse's own mistakes exit 2 too

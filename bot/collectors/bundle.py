@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pathlib and pydantic cost ~25 ms of start-up; only types he
 
     from bot.core.model.evidence import EvidenceBundle
 
-SCHEMA_VERSION = "1.0"  # must equal bot.core.model.evidence.SCHEMA_VERSION (a test checks)
+SCHEMA_VERSION = "1.1"  # must equal bot.core.model.evidence.SCHEMA_VERSION (a test checks)
 
 
 def _utcnow() -> datetime:
@@ -53,8 +53,8 @@ def _host_memory(root: str, doc: dict[str, Any], gaps: GapLog, page_size: int) -
     text = procfs.read_text(f"{root}/proc/meminfo", source="procfs:/proc/meminfo", gaps=gaps)
     if text is not None:
         fields, problems = procfs.parse_meminfo(text)
-        for problem in problems:
-            gaps.add("procfs:/proc/meminfo", problem)
+        for code, problem, params in problems:
+            gaps.add("procfs:/proc/meminfo", problem, code, params)
         if fields is not None:
             doc["meminfo"] = fields
             doc["free"] = free_figures_data(fields)
@@ -64,7 +64,7 @@ def _host_memory(root: str, doc: dict[str, Any], gaps: GapLog, page_size: int) -
     if text is not None:
         doc["pressure"] = procfs.parse_pressure(text)
         if doc["pressure"] is None:
-            gaps.add("procfs:/proc/pressure/memory", "unparsable")
+            gaps.add("procfs:/proc/pressure/memory", "unparsable", "unparsable")
     text = procfs.read_text(
         f"{root}/proc/net/sockstat", source="procfs:/proc/net/sockstat", gaps=gaps
     )
@@ -162,7 +162,11 @@ def collect_document(
     version = cgroups.detect_version(root_s)
     doc["cgroup_version"] = version
     if version is None:
-        gaps.add("cgroup:/sys/fs/cgroup", "no cgroup v2 mount or v1 memory controller found")
+        gaps.add(
+            "cgroup:/sys/fs/cgroup",
+            "no cgroup v2 mount or v1 memory controller found",
+            "no_cgroup_memory",
+        )
     else:
         _kube_cgroups(root_s, version, doc, gaps)
     gpus, gpu_procs, driver = nvml.read_gpus(nvml_module, gaps=gaps)
@@ -180,6 +184,7 @@ def collect_document(
             gaps.add(
                 f"procfs:/proc/{gp['pid']}",
                 "GPU process not visible (the collector pod needs hostPID: true)",
+                "gpu_process_hidden",
             )
         gp["command"] = info["command"] if info else None
         gp["pod_uid"] = info["pod_uid"] if info else None

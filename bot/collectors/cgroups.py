@@ -154,17 +154,23 @@ def read_cgroup_memory(mount: str, rel: str, *, version: int, gaps: GapLog) -> d
     usage_text, limit_text, stat_text = (_read(f"{base}/{n}") for n in names)
     usage = parse_int(usage_text) if usage_text is not None else None
     if usage is None:
-        gaps.add(f"{src}/{names[0]}", "missing or unparsable")
+        gaps.add(f"{src}/{names[0]}", "missing or unparsable", "missing_or_unparsable")
     limit: int | None = None
     if limit_text is None:
-        gaps.add(f"{src}/{names[1]}", "missing")
+        gaps.add(f"{src}/{names[1]}", "missing", "missing")
     else:
         limit, valid = parse_limit(limit_text)
         if not valid:
-            gaps.add(f"{src}/{names[1]}", f"unparsable limit {limit_text.strip()[:20]!r}")
+            shown = limit_text.strip()[:20]
+            gaps.add(
+                f"{src}/{names[1]}",
+                f"unparsable limit {shown!r}",
+                "unparsable_limit",
+                {"value": shown},
+            )
     stat = parse_memory_stat(stat_text) if stat_text is not None else {}
     if stat_text is None:
-        gaps.add(f"{src}/memory.stat", "missing")
+        gaps.add(f"{src}/memory.stat", "missing", "missing")
     out: dict[str, Any] = {"usage_bytes": usage, "limit_bytes": limit}
     if version == 2:
         out.update(_v2_breakdown(base, stat))

@@ -215,7 +215,9 @@ def _boot_time(root: str, gaps: GapLog) -> datetime | None:
                     return datetime.fromtimestamp(int(line.split()[1]), UTC)
     except (OSError, ValueError):
         pass
-    gaps.add("procfs:/proc/stat", "no btime: kernel log times cannot be placed on the clock")
+    gaps.add(
+        "procfs:/proc/stat", "no btime: kernel log times cannot be placed on the clock", "no_btime"
+    )
     return None
 
 
@@ -261,7 +263,7 @@ def read_kernel_log(
     try:
         raw = _read_all(path, opener)
     except OSError as exc:
-        gaps.add(SOURCE, _open_reason(exc, root, cap_syslog=_cap_syslog_effective(status_path)))
+        gaps.add(SOURCE, *_open_reason(exc, root, cap_syslog=_cap_syslog_effective(status_path)))
         return None
     boot = _boot_time(root, gaps)
     records = parse_records(raw.decode("utf-8", "replace"))
@@ -279,6 +281,8 @@ def read_kernel_log(
                 f"kmsg:xid:{x['pci_bus_id']}",
                 "no GPU with this PCI address among the devices NVML lists (it may have "
                 "fallen off the bus)",
+                "xid_gpu_unknown",
+                {"pci_bus_id": str(x["pci_bus_id"])},
             )
     return {
         "source": "/dev/kmsg",
@@ -332,7 +336,10 @@ def _restrict_value(root: str) -> str | None:
         return None
 
 
-def _open_reason(exc: OSError, root: str, *, cap_syslog: bool | None) -> str:
+def _open_reason(
+    exc: OSError, root: str, *, cap_syslog: bool | None
+) -> tuple[str, str, dict[str, object]]:
+    """(the English reason, its gap code, the code's params)."""
     if exc.errno in (errno.EPERM, errno.EACCES):
         restrict = _restrict_value(root)
         syslog = cap_syslog
@@ -346,12 +353,22 @@ def _open_reason(exc: OSError, root: str, *, cap_syslog: bool | None) -> str:
                 "adds but which is not effective for the non-root collector (Kubernetes gives "
                 "added capabilities to a non-root process in its bounding set only)"
             )
-        return (
-            f"opening /dev/kmsg was refused ({errno.errorcode.get(exc.errno or 0, exc.errno)}): "
+        errname = str(errno.errorcode.get(exc.errno or 0, exc.errno))
+        text = (
+            f"opening /dev/kmsg was refused ({errname}): "
             + "; ".join(why)
             + ". OOM-killer and XID records were not read on the node; OOM kills still come "
             "from node-problem-detector's OOMKilling events when it runs (README: Kernel log)"
         )
+        params: dict[str, object] = {"errno": errname}
+        if len(why) > 1:
+            params["dmesg_restrict"] = restrict or "?"
+        return text, "kmsg_refused", params
     if exc.errno == errno.ENOENT:
-        return "no /dev/kmsg under the host root: mount the host's /dev/kmsg into the collector"
-    return f"cannot read /dev/kmsg: {exc.strerror or exc}"
+        return (
+            "no /dev/kmsg under the host root: mount the host's /dev/kmsg into the collector",
+            "no_kmsg",
+            {},
+        )
+    error = str(exc.strerror or exc)
+    return f"cannot read /dev/kmsg: {error}", "kmsg_unreadable", {"error": error}

@@ -30,6 +30,8 @@ _INIT_REASONS = {
     9: "NVIDIA driver not loaded",
     4: "no permission to use NVML (run privileged or with the NVIDIA runtime)",
 }
+#: the gap code of each of those
+_INIT_CODES = {12: "nvml_library_missing", 9: "nvidia_driver_not_loaded", 4: "nvml_no_permission"}
 _FALLBACK_CODES = {13, 25}  # FUNCTION_NOT_FOUND, ARGUMENT_VERSION_MISMATCH
 _NOT_SUPPORTED = 3
 
@@ -53,12 +55,16 @@ def load_pynvml(gaps: GapLog, *, dev: str = "/dev") -> Any | None:
         gaps.add(
             "nvml",
             f"no {dev}/nvidiactl: NVIDIA driver not loaded or GPUs not exposed to the collector",
+            "no_nvidiactl",
+            {"path": f"{dev}/nvidiactl"},
         )
         return None
     try:
         import pynvml
     except ImportError:
-        gaps.add("nvml", "nvidia-ml-py (pynvml) is not installed in the collector image")
+        gaps.add(
+            "nvml", "nvidia-ml-py (pynvml) is not installed in the collector image", "no_pynvml"
+        )
         return None
     return pynvml
 
@@ -132,7 +138,9 @@ def _device(nv: Any, index: int, gaps: GapLog) -> tuple[dict[str, Any], list[dic
     try:
         infos = _processes(nv, handle)
     except nv.NVMLError as exc:
-        gaps.add(f"nvml:gpu{index}:processes", f"not readable ({exc})")
+        gaps.add(
+            f"nvml:gpu{index}:processes", f"not readable ({exc})", "unreadable", {"error": str(exc)}
+        )
         infos = []
     for info in infos:
         procs.append(
@@ -157,7 +165,11 @@ def read_gpus(
         nv.nvmlInit()
     except nv.NVMLError as exc:
         code = _code(exc)
-        gaps.add("nvml", _INIT_REASONS.get(code or 0, f"nvmlInit failed ({exc})"))
+        known = _INIT_REASONS.get(code or 0)
+        if known is not None:
+            gaps.add("nvml", known, _INIT_CODES[code or 0])
+        else:
+            gaps.add("nvml", f"nvmlInit failed ({exc})", "nvml_init_failed", {"error": str(exc)})
         return [], [], None
     devices: list[dict[str, Any]] = []
     processes: list[dict[str, Any]] = []
@@ -166,17 +178,19 @@ def read_gpus(
         driver = _text(nv.nvmlSystemGetDriverVersion())
         count = int(nv.nvmlDeviceGetCount())
         if count == 0:
-            gaps.add("nvml", "no GPU visible to NVML on this node")
+            gaps.add("nvml", "no GPU visible to NVML on this node", "no_gpu_visible")
         for index in range(count):
             try:
                 device, procs = _device(nv, index, gaps)
             except nv.NVMLError as exc:
-                gaps.add(f"nvml:gpu{index}", f"not readable ({exc})")
+                gaps.add(
+                    f"nvml:gpu{index}", f"not readable ({exc})", "unreadable", {"error": str(exc)}
+                )
                 continue
             devices.append(device)
             processes += procs
     except nv.NVMLError as exc:
-        gaps.add("nvml", f"query failed ({exc})")
+        gaps.add("nvml", f"query failed ({exc})", "nvml_query_failed", {"error": str(exc)})
     finally:
         try:  # noqa: SIM105 - contextlib costs start-up time on every node
             nv.nvmlShutdown()

@@ -68,22 +68,28 @@ SMAPS_DENIED = (
 _RANK_SLACK = 8
 
 
-def parse_meminfo(text: str) -> tuple[dict[str, Any] | None, list[str]]:
+#: a problem found while parsing: (gap code, English text, the code's params)
+Problem = tuple[str, str, dict[str, object]]
+
+
+def parse_meminfo(text: str) -> tuple[dict[str, Any] | None, list[Problem]]:
     """``/proc/meminfo`` -> (MemInfo fields, problems). None without MemTotal and MemFree.
 
     A last line with no newline is treated as truncated and dropped.
     """
-    problems: list[str] = []
+    problems: list[Problem] = []
     fields: dict[str, Any] = {}
     other: dict[str, int] = {}
     lines = text.split("\n")
     if lines and lines[-1] != "":
-        problems.append(f"truncated last line {lines[-1][:40]!r}")
+        last = lines[-1][:40]
+        problems.append(("truncated_line", f"truncated last line {last!r}", {"line": last}))
     for line in lines[:-1]:
         match = _MEMINFO_LINE.fullmatch(line)
         if match is None:
             if line.strip():
-                problems.append(f"unparsable line {line[:40]!r}")
+                bad = line[:40]
+                problems.append(("unparsable_line", f"unparsable line {bad!r}", {"line": bad}))
             continue
         key, value, unit = match.group(1), int(match.group(2)), match.group(3)
         amount = value * _KB if unit else value
@@ -92,7 +98,7 @@ def parse_meminfo(text: str) -> tuple[dict[str, Any] | None, list[str]]:
         else:
             other[key] = amount
     if "mem_total_bytes" not in fields or "mem_free_bytes" not in fields:
-        problems.append("MemTotal or MemFree missing")
+        problems.append(("meminfo_totals_missing", "MemTotal or MemFree missing", {}))
         return None, problems
     absent = {f: 0 if f in _ZERO_DEFAULT else None for f in MEMINFO_FIELDS.values()}
     return {**absent, **fields, "other": other}, problems
@@ -241,11 +247,12 @@ def read_text(path: str, *, source: str, gaps: GapLog, missing_ok: bool = False)
         return _slurp(path).decode("utf-8", errors="replace")
     except FileNotFoundError:
         if not missing_ok:
-            gaps.add(source, "not present")
+            gaps.add(source, "not present", "not_present")
     except PermissionError:
-        gaps.add(source, "permission denied")
+        gaps.add(source, "permission denied", "permission_denied")
     except OSError as exc:
-        gaps.add(source, f"unreadable ({exc.strerror or exc.__class__.__name__})")
+        error = exc.strerror or exc.__class__.__name__
+        gaps.add(source, f"unreadable ({error})", "unreadable", {"error": error})
     return None
 
 
@@ -254,7 +261,8 @@ def rank_by_statm(proc: str, *, page_size: int, gaps: GapLog) -> tuple[list[tupl
     try:
         names = os.listdir(proc)
     except OSError as exc:
-        gaps.add("procfs:/proc", f"cannot list ({exc.strerror})")
+        error = str(exc.strerror)
+        gaps.add("procfs:/proc", f"cannot list ({error})", "cannot_list", {"error": error})
         return [], 0
     ranked: list[tuple[int, int]] = []
     denied: list[int] = []
@@ -284,6 +292,8 @@ def rank_by_statm(proc: str, *, page_size: int, gaps: GapLog) -> tuple[list[tupl
         gaps.add(
             "procfs:/proc/<pid>/statm",
             f"permission denied for {len(denied)} process(es) (e.g. {sample}); not ranked",
+            "statm_denied",
+            {"count": len(denied), "pids": sorted(denied)[:5]},
         )
     return ranked, seen
 
@@ -296,11 +306,12 @@ def _read_rollup(base: str, pid: int, *, label: str, gaps: GapLog) -> str | None
     except ProcessLookupError:
         return None  # exited mid-scan
     except FileNotFoundError:
-        gaps.add(f"{label}/smaps_rollup", "not present")
+        gaps.add(f"{label}/smaps_rollup", "not present", "not_present")
     except PermissionError:
-        gaps.add_each(SMAPS_SOURCE, SMAPS_DENIED, pid)
+        gaps.add_each(SMAPS_SOURCE, SMAPS_DENIED, pid, "smaps_denied")
     except OSError as exc:
-        gaps.add(f"{label}/smaps_rollup", f"unreadable ({exc.strerror or exc.__class__.__name__})")
+        error = exc.strerror or exc.__class__.__name__
+        gaps.add(f"{label}/smaps_rollup", f"unreadable ({error})", "unreadable", {"error": error})
     return None
 
 
@@ -313,7 +324,8 @@ def read_process(proc: str, pid: int, *, gaps: GapLog) -> dict[str, Any] | None:
     except (FileNotFoundError, ProcessLookupError):
         return None
     except OSError as exc:
-        gaps.add(f"{label}/status", exc.strerror or "unreadable")
+        error = exc.strerror or exc.__class__.__name__
+        gaps.add(f"{label}/status", exc.strerror or "unreadable", "unreadable", {"error": error})
         return None
     name = status.get("name")
     if name is None:

@@ -620,6 +620,8 @@ class Gateway:
                     f"node {node} does not exist; check the name "
                     "(`gpunode top` or `/gpunode top` lists the GPU nodes)",
                     code="node_not_found",
+                    key="node_not_found",
+                    params={"node": node},
                 ) from exc
         if not info.ready:
             ready = next((c for c in info.conditions if c.type == "Ready"), None)
@@ -628,6 +630,12 @@ class Gateway:
                 f"node {node} is not Ready ({why}); its kubelet cannot run the collector - "
                 "look at the node's conditions and events first",
                 code="node_not_ready",
+                key="node_not_ready",
+                # the kubelet's words, quoted as it said them (empty: no Ready condition)
+                params={
+                    "node": node,
+                    "message": f"{ready.reason}: {ready.message}" if ready else "",
+                },
             )
         return info
 

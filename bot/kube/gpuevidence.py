@@ -47,7 +47,13 @@ def plan(info: NodeInfo, settings: KubeSettings, *, runtime_class: str) -> GpuPl
         return GpuPlan()  # no GPUs: nothing to read, and CPU nodes often lack the NVIDIA handler
     if not info.has_nvidia_gpus:
         vendors = sorted({r.split("/")[0] for r in info.gpu_resources} | set(info.gpu_dra_drivers))
-        return GpuPlan(gaps=[Gap(source=SOURCE, reason=_not_nvidia(vendors))])
+        gap = Gap(
+            source=SOURCE,
+            reason=_not_nvidia(vendors),
+            code="gpu_not_nvidia",
+            params={"vendors": ", ".join(vendors)},
+        )
+        return GpuPlan(gaps=[gap])
     if not settings.nvidia_visible_devices_all:
         return GpuPlan(
             gaps=[
@@ -56,6 +62,7 @@ def plan(info: NodeInfo, settings: KubeSettings, *, runtime_class: str) -> GpuPl
                     reason="GPU evidence is off in the bot's settings: set "
                     "kube.nvidia_visible_devices_all=true "
                     "(GPUNODE_KUBE__NVIDIA_VISIBLE_DEVICES_ALL)",
+                    code="gpu_evidence_off",
                 )
             ]
         )

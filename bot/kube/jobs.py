@@ -400,28 +400,45 @@ def _not_admitted(
     """The kubelet refused the pod: say whether a node condition or full requests did, and
     offer the critical priority class fallback unless the pod already had it."""
     message = message.removeprefix("Pod was rejected: ")  # the kubelet's status prefix
+    # the kubelet's words (reason, message) are quoted as it said them
     if reason.startswith("OutOf"):
+        cause = "requests_full"
         why = f"the node's requests are full ({reason}: {message or 'no message'})"
     elif reason == "Evicted":
+        cause = "node_condition"
         why = f"a node condition refuses new pods ({message.strip() or reason})"
     else:
+        cause = "other"
         why = f"{reason}: {message or 'no message'}"
     priority = int((pod.get("spec") or {}).get("priority") or 0)
     if priority >= CRITICAL_PRIORITY:
+        fix = "already_critical"
         advice = (
             f"the pod already ran at critical priority ({priority_class or priority}); act "
             "on the node's conditions and events, then retry"
         )
     elif priority_class:
+        fix = "class_below_critical"
         advice = (
             f"kube.diagnostic_priority_class={priority_class} is below the kubelet's critical "
             "priority (2000000000): use system-node-critical or system-cluster-critical"
         )
     else:
+        fix = "fallback"
         advice = f"act on the node's conditions and events, then retry; or, {FALLBACK_HINT}"
     return DiagnosticJobError(
         f"the kubelet on {node} refused the diagnostic pod: {why}; {advice}",
         code="not_admitted",
+        key="not_admitted",
+        params={
+            "node": node,
+            "cause": cause,
+            "reason": reason,
+            "message": message.strip(),
+            "fix": fix,
+            "priority": str(priority_class or priority),
+            "priority_class": priority_class or "",
+        },
     )
 
 

@@ -66,6 +66,8 @@ def find_agent(t: Transport, settings: KubeSettings, node: str) -> Obj:
             f"the agent DaemonSet {ns}/{name} does not exist; apply "
             "deploy/overlays/daemonset, or set kube.collector_mode=job",
             code="agent_not_found",
+            key="agent_daemonset_missing",
+            params={"daemonset": f"{ns}/{name}"},
         ) from exc
     uid = (ds.get("metadata") or {}).get("uid")
     account = ((ds.get("spec") or {}).get("template") or {}).get("spec", {}).get(
@@ -90,6 +92,8 @@ def find_agent(t: Transport, settings: KubeSettings, node: str) -> Obj:
             "DaemonSet's node selector and tolerations (kubectl -n "
             f"{ns} get pods -o wide), then retry",
             code="agent_not_found",
+            key="agent_pod_missing",
+            params={"daemonset": f"{ns}/{name}", "node": node, "namespace": ns},
         )
     ready = [p for p in owned if _ready(p) and (p.get("status") or {}).get("podIP")]
     if not ready:
@@ -97,6 +101,8 @@ def find_agent(t: Transport, settings: KubeSettings, node: str) -> Obj:
         raise DiagnosticJobError(
             f"the agent pod {ns}/{pod} on {node} is not ready; look at its events and log",
             code="agent_not_ready",
+            key="agent_not_ready",
+            params={"pod": f"{ns}/{pod}", "node": node},
         )
     return ready[0]  # type: ignore[no-any-return]
 
@@ -130,10 +136,15 @@ def _read_token(settings: KubeSettings) -> str:
             f"cannot read the bot's agent token {settings.agent_token_file} "
             f"({exc.strerror}); mount the projected token of deploy/overlays/daemonset",
             code="agent_token",
+            key="agent_token_unreadable",
+            params={"path": settings.agent_token_file, "error": str(exc.strerror)},
         ) from exc
     if not token:
         raise DiagnosticJobError(
-            f"the bot's agent token {settings.agent_token_file} is empty", code="agent_token"
+            f"the bot's agent token {settings.agent_token_file} is empty",
+            code="agent_token",
+            key="agent_token_empty",
+            params={"path": settings.agent_token_file},
         )
     return token
 
@@ -147,6 +158,8 @@ def agent_tls(settings: KubeSettings) -> ssl.SSLContext:
             f"cannot load the agents' CA {settings.agent_ca_file} ({exc}); mount ca.crt of "
             "the gpunode-agent-tls Secret (README 'DaemonSet collector mode')",
             code="agent_tls",
+            key="agent_ca_unreadable",
+            params={"path": settings.agent_ca_file, "error": str(exc)},
         ) from exc
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     return context
@@ -156,6 +169,12 @@ def fetch_evidence(pod: Obj, settings: KubeSettings, node: str) -> str:
     """The agent's evidence JSON: TLS first (the agent proves itself), then the token."""
     ip = str(pod["status"]["podIP"])
     where = f"the agent {pod['metadata']['name']} on {node} ({ip}:{settings.agent_port})"
+    # the agent as the words name it: its pod, node, address and port
+    at: dict[str, object] = {
+        "agent": str(pod["metadata"]["name"]),
+        "node": node,
+        "address": f"{ip}:{settings.agent_port}",
+    }
     tls = agent_tls(settings)
     conn = _AgentConnection(
         ip,
@@ -174,12 +193,21 @@ def fetch_evidence(pod: Obj, settings: KubeSettings, node: str) -> str:
                 "token. Check that its certificate comes from the gpunode-agent-tls Secret "
                 f"and names {settings.agent_server_name}",
                 code="agent_unverified",
+                key="agent_unverified",
+                params={
+                    **at,
+                    "error": f"{exc.__class__.__name__}: "
+                    f"{getattr(exc, 'verify_message', '') or exc.reason}",
+                    "server_name": settings.agent_server_name,
+                },
             ) from exc
         except OSError as exc:
             raise DiagnosticJobError(
                 f"{where} did not answer ({exc.__class__.__name__}); check the agent pod and "
                 f"that the bot may reach TCP {settings.agent_port} on the node",
                 code="agent_unreachable",
+                key="agent_unreachable",
+                params={**at, "error": exc.__class__.__name__, "port": settings.agent_port},
             ) from exc
         token = _read_token(settings)
         try:
@@ -191,10 +219,19 @@ def fetch_evidence(pod: Obj, settings: KubeSettings, node: str) -> str:
                 f"{where} did not finish answering within {settings.agent_timeout_s:g}s "
                 f"({exc.__class__.__name__}); retry, or raise kube.agent_timeout_s",
                 code="deadline_exceeded",
+                key="agent_slow",
+                params={
+                    **at,
+                    "timeout_s": f"{settings.agent_timeout_s:g}",
+                    "error": exc.__class__.__name__,
+                },
             ) from exc
         except http.client.HTTPException as exc:
             raise DiagnosticJobError(
-                f"{where} answered garbage ({exc.__class__.__name__})", code="agent_failed"
+                f"{where} answered garbage ({exc.__class__.__name__})",
+                code="agent_failed",
+                key="agent_garbage",
+                params={**at, "error": exc.__class__.__name__},
             ) from exc
     finally:
         conn.close()
@@ -202,13 +239,15 @@ def fetch_evidence(pod: Obj, settings: KubeSettings, node: str) -> str:
         raise DiagnosticJobError(
             f"{where} sent more than {MAX_EVIDENCE_BYTES} bytes; lower the agent's --top",
             code="evidence_unreadable",
+            key="agent_too_much",
+            params={**at, "limit": MAX_EVIDENCE_BYTES},
         )
     if resp.status != 200:
-        raise _refused(where, resp.status, body)
+        raise _refused(where, at, resp.status, body)
     return body.decode("utf-8", errors="replace")
 
 
-def _refused(where: str, status: int, body: bytes) -> DiagnosticJobError:
+def _refused(where: str, at: dict[str, object], status: int, body: bytes) -> DiagnosticJobError:
     try:
         reason = str(json.loads(body).get("error") or "")
     except (ValueError, AttributeError):
@@ -219,8 +258,15 @@ def _refused(where: str, status: int, body: bytes) -> DiagnosticJobError:
             f"{where} refused the bot ({status}: {reason}); the agent's --allow must name "
             "the bot's ServiceAccount and its --audience the bot's token audience",
             code="agent_refused",
+            key="agent_refused",
+            params={**at, "status": status, "reason": reason},
         )
-    return DiagnosticJobError(f"{where} failed ({status}: {reason})", code="agent_failed")
+    return DiagnosticJobError(
+        f"{where} failed ({status}: {reason})",
+        code="agent_failed",
+        key="agent_failed",
+        params={**at, "status": status, "reason": reason},
+    )
 
 
 def ask_agent(t: Transport, settings: KubeSettings, node: str) -> str:

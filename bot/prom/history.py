@@ -190,6 +190,8 @@ class HistoryService:
                     source="prometheus",
                     reason=f"Prometheus did not answer within {self._timeout:g} s; the "
                     "diagnosis went on without history (raise prometheus.timeout_s)",
+                    code="prometheus_timeout",
+                    params={"timeout_s": f"{self._timeout:g}"},
                 )
             )
             answers = []
@@ -208,6 +210,8 @@ class HistoryService:
                         source=f"prometheus:{q.metric}",
                         reason=f"no {q.metric} series for node {node}: is {q.exporter} "
                         "scraped, with the labels the README documents?",
+                        code="prometheus_no_series",
+                        params={"metric": q.metric, "node": node, "exporter": q.exporter},
                     )
                 )
             else:

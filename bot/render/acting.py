@@ -28,6 +28,7 @@ from bot.core.reporting.outcomes import (
     ApprovalClosed,
     ApprovalRequested,
     DryRun,
+    Refused,
 )
 from bot.render import environment
 from bot.render.blocks import (
@@ -41,6 +42,7 @@ from bot.render.blocks import (
     header,
     section,
 )
+from bot.render.errors import refusal_mrkdwn
 from bot.render.filters import truncate
 from bot.render.watching import modal_notes, outcome_extras
 
@@ -311,9 +313,15 @@ def outcome_message(
     undo: bool,
     locale: str = "en",
     node_ref: str | None = None,
+    why: Refused | None = None,
 ) -> Message:
+    """``why``: a refusal's reason as a code, worded here in ``locale`` (then ``detail``, its
+    English text, is not shown)."""
     t = _t(locale)
-    summary = _s(t.outcome_summary(plan, state, requester, by, reason, detail))
+    shown = "" if why is not None else detail
+    summary = _s(t.outcome_summary(plan, state, requester, by, reason, shown))
+    if why is not None:
+        summary += "\n" + refusal_mrkdwn(why.code, why.params, locale)
     blocks: list[Block] = [section(summary)]
     if result is not None:
         blocked = [e for e in result.evictions if e.status == "blocked"]
@@ -413,6 +421,7 @@ def render_action(told: ActionTold, locale: str) -> Message:
             by=told.by,
             reason=told.reason,
             detail=told.detail,
+            why=told.why,
             result=told.result,
             undo=told.undo,
             node_ref=told.node_ref,

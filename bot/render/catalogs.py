@@ -31,7 +31,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any, Final
@@ -153,6 +153,27 @@ def translations(locale: str) -> Translations:
     return _compiled(read_catalog(loc))
 
 
+def pgettext(context: str, message: str) -> str:
+    """Marks ``message`` for extraction (``pybabel extract`` reads ``pgettext`` calls) and
+    returns it as it is: the translation is looked up where it is used."""
+    return message
+
+
+#: date and time patterns (CLDR/Babel syntax), one per style; each locale's catalog gives its
+#: own (zh-CN: ``y年M月d日 HH:mm:ss``), so a new language brings its date order with its words
+DATE_PATTERNS: Final = {
+    "datetime": pgettext("date pattern", "yyyy-MM-dd HH:mm:ss"),
+    "datetime_min": pgettext("date pattern", "yyyy-MM-dd HH:mm"),
+    "date": pgettext("date pattern", "yyyy-MM-dd"),
+    "time": pgettext("date pattern", "HH:mm"),
+    "time_s": pgettext("date pattern", "HH:mm:ss"),
+}
+
+
+#: a moment in time (``Translator.datetime`` hides the type's name inside the class)
+Moment = datetime
+
+
 class Translator:
     """One locale's words and formats. Get one with ``translator(locale)``."""
 
@@ -183,6 +204,15 @@ class Translator:
 
     def datetime(self, moment: datetime, *, fmt: str = "medium") -> str:
         return format_datetime(moment, format=fmt, locale=self._babel)
+
+    def when(self, moment: Moment, style: str = "datetime") -> str:
+        """``moment`` in UTC as this locale writes it (``DATE_PATTERNS``: the pattern comes
+        from the locale's catalog, Babel formats it; en-XA writes dates as English does)."""
+        source = translations(
+            locales.DEFAULT_LOCALE if self.locale == PSEUDO_LOCALE else self.locale
+        )
+        pattern = str(source.pgettext("date pattern", DATE_PATTERNS[style]))
+        return format_datetime(moment, format=pattern, tzinfo=UTC, locale=self._babel)
 
 
 def _fill(text: str, params: Mapping[str, Any]) -> str:

@@ -25,6 +25,7 @@ import jinja2
 
 from bot.core.model import actors, locales
 from bot.render import catalogs, filters
+from bot.render.markers import marker_label
 
 DEFAULT_LOCALE = locales.DEFAULT_LOCALE
 #: the supported locales: the one list lives in ``bot.core.model.locales``
@@ -99,6 +100,8 @@ def get_environment(locale: str = DEFAULT_LOCALE, *, html: bool = False) -> jinj
     t = catalogs.translator(loc)
     env.filters["duration"] = t.duration
     env.filters["number_l10n"] = t.number
+    env.filters["when"] = t.when
+    env.filters["marker"] = lambda text: marker_label(str(text), t)
     env.globals["locale"] = loc
     # who acted when it was not a person: templates branch on these, never on a spelled name
     env.globals["actors"] = {

@@ -26,3 +26,32 @@ def error_keys() -> tuple[str, ...]:
     """Every error key the catalog words (for tests)."""
     module = environment.macros("slack", "errors.j2")
     return tuple(n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n)))
+
+
+def gap_text(code: str, params: Mapping[str, object], fallback: str, locale: str) -> str:
+    """Why a source was not verified (a ``Gap``'s code and params) in ``locale``, plain and
+    unescaped; a gap without words for its code reads as its English ``fallback``."""
+    module = environment.macros("sentences", "gaps.j2", locale=locale)
+    return " ".join(str(module.words(code, dict(params), fallback)).split())
+
+
+def refusal_mrkdwn(code: str, params: Mapping[str, object], locale: str) -> str:
+    """A refusal's reason (``templates/slack/refusals.j2``) as mrkdwn in ``locale``. An error
+    it quotes (``error_key``/``error_params`` beside its English ``message``) is worded too."""
+    t = environment.macros("slack", "refusals.j2", locale=locale)
+    p = dict(params)
+    key = p.get("error_key")
+    if key and "message" in p:
+        raw = p.get("error_params")
+        quoted = dict(raw) if isinstance(raw, Mapping) else {}
+        p["message"] = error_text(str(key), quoted, str(p["message"]), locale)
+    macro = getattr(t, code, None)
+    return str(macro(p) if macro is not None else t.unknown(code, p)).strip()
+
+
+def field_text(error: str, locale: str) -> str:
+    """A form field's error (``bot.core.remedies.editing.FieldError``: its English text, a
+    key and params) in ``locale``; plain text, as Slack shows it beside the field."""
+    key = str(getattr(error, "key", ""))
+    params = getattr(error, "params", {})
+    return error_text(key, params if isinstance(params, Mapping) else {}, str(error), locale)

@@ -25,7 +25,7 @@ from bot.core.reporting.outcomes import (
 from bot.render import environment
 from bot.render.blocks import Message, context, section
 from bot.render.catalogs import translator
-from bot.render.errors import error_text
+from bot.render.errors import error_text, refusal_mrkdwn
 from bot.render.filters import truncate
 from bot.render.messages import (
     plain_fallback,
@@ -63,15 +63,12 @@ ACTING_KEYS = ("approval_pending", "vote_counted", "interrupted")
 def told_mrkdwn(told: Refused | Notice, locale: str) -> str:
     """The outcome as one mrkdwn paragraph in ``locale``."""
     if isinstance(told, Refused):
-        t = environment.macros("slack", "refusals.j2", locale=locale)
-        macro = getattr(t, told.code, None)
-        body = macro(told.params) if macro is not None else t.unknown(told.code, told.params)
-        return ":no_entry: " + str(body).strip()
+        return ":no_entry: " + refusal_mrkdwn(told.code, told.params, locale)
     return _notice_mrkdwn(told, locale)
 
 
 #: notices that quote an error, and the parameter its words go in
-ERROR_FIELDS = {"diagnose_failed": "reason", "command_failed": "message"}
+ERROR_FIELDS = {"diagnose_failed": "reason", "command_failed": "message", "usage_error": "message"}
 
 
 def _worded_error(told: Notice, locale: str) -> Notice:

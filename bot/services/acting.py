@@ -211,6 +211,7 @@ class ActDeps:
         *,
         by: str,
         detail: str = "",
+        why: Refused | None = None,
         result: StepsResult | StepsReport | None = None,
         undo: bool = False,
         incident: Incident | None = None,
@@ -234,6 +235,7 @@ class ActDeps:
             reason=reason_of(record),
             node_ref=self.node_ref(record.plan.get("node", "")),
             detail=detail,
+            why=why,
             result=report_of(result),
             undo=undo,
         )

@@ -31,7 +31,7 @@ from bot.core.model import actors
 from bot.core.model.actions import ActionPlan, Step
 from bot.core.model.incidents import Incident
 from bot.core.remedies.planning import undo_steps
-from bot.core.remedies.staleness import controller_key, controller_steps, stale_reason
+from bot.core.remedies.staleness import Why, controller_key, controller_steps, stale_reason
 from bot.core.reporting.diffing import diff_diagnoses
 from bot.core.reporting.outcomes import (
     ActionDiff,
@@ -374,18 +374,23 @@ async def _mitigating(d: ActDeps, incident: Incident | None, *, by: str) -> None
 async def _refuse_stale(
     d: ActDeps,
     record: ActionRecord,
-    reason: str,
+    why: Why,
     *,
     by: str,
     fields: dict[str, Any],
     incident: Incident | None,
 ) -> None:
+    reason = why.text
     await d.ports.store.set_action_state(
-        record.action_id, "refused", at=d.config.clock(), result={"reason": reason}
+        record.action_id,
+        "refused",
+        at=d.config.clock(),
+        result={"reason": reason, "code": why.reason, "params": dict(why.params)},
     )
     await d.audit(actor=by, **fields, decision="refused", outcome="stale", detail=reason)
     await d.timeline(record.incident_id, "action_result", by, f"refused as stale: {reason}")
-    await d.update_message(record, "stale", by=by, detail=reason, incident=incident)
+    told = refused("plan_stale", reason=why.reason, **why.params)
+    await d.update_message(record, "stale", by=by, detail=reason, why=told, incident=incident)
 
 
 async def _crashed(
@@ -423,13 +428,13 @@ def undo_for(plan: ActionPlan, result: StepsResult) -> list[Step]:
     return steps
 
 
-async def _stale(d: ActDeps, record: ActionRecord, plan: ActionPlan) -> str | None:
+async def _stale(d: ActDeps, record: ActionRecord, plan: ActionPlan) -> Why | None:
     snap = await snapshot_of(d.ports.store, record)
     if snap is None:
-        return "no evidence recorded for this incident; re-diagnose"
+        return Why("no_evidence", "no evidence recorded for this incident; re-diagnose")
     evidence, before = snap.diagnosis, snap.view
     if before is None:
-        return "no cluster view recorded for this incident; re-diagnose"
+        return Why("no_view", "no cluster view recorded for this incident; re-diagnose")
     try:
         current = await d.kube.get_cluster_view(plan.node)
         controllers: dict[str, dict[str, Any] | None] = {}
@@ -441,7 +446,8 @@ async def _stale(d: ActDeps, record: ActionRecord, plan: ActionPlan) -> str | No
             except NotFoundError:
                 controllers[controller_key(step)] = None
     except NotFoundError:
-        return f"node {plan.node} no longer exists; nothing to act on"
+        text = f"node {plan.node} no longer exists; nothing to act on"
+        return Why("node_gone", text, {"node": plan.node})
     return stale_reason(
         plan,
         evidence_at=evidence.collected_at,

@@ -15,7 +15,7 @@ from bot.core.model import actors
 from bot.core.model.actions import ActionPlan
 from bot.core.model.cluster import ClusterView
 from bot.core.model.quantity import QuantityError, parse_quantity
-from bot.core.remedies.editing import Tier3Bounds, Tier3Edits, apply_tier3_edits
+from bot.core.remedies.editing import FieldError, Tier3Bounds, Tier3Edits, apply_tier3_edits
 from bot.core.reporting.outcomes import ActionForm, DryRun, Refused, StepsReport, refused
 from bot.core.reporting.records import ActionRecord
 from bot.services import approval_view
@@ -82,7 +82,7 @@ def _edits(values: dict[str, Any], errors: dict[str, str]) -> Tier3Edits | None:
     that field (never by another one)."""
     for field in _TEXT_FIELDS:
         if not isinstance(values.get(field), str | None):
-            errors[field] = "enter text here"
+            errors[field] = FieldError("enter text here", "field_not_text")
     omp_text = values.get("omp_num_threads")
     omp: int | None = None
     if isinstance(omp_text, str) and omp_text.strip():
@@ -90,7 +90,7 @@ def _edits(values: dict[str, Any], errors: dict[str, str]) -> Tier3Edits | None:
         if digits.isascii() and digits.isdecimal() and len(digits) <= 9:
             omp = int(digits)
         else:
-            errors["omp_num_threads"] = "use a whole number"
+            errors["omp_num_threads"] = FieldError("use a whole number", "field_not_whole")
     if errors:
         return None
     return Tier3Edits(
@@ -131,7 +131,9 @@ async def validate_submission(
     reason = reason.strip() if isinstance(reason, str) else ""
     errors: dict[str, str] = {}
     if len(reason) < 3:
-        errors["reason"] = "say why, in a few words (it goes into the audit log)"
+        errors["reason"] = FieldError(
+            "say why, in a few words (it goes into the audit log)", "field_reason_short"
+        )
     incident_id, plan_id = str(meta.get("incident", "")), str(meta.get("plan_id", ""))
     found = await available_plan(d.ports.store, incident_id, plan_id)
     if found is None:
@@ -144,7 +146,10 @@ async def validate_submission(
             outcome="not_current",
             detail=f"plan {plan_id} is not a current plan of this incident",
         )
-        return None, {"reason": "this plan is no longer current; close and re-diagnose"}
+        stale = FieldError(
+            "this plan is no longer current; close and re-diagnose", "field_plan_gone"
+        )
+        return None, {"reason": stale}
     plan = found[2]
     if plan.tier == 3:
         edits = _edits(values, errors)

@@ -39,9 +39,15 @@ async def _conflict(d: ActDeps, changes: list[dict[str, Any]], node: str) -> Ref
                 except NotFoundError:
                     controllers[key] = None
     except KubeError as err:
-        return refused("undo_reread_failed", code=err.code, message=err.message)
-    detail = undo_conflict(changes, node_unschedulable=unschedulable, controllers=controllers)
-    return None if detail is None else refused("undo_conflict", detail=detail)
+        return refused(
+            "undo_reread_failed",
+            code=err.code,
+            message=err.message,
+            error_key=err.key,
+            error_params=err.params,
+        )
+    why = undo_conflict(changes, node_unschedulable=unschedulable, controllers=controllers)
+    return None if why is None else refused("undo_conflict", reason=why.reason, **why.params)
 
 
 async def undo(

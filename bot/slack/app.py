@@ -65,7 +65,14 @@ def _register_commands(app: AsyncApp, s: BotServices) -> None:
         try:
             cmd = commands.parse(text, clusters=s.clusters.names)
         except UsageError as err:
-            t, blocks = _ack_notice("usage_error", locale, message=err.message, usage=err.usage)
+            t, blocks = _ack_notice(
+                "usage_error",
+                locale,
+                message=err.message,
+                usage=err.usage,
+                error_key=err.key,
+                error_params=err.params,
+            )
             await ack(text=t, blocks=blocks, response_type="ephemeral")
             s.metrics.command(_verb_of(text), "usage_error")
             return
@@ -250,7 +257,15 @@ async def _ask_in_thread(
     try:
         cmd = commands.parse_in_thread(text, at=at, incident=incident.id, clusters=s.clusters.names)
     except UsageError as err:
-        told = Notice(key="usage_error", params={"message": err.message, "usage": err.usage})
+        told = Notice(
+            key="usage_error",
+            params={
+                "message": err.message,
+                "usage": err.usage,
+                "error_key": err.key,
+                "error_params": err.params,
+            },
+        )
         await s.thread.tell(channel, user, told, thread_ts=thread_ts)
         return
     await answer(s, cmd, asker, incident=incident)

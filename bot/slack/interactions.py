@@ -27,6 +27,7 @@ from bot.core.model.clusters import split_node_ref
 from bot.errors import UnknownClusterError
 from bot.render.acting import APPLY, APPROVE, CANCEL, CONFIRM_CALLBACK, DENY, REDIAGNOSE, UNDO
 from bot.render.blocks import DETAILS_ACTION, PREVENTION_ACTION
+from bot.render.errors import field_text
 from bot.services.chatops import BotServices, permitted, report_malformed
 from bot.services.prevention import prevention_button
 from bot.slack.details import open_details
@@ -156,7 +157,10 @@ def register_interactions(app: AsyncApp, s: BotServices) -> None:
             return
         plan, errors = await act.validate_submission(meta.model_dump(), values, user=user)
         if errors or plan is None:
-            await ack(response_action="errors", errors=errors or {"reason": "cannot proceed"})
+            # beside each field, in the person's language (a field error carries its key)
+            locale = await s.diagnose.locales.for_person(meta.channel, user)
+            worded = {field: field_text(e, locale) for field, e in errors.items()}
+            await ack(response_action="errors", errors=worded or {"reason": "cannot proceed"})
             return
         await ack()
         s.bg.spawn(

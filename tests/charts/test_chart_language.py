@@ -17,14 +17,25 @@ from matplotlib.text import Text
 from bot.charts.rendering import draw, render_png
 from bot.cli.diagnose import write_chart
 from bot.core.reporting.analysis import analyze
-from bot.core.reporting.charts import ChartSpec, chart_spec
+from bot.core.reporting.charts import ChartMarker, ChartSpec, chart_spec
 from tests.services.fakes import load_scenario
 
 
 def _spec() -> ChartSpec:
+    """The seed's chart, with a kernel OOM kill marked as the core labels one
+    (``markers_from``: scope, "OOM kill", the process as the kernel named it)."""
     bundle, view = load_scenario("seed")
     d = analyze(bundle, view, now=bundle.collected_at)
-    return chart_spec(d, bundle)
+    spec = chart_spec(d, bundle)
+    kill = ChartMarker(
+        at_s=spec.end_s,
+        kind="oom_kill",
+        subject="ml/preprocess",
+        label="cgroup OOM kill python",
+        colour="#d62728",
+        linestyle="-",
+    )
+    return spec.model_copy(update={"markers": [*spec.markers, kill]})
 
 
 def _texts(fig: Figure) -> list[str]:
@@ -40,6 +51,7 @@ def test_a_chinese_chart_has_chinese_title_axes_and_bands() -> None:
         "GPU 显存（GiB）",
         "快照 + 内核日志",
         "GPU 0–7（每块）",  # the eight identical devices, one series
+        "cgroup OOM kill：python",  # the kernel's kill, the process named as the kernel did
     ):
         assert words in joined, texts
     for english in (
@@ -48,6 +60,7 @@ def test_a_chinese_chart_has_chinese_title_axes_and_bands() -> None:
         "memory  (",
         "snapshot + kernel log",
         "(each)",
+        "OOM kill python",
     ):
         assert english not in joined
 
@@ -57,6 +70,7 @@ def test_an_english_chart_keeps_its_english_words() -> None:
     assert "gpu-node-01: memory  (snapshot + kernel log)" in texts
     assert "GPU 0–7 (each)" in texts
     assert "host memory (GiB)" in texts
+    assert "cgroup OOM kill python" in texts
 
 
 def test_a_chinese_chart_draws_every_glyph_from_a_font_it_has() -> None:

@@ -75,9 +75,9 @@ def test_valid_commands_parse_to_their_model(text: str, expected: object) -> Non
         ("timeline 0", "not an incident id", "timeline [INCIDENT]"),
         ("resolve", "needs an incident id", "resolve INCIDENT"),
         ("resolve gpu-node-01", "not an incident id", "resolve INCIDENT"),
-        ("diagnoes gpu-node-01", "did you mean diagnose?", "Commands:"),
-        ("stat", "did you mean status?", "Commands:"),
-        ("help nope", "no command", "Commands:"),
+        ("diagnoes gpu-node-01", "did you mean diagnose?", "help [COMMAND]"),
+        ("stat", "did you mean status?", "help [COMMAND]"),
+        ("help nope", "no command", "help [COMMAND]"),
     ],
 )
 def test_malformed_commands_raise_usage_error_with_the_usage_line(

@@ -11,6 +11,8 @@ import pytest
 from bot.core.model.actions import ActionPlan
 from bot.core.model.cluster import ClusterView
 from bot.core.remedies.staleness import (
+    STALE_REASONS,
+    UNDO_CONFLICTS,
     controller_key,
     controller_steps,
     stale_reason,
@@ -40,8 +42,10 @@ def _check(
     now: datetime = NOW,
     before: ClusterView = VIEW,
 ) -> str | None:
+    """The reason's English text (its code is checked to be a known one, with params that
+    name what the text names)."""
     plan = PLANS[tier]
-    return stale_reason(
+    why = stale_reason(
         plan,
         evidence_at=BUNDLE.collected_at,
         now=now,
@@ -50,6 +54,11 @@ def _check(
         current=current,
         controllers=_controllers(plan) if controllers is None else controllers,
     )
+    if why is None:
+        return None
+    assert why.reason in STALE_REASONS
+    assert all(str(v) in why.text for k, v in why.params.items() if isinstance(v, str) and v)
+    return why.text
 
 
 def _cordoned(v: ClusterView) -> ClusterView:
@@ -198,8 +207,10 @@ def test_undo_is_refused_only_when_a_target_changed_after_the_action(
     controllers: dict[str, dict[str, object] | None],
     refused_because: str | None,
 ) -> None:
-    reason = undo_conflict(changes, node_unschedulable=unschedulable, controllers=controllers)
+    why = undo_conflict(changes, node_unschedulable=unschedulable, controllers=controllers)
     if refused_because is None:
-        assert reason is None
+        assert why is None
     else:
-        assert reason is not None and refused_because in reason
+        assert why is not None and refused_because in why.text
+        assert why.reason in UNDO_CONFLICTS
+        assert all(str(v) in why.text for v in why.params.values() if isinstance(v, str))

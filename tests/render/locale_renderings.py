@@ -19,6 +19,7 @@ from bot.core.model.evidence import EvidenceBundle
 from bot.core.remedies.prevention import prevention_params
 from bot.core.remedies.watching import PodProgress, RolloutProgress
 from bot.core.reporting.diffing import diff_diagnoses
+from bot.core.reporting.outcomes import Refused
 from bot.core.reporting.postmortem import ActionSummary, Postmortem, Snapshot, TimelineRow
 from bot.errors import ForbiddenError
 from bot.render import acting, watching
@@ -32,7 +33,7 @@ from bot.render.text import render_report_text
 from bot.services.executing import StepsResult
 from bot.slack.blockkit import validate_blocks
 from gpunode_sandbox.slacksim.validation import blocks_errors, view_errors
-from tests.render.told import REFUSAL_SAMPLES, render_notice, render_refusal
+from tests.render.told import REASON_SAMPLES, REFUSAL_SAMPLES, render_notice, render_refusal
 
 T0 = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
 FORMATS: tuple[Fmt, ...] = ("mrkdwn", "markdown", "text")
@@ -186,6 +187,26 @@ def action_flow(d: Diagnosis, locale: str, out: dict[str, object]) -> None:
                 ),
                 out,
             )
+        checked(
+            f"{tag}.outcome.stale.why",
+            acting.outcome_message(
+                plan,
+                action_id="A1",
+                state="stale",
+                requester="U1",
+                by="U2",
+                reason="why",
+                detail="the evidence is 16 min old (limit 15 min); re-diagnose",
+                result=None,
+                undo=False,
+                locale=locale,
+                why=Refused(
+                    code="plan_stale",
+                    params={"reason": "evidence_old", "age_min": 16, "limit_min": 15},
+                ),
+            ),
+            out,
+        )
     for key, params in (
         ("approval_pending", {}),
         ("vote_counted", {"remaining": 1}),
@@ -194,6 +215,11 @@ def action_flow(d: Diagnosis, locale: str, out: dict[str, object]) -> None:
         checked(f"notice.{key}", render_notice(key, locale, **params), out)
     for code, params in REFUSAL_SAMPLES.items():
         checked(f"refusal.{code}", render_refusal(code, locale, **params), out)
+    for code, reasons in REASON_SAMPLES.items():
+        for reason, params in reasons.items():
+            told = render_refusal(code, locale, reason=reason, **params)
+            checked(f"refusal.{code}.{reason}", told, out)
+
     checked("diff", acting.diff_message(diff_diagnoses(d, d), locale=locale), out)
     for tiers in ((), ((1, "p1"),), ((1, "p1"), (3, "p3"))):
         diff = acting.diff_message(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -34,16 +35,6 @@ before only once still more than has have any all when which what does did will 
 can could there their they them you your a an or but been being were at as"""
 STOPWORDS = frozenset(re.findall(r"[a-z]+", _STOPWORDS))
 _WORD = re.compile(r"(?<![\w./@#-])[A-Za-z]+(?![\w./@-])")
-#: the views of the action flow, whose wording still has a per-locale copy
-#: (``templates/slack/<locale>/acting.j2``); every other view is one layout whose words are all
-#: in the catalog, and the pseudo-locale check covers it
-ACTING_VIEWS = (
-    "tier",
-    "notice.approval_pending",
-    "notice.vote_counted",
-    "notice.interrupted",
-    "diff",
-)
 #: a quoted kernel log line, as the pseudo-locale shows it (verbatim, in straight quotes; HTML
 #: escapes them)
 _STRAIGHT_QUOTED = re.compile(r'"[^"\n]*"|&#34;.*?&#34;|&quot;.*?&quot;')
@@ -52,12 +43,6 @@ KNOWN_ENGLISH = {
     # the kit's files (templates/kube/prevention) explain each value in English YAML comments;
     # the postmortem embeds them in <pre> blocks
     "prevention": "the prevention kit's YAML comments are English-only",
-    # the fixture's reason is a sentence a service writes (typed refusals: #22 section 1)
-    "notice.refused": "the refusal reason is the caller's text",
-    # the core words an undo conflict in English still (not yet a code with parameters)
-    "refusal.undo_conflict": "the undo conflict's detail is an English sentence from the core",
-    # the API server's own message, quoted as it answered (like any API error text)
-    "refusal.undo_reread_failed": "the API server's message is quoted as it answered",
 }
 #: evidence quoted verbatim (a kernel log line) and untranslatable API text in the fixtures
 _QUOTED = re.compile(r"“[^”]*”|0/3 nodes are available|evictions are forbidden here")
@@ -202,14 +187,10 @@ def test_no_english_sentence_reaches_a_chinese_rendering(
     assert leaks == {}
 
 
-def test_no_plain_english_reaches_a_pseudo_locale_rendering_of_any_view_but_the_action_flow(
+def test_no_plain_english_reaches_a_pseudo_locale_rendering_of_any_view(
     renderings: dict[str, dict[str, object]],
 ) -> None:
-    merged = {
-        n: m
-        for n, m in renderings["en-XA"].items()
-        if not n.startswith(ACTING_VIEWS) and n not in KNOWN_ENGLISH
-    }
+    merged = {n: m for n, m in renderings["en-XA"].items() if n not in KNOWN_ENGLISH}
     assert len(merged) > 40, sorted(merged)
     merged["postmortem.html"] = _PRE.sub(" ", str(merged["postmortem.html"]))  # the kit's files
     leaks = {
@@ -233,3 +214,20 @@ def test_every_message_renders_within_slacks_limits_in_the_pseudo_locale(
 def test_the_catalog_files_are_text(tmp_path: Path) -> None:
     """No compiled .mo in the tree: the .po files are read at runtime."""
     assert not list(catalogs.catalog_root().rglob("*.mo"))
+
+
+@pytest.mark.parametrize(
+    ("style", "en", "zh"),
+    [
+        ("datetime", "2026-12-01 02:05:07", "2026年12月1日 02:05:07"),
+        ("datetime_min", "2026-12-01 02:05", "2026年12月1日 02:05"),
+        ("date", "2026-12-01", "2026年12月1日"),
+        ("time", "02:05", "02:05"),
+    ],
+)
+def test_dates_are_written_as_each_locale_writes_them(style: str, en: str, zh: str) -> None:
+    """Babel formats each date with its locale's pattern, which the locale's catalog gives."""
+    moment = datetime(2026, 12, 1, 2, 5, 7, tzinfo=UTC)
+    assert catalogs.translator("en").when(moment, style) == en
+    assert catalogs.translator("zh-CN").when(moment, style) == zh
+    assert catalogs.translator("en-XA").when(moment, style) == en  # pseudo: English formats

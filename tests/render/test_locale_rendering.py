@@ -31,9 +31,8 @@ from tests.render.told import render_notice
 from tests.services.fakes import load_scenario as load_fixture
 
 OTHER_LOCALES = [loc for loc in LOCALES if loc != DEFAULT_LOCALE]
-#: messages whose whole text is the caller's (``:no_entry: <reason>``)
-#: the caller's own words: a conflict the core describes in English (bot.core.remedies.staleness)
-CALLERS_TEXT = {"sentences", "refusal.undo_conflict"}
+#: messages whose whole text is the caller's
+CALLERS_TEXT = {"sentences"}
 T0 = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
 
 

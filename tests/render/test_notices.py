@@ -98,7 +98,8 @@ def test_a_refusal_shows_a_mention_not_its_escaped_text() -> None:
 
 
 def test_a_refusals_parameters_are_escaped() -> None:
-    _, blocks = render_refusal("undo_conflict", detail="<!channel> <https://x|y> <@U0BOB>")
+    hostile = "<!channel> <https://x|y> <@U0BOB>"
+    _, blocks = render_refusal("undo_conflict", reason="target_gone", target=hostile)
     body = _body(blocks)
 
     assert "&lt;!channel&gt;" in body and "&lt;https://x|y&gt;" in body

@@ -85,3 +85,20 @@ def test_a_verdict_kept_as_data_is_worded_in_the_readers_language() -> None:
     assert chinese in zh and english not in zh
     assert english in en
     assert "an older sentence" in zh and "an older sentence" in en
+
+
+def test_a_kernel_oom_kill_in_the_story_is_worded_in_the_readers_language() -> None:
+    """The story quotes the chart marker's label; a Chinese postmortem words it, keeping the
+    process as the kernel named it."""
+    kill = StoryRow(
+        at=T0,
+        code="symptom_oom_kill",
+        values={"pod": "ml/train-0", "what": "cgroup OOM kill python"},
+    )
+    pm = _pm().model_copy(update={"story": [kill]})
+
+    zh = render_postmortem_markdown(pm, charts={}, locale="zh-CN")
+    en = render_postmortem_markdown(pm, charts={}, locale="en")
+
+    assert "cgroup OOM kill：python" in zh and "OOM kill python" not in zh
+    assert "cgroup OOM kill python" in en

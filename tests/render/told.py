@@ -43,12 +43,46 @@ REFUSAL_SAMPLES: dict[str, dict[str, Any]] = {
     "cancel_too_late": {},
     "nothing_to_undo": {"state": "requested"},
     "nothing_undoable": {},
-    "undo_conflict": {"detail": "Deployment/ml/<!channel> was changed again"},
-    "undo_reread_failed": {"code": "timeout", "message": "no answer"},
+    "plan_stale": {"reason": "limits_changed", "target": "Deployment/ml/<!channel>", "limits": ""},
+    "undo_conflict": {
+        "reason": "resources_changed",
+        "target": "Deployment/ml/<!channel>",
+        "container": "train",
+    },
+    "undo_reread_failed": {
+        "code": "cluster_unreachable",
+        "message": "cluster prod-us could not be reached (timeout); check its API server",
+        "error_key": "cluster_unreachable",
+        "error_params": {"cluster": "prod-us", "reason": "timeout"},
+    },
     "undo_in_progress": {},
     "vote_self_approval_rejected": {},
     "vote_not_eligible": {},
     "vote_expired": {},
     "vote_already_final": {},
     "vote_already_counted": {},
+}
+
+#: every reason a stale plan or an undo conflict can give (``bot.core.remedies.staleness``),
+#: with parameters as the core gives them
+REASON_SAMPLES: dict[str, dict[str, dict[str, Any]]] = {
+    "plan_stale": {
+        "no_evidence": {},
+        "no_view": {},
+        "node_gone": {"node": "gpu-node-07"},
+        "evidence_old": {"age_min": 16, "limit_min": 15},
+        "node_cordoned": {"node": "gpu-node-07"},
+        "pod_gone": {"pod": "ml/train-0", "node": "gpu-node-07"},
+        "pod_replaced": {"pod": "ml/train-0"},
+        "target_gone": {"target": "Deployment/ml/train"},
+        "priority_changed": {"target": "Deployment/ml/train", "now": ""},
+        "container_gone": {"target": "Deployment/ml/train", "container": "preprocess"},
+        "limits_changed": {"target": "Deployment/ml/train", "limits": "cpu=16, memory=80Gi"},
+    },
+    "undo_conflict": {
+        "node_changed": {"node": "gpu-node-07", "cordoned": False},
+        "target_gone": {"target": "Deployment/ml/train"},
+        "priority_changed": {"target": "Deployment/ml/train"},
+        "resources_changed": {"target": "Deployment/ml/train", "container": "train"},
+    },
 }

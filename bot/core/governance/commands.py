@@ -19,7 +19,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.core.model.clusters import NodeRef, cluster_name_problem, split_node_ref
+from bot.core.model.clusters import NodeRef, cluster_name_issue, split_node_ref
 from bot.core.model.incidents import format_incident_id, parse_incident_number
 from bot.errors import UsageError
 
@@ -111,6 +111,11 @@ def usage(verb: str, *, prog: str = DEFAULT_PROG) -> str:
     return f"{prog} {verb} {args}".rstrip()
 
 
+def usage_lines(*, prog: str = DEFAULT_PROG) -> str:
+    """Every verb's usage line, one a line (no prose: shown back after a usage error)."""
+    return "\n".join(usage(v, prog=prog) for v in VERBS)
+
+
 def help_text(verb: str | None = None, *, prog: str = DEFAULT_PROG) -> str:
     """All commands with one line each, or one command's usage and description."""
     if verb is not None:
@@ -150,15 +155,27 @@ def parse_node_name(word: str, *, verb: str, prog: str = DEFAULT_PROG) -> str:
     """Validate a node name as an RFC 1123 subdomain; UsageError explains what is wrong."""
     line = usage(verb, prog=prog)
     if len(word) > _MAX_NODE_NAME:
-        raise UsageError(f"node name is {len(word)} characters; the limit is 253", usage=line)
+        raise UsageError(
+            f"node name is {len(word)} characters; the limit is 253",
+            usage=line,
+            key="node_name_too_long",
+            params={"length": len(word), "limit": _MAX_NODE_NAME},
+        )
     if _DNS1123_SUBDOMAIN.fullmatch(word):
         return word
     if _DNS1123_SUBDOMAIN.fullmatch(word.lower()):
-        raise UsageError(f"node names are lowercase: did you mean {word.lower()}?", usage=line)
+        raise UsageError(
+            f"node names are lowercase: did you mean {word.lower()}?",
+            usage=line,
+            key="node_name_case",
+            params={"suggestion": word.lower()},
+        )
     raise UsageError(
         f"{_shown(word)!r} is not a valid node name: use lowercase letters, digits, '-' "
         "and '.', starting and ending with a letter or digit",
         usage=line,
+        key="node_name_invalid",
+        params={"name": _shown(word)},
     )
 
 
@@ -167,12 +184,18 @@ def parse_cluster_name(
 ) -> str:
     """A DNS-1123 label, and one of ``clusters`` when they are given; UsageError otherwise."""
     line = usage(verb, prog=prog)
-    problem = cluster_name_problem(word)
-    if problem is not None:
-        raise UsageError(problem, usage=line)
+    issue = cluster_name_issue(word)
+    if issue is not None:
+        key, text, params = issue
+        raise UsageError(text, usage=line, key=key, params=params)
     if clusters and word not in clusters:
         known = ", ".join(sorted(clusters))
-        raise UsageError(f"no cluster named {word!r}; the known clusters are: {known}", usage=line)
+        raise UsageError(
+            f"no cluster named {word!r}; the known clusters are: {known}",
+            usage=line,
+            key="unknown_cluster_named",
+            params={"name": word, "known": sorted(clusters)},
+        )
     return word
 
 
@@ -187,6 +210,8 @@ def parse_node_ref(
             raise UsageError(
                 f"{_shown(word)!r} names a cluster but no node; write CLUSTER/NODE",
                 usage=usage(verb, prog=prog),
+                key="cluster_without_node",
+                params={"word": _shown(word)},
             )
     return cluster, parse_node_name(node, verb=verb, prog=prog)
 
@@ -198,6 +223,8 @@ def parse_incident_id(word: str, *, verb: str, prog: str = DEFAULT_PROG) -> str:
         raise UsageError(
             f"{_shown(word)!r} is not an incident id; use one like INC-0007 (or just 7)",
             usage=usage(verb, prog=prog),
+            key="incident_id_invalid",
+            params={"word": _shown(word)},
         )
     return format_incident_id(number)
 
@@ -206,7 +233,12 @@ def _at_most(verb: str, words: list[str], count: int, prog: str) -> None:
     if len(words) > count:
         extra = " ".join(_shown(w) for w in words[count:])
         what = "no arguments" if count == 0 else f"at most {count} argument"
-        raise UsageError(f"{verb} takes {what}; unexpected: {extra}", usage=usage(verb, prog=prog))
+        raise UsageError(
+            f"{verb} takes {what}; unexpected: {extra}",
+            usage=usage(verb, prog=prog),
+            key="too_many_arguments",
+            params={"verb": verb, "count": count, "extra": extra},
+        )
 
 
 def parse(
@@ -225,17 +257,29 @@ def parse(
         hint = f"; did you mean {guess}?" if guess else ""
         raise UsageError(
             f"unknown command {_shown(words[0])!r}{hint} Try {prog} help.",
-            usage=help_text(prog=prog),
+            usage=usage_lines(prog=prog),
+            key="unknown_command",
+            params={"word": _shown(words[0]), "guess": guess or "", "prog": prog},
         )
     if verb == "diagnose":
         if not args:
-            raise UsageError("diagnose needs a node name", usage=usage(verb, prog=prog))
+            raise UsageError(
+                "diagnose needs a node name",
+                usage=usage(verb, prog=prog),
+                key="needs_node",
+                params={"verb": verb},
+            )
         _at_most(verb, args, 1, prog)
         cluster, node = parse_node_ref(args[0], verb=verb, prog=prog, clusters=clusters)
         return Diagnose(node=node, cluster=cluster)
     if verb == "prevent":
         if not args:
-            raise UsageError("prevent needs a node name", usage=usage(verb, prog=prog))
+            raise UsageError(
+                "prevent needs a node name",
+                usage=usage(verb, prog=prog),
+                key="needs_node",
+                params={"verb": verb},
+            )
         _at_most(verb, args, 1, prog)
         cluster, node = parse_node_ref(args[0], verb=verb, prog=prog, clusters=clusters)
         return Prevent(node=node, cluster=cluster)
@@ -255,7 +299,12 @@ def parse(
         return Timeline(incident=parse_incident_id(args[0], verb=verb, prog=prog) if args else None)
     if verb == "resolve":
         if not args:
-            raise UsageError("resolve needs an incident id", usage=usage(verb, prog=prog))
+            raise UsageError(
+                "resolve needs an incident id",
+                usage=usage(verb, prog=prog),
+                key="needs_incident",
+                params={"verb": verb},
+            )
         incident = parse_incident_id(args[0], verb=verb, prog=prog)
         return Resolve(incident=incident, note=" ".join(args[1:]))
     _at_most(verb, args, 1, prog)
@@ -265,7 +314,12 @@ def parse(
     if topic not in _VERBS:
         guess = closest_verb(topic)
         hint = f"; did you mean {guess}?" if guess else ""
-        raise UsageError(f"no command {_shown(args[0])!r}{hint}", usage=help_text(prog=prog))
+        raise UsageError(
+            f"no command {_shown(args[0])!r}{hint}",
+            usage=usage_lines(prog=prog),
+            key="no_help_topic",
+            params={"word": _shown(args[0]), "guess": guess or ""},
+        )
     return Help(topic=topic)
 
 

@@ -26,19 +26,29 @@ DEFAULT_CLUSTER = "default"
 
 def cluster_name_problem(name: str) -> str | None:
     """Why ``name`` cannot be a cluster name, or None when it can."""
+    found = cluster_name_issue(name)
+    return None if found is None else found[1]
+
+
+def cluster_name_issue(name: str) -> tuple[str, str, dict[str, object]] | None:
+    """Why ``name`` cannot be a cluster name as (error key, English text, the key's params),
+    or None when it can (``bot.errors.GpunodeError.key``: a presenter words it)."""
     if not name:
-        return "a cluster name cannot be empty"
+        return "cluster_name_empty", "a cluster name cannot be empty", {}
     if len(name) > MAX_CLUSTER_NAME:
-        return f"cluster name is {len(name)} characters; the limit is {MAX_CLUSTER_NAME}"
+        text = f"cluster name is {len(name)} characters; the limit is {MAX_CLUSTER_NAME}"
+        return "cluster_name_too_long", text, {"length": len(name), "limit": MAX_CLUSTER_NAME}
     if _DNS1123_LABEL.fullmatch(name):
         return None
     if _DNS1123_LABEL.fullmatch(name.lower()):
-        return f"cluster names are lowercase: did you mean {name.lower()}?"
+        text = f"cluster names are lowercase: did you mean {name.lower()}?"
+        return "cluster_name_case", text, {"suggestion": name.lower()}
     shown = name if len(name) <= 60 else name[:57] + "..."
-    return (
+    text = (
         f"{shown!r} is not a valid cluster name: use lowercase letters, digits and '-', "
         "starting and ending with a letter or digit (no '.' or '/')"
     )
+    return "cluster_name_invalid", text, {"name": shown}
 
 
 def split_node_ref(word: str) -> tuple[str | None, str]:

@@ -24,12 +24,27 @@ def parse_duration(text: str) -> timedelta:
     """``"4h"`` -> ``timedelta(hours=4)``. Raises UsageError naming the accepted forms."""
     cleaned = text.strip().lower().replace(" ", "")
     if not cleaned or not _WHOLE.fullmatch(cleaned):
-        raise UsageError(f"{text!r} is not a duration; use {DURATION_HELP}", usage=DURATION_HELP)
+        raise UsageError(
+            f"{text!r} is not a duration; use {DURATION_HELP}",
+            usage=DURATION_HELP,
+            key="not_a_duration",
+            params={"text": text},
+        )
     seconds = sum(int(n) * _UNIT_SECONDS[unit] for n, unit in _PART.findall(cleaned))
     if seconds <= 0:
-        raise UsageError(f"{text!r} is zero; give a positive duration", usage=DURATION_HELP)
+        raise UsageError(
+            f"{text!r} is zero; give a positive duration",
+            usage=DURATION_HELP,
+            key="duration_zero",
+            params={"text": text},
+        )
     if seconds > _MAX_SECONDS:
-        raise UsageError(f"{text!r} is longer than 100 years", usage=DURATION_HELP)
+        raise UsageError(
+            f"{text!r} is longer than 100 years",
+            usage=DURATION_HELP,
+            key="duration_too_long",
+            params={"text": text},
+        )
     return timedelta(seconds=seconds)
 
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from bot.core.model.kernel_records import KernelLog
 from bot.core.model.redaction import redact_command_line
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 #: readers accept any minor version of this major
 SCHEMA_MAJOR = SCHEMA_VERSION.split(".")[0]
 
@@ -33,11 +33,21 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+#: a gap's parameter: a word, a count or a few PIDs (raw values; a presenter words them)
+GapParam = str | int | list[int]
+
+
 class Gap(_Model):
-    """Something the collector could not verify, and why (shown in every report)."""
+    """Something the collector could not verify, and why (shown in every report).
+
+    ``reason`` is the English text (logs, older readers); ``code`` and ``params`` say the
+    same as data, and a presenter words them in the reader's language
+    (``templates/sentences/gaps.j2``); a gap without a code is shown by its ``reason``."""
 
     source: str = Field(description="e.g. 'procfs:/proc/1234/smaps_rollup', 'nvml'")
     reason: str = Field(description="e.g. 'permission denied', 'NVML library not found'")
+    code: str = Field("", description="e.g. 'permission_denied', 'not_present' (empty: none)")
+    params: dict[str, GapParam] = Field(default_factory=dict)
 
 
 class MemInfo(_Model):

@@ -28,6 +28,21 @@ MAX_OMP_THREADS = 1024  # far above any node's core count; catches typos like 40
 MAX_QUANTITY_CHARS = 64
 
 
+class FieldError(str):
+    """A form field's error: its English text (it is a ``str``: logs, tests, older readers)
+    with ``key`` and raw ``params``, which a presenter words in the reader's language
+    (``templates/slack/errors.j2``)."""
+
+    key: str
+    params: dict[str, object]
+
+    def __new__(cls, text: str, key: str, **params: object) -> FieldError:
+        made = super().__new__(cls, text)
+        made.key = key
+        made.params = params
+        return made
+
+
 class Tier3Bounds(BaseModel):
     """Upper bounds for the caps: the node's allocatable (None: unknown, only the int64
     bound of a Kubernetes quantity applies)."""
@@ -54,13 +69,21 @@ def _quantity(
 ) -> Quantity | None:
     raw = text.strip()
     if len(raw) > MAX_QUANTITY_CHARS:
-        errors[field] = f"too long for a quantity (at most {MAX_QUANTITY_CHARS} characters)"
+        errors[field] = FieldError(
+            f"too long for a quantity (at most {MAX_QUANTITY_CHARS} characters)",
+            "field_quantity_too_long",
+            limit=MAX_QUANTITY_CHARS,
+        )
         return None
     try:
         return parse_quantity(raw)
     except QuantityError:
         shown = raw if raw.isprintable() else repr(raw)
-        errors[field] = f"'{shown}' is not {kind}; write e.g. {example}"
+        errors[field] = FieldError(
+            f"'{shown}' is not {kind}; write e.g. {example}",
+            "field_not_quantity" if kind == "a Kubernetes quantity" else "field_not_cpu",
+            value=shown,
+        )
         return None
 
 
@@ -71,13 +94,22 @@ def _bytes(
     if q is None:
         return None
     if q.value() <= 0:
-        errors[field] = "must be greater than zero"
+        errors[field] = FieldError("must be greater than zero", "field_not_positive")
         return None
     if bound is not None and q.value() > bound:
-        errors[field] = f"must be at most {bound_text or bound}, the node's allocatable memory"
+        shown = bound_text or str(bound)
+        errors[field] = FieldError(
+            f"must be at most {shown}, the node's allocatable memory",
+            "field_above_memory",
+            bound=shown,
+        )
         return None
     if q.value() > MAX_INT64:
-        errors[field] = f"must be at most {MAX_INT64} bytes, the largest Kubernetes quantity"
+        errors[field] = FieldError(
+            f"must be at most {MAX_INT64} bytes, the largest Kubernetes quantity",
+            "field_above_int64",
+            bound=MAX_INT64,
+        )
         return None
     return q.value()
 
@@ -96,13 +128,20 @@ def _cpu(
     if q is None:
         return None
     if q.milli_value() <= 0:
-        errors[field] = "must be greater than zero"
+        errors[field] = FieldError("must be greater than zero", "field_not_positive")
         return None
     if bound is not None and q.milli_value() > bound:
-        errors[field] = f"must be at most {bound_text or f'{bound}m'}, the node's allocatable CPU"
+        shown = bound_text or f"{bound}m"
+        errors[field] = FieldError(
+            f"must be at most {shown}, the node's allocatable CPU", "field_above_cpu", bound=shown
+        )
         return None
     if q.milli_value() > MAX_INT64:
-        errors[field] = f"must be at most {MAX_INT64}m, the largest Kubernetes CPU quantity"
+        errors[field] = FieldError(
+            f"must be at most {MAX_INT64}m, the largest Kubernetes CPU quantity",
+            "field_above_int64_cpu",
+            bound=MAX_INT64,
+        )
         return None
     return q.as_float()
 
@@ -112,7 +151,7 @@ def apply_tier3_edits(
 ) -> ActionPlan | dict[str, str]:
     """The plan with the edited values, or ``{block_id: message}`` errors."""
     if plan.tier != 3 or plan.values is None:
-        return {"memory_limit": "this plan has no editable caps"}
+        return {"memory_limit": FieldError("this plan has no editable caps", "field_no_caps")}
     b = bounds or Tier3Bounds()
     errors: dict[str, str] = {}
     mem_bound, mem_text = b.memory_bytes, b.memory_text
@@ -125,18 +164,27 @@ def apply_tier3_edits(
         edits.cpu_request, "cpu_request", errors, bound=b.cpu_millis, bound_text=b.cpu_text
     )
     if limit is not None and request is not None and request > limit:
-        errors["memory_request"] = "the request may not exceed the limit"
+        errors["memory_request"] = FieldError(
+            "the request may not exceed the limit", "field_request_above_limit"
+        )
     if cpu_lim is not None and cpu_req is not None and cpu_req > cpu_lim:
-        errors["cpu_request"] = "the request may not exceed the limit"
+        errors["cpu_request"] = FieldError(
+            "the request may not exceed the limit", "field_request_above_limit"
+        )
     threads = edits.omp_num_threads
     if threads is not None and not 1 <= threads <= MAX_OMP_THREADS:
-        errors["omp_num_threads"] = f"use a whole number from 1 to {MAX_OMP_THREADS}"
+        errors["omp_num_threads"] = FieldError(
+            f"use a whole number from 1 to {MAX_OMP_THREADS}",
+            "field_threads_range",
+            limit=MAX_OMP_THREADS,
+        )
     ws = plan.values.current_working_set_bytes
     below = limit is not None and ws is not None and limit < ws
     if below and not edits.accept_oom:
-        errors["accept_oom"] = (
+        errors["accept_oom"] = FieldError(
             "the limit is below the container's current working set: the kernel will OOM-kill "
-            "it at once. Raise the limit, or tick the box to accept that."
+            "it at once. Raise the limit, or tick the box to accept that.",
+            "field_below_working_set",
         )
     if errors or limit is None:
         return errors

@@ -2,8 +2,10 @@
 
 An action runs only against the world its evidence described. Before any effect, the
 executor re-reads the node, its pods and every controller the plan patches, and asks
-``stale_reason``; any answer but ``None`` refuses the action with that reason (shown to the
-user as is, so it says what to do) and offers a re-diagnosis.
+``stale_reason``; any answer but ``None`` refuses the action with that reason and offers a
+re-diagnosis. A reason is a ``Why``: a code with raw parameters, which a presenter words in
+the reader's language (``templates/slack/refusals.j2``: ``plan_stale``, ``undo_conflict``), and
+its English text for the audit row and the logs; each says what to do.
 
 What counts as drift, per tier (compared with the cluster view stored with the evidence,
 never with the plan's own assumptions):
@@ -16,6 +18,7 @@ never with the plan's own assumptions):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -24,6 +27,41 @@ from bot.core.model.cluster import ClusterView, ContainerInfo, PodInfo
 from bot.core.model.quantity import QuantityError, parse_quantity
 
 CONTROLLER_VERBS = ("set_priority_class", "patch_resources")
+#: why a plan is stale (``stale_reason``; the services add the first three)
+STALE_REASONS = frozenset(
+    {
+        "no_evidence",  # no evidence recorded for the incident
+        "no_view",  # no cluster view recorded with it
+        "node_gone",  # {node}
+        "evidence_old",  # {age_min, limit_min}
+        "node_cordoned",  # {node}: cordoned by someone since the diagnosis
+        "pod_gone",  # {pod, node}: a pod to evict is no longer on the node
+        "pod_replaced",  # {pod}: the pod to resize is not the one diagnosed
+        "target_gone",  # {target}: a controller to patch no longer exists
+        "priority_changed",  # {target, now}: its priority class changed since
+        "container_gone",  # {target, container}
+        "limits_changed",  # {target, limits}: its limits changed since
+    }
+)
+#: why Undo would overwrite someone else's change (``undo_conflict``)
+UNDO_CONFLICTS = frozenset(
+    {
+        "node_changed",  # {node, cordoned}: cordoned/uncordoned by someone else since
+        "target_gone",  # {target}: nothing left to restore
+        "priority_changed",  # {target}
+        "resources_changed",  # {target, container}
+    }
+)
+
+
+@dataclass(frozen=True)
+class Why:
+    """Why not: ``reason`` (one of ``STALE_REASONS`` or ``UNDO_CONFLICTS``) with raw
+    ``params`` for a presenter to word, and ``text``, the same in English (audit, logs)."""
+
+    reason: str
+    text: str
+    params: Mapping[str, str | int | bool] = field(default_factory=dict)
 
 
 def controller_key(step: Step) -> str:
@@ -86,43 +124,60 @@ def _same_quantities(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return True
 
 
-def _tier1(plan: ActionPlan, before: ClusterView, current: ClusterView) -> str | None:
+def _tier1(plan: ActionPlan, before: ClusterView, current: ClusterView) -> Why | None:
     node = current.node
     if node.unschedulable and not before.node.unschedulable:
-        return (
+        return Why(
+            "node_cordoned",
             f"node {node.name} was cordoned since the diagnosis (someone acted); "
-            "re-diagnose before acting again"
+            "re-diagnose before acting again",
+            {"node": node.name},
         )
     present = {p.key for p in current.pods if not p.deleting}
     for step in plan.steps:
         key = f"{step.namespace}/{step.name}"
         if step.verb == "evict" and key not in present:
-            return f"pod {key} is no longer on {node.name}; the plan is out of date, re-diagnose"
+            return Why(
+                "pod_gone",
+                f"pod {key} is no longer on {node.name}; the plan is out of date, re-diagnose",
+                {"pod": key, "node": node.name},
+            )
     return None
 
 
-def _controller_drift(step: Step, controller: Mapping[str, Any], before: ClusterView) -> str | None:
+def _controller_drift(step: Step, controller: Mapping[str, Any], before: ClusterView) -> Why | None:
     key = controller_key(step)
     if step.verb == "set_priority_class":
         was = {p.priority_class_name or None for p in _pods_of(before, step)}
         now = _template_spec(controller).get("priorityClassName") or None
         if was and now not in was:
-            return (
+            return Why(
+                "priority_changed",
                 f"{key} now uses priority class {now or 'none'} (changed since the diagnosis); "
-                "re-diagnose before acting"
+                "re-diagnose before acting",
+                {"target": key, "now": now or ""},
             )
         return None
     name = step.container
     current = _template_container(controller, name)
     if current is None:
-        return f"container {name} is gone from {key}; re-diagnose"
+        return Why(
+            "container_gone",
+            f"container {name} is gone from {key}; re-diagnose",
+            {"target": key, "container": name},
+        )
     seen = _container_before(before, step, name)
     if seen is None:
         return None  # nothing recorded to compare with (no pod of it was on the node)
     limits = dict((current.get("resources") or {}).get("limits") or {})
     if not _same_quantities(limits, seen.limits):
-        shown = ", ".join(f"{k}={v}" for k, v in sorted(limits.items())) or "none"
-        return f"{key} was changed since the diagnosis (limits now {shown}); re-diagnose first"
+        shown = ", ".join(f"{k}={v}" for k, v in sorted(limits.items()))
+        return Why(
+            "limits_changed",
+            f"{key} was changed since the diagnosis (limits now {shown or 'none'}); "
+            "re-diagnose first",
+            {"target": key, "limits": shown},
+        )
     return None
 
 
@@ -135,15 +190,18 @@ def stale_reason(
     before: ClusterView,
     current: ClusterView,
     controllers: Mapping[str, Mapping[str, Any] | None],
-) -> str | None:
+) -> Why | None:
     """Why ``plan`` may not run now, or None. ``before`` is the view stored with the
     evidence, ``current`` a fresh read; ``controllers`` maps ``controller_key`` of every
     ``controller_steps`` step to its fresh object (None when it no longer exists)."""
     age = (now - evidence_at).total_seconds()
     if age > max_age_s:
-        return (
-            f"the evidence is {int(age // 60)} min old (limit {int(max_age_s // 60)} min); "
-            "re-diagnose to act on current numbers"
+        old, limit = int(age // 60), int(max_age_s // 60)
+        return Why(
+            "evidence_old",
+            f"the evidence is {old} min old (limit {limit} min); "
+            "re-diagnose to act on current numbers",
+            {"age_min": old, "limit_min": limit},
         )
     if plan.tier == 1:
         return _tier1(plan, before, current)
@@ -154,11 +212,20 @@ def stale_reason(
         was = next((p for p in before.pods if p.key == key), None)
         now_pod = next((p for p in current.pods if p.key == key and not p.deleting), None)
         if now_pod is None or (was is not None and was.uid != now_pod.uid):
-            return f"pod {key} is no longer the one diagnosed; the plan is out of date, re-diagnose"
+            return Why(
+                "pod_replaced",
+                f"pod {key} is no longer the one diagnosed; the plan is out of date, re-diagnose",
+                {"pod": key},
+            )
     for step in controller_steps(plan):
         obj = controllers.get(controller_key(step))
         if obj is None:
-            return f"{controller_key(step)} no longer exists; the plan is out of date"
+            target = controller_key(step)
+            return Why(
+                "target_gone",
+                f"{target} no longer exists; the plan is out of date",
+                {"target": target},
+            )
         drift = _controller_drift(step, obj, before)
         if drift:
             return drift
@@ -170,7 +237,7 @@ def undo_conflict(
     *,
     node_unschedulable: bool | None,
     controllers: Mapping[str, Mapping[str, Any] | None],
-) -> str | None:
+) -> Why | None:
     """Why Undo must not run now, or None: someone changed a target after our action.
 
     ``changes`` are the action's recorded ``Change`` dicts (``after`` = what the server
@@ -185,9 +252,11 @@ def undo_conflict(
         verb, after = c.get("verb"), c.get("after") or {}
         if verb in ("cordon", "uncordon"):
             if node_unschedulable is not None and node_unschedulable != after.get("unschedulable"):
-                return (
+                return Why(
+                    "node_changed",
                     f"node {c.get('name')} was {'cordoned' if node_unschedulable else 'uncordoned'}"
-                    " by someone else since the action; nothing to undo there"
+                    " by someone else since the action; nothing to undo there",
+                    {"node": str(c.get("name")), "cordoned": bool(node_unschedulable)},
                 )
             continue
         if verb not in ("set_priority_class", "patch_resources"):
@@ -195,12 +264,18 @@ def undo_conflict(
         key = f"{c.get('kind')}/{c.get('namespace')}/{c.get('name')}"
         now = controllers.get(key)
         if now is None:
-            return f"{key} no longer exists; there is nothing to restore"
+            return Why(
+                "target_gone",
+                f"{key} no longer exists; there is nothing to restore",
+                {"target": key},
+            )
         if verb == "set_priority_class":
             if _template_spec(now).get("priorityClassName") != after.get("priorityClassName"):
-                return (
+                return Why(
+                    "priority_changed",
                     f"{key}'s priority class was changed again since the action; undo would "
-                    "overwrite that change, so it is refused: restore it by hand if needed"
+                    "overwrite that change, so it is refused: restore it by hand if needed",
+                    {"target": key},
                 )
             continue
         container = str((c.get("before") or {}).get("container", ""))
@@ -211,8 +286,10 @@ def undo_conflict(
             for part in ("requests", "limits")
         )
         if not same:
-            return (
+            return Why(
+                "resources_changed",
                 f"{key} (container {container}) was changed again since the action; undo would "
-                "overwrite that change, so it is refused: restore it by hand if needed"
+                "overwrite that change, so it is refused: restore it by hand if needed",
+                {"target": key, "container": container},
             )
     return None

@@ -60,8 +60,9 @@ REFUSALS = frozenset(
         "cancel_too_late",  # it started meanwhile
         "nothing_to_undo",  # {state}
         "nothing_undoable",  # it changed nothing that can be restored
-        "undo_conflict",  # {detail}: someone changed the target since (bot.core.remedies.staleness)
-        "undo_reread_failed",  # {code, message}: the targets could not be re-read
+        "plan_stale",  # {reason, ...}: the world moved since the evidence (staleness.STALE_REASONS)
+        "undo_conflict",  # {reason, ...}: someone changed the target since (UNDO_CONFLICTS)
+        "undo_reread_failed",  # {code, message, error_key?, error_params?}: re-read failed
         "undo_in_progress",
         "vote_self_approval_rejected",
         "vote_not_eligible",
@@ -231,7 +232,8 @@ class ActionResult(BaseModel):
     """An action's message in ``state``: its lifecycle step (``applying``, ``cancelled``...)
     or, once run, what it achieved (``ActionOutcome.outcome``: ``partly``, ``not_applied``...,
     never "applied" for less); ``result``: what each step did; ``undo``: an Undo is
-    offered; ``detail``: a failure's own message."""
+    offered; ``detail``: a failure's own message (English, as raised); ``why``: a refusal's
+    reason as a code, which the presenter words in the reader's language instead."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -244,6 +246,7 @@ class ActionResult(BaseModel):
     reason: str
     node_ref: str
     detail: str = ""
+    why: Refused | None = Field(None, description="why it was refused, worded by the presenter")
     result: StepsReport | None = None
     undo: bool = False
 

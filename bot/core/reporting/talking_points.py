@@ -140,7 +140,16 @@ def build_talking_points(
             TalkingPoint(
                 audience="ops_team",
                 key="unverified.gap",
-                params={"source": gap.source, "reason": gap.reason},
+                params={
+                    "source": gap.source,
+                    "reason": gap.reason,
+                    "code": gap.code,
+                    # the gap's own params, flat (``gap_<name>``; a list of PIDs as text)
+                    **{
+                        f"gap_{k}": ", ".join(map(str, v)) if isinstance(v, list) else v
+                        for k, v in gap.params.items()
+                    },
+                },
                 unverified=True,
             )
         )

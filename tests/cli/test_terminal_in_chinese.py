@@ -1,0 +1,71 @@
+"""li.wei's terminal in Chinese (``--lang zh-CN``): the open incidents, the nodes by memory
+pressure, help, and the commands she mistypes (a bad incident id, a bad node name) are all
+written without an English sentence; the exit codes stay those of the English terminal."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from gpunode_sandbox.kubesim import KubeSim, load_scenario
+from gpunode_sandbox.kubesim.access import BOT_TOKEN
+from tests.render.test_catalogs import english_words
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@pytest.fixture
+async def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A store holding li.wei's open incident (as the bot keeps it)."""
+    from bot.store.storing import Store
+
+    path = tmp_path / "gpunode.db"
+    at = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
+    async with await Store.open(str(path)) as s:
+        await s.open_or_join_incident(
+            "gpu-node-01", "C1", opened_by="U0LIWEI", at=at, locale="zh-CN"
+        )
+    monkeypatch.setenv("GPUNODE_STORE__PATH", str(path))
+    return path
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main([*argv, "--lang", "zh-CN"])
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (["status"], 0),
+        (["help"], 0),
+        (["help", "diagnose"], 0),
+        (["timeline", "x"], 2),
+        (["status", "Bad_Node"], 2),
+        (["resolve", "nope"], 2),
+    ],
+)
+async def test_li_weis_terminal_answers_and_refuses_in_chinese(
+    store: Path, capsys: pytest.CaptureFixture[str], argv: list[str], code: int
+) -> None:
+    got, said = await asyncio.to_thread(_run, argv, capsys)
+    assert got == code, said
+    assert CJK.search(said), said
+    assert english_words(said) == [], said
+
+
+def test_li_weis_top_and_mistyped_node_against_the_stand_in_are_in_chinese(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with KubeSim.running_in_thread(load_scenario("seed")) as sim:
+        access = ["--server", sim.url, "--token", BOT_TOKEN]
+        top = _run(["top", *access], capsys)
+        bad = _run(["diagnose", "GPU_bad", "-q", *access], capsys)
+    assert top[0] == 0 and CJK.search(top[1]) and english_words(top[1]) == [], top
+    assert bad[0] == 2 and "不是有效的节点名" in bad[1] and english_words(bad[1]) == [], bad
