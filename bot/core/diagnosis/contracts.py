@@ -47,6 +47,15 @@ def within_request_note(rows: list[Consumer], top: Consumer) -> Params:
     }
 
 
+def _eviction_rank(r: Consumer) -> tuple[int, int, int, int]:
+    """``kubelet_rank`` by the figures the sentence states: the working set, /dev/shm
+    included, against the request (as the kubelet ranks it); the same order as
+    ``kubelet_rank`` for a pod row without /dev/shm."""
+    above = int(r.params.get("group_working_set_above_request_bytes", unreserved_bytes(r)))
+    rank = kubelet_rank(r)
+    return (0 if above > 0 else 1, rank[1], -above, -_working_set(r))
+
+
 def _working_set(r: Consumer) -> int:
     """A pod row's figure as the pod lists state it: its pods' working sets, /dev/shm
     included (the row's own bytes leave the /dev/shm to a row of its own)."""
@@ -80,7 +89,7 @@ def contract_split(rows: list[Consumer]) -> Params:
         "contract_outside_bytes": sum(r.bytes for r in outside),
     }
     big = sorted((r for r in pods if r.bytes > 0), key=lambda r: -r.bytes)[:_CONTRACT_ROWS]
-    for i, r in enumerate(sorted(big, key=kubelet_rank), start=1):
+    for i, r in enumerate(sorted(big, key=_eviction_rank), start=1):
         params[f"contract_{i}_subject"] = str(r.params.get("group", r.subject))
         params[f"contract_{i}_pods"] = int(r.params.get("pods_in_group", 1))
         params[f"contract_{i}_held_bytes"] = _working_set(r)
