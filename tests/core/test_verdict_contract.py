@@ -254,3 +254,59 @@ def test_the_ai_team_hears_when_its_container_is_at_its_own_limit_and_that_prior
     assert [p.params["pod"] for p in own] == ["ml/train-0"] and own[0].params["own_limit"] == 1
     text = render_report_text(d, None, incident="INC-1").split("TALKING POINTS · Ops")[0]
     assert "No PriorityClass and no higher request prevents that" in text
+
+
+def _trainer_with_shmem(ws: int, shmem: int = 6 * GI) -> str:
+    """A trainer (68 GiB request) whose working set ``ws`` includes ``shmem`` of /dev/shm,
+    beside a preprocessing pod holding 60 GiB, 40 above its 20 GiB request; the report text."""
+    n = _Node(rng=random.Random(11), total=251 * GI)
+    _daemons(n)
+    train = _pod(
+        n,
+        "train-0",
+        ws,
+        gpu=8,
+        request=68 * GI,
+        limit=80 * GI,
+        shmem=shmem,
+        owner=("StatefulSet", "train"),
+    )
+    _gpus(n, 8, train)
+    _pod(
+        n,
+        "preprocess-5f6d-abcde",
+        60 * GI,
+        request=20 * GI,
+        limit=63 * GI,
+        owner=("Deployment", "preprocess"),
+    )
+    d = _short(n)
+    assert d.verdict.subject == "ml/preprocess-5f6d-abcde"
+    return render_report_text(d, None, incident="INC-1")
+
+
+def test_a_pod_above_its_request_only_by_its_dev_shm_is_named_by_its_working_set() -> None:
+    # old code: "ml/train-0 holds more (64.0 GiB) but inside its 68.0 GiB request" (its row
+    # less /dev/shm), while the pod list said 70.0 GiB
+    text = _trainer_with_shmem(70 * GI)
+    assert (
+        "ml/train-0 holds more (70.0 GiB working set, 6.0 GiB of it /dev/shm), 2.0 GiB above"
+        " its 68.0 GiB request: without the /dev/shm it is inside that request" in text
+    )
+    assert (
+        "StatefulSet/ml/train holds 70.0 GiB (6.0 GiB of it /dev/shm), 2.0 GiB above its"
+        " 68.0 GiB request: without the /dev/shm it is inside that request" in text
+    )
+    assert "64.0 GiB" not in text
+    assert "inside its 68.0 GiB request" not in text
+
+
+def test_a_pod_with_dev_shm_inside_its_request_is_named_by_its_working_set() -> None:
+    # its working set (67 GiB) is inside the request too: said so, with the figure first
+    text = _trainer_with_shmem(67 * GI)
+    assert (
+        "ml/train-0 holds more (67.0 GiB working set, 6.0 GiB of it /dev/shm) but inside"
+        " its 68.0 GiB request" in text
+    )
+    assert "StatefulSet/ml/train holds 67.0 GiB (6.0 GiB of it /dev/shm), inside its" in text
+    assert "61.0 GiB" not in text

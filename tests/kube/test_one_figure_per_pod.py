@@ -85,12 +85,6 @@ async def test_a_pod_without_shmem_has_one_figure_in_every_section(
     assert second_figures(texts, plain) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the verdict and the 'against their requests' point state a pod's consumer row "
-    "(working set less its own /dev/shm, a row of its own): the trainer reads 62.9 GiB there "
-    "and 68.9 GiB in the pod list",
-)
 async def test_a_pod_with_its_own_shmem_has_one_figure_in_every_section(
     make_kubesim: Callable[..., Awaitable[KubeSim]],
 ) -> None:

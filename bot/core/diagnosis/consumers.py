@@ -164,6 +164,11 @@ def _pod_rows(attr: Attribution) -> list[Consumer]:
             "group_bytes": total,
             "group_request_bytes": sum(p.pod.memory_request_bytes for p in members if p.pod),
             "above_request_bytes": sum(_above(p) for p in members),
+            "group_working_set_bytes": sum(p.working_set_bytes or 0 for p in members),
+            "group_shmem_bytes": sum(_pod_shmem(p) for p in members),
+            "group_working_set_above_request_bytes": sum(
+                max(0, (p.working_set_bytes or 0) - _request(p)) for p in members
+            ),
             "pod_bytes": _held(top),
             "pod_above_request_bytes": max(0, (top.working_set_bytes or 0) - _request(top)),
             "pods_within_request": sum(1 for p in members if _request(p) and not _above(p)),

@@ -28,18 +28,38 @@ def within_request_note(rows: list[Consumer], top: Consumer) -> Params:
         for r in rows
         if r.cause == "host_memory_workload"
         and r.bytes > top.bytes
+        and _working_set(r) > int(top.params.get("working_set_bytes", top.bytes))
         and unreserved_bytes(r) == 0
         and r.params.get("group_request_bytes", 0)
     ]
     if not bigger:
         return {}
     r = bigger[0]
+    # the pod's one figure is its working set; the row (less its own /dev/shm, a row of its
+    # own) is what sits inside the request, so the sentence names the /dev/shm beside it
     return {
         "within_request_pod": r.subject,
-        "within_request_held_bytes": r.bytes,
+        "within_request_held_bytes": _working_set(r),
+        "within_request_shmem_bytes": int(r.params.get("group_shmem_bytes", 0)),
+        "within_request_above_bytes": int(r.params.get("group_working_set_above_request_bytes", 0)),
         "within_request_request_bytes": r.params.get("group_request_bytes", 0),
         "within_request_pods": r.params.get("pods_in_group", 1),
     }
+
+
+def _eviction_rank(r: Consumer) -> tuple[int, int, int, int]:
+    """``kubelet_rank`` by the figures the sentence states: the working set, /dev/shm
+    included, against the request (as the kubelet ranks it); the same order as
+    ``kubelet_rank`` for a pod row without /dev/shm."""
+    above = int(r.params.get("group_working_set_above_request_bytes", unreserved_bytes(r)))
+    rank = kubelet_rank(r)
+    return (0 if above > 0 else 1, rank[1], -above, -_working_set(r))
+
+
+def _working_set(r: Consumer) -> int:
+    """A pod row's figure as the pod lists state it: its pods' working sets, /dev/shm
+    included (the row's own bytes leave the /dev/shm to a row of its own)."""
+    return int(r.params.get("group_working_set_bytes", r.bytes))
 
 
 #: consumers outside pods: no request, every byte of them unseen by the scheduler
@@ -69,11 +89,15 @@ def contract_split(rows: list[Consumer]) -> Params:
         "contract_outside_bytes": sum(r.bytes for r in outside),
     }
     big = sorted((r for r in pods if r.bytes > 0), key=lambda r: -r.bytes)[:_CONTRACT_ROWS]
-    for i, r in enumerate(sorted(big, key=kubelet_rank), start=1):
+    for i, r in enumerate(sorted(big, key=_eviction_rank), start=1):
         params[f"contract_{i}_subject"] = str(r.params.get("group", r.subject))
         params[f"contract_{i}_pods"] = int(r.params.get("pods_in_group", 1))
-        params[f"contract_{i}_held_bytes"] = r.bytes
+        params[f"contract_{i}_held_bytes"] = _working_set(r)
+        params[f"contract_{i}_shmem_bytes"] = int(r.params.get("group_shmem_bytes", 0))
         params[f"contract_{i}_request_bytes"] = int(r.params.get("group_request_bytes", 0))
         params[f"contract_{i}_above_bytes"] = unreserved_bytes(r)
+        params[f"contract_{i}_working_set_above_bytes"] = int(
+            r.params.get("group_working_set_above_request_bytes", unreserved_bytes(r))
+        )
     params["contract_rows"] = len(big)
     return params

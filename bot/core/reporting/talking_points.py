@@ -30,14 +30,19 @@ ai.training_host_memory_cause      contradicts pod, working_set_bytes, limit_byt
 ai.training_host_memory_share      contradicts pod, held_bytes, share_percent, rank (2 = second
                                                consumer), primary (the verdict's subject)
 ai.shmem_held                      contradicts pod, held_bytes, share_percent (its tmpfs,
-                                               /dev/shm or memory-backed emptyDir)
+                                               /dev/shm or memory-backed emptyDir),
+                                               working_set_bytes (the pod's one figure)
 ai.pods_not_cause                  supports    cause, subject, held_bytes, share_percent,
                                                shortage_bytes, pods_bytes, pods_share_percent
 ai.pods_against_requests           neutral     contract_rows, contract_N_subject,
                                                contract_N_pods, contract_N_held_bytes,
                                                contract_N_request_bytes,
-                                               contract_N_above_bytes (N = 1..rows, in the
-                                               kubelet's eviction order; short nodes only)
+                                               contract_N_above_bytes, contract_N_shmem_bytes,
+                                               contract_N_working_set_above_bytes (N =
+                                               1..rows, in the kubelet's eviction order;
+                                               held: the working set, /dev/shm included;
+                                               above: the row less /dev/shm; short nodes
+                                               only)
 ai.container_near_limit            neutral     pod, container, working_set_bytes,
                                                limit_bytes, percent
 ai.container_at_own_limit          neutral     pod, container, working_set_bytes,

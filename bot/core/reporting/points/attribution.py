@@ -87,6 +87,10 @@ def attribution_points(d: Diagnosis, view: ClusterView | None) -> list[TalkingPo
                     "pod": v.subject or "",
                     "held_bytes": v.primary_bytes,
                     "share_percent": round(v.share * 100, 1),
+                    # the pod's one figure, stated first: its /dev/shm is part of it
+                    "working_set_bytes": pod_figures(d).get(
+                        v.subject or "", int(v.params.get("working_set_bytes", 0))
+                    ),
                 },
             )
         )
