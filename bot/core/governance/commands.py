@@ -241,6 +241,21 @@ def _at_most(verb: str, words: list[str], count: int, prog: str) -> None:
         )
 
 
+def _one_node(
+    verb: str, args: list[str], prog: str, clusters: Collection[str]
+) -> tuple[str | None, str]:
+    """The one ``[CLUSTER/]NODE`` a node verb (diagnose, prevent) requires."""
+    if not args:
+        raise UsageError(
+            f"{verb} needs a node name",
+            usage=usage(verb, prog=prog),
+            key="needs_node",
+            params={"verb": verb},
+        )
+    _at_most(verb, args, 1, prog)
+    return parse_node_ref(args[0], verb=verb, prog=prog, clusters=clusters)
+
+
 def parse(
     text: str, *, prog: str = DEFAULT_PROG, clusters: Collection[str] = ()
 ) -> Diagnose | Prevent | Status | Top | Timeline | Resolve | Help:
@@ -262,26 +277,10 @@ def parse(
             params={"word": _shown(words[0]), "guess": guess or "", "prog": prog},
         )
     if verb == "diagnose":
-        if not args:
-            raise UsageError(
-                "diagnose needs a node name",
-                usage=usage(verb, prog=prog),
-                key="needs_node",
-                params={"verb": verb},
-            )
-        _at_most(verb, args, 1, prog)
-        cluster, node = parse_node_ref(args[0], verb=verb, prog=prog, clusters=clusters)
+        cluster, node = _one_node(verb, args, prog, clusters)
         return Diagnose(node=node, cluster=cluster)
     if verb == "prevent":
-        if not args:
-            raise UsageError(
-                "prevent needs a node name",
-                usage=usage(verb, prog=prog),
-                key="needs_node",
-                params={"verb": verb},
-            )
-        _at_most(verb, args, 1, prog)
-        cluster, node = parse_node_ref(args[0], verb=verb, prog=prog, clusters=clusters)
+        cluster, node = _one_node(verb, args, prog, clusters)
         return Prevent(node=node, cluster=cluster)
     if verb == "status":
         _at_most(verb, args, 1, prog)
