@@ -1,7 +1,8 @@
 """The labelled incident corpus, end to end: every shipped scenario with an ``expected:`` block
 is diagnosed through the real collector (the stand-in's diagnostic Job on the generated host
 tree), the real gateway (official client over HTTP) and the real analysis, and compared with
-its label (``gpunode_sandbox.corpus.compare``). One stand-in per scenario.
+its label (``gpunode_sandbox.corpus.compare``). One stand-in and one diagnosis per scenario
+and test process (``tests/kube/judged.py``), shared with the every-locale rendering test.
 
 Labels are the expert's reading of each scenario's numbers, written before the verdict was;
 a disagreement the analysis has not fixed yet is listed in ``DISAGREES`` (strict xfail: when
@@ -15,13 +16,12 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from bot.core.diagnosis.findings import Diagnosis, VerdictCause
-from bot.core.model.cluster import ClusterView
-from bot.core.model.evidence import EvidenceBundle
+from bot.core.diagnosis.findings import VerdictCause
 from gpunode_sandbox.advice_checks import check
-from gpunode_sandbox.corpus import compare, corpus_names, gpu_uuids, judge, judge_with_view, outcome
+from gpunode_sandbox.corpus import compare, corpus_names, gpu_uuids, judge, outcome
 from gpunode_sandbox.kubesim import KubeSim, load_scenario
 from gpunode_sandbox.kubesim.expectations import Expected, TierExpectation
+from tests.kube.judged import judged
 
 pytestmark = pytest.mark.slow
 
@@ -31,25 +31,12 @@ DISAGREES: dict[str, str] = {}
 
 #: scenario -> which expert invariant (``gpunode_sandbox.advice_checks``) its advice breaks today
 ADVICE_BROKEN: dict[str, str] = {}
-_JUDGED: dict[str, tuple[Diagnosis, EvidenceBundle, ClusterView]] = {}
 
 
 def _param(name: str, known: dict[str, str] = DISAGREES) -> object:
     reason = known.get(name)
     marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
     return pytest.param(name, id=name, marks=marks)
-
-
-async def _judged(name: str) -> tuple[Diagnosis, EvidenceBundle, ClusterView]:
-    """One stand-in and one diagnosis per scenario, shared by the label and advice tests."""
-    if name not in _JUDGED:
-        sim = KubeSim(load_scenario(name))
-        await sim.start()
-        try:
-            _JUDGED[name] = await judge_with_view(load_scenario(name), url=sim.url)
-        finally:
-            await sim.stop()
-    return _JUDGED[name]
 
 
 def test_the_corpus_has_43_labelled_scenarios_covering_every_verdict_cause() -> None:
@@ -65,7 +52,7 @@ def test_the_corpus_has_43_labelled_scenarios_covering_every_verdict_cause() -> 
 async def test_each_corpus_scenario_gets_its_labelled_verdict_and_plans(name: str) -> None:
     scenario = load_scenario(name)
 
-    diagnosis, bundle, _ = await _judged(name)
+    diagnosis, bundle, _ = await judged(name)
 
     result = outcome(scenario, diagnosis, bundle)
     assert result.problems == [], f"{result.expected} | got {result.got}"
@@ -73,7 +60,7 @@ async def test_each_corpus_scenario_gets_its_labelled_verdict_and_plans(name: st
 
 @pytest.mark.parametrize("name", [_param(n, ADVICE_BROKEN) for n in corpus_names()])
 async def test_every_expert_invariant_holds_on_each_corpus_scenario(name: str) -> None:
-    diagnosis, bundle, view = await _judged(name)
+    diagnosis, bundle, view = await judged(name)
 
     broken = [str(v) for v in check(bundle, view, diagnosis)]
 
@@ -128,7 +115,7 @@ def test_the_corpus_table_prints_one_row_per_scenario_and_its_disagreements(
 
 
 async def test_wrong_advice_ranges_are_reported_on_every_value() -> None:
-    diagnosis, bundle, _ = await _judged("many-small-pods-one-owner")
+    diagnosis, bundle, _ = await judged("many-small-pods-one-owner")
     label = load_scenario("many-small-pods-one-owner").expected
     assert label is not None
     wrong = label.model_copy(

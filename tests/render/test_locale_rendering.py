@@ -6,7 +6,7 @@ key; Slack's limits with CJK text (Slack counts characters); mrkdwn escaping unc
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,8 +22,8 @@ from bot.render.notices import NOTICE_KEYS
 from bot.render.sentences import sentence
 from bot.services.operations import NodeRank
 from bot.slack.blockkit import validate_blocks
-from gpunode_sandbox.corpus import corpus_names, judge
-from gpunode_sandbox.kubesim import KubeSim, load_scenario
+from gpunode_sandbox.corpus import corpus_names
+from tests.kube.judged import judged
 from tests.render.conftest import HOSTILE
 from tests.render.locale_renderings import every_message
 from tests.render.test_golden import SCENARIOS
@@ -71,12 +71,8 @@ def test_every_message_kind_renders_with_the_same_parameters_in_every_locale(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", corpus_names())
-async def test_every_corpus_scenario_renders_every_message_kind_in_every_locale(
-    make_kubesim: Callable[..., Awaitable[KubeSim]], name: str
-) -> None:
-    scenario = load_scenario(name)
-    sim = await make_kubesim(scenario)
-    diagnosis, bundle = await judge(scenario, url=sim.url)
+async def test_every_corpus_scenario_renders_every_message_kind_in_every_locale(name: str) -> None:
+    diagnosis, bundle, _ = await judged(name)  # the corpus tests' diagnosis (one per process)
 
     kinds = [every_message(diagnosis, bundle, None, locale).keys() for locale in LOCALES]
 
