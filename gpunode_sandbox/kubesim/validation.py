@@ -37,6 +37,15 @@ def _schema_version(kube_version: str) -> str:
     return str(versions[-1])
 
 
+@functools.lru_cache(maxsize=8)
+def _definitions(version: str) -> Any:
+    """The version's shared ``_definitions.json`` (megabytes of JSON), read once: every kind's
+    validator and ``_memo_masks_time`` use it, and nothing changes it."""
+    return kv_utils.schema_contents(
+        f"kubernetes-json-schema/v{version}-local-strict/_definitions.json", version
+    )
+
+
 @functools.lru_cache(maxsize=256)
 def _validator(kube_version: str, kind: str, api_version: str) -> Any:
     version = _schema_version(kube_version)
@@ -46,7 +55,7 @@ def _validator(kube_version: str, kind: str, api_version: str) -> Any:
         schema = kv_utils.schema_contents(f"{folder}/{kind.lower()}-{api}.json", version)
     except FileNotFoundError:
         return None
-    defs = kv_utils.schema_contents(f"{folder}/_definitions.json", version)
+    defs = _definitions(version)
     registry: Registry[Any] = Resource.from_contents(schema) @ Registry()
     registry = Resource.from_contents(defs) @ registry
     return jsonschema.validators.Draft202012Validator(schema, registry=registry)
@@ -70,9 +79,7 @@ def _memo_masks_time(kube_version: str, kind: str, api_version: str) -> bool:
     if not str(meta.get("$ref", "")).endswith(f"/{OBJECT_META}"):
         return False
     version = _schema_version(kube_version)
-    defs = kv_utils.schema_contents(
-        f"kubernetes-json-schema/v{version}-local-strict/_definitions.json", version
-    )["$defs"]
+    defs = _definitions(version)["$defs"]
     created = defs[OBJECT_META]["properties"]["creationTimestamp"]
     time = defs[TIME]
     return bool(
