@@ -38,10 +38,13 @@ import os
 import re
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from bot.collectors import cgroups
 from bot.collectors.gaps import GapLog
+
+TYPE_CHECKING = False  # importing typing costs ~3 ms of `gpunode collect`'s start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 SOURCE = "kmsg:/dev/kmsg"
 DEFAULT_WINDOW_S = 24 * 3600
