@@ -111,14 +111,20 @@ static void subdirs(const char *rel, int depth, visit fn) {
     closedir(dir);
 }
 
+static void container_visit(const char *rel, const char *name, int depth) {
+    char child[4096];
+    (void)depth;
+    snprintf(child, sizeof child, "%s/%s", rel, name);
+    if (is_container(name)) read_memory_files(child);
+}
+
+/* below a kubepods root: pod cgroups (and the containers right under them), 4 levels deep */
 static void kube_visit(const char *rel, const char *name, int depth) {
     char child[4096];
     snprintf(child, sizeof child, "%s/%s", rel, name);
     if (is_pod(name)) {
         read_memory_files(child);
-        subdirs(child, depth, kube_visit);
-    } else if (is_container(name) && strstr(rel, "pod")) {
-        read_memory_files(child);
+        subdirs(child, depth, container_visit);
     } else if (depth < 4) {
         subdirs(child, depth + 1, kube_visit);
     }
