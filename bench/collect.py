@@ -4,21 +4,32 @@ files, on a busy process table.
 For each count in ``--procs`` (default 500,2000; the issue's set adds 20,000), starts that
 many idle ``sleep`` processes (one process group, always killed at the end), then runs the
 collector (``--format json``, default top 20, real NVML lookup), ``ps`` and the C reader
-(bench/collect_reader.c: statm of every process, then status, comm, smaps_rollup and cgroup
-of the top 20; compiled with ``cc -O2`` when a compiler is present, else skipped with the
-reason) in alternation for several rounds. The ``bot`` package is byte-compiled first
+(bench/collect_reader.c, compiled with ``cc -O2`` when a compiler is present, else skipped with
+the reason) in alternation for several rounds. The C reader reads the files the collector reads,
+in its order: meminfo, PSI, sockstat and slabinfo; the cgroup version, the kubepods walk and
+its cgroups' memory files; statm of every process, then status, cmdline, smaps_rollup and
+cgroup of the top 20 + 8 (the collector's rank slack); /dev/kmsg and /proc/stat (or, refused,
+what words the gap); the kept processes' own cgroups' memory files. It prints a line per
+process, no JSON and no analysis. The same source built with ``-DNARROW`` is the reader this
+bench used before (statm of every process, then status, comm, smaps_rollup and cgroup of the
+top 20 only), timed too and reported as ``ratio_vs_c_narrow``: a floor, not a peer, since the
+collector must read more than that. The ``bot`` package is byte-compiled first
 (``compileall``), so no run pays for compiling. Prints medians and, as the last line, one
 JSON object for the largest count: {"bench": "collect", "metric": "wall_s_median", "value",
-"baseline" (ps), "ratio", "target": 1.0, "ratio_vs_c", "target_vs_c": 1.5, "peak_rss_mib",
-"counts": [...]}. Peak RSS is the collector child's ``ru_maxrss`` from ``wait4``
-(target <= 20 MiB). Each count also reports ``top20_rss_mib``: the resident memory of the 20
-largest processes, whose smaps_rollup the collector and the C reader both read (the kernel
-walks their page tables: on a shared machine that, not the process count, can dominate).
+"baseline" (ps), "ratio", "target": 1.0, "ratio_vs_c", "target_vs_c": 1.5,
+"ratio_vs_c_narrow", "peak_rss_mib", "counts": [...]}. Peak RSS (target <= 20 MiB) is the
+largest ``ru_maxrss`` of three more collector runs, each fork()ed by bench/maxrss.c (a small C
+process): a child that subprocess starts with vfork() reports in ``ru_maxrss`` the bench's own
+resident memory at the moment it exec'd, so the timed runs' figure is not the collector's. Each
+count also reports ``top20_rss_mib``: the
+resident memory of the 20 largest processes, whose smaps_rollup the collector and the C reader
+both read (the kernel walks their page tables: on a shared machine that, not the process
+count, can dominate).
 
-``--as-job`` runs all three as the diagnostic Job does (uid 65534, no capabilities): the
+``--as-job`` runs all of them as the diagnostic Job does (uid 65534, no capabilities): the
 kernel then refuses smaps_rollup of other users' processes, /proc/slabinfo and /dev/kmsg to
-the collector and the C reader alike (the collector records them as gaps). Without it, as
-root, both read every top process's smaps_rollup, which the Job never may.
+the collector and the C readers alike (the collector records them as gaps). Without it, as
+root, they read every top process's smaps_rollup, which the Job never may.
 
 Usage: python bench/collect.py [--procs 500,2000,20000] [--rounds 7] [--as-job]
 """
@@ -49,11 +60,11 @@ def collector_command() -> list[str]:
     return [sys.executable, "-m", "bot", "collect", "--format", "json"]
 
 
-def timed(cmd: list[str]) -> tuple[float, int]:
-    """Wall seconds and peak RSS (KiB) of one run, output discarded."""
+def timed(cmd: list[str]) -> float:
+    """Wall seconds of one run, output discarded."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO)
-    _, status, usage = os.wait4(proc.pid, 0)
+    _, status, _ = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
@@ -61,7 +72,18 @@ def timed(cmd: list[str]) -> tuple[float, int]:
         raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {err}")
     if proc.stderr:
         proc.stderr.close()
-    return wall, usage.ru_maxrss
+    return wall
+
+
+def peak_rss_kib(maxrss: list[str], cmd: list[str]) -> int:
+    """The command's own peak RSS (KiB), as bench/maxrss.c reports it."""
+    done = subprocess.run(
+        [*maxrss, *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO, check=False
+    )
+    last = done.stderr.decode().strip().rsplit("\n", 1)[-1]
+    if done.returncode != 0 or not last.startswith("maxrss_kib "):
+        raise SystemExit(f"{cmd[0]} failed under maxrss ({done.returncode}): {last}")
+    return int(last.split()[1])
 
 
 def _pids() -> int:
@@ -115,14 +137,18 @@ def stop_sleepers(spawner: subprocess.Popen[bytes]) -> None:
     spawner.wait(timeout=30)
 
 
-def build_reader(tmp: str) -> list[str] | str:
-    """The C reader's command, or why it is skipped."""
+def build_reader(
+    tmp: str, *, narrow: bool = False, name: str = "collect_reader"
+) -> list[str] | str:
+    """The C program ``name``.c's command (``narrow``: built with -DNARROW), or why it is
+    skipped."""
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         return "skipped: no C compiler (cc) on this machine"
-    out = str(Path(tmp) / "collect_reader")
+    out = str(Path(tmp) / (f"{name}_narrow" if narrow else name))
+    source = str(Path(__file__).with_name(f"{name}.c"))
     done = subprocess.run(
-        [cc, "-O2", "-o", out, str(Path(__file__).with_name("collect_reader.c"))],
+        [cc, "-O2", *(["-DNARROW"] if narrow else []), "-o", out, source],
         capture_output=True,
         text=True,
         check=False,
@@ -146,16 +172,23 @@ AS_JOB = [
 
 
 def one_count(
-    count: int, rounds: int, reader: list[str] | str, prefix: list[str]
+    count: int,
+    rounds: int,
+    readers: tuple[list[str] | str, list[str] | str, list[str] | str],
+    prefix: list[str],
 ) -> dict[str, Any]:
+    reader, narrow, maxrss = readers
     collector = [*prefix, *collector_command()]
     baseline = [*prefix, "ps", "aux", "--sort=-%mem"]
     if isinstance(reader, list):
         reader = [*prefix, *reader]
+    if isinstance(narrow, list):
+        narrow = [*prefix, *narrow]
     spawner = start_sleepers(count)
     ours: list[float] = []
     theirs: list[float] = []
     cs: list[float] = []
+    narrows: list[float] = []
     peaks: list[int] = []
     try:
         pids = _pids()
@@ -163,12 +196,14 @@ def one_count(
         print(f"process table: {pids} pids; collector: {' '.join(collector)}", file=sys.stderr)
         timed(collector), timed(baseline)  # warm the page cache
         for _ in range(rounds):
-            wall, peak = timed(collector)
-            ours.append(wall)
-            peaks.append(peak)
-            theirs.append(timed(baseline)[0])
+            ours.append(timed(collector))
+            theirs.append(timed(baseline))
             if isinstance(reader, list):
-                cs.append(timed(reader)[0])
+                cs.append(timed(reader))
+            if isinstance(narrow, list):
+                narrows.append(timed(narrow))
+        if isinstance(maxrss, list):
+            peaks = [peak_rss_kib(maxrss, collector) for _ in range(3)]
     finally:
         stop_sleepers(spawner)
     value, base = statistics.median(ours), statistics.median(theirs)
@@ -178,7 +213,7 @@ def one_count(
         "collect_s": round(value, 4),
         "ps_s": round(base, 4),
         "ratio_vs_ps": round(value / base, 3),
-        "peak_rss_mib": round(max(peaks) / 1024, 1),
+        "peak_rss_mib": round(max(peaks) / 1024, 1) if peaks else maxrss,
         "top20_rss_mib": top20,
     }
     if cs:
@@ -186,6 +221,9 @@ def one_count(
         row["ratio_vs_c"] = round(value / statistics.median(cs), 3)
     else:
         row["c_reader_s"] = reader
+    if narrows:
+        row["c_narrow_s"] = round(statistics.median(narrows), 4)
+        row["ratio_vs_c_narrow"] = round(value / statistics.median(narrows), 3)
     print(json.dumps(row), file=sys.stderr)
     return row
 
@@ -210,8 +248,12 @@ def main() -> int:
                 raise SystemExit("--as-job needs root and setpriv (util-linux)")
             prefix = AS_JOB
             os.chmod(tmp, 0o755)  # the Job's user runs the C reader from here
-        reader = build_reader(tmp)
-        rows = [one_count(int(c), args.rounds, reader, prefix) for c in args.procs.split(",")]
+        readers = (
+            build_reader(tmp),
+            build_reader(tmp, narrow=True),
+            build_reader(tmp, name="maxrss"),
+        )
+        rows = [one_count(int(c), args.rounds, readers, prefix) for c in args.procs.split(",")]
     last = rows[-1]
     print(
         json.dumps(
@@ -224,6 +266,7 @@ def main() -> int:
                 "target": 1.0,
                 "ratio_vs_c": last.get("ratio_vs_c"),
                 "target_vs_c": 1.5,
+                "ratio_vs_c_narrow": last.get("ratio_vs_c_narrow"),
                 "peak_rss_mib": last["peak_rss_mib"],
                 "target_rss_mib": 20,
                 "as_job": args.as_job,

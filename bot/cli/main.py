@@ -8,16 +8,20 @@ return an exit status.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from types import SimpleNamespace
 
 from bot import __version__
 from bot.errors import GpunodeError, UsageError
 
-Handler = Callable[[argparse.Namespace], int]
+TYPE_CHECKING = False  # typing and argparse cost ~5 ms of `gpunode collect`'s start-up
+if TYPE_CHECKING:
+    import argparse
+
+    Handler = Callable[[argparse.Namespace], int]
 
 
 def _cluster_args(p: argparse.ArgumentParser) -> None:
@@ -30,6 +34,8 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
 
 
 def _lang(value: str) -> str:
+    import argparse
+
     from bot.core.model.locales import UnsupportedLocaleError, parse_locale
 
     try:
@@ -54,21 +60,71 @@ def _lang_arg(p: argparse.ArgumentParser) -> None:
 COLLECT_HELP = "collect node memory evidence (runs inside the Job)"
 
 
-def _collect_args(p: argparse.ArgumentParser) -> None:
-    """``gpunode collect``'s options (also the whole parser of ``main``'s fast path)."""
-    p.add_argument("--root", default="/", help="host root to read (default /)")
-    p.add_argument("--top", type=int, default=20, help="top N processes by RSS (default 20)")
-    p.add_argument("--format", choices=["json", "text"], default="json")
-    p.add_argument("--fake-nvml", metavar="FILE", help="read GPUs from a fake-NVML JSON spec")
-    p.add_argument("--node-name", help="node name to record (default $NODE_NAME)")
-    p.add_argument(
+#: ``gpunode collect``'s options, the one table both of its parsers read: (flag, type, choices,
+#: default, metavar, help). ``type`` is ``str`` or ``int`` (argparse's ``type=int`` calls it).
+COLLECT_OPTIONS: tuple[tuple[str, type, tuple[str, ...], object, str | None, str | None], ...] = (
+    ("--root", str, (), "/", None, "host root to read (default /)"),
+    ("--top", int, (), 20, None, "top N processes by RSS (default 20)"),
+    ("--format", str, ("json", "text"), "json", None, None),
+    ("--fake-nvml", str, (), None, "FILE", "read GPUs from a fake-NVML JSON spec"),
+    ("--node-name", str, (), None, None, "node name to record (default $NODE_NAME)"),
+    (
         "--kernel-log-window",
-        type=int,
-        default=86400,
-        metavar="SECONDS",
-        help="keep kernel log (OOM kill, XID) records this recent (default 86400; 0: skip)",
-    )
-    p.set_defaults(command="collect", handler="bot.collectors.cli:main")
+        int,
+        (),
+        86400,
+        "SECONDS",
+        "keep kernel log (OOM kill, XID) records this recent (default 86400; 0: skip)",
+    ),
+)
+COLLECT_DEFAULTS = {"command": "collect", "handler": "bot.collectors.cli:main"}
+
+
+def _collect_args(p: argparse.ArgumentParser) -> None:
+    """``gpunode collect``'s options on an argparse parser (the full parser's subcommand, and
+    the fallback of ``_collect_fast``)."""
+    for flag, kind, choices, default, metavar, helptext in COLLECT_OPTIONS:
+        p.add_argument(
+            flag,
+            type=kind,
+            choices=list(choices) or None,
+            default=default,
+            metavar=metavar,
+            help=helptext,
+        )
+    p.set_defaults(**COLLECT_DEFAULTS)
+
+
+def _collect_fast(words: list[str]) -> argparse.Namespace | None:
+    """``gpunode collect``'s arguments parsed without argparse, or None when argparse must
+    decide (help, an abbreviation, an unknown option, a bad or missing value, a value that
+    starts with ``-``). Where it answers, the answer is argparse's (tests compare the two);
+    it exists because the Job runs ``collect`` on every diagnosed node and importing and
+    building argparse is a few ms of a run that reads a small node in tens of ms."""
+    spec = {flag: (kind, choices) for flag, kind, choices, _d, _m, _h in COLLECT_OPTIONS}
+    values: dict[str, object] = {
+        flag[2:].replace("-", "_"): default for flag, _k, _c, default, _m, _h in COLLECT_OPTIONS
+    }
+    i = 0
+    while i < len(words):
+        flag, eq, value = words[i].partition("=")
+        if flag not in spec:
+            return None
+        if not eq:
+            i += 1
+            if i == len(words) or words[i].startswith("-"):
+                return None
+            value = words[i]
+        kind, choices = spec[flag]
+        if choices and value not in choices:
+            return None
+        try:
+            values[flag[2:].replace("-", "_")] = kind(value)
+        except ValueError:
+            return None
+        i += 1
+    # argparse's Namespace is a plain attribute bag too; the handlers only read attributes
+    return SimpleNamespace(**values, **COLLECT_DEFAULTS)  # type: ignore[return-value]
 
 
 def _agent_args(p: argparse.ArgumentParser) -> None:
@@ -97,6 +153,8 @@ def _agent_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="gpunode",
         description="Diagnose and mitigate memory incidents on Kubernetes GPU nodes.",
@@ -267,21 +325,32 @@ def _columns() -> int:
     return columns or 80
 
 
-class _Formatter(argparse.HelpFormatter):
-    """argparse's own formatter at the same width. argparse makes one per ``add_argument``."""
+def _collect_parser() -> argparse.ArgumentParser:
+    """``gpunode collect``'s own argparse parser, at argparse's default width."""
+    import argparse
 
-    def __init__(self, prog: str) -> None:
-        super().__init__(prog, width=_columns() - 2)
+    class _Formatter(argparse.HelpFormatter):
+        """argparse's own formatter at the same width (one per ``add_argument``)."""
+
+        def __init__(self, prog: str) -> None:
+            super().__init__(prog, width=_columns() - 2)
+
+    parser = argparse.ArgumentParser(prog="gpunode collect", formatter_class=_Formatter)
+    _collect_args(parser)
+    return parser
 
 
-def _parse(words: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
-    """The parser for this command line, and what it parsed. ``collect`` (the diagnostic Job,
-    on every diagnosed node, where start-up is most of its run) gets its own parser alone:
-    building every subcommand's parser would cost more than reading a small node's process
-    table. Its usage, help and errors read as the full parser's ``gpunode collect``."""
+def _parse(words: list[str]) -> tuple[argparse.ArgumentParser | None, argparse.Namespace]:
+    """The parser for this command line (None when none was built), and what it parsed.
+    ``collect`` (the diagnostic Job, on every diagnosed node, where start-up is most of its
+    run) is parsed by ``_collect_fast`` when it can, else by its own parser alone: building
+    every subcommand's parser would cost more than reading a small node's process table. Its
+    usage, help and errors read as the full parser's ``gpunode collect``."""
     if words[:1] == ["collect"]:
-        parser = argparse.ArgumentParser(prog="gpunode collect", formatter_class=_Formatter)
-        _collect_args(parser)
+        fast = _collect_fast(words[1:])
+        if fast is not None:
+            return None, fast
+        parser = _collect_parser()
         return parser, parser.parse_args(words[1:])
     parser = build_parser()
     return parser, parser.parse_args(words)
@@ -290,6 +359,8 @@ def _parse(words: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespac
 def main(argv: Sequence[str] | None = None) -> int:
     parser, args = _parse(list(sys.argv[1:] if argv is None else argv))
     if not getattr(args, "handler", None):
+        if parser is None:  # never: the fast path always names collect's handler
+            return 2
         parser.print_help()
         return 2
     try:

@@ -80,27 +80,82 @@ def test_collect_imports_no_bot_side_sdk_and_not_even_pydantic() -> None:
     assert run.stdout.strip() == "[]"
 
 
-def test_collect_builds_only_its_own_parser_which_reads_as_the_full_parsers_collect(
+FAST_COMMAND_LINES = [
+    ["collect"],
+    ["collect", "--root", "/host", "--top", "5", "--format", "text", "--node-name", "n1"],
+    ["collect", "--kernel-log-window", "60", "--fake-nvml", "spec.json"],
+    ["collect", "--root=/host", "--top=0", "--format=json", "--kernel-log-window=0"],
+    ["collect", "--top", "3", "--top", "7", "--root", ""],  # the last one wins, as in argparse
+    ["collect", "--node-name", "a=b", "--root=--odd", "--top=-1"],
+]
+
+
+@pytest.mark.parametrize("words", FAST_COMMAND_LINES, ids=lambda w: " ".join(w))
+def test_collect_is_parsed_without_argparse_exactly_as_the_full_parser_parses_it(
+    words: list[str],
+) -> None:
+    from bot.cli.main import _parse, build_parser
+
+    parser, fast = _parse(words)
+    assert parser is None
+    assert vars(fast) == vars(build_parser().parse_args(words))
+
+
+def test_collect_starts_without_importing_argparse() -> None:
+    """The Job's command line is parsed without argparse (and gettext, which it imports)."""
+    code = (
+        "import sys, io, contextlib\n"
+        "from bot.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main(['collect', '--root', {str(HOSTS / 'v2-cgroupfs-crio')!r}, '--top', '5'])\n"
+        "print(sorted(m for m in ('argparse', 'gettext', 'typing') if m in sys.modules))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        env={"PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", "")},
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["collect", "--form", "text"],  # an abbreviation argparse accepts
+        ["collect", "--top", "-1"],  # a negative number argparse takes as the value
+    ],
+    ids=lambda w: " ".join(w),
+)
+def test_collect_leaves_what_it_cannot_parse_alone_to_its_own_argparse_parser(
+    words: list[str],
+) -> None:
+    from bot.cli.main import _parse, build_parser
+
+    parser, parsed = _parse(words)
+    assert parser is not None
+    assert parser.prog == "gpunode collect" and not parser._subparsers
+    assert vars(parsed) == vars(build_parser().parse_args(words))
+
+
+def test_collect_help_and_errors_read_as_the_full_parsers_collect(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from bot.cli.main import _parse, build_parser
 
-    words = ["collect", "--root", "/host", "--top", "5", "--format", "text", "--node-name", "n1"]
-    words += ["--kernel-log-window", "60", "--fake-nvml", "spec.json"]
-    parser, fast = _parse(words)
-    assert parser.prog == "gpunode collect" and not parser._subparsers
-    assert vars(fast) == vars(build_parser().parse_args(words))
-    assert vars(_parse(["collect"])[1]) == vars(build_parser().parse_args(["collect"]))
-
     outputs = []
     for parse in (lambda w: _parse(w), lambda w: build_parser().parse_args(w)):
-        for argv in (["collect", "--help"], ["collect", "--top", "x"]):
+        for argv in (["collect", "--help"], ["collect", "--top", "x"], ["collect", "--root"]):
             with pytest.raises(SystemExit):
                 parse(argv)
             outputs.append(capsys.readouterr())
-    assert outputs[:2] == outputs[2:]
+    assert outputs[:3] == outputs[3:]
     assert "usage: gpunode collect [-h] [--root ROOT]" in outputs[0].out
     assert "argument --top: invalid int value: 'x'" in outputs[1].err
+    assert "argument --root: expected one argument" in outputs[2].err
 
 
 def test_collect_starts_without_importing_shutil() -> None:

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # importing typing costs ~3 ms of `gpunode collect`'s start-up
 if TYPE_CHECKING:
     from bot.core.model.evidence import FreeFigures, MemInfo
 
