@@ -60,7 +60,7 @@ from bot.kube.reading import OwnerCache
 from bot.kube.rollouts import with_settings_keys
 from bot.kube.surveying import survey
 from bot.kube.tallying import FleetShare, FleetTally, PodRecord
-from bot.kube.transport import ACTING_AS, Transport
+from bot.kube.transport import ACTING_AS, Transport, gc_paused
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -341,7 +341,8 @@ class Gateway:
                 done = self._summed
                 if done is not None and done[0] == key:
                     return done[1]
-                tally = tallying.tally_from(nodes.keyed(), pods.keyed(), info_of)
+                with gc_paused():  # what it builds is acyclic; see transport.gc_paused
+                    tally = tallying.tally_from(nodes.keyed(), pods.keyed(), info_of)
                 if len(self._node_infos) > 2 * len(tally.nodes):
                     self._node_infos.clear()  # old versions of changed nodes: let them go
                 self._summed = (key, tally)
