@@ -38,7 +38,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from bot.core.diagnosis.allocation import (
     TERMINAL_PHASES,
@@ -51,11 +51,13 @@ from bot.core.diagnosis.allocation import (
 from bot.core.model.cluster import NodeInfo, NodeLoad, RoomOnNode
 from bot.core.model.quantity import Quantity
 from bot.core.model.workloads import PodSlot
-from bot.kube import objects, reading
+from bot.kube import objects
 from bot.kube.decoding import PageDecoder
-from bot.kube.informing import SlimPage, list_token
+from bot.kube.pages import METRICS_GROUP, SlimPage, gc_paused, list_token
 from bot.kube.scheduling import request_units, room_from, slot_key
-from bot.kube.transport import Transport, gc_paused
+
+if TYPE_CHECKING:  # the decoder process imports this module: no kubernetes client there
+    from bot.kube.transport import Transport
 
 Obj = dict[str, Any]
 R = TypeVar("R")
@@ -617,7 +619,7 @@ def read_fleet(
     """Nodes, then pods, each page reduced to slim records before it is merged; ``dra``:
     node -> DRA drivers with ResourceSlices there (``bot.kube.dra``)."""
     fleet = FleetTally()
-    with gc_paused():  # what a page leaves here is small and acyclic; see transport.gc_paused
+    with gc_paused():  # what a page leaves here is small and acyclic; see pages.gc_paused
         _read_fleet(t, decoder, fleet, dra or {})
     return fleet
 
@@ -656,7 +658,7 @@ def read_working_set(
 ) -> dict[str, int]:
     """Working-set bytes per node, summed from pod metrics as they stream."""
     used: dict[str, int] = {}
-    path = f"/apis/{reading.METRICS_GROUP}/{version}/pods"
+    path = f"/apis/{METRICS_GROUP}/{version}/pods"
     with gc_paused():
         for page in metrics_pages(t, path, decoder):
             for key, value in page.usage():
