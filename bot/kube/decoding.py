@@ -158,11 +158,21 @@ class _Worker:
             self.alive = False
             left = list(self._pending)
             self._pending.clear()
+        self._outbox.put(None)  # the writer ends too
         if left:
             log.warning("the decoder process ended (%s); %d pages failed", ended, len(left))
         for future in left:
             if future.set_running_or_notify_cancel():
                 future.set_exception(DecoderExitedError(f"the decoder process ended: {ended!r}"))
+        self._reap()
+
+    def _reap(self) -> None:
+        """Wait for the process to end (its input is closed): 30 s, then kill it."""
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
     def close(self) -> None:
         with self._lock:
@@ -170,11 +180,7 @@ class _Worker:
             for future in self._pending:
                 future.cancel()
         self._outbox.put(None)
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        self._reap()
         for thread in self._threads:  # they end with the process (its pipes closed)
             thread.join(timeout=30)
 
