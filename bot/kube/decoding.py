@@ -94,10 +94,14 @@ class _Worker:
     submit never waits for the worker to be free), another resolves the futures in order."""
 
     def __init__(self) -> None:
+        # this process's import path, as multiprocessing hands it to a child: the worker
+        # imports the same bot as we do, not another one installed beside it
+        path = os.pathsep.join(entry or os.getcwd() for entry in sys.path)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bot.kube.decoding"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": path},
         )
         self.pid = self.proc.pid
         self.alive = True
