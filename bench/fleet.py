@@ -25,7 +25,11 @@ run on a fresh gateway as ``gpunode serve`` builds it (``informers=True``):
 - the longest event-loop stall during the ``top``s, two ways: ``LoopLag`` (wall clock, 20 ms
   timer; the machine's load inflates it, so the same monitor's figure on an idle loop is
   reported beside it) and ``CallbackCpu`` (the loop thread's CPU time in its longest
-  callback: the bot's own blocking, which other processes' load does not inflate);
+  callback: the bot's own blocking, which other processes' load does not inflate), beside
+  a 20 ms timer loop in a process of its own over the same moments (``control_max_stall_s``:
+  the machine's own scheduling noise, which no interpreter lock of the bot's causes), and the
+  longest garbage collection on any of the bot's threads (``GcPauses``: it holds the
+  interpreter lock throughout; CPU and wall);
 - the Kubernetes calls of a diagnosis after a ``top`` (``run_diagnostic`` +
   ``get_cluster_view`` on a GPU node, counted by the gateway's observer): the first one
   (``first_diagnosis_api_calls``: it starts the pod-events informer and reads each owner),
@@ -42,6 +46,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import shutil
 import statistics
 import subprocess
@@ -56,7 +61,7 @@ from bot.config import KubeSettings
 from bot.kube.gateway import Gateway
 from bot.kube.transport import Transport
 from bot.services.diagnosing import measured_pods
-from bot.telemetry.lag import CallbackCpu, LoopLag
+from bot.telemetry.lag import CallbackCpu, GcPauses, LoopLag
 from bot.wiring.heap import settle_heap
 from gpunode_sandbox.kubesim.access import BOT_TOKEN
 from gpunode_sandbox.kubesim.process import separate_process
@@ -74,6 +79,39 @@ def _hwm_mib(pid: int | str = "self") -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def _control(stop: Any, out: Any) -> None:
+    """A 20 ms timer in a process of its own: (time.time(), lag) of each wake-up late by
+    more than 20 ms, sent when ``stop`` is set."""
+    late: list[tuple[float, float]] = []
+    while not stop.is_set():
+        asked = time.perf_counter()
+        time.sleep(0.02)
+        lag = time.perf_counter() - asked - 0.02
+        if lag > 0.02:
+            late.append((time.time(), lag))
+    out.put(late)
+
+
+class ControlLag:
+    """``_control`` running while the bench runs; ``max_in(windows)``: its longest lag within
+    the given (start, end) ``time.time()`` windows (the ``top``s)."""
+
+    def __init__(self) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self._stop, self._out = ctx.Event(), ctx.Queue()
+        self._proc = ctx.Process(target=_control, args=(self._stop, self._out), daemon=True)
+        self._proc.start()
+        self.late: list[tuple[float, float]] = []
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.late = self._out.get(timeout=60)
+        self._proc.join(timeout=30)
+
+    def max_in(self, windows: list[tuple[float, float]]) -> float:
+        return max((lag for at, lag in self.late for a, b in windows if a <= at <= b), default=0.0)
 
 
 def _bare_lists(t: Transport) -> int:
@@ -151,12 +189,17 @@ async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
     stalls: list[float] = []
     cpu_stalls: list[float] = []
     worst = ""
+    windows: list[tuple[float, float]] = []
+    gc_cpu: list[float] = []
+    gc_wall: list[float] = []
+    gc_worst = ""
+    control = ControlLag()
     own_rss = decoder_rss = 0.0
     gpu_nodes = 0
     gw: Gateway | None = None
     bare = Transport(_client(url), timeout_s=300)
     try:
-        with CallbackCpu() as cpu:
+        with CallbackCpu() as cpu, GcPauses() as gcs:
             for i in range(runs):
                 order = ("top", "baseline") if i % 2 == 0 else ("baseline", "top")
                 for kind in order:
@@ -168,22 +211,33 @@ async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
                         base.append(time.perf_counter() - start)
                         continue
                     if gw is not None:
-                        gw.close()
-                    gw = _gateway(url)
+                        await asyncio.to_thread(gw.close)
+                    # off the loop: closing a gateway and starting the next one's decoder
+                    # block, and would be counted as the `top`'s stall (the same task step)
+                    gw = await asyncio.to_thread(_gateway, url)
                     for times in (cold, warm):
+                        began = time.time()
+                        gcs.reset()
                         took, gpu_nodes = await _timed_top(gw, lag, cpu)
+                        windows.append((began, time.time()))
+                        if gcs.max_cpu_s >= max(gc_cpu, default=0.0):
+                            gc_worst = gcs.worst
+                        gc_cpu.append(gcs.max_cpu_s)
+                        gc_wall.append(gcs.max_wall_s)
                         times.append(took)
                         stalls.append(lag.max_s)
                         if cpu.max_s >= max(cpu_stalls, default=0.0):
                             worst = cpu.worst
                         cpu_stalls.append(cpu.max_s)
                     if i == 0:  # the informers hold every pod now; no baseline ran yet
-                        decoder_pid = next(iter(gw._decoder._pool._processes))  # type: ignore[union-attr]
+                        decoder_pid = gw._decoder.pid
                         own_rss, decoder_rss = _hwm_mib(), _hwm_mib(decoder_pid)
                 print(
                     f"  run {i}: bare lists {base[-1]:.2f}s top cold {cold[-1]:.2f}s "
                     f"warm {warm[-1]:.2f}s (max stall {max(stalls[-2:]) * 1000:.0f} ms wall, "
-                    f"{max(cpu_stalls[-2:]) * 1000:.1f} ms loop CPU)",
+                    f"{max(cpu_stalls[-2:]) * 1000:.1f} ms loop CPU; longest collection "
+                    f"{max(gc_cpu[-2:]) * 1000:.1f} ms CPU, "
+                    f"{max(gc_wall[-2:]) * 1000:.0f} ms wall)",
                     file=sys.stderr,
                 )
         assert gw is not None
@@ -193,6 +247,7 @@ async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
         first_calls, calls, names = await _diagnosis_calls(gw, "gpu-node-0001")
     finally:
         await lag.stop()
+        control.stop()
         if gw is not None:
             gw.close()
         bare.api_client.close()  # type: ignore[no-untyped-call]
@@ -210,6 +265,10 @@ async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
         "idle_max_stall_s": round(idle_stall, 3),
         "max_loop_cpu_s": round(max(cpu_stalls), 4),
         "worst_callback": worst,
+        "control_max_stall_s": round(control.max_in(windows), 3),
+        "max_gc_cpu_s": round(max(gc_cpu), 4),
+        "max_gc_wall_s": round(max(gc_wall), 3),
+        "worst_gc": gc_worst,
         "bot_peak_rss_mib": round(own_rss + decoder_rss, 1),
         "bot_process_peak_rss_mib": round(own_rss, 1),
         "decoder_peak_rss_mib": round(decoder_rss, 1),
@@ -286,6 +345,9 @@ def main() -> None:
                 "max_stall_s": last["max_stall_s"],
                 "idle_max_stall_s": last["idle_max_stall_s"],
                 "max_loop_cpu_s": last["max_loop_cpu_s"],
+                "control_max_stall_s": last["control_max_stall_s"],
+                "max_gc_cpu_s": last["max_gc_cpu_s"],
+                "max_gc_wall_s": last["max_gc_wall_s"],
                 "diagnosis_api_calls": last["diagnosis_api_calls"],
                 "runs": args.runs,
                 "sizes": results,

@@ -48,7 +48,7 @@ pods = int(sys.argv[2])
 where = {f"team-{i % 20:02d}/pod-{i:06d}": f"gpu-node-{i % 5000:04d}" for i in range(pods)}
 decoder = PageDecoder()
 decoder.submit(len, b" " * (1 << 19)).result()  # start the worker before the baseline
-pid = next(iter(decoder._pool._processes))
+pid = decoder.pid
 for who in ("self", pid):  # peaks from here on (start-up's imports are not this read's)
     Path(f"/proc/{who}/clear_refs").write_text("5")
 before, decoder_before = hwm(), hwm(pid)

@@ -56,6 +56,7 @@ from bot.kube.decoding import PageDecoder
 from bot.kube.errors import refused_as, translate
 from bot.kube.informing import Informer, slim_event
 from bot.kube.observing import KubeObserver
+from bot.kube.pages import gc_paused
 from bot.kube.reading import OwnerCache
 from bot.kube.rollouts import with_settings_keys
 from bot.kube.surveying import survey
@@ -341,7 +342,8 @@ class Gateway:
                 done = self._summed
                 if done is not None and done[0] == key:
                     return done[1]
-                tally = tallying.tally_from(nodes.keyed(), pods.keyed(), info_of)
+                with gc_paused():  # what it builds is acyclic; see pages.gc_paused
+                    tally = tallying.tally_from(nodes.keyed(), pods.keyed(), info_of)
                 if len(self._node_infos) > 2 * len(tally.nodes):
                     self._node_infos.clear()  # old versions of changed nodes: let them go
                 self._summed = (key, tally)

@@ -27,14 +27,15 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, TypeVar
 
 from kubernetes.client.exceptions import ApiException
 
 from bot.kube.decoding import PageDecoder
-from bot.kube.transport import Transport, gc_paused
+from bot.kube.pages import SlimPage, gc_paused, list_token
+from bot.kube.transport import Transport
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -43,35 +44,6 @@ MAX_BACKOFF_S = 30.0
 #: list pages being cut while the next one is fetched
 AHEAD = 2
 R = TypeVar("R")
-
-
-class SlimPage(NamedTuple, Generic[R]):
-    """One list page cut to slim records (by a ``pages`` function, in the decoder)."""
-
-    token: str | None
-    resource_version: str
-    #: (namespace, name, slim record)
-    items: list[tuple[str, str, R]]
-
-
-def list_token(body: bytes) -> tuple[bool, str | None]:
-    """(found, the ``continue`` token) read from the list's metadata without decoding the
-    items: the API server writes ``metadata`` before ``items`` (Go's field order). Not found
-    when the body is shaped otherwise; the caller then waits for the full decode."""
-    head = body[:4096]
-    at, items = head.find(b'"metadata"'), head.find(b'"items"')
-    if at < 0 or (0 <= items < at):
-        return False, None
-    start = head.find(b"{", at)
-    if start < 0:
-        return False, None
-    try:
-        meta, _ = json.JSONDecoder().raw_decode(
-            body[start : start + 65536].decode("utf-8", "replace")
-        )
-    except ValueError:
-        return False, None
-    return True, (meta.get("continue") if isinstance(meta, dict) else None) or None
 
 
 class GoneError(Exception):
@@ -145,11 +117,17 @@ class Informer(Generic[R]):
         with self._lock:
             return [obj for held in self._items.values() for obj in held.values()]
 
-    def keyed(self) -> list[tuple[str, str, R]]:
-        """(namespace, name, record) of everything held, in the API's list order."""
+    def keyed(self) -> Iterator[tuple[str, str, R]]:
+        """(namespace, name, record) of everything held, in the API's list order, copied a
+        namespace at a time (never a second copy of 150,000 pods at once): a change the
+        watch applies meanwhile shows in the namespaces not yet reached."""
         with self._lock:
-            held = [(ns, dict(names)) for ns, names in self._items.items()]
-        return [(ns, name, names[name]) for ns, names in sorted(held) for name in sorted(names)]
+            namespaces = sorted(self._items)
+        for ns in namespaces:
+            with self._lock:
+                names = dict(self._items.get(ns) or {})
+            for name in sorted(names):
+                yield ns, name, names[name]
 
     def items_in(self, namespaces: Iterable[str]) -> list[R]:
         """The objects of ``namespaces`` only: O(those objects), not O(all it holds)."""
@@ -196,7 +174,7 @@ class Informer(Generic[R]):
 
         def merge(cut: SlimPage[R]) -> None:
             nonlocal version
-            with gc_paused():  # slim records are acyclic; see transport.gc_paused
+            with gc_paused():  # slim records are acyclic; see pages.gc_paused
                 for ns, name, record in cut.items:
                     items.setdefault(ns, {})[name] = record if share is None else share(record)
             version = cut.resource_version

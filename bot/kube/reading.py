@@ -12,6 +12,7 @@ from bot.core.model.gangs import builtin_kind
 from bot.errors import ForbiddenError, NotFoundError
 from bot.kube.errors import translating
 from bot.kube.objects import controller_ref, parse_owner
+from bot.kube.pages import METRICS_GROUP as METRICS_GROUP  # where the gateway reads it
 from bot.kube.transport import Transport
 
 Obj = dict[str, Any]
@@ -30,7 +31,6 @@ CONTROLLERS: dict[str, tuple[str, str]] = {
 MAX_OWNER_DEPTH = 5
 #: events kept per view, newest first
 MAX_EVENTS = 200
-METRICS_GROUP = "metrics.k8s.io"
 VPA_GROUP = "autoscaling.k8s.io"
 
 

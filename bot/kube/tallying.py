@@ -38,7 +38,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from bot.core.diagnosis.allocation import (
     TERMINAL_PHASES,
@@ -51,11 +51,13 @@ from bot.core.diagnosis.allocation import (
 from bot.core.model.cluster import NodeInfo, NodeLoad, RoomOnNode
 from bot.core.model.quantity import Quantity
 from bot.core.model.workloads import PodSlot
-from bot.kube import objects, reading
+from bot.kube import objects
 from bot.kube.decoding import PageDecoder
-from bot.kube.informing import SlimPage, list_token
+from bot.kube.pages import METRICS_GROUP, SlimPage, gc_paused, list_token
 from bot.kube.scheduling import request_units, room_from, slot_key
-from bot.kube.transport import Transport, gc_paused
+
+if TYPE_CHECKING:  # the decoder process imports this module: no kubernetes client there
+    from bot.kube.transport import Transport
 
 Obj = dict[str, Any]
 R = TypeVar("R")
@@ -165,27 +167,46 @@ class MetricsPage(NamedTuple):
 
 
 # -- the fleet as an informer holds it -----------------------------------------------------
-class PodRecord(NamedTuple):
-    """A pod as the fleet informer keeps it: what ``reduce_pod_page`` reads of it, already
-    reduced. ``node`` is "" for a pod kubectl does not count (unbound, Succeeded or Failed);
-    equal ``requests``/``limits``/``units`` are one shared dict (``FleetShare``): never
-    mutate them."""
+#: a pod's requests and limits as a fleet record keeps them: JSON text of [requests, limits],
+#: each [[name, nanos, format], ...] in the list's order (``expanded`` reads it back). Text, not
+#: nested tuples: a tuple is untracked only once everything in it is, a level per collection
+Shape = str
+#: a pod as the fleet informer keeps it: (node, priority, shape, anti), what
+#: ``reduce_pod_page`` reads of it, already reduced. ``node`` is "" for a pod kubectl does not
+#: count (unbound, Succeeded or Failed); ``anti`` is its required podAntiAffinity, slim
+#: (``slim_anti``), or None. A plain tuple of atoms, not a NamedTuple or dicts of
+#: ``Quantity``: the collector untracks such a tuple the first time it sees it (and a dict
+#: holding only such tuples at its next full collection), so a full collection never walks
+#: 150,000 pods. Such a walk held the interpreter lock for 115-300 ms on a loaded 2-core
+#: machine, on an informer's or a gateway's thread, and the event loop waited that long
+#: (issue #25). Equal shapes are one string (``FleetShare``).
+PodRecord = tuple[str, int, Shape, Obj | None]
 
-    node: str
-    priority: int
-    requests: ResourceList
-    limits: ResourceList
-    units: dict[str, int]
-    anti: Obj | None
+
+def _shape(requests: ResourceList, limits: ResourceList) -> Shape:
+    return json.dumps(
+        [[[name, q.nanos, q.format] for name, q in part.items()] for part in (requests, limits)],
+        separators=(",", ":"),
+    )
 
 
 def pod_record(pod: Obj) -> PodRecord:
     node = (pod.get("spec") or {}).get("nodeName")
     if not node or (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
-        return PodRecord("", 0, {}, {}, {}, None)
+        return _UNCOUNTED
     reqs, lims = pod_requests_and_limits(pod)
     _, priority = slot_key(pod)
-    return PodRecord(node, priority, reqs, lims, request_units(reqs), slim_anti(pod))
+    return (node, priority, _shape(reqs, lims), slim_anti(pod))
+
+
+@functools.lru_cache(maxsize=4096)
+def expanded(shape: Shape) -> tuple[ResourceList, ResourceList, dict[str, int]]:
+    """A record's shape as (requests, limits, scheduler units incl. the pod's slot): one set
+    of dicts per distinct shape (a fleet has a few hundred), shared: never mutate them."""
+    requests, limits = json.loads(shape)
+    reqs = {name: Quantity(nanos, fmt) for name, nanos, fmt in requests}
+    lims = {name: Quantity(nanos, fmt) for name, nanos, fmt in limits}
+    return reqs, lims, request_units(reqs)
 
 
 def node_record(node: Obj) -> Obj:
@@ -247,25 +268,18 @@ def node_records_page(body: bytes) -> SlimPage[Obj]:
 
 
 class FleetShare:
-    """Equal parts of records made one: strings interned, one dict per distinct requests,
-    limits and units. A record from another process (or another page) arrives with its own
-    copies; sharing them is what keeps 150,000 pods in a few tens of MiB."""
-
-    def __init__(self) -> None:
-        self._lists: dict[tuple[tuple[str, Quantity], ...], ResourceList] = {}
-        self._units: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
+    """Equal parts of records made one: node names and shapes interned (``sys.intern``). A
+    record from another process (or another page) arrives with its own copies; sharing them
+    is what keeps 150,000 pods in a few tens of MiB."""
 
     def pod(self, record: PodRecord) -> PodRecord:
-        if not record.node:
+        node, priority, shape, anti = record
+        if not node:
             return _UNCOUNTED
-        lists, units = self._lists, self._units
-        reqs = lists.setdefault(tuple(record.requests.items()), record.requests)
-        lims = lists.setdefault(tuple(record.limits.items()), record.limits)
-        used = units.setdefault(tuple(record.units.items()), record.units)
-        return PodRecord(sys.intern(record.node), record.priority, reqs, lims, used, record.anti)
+        return (sys.intern(node), priority, sys.intern(shape), anti)
 
 
-_UNCOUNTED = PodRecord("", 0, {}, {}, {}, None)
+_UNCOUNTED: PodRecord = ("", 0, "[[],[]]", None)
 
 
 def tally_from(
@@ -279,24 +293,24 @@ def tally_from(
     for _, name, node in nodes:
         fleet.nodes[name] = NodeTally(node, info_of(node))
     with gc_paused():
-        for ns, name, rec in pods:
-            node_name = rec.node
+        for ns, name, (node_name, priority, shape, anti) in pods:
             if not node_name:
                 continue
-            if rec.anti is not None:
-                fleet.anti.append((node_name, rec.anti))
+            if anti is not None:
+                fleet.anti.append((node_name, anti))
             t = fleet.nodes.get(node_name)
             if t is None:
                 continue  # bound to a node that is gone: no row to add it to
-            add_resource_list(t.requests, rec.requests)
-            add_resource_list(t.limits, rec.limits)
+            reqs, lims, units = expanded(shape)
+            add_resource_list(t.requests, reqs)
+            add_resource_list(t.limits, lims)
             used = t.used
-            for unit, value in rec.units.items():
+            for unit, value in units.items():
                 used[unit] = used.get(unit, 0) + value
             fleet.pods += 1
             if t.info is not None:
                 key = f"{ns}/{name}"
-                t.slots.append((key, rec.priority, rec.units))
+                t.slots.append((key, priority, units))
                 fleet.where[key] = node_name
     return fleet
 
@@ -605,7 +619,7 @@ def read_fleet(
     """Nodes, then pods, each page reduced to slim records before it is merged; ``dra``:
     node -> DRA drivers with ResourceSlices there (``bot.kube.dra``)."""
     fleet = FleetTally()
-    with gc_paused():  # what a page leaves here is small and acyclic; see transport.gc_paused
+    with gc_paused():  # what a page leaves here is small and acyclic; see pages.gc_paused
         _read_fleet(t, decoder, fleet, dra or {})
     return fleet
 
@@ -644,7 +658,7 @@ def read_working_set(
 ) -> dict[str, int]:
     """Working-set bytes per node, summed from pod metrics as they stream."""
     used: dict[str, int] = {}
-    path = f"/apis/{reading.METRICS_GROUP}/{version}/pods"
+    path = f"/apis/{METRICS_GROUP}/{version}/pods"
     with gc_paused():
         for page in metrics_pages(t, path, decoder):
             for key, value in page.usage():

@@ -17,9 +17,7 @@ Sync on purpose: the gateway runs it on its own threads. Errors are client excep
 from __future__ import annotations
 
 import contextvars
-import gc
 import json
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,6 +30,7 @@ from urllib3 import HTTPHeaderDict
 
 from bot.core.governance.impersonation import ActingAs
 from bot.kube.observing import KubeObserver, resource_of
+from bot.kube.pages import gc_paused
 
 #: seconds for one ordinary request (connect + read); watches use their own timeouts
 REQUEST_TIMEOUT_S = 30.0
@@ -261,38 +260,6 @@ def impersonation_headers(headers: Mapping[str, str], acting: ActingAs) -> HTTPH
         for value in values:
             out.add(name, value)
     return out
-
-
-class _GcPause:
-    """Counted pause of the cyclic garbage collector, shared by the threads decoding at once.
-
-    Decoding a 500-pod page allocates ~10^5 containers; each 700 allocations trigger a
-    young collection and, with a large heap, full ones that scan everything (60-65% of a
-    fleet read's time in issue #25's profile). JSON holds no cycles, so nothing is lost by
-    collecting after the decode instead of during it."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._depth = 0
-        self._was_enabled = False
-
-    @contextmanager
-    def __call__(self) -> Iterator[None]:
-        with self._lock:
-            if self._depth == 0:
-                self._was_enabled = gc.isenabled()
-                gc.disable()
-            self._depth += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._depth -= 1
-                if self._depth == 0 and self._was_enabled:
-                    gc.enable()
-
-
-gc_paused = _GcPause()
 
 
 def _query(params: Mapping[str, Any]) -> list[tuple[str, Any]]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+import threading
 import time
 from collections.abc import Callable
 
@@ -104,3 +106,48 @@ class CallbackCpu:
         if self._original is not None:
             setattr(asyncio.Handle, "_run", self._original)  # noqa: B010
             self._original = None
+
+
+class GcPauses:
+    """The garbage collector's runs in this process, on any thread, longest first: a run
+    holds the interpreter lock from start to end, so the event loop waits out one run on
+    another thread whole (a full collection walks every tracked object).
+
+    ``max_cpu_s`` is the CPU the collecting thread spent in its longest run
+    (``time.thread_time()``, which other processes' load does not inflate), ``max_wall_s``
+    the longest run by the wall clock, ``worst`` where it ran ("thread, generation N").
+    Installed for a ``with`` block (``gc.callbacks``); for tests and benches."""
+
+    def __init__(self) -> None:
+        self.max_cpu_s = self.max_wall_s = 0.0
+        self.runs = 0
+        self.worst = ""
+        self._started: dict[int, tuple[float, float]] = {}
+
+    def reset(self) -> None:
+        self.max_cpu_s = self.max_wall_s = 0.0
+        self.runs, self.worst = 0, ""
+
+    def _observe(self, phase: str, info: dict[str, int]) -> None:
+        me = threading.get_ident()
+        if phase == "start":
+            self._started[me] = (time.thread_time(), time.perf_counter())
+            return
+        began = self._started.pop(me, None)
+        if began is None:
+            return
+        cpu, wall = time.thread_time() - began[0], time.perf_counter() - began[1]
+        self.runs += 1
+        self.max_wall_s = max(self.max_wall_s, wall)
+        if cpu > self.max_cpu_s:
+            generation = info.get("generation")
+            self.max_cpu_s = cpu
+            self.worst = f"{threading.current_thread().name}, generation {generation}"
+
+    def __enter__(self) -> GcPauses:
+        gc.callbacks.append(self._observe)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._observe in gc.callbacks:
+            gc.callbacks.remove(self._observe)

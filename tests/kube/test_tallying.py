@@ -13,7 +13,7 @@ import pytest
 from bot.kube import decoding
 from bot.kube.decoding import PageDecoder
 from bot.kube.gateway import Gateway
-from bot.kube.informing import list_token
+from bot.kube.pages import list_token
 from bot.kube.tallying import read_fleet
 from gpunode_sandbox.kubesim import KubeSim
 
@@ -39,7 +39,7 @@ async def test_the_decoder_process_and_the_calling_thread_tally_the_same_fleet(
     try:
         a = await asyncio.to_thread(read_fleet, gw.transport, here)
         b = await asyncio.to_thread(read_fleet, gw.transport, there)
-        used_process = there._pool is not None
+        used_process = there.pid is not None
     finally:
         there.close()
     assert used_process
@@ -165,7 +165,7 @@ async def test_a_metrics_answer_streamed_in_small_pieces_gives_the_same_working_
         try:
             streamed = await gw.gpu_node_loads()
             assert tallying._WALKERS == {}  # nothing left behind here
-            assert (decoder._pool is not None) == decoder._use_process  # where it ran
+            assert (decoder.pid is not None) == decoder._use_process  # where it ran
         finally:
             gw._decoder = own
             decoder.close()

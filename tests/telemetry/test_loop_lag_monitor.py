@@ -28,3 +28,21 @@ async def test_a_blocked_loop_shows_as_lag_in_the_histogram() -> None:
         if line.startswith("gpunode_event_loop_lag_seconds_count")
     )
     assert count == lag.samples > 0
+
+
+def test_a_collection_on_another_thread_is_seen_with_that_threads_name() -> None:
+    """``GcPauses`` reports the longest garbage collection on any thread and where it ran."""
+    import gc
+    import threading
+
+    from bot.telemetry.lag import GcPauses
+
+    held = [[i] for i in range(200_000)]  # something for a full collection to walk
+    with GcPauses() as pauses:
+        worker = threading.Thread(target=gc.collect, name="collector-under-test")
+        worker.start()
+        worker.join()
+    del held
+    assert pauses.runs >= 1
+    assert pauses.worst == "collector-under-test, generation 2"
+    assert pauses.max_wall_s >= pauses.max_cpu_s > 0

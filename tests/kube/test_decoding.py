@@ -1,0 +1,54 @@
+"""The decoder process answers each page in order, hands back the page's own exception, and
+when it exits the pages in flight fail and the next page starts another process."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import cast
+
+import pytest
+
+from bot.kube.decoding import DecoderExitedError, PageDecoder
+
+WAIT_S = 120  # generous: starting a process on a busy machine takes seconds; nothing is timed
+
+
+def test_pages_come_back_in_order_decoded_in_another_process() -> None:
+    decoder = PageDecoder()
+    try:
+        bodies = [json.dumps({"n": i}).encode() for i in range(20)]
+        futures = [decoder.submit(json.loads, body, process=True) for body in bodies]
+        assert [f.result(timeout=WAIT_S) for f in futures] == [{"n": i} for i in range(20)]
+        assert decoder.pid is not None
+    finally:
+        decoder.close()
+    assert decoder.pid is None
+
+
+def test_a_page_that_fails_to_decode_fails_alone() -> None:
+    decoder = PageDecoder()
+    try:
+        bad = decoder.submit(json.loads, b"{", process=True)
+        good = decoder.submit(json.loads, b"[1]", process=True)
+        with pytest.raises(json.JSONDecodeError):
+            bad.result(timeout=WAIT_S)
+        assert good.result(timeout=WAIT_S) == [1]
+    finally:
+        decoder.close()
+
+
+def test_when_the_process_exits_its_pages_fail_and_the_next_page_starts_another() -> None:
+    decoder = PageDecoder()
+    try:
+        assert decoder.submit(json.loads, b"1", process=True).result(timeout=WAIT_S) == 1
+        first = decoder.pid
+        leave = cast(Callable[[bytes], object], sys.exit)  # SystemExit ends the worker
+        ended = decoder.submit(leave, b"", process=True)
+        with pytest.raises(DecoderExitedError):
+            ended.result(timeout=WAIT_S)
+        assert decoder.submit(json.loads, b"2", process=True).result(timeout=WAIT_S) == 2
+        assert decoder.pid not in (None, first)
+    finally:
+        decoder.close()
