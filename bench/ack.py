@@ -18,13 +18,18 @@ process of its own (so it absorbs none of the bot's blocking; the machine carrie
 load), under the same 200-command load. Medians over rounds of the per-round p50 and p99.
 The bot's worst event-loop stall during the rounds is reported too.
 
-    .venv/bin/python bench/ack.py [--rounds 15] [--top-nodes 500]
+The commands are sent from the bot's process (its event loop runs the sender beside the bot,
+for both apps), or with ``--client-process`` from a process of their own, so that the bot's
+loop serves only the bot, as in production, and each app's time is its own answer's.
+
+    .venv/bin/python bench/ack.py [--rounds 15] [--top-nodes 500] [--client-process]
 
 Rounds are noisy one by one (a diagnosis' analysis lands in some rounds and not others:
 p99 of single rounds ranged 40-190 ms for both apps), hence 15 rounds by default.
 
 Last line: {"bench": "ack", "metric": "p99_ms_median", "value", "baseline", "ratio",
-"target": 1.2, "p50_ms": ..., "baseline_p50_ms": ..., "max_loop_stall_ms": ...}
+"target": 1.2, "p50_ms": ..., "baseline_p50_ms": ..., "max_loop_stall_ms": ...,
+"client_process": ...}
 """
 
 from __future__ import annotations
@@ -109,6 +114,19 @@ async def load(session: aiohttp.ClientSession, url: str) -> list[float]:
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def client_process(conn: Connection) -> None:
+    """Child process (``--client-process``): send a round of commands to each URL the parent
+    names and answer their times, until it names None."""
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        async with aiohttp.ClientSession() as session:
+            while (url := await loop.run_in_executor(None, conn.recv)) is not None:
+                conn.send(await load(session, url))
+
+    asyncio.run(main())
 
 
 def standins(conn: Connection) -> None:
@@ -202,6 +220,7 @@ async def measure(
     fleet_url: str,
     *,
     before_response: bool = False,
+    client: Connection | None = None,
 ) -> dict[str, object]:
     from bot.telemetry.lag import LoopLag
     from bot.wiring.heap import settle_heap
@@ -215,10 +234,23 @@ async def measure(
             runtime.app._process_before_response = True
             runtime.app._async_listener_runner.process_before_response = True
         targets = {"gpunode": f"{bot_url}/slack/events", "bare": bare_url}
+
+        async def one_round(url: str) -> list[float]:
+            if client is None:  # sent from this process, beside the bot
+                return await load(session, url)
+
+            def ask() -> list[float]:
+                assert client is not None
+                client.send(url)
+                times: list[float] = client.recv()
+                return times
+
+            return await asyncio.get_running_loop().run_in_executor(None, ask)
+
         p50: dict[str, list[float]] = {"gpunode": [], "bare": []}
         p99: dict[str, list[float]] = {"gpunode": [], "bare": []}
         for name in targets:  # warm-up: auth.test, lazy imports, first connections
-            await load(session, targets[name])
+            await one_round(targets[name])
         stop = asyncio.Event()
         background = asyncio.create_task(keep_diagnosing(runtime, stop))
         topping = asyncio.create_task(keep_topping(fleet_url, stop))
@@ -228,7 +260,7 @@ async def measure(
         for r in range(rounds):
             order = ("gpunode", "bare") if r % 2 == 0 else ("bare", "gpunode")
             for name in order:
-                times = await load(session, targets[name])
+                times = await one_round(targets[name])
                 p50[name].append(pct(times, 0.50))
                 p99[name].append(pct(times, 0.99))
                 print(
@@ -267,6 +299,12 @@ def main() -> None:
         action="store_true",
         help="the bot's Bolt app answers when the listener returns (no 10 ms ack poll)",
     )
+    parser.add_argument(
+        "--client-process",
+        action="store_true",
+        help="send the commands from a process of their own, not from the bot's (whose event "
+        "loop then serves only the bot, as in production)",
+    )
     args = parser.parse_args()
     from gpunode_sandbox.kubesim.process import separate_process
 
@@ -276,7 +314,12 @@ def main() -> None:
     proc.start()
     bare_parent, bare_child = ctx.Pipe()
     bare: mp.process.BaseProcess | None = None
+    client_parent, client_child = ctx.Pipe()
+    sender: mp.process.BaseProcess | None = None
     try:
+        if args.client_process:
+            sender = ctx.Process(target=client_process, args=(client_child,), daemon=True)
+            sender.start()
         kube_url, slack_api = parent.recv()
         bare = ctx.Process(target=bare_process, args=(bare_child, slack_api), daemon=True)
         bare.start()
@@ -291,11 +334,17 @@ def main() -> None:
                     bare_url,
                     fleet_url,
                     before_response=args.process_before_response,
+                    client=client_parent if sender is not None else None,
                 )
             )
         result["top_nodes"] = args.top_nodes
         result["process_before_response"] = args.process_before_response
+        result["client_process"] = args.client_process
     finally:
+        if sender is not None:
+            with contextlib.suppress(OSError):
+                client_parent.send(None)
+            sender.join(timeout=30)
         for conn in (parent, bare_parent):
             with contextlib.suppress(OSError):
                 conn.send("stop")

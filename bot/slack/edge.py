@@ -165,8 +165,8 @@ def _json_object(text: str, what: str) -> dict[str, Any]:
 def _is_ssl_check(raw: bytes, content_type: str) -> bool:
     """Slack's certificate probe of a slash command URL (``ssl_check=1&token=...``): Bolt
     answers it before verifying, as it may come unsigned; it carries nothing to act on."""
-    if content_type != FORM or len(raw) > 512:
-        return False
+    if content_type != FORM or len(raw) > 512 or b"ssl_check" not in raw:
+        return False  # every slash command and interaction: no second parse of the form
     fields = dict(parse_qsl(raw.decode("ascii", "replace"), keep_blank_values=True))
     return fields.get("ssl_check") == "1" and set(fields) <= {"ssl_check", "token"}
 

@@ -63,6 +63,8 @@ class Store:
         self._closed = False
         self._open_cache: tuple[float, list[Incident]] | None = None
         self._incident_generation = 0
+        #: the open incidents' query in flight, and the write generation it started at
+        self._open_flight: tuple[int, asyncio.Future[list[Incident]]] | None = None
         #: log each new audit row as JSON on ``gpunode.audit`` (settings: store.audit_to_log)
         self.export_audit = False
         #: the audit key (``store.audit_key``): rows are signed with it and verified against it
@@ -214,13 +216,9 @@ class Store:
         command's acknowledgement, and a query costs a thread hop that a busy event loop
         makes slow (bench/ack.py). Every incident write through this store drops the copy;
         writes by another replica show within ``OPEN_INCIDENTS_TTL_S``."""
-        now = time.monotonic()
         cached = self._open_cache
-        if cached is None or now - cached[0] > OPEN_INCIDENTS_TTL_S:
-            generation = self._incident_generation
-            rows = await self._read(incident_rows.open_incidents, None)
-            if generation == self._incident_generation:  # no write raced the read
-                self._open_cache = (now, rows)
+        if cached is None or time.monotonic() - cached[0] > OPEN_INCIDENTS_TTL_S:
+            rows = await self._read_open_incidents()
         else:
             rows = cached[1]
         return [
@@ -228,6 +226,31 @@ class Store:
             for i in rows
             if (node is None or i.node == node) and (cluster is None or i.cluster == cluster)
         ]
+
+    async def _read_open_incidents(self) -> list[Incident]:
+        """One query for every caller that asks while it runs: when the copy is dropped
+        (a diagnosis writes its incident) and 64 acks ask at once, they share one read
+        instead of queueing 64 behind each other on the reader thread. A caller that asks
+        after a write joins no read started before it."""
+        generation = self._incident_generation
+        flight = self._open_flight
+        if flight is None or flight[0] != generation:
+            started = time.monotonic()
+            read = asyncio.ensure_future(self._read(incident_rows.open_incidents, None))
+            flight = (generation, read)
+            self._open_flight = flight
+
+            def landed(done: asyncio.Future[list[Incident]]) -> None:
+                if self._open_flight is flight:
+                    self._open_flight = None
+                if done.cancelled() or done.exception() is not None:
+                    return  # each caller sees the error; nothing is kept
+                if generation == self._incident_generation:  # no write raced the read
+                    self._open_cache = (started, done.result())
+
+            read.add_done_callback(landed)
+        # shielded: one caller giving up (a timeout) does not cancel the others' read
+        return await asyncio.shield(flight[1])
 
     async def recent_incidents(self, limit: int) -> list[Incident]:
         """The ``limit`` newest incidents, open or resolved, newest first (the Home tab)."""

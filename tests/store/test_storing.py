@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import socket
 import sqlite3
+import threading
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,7 +18,7 @@ from bot.core.model.evidence import EvidenceBundle
 from bot.core.model.incidents import IncidentStateError, TimelineEntry
 from bot.core.reporting.analysis import analyze
 from bot.errors import StoreError
-from bot.store import ActionRecord, AuditRecord, Store, storing
+from bot.store import ActionRecord, AuditRecord, Store, incident_rows, storing
 from bot.store.engines import connect
 from bot.store.migrations import SCHEMA_VERSION
 from tests.store.conftest import RAW_ERRORS, query, tamper
@@ -320,6 +322,44 @@ async def test_open_incidents_see_this_stores_writes_at_once(target: str) -> Non
             incident.id, "resolved", at=datetime(2026, 1, 1, 1, tzinfo=UTC)
         )
         assert await store.open_incidents() == []
+
+
+async def test_callers_asking_for_open_incidents_at_once_share_one_query(target: str) -> None:
+    async with await Store.open(target) as store:
+        await store.open_or_join_incident("gpu-node-01", "C1", opened_by="U1", at=T0)
+        queries: list[str] = []
+        store.observe_latency = lambda operation, _s: queries.append(operation)
+        answers = await asyncio.gather(*(store.open_incidents() for _ in range(20)))
+        assert {tuple(i.node for i in a) for a in answers} == {("gpu-node-01",)}
+        assert queries == ["open_incidents"]
+
+
+async def test_a_caller_after_a_write_gets_a_read_of_its_own_not_the_one_in_flight(
+    target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first query has read the table (empty) and is held there while an incident is
+    opened; whoever asks after the write is answered from a query that sees it."""
+    read_done, release = threading.Event(), threading.Event()
+    original = incident_rows.open_incidents
+    calls = itertools.count()
+
+    def held_first_time(db: object, *args: object) -> object:
+        rows = original(db, *args)  # type: ignore[arg-type]
+        if next(calls) == 0:
+            read_done.set()
+            release.wait(timeout=30)
+        return rows
+
+    monkeypatch.setattr(incident_rows, "open_incidents", held_first_time)
+    async with await Store.open(target) as store:
+        before = asyncio.ensure_future(store.open_incidents())
+        await asyncio.to_thread(read_done.wait, 30)
+        await store.open_or_join_incident("gpu-node-01", "C1", opened_by="U1", at=T0)
+        after = asyncio.ensure_future(store.open_incidents())
+        await asyncio.sleep(0)
+        release.set()
+        assert await before == []
+        assert [i.node for i in await after] == ["gpu-node-01"]
 
 
 async def test_open_incidents_see_another_replicas_writes_within_the_ttl(
