@@ -441,7 +441,7 @@ async def _stale(d: ActDeps, record: ActionRecord, plan: ActionPlan) -> Why | No
         for step in controller_steps(plan):
             try:
                 controllers[controller_key(step)] = await d.kube.read_controller(
-                    step.kind, step.namespace or "", step.name
+                    step.kind, step.ref.namespace, step.name
                 )
             except NotFoundError:
                 controllers[controller_key(step)] = None

@@ -57,7 +57,7 @@ async def watch(
     ]
     targets = rollout_targets(plan, result)
     resized = [
-        (s.namespace or "", s.name, s.container)
+        (s.ref.namespace, s.name, s.container)
         for s, c in zip([s for s in plan.steps if s.verb != "evict"], result.changes, strict=False)
         if s.verb == "resize_pod" and not c.noop and not c.dry_run
     ]
