@@ -32,7 +32,8 @@ from bot.core.reporting.home import (
     bounded,
 )
 from bot.errors import GpunodeError
-from bot.services.acting import ActDeps, tier_of
+from bot.services.acting import ActDeps
+from bot.services.action_records import tier_of
 from bot.services.ports import StorePort
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,8 @@ from bot.core.model import actors
 from bot.core.model.actions import ActionPlan
 from bot.core.reporting.outcomes import notice
 from bot.errors import GpunodeError, KubeError
-from bot.services.acting import ActDeps, incident_of, plan_of_record
+from bot.services.acting import ActDeps
+from bot.services.action_records import incident_of, plan_of_record
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ async def reconcile_interrupted(d: ActDeps, *, orphaned_before: datetime | None 
             result={"reason": "interrupted by a restart", "observed": observed},
         ):
             continue  # another replica reconciled it first
-        await d.for_cluster(record.cluster).audit(
+        await d.for_cluster(record.cluster).journal.audit(
             actor=actors.GPUNODE,
             action=f"tier{plan.tier}.reconcile",
             incident_id=record.incident_id,
@@ -48,7 +49,7 @@ async def reconcile_interrupted(d: ActDeps, *, orphaned_before: datetime | None 
             outcome="failed",
             detail=observed,
         )
-        await d.timeline(
+        await d.journal.timeline(
             record.incident_id,
             "action_result",
             actors.GPUNODE,
@@ -57,7 +58,7 @@ async def reconcile_interrupted(d: ActDeps, *, orphaned_before: datetime | None 
         )
         incident = await incident_of(d.ports.store, record)
         # the action's message said "Applying…" since the claim: it gets its outcome
-        await d.update_message(
+        await d.messages.update_message(
             record,
             "failed",
             by=actors.GPUNODE,
