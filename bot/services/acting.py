@@ -89,20 +89,18 @@ class ActDeps:
     clusters: ClusterRegistry
     diagnose: DiagnoseService
     bg: Background
-    #: the cluster these deps act on and its port; ``''`` in the process-wide deps that
-    #: sweep every cluster's actions (their audit rows take each action's cluster)
-    cluster: str = ""
+    #: the cluster these deps act on, by name (the process-wide deps: the default one; a
+    #: sweep over every cluster's actions takes each action's, ``for_cluster``)
+    cluster: str
 
     @property
     def kube(self) -> KubePort:
-        """The port of the cluster these deps act on (the default one's in the sweeping
-        deps, which act on no cluster of their own)."""
-        return self.clusters.port(self.cluster or self.clusters.default)
+        """The port of the cluster these deps act on."""
+        return self.clusters.port(self.cluster)
 
     def for_cluster(self, name: str) -> ActDeps:
-        """These deps, acting on cluster ``name`` (``''``: a record stored before clusters
-        existed, the default one's)."""
-        return dataclasses.replace(self, cluster=name or self.clusters.default)
+        """These deps, acting on cluster ``name`` (a stored row's: ``ClusterRegistry.stored``)."""
+        return dataclasses.replace(self, cluster=name)
 
     def node_ref(self, node: str) -> str:
         """``cluster/node`` when several clusters are served, else the node's name."""
@@ -132,22 +130,9 @@ class ActDeps:
         return self.kube if acting is None else self.kube.impersonating(acting)
 
     async def principal(self, user: str, channel: str) -> Principal:
-        """The clicking user with the policy's user groups they belong to (resolved now),
-        in this deps' cluster (roles scoped to other clusters do not apply)."""
-        groups = {g for b in self.policy.bindings.values() for g in b.usergroups}
-        member_of = set()
-        for group in sorted(groups):
-            try:
-                if user in await self.ports.chat.usergroup_members(group):
-                    member_of.add(group)
-            except GpunodeError:
-                log.warning("could not resolve user group %s; treating as not a member", group)
-        return Principal(
-            user_id=user,
-            usergroup_ids=frozenset(member_of),
-            channel_id=channel,
-            cluster=self.cluster,
-        )
+        """The clicking user in this deps' cluster (roles scoped to other clusters do not
+        apply): ``principal_of``."""
+        return await principal_of(self.ports.chat, self.policy, user, channel, self.cluster)
 
     @property
     def journal(self) -> ActionJournal:
@@ -168,3 +153,22 @@ class ActDeps:
             journal=self.journal,
             node_ref=self.node_ref,
         )
+
+
+async def principal_of(
+    chat: ChatPort, policy: Policy, user: str, channel: str, cluster: str | None
+) -> Principal:
+    """The clicking user with the policy's user groups they belong to (resolved now), in
+    ``cluster`` (None: no one cluster is in question, e.g. a listing across clusters: every
+    role they are bound to counts)."""
+    groups = {g for b in policy.bindings.values() for g in b.usergroups}
+    member_of = set()
+    for group in sorted(groups):
+        try:
+            if user in await chat.usergroup_members(group):
+                member_of.add(group)
+        except GpunodeError:
+            log.warning("could not resolve user group %s; treating as not a member", group)
+    return Principal(
+        user_id=user, usergroup_ids=frozenset(member_of), channel_id=channel, cluster=cluster
+    )

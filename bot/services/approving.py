@@ -144,15 +144,18 @@ async def expire_overdue(d: ActDeps) -> int:
         if not expired_now or record is None:
             continue
         count += 1
+        here = d.for_cluster(d.clusters.stored(record.cluster))  # the action's cluster
         fields = audit_fields(record, "", "approve")
-        await d.journal.audit(
+        await here.journal.audit(
             actor=actors.GPUNODE, **fields, decision="expired", detail="nobody approved in time"
         )
-        await d.journal.timeline(record.incident_id, "approval", actors.GPUNODE, "approval expired")
+        await here.journal.timeline(
+            record.incident_id, "approval", actors.GPUNODE, "approval expired"
+        )
         incident = await incident_of(d.ports.store, record)
-        await close_approval_message(d, record, new, state="expired", by="", incident=incident)
+        await close_approval_message(here, record, new, state="expired", by="", incident=incident)
         await _end(
-            d, record, "expired", by=actors.GPUNODE, why="approval expired", incident=incident
+            here, record, "expired", by=actors.GPUNODE, why="approval expired", incident=incident
         )
     return count
 
