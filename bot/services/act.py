@@ -25,9 +25,9 @@ from bot.core.governance.policy import Policy, Principal
 from bot.core.model.actions import ActionPlan
 from bot.core.reporting.records import ActionRecord
 from bot.services import applying, approving, reconciling, requesting, undoing
-from bot.services.acting import ActConfig, ActDeps, ActPorts
+from bot.services.acting import ActConfig, ActDeps, ActPorts, principal_of
 from bot.services.background import Background
-from bot.services.clusters import ClusterRegistry
+from bot.services.clusters import ClusterRegistry, incident_at
 from bot.services.diagnose import DiagnoseService
 from bot.services.ports import (
     ActionMetrics,
@@ -80,25 +80,29 @@ class ActService:
             clusters=clusters,
             diagnose=diagnose,
             bg=bg,
+            cluster=clusters.default,
         )
-        # ``cluster`` stays '' here: a step always gets ``for_cluster(its incident's)``, and
-        # audit rows written without one (expiry sweeps) take their action's cluster
+        # a step always gets ``for_cluster(its incident's or action's)``; the sweeps
+        # (expiry, reconciliation) take each action's
 
     async def principal(self, user: str, channel: str, *, cluster: str | None) -> Principal:
         """The user's principal in ``cluster`` (None: no cluster in question, e.g. a listing
         across clusters: every role they are bound to counts)."""
-        if cluster is None:
-            return await self.deps.principal(user, channel)
-        return await self.deps.for_cluster(cluster).principal(user, channel)
+        d = self.deps
+        return await principal_of(d.ports.chat, d.policy, user, channel, cluster)
 
     async def _incident_deps(self, incident_id: str) -> ActDeps:
         incident = await self.deps.ports.store.get_incident(incident_id)
-        return self.deps.for_cluster(incident.cluster if incident else "")
+        if incident is None:
+            return self.deps
+        return self.deps.for_cluster(incident_at(self.deps.clusters, incident).cluster)
 
     async def _action_deps(self, action_id: str) -> tuple[ActDeps, ActionRecord | None]:
         """The deps of the action's cluster, and the action as read (passed along)."""
         record = await self.deps.ports.store.get_action(action_id)
-        return self.deps.for_cluster(record.cluster if record else ""), record
+        if record is None:
+            return self.deps, None
+        return self.deps.for_cluster(self.deps.clusters.stored(record.cluster)), record
 
     async def open_confirmation(
         self,

@@ -1,13 +1,16 @@
-"""What every step of the action flow shares: its dependencies and small helpers.
+"""What every step of the action flow shares: its dependencies.
 
 The flow is split by step (``requesting``, ``approving``, ``applying``, ``undoing``,
 ``reconciling``); each step is a function over ``ActDeps``. ``bot.services.act.ActService``
 is the facade the Slack glue calls. ``ActDeps`` holds dependencies, grouped: ``ports`` (the
 store, Slack's user groups, the thread, the metrics), ``config`` (clock, ids, limits), the
-role policy, the clusters and the one acted on. Its methods are what a step does with them
-in one cluster (audit, refuse, the principal, the identity a change goes out as); reads
-that a step passes along (``incident_of``, ``snapshot_of``, ``available_plan``) are
-functions over the store. Helpers here never touch the cluster.
+role policy, the clusters and the one acted on; its methods locate what a step needs in
+that cluster (the KubePort, the principal, the identity a change goes out as). What a step
+records goes through ``journal`` (``bot.services.action_journal``: audit rows, timeline
+entries); what it tells people through ``messages`` (``bot.services.action_messages``:
+outcomes for the ``ThreadPort``). Reads that a step passes along (``incident_of``,
+``snapshot_of``, ``available_plan``) are functions over the store
+(``bot.services.action_records``). Nothing here touches the cluster.
 
 The steps speak data: every message of the flow is an outcome of ``bot.core.reporting.outcomes``
 (``ActionForm``, ``DryRun``, ``ApprovalRequested``, ``ApprovalClosed``, ``ActionResult``,
@@ -18,33 +21,25 @@ passed along, not read again.
 Many clusters: ``ActService`` hands each step the deps of the cluster its incident or action
 is in (``for_cluster``): that cluster's KubePort, and a principal whose roles are those the
 policy grants in that cluster.
-
-Audit rule: every click that is refused is audited too (who tried what, and why not), not
-only the ones that changed something; the audit log answers "who tried to do what, when".
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from bot.core.governance.impersonation import ActingAs, acting_as
-from bot.core.governance.policy import TIERS, Deny, Policy, Principal, Tier, identity_of
-from bot.core.model.actions import ActionPlan
+from bot.core.governance.policy import Policy, Principal, identity_of
 from bot.core.model.clusters import format_node_ref
-from bot.core.model.incidents import Incident, TimelineKind
-from bot.core.reporting.outcomes import ActionResult, Notice, Refused, StepsReport
-from bot.core.reporting.records import ActionRecord, AuditRecord, EvidenceSnapshot
 from bot.errors import GpunodeError, PolicyError
+from bot.services.action_journal import ActionJournal
+from bot.services.action_messages import ActionMessages
 from bot.services.background import Background
 from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
-from bot.services.executing import StepsResult
 from bot.services.ports import (
     ActionMetrics,
     ChatPort,
@@ -53,11 +48,8 @@ from bot.services.ports import (
     StorePort,
     ThreadPort,
 )
-from bot.services.recording import append_entry
 
 log = logging.getLogger(__name__)
-#: an action's audit ``action`` column: ``tier3.execute``
-_ACTION = re.compile(r"tier(?P<tier>[0-9])\.(?P<step>[a-z_]+)")
 
 
 @dataclass(frozen=True)
@@ -97,20 +89,18 @@ class ActDeps:
     clusters: ClusterRegistry
     diagnose: DiagnoseService
     bg: Background
-    #: the cluster these deps act on and its port; ``''`` in the process-wide deps that
-    #: sweep every cluster's actions (their audit rows take each action's cluster)
-    cluster: str = ""
+    #: the cluster these deps act on, by name (the process-wide deps: the default one; a
+    #: sweep over every cluster's actions takes each action's, ``for_cluster``)
+    cluster: str
 
     @property
     def kube(self) -> KubePort:
-        """The port of the cluster these deps act on (the default one's in the sweeping
-        deps, which act on no cluster of their own)."""
-        return self.clusters.port(self.cluster or self.clusters.default)
+        """The port of the cluster these deps act on."""
+        return self.clusters.port(self.cluster)
 
     def for_cluster(self, name: str) -> ActDeps:
-        """These deps, acting on cluster ``name`` (``''``: a record stored before clusters
-        existed, the default one's)."""
-        return dataclasses.replace(self, cluster=name or self.clusters.default)
+        """These deps, acting on cluster ``name`` (a stored row's: ``ClusterRegistry.stored``)."""
+        return dataclasses.replace(self, cluster=name)
 
     def node_ref(self, node: str) -> str:
         """``cluster/node`` when several clusters are served, else the node's name."""
@@ -140,171 +130,45 @@ class ActDeps:
         return self.kube if acting is None else self.kube.impersonating(acting)
 
     async def principal(self, user: str, channel: str) -> Principal:
-        """The clicking user with the policy's user groups they belong to (resolved now),
-        in this deps' cluster (roles scoped to other clusters do not apply)."""
-        groups = {g for b in self.policy.bindings.values() for g in b.usergroups}
-        member_of = set()
-        for group in sorted(groups):
-            try:
-                if user in await self.ports.chat.usergroup_members(group):
-                    member_of.add(group)
-            except GpunodeError:
-                log.warning("could not resolve user group %s; treating as not a member", group)
-        return Principal(
-            user_id=user,
-            usergroup_ids=frozenset(member_of),
-            channel_id=channel,
+        """The clicking user in this deps' cluster (roles scoped to other clusters do not
+        apply): ``principal_of``."""
+        return await principal_of(self.ports.chat, self.policy, user, channel, self.cluster)
+
+    @property
+    def journal(self) -> ActionJournal:
+        """What the flow records in this cluster: audit rows, timeline entries."""
+        return ActionJournal(
+            store=self.ports.store,
+            metrics=self.ports.metrics,
+            clock=self.config.clock,
             cluster=self.cluster,
         )
 
-    async def audit(self, **fields: Any) -> None:
-        """Append an audit row; a row about an action (``tier<N>.<step>``) is also counted
-        in ``gpunode_actions_total`` by tier, step and decision: every decision of the action
-        flow is audited, so the audit call is the one place that sees them all."""
-        fields.setdefault("cluster", self.cluster)
-        await self.ports.store.append_audit(AuditRecord(at=self.config.clock(), **fields))
-        if m := _ACTION.fullmatch(str(fields.get("action", ""))):
-            self.ports.metrics.action(
-                tier=m["tier"], step=m["step"], outcome=str(fields.get("decision", ""))
-            )
-
-    async def refuse(
-        self,
-        channel: str,
-        user: str,
-        why: Refused | Deny,
-        *,
-        thread_ts: str | None = None,
-        audit: dict[str, Any] | None = None,
-    ) -> None:
-        """Tell only ``user`` why not (a code: the presenter words it in their language);
-        with ``audit`` fields, record the refusal too (a policy denial with its English
-        reason, any other refusal by its code and parameters)."""
-        told = Refused(code=why.code, params=why.params) if isinstance(why, Deny) else why
-        if audit is not None:
-            detail = why.reason if isinstance(why, Deny) else refusal_detail(why)
-            fields = {"channel": channel, "decision": "refused", "detail": detail} | audit
-            await self.audit(actor=user, **fields)
-        await self.ports.thread.tell(channel, user, told, thread_ts=thread_ts)
-
-    async def say(self, channel: str, user: str, key: str, **params: Any) -> None:
-        await self.ports.thread.tell(channel, user, Notice(key=key, params=params))
-
-    async def timeline(
-        self,
-        incident_id: str | None,
-        kind: TimelineKind,
-        actor: str,
-        text: str,
-        data: dict[str, Any] | None = None,
-    ) -> None:
-        if incident_id is None:
-            return
-        await append_entry(
-            self.ports.store, incident_id, kind, actor, text, at=self.config.clock(), data=data
+    @property
+    def messages(self) -> ActionMessages:
+        """What the flow tells people in this cluster, as outcomes for the thread port."""
+        return ActionMessages(
+            thread=self.ports.thread,
+            store=self.ports.store,
+            journal=self.journal,
+            node_ref=self.node_ref,
         )
 
-    async def update_message(
-        self,
-        record: ActionRecord,
-        state: str,
-        *,
-        by: str,
-        detail: str = "",
-        why: Refused | None = None,
-        result: StepsResult | StepsReport | None = None,
-        undo: bool = False,
-        incident: Incident | None = None,
-    ) -> None:
-        """Replace the action's message (and its buttons) with its outcome. ``incident``:
-        the action's incident when the caller has it (else it is read)."""
-        if incident is None:
-            incident = await incident_of(self.ports.store, record)
-        ts = record.message_ts
-        if ts is None:  # a record read before its message was posted
-            fresh = await self.ports.store.get_action(record.action_id)
-            ts = fresh.message_ts if fresh else None
-        if incident is None or ts is None:
-            return
-        told = ActionResult(
-            action_id=record.action_id,
-            plan=plan_of_record(record),
-            state=state,
-            requester=record.requester,
-            by=by,
-            reason=reason_of(record),
-            node_ref=self.node_ref(record.plan.get("node", "")),
-            detail=detail,
-            why=why,
-            result=report_of(result),
-            undo=undo,
-        )
+
+async def principal_of(
+    chat: ChatPort, policy: Policy, user: str, channel: str, cluster: str | None
+) -> Principal:
+    """The clicking user with the policy's user groups they belong to (resolved now), in
+    ``cluster`` (None: no one cluster is in question, e.g. a listing across clusters: every
+    role they are bound to counts)."""
+    groups = {g for b in policy.bindings.values() for g in b.usergroups}
+    member_of = set()
+    for group in sorted(groups):
         try:
-            await self.ports.thread.update(incident.channel, ts, told, incident=incident)
-        except GpunodeError as err:
-            # the state and the audit row are already written; a lost edit must not undo them
-            log.warning("could not update action message %s: %s", record.action_id, err)
-
-
-async def available_plan(
-    store: StorePort, incident_id: str, plan_id: str
-) -> tuple[Incident, EvidenceSnapshot, ActionPlan] | None:
-    """The available plan ``plan_id`` of the incident's latest evidence, with the incident
-    and that evidence (read once here, passed along), or None."""
-    incident = await store.get_incident(incident_id)
-    snap = await store.latest_snapshot(incident_id)
-    if incident is None or snap is None:
-        return None
-    plan = next((p for p in snap.diagnosis.plans if p.plan_id == plan_id), None)
-    if plan is None or not plan.available:
-        return None
-    return incident, snap, plan
-
-
-async def incident_of(store: StorePort, record: ActionRecord) -> Incident | None:
-    """The action's incident (None: an action recorded without one, or one since gone)."""
-    return await store.get_incident(record.incident_id) if record.incident_id else None
-
-
-async def snapshot_of(store: StorePort, record: ActionRecord) -> EvidenceSnapshot | None:
-    """The latest evidence of the action's incident (None: no incident, or no evidence)."""
-    return await store.latest_snapshot(record.incident_id) if record.incident_id else None
-
-
-def report_of(result: StepsResult | StepsReport | None) -> StepsReport | None:
-    """What the steps did, as the outcome carries it."""
-    if result is None or isinstance(result, StepsReport):
-        return result
-    return StepsReport.from_json(result.as_json())
-
-
-def refusal_detail(why: Refused) -> str:
-    """A refusal as the audit log keeps it: its code, then its parameters."""
-    params = " ".join(f"{k}={v}" for k, v in sorted(why.params.items()))
-    return f"{why.code} {params}".strip()
-
-
-def plan_of_record(record: ActionRecord) -> ActionPlan:
-    return ActionPlan.model_validate({k: v for k, v in record.plan.items() if k != "reason"})
-
-
-def tier_of(value: int) -> Tier:
-    """A stored tier number as the policy's ``Tier`` (1-3; anything else is a bug)."""
-    if value not in TIERS:
-        raise ValueError(f"no tier {value}")
-    return value
-
-
-def reason_of(record: ActionRecord) -> str:
-    return str(record.plan.get("reason", ""))
-
-
-def audit_fields(record: ActionRecord, channel: str, what: str) -> dict[str, Any]:
-    """The audit columns that identify an action (``what``: request, apply, execute...)."""
-    return {
-        "action": f"tier{record.tier}.{what}",
-        "channel": channel,
-        "incident_id": record.incident_id,
-        "action_id": record.action_id,
-        "tier": record.tier,
-    }
+            if user in await chat.usergroup_members(group):
+                member_of.add(group)
+        except GpunodeError:
+            log.warning("could not resolve user group %s; treating as not a member", group)
+    return Principal(
+        user_id=user, usergroup_ids=frozenset(member_of), channel_id=channel, cluster=cluster
+    )

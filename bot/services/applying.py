@@ -43,8 +43,8 @@ from bot.core.reporting.outcomes import (
 from bot.core.reporting.records import ActionRecord, ActionState
 from bot.errors import GpunodeError, NotFoundError, WriteUnknownError
 from bot.services import approval_view, publishing, watching
-from bot.services.acting import (
-    ActDeps,
+from bot.services.acting import ActDeps
+from bot.services.action_records import (
     audit_fields,
     incident_of,
     plan_of_record,
@@ -63,7 +63,7 @@ async def apply(
 ) -> None:
     """``record``: action ``action_id`` as the caller read it (None: not in the store)."""
     if record is None:
-        await d.refuse(
+        await d.messages.refuse(
             channel,
             user,
             refused("action_unknown"),
@@ -76,16 +76,16 @@ async def apply(
     fields = audit_fields(record, channel, "apply")
     if user != record.requester:
         why = refused("not_the_requester", requester=record.requester)
-        await d.refuse(channel, user, why, thread_ts=thread_ts, audit=fields)
+        await d.messages.refuse(channel, user, why, thread_ts=thread_ts, audit=fields)
         return
     plan = plan_of_record(record)
     principal = await d.principal(user, channel)
     decision = decide(principal, ActionRequestInfo(tier=plan.tier), d.policy)
     if isinstance(decision, Deny):
-        await d.refuse(channel, user, decision, thread_ts=thread_ts, audit=fields)
+        await d.messages.refuse(channel, user, decision, thread_ts=thread_ts, audit=fields)
         return
     if record.state != "requested":
-        await d.refuse(
+        await d.messages.refuse(
             channel,
             user,
             refused("action_already", state=record.state),
@@ -110,7 +110,7 @@ async def _request_approval(
     if not await d.ports.store.remember_event(
         f"approval-requested:{record.action_id}", at=d.config.clock()
     ):
-        await d.say(channel, record.requester, "approval_pending")
+        await d.messages.say(channel, record.requester, "approval_pending")
         return
     plan = plan_of_record(record)
     req = new_request(
@@ -123,7 +123,7 @@ async def _request_approval(
         ttl_s=d.config.approval_ttl_s,
     )
     await d.ports.store.save_approval(req)
-    await d.audit(
+    await d.journal.audit(
         actor=record.requester,
         **audit_fields(record, channel, "approval_requested"),
         decision="needs_approval",
@@ -146,7 +146,9 @@ async def _request_approval(
     )
     publishing.push_homes(d, req, incident)  # the deciders' Home tabs show it at once
     if dry is None:  # an action requested before dry runs were kept
-        await d.update_message(record, "awaiting_approval", by=record.requester, incident=incident)
+        await d.messages.update_message(
+            record, "awaiting_approval", by=record.requester, incident=incident
+        )
     else:  # the dry run stays in the thread; only its buttons give way
         await approval_view.keep_dry_run(d, record, dry, incident)
 
@@ -170,16 +172,16 @@ async def execute(
     ):
         current = await d.ports.store.get_action(record.action_id)
         state = current.state if current else "gone"
-        await d.refuse(channel, by, refused("action_already", state=state), audit=fields)
+        await d.messages.refuse(channel, by, refused("action_already", state=state), audit=fields)
         return False
     plan = plan_of_record(record)
     try:
         # who pressed Apply is on record before any cluster call: a crash mid-apply leaves
         # this row, and the message loses its Apply/Cancel buttons at once
-        await d.audit(
+        await d.journal.audit(
             actor=by, **fields, decision="claimed", outcome="running", detail=reason_of(record)
         )
-        await d.update_message(record, "applying", by=by, incident=incident)
+        await d.messages.update_message(record, "applying", by=by, incident=incident)
         if approval_id is not None:
             at = d.config.clock()
             await d.ports.store.update_approval(
@@ -196,7 +198,7 @@ async def execute(
             # reconciled meanwhile (marked interrupted by another replica): never run it now
             current = await d.ports.store.get_action(record.action_id)
             state = current.state if current else "gone"
-            await d.refuse(
+            await d.messages.refuse(
                 channel,
                 by,
                 refused("action_marked_meanwhile", state=state),
@@ -270,14 +272,14 @@ async def _record(
     done = action_outcome(state, payload)
     for u in result.unanswered:  # what each re-read found, in words, before the result
         landed = {True: "landed", False: "not_landed", None: "unknown"}[u.get("landed")]
-        await d.audit(
+        await d.journal.audit(
             actor=by,
             **fields,
             decision="reread",
             outcome=landed,
             detail=unanswered_sentence(u),
         )
-    await d.audit(
+    await d.journal.audit(
         actor=by,
         **fields,
         decision="executed" if result.ok else "failed",
@@ -295,7 +297,7 @@ async def _record(
         summary += " after changing part of the cluster (see the action message)"
     if result.unanswered:
         summary += "; " + "; ".join(unanswered_sentence(u) for u in result.unanswered)
-    await d.timeline(
+    await d.journal.timeline(
         record.incident_id,
         "action_result",
         by,
@@ -305,7 +307,9 @@ async def _record(
     # a failed action that changed part of the cluster can be undone too (e.g. a node that
     # was cordoned before the evictions failed)
     shown = done.outcome if done.overstated or done.outcome == "unknown" else state
-    await d.update_message(record, shown, by=by, result=result, undo=bool(undo), incident=incident)
+    await d.messages.update_message(
+        record, shown, by=by, result=result, undo=bool(undo), incident=incident
+    )
     if result.applied:
         await _mitigating(d, incident, by=by)
         d.bg.spawn(watching.watch(d, record, plan, result, since=since), name="watch-action")
@@ -324,14 +328,16 @@ def _unanswered_recorder(
     interrupted-action reconciliation reports)."""
 
     async def record_unknown(step: Step, err: WriteUnknownError) -> None:
-        await d.audit(
+        await d.journal.audit(
             actor=by,
             **fields,
             decision="no_answer",
             outcome="unknown",
             detail=f"{err.message}; re-reading {step.kind} {step.name}",
         )
-        await d.update_message(record, "unknown", by=by, detail=err.message, incident=incident)
+        await d.messages.update_message(
+            record, "unknown", by=by, detail=err.message, incident=incident
+        )
 
     return record_unknown
 
@@ -387,10 +393,12 @@ async def _refuse_stale(
         at=d.config.clock(),
         result={"reason": reason, "code": why.reason, "params": dict(why.params)},
     )
-    await d.audit(actor=by, **fields, decision="refused", outcome="stale", detail=reason)
-    await d.timeline(record.incident_id, "action_result", by, f"refused as stale: {reason}")
+    await d.journal.audit(actor=by, **fields, decision="refused", outcome="stale", detail=reason)
+    await d.journal.timeline(record.incident_id, "action_result", by, f"refused as stale: {reason}")
     told = refused("plan_stale", reason=why.reason, **why.params)
-    await d.update_message(record, "stale", by=by, detail=reason, why=told, incident=incident)
+    await d.messages.update_message(
+        record, "stale", by=by, detail=reason, why=told, incident=incident
+    )
 
 
 async def _crashed(
@@ -410,9 +418,9 @@ async def _crashed(
         await d.ports.store.set_action_state(
             record.action_id, "failed", at=d.config.clock(), result={"reason": why}
         )
-        await d.audit(actor=by, **fields, decision="failed", outcome="error", detail=why)
-        await d.timeline(record.incident_id, "action_result", by, why)
-        await d.update_message(record, "failed", by=by, detail=why, incident=incident)
+        await d.journal.audit(actor=by, **fields, decision="failed", outcome="error", detail=why)
+        await d.journal.timeline(record.incident_id, "action_result", by, why)
+        await d.messages.update_message(record, "failed", by=by, detail=why, incident=incident)
     except GpunodeError:
         log.exception("could not record the failure of action %s", record.action_id)
 
@@ -441,7 +449,7 @@ async def _stale(d: ActDeps, record: ActionRecord, plan: ActionPlan) -> Why | No
         for step in controller_steps(plan):
             try:
                 controllers[controller_key(step)] = await d.kube.read_controller(
-                    step.kind, step.namespace or "", step.name
+                    step.kind, step.ref.namespace, step.name
                 )
             except NotFoundError:
                 controllers[controller_key(step)] = None

@@ -19,7 +19,8 @@ from bot.core.model.incidents import Incident
 from bot.core.reporting.outcomes import DryRun, StepsReport
 from bot.core.reporting.records import ActionRecord, EvidenceSnapshot
 from bot.errors import GpunodeError
-from bot.services.acting import ActDeps, plan_of_record, reason_of
+from bot.services.acting import ActDeps
+from bot.services.action_records import plan_of_record, reason_of
 from bot.services.executing import StepsResult
 
 log = logging.getLogger(__name__)

@@ -22,8 +22,8 @@ from bot.core.reporting.outcomes import ApprovalClosed, refused
 from bot.core.reporting.records import ActionRecord
 from bot.errors import GpunodeError
 from bot.services import publishing
-from bot.services.acting import (
-    ActDeps,
+from bot.services.acting import ActDeps
+from bot.services.action_records import (
     audit_fields,
     incident_of,
     plan_of_record,
@@ -51,7 +51,7 @@ async def vote(d: ActDeps, *, approval_id: str, user: str, channel: str, yes: bo
     req = await d.ports.store.get_approval(approval_id)
     record = await d.ports.store.get_action(req.action_id) if req else None
     if req is None or record is None:
-        await d.refuse(
+        await d.messages.refuse(
             channel,
             user,
             refused("approval_unknown"),
@@ -69,23 +69,23 @@ async def vote(d: ActDeps, *, approval_id: str, user: str, channel: str, yes: bo
 
     new, outcome = await d.ports.store.update_approval(approval_id, change)
     fields = audit_fields(record, channel, "approve" if yes else "deny")
-    await d.audit(actor=user, **fields, decision=VOTE_DECISION[outcome])
+    await d.journal.audit(actor=user, **fields, decision=VOTE_DECISION[outcome])
     incident = await incident_of(d.ports.store, record)  # once per vote
     thread_ts = incident.thread_ts if incident else None
     if outcome in ("self_approval_rejected", "not_eligible", "already_final", "already_counted"):
-        await d.refuse(channel, user, refused(f"vote_{outcome}"), thread_ts=thread_ts)
+        await d.messages.refuse(channel, user, refused(f"vote_{outcome}"), thread_ts=thread_ts)
         return
     if outcome == "expired":
-        await d.refuse(channel, user, refused("vote_expired"), thread_ts=thread_ts)
+        await d.messages.refuse(channel, user, refused("vote_expired"), thread_ts=thread_ts)
         await close_approval_message(d, record, new, state="expired", by="", incident=incident)
         await _end(d, record, "expired", by=user, why="approval expired", incident=incident)
         return
     if outcome == "counted":
-        await d.say(channel, user, "vote_counted", remaining=new.remaining)
-        await d.timeline(record.incident_id, "approval", user, "approved (more needed)")
+        await d.messages.say(channel, user, "vote_counted", remaining=new.remaining)
+        await d.journal.timeline(record.incident_id, "approval", user, "approved (more needed)")
         return
     if outcome == "denied":
-        await d.timeline(record.incident_id, "approval", user, "denied")
+        await d.journal.timeline(record.incident_id, "approval", user, "denied")
         await close_approval_message(d, record, new, state="denied", by=user, incident=incident)
         await _end(d, record, "denied", by=user, why=f"denied by {user}", incident=incident)
         return
@@ -144,15 +144,18 @@ async def expire_overdue(d: ActDeps) -> int:
         if not expired_now or record is None:
             continue
         count += 1
+        here = d.for_cluster(d.clusters.stored(record.cluster))  # the action's cluster
         fields = audit_fields(record, "", "approve")
-        await d.audit(
+        await here.journal.audit(
             actor=actors.GPUNODE, **fields, decision="expired", detail="nobody approved in time"
         )
-        await d.timeline(record.incident_id, "approval", actors.GPUNODE, "approval expired")
+        await here.journal.timeline(
+            record.incident_id, "approval", actors.GPUNODE, "approval expired"
+        )
         incident = await incident_of(d.ports.store, record)
-        await close_approval_message(d, record, new, state="expired", by="", incident=incident)
+        await close_approval_message(here, record, new, state="expired", by="", incident=incident)
         await _end(
-            d, record, "expired", by=actors.GPUNODE, why="approval expired", incident=incident
+            here, record, "expired", by=actors.GPUNODE, why="approval expired", incident=incident
         )
     return count
 
@@ -170,7 +173,7 @@ async def _end(
     if await d.ports.store.set_action_state(
         record.action_id, "refused", at=d.config.clock(), result={"reason": why}
     ):
-        await d.update_message(record, state, by=by, incident=incident)
+        await d.messages.update_message(record, state, by=by, incident=incident)
 
 
 async def _approved(
@@ -182,11 +185,11 @@ async def _approved(
     channel: str,
     incident: Incident | None,
 ) -> None:
-    await d.timeline(record.incident_id, "approval", by, "approved")
+    await d.journal.timeline(record.incident_id, "approval", by, "approved")
     if not await d.ports.store.set_action_state(record.action_id, "approved", at=d.config.clock()):
         current = await d.ports.store.get_action(record.action_id)
         state = current.state if current else "gone"
-        await d.refuse(
+        await d.messages.refuse(
             channel,
             by,
             refused("action_will_not_run", state=state),

@@ -152,7 +152,7 @@ async def permitted(
     principal = await s.act.principal(user, channel, cluster=cluster)
     decision = authorize(principal, permission, s.act.deps.policy)
     if isinstance(decision, Deny):
-        await s.act.deps.refuse(
+        await s.act.deps.messages.refuse(
             channel,
             user,
             decision,

@@ -138,6 +138,13 @@ class ClusterRegistry:
                 _observe(port, self._api_observer)
         return port
 
+    def stored(self, name: str) -> str:
+        """The cluster a stored row (an incident, an action) names. A row stored before
+        clusters existed names none (``''``) until ``Store.adopt_unclustered`` gives it the
+        default at start-up; read before that (the terminal on an old store), it is the
+        default cluster's. The one place that reads that old spelling."""
+        return name if name else self.default
+
     def default_port(self) -> KubePort:
         """The default cluster's KubePort (the cluster the bot's Deployment runs in)."""
         return self.port(self.default)
@@ -154,10 +161,9 @@ class ClusterRegistry:
 
 
 def incident_at(clusters: ClusterRegistry, incident: Incident) -> NodeRef:
-    """The incident's node in its cluster. A row stored before clusters existed has none
-    (``''``) until ``Store.adopt_unclustered`` gives it the default at start-up; read before
-    that (the terminal on an old store), it is the default cluster's."""
-    return NodeRef(cluster=incident.cluster or clusters.default, node=incident.node)
+    """The incident's node in its cluster (an incident stored before clusters existed: the
+    default cluster's, ``ClusterRegistry.stored``)."""
+    return NodeRef(cluster=clusters.stored(incident.cluster), node=incident.node)
 
 
 def _builder(build: Callable[[K], KubePort], ks: K) -> Callable[[], KubePort]:

@@ -115,12 +115,12 @@ async def _call(kube: KubePort, step: Step, *, dry_run: bool) -> Change:
         )
     if isinstance(p, PriorityClassNameParams):
         return await kube.set_priority_class_name(
-            step.kind, step.namespace or "", step.name, p.priority_class, dry_run=dry_run
+            step.kind, step.ref.namespace, step.name, p.priority_class, dry_run=dry_run
         )
     if isinstance(p, PatchResourcesParams):
         return await kube.patch_container_resources(
             step.kind,
-            step.namespace or "",
+            step.ref.namespace,
             step.name,
             p.container,
             requests=dict(p.requests),
@@ -130,7 +130,7 @@ async def _call(kube: KubePort, step: Step, *, dry_run: bool) -> Change:
         )
     if isinstance(p, ResizePodParams):
         return await kube.resize_pod(
-            step.namespace or "",
+            step.ref.namespace,
             step.name,
             p.container,
             requests=dict(p.requests),
@@ -168,7 +168,7 @@ async def run_steps(
             try:
                 return await _timed(
                     f"evict {step.namespace}/{step.name}",
-                    kube.evict(step.namespace or "", step.name, dry_run=dry_run),
+                    kube.evict(step.ref.namespace, step.name, dry_run=dry_run),
                     write=not dry_run,
                 )
             except WriteUnknownError as err:
@@ -178,14 +178,14 @@ async def run_steps(
                 result.unanswered.append(found.as_json())
                 landed = found.landed
                 return EvictionOutcome(
-                    namespace=step.namespace or "",
+                    namespace=step.ref.namespace,
                     name=step.name,
                     status="evicted" if landed else "failed",
                     reason=landed_reason(found.as_json()) if landed else found.failure().message,
                 )
             except GpunodeError as err:
                 return EvictionOutcome(
-                    namespace=step.namespace or "",
+                    namespace=step.ref.namespace,
                     name=step.name,
                     status="failed",
                     reason=err.message,

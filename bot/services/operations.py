@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from bot.core.model.cluster import NodeLoad
+from bot.core.model.clusters import DEFAULT_CLUSTER
 from bot.core.model.incidents import TimelineEntry
 from bot.core.model.quantity import parse_quantity
 from bot.core.remedies.autoscalers import release_steps
@@ -31,7 +32,7 @@ class NodeRank:
     requests_percent: int | None
     working_set_percent: int | None
     score: float
-    cluster: str = ""
+    cluster: str
 
 
 def _percent_of(load: NodeLoad, resource: str) -> tuple[int | None, int | None]:
@@ -41,7 +42,7 @@ def _percent_of(load: NodeLoad, resource: str) -> tuple[int | None, int | None]:
     return None, None
 
 
-def rank_node(load: NodeLoad) -> NodeRank:
+def rank_node(load: NodeLoad, cluster: str) -> NodeRank:
     """Pressure score: MemoryPressure condition first, then measured use, then limits."""
     node = load.node
     pressure = any(c.type == "MemoryPressure" and c.status == "True" for c in node.conditions)
@@ -51,18 +52,20 @@ def rank_node(load: NodeLoad) -> NodeRank:
     if load.working_set_bytes is not None and alloc:
         ws_pct = int(load.working_set_bytes / parse_quantity(alloc).as_float() * 100)
     score = (1000.0 if pressure else 0.0) + float(ws_pct or 0) * 2 + float(lim_pct or 0) / 10
-    return NodeRank(node.name, pressure, lim_pct, req_pct, ws_pct, score)
+    return NodeRank(node.name, pressure, lim_pct, req_pct, ws_pct, score, cluster)
 
 
-def _ranks(loads: list[NodeLoad]) -> list[NodeRank]:
-    return [rank_node(load) for load in loads]
+def _ranks(loads: list[NodeLoad], cluster: str) -> list[NodeRank]:
+    return [rank_node(load, cluster) for load in loads]
 
 
-async def top_nodes(kube: KubePort, *, limit: int = 15) -> list[NodeRank]:
+async def top_nodes(
+    kube: KubePort, *, cluster: str = DEFAULT_CLUSTER, limit: int = 15
+) -> list[NodeRank]:
     """GPU nodes ranked by memory pressure, from one pass over the fleet (not a cluster view
     per node: a fleet of hundreds of GPU nodes would cost thousands of API calls)."""
     # a rank per GPU node (1,250 on a 5,000-node fleet): computed off the event loop
-    ranks = await asyncio.to_thread(_ranks, await kube.gpu_node_loads())
+    ranks = await asyncio.to_thread(_ranks, await kube.gpu_node_loads(), cluster)
     ranks.sort(key=lambda r: (-r.score, r.node))
     return ranks[:limit]
 
@@ -97,8 +100,7 @@ async def top_across(
     names = (clusters.choose(cluster),) if cluster else None
 
     async def ask(name: str, kube: KubePort) -> list[NodeRank]:
-        ranks = await asyncio.to_thread(_ranks, await kube.gpu_node_loads())
-        return [dataclasses.replace(rank, cluster=name) for rank in ranks]
+        return await asyncio.to_thread(_ranks, await kube.gpu_node_loads(), name)
 
     rows: list[NodeRank] = []
     failures: list[ClusterFailure] = []
@@ -177,7 +179,7 @@ class IncidentOps:
             steps = release_steps([(record.state, record.result)])
             if steps:
                 # an action recorded before clusters existed acted in the default one
-                by_cluster.setdefault(record.cluster or self._clusters.default, []).extend(steps)
+                by_cluster.setdefault(self._clusters.stored(record.cluster), []).extend(steps)
         for cluster, steps in sorted(by_cluster.items()):
             try:
                 result = await run_steps(self._clusters.port(cluster), steps, dry_run=False)

@@ -32,7 +32,9 @@ from bot.core.reporting.home import (
     bounded,
 )
 from bot.errors import GpunodeError
-from bot.services.acting import ActDeps, tier_of
+from bot.services.acting import ActDeps
+from bot.services.action_records import tier_of
+from bot.services.clusters import incident_at
 from bot.services.ports import StorePort
 
 log = logging.getLogger(__name__)
@@ -100,7 +102,8 @@ async def gather(src: HomeSources, user: str) -> HomeSummary:
 
 async def may_decide(d: ActDeps, user: str, tier: int, incident: Incident) -> bool:
     """``user`` holds a role that approves ``tier`` in the incident's cluster."""
-    principal = await d.for_cluster(incident.cluster).principal(user, incident.channel)
+    at = incident_at(d.clusters, incident)
+    principal = await d.for_cluster(at.cluster).principal(user, incident.channel)
     return can_approve(principal, tier_of(tier), d.policy)
 
 

@@ -17,7 +17,8 @@ from bot.core.model import actors
 from bot.core.model.actions import ActionPlan
 from bot.core.reporting.outcomes import notice
 from bot.errors import GpunodeError, KubeError
-from bot.services.acting import ActDeps, incident_of, plan_of_record
+from bot.services.acting import ActDeps
+from bot.services.action_records import incident_of, plan_of_record
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +31,8 @@ async def reconcile_interrupted(d: ActDeps, *, orphaned_before: datetime | None 
     for record in await d.ports.store.interrupted_actions(orphaned_before=orphaned_before):
         count += 1
         plan = plan_of_record(record)
-        observed = await observe(d.for_cluster(record.cluster), plan)
+        here = d.for_cluster(d.clusters.stored(record.cluster))
+        observed = await observe(here, plan)
         if not await d.ports.store.set_action_state(
             record.action_id,
             "failed",
@@ -38,7 +40,7 @@ async def reconcile_interrupted(d: ActDeps, *, orphaned_before: datetime | None 
             result={"reason": "interrupted by a restart", "observed": observed},
         ):
             continue  # another replica reconciled it first
-        await d.for_cluster(record.cluster).audit(
+        await here.journal.audit(
             actor=actors.GPUNODE,
             action=f"tier{plan.tier}.reconcile",
             incident_id=record.incident_id,
@@ -48,7 +50,7 @@ async def reconcile_interrupted(d: ActDeps, *, orphaned_before: datetime | None 
             outcome="failed",
             detail=observed,
         )
-        await d.timeline(
+        await here.journal.timeline(
             record.incident_id,
             "action_result",
             actors.GPUNODE,
@@ -57,7 +59,7 @@ async def reconcile_interrupted(d: ActDeps, *, orphaned_before: datetime | None 
         )
         incident = await incident_of(d.ports.store, record)
         # the action's message said "Applying…" since the claim: it gets its outcome
-        await d.update_message(
+        await here.messages.update_message(
             record,
             "failed",
             by=actors.GPUNODE,

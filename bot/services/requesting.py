@@ -19,7 +19,8 @@ from bot.core.remedies.editing import FieldError, Tier3Bounds, Tier3Edits, apply
 from bot.core.reporting.outcomes import ActionForm, DryRun, Refused, StepsReport, refused
 from bot.core.reporting.records import ActionRecord
 from bot.services import approval_view
-from bot.services.acting import ActDeps, audit_fields, available_plan, tier_of
+from bot.services.acting import ActDeps
+from bot.services.action_records import audit_fields, available_plan, tier_of
 from bot.services.executing import StepsResult, run_steps
 
 NOT_CURRENT = refused("plan_not_current")
@@ -42,7 +43,7 @@ async def open_confirmation(
     principal = await d.principal(user, channel)
     decision = decide(principal, ActionRequestInfo(tier=tier_of(plan_tier)), d.policy)
     if isinstance(decision, Deny):
-        await d.refuse(
+        await d.messages.refuse(
             channel,
             user,
             decision,
@@ -55,7 +56,7 @@ async def open_confirmation(
         )
         return
     if found is None:
-        await d.refuse(
+        await d.messages.refuse(
             channel,
             user,
             NOT_CURRENT,
@@ -137,7 +138,7 @@ async def validate_submission(
     incident_id, plan_id = str(meta.get("incident", "")), str(meta.get("plan_id", ""))
     found = await available_plan(d.ports.store, incident_id, plan_id)
     if found is None:
-        await d.audit(
+        await d.journal.audit(
             actor=user or actors.UNKNOWN,
             action="request",
             channel=str(meta.get("channel", "")),
@@ -176,7 +177,7 @@ async def submitted(
     decision = decide(principal, ActionRequestInfo(tier=plan.tier), d.policy)
     if isinstance(decision, Deny) or incident is None:
         why: Refused | Deny = decision if isinstance(decision, Deny) else NOT_CURRENT
-        await d.refuse(
+        await d.messages.refuse(
             channel,
             user,
             why,
@@ -204,7 +205,7 @@ async def submitted(
     acting = d.acting(user, action_id=action_id)
     dry = await run_steps(d.kube_as(acting), list(plan.steps), dry_run=True)
     blocked = approval_view.all_blocked(dry)  # it would evict nothing: closed, said so
-    await d.audit(
+    await d.journal.audit(
         actor=user,
         **audit_fields(record, channel, "dry_run"),
         decision="needs_approval" if record.needs_approval else "allowed",
@@ -212,7 +213,7 @@ async def submitted(
         outcome="dry_run_failed" if not dry.ok else "all_blocked" if blocked else "ok",
         detail=reason,
     )
-    await d.timeline(
+    await d.journal.timeline(
         incident_id,
         "action_requested",
         user,
@@ -261,7 +262,7 @@ async def cancel(
     """``record``: action ``action_id`` as the caller read it (None: not in the store)."""
     if record is None or record.state not in ("requested", "approved"):
         state = record.state if record else "unknown"
-        await d.refuse(
+        await d.messages.refuse(
             channel,
             user,
             refused("nothing_to_cancel", state=state),
@@ -270,13 +271,15 @@ async def cancel(
         return
     fields = audit_fields(record, channel, "cancel")
     if user != record.requester:
-        await d.refuse(channel, user, refused("only_requester_cancels"), audit=fields)
+        await d.messages.refuse(channel, user, refused("only_requester_cancels"), audit=fields)
         return
     if not await d.ports.store.set_action_state(
         action_id, "refused", at=d.config.clock(), result={"reason": f"cancelled by {user}"}
     ):
-        await d.refuse(channel, user, refused("cancel_too_late"), audit=fields)
+        await d.messages.refuse(channel, user, refused("cancel_too_late"), audit=fields)
         return
-    await d.audit(actor=user, **fields, decision="cancelled")
-    await d.timeline(record.incident_id, "action_result", user, f"tier {record.tier} cancelled")
-    await d.update_message(record, "cancelled", by=user)
+    await d.journal.audit(actor=user, **fields, decision="cancelled")
+    await d.journal.timeline(
+        record.incident_id, "action_result", user, f"tier {record.tier} cancelled"
+    )
+    await d.messages.update_message(record, "cancelled", by=user)

@@ -89,7 +89,7 @@ async def settle(
 ) -> Settled:
     """Re-read ``step``'s object after ``error`` and say whether the write landed."""
     try:
-        obj = await kube.read_target(step.kind, step.namespace or "", step.name)
+        obj = await kube.read_target(step.kind, step.ref.namespace, step.name)
     except GpunodeError as err:
         return Settled(step, error, None, reread_error=err.message)
     return Settled(step, error, landing(step, obj, sent_at=sent_at))

@@ -18,7 +18,8 @@ from bot.core.remedies.staleness import undo_conflict
 from bot.core.reporting.outcomes import Refused, refused
 from bot.core.reporting.records import ActionRecord
 from bot.errors import KubeError, NotFoundError
-from bot.services.acting import ActDeps, audit_fields, incident_of, tier_of
+from bot.services.acting import ActDeps
+from bot.services.action_records import audit_fields, incident_of, tier_of
 from bot.services.executing import run_steps
 
 
@@ -56,7 +57,7 @@ async def undo(
     """``record``: action ``action_id`` as the caller read it (None: not in the store)."""
     if record is None or record.state not in ("succeeded", "failed") or not record.result:
         state = record.state if record else "unknown"
-        await d.refuse(
+        await d.messages.refuse(
             channel,
             user,
             refused("nothing_to_undo", state=state),
@@ -69,18 +70,18 @@ async def undo(
     principal = await d.principal(user, channel)
     decision = decide(principal, ActionRequestInfo(tier=tier_of(record.tier), undo=True), d.policy)
     if isinstance(decision, Deny):
-        await d.refuse(channel, user, decision, thread_ts=thread_ts, audit=fields)
+        await d.messages.refuse(channel, user, decision, thread_ts=thread_ts, audit=fields)
         return
     steps = [Step.model_validate(s) for s in record.result.get("undo", [])]
     if not steps:
-        await d.refuse(channel, user, refused("nothing_undoable"), audit=fields)
+        await d.messages.refuse(channel, user, refused("nothing_undoable"), audit=fields)
         return
     conflict = await _conflict(d, record.result.get("changes") or [], str(record.plan.get("node")))
     if conflict is not None:
-        await d.refuse(channel, user, conflict, thread_ts=thread_ts, audit=fields)
+        await d.messages.refuse(channel, user, conflict, thread_ts=thread_ts, audit=fields)
         return
     if not await d.ports.store.claim_undo(action_id, d.config.replica_id, at=d.config.clock()):
-        await d.refuse(channel, user, refused("undo_in_progress"), audit=fields)
+        await d.messages.refuse(channel, user, refused("undo_in_progress"), audit=fields)
         return
     acting = d.acting(user, action_id=action_id)
     result = await run_steps(d.kube_as(acting), steps, dry_run=False)
@@ -91,7 +92,7 @@ async def undo(
             at=d.config.clock(),
             result=record.result | {"undo_result": result.as_json()},
         )
-    await d.audit(
+    await d.journal.audit(
         actor=user,
         **fields,
         decision="undone" if result.ok else "failed",
@@ -100,6 +101,8 @@ async def undo(
         outcome="undone" if result.ok else "undo_failed",
     )
     text = f"tier {record.tier} undone" if result.ok else "undo failed (see the action message)"
-    await d.timeline(record.incident_id, "action_result", user, text, {"action_id": action_id})
+    await d.journal.timeline(
+        record.incident_id, "action_result", user, text, {"action_id": action_id}
+    )
     shown = "undone" if result.ok else "undo_failed"
-    await d.update_message(record, shown, by=user, result=result, incident=incident)
+    await d.messages.update_message(record, shown, by=user, result=result, incident=incident)

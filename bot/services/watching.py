@@ -22,7 +22,8 @@ from bot.core.remedies.watching import TEMPLATE_VERBS, RolloutProgress, Verdict,
 from bot.core.reporting.outcomes import EvictionsWatched, RolloutWatched
 from bot.core.reporting.records import ActionRecord
 from bot.errors import GpunodeError
-from bot.services.acting import ActDeps, incident_of
+from bot.services.acting import ActDeps
+from bot.services.action_records import incident_of
 from bot.services.executing import StepsResult
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ async def watch(
     ]
     targets = rollout_targets(plan, result)
     resized = [
-        (s.namespace or "", s.name, s.container)
+        (s.ref.namespace, s.name, s.container)
         for s, c in zip([s for s in plan.steps if s.verb != "evict"], result.changes, strict=False)
         if s.verb == "resize_pod" and not c.noop and not c.dry_run
     ]
@@ -97,4 +98,4 @@ async def watch(
     summary = "; ".join(f"{p.key} {v}" for p, v in progress.values())
     if evicted:
         summary = "; ".join(filter(None, [summary, f"evictions complete: {not left}"]))
-    await d.timeline(incident.id, "action_result", actors.GPUNODE, f"watched: {summary}")
+    await d.journal.timeline(incident.id, "action_result", actors.GPUNODE, f"watched: {summary}")

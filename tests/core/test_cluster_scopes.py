@@ -128,7 +128,7 @@ POLICY: dict[str, Any] = {
 }
 
 
-def who(user: str, cluster: str) -> Principal:
+def who(user: str, cluster: str | None) -> Principal:
     return Principal(user_id=user, channel_id="C1", cluster=cluster)
 
 
@@ -176,8 +176,8 @@ def test_approving_resolving_and_diagnosing_are_scoped_to_the_roles_clusters() -
 
 def test_with_no_cluster_in_question_every_bound_role_counts() -> None:
     policy = parse_policy(POLICY)
-    assert roles_of(who("U0EU", ""), policy) == ["sre-eu"]
-    assert authorize(who("U0EU", ""), "view", policy) == Allow()
+    assert roles_of(who("U0EU", None), policy) == ["sre-eu"]
+    assert authorize(who("U0EU", None), "view", policy) == Allow()
 
 
 def test_a_role_scoped_to_a_malformed_cluster_name_is_refused_at_load() -> None:

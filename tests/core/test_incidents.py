@@ -4,6 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from bot.core.model.clusters import DEFAULT_CLUSTER
 from bot.core.model.incidents import (
     IncidentStateError,
     TimelineEntry,
@@ -17,6 +18,8 @@ from bot.core.model.incidents import (
 )
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+#: the one cluster of a settings file that names none
+C = DEFAULT_CLUSTER
 
 
 @pytest.mark.parametrize(
@@ -33,25 +36,27 @@ def test_malformed_incident_ids_are_not_numbers(text: str) -> None:
 
 
 def test_a_new_incident_starts_investigating_with_an_opened_entry() -> None:
-    incident, entry = open_incident(3, "gpu-node-01", at=T0, opened_by="U1", channel="C1")
+    incident, entry = open_incident(
+        3, "gpu-node-01", at=T0, opened_by="U1", cluster=C, channel="C1"
+    )
     assert (incident.id, incident.state, incident.is_open) == ("INC-0003", "investigating", True)
     assert (entry.kind, entry.actor, entry.incident_id) == ("opened", "U1", "INC-0003")
 
 
 def test_a_diagnose_joins_the_open_incident_of_the_node() -> None:
-    first, _ = open_incident(1, "gpu-node-01", at=T0, opened_by="U1")
-    other, _ = open_incident(2, "gpu-node-02", at=T0, opened_by="U1")
-    assert find_joinable([other, first], "gpu-node-01") == first
+    first, _ = open_incident(1, "gpu-node-01", at=T0, opened_by="U1", cluster=C)
+    other, _ = open_incident(2, "gpu-node-02", at=T0, opened_by="U1", cluster=C)
+    assert find_joinable([other, first], "gpu-node-01", C) == first
 
 
 def test_a_resolved_incident_is_not_rejoined() -> None:
-    first, _ = open_incident(1, "gpu-node-01", at=T0, opened_by="U1")
+    first, _ = open_incident(1, "gpu-node-01", at=T0, opened_by="U1", cluster=C)
     resolved, _ = resolve_incident(first, at=T0 + timedelta(hours=1), actor="U1")
-    assert find_joinable([resolved], "gpu-node-01") is None
+    assert find_joinable([resolved], "gpu-node-01", C) is None
 
 
 def test_an_action_moves_investigating_to_mitigating_and_repeats_are_harmless() -> None:
-    incident, _ = open_incident(1, "n1", at=T0, opened_by="U1")
+    incident, _ = open_incident(1, "n1", at=T0, opened_by="U1", cluster=C)
     mitigating, entry = start_mitigation(incident, at=T0, actor="U2", text="tier 1 requested")
     assert mitigating.state == "mitigating"
     assert entry.data["from"] == "investigating"
@@ -60,7 +65,7 @@ def test_an_action_moves_investigating_to_mitigating_and_repeats_are_harmless() 
 
 
 def test_resolving_twice_is_refused() -> None:
-    incident, _ = open_incident(1, "n1", at=T0, opened_by="U1")
+    incident, _ = open_incident(1, "n1", at=T0, opened_by="U1", cluster=C)
     resolved, entry = resolve_incident(
         incident, at=T0 + timedelta(minutes=5), actor="U1", note="ok"
     )
@@ -74,7 +79,7 @@ def test_resolving_twice_is_refused() -> None:
 
 
 def test_a_resolved_incident_cannot_be_mitigated() -> None:
-    incident, _ = open_incident(1, "n1", at=T0, opened_by="U1")
+    incident, _ = open_incident(1, "n1", at=T0, opened_by="U1", cluster=C)
     resolved, _ = resolve_incident(incident, at=T0, actor="U1")
     with pytest.raises(IncidentStateError, match="diagnose again"):
         start_mitigation(resolved, at=T0, actor="U1", text="late click")
@@ -82,7 +87,7 @@ def test_a_resolved_incident_cannot_be_mitigated() -> None:
 
 def test_naive_times_are_refused_by_the_models() -> None:
     with pytest.raises(ValueError, match="timezone"):
-        open_incident(1, "n1", at=datetime(2026, 3, 1), opened_by="U1")
+        open_incident(1, "n1", at=datetime(2026, 3, 1), opened_by="U1", cluster=C)
 
 
 def test_timeline_orders_by_time_then_opened_first_resolved_last_then_sequence() -> None:

@@ -83,3 +83,14 @@ def test_a_step_names_its_object_and_container() -> None:
     assert step.container == "c"
     node = Step(verb="cordon", kind="Node", name="n")
     assert node.ref.key == "Node//n" and node.container == ""
+
+
+def test_a_cluster_scoped_step_names_its_object_without_a_namespace() -> None:
+    """A plan writes no namespace (None) for a Node or a PriorityClass; the step's object
+    says it is cluster-scoped, as the KubePort takes it (namespace ''), and the plan's JSON
+    keeps None (plan ids hash it)."""
+    node = Step(verb="cordon", kind="Node", name="n")
+    assert node.ref == ObjectRef.cluster_scoped("Node", "n") == ObjectRef("Node", "", "n")
+    assert node.model_dump(mode="json")["namespace"] is None
+    pod = Step(verb="evict", kind="Pod", namespace="ml", name="p")
+    assert pod.ref.namespace == "ml"

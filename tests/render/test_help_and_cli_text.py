@@ -77,7 +77,7 @@ AT = datetime(2026, 3, 1, 2, 3, tzinfo=UTC)
 INCIDENT = Incident(
     id="INC-0007", number=7, node="gpu-node-01", opened_at=AT, opened_by="U1", state="mitigating"
 )
-RANK = NodeRank("gpu-node-01", True, 99, None, 92, 1.0)
+RANK = NodeRank("gpu-node-01", True, 99, None, 92, 1.0, "default")
 
 
 @pytest.mark.parametrize(

@@ -104,7 +104,7 @@ NOTICE_SAMPLES: dict[str, list[dict[str, Any]]] = {
     ],
     "top_nodes": [
         {"rows": []},
-        {"rows": [NodeRank("gpu-node-01", True, 99, 85, 92, 1.0).__dict__]},
+        {"rows": [NodeRank("gpu-node-01", True, 99, 85, 92, 1.0, "default").__dict__]},
     ],
     "alert_firing": [{"alertname": "GpuNodeMemoryLow", "node": "gpu-node-01"}],
     "alert_resolved": [{"alertname": "GpuNodeMemoryLow", "node": "gpu-node-01"}],

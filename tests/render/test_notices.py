@@ -15,8 +15,8 @@ def _body(blocks: list[dict[str, object]]) -> str:
 
 def test_top_nodes_renders_noderank_rows_unchanged() -> None:
     rows = [
-        NodeRank("gpu-node-01", True, 99, 85, 92, 1184.0).__dict__,
-        NodeRank("gpu-<b>", False, None, None, None, 0.0).__dict__,
+        NodeRank("gpu-node-01", True, 99, 85, 92, 1184.0, "default").__dict__,
+        NodeRank("gpu-<b>", False, None, None, None, 0.0, "default").__dict__,
     ]
     _text, blocks = render_notice("top_nodes", rows=rows)
     validate_blocks(blocks)

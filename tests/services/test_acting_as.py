@@ -32,6 +32,7 @@ def _deps(**impersonation: Any) -> ActDeps:
         clusters=unused,
         diagnose=unused,
         bg=unused,
+        cluster="default",
     )
 
 

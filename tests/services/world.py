@@ -133,10 +133,14 @@ class World:
         assert record is not None
         return record.state
 
-    def service(self, store: Store, *, replica: str) -> ActService:
-        """Another replica: its own store connection, same file, same cluster and Slack."""
+    def service(
+        self, store: Store, *, replica: str, clusters: ClusterRegistry | None = None
+    ) -> ActService:
+        """Another replica: its own store connection, same file, same cluster and Slack
+        (``clusters``: the clusters it serves instead of the one fake cluster)."""
+        clusters = clusters or ClusterRegistry.single(self.kube)
         diagnose = DiagnoseService(
-            ClusterRegistry.single(self.kube),
+            clusters,
             store,
             self.chat,
             thread=self.thread,
@@ -145,7 +149,7 @@ class World:
             verdict_words=verdict_sentence,
         )
         return ActService(
-            ClusterRegistry.single(self.kube),
+            clusters,
             store,
             self.chat,
             diagnose,

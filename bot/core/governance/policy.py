@@ -70,9 +70,9 @@ class Role(_Model):
                 raise ValueError(problem)
         return value
 
-    def applies_in(self, cluster: str) -> bool:
-        """In ``cluster`` ('' : no cluster in question, so yes)."""
-        return not self.clusters or not cluster or cluster in self.clusters
+    def applies_in(self, cluster: str | None) -> bool:
+        """In ``cluster`` (None: no one cluster is in question, so yes)."""
+        return not self.clusters or cluster is None or cluster in self.clusters
 
 
 class Binding(_Model):
@@ -147,7 +147,9 @@ class Principal(_Model):
     user_id: str
     usergroup_ids: frozenset[str] = frozenset()
     channel_id: str = ""
-    cluster: str = Field("", description="the cluster acted on; '' when none is in question")
+    cluster: str | None = Field(
+        None, description="the cluster acted on; None when no one cluster is in question"
+    )
 
 
 class ActionRequestInfo(_Model):
@@ -167,7 +169,7 @@ DENIALS = frozenset(
         "channel_not_enabled",
         "identity_unmapped",
         "role_not_in_cluster",  # {cluster, scopes: [{role, clusters}]}
-        "no_role_allows",  # {what, tier, cluster}
+        "no_role_allows",  # {what, tier, cluster (when one is in question)}
         "role_needed",  # {what, tier, roles}
         "no_role_bound",
     }
@@ -237,7 +239,7 @@ def _channel_denied(principal: Principal, policy: Policy) -> Deny | None:
     return None
 
 
-def _roles_with(policy: Policy, test: Callable[[Role], bool], cluster: str = "") -> list[str]:
+def _roles_with(policy: Policy, test: Callable[[Role], bool], cluster: str | None) -> list[str]:
     return sorted(
         name for name, role in policy.roles.items() if test(role) and role.applies_in(cluster)
     )
@@ -253,11 +255,12 @@ def _need_role(
 ) -> Deny:
     """Refuse ``what``. When the user holds a role that would allow it in another cluster,
     say so: the refusal is about the cluster, not the role."""
-    if principal is not None and policy is not None and test is not None and principal.cluster:
+    cluster = principal.cluster if principal is not None else None
+    if policy is not None and test is not None and principal is not None and cluster is not None:
         elsewhere = [
             name
             for name in bound_roles(principal, policy)
-            if test(policy.roles[name]) and not policy.roles[name].applies_in(principal.cluster)
+            if test(policy.roles[name]) and not policy.roles[name].applies_in(cluster)
         ]
         if elsewhere:
             scopes = "; ".join(
@@ -265,22 +268,22 @@ def _need_role(
                 for name in elsewhere
             )
             return Deny(
-                reason=f"this is cluster {principal.cluster} and your role does not cover it "
-                f"({scopes}); ask an admin for a role in {principal.cluster}",
+                reason=f"this is cluster {cluster} and your role does not cover it "
+                f"({scopes}); ask an admin for a role in {cluster}",
                 code="role_not_in_cluster",
                 params={
-                    "cluster": principal.cluster,
+                    "cluster": cluster,
                     "scopes": [
                         {"role": n, "clusters": list(policy.roles[n].clusters)} for n in elsewhere
                     ],
                 },
             )
     if not roles:
-        where = f" in cluster {principal.cluster}" if principal and principal.cluster else ""
+        where = "" if cluster is None else f" in cluster {cluster}"
         return Deny(
             reason=f"no role in the policy file allows {what}{where}; ask an admin to add one",
             code="no_role_allows",
-            params=_what(what) | {"cluster": principal.cluster if principal else ""},
+            params=_what(what) | ({} if cluster is None else {"cluster": cluster}),
         )
     names = " or ".join(roles)
     plural = "role" if len(roles) == 1 else "roles"

@@ -148,7 +148,12 @@ class Step(_Model):
 
     @property
     def ref(self) -> ObjectRef:
-        return ObjectRef(self.kind, self.namespace or "", self.name)
+        """The object the step calls on, as the KubePort names it. A plan names no
+        namespace (None) for a cluster-scoped object; its ``ObjectRef`` says so
+        (``ObjectRef.cluster_scoped``), so callers never coerce ``namespace`` themselves."""
+        if self.namespace is None:
+            return ObjectRef.cluster_scoped(self.kind, self.name)
+        return ObjectRef(self.kind, self.namespace, self.name)
 
     @property
     def container(self) -> str:

@@ -106,7 +106,7 @@ def open_incident(
     channel: str = "",
     alert_fingerprint: str | None = None,
     reason: str = "",
-    cluster: str = "",
+    cluster: str,
     locale: str = "en",
 ) -> tuple[Incident, TimelineEntry]:
     """A new incident in ``investigating`` and its ``opened`` timeline entry. ``locale``:
@@ -134,7 +134,7 @@ def open_incident(
     return incident, entry
 
 
-def find_joinable(incidents: Iterable[Incident], node: str, cluster: str = "") -> Incident | None:
+def find_joinable(incidents: Iterable[Incident], node: str, cluster: str) -> Incident | None:
     """The open incident a new diagnose of ``cluster``/``node`` joins, or None when a new one
     must open. A node of the same name in another cluster is another node.
 

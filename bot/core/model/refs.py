@@ -15,6 +15,11 @@ class ObjectRef(NamedTuple):
     namespace: str
     name: str
 
+    @classmethod
+    def cluster_scoped(cls, kind: str, name: str) -> ObjectRef:
+        """A cluster-scoped object (a Node, a PriorityClass): it has no namespace."""
+        return cls(kind, "", name)
+
     @property
     def key(self) -> str:
         return f"{self.kind}/{self.namespace}/{self.name}"
