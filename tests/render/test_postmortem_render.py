@@ -88,12 +88,16 @@ def test_a_verdict_kept_as_data_is_worded_in_the_readers_language() -> None:
 
 
 def test_a_kernel_oom_kill_in_the_story_is_worded_in_the_readers_language() -> None:
-    """The story quotes the chart marker's label; a Chinese postmortem words it, keeping the
-    process as the kernel named it."""
+    """The story words the chart marker from its kind and params; a Chinese postmortem keeps
+    the process as the kernel named it."""
     kill = StoryRow(
         at=T0,
         code="symptom_oom_kill",
-        values={"pod": "ml/train-0", "what": "cgroup OOM kill python"},
+        values={
+            "pod": "ml/train-0",
+            "what": "cgroup OOM kill python",
+            "params": {"scope": "cgroup", "process": "python"},
+        },
     )
     pm = _pm().model_copy(update={"story": [kill]})
 
