@@ -101,6 +101,7 @@ def get_environment(locale: str = DEFAULT_LOCALE, *, html: bool = False) -> jinj
     env.filters["duration"] = t.duration
     env.filters["number_l10n"] = t.number
     env.filters["when"] = t.when
+    env.filters["clock"] = lambda iso: filters.fmt_clock(str(iso), locale=loc)
     env.filters["marker"] = lambda label, kind, params: marker_label(
         str(kind), params or {}, str(label), t
     )

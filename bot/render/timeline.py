@@ -22,3 +22,10 @@ def entry_text(
     module = environment.macros("sentences", "timeline.j2", locale=locale)
     text = " ".join(str(module.entry(dict(said), fallback)).split())
     return ESCAPERS[fmt](text)
+
+
+def stale_reason(params: Mapping[str, Any], *, locale: str) -> str:
+    """Why a plan was refused as stale (``params``: ``reason`` and its values, as
+    ``Why``/the action's stored result name them), plain text in ``locale``."""
+    module = environment.macros("sentences", "timeline.j2", locale=locale)
+    return " ".join(str(module.stale_reason(dict(params))).split())
