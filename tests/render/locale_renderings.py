@@ -455,6 +455,7 @@ def timeline_entries() -> list[TimelineEntry]:
         ("approval", "approval expired", said("expired")),
         ("note", "postmortem draft exported", said("postmortem_exported")),
         ("note", "prevention kit shared", said("prevention_shared")),
+        ("resolved", "resolved", said("resolved")),
     ]
     return [
         TimelineEntry(

@@ -208,7 +208,8 @@ def resolve_incident(
         kind="resolved",
         actor=actor,
         text=note or "resolved",
-        data={"from": incident.state},
+        # no note: the entry says only that it was resolved (a presenter words that)
+        data={"from": incident.state} | ({} if note else said("resolved")),
     )
     return updated, entry
 
