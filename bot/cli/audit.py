@@ -170,30 +170,14 @@ async def _check_anchors(path: str, args: argparse.Namespace, deployment: str) -
         return await anchoring.check(store, anchors)
 
 
-def anchors_text(report: AnchorReport) -> str:
-    if report.ok:
-        if not report.checked:
-            return "anchors: none found (the Events expired or none was posted yet): not checked"
-        return f"anchors: {report.checked} anchored heads match the log"
-    return f"anchors BROKEN: {report.problem}"
+def anchors_text(report: AnchorReport, *, locale: str = "en") -> str:
+    """What ``--anchors`` found, in ``locale`` (a broken anchor's problem as the check wrote it)."""
+    return line("audit_anchors", report, locale=locale)
 
 
-def verify_text(report: ChainReport, *, keyed: bool = True) -> str:
-    if report.ok:
-        signed = (
-            f"; {report.signed} signed rows match the audit key"
-            if report.signed
-            else (
-                "; no row is signed" if keyed else "; signatures not checked (no store.audit_key)"
-            )
-        )
-        return f"audit chain intact: {report.rows} rows verified{signed}"
-    if report.bad_id is None:
-        return f"audit chain BROKEN: {report.problem}"
-    return (
-        f"audit chain BROKEN at row {report.bad_id}: {report.problem} "
-        f"({report.rows} rows before it verified)"
-    )
+def verify_text(report: ChainReport, *, keyed: bool = True, locale: str = "en") -> str:
+    """What ``--verify`` found, in ``locale`` (a broken row's problem as the check wrote it)."""
+    return line("audit_verified", report, keyed, locale=locale)
 
 
 def main(
@@ -206,12 +190,13 @@ def main(
     if getattr(args, "verify", False):
         key = settings.store.audit_key_bytes
         report = asyncio.run(_verify(path, key))
-        print(verify_text(report, keyed=key is not None), file=stream)
+        locale = getattr(args, "lang", None) or "en"
+        print(verify_text(report, keyed=key is not None, locale=locale), file=stream)
         ok = report.ok
         if getattr(args, "anchors", False):
             deployment = settings.store.anchor_deployment
             anchored = asyncio.run(_check_anchors(path, args, deployment))
-            print(anchors_text(anchored), file=stream)
+            print(anchors_text(anchored, locale=locale), file=stream)
             ok = ok and anchored.ok
         return 0 if ok else 1
     since = None

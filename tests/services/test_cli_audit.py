@@ -111,6 +111,13 @@ def test_verify_reports_an_intact_chain_and_exits_0(db: str) -> None:
     )
 
 
+def test_verify_reports_in_the_readers_language(db: str) -> None:
+    zh = run(verify=True, lang="zh-CN").strip()
+    xa = run(verify=True, lang="en-XA").strip()
+    assert zh == "审计链完整：已校验 3 行；未校验签名（未设置 store.audit_key）"
+    assert "⟦" in xa and english_words(xa) == []
+
+
 def test_verify_names_the_first_edited_row_and_exits_1(db: str) -> None:
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("DROP TRIGGER audit_no_update")
