@@ -284,7 +284,8 @@ def localized(spec: ChartSpec, t: Translator) -> ChartSpec:
             "host": [label(s) for s in spec.host],
             "gpu": [label(s) for s in spec.gpu],
             "markers": [
-                m.model_copy(update={"label": marker_label(m.label, t)}) for m in spec.markers
+                m.model_copy(update={"label": marker_label(m.kind, m.params, m.label, t)})
+                for m in spec.markers
             ],
         }
     )

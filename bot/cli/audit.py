@@ -15,13 +15,17 @@ import asyncio
 import json
 import sys
 import unicodedata
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TextIO
+from typing import Any, TextIO
 
 from bot.cli.common import cli_settings, store_target
 from bot.core.model.durations import parse_duration
 from bot.core.reporting.records import ChainReport
 from bot.errors import UsageError
+from bot.render.cli_text import line
+from bot.render.filters import display_width, pad
+from bot.render.timeline import stale_reason
 from bot.services import anchoring
 from bot.services.anchoring import AnchorReport
 from bot.store import AuditRecord, Store
@@ -69,32 +73,54 @@ _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _UNSAFE = {"Cc", "Cf", "Zl", "Zp", "Cn", "Cs", "Co"}
 
 
-def _row(record: AuditRecord) -> tuple[str, ...]:
+def _row(
+    record: AuditRecord, locale: str, stale: Mapping[str, Mapping[str, Any]]
+) -> tuple[str, ...]:
     return tuple(
         escape(cell)
         for cell in (
-            record.at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S"),
+            line("audit_at", record.at, locale=locale),
             record.actor,
-            record.action + (f" (tier {record.tier})" if record.tier else ""),
+            record.action + (line("audit_tier", record.tier, locale=locale) if record.tier else ""),
             record.decision,
             record.outcome,
             record.cluster or "-",
             record.incident_id or "-",
             record.channel or "-",
-            record.detail,
+            _detail(record, locale, stale),
         )
     )
 
 
-def format_text(records: list[AuditRecord]) -> str:
-    """A plain table, widths fitted to the content; ``detail`` is last and not padded."""
+def _detail(record: AuditRecord, locale: str, stale: Mapping[str, Mapping[str, Any]]) -> str:
+    """The row's detail: a plan refused as stale is worded in ``locale`` from the reason its
+    action stored (code and params); any other detail as stored (a person's reason, or words
+    an older version wrote)."""
+    why = stale.get(record.action_id or "") if _is_stale(record) else None
+    return stale_reason(why, locale=locale) if why else record.detail
+
+
+def _is_stale(record: AuditRecord) -> bool:
+    return record.decision == "refused" and record.outcome == "stale"
+
+
+def format_text(
+    records: list[AuditRecord],
+    *,
+    locale: str = "en",
+    stale: Mapping[str, Mapping[str, Any]] | None = None,
+) -> str:
+    """A plain table in ``locale`` (heads, times, stale reasons), widths fitted to the
+    content by display columns; ``detail`` is last and not padded. ``stale``: action id ->
+    the reason its refusal stored (``reason`` and its params)."""
     if not records:
-        return "no audit records in this period"
-    rows = [tuple(c.upper() for c in _COLUMNS), *(_row(r) for r in records)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS) - 1)]
+        return line("no_audit_records", locale=locale)
+    heads = tuple(line("audit_head", c, locale=locale) for c in _COLUMNS)
+    rows = [heads, *(_row(r, locale, stale or {}) for r in records)]
+    widths = [max(display_width(row[i]) for row in rows) for i in range(len(_COLUMNS) - 1)]
     lines = []
     for row in rows:
-        cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])]
+        cells = [pad(cell, widths[i]) for i, cell in enumerate(row[:-1])]
         lines.append("  ".join([*cells, row[-1]]).rstrip())
     return "\n".join(lines)
 
@@ -103,9 +129,21 @@ def format_json_lines(records: list[AuditRecord]) -> str:
     return "\n".join(json.dumps(r.model_dump(mode="json"), sort_keys=True) for r in records)
 
 
-async def _read(path: str, since: datetime | None) -> list[AuditRecord]:
+async def _read(
+    path: str, since: datetime | None
+) -> tuple[list[AuditRecord], dict[str, dict[str, Any]]]:
+    """The rows since ``since``, and for each plan refused as stale the reason its action
+    stored (``reason`` and params: the words are the reader's, the record keeps codes)."""
     async with await Store.open(path) as store:
-        return await store.audit_since(since)
+        records = await store.audit_since(since)
+        stale: dict[str, dict[str, Any]] = {}
+        for r in records:
+            if _is_stale(r) and r.action_id and r.action_id not in stale:
+                action = await store.get_action(r.action_id)
+                result = action.result if action is not None else None
+                if isinstance(result, dict) and isinstance(result.get("code"), str):
+                    stale[r.action_id] = {**(result.get("params") or {}), "reason": result["code"]}
+        return records, stale
 
 
 async def _verify(path: str, key: bytes | None) -> ChainReport:
@@ -132,30 +170,14 @@ async def _check_anchors(path: str, args: argparse.Namespace, deployment: str) -
         return await anchoring.check(store, anchors)
 
 
-def anchors_text(report: AnchorReport) -> str:
-    if report.ok:
-        if not report.checked:
-            return "anchors: none found (the Events expired or none was posted yet): not checked"
-        return f"anchors: {report.checked} anchored heads match the log"
-    return f"anchors BROKEN: {report.problem}"
+def anchors_text(report: AnchorReport, *, locale: str = "en") -> str:
+    """What ``--anchors`` found, in ``locale`` (a broken anchor's problem as the check wrote it)."""
+    return line("audit_anchors", report, locale=locale)
 
 
-def verify_text(report: ChainReport, *, keyed: bool = True) -> str:
-    if report.ok:
-        signed = (
-            f"; {report.signed} signed rows match the audit key"
-            if report.signed
-            else (
-                "; no row is signed" if keyed else "; signatures not checked (no store.audit_key)"
-            )
-        )
-        return f"audit chain intact: {report.rows} rows verified{signed}"
-    if report.bad_id is None:
-        return f"audit chain BROKEN: {report.problem}"
-    return (
-        f"audit chain BROKEN at row {report.bad_id}: {report.problem} "
-        f"({report.rows} rows before it verified)"
-    )
+def verify_text(report: ChainReport, *, keyed: bool = True, locale: str = "en") -> str:
+    """What ``--verify`` found, in ``locale`` (a broken row's problem as the check wrote it)."""
+    return line("audit_verified", report, keyed, locale=locale)
 
 
 def main(
@@ -168,19 +190,25 @@ def main(
     if getattr(args, "verify", False):
         key = settings.store.audit_key_bytes
         report = asyncio.run(_verify(path, key))
-        print(verify_text(report, keyed=key is not None), file=stream)
+        locale = getattr(args, "lang", None) or "en"
+        print(verify_text(report, keyed=key is not None, locale=locale), file=stream)
         ok = report.ok
         if getattr(args, "anchors", False):
             deployment = settings.store.anchor_deployment
             anchored = asyncio.run(_check_anchors(path, args, deployment))
-            print(anchors_text(anchored), file=stream)
+            print(anchors_text(anchored, locale=locale), file=stream)
             ok = ok and anchored.ok
         return 0 if ok else 1
     since = None
     if getattr(args, "since", None):
         since = (now or datetime.now(UTC)) - parse_duration(args.since)
-    records = asyncio.run(_read(path, since))
-    text = format_json_lines(records) if args.format == "json" else format_text(records)
+    records, stale = asyncio.run(_read(path, since))
+    locale = getattr(args, "lang", None) or "en"
+    text = (
+        format_json_lines(records)
+        if args.format == "json"
+        else format_text(records, locale=locale, stale=stale)
+    )
     if text:
         print(text, file=stream)
     return 0

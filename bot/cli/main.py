@@ -233,6 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --verify: also compare the log with the heads anchored as Events on the "
         "bot's Deployment (store.anchor_deployment, in kube.namespace)",
     )
+    _lang_arg(p)
     _cluster_args(p)
     p.set_defaults(handler="bot.cli.audit:main")
 

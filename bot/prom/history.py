@@ -109,7 +109,8 @@ def build_series(
         for s in samples:
             gpu = s.labels.get("gpu", "?")
             for t, v in _changes(s):
-                markers.append(_marker(t, "xid", f"GPU {gpu}", f"XID {int(v)}", q))
+                code = int(v)
+                markers.append(_marker(t, "xid", f"GPU {gpu}", f"XID {code}", q, code=code))
     oom_killed = {
         _container(s.labels)
         for s in results.get("oom_killed", (None, []))[1]
@@ -119,13 +120,16 @@ def build_series(
         q, samples = results["restarts"]
         for s in samples:
             who = _container(s.labels)
-            label = "restart (OOMKilled)" if who in oom_killed else "restart"
+            killed = who in oom_killed
+            label = "restart (OOMKilled)" if killed else "restart"
+            reason = {"reason": "OOMKilled"} if killed else {}
             for t, _ in _increases(s):
-                markers.append(_marker(t, "restart", who, label, q))
+                markers.append(_marker(t, "restart", who, label, q, **reason))
     if "oom_kills" in results and results["oom_kills"][1]:
         q, samples = results["oom_kills"]
         for t, _ in _increases(samples[0]):
-            markers.append(_marker(t, "oom_kill", "node", "OOM kill (node_vmstat_oom_kill)", q))
+            label = "OOM kill (node_vmstat_oom_kill)"
+            markers.append(_marker(t, "oom_kill", "node", label, q, counter="node_vmstat_oom_kill"))
     return series, markers
 
 
@@ -142,7 +146,7 @@ def _container(labels: dict[str, str]) -> str:
     return f"{labels.get('namespace', '?')}/{labels.get('pod', '?')}/{labels.get('container', '?')}"
 
 
-def _marker(t: float, kind: str, subject: str, label: str, q: Query) -> Marker:
+def _marker(t: float, kind: str, subject: str, label: str, q: Query, **params: object) -> Marker:
     return Marker.model_validate(
         {
             "at": datetime.fromtimestamp(t, UTC),
@@ -150,6 +154,7 @@ def _marker(t: float, kind: str, subject: str, label: str, q: Query) -> Marker:
             "subject": subject,
             "label": label,
             "source": f"prometheus:{q.metric}",
+            "params": params,
         }
     )
 

@@ -101,7 +101,10 @@ def get_environment(locale: str = DEFAULT_LOCALE, *, html: bool = False) -> jinj
     env.filters["duration"] = t.duration
     env.filters["number_l10n"] = t.number
     env.filters["when"] = t.when
-    env.filters["marker"] = lambda text: marker_label(str(text), t)
+    env.filters["clock"] = lambda iso: filters.fmt_clock(str(iso), locale=loc)
+    env.filters["marker"] = lambda label, kind, params: marker_label(
+        str(kind), params or {}, str(label), t
+    )
     env.globals["locale"] = loc
     # who acted when it was not a person: templates branch on these, never on a spelled name
     env.globals["actors"] = {

@@ -16,6 +16,7 @@ from typing import Any
 import markupsafe
 
 from bot.core.model.quantity import QuantityError, parse_quantity
+from bot.render.catalogs import translator
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
@@ -67,15 +68,15 @@ def fmt_duration(seconds: float | int | None) -> str:
     return f"{d}d {h}h" if h else f"{d}d"
 
 
-def fmt_clock(iso: str) -> str:
-    """``2026-12-01T02:14:09+00:00`` -> ``02:14 UTC``; text that is not ISO-8601 unchanged."""
+def fmt_clock(iso: str, *, locale: str = "en") -> str:
+    """``2026-12-01T02:14:09+00:00`` -> ``02:14 UTC``, the time as ``locale`` writes it
+    (Babel, ``Translator.when``); text that is not ISO-8601 unchanged."""
     try:
         moment = datetime.fromisoformat(iso)
     except ValueError:
         return iso
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC)
-    return moment.strftime("%H:%M UTC")
+    moment = moment.astimezone(UTC) if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return f"{translator(locale).when(moment, 'time')} UTC"
 
 
 def fmt_number(value: float | int | str | None) -> str:
@@ -215,12 +216,12 @@ def format_value(value: float | int | str | None, unit: str) -> str:
     return fmt_number(value)
 
 
-def format_param(name: str, value: float | int | str | None) -> str:
+def format_param(name: str, value: float | int | str | None, *, locale: str = "en") -> str:
     """A template parameter by its name's unit suffix (``_bytes``, ``_percent``, ``_ratio``,
     ``_s``); strings are returned unescaped (the caller escapes for its format). An ISO-8601
-    string named ``*_at`` is a moment, shown as ``02:14 UTC``."""
+    string named ``*_at`` is a moment, shown as ``02:14 UTC`` in ``locale``'s way."""
     if name.endswith("_at") and isinstance(value, str):
-        return fmt_clock(value)
+        return fmt_clock(value, locale=locale)
     if isinstance(value, str) or value is None:
         return "n/a" if value is None else value
     if name in ("percent", "share"):

@@ -1,30 +1,39 @@
-"""A chart marker's label (``bot.core.diagnosis.history.Marker.label``) in the reader's
-language: the chart draws it, the postmortem's story quotes it."""
+"""A chart marker (``bot.core.diagnosis.history.Marker``, ``ChartMarker``) in the reader's
+language, worded from its ``kind`` and ``params``: the chart draws it, the postmortem's
+detection and story quote it."""
 
 from __future__ import annotations
 
-import re
+from collections.abc import Mapping
+from typing import Any
 
 from bot.render.catalogs import Translator
 
 
-def marker_label(text: str, t: Translator) -> str:
-    """A marker's label in the reader's language when it is one the core gives (an OOM kill
-    names its process as the kernel did; an XID keeps its number); any other as given."""
-    m = _OOM_LABEL.fullmatch(text)
-    if m is not None:
-        scope, process = m.group(1), m.group(2)
-        if scope == "global":
+def marker_label(kind: str, params: Mapping[str, Any], label: str, t: Translator) -> str:
+    """The marker's words: an OOM kill names its process as the kernel did, an XID keeps its
+    number, an action says what its timeline entry says (``bot.render.timeline``). A marker
+    whose params say nothing the presenter knows (a label stored by a tool) is shown as
+    stored (``label``)."""
+    if kind == "oom_kill":
+        process = params.get("process")
+        if params.get("scope") == "global" and process:
             return t.gettext("global OOM kill %(process)s", process=process)
-        return t.gettext("cgroup OOM kill %(process)s", process=process)
-    fixed = {
-        "evicted": t.gettext("evicted"),
-        "restart": t.gettext("restart"),
-        "restart (OOMKilled)": t.gettext("restart (OOMKilled)"),
-        "OOM kill (node_vmstat_oom_kill)": t.gettext("OOM kill (node_vmstat_oom_kill)"),
-    }
-    return fixed.get(text, text)
+        if params.get("scope") == "cgroup" and process:
+            return t.gettext("cgroup OOM kill %(process)s", process=process)
+        if params.get("counter") == "node_vmstat_oom_kill":
+            return t.gettext("OOM kill (node_vmstat_oom_kill)")
+    elif kind == "xid" and params.get("code") is not None:
+        return t.gettext("XID %(code)s", code=params["code"])
+    elif kind == "eviction" and params.get("reason") == "Evicted":
+        return t.gettext("evicted")
+    elif kind == "restart":
+        if params.get("reason") == "OOMKilled":
+            return t.gettext("restart (OOMKilled)")
+        if not params:
+            return t.gettext("restart")
+    elif kind == "action" and params.get("code"):
+        from bot.render.timeline import entry_text
 
-
-#: ``cgroup OOM kill python``: the core's label of a kernel OOM kill (``markers_from``)
-_OOM_LABEL = re.compile(r"(global|cgroup) OOM kill (.+)")
+        return entry_text(params, label, locale=t.locale, fmt="text")
+    return label

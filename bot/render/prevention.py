@@ -21,6 +21,7 @@ from bot.core.remedies.prevention import (
 )
 from bot.render import environment
 from bot.render.blocks import Block, Message, context, fit, header, pack
+from bot.render.catalogs import translator
 from bot.render.filters import ESCAPERS, format_param, truncate
 from bot.render.sentences import Fmt
 
@@ -41,13 +42,14 @@ def _sentences(locale: str) -> Any:
 
 def _say(key: str, fmt: Fmt, locale: str, **params: Any) -> str:
     esc = ESCAPERS[fmt]
-    p: dict[str, object] = {k: esc(format_param(k, v)) for k, v in params.items()}
+    p: dict[str, object] = {k: esc(format_param(k, v, locale=locale)) for k, v in params.items()}
     p["raw"] = dict(params)
     return " ".join(str(getattr(_sentences(locale), key)(p)).split())
 
 
-def _when(at: datetime | None) -> str | None:
-    return at.strftime("%Y-%m-%d %H:%M UTC") if at is not None else None
+def _when(at: datetime | None, locale: str) -> str | None:
+    """``2026-12-01 02:14 UTC`` as ``locale`` writes the date and time (Babel)."""
+    return f"{translator(locale).when(at, 'datetime_min')} UTC" if at is not None else None
 
 
 def source_line(
@@ -60,7 +62,7 @@ def source_line(
         fmt,
         locale,
         kind=src.kind,
-        at=_when(src.at),
+        at=_when(src.at, locale),
         incident=src.incident or "",
         node=params.node,
     )

@@ -72,7 +72,7 @@ def sentence(
 ) -> str:
     """The sentence for ``key`` in ``fmt`` with every string param escaped for it."""
     esc = ESCAPERS[fmt]
-    p: dict[str, object] = {k: esc(format_param(k, v)) for k, v in params.items()}
+    p: dict[str, object] = {k: esc(format_param(k, v, locale=locale)) for k, v in params.items()}
     p.setdefault("subject", esc(subject) if subject is not None else "")
     # raw numbers for conditions in the sentence (e.g. -1 = "unknown" sentinels)
     p["raw"] = dict(params)

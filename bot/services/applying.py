@@ -29,7 +29,7 @@ from bot.core.governance.impersonation import ActingAs
 from bot.core.governance.policy import ActionRequestInfo, Deny, NeedsApproval, decide
 from bot.core.model import actors
 from bot.core.model.actions import ActionPlan, Step
-from bot.core.model.incidents import Incident
+from bot.core.model.incidents import Incident, said
 from bot.core.remedies.planning import undo_steps
 from bot.core.remedies.staleness import Why, controller_key, controller_steps, stale_reason
 from bot.core.reporting.diffing import diff_diagnoses
@@ -297,12 +297,23 @@ async def _record(
         summary += " after changing part of the cluster (see the action message)"
     if result.unanswered:
         summary += "; " + "; ".join(unanswered_sentence(u) for u in result.unanswered)
+    words = said(
+        "action_result",
+        tier=plan.tier,
+        state=state,
+        outcome=done.outcome,
+        overstated=done.overstated,
+        evicted=done.evicted,
+        to_evict=done.to_evict,
+        partial=not result.ok and bool(result.applied),
+        unanswered=[dict(u) for u in result.unanswered],
+    )
     await d.journal.timeline(
         record.incident_id,
         "action_result",
         by,
         summary,
-        {"action_id": record.action_id, "outcome": done.outcome},
+        {"action_id": record.action_id, "outcome": done.outcome} | words,
     )
     # a failed action that changed part of the cluster can be undone too (e.g. a node that
     # was cordoned before the evictions failed)
@@ -394,7 +405,8 @@ async def _refuse_stale(
         result={"reason": reason, "code": why.reason, "params": dict(why.params)},
     )
     await d.journal.audit(actor=by, **fields, decision="refused", outcome="stale", detail=reason)
-    await d.journal.timeline(record.incident_id, "action_result", by, f"refused as stale: {reason}")
+    words = said("refused_stale", **dict(why.params), reason=why.reason)
+    await d.journal.timeline(record.incident_id, "action_result", by, f"refused as stale: {reason}", words)
     told = refused("plan_stale", reason=why.reason, **why.params)
     await d.messages.update_message(
         record, "stale", by=by, detail=reason, why=told, incident=incident
@@ -419,7 +431,8 @@ async def _crashed(
             record.action_id, "failed", at=d.config.clock(), result={"reason": why}
         )
         await d.journal.audit(actor=by, **fields, decision="failed", outcome="error", detail=why)
-        await d.journal.timeline(record.incident_id, "action_result", by, why)
+        words = said("crashed", code=code, message=message)
+        await d.journal.timeline(record.incident_id, "action_result", by, why, words)
         await d.messages.update_message(record, "failed", by=by, detail=why, incident=incident)
     except GpunodeError:
         log.exception("could not record the failure of action %s", record.action_id)

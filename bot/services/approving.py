@@ -17,7 +17,7 @@ from typing import Any, Literal
 from bot.core.governance.approvals import ApprovalRequest, approve, deny, expire_if_due
 from bot.core.governance.policy import can_approve
 from bot.core.model import actors
-from bot.core.model.incidents import Incident
+from bot.core.model.incidents import Incident, said
 from bot.core.reporting.outcomes import ApprovalClosed, refused
 from bot.core.reporting.records import ActionRecord
 from bot.errors import GpunodeError
@@ -82,10 +82,16 @@ async def vote(d: ActDeps, *, approval_id: str, user: str, channel: str, yes: bo
         return
     if outcome == "counted":
         await d.messages.say(channel, user, "vote_counted", remaining=new.remaining)
-        await d.journal.timeline(record.incident_id, "approval", user, "approved (more needed)")
+        await d.journal.timeline(
+            record.incident_id,
+            "approval",
+            user,
+            "approved (more needed)",
+            said("approved_more_needed"),
+        )
         return
     if outcome == "denied":
-        await d.journal.timeline(record.incident_id, "approval", user, "denied")
+        await d.journal.timeline(record.incident_id, "approval", user, "denied", said("denied"))
         await close_approval_message(d, record, new, state="denied", by=user, incident=incident)
         await _end(d, record, "denied", by=user, why=f"denied by {user}", incident=incident)
         return
@@ -150,7 +156,7 @@ async def expire_overdue(d: ActDeps) -> int:
             actor=actors.GPUNODE, **fields, decision="expired", detail="nobody approved in time"
         )
         await here.journal.timeline(
-            record.incident_id, "approval", actors.GPUNODE, "approval expired"
+            record.incident_id, "approval", actors.GPUNODE, "approval expired", said("expired")
         )
         incident = await incident_of(d.ports.store, record)
         await close_approval_message(here, record, new, state="expired", by="", incident=incident)
@@ -185,7 +191,7 @@ async def _approved(
     channel: str,
     incident: Incident | None,
 ) -> None:
-    await d.journal.timeline(record.incident_id, "approval", by, "approved")
+    await d.journal.timeline(record.incident_id, "approval", by, "approved", said("approved"))
     if not await d.ports.store.set_action_state(record.action_id, "approved", at=d.config.clock()):
         current = await d.ports.store.get_action(record.action_id)
         state = current.state if current else "gone"

@@ -21,7 +21,7 @@ from datetime import datetime
 
 from bot.core.model.cluster import ClusterView
 from bot.core.model.clusters import NodeRef, format_node_ref
-from bot.core.model.incidents import Incident, TimelineEntry
+from bot.core.model.incidents import Incident, TimelineEntry, said
 from bot.core.remedies.prevention import KitSource, PreventionParams, prevention_params
 from bot.core.reporting.outcomes import notice
 from bot.core.reporting.records import AuditRecord, EvidenceSnapshot
@@ -97,7 +97,7 @@ async def share_kit(
                 kind="note",
                 actor=user,
                 text="prevention kit shared",
-                data={"files": shared},
+                data={"files": shared} | said("prevention_shared"),
             )
         )
     return shared

@@ -15,6 +15,7 @@ from datetime import datetime
 
 from bot.core.model import actors
 from bot.core.model.actions import ActionPlan
+from bot.core.model.incidents import said
 from bot.core.reporting.outcomes import notice
 from bot.errors import GpunodeError, KubeError
 from bot.services.acting import ActDeps
@@ -55,7 +56,7 @@ async def reconcile_interrupted(d: ActDeps, *, orphaned_before: datetime | None 
             "action_result",
             actors.GPUNODE,
             f"tier {plan.tier} interrupted by a restart; found: {observed}",
-            {"action_id": record.action_id},
+            {"action_id": record.action_id} | said("interrupted", tier=plan.tier, found=observed),
         )
         incident = await incident_of(d.ports.store, record)
         # the action's message said "Applying…" since the claim: it gets its outcome

@@ -14,6 +14,7 @@ from bot.core.governance.policy import ActionRequestInfo, Deny, NeedsApproval, d
 from bot.core.model import actors
 from bot.core.model.actions import ActionPlan
 from bot.core.model.cluster import ClusterView
+from bot.core.model.incidents import said
 from bot.core.model.quantity import QuantityError, parse_quantity
 from bot.core.remedies.editing import FieldError, Tier3Bounds, Tier3Edits, apply_tier3_edits
 from bot.core.reporting.outcomes import ActionForm, DryRun, Refused, StepsReport, refused
@@ -218,7 +219,7 @@ async def submitted(
         "action_requested",
         user,
         f"tier {plan.tier} requested: {reason}",
-        {"action_id": action_id, "dry_run_ok": dry.ok},
+        {"action_id": action_id, "dry_run_ok": dry.ok} | said("requested", tier=plan.tier),
     )
     if not dry.ok or blocked:
         await _end_failed_dry_run(d, record, dry)
@@ -279,7 +280,8 @@ async def cancel(
         await d.messages.refuse(channel, user, refused("cancel_too_late"), audit=fields)
         return
     await d.journal.audit(actor=user, **fields, decision="cancelled")
+    cancelled = said("cancelled", tier=record.tier)
     await d.journal.timeline(
-        record.incident_id, "action_result", user, f"tier {record.tier} cancelled"
+        record.incident_id, "action_result", user, f"tier {record.tier} cancelled", cancelled
     )
     await d.messages.update_message(record, "cancelled", by=user)

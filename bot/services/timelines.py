@@ -5,7 +5,7 @@ The terminal's ``gpunode timeline`` prints the same draft (``bot.cli.ops``)."""
 
 from __future__ import annotations
 
-from bot.core.model.incidents import Incident
+from bot.core.model.incidents import Incident, said
 from bot.services.chatops import BotServices
 from bot.services.clusters import incident_at
 from bot.services.recording import append_entry
@@ -32,5 +32,5 @@ async def upload_timeline(s: BotServices, incident: Incident, *, user: str) -> N
         user,
         "postmortem draft exported",
         at=s.clock(),
-        data={"files": names},
+        data={"files": names} | said("postmortem_exported"),
     )

@@ -14,6 +14,7 @@ from typing import Any
 
 from bot.core.governance.policy import ActionRequestInfo, Deny, decide
 from bot.core.model.actions import Step
+from bot.core.model.incidents import said
 from bot.core.remedies.staleness import undo_conflict
 from bot.core.reporting.outcomes import Refused, refused
 from bot.core.reporting.records import ActionRecord
@@ -101,8 +102,9 @@ async def undo(
         outcome="undone" if result.ok else "undo_failed",
     )
     text = f"tier {record.tier} undone" if result.ok else "undo failed (see the action message)"
+    words = said("undone", tier=record.tier) if result.ok else said("undo_failed", tier=record.tier)
     await d.journal.timeline(
-        record.incident_id, "action_result", user, text, {"action_id": action_id}
+        record.incident_id, "action_result", user, text, {"action_id": action_id} | words
     )
     shown = "undone" if result.ok else "undo_failed"
     await d.messages.update_message(record, shown, by=user, result=result, incident=incident)

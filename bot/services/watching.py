@@ -17,6 +17,7 @@ import logging
 
 from bot.core.model import actors
 from bot.core.model.actions import ActionPlan
+from bot.core.model.incidents import said
 from bot.core.model.refs import ObjectRef
 from bot.core.remedies.watching import TEMPLATE_VERBS, RolloutProgress, Verdict, judge
 from bot.core.reporting.outcomes import EvictionsWatched, RolloutWatched
@@ -98,4 +99,9 @@ async def watch(
     summary = "; ".join(f"{p.key} {v}" for p, v in progress.values())
     if evicted:
         summary = "; ".join(filter(None, [summary, f"evictions complete: {not left}"]))
-    await d.journal.timeline(incident.id, "action_result", actors.GPUNODE, f"watched: {summary}")
+    words = said(
+        "watched",
+        rollouts=[[p.key, v] for p, v in progress.values()],
+        evictions_done=(not left) if evicted else None,
+    )
+    await d.journal.timeline(incident.id, "action_result", actors.GPUNODE, f"watched: {summary}", words)

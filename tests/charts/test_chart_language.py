@@ -22,8 +22,8 @@ from tests.services.fakes import load_scenario
 
 
 def _spec() -> ChartSpec:
-    """The seed's chart, with a kernel OOM kill marked as the core labels one
-    (``markers_from``: scope, "OOM kill", the process as the kernel named it)."""
+    """The seed's chart, with a kernel OOM kill marked as the core marks one
+    (``markers_from``: its scope and the process as the kernel named it)."""
     bundle, view = load_scenario("seed")
     d = analyze(bundle, view, now=bundle.collected_at)
     spec = chart_spec(d, bundle)
@@ -32,6 +32,7 @@ def _spec() -> ChartSpec:
         kind="oom_kill",
         subject="ml/preprocess",
         label="cgroup OOM kill python",
+        params={"scope": "cgroup", "process": "python"},
         colour="#d62728",
         linestyle="-",
     )

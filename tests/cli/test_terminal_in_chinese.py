@@ -1,6 +1,7 @@
 """li.wei's terminal in Chinese (``--lang zh-CN``): the open incidents, the nodes by memory
-pressure, help, and the commands she mistypes (a bad incident id, a bad node name) are all
-written without an English sentence; the exit codes stay those of the English terminal."""
+pressure, help, the audit log and its check, and the commands she mistypes (a bad incident
+id, a bad node name) are all written without an English sentence; the exit codes stay those
+of the English terminal."""
 
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]
         (["timeline", "x"], 2),
         (["status", "Bad_Node"], 2),
         (["resolve", "nope"], 2),
+        (["audit"], 0),
+        (["audit", "--verify"], 0),
     ],
 )
 async def test_li_weis_terminal_answers_and_refuses_in_chinese(

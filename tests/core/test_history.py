@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from bot.core.diagnosis.findings import Diagnosis, Verdict
-from bot.core.diagnosis.history import GIB, History, Series, markers_from
+from bot.core.diagnosis.history import GIB, History, Marker, Series, markers_from
 from bot.core.diagnosis.rules.growth import apply_history
 from bot.core.model.cluster import ClusterView, EventInfo, NodeInfo
 from bot.core.model.kernel_records import KernelLog, OomKill, XidEvent
@@ -103,6 +103,37 @@ def test_markers_come_from_the_kernel_log_and_the_evictions_in_time_order() -> N
         ("xid", "GPU 3", "XID 79"),
         ("oom_kill", "node", "global OOM kill python"),
         ("eviction", "ml/p", "evicted"),
+    ]
+    assert [m.params for m in marks] == [
+        {"code": 79},
+        {"scope": "global", "process": "python"},
+        {"reason": "Evicted"},
+    ]
+
+
+def test_a_marker_stored_with_only_its_label_gets_the_params_a_presenter_words() -> None:
+    """A snapshot written before markers carried params still says what happened: the params
+    come from the label the core wrote then; a label it never wrote keeps none."""
+    at = END.isoformat()
+    stored = [
+        {"at": at, "kind": "oom_kill", "subject": "ml/p", "label": "cgroup OOM kill py thon"},
+        {
+            "at": at,
+            "kind": "oom_kill",
+            "subject": "node",
+            "label": "OOM kill (node_vmstat_oom_kill)",
+        },
+        {"at": at, "kind": "xid", "subject": "GPU 3", "label": "XID 79"},
+        {"at": at, "kind": "restart", "subject": "ml/p/c", "label": "restart (OOMKilled)"},
+        {"at": at, "kind": "action", "subject": "n1", "label": "tier 1 succeeded"},
+    ]
+    params = [Marker.model_validate({**m, "source": "kmsg"}).params for m in stored]
+    assert params == [
+        {"scope": "cgroup", "process": "py thon"},
+        {"counter": "node_vmstat_oom_kill"},
+        {"code": 79},
+        {"reason": "OOMKilled"},
+        {},
     ]
 
 

@@ -73,7 +73,8 @@ async def test_prevent_command_goes_into_the_open_incident_thread_and_its_timeli
     assert "as read from the cluster" in text_of(kit_message(thread(demo, root_ts)))
     assert set(kit_files(demo, thread_ts=root_ts)) == {*KIT_FILES, README}
     [note] = [e for e in await demo.runtime.store.timeline("INC-0001") if "kit" in e.text]
-    assert note.actor == "U0ALICE" and note.data == {"files": KIT_NAMES}
+    assert note.actor == "U0ALICE" and note.data["files"] == KIT_NAMES
+    assert note.said == {"code": "prevention_shared", "params": {}}
 
 
 async def test_prevent_command_for_an_unknown_node_tells_the_user_and_shares_nothing(

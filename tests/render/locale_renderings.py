@@ -1,7 +1,9 @@
 """Every kind of message gpunode writes about one diagnosis, rendered in one locale, with the
 same parameters whatever the locale: the three thread messages, the reports, every sentence
 (strict: no fallback), the action flow (modal, dry run, approval, outcomes, diff), the
-timeline export, the postmortem (Markdown and HTML) and the prevention kit. Each Slack
+timeline export, the postmortem (Markdown and HTML, with its first symptom and a story of
+every timeline code), the chart's marker labels, each timeline entry's clause, and the
+prevention kit. Each Slack
 message is checked against the Slack stand-in's Block Kit validator as it is rendered.
 """
 
@@ -11,25 +13,32 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.core.diagnosis.findings import Diagnosis
+from bot.core.diagnosis.history import Marker
 from bot.core.governance.approvals import new_request
 from bot.core.model.actions import ActionPlan, Step
 from bot.core.model.changes import Change, EvictionOutcome
 from bot.core.model.cluster import ClusterView
 from bot.core.model.evidence import EvidenceBundle
+from bot.core.model.incidents import TimelineEntry, said
 from bot.core.remedies.prevention import prevention_params
 from bot.core.remedies.watching import PodProgress, RolloutProgress
+from bot.core.reporting.charts import action_markers
 from bot.core.reporting.diffing import diff_diagnoses
 from bot.core.reporting.outcomes import Refused
 from bot.core.reporting.postmortem import ActionSummary, Postmortem, Snapshot, TimelineRow
+from bot.core.reporting.postmortem_story import detection_of, story, went_well_and_badly
 from bot.errors import ForbiddenError
 from bot.render import acting, watching
 from bot.render.blocks import details_view, diagnosis_messages
+from bot.render.catalogs import translator
 from bot.render.markdown import render_report_markdown
+from bot.render.markers import marker_label
 from bot.render.messages import render_root, verdict_headline
 from bot.render.postmortem import render_postmortem_html, render_postmortem_markdown
 from bot.render.prevention import kit_message, render_kit_markdown, render_prevention_files
 from bot.render.sentences import Fmt, sentence
 from bot.render.text import render_report_text
+from bot.render.timeline import entry_text
 from bot.services.executing import StepsResult
 from bot.slack.blockkit import validate_blocks
 from gpunode_sandbox.slacksim.validation import blocks_errors, view_errors
@@ -267,6 +276,9 @@ def documents(
     out["report.txt"] = render_report_text(d, bundle, incident="INC-0001", locale=locale)
     snap = Snapshot(at=T0, diagnosis=d, bundle=bundle)
     plan = d.plans[0] if d.plans else None
+    detected = detection_of(
+        MARKERS, opened_at=T0 + timedelta(minutes=30), opened_by="alice", raw_opener="U1"
+    )
     pm = Postmortem(
         incident_id="INC-0001",
         node=d.node,
@@ -296,6 +308,12 @@ def documents(
         participants=["alice"],
         prevention=prevention_params(view) if view is not None else None,
         timeline=[TimelineRow(at=T0, kind="note", actor="alice", text="x")],
+        detection=detected,
+        # the first symptom, late: "went badly" quotes it too
+        went_badly=went_well_and_badly(
+            detection=detected, actions=[], end_cause=None, healthy_causes=frozenset()
+        )[1],
+        story=story(MARKERS, timeline_entries(), names={"U1": "alice"}, outcomes={}),
     )
     out["postmortem.md"] = render_postmortem_markdown(pm, charts={"start": "s.png"}, locale=locale)
     out["postmortem.html"] = render_postmortem_html(pm, charts={"start": b"png"}, locale=locale)
@@ -305,6 +323,167 @@ def documents(
         out["prevention"] = files
         out["prevention_kit.md"] = render_kit_markdown(files, locale=locale)
         checked("kit.message", kit_message(params, None, locale=locale), out)
+
+
+#: one marker of each kind and source the core writes (``markers_from``, ``bot.prom.history``)
+MARKERS = [
+    Marker(
+        at=T0 - timedelta(minutes=20),
+        kind="oom_kill",
+        subject="ml/train-0",
+        label="cgroup OOM kill python",
+        source="kmsg:/dev/kmsg",
+        params={"scope": "cgroup", "process": "python"},
+    ),
+    Marker(
+        at=T0 - timedelta(minutes=19),
+        kind="oom_kill",
+        subject="node",
+        label="global OOM kill python",
+        source="kmsg:/dev/kmsg",
+        params={"scope": "global", "process": "python"},
+    ),
+    Marker(
+        at=T0 - timedelta(minutes=18),
+        kind="oom_kill",
+        subject="node",
+        label="OOM kill (node_vmstat_oom_kill)",
+        source="prometheus:node_vmstat_oom_kill",
+        params={"counter": "node_vmstat_oom_kill"},
+    ),
+    Marker(
+        at=T0 - timedelta(minutes=17),
+        kind="eviction",
+        subject="ml/a",
+        label="evicted",
+        source="k8s:events",
+        params={"reason": "Evicted"},
+    ),
+    Marker(
+        at=T0 - timedelta(minutes=16),
+        kind="restart",
+        subject="ml/b/main",
+        label="restart (OOMKilled)",
+        source="prometheus:kube_pod_container_status_restarts_total",
+        params={"reason": "OOMKilled"},
+    ),
+    Marker(
+        at=T0 - timedelta(minutes=15),
+        kind="restart",
+        subject="ml/b/main",
+        label="restart",
+        source="prometheus:kube_pod_container_status_restarts_total",
+    ),
+    Marker(
+        at=T0 - timedelta(minutes=14),
+        kind="xid",
+        subject="GPU 3",
+        label="XID 79",
+        source="kmsg:/dev/kmsg",
+        params={"code": 79},
+    ),
+]
+
+
+def timeline_entries() -> list[TimelineEntry]:
+    """One timeline entry per code the services write (``TimelineEntry.said``), its English
+    ``text`` as they store it."""
+    unanswered = {
+        "step": {"verb": "cordon", "name": "gpu-node-01"},
+        "waited_s": 10,
+        "landed": True,
+        "fields": ["unschedulable"],
+    }
+    said_by_code: list[tuple[str, str, dict[str, Any]]] = [
+        (
+            "action_result",
+            "refused as stale: the evidence is 12 min old",
+            said("refused_stale", reason="evidence_old", age_min=12, limit_min=10),
+        ),
+        (
+            "action_result",
+            "refused as stale: pod gone",
+            said("refused_stale", reason="pod_gone", pod="ml/a", node="gpu-node-01"),
+        ),
+        (
+            "action_result",
+            "tier 1 succeeded",
+            said(
+                "action_result",
+                tier=1,
+                state="succeeded",
+                outcome="applied",
+                overstated=False,
+                evicted=0,
+                to_evict=0,
+                partial=False,
+                unanswered=[unanswered],
+            ),
+        ),
+        (
+            "action_result",
+            "tier 1 not applied",
+            said(
+                "action_result",
+                tier=1,
+                state="succeeded",
+                outcome="not_applied",
+                overstated=True,
+                evicted=0,
+                to_evict=2,
+                partial=True,
+                unanswered=[{**unanswered, "landed": None}],
+            ),
+        ),
+        ("action_result", "tier 3 undone", said("undone", tier=3)),
+        ("action_result", "undo failed", said("undo_failed", tier=3)),
+        ("action_result", "tier 2 cancelled", said("cancelled", tier=2)),
+        ("action_result", "tier 2 interrupted", said("interrupted", tier=2, found="2/3")),
+        ("action_result", "could not carry out", said("crashed", code="kube_timeout", message="")),
+        (
+            "action_result",
+            "watched: x",
+            said(
+                "watched",
+                rollouts=[["ml/train", "applied"], ["ml/x", "stalled"]],
+                evictions_done=False,
+            ),
+        ),
+        ("approval", "approved", said("approved")),
+        ("approval", "approved (more needed)", said("approved_more_needed")),
+        ("approval", "denied", said("denied")),
+        ("approval", "approval expired", said("expired")),
+        ("note", "postmortem draft exported", said("postmortem_exported")),
+        ("note", "prevention kit shared", said("prevention_shared")),
+        ("resolved", "resolved", said("resolved")),
+    ]
+    return [
+        TimelineEntry(
+            incident_id="INC-0001",
+            at=T0 + timedelta(minutes=i),
+            kind=kind,  # type: ignore[arg-type]
+            actor="U1",
+            text=text,
+            data=data,
+        )
+        for i, (kind, text, data) in enumerate(said_by_code)
+    ]
+
+
+def marker_and_timeline_words(locale: str, out: dict[str, object]) -> None:
+    """The chart's marker labels (every marker kind, and an action marker per timeline code)
+    and each timeline entry's clause, as the chart and the CLI show them."""
+    t = translator(locale)
+    actions = action_markers(
+        [e.model_copy(update={"data": e.data | {"action_id": "A1"}}) for e in timeline_entries()],
+        node="gpu-node-01",
+    )
+    out["chart.markers"] = [
+        marker_label(m.kind, m.params, m.label, t) for m in [*MARKERS, *actions]
+    ]
+    out["timeline.entries"] = [
+        entry_text(e.said, e.text, locale=locale) for e in timeline_entries()
+    ]
 
 
 def every_message(
@@ -342,6 +521,7 @@ def every_message(
     if strict:
         out["sentences"] = strict_sentences(d, locale)
     action_flow(d, locale, out)
+    marker_and_timeline_words(locale, out)
     watching_messages(locale, out)
     documents(d, bundle, view, locale, out)
     return out

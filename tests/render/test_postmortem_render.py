@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from bot.core.reporting.postmortem import ActionSummary, Postmortem, TimelineRow
+from bot.core.reporting.postmortem import ActionSummary, Eviction, Postmortem, TimelineRow
 from bot.core.reporting.postmortem_story import StoryRow
 from bot.render.postmortem import render_postmortem_html, render_postmortem_markdown
 from bot.render.sentences import sentence
@@ -88,12 +88,16 @@ def test_a_verdict_kept_as_data_is_worded_in_the_readers_language() -> None:
 
 
 def test_a_kernel_oom_kill_in_the_story_is_worded_in_the_readers_language() -> None:
-    """The story quotes the chart marker's label; a Chinese postmortem words it, keeping the
-    process as the kernel named it."""
+    """The story words the chart marker from its kind and params; a Chinese postmortem keeps
+    the process as the kernel named it."""
     kill = StoryRow(
         at=T0,
         code="symptom_oom_kill",
-        values={"pod": "ml/train-0", "what": "cgroup OOM kill python"},
+        values={
+            "pod": "ml/train-0",
+            "what": "cgroup OOM kill python",
+            "params": {"scope": "cgroup", "process": "python"},
+        },
     )
     pm = _pm().model_copy(update={"story": [kill]})
 
@@ -102,3 +106,18 @@ def test_a_kernel_oom_kill_in_the_story_is_worded_in_the_readers_language() -> N
 
     assert "cgroup OOM kill：python" in zh and "OOM kill python" not in zh
     assert "cgroup OOM kill python" in en
+
+
+def test_an_actions_evictions_are_worded_in_the_readers_language() -> None:
+    """Each eviction's status (evicted, failed, ...) is a code the postmortem words."""
+    [action] = _pm().actions
+    evictions = [Eviction(pod="ml/a", status="evicted"), Eviction(pod="ml/b", status="failed")]
+    pm = _pm().model_copy(update={"actions": [action.model_copy(update={"evictions": evictions})]})
+
+    zh = render_postmortem_markdown(pm, charts={}, locale="zh-CN")
+    html = render_postmortem_html(pm, charts={}, locale="zh-CN")
+    en = render_postmortem_markdown(pm, charts={}, locale="en")
+
+    assert "ml/a：已驱逐" in zh.replace("\\", "") and "ml/b：失败" in zh.replace("\\", "")
+    assert "ml/a：已驱逐" in html
+    assert "Eviction of ml/a: evicted" in en.replace("\\", "")

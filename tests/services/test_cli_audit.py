@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from bot.cli.audit import main
+from bot.core.reporting.records import ActionRecord
 from bot.errors import StoreError, UsageError
 from bot.store import AuditRecord, Store, audit_guard
+from tests.render.test_catalogs import english_words
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -109,6 +111,13 @@ def test_verify_reports_an_intact_chain_and_exits_0(db: str) -> None:
     )
 
 
+def test_verify_reports_in_the_readers_language(db: str) -> None:
+    zh = run(verify=True, lang="zh-CN").strip()
+    xa = run(verify=True, lang="en-XA").strip()
+    assert zh == "审计链完整：已校验 3 行；未校验签名（未设置 store.audit_key）"
+    assert "⟦" in xa and english_words(xa) == []
+
+
 def test_verify_names_the_first_edited_row_and_exits_1(db: str) -> None:
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("DROP TRIGGER audit_no_update")
@@ -177,3 +186,73 @@ def test_text_output_escapes_control_characters_and_newlines_in_every_field(
         "approved\\\\n",
     ):
         assert escaped in row
+
+
+def _seed_stale_refusal(path: str) -> None:
+    """A tier-1 plan refused as stale, as the action service records it: the audit row keeps
+    the English detail, the action keeps the reason's code and values."""
+
+    async def go() -> None:
+        async with await Store.open(path) as store:
+            at = NOW - timedelta(minutes=5)
+            await store.open_or_join_incident("gpu-node-01", "C0INC", opened_by="U0SRE00001", at=at)
+            await store.create_action(
+                ActionRecord(
+                    action_id="A-stale",
+                    incident_id="INC-0001",
+                    tier=1,
+                    requester="U0SRE00001",
+                    created_at=at,
+                    updated_at=at,
+                )
+            )
+            assert await store.claim_action("A-stale", "r1", at=at)
+            reason = "the evidence is 12 min old (limit 10 min)"
+            assert await store.set_action_state(
+                "A-stale",
+                "refused",
+                at=at,
+                result={
+                    "reason": reason,
+                    "code": "evidence_old",
+                    "params": {"age_min": 12, "limit_min": 10},
+                },
+            )
+            await store.append_audit(
+                AuditRecord(
+                    at=at,
+                    actor="U0SRE00001",
+                    action="tier1.cordon_evict",
+                    tier=1,
+                    incident_id="INC-0001",
+                    action_id="A-stale",
+                    decision="refused",
+                    outcome="stale",
+                    detail=reason,
+                )
+            )
+
+    asyncio.run(go())
+
+
+def test_a_plan_refused_as_stale_is_explained_in_the_readers_language(db: str) -> None:
+    """The stale reason is worded from the code and values the action stored; the heads and
+    the time are the reader's too, and no English sentence is left in the Chinese table."""
+    _seed_stale_refusal(db)
+
+    en = run(since="10m").splitlines()
+    zh = run(since="10m", lang="zh-CN").splitlines()
+    xa = run(since="10m", lang="en-XA").splitlines()
+
+    assert en[0].split()[:2] == ["AT", "ACTOR"]
+    assert "2026-03-01 11:55:00" in en[1]
+    assert en[1].endswith("re-diagnose to act on current numbers")
+    assert zh[0].split()[:2] == ["时间", "执行者"]
+    assert "2026年3月1日" in zh[1] and "证据已有 12 分钟" in zh[1]
+    assert english_words("\n".join(zh)) == []
+    assert "⟦" in xa[1] and english_words("\n".join(xa)) == []
+
+
+def test_an_empty_period_says_so_in_the_readers_language(db: str) -> None:
+    said = run(since="30m", lang="zh-CN").strip()
+    assert said == "这段时间内没有审计记录" and english_words(said) == []

@@ -19,9 +19,9 @@ Built by ``bot.prom.history`` (Prometheus) and ``markers_from``/``apply_history`
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from bot.core.diagnosis.changepoint import find_change
 from bot.core.model.cluster import ClusterView
@@ -68,8 +68,45 @@ class Marker(_Model):
     at: datetime
     kind: MarkerKind
     subject: str = Field(description="pod, GPU or node the moment is about")
-    label: str = Field(description="short text: 'OOM kill python', 'XID 79'")
+    label: str = Field(
+        description="the moment in English for logs and tools: 'cgroup OOM kill python', "
+        "'XID 79'; presenters word ``kind`` and ``params`` instead (``bot.render.markers``)"
+    )
     source: str
+    params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="what the presenter words, by kind: oom_kill {scope: global|cgroup, "
+        "process} from the kernel log or {counter} from Prometheus; xid {code}; eviction "
+        "{reason}; restart {reason: OOMKilled} or {}; action {code, params} (the timeline "
+        "entry's, ``TimelineEntry.said``) or {} for an entry that names none",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_params(cls, data: Any) -> Any:
+        """A marker stored before markers carried params (a snapshot written by an older
+        version): its params from the label the core wrote then, so it is still worded; a
+        label the core never wrote keeps no params (a presenter shows it as stored)."""
+        if not isinstance(data, dict) or "params" in data:
+            return data
+        return {**data, "params": legacy_params(str(data.get("kind")), str(data.get("label")))}
+
+
+def legacy_params(kind: str, label: str) -> dict[str, Any]:
+    """The params of a marker stored with only its label (see ``Marker.params``)."""
+    if kind == "oom_kill":
+        scope, _, process = label.partition(" OOM kill ")
+        if scope in ("global", "cgroup") and process:
+            return {"scope": scope, "process": process}
+        if label == "OOM kill (node_vmstat_oom_kill)":
+            return {"counter": "node_vmstat_oom_kill"}
+    if kind == "xid" and label.startswith("XID ") and label[4:].isdigit():
+        return {"code": int(label[4:])}
+    if kind == "eviction" and label == "evicted":
+        return {"reason": "Evicted"}
+    if kind == "restart" and label in ("restart", "restart (OOMKilled)"):
+        return {"reason": "OOMKilled"} if label.endswith("(OOMKilled)") else {}
+    return {}
 
 
 class Growth(_Model):
@@ -123,6 +160,7 @@ def markers_from(bundle: EvidenceBundle | None, view: ClusterView | None) -> lis
                 subject=who,
                 label=f"{scope} OOM kill {kill.comm}",
                 source="kmsg:/dev/kmsg",
+                params={"scope": scope, "process": kill.comm},
             )
         )
     for x in log.xids if log is not None else []:
@@ -136,6 +174,7 @@ def markers_from(bundle: EvidenceBundle | None, view: ClusterView | None) -> lis
                 subject=gpu,
                 label=f"XID {x.code}",
                 source="kmsg:/dev/kmsg",
+                params={"code": x.code},
             )
         )
     for e in view.events if view is not None else []:
@@ -147,6 +186,7 @@ def markers_from(bundle: EvidenceBundle | None, view: ClusterView | None) -> lis
                     subject=f"{e.namespace}/{e.involved_name}",
                     label="evicted",
                     source="k8s:events",
+                    params={"reason": e.reason},
                 )
             )
     return sorted(out, key=lambda m: (m.at, m.kind, m.subject))

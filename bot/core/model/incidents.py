@@ -80,6 +80,24 @@ class TimelineEntry(BaseModel):
     seq: int | None = None
     cluster: str = Field("", description="the incident's cluster (the store fills it in)")
 
+    @property
+    def said(self) -> dict[str, Any] | None:
+        """What the entry says, as data for a presenter to word: ``{"code", "params"}``
+        (``data["said"]``, written by ``said``); None for an entry that carries none (a
+        person's words, or a row written by an older version: its ``text`` is shown as
+        stored)."""
+        value = self.data.get("said")
+        if isinstance(value, dict) and isinstance(value.get("code"), str):
+            return {"code": value["code"], "params": dict(value.get("params") or {})}
+        return None
+
+
+def said(code: str, /, **params: Any) -> dict[str, Any]:
+    """An entry's ``data`` naming what it says (``TimelineEntry.said``): ``code`` picks the
+    sentence (``templates/sentences/timeline.j2``), ``params`` (JSON values) fill it. The
+    entry's ``text`` stays English for logs and for tools that read the store."""
+    return {"said": {"code": code, "params": params}}
+
 
 def format_incident_id(number: int) -> str:
     """``7`` -> ``"INC-0007"``; at least four digits, more when the number needs them."""
@@ -190,7 +208,8 @@ def resolve_incident(
         kind="resolved",
         actor=actor,
         text=note or "resolved",
-        data={"from": incident.state},
+        # no note: the entry says only that it was resolved (a presenter words that)
+        data={"from": incident.state} | ({} if note else said("resolved")),
     )
     return updated, entry
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -134,7 +134,10 @@ class ChartMarker(_Model):
     at_s: float
     kind: MarkerKind
     subject: str
-    label: str
+    label: str = Field(description="the marker in English (``Marker.label``)")
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="what the presenter words (``Marker.params``)"
+    )
     colour: str
     linestyle: str
 
@@ -161,7 +164,14 @@ def action_markers(entries: Iterable[TimelineEntry], *, node: str) -> list[Marke
     """One marker per action that ran (or was undone): ``action_result`` entries that carry
     an ``action_id``; refusals and cancellations changed nothing and are not marked."""
     return [
-        Marker(at=e.at, kind="action", subject=node, label=e.text, source="gpunode:timeline")
+        Marker(
+            at=e.at,
+            kind="action",
+            subject=node,
+            label=e.text,
+            source="gpunode:timeline",
+            params=e.said or {},
+        )
         for e in entries
         if e.kind == "action_result" and e.data.get("action_id")
     ]
@@ -242,6 +252,7 @@ def _marker(m: Marker) -> ChartMarker:
         kind=m.kind,
         subject=m.subject,
         label=m.label,
+        params=dict(m.params),
         colour=colour,
         linestyle=style,
     )

@@ -48,8 +48,13 @@ class Impact(_Model):
 
 class Detection(_Model):
     first_symptom_at: datetime | None = None
-    first_symptom: str = Field("", description="'OOM kill python (ns/pod)'")
+    first_symptom: str = Field("", description="in English: 'OOM kill python (ns/pod)'")
     first_symptom_kind: str = ""
+    first_symptom_label: str = Field("", description="its marker's ``label`` (English)")
+    first_symptom_params: dict[str, Any] = Field(
+        default_factory=dict, description="its marker's ``params`` (what a presenter words)"
+    )
+    first_symptom_subject: str = Field("", description="the pod or node it is about")
     opened_at: datetime
     opened_by: str = Field(description="display name, or 'alertmanager'")
     by_alert: bool = False
@@ -129,6 +134,9 @@ def detection_of(
         first_symptom_at=first.at if first else None,
         first_symptom=f"{first.label} ({first.subject})" if first else "",
         first_symptom_kind=first.kind if first else "",
+        first_symptom_label=first.label if first else "",
+        first_symptom_params=dict(first.params) if first else {},
+        first_symptom_subject=first.subject if first else "",
         opened_at=opened_at,
         opened_by=opened_by,
         by_alert=raw_opener == actors.ALERTMANAGER,
@@ -150,7 +158,17 @@ def went_well_and_badly(
     gap = detection.gap_s
     if gap is not None and gap > LATE_DETECTION.total_seconds():
         badly.append(
-            Point(code="late_detection", params={"gap_s": gap, "what": detection.first_symptom})
+            Point(
+                code="late_detection",
+                params={
+                    "gap_s": gap,
+                    "what": detection.first_symptom,
+                    "kind": detection.first_symptom_kind,
+                    "label": detection.first_symptom_label,
+                    "marker": detection.first_symptom_params,
+                    "subject": detection.first_symptom_subject,
+                },
+            )
         )
     elif gap is not None:
         well.append(Point(code="early_detection", params={"gap_s": gap}))
@@ -260,11 +278,15 @@ def story(
         if first is not None and m.at < first:
             continue
         rows.append(
-            StoryRow(at=m.at, code=f"symptom_{m.kind}", values={"pod": m.subject, "what": m.label})
+            StoryRow(
+                at=m.at,
+                code=f"symptom_{m.kind}",
+                values={"pod": m.subject, "what": m.label, "params": dict(m.params)},
+            )
         )
     for e in entries:
         who = names.get(e.actor) or e.actor
-        values: dict[str, Any] = {"text": e.text}
+        values: dict[str, Any] = {"text": e.text, "said": e.said}
         code: str = e.kind
         ran = outcomes.get(str(e.data.get("action_id", "")))
         if e.kind == "action_result" and ran is not None and not e.text.startswith("watched"):
