@@ -406,7 +406,9 @@ async def _refuse_stale(
     )
     await d.journal.audit(actor=by, **fields, decision="refused", outcome="stale", detail=reason)
     words = said("refused_stale", **dict(why.params), reason=why.reason)
-    await d.journal.timeline(record.incident_id, "action_result", by, f"refused as stale: {reason}", words)
+    await d.journal.timeline(
+        record.incident_id, "action_result", by, f"refused as stale: {reason}", words
+    )
     told = refused("plan_stale", reason=why.reason, **why.params)
     await d.messages.update_message(
         record, "stale", by=by, detail=reason, why=told, incident=incident

@@ -104,4 +104,6 @@ async def watch(
         rollouts=[[p.key, v] for p, v in progress.values()],
         evictions_done=(not left) if evicted else None,
     )
-    await d.journal.timeline(incident.id, "action_result", actors.GPUNODE, f"watched: {summary}", words)
+    await d.journal.timeline(
+        incident.id, "action_result", actors.GPUNODE, f"watched: {summary}", words
+    )
