@@ -174,7 +174,9 @@ class Gateway:
         except Exception as exc:
             if self.acting is not None and (refusal := refused_as(exc, self.acting.user)):
                 raise refusal from exc
-            raise translate(exc, what=what, write=kwargs.get("dry_run") is False) from exc
+            raise translate(
+                exc, what=what, write=kwargs.get("dry_run") is False, cluster=self.cluster_name
+            ) from exc
 
     # -- reads --------------------------------------------------------------------------
     async def read_node(self, node: str) -> Obj:

@@ -4,11 +4,15 @@ parameters, the catalog words it, and English readers see exactly the error's ow
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from kubernetes.client.exceptions import ApiException
+import urllib3
+import yaml
+from kubernetes.client.exceptions import ApiException, ApiValueError
+from kubernetes.config.config_exception import ConfigException
 
 from bot.config.settings import KubeSettings
 from bot.core.governance.commands import parse
@@ -25,6 +29,7 @@ from bot.errors import (
     UsageError,
 )
 from bot.kube import resident
+from bot.kube.errors import refused_as, translate
 from bot.kube.gateway import Gateway
 from bot.kube.jobs import PodOutcome, failure, parse_evidence
 from bot.render.errors import error_keys, error_text
@@ -185,6 +190,80 @@ def _usage_errors() -> list[GpunodeError]:
     return out
 
 
+def _api(status: int, message: str) -> ApiException:
+    exc = ApiException(status=status, reason="Reason")
+    exc.body = json.dumps({"kind": "Status", "message": message})
+    return exc
+
+
+#: the API server's 403 messages as RBAC writes them: a person's missing right (namespaced,
+#: cluster-wide), gpunode's missing impersonation, and one that does not say who
+_DENIED = (
+    'pods "p" is forbidden: User "alice" cannot create resource "pods/eviction" in API group '
+    '"" in the namespace "data-prep"',
+    'nodes "n" is forbidden: User "alice" cannot patch resource "nodes" in API group "" at '
+    "the cluster scope",
+    'users "alice" is forbidden: User "system:serviceaccount:gpunode:gpunode" cannot '
+    'impersonate resource "users" in API group "" at the cluster scope',
+    "admission webhook denied the request",
+)
+
+
+def _kube_errors() -> list[GpunodeError]:
+    """What the API server said (every HTTP status class), or that it said nothing (refused,
+    timed out, broke off, DNS), a broken configuration, and its refusals of a person."""
+    statuses = [
+        translate(_api(status, message), what=f"read node {NODE}", cluster=cluster)
+        for status, message in (
+            (404, f'nodes "{NODE}" not found'),
+            (404, 'pods "p" not found'),
+            (404, 'namespaces "ml" not found'),
+            (401, "Unauthorized"),
+            (403, 'User "system:anonymous" cannot get resource "nodes"'),
+            (403, 'User "bot" cannot get resource "nodes"'),
+            (409, "the object has been modified"),
+            (422, "spec.containers: Required value"),
+            (429, "storage is (re)initializing"),
+            (500, "etcdserver: request timed out"),
+            (0, "connection reset"),
+            (418, "I'm a teapot"),
+        )
+        for cluster in ("prod-eu", "")
+    ]
+    pool = urllib3.HTTPConnectionPool("api.example", 6443)
+    transport = [
+        urllib3.exceptions.MaxRetryError(
+            pool, "/api", urllib3.exceptions.NewConnectionError(pool, "refused")
+        ),
+        urllib3.exceptions.MaxRetryError(
+            pool, "/api", urllib3.exceptions.NameResolutionError("api.example", pool, OSError())
+        ),
+        urllib3.exceptions.MaxRetryError(pool, "/api", urllib3.exceptions.SSLError("bad")),
+        urllib3.exceptions.ReadTimeoutError(pool, "/api", "timed out"),
+        urllib3.exceptions.ProtocolError("connection reset"),
+        ConnectionError("odd"),
+    ]
+    unanswered = [
+        translate(exc, what="cordon gpu-node-07", write=write)
+        for exc in transport
+        for write in (False, True)
+    ]
+    try:
+        yaml.safe_load("clusters: [")
+    except yaml.YAMLError as exc:
+        unanswered.append(translate(exc, what="load Kubernetes configuration"))
+    refusals = [refused_as(_api(403, said), "alice") for said in _DENIED]
+    return [
+        *statuses,
+        *unanswered,
+        translate(ConfigException("no kubeconfig"), what="load Kubernetes configuration"),
+        translate(ApiValueError("missing name"), what="read pod a/b"),
+        translate(OSError("disk full"), what="read pod a/b"),
+        translate(ValueError("not JSON"), what="read pod a/b"),
+        *(r for r in refusals if r is not None),
+    ]
+
+
 def _errors(tmp: Path) -> list[GpunodeError]:
     """One of every keyed error, made by the code that raises it."""
     job = {"metadata": {"namespace": "gpunode"}}
@@ -193,6 +272,7 @@ def _errors(tmp: Path) -> list[GpunodeError]:
         *_node_errors(),
         *_not_admitted(),
         *_usage_errors(),
+        *_kube_errors(),
         UnknownClusterError("prod-asia", ("prod-eu", "prod-us")),
         ClusterUnreachableError("prod-us", "connection refused"),
         failure(
@@ -245,12 +325,34 @@ def test_an_english_reader_sees_exactly_the_errors_own_text(errors: list[Gpunode
 
 
 def test_a_chinese_reader_sees_no_english_sentence_in_an_error(errors: list[GpunodeError]) -> None:
-    """Quoted words (the kubelet's message, an OS error such as "No such file or directory")
-    are left as they were said, so they are left out of the check."""
+    """Quoted words (the kubelet's message, an OS error such as "No such file or directory",
+    the API server's own message and the request it answered) are left as they were said, so
+    they are left out of the check."""
 
     def words(err: GpunodeError) -> str:
         text = error_text(err.key, err.params, err.message, "zh-CN")
-        for quoted in ("message", "error"):
+        for quoted in ("message", "error", "said", "doing"):
+            if err.params.get(quoted):
+                text = text.replace(str(err.params[quoted]), " ")
+        return text
+
+    leaks = {err.key: found for err in errors if (found := english_words(words(err)))}
+    assert leaks == {}
+
+
+#: params quoted as they were said, in every locale: the left-out parts of a leak check
+QUOTED = ("message", "error", "said", "doing")
+
+
+def test_a_pseudo_locale_reader_sees_every_errors_words_from_the_catalog(
+    errors: list[GpunodeError],
+) -> None:
+    """en-XA accents every catalog word: plain English left in an error's wording is a
+    sentence that does not go through the catalog."""
+
+    def words(err: GpunodeError) -> str:
+        text = error_text(err.key, err.params, err.message, "en-XA")
+        for quoted in QUOTED:
             if err.params.get(quoted):
                 text = text.replace(str(err.params[quoted]), " ")
         return text
