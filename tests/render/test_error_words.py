@@ -34,6 +34,7 @@ from bot.kube.gateway import Gateway
 from bot.kube.jobs import PodOutcome, failure, parse_evidence
 from bot.render.errors import error_keys, error_text
 from bot.render.notices import told_mrkdwn
+from tests.render.terminal_errors import NOT_DRIVEN, terminal_errors
 from tests.render.test_catalogs import english_words
 from tests.render.test_usage_words import MALFORMED
 
@@ -273,8 +274,14 @@ def _errors(tmp: Path) -> list[GpunodeError]:
         *_not_admitted(),
         *_usage_errors(),
         *_kube_errors(),
+        *terminal_errors(tmp),
         UnknownClusterError("prod-asia", ("prod-eu", "prod-us")),
         ClusterUnreachableError("prod-us", "connection refused"),
+        ClusterUnreachableError("prod-us", waited_s=2.5),
+        ClusterUnreachableError("prod-us"),
+        ClusterUnreachableError(
+            "prod-us", cause=translate(ConnectionRefusedError("refused"), what="list nodes")
+        ),
         failure(
             PodOutcome("image_pull", _pod(waiting="ErrImagePull")), job, node=NODE, timeout_s=60
         ),
@@ -316,12 +323,16 @@ def errors(tmp_path_factory: pytest.TempPathFactory) -> list[GpunodeError]:
 def test_every_worded_error_key_is_raised_somewhere(errors: list[GpunodeError]) -> None:
     """A form field's errors (``field_*``) are checked by test_field_words.py."""
     worded = {k for k in error_keys() if not k.startswith("field_")}
-    assert {e.key for e in errors} | AGENT_NOT_DRIVEN == worded
+    assert {e.key for e in errors} | AGENT_NOT_DRIVEN | NOT_DRIVEN.keys() == worded
 
 
 def test_an_english_reader_sees_exactly_the_errors_own_text(errors: list[GpunodeError]) -> None:
     for err in errors:
         assert error_text(err.key, err.params, "fallback", "en") == err.message
+
+
+#: params quoted as they were said, in every locale: the left-out parts of a leak check
+QUOTED = ("message", "error", "said", "doing", "detail")
 
 
 def test_a_chinese_reader_sees_no_english_sentence_in_an_error(errors: list[GpunodeError]) -> None:
@@ -331,17 +342,13 @@ def test_a_chinese_reader_sees_no_english_sentence_in_an_error(errors: list[Gpun
 
     def words(err: GpunodeError) -> str:
         text = error_text(err.key, err.params, err.message, "zh-CN")
-        for quoted in ("message", "error", "said", "doing"):
+        for quoted in QUOTED:
             if err.params.get(quoted):
                 text = text.replace(str(err.params[quoted]), " ")
         return text
 
     leaks = {err.key: found for err in errors if (found := english_words(words(err)))}
     assert leaks == {}
-
-
-#: params quoted as they were said, in every locale: the left-out parts of a leak check
-QUOTED = ("message", "error", "said", "doing")
 
 
 def test_a_pseudo_locale_reader_sees_every_errors_words_from_the_catalog(
