@@ -285,7 +285,7 @@ def translate(
                 "said": problem,
             },
         )
-    said = {"doing": what, "said": str(exc)}
+    said: dict[str, object] = {"doing": what, "said": str(exc)}
     if isinstance(exc, ApiValueError | OpenApiException):
         return KubeError(
             f"{what}: the client refused the request ({exc}).",

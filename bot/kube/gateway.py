@@ -730,7 +730,13 @@ class Gateway:
                 self.settings.request_timeout_s,
             )
         except GpunodeError as exc:
-            return dcgm.DcgmAttempt("the exporter's endpoint", failure=exc.message)
+            return dcgm.DcgmAttempt(
+                "the exporter's endpoint",
+                failure=exc.message,
+                via="endpoint",
+                code="exporter_read_failed",
+                params={"error": exc.message},
+            )
 
     async def _delete_job(self, namespace: str, name: str) -> None:
         try:

@@ -14,6 +14,7 @@ import json
 import os
 from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,7 @@ def _input_files(tmp: Path) -> list[GpunodeError]:
         (tmp / name).write_bytes(body)
     return [
         _raised(lambda: read_bundle(str(tmp / "absent.json"))),
-        *(_raised(lambda name=name: read_bundle(str(tmp / name))) for name in files),
+        *(_raised(partial(read_bundle, str(tmp / name))) for name in files),
         _raised(lambda: read_view(str(tmp / "absent-view.json"))),
     ]
 

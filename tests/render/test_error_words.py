@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -232,12 +233,15 @@ def _kube_errors() -> list[GpunodeError]:
         for cluster in ("prod-eu", "")
     ]
     pool = urllib3.HTTPConnectionPool("api.example", 6443)
+    conn = urllib3.connection.HTTPConnection("api.example", 6443)
     transport = [
         urllib3.exceptions.MaxRetryError(
-            pool, "/api", urllib3.exceptions.NewConnectionError(pool, "refused")
+            pool, "/api", urllib3.exceptions.NewConnectionError(conn, "refused")
         ),
         urllib3.exceptions.MaxRetryError(
-            pool, "/api", urllib3.exceptions.NameResolutionError("api.example", pool, OSError())
+            pool,
+            "/api",
+            urllib3.exceptions.NameResolutionError("api.example", conn, socket.gaierror()),
         ),
         urllib3.exceptions.MaxRetryError(pool, "/api", urllib3.exceptions.SSLError("bad")),
         urllib3.exceptions.ReadTimeoutError(pool, "/api", "timed out"),
