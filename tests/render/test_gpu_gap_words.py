@@ -13,9 +13,12 @@ import pytest
 from bot.core.diagnosis.dcgm import DcgmAttempt, join, parse_exposition, pod_memory
 from bot.core.model.cluster import NodeInfo
 from bot.core.model.evidence import EvidenceBundle, Gap
+from bot.core.reporting.analysis import analyze
 from bot.kube.gpuevidence import GpuPlan, evidence_gap
 from bot.render.errors import gap_text
-from tests.render.test_catalogs import english_words
+from tests.render.locale_renderings import every_message
+from tests.render.test_catalogs import _PRE, _STRAIGHT_QUOTED, KNOWN_ENGLISH, _texts, english_words
+from tests.services.fakes import load_scenario as load_fixture
 
 NVML_FAILED = [
     Gap(source="nvml", reason="NVML library not found", code="nvml_library_missing"),
@@ -148,3 +151,24 @@ def test_no_english_sentence_reaches_the_gap_in_another_locale(gap: Gap, locale:
     words = gap_text(gap.code, gap.params, "«no words»", locale)
     assert words != "«no words»"
     assert english_words(_quoted(words, gap)) == [], words
+
+
+@pytest.mark.parametrize("locale", ["zh-CN", "en-XA"])
+def test_every_view_of_a_gpu_node_without_gpu_evidence_words_the_gap(locale: str) -> None:
+    """The seed node diagnosed with no GPU read and the full gap: its finding, its talking
+    points ("GPU memory could not be verified", "Not verified") and every message that shows
+    them carry no English sentence."""
+    bundle, view = load_fixture("seed")
+    seen = bundle.model_copy(update={"gpus": [], "gaps": [*bundle.gaps, GAPS[-1]]})
+    diagnosis = analyze(seen, view, now=seen.collected_at)
+    assert "GPU_NOT_VERIFIED" in {f.code for f in diagnosis.findings}
+    views = {n: m for n, m in every_message(diagnosis, seen, view, locale).items()}
+    views = {n: m for n, m in views.items() if n not in KNOWN_ENGLISH}
+    views["postmortem.html"] = _PRE.sub(" ", str(views["postmortem.html"]))
+    leaks = {
+        name: words
+        for name, message in views.items()
+        for text in _texts(message)
+        if (words := english_words(_STRAIGHT_QUOTED.sub(" ", text) if locale == "en-XA" else text))
+    }
+    assert leaks == {}
