@@ -208,16 +208,35 @@ class UnknownClusterError(GpunodeError):
 
 
 class ClusterUnreachableError(KubeUnavailableError):
-    """One cluster's API server did not answer (refused, timed out, failed): named."""
+    """One cluster's API server did not answer (refused, timed out, failed): named. The
+    reason is ``cause``'s (its words too, by its key), else no answer within ``waited_s``
+    seconds, else ``reason`` as given (none: no answer in time)."""
 
     code = "cluster_unreachable"
 
-    def __init__(self, cluster: str, reason: str) -> None:
+    def __init__(
+        self,
+        cluster: str,
+        reason: str = "",
+        *,
+        cause: GpunodeError | None = None,
+        waited_s: float | None = None,
+    ) -> None:
+        params: dict[str, object] = {"cluster": cluster}
+        if cause is not None:
+            reason = cause.message
+            params |= {"reason_key": cause.key, "reason_params": dict(cause.params)}
+        elif waited_s is not None:
+            reason = f"no answer in {waited_s:g}s"
+            params["waited_s"] = f"{waited_s:g}"
+        elif not reason:
+            reason = "no answer in time"
+            params["late"] = True
         super().__init__(
             f"cluster {cluster} could not be reached ({reason}); check its API server and "
             "gpunode's credentials for it, then retry",
             key="cluster_unreachable",
-            params={"cluster": cluster, "reason": reason},
+            params={**params, "reason": reason},
         )
         self.cluster = cluster
         self.reason = reason

@@ -22,10 +22,15 @@ def cluster_settings(args: argparse.Namespace) -> KubeSettings:
     if getattr(args, "kubeconfig", None) or getattr(args, "context", None):
         overrides.update(mode="kubeconfig", kubeconfig=args.kubeconfig, context=args.context)
     if getattr(args, "server", None):
-        from bot.kube.connecting import server_url_problem
+        from bot.kube.connecting import server_url_cause, server_url_problem
 
         if problem := server_url_problem(args.server):
-            raise UsageError(f"--server {problem}.")
+            cause, detail = server_url_cause(args.server) or ("", "")
+            raise UsageError(
+                f"--server {problem}.",
+                key="server_url_bad",
+                params={"url": args.server, "cause": cause, "detail": detail},
+            )
         overrides.update(mode="server", server=args.server)
         if getattr(args, "token", None):
             overrides.update(token=args.token)
@@ -52,10 +57,11 @@ def cli_settings(args: argparse.Namespace) -> Settings:
     if config or not unset or Path(default).exists() or not demo.exists():
         return settings
     demo_settings = load_settings(config_file=demo)
-    print(
-        f"gpunode: no store configured; reading the demo's at {demo_settings.store.path}",
-        file=sys.stderr,
-    )
+    from bot.core.model.locales import choose_locale
+    from bot.render.cli_text import line
+
+    locale = choose_locale(explicit=getattr(args, "lang", None))
+    print(line("reading_demo_store", demo_settings.store.path, locale=locale), file=sys.stderr)
     return demo_settings
 
 

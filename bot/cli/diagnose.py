@@ -45,52 +45,85 @@ from bot.errors import CollectorError, UsageError
 M = TypeVar("M", bound=BaseModel)
 
 
-def _read_json(path: str, what: str, hint: str) -> Any:
+#: the files ``gpunode analyze`` reads -> (how the English names one, what to pass instead);
+#: the keys are the ``kind`` param of the ``input_file_*`` errors, worded in ``errors.j2``
+_INPUTS = {
+    "evidence": (
+        "evidence",
+        "Pass the JSON printed by `gpunode collect` (or saved from a diagnostic Job's log).",
+    ),
+    "cluster_view": (
+        "cluster view",
+        "Pass a ClusterView JSON (e.g. from `gpunode diagnose NODE --format json` inputs).",
+    ),
+}
+
+
+def _bad_input(kind: str, path: str, key: str, said: str, **params: object) -> UsageError:
+    """The input file ``path`` (a ``_INPUTS`` kind) cannot be used: ``said`` (English, with
+    ``{what}`` for the file's name) then what to pass instead; keyed for the reader's words."""
+    what, hint = _INPUTS[kind]
+    return UsageError(
+        f"{said.format(what=what)} {hint}", key=key, params={"kind": kind, "path": path, **params}
+    )
+
+
+def _read_json(path: str, kind: str) -> Any:
     try:
         raw = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise UsageError(f"cannot read {what} file {path}: {exc.strerror or exc}. {hint}") from exc
+        error = str(exc.strerror or exc)
+        said = f"cannot read {{what}} file {path}: {error}."
+        raise _bad_input(kind, path, "input_file_unreadable", said, error=error) from exc
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{what} file {path} is not UTF-8 text. {hint}") from exc
+        said = f"{{what}} file {path} is not UTF-8 text."
+        raise _bad_input(kind, path, "input_file_not_utf8", said) from exc
     try:
         return json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise UsageError(
-            f"{what} file {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
-            f"{exc.msg}). {hint}"
+        said = (
+            f"{{what}} file {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
+            f"{exc.msg})."
+        )
+        raise _bad_input(
+            kind,
+            path,
+            "input_file_not_json",
+            said,
+            line=exc.lineno,
+            column=exc.colno,
+            error=exc.msg,
         ) from exc
 
 
-def _validate(model: type[M], data: Any, path: str, what: str, hint: str) -> M:
+def _validate(model: type[M], data: Any, path: str, kind: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         problems = validation_message(exc, limit=5, count_rest=True, top="(top level)")
-        raise UsageError(
-            f"{what} file {path} does not match the schema: {problems}. {hint}"
-        ) from exc
+        said = f"{{what}} file {path} does not match the schema: {problems}."
+        raise _bad_input(kind, path, "input_file_not_schema", said, error=problems) from exc
 
 
 def read_bundle(path: str) -> EvidenceBundle:
     """An EvidenceBundle from a file; refuses another schema major version."""
-    hint = "Pass the JSON printed by `gpunode collect` (or saved from a diagnostic Job's log)."
-    data = _read_json(path, "evidence", hint)
+    data = _read_json(path, "evidence")
     if not isinstance(data, dict):
-        raise UsageError(f"evidence file {path} must hold a JSON object. {hint}")
+        said = f"{{what}} file {path} must hold a JSON object."
+        raise _bad_input("evidence", path, "input_file_not_object", said)
     version = foreign_schema(data)
     if version is not None:
         raise CollectorError(
             f"evidence file {path} has schema version {version or 'none'}, this gpunode reads "
-            f"{SCHEMA_VERSION}: collect again with a matching gpunode version."
+            f"{SCHEMA_VERSION}: collect again with a matching gpunode version.",
+            key="evidence_file_schema",
+            params={"path": path, "version": version, "reads": SCHEMA_VERSION},
         )
-    return _validate(EvidenceBundle, data, path, "evidence", hint)
+    return _validate(EvidenceBundle, data, path, "evidence")
 
 
 def read_view(path: str) -> ClusterView:
-    hint = "Pass a ClusterView JSON (e.g. from `gpunode diagnose NODE --format json` inputs)."
-    return _validate(
-        ClusterView, _read_json(path, "cluster view", hint), path, "cluster view", hint
-    )
+    return _validate(ClusterView, _read_json(path, "cluster_view"), path, "cluster_view")
 
 
 def read_thresholds(config: str | None) -> Thresholds:

@@ -296,7 +296,11 @@ def _resolve(ref: str, command: str) -> Handler:
         handler: Handler = getattr(importlib.import_module(module), func)
     except ModuleNotFoundError as exc:
         if (exc.name or "").startswith("gpunode_sandbox"):
-            raise UsageError(SANDBOX_MISSING.format(command=command)) from exc
+            raise UsageError(
+                SANDBOX_MISSING.format(command=command),
+                key="sandbox_missing",
+                params={"command": command},
+            ) from exc
         raise
     return handler
 

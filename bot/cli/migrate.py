@@ -30,7 +30,9 @@ def main(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
         print(f"schema at version {SCHEMA_VERSION}", file=stream)
         if app_role:
             if db.dialect.name != "postgres":
-                raise UsageError("--app-role is for PostgreSQL; SQLite has no roles")
+                raise UsageError(
+                    "--app-role is for PostgreSQL; SQLite has no roles", key="app_role_sqlite"
+                )
             try:
                 statements = roles.grant_app_role(db, app_role)
             except ValueError as exc:

@@ -35,6 +35,7 @@ from bot.core.reporting.outcomes import (
 )
 from bot.errors import UsageError
 from bot.render.cli_text import line
+from bot.render.errors import error_text
 from bot.render.help import help_text
 from bot.render.messages import plain_fallback
 from bot.render.notices import told_mrkdwn
@@ -84,11 +85,13 @@ def _status(outcome: StatusList, locale: str) -> str:
 
 
 def _top(outcome: TopNodes, locale: str) -> Printed:
+    said = [error_text(f.key, f.params, f.message, locale) for f in outcome.failures]
     if outcome.nothing_answered:
         # nothing answered: fail, naming why, as a one-cluster top always did
-        return Printed(err=f"gpunode: {outcome.failures[0].message}", status=1)
+        return Printed(err=f"gpunode: {said[0]}", status=1)
     lines = [
-        line("cluster_left_out", f.cluster, f.message, locale=locale) for f in outcome.failures
+        line("cluster_left_out", f.cluster, words, locale=locale)
+        for f, words in zip(outcome.failures, said, strict=True)
     ]
     if not outcome.rows:
         return Printed(out="\n".join([*lines, line("no_gpu_nodes", locale=locale)]))
@@ -131,7 +134,11 @@ def render_output(
         from bot.render.text import render_report_text
 
         return render_report_text(diagnosis, bundle, incident=incident, locale=locale)
-    raise UsageError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    raise UsageError(
+        f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}",
+        key="unknown_format",
+        params={"format": fmt, "formats": list(FORMATS)},
+    )
 
 
 def write_chart(
@@ -145,8 +152,11 @@ def write_chart(
     try:
         Path(path).write_bytes(png)
     except OSError as exc:
+        error = str(exc.strerror or exc)
         raise UsageError(
-            f"cannot write the chart to {path}: {exc.strerror or exc}. Pass a writable path."
+            f"cannot write the chart to {path}: {error}. Pass a writable path.",
+            key="chart_unwritable",
+            params={"path": path, "error": error},
         ) from exc
 
 
@@ -160,14 +170,25 @@ def _write_new(path: Path, text: str, *, replace: bool) -> None:
         if exc.errno == errno.ELOOP:
             raise UsageError(
                 f"{path} is a symbolic link; gpunode writes no file through one. Remove it, "
-                "or choose another --out directory."
+                "or choose another --out directory.",
+                key="kit_file_symlink",
+                params={"path": str(path)},
             ) from exc
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}.") from exc
+        raise _unwritable(path, exc) from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
     except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}.") from exc
+        raise _unwritable(path, exc) from exc
+
+
+def _unwritable(path: Path, exc: OSError) -> UsageError:
+    error = str(exc.strerror or exc)
+    return UsageError(
+        f"cannot write {path}: {error}. Pass a writable --out directory.",
+        key="kit_file_unwritable",
+        params={"path": str(path), "error": error},
+    )
 
 
 def write_kit(files: dict[str, str], out: Path, *, force: bool = False) -> list[Path]:
@@ -176,15 +197,20 @@ def write_kit(files: dict[str, str], out: Path, *, force: bool = False) -> list[
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
+        error = str(exc.strerror or exc)
         raise UsageError(
-            f"cannot create {out}: {exc.strerror or exc}. Pass a writable --out directory."
+            f"cannot create {out}: {error}. Pass a writable --out directory.",
+            key="kit_dir_unwritable",
+            params={"out": str(out), "error": error},
         ) from exc
     # lexists: a symlink counts, dangling or not (it is never followed, below)
     existing = [p.name for p in targets if os.path.lexists(p)]
     if existing and not force:
         raise UsageError(
             f"{out} already holds {', '.join(existing)} (an earlier kit?); nothing was written. "
-            "Pass --force to overwrite them, or choose another --out directory."
+            "Pass --force to overwrite them, or choose another --out directory.",
+            key="kit_files_exist",
+            params={"out": str(out), "names": existing},
         )
     for path in targets:
         _write_new(path, files[path.name], replace=force)

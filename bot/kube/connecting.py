@@ -29,18 +29,29 @@ DEFAULT_RETRIES = 1
 POOL_SIZE = 16
 
 
-def server_url_problem(url: str) -> str | None:
-    """Why ``url`` cannot be an API server's URL (scheme and host), or None. Checked before
-    the client sees it: urllib3 reads a URL without a scheme with a FutureWarning, then fails
-    somewhere less clear."""
+def server_url_cause(url: str) -> tuple[str, str] | None:
+    """Why ``url`` cannot be an API server's URL, as a cause (``not_url``: the parser's
+    ``detail``; ``no_scheme_or_host``), or None."""
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018  # raises ValueError on a port that is not a number
     except ValueError as exc:
-        return f"{url!r} is not a URL ({exc})"
+        return "not_url", str(exc)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        return f"{url!r} is not an API server URL: give the scheme and host, e.g. https://10.0.0.1:6443"
+        return "no_scheme_or_host", ""
     return None
+
+
+def server_url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be an API server's URL (scheme and host), or None. Checked before
+    the client sees it: urllib3 reads a URL without a scheme with a FutureWarning, then fails
+    somewhere less clear."""
+    found = server_url_cause(url)
+    if found is None:
+        return None
+    if found[0] == "not_url":
+        return f"{url!r} is not a URL ({found[1]})"
+    return f"{url!r} is not an API server URL: give the scheme and host, e.g. https://10.0.0.1:6443"
 
 
 def _server_configuration(settings: KubeSettings) -> client.Configuration:

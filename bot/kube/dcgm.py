@@ -60,51 +60,78 @@ def read(t: Transport, node: str, services: list[str], timeout_s: float) -> Dcgm
     """Per-pod GPU memory from the exporter on ``node``, or why there is none."""
     names = ", ".join(services)
     base = "the exporter's endpoint"
+
+    def failed(failure: str, code: str, way: str = base, **params: str | int) -> DcgmAttempt:
+        return DcgmAttempt(way, failure=failure, via="endpoint", code=code, params=params)
+
     if not services:
-        return DcgmAttempt(base, failure="off in the bot's settings (kube.dcgm_exporter_services)")
+        return failed("off in the bot's settings (kube.dcgm_exporter_services)", "dcgm_off")
     try:
         slices = t.list_all(
             SLICES, label_selector=f"{SERVICE_NAME_LABEL} in ({','.join(services)})"
         )
     except ApiException as exc:
         if exc.status in (401, 403):
-            why = "the bot may not list EndpointSlices (discovery.k8s.io); apply deploy/base's RBAC"
-        else:
-            why = f"listing EndpointSlices failed: HTTP {exc.status} {exc.reason}"
-        return DcgmAttempt(base, failure=why)
+            return failed(
+                "the bot may not list EndpointSlices (discovery.k8s.io); apply deploy/base's RBAC",
+                "slices_forbidden",
+            )
+        return failed(
+            f"listing EndpointSlices failed: HTTP {exc.status} {exc.reason}",
+            "slices_failed",
+            status=int(exc.status or 0),
+            error=str(exc.reason),
+        )
     if not slices:
-        return DcgmAttempt(
-            base,
-            failure=f"no Service named {names} has endpoints: dcgm-exporter is not "
-            "installed, or its Service has another name (kube.dcgm_exporter_services)",
+        return failed(
+            f"no Service named {names} has endpoints: dcgm-exporter is not installed, or its "
+            "Service has another name (kube.dcgm_exporter_services)",
+            "no_exporter_service",
+            names=names,
         )
     found = find_endpoint(slices, node)
     if found is None:
-        return DcgmAttempt(
-            base,
-            failure=f"its Service has no ready endpoint on {node} (the exporter's "
-            "DaemonSet does not run there, or its pod is not ready)",
+        return failed(
+            f"its Service has no ready endpoint on {node} (the exporter's DaemonSet does not "
+            "run there, or its pod is not ready)",
+            "no_exporter_endpoint",
+            node=node,
         )
     address, port, service = found
     way = _way(address, port, node, service)
+    at: dict[str, str | int] = {
+        "at_address": f"{_host(address)}:{port}",
+        "at_node": node,
+        "at_service": service,
+    }
     url = f"http://{_host(address)}:{port}/metrics"
+
+    def refused(failure: str, code: str, **params: str | int) -> DcgmAttempt:
+        return failed(failure, code, way, **at, url=url, **params)
+
     try:
         request = urllib.request.Request(url, headers={"Accept": "text/plain"})
         with urllib.request.urlopen(request, timeout=timeout_s) as resp:  # noqa: S310 (http only)
             body = resp.read(MAX_BYTES + 1)
     except urllib.error.HTTPError as exc:
-        return DcgmAttempt(way, failure=f"GET {url} answered HTTP {exc.code}")
+        return refused(f"GET {url} answered HTTP {exc.code}", "http_status", status=exc.code)
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
-        return DcgmAttempt(
-            way,
-            failure=f"GET {url} failed ({reason}): check that a NetworkPolicy lets the "
-            f"bot reach port {port} of the exporter's pods",
+        return refused(
+            f"GET {url} failed ({reason}): check that a NetworkPolicy lets the bot reach port "
+            f"{port} of the exporter's pods",
+            "get_failed",
+            error=str(reason),
+            port=port,
         )
     if len(body) > MAX_BYTES:
-        return DcgmAttempt(way, failure=f"GET {url} answered more than {MAX_BYTES} bytes")
+        return refused(
+            f"GET {url} answered more than {MAX_BYTES} bytes", "too_big", limit=MAX_BYTES
+        )
     try:
         series = parse_exposition(body.decode("utf-8", errors="replace"))
     except ExpositionError as exc:
-        return DcgmAttempt(way, failure=f"GET {url} is not Prometheus text ({exc})")
-    return pod_memory(series, way=way)
+        return refused(
+            f"GET {url} is not Prometheus text ({exc})", "not_exposition", error=str(exc)
+        )
+    return pod_memory(series, way=way, via="endpoint", at=at)

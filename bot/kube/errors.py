@@ -67,12 +67,39 @@ CLUSTER_SCOPED = frozenset(
 )
 
 
-def _not_found_hint(exc: ApiException, msg: str) -> str:
-    """ "Check the name" (and the namespace, for a namespaced kind): a node has none."""
+def _not_found_target(exc: ApiException, msg: str) -> tuple[str, str]:
+    """The kind (resource, plural) and name a 404 was about: the Status's ``details``, else
+    the message (``nodes "x" not found`` names its kind first)."""
     details = status_body(exc).get("details") or {}
     kind = str(details.get("kind") or "") if isinstance(details, dict) else ""
-    kind = kind or msg.split(" ", 1)[0]  # 'nodes "x" not found' names its kind first
-    return "Check the name." if kind in CLUSTER_SCOPED else "Check the name and namespace."
+    name = str(details.get("name") or "") if isinstance(details, dict) else ""
+    said = re.match(r'(?P<kind>[a-z0-9.]+) "(?P<name>[^"]*)" not found', msg)
+    if said is not None:
+        kind, name = kind or said["kind"].split(".", 1)[0], name or said["name"]
+    return kind or msg.split(" ", 1)[0], name
+
+
+def _not_found(exc: ApiException, msg: str, what: str, cluster: str) -> NotFoundError:
+    """A 404 with what to do: a node is looked up among the cluster's nodes; any other object
+    by its name (and its namespace, for a namespaced kind)."""
+    kind, name = _not_found_target(exc, msg)
+    where = f" in cluster {cluster}" if cluster else ""
+    if kind == "nodes" and name:
+        return NotFoundError(
+            f"node {name} not found{where}; check the name: `kubectl get nodes` or "
+            "`gpunode top` lists the cluster's nodes",
+            status=404,
+            key="kube_node_not_found",
+            params={"node": name, "cluster": cluster, "doing": what},
+        )
+    namespaced = kind not in CLUSTER_SCOPED
+    hint = "check the name and namespace" if namespaced else "check the name"
+    return NotFoundError(
+        f"{what}: not found{where} ({msg}); {hint}",
+        status=404,
+        key="kube_not_found",
+        params={"doing": what, "said": msg, "cluster": cluster, "namespaced": namespaced},
+    )
 
 
 def _server_url(exc: urllib3.exceptions.HTTPError) -> str:
@@ -86,111 +113,197 @@ def _server_url(exc: urllib3.exceptions.HTTPError) -> str:
     return f"{scheme}://{host}" + (f":{port}" if port else "")
 
 
-def _unreachable(exc: BaseException) -> str:
-    """Why no answer came, in words (and the URL asked): DNS, refused, TLS, timeout."""
+#: why no answer came (``kube_unreachable``'s ``cause``) -> what to check, in English
+_NO_ANSWER = {
+    "dns": "the name {host} does not resolve (DNS); check the server URL's host name",
+    "dns_unknown": "the server's host name does not resolve (DNS); check the server URL",
+    "tls": (
+        "the TLS handshake failed; if the server speaks plain HTTP use an http:// URL, "
+        "otherwise check its certificate (kube.ca_file, kube.verify_tls)"
+    ),
+    "refused": "the connection was refused; check the server URL's port and that it is up",
+    "timeout": "the connection timed out; check the network path and firewall",
+    "broken": "the connection broke off; if the server speaks TLS use an https:// URL",
+    "other": (
+        "no answer ({kind}); check that it is reachable from here (server URL, network, proxy)"
+    ),
+}
+
+
+def _no_answer_cause(exc: BaseException) -> tuple[str, str]:
+    """Why no answer came (a ``_NO_ANSWER`` key) and the exception's type name."""
     reason = (
         getattr(exc, "reason", None) if isinstance(exc, urllib3.exceptions.MaxRetryError) else exc
     )
-    url = _server_url(exc) if isinstance(exc, urllib3.exceptions.HTTPError) else ""
-    at = f" at {url}" if url else ""
-    host = url.split("://", 1)[-1].rsplit(":", 1)[0] if url else "the server's host"
+    kind = type(reason or exc).__name__
     if isinstance(reason, urllib3.exceptions.NameResolutionError):
-        why = f"the name {host} does not resolve (DNS); check the server URL's host name"
-    elif isinstance(reason, urllib3.exceptions.SSLError):
-        why = (
-            "the TLS handshake failed; if the server speaks plain HTTP use an http:// URL, "
-            "otherwise check its certificate (kube.ca_file, kube.verify_tls)"
-        )
-    elif isinstance(reason, urllib3.exceptions.NewConnectionError | ConnectionRefusedError):
+        return "dns", kind
+    if isinstance(reason, urllib3.exceptions.SSLError):
+        return "tls", kind
+    if isinstance(reason, urllib3.exceptions.NewConnectionError | ConnectionRefusedError):
         # before timeouts: urllib3 keeps NewConnectionError a ConnectTimeoutError subclass
-        why = "the connection was refused; check the server URL's port and that it is up"
-    elif isinstance(reason, urllib3.exceptions.ConnectTimeoutError | TimeoutError) or isinstance(
+        return "refused", kind
+    if isinstance(reason, urllib3.exceptions.ConnectTimeoutError | TimeoutError) or isinstance(
         exc, urllib3.exceptions.TimeoutError
     ):
-        why = "the connection timed out; check the network path and firewall"
-    elif isinstance(reason, urllib3.exceptions.ProtocolError):
-        why = "the connection broke off; if the server speaks TLS use an https:// URL"
-    else:
-        why = (
-            f"no answer ({type(reason or exc).__name__}); check that it is reachable from "
-            "here (server URL, network, proxy)"
+        return "timeout", kind
+    if isinstance(reason, urllib3.exceptions.ProtocolError):
+        return "broken", kind
+    return "other", kind
+
+
+def _unreachable(exc: BaseException, what: str, *, write: bool) -> KubeUnavailableError:
+    """No answer at all: why (DNS, refused, TLS, timeout) and the URL asked; for a real write,
+    that it may have landed all the same."""
+    url = _server_url(exc) if isinstance(exc, urllib3.exceptions.HTTPError) else ""
+    host = url.split("://", 1)[-1].rsplit(":", 1)[0] if url else ""
+    cause, kind = _no_answer_cause(exc)
+    if cause == "dns" and not host:
+        cause = "dns_unknown"
+    at = f" at {url}" if url else ""
+    then = (
+        "the change may or may not have been made: re-diagnose to see the object as it is now "
+        "before retrying."
+        if write
+        else "then retry."
+    )
+    why = _NO_ANSWER[cause].format(host=host, kind=kind)
+    return KubeUnavailableError(
+        f"{what}: the API server{at} did not answer: {why}; {then}",
+        key="kube_unreachable",
+        params={
+            "doing": what,
+            "url": url,
+            "host": host,
+            "cause": cause,
+            "kind": kind,
+            "write": write,
+        },
+    )
+
+
+def _http(exc: ApiException, what: str, cluster: str) -> GpunodeError:
+    """An HTTP error status from the API server, with what to do about it."""
+    code = int(exc.status or 0)
+    msg = _server_message(exc)
+    said: dict[str, object] = {"doing": what, "said": msg}
+    if code == 404:
+        return _not_found(exc, msg, what, cluster)
+    if code == 401:
+        return ForbiddenError(
+            f"{what}: unauthorized: the API server did not accept the credentials (401 "
+            f"{msg}); the token is wrong or expired: refresh the kubeconfig or the token "
+            "(--token, kube.token).",
+            status=code,
+            key="kube_unauthorized",
+            params=said,
         )
-    return f"the API server{at} did not answer: {why}"
+    if code == 403:
+        anonymous = 'User "system:anonymous"' in msg
+        hint = (
+            "the request carried no credentials; set kube.token (--token) or a kubeconfig user"
+            if anonymous
+            else "grant the gpunode ClusterRole this permission (see deploy/)"
+        )
+        return ForbiddenError(
+            f"{what}: forbidden ({msg}); {hint}.",
+            status=code,
+            key="kube_forbidden",
+            params={**said, "anonymous": anonymous},
+        )
+    if code == 409:
+        return ConflictError(
+            f"{what}: conflict ({msg}); re-read the object and retry.",
+            status=code,
+            key="kube_conflict",
+            params=said,
+        )
+    if code in (400, 422):
+        return InvalidObjectError(
+            f"{what}: the server refused the object ({msg}); correct it and retry.",
+            status=code,
+            key="kube_invalid",
+            params=said,
+        )
+    if code == 429:
+        return TooManyRequestsError(
+            f"{what}: too many requests ({msg}); retry later.",
+            status=code,
+            key="kube_too_many_requests",
+            params=said,
+        )
+    if code >= 500 or code == 0:
+        return KubeUnavailableError(
+            f"{what}: the API server failed ({code or 'no response'}: {msg}); "
+            "check the API server's health and retry.",
+            status=code or None,
+            key="kube_server_failed",
+            params={**said, "status": code},
+        )
+    return KubeError(
+        f"{what}: HTTP {code} ({msg}); check the request and retry.",
+        status=code,
+        key="kube_http",
+        params={**said, "status": code},
+    )
 
 
-def translate(exc: BaseException, *, what: str, write: bool = False) -> GpunodeError:
-    """Map a client exception raised while doing ``what`` to a ``bot.errors`` error.
+def translate(
+    exc: BaseException, *, what: str, write: bool = False, cluster: str = ""
+) -> GpunodeError:
+    """Map a client exception raised while doing ``what`` to a ``bot.errors`` error, keyed
+    and with raw params so each presenter words it in its reader's language
+    (``templates/slack/errors.j2``; the server's own message is quoted as ``said``).
 
     ``write``: ``what`` was a real (not dry-run) change; if no answer came, the server may
-    have applied it anyway, so the advice is to re-read before retrying."""
+    have applied it anyway, so the advice is to re-read before retrying. ``cluster``: how the
+    caller names the cluster asked (a "not found" says where it looked)."""
     if isinstance(exc, GpunodeError):
         return exc
     if isinstance(exc, ApiException):
-        code = int(exc.status or 0)
-        msg = _server_message(exc)
-        if code == 404:
-            return NotFoundError(
-                f"{what}: not found ({msg}). {_not_found_hint(exc, msg)}", status=code
-            )
-        if code == 401:
-            return ForbiddenError(
-                f"{what}: unauthorized: the API server did not accept the credentials (401 "
-                f"{msg}); the token is wrong or expired: refresh the kubeconfig or the token "
-                "(--token, kube.token).",
-                status=code,
-            )
-        if code == 403:
-            hint = (
-                "the request carried no credentials; set kube.token (--token) or a kubeconfig user"
-                if 'User "system:anonymous"' in msg
-                else "grant the gpunode ClusterRole this permission (see deploy/)"
-            )
-            return ForbiddenError(f"{what}: forbidden ({msg}); {hint}.", status=code)
-        if code == 409:
-            return ConflictError(
-                f"{what}: conflict ({msg}); re-read the object and retry.", status=code
-            )
-        if code in (400, 422):
-            return InvalidObjectError(
-                f"{what}: the server refused the object ({msg}).", status=code
-            )
-        if code == 429:
-            return TooManyRequestsError(
-                f"{what}: too many requests ({msg}); retry later.", status=code
-            )
-        if code >= 500 or code == 0:
-            return KubeUnavailableError(
-                f"{what}: the API server failed ({code or 'no response'}: {msg}); "
-                "check the API server's health and retry.",
-                status=code or None,
-            )
-        return KubeError(f"{what}: HTTP {code} ({msg}).", status=code)
-    if isinstance(exc, urllib3.exceptions.HTTPError | TimeoutError | ConnectionError) and write:
-        return KubeUnavailableError(
-            f"{what}: {_unreachable(exc)}; the change may or may not have been made: "
-            "re-diagnose to see the object as it is now before retrying."
-        )
+        return _http(exc, what, cluster)
     if isinstance(exc, urllib3.exceptions.HTTPError | TimeoutError | ConnectionError):
-        return KubeUnavailableError(f"{what}: {_unreachable(exc)}; then retry.")
+        return _unreachable(exc, what, write=write)
     if isinstance(exc, ConfigException):
         return ConfigError(
             f"Kubernetes configuration: {exc}. Set kube.mode/kubeconfig/context "
-            "or kube.server and kube.token."
+            "or kube.server and kube.token.",
+            key="kube_config",
+            params={"said": str(exc)},
         )
     if isinstance(exc, yaml.YAMLError):
         where = getattr(exc, "problem_mark", None)
         at = f" (line {where.line + 1}, column {where.column + 1})" if where else ""
+        problem = str(getattr(exc, "problem", None) or exc)
         return ConfigError(
-            f"Kubernetes configuration: the kubeconfig is not valid YAML{at}: "
-            f"{getattr(exc, 'problem', None) or exc}. Fix the file, or pass another with "
-            "--kubeconfig (kube.kubeconfig)."
+            f"Kubernetes configuration: the kubeconfig is not valid YAML{at}: {problem}. Fix "
+            "the file, or pass another with --kubeconfig (kube.kubeconfig).",
+            key="kube_config_yaml",
+            params={
+                "line": where.line + 1 if where else 0,
+                "column": where.column + 1 if where else 0,
+                "said": problem,
+            },
         )
+    said: dict[str, object] = {"doing": what, "said": str(exc)}
     if isinstance(exc, ApiValueError | OpenApiException):
-        return KubeError(f"{what}: the client refused the request ({exc}).")
+        return KubeError(
+            f"{what}: the client refused the request ({exc}).",
+            key="kube_client_refused",
+            params=said,
+        )
     if isinstance(exc, OSError):
-        return KubeUnavailableError(f"{what}: I/O error talking to the API server ({exc}).")
+        return KubeUnavailableError(
+            f"{what}: I/O error talking to the API server ({exc}); retry.",
+            key="kube_io",
+            params=said,
+        )
     if isinstance(exc, ValueError):
-        return KubeError(f"{what}: the API server's answer was not understood ({exc}).")
+        return KubeError(
+            f"{what}: the API server's answer was not understood ({exc}).",
+            key="kube_not_understood",
+            params=said,
+        )
     raise exc
 
 
@@ -198,40 +311,61 @@ _RBAC_DENIAL = re.compile(
     r'User "(?P<user>[^"]*)" cannot (?P<verb>[a-z]+) resource "(?P<resource>[^"]+)" in API '
     r'group "(?P<group>[^"]*)" (?:in the namespace "(?P<namespace>[^"]+)"|at the cluster scope)'
 )
-#: RBAC (verb, resource) -> how a person says it
-_DOING = {
-    ("create", "pods/eviction"): "evict pods",
-    ("patch", "pods/resize"): "resize pods",
-    ("update", "pods/resize"): "resize pods",
+#: RBAC (verb, resource) -> what a person calls it (``cluster_refused``'s ``act``)
+_ACTS = {
+    ("create", "pods/eviction"): "evict_pods",
+    ("patch", "pods/resize"): "resize_pods",
+    ("update", "pods/resize"): "resize_pods",
 }
+_ACT_WORDS = {"evict_pods": "evict pods", "resize_pods": "resize pods"}
 
 
 def refused_as(exc: BaseException, user: str) -> ForbiddenError | None:
     """A 403 met while impersonating ``user``, said as a person says it: "the cluster
-    refused: alice may not evict pods in data-prep" (None for anything else)."""
+    refused: alice may not evict pods in data-prep" (None for anything else). Keyed
+    (``cluster_refused*``) with raw params, so each presenter words it for its reader."""
     if not isinstance(exc, ApiException) or int(exc.status or 0) != 403:
         return None
     msg = _server_message(exc)
     found = _RBAC_DENIAL.search(msg)
     if found is None:
-        return ForbiddenError(f"the cluster refused: {msg}", code="cluster_refused", status=403)
+        return ForbiddenError(
+            f"the cluster refused: {msg}",
+            code="cluster_refused",
+            status=403,
+            key="cluster_refused_said",
+            params={"said": msg},
+        )
     verb, resource, who = found["verb"], found["resource"], found["user"]
     if verb == "impersonate":
         name = msg.split('"', 2)[1] if msg.count('"') >= 2 else user
+        kind = resource.split("/")[0][:-1]
         return ForbiddenError(
-            f"the cluster refused: gpunode may not act as {resource.split('/')[0][:-1]} "
-            f"{name} (its ServiceAccount lacks impersonate on {resource} {name}); add it to "
-            "the impersonation ClusterRole (deploy/overlays/impersonation)",
+            f"the cluster refused: gpunode may not act as {kind} {name} (its ServiceAccount "
+            f"lacks impersonate on {resource} {name}); add it to the impersonation ClusterRole "
+            "(deploy/overlays/impersonation)",
             code="cluster_refused",
             status=403,
+            key="cluster_refused_impersonate",
+            params={"kind": kind, "name": name, "resource": resource},
         )
-    doing = _DOING.get((verb, resource), f"{verb} {resource}")
-    where = f" in {found['namespace']}" if found["namespace"] else " (cluster-wide)"
+    act = _ACTS.get((verb, resource), "")
+    doing = _ACT_WORDS.get(act, f"{verb} {resource}")
+    namespace = found["namespace"] or ""
+    where = f" in {namespace}" if namespace else " (cluster-wide)"
     return ForbiddenError(
         f"the cluster refused: {who or user} may not {doing}{where}; a cluster admin grants "
         "that through Kubernetes RBAC, or someone who holds it acts",
         code="cluster_refused",
         status=403,
+        key="cluster_refused",
+        params={
+            "who": who or user,
+            "act": act,
+            "verb": verb,
+            "resource": resource,
+            "namespace": namespace,
+        },
     )
 
 

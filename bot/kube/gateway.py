@@ -175,7 +175,9 @@ class Gateway:
         except Exception as exc:
             if self.acting is not None and (refusal := refused_as(exc, self.acting.user)):
                 raise refusal from exc
-            raise translate(exc, what=what, write=kwargs.get("dry_run") is False) from exc
+            raise translate(
+                exc, what=what, write=kwargs.get("dry_run") is False, cluster=self.cluster_name
+            ) from exc
 
     # -- reads --------------------------------------------------------------------------
     async def read_node(self, node: str) -> Obj:
@@ -730,7 +732,13 @@ class Gateway:
                 self.settings.request_timeout_s,
             )
         except GpunodeError as exc:
-            return dcgm.DcgmAttempt("the exporter's endpoint", failure=exc.message)
+            return dcgm.DcgmAttempt(
+                "the exporter's endpoint",
+                failure=exc.message,
+                via="endpoint",
+                code="exporter_read_failed",
+                params={"error": exc.message},
+            )
 
     async def _delete_job(self, namespace: str, name: str) -> None:
         try:

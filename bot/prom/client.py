@@ -55,22 +55,33 @@ class PrometheusClient:
                 except (ValueError, aiohttp.ContentTypeError) as exc:
                     raise PrometheusError(
                         f"Prometheus at {self._base} answered HTTP {resp.status} without JSON; "
-                        "check prometheus.url points at the Prometheus API"
+                        "check prometheus.url points at the Prometheus API",
+                        key="prometheus_not_json",
+                        params={"url": self._base, "status": resp.status},
                     ) from exc
         except TimeoutError as exc:
             raise PrometheusError(
                 f"Prometheus at {self._base} did not answer within "
                 f"{self._timeout.total:g} s; raise prometheus.timeout_s or check its load",
                 code="prometheus_timeout",
+                key="prometheus_slow",
+                params={"url": self._base, "timeout_s": f"{self._timeout.total:g}"},
             ) from exc
         except aiohttp.ClientError as exc:
             raise PrometheusError(
                 f"cannot reach Prometheus at {self._base} ({exc}); check prometheus.url",
                 code="prometheus_unreachable",
+                key="prometheus_unreachable",
+                params={"url": self._base, "error": str(exc)},
             ) from exc
         if not isinstance(body, dict) or body.get("status") != "success":
             error = body.get("error") if isinstance(body, dict) else None
-            raise PrometheusError(f"Prometheus refused the query: {error or body!r}")
+            said = str(error or repr(body))
+            raise PrometheusError(
+                f"Prometheus refused the query: {said}; check the query and Prometheus's log",
+                key="prometheus_refused",
+                params={"error": said},
+            )
         return body.get("data")
 
     async def query_range(
@@ -86,7 +97,11 @@ class PrometheusClient:
             },
         )
         if not isinstance(data, dict) or data.get("resultType") != "matrix":
-            raise PrometheusError("Prometheus returned no matrix for a range query")
+            raise PrometheusError(
+                "Prometheus returned no matrix for a range query; check that prometheus.url "
+                "points at the Prometheus API",
+                key="prometheus_no_matrix",
+            )
         out = []
         for item in data.get("result") or []:
             points = [

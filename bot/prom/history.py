@@ -206,7 +206,11 @@ class HistoryService:
             if isinstance(answer, PrometheusError):
                 if str(answer) not in reasons:  # one gap for "unreachable", not ten
                     reasons.add(str(answer))
-                    gaps.append(Gap(source="prometheus", reason=str(answer)))
+                    # its key and params are the gap's code and params: worded per locale
+                    params = {k: v for k, v in answer.params.items() if isinstance(v, str | int)}
+                    gaps.append(
+                        Gap(source="prometheus", reason=str(answer), code=answer.key, params=params)
+                    )
             elif isinstance(answer, BaseException):
                 raise answer
             elif not answer:
@@ -238,7 +242,7 @@ class HistoryService:
         framebuffer figures on ``node`` (``bot.core.diagnosis.dcgm``), or why there are none."""
         way = "Prometheus"
         if self._client is None:
-            return DcgmAttempt(way, failure="not asked: prometheus.url is not set")
+            return not_asked()
         start = now - timedelta(seconds=self._step)
         try:
             samples = await asyncio.wait_for(
@@ -248,17 +252,33 @@ class HistoryService:
                 self._timeout,
             )
         except TimeoutError:
-            return DcgmAttempt(way, failure=f"no answer within {self._timeout:g} s")
-        except PrometheusError as exc:
-            return DcgmAttempt(way, failure=str(exc))
+            return DcgmAttempt(
+                way,
+                failure=f"no answer within {self._timeout:g} s",
+                via="prometheus",
+                code="no_answer_within",
+                params={"timeout_s": f"{self._timeout:g}"},
+            )
+        except PrometheusError as exc:  # its key is a gap code: worded as the history's gap
+            said = {f"cause_{k}": v for k, v in exc.params.items() if isinstance(v, str | int)}
+            return DcgmAttempt(
+                way,
+                failure=str(exc),
+                via="prometheus",
+                code="prometheus_failed" if exc.key else "",
+                params={**said, "cause": exc.key},
+            )
         latest = [(s.labels, s.points[-1][1]) for s in samples if s.points]
         if not latest:
             return DcgmAttempt(
                 way,
                 failure=f"no DCGM_FI_DEV_FB_USED series with Hostname={node!r} in the "
                 "last step: is dcgm-exporter scraped, with the labels the README documents?",
+                via="prometheus",
+                code="no_series_for_node",
+                params={"node": node},
             )
-        return pod_memory(samples_as_series(latest), way=way)
+        return pod_memory(samples_as_series(latest), way=way, via="prometheus")
 
     @classmethod
     def from_settings(cls, settings: PrometheusSettings) -> HistoryService:
@@ -287,3 +307,13 @@ class HistoryService:
     async def _one(self, q: Query, start: datetime, end: datetime) -> list[Sample]:
         assert self._client is not None
         return await self._client.query_range(q.expr, start=start, end=end, step_s=self._step)
+
+
+def not_asked() -> DcgmAttempt:
+    """Prometheus was not asked for dcgm-exporter's figures: no ``prometheus.url``."""
+    return DcgmAttempt(
+        "Prometheus",
+        failure="not asked: prometheus.url is not set",
+        via="prometheus",
+        code="prometheus_not_set",
+    )

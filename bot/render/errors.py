@@ -19,7 +19,12 @@ def error_text(key: str, params: Mapping[str, object], fallback: str, locale: st
     )
     if macro is None:
         return fallback
-    return str(macro(dict(params))).strip()
+    p = dict(params)
+    if p.get("reason_key"):  # an error that quotes another (its cause): that one worded too
+        quoted = p.get("reason_params")
+        cause = dict(quoted) if isinstance(quoted, Mapping) else {}
+        p["reason"] = error_text(str(p["reason_key"]), cause, str(p.get("reason", "")), locale)
+    return str(macro(p)).strip()
 
 
 def error_keys() -> tuple[str, ...]:

@@ -74,6 +74,20 @@ ERROR_FIELDS = {"diagnose_failed": "reason", "command_failed": "message", "usage
 def _worded_error(told: Notice, locale: str) -> Notice:
     """The notice with its error worded in ``locale`` (``error_key``/``error_params``, from
     ``GpunodeError.key``/``params``); unchanged when it carries no key."""
+    if told.key == "top_nodes":  # each cluster left out, with its error
+        failures = [
+            {
+                **f,
+                "message": error_text(
+                    str(f.get("key") or ""),
+                    f.get("params") or {},
+                    str(f.get("message", "")),
+                    locale,
+                ),
+            }
+            for f in told.params.get("failures") or []
+        ]
+        return told.model_copy(update={"params": {**told.params, "failures": failures}})
     field = ERROR_FIELDS.get(told.key)
     key = told.params.get("error_key")
     if field is None or not key:

@@ -74,9 +74,17 @@ def parse_payload(body: bytes) -> AlertmanagerPayload:
         payload = AlertmanagerPayload.model_validate_json(body)
     except ValidationError as exc:
         problem = validation_message(exc, limit=1, top="body")
-        raise UsageError(f"not an Alertmanager webhook payload: {problem}") from exc
+        raise UsageError(
+            f"not an Alertmanager webhook payload: {problem}",
+            key="alert_payload_invalid",
+            params={"error": problem},
+        ) from exc
     if payload.version != "4":
-        raise UsageError(f"unsupported Alertmanager payload version {payload.version!r}; want 4")
+        raise UsageError(
+            f"unsupported Alertmanager payload version {payload.version!r}; want 4",
+            key="alert_payload_version",
+            params={"version": payload.version},
+        )
     return payload
 
 

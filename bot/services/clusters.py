@@ -204,12 +204,10 @@ async def _one(
             return ClusterAnswer(name, value=await ask(name, registry.port(name)))
     except TimeoutError:
         log.warning("cluster %s did not answer within %gs", name, timeout)
-        return ClusterAnswer(
-            name, error=ClusterUnreachableError(name, f"no answer in {timeout:g}s")
-        )
+        return ClusterAnswer(name, error=ClusterUnreachableError(name, waited_s=timeout))
     except ClusterUnreachableError as err:
         return ClusterAnswer(name, error=err)
     except KubeUnavailableError as err:
-        return ClusterAnswer(name, error=ClusterUnreachableError(name, err.message))
+        return ClusterAnswer(name, error=ClusterUnreachableError(name, cause=err))
     except GpunodeError as err:  # forbidden, a bad kubeconfig...: said as it is, with its name
         return ClusterAnswer(name, error=err)

@@ -122,7 +122,9 @@ async def _top(d: CommandSurface, cmd: commands.Top, asker: Asker, cluster: str 
             for r in report.rows
         ),
         failures=tuple(
-            ClusterLeftOut(cluster=f.cluster, code=f.code, message=f.message)
+            ClusterLeftOut(
+                cluster=f.cluster, code=f.code, message=f.message, key=f.key, params=f.params
+            )
             for f in report.failures
         ),
         asked=1 if cluster else len(d.clusters.names),

@@ -49,7 +49,12 @@ async def load_details(
     audited by ``permitted``). GpunodeError when there is no such incident or no evidence."""
     found = await s.store.get_incident(incident_id)
     if found is None:
-        raise GpunodeError(f"there is no incident {incident_id}", code="not_found")
+        raise GpunodeError(
+            f"there is no incident {incident_id}; `/gpunode status` lists the open incidents",
+            code="not_found",
+            key="incident_not_found",
+            params={"incident": incident_id},
+        )
     if not await permitted(
         s, "view", user=user, channel=channel, cluster=incident_at(s.clusters, found).cluster
     ):
@@ -59,6 +64,8 @@ async def load_details(
         raise GpunodeError(
             f"{found.id} has no stored evidence yet: run `/gpunode diagnose {found.node}` first",
             code="no_evidence",
+            key="incident_no_evidence",
+            params={"incident": found.id, "node": found.node},
         )
     diagnosis = Diagnosis.model_validate_json(snap.diagnosis_json)
     attach = await s.store.remember_event(f"details-files:{found.id}:{snap.id}", at=s.clock())

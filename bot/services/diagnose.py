@@ -481,7 +481,9 @@ class DiagnoseService:
             if loop.time() > deadline:
                 raise StoreError(
                     f"the thread of {incident.id} is being opened by another diagnose that "
-                    "has not finished; run diagnose again in a minute"
+                    "has not finished; run diagnose again in a minute",
+                    key="thread_being_opened",
+                    params={"incident": incident.id},
                 )
             await asyncio.sleep(ROOT_POLL_S)
             fresh = await self._store.get_incident(incident.id) or incident
@@ -571,9 +573,9 @@ def _verdict_code(diagnosis: Diagnosis) -> str:
 def _named(err: GpunodeError | TimeoutError, cluster: str) -> KubeError:
     """A cluster that did not answer is named; other errors stay as they are."""
     if isinstance(err, TimeoutError):
-        return ClusterUnreachableError(cluster, "no answer in time")
+        return ClusterUnreachableError(cluster)
     if isinstance(err, KubeUnavailableError) and not isinstance(err, ClusterUnreachableError):
-        return ClusterUnreachableError(cluster, err.message)
+        return ClusterUnreachableError(cluster, cause=err)
     if isinstance(err, KubeError):
         return err
     return KubeError(err.message, code=err.code)

@@ -72,11 +72,14 @@ async def top_nodes(
 
 @dataclass(frozen=True)
 class ClusterFailure:
-    """A cluster that did not answer (or refused): named, with gpunode's error text."""
+    """A cluster that did not answer (or refused): named, with gpunode's error text (and its
+    key and params, for the reader's words)."""
 
     cluster: str
     code: str
     message: str
+    key: str = ""
+    params: dict[str, object] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,10 @@ async def top_across(
     errors: list[GpunodeError] = []
     for answer in await fan_out(clusters, ask, clusters=names):
         if answer.error is not None:
-            failures.append(ClusterFailure(answer.cluster, answer.error.code, answer.error.message))
+            err = answer.error
+            failures.append(
+                ClusterFailure(answer.cluster, err.code, err.message, err.key, dict(err.params))
+            )
             errors.append(answer.error)
         else:
             rows.extend(answer.value or [])
@@ -146,11 +152,17 @@ class IncidentOps:
         elif thread_ts:
             found = await self._store.find_incident_by_thread(channel, thread_ts)
         else:
-            raise UsageError("name the incident, e.g. INC-0001", usage="timeline INCIDENT")
+            raise UsageError(
+                "name the incident, e.g. INC-0001",
+                usage="timeline INCIDENT",
+                key="no_incident_named",
+            )
         if found is None:
             raise UsageError(
                 f"no incident {incident or 'in this thread'}; `status` lists the open ones",
                 usage="timeline INCIDENT",
+                key="no_such_incident",
+                params={"incident": incident or ""},
             )
         return found
 
@@ -160,9 +172,19 @@ class IncidentOps:
     async def resolve(self, incident_id: str, *, by: str, note: str) -> Any:
         incident = await self._store.get_incident(incident_id)
         if incident is None:
-            raise UsageError(f"no incident {incident_id}", usage="resolve INCIDENT [NOTE]")
+            raise UsageError(
+                f"no incident {incident_id}; `status` lists the open ones",
+                usage="resolve INCIDENT [NOTE]",
+                key="no_such_incident",
+                params={"incident": incident_id},
+            )
         if incident.state == "resolved":
-            raise UsageError(f"{incident_id} is already resolved", usage="resolve INCIDENT")
+            raise UsageError(
+                f"{incident_id} is already resolved",
+                usage="resolve INCIDENT",
+                key="incident_already_resolved",
+                params={"incident": incident_id},
+            )
         # the store records the transition's timeline entry (with the note) itself
         await self._store.set_incident_state(
             incident_id, "resolved", at=self._clock(), actor=by, note=note

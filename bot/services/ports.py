@@ -366,7 +366,12 @@ class NoHistory:
         return None
 
     async def pod_gpu_memory(self, node: str, *, now: datetime) -> DcgmAttempt:
-        return DcgmAttempt("Prometheus", failure="not asked: prometheus.url is not set")
+        return DcgmAttempt(
+            "Prometheus",
+            failure="not asked: prometheus.url is not set",
+            via="prometheus",
+            code="prometheus_not_set",
+        )
 
     async def close(self) -> None:
         pass

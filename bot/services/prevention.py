@@ -70,6 +70,8 @@ async def kit_from_incident(store: StorePort, incident: Incident) -> Kit:
             f"{incident.id} has no stored evidence yet: run `/gpunode diagnose {ref}` "
             f"first, or `/gpunode prevent {ref}` to read the node as it is now",
             code="no_evidence",
+            key="kit_no_evidence",
+            params={"incident": incident.id, "node": ref},
         )
     view, at = found
     return build_kit(view, KitSource(kind="snapshot", at=at, incident=incident.id))
@@ -145,7 +147,12 @@ async def prevent_incident(
     nothing: ``already_shared``), and audited as ``prevention_kit.upload``."""
     incident = incident or await store.get_incident(incident_id)
     if incident is None:
-        raise GpunodeError(f"there is no incident {incident_id}", code="not_found")
+        raise GpunodeError(
+            f"there is no incident {incident_id}; `/gpunode status` lists the open incidents",
+            code="not_found",
+            key="incident_not_found",
+            params={"incident": incident_id},
+        )
     rows = [r for r in await store.snapshots(incident.id) if r.view is not None]
     if rows:
         # one upload per snapshot: the dedupe key is claimed atomically before uploading
@@ -155,6 +162,8 @@ async def prevent_incident(
                 f"the prevention kit of {incident.id}'s latest evidence is already in its "
                 "thread; diagnose again for a kit from newer evidence",
                 code="already_shared",
+                key="kit_already_shared",
+                params={"incident": incident.id},
             )
     kit = await kit_from_incident(store, incident)
     shared = await share_kit(
@@ -182,7 +191,12 @@ async def prevention_button(s: BotServices, incident: str, *, user: str, channel
     try:
         found = await s.store.get_incident(incident)
         if found is None:
-            raise GpunodeError(f"there is no incident {incident}", code="not_found")
+            raise GpunodeError(
+                f"there is no incident {incident}; `/gpunode status` lists the open incidents",
+                code="not_found",
+                key="incident_not_found",
+                params={"incident": incident},
+            )
         # the role is checked in the incident's cluster: the kit shows that cluster's node
         if await permitted(
             s, "view", user=user, channel=channel, cluster=incident_at(s.clusters, found).cluster

@@ -72,3 +72,24 @@ def test_li_weis_top_and_mistyped_node_against_the_stand_in_are_in_chinese(
         bad = _run(["diagnose", "GPU_bad", "-q", *access], capsys)
     assert top[0] == 0 and CJK.search(top[1]) and english_words(top[1]) == [], top
     assert bad[0] == 2 and "不是有效的节点名" in bad[1] and english_words(bad[1]) == [], bad
+
+
+def test_diagnosing_a_node_the_cluster_lacks_names_it_and_says_how_to_list_nodes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``gpunode diagnose no-such-node`` against the stand-in: li.wei reads in Chinese which
+    node is missing from which cluster and how to list the nodes; an English reader reads the
+    same in English; both exit 1, with nothing on stdout."""
+    with KubeSim.running_in_thread(load_scenario("seed")) as sim:
+        access = ["diagnose", "no-such-node", "-q", "--server", sim.url, "--token", BOT_TOKEN]
+        zh = main([*access, "--lang", "zh-CN"])
+        zh_said = capsys.readouterr()
+        en = main([*access, "--lang", "en"])
+        en_said = capsys.readouterr()
+    assert zh == 1 and zh_said.out == "", zh_said
+    assert f"集群 {sim.url} 中没有节点 no-such-node" in zh_said.err, zh_said.err
+    assert "`kubectl get nodes`" in zh_said.err and "请检查名称" in zh_said.err
+    assert english_words(zh_said.err) == [], zh_said.err
+    assert en == 1 and en_said.out == "", en_said
+    assert f"node no-such-node not found in cluster {sim.url}; check the name" in en_said.err
+    assert "`kubectl get nodes` or `gpunode top` lists the cluster's nodes" in en_said.err

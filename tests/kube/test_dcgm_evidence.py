@@ -10,16 +10,28 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot.core.model.evidence import EvidenceBundle
+from bot.render.errors import gap_text
 from gpunode_sandbox.kubesim import Scenario, load_scenario
 from gpunode_sandbox.kubesim import scenarios as sc
+from tests.render.test_catalogs import english_words
 
 Make = Callable[..., Awaitable[tuple[Any, Any]]]
 GiB = 1024**3
 
 
 def _gap(bundle: EvidenceBundle) -> str:
-    [why] = [g.reason for g in bundle.gaps if g.source == "gpu:evidence"]
-    return why
+    """The GPU-evidence gap's English reason, once its words are checked: an English reader
+    reads exactly that reason; a Chinese or pseudo-locale reader no English sentence (what
+    was quoted as said, an OS error or the pods and their figures, left out)."""
+    [gap] = [g for g in bundle.gaps if g.source == "gpu:evidence"]
+    assert gap_text(gap.code, gap.params, "«none»", "en") == gap.reason
+    for locale in ("zh-CN", "en-XA"):
+        words = gap_text(gap.code, gap.params, "«none»", locale)
+        for key, value in gap.params.items():
+            if key.endswith(("_error", "_named", "_reason")) and value:
+                words = words.replace(str(value), " ")
+        assert english_words(words) == [], words
+    return gap.reason
 
 
 def _seed_without_nvml(exporter: sc.DcgmExporter | None) -> Scenario:

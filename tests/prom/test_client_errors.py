@@ -15,6 +15,8 @@ from aiohttp import web
 from bot.errors import PrometheusError
 from bot.prom.client import PrometheusClient
 from bot.prom.history import HistoryService
+from bot.render.errors import gap_text
+from tests.render.test_catalogs import english_words
 
 NOW = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
 
@@ -114,3 +116,31 @@ async def test_a_service_built_without_a_url_asks_nobody() -> None:
     service = HistoryService.from_settings(PrometheusSettings())
     assert await service.fetch("gpu-node-01", now=NOW) is None
     await service.close()
+
+
+async def _no_matrix(request: web.Request) -> web.Response:
+    return web.json_response({"status": "success", "data": {"resultType": "vector", "result": []}})
+
+
+@pytest.mark.parametrize("handler", [_bad_query, _html, _slow, _no_matrix, None])
+async def test_a_failing_prometheus_is_a_gap_worded_in_every_locale(
+    aiohttp_server: Callable[..., Awaitable[Any]], handler: Any
+) -> None:
+    """The history's gap carries the error's code and params: an English reader reads the
+    error's own text; Chinese and pseudo-locale readers read catalog words, the URL and what
+    Prometheus said quoted as they were."""
+    url = await _start(aiohttp_server, handler) if handler else "http://127.0.0.1:9"
+    service = HistoryService(PrometheusClient(url, timeout_s=0.5), timeout_s=30)
+    try:
+        history = await service.fetch("gpu-node-01", now=NOW)
+    finally:
+        await service.close()
+    assert history is not None
+    (gap,) = [g for g in history.gaps if g.source == "prometheus"]
+    assert gap.code.startswith("prometheus_"), gap
+    assert gap_text(gap.code, gap.params, "«none»", "en") == gap.reason
+    for locale in ("zh-CN", "en-XA"):
+        words = gap_text(gap.code, gap.params, "«none»", locale)
+        for quoted in ("url", "error"):
+            words = words.replace(str(gap.params.get(quoted, "")) or "\0", " ")
+        assert english_words(words) == [], words

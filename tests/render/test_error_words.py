@@ -4,11 +4,16 @@ parameters, the catalog words it, and English readers see exactly the error's ow
 from __future__ import annotations
 
 import asyncio
+import json
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from kubernetes.client.exceptions import ApiException
+import urllib3
+import yaml
+from kubernetes.client.exceptions import ApiException, ApiValueError
+from kubernetes.config.config_exception import ConfigException
 
 from bot.config.settings import KubeSettings
 from bot.core.governance.commands import parse
@@ -25,10 +30,12 @@ from bot.errors import (
     UsageError,
 )
 from bot.kube import resident
+from bot.kube.errors import refused_as, translate
 from bot.kube.gateway import Gateway
 from bot.kube.jobs import PodOutcome, failure, parse_evidence
 from bot.render.errors import error_keys, error_text
 from bot.render.notices import told_mrkdwn
+from tests.render.terminal_errors import NOT_DRIVEN, terminal_errors
 from tests.render.test_catalogs import english_words
 from tests.render.test_usage_words import MALFORMED
 
@@ -185,6 +192,83 @@ def _usage_errors() -> list[GpunodeError]:
     return out
 
 
+def _api(status: int, message: str) -> ApiException:
+    exc = ApiException(status=status, reason="Reason")
+    exc.body = json.dumps({"kind": "Status", "message": message})
+    return exc
+
+
+#: the API server's 403 messages as RBAC writes them: a person's missing right (namespaced,
+#: cluster-wide), gpunode's missing impersonation, and one that does not say who
+_DENIED = (
+    'pods "p" is forbidden: User "alice" cannot create resource "pods/eviction" in API group '
+    '"" in the namespace "data-prep"',
+    'nodes "n" is forbidden: User "alice" cannot patch resource "nodes" in API group "" at '
+    "the cluster scope",
+    'users "alice" is forbidden: User "system:serviceaccount:gpunode:gpunode" cannot '
+    'impersonate resource "users" in API group "" at the cluster scope',
+    "admission webhook denied the request",
+)
+
+
+def _kube_errors() -> list[GpunodeError]:
+    """What the API server said (every HTTP status class), or that it said nothing (refused,
+    timed out, broke off, DNS), a broken configuration, and its refusals of a person."""
+    statuses = [
+        translate(_api(status, message), what=f"read node {NODE}", cluster=cluster)
+        for status, message in (
+            (404, f'nodes "{NODE}" not found'),
+            (404, 'pods "p" not found'),
+            (404, 'namespaces "ml" not found'),
+            (401, "Unauthorized"),
+            (403, 'User "system:anonymous" cannot get resource "nodes"'),
+            (403, 'User "bot" cannot get resource "nodes"'),
+            (409, "the object has been modified"),
+            (422, "spec.containers: Required value"),
+            (429, "storage is (re)initializing"),
+            (500, "etcdserver: request timed out"),
+            (0, "connection reset"),
+            (418, "I'm a teapot"),
+        )
+        for cluster in ("prod-eu", "")
+    ]
+    pool = urllib3.HTTPConnectionPool("api.example", 6443)
+    conn = urllib3.connection.HTTPConnection("api.example", 6443)
+    transport = [
+        urllib3.exceptions.MaxRetryError(
+            pool, "/api", urllib3.exceptions.NewConnectionError(conn, "refused")
+        ),
+        urllib3.exceptions.MaxRetryError(
+            pool,
+            "/api",
+            urllib3.exceptions.NameResolutionError("api.example", conn, socket.gaierror()),
+        ),
+        urllib3.exceptions.MaxRetryError(pool, "/api", urllib3.exceptions.SSLError("bad")),
+        urllib3.exceptions.ReadTimeoutError(pool, "/api", "timed out"),
+        urllib3.exceptions.ProtocolError("connection reset"),
+        ConnectionError("odd"),
+    ]
+    unanswered = [
+        translate(exc, what="cordon gpu-node-07", write=write)
+        for exc in transport
+        for write in (False, True)
+    ]
+    try:
+        yaml.safe_load("clusters: [")
+    except yaml.YAMLError as exc:
+        unanswered.append(translate(exc, what="load Kubernetes configuration"))
+    refusals = [refused_as(_api(403, said), "alice") for said in _DENIED]
+    return [
+        *statuses,
+        *unanswered,
+        translate(ConfigException("no kubeconfig"), what="load Kubernetes configuration"),
+        translate(ApiValueError("missing name"), what="read pod a/b"),
+        translate(OSError("disk full"), what="read pod a/b"),
+        translate(ValueError("not JSON"), what="read pod a/b"),
+        *(r for r in refusals if r is not None),
+    ]
+
+
 def _errors(tmp: Path) -> list[GpunodeError]:
     """One of every keyed error, made by the code that raises it."""
     job = {"metadata": {"namespace": "gpunode"}}
@@ -193,8 +277,15 @@ def _errors(tmp: Path) -> list[GpunodeError]:
         *_node_errors(),
         *_not_admitted(),
         *_usage_errors(),
+        *_kube_errors(),
+        *terminal_errors(tmp),
         UnknownClusterError("prod-asia", ("prod-eu", "prod-us")),
         ClusterUnreachableError("prod-us", "connection refused"),
+        ClusterUnreachableError("prod-us", waited_s=2.5),
+        ClusterUnreachableError("prod-us"),
+        ClusterUnreachableError(
+            "prod-us", cause=translate(ConnectionRefusedError("refused"), what="list nodes")
+        ),
         failure(
             PodOutcome("image_pull", _pod(waiting="ErrImagePull")), job, node=NODE, timeout_s=60
         ),
@@ -236,7 +327,7 @@ def errors(tmp_path_factory: pytest.TempPathFactory) -> list[GpunodeError]:
 def test_every_worded_error_key_is_raised_somewhere(errors: list[GpunodeError]) -> None:
     """A form field's errors (``field_*``) are checked by test_field_words.py."""
     worded = {k for k in error_keys() if not k.startswith("field_")}
-    assert {e.key for e in errors} | AGENT_NOT_DRIVEN == worded
+    assert {e.key for e in errors} | AGENT_NOT_DRIVEN | NOT_DRIVEN.keys() == worded
 
 
 def test_an_english_reader_sees_exactly_the_errors_own_text(errors: list[GpunodeError]) -> None:
@@ -244,13 +335,35 @@ def test_an_english_reader_sees_exactly_the_errors_own_text(errors: list[Gpunode
         assert error_text(err.key, err.params, "fallback", "en") == err.message
 
 
+#: params quoted as they were said, in every locale: the left-out parts of a leak check
+QUOTED = ("message", "error", "said", "doing", "detail")
+
+
 def test_a_chinese_reader_sees_no_english_sentence_in_an_error(errors: list[GpunodeError]) -> None:
-    """Quoted words (the kubelet's message, an OS error such as "No such file or directory")
-    are left as they were said, so they are left out of the check."""
+    """Quoted words (the kubelet's message, an OS error such as "No such file or directory",
+    the API server's own message and the request it answered) are left as they were said, so
+    they are left out of the check."""
 
     def words(err: GpunodeError) -> str:
         text = error_text(err.key, err.params, err.message, "zh-CN")
-        for quoted in ("message", "error"):
+        for quoted in QUOTED:
+            if err.params.get(quoted):
+                text = text.replace(str(err.params[quoted]), " ")
+        return text
+
+    leaks = {err.key: found for err in errors if (found := english_words(words(err)))}
+    assert leaks == {}
+
+
+def test_a_pseudo_locale_reader_sees_every_errors_words_from_the_catalog(
+    errors: list[GpunodeError],
+) -> None:
+    """en-XA accents every catalog word: plain English left in an error's wording is a
+    sentence that does not go through the catalog."""
+
+    def words(err: GpunodeError) -> str:
+        text = error_text(err.key, err.params, err.message, "en-XA")
+        for quoted in QUOTED:
             if err.params.get(quoted):
                 text = text.replace(str(err.params[quoted]), " ")
         return text

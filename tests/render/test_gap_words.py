@@ -74,6 +74,16 @@ PARAMS: dict[str, dict[str, object]] = {
     "prometheus_timeout": {"timeout_s": "5"},
     "prometheus_no_series": {"metric": "DCGM_FI_DEV_FB_USED", "node": "n1", "exporter": "dcgm"},
     "gpu_not_nvidia": {"vendors": "amd.com"},
+    # each tried way, hint and attempt: tests/render/test_gpu_gap_words.py
+    "gpu_evidence_unread": {
+        "tried": "missing_runtime_class",
+        "runtime_class": "nvidia-rc",
+        "hints": "default_runtime_without_nvml",
+        "failures": 1,
+        "f1_source": "nvml",
+        "f1_code": "nvml_library_missing",
+        "f1_reason": "NVML library not found",
+    },
 }
 
 

@@ -96,3 +96,18 @@ def test_terminal_top_ranks_both_clusters_and_names_a_stopped_one(
     assert one.startswith("cluster prod-us left out: cluster prod-us could not be reached")
     rows = one.split("\n\n")[0].splitlines()[2:]
     assert {line.split()[0] for line in rows} == {"prod-eu"}
+
+
+def test_terminal_top_in_chinese_says_why_a_stopped_cluster_is_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The stopped cluster's line is worded in Chinese, its cause (the API server that did
+    not answer) too; the request and the URL are quoted as they were."""
+    from tests.render.test_catalogs import english_words
+
+    with two_clusters(tmp_path, us_stopped=True) as (config, _us):
+        assert main(["top", "--config", str(config), "--lang", "zh-CN"]) == 0
+    said = capsys.readouterr().out
+    first = said.splitlines()[0]
+    assert "prod-us" in first and "无法连接集群 prod-us" in first, first
+    assert english_words(first) == [], first

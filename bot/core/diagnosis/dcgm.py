@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bot.core.model.evidence import EvidenceBundle, Gap, PodGpuMemory
 
@@ -44,11 +44,19 @@ Series = tuple[str, dict[str, str], float]
 @dataclass(frozen=True)
 class DcgmAttempt:
     """One way dcgm-exporter was asked (``way``: "the exporter's endpoint 10.0.3.7:9400",
-    "Prometheus"), and what came back: rows, or why none."""
+    "Prometheus"), and what came back: rows, or why none.
+
+    The same as data, for the reader's words (``templates/sentences/gaps.j2``): ``via``
+    (``endpoint``, ``prometheus``), the failure's ``code`` and raw ``params`` (the endpoint's
+    ``at_address``, ``at_node``, ``at_service`` when one was found). An attempt without a
+    code is worded by its English ``failure``, quoted."""
 
     way: str
     memory: tuple[PodGpuMemory, ...] = ()
     failure: str | None = None
+    via: str = ""
+    code: str = ""
+    params: Mapping[str, str | int] = field(default_factory=dict)
 
 
 class ExpositionError(ValueError):
@@ -149,8 +157,20 @@ def _device(labels: Mapping[str, str]) -> tuple[str, str]:
     return labels.get("UUID") or labels.get("gpu", "?"), labels.get("GPU_I_ID", "")
 
 
-def pod_memory(series: Iterable[Series], *, way: str) -> DcgmAttempt:
-    """Per-pod GPU memory from dcgm-exporter series, or why there is none."""
+def pod_memory(
+    series: Iterable[Series],
+    *,
+    way: str,
+    via: str = "",
+    at: Mapping[str, str | int] | None = None,
+) -> DcgmAttempt:
+    """Per-pod GPU memory from dcgm-exporter series, or why there is none (``via`` and the
+    endpoint's ``at`` params: how ``way`` is worded)."""
+    said = dict(at or {})
+
+    def failed(failure: str, code: str, **params: str | int) -> DcgmAttempt:
+        return DcgmAttempt(way, failure=failure, via=via, code=code, params={**said, **params})
+
     used = [(labels, v) for name, labels, v in series if name == FB_USED and math.isfinite(v)]
     free = {
         (*_device(labels), *(_who(labels) or ("", "", ""))): v
@@ -158,26 +178,28 @@ def pod_memory(series: Iterable[Series], *, way: str) -> DcgmAttempt:
         if name == FB_FREE and math.isfinite(v)
     }
     if not used:
-        return DcgmAttempt(
-            way,
-            failure=f"no {FB_USED} series (the exporter's metric list lacks it, or it "
-            "is not scraped)",
+        return failed(
+            f"no {FB_USED} series (the exporter's metric list lacks it, or it is not scraped)",
+            "no_fb_used",
+            metric=FB_USED,
         )
     mapped = [(labels, v, who) for labels, v in used if (who := _who(labels)) is not None]
     if not mapped:
-        return DcgmAttempt(
-            way,
-            failure="its series carry no pod labels: the exporter's Kubernetes mapping is "
-            "off (set DCGM_EXPORTER_KUBERNETES=true and mount the kubelet's pod-resources "
-            "socket, as the GPU Operator does)",
+        return failed(
+            "its series carry no pod labels: the exporter's Kubernetes mapping is off (set "
+            "DCGM_EXPORTER_KUBERNETES=true and mount the kubelet's pod-resources socket, as the "
+            "GPU Operator does)",
+            "no_pod_labels",
         )
     held = [(labels, v, who) for labels, v, who in mapped if who[0] and who[1]]
     if not held:
-        return DcgmAttempt(
-            way,
-            failure=f"none of its {len(used)} {FB_USED} series names a pod: no pod holds "
-            "these GPUs, or the exporter cannot map them (the kubelet's pod-resources socket; "
+        return failed(
+            f"none of its {len(used)} {FB_USED} series names a pod: no pod holds these GPUs, "
+            "or the exporter cannot map them (the kubelet's pod-resources socket; "
             "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE must match the device plugin's IDs)",
+            "no_pod_named",
+            count=len(used),
+            metric=FB_USED,
         )
     sharing: dict[tuple[str, str], set[tuple[str, str]]] = {}
     for labels, _, who in held:
@@ -201,7 +223,7 @@ def pod_memory(series: Iterable[Series], *, way: str) -> DcgmAttempt:
             source=f"dcgm-exporter via {way}",
         )
     ordered = sorted(rows.values(), key=lambda r: (r.namespace, r.pod, r.gpu, r.mig_instance or ""))
-    return DcgmAttempt(way, memory=tuple(ordered))
+    return DcgmAttempt(way, memory=tuple(ordered), via=via, params=said)
 
 
 def needs_dcgm(bundle: EvidenceBundle, *, nvidia: bool) -> bool:
@@ -210,32 +232,69 @@ def needs_dcgm(bundle: EvidenceBundle, *, nvidia: bool) -> bool:
     return nvidia and not bundle.pod_gpu_memory and any(g.source == GAP_SOURCE for g in bundle.gaps)
 
 
+def _held(attempt: DcgmAttempt) -> list[tuple[str, int]]:
+    """namespace/pod -> GPU memory used, the largest first."""
+    held: dict[str, int] = {}
+    for r in attempt.memory:
+        held[f"{r.namespace}/{r.pod}"] = held.get(f"{r.namespace}/{r.pod}", 0) + r.used_bytes
+    return sorted(held.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _named(top: list[tuple[str, int]]) -> str:
+    return ", ".join(f"{who} {used / 1024**3:.1f} GiB" for who, used in top[:SHOWN])
+
+
 def attempt_sentence(attempt: DcgmAttempt) -> str:
     if attempt.memory:
-        held: dict[str, int] = {}
-        for r in attempt.memory:
-            held[f"{r.namespace}/{r.pod}"] = held.get(f"{r.namespace}/{r.pod}", 0) + r.used_bytes
-        top = sorted(held.items(), key=lambda kv: (-kv[1], kv[0]))
-        named = ", ".join(f"{who} {used / 1024**3:.1f} GiB" for who, used in top[:SHOWN])
+        top = _held(attempt)
         more = f" and {len(top) - SHOWN} more" if len(top) > SHOWN else ""
         shared = any(r.shared_by > 1 for r in attempt.memory)
         return (
             f"Per-pod GPU memory comes from dcgm-exporter via {attempt.way} ({len(top)} pod"
-            f"{'s' if len(top) != 1 else ''}: {named}{more}): the framebuffer used on each "
-            "pod's GPU or MIG instance, not per process"
+            f"{'s' if len(top) != 1 else ''}: {_named(top)}{more}): the framebuffer used on "
+            "each pod's GPU or MIG instance, not per process"
             + ("; pods that share a GPU each show the device's total." if shared else ".")
         )
     return f"dcgm-exporter via {attempt.way}: {attempt.failure}."
 
 
+def attempt_params(attempt: DcgmAttempt) -> dict[str, str | int]:
+    """The attempt as a gap's raw params (``via``, ``code``: ``memory`` or the failure's,
+    its params, and ``text``: the English sentence, for an attempt without a code)."""
+    out: dict[str, str | int] = {
+        "via": attempt.via,
+        "way": attempt.way,
+        "text": attempt_sentence(attempt),
+        **attempt.params,
+    }
+    if attempt.memory:
+        top = _held(attempt)
+        shared = any(r.shared_by > 1 for r in attempt.memory)
+        more = max(0, len(top) - SHOWN)
+        return out | {
+            "code": "memory",
+            "pods": len(top),
+            "named": _named(top),
+            "more": more,
+            "shared": int(shared),
+        }
+    return out | {"code": attempt.code, "failure": attempt.failure or ""}
+
+
 def join(bundle: EvidenceBundle, attempt: DcgmAttempt) -> EvidenceBundle:
     """``bundle`` with ``attempt``'s rows (when it has none yet) and the GPU-evidence gap
-    extended by what the attempt gave or why it failed."""
+    extended by what the attempt gave or why it failed: its sentence on the English reason,
+    its params (``d1_...``, ``d2_...``; ``dcgm``: how many) beside the gap's own code."""
     sentence = attempt_sentence(attempt)
-    gaps = [
-        Gap(source=g.source, reason=f"{g.reason} {sentence}") if g.source == GAP_SOURCE else g
-        for g in bundle.gaps
-    ]
+
+    def extended(g: Gap) -> Gap:
+        before = g.params.get("dcgm", 0)
+        n = (before if isinstance(before, int) else 0) + 1
+        said = {f"d{n}_{k}": v for k, v in attempt_params(attempt).items()}
+        params = {**g.params, **said, "dcgm": n}
+        return g.model_copy(update={"reason": f"{g.reason} {sentence}", "params": params})
+
+    gaps = [extended(g) if g.source == GAP_SOURCE else g for g in bundle.gaps]
     update: dict[str, object] = {"gaps": gaps}
     if attempt.memory and not bundle.pod_gpu_memory:
         update["pod_gpu_memory"] = list(attempt.memory)

@@ -365,13 +365,16 @@ class RankedNode(BaseModel):
 
 
 class ClusterLeftOut(BaseModel):
-    """A cluster ``top`` could not ask: its name and gpunode's error (code and text)."""
+    """A cluster ``top`` could not ask: its name and gpunode's error (code and English text;
+    ``key`` and raw ``params``, when it has them, for the reader's words)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     cluster: str
     code: str
     message: str
+    key: str = ""
+    params: dict[str, Any] = Field(default_factory=dict)
 
 
 class TopNodes(BaseModel):

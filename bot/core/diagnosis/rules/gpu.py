@@ -337,9 +337,16 @@ def gpu_not_verified(ctx: Context, t: Thresholds) -> list[Finding]:
     if ctx.bundle.gpus or not ctx.is_gpu_node or ctx.view is None:
         return []
     # the gateway's summary (what was tried, in the install's words) says it all when present
-    summary = [g.reason for g in ctx.bundle.gaps if g.source == "gpu:evidence"]
-    reasons = summary or [g.reason for g in ctx.bundle.gaps if g.source.startswith("nvml")]
+    summary = [g for g in ctx.bundle.gaps if g.source == "gpu:evidence"]
+    gaps = summary or [g for g in ctx.bundle.gaps if g.source.startswith("nvml")]
+    reasons = [g.reason for g in gaps]
     devices = sum(ctx.view.node.gpu_resources.values()) or len(ctx.view.node.gpu_dra_drivers)
+    # one gap with a code: its code and params too (``gap_<name>``), for the reader's words
+    said: dict[str, str | int | float] = {}
+    if len(gaps) == 1 and gaps[0].code:
+        said["gap_code"] = gaps[0].code
+        for k, v in gaps[0].params.items():
+            said[f"gap_{k}"] = ", ".join(map(str, v)) if isinstance(v, list) else v
     return [
         Finding(
             code="GPU_NOT_VERIFIED",
@@ -354,7 +361,7 @@ def gpu_not_verified(ctx: Context, t: Thresholds) -> list[Finding]:
                     ALLOCATABLE,
                 )
             ],
-            params={"reason": "; ".join(reasons) or "no GPU devices reported"},
+            params={"reason": "; ".join(reasons) or "no GPU devices reported", **said},
         )
     ]
 

@@ -97,7 +97,7 @@ def gpu_points(d: Diagnosis, codes: Codes) -> list[TalkingPoint]:
                     audience=audience,
                     key="unverified.gpu_memory",
                     facts=f.facts,
-                    params=pick(f, "reason"),
+                    params={k: v for k, v in f.params.items() if k == "reason" or k[:4] == "gap_"},
                     unverified=True,
                 )
             )

@@ -1,0 +1,165 @@
+"""The errors a terminal command (and the incident commands behind it) raises, each made by
+the code that raises it: the input files of ``gpunode analyze``, ``--server``, ``--format``,
+the chart and kit files the terminal writes, ``migrate``, the sandbox-only commands, an
+Alertmanager payload, and the incidents a command names. tests/render/test_error_words.py
+words every one of them in each locale."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import io
+import json
+import os
+from collections.abc import Callable, Coroutine
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.cli import migrate, presenter
+from bot.cli.common import cluster_settings
+from bot.cli.diagnose import read_bundle, read_view
+from bot.core.model.evidence import SCHEMA_VERSION
+from bot.core.reporting.analysis import analyze
+from bot.errors import GpunodeError
+from bot.services.alerts import parse_payload
+from bot.services.clusters import ClusterRegistry
+from bot.services.operations import IncidentOps
+from bot.services.prevention import kit_from_incident, prevent_incident
+from tests.services.fakes import load_scenario as load_fixture
+
+AT = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
+
+
+def _raised(call: Callable[[], object]) -> GpunodeError:
+    with pytest.raises(GpunodeError) as caught:
+        call()
+    return caught.value
+
+
+def _awaited(call: Callable[[], Coroutine[Any, Any, object]]) -> GpunodeError:
+    return _raised(lambda: asyncio.run(call()))
+
+
+def _input_files(tmp: Path) -> list[GpunodeError]:
+    """``gpunode analyze``'s files: missing, not UTF-8, not JSON, not an object, another
+    schema version, not the schema; and a cluster view that is missing."""
+    files = {
+        "binary.json": b"\xff\xfe",
+        "broken.json": b'{"schema_version": ',
+        "list.json": b"[]",
+        "future.json": json.dumps({"schema_version": "99.0"}).encode(),
+        "empty.json": json.dumps({"schema_version": SCHEMA_VERSION}).encode(),
+    }
+    for name, body in files.items():
+        (tmp / name).write_bytes(body)
+    return [
+        _raised(lambda: read_bundle(str(tmp / "absent.json"))),
+        *(_raised(partial(read_bundle, str(tmp / name))) for name in files),
+        _raised(lambda: read_view(str(tmp / "absent-view.json"))),
+    ]
+
+
+def _server(url: str) -> GpunodeError:
+    args = argparse.Namespace(server=url, token=None, config=None, kubeconfig=None, context=None)
+    return _raised(lambda: cluster_settings(args))
+
+
+def _outputs(tmp: Path) -> list[GpunodeError]:
+    """What the terminal writes: a format it does not know, a chart it cannot write, and a
+    kit whose directory cannot be made, whose files exist, are symbolic links or
+    directories."""
+    bundle, view = load_fixture("seed")
+    diagnosis = analyze(bundle, view, now=bundle.collected_at)
+    files = {"README.md": "kit\n"}
+    (tmp / "a-file").write_text("")
+    written, linked, blocked = tmp / "written", tmp / "linked", tmp / "blocked"
+    presenter.write_kit(files, written)
+    linked.mkdir()
+    os.symlink(tmp / "elsewhere", linked / "README.md")
+    (blocked / "README.md").mkdir(parents=True)
+    return [
+        _raised(lambda: presenter.render_output(diagnosis, "yaml")),
+        _raised(lambda: presenter.write_chart(diagnosis, bundle, str(tmp / "no-dir" / "c.png"))),
+        _raised(lambda: presenter.write_kit(files, tmp / "a-file" / "kit")),
+        _raised(lambda: presenter.write_kit(files, written)),
+        _raised(lambda: presenter.write_kit(files, linked, force=True)),
+        _raised(lambda: presenter.write_kit(files, blocked, force=True)),
+    ]
+
+
+def _commands(tmp: Path) -> list[GpunodeError]:
+    """``migrate --app-role`` on SQLite, a sandbox-only command without the sandbox, and an
+    Alertmanager payload that is not one, or of another version."""
+    migrating = argparse.Namespace(dsn=str(tmp / "m.db"), app_role="gpunode", config=None)
+    alert = {"version": "3", "groupKey": "g", "status": "firing", "alerts": []}
+    return [
+        _raised(lambda: migrate.main(migrating, out=io.StringIO())),
+        _raised(
+            lambda: importlib.import_module("bot.cli.main")._resolve(
+                "gpunode_sandbox.no_such_stand_in:main", "demo"
+            )
+        ),
+        _raised(lambda: parse_payload(b"{}")),
+        _raised(lambda: parse_payload(json.dumps(alert).encode())),
+    ]
+
+
+async def _incident_errors(path: Path) -> list[GpunodeError]:
+    """The incident a command names: none named, unknown, none in the thread, resolved
+    already; a kit with no evidence stored, and one already shared for that evidence."""
+    from bot.store.storing import Store
+
+    out: list[GpunodeError] = []
+
+    async def caught(call: Coroutine[Any, Any, object]) -> None:
+        with pytest.raises(GpunodeError) as err:
+            await call
+        out.append(err.value)
+
+    class _Files:
+        async def kit(self, *args: object, **kwargs: object) -> list[str]:
+            return ["README.md"]
+
+    bundle, view = load_fixture("seed")
+    diagnosis = analyze(bundle, view, now=bundle.collected_at)
+    async with await Store.open(str(path)) as store:
+        ops = IncidentOps(store, clock=lambda: AT, clusters=ClusterRegistry.single(object()))  # type: ignore[arg-type]
+        bare, _ = await store.open_or_join_incident("gpu-node-01", "C1", opened_by="U1", at=AT)
+        await caught(ops.resolve_id(None, channel="C1", thread_ts=None))
+        await caught(ops.resolve_id("INC-0099", channel="C1", thread_ts=None))
+        await caught(ops.resolve_id(None, channel="C1", thread_ts="1700000000.000100"))
+        await ops.resolve(bare.id, by="U1", note="")
+        await caught(ops.resolve(bare.id, by="U1", note=""))
+        await caught(kit_from_incident(store, bare))
+        await caught(prevent_incident(store, _Files(), "INC-0099", user="U1", now=AT))  # type: ignore[arg-type]
+        seen, _ = await store.open_or_join_incident("gpu-node-02", "C1", opened_by="U1", at=AT)
+        await store.save_snapshot(seen.id, at=AT, bundle=bundle, view=view, diagnosis=diagnosis)
+        await prevent_incident(store, _Files(), seen.id, user="U1", now=AT)  # type: ignore[arg-type]
+        await caught(prevent_incident(store, _Files(), seen.id, user="U1", now=AT))  # type: ignore[arg-type]
+    return out
+
+
+def terminal_errors(tmp: Path) -> list[GpunodeError]:
+    """One of every keyed error above, made by the code that raises it."""
+    return [
+        *_input_files(tmp),
+        _server("10.0.0.1:6443"),
+        _server("https://10.0.0.1:port"),
+        *_outputs(tmp),
+        *_commands(tmp),
+        *asyncio.run(_incident_errors(tmp / "incidents.db")),
+    ]
+
+
+#: keyed errors the tests above do not make, each with where its English is checked
+NOT_DRIVEN = {
+    # needs BotServices (the details modal): tests/services cover load_details
+    "incident_no_evidence": "the details modal before any diagnosis",
+    # needs two diagnoses racing for one thread's root past the claim's deadline
+    "thread_being_opened": "two diagnoses racing for one incident thread",
+}
