@@ -48,7 +48,8 @@ pods = int(sys.argv[2])
 where = {f"team-{i % 20:02d}/pod-{i:06d}": f"gpu-node-{i % 5000:04d}" for i in range(pods)}
 decoder = PageDecoder()
 decoder.submit(len, b" " * (1 << 19)).result()  # start the worker before the baseline
-pid = decoder.pid
+# the worker's pid: a process of its own (``pid``) or, in trees before it, a pool's child
+pid = decoder.pid if hasattr(decoder, "pid") else next(iter(decoder._pool._processes))
 for who in ("self", pid):  # peaks from here on (start-up's imports are not this read's)
     Path(f"/proc/{who}/clear_refs").write_text("5")
 before, decoder_before = hwm(), hwm(pid)
