@@ -67,12 +67,19 @@ class StepsResult:
             "changes": [c.model_dump(mode="json") for c in self.changes],
             "evictions": [e.model_dump(mode="json") for e in self.evictions],
             "failed_step": self.failed_step.model_dump(mode="json") if self.failed_step else None,
-            "error": {"code": self.error.code, "message": self.error.message}
-            if self.error
-            else None,
+            "error": _error_json(self.error) if self.error else None,
             "not_run": [s.model_dump(mode="json") for s in self.not_run],
             "unanswered": list(self.unanswered),
         }
+
+
+def _error_json(error: GpunodeError) -> dict[str, Any]:
+    """A step's error as stored (``StepError``): its code and English message, and its key
+    and raw params when it is keyed (a presenter words it in its reader's language)."""
+    out: dict[str, Any] = {"code": error.code, "message": error.message}
+    if error.key:
+        out |= {"key": error.key, "params": dict(error.params)}
+    return out
 
 
 async def _timed(what: str, call: Awaitable[T], *, write: bool = False) -> T:

@@ -1,0 +1,123 @@
+"""A step the cluster refused (gpunode acting as a person, or any keyed error) reads in the
+reader's language in the action's message, as it ran and as stored and read back; an English
+reader reads the error's own text, and a row stored before errors carried their key still
+shows its English message."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from bot.core.diagnosis.findings import Diagnosis
+from bot.core.model.actions import ActionPlan
+from bot.core.reporting.analysis import analyze
+from bot.core.reporting.outcomes import StepError, StepsReport
+from bot.errors import GpunodeError
+from bot.kube.doing import Doing
+from bot.kube.errors import refused_as, translate
+from bot.render import acting
+from bot.services.executing import StepsResult
+from tests.render.test_catalogs import _texts, english_words
+from tests.services.fakes import load_scenario
+
+#: the API server's 403 when alice may not evict in data-prep, as RBAC writes it
+DENIED = (
+    'pods "train-0" is forbidden: User "alice" cannot create resource "pods/eviction" in API '
+    'group "" in the namespace "data-prep"'
+)
+
+
+@pytest.fixture(scope="module")
+def plan() -> ActionPlan:
+    bundle, view = load_scenario("seed")
+    d: Diagnosis = analyze(bundle, view, now=bundle.collected_at + timedelta(seconds=30))
+    return next(p for p in d.plans if p.tier == 1)
+
+
+def _api(status: int, message: str) -> ApiException:
+    exc = ApiException(status=status, reason="Forbidden")
+    exc.body = json.dumps({"kind": "Status", "message": message})
+    return exc
+
+
+def _refused() -> GpunodeError:
+    refusal = refused_as(_api(403, DENIED), "alice")
+    assert refusal is not None and refusal.key == "cluster_refused"
+    return refusal
+
+
+def _failed(plan: ActionPlan, error: GpunodeError) -> StepsResult:
+    step = next(s for s in plan.steps if s.verb == "evict")
+    return StepsResult(failed_step=step, error=error, not_run=[])
+
+
+def _message_text(plan: ActionPlan, result: object, locale: str) -> str:
+    text, blocks = acting.outcome_message(
+        plan,
+        action_id="A1",
+        state="failed",
+        requester="U1",
+        by="U1",
+        reason="演练",
+        detail="",
+        result=result,
+        undo=False,
+        locale=locale,
+    )
+    return "\n".join([text, *_texts(blocks)])
+
+
+@pytest.mark.parametrize("stored", [False, True], ids=["as-run", "stored"])
+def test_a_chinese_reader_reads_the_clusters_refusal_of_a_step_in_chinese(
+    plan: ActionPlan, stored: bool
+) -> None:
+    result = _failed(plan, _refused())
+    shown = StepsReport.from_json(result.as_json()) if stored else result
+    said = _message_text(plan, shown, "zh-CN")
+    assert "alice" in said and "data-prep" in said
+    assert _refused().message not in said
+    assert english_words(said) == [], said
+
+
+@pytest.mark.parametrize("stored", [False, True], ids=["as-run", "stored"])
+def test_a_failed_request_of_a_step_names_the_request_in_chinese(
+    plan: ActionPlan, stored: bool
+) -> None:
+    """A step whose request met no answer: the error and the request it answered are worded
+    (the API server's URL is all that stays as it was)."""
+    error = translate(
+        ConnectionRefusedError("refused"),
+        what=Doing.of("evict", namespace="data-prep", name="train-0"),
+        write=True,
+    )
+    result = _failed(plan, error)
+    shown = StepsReport.from_json(result.as_json()) if stored else result
+    said = _message_text(plan, shown, "zh-CN")
+    assert "驱逐 Pod data-prep/train-0" in said
+    assert english_words(said) == [], said
+
+
+def test_an_english_reader_reads_the_errors_own_text(plan: ActionPlan) -> None:
+    error = _refused()
+    result = _failed(plan, error)
+    for shown in (result, StepsReport.from_json(result.as_json())):
+        assert error.message in _message_text(plan, shown, "en")
+
+
+def test_a_step_error_stored_before_it_carried_its_key_shows_its_english_message(
+    plan: ActionPlan,
+) -> None:
+    step = next(s for s in plan.steps if s.verb == "evict")
+    stored = StepsReport.from_json(
+        {
+            "failed_step": step.model_dump(mode="json"),
+            "error": {"code": "cluster_refused", "message": "the cluster refused: old words"},
+        }
+    )
+    assert stored is not None and stored.error == StepError(
+        code="cluster_refused", message="the cluster refused: old words"
+    )
+    assert "the cluster refused: old words" in _message_text(plan, stored, "zh-CN")
