@@ -14,6 +14,7 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from bot.core.model.changes import Change, EvictionOutcome
+from bot.kube.doing import Doing
 from bot.kube.errors import status_body
 from bot.kube.patching import Obj, dry_run_query, patch_object
 from bot.kube.transport import SMP, Transport
@@ -41,7 +42,8 @@ def set_unschedulable(t: Transport, node: str, value: bool, *, dry_run: bool) ->
     }
     if before == value:
         return Change(**base, noop=True)
-    with unanswered(t, f"{verb} {node}", base, dry_run=dry_run):
+    what = Doing.of("cordon", node=node) if value else Doing.of("uncordon", node=node)
+    with unanswered(t, what, base, dry_run=dry_run):
         answer = patch_object(t, path, patch, dry_run=dry_run)
     spec, meta = answer.get("spec") or {}, answer.get("metadata") or {}
     after = {
@@ -172,7 +174,8 @@ def evict(t: Transport, namespace: str, name: str, *, dry_run: bool) -> Eviction
     cannot evict it); other 500 -> failed; 404 -> not_found."""
     pending = {"verb": "evict", "kind": "Pod", "namespace": namespace, "name": name}
     try:
-        with unanswered(t, f"evict pod {namespace}/{name}", pending, dry_run=dry_run):
+        what = Doing.of("evict", namespace=namespace, name=name)
+        with unanswered(t, what, pending, dry_run=dry_run):
             t.request(
                 "POST",
                 f"/api/v1/namespaces/{namespace}/pods/{name}/eviction",

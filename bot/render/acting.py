@@ -187,8 +187,18 @@ def _result_lines(result: Any, t: Any, locale: str) -> list[str]:
     if result.not_run:
         lines.append(_s(t.not_run_line(result.not_run)))
     # writes that got no answer, and what the re-read found (bot/services/settling.py)
-    lines += [_s(t.unanswered_line(u)) for u in getattr(result, "unanswered", None) or []]
+    unanswered = getattr(result, "unanswered", None) or []
+    lines += [_s(t.unanswered_line(_reread_worded(u, locale))) for u in unanswered]
     return lines
+
+
+def _reread_worded(u: Mapping[str, Any], locale: str) -> Mapping[str, Any]:
+    """An unanswered write (``Settled.as_json``) whose re-read failed too, that failure worded
+    in ``locale`` when it was keyed (``reread_key``/``reread_params``)."""
+    key, params = u.get("reread_key"), u.get("reread_params")
+    if not key or not isinstance(params, Mapping):
+        return u
+    return {**u, "reread_error": error_text(str(key), params, str(u.get("reread_error")), locale)}
 
 
 def _lines_blocks(lines: list[str]) -> list[Block]:

@@ -22,6 +22,10 @@ def error_text(key: str, params: Mapping[str, object], fallback: str, locale: st
     p = dict(params)
     if p.get("doing_key"):  # the request the error answered, worded too
         p["doing"] = doing_text(str(p["doing_key"]), p.get("doing_params"), p.get("doing"), locale)
+    if p.get("error_key"):  # ... or the error met on the way (a re-read that failed too)
+        quoted = p.get("error_params")
+        met = dict(quoted) if isinstance(quoted, Mapping) else {}
+        p["error"] = error_text(str(p["error_key"]), met, str(p.get("error", "")), locale)
     if p.get("reason_key"):  # an error that quotes another (its cause): that one worded too
         quoted = p.get("reason_params")
         cause = dict(quoted) if isinstance(quoted, Mapping) else {}

@@ -8,6 +8,8 @@ import json
 import socket
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 import urllib3
@@ -17,9 +19,11 @@ from kubernetes.config.config_exception import ConfigException
 
 from bot.config.settings import KubeSettings
 from bot.core.governance.commands import parse
+from bot.core.model.actions import Step
 from bot.core.model.cluster import Condition, NodeInfo
 from bot.core.model.durations import parse_duration
 from bot.core.model.evidence import SCHEMA_VERSION
+from bot.core.remedies.landing import Landing
 from bot.core.reporting.outcomes import Notice
 from bot.errors import (
     ClusterUnreachableError,
@@ -28,14 +32,18 @@ from bot.errors import (
     NotFoundError,
     UnknownClusterError,
     UsageError,
+    WriteUnknownError,
 )
 from bot.kube import resident
 from bot.kube.doing import Doing
 from bot.kube.errors import refused_as, translate
 from bot.kube.gateway import Gateway
 from bot.kube.jobs import PodOutcome, failure, parse_evidence
+from bot.kube.transport import Transport
+from bot.kube.unanswered import unanswered
 from bot.render.errors import error_keys, error_text
 from bot.render.notices import told_mrkdwn
+from bot.services.settling import Settled
 from tests.render.terminal_errors import NOT_DRIVEN, terminal_errors
 from tests.render.test_catalogs import english_words
 from tests.render.test_usage_words import MALFORMED
@@ -271,6 +279,29 @@ def _kube_errors() -> list[GpunodeError]:
     ]
 
 
+def _write_errors() -> list[GpunodeError]:
+    """A real write that got no answer (``bot.kube.unanswered``), and what the re-read after
+    it found: it did not land, it landed without its state before, the re-read failed too."""
+    t = cast(Transport, SimpleNamespace(timeout_s=10))
+    timed_out = urllib3.exceptions.ReadTimeoutError(None, "/api", "timed out")  # type: ignore[arg-type]
+    cordon = Doing.of("cordon", node=NODE)
+    with (
+        pytest.raises(WriteUnknownError) as caught,
+        unanswered(t, cordon, {"verb": "cordon"}, dry_run=False),
+    ):
+        raise timed_out
+    sent = caught.value
+    step = Step(verb="cordon", kind="Node", name=NODE)
+    return [
+        sent,
+        *(
+            Settled(step, sent, Landing(landed=landed, seen="schedulable")).failure()
+            for landed in (False, True)
+        ),
+        Settled(step, sent, None, reread_error="no answer").failure(),
+    ]
+
+
 def _errors(tmp: Path) -> list[GpunodeError]:
     """One of every keyed error, made by the code that raises it."""
     job = {"metadata": {"namespace": "gpunode"}}
@@ -280,6 +311,7 @@ def _errors(tmp: Path) -> list[GpunodeError]:
         *_not_admitted(),
         *_usage_errors(),
         *_kube_errors(),
+        *_write_errors(),
         *terminal_errors(tmp),
         UnknownClusterError("prod-asia", ("prod-eu", "prod-us")),
         ClusterUnreachableError("prod-us", "connection refused"),

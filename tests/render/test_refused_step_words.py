@@ -7,19 +7,25 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 from kubernetes.client.exceptions import ApiException
 
 from bot.core.diagnosis.findings import Diagnosis
 from bot.core.model.actions import ActionPlan
+from bot.core.remedies.landing import Landing
 from bot.core.reporting.analysis import analyze
 from bot.core.reporting.outcomes import StepError, StepsReport
-from bot.errors import GpunodeError
+from bot.errors import GpunodeError, WriteUnknownError
 from bot.kube.doing import Doing
 from bot.kube.errors import refused_as, translate
+from bot.kube.transport import Transport
+from bot.kube.unanswered import unanswered
 from bot.render import acting
 from bot.services.executing import StepsResult
+from bot.services.settling import Settled
 from tests.render.test_catalogs import _texts, english_words
 from tests.services.fakes import load_scenario
 
@@ -121,3 +127,42 @@ def test_a_step_error_stored_before_it_carried_its_key_shows_its_english_message
         code="cluster_refused", message="the cluster refused: old words"
     )
     assert "the cluster refused: old words" in _message_text(plan, stored, "zh-CN")
+
+
+@pytest.mark.parametrize("landed", [False, True, None], ids=["not-landed", "landed", "unknown"])
+def test_a_write_that_got_no_answer_reads_in_chinese_whatever_the_re_read_found(
+    plan: ActionPlan, landed: bool | None
+) -> None:
+    """The eviction was sent and no answer came; the re-read found it did not land, that it
+    landed (its state before unknown), or failed too: each reads in Chinese with its request,
+    in the failed step's line and in the unanswered write's line (with the re-read's own
+    failure worded too)."""
+    step = next(s for s in plan.steps if s.verb == "evict")
+    t = cast(Transport, SimpleNamespace(timeout_s=10))
+    what = Doing.of("evict", namespace=step.namespace, name=step.name)
+    with (
+        pytest.raises(WriteUnknownError) as caught,
+        unanswered(t, what, {"verb": "evict"}, dry_run=False),
+    ):
+        raise TimeoutError("timed out")
+    found = None if landed is None else Landing(landed=landed, seen="running")
+    reread = translate(
+        ConnectionRefusedError("refused"),
+        what=Doing.of("reread_object", kind="Pod", namespace=step.namespace, name=step.name),
+    )
+    settled = Settled(
+        step,
+        caught.value,
+        found,
+        reread_error=reread.message if found is None else "",
+        reread_key=reread.key if found is None else "",
+        reread_params=reread.params if found is None else {},
+    )
+    error = settled.failure()
+    result = _failed(plan, error)
+    result.unanswered.append(settled.as_json())
+    for shown in (result, StepsReport.from_json(result.as_json())):
+        said = _message_text(plan, shown, "zh-CN")
+        assert f"驱逐 Pod {step.namespace}/{step.name}" in said, said
+        assert english_words(said) == [], said
+        assert error.message in _message_text(plan, shown, "en")
