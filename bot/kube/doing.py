@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 
 #: every request label: key -> its English words (also the catalog's msgid, in doing.j2)
 LABELS: dict[str, str] = {
@@ -91,6 +92,7 @@ LABELS: dict[str, str] = {
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
 
+@cache
 def placeholders(key: str) -> frozenset[str]:
     """The params label ``key`` takes."""
     return frozenset(_PLACEHOLDER.findall(LABELS[key]))
