@@ -148,6 +148,8 @@ def _blocked(t: Transport, namespace: str, name: str, exc: ApiException) -> Evic
         name=name,
         status="blocked",
         reason=reason,
+        reason_key="eviction_blocked",
+        reason_params={"pdb": pdb or "", "needs": needs, "has": has},
         pdb_name=pdb,
         pdb_needs=needs,
         pdb_has=has,
@@ -191,6 +193,7 @@ def evict(t: Transport, namespace: str, name: str, *, dry_run: bool) -> Eviction
                 name=name,
                 status="failed",
                 reason="the API server is throttling requests (429 Too Many Requests); retry later",
+                reason_key="eviction_throttled",
             )
         if exc.status == 404:
             return EvictionOutcome(
@@ -198,6 +201,7 @@ def evict(t: Transport, namespace: str, name: str, *, dry_run: bool) -> Eviction
                 name=name,
                 status="not_found",
                 reason="the pod no longer exists",
+                reason_key="eviction_pod_gone",
             )
         if exc.status == 500:
             message = str(status_body(exc).get("message") or exc.reason or "server error")
@@ -209,6 +213,7 @@ def evict(t: Transport, namespace: str, name: str, *, dry_run: bool) -> Eviction
                     reason="more than one PodDisruptionBudget covers this pod, which the "
                     "Eviction API does not support; remove the extra budget or move the "
                     "pod by hand",
+                    reason_key="eviction_several_budgets",
                 )
             return EvictionOutcome(
                 namespace=namespace,
@@ -216,6 +221,8 @@ def evict(t: Transport, namespace: str, name: str, *, dry_run: bool) -> Eviction
                 status="failed",
                 reason=f"the API server failed the eviction ({message}); check the API "
                 "server's health and apply again",
+                reason_key="eviction_server_failed",
+                reason_params={"said": message},
             )
         raise
     return EvictionOutcome(

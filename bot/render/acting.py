@@ -19,6 +19,7 @@ from typing import Any
 from bot.core.diagnosis.findings import Diagnosis
 from bot.core.governance.approvals import ApprovalRequest
 from bot.core.model.actions import ActionPlan
+from bot.core.model.changes import EvictionOutcome
 from bot.core.remedies.field_changes import field_changes
 from bot.core.reporting.diffing import DiagnosisDiff
 from bot.core.reporting.outcomes import (
@@ -180,7 +181,7 @@ def _result_lines(result: Any, t: Any, locale: str) -> list[str]:
         return []
     # old -> new per field, as people write quantities (never the patch body that was sent)
     lines = [_s(t.change_line(c, field_changes(c.before, c.after))) for c in result.changes]
-    lines += [_s(t.eviction_line(e)) for e in result.evictions]
+    lines += [_s(t.eviction_line(_eviction_worded(e, locale))) for e in result.evictions]
     if result.error is not None:
         message = _step_error(result.error, locale)
         lines.append(_s(t.error_line(result.error.code, message, result.failed_step)))
@@ -190,6 +191,14 @@ def _result_lines(result: Any, t: Any, locale: str) -> list[str]:
     unanswered = getattr(result, "unanswered", None) or []
     lines += [_s(t.unanswered_line(_reread_worded(u, locale))) for u in unanswered]
     return lines
+
+
+def _eviction_worded(e: EvictionOutcome, locale: str) -> EvictionOutcome:
+    """A pod's eviction with its reason worded in ``locale`` when it is keyed."""
+    if not e.reason_key:
+        return e
+    words = error_text(e.reason_key, e.reason_params, e.reason, locale)
+    return e.model_copy(update={"reason": words})
 
 
 def _reread_worded(u: Mapping[str, Any], locale: str) -> Mapping[str, Any]:

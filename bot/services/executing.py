@@ -82,6 +82,19 @@ def _error_json(error: GpunodeError) -> dict[str, Any]:
     return out
 
 
+def _failed_eviction(step: Step, err: GpunodeError) -> EvictionOutcome:
+    """A pod whose eviction failed with ``err``: its English message, and its key and raw
+    params for the reader's words."""
+    return EvictionOutcome(
+        namespace=step.ref.namespace,
+        name=step.name,
+        status="failed",
+        reason=err.message,
+        reason_key=err.key,
+        reason_params=dict(err.params),
+    )
+
+
 async def _timed(what: str, call: Awaitable[T], *, write: bool = False) -> T:
     try:
         async with asyncio.timeout(STEP_TIMEOUT_S):
@@ -184,19 +197,19 @@ async def run_steps(
                 found = await settle(kube, step, err, sent_at=sent_at)
                 result.unanswered.append(found.as_json())
                 landed = found.landed
-                return EvictionOutcome(
-                    namespace=step.ref.namespace,
-                    name=step.name,
-                    status="evicted" if landed else "failed",
-                    reason=landed_reason(found.as_json()) if landed else found.failure().message,
-                )
+                if landed:
+                    said = found.as_json()
+                    return EvictionOutcome(
+                        namespace=step.ref.namespace,
+                        name=step.name,
+                        status="evicted",
+                        reason=landed_reason(said),
+                        reason_key="eviction_landed",
+                        reason_params={"seen": said["seen"], "waited_s": said["waited_s"]},
+                    )
+                return _failed_eviction(step, found.failure())
             except GpunodeError as err:
-                return EvictionOutcome(
-                    namespace=step.ref.namespace,
-                    name=step.name,
-                    status="failed",
-                    reason=err.message,
-                )
+                return _failed_eviction(step, err)
 
     i = 0
     while i < len(steps):

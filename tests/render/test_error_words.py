@@ -360,8 +360,9 @@ def errors(tmp_path_factory: pytest.TempPathFactory) -> list[GpunodeError]:
 
 
 def test_every_worded_error_key_is_raised_somewhere(errors: list[GpunodeError]) -> None:
-    """A form field's errors (``field_*``) are checked by test_field_words.py."""
-    worded = {k for k in error_keys() if not k.startswith("field_")}
+    """A form field's errors (``field_*``) are checked by test_field_words.py, an eviction's
+    reasons (``eviction_*``) by test_refused_step_words.py."""
+    worded = {k for k in error_keys() if not k.startswith(("field_", "eviction_"))}
     assert {e.key for e in errors} | AGENT_NOT_DRIVEN | NOT_DRIVEN.keys() == worded
 
 

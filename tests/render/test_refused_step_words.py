@@ -5,6 +5,7 @@ shows its English message."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import timedelta
 from types import SimpleNamespace
@@ -14,17 +15,20 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from bot.core.diagnosis.findings import Diagnosis
-from bot.core.model.actions import ActionPlan
+from bot.core.model.actions import ActionPlan, Step
+from bot.core.model.changes import EvictionOutcome
 from bot.core.remedies.landing import Landing
 from bot.core.reporting.analysis import analyze
 from bot.core.reporting.outcomes import StepError, StepsReport
 from bot.errors import GpunodeError, WriteUnknownError
+from bot.kube import draining
 from bot.kube.doing import Doing
 from bot.kube.errors import refused_as, translate
 from bot.kube.transport import Transport
 from bot.kube.unanswered import unanswered
 from bot.render import acting
-from bot.services.executing import StepsResult
+from bot.services.executing import StepsResult, run_steps
+from bot.services.ports import KubePort
 from bot.services.settling import Settled
 from tests.render.test_catalogs import _texts, english_words
 from tests.services.fakes import load_scenario
@@ -166,3 +170,98 @@ def test_a_write_that_got_no_answer_reads_in_chinese_whatever_the_re_read_found(
         assert f"驱逐 Pod {step.namespace}/{step.name}" in said, said
         assert english_words(said) == [], said
         assert error.message in _message_text(plan, shown, "en")
+
+
+def _api_eviction(status: int, message: str, causes: list[dict[str, str]] | None = None) -> object:
+    exc = ApiException(status=status, reason="Reason")
+    exc.body = json.dumps({"kind": "Status", "message": message, "details": {"causes": causes}})
+    return exc
+
+
+class _Refusing:
+    """A transport whose eviction POST meets ``exc``; the budgets list finds none."""
+
+    timeout_s = 10
+
+    def __init__(self, exc: object) -> None:
+        self.exc = exc
+
+    def request(self, *args: object, **kwargs: object) -> object:
+        raise self.exc  # type: ignore[misc]
+
+    def get(self, path: str) -> object:
+        return {"metadata": {"labels": {}}}
+
+    def list_all(self, path: str) -> list[object]:
+        return []
+
+
+class _Evicting:
+    """The KubePort an eviction step needs: ``evict`` raises ``error``; the re-read after a
+    write that got no answer finds the pod gone."""
+
+    def __init__(self, error: GpunodeError) -> None:
+        self.error = error
+
+    async def evict(self, namespace: str, name: str, *, dry_run: bool) -> object:
+        raise self.error
+
+    async def read_target(self, kind: str, namespace: str, name: str) -> None:
+        return None
+
+
+def _evictions(step: Step) -> list[EvictionOutcome]:
+    """Every reason an eviction reports: the API server's answers (a budget, with and without
+    its counts; throttling; the pod gone; several budgets; a server failure), a request with
+    no answer at all, and a write with no answer whose re-read finds the pod gone."""
+    budget = "Cannot evict pod as it would violate the pod's disruption budget."
+    answers = [
+        _api_eviction(
+            429,
+            budget,
+            [
+                {
+                    "reason": "DisruptionBudget",
+                    "message": (
+                        "The disruption budget train-pdb needs 2 healthy pods and has 2 currently"
+                    ),
+                }
+            ],
+        ),
+        _api_eviction(429, budget, [{"reason": "DisruptionBudget", "message": budget}]),
+        _api_eviction(429, "Too many requests"),
+        _api_eviction(404, 'pods "x" not found'),
+        _api_eviction(500, "This pod has more than one PodDisruptionBudget"),
+        _api_eviction(500, "etcdserver: request timed out"),
+    ]
+    out = [
+        draining.evict(cast(Transport, _Refusing(a)), step.ref.namespace, step.name, dry_run=False)
+        for a in answers
+    ]
+    what = Doing.of("evict", namespace=step.ref.namespace, name=step.name)
+    refused = translate(ConnectionRefusedError("refused"), what=what)
+    with (
+        pytest.raises(WriteUnknownError) as caught,
+        unanswered(cast(Transport, _Refusing(None)), what, {"verb": "evict"}, dry_run=False),
+    ):
+        raise TimeoutError("timed out")
+    for error in (refused, caught.value):
+        ran = asyncio.run(run_steps(cast(KubePort, _Evicting(error)), [step], dry_run=False))
+        out += ran.evictions
+    return out
+
+
+@pytest.mark.parametrize("stored", [False, True], ids=["as-run", "stored"])
+def test_every_reason_an_eviction_reports_reads_in_chinese(plan: ActionPlan, stored: bool) -> None:
+    step = next(s for s in plan.steps if s.verb == "evict")
+    evictions = _evictions(step)
+    assert all(e.reason_key for e in evictions), evictions
+    assert {e.status for e in evictions} == {"blocked", "failed", "not_found", "evicted"}
+    result = StepsResult(evictions=evictions)
+    shown = StepsReport.from_json(result.as_json()) if stored else result
+    for e in evictions:
+        assert e.reason in _message_text(plan, shown, "en")
+    said = _message_text(plan, shown, "zh-CN")
+    for quoted in ("etcdserver: request timed out",):
+        said = said.replace(quoted, " ")
+    assert english_words(said) == [] and "(unknown)" not in said, said
