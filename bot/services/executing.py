@@ -95,26 +95,43 @@ def _failed_eviction(step: Step, err: GpunodeError) -> EvictionOutcome:
     )
 
 
-async def _timed(what: str, call: Awaitable[T], *, write: bool = False) -> T:
+def timed_out(step: Step, *, write: bool, eviction: bool = False) -> GpunodeError:
+    """The error for ``step`` cut off after ``STEP_TIMEOUT_S``: for a real write, one that
+    may still land (``WriteUnknownError``: re-read, never assume). Keyed ``step_unanswered``
+    or ``step_timed_out`` with the step's verb, kind and target (``step``: its English
+    label; an eviction's names no kind)."""
+    target = f"{step.namespace + '/' if step.namespace else ''}{step.name}"
+    kind = "" if eviction else step.kind
+    what = f"{step.verb} {kind} {target}" if kind else f"{step.verb} {target}"
+    label: dict[str, object] = {"step": what, "verb": step.verb, "kind": kind, "target": target}
+    if write:
+        return WriteUnknownError(
+            f"{what}: the cluster did not answer within {STEP_TIMEOUT_S:g} s",
+            waited_s=STEP_TIMEOUT_S,
+            key="step_unanswered",
+            params={**label, "waited_s": STEP_TIMEOUT_S},
+        )
+    return KubeUnavailableError(
+        f"{what} did not answer in time; check the API server, then look at the object "
+        "before retrying (the change may or may not have been made)",
+        code="timeout",
+        key="step_timed_out",
+        params=label,
+    )
+
+
+async def _timed(
+    step: Step, call: Awaitable[T], *, write: bool = False, eviction: bool = False
+) -> T:
     try:
         async with asyncio.timeout(STEP_TIMEOUT_S):
             return await call
     except TimeoutError as exc:
-        if write:  # a real write in flight may still land: re-read, never assume
-            raise WriteUnknownError(
-                f"{what}: the cluster did not answer within {STEP_TIMEOUT_S:g} s",
-                waited_s=STEP_TIMEOUT_S,
-            ) from exc
-        raise KubeUnavailableError(
-            f"{what} did not answer in time; check the API server, then look at the object "
-            "before retrying (the change may or may not have been made)",
-            code="timeout",
-        ) from exc
+        raise timed_out(step, write=write, eviction=eviction) from exc
 
 
 async def _one(kube: KubePort, step: Step, *, dry_run: bool) -> Change:
-    what = f"{step.verb} {step.kind} {step.namespace + '/' if step.namespace else ''}{step.name}"
-    return await _timed(what, _call(kube, step, dry_run=dry_run), write=not dry_run)
+    return await _timed(step, _call(kube, step, dry_run=dry_run), write=not dry_run)
 
 
 async def _call(kube: KubePort, step: Step, *, dry_run: bool) -> Change:
@@ -187,9 +204,10 @@ async def run_steps(
             sent_at = datetime.now(UTC)
             try:
                 return await _timed(
-                    f"evict {step.namespace}/{step.name}",
+                    step,
                     kube.evict(step.ref.namespace, step.name, dry_run=dry_run),
                     write=not dry_run,
+                    eviction=True,
                 )
             except WriteUnknownError as err:
                 if on_unanswered is not None:

@@ -9,7 +9,7 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
-from typing import cast
+from typing import cast, get_args
 
 import pytest
 import urllib3
@@ -19,7 +19,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from bot.config.settings import KubeSettings
 from bot.core.governance.commands import parse
-from bot.core.model.actions import Step
+from bot.core.model.actions import Step, StepVerb
 from bot.core.model.cluster import Condition, NodeInfo
 from bot.core.model.durations import parse_duration
 from bot.core.model.evidence import SCHEMA_VERSION
@@ -43,6 +43,7 @@ from bot.kube.transport import Transport
 from bot.kube.unanswered import unanswered
 from bot.render.errors import error_keys, error_text
 from bot.render.notices import told_mrkdwn
+from bot.services.executing import timed_out
 from bot.services.settling import Settled
 from tests.render.terminal_errors import NOT_DRIVEN, terminal_errors
 from tests.render.test_catalogs import english_words
@@ -302,6 +303,46 @@ def _write_errors() -> list[GpunodeError]:
     ]
 
 
+#: a step of every verb, as a plan holds it (kind, namespace, name, the verb's params)
+STEPS = [
+    Step(verb="cordon", kind="Node", name=NODE),
+    Step(verb="uncordon", kind="Node", name=NODE),
+    Step(verb="evict", kind="Pod", namespace="ml", name="train-0"),
+    Step(
+        verb="ensure_priority_class",
+        kind="PriorityClass",
+        name="gpunode-protected",
+        params={"value": 1000},
+    ),
+    Step(
+        verb="set_priority_class",
+        kind="Deployment",
+        namespace="ml",
+        name="train",
+        params={"priority_class": "gpunode-protected"},
+    ),
+    Step(
+        verb="patch_resources",
+        kind="Deployment",
+        namespace="ml",
+        name="train",
+        params={"container": "trainer"},
+    ),
+    Step(verb="resize_pod", kind="Pod", namespace="ml", name="train-0", params={"container": "t"}),
+    Step(verb="annotate_node", kind="Node", name=NODE, params={"annotations": {"a": "b"}}),
+]
+
+
+def _timed_out_errors() -> list[GpunodeError]:
+    """Every step cut off after the step timeout, for a real write and a dry run, and an
+    eviction (whose label names no kind)."""
+    assert {s.verb for s in STEPS} == set(get_args(StepVerb))
+    return [
+        *(timed_out(step, write=write) for step in STEPS for write in (True, False)),
+        *(timed_out(STEPS[2], write=write, eviction=True) for write in (True, False)),
+    ]
+
+
 def _errors(tmp: Path) -> list[GpunodeError]:
     """One of every keyed error, made by the code that raises it."""
     job = {"metadata": {"namespace": "gpunode"}}
@@ -312,6 +353,7 @@ def _errors(tmp: Path) -> list[GpunodeError]:
         *_usage_errors(),
         *_kube_errors(),
         *_write_errors(),
+        *_timed_out_errors(),
         *terminal_errors(tmp),
         UnknownClusterError("prod-asia", ("prod-eu", "prod-us")),
         ClusterUnreachableError("prod-us", "connection refused"),
@@ -426,3 +468,12 @@ def test_a_failed_diagnosis_notice_words_its_error_in_the_readers_language() -> 
     )
     assert "没有名为 'prod-asia' 的集群" in told_mrkdwn(told, "zh-CN")
     assert err.message in told_mrkdwn(told, "en")
+
+
+def test_a_step_the_cluster_did_not_answer_in_time_is_named_in_chinese() -> None:
+    """The step's English label (its verb's code, kind and target) is worded, not quoted."""
+    for err in _timed_out_errors():
+        text = error_text(err.key, err.params, "«no words»", "zh-CN")
+        assert str(err.params["step"]) not in text, text
+        assert not text.startswith(str(err.params["verb"])), text
+        assert str(err.params["target"]) in text, text
