@@ -144,9 +144,15 @@ class WriteUnknownError(KubeUnavailableError):
     code = "no_answer"
 
     def __init__(
-        self, message: str, *, pending: dict[str, Any] | None = None, waited_s: float = 0.0
+        self,
+        message: str,
+        *,
+        pending: dict[str, Any] | None = None,
+        waited_s: float = 0.0,
+        key: str | None = None,
+        params: dict[str, object] | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(message, key=key, params=params)
         self.pending = pending
         self.waited_s = waited_s
 

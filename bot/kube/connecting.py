@@ -18,6 +18,7 @@ from kubernetes import client, config
 
 from bot.config import KubeSettings
 from bot.errors import ConfigError
+from bot.kube.doing import Doing
 from bot.kube.errors import translating
 
 #: urllib3 retries on connection/read errors; one retry rides over a dropped keep-alive
@@ -121,7 +122,7 @@ def build_api_client(settings: KubeSettings, *, retries: int = DEFAULT_RETRIES) 
     mode = settings.mode
     if mode == "auto":
         mode = "in_cluster" if os.environ.get("KUBERNETES_SERVICE_HOST") else "kubeconfig"
-    with translating("load Kubernetes configuration"):
+    with translating(Doing.of("load_config")):
         if mode == "server":
             cfg = _server_configuration(settings)
         elif mode == "in_cluster":

@@ -14,6 +14,7 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from bot.core.model.changes import Change, EvictionOutcome
+from bot.kube.doing import Doing
 from bot.kube.errors import status_body
 from bot.kube.patching import Obj, dry_run_query, patch_object
 from bot.kube.transport import SMP, Transport
@@ -41,7 +42,8 @@ def set_unschedulable(t: Transport, node: str, value: bool, *, dry_run: bool) ->
     }
     if before == value:
         return Change(**base, noop=True)
-    with unanswered(t, f"{verb} {node}", base, dry_run=dry_run):
+    what = Doing.of("cordon", node=node) if value else Doing.of("uncordon", node=node)
+    with unanswered(t, what, base, dry_run=dry_run):
         answer = patch_object(t, path, patch, dry_run=dry_run)
     spec, meta = answer.get("spec") or {}, answer.get("metadata") or {}
     after = {
@@ -146,6 +148,8 @@ def _blocked(t: Transport, namespace: str, name: str, exc: ApiException) -> Evic
         name=name,
         status="blocked",
         reason=reason,
+        reason_key="eviction_blocked",
+        reason_params={"pdb": pdb or "", "needs": needs, "has": has},
         pdb_name=pdb,
         pdb_needs=needs,
         pdb_has=has,
@@ -172,7 +176,8 @@ def evict(t: Transport, namespace: str, name: str, *, dry_run: bool) -> Eviction
     cannot evict it); other 500 -> failed; 404 -> not_found."""
     pending = {"verb": "evict", "kind": "Pod", "namespace": namespace, "name": name}
     try:
-        with unanswered(t, f"evict pod {namespace}/{name}", pending, dry_run=dry_run):
+        what = Doing.of("evict", namespace=namespace, name=name)
+        with unanswered(t, what, pending, dry_run=dry_run):
             t.request(
                 "POST",
                 f"/api/v1/namespaces/{namespace}/pods/{name}/eviction",
@@ -188,6 +193,7 @@ def evict(t: Transport, namespace: str, name: str, *, dry_run: bool) -> Eviction
                 name=name,
                 status="failed",
                 reason="the API server is throttling requests (429 Too Many Requests); retry later",
+                reason_key="eviction_throttled",
             )
         if exc.status == 404:
             return EvictionOutcome(
@@ -195,6 +201,7 @@ def evict(t: Transport, namespace: str, name: str, *, dry_run: bool) -> Eviction
                 name=name,
                 status="not_found",
                 reason="the pod no longer exists",
+                reason_key="eviction_pod_gone",
             )
         if exc.status == 500:
             message = str(status_body(exc).get("message") or exc.reason or "server error")
@@ -206,6 +213,7 @@ def evict(t: Transport, namespace: str, name: str, *, dry_run: bool) -> Eviction
                     reason="more than one PodDisruptionBudget covers this pod, which the "
                     "Eviction API does not support; remove the extra budget or move the "
                     "pod by hand",
+                    reason_key="eviction_several_budgets",
                 )
             return EvictionOutcome(
                 namespace=namespace,
@@ -213,6 +221,8 @@ def evict(t: Transport, namespace: str, name: str, *, dry_run: bool) -> Eviction
                 status="failed",
                 reason=f"the API server failed the eviction ({message}); check the API "
                 "server's health and apply again",
+                reason_key="eviction_server_failed",
+                reason_params={"said": message},
             )
         raise
     return EvictionOutcome(

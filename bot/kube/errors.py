@@ -28,6 +28,7 @@ from bot.errors import (
     NotFoundError,
     TooManyRequestsError,
 )
+from bot.kube.doing import Doing
 
 
 def status_body(exc: ApiException) -> dict[str, Any]:
@@ -79,7 +80,7 @@ def _not_found_target(exc: ApiException, msg: str) -> tuple[str, str]:
     return kind or msg.split(" ", 1)[0], name
 
 
-def _not_found(exc: ApiException, msg: str, what: str, cluster: str) -> NotFoundError:
+def _not_found(exc: ApiException, msg: str, what: Doing, cluster: str) -> NotFoundError:
     """A 404 with what to do: a node is looked up among the cluster's nodes; any other object
     by its name (and its namespace, for a namespaced kind)."""
     kind, name = _not_found_target(exc, msg)
@@ -90,7 +91,7 @@ def _not_found(exc: ApiException, msg: str, what: str, cluster: str) -> NotFound
             "`gpunode top` lists the cluster's nodes",
             status=404,
             key="kube_node_not_found",
-            params={"node": name, "cluster": cluster, "doing": what},
+            params={"node": name, "cluster": cluster, **doing_params(what)},
         )
     namespaced = kind not in CLUSTER_SCOPED
     hint = "check the name and namespace" if namespaced else "check the name"
@@ -98,8 +99,15 @@ def _not_found(exc: ApiException, msg: str, what: str, cluster: str) -> NotFound
         f"{what}: not found{where} ({msg}); {hint}",
         status=404,
         key="kube_not_found",
-        params={"doing": what, "said": msg, "cluster": cluster, "namespaced": namespaced},
+        params={**doing_params(what), "said": msg, "cluster": cluster, "namespaced": namespaced},
     )
+
+
+def doing_params(what: Doing) -> dict[str, object]:
+    """An error's params for the request it answered: its English words (``doing``, as logs
+    and English messages say it), its label's key and params (``doing_key``,
+    ``doing_params``: each presenter words them for its reader, ``templates/slack/doing.j2``)."""
+    return {"doing": str(what), "doing_key": what.key, "doing_params": what.as_params()}
 
 
 def _server_url(exc: urllib3.exceptions.HTTPError) -> str:
@@ -152,7 +160,7 @@ def _no_answer_cause(exc: BaseException) -> tuple[str, str]:
     return "other", kind
 
 
-def _unreachable(exc: BaseException, what: str, *, write: bool) -> KubeUnavailableError:
+def _unreachable(exc: BaseException, what: Doing, *, write: bool) -> KubeUnavailableError:
     """No answer at all: why (DNS, refused, TLS, timeout) and the URL asked; for a real write,
     that it may have landed all the same."""
     url = _server_url(exc) if isinstance(exc, urllib3.exceptions.HTTPError) else ""
@@ -172,7 +180,7 @@ def _unreachable(exc: BaseException, what: str, *, write: bool) -> KubeUnavailab
         f"{what}: the API server{at} did not answer: {why}; {then}",
         key="kube_unreachable",
         params={
-            "doing": what,
+            **doing_params(what),
             "url": url,
             "host": host,
             "cause": cause,
@@ -182,11 +190,11 @@ def _unreachable(exc: BaseException, what: str, *, write: bool) -> KubeUnavailab
     )
 
 
-def _http(exc: ApiException, what: str, cluster: str) -> GpunodeError:
+def _http(exc: ApiException, what: Doing, cluster: str) -> GpunodeError:
     """An HTTP error status from the API server, with what to do about it."""
     code = int(exc.status or 0)
     msg = _server_message(exc)
-    said: dict[str, object] = {"doing": what, "said": msg}
+    said: dict[str, object] = {**doing_params(what), "said": msg}
     if code == 404:
         return _not_found(exc, msg, what, cluster)
     if code == 401:
@@ -249,11 +257,12 @@ def _http(exc: ApiException, what: str, cluster: str) -> GpunodeError:
 
 
 def translate(
-    exc: BaseException, *, what: str, write: bool = False, cluster: str = ""
+    exc: BaseException, *, what: Doing, write: bool = False, cluster: str = ""
 ) -> GpunodeError:
     """Map a client exception raised while doing ``what`` to a ``bot.errors`` error, keyed
     and with raw params so each presenter words it in its reader's language
-    (``templates/slack/errors.j2``; the server's own message is quoted as ``said``).
+    (``templates/slack/errors.j2``; the server's own message is quoted as ``said``; the
+    request ``what`` is carried as ``doing``, ``doing_key`` and ``doing_params``).
 
     ``write``: ``what`` was a real (not dry-run) change; if no answer came, the server may
     have applied it anyway, so the advice is to re-read before retrying. ``cluster``: how the
@@ -285,7 +294,7 @@ def translate(
                 "said": problem,
             },
         )
-    said: dict[str, object] = {"doing": what, "said": str(exc)}
+    said: dict[str, object] = {**doing_params(what), "said": str(exc)}
     if isinstance(exc, ApiValueError | OpenApiException):
         return KubeError(
             f"{what}: the client refused the request ({exc}).",
@@ -370,8 +379,9 @@ def refused_as(exc: BaseException, user: str) -> ForbiddenError | None:
 
 
 @contextmanager
-def translating(what: str) -> Iterator[None]:
-    """``with translating("read node x"):`` re-raises client errors as ``bot.errors``."""
+def translating(what: Doing) -> Iterator[None]:
+    """``with translating(Doing.of("read_node", node="x")):`` re-raises client errors as
+    ``bot.errors``."""
     try:
         yield
     except GpunodeError:

@@ -53,6 +53,7 @@ from bot.kube import (
 from bot.kube import dcgm as kube_dcgm
 from bot.kube.connecting import build_api_client
 from bot.kube.decoding import PageDecoder
+from bot.kube.doing import Doing
 from bot.kube.errors import refused_as, translate
 from bot.kube.informing import Informer, slim_event
 from bot.kube.observing import KubeObserver
@@ -155,7 +156,7 @@ class Gateway:
         self._decoder.close()
         self.transport.api_client.close()  # type: ignore[no-untyped-call]
 
-    async def _call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def _call(self, what: Doing, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a sync client function in a thread; translate what it raises.
 
         Every effect takes ``dry_run``; with ``dry_run=False`` it is a real write, and a
@@ -181,7 +182,7 @@ class Gateway:
 
     # -- reads --------------------------------------------------------------------------
     async def read_node(self, node: str) -> Obj:
-        return await self._call(f"read node {node}", reading.read_node, node)
+        return await self._call(Doing.of("read_node", node=node), reading.read_node, node)
 
     async def get_node(self, node: str) -> NodeInfo:
         raw, drivers = await asyncio.gather(self.read_node(node), self._dra_drivers(node))
@@ -190,7 +191,7 @@ class Gateway:
     async def _dra_drivers(self, node: str | None = None) -> dict[str, list[str]]:
         """node -> DRA drivers with ResourceSlices there (of ``node`` only, when given).
         Optional evidence: a failing read leaves DRA nodes to their extended resources."""
-        what = f"list ResourceSlices of {node}" if node else "list ResourceSlices"
+        what = Doing.of("list_slices_of", node=node) if node else Doing.of("list_slices")
         try:
             return dra.drivers_by_node(await self._call(what, dra.list_slices, node))
         except GpunodeError as exc:
@@ -201,7 +202,7 @@ class Gateway:
 
     async def list_gpu_nodes(self) -> list[NodeInfo]:
         nodes, drivers = await asyncio.gather(
-            self._call("list nodes", reading.list_nodes), self._dra_drivers()
+            self._call(Doing.of("list_nodes"), reading.list_nodes), self._dra_drivers()
         )
         parsed = [
             objects.parse_node(n, dra_drivers=drivers.get(n["metadata"]["name"], [])) for n in nodes
@@ -217,13 +218,13 @@ class Gateway:
             return None
         try:
             return await self._call(
-                "list pod metrics", reading.list_pod_metrics, version, namespaces or []
+                Doing.of("list_pod_metrics"), reading.list_pod_metrics, version, namespaces or []
             )
         except GpunodeError as exc:  # served but failing: metrics are optional evidence
             log.warning("metrics.k8s.io is served but failed: %s", exc)
             return None
 
-    async def _cached(self, key: str, what: str, fn: Callable[..., T], *args: Any) -> T:
+    async def _cached(self, key: str, what: Doing, fn: Callable[..., T], *args: Any) -> T:
         """A cluster-wide answer that rarely changes (discovery, version, priority classes),
         read at most once per ``discovery_cache_s`` and shared by every diagnosis."""
         hit = self._answers.get(key)
@@ -267,7 +268,9 @@ class Gateway:
     async def _read_fleet(self) -> FleetTally:
         started, writes = time.monotonic(), self._writes
         dra = await self._dra_drivers()
-        tally = await self._call("list nodes and pods", tallying.read_fleet, self._decoder, dra)
+        tally = await self._call(
+            Doing.of("list_nodes_and_pods"), tallying.read_fleet, self._decoder, dra
+        )
         if writes == self._writes:
             self._tally = (started, tally)
         return tally
@@ -319,7 +322,7 @@ class Gateway:
         if min(pods.heard_at, nodes.heard_at) <= self._written_at:
             return None  # our own write may not have reached them yet: the lists will see it
         try:  # DRA nodes: their slices change when a driver starts, read as discovery is
-            drivers = await self._cached("dra", "list ResourceSlices", dra_by_node)
+            drivers = await self._cached("dra", Doing.of("list_slices"), dra_by_node)
         except GpunodeError as exc:
             log.warning("list ResourceSlices failed: %s", exc)
             drivers = {}
@@ -355,14 +358,14 @@ class Gateway:
 
     async def gpu_node_loads(self) -> list[NodeLoad]:
         fleet, groups = await asyncio.gather(
-            self.fleet(), self._cached("groups", "discover API groups", reading.served_groups)
+            self.fleet(), self._cached("groups", Doing.of("discover_groups"), reading.served_groups)
         )
         used: dict[str, int] | None = None
         version = groups.get(reading.METRICS_GROUP)
         if version:
             try:
                 used = await self._call(
-                    "list pod metrics",
+                    Doing.of("list_pod_metrics"),
                     tallying.read_working_set,
                     version,
                     fleet.where,
@@ -411,10 +414,15 @@ class Gateway:
         node_obj = await self.read_node(node)
         all_pods, groups, classes, (version, resources) = await asyncio.gather(
             self._call(
-                f"list pods on {node}", reading.list_pods_on_node, node, non_terminated=False
+                Doing.of("list_pods_on", node=node),
+                reading.list_pods_on_node,
+                node,
+                non_terminated=False,
             ),
-            self._cached("groups", "discover API groups", reading.served_groups),
-            self._cached("classes", "list priority classes", reading.list_priority_classes),
+            self._cached("groups", Doing.of("discover_groups"), reading.served_groups),
+            self._cached(
+                "classes", Doing.of("list_priority_classes"), reading.list_priority_classes
+            ),
             self._resize_discovery(),
         )
         pods = non_terminated(all_pods)
@@ -429,8 +437,10 @@ class Gateway:
         informer = self.pod_events()
         held = informer.items_in if informer is not None and informer.synced.is_set() else None
         chains, events, metrics, budgets = await asyncio.gather(
-            self._call("read pod owners", self._owner_chains, pods, cache),
-            self._call(f"list events of {node}", reading.list_events, node, all_pods, held),
+            self._call(Doing.of("read_pod_owners"), self._owner_chains, pods, cache),
+            self._call(
+                Doing.of("list_events_of", node=node), reading.list_events, node, all_pods, held
+            ),
             self._metrics(groups, namespaces),
             self._budgets(pods, cache),
         )
@@ -507,7 +517,7 @@ class Gateway:
             return []
         try:
             items = await self._call(
-                "list PodDisruptionBudgets", reading.list_budgets, spaces, cache.budgets
+                Doing.of("list_budgets"), reading.list_budgets, spaces, cache.budgets
             )
         except GpunodeError as exc:
             if isinstance(exc, KubeUnavailableError) and exc.status is None:
@@ -523,8 +533,8 @@ class Gateway:
         pod fits nowhere else, the conservative answer)."""
         try:
             slices, claims = await asyncio.gather(
-                self._call("list ResourceSlices", dra.list_slices),
-                self._call("list ResourceClaims", dra.list_claims, None),
+                self._call(Doing.of("list_slices"), dra.list_slices),
+                self._call(Doing.of("list_claims"), dra.list_claims, None),
             )
         except GpunodeError as exc:
             if isinstance(exc, KubeUnavailableError) and exc.status is None:
@@ -560,7 +570,9 @@ class Gateway:
         out: dict[str, list[Obj]] = {}
         for ns in namespaces:
             try:
-                found = await self._call(f"list ResourceClaims in {ns}", dra.list_claims, ns)
+                found = await self._call(
+                    Doing.of("list_claims_in", namespace=ns), dra.list_claims, ns
+                )
             except GpunodeError as exc:
                 if isinstance(exc, KubeUnavailableError) and exc.status is None:
                     raise
@@ -572,14 +584,20 @@ class Gateway:
 
     async def read_controller(self, kind: str, namespace: str, name: str) -> dict[str, object]:
         return await self._call(
-            f"read {kind} {namespace}/{name}", patching.read_controller, kind, namespace, name
+            Doing.of("read_object", kind=kind, namespace=namespace, name=name),
+            patching.read_controller,
+            kind,
+            namespace,
+            name,
         )
 
     async def read_target(self, kind: str, namespace: str, name: str) -> dict[str, object] | None:
         """A remedy step's object as it is now (None: it does not exist); the re-read after
         a write that got no answer (``bot.kube.unanswered``)."""
         return await self._call(
-            f"re-read {kind} {namespace + '/' if namespace else ''}{name}",
+            Doing.of("reread_object", kind=kind, namespace=namespace, name=name)
+            if namespace
+            else Doing.of("reread_cluster_object", kind=kind, name=name),
             unanswered.read_target,
             kind,
             namespace,
@@ -652,7 +670,7 @@ class Gateway:
         if info.has_nvidia_gpus and name and self.settings.nvidia_visible_devices_all:
             state = await self._cached(
                 f"runtimeclass/{name}",
-                f"read RuntimeClass {name}",
+                Doing.of("read_runtime_class", name=name),
                 preflight.read_runtime_class,
                 name,
             )
@@ -663,7 +681,7 @@ class Gateway:
         if self.settings.collector_mode == "daemonset":
             jobs.report_progress("reading")
             text = await self._call(
-                f"ask the agent on {node}", resident.ask_agent, self.settings, node
+                Doing.of("ask_agent", node=node), resident.ask_agent, self.settings, node
             )
             return jobs.parse_evidence(text)
         gpu = await self._gpu_preflight(info)
@@ -678,12 +696,12 @@ class Gateway:
         )
         ns, name = self.settings.namespace, job["metadata"]["name"]
         jobs.report_progress("creating")
-        await self._call(f"create diagnostic Job {ns}/{name}", jobs.create_job, job)
+        await self._call(Doing.of("create_job", namespace=ns, name=name), jobs.create_job, job)
         cancel = threading.Event()
         try:
             deadline = time.monotonic() + self.settings.job_timeout_s + jobs.DEADLINE_GRACE_S
             outcome = await self._call(
-                f"watch diagnostic Job {ns}/{name}",
+                Doing.of("watch_job", namespace=ns, name=name),
                 jobs.wait_for_pod,
                 ns,
                 run_id,
@@ -694,7 +712,9 @@ class Gateway:
             if outcome.state == "succeeded" and outcome.pod is not None:
                 pod_name = outcome.pod["metadata"]["name"]
                 jobs.report_progress("reading")
-                text = await self._call(f"read log of {ns}/{pod_name}", jobs.read_log, ns, pod_name)
+                text = await self._call(
+                    Doing.of("read_log", namespace=ns, name=pod_name), jobs.read_log, ns, pod_name
+                )
                 bundle = jobs.parse_evidence(text)
                 if (why := gpuevidence.evidence_gap(info, gpu, bundle)) is not None:
                     gaps.append(why)
@@ -706,7 +726,9 @@ class Gateway:
             job_now = None
             if outcome.state in ("timeout", "deleted"):
                 try:
-                    job_now = await self._call(f"read Job {ns}/{name}", jobs.read_job, ns, name)
+                    job_now = await self._call(
+                        Doing.of("read_job", namespace=ns, name=name), jobs.read_job, ns, name
+                    )
                 except GpunodeError:
                     job_now = None
             raise jobs.failure(
@@ -725,7 +747,7 @@ class Gateway:
         ``node`` (``bot.kube.dcgm``); a failure is the attempt's reason, never raised."""
         try:
             return await self._call(
-                f"read dcgm-exporter on {node}",
+                Doing.of("read_dcgm", node=node),
                 kube_dcgm.read,
                 node,
                 list(self.settings.dcgm_exporter_services),
@@ -742,7 +764,12 @@ class Gateway:
 
     async def _delete_job(self, namespace: str, name: str) -> None:
         try:
-            await self._call(f"delete Job {namespace}/{name}", jobs.delete_job, namespace, name)
+            await self._call(
+                Doing.of("delete_job", namespace=namespace, name=name),
+                jobs.delete_job,
+                namespace,
+                name,
+            )
         except NotFoundError:
             pass
         except GpunodeError as exc:  # ttlSecondsAfterFinished still removes it later
@@ -754,7 +781,7 @@ class Gateway:
     ) -> None:
         """An Event on the bot's Deployment naming the audit chain's head."""
         await self._call(
-            f"post audit anchor {row_id}",
+            Doing.of("post_anchor", row=row_id),
             anchoring.post_anchor,
             self.settings.namespace,
             deployment,
@@ -765,26 +792,28 @@ class Gateway:
 
     async def audit_anchors(self, deployment: str) -> list[anchoring.Anchor]:
         return await self._call(
-            "list audit anchors", anchoring.list_anchors, self.settings.namespace, deployment
+            Doing.of("list_anchors"), anchoring.list_anchors, self.settings.namespace, deployment
         )
 
     # -- self-check (gpunode doctor, bot.kube.selfcheck) -------------------------------------
     async def rules_review(self, namespace: str) -> Obj:
         """The token's rules in ``namespace`` (SelfSubjectRulesReview status)."""
         review = await self._call(
-            f"review the token's rules in {namespace}", selfcheck.rules_review, namespace
+            Doing.of("review_rules", namespace=namespace), selfcheck.rules_review, namespace
         )
         return dict(review.get("status") or {})
 
     async def admission_policies(self) -> tuple[list[Obj], list[Obj]]:
-        return await self._call("list admission policies", selfcheck.admission_policies)
+        return await self._call(Doing.of("list_admission_policies"), selfcheck.admission_policies)
 
     async def dry_run_collector(self, node: str) -> None:
         """Create the collector Job for ``node`` with ``dryRun=All``: admission answers as
         for a real diagnosis (GpunodeError when refused), nothing is created. In daemonset
         mode: the node's agent pod is found as a diagnosis finds it (nothing is sent to it)."""
         if self.settings.collector_mode == "daemonset":
-            await self._call(f"find the agent on {node}", resident.find_agent, self.settings, node)
+            await self._call(
+                Doing.of("find_agent", node=node), resident.find_agent, self.settings, node
+            )
             return
         info = await self.get_node(node)
         gpu = await self._gpu_preflight(info)
@@ -795,29 +824,41 @@ class Gateway:
             runtime_class=gpu.runtime_class is not None,
             visible_devices=gpu.visible_devices,
         )
-        await self._call(f"dry-run the diagnostic Job on {node}", selfcheck.dry_run_job, job)
+        await self._call(Doing.of("dry_run_job", node=node), selfcheck.dry_run_job, job)
 
     # -- remedies -------------------------------------------------------------------------
     async def cordon(self, node: str, *, dry_run: bool) -> Change:
         return await self._call(
-            f"cordon {node}", draining.set_unschedulable, node, True, dry_run=dry_run
+            Doing.of("cordon", node=node), draining.set_unschedulable, node, True, dry_run=dry_run
         )
 
     async def uncordon(self, node: str, *, dry_run: bool) -> Change:
         return await self._call(
-            f"uncordon {node}", draining.set_unschedulable, node, False, dry_run=dry_run
+            Doing.of("uncordon", node=node),
+            draining.set_unschedulable,
+            node,
+            False,
+            dry_run=dry_run,
         )
 
     async def annotate_node(
         self, node: str, annotations: dict[str, str | None], *, dry_run: bool
     ) -> Change:
         return await self._call(
-            f"annotate {node}", draining.set_annotations, node, annotations, dry_run=dry_run
+            Doing.of("annotate", node=node),
+            draining.set_annotations,
+            node,
+            annotations,
+            dry_run=dry_run,
         )
 
     async def evict(self, namespace: str, name: str, *, dry_run: bool) -> EvictionOutcome:
         return await self._call(
-            f"evict pod {namespace}/{name}", draining.evict, namespace, name, dry_run=dry_run
+            Doing.of("evict", namespace=namespace, name=name),
+            draining.evict,
+            namespace,
+            name,
+            dry_run=dry_run,
         )
 
     async def ensure_priority_class(
@@ -830,7 +871,7 @@ class Gateway:
         preemption_policy: str = "Never",
     ) -> Change:
         return await self._call(
-            f"ensure PriorityClass {name}",
+            Doing.of("ensure_priority_class", name=name),
             prioritizing.ensure_priority_class,
             name,
             value,
@@ -843,7 +884,7 @@ class Gateway:
         self, kind: str, namespace: str, name: str, priority_class: str | None, *, dry_run: bool
     ) -> Change:
         return await self._call(
-            f"set priorityClassName on {kind} {namespace}/{name}",
+            Doing.of("set_priority_class_name", kind=kind, namespace=namespace, name=name),
             patching.set_priority_class_name,
             kind,
             namespace,
@@ -865,7 +906,9 @@ class Gateway:
         dry_run: bool,
     ) -> Change:
         return await self._call(
-            f"patch {kind} {namespace}/{name} container {container}",
+            Doing.of(
+                "patch_resources", kind=kind, namespace=namespace, name=name, container=container
+            ),
             patching.patch_container_resources,
             kind,
             namespace,
@@ -880,8 +923,8 @@ class Gateway:
     async def _resize_discovery(self) -> tuple[str | None, set[str]]:
         if self._discovery is None:
             version, resources = await asyncio.gather(
-                self._call("read server version", reading.server_version),
-                self._call("discover /api/v1", reading.core_resources),
+                self._call(Doing.of("read_server_version"), reading.server_version),
+                self._call(Doing.of("discover_core"), reading.core_resources),
             )
             self._discovery = (version, resources)
         return self._discovery
@@ -899,7 +942,7 @@ class Gateway:
         """In-place resize through ``pods/resize`` where served (kube >= 1.33)."""
         version, resources = await self._resize_discovery()
         return await self._call(
-            f"resize pod {namespace}/{name}",
+            Doing.of("resize_pod", namespace=namespace, name=name),
             resizing.resize_pod,
             namespace,
             name,
@@ -916,7 +959,7 @@ class Gateway:
         self, kind: str, namespace: str, name: str, *, since: str = ""
     ) -> RolloutProgress:
         return await self._call(
-            f"read the rollout of {kind} {namespace}/{name}",
+            Doing.of("read_rollout", kind=kind, namespace=namespace, name=name),
             watching.rollout_progress,
             kind,
             namespace,
@@ -926,7 +969,7 @@ class Gateway:
 
     async def resize_progress(self, namespace: str, name: str, container: str) -> RolloutProgress:
         return await self._call(
-            f"read the resize of pod {namespace}/{name}",
+            Doing.of("read_resize", namespace=namespace, name=name),
             watching.resize_progress,
             namespace,
             name,
@@ -934,7 +977,7 @@ class Gateway:
         )
 
     async def pods_present(self, pods: list[tuple[str, str, str]]) -> list[str]:
-        return await self._call("read evicted pods", watching.pods_present, pods)
+        return await self._call(Doing.of("read_evicted_pods"), watching.pods_present, pods)
 
 
 def dra_by_node(t: Transport) -> dict[str, list[str]]:

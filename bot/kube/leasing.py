@@ -13,12 +13,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from kubernetes import client
 
 from bot.core.governance.leases import LeaseRecord
 from bot.errors import GpunodeError, NotFoundError
+from bot.kube.doing import Doing
 from bot.kube.errors import translate
 
 T = TypeVar("T")
@@ -35,20 +36,33 @@ class LeaseApi:
         # default executor (a late renewal costs the leadership)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpunode-lease")
 
-    async def _call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    def _doing(self, key: Literal["read_lease", "create_lease", "update_lease"]) -> Doing:
+        """The label of a request on this Lease (``bot.kube.doing``)."""
+        return Doing.of(key, namespace=self.namespace, name=self.name)
+
+    async def _call(
+        self,
+        what: Doing,
+        fn: Callable[..., T],
+        *args: Any,
+        **kwargs: Any,
+    ) -> T:
         try:
             loop = asyncio.get_running_loop()
             return await loop.run_in_executor(self._executor, partial(fn, *args, **kwargs))
         except GpunodeError:
             raise
         except Exception as exc:
-            raise translate(exc, what=f"{what} lease {self.namespace}/{self.name}") from exc
+            raise translate(exc, what=what) from exc
 
     async def read(self) -> LeaseRecord | None:
         """The Lease, or None when it does not exist yet."""
         try:
             lease = await self._call(
-                "read", self._api.read_namespaced_lease, self.name, self.namespace
+                self._doing("read_lease"),
+                self._api.read_namespaced_lease,
+                self.name,
+                self.namespace,
             )
         except NotFoundError:
             return None
@@ -61,7 +75,9 @@ class LeaseApi:
             spec=_spec(record),
         )
         return _record(
-            await self._call("create", self._api.create_namespaced_lease, self.namespace, body)
+            await self._call(
+                self._doing("create_lease"), self._api.create_namespaced_lease, self.namespace, body
+            )
         )
 
     async def replace(self, record: LeaseRecord) -> LeaseRecord:
@@ -74,7 +90,11 @@ class LeaseApi:
         )
         return _record(
             await self._call(
-                "update", self._api.replace_namespaced_lease, self.name, self.namespace, body
+                self._doing("update_lease"),
+                self._api.replace_namespaced_lease,
+                self.name,
+                self.namespace,
+                body,
             )
         )
 

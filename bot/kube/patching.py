@@ -16,6 +16,7 @@ from typing import Any
 from bot.core.model.actions import PATCHABLE_KINDS
 from bot.core.model.changes import Change, EnvValues, ResourceValues
 from bot.errors import InvalidObjectError, NotFoundError
+from bot.kube.doing import Doing
 from bot.kube.reading import controller_path
 from bot.kube.transport import SMP, Transport
 from bot.kube.unanswered import unanswered
@@ -104,7 +105,7 @@ def set_priority_class_name(
     }
     if old == priority_class:
         return Change(**base, noop=True)
-    what = f"set priorityClassName on {kind} {namespace}/{name}"
+    what = Doing.of("set_priority_class_name", kind=kind, namespace=namespace, name=name)
     with unanswered(t, what, base, dry_run=dry_run):
         answer = patch_object(t, controller_path(kind, namespace, name), patch, dry_run=dry_run)
     return Change(
@@ -192,7 +193,8 @@ def patch_container_resources(
         "patch_type": SMP,
         "before": before,
     }
-    with unanswered(t, f"patch {kind} {namespace}/{name}", pending, dry_run=dry_run):
+    patched = Doing.of("patch_object", kind=kind, namespace=namespace, name=name)
+    with unanswered(t, patched, pending, dry_run=dry_run):
         answer = patch_object(t, controller_path(kind, namespace, name), patch, dry_run=dry_run)
     now = find_container(_pod_spec(answer, kind), container, what=f"{kind} {namespace}/{name}")
     return Change(

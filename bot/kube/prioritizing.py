@@ -12,6 +12,7 @@ from kubernetes.client.exceptions import ApiException
 
 from bot.core.model.changes import Change
 from bot.errors import ConflictError
+from bot.kube.doing import Doing
 from bot.kube.patching import Obj, dry_run_query
 from bot.kube.transport import Transport
 from bot.kube.unanswered import unanswered
@@ -60,7 +61,7 @@ def ensure_priority_class(
             "patch": body,
             "before": {"exists": False},
         }
-        with unanswered(t, f"create PriorityClass {name}", pending, dry_run=dry_run):
+        with unanswered(t, Doing.of("create_priority_class", name=name), pending, dry_run=dry_run):
             answer = t.request(
                 "POST",
                 "/apis/scheduling.k8s.io/v1/priorityclasses",

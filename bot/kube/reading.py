@@ -10,6 +10,7 @@ from typing import Any
 from bot.core.model.cluster import OwnerRef
 from bot.core.model.gangs import builtin_kind
 from bot.errors import ForbiddenError, NotFoundError
+from bot.kube.doing import Doing
 from bot.kube.errors import translating
 from bot.kube.objects import controller_ref, parse_owner
 from bot.kube.pages import METRICS_GROUP as METRICS_GROUP  # where the gateway reads it
@@ -99,7 +100,9 @@ def owner_chain(
         key = (owner.kind, namespace, owner.name)
         if key not in cache:
             try:
-                with translating(f"read {owner.kind} {namespace}/{owner.name}"):
+                with translating(
+                    Doing.of("read_object", kind=owner.kind, namespace=namespace, name=owner.name)
+                ):
                     cache[key] = t.get(controller_path(owner.kind, namespace, owner.name))
             except (NotFoundError, ForbiddenError):
                 cache[key] = None

@@ -12,6 +12,7 @@ import re
 from bot.core.model.changes import Change, ResourceValues
 from bot.core.model.quantity import parse_quantity
 from bot.errors import InvalidObjectError, KubeError
+from bot.kube.doing import Doing
 from bot.kube.patching import after_state, container_patch, find_container, patch_object
 from bot.kube.transport import SMP, Transport
 from bot.kube.unanswered import unanswered
@@ -74,7 +75,8 @@ def resize_pod(
         "patch_type": SMP,
         "before": {"container": container, "resources": old},
     }
-    with unanswered(t, f"resize pod {namespace}/{name}", pending, dry_run=dry_run):
+    resizing = Doing.of("resize_pod", namespace=namespace, name=name)
+    with unanswered(t, resizing, pending, dry_run=dry_run):
         answer = patch_object(
             t, f"/api/v1/namespaces/{namespace}/pods/{name}/resize", patch, dry_run=dry_run
         )

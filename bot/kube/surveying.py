@@ -40,6 +40,7 @@ from bot.core.model.workloads import KueueWorkload, PeerPod, QueueInfo, Requirem
 from bot.core.remedies.rollouts import KUEUE_QUEUE_LABEL
 from bot.errors import GpunodeError
 from bot.kube import objects, pools, queues, reading
+from bot.kube.doing import Doing
 from bot.kube.reading import OwnerCache
 from bot.kube.rollouts import parse_workload
 from bot.kube.scheduling import affinity_terms, parse_volume_terms, selector_text
@@ -55,7 +56,7 @@ class Reads(Protocol):
     """What the survey needs of the cluster: ``bot.kube.gateway.Gateway`` is one. Said here,
     so this module never imports the gateway that calls it."""
 
-    async def _call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
+    async def _call(self, what: Doing, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
 
     def _owner_chains(
         self, t: Transport, pods: list[Obj], cache: dict[tuple[str, str, str], Obj | None]
@@ -125,7 +126,10 @@ async def _peers(
     )
     for text in selectors:
         raw = await _optional(
-            gw, f"list pods selected by {text!r}", reading.list_pods_selected, text
+            gw,
+            Doing.of("list_pods_selected", selector=repr(text)),
+            reading.list_pods_selected,
+            text,
         )
         if raw is None:
             return None, {}
@@ -137,7 +141,7 @@ async def _peers(
     labels: dict[str, dict[str, str]] = {}
     every = [*terms, *(t for p in found.values() for t in p.anti_affinity_terms)]
     if any(t.namespace_selector is not None for t in every):
-        raw = await _optional(gw, "list namespaces", reading.list_namespaces)
+        raw = await _optional(gw, Doing.of("list_namespaces"), reading.list_namespaces)
         if raw is None:
             return None, {}
         labels = {
@@ -160,13 +164,17 @@ async def _volume_terms(gw: Reads, pods: list[PodInfo]) -> dict[str, list[list[l
         terms = []
         for claim in claims:
             pvc = await _optional(
-                gw, f"read PVC {pod.namespace}/{claim}", reading.read_pvc, pod.namespace, claim
+                gw,
+                Doing.of("read_pvc", namespace=pod.namespace, name=claim),
+                reading.read_pvc,
+                pod.namespace,
+                claim,
             )
             volume = ((pvc or {}).get("spec") or {}).get("volumeName")
             if not volume:
                 continue
             if volume not in seen:
-                pv = await _optional(gw, f"read PV {volume}", reading.read_pv, volume)
+                pv = await _optional(gw, Doing.of("read_pv", name=volume), reading.read_pv, volume)
                 seen[volume] = parse_volume_terms(pv) if pv else []
             if seen[volume]:
                 terms.append(seen[volume])
@@ -188,7 +196,12 @@ async def _queues(gw: Reads, pods: list[PodInfo], groups: dict[str, str]) -> lis
     out = []
     for ns, name in names:
         local = await _optional(
-            gw, f"read LocalQueue {ns}/{name}", queues.read_local_queue, version, ns, name
+            gw,
+            Doing.of("read_local_queue", namespace=ns, name=name),
+            queues.read_local_queue,
+            version,
+            ns,
+            name,
         )
         if local is None:
             continue
@@ -196,7 +209,11 @@ async def _queues(gw: Reads, pods: list[PodInfo], groups: dict[str, str]) -> lis
         cluster = None
         if cq:
             cluster = await _optional(
-                gw, f"read ClusterQueue {cq}", queues.read_cluster_queue, version, cq
+                gw,
+                Doing.of("read_cluster_queue", name=cq),
+                queues.read_cluster_queue,
+                version,
+                cq,
             )
         out.append(queues.parse_queue(local, cluster))
     return out
@@ -216,7 +233,11 @@ async def _kueue_workloads(
     out = []
     for ns in sorted({p.namespace for p in queued}):
         raw = await _optional(
-            gw, f"list Kueue Workloads in {ns}", queues.list_workloads, version, ns
+            gw,
+            Doing.of("list_kueue_workloads", namespace=ns),
+            queues.list_workloads,
+            version,
+            ns,
         )
         for obj in raw or []:
             covered = sorted(
@@ -240,21 +261,27 @@ async def _pools(gw: Reads, groups: dict[str, str]) -> list[NodePoolInfo] | None
     found: list[NodePoolInfo] | None = None
     version = groups.get(pools.GROUP)
     if version is not None:
-        raw = await _optional(gw, "list Karpenter NodePools", pools.list_nodepools, version)
+        raw = await _optional(gw, Doing.of("list_nodepools"), pools.list_nodepools, version)
         if raw is not None:
             found = [pools.parse_nodepool(o) for o in raw]
     version = groups.get(pools.CAPI_GROUP)
     if version is not None:
         deployments = await _optional(
-            gw, "list MachineDeployments", pools.list_capi, version, "machinedeployments"
+            gw,
+            Doing.of("list_machine_deployments"),
+            pools.list_capi,
+            version,
+            "machinedeployments",
         )
-        sets = await _optional(gw, "list MachineSets", pools.list_capi, version, "machinesets")
+        sets = await _optional(
+            gw, Doing.of("list_machine_sets"), pools.list_capi, version, "machinesets"
+        )
         if deployments is not None and sets is not None:
             found = [*(found or []), *pools.node_groups(deployments, sets)]
     return found
 
 
-async def _optional(gw: Reads, what: str, fn: Any, *args: Any, **kw: Any) -> Any:
+async def _optional(gw: Reads, what: Doing, fn: Any, *args: Any, **kw: Any) -> Any:
     try:
         return await gw._call(what, fn, *args, **kw)
     except GpunodeError as exc:
@@ -281,7 +308,9 @@ async def _workloads(
     version = groups.get(reading.VPA_GROUP)
     if version:
         for ns in sorted({k[1] for k in tops}):
-            found = await _optional(gw, f"list VPAs in {ns}", reading.list_vpas, version, ns)
+            found = await _optional(
+                gw, Doing.of("list_vpas", namespace=ns), reading.list_vpas, version, ns
+            )
             vpas[ns] = found or []
     return [parse_workload(obj, vpas.get(key[1], [])) for key, obj in sorted(tops.items())]
 
@@ -294,14 +323,16 @@ async def _gang_pods(
         return []
     out: list[PodInfo] = []
     for ns in sorted({g.namespace for g in gangs.values()}):
-        raw = await _optional(gw, f"list pods in {ns}", reading.list_namespaced_pods, ns)
+        raw = await _optional(
+            gw, Doing.of("list_pods_in", namespace=ns), reading.list_namespaced_pods, ns
+        )
         others = [
             p
             for p in raw or []
             if (p.get("spec") or {}).get("nodeName") != node
             and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
         ]
-        chains = await gw._call("read pod owners", gw._owner_chains, others, cache)
+        chains = await gw._call(Doing.of("read_pod_owners"), gw._owner_chains, others, cache)
         for p, chain in zip(others, chains, strict=True):
             info = objects.parse_pod(p, owners=chain)
             gang = gang_of(info)
@@ -391,7 +422,7 @@ async def _with_elsewhere(
         if raw is None:
             raw = await _optional(
                 gw,
-                f"list pods of {w.key}",
+                Doing.of("list_pods_of", namespace=w.namespace, name=w.name),
                 reading.list_namespaced_pods,
                 w.namespace,
                 label_selector=selector,

@@ -20,6 +20,8 @@ import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
 
 from bot.errors import InvalidObjectError, WriteUnknownError
+from bot.kube.doing import Doing
+from bot.kube.errors import doing_params
 from bot.kube.reading import controller_path
 from bot.kube.transport import Transport
 
@@ -35,9 +37,10 @@ _SENT_NO_ANSWER = (
 
 @contextmanager
 def unanswered(
-    t: Transport, what: str, pending: Mapping[str, Any], *, dry_run: bool
+    t: Transport, what: Doing, pending: Mapping[str, Any], *, dry_run: bool
 ) -> Iterator[None]:
-    """``with unanswered(t, "cordon x", change_json, dry_run=False): <send the write>``."""
+    """``with unanswered(t, Doing.of("cordon", node="x"), change_json, dry_run=False): <send
+    the write>``. Keyed ``kube_write_unanswered`` with the request's label and the wait."""
     try:
         yield
     except _SENT_NO_ANSWER as exc:
@@ -49,6 +52,8 @@ def unanswered(
             "it may or may not have been applied)",
             pending=dict(pending),
             waited_s=waited,
+            key="kube_write_unanswered",
+            params={**doing_params(what), "waited_s": waited},
         ) from exc
 
 

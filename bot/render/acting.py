@@ -13,11 +13,13 @@ everything else is re-read from the store at click time.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from bot.core.diagnosis.findings import Diagnosis
 from bot.core.governance.approvals import ApprovalRequest
 from bot.core.model.actions import ActionPlan
+from bot.core.model.changes import EvictionOutcome
 from bot.core.remedies.field_changes import field_changes
 from bot.core.reporting.diffing import DiagnosisDiff
 from bot.core.reporting.outcomes import (
@@ -42,7 +44,7 @@ from bot.render.blocks import (
     header,
     section,
 )
-from bot.render.errors import refusal_mrkdwn
+from bot.render.errors import error_text, refusal_mrkdwn
 from bot.render.filters import truncate
 from bot.render.watching import modal_notes, outcome_extras
 
@@ -164,19 +166,48 @@ def _budget_blocks(plan: ActionPlan, t: Any) -> list[Block]:
     return [section(_s(t.budget_blocks(pinned)))] if pinned else []
 
 
-def _result_lines(result: Any, t: Any) -> list[str]:
+def _step_error(error: Any, locale: str) -> str:
+    """A failed step's error in ``locale`` (a ``GpunodeError`` or a stored ``StepError``):
+    worded from its key and params when it has them, else its English message."""
+    key = str(getattr(error, "key", "") or "")
+    params = getattr(error, "params", None)
+    if not key or not isinstance(params, Mapping):
+        return str(error.message)
+    return error_text(key, params, str(error.message), locale)
+
+
+def _result_lines(result: Any, t: Any, locale: str) -> list[str]:
     if result is None:
         return []
     # old -> new per field, as people write quantities (never the patch body that was sent)
     lines = [_s(t.change_line(c, field_changes(c.before, c.after))) for c in result.changes]
-    lines += [_s(t.eviction_line(e)) for e in result.evictions]
+    lines += [_s(t.eviction_line(_eviction_worded(e, locale))) for e in result.evictions]
     if result.error is not None:
-        lines.append(_s(t.error_line(result.error.code, result.error.message, result.failed_step)))
+        message = _step_error(result.error, locale)
+        lines.append(_s(t.error_line(result.error.code, message, result.failed_step)))
     if result.not_run:
         lines.append(_s(t.not_run_line(result.not_run)))
     # writes that got no answer, and what the re-read found (bot/services/settling.py)
-    lines += [_s(t.unanswered_line(u)) for u in getattr(result, "unanswered", None) or []]
+    unanswered = getattr(result, "unanswered", None) or []
+    lines += [_s(t.unanswered_line(_reread_worded(u, locale))) for u in unanswered]
     return lines
+
+
+def _eviction_worded(e: EvictionOutcome, locale: str) -> EvictionOutcome:
+    """A pod's eviction with its reason worded in ``locale`` when it is keyed."""
+    if not e.reason_key:
+        return e
+    words = error_text(e.reason_key, e.reason_params, e.reason, locale)
+    return e.model_copy(update={"reason": words})
+
+
+def _reread_worded(u: Mapping[str, Any], locale: str) -> Mapping[str, Any]:
+    """An unanswered write (``Settled.as_json``) whose re-read failed too, that failure worded
+    in ``locale`` when it was keyed (``reread_key``/``reread_params``)."""
+    key, params = u.get("reread_key"), u.get("reread_params")
+    if not key or not isinstance(params, Mapping):
+        return u
+    return {**u, "reread_error": error_text(str(key), params, str(u.get("reread_error")), locale)}
 
 
 def _lines_blocks(lines: list[str]) -> list[Block]:
@@ -219,7 +250,7 @@ def dry_run_message(
     ]
     if all_blocked:
         blocks.append(section(_s(t.all_blocked_line(len(result.evictions)))))
-    blocks += _lines_blocks(_result_lines(result, t))
+    blocks += _lines_blocks(_result_lines(result, t, locale))
     blocks += _budget_blocks(plan, t)
     text = truncate(_s(t.dry_run_header(plan)), 3000)
     if awaiting:
@@ -272,7 +303,7 @@ def approval_message(
         blocks.append(section(_s(t.approval_dry_run(dry_run.ok, len(blocked)))))
         if blocked:
             blocks.append(context(_s(t.blocked_summary(blocked))))
-        blocks += _lines_blocks(_result_lines(dry_run, t))
+        blocks += _lines_blocks(_result_lines(dry_run, t, locale))
     buttons: Block = {
         "type": "actions",
         "block_id": f"approval:{req.id}",
@@ -327,7 +358,7 @@ def outcome_message(
         blocked = [e for e in result.evictions if e.status == "blocked"]
         if blocked:
             blocks.append(context(_s(t.blocked_summary(blocked))))
-        blocks += _lines_blocks(_result_lines(result, t))
+        blocks += _lines_blocks(_result_lines(result, t, locale))
     blocks += outcome_extras(plan, state=state, undo=undo, locale=locale)
     elements: list[Block] = []
     if undo:

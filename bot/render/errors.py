@@ -20,11 +20,32 @@ def error_text(key: str, params: Mapping[str, object], fallback: str, locale: st
     if macro is None:
         return fallback
     p = dict(params)
+    if p.get("doing_key"):  # the request the error answered, worded too
+        p["doing"] = doing_text(str(p["doing_key"]), p.get("doing_params"), p.get("doing"), locale)
+    if p.get("error_key"):  # ... or the error met on the way (a re-read that failed too)
+        quoted = p.get("error_params")
+        met = dict(quoted) if isinstance(quoted, Mapping) else {}
+        p["error"] = error_text(str(p["error_key"]), met, str(p.get("error", "")), locale)
     if p.get("reason_key"):  # an error that quotes another (its cause): that one worded too
         quoted = p.get("reason_params")
         cause = dict(quoted) if isinstance(quoted, Mapping) else {}
         p["reason"] = error_text(str(p["reason_key"]), cause, str(p.get("reason", "")), locale)
     return str(macro(p)).strip()
+
+
+def doing_text(key: str, params: object, fallback: object, locale: str) -> str:
+    """What a Kubernetes request was doing (``bot.kube.doing``: a label key and its raw
+    params) in ``locale``; a key without words reads as its English ``fallback``."""
+    macro = getattr(environment.macros("slack", "doing.j2", locale=locale), key, None)
+    if macro is None:
+        return str(fallback or "")
+    return str(macro(dict(params) if isinstance(params, Mapping) else {})).strip()
+
+
+def doing_keys() -> tuple[str, ...]:
+    """Every request label the catalog words (for tests)."""
+    module = environment.macros("slack", "doing.j2")
+    return tuple(n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n)))
 
 
 def error_keys() -> tuple[str, ...]:

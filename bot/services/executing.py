@@ -67,34 +67,71 @@ class StepsResult:
             "changes": [c.model_dump(mode="json") for c in self.changes],
             "evictions": [e.model_dump(mode="json") for e in self.evictions],
             "failed_step": self.failed_step.model_dump(mode="json") if self.failed_step else None,
-            "error": {"code": self.error.code, "message": self.error.message}
-            if self.error
-            else None,
+            "error": _error_json(self.error) if self.error else None,
             "not_run": [s.model_dump(mode="json") for s in self.not_run],
             "unanswered": list(self.unanswered),
         }
 
 
-async def _timed(what: str, call: Awaitable[T], *, write: bool = False) -> T:
+def _error_json(error: GpunodeError) -> dict[str, Any]:
+    """A step's error as stored (``StepError``): its code and English message, and its key
+    and raw params when it is keyed (a presenter words it in its reader's language)."""
+    out: dict[str, Any] = {"code": error.code, "message": error.message}
+    if error.key:
+        out |= {"key": error.key, "params": dict(error.params)}
+    return out
+
+
+def _failed_eviction(step: Step, err: GpunodeError) -> EvictionOutcome:
+    """A pod whose eviction failed with ``err``: its English message, and its key and raw
+    params for the reader's words."""
+    return EvictionOutcome(
+        namespace=step.ref.namespace,
+        name=step.name,
+        status="failed",
+        reason=err.message,
+        reason_key=err.key,
+        reason_params=dict(err.params),
+    )
+
+
+def timed_out(step: Step, *, write: bool, eviction: bool = False) -> GpunodeError:
+    """The error for ``step`` cut off after ``STEP_TIMEOUT_S``: for a real write, one that
+    may still land (``WriteUnknownError``: re-read, never assume). Keyed ``step_unanswered``
+    or ``step_timed_out`` with the step's verb, kind and target (``step``: its English
+    label; an eviction's names no kind)."""
+    target = f"{step.namespace + '/' if step.namespace else ''}{step.name}"
+    kind = "" if eviction else step.kind
+    what = f"{step.verb} {kind} {target}" if kind else f"{step.verb} {target}"
+    label: dict[str, object] = {"step": what, "verb": step.verb, "kind": kind, "target": target}
+    if write:
+        return WriteUnknownError(
+            f"{what}: the cluster did not answer within {STEP_TIMEOUT_S:g} s",
+            waited_s=STEP_TIMEOUT_S,
+            key="step_unanswered",
+            params={**label, "waited_s": STEP_TIMEOUT_S},
+        )
+    return KubeUnavailableError(
+        f"{what} did not answer in time; check the API server, then look at the object "
+        "before retrying (the change may or may not have been made)",
+        code="timeout",
+        key="step_timed_out",
+        params=label,
+    )
+
+
+async def _timed(
+    step: Step, call: Awaitable[T], *, write: bool = False, eviction: bool = False
+) -> T:
     try:
         async with asyncio.timeout(STEP_TIMEOUT_S):
             return await call
     except TimeoutError as exc:
-        if write:  # a real write in flight may still land: re-read, never assume
-            raise WriteUnknownError(
-                f"{what}: the cluster did not answer within {STEP_TIMEOUT_S:g} s",
-                waited_s=STEP_TIMEOUT_S,
-            ) from exc
-        raise KubeUnavailableError(
-            f"{what} did not answer in time; check the API server, then look at the object "
-            "before retrying (the change may or may not have been made)",
-            code="timeout",
-        ) from exc
+        raise timed_out(step, write=write, eviction=eviction) from exc
 
 
 async def _one(kube: KubePort, step: Step, *, dry_run: bool) -> Change:
-    what = f"{step.verb} {step.kind} {step.namespace + '/' if step.namespace else ''}{step.name}"
-    return await _timed(what, _call(kube, step, dry_run=dry_run), write=not dry_run)
+    return await _timed(step, _call(kube, step, dry_run=dry_run), write=not dry_run)
 
 
 async def _call(kube: KubePort, step: Step, *, dry_run: bool) -> Change:
@@ -167,9 +204,10 @@ async def run_steps(
             sent_at = datetime.now(UTC)
             try:
                 return await _timed(
-                    f"evict {step.namespace}/{step.name}",
+                    step,
                     kube.evict(step.ref.namespace, step.name, dry_run=dry_run),
                     write=not dry_run,
+                    eviction=True,
                 )
             except WriteUnknownError as err:
                 if on_unanswered is not None:
@@ -177,19 +215,19 @@ async def run_steps(
                 found = await settle(kube, step, err, sent_at=sent_at)
                 result.unanswered.append(found.as_json())
                 landed = found.landed
-                return EvictionOutcome(
-                    namespace=step.ref.namespace,
-                    name=step.name,
-                    status="evicted" if landed else "failed",
-                    reason=landed_reason(found.as_json()) if landed else found.failure().message,
-                )
+                if landed:
+                    said = found.as_json()
+                    return EvictionOutcome(
+                        namespace=step.ref.namespace,
+                        name=step.name,
+                        status="evicted",
+                        reason=landed_reason(said),
+                        reason_key="eviction_landed",
+                        reason_params={"seen": said["seen"], "waited_s": said["waited_s"]},
+                    )
+                return _failed_eviction(step, found.failure())
             except GpunodeError as err:
-                return EvictionOutcome(
-                    namespace=step.ref.namespace,
-                    name=step.name,
-                    status="failed",
-                    reason=err.message,
-                )
+                return _failed_eviction(step, err)
 
     i = 0
     while i < len(steps):

@@ -17,7 +17,8 @@ re-read shows the memory limit landed".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -36,6 +37,9 @@ class Settled:
     error: WriteUnknownError
     found: Landing | None  # None: the re-read failed too
     reread_error: str = ""
+    #: the re-read's error key and raw params (``GpunodeError.key``/``params``), for its words
+    reread_key: str = ""
+    reread_params: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def landed(self) -> bool | None:
@@ -51,24 +55,44 @@ class Settled:
         return Change.model_validate({**pending, "dry_run": False, "after": self.found.after})
 
     def failure(self) -> GpunodeError:
-        """The error to record when the step did not (or may not have) land(ed)."""
+        """The error to record when the step did not (or may not have) land(ed): keyed, with
+        the unanswered write's own error quoted as ``reason`` (its key and params beside it,
+        so each reader reads both in their language)."""
         what = self.error.message
+        cause: dict[str, object] = {
+            "reason": what,
+            "reason_key": self.error.key,
+            "reason_params": self.error.params,
+        }
         if self.landed is None:
             return KubeUnavailableError(
                 f"{what}; the re-read failed too ({self.reread_error}), so whether it landed is "
                 f"unknown: look at {self.step.kind} {self.step.name} before doing anything else",
                 code="unknown",
+                key="write_unknown_reread_failed",
+                params={
+                    **cause,
+                    "error": self.reread_error,
+                    "error_key": self.reread_key,
+                    "error_params": dict(self.reread_params),
+                    "kind": self.step.kind,
+                    "name": self.step.name,
+                },
             )
         if self.landed:
             return KubeUnavailableError(
                 f"{what}; a re-read shows it landed, but the state before it was not captured, "
                 "so it cannot be undone from here",
                 code="no_answer",
+                key="write_landed_not_undoable",
+                params=cause,
             )
         return KubeUnavailableError(
             f"{what}; a re-read shows it did not land, so this step changed nothing: apply "
             "again once the API server answers",
             code="no_answer",
+            key="write_did_not_land",
+            params=cause,
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -81,6 +105,11 @@ class Settled:
             "fields": list(found.fields) if found else [],
             "taint": found.taint if found else None,
             "reread_error": self.reread_error,
+            **(
+                {"reread_key": self.reread_key, "reread_params": dict(self.reread_params)}
+                if self.reread_key
+                else {}
+            ),
         }
 
 
@@ -91,5 +120,12 @@ async def settle(
     try:
         obj = await kube.read_target(step.kind, step.ref.namespace, step.name)
     except GpunodeError as err:
-        return Settled(step, error, None, reread_error=err.message)
+        return Settled(
+            step,
+            error,
+            None,
+            reread_error=err.message,
+            reread_key=err.key,
+            reread_params=dict(err.params),
+        )
     return Settled(step, error, landing(step, obj, sent_at=sent_at))

@@ -19,10 +19,13 @@ from typing import Any
 import pytest
 import yaml
 
+from bot.render.errors import error_text
+from bot.render.filters import mrkdwn
 from gpunode_sandbox.demo import POLICY, Demo, running_demo
 from gpunode_sandbox.kubesim.access import ADMIN_TOKEN
 from tests.conftest import kube_call
 from tests.e2e.conftest import diagnose, ephemeral_texts, press, submit_modal, text_of, thread
+from tests.render.test_catalogs import _texts, english_words
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -263,3 +266,44 @@ async def test_an_apply_the_cluster_no_longer_allows_fails_with_the_clusters_ref
     assert demo.kube.get("deployments", "data-prep", "preprocess") == before
     rows = list(await demo.runtime.store.audit_since(None))
     assert [r.decision for r in rows if r.tier == 3 and r.action == "tier3.execute"][-1] == "failed"
+
+
+async def test_in_a_chinese_thread_the_clusters_refusal_of_an_apply_reads_in_chinese(
+    demo: Demo,
+) -> None:
+    """liwei, who reads Chinese, opens the thread and asks for tier 3; the cluster takes the
+    right away before the apply: the action's failed step says who may not do what in
+    Chinese, with no English sentence, as the cluster refused it."""
+    grant = _binding("liwei-acts", "data-prep", "gpunode-tier-actions", "User", "liwei@example.com")
+    await _grant(demo, grant)
+    root_ts = await diagnose(demo, user=LIWEI)
+    await _request_tier3(demo, root_ts, LIWEI)
+    status, body = await kube_call(
+        demo.kube.url,
+        "DELETE",
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/data-prep/rolebindings/liwei-acts",
+        token=ADMIN_TOKEN,
+    )
+    assert status == 200, body
+
+    await press(demo, root_ts, LIWEI, "gpunode_apply")
+
+    refused = {
+        "who": "liwei@example.com",
+        "act": "",
+        "verb": "patch",
+        "resource": "deployments",
+        "namespace": "data-prep",
+    }
+    words = error_text("cluster_refused", refused, "", "zh-CN")
+    failed = [
+        line
+        for m in thread(demo, root_ts)
+        for text in _texts(m.get("blocks") or [])
+        for line in text.splitlines()
+        if line.startswith(":x:")
+    ]
+    assert failed, [text_of(m) for m in thread(demo, root_ts)]
+    assert any(mrkdwn(words) in line for line in failed), failed
+    assert [english_words(line) for line in failed] == [[] for _ in failed], failed
+    assert "the cluster refused" not in _said(demo, root_ts, LIWEI)

@@ -19,6 +19,7 @@ from bot.errors import (
     NotFoundError,
     TooManyRequestsError,
 )
+from bot.kube.doing import Doing
 from bot.kube.errors import refused_as, translate, translating
 
 
@@ -45,7 +46,7 @@ def _api(status: int, message: str = "boom") -> ApiException:
     ],
 )
 def test_http_statuses_map_to_the_error_tree(status: int, expected: type[KubeError]) -> None:
-    err = translate(_api(status, "the server said no"), what="read node n1")
+    err = translate(_api(status, "the server said no"), what=Doing.of("read_node", node="n1"))
     assert type(err) is expected
     assert "read node n1" in str(err)
     if status:
@@ -63,19 +64,22 @@ def test_http_statuses_map_to_the_error_tree(status: int, expected: type[KubeErr
     ],
 )
 def test_transport_failures_are_unavailable_with_advice(exc: Exception) -> None:
-    err = translate(exc, what="list pods")
+    err = translate(exc, what=Doing.of("list_nodes"))
     assert isinstance(err, KubeUnavailableError)
     assert "reachable" in str(err) or "API server" in str(err)
 
 
 def test_configuration_errors_say_which_setting_to_fix() -> None:
-    err = translate(ConfigException("no kubeconfig"), what="load")
+    err = translate(ConfigException("no kubeconfig"), what=Doing.of("load_config"))
     assert isinstance(err, ConfigError)
     assert "kube.mode" in str(err)
 
 
 def test_translating_chains_the_original_exception() -> None:
-    with pytest.raises(NotFoundError) as info, translating("read pod a/b"):
+    with (
+        pytest.raises(NotFoundError) as info,
+        translating(Doing.of("read_object", kind="Pod", namespace="a", name="b")),
+    ):
         raise _api(404)
     assert isinstance(info.value.__cause__, ApiException)
     assert info.value.status == 404

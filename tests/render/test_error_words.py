@@ -8,6 +8,8 @@ import json
 import socket
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast, get_args
 
 import pytest
 import urllib3
@@ -17,9 +19,11 @@ from kubernetes.config.config_exception import ConfigException
 
 from bot.config.settings import KubeSettings
 from bot.core.governance.commands import parse
+from bot.core.model.actions import Step, StepVerb
 from bot.core.model.cluster import Condition, NodeInfo
 from bot.core.model.durations import parse_duration
 from bot.core.model.evidence import SCHEMA_VERSION
+from bot.core.remedies.landing import Landing
 from bot.core.reporting.outcomes import Notice
 from bot.errors import (
     ClusterUnreachableError,
@@ -28,18 +32,25 @@ from bot.errors import (
     NotFoundError,
     UnknownClusterError,
     UsageError,
+    WriteUnknownError,
 )
 from bot.kube import resident
+from bot.kube.doing import Doing
 from bot.kube.errors import refused_as, translate
 from bot.kube.gateway import Gateway
 from bot.kube.jobs import PodOutcome, failure, parse_evidence
+from bot.kube.transport import Transport
+from bot.kube.unanswered import unanswered
 from bot.render.errors import error_keys, error_text
 from bot.render.notices import told_mrkdwn
+from bot.services.executing import timed_out
+from bot.services.settling import Settled
 from tests.render.terminal_errors import NOT_DRIVEN, terminal_errors
 from tests.render.test_catalogs import english_words
 from tests.render.test_usage_words import MALFORMED
 
 NODE = "gpu-node-07"
+READ_POD = Doing.of("read_object", kind="Pod", namespace="a", name="b")
 
 
 def _pod(reason: str = "", waiting: str = "", terminated: str = "") -> dict[str, object]:
@@ -215,7 +226,7 @@ def _kube_errors() -> list[GpunodeError]:
     """What the API server said (every HTTP status class), or that it said nothing (refused,
     timed out, broke off, DNS), a broken configuration, and its refusals of a person."""
     statuses = [
-        translate(_api(status, message), what=f"read node {NODE}", cluster=cluster)
+        translate(_api(status, message), what=Doing.of("read_node", node=NODE), cluster=cluster)
         for status, message in (
             (404, f'nodes "{NODE}" not found'),
             (404, 'pods "p" not found'),
@@ -249,23 +260,86 @@ def _kube_errors() -> list[GpunodeError]:
         ConnectionError("odd"),
     ]
     unanswered = [
-        translate(exc, what="cordon gpu-node-07", write=write)
+        translate(exc, what=Doing.of("cordon", node=NODE), write=write)
         for exc in transport
         for write in (False, True)
     ]
     try:
         yaml.safe_load("clusters: [")
     except yaml.YAMLError as exc:
-        unanswered.append(translate(exc, what="load Kubernetes configuration"))
+        unanswered.append(translate(exc, what=Doing.of("load_config")))
     refusals = [refused_as(_api(403, said), "alice") for said in _DENIED]
     return [
         *statuses,
         *unanswered,
-        translate(ConfigException("no kubeconfig"), what="load Kubernetes configuration"),
-        translate(ApiValueError("missing name"), what="read pod a/b"),
-        translate(OSError("disk full"), what="read pod a/b"),
-        translate(ValueError("not JSON"), what="read pod a/b"),
+        translate(ConfigException("no kubeconfig"), what=Doing.of("load_config")),
+        translate(ApiValueError("missing name"), what=READ_POD),
+        translate(OSError("disk full"), what=READ_POD),
+        translate(ValueError("not JSON"), what=READ_POD),
         *(r for r in refusals if r is not None),
+    ]
+
+
+def _write_errors() -> list[GpunodeError]:
+    """A real write that got no answer (``bot.kube.unanswered``), and what the re-read after
+    it found: it did not land, it landed without its state before, the re-read failed too."""
+    t = cast(Transport, SimpleNamespace(timeout_s=10))
+    timed_out = urllib3.exceptions.ReadTimeoutError(None, "/api", "timed out")  # type: ignore[arg-type]
+    cordon = Doing.of("cordon", node=NODE)
+    with (
+        pytest.raises(WriteUnknownError) as caught,
+        unanswered(t, cordon, {"verb": "cordon"}, dry_run=False),
+    ):
+        raise timed_out
+    sent = caught.value
+    step = Step(verb="cordon", kind="Node", name=NODE)
+    return [
+        sent,
+        *(
+            Settled(step, sent, Landing(landed=landed, seen="schedulable")).failure()
+            for landed in (False, True)
+        ),
+        Settled(step, sent, None, reread_error="no answer").failure(),
+    ]
+
+
+#: a step of every verb, as a plan holds it (kind, namespace, name, the verb's params)
+STEPS = [
+    Step(verb="cordon", kind="Node", name=NODE),
+    Step(verb="uncordon", kind="Node", name=NODE),
+    Step(verb="evict", kind="Pod", namespace="ml", name="train-0"),
+    Step(
+        verb="ensure_priority_class",
+        kind="PriorityClass",
+        name="gpunode-protected",
+        params={"value": 1000},
+    ),
+    Step(
+        verb="set_priority_class",
+        kind="Deployment",
+        namespace="ml",
+        name="train",
+        params={"priority_class": "gpunode-protected"},
+    ),
+    Step(
+        verb="patch_resources",
+        kind="Deployment",
+        namespace="ml",
+        name="train",
+        params={"container": "trainer"},
+    ),
+    Step(verb="resize_pod", kind="Pod", namespace="ml", name="train-0", params={"container": "t"}),
+    Step(verb="annotate_node", kind="Node", name=NODE, params={"annotations": {"a": "b"}}),
+]
+
+
+def _timed_out_errors() -> list[GpunodeError]:
+    """Every step cut off after the step timeout, for a real write and a dry run, and an
+    eviction (whose label names no kind)."""
+    assert {s.verb for s in STEPS} == set(get_args(StepVerb))
+    return [
+        *(timed_out(step, write=write) for step in STEPS for write in (True, False)),
+        *(timed_out(STEPS[2], write=write, eviction=True) for write in (True, False)),
     ]
 
 
@@ -278,13 +352,16 @@ def _errors(tmp: Path) -> list[GpunodeError]:
         *_not_admitted(),
         *_usage_errors(),
         *_kube_errors(),
+        *_write_errors(),
+        *_timed_out_errors(),
         *terminal_errors(tmp),
         UnknownClusterError("prod-asia", ("prod-eu", "prod-us")),
         ClusterUnreachableError("prod-us", "connection refused"),
         ClusterUnreachableError("prod-us", waited_s=2.5),
         ClusterUnreachableError("prod-us"),
         ClusterUnreachableError(
-            "prod-us", cause=translate(ConnectionRefusedError("refused"), what="list nodes")
+            "prod-us",
+            cause=translate(ConnectionRefusedError("refused"), what=Doing.of("list_nodes")),
         ),
         failure(
             PodOutcome("image_pull", _pod(waiting="ErrImagePull")), job, node=NODE, timeout_s=60
@@ -325,8 +402,9 @@ def errors(tmp_path_factory: pytest.TempPathFactory) -> list[GpunodeError]:
 
 
 def test_every_worded_error_key_is_raised_somewhere(errors: list[GpunodeError]) -> None:
-    """A form field's errors (``field_*``) are checked by test_field_words.py."""
-    worded = {k for k in error_keys() if not k.startswith("field_")}
+    """A form field's errors (``field_*``) are checked by test_field_words.py, an eviction's
+    reasons (``eviction_*``) by test_refused_step_words.py."""
+    worded = {k for k in error_keys() if not k.startswith(("field_", "eviction_"))}
     assert {e.key for e in errors} | AGENT_NOT_DRIVEN | NOT_DRIVEN.keys() == worded
 
 
@@ -336,13 +414,13 @@ def test_an_english_reader_sees_exactly_the_errors_own_text(errors: list[Gpunode
 
 
 #: params quoted as they were said, in every locale: the left-out parts of a leak check
-QUOTED = ("message", "error", "said", "doing", "detail")
+QUOTED = ("message", "error", "said", "detail")
 
 
 def test_a_chinese_reader_sees_no_english_sentence_in_an_error(errors: list[GpunodeError]) -> None:
     """Quoted words (the kubelet's message, an OS error such as "No such file or directory",
-    the API server's own message and the request it answered) are left as they were said, so
-    they are left out of the check."""
+    the API server's own message) are left as they were said, so they are left out of the
+    check; the request the error answered is worded, so it is checked."""
 
     def words(err: GpunodeError) -> str:
         text = error_text(err.key, err.params, err.message, "zh-CN")
@@ -390,3 +468,12 @@ def test_a_failed_diagnosis_notice_words_its_error_in_the_readers_language() -> 
     )
     assert "没有名为 'prod-asia' 的集群" in told_mrkdwn(told, "zh-CN")
     assert err.message in told_mrkdwn(told, "en")
+
+
+def test_a_step_the_cluster_did_not_answer_in_time_is_named_in_chinese() -> None:
+    """The step's English label (its verb's code, kind and target) is worded, not quoted."""
+    for err in _timed_out_errors():
+        text = error_text(err.key, err.params, "«no words»", "zh-CN")
+        assert str(err.params["step"]) not in text, text
+        assert not text.startswith(str(err.params["verb"])), text
+        assert str(err.params["target"]) in text, text

@@ -306,6 +306,7 @@ class FakeKube:
                 name=name,
                 status="not_found",
                 reason="the pod no longer exists",
+                reason_key="eviction_pod_gone",
             )
         blocked = budget_refusal(self.budgets, list(self.pods.values()), pod)
         if blocked is not None:

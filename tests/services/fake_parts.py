@@ -121,6 +121,7 @@ def budget_refusal(
             status="blocked",
             reason="more than one PodDisruptionBudget covers this pod, which the "
             "Eviction API does not support; remove the extra budget or move the pod by hand",
+            reason_key="eviction_several_budgets",
         )
     if not budgets:
         return None
@@ -139,6 +140,8 @@ def budget_refusal(
         status="blocked",
         reason=f"blocked by PodDisruptionBudget {budget.name}: needs {desired} healthy, "
         f"has {healthy}",
+        reason_key="eviction_blocked",
+        reason_params={"pdb": budget.name, "needs": desired, "has": healthy},
         pdb_name=budget.name,
         pdb_needs=desired,
         pdb_has=healthy,

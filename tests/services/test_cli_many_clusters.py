@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
+from bot.kube.doing import LABELS, Doing, placeholders
+from bot.render.errors import doing_text
 from gpunode_sandbox.kubesim import KubeSim, load_scenario
 from gpunode_sandbox.kubesim.access import BOT_TOKEN
 
@@ -102,7 +104,7 @@ def test_terminal_top_in_chinese_says_why_a_stopped_cluster_is_left_out(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The stopped cluster's line is worded in Chinese, its cause (the API server that did
-    not answer) too; the request and the URL are quoted as they were."""
+    not answer) too, and so is the request that met no answer; the URL is quoted as it was."""
     from tests.render.test_catalogs import english_words
 
     with two_clusters(tmp_path, us_stopped=True) as (config, _us):
@@ -111,3 +113,7 @@ def test_terminal_top_in_chinese_says_why_a_stopped_cluster_is_left_out(
     first = said.splitlines()[0]
     assert "prod-us" in first and "无法连接集群 prod-us" in first, first
     assert english_words(first) == [], first
+    # `top` asks the cluster-wide questions (no placeholders): one of them met no answer
+    cluster_wide = [Doing.of(key) for key in LABELS if not placeholders(key)]
+    assert not [str(d) for d in cluster_wide if str(d) in first], first
+    assert [d.key for d in cluster_wide if doing_text(d.key, {}, "", "zh-CN") in first], first

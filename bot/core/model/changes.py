@@ -49,6 +49,10 @@ class EvictionOutcome(BaseModel):
     name: str
     status: Literal["evicted", "blocked", "not_found", "failed", "dry_run"]
     reason: str = ""
+    #: the reason's key and raw params (``templates/slack/errors.j2``), so each reader reads
+    #: it in their language; empty: ``reason`` is shown as it is (rows stored before)
+    reason_key: str = ""
+    reason_params: dict[str, Any] = Field(default_factory=dict)
     pdb_name: str | None = None
     pdb_needs: int | None = None
     pdb_has: int | None = None

@@ -123,12 +123,16 @@ class Diagnosed(BaseModel):
 
 
 class StepError(BaseModel):
-    """Why a step failed: the error's code and its message (as raised)."""
+    """Why a step failed: the error's code and its message (as raised, English), and when the
+    error was keyed, its key and raw params (``GpunodeError.key``/``params``) so each reader
+    reads it in their language (rows stored before carry neither: the message is shown)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     code: str
     message: str
+    key: str = ""
+    params: dict[str, Any] = Field(default_factory=dict)
 
 
 class StepsReport(BaseModel):
