@@ -236,7 +236,7 @@ def _snapshot_chart(host: Axes, gpu: Axes, spec: ChartSpec, t: Translator) -> No
     _draw_markers([host, gpu], spec, at=category_x(times) if times else None, last=len(xs) - 1)
 
 
-def render_png(spec: ChartSpec, *, locale: str = "en") -> bytes:
+def render_png(spec: ChartSpec, *, locale: str) -> bytes:
     """The chart as PNG bytes (1000x600 px), its words in ``locale``."""
     fig = draw(spec, locale=locale)
     buf = io.BytesIO()
@@ -245,7 +245,7 @@ def render_png(spec: ChartSpec, *, locale: str = "en") -> bytes:
     return buf.getvalue()
 
 
-def draw(spec: ChartSpec, *, locale: str = "en") -> Figure:
+def draw(spec: ChartSpec, *, locale: str) -> Figure:
     """The chart as a matplotlib Figure (``render_png`` saves it; tests measure its text).
     Text falls back to Noto Sans CJK for Chinese (a zh-CN title or pod label), glyph by
     glyph; each text keeps the family it was created with, so the context ends here."""

@@ -107,7 +107,7 @@ def _is_stale(record: AuditRecord) -> bool:
 def format_text(
     records: list[AuditRecord],
     *,
-    locale: str = "en",
+    locale: str,
     stale: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> str:
     """A plain table in ``locale`` (heads, times, stale reasons), widths fitted to the
@@ -170,12 +170,12 @@ async def _check_anchors(path: str, args: argparse.Namespace, deployment: str) -
         return await anchoring.check(store, anchors)
 
 
-def anchors_text(report: AnchorReport, *, locale: str = "en") -> str:
+def anchors_text(report: AnchorReport, *, locale: str) -> str:
     """What ``--anchors`` found, in ``locale`` (a broken anchor's problem as the check wrote it)."""
     return line("audit_anchors", report, locale=locale)
 
 
-def verify_text(report: ChainReport, *, keyed: bool = True, locale: str = "en") -> str:
+def verify_text(report: ChainReport, *, keyed: bool = True, locale: str) -> str:
     """What ``--verify`` found, in ``locale`` (a broken row's problem as the check wrote it)."""
     return line("audit_verified", report, keyed, locale=locale)
 

@@ -141,7 +141,7 @@ def analyze_files(
     *,
     thresholds: Thresholds = DEFAULT,
     now: datetime | None = None,
-    locale: str = "en",
+    locale: str,
 ) -> str:
     from bot.core.reporting.analysis import analyze
 
@@ -172,7 +172,7 @@ async def diagnose_node(
     now: datetime,
     history: HistoryService | None = None,
     chart: str | None = None,
-    locale: str = "en",
+    locale: str,
 ) -> str:
     """The diagnose use case Slack runs (``bot.services.diagnosing``: the node, the
     diagnostic Job with the Prometheus ``history`` alongside, one cluster view, the analysis)

@@ -115,7 +115,7 @@ def render_output(
     *,
     bundle: EvidenceBundle | None = None,
     incident: str | None = None,
-    locale: str = "en",
+    locale: str,
 ) -> str:
     """The diagnosis in one of ``FORMATS``, worded in ``locale`` (``--lang``; JSON has none)."""
     if fmt == "json":
@@ -142,7 +142,7 @@ def render_output(
 
 
 def write_chart(
-    diagnosis: Diagnosis, bundle: EvidenceBundle | None, path: str, *, locale: str = "en"
+    diagnosis: Diagnosis, bundle: EvidenceBundle | None, path: str, *, locale: str
 ) -> None:
     """The diagnosis chart as a PNG file at ``path``, its words in ``locale``."""
     from bot.charts import render_png

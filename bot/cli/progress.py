@@ -29,7 +29,7 @@ class Progress:
         stream: TextIO,
         *,
         enabled: bool,
-        locale: str = "en",
+        locale: str,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._stream = stream
@@ -43,7 +43,7 @@ class Progress:
         self._ticker: threading.Thread | None = None
 
     @classmethod
-    def for_terminal(cls, stream: TextIO, *, quiet: bool, locale: str = "en") -> Progress:
+    def for_terminal(cls, stream: TextIO, *, quiet: bool, locale: str) -> Progress:
         """Enabled when ``stream`` is a terminal and ``--quiet`` was not given."""
         isatty = getattr(stream, "isatty", None)
         return cls(stream, enabled=not quiet and bool(isatty and isatty()), locale=locale)

@@ -54,7 +54,7 @@ APPROVE, DENY, REDIAGNOSE = "gpunode_approve", "gpunode_deny", "gpunode_rediagno
 MODAL_TEXT = 3000  # section text limit inside views as in messages
 
 
-def _t(locale: str = "en") -> Any:
+def _t(locale: str) -> Any:
     return environment.macros("slack", "acting.j2", locale=locale)
 
 
@@ -94,7 +94,7 @@ def confirmation_modal(
     plan: ActionPlan,
     *,
     meta: dict[str, Any],
-    locale: str = "en",
+    locale: str,
     diagnosis: Diagnosis | None = None,
 ) -> dict[str, Any]:
     """``diagnosis`` is not read (the plan carries what the form shows); kept for callers."""
@@ -233,7 +233,7 @@ def dry_run_message(
     reason: str,
     result: Any,
     needs_approval: bool,
-    locale: str = "en",
+    locale: str,
     node_ref: str | None = None,
     all_blocked: bool = False,
     awaiting: bool = False,
@@ -282,7 +282,7 @@ def approval_message(
     *,
     reason: str,
     roles: tuple[str, ...],
-    locale: str = "en",
+    locale: str,
     dry_run: Any = None,
     owners: dict[str, str] | None = None,
 ) -> Message:
@@ -322,7 +322,7 @@ def approval_closed(
     state: str,
     by: str,
     reason: str,
-    locale: str = "en",
+    locale: str,
 ) -> Message:
     """The approval request once decided (``approved``, ``denied``, ``expired``): the same
     request with its outcome and no buttons, so nobody clicks a dead Approve."""
@@ -342,7 +342,7 @@ def outcome_message(
     detail: str,
     result: Any,
     undo: bool,
-    locale: str = "en",
+    locale: str,
     node_ref: str | None = None,
     why: Refused | None = None,
 ) -> Message:
@@ -377,7 +377,7 @@ def outcome_message(
 
 def diff_message(
     diff: DiagnosisDiff,
-    locale: str = "en",
+    locale: str,
     *,
     incident_id: str | None = None,
     next_tiers: tuple[tuple[int, str], ...] | None = None,

@@ -219,7 +219,7 @@ def brief_message(
     view: DiagnosisView,
     *,
     incident: str | None = None,
-    locale: str = "en",
+    locale: str,
     dashboard: Dashboard | None = None,
 ) -> Message:
     """The one message a diagnosis posts: header, the verdict, one line per team (the point
@@ -278,7 +278,7 @@ def brief_message(
 
 
 def talking_points_message(
-    view: DiagnosisView, *, incident: str | None = None, locale: str = "en"
+    view: DiagnosisView, *, incident: str | None = None, locale: str
 ) -> Message:
     """Each point with its one decisive number and its source (``views.decisive_fact``);
     the full evidence list is said once, in the details, never under each point."""
@@ -316,9 +316,7 @@ def button_value(incident: str | None, plan_id: str) -> str:
     return json.dumps({"incident": incident, "plan_id": plan_id}, separators=(",", ":"))
 
 
-def actions_message(
-    view: DiagnosisView, *, incident: str | None = None, locale: str = "en"
-) -> Message:
+def actions_message(view: DiagnosisView, *, incident: str | None = None, locale: str) -> Message:
     t = _m("actions", locale)
     blocks: list[Block] = [header(_s(t.header, view)), context(_s(t.intro, view))]
     buttons: list[Block] = []
@@ -352,7 +350,7 @@ def diagnosis_messages(
     bundle: EvidenceBundle | None = None,
     *,
     incident: str | None = None,
-    locale: str = "en",
+    locale: str,
     dashboard: Dashboard | None = None,
 ) -> list[Message]:
     """What a diagnosis posts in its thread: the brief message alone (a list, so that a
@@ -371,7 +369,7 @@ def details_view(
     bundle: EvidenceBundle | None = None,
     *,
     incident: str,
-    locale: str = "en",
+    locale: str,
 ) -> dict[str, Any]:
     """The **Details** modal (``views.open``): sections for the evidence, the talking
     points in full (each with its decisive number), every number cited (once), the

@@ -8,7 +8,7 @@ from typing import Any
 from bot.render import environment
 
 
-def line(name: str, *args: Any, locale: str = "en") -> str:
+def line(name: str, *args: Any, locale: str) -> str:
     """One macro of ``cli.txt.j2`` rendered: ``line("resolved", "INC-0007")``."""
     macro = getattr(environment.macros("text", "cli.txt.j2", locale=locale), name)
     return str(macro(*args))

@@ -68,7 +68,7 @@ def fmt_duration(seconds: float | int | None) -> str:
     return f"{d}d {h}h" if h else f"{d}d"
 
 
-def fmt_clock(iso: str, *, locale: str = "en") -> str:
+def fmt_clock(iso: str, *, locale: str) -> str:
     """``2026-12-01T02:14:09+00:00`` -> ``02:14 UTC``, the time as ``locale`` writes it
     (Babel, ``Translator.when``); text that is not ISO-8601 unchanged."""
     try:
@@ -216,7 +216,7 @@ def format_value(value: float | int | str | None, unit: str) -> str:
     return fmt_number(value)
 
 
-def format_param(name: str, value: float | int | str | None, *, locale: str = "en") -> str:
+def format_param(name: str, value: float | int | str | None, *, locale: str) -> str:
     """A template parameter by its name's unit suffix (``_bytes``, ``_percent``, ``_ratio``,
     ``_s``); strings are returned unescaped (the caller escapes for its format). An ISO-8601
     string named ``*_at`` is a moment, shown as ``02:14 UTC`` in ``locale``'s way."""
@@ -277,7 +277,6 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "plain": plain,
     "truncate_to": truncate,
     "memory_hint": memory_hint,
-    "clock": fmt_clock,
     "pad": pad,
     "rpad": rpad,
     "width": display_width,

@@ -17,9 +17,7 @@ def _t(locale: str) -> Any:
     return environment.macros("sentences", "commands.j2", locale=locale)
 
 
-def help_text(
-    verb: str | None = None, *, prog: str = commands.DEFAULT_PROG, locale: str = "en"
-) -> str:
+def help_text(verb: str | None = None, *, prog: str = commands.DEFAULT_PROG, locale: str) -> str:
     """All commands with one line each, or one command's usage and description."""
     t = _t(locale)
     arg_help = str(t.arg_help()).strip()

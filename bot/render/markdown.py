@@ -40,7 +40,7 @@ def render_report_markdown(
     bundle: EvidenceBundle | None = None,
     *,
     incident: str | None = None,
-    locale: str = "en",
+    locale: str,
 ) -> str:
     view = build_view(diagnosis, bundle, top_pods=10)
     full = build_view(diagnosis, bundle, top_pods=len(diagnosis.ledger.entries) + 1)

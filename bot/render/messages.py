@@ -53,7 +53,7 @@ def render_root(
     headline: str,
     opened_by: str,
     progress: str | None,
-    locale: str = "en",
+    locale: str,
 ) -> Message:
     """Root message of an incident thread. ``headline`` is already mrkdwn (the verdict
     sentence from ``verdict_headline``) or plain text from the caller (escaped here if it
@@ -72,14 +72,14 @@ def render_root(
     return truncate(text, 3000), blocks
 
 
-def progress_text(key: str, locale: str = "en", *, code: str = "") -> str:
+def progress_text(key: str, locale: str, *, code: str = "") -> str:
     """The root message's progress line (``opening``, ``running_job``, ``failed``), plain
     text in ``locale``; ``render_root`` escapes it."""
     t = environment.macros("slack", "notices.j2", locale=locale)
     return str(t.progress_step(key, code)).strip()
 
 
-def verdict_headline(diagnosis: Diagnosis, *, locale: str = "en") -> str:
+def verdict_headline(diagnosis: Diagnosis, *, locale: str) -> str:
     """The verdict as one mrkdwn sentence (for the root message's headline)."""
     from bot.render.sentences import sentence
 
@@ -92,7 +92,7 @@ def render_diagnosis_messages(
     *,
     incident_id: str | None,
     bundle: EvidenceBundle | None = None,
-    locale: str = "en",
+    locale: str,
     dashboard: Dashboard | None = None,
 ) -> list[Message]:
     """What a diagnosis posts in the incident thread: the brief message (verdict, a number

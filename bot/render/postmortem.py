@@ -70,7 +70,7 @@ def _points(snap: Snapshot | None, fmt: Fmt, locale: str) -> dict[str, list[str]
 CONTRIBUTING = 6
 
 
-def context(pm: Postmortem, *, fmt: Fmt, locale: str = "en") -> dict[str, Any]:
+def context(pm: Postmortem, *, fmt: Fmt, locale: str) -> dict[str, Any]:
     """Template context shared by both formats (sentences pre-rendered in ``fmt``)."""
     kit = (
         render_prevention_files(pm.prevention, locale=locale, source=pm.prevention_source)
@@ -113,9 +113,7 @@ def _worded(row: StoryRow, locale: str) -> StoryRow:
     return row.model_copy(update={"values": {**row.values, "text": text}})
 
 
-def render_postmortem_markdown(
-    pm: Postmortem, *, charts: Mapping[str, str], locale: str = "en"
-) -> str:
+def render_postmortem_markdown(pm: Postmortem, *, charts: Mapping[str, str], locale: str) -> str:
     """Markdown; ``charts`` maps ``start``/``end`` to the PNG file names uploaded with it."""
     ctx = context(pm, fmt="markdown", locale=locale)
     return environment.render("markdown", "postmortem.md.j2", locale=locale, charts=charts, **ctx)
@@ -125,9 +123,7 @@ def data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
-def render_postmortem_html(
-    pm: Postmortem, *, charts: Mapping[str, bytes], locale: str = "en"
-) -> str:
+def render_postmortem_html(pm: Postmortem, *, charts: Mapping[str, bytes], locale: str) -> str:
     """One HTML file; ``charts`` maps ``start``/``end`` to PNG bytes, embedded as data URIs."""
     ctx = context(pm, fmt="text", locale=locale)
     name = environment.localized_name("html", "postmortem.html.j2", locale=locale)

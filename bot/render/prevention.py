@@ -53,7 +53,7 @@ def _when(at: datetime | None, locale: str) -> str | None:
 
 
 def source_line(
-    params: PreventionParams, source: KitSource | None, *, fmt: Fmt, locale: str = "en"
+    params: PreventionParams, source: KitSource | None, *, fmt: Fmt, locale: str
 ) -> str:
     """Where the numbers come from (which evidence, read when), as one sentence."""
     src = source or KitSource(kind="live")
@@ -72,9 +72,7 @@ def _percents(values: dict[str, int]) -> str:
     return ", ".join(f"{name} {pct}%" for name, pct in values.items())
 
 
-def value_lines(
-    params: PreventionParams, *, fmt: Fmt, locale: str = "en"
-) -> list[tuple[str, list[str]]]:
+def value_lines(params: PreventionParams, *, fmt: Fmt, locale: str) -> list[tuple[str, list[str]]]:
     """``[(file, [sentence per value])]`` in ``KIT_FILES`` order: every number in the kit
     with its rule and the measured number behind it."""
     p, k = params, params.kubelet
@@ -183,7 +181,7 @@ def render_prevention_files(
     params: PreventionParams,
     *,
     namespace: str = "monitoring",
-    locale: str = "en",
+    locale: str,
     source: KitSource | None = None,
 ) -> dict[str, str]:
     """The kit's manifests (``KIT_FILES``) and ``README.md``: what each file does, where the
@@ -208,7 +206,7 @@ def render_prevention_kit(
     view: ClusterView,
     *,
     namespace: str = "monitoring",
-    locale: str = "en",
+    locale: str,
     source: KitSource | None = None,
 ) -> dict[str, str]:
     """The kit for the node in ``view``. ``namespace`` is where the PrometheusRule goes."""
@@ -217,7 +215,7 @@ def render_prevention_kit(
     )
 
 
-def render_kit_markdown(files: dict[str, str], *, locale: str = "en") -> str:
+def render_kit_markdown(files: dict[str, str], *, locale: str) -> str:
     """The whole kit as one Markdown document (a terminal): the README, then each
     manifest in a fenced block under its file name."""
     manifests = {name: files[name] for name in KIT_FILES}
@@ -226,9 +224,7 @@ def render_kit_markdown(files: dict[str, str], *, locale: str = "en") -> str:
     )
 
 
-def kit_message(
-    params: PreventionParams, source: KitSource | None, *, locale: str = "en"
-) -> Message:
+def kit_message(params: PreventionParams, source: KitSource | None, *, locale: str) -> Message:
     """The Slack message that goes with the uploaded files: where the numbers come from,
     and one line per value under each file's name (each section within Slack's limits)."""
     t = environment.macros("slack", "prevention.j2", locale=locale)

@@ -48,7 +48,7 @@ def _module(category: str, locale: str) -> object:
     return environment.macros("sentences", f"{category}.j2", locale=locale)
 
 
-def defined_keys(category: Category, *, locale: str = "en") -> set[str]:
+def defined_keys(category: Category, *, locale: str) -> set[str]:
     """Macro names defined for a category (compare with ``macro_name(key)``)."""
     rel = environment.localized_name("sentences", f"{category}.j2", locale=locale)
     source = (environment.template_root() / rel).read_text(encoding="utf-8")
@@ -67,7 +67,7 @@ def sentence(
     fmt: Fmt,
     subject: str | None = None,
     severity: str | None = None,
-    locale: str = "en",
+    locale: str,
     strict: bool = False,
 ) -> str:
     """The sentence for ``key`` in ``fmt`` with every string param escaped for it."""
@@ -105,7 +105,7 @@ def middle_truncate(text: str, limit: int) -> str:
     return text[:head] + "…" + text[len(text) - (keep - head) :]
 
 
-def value_text(fact: Fact, *, fmt: Fmt, locale: str = "en") -> str:
+def value_text(fact: Fact, *, fmt: Fmt, locale: str) -> str:
     """``62.0 GiB working set``, ``99% of allocatable in limits``, ``1 pod to evict``: the
     value with its label as a reader says it (wording in ``common.j2`` ``fact_value``),
     escaped for ``fmt``."""
@@ -117,7 +117,7 @@ def value_text(fact: Fact, *, fmt: Fmt, locale: str = "en") -> str:
     )
 
 
-def fact_text(fact: Fact, *, fmt: Fmt, source_limit: int | None = 72, locale: str = "en") -> str:
+def fact_text(fact: Fact, *, fmt: Fmt, source_limit: int | None = 72, locale: str) -> str:
     """``62.0 GiB working set (cgroup:/kubepods/…)``, escaped for ``fmt``."""
     src = fact.source if source_limit is None else middle_truncate(fact.source, source_limit)
     return f"{value_text(fact, fmt=fmt, locale=locale)} ({ESCAPERS[fmt](src)})"

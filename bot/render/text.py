@@ -18,7 +18,7 @@ def render_report_text(
     bundle: EvidenceBundle | None = None,
     *,
     incident: str | None = None,
-    locale: str = "en",
+    locale: str,
     top_pods: int = 10,
 ) -> str:
     view = build_view(diagnosis, bundle, top_pods=top_pods)

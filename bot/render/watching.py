@@ -13,7 +13,7 @@ from bot.render.filters import truncate
 from bot.render.sentences import sentence
 
 
-def _t(locale: str = "en") -> Any:
+def _t(locale: str) -> Any:
     return environment.macros("slack", "watching.j2", locale=locale)
 
 
@@ -26,7 +26,7 @@ def rolls_pods(plan: ActionPlan) -> bool:
     return any(s.verb in (*TEMPLATE_VERBS, "evict", "resize_pod") for s in plan.steps)
 
 
-def outcome_extras(plan: ActionPlan, *, state: str, undo: bool, locale: str = "en") -> list[Block]:
+def outcome_extras(plan: ActionPlan, *, state: str, undo: bool, locale: str) -> list[Block]:
     """Context lines under an action's outcome: accepted is not applied yet; Undo restarts
     the pods a second time (never silently)."""
     t = _t(locale)
@@ -45,20 +45,18 @@ def outcome_extras(plan: ActionPlan, *, state: str, undo: bool, locale: str = "e
 
 
 def rollout_message(
-    progress: RolloutProgress, verdict: Verdict, *, waited_s: float, locale: str = "en"
+    progress: RolloutProgress, verdict: Verdict, *, waited_s: float, locale: str
 ) -> Message:
     text = _s(_t(locale).rollout(progress, verdict, waited_s))
     return truncate(text, 3000), [section(truncate(text, 3000))]
 
 
-def evictions_message(
-    gone: list[str], left: list[str], *, waited_s: float, locale: str = "en"
-) -> Message:
+def evictions_message(gone: list[str], left: list[str], *, waited_s: float, locale: str) -> Message:
     text = _s(_t(locale).evictions(gone, left, waited_s))
     return truncate(text, 3000), [section(truncate(text, 3000))]
 
 
-def modal_notes(plan: ActionPlan, *, locale: str = "en") -> list[Block]:
+def modal_notes(plan: ActionPlan, *, locale: str) -> list[Block]:
     """The plan's named warnings (gangs, rollouts, placement) in the confirmation modal."""
     if not plan.notes:
         return []

@@ -405,7 +405,7 @@ class StorePort(Protocol):
         at: datetime,
         alert_fingerprint: str | None = None,
         cluster: str,
-        locale: str = "en",
+        locale: str,
     ) -> tuple[Incident, bool]:
         """The node's open incident in ``cluster`` (created=False) or a new one
         (created=True), whose "opened" timeline entry is written with it; a new one keeps

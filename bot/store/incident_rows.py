@@ -114,7 +114,7 @@ def open_or_join(
     at: datetime,
     alert_fingerprint: str | None = None,
     cluster: str = DEFAULT_CLUSTER,
-    locale: str = "en",
+    locale: str,
 ) -> tuple[Incident, bool]:
     """Join the (cluster's) node's open incident or open the next one, in one write
     transaction. Incident numbers are global: INC-0007 names one incident in any cluster.

@@ -142,7 +142,7 @@ class Store:
         at: datetime,
         alert_fingerprint: str | None = None,
         cluster: str = DEFAULT_CLUSTER,
-        locale: str = "en",
+        locale: str,
     ) -> tuple[Incident, bool]:
         """The node's open incident in ``cluster`` (created=False) or a new one (True), which
         keeps ``locale`` as its thread's language. Without a cluster: the one cluster of a

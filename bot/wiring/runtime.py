@@ -56,7 +56,7 @@ def utc_now() -> datetime:
 def verdict_sentence(diagnosis: Diagnosis) -> str:
     """The verdict as the incident's timeline records it: one plain English sentence."""
     v = diagnosis.verdict
-    return sentence("verdicts", v.cause, v.params, fmt="text", subject=v.subject)
+    return sentence("verdicts", v.cause, v.params, fmt="text", subject=v.subject, locale="en")
 
 
 def new_id() -> str:

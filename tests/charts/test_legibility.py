@@ -68,14 +68,14 @@ def _spec(title: str, times: list[float]) -> ChartSpec:
 )
 def test_every_text_is_at_least_8_px_at_slacks_preview_width(name: str, title: str) -> None:
     spec = _spec(title, [T0, T0 + 600])
-    fig = draw(spec)
+    fig = draw(spec, locale="en")
     scale = PREVIEW_WIDTH_PX / (WIDTH_IN * DPI)
     texts = [t for t in fig.findobj(Text) if t.get_text().strip() and t.get_visible()]
     assert any("GPU 0–7" in t.get_text() for t in texts)
     sizes = {t.get_text(): float(t.get_fontsize()) * DPI / 72 * scale for t in texts}
     small = {text: round(px, 1) for text, px in sizes.items() if px < MIN_PX_AT_PREVIEW}
     assert small == {}
-    png = render_png(spec)
+    png = render_png(spec, locale="en")
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / f"chart-legibility-{name}.png").write_bytes(png)
     img = mpimg.imread(io.BytesIO(png), format="png")
@@ -83,7 +83,7 @@ def test_every_text_is_at_least_8_px_at_slacks_preview_width(name: str, title: s
 
 
 def test_without_history_the_snapshots_are_bars_on_a_category_axis() -> None:
-    fig = draw(_spec("gpu-node-01: before/after", [T0, T0 + 600]))
+    fig = draw(_spec("gpu-node-01: before/after", [T0, T0 + 600]), locale="en")
     host, gpu = fig.axes
     labels = [t.get_text() for t in gpu.get_xticklabels()]
     assert labels[0].startswith("before · ") and labels[1].startswith("after · ")

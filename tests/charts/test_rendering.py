@@ -120,7 +120,7 @@ def _has_colour(img: np.ndarray, hex_colour: str, *, min_pixels: int = 50) -> bo
 def test_the_chart_is_a_png_of_the_stated_size_with_its_bands_drawn(
     name: str, spec: ChartSpec, colours: list[str]
 ) -> None:
-    png = render_png(spec)
+    png = render_png(spec, locale="en")
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / f"{name}.png").write_bytes(png)
     assert png.startswith(PNG_MAGIC)
@@ -132,7 +132,7 @@ def test_the_chart_is_a_png_of_the_stated_size_with_its_bands_drawn(
 
 def test_a_band_not_in_the_spec_is_not_in_the_picture() -> None:
     spec = _snapshot_spec()
-    img = mpimg.imread(io.BytesIO(render_png(spec)), format="png")
+    img = mpimg.imread(io.BytesIO(render_png(spec, locale="en")), format="png")
     assert not _has_colour(img, CACHE_COLOUR)
 
 

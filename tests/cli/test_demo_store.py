@@ -43,7 +43,7 @@ async def test_status_audit_and_timeline_find_the_demo_with_names_and_cluster(
     store_path = fresh_demo_store()
     async with await Store.open(str(store_path)) as store:
         incident, _ = await store.open_or_join_incident(
-            "gpu-node-01", "C0INCIDENT", opened_by="U0ALICE", at=AT, cluster="prod-eu"
+            "gpu-node-01", "C0INCIDENT", opened_by="U0ALICE", at=AT, cluster="prod-eu", locale="en"
         )
         await store.append_timeline(
             TimelineEntry(

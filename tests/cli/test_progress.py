@@ -130,7 +130,7 @@ def test_the_seconds_count_per_phase_and_zh_cn_is_worded() -> None:
     assert "等待 Job 的 Pod 被调度… 7 秒" in term.text
     assert term.text.endswith("等待镜像拉取… 12 秒")
     en = _Terminal()
-    q = Progress(en, enabled=True, clock=lambda: now[0])  # type: ignore[arg-type]
+    q = Progress(en, enabled=True, clock=lambda: now[0], locale="en")  # type: ignore[arg-type]
     q.phase("pulling")
     now[0] += 12
     q.phase("pulling")

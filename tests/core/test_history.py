@@ -56,7 +56,9 @@ def test_the_verdicts_own_consumer_growing_gives_the_verdict_its_time_dimension(
     since = datetime.fromisoformat(str(out.verdict.params["growing_since_at"]))
     assert abs(since - (START + timedelta(hours=4))) <= timedelta(seconds=60)
     assert out.verdict.params["exhaustion_s"] == round(20 * 3600 / 4.1)
-    text = sentence("findings", "MEMORY_GROWTH", finding.params, fmt="text", strict=True)
+    text = sentence(
+        "findings", "MEMORY_GROWTH", finding.params, fmt="text", strict=True, locale="en"
+    )
     assert text.startswith("kernel slab has been growing 4.1 GiB/h since 0")
     assert "the node runs out of memory in 4h 52m" in text
     assert out.history is not None and out.history.growth is not None
@@ -141,7 +143,9 @@ def test_the_verdict_sentence_quotes_the_growth_of_its_own_consumer() -> None:
     slab = _series("node:slab_unreclaimable", "kernel_slab_unreclaimable", _leak, "kernel slab")
     out = apply_history(_diagnosis("kernel_slab", "n1"), _history(slab))
     v = out.verdict
-    text = sentence("verdicts", v.cause, v.params, fmt="markdown", subject=v.subject, strict=True)
+    text = sentence(
+        "verdicts", v.cause, v.params, fmt="markdown", subject=v.subject, strict=True, locale="en"
+    )
     assert "It has been growing 4.1 GiB/h since 0" in text
     assert text.endswith("at that rate the node runs out of memory in 4h 52m.")
 

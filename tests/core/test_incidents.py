@@ -37,26 +37,26 @@ def test_malformed_incident_ids_are_not_numbers(text: str) -> None:
 
 def test_a_new_incident_starts_investigating_with_an_opened_entry() -> None:
     incident, entry = open_incident(
-        3, "gpu-node-01", at=T0, opened_by="U1", cluster=C, channel="C1"
+        3, "gpu-node-01", at=T0, opened_by="U1", cluster=C, channel="C1", locale="en"
     )
     assert (incident.id, incident.state, incident.is_open) == ("INC-0003", "investigating", True)
     assert (entry.kind, entry.actor, entry.incident_id) == ("opened", "U1", "INC-0003")
 
 
 def test_a_diagnose_joins_the_open_incident_of_the_node() -> None:
-    first, _ = open_incident(1, "gpu-node-01", at=T0, opened_by="U1", cluster=C)
-    other, _ = open_incident(2, "gpu-node-02", at=T0, opened_by="U1", cluster=C)
+    first, _ = open_incident(1, "gpu-node-01", at=T0, opened_by="U1", cluster=C, locale="en")
+    other, _ = open_incident(2, "gpu-node-02", at=T0, opened_by="U1", cluster=C, locale="en")
     assert find_joinable([other, first], "gpu-node-01", C) == first
 
 
 def test_a_resolved_incident_is_not_rejoined() -> None:
-    first, _ = open_incident(1, "gpu-node-01", at=T0, opened_by="U1", cluster=C)
+    first, _ = open_incident(1, "gpu-node-01", at=T0, opened_by="U1", cluster=C, locale="en")
     resolved, _ = resolve_incident(first, at=T0 + timedelta(hours=1), actor="U1")
     assert find_joinable([resolved], "gpu-node-01", C) is None
 
 
 def test_an_action_moves_investigating_to_mitigating_and_repeats_are_harmless() -> None:
-    incident, _ = open_incident(1, "n1", at=T0, opened_by="U1", cluster=C)
+    incident, _ = open_incident(1, "n1", at=T0, opened_by="U1", cluster=C, locale="en")
     mitigating, entry = start_mitigation(incident, at=T0, actor="U2", text="tier 1 requested")
     assert mitigating.state == "mitigating"
     assert entry.data["from"] == "investigating"
@@ -65,7 +65,7 @@ def test_an_action_moves_investigating_to_mitigating_and_repeats_are_harmless() 
 
 
 def test_resolving_twice_is_refused() -> None:
-    incident, _ = open_incident(1, "n1", at=T0, opened_by="U1", cluster=C)
+    incident, _ = open_incident(1, "n1", at=T0, opened_by="U1", cluster=C, locale="en")
     resolved, entry = resolve_incident(
         incident, at=T0 + timedelta(minutes=5), actor="U1", note="ok"
     )
@@ -79,7 +79,7 @@ def test_resolving_twice_is_refused() -> None:
 
 
 def test_a_resolved_incident_cannot_be_mitigated() -> None:
-    incident, _ = open_incident(1, "n1", at=T0, opened_by="U1", cluster=C)
+    incident, _ = open_incident(1, "n1", at=T0, opened_by="U1", cluster=C, locale="en")
     resolved, _ = resolve_incident(incident, at=T0, actor="U1")
     with pytest.raises(IncidentStateError, match="diagnose again"):
         start_mitigation(resolved, at=T0, actor="U1", text="late click")
@@ -87,7 +87,7 @@ def test_a_resolved_incident_cannot_be_mitigated() -> None:
 
 def test_naive_times_are_refused_by_the_models() -> None:
     with pytest.raises(ValueError, match="timezone"):
-        open_incident(1, "n1", at=datetime(2026, 3, 1), opened_by="U1", cluster=C)
+        open_incident(1, "n1", at=datetime(2026, 3, 1), opened_by="U1", cluster=C, locale="en")
 
 
 def test_timeline_orders_by_time_then_opened_first_resolved_last_then_sequence() -> None:

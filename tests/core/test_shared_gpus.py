@@ -123,7 +123,7 @@ def test_gpu_isolation_holds_is_never_said_where_gpus_are_shared() -> None:
     codes = {f.code for f in d.findings}
     assert "GPU_ISOLATION_HOLDS" not in codes and "GPU_SHARED" in codes
     assert "GPU_SHARED_CRASH_LOOP" in codes
-    text = render_report_text(d, None, incident="INC-1")
+    text = render_report_text(d, None, incident="INC-1", locale="en")
     assert "isolation holds" not in text
     assert "ml/llm-serve-7c9d-aaaaa holds 71.0 GiB of this GPU's 80.0 GiB" in text
     assert "keep restarting" in text
@@ -170,7 +170,7 @@ def test_a_login_sessions_process_on_a_gpu_is_named_with_its_session_and_command
         "session-12.scope",
         "1001",
     )
-    text = render_report_text(d, None, incident="INC-1")
+    text = render_report_text(d, None, incident="INC-1", locale="en")
     assert "user 1001's login session (session-12.scope)" in text.split("HOST MEMORY")[0]
     ai = next(p for p in d.talking_points if p.key == "ai.foreign_process_on_gpu")
     assert ai.params["cmdline"] == "python3 my_experiment.py --lr 3e-4"
@@ -183,6 +183,6 @@ def test_mps_sharing_is_not_called_memory_without_isolation() -> None:
     d, _ = _time_sliced(labels)
     shared = next(f for f in d.findings if f.code == "GPU_SHARED")
     assert shared.params["strategy"] == "mps"
-    text = render_report_text(d, None, incident="INC-1")
+    text = render_report_text(d, None, incident="INC-1", locale="en")
     assert "share it through MPS" in text
     assert "no isolation" not in text and "no memory isolation" not in text

@@ -94,7 +94,7 @@ def test_a_pod_inside_its_request_never_lowers_the_confidence() -> None:
 def test_the_verdict_says_what_the_culprit_holds_above_its_request_and_why_not_the_bigger() -> None:
     d = _trainer_inside_its_request()
     assert d.verdict.params["pod_above_request_bytes"] == 40 * GI
-    text = render_report_text(d, None, incident="INC-1")
+    text = render_report_text(d, None, incident="INC-1", locale="en")
     verdict = text.split("HOST MEMORY")[0]
     assert "holds 60.0 GiB (24% of the node), 40.0 GiB above its 20.0 GiB request" in verdict
     assert "ml/train-0 holds more (90.0 GiB) but inside its 100.0 GiB request" in verdict
@@ -129,7 +129,7 @@ def test_a_pods_share_is_its_own_and_the_groups_share_is_labelled_the_groups() -
     v = d.verdict
     assert v.params["share_percent"] == round(18 * 100 / 251, 1)
     assert v.params["group_share_percent"] == round(216 * 100 / 251, 1)
-    text = render_report_text(d, None, incident="INC-1").split("HOST MEMORY")[0]
+    text = render_report_text(d, None, incident="INC-1", locale="en").split("HOST MEMORY")[0]
     assert "holds 18.0 GiB (7.2% of the node), 10.0 GiB above its 8.0 GiB request" in text
     assert (
         "its Deployment's 12 pods hold 216.0 GiB (86% of the node), 120.0 GiB of it above" in text
@@ -163,7 +163,7 @@ def test_a_node_without_gpus_hears_no_gpu_words() -> None:
     # old code: "not by GPU memory", "separate from GPU memory", "not on GPU node ..."
     d = _cpu_node()
     assert d.verdict.params["gpu_node"] == 0
-    text = render_report_text(d, None, incident="INC-1")
+    text = render_report_text(d, None, incident="INC-1", locale="en")
     said = text.split("PLANS")[0]  # the plans' wording is checked with the plans
     assert "GPU" not in said, [line for line in said.splitlines() if "GPU" in line]
 
@@ -193,7 +193,7 @@ def test_a_node_without_gpus_does_not_report_nvml_as_unverified() -> None:
     bundle = bundle.model_copy(update={"gaps": [*bundle.gaps, gap]})
     d = analyze(bundle, _view(n), now=AT)
     assert all(not g.source.startswith("nvml") for g in d.unverified)
-    assert "nvml" not in render_report_text(d, bundle, incident="INC-1")
+    assert "nvml" not in render_report_text(d, bundle, incident="INC-1", locale="en")
     # without the API's view nobody can tell a missing driver from no GPUs: the gap stays
     assert any(g.source == "nvml" for g in analyze(bundle, None, now=AT).unverified)
 
@@ -224,7 +224,7 @@ def test_a_leaking_sidecar_hears_about_the_sidecar_not_dataloader_workers() -> N
     assert d.verdict.subject == "ml/train-0" and d.verdict.params["container"] == "log-shipper"
     point = next(p for p in d.talking_points if p.key == "ai.training_host_memory_cause")
     assert point.params["sidecar"] == 1
-    text = render_report_text(d, None, incident="INC-1")
+    text = render_report_text(d, None, incident="INC-1", locale="en")
     said = text.split("TALKING POINTS")[1]
     assert "sidecar container log-shipper" in said and "DataLoader" not in said
 
@@ -252,7 +252,9 @@ def test_the_ai_team_hears_when_its_container_is_at_its_own_limit_and_that_prior
     assert d.verdict.subject == "ml/preprocess-5f6d-abcde"
     own = [p for p in d.talking_points if p.key == "ai.container_near_limit"]
     assert [p.params["pod"] for p in own] == ["ml/train-0"] and own[0].params["own_limit"] == 1
-    text = render_report_text(d, None, incident="INC-1").split("TALKING POINTS · Ops")[0]
+    text = render_report_text(d, None, incident="INC-1", locale="en").split("TALKING POINTS · Ops")[
+        0
+    ]
     assert "No PriorityClass and no higher request prevents that" in text
 
 
@@ -282,7 +284,7 @@ def _trainer_with_shmem(ws: int, shmem: int = 6 * GI) -> str:
     )
     d = _short(n)
     assert d.verdict.subject == "ml/preprocess-5f6d-abcde"
-    return render_report_text(d, None, incident="INC-1")
+    return render_report_text(d, None, incident="INC-1", locale="en")
 
 
 def test_a_pod_above_its_request_only_by_its_dev_shm_is_named_by_its_working_set() -> None:

@@ -79,7 +79,7 @@ def kits(scenario: str) -> dict[str, Kit]:
 
 
 def docs(kit: Kit, name: str) -> list[dict[str, Any]]:
-    text = render_prevention_files(kit.params, source=kit.source)[name]
+    text = render_prevention_files(kit.params, source=kit.source, locale="en")[name]
     return [d for d in yaml.safe_load_all(text) if d is not None]
 
 

@@ -32,7 +32,9 @@ async def _diagnose(make_kubesim: MakeSim, scenario: str, node: str) -> tuple[Ku
     )  # the bot's own deployed rights, not an admin's
     gw = Gateway.from_settings(settings)
     try:
-        text = await diagnose_node(gw, node, "text", thresholds=DEFAULT, now=datetime.now(UTC))
+        text = await diagnose_node(
+            gw, node, "text", thresholds=DEFAULT, now=datetime.now(UTC), locale="en"
+        )
     finally:
         gw.close()
     return sim, text

@@ -72,7 +72,7 @@ async def test_the_gang_note_names_members_on_other_nodes_and_cpu_only_coordinat
     mpi = notes["MPIJob ml-train/mpi-bench"].params
     assert mpi["coordinators"] == "mpi-bench-launcher (launcher)"
     assert mpi["elsewhere"] == "mpi-bench-worker-0 on gpu-node-02"
-    text = sentence("notes", "gang_kept", mpi, fmt="text", strict=True)
+    text = sentence("notes", "gang_kept", mpi, fmt="text", strict=True, locale="en")
     assert "mpi-bench-worker-0 on gpu-node-02" in text
     assert "launcher" in text and "MPI ranks cannot lose a member" in text
 
@@ -87,7 +87,7 @@ async def test_evicting_a_batch_job_pod_is_counted_against_its_backoff_limit(
     assert counted.code == "job_eviction_counts"
     assert (counted.params["backoff_limit"], counted.params["failed"]) == (2, 0)
     assert notes["ml-train/tolerant-eval"].code == "job_disruption_ignored"
-    text = sentence("notes", counted.code, counted.params, fmt="text", strict=True)
+    text = sentence("notes", counted.code, counted.params, fmt="text", strict=True, locale="en")
     assert "backoffLimit (0 of 2 used)" in text and "DisruptionTarget" in text
 
 

@@ -116,7 +116,7 @@ async def test_tier3_resizes_in_place_only_where_the_server_and_kubelet_can(
     assert plan.target == f"Pod/{pod.key}" and "in_place_only_this_pod" in plan.warnings
     assert plan.restarts == ([pod.key] if policy == "RestartContainer" else [])
     for w in plan.warnings:
-        sentence("warnings", w, {}, fmt="text", strict=True)
+        sentence("warnings", w, {}, fmt="text", strict=True, locale="en")
 
 
 async def test_an_in_place_resize_keeps_the_pod_and_undo_resizes_it_back(

@@ -47,17 +47,18 @@ async def test_a_lost_gpu_in_the_kernel_log_is_the_verdict_not_memory(
         fmt="text",
         subject=diagnosis.verdict.subject,
         strict=True,
+        locale="en",
     )
     assert "GPU 3 raised XID 79 (fallen off the bus)" in text and "hardware" in text
     finding = next(f for f in diagnosis.findings if f.code == "GPU_XID" and f.params["code"] == 79)
-    line = sentence("findings", "GPU_XID", finding.params, fmt="text", strict=True)
+    line = sentence("findings", "GPU_XID", finding.params, fmt="text", strict=True, locale="en")
     assert "a hardware fault, not memory" in line
-    report = render_output(diagnosis, "text", bundle=bundle)
+    report = render_output(diagnosis, "text", bundle=bundle, locale="en")
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / "gpu-xid.txt").write_text(report, encoding="utf-8")
     assert "GPU hardware fault (XID)" in report and "XID 79" in report
     for fmt in ("markdown", "blocks", "json"):
-        assert "79" in render_output(diagnosis, fmt, bundle=bundle)
+        assert "79" in render_output(diagnosis, fmt, bundle=bundle, locale="en")
     at = bundle.kernel_log.xids[0].at
     assert at is not None and abs((datetime.now(UTC) - at).total_seconds() - 1200) < 120
 
@@ -73,7 +74,9 @@ async def test_the_seed_cgroup_oom_kill_names_the_pod_and_container_not_an_evict
     finding = next(f for f in diagnosis.findings if f.code == "KERNEL_OOM_KILL")
     assert finding.subject.startswith("data-prep/preprocess-")
     assert finding.params["container"] == "pandas" and finding.params["limit_level"] == "container"
-    line = sentence("findings", "KERNEL_OOM_KILL", finding.params, fmt="text", strict=True)
+    line = sentence(
+        "findings", "KERNEL_OOM_KILL", finding.params, fmt="text", strict=True, locale="en"
+    )
     assert line.startswith(
         "A cgroup OOM kill, not the kubelet's eviction: the kernel killed `python`"
     )
@@ -98,5 +101,5 @@ async def test_each_team_hears_what_the_kernel_recorded(
     for key in keys:
         p = points[key]
         assert p.facts and not p.unverified
-        text = sentence("talking_points", key, p.params, fmt="mrkdwn", strict=True)
+        text = sentence("talking_points", key, p.params, fmt="mrkdwn", strict=True, locale="en")
         assert "UTC" in text

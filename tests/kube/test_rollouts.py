@@ -159,7 +159,7 @@ async def test_a_surge_that_fits_nowhere_stays_pending_and_the_watch_reports_it_
     pods = [p for p in view.pods if p.name.startswith("big-")]
     [note] = rollout_notes(view, "Deployment", "data-prep", "big", pods=pods, resources=True)
     assert note.code == "surge_does_not_fit"
-    text = sentence("notes", note.code, note.params, fmt="text", strict=True)
+    text = sentence("notes", note.code, note.params, fmt="text", strict=True, locale="en")
     assert "stays Pending" in text and "the rollout stalls" in text
     old = {
         p["metadata"]["uid"]

@@ -111,7 +111,7 @@ async def test_the_seed_names_preprocess_by_its_contract_and_no_longer_hedges_on
     assert v.confidence != "low"
     assert 13 * 2**30 < int(v.params["pod_above_request_bytes"]) < 15 * 2**30
     assert v.params["within_request_pod"] == "ml-train/train-llm-0"
-    verdict = render_report_text(d, bundle, incident="INC-1").split("HOST MEMORY")[0]
+    verdict = render_report_text(d, bundle, incident="INC-1", locale="en").split("HOST MEMORY")[0]
     assert "above its 48.0 GiB request" in verdict
     # named by its one figure (68.9 GiB working set, above the request), the trainer is said
     # to be inside its request only without its own /dev/shm

@@ -61,7 +61,7 @@ async def test_resolve_in_a_terminal_removes_what_tier_1_added_and_keeps_the_cor
     db = tmp_path / "gpunode.db"
     async with await Store.open(str(db)) as store:
         incident, _ = await store.open_or_join_incident(
-            NODE, "C0INCIDENT", opened_by="U0ALICE", at=AT, cluster="default"
+            NODE, "C0INCIDENT", opened_by="U0ALICE", at=AT, cluster="default", locale="en"
         )
         await store.create_action(
             ActionRecord(

@@ -67,7 +67,7 @@ async def test_on_a_cordoned_node_with_no_room_elsewhere_tier2_is_refused_and_sa
     preempt = str(note.params["preempt"])
     assert preempt.startswith("ml-train/eval-sweep-") and ", research/sweep-" in preempt
     assert preempt.endswith(" on gpu-node-02") and "fluent-bit" not in preempt
-    text = sentence("notes", note.code, note.params, fmt="text", strict=True)
+    text = sentence("notes", note.code, note.params, fmt="text", strict=True, locale="en")
     assert "cannot come back" in text and "nothing is preempted" in text
 
 

@@ -55,6 +55,7 @@ async def test_the_slab_leak_chart_stacks_the_growing_slab_and_marks_the_oom_kil
             now=datetime.fromtimestamp(prometheus.now_s, UTC),
             history=history,
             chart=str(path),
+            locale="en",
         )
     finally:
         await history.close()

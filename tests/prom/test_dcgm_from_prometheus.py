@@ -36,7 +36,13 @@ async def _report(sim: KubeSim, history: HistoryService) -> str:
     gw = Gateway.from_settings(settings)
     try:
         return await diagnose_node(
-            gw, "mig-node-01", "text", thresholds=DEFAULT, now=datetime.now(UTC), history=history
+            gw,
+            "mig-node-01",
+            "text",
+            thresholds=DEFAULT,
+            now=datetime.now(UTC),
+            history=history,
+            locale="en",
         )
     finally:
         await history.close()

@@ -47,7 +47,7 @@ async def _report(sim: KubeSim, url: str, now: datetime, *, timeout_s: float = 1
     history = HistoryService(client, window_s=6 * 3600, step_s=60, timeout_s=timeout_s)
     try:
         return await diagnose_node(
-            gw, "gpu-node-01", "text", thresholds=DEFAULT, now=now, history=history
+            gw, "gpu-node-01", "text", thresholds=DEFAULT, now=now, history=history, locale="en"
         )
     finally:
         await history.close()

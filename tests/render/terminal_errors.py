@@ -83,8 +83,12 @@ def _outputs(tmp: Path) -> list[GpunodeError]:
     os.symlink(tmp / "elsewhere", linked / "README.md")
     (blocked / "README.md").mkdir(parents=True)
     return [
-        _raised(lambda: presenter.render_output(diagnosis, "yaml")),
-        _raised(lambda: presenter.write_chart(diagnosis, bundle, str(tmp / "no-dir" / "c.png"))),
+        _raised(lambda: presenter.render_output(diagnosis, "yaml", locale="en")),
+        _raised(
+            lambda: presenter.write_chart(
+                diagnosis, bundle, str(tmp / "no-dir" / "c.png"), locale="en"
+            )
+        ),
         _raised(lambda: presenter.write_kit(files, tmp / "a-file" / "kit")),
         _raised(lambda: presenter.write_kit(files, written)),
         _raised(lambda: presenter.write_kit(files, linked, force=True)),
@@ -129,7 +133,9 @@ async def _incident_errors(path: Path) -> list[GpunodeError]:
     diagnosis = analyze(bundle, view, now=bundle.collected_at)
     async with await Store.open(str(path)) as store:
         ops = IncidentOps(store, clock=lambda: AT, clusters=ClusterRegistry.single(object()))  # type: ignore[arg-type]
-        bare, _ = await store.open_or_join_incident("gpu-node-01", "C1", opened_by="U1", at=AT)
+        bare, _ = await store.open_or_join_incident(
+            "gpu-node-01", "C1", opened_by="U1", at=AT, locale="en"
+        )
         await caught(ops.resolve_id(None, channel="C1", thread_ts=None))
         await caught(ops.resolve_id("INC-0099", channel="C1", thread_ts=None))
         await caught(ops.resolve_id(None, channel="C1", thread_ts="1700000000.000100"))
@@ -137,7 +143,9 @@ async def _incident_errors(path: Path) -> list[GpunodeError]:
         await caught(ops.resolve(bare.id, by="U1", note=""))
         await caught(kit_from_incident(store, bare))
         await caught(prevent_incident(store, _Files(), "INC-0099", user="U1", now=AT))  # type: ignore[arg-type]
-        seen, _ = await store.open_or_join_incident("gpu-node-02", "C1", opened_by="U1", at=AT)
+        seen, _ = await store.open_or_join_incident(
+            "gpu-node-02", "C1", opened_by="U1", at=AT, locale="en"
+        )
         await store.save_snapshot(seen.id, at=AT, bundle=bundle, view=view, diagnosis=diagnosis)
         await prevent_incident(store, _Files(), seen.id, user="U1", now=AT)  # type: ignore[arg-type]
         await caught(prevent_incident(store, _Files(), seen.id, user="U1", now=AT))  # type: ignore[arg-type]

@@ -47,7 +47,9 @@ def _buttons(blocks: list[dict[str, object]]) -> list[str]:
 
 @pytest.mark.parametrize("tier", [1, 2, 3])
 def test_every_confirmation_modal_is_a_valid_view(seed: Diagnosis, tier: int) -> None:
-    view = acting.confirmation_modal(_plan(seed, tier), diagnosis=seed, meta={"incident": "I"})
+    view = acting.confirmation_modal(
+        _plan(seed, tier), diagnosis=seed, meta={"incident": "I"}, locale="en"
+    )
     assert view_errors(view) == []
     ids = [b.get("block_id") for b in view["blocks"]]
     assert "reason" in ids
@@ -87,6 +89,7 @@ def test_the_dry_run_offers_apply_only_when_it_passed(
         reason="r",
         result=_result(ok),
         needs_approval=True,
+        locale="en",
     )
     assert blocks_errors(blocks) == []
     assert _buttons(blocks) == buttons
@@ -122,6 +125,7 @@ def test_the_outcome_replaces_the_buttons(
         detail="",
         result=_result(state != "failed"),
         undo=undo,
+        locale="en",
     )
     assert blocks_errors(blocks) == [] and text
     assert _buttons(blocks) == buttons
@@ -129,14 +133,16 @@ def test_the_outcome_replaces_the_buttons(
 
 def test_the_approval_message_carries_only_the_request_id(seed: Diagnosis) -> None:
     req = new_request("R1", "A1", tier=1, requester="U1", quorum=1, at=AT, ttl_s=600)
-    _, blocks = acting.approval_message(_plan(seed, 1), req, reason="r", roles=("approver",))
+    _, blocks = acting.approval_message(
+        _plan(seed, 1), req, reason="r", roles=("approver",), locale="en"
+    )
     assert blocks_errors(blocks) == []
     values = [e["value"] for b in blocks if b["type"] == "actions" for e in b["elements"]]  # type: ignore[attr-defined]
     assert values == ["R1", "R1"]
 
 
 def test_the_diff_message_is_valid(seed: Diagnosis) -> None:
-    _, blocks = acting.diff_message(diff_diagnoses(seed, seed))
+    _, blocks = acting.diff_message(diff_diagnoses(seed, seed), locale="en")
     assert blocks_errors(blocks) == []
 
 
@@ -165,7 +171,9 @@ def test_a_closed_approval_message_has_its_outcome_and_no_buttons(
     seed: Diagnosis, state: str, by: str, words: str
 ) -> None:
     req = new_request("R1", "A1", tier=1, requester="U1", quorum=1, at=AT, ttl_s=600)
-    text, blocks = acting.approval_closed(_plan(seed, 1), req, state=state, by=by, reason="r")
+    text, blocks = acting.approval_closed(
+        _plan(seed, 1), req, state=state, by=by, reason="r", locale="en"
+    )
     assert blocks_errors(blocks) == [] and text
     assert _buttons(blocks) == []
     assert words in json.dumps(blocks)
@@ -179,7 +187,7 @@ def _change_verbs() -> list[str]:
 @pytest.mark.parametrize("dry_run", [True, False])
 def test_every_change_verb_reads_as_words(verb: str, dry_run: bool) -> None:
     change = Change(verb=verb, kind="Deployment", namespace="ml", name="x", dry_run=dry_run)  # type: ignore[arg-type]
-    line = str(acting._t().change_line(change, [])).strip()
+    line = str(acting._t(locale="en").change_line(change, [])).strip()
     assert verb not in line or "_" not in verb, line
     assert line.startswith("• ") and "`ml/x`" in line
 
@@ -193,7 +201,7 @@ def test_each_list_of_the_diff_findings_is_on_its_own_line() -> None:
         new_findings=["MEMORY_AVAILABLE_LOW:n1"],
         kept_findings=["LIMITS_OVERCOMMITTED:n1"],
     )
-    _, blocks = acting.diff_message(diff)
+    _, blocks = acting.diff_message(diff, locale="en")
     text = blocks[-1]["text"]["text"]  # type: ignore[index]
     lines = [line for line in text.split("\n") if "(1): " in line]
     assert len(lines) == 3
@@ -207,7 +215,7 @@ def test_the_diff_names_a_few_findings_and_counts_the_rest() -> None:
     diff = DiagnosisDiff(
         node="n1", verdict_before="healthy", verdict_after="healthy", kept_findings=kept
     )
-    _, blocks = acting.diff_message(diff)
+    _, blocks = acting.diff_message(diff, locale="en")
     text = blocks[-1]["text"]["text"]  # type: ignore[index]
     assert "Still open (8):" in text and "and 5 more" in text
     assert "`ns/pod-2`" in text and "`ns/pod-3`" not in text
@@ -215,13 +223,13 @@ def test_the_diff_names_a_few_findings_and_counts_the_rest() -> None:
 
 def test_the_diff_offers_the_tiers_of_the_new_evidence_with_their_buttons() -> None:
     diff = DiagnosisDiff(node="n1", verdict_before="healthy", verdict_after="healthy")
-    _, blocks = acting.diff_message(diff, incident_id="INC-1", next_tiers=((1, "p1"),))
+    _, blocks = acting.diff_message(diff, incident_id="INC-1", next_tiers=((1, "p1"),), locale="en")
     actions = blocks[-1]
     assert actions["type"] == "actions"
     [button] = actions["elements"]  # type: ignore[index]
     assert button["action_id"] == "gpunode_tier1"
     assert json.loads(button["value"]) == {"incident": "INC-1", "plan_id": "p1"}
-    _, none = acting.diff_message(diff, incident_id="INC-1", next_tiers=())
+    _, none = acting.diff_message(diff, incident_id="INC-1", next_tiers=(), locale="en")
     assert "offers no further tier" in none[-1]["text"]["text"]  # type: ignore[index]
 
 
@@ -237,7 +245,7 @@ def test_the_modal_says_why_pods_restart_for_its_tier(
 ) -> None:
     plan = _plan(seed, tier)
     assert plan.restarts
-    text = str(acting._t().modal_restarts(plan))
+    text = str(acting._t(locale="en").modal_restarts(plan))
     assert words in text and not_words not in text
     assert all(f"`{r}`" in text for r in plan.restarts)
 

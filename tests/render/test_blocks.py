@@ -39,6 +39,7 @@ def _texts(value: Any, *, mrkdwn_only: bool = True) -> list[str]:
 
 def _details(d: Diagnosis, bundle: EvidenceBundle | None = None, **kw: Any) -> list[Any]:
     """The Details modal's blocks, checked against a modal's limits."""
+    kw.setdefault("locale", "en")
     view = details_view(d, bundle, incident=kw.pop("incident", "INC-0001"), **kw)
     validate_blocks(view["blocks"], surface="modal")
     blocks: list[Any] = view["blocks"]
@@ -48,14 +49,16 @@ def _details(d: Diagnosis, bundle: EvidenceBundle | None = None, **kw: Any) -> l
 def test_the_brief_message_and_the_details_are_valid_block_kit(
     seed_diagnosis: Diagnosis, seed_bundle: EvidenceBundle
 ) -> None:
-    [(text, blocks)] = diagnosis_messages(seed_diagnosis, seed_bundle, incident="INC-0001")
+    [(text, blocks)] = diagnosis_messages(
+        seed_diagnosis, seed_bundle, incident="INC-0001", locale="en"
+    )
     assert text
     validate_blocks(blocks)
     assert _details(seed_diagnosis, seed_bundle)
 
 
 def test_hostile_names_are_escaped_in_every_mrkdwn_text(hostile_diagnosis: Diagnosis) -> None:
-    [(text, brief)] = diagnosis_messages(hostile_diagnosis, incident="INC-0001")
+    [(text, brief)] = diagnosis_messages(hostile_diagnosis, incident="INC-0001", locale="en")
     validate_blocks(brief)
     details = _details(hostile_diagnosis)
     for t in [*_texts(brief), *_texts(details), text]:
@@ -71,7 +74,7 @@ def test_an_oversized_diagnosis_stays_within_a_modals_limits_and_points_to_the_r
 ) -> None:
     pods = [(f"team-{i % 7}/worker-{i:03d}-" + "x" * 40, (300 - i) * GiB // 4) for i in range(300)]
     big = diagnosis_factory(pods=pods, n_findings=3000)
-    [(_text, brief)] = diagnosis_messages(big, incident="INC-0042")
+    [(_text, brief)] = diagnosis_messages(big, incident="INC-0042", locale="en")
     validate_blocks(brief)
     details = _details(big, incident="INC-0042")
     assert len(details) == VIEW_BLOCKS  # cut to a modal's 100 blocks, with a pointer
@@ -80,7 +83,7 @@ def test_an_oversized_diagnosis_stays_within_a_modals_limits_and_points_to_the_r
 
 
 def test_tier_buttons_carry_incident_and_plan_id(seed_diagnosis: Diagnosis) -> None:
-    [(_text, blocks)] = diagnosis_messages(seed_diagnosis, incident="INC-0007")
+    [(_text, blocks)] = diagnosis_messages(seed_diagnosis, incident="INC-0007", locale="en")
     [actions] = [b for b in blocks if b["type"] == "actions"]
     tiers = [b for b in actions["elements"] if b["action_id"].startswith("gpunode_tier")]
     assert [b["action_id"] for b in tiers] == ["gpunode_tier1", "gpunode_tier2", "gpunode_tier3"]
@@ -97,7 +100,7 @@ def test_an_unavailable_plan_gets_no_button_and_the_details_say_why(
         for p in seed_diagnosis.plans
     ]
     d = seed_diagnosis.model_copy(update={"plans": plans})
-    [(_text, blocks)] = diagnosis_messages(d, incident="INC-1")
+    [(_text, blocks)] = diagnosis_messages(d, incident="INC-1", locale="en")
     ids = [e["action_id"] for b in blocks if b["type"] == "actions" for e in b["elements"]]
     assert [i for i in ids if i.startswith("gpunode_tier")] == ["gpunode_tier1", "gpunode_tier3"]
     assert "Not available" in json.dumps(_details(d, incident="INC-1"))
@@ -181,6 +184,7 @@ def test_notices_and_root_are_valid_and_escape_their_params() -> None:
         headline="",
         opened_by="U1",
         progress="Job running",
+        locale="en",
     )
     validate_blocks(blocks)
     assert "&lt;!channel&gt;" in text and "<!channel>" not in json.dumps(blocks)

@@ -29,7 +29,7 @@ def _buttons(blocks: list[dict[str, Any]]) -> list[str]:
 
 def test_a_diagnosis_posts_one_message_within_the_character_budget() -> None:
     d, bundle = load("seed")
-    [(text, blocks)] = diagnosis_messages(d, bundle, incident="INC-0001")
+    [(text, blocks)] = diagnosis_messages(d, bundle, incident="INC-0001", locale="en")
     validate_blocks(blocks)
     assert block_text_size(blocks) <= BUDGET_CHARS
     assert text and len(blocks) <= 5
@@ -37,7 +37,7 @@ def test_a_diagnosis_posts_one_message_within_the_character_budget() -> None:
 
 def test_the_brief_message_carries_the_verdict_a_number_per_team_the_tier_and_the_buttons() -> None:
     d, bundle = load("seed")
-    [(_, blocks)] = diagnosis_messages(d, bundle, incident="INC-0001")
+    [(_, blocks)] = diagnosis_messages(d, bundle, incident="INC-0001", locale="en")
     body = blocks[1]["text"]["text"]
     assert body.startswith("*Verdict* (high confidence): host memory exhausted by a workload")
     assert "`ml/preprocess-7d9f8c6b5-x2k4q`" in body
@@ -73,7 +73,7 @@ def test_the_reversible_plan_is_recommended_over_the_irreversible_one() -> None:
 
 def test_a_healthy_node_says_there_is_nothing_to_do_and_offers_no_tier() -> None:
     d, bundle = load("healthy")
-    [(_, blocks)] = diagnosis_messages(d, bundle, incident="INC-0001")
+    [(_, blocks)] = diagnosis_messages(d, bundle, incident="INC-0001", locale="en")
     assert "Nothing to do" in blocks[1]["text"]["text"]
     assert _buttons(blocks) == [DETAILS_ACTION, "gpunode_prevention"]
 
@@ -84,7 +84,7 @@ def test_identical_gpus_collapse_to_one_line_and_a_different_one_stands_alone() 
     groups = gpu_groups([*same, odd])
     assert [(g.first, g.last) for g in groups] == [(0, 7), (8, 8)]
     d, bundle = load("seed")
-    view = details_view(d, bundle, incident="INC-0001")
+    view = details_view(d, bundle, incident="INC-0001", locale="en")
     gpu_text = [
         b["text"]["text"] for b in view["blocks"] if "GPU 0–7" in b.get("text", {}).get("text", "")
     ]
@@ -93,7 +93,7 @@ def test_identical_gpus_collapse_to_one_line_and_a_different_one_stands_alone() 
 
 def test_each_talking_point_shows_one_number_and_its_source() -> None:
     d, bundle = load("seed")
-    _, blocks = talking_points_message(build_view(d, bundle))
+    _, blocks = talking_points_message(build_view(d, bundle), locale="en")
     contexts = [b for b in blocks if b["type"] == "context"]
     points = [b for b in blocks if b["type"] == "section" and b["text"]["text"][:1] == ":"]
     assert len(contexts) == len(points)
@@ -104,7 +104,7 @@ def test_each_talking_point_shows_one_number_and_its_source() -> None:
 
 def test_the_details_modal_has_every_section_within_a_modals_limits() -> None:
     d, bundle = load("seed")
-    view = details_view(d, bundle, incident="INC-0001")
+    view = details_view(d, bundle, incident="INC-0001", locale="en")
     validate_blocks(view["blocks"], surface="modal")
     heads = [b["text"]["text"] for b in view["blocks"] if b["type"] == "header"]
     assert heads == [
@@ -121,7 +121,7 @@ def test_the_details_modal_has_every_section_within_a_modals_limits() -> None:
 
 def test_every_number_cited_is_listed_once() -> None:
     d, bundle = load("seed")
-    view = details_view(d, bundle, incident="INC-0001")
+    view = details_view(d, bundle, incident="INC-0001", locale="en")
     i = next(
         i
         for i, b in enumerate(view["blocks"])

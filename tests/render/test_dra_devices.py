@@ -53,5 +53,5 @@ def test_a_diagnosis_without_dra_pods_has_no_such_part(
     seed_diagnosis: Diagnosis, seed_bundle: EvidenceBundle
 ) -> None:
     assert seed_diagnosis.dra_devices == []
-    assert "DRA" not in render_report_text(seed_diagnosis, seed_bundle)
-    assert "DRA" not in render_report_markdown(seed_diagnosis, seed_bundle)
+    assert "DRA" not in render_report_text(seed_diagnosis, seed_bundle, locale="en")
+    assert "DRA" not in render_report_markdown(seed_diagnosis, seed_bundle, locale="en")

@@ -72,12 +72,12 @@ def test_plain_text_neutralises_terminal_escape_sequences() -> None:
 
 
 def test_params_are_formatted_by_their_unit_suffix() -> None:
-    assert format_param("working_set_bytes", 62 * GiB) == "62.0 GiB"
-    assert format_param("limits_percent", 99) == "99%"
-    assert format_param("slab_ratio", 0.3) == "30%"
-    assert format_param("age_s", 90) == "1m 30s"
-    assert format_param("pods", 12000) == "12,000"
-    assert format_param("pod", "ml/x") == "ml/x"
+    assert format_param("working_set_bytes", 62 * GiB, locale="en") == "62.0 GiB"
+    assert format_param("limits_percent", 99, locale="en") == "99%"
+    assert format_param("slab_ratio", 0.3, locale="en") == "30%"
+    assert format_param("age_s", 90, locale="en") == "1m 30s"
+    assert format_param("pods", 12000, locale="en") == "12,000"
+    assert format_param("pod", "ml/x", locale="en") == "ml/x"
 
 
 def test_truncate_marks_the_cut() -> None:

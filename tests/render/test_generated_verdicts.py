@@ -24,14 +24,14 @@ def test_each_generated_verdict_renders_every_sentence_without_fallback(cls: str
     planted = plant(cls, random.Random(21))
     d = analyze(planted.bundle, planted.view, now=AT)
     v = d.verdict
-    sentence("verdicts", v.cause, v.params, fmt="text", subject=v.subject, strict=True)
+    sentence("verdicts", v.cause, v.params, fmt="text", subject=v.subject, strict=True, locale="en")
     for tp in d.talking_points:
-        sentence("talking_points", tp.key, tp.params, fmt="mrkdwn", strict=True)
+        sentence("talking_points", tp.key, tp.params, fmt="mrkdwn", strict=True, locale="en")
     for plan in d.plans:
         for w in plan.warnings:
-            sentence("warnings", w, {}, fmt="text", strict=True)
-    for _text, blocks in diagnosis_messages(d, planted.bundle, incident="INC-0001"):
+            sentence("warnings", w, {}, fmt="text", strict=True, locale="en")
+    for _text, blocks in diagnosis_messages(d, planted.bundle, incident="INC-0001", locale="en"):
         validate_blocks(blocks)
-    report = render_report_markdown(d, planted.bundle)
+    report = render_report_markdown(d, planted.bundle, locale="en")
     assert "inconclusive" not in report.split("## ", 2)[1] or cls == "inconclusive"
-    assert render_report_text(d, planted.bundle)
+    assert render_report_text(d, planted.bundle, locale="en")

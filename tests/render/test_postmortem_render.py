@@ -40,7 +40,7 @@ def _pm() -> Postmortem:
 
 
 def test_the_html_escapes_every_untrusted_string_and_embeds_the_charts() -> None:
-    html = render_postmortem_html(_pm(), charts={"start": b"\x89PNG fake"})
+    html = render_postmortem_html(_pm(), charts={"start": b"\x89PNG fake"}, locale="en")
     assert "<script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "Duration</th><td>42m" in html
@@ -49,7 +49,7 @@ def test_the_html_escapes_every_untrusted_string_and_embeds_the_charts() -> None
 
 
 def test_the_markdown_escapes_untrusted_strings_and_keeps_tables_intact() -> None:
-    md = render_postmortem_markdown(_pm(), charts={})
+    md = render_postmortem_markdown(_pm(), charts={}, locale="en")
     assert "<script>" not in md and "&lt;script&gt;" in md
     assert "\\*\\*bold\\*\\*" in md and "\\| pipe" in md
     assert "| Duration | 42m |" in md
@@ -62,7 +62,12 @@ def test_a_verdict_kept_as_data_is_worded_in_the_readers_language() -> None:
     keeps its sentence."""
     verdict = {"cause": "host_memory_workload", "subject": "data-prep/preprocess", "params": {}}
     english = sentence(
-        "verdicts", "host_memory_workload", {}, fmt="text", subject="data-prep/preprocess"
+        "verdicts",
+        "host_memory_workload",
+        {},
+        fmt="text",
+        subject="data-prep/preprocess",
+        locale="en",
     )
     chinese = sentence(
         "verdicts",

@@ -65,7 +65,7 @@ def test_kubelet_reservations_follow_the_tiered_rule_for_the_node_capacity() -> 
 
 @pytest.fixture(scope="module")
 def kit() -> dict[str, str]:
-    return render_prevention_kit(_view())
+    return render_prevention_kit(_view(), locale="en")
 
 
 def test_the_kit_has_every_file_and_they_parse_as_yaml(kit: dict[str, str]) -> None:
@@ -155,7 +155,7 @@ def test_every_computed_value_in_the_manifests_is_explained_with_its_evidence(
 def test_a_node_without_gpu_pods_gets_no_quota_and_says_so() -> None:
     view = _view()
     cpu_only = view.model_copy(update={"pods": [p for p in view.pods if p.gpu_request == 0]})
-    files = render_prevention_kit(cpu_only)
+    files = render_prevention_kit(cpu_only, locale="en")
     assert [d for d in yaml.safe_load_all(files["resourcequota.yaml"]) if d] == []
     assert (
         "No ResourceQuota or LimitRange: no namespace runs GPU pods on gpu-node-01"
@@ -172,7 +172,7 @@ def test_the_kit_message_fits_slacks_limits_even_with_many_gpu_namespaces() -> N
     ]
     params = prevention_params(view.model_copy(update={"pods": many}))
     assert len(params.namespaces) == 40
-    _, blocks = kit_message(params, None)
+    _, blocks = kit_message(params, None, locale="en")
     validate_blocks(blocks)
     assert "README.md below" in json.dumps(blocks)  # the cut is said, not silent
     assert blocks[-1]["type"] == "context"  # the files-follow note is always kept

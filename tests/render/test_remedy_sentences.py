@@ -46,13 +46,15 @@ def _emitted(kind: str) -> set[str]:
 def test_every_note_code_has_a_sentence() -> None:
     codes = _emitted("notes")
     assert {"gang_kept", "job_eviction_counts", "surge_does_not_fit", "restart_pending"} <= codes
-    assert sorted(c for c in codes if macro_name(c) not in defined_keys("notes")) == []  # type: ignore[arg-type]
+    assert sorted(c for c in codes if macro_name(c) not in defined_keys("notes", locale="en")) == []  # type: ignore[arg-type]
 
 
 def test_every_remedy_warning_has_a_sentence() -> None:
     codes = _emitted("warnings")
     assert {"in_place_only_this_pod", "restarts_cannot_return"} <= codes
-    assert sorted(c for c in codes if macro_name(c) not in defined_keys("warnings")) == []
+    assert (
+        sorted(c for c in codes if macro_name(c) not in defined_keys("warnings", locale="en")) == []
+    )
 
 
 SAMPLES = [
@@ -87,5 +89,5 @@ SAMPLES = [
 def test_note_sentences_render_with_unknown_parts_left_out(
     code: str, params: dict[str, str | int | None], fmt: str
 ) -> None:
-    text = sentence("notes", code, params, fmt=fmt, strict=True)  # type: ignore[arg-type]
+    text = sentence("notes", code, params, fmt=fmt, strict=True, locale="en")  # type: ignore[arg-type]
     assert "n/a" not in text and "None" not in text

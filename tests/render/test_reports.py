@@ -14,7 +14,7 @@ T0 = datetime(2026, 3, 14, 9, 0, tzinfo=UTC)
 def test_the_markdown_report_has_what_the_write_up_reported(
     seed_diagnosis: Diagnosis, seed_bundle: EvidenceBundle
 ) -> None:
-    md = render_report_markdown(seed_diagnosis, seed_bundle, incident="INC-0001")
+    md = render_report_markdown(seed_diagnosis, seed_bundle, incident="INC-0001", locale="en")
     for needle in (
         "| Timestamp | 2026-03-14 09:30:00 UTC |",
         "| Node | gpu-node-01 |",
@@ -32,7 +32,7 @@ def test_the_markdown_report_has_what_the_write_up_reported(
 
 
 def test_the_markdown_report_escapes_hostile_names(hostile_diagnosis: Diagnosis) -> None:
-    md = render_report_markdown(hostile_diagnosis)
+    md = render_report_markdown(hostile_diagnosis, locale="en")
     # code spans keep the raw text (nothing renders inside one); everything else is escaped
     outside = re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", md.replace("```", ""))
     assert "<!channel>" not in outside and "<c>" not in outside
@@ -44,8 +44,8 @@ def test_the_markdown_report_escapes_hostile_names(hostile_diagnosis: Diagnosis)
 def test_the_terminal_report_is_plain_and_aligned(
     hostile_diagnosis: Diagnosis, seed_diagnosis: Diagnosis, seed_bundle: EvidenceBundle
 ) -> None:
-    assert "\x1b" not in render_report_text(hostile_diagnosis)
-    text = render_report_text(seed_diagnosis, seed_bundle)
+    assert "\x1b" not in render_report_text(hostile_diagnosis, locale="en")
+    text = render_report_text(seed_diagnosis, seed_bundle, locale="en")
     rows = [line for line in text.splitlines() if re.match(r"^\s+\d+\.\d GiB\s+\S+%\s{2}", line)]
     assert len(rows) >= 4
     assert len({line.index("GiB") for line in rows}) == 1  # right-aligned amounts

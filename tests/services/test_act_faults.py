@@ -83,7 +83,7 @@ async def test_a_fault_during_execution_is_reported_with_what_changed(
     assert "Failed" in shown
     for change in record.result["changes"]:
         c = Change.model_validate(change)
-        line = str(_t().change_line(c, field_changes(c.before, c.after))).strip()
+        line = str(_t(locale="en").change_line(c, field_changes(c.before, c.after))).strip()
         assert json.dumps(line)[1:-1] in shown  # listed, in words
         assert "_" not in line.split("`")[0], line  # no raw verb such as set_priority_class
     if method != "evict":

@@ -195,7 +195,9 @@ def _seed_stale_refusal(path: str) -> None:
     async def go() -> None:
         async with await Store.open(path) as store:
             at = NOW - timedelta(minutes=5)
-            await store.open_or_join_incident("gpu-node-01", "C0INC", opened_by="U0SRE00001", at=at)
+            await store.open_or_join_incident(
+                "gpu-node-01", "C0INC", opened_by="U0SRE00001", at=at, locale="en"
+            )
             await store.create_action(
                 ActionRecord(
                     action_id="A-stale",

@@ -48,13 +48,13 @@ def test_analyze_blocks_prints_the_one_valid_slack_message_a_diagnosis_posts(
 
 @pytest.mark.parametrize("fmt", ["text", "markdown"])
 def test_analyze_works_offline_without_a_cluster_view(fmt: str) -> None:
-    out = analyze_files(EVIDENCE, None, fmt)
+    out = analyze_files(EVIDENCE, None, fmt, locale="en")
     assert "gpu-node-01" in out
 
 
 def test_a_missing_file_is_a_usage_error_that_says_what_to_pass(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="gpunode collect"):
-        analyze_files(str(tmp_path / "nope.json"), None, "text")
+        analyze_files(str(tmp_path / "nope.json"), None, "text", locale="en")
 
 
 def test_malformed_json_names_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -69,7 +69,7 @@ def test_a_bundle_missing_fields_lists_what_is_wrong(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"schema_version": "1.0", "hostname": "x"}))
     with pytest.raises(UsageError, match="collector_version"):
-        analyze_files(str(bad), None, "json")
+        analyze_files(str(bad), None, "json", locale="en")
 
 
 def test_another_schema_major_version_is_refused(tmp_path: Path) -> None:
@@ -78,14 +78,14 @@ def test_another_schema_major_version_is_refused(tmp_path: Path) -> None:
     bad = tmp_path / "v2.json"
     bad.write_text(json.dumps(data))
     with pytest.raises(CollectorError, match=r"schema version 2\.0"):
-        analyze_files(str(bad), None, "json")
+        analyze_files(str(bad), None, "json", locale="en")
 
 
 def test_a_malformed_cluster_view_is_a_usage_error(tmp_path: Path) -> None:
     bad = tmp_path / "view.json"
     bad.write_text(json.dumps({"node": {}}))
     with pytest.raises(UsageError, match="cluster view"):
-        analyze_files(EVIDENCE, str(bad), "json")
+        analyze_files(EVIDENCE, str(bad), "json", locale="en")
 
 
 def _kube() -> FakeKube:
@@ -97,7 +97,7 @@ def _kube() -> FakeKube:
 async def test_diagnose_checks_the_node_runs_the_job_then_reads_the_view_and_renders() -> None:
     kube = _kube()
     now = datetime(2026, 3, 14, 9, 31, tzinfo=UTC)
-    out = await diagnose_node(kube, "gpu-node-01", "text", thresholds=DEFAULT, now=now)
+    out = await diagnose_node(kube, "gpu-node-01", "text", thresholds=DEFAULT, now=now, locale="en")
     assert [(c.method, c.args) for c in kube.calls] == [
         ("get_node", ("gpu-node-01",)),
         ("run_diagnostic", ("gpu-node-01",)),
@@ -109,7 +109,9 @@ async def test_diagnose_checks_the_node_runs_the_job_then_reads_the_view_and_ren
 async def test_diagnose_of_an_unknown_node_runs_no_job() -> None:
     kube = _kube()
     with pytest.raises(NotFoundError):
-        await diagnose_node(kube, "nope", "json", thresholds=DEFAULT, now=datetime.now(UTC))
+        await diagnose_node(
+            kube, "nope", "json", thresholds=DEFAULT, now=datetime.now(UTC), locale="en"
+        )
     assert [(c.method, c.args) for c in kube.calls] == [("get_node", ("nope",))]
 
 

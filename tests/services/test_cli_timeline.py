@@ -21,7 +21,7 @@ async def test_the_cli_timeline_prints_the_postmortem_draft(
     at = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
     async with await Store.open(str(path)) as store:
         incident, _ = await store.open_or_join_incident(
-            "gpu-node-01", "C1", opened_by="U0ALICE", at=at
+            "gpu-node-01", "C1", opened_by="U0ALICE", at=at, locale="en"
         )
         await store.append_timeline(
             TimelineEntry(

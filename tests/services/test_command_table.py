@@ -107,7 +107,7 @@ def surface(store: Store) -> Surface:
 async def _open(surface: Surface, node: str, cluster: str) -> Incident:
     store: Store = surface.ops._store  # type: ignore[assignment]
     incident, _ = await store.open_or_join_incident(
-        node, "C0", opened_by="U0A", at=NOW, cluster=cluster
+        node, "C0", opened_by="U0A", at=NOW, cluster=cluster, locale="en"
     )
     return incident
 

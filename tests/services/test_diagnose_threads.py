@@ -66,7 +66,7 @@ async def test_two_replicas_diagnosing_at_once_post_one_root(world: World, tmp_p
 
 async def test_a_root_claim_left_by_a_crash_is_taken_over_once_stale(world: World) -> None:
     incident, _ = await world.store.open_or_join_incident(
-        NODE, CHANNEL, opened_by="U0000", at=world.clock()
+        NODE, CHANNEL, opened_by="U0000", at=world.clock(), locale="en"
     )
     assert await world.store.claim_root(
         incident.id, "crashed-replica-1", at=world.clock(), stale_before=world.clock()

@@ -101,7 +101,10 @@ async def test_two_stores_racing_on_every_exactly_once_claim_win_once_each(targe
     async with await Store.open(target) as one, await Store.open(target) as two:
         stores = [one, two] * 25
         opened = await asyncio.gather(
-            *(s.open_or_join_incident("gpu-node-01", "C1", opened_by="U1", at=T0) for s in stores)
+            *(
+                s.open_or_join_incident("gpu-node-01", "C1", opened_by="U1", at=T0, locale="en")
+                for s in stores
+            )
         )
         assert [created for _, created in opened].count(True) == 1
         assert len({incident.id for incident, _ in opened}) == 1

@@ -21,7 +21,9 @@ BEFORE_PACKING = 6
 
 async def test_a_snapshot_is_stored_compressed_and_reads_back_the_same(target: str) -> None:
     async with await Store.open(target) as store:
-        incident, _ = await store.open_or_join_incident("n1", "C1", opened_by="U1", at=T0)
+        incident, _ = await store.open_or_join_incident(
+            "n1", "C1", opened_by="U1", at=T0, locale="en"
+        )
         digest = await store.save_snapshot(
             incident.id, at=T0, bundle=BUNDLE, view=VIEW, diagnosis=diagnosis(1.0)
         )
@@ -40,7 +42,9 @@ async def test_a_snapshot_is_stored_compressed_and_reads_back_the_same(target: s
 
 async def test_a_snapshot_row_from_before_packing_reads_as_it_was_written(target: str) -> None:
     async with await Store.open(target) as store:
-        incident, _ = await store.open_or_join_incident("n1", "C1", opened_by="U1", at=T0)
+        incident, _ = await store.open_or_join_incident(
+            "n1", "C1", opened_by="U1", at=T0, locale="en"
+        )
     bundle = BUNDLE.model_dump_json().replace("'", "''")
     view = VIEW.model_dump_json().replace("'", "''")
     diag = diagnosis(3.0).model_dump_json().replace("'", "''")
@@ -101,7 +105,9 @@ async def test_the_retention_keeps_only_the_diagnosis_of_snapshots_older_than_th
     target: str,
 ) -> None:
     async with await Store.open(target) as store:
-        incident, _ = await store.open_or_join_incident("n1", "C1", opened_by="U1", at=T0)
+        incident, _ = await store.open_or_join_incident(
+            "n1", "C1", opened_by="U1", at=T0, locale="en"
+        )
         for day in range(3):
             await store.save_snapshot(
                 incident.id,

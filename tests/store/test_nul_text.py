@@ -26,6 +26,7 @@ async def test_an_alert_with_a_nul_opens_its_incident_and_its_group_is_remembere
             at=T0,
             alert_fingerprint="fp\x00x",
             cluster="prod\x00eu",
+            locale="en",
         )
         first = await store.remember_alert_group("group\x00key", "firing", at=T0)
         again = await store.remember_alert_group("group\x00key", "firing", at=T0)
@@ -39,7 +40,7 @@ async def test_an_alert_with_a_nul_opens_its_incident_and_its_group_is_remembere
 async def test_a_thread_reply_with_a_nul_is_kept_in_the_timeline(target: str) -> None:
     async with await Store.open(target) as store:
         incident, _ = await store.open_or_join_incident(
-            "gpu-node-01", "C0INC", opened_by="U1", at=T0
+            "gpu-node-01", "C0INC", opened_by="U1", at=T0, locale="en"
         )
         await store.append_timeline(
             TimelineEntry(incident_id=incident.id, at=T0, kind="note", actor="U1", text=NUL_TEXT)

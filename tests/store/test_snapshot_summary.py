@@ -52,7 +52,9 @@ async def test_a_5000_process_node_is_stored_in_30_kib_and_reads_back_what_was_s
     bundle, view = large_node
     diagnosis = analyze(bundle, view, now=T0)
     async with await Store.open(target) as store:
-        incident, _ = await store.open_or_join_incident("n1", "C1", opened_by="U1", at=T0)
+        incident, _ = await store.open_or_join_incident(
+            "n1", "C1", opened_by="U1", at=T0, locale="en"
+        )
         digest = await store.save_snapshot(
             incident.id, at=T0, bundle=bundle, view=view, diagnosis=diagnosis
         )

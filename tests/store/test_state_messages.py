@@ -23,7 +23,7 @@ STATE_STEP = next(i for i, step in enumerate(MIGRATIONS) if any("state_ts" in st
 async def test_a_new_incident_has_no_state_messages_until_they_are_kept(target: str) -> None:
     async with await Store.open(target) as store:
         incident, _ = await store.open_or_join_incident(
-            "gpu-node-01", "C1", opened_by="U0ALICE", at=T0
+            "gpu-node-01", "C1", opened_by="U0ALICE", at=T0, locale="en"
         )
         assert await store.state_messages(incident.id) == []
         await store.set_state_messages(incident.id, ["1700000000.000100"])

@@ -52,13 +52,13 @@ async def store(target: str) -> AsyncIterator[Store]:
 
 async def test_one_node_name_in_two_clusters_opens_two_incidents(store: Store) -> None:
     eu, created_eu = await store.open_or_join_incident(
-        "gpu-node-01", "C1", opened_by="U1", at=T0, cluster="prod-eu"
+        "gpu-node-01", "C1", opened_by="U1", at=T0, cluster="prod-eu", locale="en"
     )
     us, created_us = await store.open_or_join_incident(
-        "gpu-node-01", "C1", opened_by="U1", at=T0, cluster="prod-us"
+        "gpu-node-01", "C1", opened_by="U1", at=T0, cluster="prod-us", locale="en"
     )
     again, created_again = await store.open_or_join_incident(
-        "gpu-node-01", "C1", opened_by="U2", at=T0, cluster="prod-eu"
+        "gpu-node-01", "C1", opened_by="U2", at=T0, cluster="prod-eu", locale="en"
     )
 
     assert (created_eu, created_us, created_again) == (True, True, False)
@@ -73,7 +73,7 @@ async def test_the_database_refuses_a_second_open_incident_for_one_cluster_and_n
     tmp_path: Path,
 ) -> None:
     async with await Store.open(str(tmp_path / "g.db")) as s:
-        await s.open_or_join_incident("n1", "C", opened_by="U", at=T0, cluster="a")
+        await s.open_or_join_incident("n1", "C", opened_by="U", at=T0, cluster="a", locale="en")
         path = s.path
 
     conn = sqlite3.connect(path, isolation_level=None)
@@ -89,7 +89,7 @@ async def test_the_database_refuses_a_second_open_incident_for_one_cluster_and_n
 
 async def test_timeline_entries_carry_their_incidents_cluster(store: Store) -> None:
     incident, _ = await store.open_or_join_incident(
-        "gpu-node-02", "C1", opened_by="U1", at=T0, cluster="prod-us"
+        "gpu-node-02", "C1", opened_by="U1", at=T0, cluster="prod-us", locale="en"
     )
     await store.append_timeline(
         TimelineEntry(incident_id=incident.id, at=T0, kind="note", actor="U1", text="hi")
@@ -102,7 +102,7 @@ async def test_timeline_entries_carry_their_incidents_cluster(store: Store) -> N
 
 async def test_actions_and_their_audit_rows_carry_the_cluster(store: Store) -> None:
     incident, _ = await store.open_or_join_incident(
-        "gpu-node-03", "C1", opened_by="U1", at=T0, cluster="prod-eu"
+        "gpu-node-03", "C1", opened_by="U1", at=T0, cluster="prod-eu", locale="en"
     )
     await store.create_action(
         ActionRecord(
@@ -247,7 +247,12 @@ async def test_an_incident_open_across_the_upgrade_is_adopted_by_the_default_clu
     async with await Store.open(path) as store:
         adopted = await store.adopt_unclustered("default")
         joined, created = await store.open_or_join_incident(
-            "gpu-node-01", "C1", opened_by="U1", at=T0 + timedelta(days=60), cluster="default"
+            "gpu-node-01",
+            "C1",
+            opened_by="U1",
+            at=T0 + timedelta(days=60),
+            cluster="default",
+            locale="en",
         )
         again = await store.adopt_unclustered("default")
         audit = await store.audit_since()

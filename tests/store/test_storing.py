@@ -75,16 +75,22 @@ async def test_the_store_creates_its_folder_and_uses_wal(tmp_path: Path) -> None
 
 async def test_an_in_memory_store_works_for_tests() -> None:
     async with await Store.open(":memory:") as mem:
-        incident, created = await mem.open_or_join_incident("n1", "C1", opened_by="U1", at=T0)
+        incident, created = await mem.open_or_join_incident(
+            "n1", "C1", opened_by="U1", at=T0, locale="en"
+        )
         assert created and incident.id == "INC-0001"
 
 
 async def test_a_diagnose_joins_the_open_incident_and_numbers_increase(store: Store) -> None:
-    first, created = await store.open_or_join_incident("gpu-node-01", "C1", opened_by="U1", at=T0)
-    again, joined_created = await store.open_or_join_incident(
-        "gpu-node-01", "C1", opened_by="U2", at=at(1)
+    first, created = await store.open_or_join_incident(
+        "gpu-node-01", "C1", opened_by="U1", at=T0, locale="en"
     )
-    other, _ = await store.open_or_join_incident("gpu-node-02", "C1", opened_by="U2", at=at(2))
+    again, joined_created = await store.open_or_join_incident(
+        "gpu-node-01", "C1", opened_by="U2", at=at(1), locale="en"
+    )
+    other, _ = await store.open_or_join_incident(
+        "gpu-node-02", "C1", opened_by="U2", at=at(2), locale="en"
+    )
     assert (first.id, created, again.id, joined_created, other.id) == (
         "INC-0001",
         True,
@@ -97,20 +103,22 @@ async def test_a_diagnose_joins_the_open_incident_and_numbers_increase(store: St
 
 
 async def test_a_resolved_incident_is_not_rejoined_a_new_one_opens(store: Store) -> None:
-    first, _ = await store.open_or_join_incident("n1", "C1", opened_by="U1", at=T0)
+    first, _ = await store.open_or_join_incident("n1", "C1", opened_by="U1", at=T0, locale="en")
     resolved, entry = await store.set_incident_state(
         first.id, "resolved", at=at(5), actor="U1", note="done"
     )
     assert resolved.state == "resolved" and entry is not None
     with pytest.raises(IncidentStateError):
         await store.set_incident_state(first.id, "resolved", at=at(6), actor="U1")
-    second, created = await store.open_or_join_incident("n1", "C1", opened_by="U1", at=at(7))
+    second, created = await store.open_or_join_incident(
+        "n1", "C1", opened_by="U1", at=at(7), locale="en"
+    )
     assert (second.id, created) == ("INC-0002", True)
     assert [i.id for i in await store.incidents_for_node("n1")] == ["INC-0001", "INC-0002"]
 
 
 async def test_incidents_are_found_by_thread(store: Store) -> None:
-    incident, _ = await store.open_or_join_incident("n1", "C1", opened_by="U1", at=T0)
+    incident, _ = await store.open_or_join_incident("n1", "C1", opened_by="U1", at=T0, locale="en")
     assert incident.thread_ts is None
     await store.set_incident_thread(incident.id, root_ts="1700000000.000100")
     found = await store.find_incident_by_thread("C1", "1700000000.000100")
@@ -120,7 +128,7 @@ async def test_incidents_are_found_by_thread(store: Store) -> None:
 
 
 async def test_the_timeline_keeps_entries_in_order(store: Store) -> None:
-    incident, _ = await store.open_or_join_incident("n1", "C1", opened_by="U1", at=T0)
+    incident, _ = await store.open_or_join_incident("n1", "C1", opened_by="U1", at=T0, locale="en")
     await store.set_incident_state(incident.id, "mitigating", at=at(3), actor="U2", note="tier 2")
     await store.append_timeline(
         TimelineEntry(
@@ -132,7 +140,7 @@ async def test_the_timeline_keeps_entries_in_order(store: Store) -> None:
 
 
 async def test_evidence_snapshots_are_hashed_and_the_latest_is_returned(store: Store) -> None:
-    incident, _ = await store.open_or_join_incident("n1", "C1", opened_by="U1", at=T0)
+    incident, _ = await store.open_or_join_incident("n1", "C1", opened_by="U1", at=T0, locale="en")
     first = await store.save_snapshot(
         incident.id, at=T0, bundle=BUNDLE, view=VIEW, diagnosis=diagnosis(1.0)
     )
@@ -233,7 +241,9 @@ async def test_naive_times_are_refused(store: Store) -> None:
 async def test_a_restart_loses_nothing(target: str) -> None:
     path = target
     async with await Store.open(path) as first:
-        incident, _ = await first.open_or_join_incident("n1", "C1", opened_by="U1", at=T0)
+        incident, _ = await first.open_or_join_incident(
+            "n1", "C1", opened_by="U1", at=T0, locale="en"
+        )
         await first.save_snapshot(
             incident.id, at=T0, bundle=BUNDLE, view=VIEW, diagnosis=diagnosis()
         )
@@ -249,7 +259,9 @@ async def test_a_restart_loses_nothing(target: str) -> None:
         assert [a.action_id for a in await second.actions_for_incident(incident.id)] == ["A1"]
         assert len(await second.audit_since()) == 1
         assert not await second.remember_event("E1", at=T0)
-        again, created = await second.open_or_join_incident("n1", "C1", opened_by="U1", at=T0)
+        again, created = await second.open_or_join_incident(
+            "n1", "C1", opened_by="U1", at=T0, locale="en"
+        )
         assert (again.id, created) == (incident.id, False)
 
 
@@ -301,7 +313,7 @@ async def test_an_undo_is_claimed_once_and_only_after_success(store: Store) -> N
 
 
 async def test_snapshots_are_listed_oldest_first(store: Store) -> None:
-    incident, _ = await store.open_or_join_incident("n1", "C1", opened_by="U1", at=T0)
+    incident, _ = await store.open_or_join_incident("n1", "C1", opened_by="U1", at=T0, locale="en")
     late = await store.save_snapshot(
         incident.id, at=at(5), bundle=BUNDLE, view=VIEW, diagnosis=diagnosis(5.0)
     )
@@ -315,7 +327,7 @@ async def test_open_incidents_see_this_stores_writes_at_once(target: str) -> Non
     async with await Store.open(target) as store:
         assert await store.open_incidents() == []
         incident, _ = await store.open_or_join_incident(
-            "gpu-node-01", "C1", opened_by="U1", at=datetime(2026, 1, 1, tzinfo=UTC)
+            "gpu-node-01", "C1", opened_by="U1", at=datetime(2026, 1, 1, tzinfo=UTC), locale="en"
         )
         assert [i.id for i in await store.open_incidents()] == [incident.id]
         await store.set_incident_state(
@@ -326,7 +338,7 @@ async def test_open_incidents_see_this_stores_writes_at_once(target: str) -> Non
 
 async def test_callers_asking_for_open_incidents_at_once_share_one_query(target: str) -> None:
     async with await Store.open(target) as store:
-        await store.open_or_join_incident("gpu-node-01", "C1", opened_by="U1", at=T0)
+        await store.open_or_join_incident("gpu-node-01", "C1", opened_by="U1", at=T0, locale="en")
         queries: list[str] = []
         store.observe_latency = lambda operation, _s: queries.append(operation)
         answers = await asyncio.gather(*(store.open_incidents() for _ in range(20)))
@@ -354,7 +366,7 @@ async def test_a_caller_after_a_write_gets_a_read_of_its_own_not_the_one_in_flig
     async with await Store.open(target) as store:
         before = asyncio.ensure_future(store.open_incidents())
         await asyncio.to_thread(read_done.wait, 30)
-        await store.open_or_join_incident("gpu-node-01", "C1", opened_by="U1", at=T0)
+        await store.open_or_join_incident("gpu-node-01", "C1", opened_by="U1", at=T0, locale="en")
         after = asyncio.ensure_future(store.open_incidents())
         await asyncio.sleep(0)
         release.set()
@@ -369,7 +381,7 @@ async def test_open_incidents_see_another_replicas_writes_within_the_ttl(
     async with await Store.open(path) as mine, await Store.open(path) as theirs:
         assert await mine.open_incidents() == []
         await theirs.open_or_join_incident(
-            "gpu-node-02", "C1", opened_by="U2", at=datetime(2026, 1, 1, tzinfo=UTC)
+            "gpu-node-02", "C1", opened_by="U2", at=datetime(2026, 1, 1, tzinfo=UTC), locale="en"
         )
         monkeypatch.setattr(storing, "OPEN_INCIDENTS_TTL_S", 0.0)
         assert [i.node for i in await mine.open_incidents()] == ["gpu-node-02"]

@@ -125,7 +125,7 @@ def open_incident(
     alert_fingerprint: str | None = None,
     reason: str = "",
     cluster: str,
-    locale: str = "en",
+    locale: str,
 ) -> tuple[Incident, TimelineEntry]:
     """A new incident in ``investigating`` and its ``opened`` timeline entry. ``locale``:
     the language its thread keeps (``bot.core.model.locales.opening_locale``)."""
