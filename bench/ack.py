@@ -325,7 +325,7 @@ def main() -> None:
         bare.start()
         bare_url = bare_parent.recv()
         fleet = {"nodes": args.top_nodes, "pods": args.top_nodes * 30}
-        with separate_process(**fleet) as (fleet_url, _):  # type: ignore[arg-type]
+        with separate_process(**fleet) as (fleet_url, _):
             result = asyncio.run(
                 measure(
                     args.rounds,

@@ -203,9 +203,9 @@ def main() -> int:
         got = EvidenceBundle.model_validate_json(raw)
         seen = ClusterView.model_validate_json(raw_view)
         diagnosis = analyze(got, seen, now=now)
-        diagnosis_messages(diagnosis, got, incident="INC-0001")
-        render_report_markdown(diagnosis, got, incident="INC-0001")
-        render_report_text(diagnosis, got, incident="INC-0001")
+        diagnosis_messages(diagnosis, got, incident="INC-0001", locale="en")
+        render_report_markdown(diagnosis, got, incident="INC-0001", locale="en")
+        render_report_text(diagnosis, got, incident="INC-0001", locale="en")
 
     def baseline() -> None:
         json.dumps(json.loads(raw))

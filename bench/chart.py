@@ -23,6 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from bot.charts import render_png
+from bot.core.diagnosis.history import MarkerKind
 from bot.core.reporting.charts import (
     GPU_COLOURS,
     MARKER_STYLE,
@@ -65,6 +66,12 @@ def spec() -> ChartSpec:
         )
         for k in range(GPU_SERIES)
     ]
+    kinds: tuple[tuple[float, MarkerKind], ...] = (
+        (1, "xid"),
+        (3, "eviction"),
+        (5, "oom_kill"),
+        (5.5, "action"),
+    )
     markers = [
         ChartMarker(
             at_s=T0 + h * 3600,
@@ -74,7 +81,7 @@ def spec() -> ChartSpec:
             colour=MARKER_STYLE[kind][0],
             linestyle=MARKER_STYLE[kind][1],
         )
-        for h, kind in ((1, "xid"), (3, "eviction"), (5, "oom_kill"), (5.5, "action"))
+        for h, kind in kinds
     ]
     return ChartSpec(
         title="bench: memory",
@@ -114,13 +121,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     rounds = parser.parse_args().rounds
     s = spec()
-    render_png(s), pyplot_default(s)  # warm caches (fonts, imports) for both
+    render_png(s, locale="en"), pyplot_default(s)  # warm caches (fonts, imports) for both
     ours: list[float] = []
     base: list[float] = []
     for i in range(rounds):
         for name in ("ours", "base") if i % 2 == 0 else ("base", "ours"):
             t = time.perf_counter()
-            (render_png if name == "ours" else pyplot_default)(s)
+            render_png(s, locale="en") if name == "ours" else pyplot_default(s)
             (ours if name == "ours" else base).append((time.perf_counter() - t) * 1000)
     value, baseline = statistics.median(ours), statistics.median(base)
     print(

@@ -231,6 +231,7 @@ async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
                         cpu_stalls.append(cpu.max_s)
                     if i == 0:  # the informers hold every pod now; no baseline ran yet
                         decoder_pid = gw._decoder.pid
+                        assert decoder_pid is not None  # the top above started it
                         own_rss, decoder_rss = _hwm_mib(), _hwm_mib(decoder_pid)
                 print(
                     f"  run {i}: bare lists {base[-1]:.2f}s top cold {cold[-1]:.2f}s "

@@ -73,7 +73,9 @@ async def _seed_snapshot(path: str) -> dict[str, int]:
     diagnosis = analyze(bundle, view, now=T0)
     raw = sum(len(m.model_dump_json().encode()) for m in (bundle, view, diagnosis))
     async with await Store.open(path) as store:
-        incident, _ = await store.open_or_join_incident("gpu-node-01", "C1", opened_by="U1", at=T0)
+        incident, _ = await store.open_or_join_incident(
+            "gpu-node-01", "C1", opened_by="U1", at=T0, locale="en"
+        )
         await store.save_snapshot(incident.id, at=T0, bundle=bundle, view=view, diagnosis=diagnosis)
     import sqlite3
 
@@ -90,7 +92,7 @@ async def _snapshots(path: str, incidents: int) -> dict[str, Any]:
     async with await Store.open(path) as store:
         for i in range(incidents):
             incident, _ = await store.open_or_join_incident(
-                f"gpu-node-{i:04d}", "C1", opened_by="U1", at=T0
+                f"gpu-node-{i:04d}", "C1", opened_by="U1", at=T0, locale="en"
             )
             await store.save_snapshot(
                 incident.id, at=T0, bundle=bundle, view=view, diagnosis=diagnosis

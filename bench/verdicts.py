@@ -38,9 +38,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "core"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from advising import advice_problems  # noqa: E402
-from baseline_verdicts import decide as baseline_decide  # noqa: E402
-from generating import AT, CLASSES, Planted, nodes  # noqa: E402
+# found on the sys.path set above at run time (the type checker reads them as tests.core.*)
+from advising import advice_problems  # type: ignore[import-not-found]  # noqa: E402
+from baseline_verdicts import decide as baseline_decide  # type: ignore[import-not-found]  # noqa: E402
+from generating import AT, CLASSES, Planted, nodes  # type: ignore[import-not-found]  # noqa: E402
 
 from bot.core.diagnosis.attribution import attribute  # noqa: E402
 from bot.core.diagnosis.rules import Context  # noqa: E402
