@@ -1,5 +1,6 @@
-"""``gpunode doctor``: check the bot's rights, admission policies, collector Job and store
-(``bot.services.doctor``, ``bot.store.checkup``), print a table, exit 1 when a check fails."""
+"""``gpunode doctor [--lang en|zh-CN]``: check the bot's rights, admission policies, collector
+Job and store (``bot.services.doctor``, ``bot.store.checkup``), print a table in ``--lang``
+(``bot.render.checkup``; default English), exit 1 when a check fails."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import TextIO
 
 from bot.cli.common import cluster_settings
 from bot.config import load_settings
+from bot.render import checkup
 from bot.services import doctor
 from bot.store.checkup import check_store
 
@@ -36,11 +38,8 @@ async def _run(args: argparse.Namespace) -> list[doctor.Row]:
 
 def main(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
     stream = out or sys.stdout
+    locale = getattr(args, "lang", None) or "en"
     rows = asyncio.run(_run(args))
-    print(doctor.table(rows), file=stream)
-    bad = doctor.failed(rows)
-    print(
-        "\ndoctor: FAILED (fix the FAIL rows)" if bad else "\ndoctor: all required checks pass",
-        file=stream,
-    )
-    return 1 if bad else 0
+    print(checkup.table(rows, locale=locale), file=stream)
+    print("\n" + checkup.verdict(rows, locale=locale), file=stream)
+    return 1 if doctor.failed(rows) else 0

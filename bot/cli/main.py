@@ -240,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "doctor", help="check the bot's rights, admission policies, collector and store"
     )
+    _lang_arg(p)
     _cluster_args(p)
     p.set_defaults(handler="bot.cli.doctor:main")
 
@@ -250,6 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="PostgreSQL: the bot's role, granted only what it needs (INSERT, SELECT on audit)",
     )
     p.add_argument("--config", help="gpunode settings YAML")
+    _lang_arg(p)
     p.set_defaults(handler="bot.cli.migrate:main")
 
     p = sub.add_parser("serve", help="run the Slack bot (HTTP or Socket Mode)")

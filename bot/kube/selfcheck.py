@@ -41,15 +41,13 @@ CLUSTER_PROBE_NAMESPACE = "default"
 
 
 class Grant(NamedTuple):
+    """A right, as data (``doctor`` rows carry it; ``cli.txt.j2``'s ``_grant`` words it):
+    ``api_group`` '' is the core group; ``scope`` ``cluster`` or ``own_namespace``."""
+
     api_group: str
     resource: str
     verb: str
     scope: str
-
-    def label(self) -> str:
-        group = self.api_group or "core"
-        where = "in its namespace" if self.scope == "own_namespace" else "cluster-wide"
-        return f"{self.verb} {self.resource} ({group}) {where}"
 
 
 def rules_review(t: Transport, namespace: str) -> Any:

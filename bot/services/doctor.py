@@ -11,9 +11,10 @@ Checks, each a row (``ok``, ``warn`` or ``FAIL``):
   without a Lease), handed in by the edge (``bot.cli.doctor``, ``bot.wiring.serve``): this
   module reads neither the configuration nor the store.
 
-The exit status is non-zero when any row (``bot.core.reporting.checkup.Row``) is FAIL. ``serve``
-runs the same checks at start and logs each row; two replicas on one store without a Lease
-refuse to start.
+Each row (``bot.core.reporting.checkup.Row``) says what was found as a code and raw params;
+the edge words them (``bot.render.checkup``: the table in ``--lang``, the English log lines).
+The exit status is non-zero when any row is FAIL. ``serve`` runs the same checks at start and
+logs each row; two replicas on one store without a Lease refuse to start.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from bot.errors import GpunodeError, StoreError, UsageError
 from bot.kube import selfcheck
 from bot.kube.permissions import api_calls
 
-__all__ = ["Level", "Row", "at_start", "check_cluster", "failed", "log_rows", "table"]
+__all__ = ["Level", "Row", "at_start", "check_cluster", "failed", "log_rows"]
 
 
 def _rows_for_grants(
@@ -39,15 +40,11 @@ def _rows_for_grants(
     collector_mode: str = "job",
 ) -> list[Row]:
     rows: list[Row] = []
-    for status, where in ((cluster, "cluster-wide"), (own, f"namespace {namespace}")):
+    for status, where in ((cluster, None), (own, namespace)):
         if status.get("incomplete"):
+            reason = str(status.get("evaluationError") or "")
             rows.append(
-                Row(
-                    "grants",
-                    "warn",
-                    f"the rules review ({where}) is incomplete",
-                    str(status.get("evaluationError") or "no reason given"),
-                )
+                Row("grants", "warn", "review_incomplete", {"namespace": where, "reason": reason})
             )
     cluster_rules = list(cluster.get("resourceRules") or [])
     own_rules = list(own.get("resourceRules") or [])
@@ -55,14 +52,12 @@ def _rows_for_grants(
     missing = selfcheck.missing_grants(cluster_rules, own_rules, calls)
     for call in missing:
         grant = selfcheck.Grant(call.api_group, call.resource, call.verb, call.scope)
-        rows.append(Row("grants", "FAIL", f"missing: {grant.label()}", "the bot needs it"))
+        rows.append(Row("grants", "FAIL", "grant_missing", grant._asdict()))
     also = selfcheck.LEASE_CALLS if lease else ()
     for grant in selfcheck.extra_grants(cluster_rules, own_rules, also, calls):
-        rows.append(Row("grants", "warn", f"extra: {grant.label()}", "no call of the bot needs it"))
+        rows.append(Row("grants", "warn", "grant_extra", grant._asdict()))
     if not missing:
-        rows.append(
-            Row("grants", "ok", f"all {len(calls)} calls the bot makes ({collector_mode} mode)")
-        )
+        rows.append(Row("grants", "ok", "grants_ok", {"calls": len(calls), "mode": collector_mode}))
     return rows
 
 
@@ -72,11 +67,11 @@ def _rows_for_policies(policies: list[Any], bindings: list[Any]) -> list[Row]:
     rows = []
     for name in selfcheck.REQUIRED_POLICIES:
         if name not in names:
-            rows.append(Row("admission", "FAIL", f"policy {name} is not installed"))
+            rows.append(Row("admission", "FAIL", "policy_missing", {"policy": name}))
         elif name not in bound:
-            rows.append(Row("admission", "FAIL", f"policy {name} is installed but not bound"))
+            rows.append(Row("admission", "FAIL", "policy_unbound", {"policy": name}))
         else:
-            rows.append(Row("admission", "ok", f"policy {name} installed and bound"))
+            rows.append(Row("admission", "ok", "policy_ok", {"policy": name}))
     return rows
 
 
@@ -94,54 +89,41 @@ async def check_cluster(
             cluster, own, namespace, lease=lease, collector_mode=collector_mode
         )
     except GpunodeError as exc:
-        rows.append(Row("grants", "FAIL", "cannot review the token's rules", exc.message))
+        rows.append(Row("grants", "FAIL", "review_failed", {"reason": exc.message}))
     try:
         rows += _rows_for_policies(*await gateway.admission_policies())
     except GpunodeError as exc:
-        rows.append(Row("admission", "FAIL", "cannot list the admission policies", exc.message))
+        rows.append(Row("admission", "FAIL", "policies_unreadable", {"reason": exc.message}))
     agent = collector_mode == "daemonset"
-    subject = "the collector agent" if agent else "the collector Job"
     try:
         nodes = await gateway.list_gpu_nodes()
         if not nodes:
-            rows.append(Row("collector", "warn", f"no GPU node to check {subject} on"))
+            rows.append(Row("collector", "warn", "no_gpu_node", {"agent": agent}))
         else:
             await gateway.dry_run_collector(nodes[0].name)
-            what, how = (
-                ("the collector agent runs", "found on")
-                if agent
-                else ("the collector Job is admitted", "dry run on")
+            rows.append(
+                Row("collector", "ok", "collector_ok", {"agent": agent, "node": nodes[0].name})
             )
-            rows.append(Row("collector", "ok", what, f"{how} {nodes[0].name}"))
     except GpunodeError as exc:
-        failure = (
-            "the collector agent is not found" if agent else "the collector Job is not admitted"
+        rows.append(
+            Row("collector", "FAIL", "collector_failed", {"agent": agent, "reason": exc.message})
         )
-        rows.append(Row("collector", "FAIL", failure, exc.message))
     return rows
 
 
-def table(rows: list[Row]) -> str:
-    """A plain table: status, area, what, detail."""
-    head = ("STATUS", "AREA", "CHECK", "DETAIL")
-    cells = [head, *((r.level, r.area, r.what, r.detail) for r in rows)]
-    widths = [max(len(c[i]) for c in cells) for i in range(3)]
-    return "\n".join(
-        "  ".join([*(c[i].ljust(widths[i]) for i in range(3)), c[3]]).rstrip() for c in cells
-    )
+def _codes(row: Row) -> str:
+    """A row without words: its level, area, code and params (no presenter handed in)."""
+    return f"{row.level} {row.area}: {row.code} {dict(row.params)}"
 
 
-def log_rows(rows: list[Row], logger: logging.Logger) -> None:
+def log_rows(
+    rows: list[Row], logger: logging.Logger, describe: Callable[[Row], str] = _codes
+) -> None:
+    """Each row logged at its level (ok: INFO, warn: WARNING, FAIL: ERROR), as ``describe``
+    words it (``serve``: ``bot.render.checkup.log_line``, English)."""
     for r in rows:
         level = {"ok": logging.INFO, "warn": logging.WARNING}.get(r.level, logging.ERROR)
-        logger.log(
-            level,
-            "doctor: %s %s: %s%s",
-            r.level,
-            r.area,
-            r.what,
-            f" ({r.detail})" if r.detail else "",
-        )
+        logger.log(level, "doctor: %s", describe(r))
 
 
 async def at_start(
@@ -152,20 +134,27 @@ async def at_start(
     collector_mode: str,
     store_rows: Callable[[], Awaitable[list[Row]]],
     logger: logging.Logger,
+    describe: Callable[[Row], str] = _codes,
 ) -> list[Row]:
     """What ``serve`` runs before taking traffic: every check, logged; a store shared with a
     live replica and no Lease raises (the bot refuses to start). ``store_rows``: the store's
     checks as a replica about to serve asks them (``bot.store.checkup.check_store`` with
-    ``starting=True``)."""
+    ``starting=True``); ``describe``: a row's words for the log (the edge's presenter)."""
     rows = await check_cluster(
         gateway, namespace, lease=bool(lease_name), collector_mode=collector_mode
     )
     try:
         rows += await store_rows()
     except StoreError as exc:  # a first start: the store does not exist yet
-        rows.append(Row("store", "ok", "a new store", exc.message))
-    log_rows(rows, logger)
+        rows.append(Row("store", "ok", "store_new", {"reason": exc.message}))
+    log_rows(rows, logger, describe)
     shared = [r for r in rows if r.area == "replicas" and r.level == "FAIL"]
-    if shared:
-        raise UsageError(f"refusing to start: {shared[0].what}: {shared[0].detail}")
+    if shared:  # serve's error: English text, as every GpunodeError keeps it for the log
+        replicas = shared[0].params.get("replicas")
+        alive = ", ".join(map(str, replicas)) if isinstance(replicas, list) else ""
+        raise UsageError(
+            "refusing to start: replicas share this store without a Lease: "
+            f"{alive} alive: set leader.lease_name (each replica would mark the other's running "
+            "actions interrupted)"
+        )
     return rows

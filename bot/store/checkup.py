@@ -29,8 +29,8 @@ def _store_rows(target: str) -> list[Row]:
             Row(
                 "store",
                 "ok" if f.ok else ("FAIL" if db.dialect.name == "postgres" else "warn"),
-                f.what,
-                f.detail,
+                f.code,
+                {**f.params, "check": f.check},
             )
             for f in roles.check(db, path)
         ]
@@ -63,44 +63,21 @@ async def check_store(
     try:
         rows = await asyncio.to_thread(_store_rows, target)
     except DbError as exc:
-        rows = [Row("store", "FAIL", "cannot read the store's roles", str(exc))]
+        rows = [Row("store", "FAIL", "store_unreadable", {"reason": str(exc)})]
     if settings.store.audit_key is None:
-        rows.append(
-            Row(
-                "store",
-                "warn",
-                "audit rows are not signed",
-                "set store.audit_key: a row forged with a correct hash passes --verify without it",
-            )
-        )
+        rows.append(Row("store", "warn", "audit_unsigned"))
     else:
-        rows.append(Row("store", "ok", "audit rows are signed (store.audit_key)"))
+        rows.append(Row("store", "ok", "audit_signed"))
     lease = settings.leader.lease_name
     if lease:
-        rows.append(Row("replicas", "ok", f"leader elected with Lease {lease}"))
+        rows.append(Row("replicas", "ok", "lease", {"lease": lease}))
         return rows
     async with await Store.open(target) as store:
         alive = await live_replicas(store, clock, settle_s)
     if len(alive) >= (1 if starting else 2):
-        rows.append(
-            Row(
-                "replicas",
-                "FAIL",
-                "replicas share this store without a Lease",
-                f"{', '.join(alive)} alive: set leader.lease_name (each replica would mark "
-                "the other's running actions interrupted)",
-            )
-        )
+        rows.append(Row("replicas", "FAIL", "replicas_shared", {"replicas": alive}))
     elif engines.is_postgres(target):
-        rows.append(
-            Row(
-                "replicas",
-                "warn",
-                "no Lease configured",
-                "a PostgreSQL store is for several replicas: set leader.lease_name before "
-                "running a second one",
-            )
-        )
+        rows.append(Row("replicas", "warn", "no_lease"))
     else:
-        rows.append(Row("replicas", "ok", "one replica on this store"))
+        rows.append(Row("replicas", "ok", "one_replica"))
     return rows

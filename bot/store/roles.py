@@ -16,9 +16,10 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from bot.core.reporting.checkup import Finding
 
 if TYPE_CHECKING:
     from bot.store.db import Db
@@ -36,15 +37,6 @@ _FORBIDDEN: dict[str, tuple[str, ...]] = {
     "audit_head": ("INSERT", "UPDATE", "DELETE", "TRUNCATE"),
 }
 _ROLE = re.compile(r"[a-z_][a-z0-9_]{0,62}")
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One line of the store's check: ``ok`` or not, what was checked, what was found."""
-
-    ok: bool
-    what: str
-    detail: str
 
 
 def _tables(db: Db) -> list[str]:
@@ -93,26 +85,14 @@ def _check_pg(db: Db) -> list[Finding]:
         "AND c.relnamespace = 'public'::regnamespace"
     ).fetchone()
     if row is None:  # a new database: the bot's first start creates the tables
-        return [
-            Finding(
-                True,
-                "store role",
-                "a new store (no audit table yet): run gpunode doctor again after the first start",
-            )
-        ]
+        return [Finding(True, "store_role", "role_new_store")]
     me, superuser, owner = str(row[0]), bool(row[1]), str(row[2])  # by position: a PgRow
     findings = [
         Finding(
             not superuser and me != owner,
-            "store role",
-            f"the bot connects as {me}; the audit tables belong to {owner}"
-            + (" (a superuser: it can lift every guard)" if superuser else "")
-            + (
-                " (the same role: it can drop or replace the guards; run `gpunode migrate "
-                "--app-role` as the owner and give the bot the app role's DSN)"
-                if me == owner
-                else ""
-            ),
+            "store_role",
+            "role_owner",
+            {"me": me, "owner": owner, "superuser": superuser, "same": me == owner},
         )
     ]
     for table, verbs in _FORBIDDEN.items():
@@ -126,10 +106,9 @@ def _check_pg(db: Db) -> list[Finding]:
         findings.append(
             Finding(
                 not held,
-                f"{table} grants",
-                f"{me} may {', '.join(held)} on {table}; revoke it"
-                if held
-                else f"{me} may only {' and '.join(APP_GRANTS[table])} on {table}",
+                "table_grants",
+                "grants_held" if held else "grants_only",
+                {"me": me, "table": table, "held": held, "allowed": list(APP_GRANTS[table])},
             )
         )
     return findings
@@ -137,27 +116,31 @@ def _check_pg(db: Db) -> list[Finding]:
 
 def _check_file(path: str) -> list[Finding]:
     if not path or path == ":memory:":
-        return [Finding(True, "store file", "in memory (nothing on disk to protect)")]
+        return [Finding(True, "store_file", "in_memory")]
     findings = []
     file = Path(path).expanduser()
-    for what, target in (("store file", file), ("store folder", file.parent)):
+    for check, target in (("store_file", file), ("store_folder", file.parent)):
         try:
             mode = os.stat(target).st_mode
         except OSError as exc:
-            findings.append(Finding(False, what, f"cannot stat {target}: {exc.strerror}"))
+            findings.append(
+                Finding(
+                    False, check, "stat_failed", {"target": str(target), "reason": exc.strerror}
+                )
+            )
             continue
         loose = mode & (stat.S_IWGRP | stat.S_IWOTH)
-        who = " and ".join(
-            w for bit, w in ((stat.S_IWGRP, "its group"), (stat.S_IWOTH, "others")) if loose & bit
-        )
         findings.append(
             Finding(
                 not loose,
-                what,
-                f"{target} is writable by {who} (mode {stat.filemode(mode)}): they can rewrite "
-                f"the audit log; chmod go-w {target}"
-                if loose
-                else f"{target} is writable by its owner only (mode {stat.filemode(mode)})",
+                check,
+                "writable_loose" if loose else "writable_owner",
+                {
+                    "target": str(target),
+                    "mode": stat.filemode(mode),
+                    "group": bool(loose & stat.S_IWGRP),
+                    "others": bool(loose & stat.S_IWOTH),
+                },
             )
         )
     return findings

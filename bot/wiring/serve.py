@@ -24,6 +24,7 @@ from bot.config.thresholds import read_thresholds
 from bot.core.governance.policy import Policy, parse_policy
 from bot.errors import ConfigError, SlackError
 from bot.logs import configure_logging
+from bot.render.checkup import log_line
 from bot.services import doctor
 from bot.services.leading import LeasePort
 from bot.slack.chatting import make_client
@@ -111,6 +112,7 @@ async def _serve(settings: Settings) -> None:
         collector_mode=settings.kube.collector_mode,
         store_rows=lambda: check_store(settings, clock=lambda: datetime.now(UTC), starting=True),
         logger=log,
+        describe=log_line,  # English: the log is the operators'
     )
     runtime = await build_runtime(
         settings,

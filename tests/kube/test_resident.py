@@ -16,6 +16,8 @@ import pytest
 
 from bot.errors import DiagnosticJobError
 from bot.kube.gateway import Gateway
+from bot.render import checkup
+from bot.render.checkup import row_words
 from bot.services import doctor
 from gpunode_sandbox.kubesim import KubeSim
 from gpunode_sandbox.kubesim.access import BOT_TOKEN
@@ -217,11 +219,16 @@ async def test_doctor_in_daemonset_mode_needs_no_job_rights_and_finds_the_agent(
     rows = await doctor.check_cluster(gw, "gpunode", collector_mode="daemonset")
     in_job_mode = await doctor.check_cluster(gw, "gpunode", collector_mode="job")
 
-    print(doctor.table(rows))
-    assert not doctor.failed(rows), doctor.table(rows)
-    assert not [r for r in rows if r.area == "grants" and r.level != "ok"], doctor.table(rows)
-    assert any(r.what == "the collector agent runs" for r in rows)
-    missing = {r.what for r in in_job_mode if r.level == "FAIL" and r.area == "grants"}
+    shown = checkup.table(rows, locale="en")
+    print(shown)
+    assert not doctor.failed(rows), shown
+    assert not [r for r in rows if r.area == "grants" and r.level != "ok"], shown
+    assert any(row_words(r, locale="en")[0] == "the collector agent runs" for r in rows)
+    missing = {
+        row_words(r, locale="en")[0]
+        for r in in_job_mode
+        if r.level == "FAIL" and r.area == "grants"
+    }
     assert "missing: create jobs (batch) in its namespace" in missing
     assert "missing: get runtimeclasses (node.k8s.io) cluster-wide" in missing
 

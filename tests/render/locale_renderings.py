@@ -2,9 +2,9 @@
 same parameters whatever the locale: the three thread messages, the reports, every sentence
 (strict: no fallback), the action flow (modal, dry run, approval, outcomes, diff), the
 timeline export, the postmortem (Markdown and HTML, with its first symptom and a story of
-every timeline code), the chart's marker labels, each timeline entry's clause, and the
-prevention kit. Each Slack
-message is checked against the Slack stand-in's Block Kit validator as it is rendered.
+every timeline code), the chart's marker labels, each timeline entry's clause, the
+prevention kit, and the terminal's ``gpunode doctor`` table and ``gpunode migrate`` lines.
+Each Slack message is checked against the Slack stand-in's Block Kit validator as it is rendered.
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ from bot.core.reporting.outcomes import Refused
 from bot.core.reporting.postmortem import ActionSummary, Postmortem, Snapshot, TimelineRow
 from bot.core.reporting.postmortem_story import detection_of, story, went_well_and_badly
 from bot.errors import ForbiddenError
-from bot.render import acting, watching
+from bot.render import acting, checkup, watching
 from bot.render.blocks import details_view, diagnosis_messages
 from bot.render.catalogs import translator
+from bot.render.cli_text import line
 from bot.render.markdown import render_report_markdown
 from bot.render.markers import marker_label
 from bot.render.messages import render_root, verdict_headline
@@ -42,6 +43,7 @@ from bot.render.timeline import entry_text
 from bot.services.executing import StepsResult
 from bot.slack.blockkit import validate_blocks
 from gpunode_sandbox.slacksim.validation import blocks_errors, view_errors
+from tests.render.checkup_samples import CHECKUP_SAMPLES, QUOTED_REASONS
 from tests.render.told import REASON_SAMPLES, REFUSAL_SAMPLES, render_notice, render_refusal
 
 T0 = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
@@ -486,6 +488,28 @@ def marker_and_timeline_words(locale: str, out: dict[str, object]) -> None:
     ]
 
 
+def checkup_words(locale: str, out: dict[str, object]) -> None:
+    """``gpunode doctor``'s table with a row of every code, both verdicts, and ``gpunode
+    migrate``'s lines; the text a server or the OS wrote (quoted as it was said, in every
+    language) left out."""
+    rows = [row for row, _ in CHECKUP_SAMPLES]
+    table = checkup.table(rows, locale=locale)
+    for reason in QUOTED_REASONS:
+        table = table.replace(reason, " ")
+    out["doctor"] = [
+        table,
+        checkup.verdict(rows, locale=locale),
+        checkup.verdict([], locale=locale),
+    ]
+    what, detail = checkup.row_words(rows[-1], locale=locale)
+    out["migrate"] = [
+        line("migrate_schema", 14, locale=locale),
+        line("migrate_granted", "gpunode_app", 22, locale=locale),
+        line("migrate_finding", True, what, detail, locale=locale),
+        line("migrate_finding", False, what, detail, locale=locale),
+    ]
+
+
 def every_message(
     d: Diagnosis,
     bundle: EvidenceBundle | None,
@@ -521,6 +545,7 @@ def every_message(
     if strict:
         out["sentences"] = strict_sentences(d, locale)
     action_flow(d, locale, out)
+    checkup_words(locale, out)
     marker_and_timeline_words(locale, out)
     watching_messages(locale, out)
     documents(d, bundle, view, locale, out)

@@ -170,4 +170,7 @@ NOT_DRIVEN = {
     "incident_no_evidence": "the details modal before any diagnosis",
     # needs two diagnoses racing for one thread's root past the claim's deadline
     "thread_being_opened": "two diagnoses racing for one incident thread",
+    # needs a PostgreSQL store (SQLite has no roles): `migrate --app-role` with a name that is
+    # not a plain role name; bot.store.roles.grant_app_role raises the English text
+    "app_role_name": "migrate --app-role NAME against PostgreSQL",
 }

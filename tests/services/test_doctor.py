@@ -19,6 +19,7 @@ import pytest
 from bot.cli import doctor as doctor_cli
 from bot.errors import UsageError
 from bot.kube import selfcheck
+from bot.render.checkup import row_words
 from bot.services import doctor
 from bot.store import Store
 from bot.store.checkup import check_store
@@ -213,7 +214,9 @@ async def test_a_restarted_single_replica_starts_its_old_beat_does_not_count(
     rows = await _at_start(settings, gateway)
     gateway.close()
 
-    assert [r.what for r in rows if r.area == "replicas"] == ["one replica on this store"]
+    assert [row_words(r, locale="en")[0] for r in rows if r.area == "replicas"] == [
+        "one replica on this store"
+    ]
 
 
 @pytest.mark.parametrize("lease", [False, True], ids=["no-lease", "lease-configured"])

@@ -18,6 +18,8 @@ import psycopg
 import pytest
 
 from bot.cli import migrate
+from bot.core.reporting.checkup import Finding
+from bot.render.checkup import finding_words
 from bot.store import ActionRecord, AuditRecord, Store, audit_chain, audit_guard, engines, roles
 from tests.store.conftest import RAW_ERRORS, is_pg, lift, query, tamper
 
@@ -402,6 +404,11 @@ async def test_verify_streams_the_log_instead_of_loading_it(target: str) -> None
 # --- the roles, as gpunode doctor reports them -----------------------------------------------
 
 
+def said(finding: Finding) -> tuple[str, str]:
+    """The finding's check and detail, as the English doctor table words them."""
+    return finding_words(finding, locale="en")
+
+
 def test_the_app_role_may_only_append_and_read_the_audit(pg_roles: tuple[str, str]) -> None:
     owner, app = pg_roles
     as_app = engines.connect(app)
@@ -413,14 +420,14 @@ def test_the_app_role_may_only_append_and_read_the_audit(pg_roles: tuple[str, st
         as_app.close()
         as_owner.close()
 
-    assert [(f.ok, f.what) for f in app_findings] == [
+    assert [(f.ok, said(f)[0]) for f in app_findings] == [
         (True, "store role"),
         (True, "audit grants"),
         (True, "audit_head grants"),
     ], app_findings
-    assert app_findings[1].detail.endswith("may only SELECT and INSERT on audit")
+    assert said(app_findings[1])[1].endswith("may only SELECT and INSERT on audit")
     assert not owner_findings[0].ok
-    assert "the same role: it can drop or replace the guards" in owner_findings[0].detail
+    assert "the same role: it can drop or replace the guards" in said(owner_findings[0])[1]
 
 
 def test_a_store_file_writable_by_others_is_named(tmp_path: Path) -> None:
@@ -434,8 +441,9 @@ def test_a_store_file_writable_by_others_is_named(tmp_path: Path) -> None:
 
     file_finding, folder_finding = findings
     assert not file_finding.ok
-    assert "is writable by its group and others (mode -rw-rw-rw-)" in file_finding.detail
-    assert f"chmod go-w {path}" in file_finding.detail
+    detail = said(file_finding)[1]
+    assert "is writable by its group and others (mode -rw-rw-rw-)" in detail
+    assert f"chmod go-w {path}" in detail
     assert folder_finding.ok
 
 
@@ -467,5 +475,5 @@ def test_the_roles_of_a_new_postgres_database_are_checked_after_its_first_start(
     finally:
         db.close()
 
-    assert [(f.ok, f.what) for f in findings] == [(True, "store role")]
-    assert "a new store" in findings[0].detail
+    assert [(f.ok, said(f)[0]) for f in findings] == [(True, "store role")]
+    assert "a new store" in said(findings[0])[1]
