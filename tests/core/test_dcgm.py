@@ -78,7 +78,7 @@ def test_each_pod_gets_its_gpus_framebuffer_under_either_spelling_of_the_labels(
     [row] = attempt.memory
     assert (row.namespace, row.pod, row.container, row.gpu) == ("ml", "train-0", "main", "0")
     assert row.used_bytes == 61440 * MiB and row.free_bytes == 20480 * MiB
-    assert row.shared_by == 1 and row.source == "dcgm-exporter via the endpoint"
+    assert row.shared_by == 1 and row.source == "dcgm-exporter"  # the caller said not how
 
 
 def test_mig_instances_of_one_gpu_are_separate_and_not_shared() -> None:

@@ -61,10 +61,7 @@ async def test_a_mig_node_gets_per_pod_gpu_memory_from_the_exporter_on_the_node(
     for row in bundle.pod_gpu_memory:
         assert (row.namespace, row.container, row.mig_profile) == ("serving", "server", "1g.10gb")
         assert row.used_bytes == 8 * GiB and row.free_bytes == 2 * GiB and row.shared_by == 1
-        assert row.source == (
-            f"dcgm-exporter via the exporter's endpoint {address}:{port} on mig-node-01 "
-            "(Service gpu-operator/nvidia-dcgm-exporter)"
-        )
+        assert row.source == f"dcgm-exporter:gpu-operator/nvidia-dcgm-exporter@{address}:{port}"
     assert len({r.mig_instance for r in bundle.pod_gpu_memory}) == 2
     why = _gap(bundle)
     assert "MIG monitor capability" in why
@@ -157,7 +154,6 @@ async def test_the_exporter_asked_is_the_one_on_the_diagnosed_node(make_gateway:
     address, port = sim.exporters.addresses["gpu-node-02"]
     assert bundle.pod_gpu_memory
     assert {r.source for r in bundle.pod_gpu_memory} == {
-        f"dcgm-exporter via the exporter's endpoint {address}:{port} on gpu-node-02 "
-        "(Service gpu-operator/nvidia-dcgm-exporter)"
+        f"dcgm-exporter:gpu-operator/nvidia-dcgm-exporter@{address}:{port}"
     }
     assert not [r for r in bundle.pod_gpu_memory if r.pod.startswith("train-llm")]  # node 01's

@@ -157,6 +157,16 @@ def _device(labels: Mapping[str, str]) -> tuple[str, str]:
     return labels.get("UUID") or labels.get("gpu", "?"), labels.get("GPU_I_ID", "")
 
 
+def _source(via: str, at: Mapping[str, str | int]) -> str:
+    """Where the rows were read, as an identifier like every evidence source (no words):
+    ``dcgm-exporter:SERVICE@ADDRESS:PORT`` (the endpoint), ``dcgm-exporter:prometheus``;
+    ``dcgm-exporter`` when the caller did not say."""
+    if via == "endpoint" and at.get("at_address"):
+        service = at.get("at_service")
+        return f"dcgm-exporter:{f'{service}@' if service else ''}{at['at_address']}"
+    return f"dcgm-exporter:{via}" if via else "dcgm-exporter"
+
+
 def pod_memory(
     series: Iterable[Series],
     *,
@@ -205,6 +215,7 @@ def pod_memory(
     for labels, _, who in held:
         sharing.setdefault(_device(labels), set()).add((who[1], who[0]))
     rows: dict[tuple[str, ...], PodGpuMemory] = {}
+    source = _source(via, said)
     for labels, v, (pod, ns, container) in held:
         device = _device(labels)
         key = (ns, pod, container, *device)
@@ -220,7 +231,7 @@ def pod_memory(
             used_bytes=int(v * MIB),
             free_bytes=int(f * MIB) if f is not None else None,
             shared_by=len(sharing[device]),
-            source=f"dcgm-exporter via {way}",
+            source=source,
         )
     ordered = sorted(rows.values(), key=lambda r: (r.namespace, r.pod, r.gpu, r.mig_instance or ""))
     return DcgmAttempt(way, memory=tuple(ordered), via=via, params=said)

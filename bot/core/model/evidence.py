@@ -218,7 +218,10 @@ class PodGpuMemory(_Model):
     used_bytes: int = Field(description="DCGM_FI_DEV_FB_USED (MiB) in bytes")
     free_bytes: int | None = Field(None, description="DCGM_FI_DEV_FB_FREE (MiB) in bytes")
     shared_by: int = Field(1, description="pods the exporter labels on the same device")
-    source: str = Field(description="where it was read: the exporter's endpoint or Prometheus")
+    source: str = Field(
+        description="where it was read, an identifier: dcgm-exporter:SERVICE@ADDRESS:PORT (the "
+        "exporter's endpoint) or dcgm-exporter:prometheus"
+    )
 
 
 class SlabCache(_Model):
