@@ -141,8 +141,6 @@ def _sentences(record: AuditRecord, result: Mapping[str, Any]) -> list[Words]:
         return [_reread(u) for u in unanswered]
     if decision == "expired":
         return [_line("audit_expired")]
-    if decision == "denied":
-        return [_line("audit_no_policy")]
     if decision == "needs_approval" and (m := _QUORUM.fullmatch(detail)):
         return [_line("audit_quorum", m["quorum"], m["expires"])]
     if (decision, outcome) == ("refused", "not_current") and (m := _NOT_CURRENT.fullmatch(detail)):
@@ -153,6 +151,12 @@ def _sentences(record: AuditRecord, result: Mapping[str, Any]) -> list[Words]:
         return [_line("audit_unknown_nodes", m["nodes"])]
     if decision == "shared" and (m := _KIT_SHARED.fullmatch(detail)):
         return [_line("audit_kit_shared", m["snapshot"], m["files"])]
+    if decision in ("denied", "refused"):  # the policy's fixed refusals (Deny.reason)
+        return [
+            _line("audit_no_policy"),
+            _line("audit_channel_not_enabled"),
+            _line("audit_unmapped"),
+        ]
     return []
 
 

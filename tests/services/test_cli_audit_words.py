@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from bot.cli.audit import escape, main
+from bot.core.governance.policy import Deny, Principal, authorize, parse_policy
 from bot.core.model import actors
 from bot.errors import ClusterUnreachableError
 from bot.render.timeline import entry_text
@@ -26,7 +27,7 @@ from bot.services import approving
 from bot.services.chatops import NO_POLICY
 from bot.store import AuditRecord
 from tests.render.test_catalogs import english_words
-from tests.services.world import CHANNEL, NODE, REQ, TTL_S, World
+from tests.services.world import CHANNEL, NODE, POLICY, REQ, TTL_S, World
 
 REASON = "node is falling over"  # what the requester typed (World.request)
 EDITS: dict[str, Any] = {"memory_limit": "70Gi", "memory_request": "60Gi"}
@@ -61,8 +62,13 @@ async def _every_kind_of_row(world: World) -> None:
     meta = {"incident": incident.id, "plan_id": "P-gone", "channel": CHANNEL}
     await world.act.validate_submission(meta, {"reason": REASON}, user=REQ)
     # rows other services write
+    principal = Principal(user_id=REQ, channel_id=CHANNEL)
+    elsewhere = parse_policy({**POLICY, "channels": ["C0ELSEWHERE"]})
+    not_here = authorize(principal, "diagnose", elsewhere)
+    assert isinstance(not_here, Deny)
     for decision, outcome, action, detail in (
         ("denied", "", "diagnose", NO_POLICY),
+        ("refused", "", "tier1.apply", not_here.reason),
         ("refused", "unknown_node", "alert", "no GPU node named gpu-node-99, gpu-node-98"),
         ("shared", "", "prevention_kit.upload", "snapshot 7: INC-0001-kit.md, values.yaml"),
     ):
@@ -99,6 +105,7 @@ WORDED = {
     ("interrupted", "failed"),
     ("refused", "not_current"),
     ("denied", ""),
+    ("refused", ""),
     ("refused", "unknown_node"),
     ("shared", ""),
 }
