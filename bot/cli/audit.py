@@ -13,9 +13,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -24,8 +25,9 @@ from bot.core.model.durations import parse_duration
 from bot.core.reporting.records import ChainReport
 from bot.errors import UsageError
 from bot.render.cli_text import line
+from bot.render.errors import error_text
 from bot.render.filters import display_width, pad
-from bot.render.timeline import stale_reason
+from bot.render.timeline import entry_text, found_text, stale_reason, unanswered_text
 from bot.services import anchoring
 from bot.services.anchoring import AnchorReport
 from bot.store import AuditRecord, Store
@@ -74,7 +76,7 @@ _UNSAFE = {"Cc", "Cf", "Zl", "Zp", "Cn", "Cs", "Co"}
 
 
 def _row(
-    record: AuditRecord, locale: str, stale: Mapping[str, Mapping[str, Any]]
+    record: AuditRecord, locale: str, results: Mapping[str, Mapping[str, Any]]
 ) -> tuple[str, ...]:
     return tuple(
         escape(cell)
@@ -87,17 +89,101 @@ def _row(
             record.cluster or "-",
             record.incident_id or "-",
             record.channel or "-",
-            _detail(record, locale, stale),
+            _detail(record, locale, results.get(record.action_id or "") or {}),
         )
     )
 
 
-def _detail(record: AuditRecord, locale: str, stale: Mapping[str, Mapping[str, Any]]) -> str:
-    """The row's detail: a plan refused as stale is worded in ``locale`` from the reason its
-    action stored (code and params); any other detail as stored (a person's reason, or words
-    an older version wrote)."""
-    why = stale.get(record.action_id or "") if _is_stale(record) else None
-    return stale_reason(why, locale=locale) if why else record.detail
+def _detail(record: AuditRecord, locale: str, result: Mapping[str, Any]) -> str:
+    """The row's detail in ``locale``. A plan refused as stale is worded from the reason its
+    action stored (code and params). A detail the services write as a fixed English sentence
+    is worded from the row's decision and outcome, the action's stored result (``said``: a
+    crash, what an interrupted action's reconciler found; ``unanswered``: the writes that got
+    no answer) or the values the sentence holds, and only when those data, worded in
+    English, give the stored detail word for word. Anything else (a person's reason, a
+    server's message, words an older version wrote) is shown as stored."""
+    if _is_stale(record):
+        code = result.get("code")
+        if not isinstance(code, str):
+            return record.detail
+        return stale_reason({**(result.get("params") or {}), "reason": code}, locale=locale)
+    if locale == "en" or not record.detail:
+        return record.detail
+    for words in _sentences(record, result):
+        if words("en") == record.detail:
+            return words(locale)
+    return record.detail
+
+
+Words = Callable[[str], str]
+_QUORUM = re.compile(r"quorum (?P<quorum>[0-9]+); expires (?P<expires>\S+)")
+_NOT_CURRENT = re.compile(r"plan (?P<plan>\S+) is not a current plan of this incident")
+_UNKNOWN_NODES = re.compile(r"no GPU node named (?P<nodes>.+)")
+_KIT_SHARED = re.compile(r"snapshot (?P<snapshot>\S+): (?P<files>.*)")
+
+
+def _sentences(record: AuditRecord, result: Mapping[str, Any]) -> list[Words]:
+    """The sentences the row's detail may be, each a function of the locale (the caller
+    keeps the one whose English is the stored detail)."""
+    decision, outcome, detail = record.decision, record.outcome, record.detail
+    stored = result.get("said")
+    said: Mapping[str, Any] = stored if isinstance(stored, Mapping) else {}
+    given = said.get("params")
+    params: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+    unanswered = [u for u in result.get("unanswered") or [] if isinstance(u, Mapping)]
+    if (decision, outcome) == ("interrupted", "failed") and said.get("code") == "interrupted":
+        return [lambda loc: found_text(params.get("found"), locale=loc)]
+    if (decision, outcome) == ("failed", "error") and said.get("code") == "crashed":
+        return [lambda loc: entry_text(said, detail, locale=loc)]
+    if (decision, outcome) == ("no_answer", "unknown"):
+        return [_no_answer(u) for u in unanswered if isinstance(u.get("step"), Mapping)]
+    if decision == "reread":
+        return [_reread(u) for u in unanswered]
+    if decision == "expired":
+        return [_line("audit_expired")]
+    if decision == "needs_approval" and (m := _QUORUM.fullmatch(detail)):
+        return [_line("audit_quorum", m["quorum"], m["expires"])]
+    if (decision, outcome) == ("refused", "not_current") and (m := _NOT_CURRENT.fullmatch(detail)):
+        return [_line("audit_not_current", m["plan"])]
+    if (decision, outcome) == ("refused", "unknown_node") and (
+        m := _UNKNOWN_NODES.fullmatch(detail)
+    ):
+        return [_line("audit_unknown_nodes", m["nodes"])]
+    if decision == "shared" and (m := _KIT_SHARED.fullmatch(detail)):
+        return [_line("audit_kit_shared", m["snapshot"], m["files"])]
+    if decision in ("denied", "refused"):  # the policy's fixed refusals (Deny.reason)
+        return [
+            _line("audit_no_policy"),
+            _line("audit_channel_not_enabled"),
+            _line("audit_unmapped"),
+        ]
+    return []
+
+
+def _line(name: str, *args: str) -> Words:
+    """The macro ``name`` of ``cli.txt.j2`` with ``args``, in the locale it is given."""
+    return lambda locale: line(name, *args, locale=locale)
+
+
+def _reread(u: Mapping[str, Any]) -> Words:
+    """What the re-read of a write that got no answer found, as the timeline words it."""
+    return lambda locale: unanswered_text(u, locale=locale)
+
+
+def _no_answer(u: Mapping[str, Any]) -> Words:
+    """A write that got no answer, as its audit row says it (the error, then the object
+    re-read): the error worded from its key, in English its own text."""
+
+    def words(locale: str) -> str:
+        error = str(u.get("write_error") or "")
+        params = u.get("write_params")
+        if locale != "en" and u.get("write_key"):
+            keyed = dict(params) if isinstance(params, Mapping) else {}
+            error = error_text(str(u["write_key"]), keyed, error, locale)
+        step = u["step"]
+        return line("audit_no_answer", error, step.get("kind"), step.get("name"), locale=locale)
+
+    return words
 
 
 def _is_stale(record: AuditRecord) -> bool:
@@ -108,15 +194,15 @@ def format_text(
     records: list[AuditRecord],
     *,
     locale: str,
-    stale: Mapping[str, Mapping[str, Any]] | None = None,
+    results: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> str:
-    """A plain table in ``locale`` (heads, times, stale reasons), widths fitted to the
-    content by display columns; ``detail`` is last and not padded. ``stale``: action id ->
-    the reason its refusal stored (``reason`` and its params)."""
+    """A plain table in ``locale`` (heads, times, the details gpunode wrote), widths fitted
+    to the content by display columns; ``detail`` is last and not padded. ``results``:
+    action id -> the result that action stored (``_detail`` words details from it)."""
     if not records:
         return line("no_audit_records", locale=locale)
     heads = tuple(line("audit_head", c, locale=locale) for c in _COLUMNS)
-    rows = [heads, *(_row(r, locale, stale or {}) for r in records)]
+    rows = [heads, *(_row(r, locale, results or {}) for r in records)]
     widths = [max(display_width(row[i]) for row in rows) for i in range(len(_COLUMNS) - 1)]
     lines = []
     for row in rows:
@@ -132,18 +218,18 @@ def format_json_lines(records: list[AuditRecord]) -> str:
 async def _read(
     path: str, since: datetime | None
 ) -> tuple[list[AuditRecord], dict[str, dict[str, Any]]]:
-    """The rows since ``since``, and for each plan refused as stale the reason its action
-    stored (``reason`` and params: the words are the reader's, the record keeps codes)."""
+    """The rows since ``since``, and the result each action a row names stored (a stale
+    refusal's reason, a crash, what the reconciler found: the words are the reader's, the
+    record keeps codes)."""
     async with await Store.open(path) as store:
         records = await store.audit_since(since)
-        stale: dict[str, dict[str, Any]] = {}
+        results: dict[str, dict[str, Any]] = {}
         for r in records:
-            if _is_stale(r) and r.action_id and r.action_id not in stale:
+            if r.action_id and r.action_id not in results:
                 action = await store.get_action(r.action_id)
                 result = action.result if action is not None else None
-                if isinstance(result, dict) and isinstance(result.get("code"), str):
-                    stale[r.action_id] = {**(result.get("params") or {}), "reason": result["code"]}
-        return records, stale
+                results[r.action_id] = result if isinstance(result, dict) else {}
+        return records, results
 
 
 async def _verify(path: str, key: bytes | None) -> ChainReport:
@@ -202,12 +288,12 @@ def main(
     since = None
     if getattr(args, "since", None):
         since = (now or datetime.now(UTC)) - parse_duration(args.since)
-    records, stale = asyncio.run(_read(path, since))
+    records, results = asyncio.run(_read(path, since))
     locale = getattr(args, "lang", None) or "en"
     text = (
         format_json_lines(records)
         if args.format == "json"
-        else format_text(records, locale=locale, stale=stale)
+        else format_text(records, locale=locale, results=results)
     )
     if text:
         print(text, file=stream)

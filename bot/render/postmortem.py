@@ -20,6 +20,7 @@ from bot.core.reporting.postmortem_story import StoryRow
 from bot.render import environment
 from bot.render.prevention import render_prevention_files, source_line
 from bot.render.sentences import Fmt, sentence
+from bot.render.timeline import keyed_error
 from bot.render.views import build_view
 
 
@@ -98,7 +99,11 @@ def context(pm: Postmortem, *, fmt: Fmt, locale: str) -> dict[str, Any]:
 
 def _worded(row: StoryRow, locale: str) -> StoryRow:
     """A diagnosis row whose verdict was kept as data, worded in ``locale`` (rows recorded
-    before keep the sentence they were recorded with)."""
+    before keep the sentence they were recorded with); an entry that quotes a keyed error
+    (a crash) with that error worded in ``locale``."""
+    said = row.values.get("said")
+    if isinstance(said, dict):
+        row = row.model_copy(update={"values": {**row.values, "said": keyed_error(said, locale)}})
     verdict = row.values.get("verdict")
     if row.code != "evidence" or not isinstance(verdict, dict):
         return row

@@ -221,15 +221,20 @@ async def execute(
         )
     except GpunodeError as err:
         why = f"{err.message}. Nothing was changed."
-        await _crashed(d, record, err.code, why, by=by, fields=fields, incident=incident)
+        cause: dict[str, Any] = {"cause": "error", "error": err.message}
+        if err.key:  # a keyed error: each reader reads it in their language
+            cause |= {"error_key": err.key, "error_params": dict(err.params)}
+        await _crashed(d, record, err.code, why, cause, by=by, fields=fields, incident=incident)
         return True
     except TimeoutError:
         why = "the API server did not answer in time. Nothing was changed; retry in a minute."
-        await _crashed(d, record, "timeout", why, by=by, fields=fields, incident=incident)
+        cause = {"cause": "timeout"}
+        await _crashed(d, record, "timeout", why, cause, by=by, fields=fields, incident=incident)
         return True
     except Exception as exc:
         why = f"{exc!r}; check the targets by hand before retrying"
-        await _crashed(d, record, "internal", why, by=by, fields=fields, incident=incident)
+        cause = {"cause": "internal", "error": repr(exc)}
+        await _crashed(d, record, "internal", why, cause, by=by, fields=fields, incident=incident)
         raise
     await _record(
         d, record, plan, result, by=by, fields=fields, since=since, acting=acting, incident=incident
@@ -420,20 +425,25 @@ async def _crashed(
     record: ActionRecord,
     code: str,
     message: str,
+    cause: dict[str, Any],
     *,
     by: str,
     fields: dict[str, Any],
     incident: Incident | None,
 ) -> None:
     """After the claim something failed outside the steps (the re-read before acting, the
-    store): end ``failed`` and say so, rather than leave the action claimed."""
+    store): end ``failed`` and say so, rather than leave the action claimed. ``message``:
+    the English account; ``cause``: the same as data (``cause``: error, timeout or internal;
+    ``error``: the error's English text or the exception's repr; ``error_key`` and
+    ``error_params`` for a keyed error), kept in the timeline entry and the action's result
+    so that presenters word it."""
     why = f"could not carry out the action ({code}): {message}"
+    words = said("crashed", code=code, message=message, **cause)
     try:
         await d.ports.store.set_action_state(
-            record.action_id, "failed", at=d.config.clock(), result={"reason": why}
+            record.action_id, "failed", at=d.config.clock(), result={"reason": why} | words
         )
         await d.journal.audit(actor=by, **fields, decision="failed", outcome="error", detail=why)
-        words = said("crashed", code=code, message=message)
         await d.journal.timeline(record.incident_id, "action_result", by, why, words)
         await d.messages.update_message(record, "failed", by=by, detail=why, incident=incident)
     except GpunodeError:

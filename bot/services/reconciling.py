@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
+from typing import Any
 
 from bot.core.model import actors
 from bot.core.model.actions import ActionPlan
@@ -33,12 +34,14 @@ async def reconcile_interrupted(d: ActDeps, *, orphaned_before: datetime | None 
         count += 1
         plan = plan_of_record(record)
         here = d.for_cluster(d.clusters.stored(record.cluster))
-        observed = await observe(here, plan)
+        observed, found = await observe(here, plan)
+        words = said("interrupted", tier=plan.tier, found=found)
         if not await d.ports.store.set_action_state(
             record.action_id,
             "failed",
             at=d.config.clock(),
-            result={"reason": "interrupted by a restart", "observed": observed},
+            # what was found, as codes (``words``: the audit presenter words the row from it)
+            result={"reason": "interrupted by a restart", "observed": observed} | words,
         ):
             continue  # another replica reconciled it first
         await here.journal.audit(
@@ -56,7 +59,7 @@ async def reconcile_interrupted(d: ActDeps, *, orphaned_before: datetime | None 
             "action_result",
             actors.GPUNODE,
             f"tier {plan.tier} interrupted by a restart; found: {observed}",
-            {"action_id": record.action_id} | said("interrupted", tier=plan.tier, found=observed),
+            {"action_id": record.action_id} | words,
         )
         incident = await incident_of(d.ports.store, record)
         # the action's message said "Applying…" since the claim: it gets its outcome
@@ -69,7 +72,13 @@ async def reconcile_interrupted(d: ActDeps, *, orphaned_before: datetime | None 
         )
         if incident is None or not incident.thread_ts:
             continue
-        told = notice("interrupted", action_id=record.action_id, tier=plan.tier, observed=observed)
+        told = notice(
+            "interrupted",
+            action_id=record.action_id,
+            tier=plan.tier,
+            observed=observed,
+            found=found,
+        )
         try:
             await d.ports.thread.post(incident.channel, told, incident=incident)
         except GpunodeError as err:
@@ -77,19 +86,40 @@ async def reconcile_interrupted(d: ActDeps, *, orphaned_before: datetime | None 
     return count
 
 
-async def observe(d: ActDeps, plan: ActionPlan) -> str:
-    """A one-line account of the plan's targets as the cluster shows them now."""
+async def observe(d: ActDeps, plan: ActionPlan) -> tuple[str, list[dict[str, Any]]]:
+    """The plan's targets as the cluster shows them now: a one-line English account (logs,
+    older readers) and the same as data, one ``{"code", "params"}`` per clause, which the
+    presenters word (``templates/sentences/timeline.j2``, ``found``)."""
+    found = await _found(d, plan)
+    return "; ".join(_FOUND_TEXT[f["code"]].format(**f["params"]) for f in found), found
+
+
+#: each clause of ``observe``'s account in English, by code
+_FOUND_TEXT = {
+    "unreadable": "could not read node {node} ({error}); check it by hand",
+    "cordoned": "node {node} cordoned",
+    "schedulable": "node {node} schedulable",
+    "evictions": "{done} of {planned} planned evictions done",
+    "check_spec": "{target}: check its current spec",
+}
+
+
+def _clause(code: str, **params: Any) -> dict[str, Any]:
+    return {"code": code, "params": params}
+
+
+async def _found(d: ActDeps, plan: ActionPlan) -> list[dict[str, Any]]:
     try:
         view = await d.kube.get_cluster_view(plan.node)
     except (KubeError, TimeoutError) as err:
         code = err.code if isinstance(err, KubeError) else "timeout"
-        return f"could not read node {plan.node} ({code}); check it by hand"
-    parts = [f"node {plan.node} {'cordoned' if view.node.unschedulable else 'schedulable'}"]
+        return [_clause("unreadable", node=plan.node, error=code)]
+    found = [_clause("cordoned" if view.node.unschedulable else "schedulable", node=plan.node)]
     evict = {f"{s.namespace}/{s.name}" for s in plan.steps if s.verb == "evict"}
     if evict:
         still = sum(1 for p in view.pods if p.key in evict)
-        parts.append(f"{len(evict) - still} of {len(evict)} planned evictions done")
+        found.append(_clause("evictions", done=len(evict) - still, planned=len(evict)))
     for step in plan.steps:
         if step.verb in ("set_priority_class", "patch_resources"):
-            parts.append(f"{step.ref.key}: check its current spec")
-    return "; ".join(parts)
+            found.append(_clause("check_spec", target=step.ref.key))
+    return found

@@ -110,6 +110,13 @@ class Settled:
                 if self.reread_key
                 else {}
             ),
+            # the unanswered write's own error (its audit row quotes it): English, and its key
+            "write_error": self.error.message,
+            **(
+                {"write_key": self.error.key, "write_params": dict(self.error.params)}
+                if self.error.key
+                else {}
+            ),
         }
 
 

@@ -224,6 +224,17 @@ def action_flow(d: Diagnosis, locale: str, out: dict[str, object]) -> None:
         ("interrupted", {"action_id": "A1", "tier": 1, "observed": "x"}),
     ):
         checked(f"notice.{key}", render_notice(key, locale, **params), out)
+    found = [
+        {"code": "cordoned", "params": {"node": "gpu-node-01"}},
+        {"code": "evictions", "params": {"done": 1, "planned": 2}},
+    ]
+    checked(
+        "notice.interrupted.found",
+        render_notice(
+            "interrupted", locale, action_id="A1", tier=1, observed="node ...", found=found
+        ),
+        out,
+    )
     for code, params in REFUSAL_SAMPLES.items():
         checked(f"refusal.{code}", render_refusal(code, locale, **params), out)
     for code, reasons in REASON_SAMPLES.items():
@@ -442,6 +453,48 @@ def timeline_entries() -> list[TimelineEntry]:
         ("action_result", "tier 2 cancelled", said("cancelled", tier=2)),
         ("action_result", "tier 2 interrupted", said("interrupted", tier=2, found="2/3")),
         ("action_result", "could not carry out", said("crashed", code="kube_timeout", message="")),
+        (
+            "action_result",
+            "tier 3 interrupted by a restart; found: ...",
+            said(
+                "interrupted",
+                tier=3,
+                found=[
+                    {"code": "cordoned", "params": {"node": "gpu-node-01"}},
+                    {"code": "evictions", "params": {"done": 1, "planned": 2}},
+                    {"code": "check_spec", "params": {"target": "Deployment/ml/train"}},
+                ],
+            ),
+        ),
+        (
+            "action_result",
+            "tier 1 interrupted by a restart; found: could not read node ...",
+            said(
+                "interrupted",
+                tier=1,
+                found=[
+                    {"code": "unreadable", "params": {"node": "gpu-node-01", "error": "timeout"}}
+                ],
+            ),
+        ),
+        (
+            "action_result",
+            "could not carry out the action (cluster_unreachable): cluster prod ...",
+            said(
+                "crashed",
+                code="cluster_unreachable",
+                message="cluster prod could not be reached (no answer in 10s); ...",
+                cause="error",
+                error="cluster prod could not be reached (no answer in 10s); ...",
+                error_key="cluster_unreachable",
+                error_params={"cluster": "prod", "waited_s": "10", "reason": "no answer in 10s"},
+            ),
+        ),
+        (
+            "action_result",
+            "could not carry out the action (timeout): the API server did not answer in time",
+            said("crashed", code="timeout", message="the API server ...", cause="timeout"),
+        ),
         (
             "action_result",
             "watched: x",

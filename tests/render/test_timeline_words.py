@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from bot.core.model.incidents import TimelineEntry, said
 from bot.core.reporting.charts import action_markers
+from bot.errors import ClusterUnreachableError
 from bot.render.catalogs import translator
 from bot.render.markers import marker_label
 from bot.render.timeline import entry_text
@@ -58,3 +59,70 @@ def test_an_action_marker_on_the_chart_says_what_its_entry_says() -> None:
     assert marker_label(marker.kind, marker.params, marker.label, translator("en")) == (
         "tier 3 undone"
     )
+
+
+FOUND = [
+    {"code": "cordoned", "params": {"node": "gpu-node-01"}},
+    {"code": "evictions", "params": {"done": 1, "planned": 2}},
+    {"code": "check_spec", "params": {"target": "Deployment/ml/train"}},
+]
+OBSERVED = (
+    "node gpu-node-01 cordoned; 1 of 2 planned evictions done; "
+    "Deployment/ml/train: check its current spec"
+)
+
+
+def test_what_the_reconciler_found_of_an_interrupted_action_is_worded_from_its_codes() -> None:
+    entry = _entry(
+        f"tier 3 interrupted by a restart; found: {OBSERVED}",
+        said("interrupted", tier=3, found=FOUND),
+    )
+
+    assert entry_text(entry.said, entry.text, locale="en") == entry.text
+    for locale in ("zh-CN", "en-XA"):
+        words = entry_text(entry.said, entry.text, locale=locale)
+        assert "gpu-node-01" in words and "Deployment/ml/train" in words
+        assert english_words(words) == [], (locale, words)
+
+
+def test_an_interrupted_entry_of_an_older_version_keeps_what_it_found_as_stored() -> None:
+    old = _entry(
+        f"tier 3 interrupted by a restart; found: {OBSERVED}",
+        said("interrupted", tier=3, found=OBSERVED),
+    )
+    assert entry_text(old.said, old.text, locale="zh-CN").endswith(OBSERVED)
+
+
+def test_a_crash_on_a_keyed_error_is_worded_from_the_errors_key_and_params() -> None:
+    err = ClusterUnreachableError("prod-eu", waited_s=10)
+    message = f"{err.message}. Nothing was changed."
+    entry = _entry(
+        f"could not carry out the action ({err.code}): {message}",
+        said(
+            "crashed",
+            code=err.code,
+            message=message,
+            cause="error",
+            error=err.message,
+            error_key=err.key,
+            error_params=dict(err.params),
+        ),
+    )
+
+    assert entry_text(entry.said, entry.text, locale="en") == entry.text
+    for locale in ("zh-CN", "en-XA"):
+        words = entry_text(entry.said, entry.text, locale=locale)
+        assert "prod-eu" in words and english_words(words) == [], (locale, words)
+
+
+def test_a_crash_on_a_timeout_is_worded_in_the_readers_language() -> None:
+    message = "the API server did not answer in time. Nothing was changed; retry in a minute."
+    entry = _entry(
+        f"could not carry out the action (timeout): {message}",
+        said("crashed", code="timeout", message=message, cause="timeout"),
+    )
+
+    assert entry_text(entry.said, entry.text, locale="en") == entry.text
+    for locale in ("zh-CN", "en-XA"):
+        words = entry_text(entry.said, entry.text, locale=locale)
+        assert english_words(words) == [], (locale, words)
