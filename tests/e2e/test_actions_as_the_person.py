@@ -115,6 +115,13 @@ async def _grant(demo: Demo, binding: dict[str, Any]) -> None:
     assert status == 201, body
 
 
+async def _revoke(demo: Demo, namespace: str, name: str) -> None:
+    """An admin deletes the RoleBinding ``namespace/name`` (the person loses that right)."""
+    path = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings/{name}"
+    status, body = await kube_call(demo.kube.url, "DELETE", path, token=ADMIN_TOKEN)
+    assert status == 200, body
+
+
 @pytest.fixture
 async def demo(tmp_path: Path) -> AsyncIterator[Demo]:
     access = tmp_path / "access"
@@ -251,13 +258,7 @@ async def test_an_apply_the_cluster_no_longer_allows_fails_with_the_clusters_ref
     root_ts = await diagnose(demo)
     await _request_tier3(demo, root_ts, LIWEI)  # the dry run passes: liwei may patch
     before = copy.deepcopy(demo.kube.get("deployments", "data-prep", "preprocess"))
-    status, body = await kube_call(
-        demo.kube.url,
-        "DELETE",
-        "/apis/rbac.authorization.k8s.io/v1/namespaces/data-prep/rolebindings/liwei-acts",
-        token=ADMIN_TOKEN,
-    )
-    assert status == 200, body
+    await _revoke(demo, "data-prep", "liwei-acts")
 
     await press(demo, root_ts, LIWEI, "gpunode_apply")
 
@@ -278,13 +279,7 @@ async def test_in_a_chinese_thread_the_clusters_refusal_of_an_apply_reads_in_chi
     await _grant(demo, grant)
     root_ts = await diagnose(demo, user=LIWEI)
     await _request_tier3(demo, root_ts, LIWEI)
-    status, body = await kube_call(
-        demo.kube.url,
-        "DELETE",
-        "/apis/rbac.authorization.k8s.io/v1/namespaces/data-prep/rolebindings/liwei-acts",
-        token=ADMIN_TOKEN,
-    )
-    assert status == 200, body
+    await _revoke(demo, "data-prep", "liwei-acts")
 
     await press(demo, root_ts, LIWEI, "gpunode_apply")
 

@@ -417,19 +417,21 @@ def test_an_english_reader_sees_exactly_the_errors_own_text(errors: list[Gpunode
 QUOTED = ("message", "error", "said", "detail")
 
 
+def _unquoted(err: GpunodeError, locale: str) -> str:
+    """The error's words in ``locale``, without what it quotes as said (``QUOTED``)."""
+    text = error_text(err.key, err.params, err.message, locale)
+    for quoted in QUOTED:
+        if err.params.get(quoted):
+            text = text.replace(str(err.params[quoted]), " ")
+    return text
+
+
 def test_a_chinese_reader_sees_no_english_sentence_in_an_error(errors: list[GpunodeError]) -> None:
     """Quoted words (the kubelet's message, an OS error such as "No such file or directory",
     the API server's own message) are left as they were said, so they are left out of the
     check; the request the error answered is worded, so it is checked."""
 
-    def words(err: GpunodeError) -> str:
-        text = error_text(err.key, err.params, err.message, "zh-CN")
-        for quoted in QUOTED:
-            if err.params.get(quoted):
-                text = text.replace(str(err.params[quoted]), " ")
-        return text
-
-    leaks = {err.key: found for err in errors if (found := english_words(words(err)))}
+    leaks = {err.key: found for err in errors if (found := english_words(_unquoted(err, "zh-CN")))}
     assert leaks == {}
 
 
@@ -439,14 +441,7 @@ def test_a_pseudo_locale_reader_sees_every_errors_words_from_the_catalog(
     """en-XA accents every catalog word: plain English left in an error's wording is a
     sentence that does not go through the catalog."""
 
-    def words(err: GpunodeError) -> str:
-        text = error_text(err.key, err.params, err.message, "en-XA")
-        for quoted in QUOTED:
-            if err.params.get(quoted):
-                text = text.replace(str(err.params[quoted]), " ")
-        return text
-
-    leaks = {err.key: found for err in errors if (found := english_words(words(err)))}
+    leaks = {err.key: found for err in errors if (found := english_words(_unquoted(err, "en-XA")))}
     assert leaks == {}
 
 
