@@ -30,7 +30,7 @@ from bot.render.filters import display_width, pad
 from bot.render.timeline import entry_text, found_text, stale_reason, unanswered_text
 from bot.services import anchoring
 from bot.services.anchoring import AnchorReport
-from bot.store import AuditRecord, Store
+from bot.store import ActionRecord, AuditRecord, Store
 
 _COLUMNS = (
     "at",
@@ -224,12 +224,19 @@ async def _read(
     async with await Store.open(path) as store:
         records = await store.audit_since(since)
         results: dict[str, dict[str, Any]] = {}
-        for r in records:
+        # one read per incident, not one per action (a busy period names hundreds)
+        for incident in sorted({r.incident_id for r in records if r.action_id and r.incident_id}):
+            for action in await store.actions_for_incident(incident):
+                results[action.action_id] = _result_of(action)
+        for r in records:  # an action whose row names no incident
             if r.action_id and r.action_id not in results:
-                action = await store.get_action(r.action_id)
-                result = action.result if action is not None else None
-                results[r.action_id] = result if isinstance(result, dict) else {}
+                results[r.action_id] = _result_of(await store.get_action(r.action_id))
         return records, results
+
+
+def _result_of(action: ActionRecord | None) -> dict[str, Any]:
+    result = action.result if action is not None else None
+    return result if isinstance(result, dict) else {}
 
 
 async def _verify(path: str, key: bytes | None) -> ChainReport:
