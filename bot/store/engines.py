@@ -179,13 +179,17 @@ def demo_settings_path() -> Path:
 
 def require_existing(target: str) -> str:
     """``target``, or a ``StoreError`` when it names a SQLite file that does not exist (the
-    CLI reads the bot's store; it must not create an empty one by mistake)."""
+    CLI reads the bot's store; it must not create an empty one by mistake), or a path that
+    is not a file."""
     if is_postgres(target):
         return target
     path = sqlite.path_of(target)
-    if path != sqlite.MEMORY and not Path(path).expanduser().exists():
+    # not a file: missing, a folder, or an empty setting (which names the working folder)
+    if path != sqlite.MEMORY and not Path(path).expanduser().is_file():
         raise StoreError(
             f"no incident store at {path}; set store.path (GPUNODE_STORE__PATH) to the bot's "
-            "database file, or store.dsn (GPUNODE_STORE__DSN) to its PostgreSQL DSN"
+            "database file, or store.dsn (GPUNODE_STORE__DSN) to its PostgreSQL DSN",
+            key="store_missing",
+            params={"path": str(path)},
         )
     return target

@@ -32,9 +32,12 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def gpunode(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def gpunode(
+    *args: str, cwd: Path, settings: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUNODE_")}
     env.update(PYTHONPATH=str(ROOT), HOME=str(cwd), XDG_STATE_HOME=str(cwd / "state"))
+    env.update(settings or {})
     return subprocess.run(
         [sys.executable, "-m", "bot", *args],
         capture_output=True,
@@ -138,6 +141,17 @@ def test_usage_errors_exit_2_and_name_what_was_wrong(
 
 def test_a_store_that_is_not_there_is_a_runtime_failure(tmp_path: Path) -> None:
     assert_clean(gpunode("status", cwd=tmp_path), 1, "no incident store at", "store.path")
+
+
+@pytest.mark.parametrize("path", ["", "a-folder"])
+def test_a_store_path_that_names_no_file_is_the_same_clear_failure(
+    tmp_path: Path, path: str
+) -> None:
+    """An empty ``store.path`` (the working folder) or a folder is not a store file: the
+    command says which setting names the store, not SQLite's "unable to open"."""
+    (tmp_path / "a-folder").mkdir()
+    run = gpunode("status", cwd=tmp_path, settings={"GPUNODE_STORE__PATH": path})
+    assert_clean(run, 1, "no incident store at", "store.path")
 
 
 @pytest.mark.parametrize("command", [("demo", "--script"), ("sandbox", "kube")])

@@ -30,6 +30,7 @@ from bot.services.alerts import parse_payload
 from bot.services.clusters import ClusterRegistry
 from bot.services.operations import IncidentOps
 from bot.services.prevention import kit_from_incident, prevent_incident
+from bot.store.engines import require_existing
 from tests.services.fakes import load_scenario as load_fixture
 
 AT = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
@@ -158,6 +159,7 @@ def terminal_errors(tmp: Path) -> list[GpunodeError]:
         *_input_files(tmp),
         _server("10.0.0.1:6443"),
         _server("https://10.0.0.1:port"),
+        _raised(partial(require_existing, str(tmp / "no-such.db"))),
         *_outputs(tmp),
         *_commands(tmp),
         *asyncio.run(_incident_errors(tmp / "incidents.db")),
