@@ -26,7 +26,7 @@ from bot.core.reporting.records import ChainReport
 from bot.errors import UsageError
 from bot.render.cli_text import line
 from bot.render.errors import error_text
-from bot.render.filters import display_width, pad
+from bot.render.filters import columns
 from bot.render.timeline import entry_text, found_text, stale_reason, unanswered_text
 from bot.services import anchoring
 from bot.services.anchoring import AnchorReport
@@ -202,13 +202,7 @@ def format_text(
     if not records:
         return line("no_audit_records", locale=locale)
     heads = tuple(line("audit_head", c, locale=locale) for c in _COLUMNS)
-    rows = [heads, *(_row(r, locale, results or {}) for r in records)]
-    widths = [max(display_width(row[i]) for row in rows) for i in range(len(_COLUMNS) - 1)]
-    lines = []
-    for row in rows:
-        cells = [pad(cell, widths[i]) for i, cell in enumerate(row[:-1])]
-        lines.append("  ".join([*cells, row[-1]]).rstrip())
-    return "\n".join(lines)
+    return columns([heads, *(_row(r, locale, results or {}) for r in records)])
 
 
 def format_json_lines(records: list[AuditRecord]) -> str:

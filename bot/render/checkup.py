@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from bot.core.reporting.checkup import Finding, Row, failed
 from bot.render.cli_text import line
-from bot.render.filters import display_width, pad
+from bot.render.filters import columns
 
 _HEADS = ("status", "area", "check", "detail")
 
@@ -45,10 +45,7 @@ def table(rows: list[Row], *, locale: str) -> str:
             for r in rows
         ),
     ]
-    widths = [max(display_width(c[i]) for c in cells) for i in range(3)]
-    return "\n".join(
-        "  ".join([*(pad(c[i], widths[i]) for i in range(3)), c[3]]).rstrip() for c in cells
-    )
+    return columns(cells)
 
 
 def verdict(rows: list[Row], *, locale: str) -> str:

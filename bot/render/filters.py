@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -175,6 +175,19 @@ def pad(text: object, width: int) -> str:
     the two columns it takes); longer text is returned as it is."""
     s = str(text)
     return s + " " * max(0, width - display_width(s))
+
+
+def columns(rows: Sequence[Sequence[str]]) -> str:
+    """A plain-text table: every column but the last padded to its widest cell by display
+    columns (CJK counts two), the last one not padded, two spaces between, lines stripped."""
+    if not rows:
+        return ""
+    padded = len(rows[0]) - 1
+    widths = [max(display_width(row[i]) for row in rows) for i in range(padded)]
+    return "\n".join(
+        "  ".join([*(pad(row[i], widths[i]) for i in range(padded)), row[-1]]).rstrip()
+        for row in rows
+    )
 
 
 def rpad(text: object, width: int) -> str:
