@@ -27,6 +27,7 @@ from bot.errors import UsageError
 from bot.render.cli_text import line
 from bot.render.errors import error_text
 from bot.render.filters import columns
+from bot.render.notices import refusal_text
 from bot.render.timeline import entry_text, found_text, stale_reason, unanswered_text
 from bot.services import anchoring
 from bot.services.anchoring import AnchorReport
@@ -95,13 +96,22 @@ def _row(
 
 
 def _detail(record: AuditRecord, locale: str, result: Mapping[str, Any]) -> str:
-    """The row's detail in ``locale``. A plan refused as stale is worded from the reason its
-    action stored (code and params). A detail the services write as a fixed English sentence
-    is worded from the row's decision and outcome, the action's stored result (``said``: a
-    crash, what an interrupted action's reconciler found; ``unanswered``: the writes that got
-    no answer) or the values the sentence holds, and only when those data, worded in
-    English, give the stored detail word for word. Anything else (a person's reason, a
-    server's message, words an older version wrote) is shown as stored."""
+    """The row's detail in ``locale``. A row that keeps its detail's code (a refusal, a
+    policy denial) is worded from the code and its parameters, with the words the Slack
+    refusal has, in every language. Rows without one (written before codes were kept, or
+    whose detail has none):
+
+    - a plan refused as stale is worded from the reason its action stored (code and params);
+    - a detail the services write as a fixed English sentence is worded from the row's
+      decision and outcome, the action's stored result (``said``: a crash, what an
+      interrupted action's reconciler found; ``unanswered``: the writes that got no answer)
+      or the values the sentence holds, and only when those data, worded in English, give
+      the stored detail word for word;
+    - anything else (a person's reason, a server's message, a denial that names roles or
+      clusters, words an older version wrote) is shown as stored: English sentences are
+      never parsed for the parameters they hold."""
+    if record.detail_code:
+        return _coded(record.detail_code, record.detail_params, locale)
     if _is_stale(record):
         code = result.get("code")
         if not isinstance(code, str):
@@ -113,6 +123,23 @@ def _detail(record: AuditRecord, locale: str, result: Mapping[str, Any]) -> str:
         if words("en") == record.detail:
             return words(locale)
     return record.detail
+
+
+#: refusals whose audit row names more than the chat refusal says (the plan, the approval
+#: request): the audit's own words (``cli.txt.j2``), and the parameters they need
+_AUDIT_WORDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "plan_not_current": ("audit_not_current", ("plan",)),
+    "approval_unknown": ("audit_approval_unknown", ("approval",)),
+}
+
+
+def _coded(code: str, params: Mapping[str, Any], locale: str) -> str:
+    """A detail kept as a code and its parameters, in ``locale``: the audit's own words
+    where it has them and the parameters hold what they name, else the refusal's."""
+    own = _AUDIT_WORDS.get(code)
+    if own is not None and all(k in params for k in own[1]):
+        return line(own[0], *(str(params[k]) for k in own[1]), locale=locale)
+    return refusal_text(code, params, locale)
 
 
 Words = Callable[[str], str]
@@ -151,13 +178,19 @@ def _sentences(record: AuditRecord, result: Mapping[str, Any]) -> list[Words]:
         return [_line("audit_unknown_nodes", m["nodes"])]
     if decision == "shared" and (m := _KIT_SHARED.fullmatch(detail)):
         return [_line("audit_kit_shared", m["snapshot"], m["files"])]
-    if decision in ("denied", "refused"):  # the policy's fixed refusals (Deny.reason)
-        return [
-            _line("audit_no_policy"),
-            _line("audit_channel_not_enabled"),
-            _line("audit_unmapped"),
-        ]
+    if decision in ("denied", "refused"):  # the policy's denials without parameters
+        return [_refusal(code) for code in _FIXED_DENIALS]
     return []
+
+
+#: the denials whose English reason is one fixed sentence (the refusal's English words), so
+#: a row written before codes were kept is known by its detail alone
+_FIXED_DENIALS = ("no_policy", "channel_not_enabled", "identity_unmapped", "no_role_bound")
+
+
+def _refusal(code: str) -> Words:
+    """The refusal ``code`` without parameters, in the locale it is given."""
+    return lambda locale: refusal_text(code, {}, locale)
 
 
 def _line(name: str, *args: str) -> Words:

@@ -10,6 +10,7 @@ something readable (never crashes a reply).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from bot.core.reporting.outcomes import (
@@ -65,6 +66,14 @@ def told_mrkdwn(told: Refused | Notice, locale: str) -> str:
     if isinstance(told, Refused):
         return ":no_entry: " + refusal_mrkdwn(told.code, told.params, locale)
     return _notice_mrkdwn(told, locale)
+
+
+def refusal_text(code: str, params: Mapping[str, Any], locale: str) -> str:
+    """A refusal's reason (the words the Slack refusal has) as plain text in ``locale``, for
+    a terminal: without emphasis, emoji and Slack's escapes (the caller escapes for its
+    output; mentions stay ``<@U123>``)."""
+    said = plain_fallback(refusal_mrkdwn(code, params, locale))
+    return said.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
 #: notices that quote an error, and the parameter its words go in

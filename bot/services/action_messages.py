@@ -51,12 +51,19 @@ class ActionMessages:
         audit: dict[str, Any] | None = None,
     ) -> None:
         """Tell only ``user`` why not (a code: the presenter words it in their language);
-        with ``audit`` fields, record the refusal too (a policy denial with its English
-        reason, any other refusal by its code and parameters)."""
+        with ``audit`` fields, record the refusal too: its code and parameters, and as
+        the detail a policy denial's English reason or any other refusal's code and
+        parameters spelled out."""
         told = Refused(code=why.code, params=why.params) if isinstance(why, Deny) else why
         if audit is not None:
             detail = why.reason if isinstance(why, Deny) else refusal_detail(why)
-            fields = {"channel": channel, "decision": "refused", "detail": detail} | audit
+            fields = {
+                "channel": channel,
+                "decision": "refused",
+                "detail": detail,
+                "detail_code": told.code,
+                "detail_params": told.params,
+            } | audit
             await self.journal.audit(actor=user, **fields)
         await self.thread.tell(channel, user, told, thread_ts=thread_ts)
 

@@ -409,12 +409,20 @@ async def _refuse_stale(
         at=d.config.clock(),
         result={"reason": reason, "code": why.reason, "params": dict(why.params)},
     )
-    await d.journal.audit(actor=by, **fields, decision="refused", outcome="stale", detail=reason)
+    told = refused("plan_stale", reason=why.reason, **why.params)
+    await d.journal.audit(
+        actor=by,
+        **fields,
+        decision="refused",
+        outcome="stale",
+        detail=reason,
+        detail_code=told.code,
+        detail_params=told.params,
+    )
     words = said("refused_stale", **dict(why.params), reason=why.reason)
     await d.journal.timeline(
         record.incident_id, "action_result", by, f"refused as stale: {reason}", words
     )
-    told = refused("plan_stale", reason=why.reason, **why.params)
     await d.messages.update_message(
         record, "stale", by=by, detail=reason, why=told, incident=incident
     )

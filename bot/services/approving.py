@@ -55,7 +55,11 @@ async def vote(d: ActDeps, *, approval_id: str, user: str, channel: str, yes: bo
             channel,
             user,
             refused("approval_unknown"),
-            audit={"action": "approve" if yes else "deny", "detail": approval_id},
+            audit={
+                "action": "approve" if yes else "deny",
+                "detail": approval_id,
+                "detail_params": {"approval": approval_id},
+            },
         )
         return
     principal = await d.principal(user, channel)

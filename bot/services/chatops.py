@@ -45,6 +45,7 @@ NO_POLICY = (
     "gpunode has no role policy loaded, so it refuses every request; "
     "an admin sets actions.policy_file and restarts it"
 )
+NO_POLICY_DENIAL = Deny(reason=NO_POLICY, code="no_policy")
 
 
 @dataclass
@@ -95,8 +96,10 @@ def label(s: BotServices, incident: Any) -> str:
 
 
 async def _audit_denied(
-    s: BotServices, permission: Permission, user: str, channel: str, why: str, cluster: str | None
+    s: BotServices, permission: Permission, user: str, channel: str, why: Deny, cluster: str | None
 ) -> None:
+    """The denial as an audit row: its English reason, and its code and parameters (which
+    ``gpunode audit --lang`` words)."""
     await s.store.append_audit(
         AuditRecord(
             at=s.clock(),
@@ -104,7 +107,9 @@ async def _audit_denied(
             action=permission,
             channel=channel,
             decision="denied",
-            detail=why,
+            detail=why.reason,
+            detail_code=why.code,
+            detail_params=why.params,
             cluster=audited_cluster(cluster),
         )
     )
@@ -123,12 +128,12 @@ async def denied(
     where a role in any counts), audited, or None if allowed.
     The caller tells the user (e.g. in a slash command's ack)."""
     if s.act is None:
-        await _audit_denied(s, permission, user, channel, NO_POLICY, cluster)
-        return Deny(reason=NO_POLICY, code="no_policy")
+        await _audit_denied(s, permission, user, channel, NO_POLICY_DENIAL, cluster)
+        return NO_POLICY_DENIAL
     principal = await s.act.principal(user, channel, cluster=cluster)
     decision = authorize(principal, permission, s.act.deps.policy)
     if isinstance(decision, Deny):
-        await _audit_denied(s, permission, user, channel, decision.reason, cluster)
+        await _audit_denied(s, permission, user, channel, decision, cluster)
         return decision
     return None
 
@@ -146,7 +151,7 @@ async def permitted(
     is in question, as for ``denied``); a refusal is told (ephemeral) and audited. Closed by
     default: False when no policy is loaded."""
     if s.act is None:
-        await _audit_denied(s, permission, user, channel, NO_POLICY, cluster)
+        await _audit_denied(s, permission, user, channel, NO_POLICY_DENIAL, cluster)
         await s.thread.tell(channel, user, refused("no_policy"), thread_ts=thread_ts)
         return False
     principal = await s.act.principal(user, channel, cluster=cluster)

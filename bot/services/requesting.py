@@ -68,6 +68,7 @@ async def open_confirmation(
                 "tier": plan_tier,
                 "outcome": "not_current",
                 "detail": f"plan {plan_id}",
+                "detail_params": {"plan": plan_id},
             },
         )
         return
@@ -147,6 +148,8 @@ async def validate_submission(
             decision="refused",
             outcome="not_current",
             detail=f"plan {plan_id} is not a current plan of this incident",
+            detail_code=NOT_CURRENT.code,
+            detail_params={"plan": plan_id},
         )
         stale = FieldError(
             "this plan is no longer current; close and re-diagnose", "field_plan_gone"

@@ -6,9 +6,10 @@ PostgreSQL's advisory lock), so two replicas never both append after the same he
 
 Each row stores ``prev_hash`` (the previous row's ``row_hash``; ``GENESIS`` for the first)
 and ``row_hash = sha256(prev_hash || canonical JSON of the row's own columns, id included)``.
-Columns added later (``LATER_COLUMNS``: the cluster, schema step 6) enter the JSON only when
-non-empty: rows written before they existed hold '' there and hash exactly as they did, while
-a new row's cluster is covered (blanking it, or setting one on an old row, breaks the hash).
+Columns added later (``LATER_COLUMNS``: the cluster, schema step 6; the detail's code and
+its parameters as canonical JSON, step 10) enter the JSON only when non-empty: rows written
+before they existed hold '' there and hash exactly as they did, while a new row's values are
+covered (blanking one, changing it, or setting one on an old row, breaks the hash).
 ``audit_head`` keeps the newest row's id and hash, so removing rows at the end shows too.
 
 What ``verify`` detects, and how:
@@ -58,8 +59,9 @@ HASHED_COLUMNS = (
     "detail",
     "prev_hash",
 )
-#: columns added after the chain began: hashed when non-empty (old rows keep their hash)
-LATER_COLUMNS = ("cluster",)
+#: columns added after the chain began: hashed when non-empty (old rows keep their hash).
+#: Append only, and only columns whose "none" is '': a name here enters no old row's JSON
+LATER_COLUMNS = ("cluster", "detail_code", "detail_params")
 #: rows ``verify`` holds in memory at once (a server-side cursor's fetch size on PostgreSQL)
 VERIFY_BATCH = 200
 #: action states reached only through a claim, which is audited

@@ -245,6 +245,14 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         "ALTER TABLE incidents ADD COLUMN state_ts TEXT NOT NULL DEFAULT '[]'",
         state_ts_from_timeline,
     ),
+    (
+        # 10: an audit row's detail also as a code and its raw parameters (JSON), so
+        # `gpunode audit --lang` words a refusal in the reader's language; the English
+        # detail stays. Rows written before hold '' in both and hash exactly as they did
+        # (audit_chain.LATER_COLUMNS); a new row's code and parameters are hashed.
+        "ALTER TABLE audit ADD COLUMN detail_code TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE audit ADD COLUMN detail_params TEXT NOT NULL DEFAULT ''",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -11,7 +11,7 @@ from bot.store.values import dumps, loads, parse_ts, ts
 
 _SELECT_AUDIT = (
     "SELECT id, at, actor, action, channel, incident_id, action_id, tier, decision, dry_run, "
-    "outcome, changes, detail, row_hash, cluster FROM audit"
+    "outcome, changes, detail, row_hash, cluster, detail_code, detail_params FROM audit"
 )
 
 
@@ -106,6 +106,9 @@ def append_audit(conn: Db, record: AuditRecord, key: bytes | None = None) -> Aud
         "outcome": record.outcome,
         "changes": dumps(record.changes) if record.changes is not None else None,
         "detail": record.detail,
+        "detail_code": record.detail_code,
+        # canonical JSON (hashed as stored); '' when there are none, as on older rows
+        "detail_params": dumps(record.detail_params) if record.detail_params else "",
     }
     with conn.transaction(lock="audit"):
         cluster = record.cluster or _cluster_of(conn, record.action_id, record.incident_id)
@@ -147,6 +150,7 @@ def audit_since(conn: Db, since: datetime | None = None) -> list[AuditRecord]:
         data["at"] = parse_ts(data["at"])
         data["dry_run"] = loads(data["dry_run"])
         data["changes"] = loads(data["changes"])
+        data["detail_params"] = loads(data["detail_params"] or "{}")
         records.append(AuditRecord.model_validate(data))
     return records
 

@@ -109,7 +109,15 @@ class AuditRecord(_Row):
     changes: dict[str, Any] | list[Any] | None = Field(
         None, description="exactly what was sent to the API (Change records)"
     )
-    detail: str = ""
+    detail: str = Field("", description="what happened, in English as gpunode or a person said it")
+    detail_code: str = Field(
+        "",
+        description="the detail as a code, when gpunode wrote one: a refusal's or a denial's "
+        "(templates/slack/refusals.j2); '' for a free-text detail and rows written before codes",
+    )
+    detail_params: dict[str, Any] = Field(
+        default_factory=dict, description="the raw parameters of ``detail_code``"
+    )
     row_hash: str | None = Field(None, description="its link in the hash chain (the store's)")
     cluster: str = Field(
         "", description="the cluster acted on; the store fills it from the incident or action"
