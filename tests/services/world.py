@@ -164,7 +164,8 @@ class World:
         )
 
 
-async def make_world(path: Path, scenario: str = "seed") -> World:
+async def make_world(path: Path | str, scenario: str = "seed") -> World:
+    """The world on ``path``: a SQLite file, or a PostgreSQL DSN."""
     bundle, view = load_scenario(scenario)
     clock = Clock()
     kube = FakeKube(bundle, view, clock=clock)
