@@ -188,3 +188,43 @@ async def test_the_chain_verifies_with_coded_rows_and_names_the_row_whose_parame
     status, broken = await asyncio.to_thread(_audit, verify=True, anchors=False, lang="en")
     assert status == 1
     assert f"audit chain BROKEN at row {row.id}: its content does not match its hash" in broken
+
+
+async def test_a_refusal_naming_a_plan_or_an_approval_request_keeps_the_name_in_every_language(
+    world: World,
+) -> None:
+    await world.diagnosed()
+    [incident] = await world.store.open_incidents(node=NODE)
+    await world.act.open_confirmation(
+        tier=3,
+        incident_id=incident.id,
+        plan_id="P-older",
+        user=REQ,
+        channel=CHANNEL,
+        trigger_id="T1",
+    )
+    meta = {"incident": incident.id, "plan_id": "P-forged", "channel": CHANNEL}
+    await world.act.validate_submission(meta, {"reason": "forged"} | EDITS, user=REQ)
+    await world.act.vote(approval_id="A-unknown", user=APPROVER, channel=CHANNEL, yes=True)
+    records = await world.store.audit_since(None)
+    named = [i for i, r in enumerate(records) if r.detail_code]
+    assert [records[i].detail_code for i in named] == [
+        "plan_not_current",
+        "plan_not_current",
+        "approval_unknown",
+    ]
+
+    for lang in ("en", "zh-CN", "en-XA"):
+        status, text = await asyncio.to_thread(_audit, lang=lang)
+        assert status == 0
+        rows = text.splitlines()[1:]
+        said = [rows[i] for i in named]
+        for row, name in zip(said, ("P-older", "P-forged", "A-unknown"), strict=True):
+            assert name in row, (lang, row)
+        if lang == "en":
+            assert said[1].endswith("plan P-forged is not a current plan of this incident")
+            assert said[2].endswith("unknown approval request A-unknown")
+        else:
+            assert all(english_words(row) == [] for row in said), said
+            for i, row in zip(named, said, strict=True):
+                assert row.rsplit("  ", 1)[-1] != records[i].detail, (lang, row)
