@@ -125,11 +125,13 @@ def _detail(record: AuditRecord, locale: str, result: Mapping[str, Any]) -> str:
     return record.detail
 
 
-#: refusals whose audit row names more than the chat refusal says (the plan, the approval
-#: request): the audit's own words (``cli.txt.j2``), and the parameters they need
+#: codes the audit words itself (``cli.txt.j2``), and the parameters those words need:
+#: refusals whose row names more than the chat refusal says (the plan, the approval
+#: request), and an alert's nodes that no cluster has (no chat refusal: Alertmanager asked)
 _AUDIT_WORDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "plan_not_current": ("audit_not_current", ("plan",)),
     "approval_unknown": ("audit_approval_unknown", ("approval",)),
+    "unknown_nodes": ("audit_unknown_nodes", ("nodes",)),
 }
 
 
@@ -138,8 +140,15 @@ def _coded(code: str, params: Mapping[str, Any], locale: str) -> str:
     where it has them and the parameters hold what they name, else the refusal's."""
     own = _AUDIT_WORDS.get(code)
     if own is not None and all(k in params for k in own[1]):
-        return line(own[0], *(str(params[k]) for k in own[1]), locale=locale)
+        return line(own[0], *(_listed(params[k]) for k in own[1]), locale=locale)
     return refusal_text(code, params, locale)
+
+
+def _listed(value: object) -> str:
+    """A parameter as the audit's words quote it: a list as its items, comma-separated."""
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return str(value)
 
 
 Words = Callable[[str], str]

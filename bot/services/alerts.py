@@ -292,7 +292,15 @@ class AlertService:
             return
         self.channel_problem = None
 
-    async def _audit(self, decision: str, outcome: str, detail: str) -> None:
+    async def _audit(
+        self,
+        decision: str,
+        outcome: str,
+        detail: str,
+        code: str = "",
+        params: dict[str, Any] | None = None,
+    ) -> None:
+        """One audit row of the intake (``code`` and ``params``: the detail as data)."""
         await self._store.append_audit(
             AuditRecord(
                 at=self._clock(),
@@ -302,13 +310,16 @@ class AlertService:
                 decision=decision,
                 outcome=outcome,
                 detail=detail,
+                detail_code=code,
+                detail_params=params or {},
             )
         )
 
     async def _unknown(self, result: IntakeResult) -> None:
         if result.unknown_nodes:
             detail = "no GPU node named " + ", ".join(result.unknown_nodes)
-            await self._audit("refused", "unknown_node", detail)
+            nodes = list(result.unknown_nodes)
+            await self._audit("refused", "unknown_node", detail, "unknown_nodes", {"nodes": nodes})
 
     async def _skipped(self, result: IntakeResult) -> None:
         """Over a cap: one audit row and one message in the channel for the whole request."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from bot.cli.audit import main
 from bot.core.governance.policy import parse_policy
 from bot.core.model.clusters import DEFAULT_CLUSTER
 from bot.core.reporting.outcomes import Refused
+from bot.services.alerts import AlertService, parse_payload
 from bot.services.chatops import BotServices, denied, permitted
 from bot.services.operations import IncidentOps
 from bot.store import AuditRecord
@@ -228,3 +230,48 @@ async def test_a_refusal_naming_a_plan_or_an_approval_request_keeps_the_name_in_
             assert all(english_words(row) == [] for row in said), said
             for i, row in zip(named, said, strict=True):
                 assert row.rsplit("  ", 1)[-1] != records[i].detail, (lang, row)
+
+
+async def test_an_alert_for_nodes_no_cluster_has_names_them_in_every_language(
+    world: World,
+) -> None:
+    alerts = AlertService(
+        world.diagnose,
+        world.store,
+        world.chat,
+        world.bg,
+        channel=CHANNEL,
+        clock=world.clock,
+        check_nodes=True,
+    )
+    body = {
+        "version": "4",
+        "groupKey": "g",
+        "status": "firing",
+        "alerts": [
+            {
+                "status": "firing",
+                "labels": {"alertname": "GpunodeMemoryAvailableLow", "node": node},
+                "startsAt": "2026-03-14T09:00:00Z",
+                "fingerprint": node,
+            }
+            for node in ("gpu-node-99", "gpu-node-98")
+        ],
+    }
+    await alerts.intake(parse_payload(json.dumps(body).encode()))
+    await world.bg.drain()
+    [row] = await world.store.audit_since(None)
+    assert (row.detail_code, row.detail_params) == (
+        "unknown_nodes",
+        {"nodes": ["gpu-node-99", "gpu-node-98"]},
+    )
+
+    said = {}
+    for lang in ("en", "zh-CN", "en-XA"):
+        status, text = await asyncio.to_thread(_audit, lang=lang)
+        assert status == 0
+        [said[lang]] = text.splitlines()[1:]
+    assert said["en"].endswith("no GPU node named gpu-node-99, gpu-node-98")
+    for lang in ("zh-CN", "en-XA"):
+        assert "gpu-node-99, gpu-node-98" in said[lang]
+        assert english_words(said[lang]) == [], said[lang]
