@@ -127,21 +127,30 @@ def _detail(record: AuditRecord, locale: str, result: Mapping[str, Any]) -> str:
 
 #: codes the audit words itself (``cli.txt.j2``), and the parameters those words need:
 #: refusals whose row names more than the chat refusal says (the plan, the approval
-#: request), and an alert's nodes that no cluster has (no chat refusal: Alertmanager asked)
+#: request), and the alerts gpunode refused (no chat refusal: Alertmanager asked), for
+#: nodes no cluster has or for a label it could not use
 _AUDIT_WORDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "plan_not_current": ("audit_not_current", ("plan",)),
     "approval_unknown": ("audit_approval_unknown", ("approval",)),
     "unknown_nodes": ("audit_unknown_nodes", ("nodes",)),
+    "alert_label_refused": ("audit_alert_refused", ("node", "error")),
 }
 
 
 def _coded(code: str, params: Mapping[str, Any], locale: str) -> str:
     """A detail kept as a code and its parameters, in ``locale``: the audit's own words
-    where it has them and the parameters hold what they name, else the refusal's."""
+    where it has them and the parameters hold what they name, else the refusal's. An error
+    it quotes (``error_key``/``error_params`` beside its English ``error``) is worded by
+    its key, in English its own text."""
     own = _AUDIT_WORDS.get(code)
-    if own is not None and all(k in params for k in own[1]):
-        return line(own[0], *(_listed(params[k]) for k in own[1]), locale=locale)
-    return refusal_text(code, params, locale)
+    if own is None or not all(k in params for k in own[1]):
+        return refusal_text(code, params, locale)
+    p = dict(params)
+    if locale != "en" and p.get("error_key"):
+        quoted = p.get("error_params")
+        keyed = dict(quoted) if isinstance(quoted, Mapping) else {}
+        p["error"] = error_text(str(p["error_key"]), keyed, str(p["error"]), locale)
+    return line(own[0], *(_listed(p[k]) for k in own[1]), locale=locale)
 
 
 def _listed(value: object) -> str:

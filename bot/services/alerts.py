@@ -186,7 +186,18 @@ class AlertService:
                     if "cluster" in refusal
                     else "invalid_node_label"
                 )
-                await self._audit("refused", outcome, f"{refusal['node']}: {err.message}")
+                await self._audit(
+                    "refused",
+                    outcome,
+                    f"{refusal['node']}: {err.message}",
+                    "alert_label_refused",
+                    {
+                        "node": refusal["node"],
+                        "error": err.message,
+                        "error_key": err.key,
+                        "error_params": err.params,
+                    },
+                )
                 continue
             fp = alert.fingerprint or f"{payload.groupKey}:{sorted(alert.labels.items())}"
             key = f"alert:{fp}:{alert.status}:{alert.startsAt}"

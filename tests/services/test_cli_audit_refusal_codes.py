@@ -232,9 +232,8 @@ async def test_a_refusal_naming_a_plan_or_an_approval_request_keeps_the_name_in_
                 assert row.rsplit("  ", 1)[-1] != records[i].detail, (lang, row)
 
 
-async def test_an_alert_for_nodes_no_cluster_has_names_them_in_every_language(
-    world: World,
-) -> None:
+async def _alerts_for(world: World, *nodes: str) -> None:
+    """Alertmanager posts one firing alert per node."""
     alerts = AlertService(
         world.diagnose,
         world.store,
@@ -255,11 +254,17 @@ async def test_an_alert_for_nodes_no_cluster_has_names_them_in_every_language(
                 "startsAt": "2026-03-14T09:00:00Z",
                 "fingerprint": node,
             }
-            for node in ("gpu-node-99", "gpu-node-98")
+            for node in nodes
         ],
     }
     await alerts.intake(parse_payload(json.dumps(body).encode()))
     await world.bg.drain()
+
+
+async def test_an_alert_for_nodes_no_cluster_has_names_them_in_every_language(
+    world: World,
+) -> None:
+    await _alerts_for(world, "gpu-node-99", "gpu-node-98")
     [row] = await world.store.audit_since(None)
     assert (row.detail_code, row.detail_params) == (
         "unknown_nodes",
@@ -275,3 +280,23 @@ async def test_an_alert_for_nodes_no_cluster_has_names_them_in_every_language(
     for lang in ("zh-CN", "en-XA"):
         assert "gpu-node-99, gpu-node-98" in said[lang]
         assert english_words(said[lang]) == [], said[lang]
+
+
+async def test_an_alert_whose_node_label_is_refused_reads_its_error_in_every_language(
+    world: World,
+) -> None:
+    await _alerts_for(world, "GPU-Node-01", "gpu_node!")
+    records = await world.store.audit_since(None)
+    assert [r.detail_code for r in records] == ["alert_label_refused"] * 2
+    assert [r.detail_params["node"] for r in records] == ["GPU-Node-01", "gpu_node!"]
+
+    for lang in ("en", "zh-CN", "en-XA"):
+        status, text = await asyncio.to_thread(_audit, lang=lang)
+        assert status == 0
+        rows = text.splitlines()[1:]
+        for record, row in zip(records, rows, strict=True):
+            assert record.detail_params["node"] in row
+            if lang == "en":  # the error's own English, as stored
+                assert row.endswith(record.detail), row
+            else:
+                assert english_words(row) == [], (lang, row)
