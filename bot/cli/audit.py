@@ -96,10 +96,10 @@ def _row(
 
 
 def _detail(record: AuditRecord, locale: str, result: Mapping[str, Any]) -> str:
-    """The row's detail in ``locale``. A row that keeps its detail's code (a refusal, a
-    policy denial) is worded from the code and its parameters, with the words the Slack
-    refusal has, in every language. Rows without one (written before codes were kept, or
-    whose detail has none):
+    """The row's detail in ``locale``. A row that keeps its detail's code is worded from
+    the code and its parameters, in every language: a refusal or a policy denial with the
+    words the Slack refusal has, the details only the audit says (``_AUDIT_WORDS``) with
+    its own. Rows without one (written before codes were kept, or whose detail has none):
 
     - a plan refused as stale is worded from the reason its action stored (code and params);
     - a detail the services write as a fixed English sentence is worded from the row's
@@ -127,13 +127,17 @@ def _detail(record: AuditRecord, locale: str, result: Mapping[str, Any]) -> str:
 
 #: codes the audit words itself (``cli.txt.j2``), and the parameters those words need:
 #: refusals whose row names more than the chat refusal says (the plan, the approval
-#: request), and the alerts gpunode refused (no chat refusal: Alertmanager asked), for
-#: nodes no cluster has or for a label it could not use
+#: request); the alerts gpunode refused (no chat refusal: Alertmanager asked), for nodes
+#: no cluster has or for a label it could not use; an approval asked for and one that
+#: expired; a prevention kit shared
 _AUDIT_WORDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "plan_not_current": ("audit_not_current", ("plan",)),
     "approval_unknown": ("audit_approval_unknown", ("approval",)),
     "unknown_nodes": ("audit_unknown_nodes", ("nodes",)),
     "alert_label_refused": ("audit_alert_refused", ("node", "error")),
+    "approval_quorum": ("audit_quorum", ("quorum", "expires")),
+    "approval_expired": ("audit_expired", ()),
+    "kit_shared": ("audit_kit_shared", ("snapshot", "files")),
 }
 
 

@@ -128,6 +128,8 @@ async def _request_approval(
         **audit_fields(record, channel, "approval_requested"),
         decision="needs_approval",
         detail=f"quorum {decision.quorum}; expires {req.expires_at.isoformat()}",
+        detail_code="approval_quorum",
+        detail_params={"quorum": decision.quorum, "expires": req.expires_at.isoformat()},
     )
     # what is approved: the requester's own dry run, steps with owners, relief (#23 §2)
     dry = StepsReport.from_json((record.result or {}).get(approval_view.DRY_RUN))

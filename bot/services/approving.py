@@ -157,7 +157,11 @@ async def expire_overdue(d: ActDeps) -> int:
         here = d.for_cluster(d.clusters.stored(record.cluster))  # the action's cluster
         fields = audit_fields(record, "", "approve")
         await here.journal.audit(
-            actor=actors.GPUNODE, **fields, decision="expired", detail="nobody approved in time"
+            actor=actors.GPUNODE,
+            **fields,
+            decision="expired",
+            detail="nobody approved in time",
+            detail_code="approval_expired",
         )
         await here.journal.timeline(
             record.incident_id, "approval", actors.GPUNODE, "approval expired", said("expired")

@@ -179,6 +179,8 @@ async def prevent_incident(
             decision="shared",
             cluster=incident.cluster,
             detail=f"snapshot {rows[-1].id if rows else '-'}: {', '.join(shared)}",
+            detail_code="kit_shared",
+            detail_params={"snapshot": rows[-1].id if rows else "-", "files": list(shared)},
         )
     )
     return shared

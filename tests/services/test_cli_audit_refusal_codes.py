@@ -1,8 +1,11 @@
 """``gpunode audit --lang``: a refusal is audited with the code and parameters the clicker
 was told, so the audit log words it in the reader's language with the Slack refusal's words:
 a role needed, a role scoped to another cluster, a permission no role grants, an action
-already done. A row written before codes were kept shows its English as stored, and the
-chain still verifies; a changed parameter does not. On both stores (SQLite, PostgreSQL).
+already done. The details only the audit says are kept as codes too and worded from them
+(a plan or approval request named, alerts refused, an approval asked for or expired, a kit
+shared), their English unchanged. A row written before codes were kept shows its English
+as stored, and the chain still verifies; a changed parameter does not. On both stores
+(SQLite, PostgreSQL).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import io
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,12 +24,23 @@ from bot.cli.audit import main
 from bot.core.governance.policy import parse_policy
 from bot.core.model.clusters import DEFAULT_CLUSTER
 from bot.core.reporting.outcomes import Refused
+from bot.services import approving
 from bot.services.alerts import AlertService, parse_payload
 from bot.services.chatops import BotServices, denied, permitted
 from bot.services.operations import IncidentOps
+from bot.services.prevention import prevent_incident
 from bot.store import AuditRecord
 from tests.render.test_catalogs import english_words
-from tests.services.world import APPROVER, CHANNEL, NODE, REQ, VIEWER, World, make_world
+from tests.services.world import (
+    APPROVER,
+    CHANNEL,
+    NODE,
+    REQ,
+    TTL_S,
+    VIEWER,
+    World,
+    make_world,
+)
 from tests.store.conftest import lift
 
 EU_SRE = "U0EUSRE"
@@ -45,7 +60,7 @@ POLICY = {
         "viewer": {"users": [VIEWER]},
     },
 }
-EDITS = {"memory_limit": "70Gi", "memory_request": "60Gi"}
+EDITS: dict[str, Any] = {"memory_limit": "70Gi", "memory_request": "60Gi"}
 #: a denial as a gpunode that kept no code stored it
 OLD_DENIAL = (
     "you need the responder role for tier 2; ask an admin to add you to it in the policy file"
@@ -300,3 +315,30 @@ async def test_an_alert_whose_node_label_is_refused_reads_its_error_in_every_lan
                 assert row.endswith(record.detail), row
             else:
                 assert english_words(row) == [], (lang, row)
+
+
+async def test_an_approval_asked_for_and_expired_and_a_shared_kit_read_from_their_codes(
+    world: World,
+) -> None:
+    action_id = await world.request(1)
+    await world.act.apply(action_id=action_id, user=REQ, channel=CHANNEL)  # tier 1: approval
+    world.clock.advance(TTL_S + 1)
+    assert await approving.expire_overdue(world.act.deps) == 1
+    [incident] = await world.store.open_incidents(node=NODE)
+    await prevent_incident(world.store, world.thread, incident.id, user=REQ, now=world.clock())
+    records = await world.store.audit_since(None)
+    coded = {r.detail_code: i for i, r in enumerate(records) if r.detail_code}
+    assert set(coded) == {"approval_quorum", "approval_expired", "kit_shared"}
+    assert records[coded["approval_quorum"]].detail_params["quorum"] == 1
+    assert records[coded["kit_shared"]].detail_params["files"]
+
+    for lang in ("en", "zh-CN", "en-XA"):
+        status, text = await asyncio.to_thread(_audit, lang=lang)
+        assert status == 0
+        rows = text.splitlines()[1:]
+        for i in coded.values():
+            if lang == "en":  # the English is the stored sentence, word for word
+                assert rows[i].endswith(records[i].detail), rows[i]
+            else:
+                assert rows[i].rsplit("  ", 1)[-1] != records[i].detail, (lang, rows[i])
+                assert english_words(rows[i]) == [], (lang, rows[i])

@@ -113,7 +113,9 @@ class AuditRecord(_Row):
     detail_code: str = Field(
         "",
         description="the detail as a code, when gpunode wrote one: a refusal's or a denial's "
-        "(templates/slack/refusals.j2); '' for a free-text detail and rows written before codes",
+        "(templates/slack/refusals.j2) or one the audit words itself (an approval asked for or "
+        "expired, an alert refused, a kit shared); '' for a person's words, an error's text "
+        "and rows written before codes",
     )
     detail_params: dict[str, Any] = Field(
         default_factory=dict, description="the raw parameters of ``detail_code``"
