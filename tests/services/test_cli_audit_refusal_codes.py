@@ -1,11 +1,11 @@
-"""``gpunode audit --lang``: a refusal is audited with the code and parameters the clicker
-was told, so the audit log words it in the reader's language with the Slack refusal's words:
-a role needed, a role scoped to another cluster, a permission no role grants, an action
-already done. The details only the audit says are kept as codes too and worded from them
-(a plan or approval request named, alerts refused, an approval asked for or expired, a kit
-shared), their English unchanged. A row written before codes were kept shows its English
-as stored, and the chain still verifies; a changed parameter does not. On both stores
-(SQLite, PostgreSQL).
+"""``gpunode audit --lang``: a refusal is audited with the code and parameters the clicker was
+told, so the audit log words it in the reader's language with the Slack refusal's words: a
+role needed, a role scoped to another cluster, a permission no role grants, an action
+already done, a plan refused as stale. The details only the audit says are kept as codes too
+and worded from them (a plan or approval request named, alerts refused, an approval asked
+for or expired, a kit shared), their English unchanged. A row written before codes were kept
+shows its English as stored, and the chain still verifies; a changed parameter does not. On
+both stores (SQLite, PostgreSQL).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from tests.render.test_catalogs import english_words
 from tests.services.world import (
     APPROVER,
     CHANNEL,
+    MAX_AGE_S,
     NODE,
     REQ,
     TTL_S,
@@ -342,3 +343,22 @@ async def test_an_approval_asked_for_and_expired_and_a_shared_kit_read_from_thei
             else:
                 assert rows[i].rsplit("  ", 1)[-1] != records[i].detail, (lang, rows[i])
                 assert english_words(rows[i]) == [], (lang, rows[i])
+
+
+async def test_a_plan_refused_as_stale_reads_its_reason_from_the_code(world: World) -> None:
+    action_id = await world.request(3, **EDITS)
+    world.clock.advance(MAX_AGE_S + 60)  # the evidence is too old to act on
+    await world.act.apply(action_id=action_id, user=REQ, channel=CHANNEL)
+    records = await world.store.audit_since(None)
+    [stale] = [i for i, r in enumerate(records) if r.outcome == "stale"]
+    assert records[stale].detail_code == "plan_stale"
+    assert records[stale].detail_params["reason"] == "evidence_old"
+
+    rows = {}
+    for lang in ("en", "zh-CN", "en-XA"):
+        status, text = await asyncio.to_thread(_audit, lang=lang)
+        assert status == 0
+        rows[lang] = text.splitlines()[1:][stale]
+    assert "min old" in rows["en"] and "re-diagnose to act on current numbers" in rows["en"]
+    for lang in ("zh-CN", "en-XA"):
+        assert english_words(rows[lang]) == [], (lang, rows[lang])
