@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from bot.cli import audit
 from bot.core.diagnosis.findings import Diagnosis
 from bot.core.diagnosis.history import Marker
 from bot.core.governance.approvals import new_request
@@ -43,6 +44,7 @@ from bot.render.timeline import entry_text
 from bot.services.executing import StepsResult
 from bot.slack.blockkit import validate_blocks
 from gpunode_sandbox.slacksim.validation import blocks_errors, view_errors
+from tests.render.audit_samples import AUDIT_SAMPLES
 from tests.render.checkup_samples import CHECKUP_SAMPLES, QUOTED_REASONS
 from tests.render.told import REASON_SAMPLES, REFUSAL_SAMPLES, render_notice, render_refusal
 
@@ -563,6 +565,13 @@ def checkup_words(locale: str, out: dict[str, object]) -> None:
     ]
 
 
+def audit_words(locale: str, out: dict[str, object]) -> None:
+    """``gpunode audit``'s table with a row of every detail code it words (each code the
+    audit words itself has a sample)."""
+    assert set(audit._AUDIT_WORDS) <= {r.detail_code for r in AUDIT_SAMPLES}
+    out["audit"] = audit.format_text(AUDIT_SAMPLES, locale=locale)
+
+
 def every_message(
     d: Diagnosis,
     bundle: EvidenceBundle | None,
@@ -599,6 +608,7 @@ def every_message(
         out["sentences"] = strict_sentences(d, locale)
     action_flow(d, locale, out)
     checkup_words(locale, out)
+    audit_words(locale, out)
     marker_and_timeline_words(locale, out)
     watching_messages(locale, out)
     documents(d, bundle, view, locale, out)
