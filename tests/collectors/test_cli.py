@@ -165,6 +165,15 @@ def test_collect_help_and_errors_read_as_the_full_parsers_collect(
     assert "argument --root: expected one argument" in outputs[2].err
 
 
+def test_a_collection_that_cannot_read_the_kernel_log_imports_neither_json_re_nor_datetime() -> (
+    None
+):
+    """Each costs milliseconds of the Job's start-up (``re`` ~7, through ``enum``), and the
+    Job usually may not open /dev/kmsg: its JSON, timestamps and parsing do without them."""
+    modules = ("datetime", "enum", "json", "re")
+    assert _imported_by_a_collection(["--format", "json"], modules) == []
+
+
 def test_collect_starts_without_importing_shutil() -> None:
     """argparse's help formatter imports shutil (and its compression modules) for the
     terminal's width on every ``add_argument``: 4-10 ms of a collection's start-up."""
