@@ -34,7 +34,6 @@ feed recorded text; this module imports no pydantic (``gpunode collect`` stays l
 from __future__ import annotations
 
 import errno
-import functools
 import os
 
 from bot.collectors import cgroups
@@ -88,9 +87,13 @@ class _Patterns:
         self.xid_name = re.compile(r"^name=(?P<name>[^,]*), ?")
 
 
-@functools.cache
+_COMPILED: list[_Patterns] = []  # a cache by hand: ``functools`` costs ~1 ms of start-up
+
+
 def _patterns() -> _Patterns:
-    return _Patterns()
+    if not _COMPILED:
+        _COMPILED.append(_Patterns())
+    return _COMPILED[0]
 
 
 def normalize_pci(bus_id: str) -> str | None:
