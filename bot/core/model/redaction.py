@@ -82,7 +82,13 @@ MAYBE_SECRET = (
     "akia",
     "asia",
     "xox",
-    "gh",
+    # GitHub tokens start gh[pousr]_: a bare "gh" is in "weights", "high", "throughput", so
+    # a training job's command line would compile the table (and import re) for nothing
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
 )
 
 
