@@ -27,8 +27,10 @@ RUN pip wheel --wheel-dir /wheels .
 # is the import closure of `gpunode collect`; tests/deploy/test_collector_image.py recomputes
 # it and compares, so a new import in the collector cannot be left out of the image. The
 # DaemonSet mode's `gpunode agent` runs from it too (tests/deploy/test_agent_image.py).
-# The Job and the agent start `python -I -m bot ...` (an admission policy pins it), and -I
-# ignores PYTHONPATH: /opt/gpunode reaches sys.path through a .pth file in site-packages.
+# The Job starts `python -I -S /opt/gpunode/bot/__main__.py collect ...` (an admission policy
+# pins it; bot/__main__.py puts /opt/gpunode on sys.path, -S skips site-packages), so NVML's
+# bindings are installed into /opt/gpunode too. The agent starts `python -I -m bot agent`, and
+# -I ignores PYTHONPATH: /opt/gpunode reaches its sys.path through a .pth file in site-packages.
 # Their root filesystem is read-only and PYTHONDONTWRITEBYTECODE is set, so the code is
 # byte-compiled here, once: otherwise every collection would compile it again at start-up.
 FROM python:3.11-slim AS collector
@@ -37,7 +39,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
-    pip install --no-index --find-links=/wheels nvidia-ml-py
+    pip install --no-index --find-links=/wheels --target /opt/gpunode nvidia-ml-py
 COPY --from=builder /src/bot/__init__.py /src/bot/__main__.py /src/bot/errors.py /opt/gpunode/bot/
 COPY --from=builder /src/bot/cli/__init__.py /src/bot/cli/main.py /opt/gpunode/bot/cli/
 COPY --from=builder /src/bot/collectors/ /opt/gpunode/bot/collectors/
@@ -50,7 +52,9 @@ RUN python -c "import site; open(site.getsitepackages()[0] + '/gpunode.pth', 'w'
       > /usr/local/bin/gpunode \
  && chmod 0755 /usr/local/bin/gpunode \
  && gpunode collect --help > /dev/null \
- && python -I -m bot collect --help > /dev/null
+ && python -I -m bot collect --help > /dev/null \
+ && python -I -S /opt/gpunode/bot/__main__.py collect --help > /dev/null \
+ && python -I -S -c "import sys; sys.path.insert(0, '/opt/gpunode'); import pynvml"
 USER 65534:65534
 ENTRYPOINT ["gpunode"]
 CMD ["collect", "--root", "/", "--format", "text"]

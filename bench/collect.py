@@ -3,7 +3,8 @@ files, on a busy process table.
 
 For each count in ``--procs`` (default 500,2000; the issue's set adds 20,000), starts that
 many idle ``sleep`` processes (one process group, always killed at the end), then runs the
-collector (``--format json``, default top 20, real NVML lookup), ``ps`` and the C reader
+collector (the Job's command, ``python -I -S bot/__main__.py collect --format json``: default
+top 20, real NVML lookup), ``ps`` and the C reader
 (bench/collect_reader.c, compiled with ``cc -O2`` when a compiler is present, else skipped with
 the reason) in alternation for several rounds. The C reader reads the files the collector reads,
 in its order: meminfo, PSI, sockstat and slabinfo; the cgroup version, the kubepods walk and
@@ -14,12 +15,14 @@ process, no JSON and no analysis. The same source built with ``-DNARROW`` is the
 bench used before (statm of every process, then status, comm, smaps_rollup and cgroup of the
 top 20 only), timed too and reported as ``ratio_vs_c_narrow``: a floor, not a peer, since the
 collector must read more than that. The ``bot`` package is byte-compiled first
-(``compileall``), so no run pays for compiling. Prints medians and, as the last line, one
-JSON object for the largest count: {"bench": "collect", "metric": "wall_s_median", "value",
-"baseline" (ps), "ratio", "target": 1.0, "ratio_vs_c", "target_vs_c": 1.5,
-"ratio_vs_c_narrow", "peak_rss_mib", "counts": [...]}. Peak RSS (target <= 20 MiB) is the
-largest ``ru_maxrss`` of three more collector runs, each fork()ed by bench/maxrss.c (a small C
-process): a child that subprocess starts with vfork() reports in ``ru_maxrss`` the bench's own
+(``compileall``), so no run pays for compiling. Prints medians and, as the last line, one JSON
+object for the largest count: {"bench": "collect", "metric": "wall_s_median", "value",
+"baseline" (ps), "ratio", "target": 1.0, "ratio_vs_c", "target_vs_c": 1.5, "cpu_ratio_vs_c",
+"ratio_vs_c_narrow", "peak_rss_mib", "counts": [...]}. ``cpu_ratio_vs_c`` is the ratio of the
+median CPU seconds (user + system, from wait4) of the collector's and the C reader's runs: on a
+loaded machine the wall clock also counts the wait for a core. Peak RSS (target <= 20 MiB) is
+the largest ``ru_maxrss`` of three more collector runs, each fork()ed by bench/maxrss.c (a small
+C process): a child that subprocess starts with vfork() reports in ``ru_maxrss`` the bench's own
 resident memory at the moment it exec'd, so the timed runs' figure is not the collector's. Each
 count also reports ``top20_rss_mib``: the
 resident memory of the 20 largest processes, whose smaps_rollup the collector and the C reader
@@ -54,18 +57,33 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def collector_command() -> list[str]:
-    script = REPO / ".venv" / "bin" / "gpunode"
-    if script.exists():
-        return [str(script), "collect", "--format", "json"]
-    return [sys.executable, "-m", "bot", "collect", "--format", "json"]
+    """The diagnostic Job's own command (templates/kube/diagnostic-job.yaml.j2: ``python -I -S
+    /opt/gpunode/bot/__main__.py collect --root /host --format json``) on this checkout's
+    ``bot``, with the host root and kernel log window at their defaults (``/``, 24 h): the same
+    interpreter flags, so the timing includes the start-up the Job pays, no more, no less."""
+    return [
+        sys.executable,
+        "-I",
+        "-S",
+        str(REPO / "bot" / "__main__.py"),
+        "collect",
+        "--format",
+        "json",
+    ]
+
+
+#: CPU seconds (user + system) of each command's runs, by command: ``timed`` adds to it. On a
+#: shared machine the wall clock also counts waiting for a core; CPU time does not
+CPU: dict[tuple[str, ...], list[float]] = {}
 
 
 def timed(cmd: list[str]) -> float:
-    """Wall seconds of one run, output discarded."""
+    """Wall seconds of one run, output discarded (its CPU seconds go to ``CPU``)."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO)
-    _, status, _ = os.wait4(proc.pid, 0)
+    _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
+    CPU.setdefault(tuple(cmd), []).append(usage.ru_utime + usage.ru_stime)
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         err = proc.stderr.read().decode() if proc.stderr else ""
@@ -194,6 +212,7 @@ def one_count(
         pids = _pids()
         top20 = top_rss_mib()
         print(f"process table: {pids} pids; collector: {' '.join(collector)}", file=sys.stderr)
+        CPU.clear()
         timed(collector), timed(baseline)  # warm the page cache
         for _ in range(rounds):
             ours.append(timed(collector))
@@ -216,9 +235,14 @@ def one_count(
         "peak_rss_mib": round(max(peaks) / 1024, 1) if peaks else maxrss,
         "top20_rss_mib": top20,
     }
-    if cs:
+    if cs and isinstance(reader, list):
         row["c_reader_s"] = round(statistics.median(cs), 4)
         row["ratio_vs_c"] = round(value / statistics.median(cs), 3)
+        # the timed rounds' CPU medians (the warm-up run is the first of each list)
+        ours_cpu = statistics.median(CPU[tuple(collector)][1:])
+        c_cpu = statistics.median(CPU[tuple(reader)])
+        row["collect_cpu_s"], row["c_reader_cpu_s"] = round(ours_cpu, 4), round(c_cpu, 4)
+        row["cpu_ratio_vs_c"] = round(ours_cpu / c_cpu, 3)
     else:
         row["c_reader_s"] = reader
     if narrows:
@@ -265,6 +289,7 @@ def main() -> int:
                 "ratio": last["ratio_vs_ps"],
                 "target": 1.0,
                 "ratio_vs_c": last.get("ratio_vs_c"),
+                "cpu_ratio_vs_c": last.get("cpu_ratio_vs_c"),
                 "target_vs_c": 1.5,
                 "ratio_vs_c_narrow": last.get("ratio_vs_c_narrow"),
                 "peak_rss_mib": last["peak_rss_mib"],

@@ -8,18 +8,16 @@ return an exit status.
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
-from types import SimpleNamespace
 
 from bot import __version__
 from bot.errors import GpunodeError, UsageError
 
 TYPE_CHECKING = False  # typing and argparse cost ~5 ms of `gpunode collect`'s start-up
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # and collections.abc (it imports collections), importlib, types: ~2 ms
     import argparse
+    from collections.abc import Callable, Sequence
 
     Handler = Callable[[argparse.Namespace], int]
 
@@ -123,8 +121,15 @@ def _collect_fast(words: list[str]) -> argparse.Namespace | None:
         except ValueError:
             return None
         i += 1
-    # argparse's Namespace is a plain attribute bag too; the handlers only read attributes
-    return SimpleNamespace(**values, **COLLECT_DEFAULTS)  # type: ignore[return-value]
+    return _Args(**values, **COLLECT_DEFAULTS)  # type: ignore[return-value]
+
+
+class _Args:
+    """A plain attribute bag, as argparse's Namespace is (the handlers only read attributes;
+    ``types.SimpleNamespace`` would import ``types``)."""
+
+    def __init__(self, **values: object) -> None:
+        self.__dict__.update(values)
 
 
 def _agent_args(p: argparse.ArgumentParser) -> None:
@@ -295,7 +300,8 @@ SANDBOX_MISSING = (
 def _resolve(ref: str, command: str) -> Handler:
     module, _, func = ref.partition(":")
     try:
-        handler: Handler = getattr(importlib.import_module(module), func)
+        __import__(module)  # importlib.import_module's work for an absolute name, without
+        handler: Handler = getattr(sys.modules[module], func)  # importing importlib
     except ModuleNotFoundError as exc:
         if (exc.name or "").startswith("gpunode_sandbox"):
             raise UsageError(

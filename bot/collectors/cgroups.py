@@ -14,7 +14,6 @@ treated as no limit. v1 has no OOM event counter (``failcnt`` counts limit hits,
 from __future__ import annotations
 
 import os
-import re
 
 from bot.collectors.gaps import GapLog
 from bot.core.diagnosis.memory import working_set_bytes
@@ -23,10 +22,17 @@ TYPE_CHECKING = False  # importing typing costs ~3 ms of `gpunode collect`'s sta
 if TYPE_CHECKING:
     from typing import Any, Literal
 
-_POD = re.compile(
-    r"(?:^|-)pod([0-9a-f]{8}[-_]?[0-9a-f]{4}[-_]?[0-9a-f]{4}[-_]?[0-9a-f]{4}[-_]?[0-9a-f]{12})(?:\.slice)?$"
+#: what a pod's cgroup segment and a container's leaf look like, as regular expressions: the
+#: specification ``pod_uid_of`` and ``container_of`` implement by hand (``import re`` costs ~7 ms
+#: of a collection's start-up); tests/collectors/test_cgroups.py checks them against these
+POD_PATTERN = (
+    r"(?:^|-)pod([0-9a-f]{8}[-_]?[0-9a-f]{4}[-_]?[0-9a-f]{4}[-_]?[0-9a-f]{4}[-_]?[0-9a-f]{12})"
+    r"(?:\.slice)?$"
 )
-_CONTAINER = re.compile(r"^(?:(cri-containerd|crio|docker)-)?([0-9a-f]{64})(?:\.scope)?$")
+CONTAINER_PATTERN = r"^(?:(cri-containerd|crio|docker)-)?([0-9a-f]{64})(?:\.scope)?$"
+_HEX = "0123456789abcdef"
+_UID_GROUPS = (12, 4, 4, 4, 8)  # right to left
+_PREFIXES = {"": None, "cri-containerd-": "cri-containerd", "crio-": "crio", "docker-": "docker"}
 _RUNTIMES = {"cri-containerd": "containerd", "crio": "cri-o", "docker": "docker"}
 _QOS = {
     "burstable": "burstable",
@@ -68,6 +74,41 @@ def _segments(path: str) -> list[str]:
     return [s for s in path.split("/") if s and s not in (".", "..")]
 
 
+def _is_hex(text: str) -> bool:
+    return not text.strip(_HEX)  # strip leaves nothing only when every character is hex
+
+
+def pod_uid_of(segment: str) -> str | None:
+    """Group 1 of ``re.search(POD_PATTERN, segment)``: the pod UID as written, or None."""
+    # ``$`` also matches before a last newline; the UID cannot end after one
+    text = segment[:-1] if segment.endswith("\n") else segment
+    if text.endswith(".slice"):  # ``...e.slice``: "slice" is not hex, so this is the suffix
+        text = text[:-6]
+    end = i = len(text)
+    for n, size in enumerate(_UID_GROUPS):
+        if n and i and text[i - 1] in "-_":  # the optional separator before the group at right
+            i -= 1
+        if i < size or not _is_hex(text[i - size : i]):
+            return None
+        i -= size
+    if i < 3 or text[i - 3 : i] != "pod" or (i > 3 and text[i - 4] != "-"):
+        return None
+    return text[i:end]
+
+
+def container_of(leaf: str) -> tuple[str | None, str] | None:
+    """Groups 1 and 2 of ``re.match(CONTAINER_PATTERN, leaf)``: (runtime prefix, id), or None."""
+    text = leaf[:-1] if leaf.endswith("\n") else leaf
+    if text.endswith(".scope"):  # "scope" is not hex: this is the suffix
+        text = text[:-6]
+    if len(text) < 64 or not _is_hex(text[-64:]):
+        return None
+    head = text[:-64]
+    if head not in _PREFIXES:
+        return None
+    return _PREFIXES[head], text[-64:]
+
+
 def parse_kube_path(path: str) -> KubePath:
     """Pod UID (dashed), QoS tier, container id and runtime prefix found in a cgroup path."""
     segments = _segments(path)
@@ -75,18 +116,18 @@ def parse_kube_path(path: str) -> KubePath:
     pod_depth: int | None = None
     qos: str | None = None
     for i, seg in enumerate(segments):
-        match = _POD.search(seg)
-        if match:
-            pod_uid, pod_depth = match.group(1).replace("_", "-"), i
+        uid = pod_uid_of(seg)
+        if uid is not None:
+            pod_uid, pod_depth = uid.replace("_", "-"), i
             break
         qos = _QOS.get(seg, qos)
     if pod_uid is not None and qos is None:
         qos = "guaranteed"
     container_id = prefix = None
     if segments:
-        leaf = _CONTAINER.match(segments[-1])
-        if leaf:
-            prefix, container_id = leaf.group(1), leaf.group(2)
+        leaf = container_of(segments[-1])
+        if leaf is not None:
+            prefix, container_id = leaf
     return KubePath(pod_uid, qos if pod_uid else None, container_id, prefix, pod_depth)
 
 
@@ -257,10 +298,12 @@ def find_kube_cgroups(mount: str) -> tuple[list[str], list[str]]:
         rel, depth = stack.pop()
         for name in _subdirs(mount + rel):
             child = f"{rel}/{name}"
-            if _POD.search(name):
+            if pod_uid_of(name) is not None:
                 pods.append(child)
                 containers += [
-                    f"{child}/{leaf}" for leaf in _subdirs(mount + child) if _CONTAINER.match(leaf)
+                    f"{child}/{leaf}"
+                    for leaf in _subdirs(mount + child)
+                    if container_of(leaf) is not None
                 ]
             elif depth < _KUBE_DEPTH:
                 stack.append((child, depth + 1))

@@ -7,9 +7,9 @@ person at a terminal on the node; the bot's own reports are rendered elsewhere f
 
 from __future__ import annotations
 
-import json
 import sys
 
+from bot.collectors import jsontext
 from bot.collectors.bundle import collect_document
 from bot.errors import CollectorError
 
@@ -166,5 +166,5 @@ def main(args: argparse.Namespace) -> int:
     if args.format == "text":
         sys.stdout.write(render_text(doc))
     else:
-        sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
+        sys.stdout.write(jsontext.dumps(doc) + "\n")
     return 0

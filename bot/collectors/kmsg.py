@@ -34,17 +34,16 @@ feed recorded text; this module imports no pydantic (``gpunode collect`` stays l
 from __future__ import annotations
 
 import errno
-import functools
 import os
-import re
-from collections.abc import Callable, Iterable
-from datetime import UTC, datetime, timedelta
 
 from bot.collectors import cgroups
 from bot.collectors.gaps import GapLog
 
 TYPE_CHECKING = False  # importing typing costs ~3 ms of `gpunode collect`'s start-up
 if TYPE_CHECKING:
+    import re
+    from collections.abc import Callable, Iterable
+    from datetime import datetime
     from typing import Any
 
 SOURCE = "kmsg:/dev/kmsg"
@@ -60,6 +59,8 @@ class _Patterns:
     their compiling costs."""
 
     def __init__(self) -> None:
+        import re  # here, not at the top: ~7 ms of start-up a refused Job never needs
+
         self.header = re.compile(r"^(\d+),(\d+),(\d+),([^;,]*)[^;]*;(.*)$")
         self.escape = re.compile(r"\\x([0-9a-fA-F]{2})")
         self.invoked = re.compile(r"^(?P<comm>.*) invoked oom-killer: ")
@@ -86,13 +87,19 @@ class _Patterns:
         self.xid_name = re.compile(r"^name=(?P<name>[^,]*), ?")
 
 
-@functools.cache
+_COMPILED: list[_Patterns] = []  # a cache by hand: ``functools`` costs ~1 ms of start-up
+
+
 def _patterns() -> _Patterns:
-    return _Patterns()
+    if not _COMPILED:
+        _COMPILED.append(_Patterns())
+    return _COMPILED[0]
 
 
 def normalize_pci(bus_id: str) -> str | None:
     """``00000000:3B:00.0`` / ``0000:3b:00`` -> ``0000:3b:00`` (domain:bus:device), else None."""
+    import re
+
     match = re.match(r"^([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})", bus_id.strip())
     if match is None:
         return None
@@ -229,6 +236,8 @@ def parse_events(
 
 
 def _boot_time(root: str, gaps: GapLog) -> datetime | None:
+    from datetime import UTC, datetime
+
     try:
         with open(f"{root}/proc/stat", encoding="ascii", errors="replace") as fh:
             for line in fh:
@@ -266,7 +275,7 @@ def _read_all(path: str, opener: Callable[[str, int], int]) -> bytes:
 def read_kernel_log(
     root: str,
     *,
-    now: datetime,
+    now: datetime | Callable[[], datetime],
     gpus: list[dict[str, Any]],
     gaps: GapLog,
     window_s: int = DEFAULT_WINDOW_S,
@@ -275,6 +284,8 @@ def read_kernel_log(
 ) -> dict[str, Any] | None:
     """The ``kernel_log`` document, or None with a gap when the log cannot be read.
 
+    ``now``: the collection's moment, or a function that gives it (called only once the log
+    is open, so a refused Job never imports ``datetime``).
     ``gpus`` are the NVML devices already read (``pci_bus_id`` maps an XID to its GPU).
     ``opener`` is ``os.open``; tests pass one that fails as the kernel would.
     ``status_path``: this process's status (its ``CapEff`` says whether CAP_SYSLOG is
@@ -286,10 +297,12 @@ def read_kernel_log(
     except OSError as exc:
         gaps.add(SOURCE, *_open_reason(exc, root, cap_syslog=_cap_syslog_effective(status_path)))
         return None
+    from datetime import timedelta
+
     boot = _boot_time(root, gaps)
     records = parse_records(raw.decode("utf-8", "replace"))
     kills, xids = parse_events(records)
-    since = now - timedelta(seconds=window_s)
+    since = (now() if callable(now) else now) - timedelta(seconds=window_s)
     by_pci = {normalize_pci(g.get("pci_bus_id") or ""): g for g in gpus if g.get("pci_bus_id")}
     kept_kills = _placed(kills, boot, since)
     kept_xids = _placed(xids, boot, since)
@@ -317,12 +330,16 @@ def read_kernel_log(
 
 
 def _at(boot: datetime | None, usec: int) -> str | None:
+    from datetime import timedelta
+
     return (boot + timedelta(microseconds=usec)).isoformat() if boot is not None else None
 
 
 def _placed(
     events: list[dict[str, Any]], boot: datetime | None, since: datetime
 ) -> list[dict[str, Any]]:
+    from datetime import timedelta
+
     out = []
     for e in events:
         at = boot + timedelta(microseconds=e["uptime_us"]) if boot is not None else None

@@ -133,3 +133,75 @@ def test_version_detection_prefers_the_unified_mount(tmp_path: Path) -> None:
     assert cgroups.detect_version(str(tmp_path)) == 1
     (tmp_path / "sys/fs/cgroup/cgroup.controllers").write_text("memory\n")
     assert cgroups.detect_version(str(tmp_path)) == 2
+
+
+#: pieces a pod segment or a container leaf is built from, near misses included
+_PIECES = st.sampled_from(
+    [
+        "pod",
+        "-pod",
+        "kubepods-",
+        "burstable-",
+        ".slice",
+        ".scope",
+        "\n",
+        "-",
+        "_",
+        "crio-",
+        "docker-",
+        "cri-containerd-",
+        "cri-",
+        "0123",
+        "abcd",
+        "89ef",
+        "0123456789abcdef" * 4,
+        UID,
+        UND,
+        UID.upper(),
+        "g",
+        "x",
+    ]
+)
+_SEGMENTS = st.one_of(
+    st.lists(_PIECES, max_size=12).map("".join),
+    st.text(alphabet="0123456789abcdefpod-_.slicescope\nxg", max_size=80),
+)
+
+
+@given(_SEGMENTS)
+def test_a_pod_segment_is_read_by_hand_exactly_as_its_regular_expression_reads_it(
+    segment: str,
+) -> None:
+    import re
+
+    match = re.search(cgroups.POD_PATTERN, segment)
+    assert cgroups.pod_uid_of(segment) == (match.group(1) if match else None)
+
+
+@given(_SEGMENTS)
+def test_a_container_leaf_is_read_by_hand_exactly_as_its_regular_expression_reads_it(
+    leaf: str,
+) -> None:
+    import re
+
+    match = re.match(cgroups.CONTAINER_PATTERN, leaf)
+    assert cgroups.container_of(leaf) == (match.group(1, 2) if match else None)
+
+
+@pytest.mark.parametrize(
+    ("segment", "uid"),
+    [
+        (f"pod{UID}", UID),
+        (f"kubepods-burstable-pod{UND}.slice", UND),
+        (f"pod{UID.replace('-', '')}", UID.replace("-", "")),
+        (f"pod{UID}\n", UID),  # ``$`` matches before a last newline
+        (f"xpod{UID}", None),  # "pod" must start the segment or follow a dash
+        (f"pod{UID}.slicex", None),
+        (f"pod{UID[:-1]}", None),
+        (f"pod{UID.upper()}", None),
+        ("pod", None),
+        ("", None),
+    ],
+)
+def test_a_pod_segment_gives_its_uid_as_written(segment: str, uid: str | None) -> None:
+    assert cgroups.pod_uid_of(segment) == uid

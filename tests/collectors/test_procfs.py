@@ -167,3 +167,41 @@ def test_slabinfo_keeps_the_biggest_caches_in_bytes() -> None:
 @given(st.text())
 def test_slabinfo_parser_accepts_any_text(text: str) -> None:
     assert isinstance(procfs.parse_slabinfo(text, page_size=4096), list)
+
+
+@given(
+    st.one_of(
+        st.text(),
+        st.lists(
+            st.sampled_from(
+                [
+                    "MemTotal",
+                    "Active(anon)",
+                    "Hugepagesize",
+                    ":",
+                    " ",
+                    "\t",
+                    "12",
+                    "0",
+                    "kB",
+                    "KB",
+                    "٣",
+                    "²",
+                    "-",
+                    "x",
+                    "\r",
+                    "Key_1",
+                ]
+            ),
+            max_size=10,
+        ).map("".join),
+    )
+)
+def test_a_meminfo_line_is_read_by_hand_exactly_as_its_regular_expression_reads_it(
+    line: str,
+) -> None:
+    import re
+
+    match = re.fullmatch(procfs.MEMINFO_LINE, line)
+    expected = (match.group(1), int(match.group(2)), match.group(3) is not None) if match else None
+    assert procfs.meminfo_line(line) == expected

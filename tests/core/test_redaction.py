@@ -116,7 +116,7 @@ def test_the_quick_check_lets_through_every_text_a_pattern_would_change() -> Non
         "AKIAIOSFODNN7EXAMPLE",
         "ASIAIOSFODNN7EXAMPL2",
         "xoxp-1234567890-abcdef",
-        "gho_" + "b" * 36,
+        *(f"gh{kind}_" + "b" * 36 for kind in "pousr"),
     ]
     for trigger in triggers:
         for text in (trigger, f"prog {trigger} --n 3", f"a{trigger}", trigger.upper()):
@@ -124,3 +124,5 @@ def test_the_quick_check_lets_through_every_text_a_pattern_would_change() -> Non
             if redact_every_pattern(text) != text:
                 assert maybe_secret(text), text
     assert not maybe_secret("python train.py --epochs 3 --lr=0.001")
+    # words that merely hold "gh", as ML command lines often do
+    assert not maybe_secret("python train.py --weights /ckpt/high.pt --throughput-log x")

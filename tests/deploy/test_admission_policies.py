@@ -58,6 +58,20 @@ async def test_the_diagnostic_job_the_bot_renders_is_admitted(
     assert status == 201, body
 
 
+async def test_a_job_from_a_bot_a_release_behind_that_runs_python_dash_m_bot_is_admitted(
+    make_kubesim: Make,
+) -> None:
+    """Earlier bots render ``python -I -m bot collect``: as isolated, only slower to start.
+    Mid-upgrade, a bot a release behind its policy must still be able to diagnose."""
+    sim = await make_kubesim("seed")
+    job = _job()
+    command = _c(job)["command"]
+    assert command[2:4] == ["-S", "/opt/gpunode/bot/__main__.py"]
+    command[2:4] = ["-m", "bot"]
+    status, body = await kube_call(sim.url, "POST", JOBS, token=BOT_TOKEN, body=job)
+    assert status == 201, body
+
+
 def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
     def change(job: dict[str, Any]) -> None:
         *parents, last = path.split(".")
@@ -94,6 +108,14 @@ def _drop(path: str) -> Callable[[dict[str, Any]], None]:
     return change
 
 
+def _command_words(words: dict[int, str]) -> Callable[[dict[str, Any]], None]:
+    def change(job: dict[str, Any]) -> None:
+        for i, word in words.items():
+            _c(job)["command"][i] = word
+
+    return change
+
+
 SECRET_ENV = {"name": "T", "valueFrom": {"secretKeyRef": {"name": "gpunode-slack", "key": "k"}}}
 DENIED = [
     (
@@ -106,7 +128,22 @@ DENIED = [
     (
         "another command",
         _set(f"{CONTAINER}.command", ["sh", "-c", "id"]),
-        "python -I -m bot collect",
+        "python -I -S /opt/gpunode/bot/__main__.py collect",
+    ),
+    (
+        "another script",
+        _command_words({3: "/tmp/collect.py"}),
+        "python -I -S /opt/gpunode/bot/__main__.py collect",
+    ),
+    (
+        "site-packages back on the path",
+        _command_words({2: "-s"}),
+        "python -I -S /opt/gpunode/bot/__main__.py collect",
+    ),
+    (
+        "another module",
+        _command_words({2: "-m", 3: "evil"}),
+        "python -I -S /opt/gpunode/bot/__main__.py collect",
     ),
     ("extra args", _set(f"{CONTAINER}.args", ["--root", "/"]), "no args"),
     ("a privileged container", _set(f"{CONTAINER}.securityContext.privileged", True), "non-root"),

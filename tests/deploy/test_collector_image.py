@@ -171,6 +171,40 @@ def test_the_collector_stage_reaches_its_code_without_pythonpath_which_python_da
     assert EvidenceBundle.model_validate_json(after.stdout).node_name == "slim"
 
 
+def test_the_jobs_own_command_collects_from_the_stage_folder_and_nothing_else(
+    slim_tree: Path, tmp_path: Path
+) -> None:
+    """The Job runs ``python -I -S /opt/gpunode/bot/__main__.py collect``: no site-packages,
+    no PYTHON* variable, no current directory; the file puts its own tree on the path. A
+    ``bot`` package on PYTHONPATH or in the working directory is never the one imported."""
+    from bot.config import KubeSettings
+    from bot.kube.jobs import build_job
+
+    job = build_job(KubeSettings(), "gpu-node-01", "abc123")
+    command = job["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert command[:5] == ["python", "-I", "-S", "/opt/gpunode/bot/__main__.py", "collect"]
+    # NVML's bindings must be where that command looks: the stage installs them there
+    assert any(
+        "pip install" in line and "--target /opt/gpunode" in line and "nvidia-ml-py" in line
+        for line in _collector_stage()
+    )
+    decoy = tmp_path / "decoy" / "bot"
+    decoy.mkdir(parents=True)
+    (decoy / "__init__.py").write_text("raise SystemExit('the decoy bot was imported')\n")
+    script = str(slim_tree / "bot" / "__main__.py")
+    done = subprocess.run(
+        [sys.executable, *command[1:3], script, *COLLECT],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=decoy.parent,
+        env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(decoy.parent)},
+    )
+    assert done.returncode == 0, done.stderr
+    bundle = EvidenceBundle.model_validate_json(done.stdout)
+    assert bundle.node_name == "slim" and bundle.processes
+
+
 def test_the_collector_stage_byte_compiles_its_code_for_a_read_only_root() -> None:
     """PYTHONDONTWRITEBYTECODE and the Job's read-only root: without a compile step in the
     image, every collection would compile every module again before reading a file."""

@@ -177,7 +177,13 @@ async def test_the_job_the_bot_renders_runs_the_collector_isolated_and_is_admitt
 ) -> None:
     sim = await make_kubesim("seed")
     job = _job()
-    assert _container(job)["command"][:5] == ["python", "-I", "-m", "bot", "collect"]
+    assert _container(job)["command"][:5] == [
+        "python",
+        "-I",
+        "-S",
+        "/opt/gpunode/bot/__main__.py",
+        "collect",
+    ]
 
     status, answer = await _send(sim, "POST", JOBS, job)
 

@@ -67,8 +67,8 @@ def test_the_diagnostic_job_is_bound_hardened_and_burstable() -> None:
     assert container["command"] == [
         "python",
         "-I",
-        "-m",
-        "bot",
+        "-S",
+        "/opt/gpunode/bot/__main__.py",
         "collect",
         "--root",
         "/host",

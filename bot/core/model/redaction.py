@@ -13,8 +13,9 @@ per pattern and per near miss.
 
 from __future__ import annotations
 
-import functools
-import re
+TYPE_CHECKING = False  # importing typing costs ~3 ms of `gpunode collect`'s start-up
+if TYPE_CHECKING:
+    import re
 
 MASK = "***"
 
@@ -81,16 +82,25 @@ MAYBE_SECRET = (
     "akia",
     "asia",
     "xox",
-    "gh",
+    # GitHub tokens start gh[pousr]_: a bare "gh" is in "weights", "high", "throughput", so
+    # a training job's command line would compile the table (and import re) for nothing
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
 )
 
 
-#: the words above as one scan (a fifth of the time of one ``in`` per word)
-_MAYBE_SECRET = re.compile("|".join(re.escape(word) for word in MAYBE_SECRET))
-
-
 def maybe_secret(text: str) -> bool:
-    return _MAYBE_SECRET.search(text.lower()) is not None
+    """Whether ``text`` holds one of ``MAYBE_SECRET`` (any case). A loop of ``in``: as fast as
+    one regular expression of the words (~3 us a command line either way), and it spares the
+    collector importing ``re`` (~7 ms of its start-up)."""
+    low = text.lower()
+    for word in MAYBE_SECRET:  # noqa: SIM110 - any() over a generator is 1.5x slower
+        if word in low:
+            return True
+    return False
 
 
 def redact_command_line(text: str) -> str:
@@ -100,10 +110,17 @@ def redact_command_line(text: str) -> str:
     return redact_every_pattern(text)
 
 
-@functools.cache
-def patterns() -> tuple[tuple[str, re.Pattern[str], str], ...]:
-    """``TABLE`` with each pattern compiled."""
-    return tuple((name, re.compile(pattern), replacement) for name, pattern, replacement in TABLE)
+Compiled = tuple[tuple[str, "re.Pattern[str]", str], ...]
+_COMPILED: list[Compiled] = []  # a cache by hand: ``functools`` costs ~1 ms of start-up
+
+
+def patterns() -> Compiled:
+    """``TABLE`` with each pattern compiled (once, on first use)."""
+    if not _COMPILED:
+        import re
+
+        _COMPILED.append(tuple((name, re.compile(p), repl) for name, p, repl in TABLE))
+    return _COMPILED[0]
 
 
 def redact_every_pattern(text: str) -> str:
