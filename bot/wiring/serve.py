@@ -61,10 +61,13 @@ def check_settings(settings: Settings) -> None:
 
 
 def load_policy(settings: Settings) -> Policy:
+    """The policy file's policy; without one, a policy with no roles (every action denied).
+    Its tier 1 asks no approval: the default quorum of 1 needs a role that approves, and a
+    policy with no roles has none (it would be refused as invalid)."""
     if settings.actions.policy_file:
         return read_policy(settings.actions.policy_file)
     log.warning("no policy file (GPUNODE_ACTIONS__POLICY_FILE): every action is denied")
-    return parse_policy({})
+    return parse_policy({"approvals": {1: {"quorum": 0}}})
 
 
 async def start_socket_mode(runtime: Runtime, app_token: str) -> AsyncSocketModeHandler:

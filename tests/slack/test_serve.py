@@ -1,5 +1,5 @@
 """``gpunode serve`` refuses to start on missing or malformed settings, naming what to set,
-and never echoes a secret's value."""
+and never echoes a secret's value; without a policy file it starts, denying every action."""
 
 from __future__ import annotations
 
@@ -127,3 +127,21 @@ def test_a_config_file_error_names_the_place_and_never_echoes_a_value(
     assert "Traceback" not in done.stderr
     for value in (SECRET, TOKEN):
         assert value not in done.stderr and value not in done.stdout, done.stderr
+
+
+def test_serve_without_a_policy_file_starts_with_a_policy_that_denies_every_action(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from bot.config import load_settings
+    from bot.core.governance.policy import ActionRequestInfo, Deny, Principal, authorize, decide
+    from bot.wiring.serve import load_policy
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GPUNODE_ACTIONS__POLICY_FILE", raising=False)
+    monkeypatch.delenv("GPUNODE_CONFIG", raising=False)
+    policy = load_policy(load_settings(config_file=None))
+
+    someone = Principal(user_id="U0SOMEONE1", usergroup_ids=frozenset(), channel_id="C0INC")
+    assert isinstance(authorize(someone, "diagnose", policy), Deny)
+    for tier in (1, 2, 3):
+        assert isinstance(decide(someone, ActionRequestInfo(tier=tier), policy), Deny)
