@@ -16,7 +16,8 @@ Kube manifests (``templates/kube/...``) are not localised and are loaded by plai
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -79,7 +80,7 @@ def get_environment(locale: str = DEFAULT_LOCALE, *, html: bool = False) -> jinj
     ``jinja2.ext.i18n`` with the locale's catalog installed (new-style gettext: ``_("…
     %(node)s", node=x)``, ``{% trans %}`` blocks trimmed of layout whitespace), and the
     locale-bound Babel formats as filters (``duration``, ``number``) and globals
-    (``locale``)."""
+    (``locale``; ``quoted_error``: an error a gap quotes, worded in the locale)."""
     loc = normalize_locale(locale)
     env = jinja2.Environment(
         loader=_Loader(str(template_root())),
@@ -106,6 +107,7 @@ def get_environment(locale: str = DEFAULT_LOCALE, *, html: bool = False) -> jinj
         str(kind), params or {}, str(label), t
     )
     env.globals["locale"] = loc
+    env.globals["quoted_error"] = functools.partial(_quoted_error, locale=loc)
     # who acted when it was not a person: templates branch on these, never on a spelled name
     env.globals["actors"] = {
         "gpunode": actors.GPUNODE,
@@ -113,6 +115,14 @@ def get_environment(locale: str = DEFAULT_LOCALE, *, html: bool = False) -> jinj
         "machines": tuple(sorted(actors.MACHINES)),
     }
     return env
+
+
+def _quoted_error(params: Mapping[str, object], prefix: str, *, locale: str) -> str:
+    """``quoted_error(params, "error")`` in a template: an error a gap quotes, in the
+    environment's locale (``bot.render.errors.quoted_error_text``)."""
+    from bot.render.errors import quoted_error_text  # it renders with this module
+
+    return quoted_error_text(params, prefix, locale)
 
 
 @cache
