@@ -68,7 +68,8 @@ def failure_samples(plan: ActionPlan) -> dict[str, ActionFailure]:
     """Every way an action's message says it ended outside its steps, with the params the
     services give each (``applying._crashed``, ``reconciling``, an unanswered write)."""
     unreachable = ClusterUnreachableError("prod-eu", waited_s=10)
-    unanswered = timed_out(plan.steps[0], write=True)
+    step = plan.steps[0] if plan.steps else Step(verb="cordon", kind="Node", name=plan.node)
+    unanswered = timed_out(step, write=True)
     crashed = {"code": unreachable.code, "message": f"{unreachable.message}. Nothing was changed."}
     return {
         "interrupted": ActionFailure(
