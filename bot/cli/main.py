@@ -42,16 +42,20 @@ def _lang(value: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _lang_arg(p: argparse.ArgumentParser) -> None:
-    """``--lang``: the language of what the subcommand prints. Unset: ``en`` (``timeline``:
-    the incident thread's own language), whatever ``LANG`` says -- output is pasted into
-    tickets and diffed by scripts, and a server's ``LANG`` is the host's, not the reader's."""
+LANG_HELP = "language of the output (default en; timeline: the thread's; zh_CN, en-US accepted)"
+
+
+def _lang_arg(p: argparse.ArgumentParser, says: str = LANG_HELP) -> None:
+    """``--lang``: the language of what the subcommand prints (``says``, its help). Unset:
+    ``en`` (``timeline``: the incident thread's own language), whatever ``LANG`` says --
+    output is pasted into tickets and diffed by scripts, and a server's ``LANG`` is the
+    host's, not the reader's."""
     p.add_argument(
         "--lang",
         type=_lang,
         default=None,
         metavar="en|zh-CN",
-        help="language of the output (default en; timeline: the thread's; zh_CN, en-US accepted)",
+        help=says,
     )
 
 
@@ -261,6 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="run the Slack bot (HTTP or Socket Mode)")
     p.add_argument("--config", help="gpunode settings YAML")
+    _lang_arg(p, "language of a refusal to start (default en; the log stays English)")
     p.set_defaults(handler="bot.wiring.serve:main")
 
     p = sub.add_parser("demo", help="run gpunode with stand-ins for Slack and Kubernetes")

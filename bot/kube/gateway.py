@@ -29,6 +29,7 @@ from bot.core.governance.impersonation import ActingAs
 from bot.core.model.changes import Change, EnvValues, EvictionOutcome, ResourceValues
 from bot.core.model.cluster import BudgetInfo, ClusterView, NodeInfo, NodeLoad, RoomOnNode
 from bot.core.model.evidence import EvidenceBundle
+from bot.core.model.quoted_errors import flat_error
 from bot.core.remedies.rollouts import DRA_PREFIX
 from bot.core.remedies.watching import RolloutProgress
 from bot.errors import DiagnosticJobError, GpunodeError, KubeUnavailableError, NotFoundError
@@ -759,7 +760,8 @@ class Gateway:
                 failure=exc.message,
                 via="endpoint",
                 code="exporter_read_failed",
-                params={"error": exc.message},
+                # the error's English text, and its key and params for the reader's words
+                params={"error": exc.message, **flat_error("error", exc.key, exc.params)},
             )
 
     async def _delete_job(self, namespace: str, name: str) -> None:

@@ -24,6 +24,7 @@ from bot.core.remedies.field_changes import field_changes
 from bot.core.reporting.diffing import DiagnosisDiff
 from bot.core.reporting.outcomes import (
     ActionDiff,
+    ActionFailure,
     ActionForm,
     ActionResult,
     ActionTold,
@@ -46,6 +47,7 @@ from bot.render.blocks import (
 )
 from bot.render.errors import error_text, refusal_mrkdwn
 from bot.render.filters import truncate
+from bot.render.timeline import entry_text, found_text
 from bot.render.watching import modal_notes, outcome_extras
 
 CONFIRM_CALLBACK = "gpunode_confirm"
@@ -339,17 +341,17 @@ def outcome_message(
     requester: str,
     by: str,
     reason: str,
-    detail: str,
     result: Any,
     undo: bool,
     locale: str,
     node_ref: str | None = None,
+    failure: ActionFailure | None = None,
     why: Refused | None = None,
 ) -> Message:
-    """``why``: a refusal's reason as a code, worded here in ``locale`` (then ``detail``, its
-    English text, is not shown)."""
+    """``failure``: why it ended outside its steps, and ``why``: a refusal's reason, each a
+    code worded here in ``locale`` (the refusal, when there is one)."""
     t = _t(locale)
-    shown = "" if why is not None else detail
+    shown = "" if why is not None or failure is None else failure_text(failure, locale)
     summary = _s(t.outcome_summary(plan, state, requester, by, reason, shown))
     if why is not None:
         summary += "\n" + refusal_mrkdwn(why.code, why.params, locale)
@@ -373,6 +375,24 @@ def outcome_message(
         else []
     )
     return truncate(summary, 3000), fit(blocks, "…", tail=tail)
+
+
+def failure_text(failure: ActionFailure, locale: str) -> str:
+    """Why an action ended outside its steps, plain text in ``locale``: the words the
+    timeline gives a crash (the error it quotes worded from its key), what the reconciler
+    found of an interrupted action, or the error of a write that got no answer."""
+    p = failure.params
+    if failure.code == "interrupted":
+        return _s(_t(locale).interrupted(found_text(p.get("found"), locale=locale)))
+    if failure.code == "crashed":
+        return entry_text({"code": "crashed", "params": p}, "", locale=locale)
+    quoted = p.get("error_params")
+    return error_text(
+        str(p.get("error_key") or ""),
+        dict(quoted) if isinstance(quoted, Mapping) else {},
+        str(p.get("error") or ""),
+        locale,
+    )
 
 
 def diff_message(
@@ -451,7 +471,7 @@ def render_action(told: ActionTold, locale: str) -> Message:
             requester=told.requester,
             by=told.by,
             reason=told.reason,
-            detail=told.detail,
+            failure=told.failure,
             why=told.why,
             result=told.result,
             undo=told.undo,

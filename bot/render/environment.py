@@ -16,7 +16,8 @@ Kube manifests (``templates/kube/...``) are not localised and are loaded by plai
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -69,8 +70,7 @@ class _Loader(jinja2.FileSystemLoader):
 _FOLDERS = frozenset({*LOCALES, catalogs.PSEUDO_LOCALE})
 
 
-@cache
-def get_environment(locale: str = DEFAULT_LOCALE, *, html: bool = False) -> jinja2.Environment:
+def get_environment(*, locale: str, html: bool = False) -> jinja2.Environment:
     """The shared environment of one render locale (cached). Autoescape is off: each format
     escapes its own way, explicitly, through the filters (``mrkdwn``, ``md``) or pre-escaped
     view models. ``html=True``: the same with HTML autoescape on (the postmortem's HTML: every
@@ -79,8 +79,15 @@ def get_environment(locale: str = DEFAULT_LOCALE, *, html: bool = False) -> jinj
     ``jinja2.ext.i18n`` with the locale's catalog installed (new-style gettext: ``_("…
     %(node)s", node=x)``, ``{% trans %}`` blocks trimmed of layout whitespace), and the
     locale-bound Babel formats as filters (``duration``, ``number``) and globals
-    (``locale``)."""
-    loc = normalize_locale(locale)
+    (``locale``; ``quoted_error``: an error a gap quotes, worded in the locale).
+
+    ``locale`` is required, like every renderer's: a forgotten one is a type error, never
+    English by default (the cached helpers below are wrapped so that mypy sees this)."""
+    return _environment(normalize_locale(locale), html)
+
+
+@cache
+def _environment(loc: str, html: bool) -> jinja2.Environment:
     env = jinja2.Environment(
         loader=_Loader(str(template_root())),
         undefined=jinja2.StrictUndefined,
@@ -106,6 +113,7 @@ def get_environment(locale: str = DEFAULT_LOCALE, *, html: bool = False) -> jinj
         str(kind), params or {}, str(label), t
     )
     env.globals["locale"] = loc
+    env.globals["quoted_error"] = functools.partial(_quoted_error, locale=loc)
     # who acted when it was not a person: templates branch on these, never on a spelled name
     env.globals["actors"] = {
         "gpunode": actors.GPUNODE,
@@ -115,11 +123,23 @@ def get_environment(locale: str = DEFAULT_LOCALE, *, html: bool = False) -> jinj
     return env
 
 
-@cache
-def localized_name(kind: str, name: str, *, locale: str = DEFAULT_LOCALE) -> str:
+def _quoted_error(params: Mapping[str, object], prefix: str, *, locale: str) -> str:
+    """``quoted_error(params, "error")`` in a template: an error a gap quotes, in the
+    environment's locale (``bot.render.errors.quoted_error_text``)."""
+    from bot.render.errors import quoted_error_text  # it renders with this module
+
+    return quoted_error_text(params, prefix, locale)
+
+
+def localized_name(kind: str, name: str, *, locale: str) -> str:
     """``<kind>/<name>`` (one layout for every locale, words from the catalog) if it exists;
     else the per-locale copy ``<kind>/<locale>/<name>`` (``locale`` normalised), else the
     ``en`` one. The per-locale copies are the layout forks being merged into one."""
+    return _localized_name(kind, name, locale)
+
+
+@cache
+def _localized_name(kind: str, name: str, locale: str) -> str:
     root = template_root()
     if (root / kind / name).is_file():
         return f"{kind}/{name}"
@@ -131,17 +151,17 @@ def localized_name(kind: str, name: str, *, locale: str = DEFAULT_LOCALE) -> str
     raise jinja2.TemplateNotFound(f"{kind}/{name}")
 
 
-def get_template(kind: str, name: str, *, locale: str = DEFAULT_LOCALE) -> jinja2.Template:
+def get_template(kind: str, name: str, *, locale: str) -> jinja2.Template:
     loc = normalize_locale(locale)
-    return get_environment(loc).get_template(localized_name(kind, name, locale=loc))
+    return _environment(loc, False).get_template(_localized_name(kind, name, loc))
 
 
-def render(kind: str, name: str, *, locale: str = DEFAULT_LOCALE, **ctx: Any) -> str:
+def render(kind: str, name: str, *, locale: str, **ctx: Any) -> str:
     """Render one whole template to text."""
     return get_template(kind, name, locale=locale).render(**ctx)
 
 
-def macros(kind: str, name: str, *, locale: str = DEFAULT_LOCALE) -> Any:
+def macros(kind: str, name: str, *, locale: str) -> Any:
     """The template's module: its macros are attributes (``macros(...).header(node=...)``).
 
     Used where Python builds the structure (Block Kit) and the template supplies each

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from bot.core.model.quoted_errors import error_of
 from bot.render import environment
 
 
@@ -43,15 +44,28 @@ def doing_text(key: str, params: object, fallback: object, locale: str) -> str:
 
 
 def doing_keys() -> tuple[str, ...]:
-    """Every request label the catalog words (for tests)."""
-    module = environment.macros("slack", "doing.j2")
+    """Every request label the catalog words (for tests; one layout, the same keys in every
+    locale)."""
+    module = environment.macros("slack", "doing.j2", locale="en")
     return tuple(n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n)))
 
 
 def error_keys() -> tuple[str, ...]:
-    """Every error key the catalog words (for tests)."""
-    module = environment.macros("slack", "errors.j2")
+    """Every error key the catalog words (for tests; one layout, the same keys in every
+    locale)."""
+    module = environment.macros("slack", "errors.j2", locale="en")
     return tuple(n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n)))
+
+
+def quoted_error_text(params: Mapping[str, object], prefix: str, locale: str) -> str:
+    """An error a gap quotes under ``prefix`` (``bot.core.model.quoted_errors``: its English
+    text at ``prefix``, its key and flat params beside it) in ``locale``; its English text
+    in English, or when it was written without a key."""
+    english = str(params.get(prefix, ""))
+    key, nested = error_of(prefix, params)
+    if locale == "en" or not key:
+        return english
+    return error_text(key, nested, english, locale)
 
 
 def gap_text(code: str, params: Mapping[str, object], fallback: str, locale: str) -> str:

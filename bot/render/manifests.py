@@ -19,7 +19,8 @@ LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 def render_manifest(name: str, /, **ctx: Any) -> dict[str, Any]:
     """Render ``templates/kube/<name>`` with ``ctx`` (StrictUndefined) and parse it."""
-    text = get_environment().get_template(f"kube/{name}").render(**ctx)
+    # a manifest is not localised: its words are the API's and the YAML's
+    text = get_environment(locale="en").get_template(f"kube/{name}").render(**ctx)
     doc = yaml.load(text, Loader=LOADER)  # noqa: S506 - a safe loader (C or Python)
     if not isinstance(doc, dict):
         raise ValueError(f"template kube/{name} did not render a mapping")

@@ -133,5 +133,5 @@ def render_postmortem_html(pm: Postmortem, *, charts: Mapping[str, bytes], local
     ctx = context(pm, fmt="text", locale=locale)
     name = environment.localized_name("html", "postmortem.html.j2", locale=locale)
     uris = {k: data_uri(v) for k, v in charts.items()}
-    env = environment.get_environment(environment.normalize_locale(locale), html=True)
+    env = environment.get_environment(locale=locale, html=True)
     return env.get_template(name).render(charts=uris, **ctx)

@@ -186,7 +186,7 @@ def render_prevention_files(
 ) -> dict[str, str]:
     """The kit's manifests (``KIT_FILES``) and ``README.md``: what each file does, where the
     numbers come from, every value explained. ``namespace``: where the PrometheusRule goes."""
-    env = environment.get_environment()
+    env = environment.get_environment(locale="en")  # the manifests' comments are English-only
     files = {
         name: env.get_template(f"kube/prevention/{name}.j2").render(p=params, namespace=namespace)
         for name in KIT_FILES

@@ -13,7 +13,13 @@ from typing import Any
 
 from bot.core.governance.policy import Deny
 from bot.core.model.incidents import Incident
-from bot.core.reporting.outcomes import ActionResult, Notice, Refused, StepsReport
+from bot.core.reporting.outcomes import (
+    ActionFailure,
+    ActionResult,
+    Notice,
+    Refused,
+    StepsReport,
+)
 from bot.core.reporting.records import ActionRecord
 from bot.errors import GpunodeError
 from bot.services.action_journal import ActionJournal
@@ -77,14 +83,15 @@ class ActionMessages:
         state: str,
         *,
         by: str,
-        detail: str = "",
+        failure: ActionFailure | None = None,
         why: Refused | None = None,
         result: StepsResult | StepsReport | None = None,
         undo: bool = False,
         incident: Incident | None = None,
     ) -> None:
-        """Replace the action's message (and its buttons) with its outcome. ``incident``:
-        the action's incident when the caller has it (else it is read)."""
+        """Replace the action's message (and its buttons) with its outcome (``failure``,
+        ``why``: why it ended, as codes the presenter words). ``incident``: the action's
+        incident when the caller has it (else it is read)."""
         if incident is None:
             incident = await incident_of(self.store, record)
         ts = record.message_ts
@@ -101,7 +108,7 @@ class ActionMessages:
             by=by,
             reason=reason_of(record),
             node_ref=self.node_ref(record.plan.get("node", "")),
-            detail=detail,
+            failure=failure,
             why=why,
             result=report_of(result),
             undo=undo,

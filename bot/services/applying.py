@@ -35,6 +35,7 @@ from bot.core.remedies.staleness import Why, controller_key, controller_steps, s
 from bot.core.reporting.diffing import diff_diagnoses
 from bot.core.reporting.outcomes import (
     ActionDiff,
+    ActionFailure,
     ApprovalRequested,
     StepsReport,
     action_outcome,
@@ -353,8 +354,12 @@ def _unanswered_recorder(
             outcome="unknown",
             detail=f"{err.message}; re-reading {step.kind} {step.name}",
         )
+        failure = ActionFailure(
+            code="no_answer",
+            params={"error": err.message, "error_key": err.key, "error_params": dict(err.params)},
+        )
         await d.messages.update_message(
-            record, "unknown", by=by, detail=err.message, incident=incident
+            record, "unknown", by=by, failure=failure, incident=incident
         )
 
     return record_unknown
@@ -425,9 +430,7 @@ async def _refuse_stale(
     await d.journal.timeline(
         record.incident_id, "action_result", by, f"refused as stale: {reason}", words
     )
-    await d.messages.update_message(
-        record, "stale", by=by, detail=reason, why=told, incident=incident
-    )
+    await d.messages.update_message(record, "stale", by=by, why=told, incident=incident)
 
 
 async def _crashed(
@@ -455,7 +458,8 @@ async def _crashed(
         )
         await d.journal.audit(actor=by, **fields, decision="failed", outcome="error", detail=why)
         await d.journal.timeline(record.incident_id, "action_result", by, why, words)
-        await d.messages.update_message(record, "failed", by=by, detail=why, incident=incident)
+        failure = ActionFailure(code="crashed", params=words["said"]["params"])
+        await d.messages.update_message(record, "failed", by=by, failure=failure, incident=incident)
     except GpunodeError:
         log.exception("could not record the failure of action %s", record.action_id)
 

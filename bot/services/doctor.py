@@ -24,11 +24,19 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot.core.reporting.checkup import Level, Row, failed
-from bot.errors import GpunodeError, StoreError, UsageError
+from bot.errors import ConfigError, GpunodeError, StoreError
 from bot.kube import selfcheck
 from bot.kube.permissions import api_calls
 
-__all__ = ["Level", "Row", "at_start", "check_cluster", "failed", "log_rows"]
+__all__ = [
+    "Level",
+    "Row",
+    "at_start",
+    "check_cluster",
+    "failed",
+    "log_rows",
+    "refusal_to_start",
+]
 
 
 def _rows_for_grants(
@@ -148,13 +156,27 @@ async def at_start(
     except StoreError as exc:  # a first start: the store does not exist yet
         rows.append(Row("store", "ok", "store_new", {"reason": exc.message}))
     log_rows(rows, logger, describe)
-    shared = [r for r in rows if r.area == "replicas" and r.level == "FAIL"]
-    if shared:  # serve's error: English text, as every GpunodeError keeps it for the log
-        replicas = shared[0].params.get("replicas")
-        alive = ", ".join(map(str, replicas)) if isinstance(replicas, list) else ""
-        raise UsageError(
-            "refusing to start: replicas share this store without a Lease: "
-            f"{alive} alive: set leader.lease_name (each replica would mark the other's running "
-            "actions interrupted)"
-        )
+    refusal = refusal_to_start(rows)
+    if refusal is not None:
+        raise refusal
     return rows
+
+
+def refusal_to_start(rows: list[Row]) -> ConfigError | None:
+    """``serve``'s refusal to start when ``rows`` say that live replicas share the store
+    without a Lease (each would mark the other's running actions interrupted): keyed
+    ``replicas_shared`` with the live replicas' names, so the terminal words it in
+    ``--lang``; its English text is the log's. None when nothing forbids starting."""
+    shared = [r for r in rows if r.area == "replicas" and r.level == "FAIL"]
+    if not shared:
+        return None
+    found = shared[0].params.get("replicas")
+    replicas = [str(r) for r in found] if isinstance(found, list) else []
+    return ConfigError(
+        "refusing to start: replicas share this store without a Lease: "
+        f"{', '.join(replicas)} alive: set leader.lease_name (each replica would mark the "
+        "other's running actions interrupted)",
+        code="replicas_shared",
+        key="replicas_shared",
+        params={"replicas": replicas},
+    )

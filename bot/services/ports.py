@@ -49,6 +49,11 @@ T = TypeVar("T")
 
 
 class KubePort(Protocol):
+    @property
+    def cluster_name(self) -> str:
+        """How reports name this cluster when it is the only one: the kubeconfig context,
+        else the API server URL ('' when nothing names it)."""
+
     async def get_cluster_view(
         self, node: str, *, measured: frozenset[str] = frozenset()
     ) -> ClusterView:

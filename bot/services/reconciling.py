@@ -17,7 +17,7 @@ from typing import Any
 from bot.core.model import actors
 from bot.core.model.actions import ActionPlan
 from bot.core.model.incidents import said
-from bot.core.reporting.outcomes import notice
+from bot.core.reporting.outcomes import ActionFailure, notice
 from bot.errors import GpunodeError, KubeError
 from bot.services.acting import ActDeps
 from bot.services.action_records import incident_of, plan_of_record
@@ -67,7 +67,7 @@ async def reconcile_interrupted(d: ActDeps, *, orphaned_before: datetime | None 
             record,
             "failed",
             by=actors.GPUNODE,
-            detail=f"Interrupted by a restart. Found: {observed}",
+            failure=ActionFailure(code="interrupted", params={"found": found}),
             incident=incident,
         )
         if incident is None or not incident.thread_ts:

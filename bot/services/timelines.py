@@ -17,8 +17,7 @@ async def upload_timeline(s: BotServices, incident: Incident, *, user: str) -> N
 
     # several clusters: the incident's cluster by its name; one: as the gateway names it
     at = incident_at(s.clusters, incident)
-    port = s.clusters.port(at.cluster)
-    named = str(getattr(port, "cluster_name", "") or incident.cluster)
+    named = s.clusters.port(at.cluster).cluster_name or incident.cluster
     cluster = at.cluster if s.clusters.multi else named
     draft = await draft_postmortem(
         s.store, s.chat.user_name, incident, cluster=cluster, now=s.clock()

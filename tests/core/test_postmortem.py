@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from bot.core.diagnosis.history import History, Marker
+from bot.core.model.clusters import DEFAULT_CLUSTER
 from bot.core.model.incidents import Incident, TimelineEntry
 from bot.core.reporting.analysis import analyze
 from bot.core.reporting.postmortem import ActionInput, Snapshot, build_postmortem, object_changes
@@ -93,6 +94,7 @@ def test_the_draft_names_people_measures_each_action_and_counts_each_kill_once()
         state="mitigating",
         opened_at=T0,
         opened_by="U0ALICE",
+        cluster=DEFAULT_CLUSTER,
     )
     entries = [
         TimelineEntry(
@@ -202,6 +204,7 @@ def test_the_story_starts_at_the_first_oom_kill_and_blocked_actions_become_items
         state="mitigating",
         opened_at=T0,
         opened_by="U0ALICE",
+        cluster=DEFAULT_CLUSTER,
     )
     entries = [
         TimelineEntry(

@@ -25,10 +25,10 @@ from bot.core.remedies.prevention import prevention_params
 from bot.core.remedies.watching import PodProgress, RolloutProgress
 from bot.core.reporting.charts import action_markers
 from bot.core.reporting.diffing import diff_diagnoses
-from bot.core.reporting.outcomes import Refused
+from bot.core.reporting.outcomes import ActionFailure, Refused
 from bot.core.reporting.postmortem import ActionSummary, Postmortem, Snapshot, TimelineRow
 from bot.core.reporting.postmortem_story import detection_of, story, went_well_and_badly
-from bot.errors import ForbiddenError
+from bot.errors import ClusterUnreachableError, ForbiddenError
 from bot.render import acting, checkup, watching
 from bot.render.blocks import details_view, diagnosis_messages
 from bot.render.catalogs import translator
@@ -41,7 +41,7 @@ from bot.render.prevention import kit_message, render_kit_markdown, render_preve
 from bot.render.sentences import Fmt, sentence
 from bot.render.text import render_report_text
 from bot.render.timeline import entry_text
-from bot.services.executing import StepsResult
+from bot.services.executing import StepsResult, timed_out
 from bot.slack.blockkit import validate_blocks
 from gpunode_sandbox.slacksim.validation import blocks_errors, view_errors
 from tests.render.audit_samples import AUDIT_SAMPLES
@@ -64,6 +64,53 @@ OUTCOME_STATES = (
 )
 
 Message = tuple[str, list[dict[str, Any]]]
+
+
+def failure_samples(plan: ActionPlan) -> dict[str, ActionFailure]:
+    """Every way an action's message says it ended outside its steps, with the params the
+    services give each (``applying._crashed``, ``reconciling``, an unanswered write)."""
+    unreachable = ClusterUnreachableError("prod-eu", waited_s=10)
+    step = plan.steps[0] if plan.steps else Step(verb="cordon", kind="Node", name=plan.node)
+    unanswered = timed_out(step, write=True)
+    crashed = {"code": unreachable.code, "message": f"{unreachable.message}. Nothing was changed."}
+    return {
+        "interrupted": ActionFailure(
+            code="interrupted",
+            params={
+                "found": [
+                    {"code": "cordoned", "params": {"node": "gpu-node-01"}},
+                    {"code": "evictions", "params": {"done": 1, "planned": 2}},
+                    {"code": "check_spec", "params": {"target": "Deployment/ml/train"}},
+                ]
+            },
+        ),
+        "interrupted_unreadable": ActionFailure(
+            code="interrupted",
+            params={"found": [{"code": "unreadable", "params": {"node": "n", "error": "timeout"}}]},
+        ),
+        "crashed_error": ActionFailure(
+            code="crashed",
+            params=crashed
+            | {
+                "cause": "error",
+                "error": unreachable.message,
+                "error_key": unreachable.key,
+                "error_params": dict(unreachable.params),
+            },
+        ),
+        "crashed_timeout": ActionFailure(
+            code="crashed",
+            params={"code": "timeout", "message": "the API server ...", "cause": "timeout"},
+        ),
+        "no_answer": ActionFailure(
+            code="no_answer",
+            params={
+                "error": unanswered.message,
+                "error_key": unanswered.key,
+                "error_params": dict(unanswered.params),
+            },
+        ),
+    }
 
 
 def checked(name: str, message: Message, out: dict[str, object]) -> None:
@@ -193,7 +240,6 @@ def action_flow(d: Diagnosis, locale: str, out: dict[str, object]) -> None:
                     requester="U1",
                     by="U2",
                     reason="why",
-                    detail="detail",
                     result=_result(plan, ok=state != "failed"),
                     undo=state == "succeeded",
                     locale=locale,
@@ -209,7 +255,6 @@ def action_flow(d: Diagnosis, locale: str, out: dict[str, object]) -> None:
                 requester="U1",
                 by="U2",
                 reason="why",
-                detail="the evidence is 16 min old (limit 15 min); re-diagnose",
                 result=None,
                 undo=False,
                 locale=locale,
@@ -220,6 +265,23 @@ def action_flow(d: Diagnosis, locale: str, out: dict[str, object]) -> None:
             ),
             out,
         )
+        for name, failure in failure_samples(plan).items():
+            checked(
+                f"{tag}.outcome.{name}",
+                acting.outcome_message(
+                    plan,
+                    action_id="A1",
+                    state="unknown" if failure.code == "no_answer" else "failed",
+                    requester="U1",
+                    by="U2",
+                    reason="why",
+                    result=None,
+                    undo=False,
+                    locale=locale,
+                    failure=failure,
+                ),
+                out,
+            )
     for key, params in (
         ("approval_pending", {}),
         ("vote_counted", {"remaining": 1}),

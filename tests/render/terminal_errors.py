@@ -1,8 +1,8 @@
 """The errors a terminal command (and the incident commands behind it) raises, each made by
 the code that raises it: the input files of ``gpunode analyze``, ``--server``, ``--format``,
 the chart and kit files the terminal writes, ``migrate``, the sandbox-only commands, an
-Alertmanager payload, and the incidents a command names. tests/render/test_error_words.py
-words every one of them in each locale."""
+Alertmanager payload, the incidents a command names, and ``serve``'s settings and refusal to
+start. tests/render/test_error_words.py words every one of them in each locale."""
 
 from __future__ import annotations
 
@@ -23,9 +23,12 @@ import pytest
 from bot.cli import migrate, presenter
 from bot.cli.common import cluster_settings
 from bot.cli.diagnose import read_bundle, read_view
+from bot.config.settings import Settings
 from bot.core.model.evidence import SCHEMA_VERSION
 from bot.core.reporting.analysis import analyze
+from bot.core.reporting.checkup import Row
 from bot.errors import GpunodeError
+from bot.services import doctor
 from bot.services.alerts import parse_payload
 from bot.services.clusters import ClusterRegistry
 from bot.services.operations import IncidentOps
@@ -114,6 +117,31 @@ def _commands(tmp: Path) -> list[GpunodeError]:
     ]
 
 
+def _settings_errors() -> list[GpunodeError]:
+    """``serve``'s settings: every one missing (HTTP mode with the alert intake open, then
+    Socket Mode), a user token where the bot's goes, a bot token where the app-level goes."""
+    from bot.wiring.serve import check_settings  # the Slack SDKs: only this test needs them
+
+    def checked(settings: dict[str, Any]) -> GpunodeError:
+        return _raised(lambda: check_settings(Settings.model_validate(settings)))
+
+    return [
+        checked({"alerts": {"allow_unauthenticated": True}}),
+        checked({"slack": {"socket_mode": True}}),
+        checked({"slack": {"bot_token": "xoxp-1", "signing_secret": "s"}}),
+        checked({"slack": {"bot_token": "xoxb-1", "socket_mode": True, "app_token": "xoxb-2"}}),
+    ]
+
+
+def _refusal_to_start() -> GpunodeError:
+    """``serve``'s refusal beside live replicas that share its store without a Lease (the
+    replicas row as ``gpunode doctor`` shows it)."""
+    shared = Row("replicas", "FAIL", "replicas_shared", {"replicas": ["gpunode-a", "gpunode-b"]})
+    refusal = doctor.refusal_to_start([Row("replicas", "ok", "one_replica"), shared])
+    assert refusal is not None
+    return refusal
+
+
 async def _incident_errors(path: Path) -> list[GpunodeError]:
     """The incident a command names: none named, unknown, none in the thread, resolved
     already; a kit with no evidence stored, and one already shared for that evidence."""
@@ -162,6 +190,8 @@ def terminal_errors(tmp: Path) -> list[GpunodeError]:
         _raised(partial(require_existing, str(tmp / "no-such.db"))),
         *_outputs(tmp),
         *_commands(tmp),
+        _refusal_to_start(),
+        *_settings_errors(),
         *asyncio.run(_incident_errors(tmp / "incidents.db")),
     ]
 

@@ -122,7 +122,6 @@ def test_the_outcome_replaces_the_buttons(
         requester="U1",
         by="U2",
         reason="why",
-        detail="",
         result=_result(state != "failed"),
         undo=undo,
         locale="en",

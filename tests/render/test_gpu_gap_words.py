@@ -2,10 +2,13 @@
 RuntimeClass, a missing one, the node's default runtime), why NVML failed (each failure by
 its own code), the hint for the node's install (MIG, MPS, GKE, Bottlerocket, a RuntimeClass
 that does not inject NVML, no RuntimeClass) and every dcgm-exporter attempt after it (rows
-found, or why none). An English reader reads exactly the gap's English reason."""
+found, or why none, a Kubernetes error met on the way included). An English reader reads
+exactly the gap's English reason."""
 
 from __future__ import annotations
 
+import asyncio
+import socket
 from datetime import UTC, datetime
 
 import pytest
@@ -14,8 +17,10 @@ from bot.core.diagnosis.dcgm import DcgmAttempt, join, parse_exposition, pod_mem
 from bot.core.model.cluster import NodeInfo
 from bot.core.model.evidence import EvidenceBundle, Gap
 from bot.core.reporting.analysis import analyze
+from bot.kube.gateway import Gateway
 from bot.kube.gpuevidence import GpuPlan, evidence_gap
 from bot.render.errors import gap_text
+from tests.kube.conftest import settings_for
 from tests.render.locale_renderings import every_message
 from tests.render.test_catalogs import _PRE, _STRAIGHT_QUOTED, KNOWN_ENGLISH, _texts, english_words
 from tests.services.fakes import load_scenario as load_fixture
@@ -92,6 +97,28 @@ ATTEMPTS = [
 ]
 
 
+def _unreachable_read() -> DcgmAttempt:
+    """The exporter's endpoint asked through an API server that refuses the connection: the
+    gateway's own attempt, quoting the Kubernetes error it met."""
+
+    async def read() -> DcgmAttempt:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        gateway = Gateway.from_settings(settings_for(f"https://127.0.0.1:{port}"))
+        try:
+            return await gateway.read_dcgm_exporter("gpu-node-01")
+        finally:
+            gateway.close()
+
+    attempt = asyncio.run(read())
+    assert attempt.code == "exporter_read_failed", attempt
+    return attempt
+
+
+ATTEMPTS.append(_unreachable_read())
+
+
 def _bundle() -> EvidenceBundle:
     return EvidenceBundle(
         collector_version="t",
@@ -151,6 +178,22 @@ def test_no_english_sentence_reaches_the_gap_in_another_locale(gap: Gap, locale:
     words = gap_text(gap.code, gap.params, "«no words»", locale)
     assert words != "«no words»"
     assert english_words(_quoted(words, gap)) == [], words
+
+
+@pytest.mark.parametrize("locale", ["zh-CN", "en-XA"])
+def test_a_failed_read_of_the_exporter_words_the_kubernetes_error_it_met(locale: str) -> None:
+    """The error is kept as its key and flat params beside its English text: English reads
+    the text as raised, another language the error's own words (the request it answered
+    included), with nothing English left but the quoted address."""
+    attempt = ATTEMPTS[-1]
+    bundle = join(_bundle().model_copy(update={"gaps": [*NVML_FAILED, GAPS[0]]}), attempt)
+    gap = next(g for g in bundle.gaps if g.code == "gpu_evidence_unread")
+    assert gap_text(gap.code, gap.params, "«no words»", "en") == gap.reason
+    assert str(attempt.failure) in gap.reason
+
+    words = gap_text(gap.code, gap.params, "«no words»", locale)
+    assert "127.0.0.1" in words and "gpu-node-01" in words
+    assert english_words(words) == [], words
 
 
 @pytest.mark.parametrize("locale", ["zh-CN", "en-XA"])

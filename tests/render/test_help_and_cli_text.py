@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.core.governance import commands
+from bot.core.model.clusters import DEFAULT_CLUSTER
 from bot.core.model.incidents import Incident
 from bot.render.cli_text import line
 from bot.render.environment import DEFAULT_LOCALE, LOCALES
@@ -75,7 +76,13 @@ def test_a_callers_own_instruction_still_wins() -> None:
 
 AT = datetime(2026, 3, 1, 2, 3, tzinfo=UTC)
 INCIDENT = Incident(
-    id="INC-0007", number=7, node="gpu-node-01", opened_at=AT, opened_by="U1", state="mitigating"
+    id="INC-0007",
+    number=7,
+    node="gpu-node-01",
+    opened_at=AT,
+    opened_by="U1",
+    state="mitigating",
+    cluster=DEFAULT_CLUSTER,
 )
 RANK = NodeRank("gpu-node-01", True, 99, None, 92, 1.0, "default")
 

@@ -72,7 +72,6 @@ def _message_text(plan: ActionPlan, result: object, locale: str) -> str:
         requester="U1",
         by="U1",
         reason="演练",
-        detail="",
         result=result,
         undo=False,
         locale=locale,

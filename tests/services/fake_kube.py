@@ -56,6 +56,9 @@ class FakeKube:
     over both, so the two cannot drift). ``calls`` lists every call; ``effects()`` the
     non-dry-run ones. ``budgets``: PodDisruptionBudgets over the fake's pods."""
 
+    #: nothing names the fake cluster (the gateway: its kubeconfig context or server URL)
+    cluster_name = ""
+
     def __init__(
         self,
         bundle: EvidenceBundle,

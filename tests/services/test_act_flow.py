@@ -265,6 +265,7 @@ async def test_after_a_crash_mid_apply_the_restart_shows_the_outcome_on_the_mess
 
     msg = await world.action_message(action_id)
     last = world.thread.outcomes(ActionResult)[-1]
-    assert (last.state, last.detail.startswith("Interrupted by a restart")) == ("failed", True)
+    assert last.state == "failed" and last.failure is not None
+    assert last.failure.code == "interrupted"
     assert world.chat.buttons(msg.ts) == []
     assert (REQ, "tier3.execute", "claimed") in await world.audit(action_id)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli.audit import main
+from bot.core.model.clusters import DEFAULT_CLUSTER
 from bot.core.reporting.records import ActionRecord
 from bot.errors import StoreError, UsageError
 from bot.store import AuditRecord, Store, audit_guard
@@ -206,6 +207,7 @@ def _seed_stale_refusal(path: str) -> None:
                     requester="U0SRE00001",
                     created_at=at,
                     updated_at=at,
+                    cluster=DEFAULT_CLUSTER,
                 )
             )
             assert await store.claim_action("A-stale", "r1", at=at)

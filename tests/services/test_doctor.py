@@ -9,6 +9,7 @@ import asyncio
 import io
 import logging
 import os
+import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from bot.cli import doctor as doctor_cli
-from bot.errors import UsageError
+from bot.errors import ConfigError
 from bot.kube import selfcheck
 from bot.render.checkup import row_words
 from bot.services import doctor
@@ -26,6 +27,9 @@ from bot.store.checkup import check_store
 from gpunode_sandbox.kubesim import KubeSim
 from gpunode_sandbox.kubesim.access import BOT_TOKEN, deploy_base
 from tests.conftest import kube_call
+from tests.render.test_catalogs import english_words
+
+REPO = Path(__file__).resolve().parents[2]
 
 if TYPE_CHECKING:
     from bot.config import Settings
@@ -190,12 +194,73 @@ async def test_serve_refuses_to_start_beside_a_live_replica_without_a_lease(
     async with await Store.open(store_env) as store:
         beating = asyncio.create_task(_beat_until(store, "replica-running", stop))
         try:
-            with pytest.raises(UsageError, match="refusing to start: replicas share this store"):
+            with pytest.raises(
+                ConfigError, match="refusing to start: replicas share this store"
+            ) as err:
                 await _at_start(settings, gateway)
+            assert (err.value.key, err.value.params) == (
+                "replicas_shared",
+                {"replicas": ["replica-running"]},
+            )
         finally:
             stop.set()
             await beating
     gateway.close()
+
+
+async def test_serve_refuses_to_start_in_the_operators_language(
+    make_kubesim: Callable[..., Awaitable[KubeSim]], store_env: str
+) -> None:
+    """The production entry point, beside a live replica on its store and without a Lease:
+    ``gpunode serve --lang zh-CN`` says why it will not start in Chinese, naming the replica
+    and the setting; without ``--lang`` it says so in English."""
+    sim = await make_kubesim("seed")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUNODE_")} | {
+        "GPUNODE_SLACK__BOT_TOKEN": "xoxb-abc",
+        "GPUNODE_SLACK__SIGNING_SECRET": "serve-refusal-secret",
+        "GPUNODE_KUBE__MODE": "server",
+        "GPUNODE_KUBE__SERVER": sim.url,
+        "GPUNODE_KUBE__TOKEN": BOT_TOKEN,
+        "GPUNODE_KUBE__VERIFY_TLS": "false",
+        "GPUNODE_KUBE__NAMESPACE": "gpunode",
+        "GPUNODE_STORE__PATH": store_env,
+        "GPUNODE_STORE__AUDIT_KEY": "doctor-test-key",
+        "GPUNODE_HTTP__PORT": "18731",  # never bound: it refuses before listening
+    }
+    said: dict[str, tuple[int | None, str]] = {}
+    stop = asyncio.Event()
+    async with await Store.open(store_env) as store:
+        beating = asyncio.create_task(_beat_until(store, "replica-running", stop))
+        try:
+            for lang in ("zh-CN", "en"):
+                proc = await asyncio.create_subprocess_exec(
+                    sys.executable,
+                    "-m",
+                    "bot",
+                    "serve",
+                    *(["--lang", lang] if lang != "en" else []),
+                    env=env,
+                    cwd=REPO,
+                    stdout=asyncio.subprocess.DEVNULL,
+                    stderr=asyncio.subprocess.PIPE,
+                )
+                _, err = await asyncio.wait_for(proc.communicate(), timeout=180)
+                said[lang] = proc.returncode, err.decode()
+        finally:
+            stop.set()
+            await beating
+
+    code, zh = said["zh-CN"]
+    last = zh.strip().splitlines()[-1]
+    assert code == 1 and last.startswith("gpunode: 拒绝启动"), zh
+    assert "replica-running" in last and "leader.lease_name" in last
+    assert english_words(last) == [], last
+    code, en = said["en"]
+    assert code == 1 and en.strip().splitlines()[-1] == (
+        "gpunode: refusing to start: replicas share this store without a Lease: "
+        "replica-running alive: set leader.lease_name (each replica would mark the other's "
+        "running actions interrupted)"
+    ), en
 
 
 async def test_a_restarted_single_replica_starts_its_old_beat_does_not_count(

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from bot.core.model.clusters import DEFAULT_CLUSTER
 from bot.core.model.incidents import Incident
 from bot.services.locales import LocaleChooser
 from tests.services.fakes import FakeChat
@@ -24,6 +25,7 @@ def incident(channel: str, locale: str) -> Incident:
         opened_at=T0,
         opened_by="U1",
         locale=locale,
+        cluster=DEFAULT_CLUSTER,
     )
 
 

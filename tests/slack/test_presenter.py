@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from bot.core.model.clusters import DEFAULT_CLUSTER
 from bot.core.model.incidents import Incident
 from bot.core.reporting.outcomes import AuditAnchored, notice, refused
 from bot.services.locales import LocaleChooser
@@ -25,6 +26,7 @@ def _incident(locale: str) -> Incident:
         opened_at=T0,
         opened_by="U0LIWEI",
         locale=locale,
+        cluster=DEFAULT_CLUSTER,
     )
 
 

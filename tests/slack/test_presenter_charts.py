@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bot.charts import render_png
+from bot.core.model.clusters import DEFAULT_CLUSTER
 from bot.core.model.incidents import Incident
 from bot.core.reporting.analysis import analyze
 from bot.core.reporting.charts import ChartSpec, chart_spec
@@ -28,6 +29,7 @@ def _incident(locale: str) -> Incident:
         opened_at=T0,
         opened_by="U0LIWEI",
         locale=locale,
+        cluster=DEFAULT_CLUSTER,
     )
 
 

@@ -1,9 +1,11 @@
 """``gpunode serve`` refuses to start on missing or malformed settings, naming what to set,
-and never echoes a secret's value."""
+and never echoes a secret's value (in ``--lang`` too); without a policy file it starts,
+denying every action."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,10 +16,12 @@ SECRET = "sig-secret-value-5f2a9c"
 TOKEN = "xoxp-user-token-value-77aa"
 
 
-def serve(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def serve(env: dict[str, str], tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     base = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    if "PYTHONPATH" in os.environ:  # the checkout under test, not another install
+        base["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return subprocess.run(
-        [sys.executable, "-m", "bot", "serve"],
+        [sys.executable, "-m", "bot", "serve", *args],
         env={**base, **env},
         cwd=tmp_path,
         capture_output=True,
@@ -127,3 +131,59 @@ def test_a_config_file_error_names_the_place_and_never_echoes_a_value(
     assert "Traceback" not in done.stderr
     for value in (SECRET, TOKEN):
         assert value not in done.stderr and value not in done.stdout, done.stderr
+
+
+def test_serve_without_a_policy_file_starts_with_a_policy_that_denies_every_action(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from bot.config import load_settings
+    from bot.core.governance.policy import ActionRequestInfo, Deny, Principal, authorize, decide
+    from bot.wiring.serve import load_policy
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GPUNODE_ACTIONS__POLICY_FILE", raising=False)
+    monkeypatch.delenv("GPUNODE_CONFIG", raising=False)
+    policy = load_policy(load_settings(config_file=None))
+
+    someone = Principal(user_id="U0SOMEONE1", usergroup_ids=frozenset(), channel_id="C0INC")
+    assert isinstance(authorize(someone, "diagnose", policy), Deny)
+    for tier in (1, 2, 3):
+        assert isinstance(decide(someone, ActionRequestInfo(tier=tier), policy), Deny)
+
+
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        ({}, "GPUNODE_SLACK__BOT_TOKEN"),
+        (
+            {"GPUNODE_SLACK__BOT_TOKEN": TOKEN, "GPUNODE_SLACK__SIGNING_SECRET": SECRET},
+            "xoxb-",
+        ),
+        (
+            {"GPUNODE_SLACK__BOT_TOKEN": "xoxb-abc", "GPUNODE_SLACK__SOCKET_MODE": "true"},
+            "GPUNODE_SLACK__APP_TOKEN",
+        ),
+        (
+            {
+                "GPUNODE_SLACK__BOT_TOKEN": "xoxb-abc",
+                "GPUNODE_SLACK__SIGNING_SECRET": SECRET,
+                "GPUNODE_HTTP__ALERTMANAGER_TOKEN": SECRET,
+            },
+            "GPUNODE_SLACK__INCIDENT_CHANNEL",
+        ),
+    ],
+    ids=["nothing", "user-token", "socket-no-app-token", "alert-token-without-channel"],
+)
+def test_serve_says_which_setting_to_set_in_the_operators_language(
+    env: dict[str, str], says: str, tmp_path: Path
+) -> None:
+    from tests.render.test_catalogs import english_words
+
+    done = serve(env, tmp_path, "--lang", "zh-CN")
+
+    last = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 1 and last.startswith("gpunode: "), done.stderr
+    assert says in last and english_words(last) == [], last
+    assert re.search("[\u4e00-\u9fff]", last), last  # worded in Chinese, not only names
+    for value in (SECRET, TOKEN):
+        assert value not in done.stderr and value not in done.stdout

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from bot.core.model.clusters import DEFAULT_CLUSTER
 from bot.store import ActionRecord, Store
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -17,6 +18,7 @@ def _action(action_id: str) -> ActionRecord:
         needs_approval=True,
         created_at=T0,
         updated_at=T0,
+        cluster=DEFAULT_CLUSTER,
     )
 
 

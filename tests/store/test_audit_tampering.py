@@ -18,6 +18,7 @@ import psycopg
 import pytest
 
 from bot.cli import migrate
+from bot.core.model.clusters import DEFAULT_CLUSTER
 from bot.core.reporting.checkup import Finding
 from bot.render.checkup import finding_words
 from bot.store import ActionRecord, AuditRecord, Store, audit_chain, audit_guard, engines, roles
@@ -162,7 +163,14 @@ async def test_a_guard_recreated_as_a_no_op_under_its_name_is_named(
 
 async def _ran_an_action(store: Store) -> None:
     await store.create_action(
-        ActionRecord(action_id="a-ran", tier=1, requester="U1", created_at=T0, updated_at=T0)
+        ActionRecord(
+            action_id="a-ran",
+            tier=1,
+            requester="U1",
+            created_at=T0,
+            updated_at=T0,
+            cluster=DEFAULT_CLUSTER,
+        )
     )
     assert await store.claim_action("a-ran", "replica-1", at=T0)
     await store.append_audit(record(3, "claimed", action_id="a-ran"))

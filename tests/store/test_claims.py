@@ -11,6 +11,7 @@ import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bot.core.model.clusters import DEFAULT_CLUSTER
 from bot.store import ActionRecord, Store
 from bot.store.action_rows import claim_action, insert_action
 from bot.store.engines import connect
@@ -52,7 +53,14 @@ print(json.dumps(wins), flush=True)
 
 
 def action(action_id: str) -> ActionRecord:
-    return ActionRecord(action_id=action_id, tier=2, requester="U1", created_at=T0, updated_at=T0)
+    return ActionRecord(
+        action_id=action_id,
+        tier=2,
+        requester="U1",
+        created_at=T0,
+        updated_at=T0,
+        cluster=DEFAULT_CLUSTER,
+    )
 
 
 def _prepare(path: str, count: int) -> None:

@@ -14,6 +14,7 @@ import pytest
 from bot.core.diagnosis.findings import Diagnosis
 from bot.core.governance.approvals import approve, new_request
 from bot.core.model.cluster import ClusterView
+from bot.core.model.clusters import DEFAULT_CLUSTER
 from bot.core.model.evidence import EvidenceBundle
 from bot.core.model.incidents import IncidentStateError, TimelineEntry
 from bot.core.reporting.analysis import analyze
@@ -60,6 +61,7 @@ def action(
         needs_approval=needs_approval,
         created_at=T0,
         updated_at=T0,
+        cluster=DEFAULT_CLUSTER,
     )
 
 

@@ -58,7 +58,7 @@ class Incident(BaseModel):
     opened_by: str = Field(description="Slack user id, 'alertmanager' or 'gpunode'")
     alert_fingerprint: str | None = None
     resolution_note: str = ""
-    cluster: str = Field("", description="the cluster the node is in ('' before clusters)")
+    cluster: str = Field(description="the cluster the node is in ('' before clusters)")
     locale: str = Field("en", description="the thread's language (bot.core.model.locales), kept")
 
     @property

@@ -232,12 +232,31 @@ class ApprovalClosed(BaseModel):
     reason: str
 
 
+class ActionFailure(BaseModel):
+    """Why an action's message says it ended outside its steps, as a code and raw params
+    that the presenter words in the reader's language (the timeline entry keeps the same
+    data, ``said``):
+
+    - ``interrupted``: a restart stopped it; ``found``: what the reconciler found, one
+      ``{"code", "params"}`` per clause (``bot.services.reconciling.observe``);
+    - ``crashed``: something failed after the claim, outside the steps; ``code``, ``cause``
+      (error, timeout or internal), ``message`` and ``error`` (English, as raised) and, for
+      a keyed error, ``error_key`` and ``error_params``;
+    - ``no_answer``: a write got no answer (its re-read follows); ``error`` (English),
+      ``error_key`` and ``error_params``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    code: Literal["interrupted", "crashed", "no_answer"]
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
 class ActionResult(BaseModel):
     """An action's message in ``state``: its lifecycle step (``applying``, ``cancelled``...)
     or, once run, what it achieved (``ActionOutcome.outcome``: ``partly``, ``not_applied``...,
     never "applied" for less); ``result``: what each step did; ``undo``: an Undo is
-    offered; ``detail``: a failure's own message (English, as raised); ``why``: a refusal's
-    reason as a code, which the presenter words in the reader's language instead."""
+    offered; ``failure``: why it ended outside its steps, and ``why``: a refusal's reason,
+    each as a code the presenter words in the reader's language."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -249,7 +268,7 @@ class ActionResult(BaseModel):
     by: str
     reason: str
     node_ref: str
-    detail: str = ""
+    failure: ActionFailure | None = Field(None, description="why it ended outside its steps")
     why: Refused | None = Field(None, description="why it was refused, worded by the presenter")
     result: StepsReport | None = None
     undo: bool = False

@@ -56,7 +56,7 @@ class ActionRecord(_Row):
     message_ts: str | None = Field(None, description="ts of the Slack message with buttons")
     undo_claimed_by: str | None = Field(None, description="replica that won the undo claim")
     undo_claimed_at: AwareDatetime | None = None
-    cluster: str = Field("", description="the cluster the plan acts on ('' before clusters)")
+    cluster: str = Field(description="the cluster the plan acts on ('' before clusters)")
 
 
 class EvidenceSnapshot(_Row):
