@@ -15,6 +15,7 @@ answer is told (ephemeral) in that language once Slack has said it.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,7 @@ from bot.core.reporting.outcomes import (
     TopNodes,
 )
 from bot.errors import GpunodeError, UsageError
+from bot.render.blocks import Message
 from bot.render.help import help_text
 from bot.render.notices import render_told
 from bot.services import threads
@@ -65,8 +67,21 @@ class _Reply:
     work: Callable[[], Awaitable[str]] | None = None
 
 
+#: the slash command gpunode answers (deploy/slack-app-manifest.yaml)
+COMMAND = "/gpunode"
+#: a slash command's listener: Bolt's ``ack`` and the command's form, as Bolt passes them
+CommandListener = Callable[[Any, dict[str, Any]], Awaitable[None]]
+
+
 def _register_commands(app: AsyncApp, s: BotServices) -> None:
-    @app.command("/gpunode")
+    app.command(COMMAND)(command_listener(s))
+
+
+def command_listener(s: BotServices) -> CommandListener:
+    """``/gpunode``'s listener: registered on the Bolt app (Socket Mode dispatches through
+    it), and called straight by the HTTP edge (``bot.slack.edge``), which skips Bolt's
+    dispatch for it."""
+
     async def on_command(ack: Any, body: dict[str, Any]) -> None:
         # Slack escapes & < > in the text it sends; the templates escape on the way out
         text = slack_unescape(str(body.get("text", ""))).strip()
@@ -80,9 +95,42 @@ def _register_commands(app: AsyncApp, s: BotServices) -> None:
             s.bg.spawn(_reply_later(s, text, channel, user), name="cmd-reply")
             return
         reply = await _reply(s, text, channel, user, locale)
-        t, blocks = render_told(reply.told, locale)
+        t, blocks = rendered(reply.told, locale)
         await ack(text=t, blocks=blocks, response_type="ephemeral")
         _go_on(s, reply)
+
+    rendered = AckWords()
+    return on_command
+
+
+#: the notices an ack repeats, whose parameters are plain data (strings, numbers, lists, dicts)
+REPEATED = frozenset({"status_list", "help", "command_started"})
+
+
+class AckWords:
+    """``render_told`` for acks, remembering the newest ``size`` answers of ``REPEATED``
+    notices: most acks repeat one (``status`` while the open incidents stay the same,
+    ``help``), and rendering the notice's template was the largest piece of gpunode's own
+    work in an ack. The key is the notice's key, the locale and ``repr`` of its parameters,
+    so a change in any of them renders anew. Callers must not change the message they get
+    (the ack only serialises it)."""
+
+    def __init__(self, size: int = 64) -> None:
+        self._size = size
+        self._kept: OrderedDict[tuple[str, str, str], Message] = OrderedDict()
+
+    def __call__(self, told: Refused | Notice, locale: str) -> Message:
+        if not isinstance(told, Notice) or told.key not in REPEATED:
+            return render_told(told, locale)
+        key = (told.key, locale, repr(told.params))
+        kept = self._kept.get(key)
+        if kept is not None:
+            self._kept.move_to_end(key)
+            return kept
+        message = self._kept[key] = render_told(told, locale)
+        if len(self._kept) > self._size:
+            self._kept.popitem(last=False)
+        return message
 
 
 async def _reply(s: BotServices, text: str, channel: str, user: str, locale: str) -> _Reply:
