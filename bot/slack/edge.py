@@ -181,14 +181,11 @@ def form_pairs(text: str) -> list[tuple[str, str]]:
         name, sep, value = field.partition("=")
         if not sep:
             raise ValueError("bad query field")
-        pairs.append((_form_decoded(name), _form_decoded(value)))
+        if "%" in field or "+" in field:
+            name = unquote(name.replace("+", " "), errors="strict")
+            value = unquote(value.replace("+", " "), errors="strict")
+        pairs.append((name, value))
     return pairs
-
-
-def _form_decoded(part: str) -> str:
-    if "%" in part or "+" in part:
-        return unquote(part.replace("+", " "), errors="strict")
-    return part
 
 
 def _json_object(text: str, what: str) -> dict[str, Any]:
