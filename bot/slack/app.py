@@ -6,13 +6,18 @@ buttons and modals are ``bot.slack.interactions``; both are registered on the Bo
 ``bot.slack.bolt``, and neither imports the other.
 
 Every listener acknowledges first and hands slow work to ``Background``: Slack gives three
-seconds. Parsing is pure and fast, so a usage error is answered in the ack itself.
+seconds. Parsing is pure and fast, so a usage error is answered in the ack itself. The ack
+never waits on Slack for long: when the person's language is not known within
+``ACK_LOOKUP_S`` (a cold cache and a slow ``users.info``), the ack carries no words and the
+answer is told (ephemeral) in that language once Slack has said it.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
@@ -38,6 +43,7 @@ from bot.services.chat_surface import ChatSurface
 from bot.services.chatops import BotServices
 from bot.services.clusters import incident_at
 from bot.services.commands import Asker, entry, handle
+from bot.services.locales import LATE_LOOKUP_S
 from bot.slack.payloads import slack_unescape
 
 log = logging.getLogger(__name__)
@@ -49,57 +55,138 @@ def register(app: AsyncApp, s: BotServices) -> None:
     _register_events(app, s)
 
 
-def _ack_notice(key: str, locale: str, **params: Any) -> Message:
-    """A notice in the asking person's language, for a slash command's ack (not a post)."""
-    return render_told(Notice(key=key, params=params), locale)
+@dataclass(frozen=True)
+class _Reply:
+    """What a slash command is answered with: ``told`` to the asker (in the ack, or posted
+    after it), the metric's word for it (``result``; None: ``work`` counts itself) and the
+    work left to do after the answer (``work``: None for a refusal or a local read)."""
+
+    told: Refused | Notice
+    verb: str
+    result: str | None = None
+    work: Callable[[], Awaitable[str]] | None = None
+
+
+#: the slash command gpunode answers (deploy/slack-app-manifest.yaml)
+COMMAND = "/gpunode"
+#: a slash command's listener: Bolt's ``ack`` and the command's form, as Bolt passes them
+CommandListener = Callable[[Any, dict[str, Any]], Awaitable[None]]
 
 
 def _register_commands(app: AsyncApp, s: BotServices) -> None:
-    @app.command("/gpunode")
+    app.command(COMMAND)(command_listener(s))
+
+
+def command_listener(s: BotServices) -> CommandListener:
+    """``/gpunode``'s listener: registered on the Bolt app (Socket Mode dispatches through
+    it), and called straight by the HTTP edge (``bot.slack.edge``), which skips Bolt's
+    dispatch for it."""
+
     async def on_command(ack: Any, body: dict[str, Any]) -> None:
         # Slack escapes & < > in the text it sends; the templates escape on the way out
         text = slack_unescape(str(body.get("text", ""))).strip()
         channel, user = str(body.get("channel_id", "")), str(body.get("user_id", ""))
         # every answer here is ephemeral: in the asking person's language (bot.core.model.locales)
-        locale = await s.diagnose.locales.for_person(channel, user)
-        try:
-            cmd = commands.parse(text, clusters=s.clusters.names)
-        except UsageError as err:
-            t, blocks = _ack_notice(
-                "usage_error",
-                locale,
-                message=err.message,
-                usage=err.usage,
-                error_key=err.key,
-                error_params=err.params,
-            )
-            await ack(text=t, blocks=blocks, response_type="ephemeral")
-            s.metrics.command(_verb_of(text), "usage_error")
+        locale = await s.diagnose.locales.for_person_promptly(channel, user)
+        if locale is None:
+            # Slack has not said the person's language in time: the ack carries no words
+            # (never a wait near Slack's 3 s), and the answer follows in that language
+            await ack()
+            s.bg.spawn(_reply_later(s, text, channel, user), name="cmd-reply")
             return
-        if s.channels and channel not in s.channels:
-            t, blocks = _ack_notice("channel_not_served", locale, channel=channel)
-            await ack(text=t, blocks=blocks, response_type="ephemeral")
-            s.metrics.command(cmd.verb, "channel_not_served")
-            return
-        asker = Asker(user=user, channel=channel)
-        if entry(cmd.verb).quick:
-            # a local read: answered in the ack itself (one round trip, no Web API call,
-            # nothing left running after the ack)
-            try:
-                outcome = await handle(cmd, asker, ChatSurface(s))
-                told = as_told(outcome, locale)
-                result = _result(outcome)
-            except GpunodeError as err:
-                told = _failed(err)
-                result = "failed"
-            assert told is not None, f"{cmd.verb} is quick, so it answers with words"
-            t, blocks = render_told(told, locale)
-            await ack(text=t, blocks=blocks, response_type="ephemeral")
-            s.metrics.command(cmd.verb, result)
-            return
-        t, blocks = _ack_notice("command_started", locale, command=commands.canonical(cmd))
+        reply = await _reply(s, text, channel, user, locale)
+        t, blocks = rendered(reply.told, locale)
         await ack(text=t, blocks=blocks, response_type="ephemeral")
-        s.bg.spawn(_counted(s, cmd.verb, answer(s, cmd, asker)), name=f"cmd-{cmd.verb}")
+        _go_on(s, reply)
+
+    rendered = AckWords()
+    return on_command
+
+
+#: the notices an ack repeats, whose parameters are plain data (strings, numbers, lists, dicts)
+REPEATED = frozenset({"status_list", "help", "command_started"})
+
+
+class AckWords:
+    """``render_told`` for acks, remembering the newest ``size`` answers of ``REPEATED``
+    notices: most acks repeat one (``status`` while the open incidents stay the same,
+    ``help``), and rendering the notice's template was the largest piece of gpunode's own
+    work in an ack. The key is the notice's key, the locale and ``repr`` of its parameters,
+    so a change in any of them renders anew. Callers must not change the message they get
+    (the ack only serialises it)."""
+
+    def __init__(self, size: int = 64) -> None:
+        self._size = size
+        self._kept: OrderedDict[tuple[str, str, str], Message] = OrderedDict()
+
+    def __call__(self, told: Refused | Notice, locale: str) -> Message:
+        if not isinstance(told, Notice) or told.key not in REPEATED:
+            return render_told(told, locale)
+        key = (told.key, locale, repr(told.params))
+        kept = self._kept.get(key)
+        if kept is not None:
+            self._kept.move_to_end(key)
+            return kept
+        message = self._kept[key] = render_told(told, locale)
+        if len(self._kept) > self._size:
+            self._kept.popitem(last=False)
+        return message
+
+
+async def _reply(s: BotServices, text: str, channel: str, user: str, locale: str) -> _Reply:
+    """The answer to ``/gpunode text``: a usage error, a refusal of the channel, a quick
+    command's outcome (a local read, carried out here), or the note that the command started
+    with its work (``work``) to do after the answer."""
+    try:
+        cmd = commands.parse(text, clusters=s.clusters.names)
+    except UsageError as err:
+        told = Notice(
+            key="usage_error",
+            params={
+                "message": err.message,
+                "usage": err.usage,
+                "error_key": err.key,
+                "error_params": err.params,
+            },
+        )
+        return _Reply(told, _verb_of(text), "usage_error")
+    if s.channels and channel not in s.channels:
+        told = Notice(key="channel_not_served", params={"channel": channel})
+        return _Reply(told, cmd.verb, "channel_not_served")
+    asker = Asker(user=user, channel=channel)
+    if entry(cmd.verb).quick:
+        # a local read: answered in the ack itself (one round trip, no Web API call,
+        # nothing left running after the ack)
+        try:
+            outcome = await handle(cmd, asker, ChatSurface(s))
+            told_now = as_told(outcome, locale)
+            result = _result(outcome)
+        except GpunodeError as err:
+            told_now, result = _failed(err), "failed"
+        assert told_now is not None, f"{cmd.verb} is quick, so it answers with words"
+        return _Reply(told_now, cmd.verb, result)
+    started = Notice(key="command_started", params={"command": commands.canonical(cmd)})
+    return _Reply(started, cmd.verb, work=lambda: answer(s, cmd, asker))
+
+
+def _go_on(s: BotServices, reply: _Reply) -> None:
+    """After the answer: the command's work in the background, or its count."""
+    if reply.work is not None:
+        s.bg.spawn(_counted(s, reply.verb, reply.work()), name=f"cmd-{reply.verb}")
+    elif reply.result is not None:
+        s.metrics.command(reply.verb, reply.result)
+
+
+async def _reply_later(s: BotServices, text: str, channel: str, user: str) -> None:
+    """The answer to a command acked without words: told (ephemeral) once the person's
+    language is known, or the default one after ``LATE_LOOKUP_S``."""
+    locale = await s.diagnose.locales.for_person(channel, user, timeout_s=LATE_LOOKUP_S)
+    reply = await _reply(s, text, channel, user, locale)
+    try:
+        await s.thread.tell(channel, user, reply.told)
+    except GpunodeError as err:
+        log.warning("could not answer %s's command after its ack: %s", user, err.code)
+    _go_on(s, reply)
 
 
 def _verb_of(text: str) -> str:

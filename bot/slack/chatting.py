@@ -134,6 +134,7 @@ class SlackChat:
         self._groups: dict[str, tuple[float, list[str]]] = {}
         self._names: dict[str, str] = {}
         self._locales: dict[str, tuple[float, str | None]] = {}
+        self._locale_lookups: dict[str, asyncio.Future[str | None]] = {}
 
     @property
     def client(self) -> AsyncWebClient:
@@ -265,13 +266,25 @@ class SlackChat:
         """``users.info`` with ``include_locale``: the person's Slack locale as Slack spells
         it (``zh-CN``, ``en-US``), cached per person for ``locale_ttl_s``. None when it cannot
         be read (``missing_scope`` without ``users:read``, ``user_not_found``, Slack down):
-        the caller falls back to the default, and the log says why (the error code only)."""
+        the caller falls back to the default, and the log says why (the error code only).
+
+        One lookup per person at a time: callers asking while it runs wait for that one
+        (forty commands from three people ask Slack three times, not forty). A caller that
+        stops waiting (a timeout) does not stop it: its answer is cached for the next."""
         if not user_id:
             return None
-        now = time.monotonic()
         cached = self._locales.get(user_id)
-        if cached is not None and now - cached[0] < self._locale_ttl:
+        if cached is not None and time.monotonic() - cached[0] < self._locale_ttl:
             return cached[1]
+        flight = self._locale_lookups.get(user_id)
+        if flight is None or flight.get_loop() is not asyncio.get_running_loop():
+            flight = asyncio.ensure_future(self._read_locale(user_id))
+            self._locale_lookups[user_id] = flight
+            flight.add_done_callback(lambda _: self._locale_lookups.pop(user_id, None))
+        return await asyncio.shield(flight)
+
+    async def _read_locale(self, user_id: str) -> str | None:
+        now = time.monotonic()
         try:
             resp = await self._client.users_info(user=user_id, include_locale=True)
         except _FAILURES as exc:

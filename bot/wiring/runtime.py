@@ -35,9 +35,10 @@ from bot.services.diagnose import DiagnoseService
 from bot.services.leading import LeaderElector, LeaderWork, LeasePort, OnChange
 from bot.services.locales import LocaleChooser
 from bot.services.operations import IncidentOps
+from bot.slack.app import COMMAND, command_listener
 from bot.slack.bolt import build_app
 from bot.slack.chatting import SlackChat
-from bot.slack.edge import Malformed, SlackEdge
+from bot.slack.edge import Malformed, SlackEdge, SlashCommand
 from bot.slack.presenter import SlackPresenter
 from bot.store.storing import Store
 from bot.telemetry.lag import LoopLag
@@ -114,7 +115,8 @@ def _edge(app: AsyncApp, services: BotServices, secret: str | None) -> SlackEdge
         )
         services.bg.spawn(report, name="malformed")
 
-    return SlackEdge(app, signing_secret=secret, on_malformed=on_malformed)
+    command = SlashCommand(COMMAND, command_listener(services))
+    return SlackEdge(app, signing_secret=secret, on_malformed=on_malformed, command=command)
 
 
 @dataclass

@@ -90,6 +90,7 @@ class SlackSim:
         return self.base_url
 
     async def stop(self) -> None:
+        self.api.release()  # a held call is answered, so the server can stop
         self.ws.closed = True
         self.ws.changed()
         await self.socket.close()
@@ -131,6 +132,14 @@ class SlackSim:
     ) -> None:
         """The next ``times`` calls of ``method`` fail with ``error`` (HTTP ``status``)."""
         self.api.fail(method, error=error, times=times, status=status)
+
+    def hold(self, method: str) -> None:
+        """Calls of ``method`` wait, unanswered, until ``release`` (Slack slow to answer)."""
+        self.api.hold(method)
+
+    def release(self, method: str | None = None) -> None:
+        """Answer the held calls of ``method`` (None: every held method)."""
+        self.api.release(method)
 
     # -- driver -----------------------------------------------------------------------------
     async def slash_command(

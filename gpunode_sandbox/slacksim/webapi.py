@@ -11,6 +11,7 @@ recorded in :attr:`WebApi.calls`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -72,6 +73,8 @@ class WebApi:
     app_methods: dict[str, Handler] = field(default_factory=dict)
     #: the scopes the app's bot token was granted (``revoke_scope`` takes one away)
     scopes: list[str] = field(default_factory=lambda: SCOPES.split(","))
+    #: methods whose calls wait, unanswered, until ``release`` (Slack slow or unreachable)
+    held: dict[str, asyncio.Event] = field(default_factory=dict)
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -103,6 +106,9 @@ class WebApi:
         headers: dict[str, str] = {}
         try:
             args = await self._args(request)
+            gate = self.held.get(method)
+            if gate is not None:
+                await gate.wait()
             token = args.pop("token", None)
             auth = request.headers.get("Authorization", "")
             if auth.startswith("Bearer "):
@@ -160,6 +166,18 @@ class WebApi:
 
     def rate_limit(self, method: str, *, times: int = 1) -> None:
         self.rate_limited[method] = times
+
+    def hold(self, method: str) -> None:
+        """Calls of ``method`` from now on get no answer until ``release``."""
+        self.held.setdefault(method, asyncio.Event())
+
+    def release(self, method: str | None = None) -> None:
+        """Answer the held calls of ``method`` (None: of every held method), and the next
+        ones at once."""
+        for name in [method] if method is not None else list(self.held):
+            gate = self.held.pop(name, None)
+            if gate is not None:
+                gate.set()
 
     def fail(
         self, method: str, *, error: str = "fatal_error", times: int = 1, status: int = 200

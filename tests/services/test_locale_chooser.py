@@ -111,3 +111,18 @@ async def test_a_slow_lookup_is_given_up_for_the_default_language() -> None:
 
     chooser = LocaleChooser(SlowChat(), timeout_s=0.01)
     assert await chooser.for_person("C1", "U0LIWEI") == "en"
+
+
+async def test_an_ack_does_not_wait_for_a_lookup_that_is_slow_to_answer() -> None:
+    answer = asyncio.Event()
+
+    class HeldChat(FakeChat):
+        async def user_locale(self, user_id: str) -> str | None:
+            await answer.wait()
+            return "zh-CN"
+
+    chooser = LocaleChooser(HeldChat(), channel_locales={"C2": "en"})
+    assert await chooser.for_person_promptly("C1", "U0LIWEI", within_s=0.01) is None
+    assert await chooser.for_person_promptly("C2", "U0LIWEI", within_s=0.01) == "en"
+    answer.set()
+    assert await chooser.for_person_promptly("C1", "U0LIWEI", within_s=30) == "zh-CN"

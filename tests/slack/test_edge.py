@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bot.errors import RequestError
-from bot.slack.edge import FORM, JSON_TYPE, ReplayGuard, _is_ssl_check, parse_body, signed
+from bot.slack.edge import (
+    FORM,
+    JSON_TYPE,
+    MAX_FORM_FIELDS,
+    ReplayGuard,
+    _is_ssl_check,
+    form_pairs,
+    parse_body,
+    signed,
+)
 
 SECRET = b"edge-secret"
 
@@ -70,6 +81,30 @@ def form(**fields: str) -> bytes:
 def test_a_slash_command_is_parsed_by_its_fields_whatever_its_text(text: str) -> None:
     body = parse_body(form(token="t", command="/gpunode", text=text, user_id="U1"), FORM)
     assert body["command"] == "/gpunode" and body["text"] == text
+
+
+@given(st.text(alphabet="ab=&%+2F0E9C3é ", min_size=1, max_size=40))
+def test_a_form_is_read_field_by_field_as_the_standard_library_reads_it(text: str) -> None:
+    try:
+        expected: object = parse_qsl(
+            text,
+            keep_blank_values=True,
+            strict_parsing=True,
+            max_num_fields=MAX_FORM_FIELDS,
+            errors="strict",
+        )
+    except ValueError:
+        expected = ValueError
+    try:
+        found: object = form_pairs(text)
+    except ValueError:
+        found = ValueError
+    assert found == expected
+
+
+def test_a_form_with_more_fields_than_a_slash_command_has_is_refused() -> None:
+    with pytest.raises(ValueError, match="Max number of fields"):
+        form_pairs("&".join(f"f{i}=x" for i in range(MAX_FORM_FIELDS + 1)))
 
 
 def test_an_interaction_is_its_payload_object() -> None:

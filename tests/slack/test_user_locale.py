@@ -3,6 +3,7 @@ a lookup that fails is None (the default language) and is logged by code, never 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 
@@ -65,3 +66,29 @@ async def test_a_failed_lookup_is_the_default_and_logged_by_code_without_the_tok
     assert len(_lookups(sim, user)) == 1
     assert code in caplog.text
     assert TOKEN not in caplog.text
+
+
+async def test_people_asking_at_once_share_one_lookup_each(sim: SlackSim) -> None:
+    chat = SlackChat(make_client(TOKEN, base_url=sim.api_url))
+    people = ["U0LIWEI", "U0ALICE"] * 10
+
+    found = await asyncio.gather(*(chat.user_locale(p) for p in people))
+
+    assert found == ["zh-CN", "en-US"] * 10
+    assert len(_lookups(sim, "U0LIWEI")) == 1
+    assert len(_lookups(sim, "U0ALICE")) == 1
+
+
+async def test_a_caller_that_stops_waiting_leaves_the_lookup_to_finish_for_the_next(
+    sim: SlackSim,
+) -> None:
+    chat = SlackChat(make_client(TOKEN, base_url=sim.api_url))
+    sim.hold("users.info")
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.05):
+            await chat.user_locale("U0LIWEI")
+
+    sim.release("users.info")
+
+    assert await chat.user_locale("U0LIWEI") == "zh-CN"
+    assert len(_lookups(sim, "U0LIWEI")) == 1  # the next caller got the first lookup's answer

@@ -23,6 +23,7 @@ Any other language (``ja-JP``, ``fr-FR``...) falls through the same way.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any, Final, Literal, get_args
@@ -49,8 +50,11 @@ class UnsupportedLocaleError(ValueError):
         self.value = value
 
 
+@functools.lru_cache(maxsize=256)
 def normalize(tag: str | None) -> Locale | None:
-    """The supported locale ``tag`` names, or None (unknown, Traditional Chinese, empty)."""
+    """The supported locale ``tag`` names, or None (unknown, Traditional Chinese, empty).
+    Remembered per spelling (a regex per candidate was a tenth of a slash command's own work;
+    the spellings are Slack's locales and the settings', a few dozen at most)."""
     if not tag:
         return None
     m = _TAG.fullmatch(tag.strip())
