@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import pytest
 
@@ -213,7 +214,7 @@ async def test_a_metrics_answer_streamed_in_small_pieces_gives_the_same_working_
 def test_a_pods_working_set_is_read_as_its_metrics_model_reads_it() -> None:
     from bot.kube.objects import parse_pod_metrics, pod_working_set
 
-    good = [
+    good: list[dict[str, Any]] = [
         {"metadata": {"name": "p", "namespace": "n"}, "containers": []},
         {"metadata": {"name": "p"}, "containers": [{"usage": {"memory": "1.5Gi"}}, {}]},
         {"containers": [{"usage": {"memory": "100M"}}, {"usage": {"memory": "1Ki"}}]},
@@ -221,7 +222,7 @@ def test_a_pods_working_set_is_read_as_its_metrics_model_reads_it() -> None:
     for item in good:
         m = parse_pod_metrics(item)
         assert pod_working_set(item) == (m.namespace, m.name, m.memory_working_set_bytes)
-    bad = [
+    bad: list[dict[str, Any]] = [
         {"metadata": {"name": None, "namespace": "n"}},
         {"metadata": {"name": "p", "namespace": 3}},
         {"metadata": {"name": "p"}, "containers": [{"usage": {"memory": "lots"}}]},
