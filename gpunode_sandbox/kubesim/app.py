@@ -131,7 +131,8 @@ def _json_pieces(head: Obj, count: int, pieces: Iterator[list[Obj]]) -> web.Resp
         yield (start + '"items": [').encode()
         sep = ""
         for piece in pieces:
-            yield (sep + ", ".join(json.dumps(item) for item in piece)).encode()
+            # a list's encoding is its items' joined by ", ": one encoder call a piece
+            yield (sep + json.dumps(piece)[1:-1]).encode()
             sep = ", "
         yield b"]}"
 
