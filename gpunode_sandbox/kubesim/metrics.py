@@ -25,7 +25,8 @@ def _running(pod: Obj) -> bool:
 
 def running_pods(sim: KubeSim, namespace: str | None) -> list[Obj]:
     """The pods metrics-server reports (Running ones), in API order."""
-    return [pod for pod in sim.api.store.list("pods", namespace) if _running(pod)]
+    # scan: the store's keys as already sorted (list sorts them again, 150,000 of them)
+    return [pod for _, pod in sim.api.store.scan("pods", namespace) if _running(pod)]
 
 
 def pod_metric(sim: KubeSim, pod: Obj, stamp: str) -> Obj:
