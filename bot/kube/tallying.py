@@ -385,6 +385,10 @@ def slim_anti(pod: Obj) -> Obj | None:
 
 
 _SPACE = re.compile(r"[ \t\n\r]*")
+#: how a Kubernetes list item begins (the API server's and metrics-server's encoders write
+#: ``metadata`` first): where a run of whole items may end, for ``ListWalker``'s bulk decode
+_ITEM_START = '{"metadata"'
+_BLANK = " \t\n\r"
 #: a stream whose undecodable rest grows past this is not a list answer
 MAX_PENDING = 64 * 1024 * 1024
 
@@ -404,6 +408,7 @@ class ListWalker:
         self._key = ""
         self._utf8 = codecs.getincrementaldecoder("utf-8")()
         self._decode = json.JSONDecoder().raw_decode
+        self._bulk = True
 
     def feed(self, data: bytes, *, final: bool = False) -> list[tuple[str, Any]]:
         self._text = self._text[self._at :] + self._utf8.decode(data, final)
@@ -435,6 +440,39 @@ class ListWalker:
         self._at = end
         return True, value
 
+    def _items(self, out: list[tuple[str, Any]]) -> bool:
+        """Every whole item from here up to the last ``}, {"metadata"`` in the text, decoded
+        as one array (one call of the decoder, not one per item): False when there is no
+        such boundary. A boundary that is not one (inside a string, or a nested value that
+        happens to begin so) leaves that array unbalanced, so the decoder refuses it: then
+        this answer is walked an item at a time, as it would have been."""
+        text, at = self._text, self._at
+        mark = text.rfind(_ITEM_START, at + 1)
+        while mark > at:
+            end = mark - 1
+            while end > at and text[end] in _BLANK:
+                end -= 1
+            if text[end] == ",":
+                end -= 1
+                while end > at and text[end] in _BLANK:
+                    end -= 1
+                if text[end] == "}":
+                    break
+            mark = text.rfind(_ITEM_START, at + 1, mark)
+        else:
+            return False
+        run = "[" + text[at : end + 1] + "]"
+        try:
+            values, used = self._decode(run)
+        except ValueError:
+            values, used = None, 0
+        if used != len(run) or not isinstance(values, list):
+            self._bulk = False
+            return False
+        out.extend(("items", value) for value in values)
+        self._at, self._state = end + 1, "item_sep"
+        return True
+
     def _step(self, out: list[tuple[str, Any]], final: bool) -> bool:
         char, state = self._next(), self._state
         if not char:
@@ -464,6 +502,8 @@ class ListWalker:
         elif state in ("value", "item_or_end", "item"):
             if state == "item_or_end" and char == "]":
                 self._at, self._state = self._at + 1, "sep"
+                return True
+            if state != "value" and char == "{" and self._bulk and self._items(out):
                 return True
             ok, value = self._value(final)
             if not ok:
@@ -495,9 +535,9 @@ def _reduce_metrics(fields: Iterable[tuple[str, Any]]) -> MetricsPage:
     values = array("q")
     for field_name, value in fields:
         if field_name == "items":
-            m = objects.parse_pod_metrics(value)
-            keys.append(f"{m.namespace}/{m.name}")
-            values.append(m.memory_working_set_bytes)
+            namespace, name, working_set = objects.pod_working_set(value)
+            keys.append(f"{namespace}/{name}")
+            values.append(working_set)
         elif field_name == "metadata" and isinstance(value, dict):
             token = value.get("continue") or None
     return MetricsPage(token, "\n".join(keys), values.tobytes())

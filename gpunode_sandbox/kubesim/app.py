@@ -45,6 +45,8 @@ from gpunode_sandbox.kubesim.store import Obj
 from gpunode_sandbox.kubesim.tokenreview import token_review
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterator
+
     from gpunode_sandbox.kubesim.sim import KubeSim
 
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -109,6 +111,32 @@ def _json(obj: Any, status: int = 200) -> web.Response:
     return web.Response(
         body=json.dumps(obj).encode(), status=status, content_type="application/json"
     )
+
+
+#: items per piece of a list answer sent as it is made (about 330 KiB of pod metrics)
+PIECE_ITEMS = 1000
+
+
+def _json_pieces(head: Obj, count: int, pieces: Iterator[list[Obj]]) -> web.Response:
+    """A list answer, ``head``'s fields then ``items`` (``count`` of them, from ``pieces``),
+    its bytes exactly ``_json({**head, "items": [...]})``'s. A list of more than
+    ``PIECE_ITEMS`` is sent chunked, each piece made and encoded as the answer is sent: the
+    client reads the first items while the last are made, as from the API server's streaming
+    list encoder. A shorter one is ``_json`` itself, sent whole with its length."""
+    if count <= PIECE_ITEMS:
+        return _json({**head, "items": [item for piece in pieces for item in piece]})
+    start = json.dumps(head)[:-1] + ", " if head else "{"
+
+    async def body() -> AsyncIterator[bytes]:
+        yield (start + '"items": [').encode()
+        sep = ""
+        for piece in pieces:
+            # a list's encoding is its items' joined by ", ": one encoder call a piece
+            yield (sep + json.dumps(piece)[1:-1]).encode()
+            sep = ", "
+        yield b"]}"
+
+    return web.Response(body=body(), content_type="application/json")
 
 
 @web.middleware
@@ -327,6 +355,8 @@ async def _rest(request: web.Request, route: Route) -> web.StreamResponse:
     if not res.stored:
         if m != "GET":
             raise ApiError(405, "the server does not allow this method on the requested resource")
+        if res.kind == "PodMetrics" and route.name is None:
+            return _json_pieces(*sim.pod_metrics_pieces(route.namespace, PIECE_ITEMS))
         return _json(sim.metrics(res, route.namespace, route.name))
     if route.name is None:
         if m == "GET":

@@ -9,6 +9,7 @@ Use ``await sim.start()`` / ``await sim.stop()`` in async code, or
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import copy
 import tempfile
@@ -227,6 +228,25 @@ class KubeSim:
                 f'previous terminated container "{container}" in pod "{name}" not found',
             )
         return spec.previous_logs if spec is not None else ""
+
+    def pod_metrics_pieces(
+        self, namespace: str | None, size: int
+    ) -> tuple[Obj, int, Iterator[builtins.list[Obj]]]:
+        """The pod metrics list as ``metrics`` answers it, in pieces: its fields but
+        ``items``, how many items, and the items ``size`` at a time, of the pods running
+        when called, each piece computed when it is asked for (as it is sent)."""
+        from gpunode_sandbox.kubesim.metrics import pod_metric, running_pods
+
+        pods, stamp = running_pods(self, namespace), stamps.ts(stamps.T0)
+
+        def pieces() -> Iterator[builtins.list[Obj]]:
+            for at in range(0, len(pods), size):
+                items = [pod_metric(self, pod, stamp) for pod in pods[at : at + size]]
+                shift = self.clock_shift
+                yield stamps.shift_stamps(items, shift) if shift else items
+
+        head = {"kind": "PodMetricsList", "apiVersion": "metrics.k8s.io/v1beta1", "metadata": {}}
+        return head, len(pods), pieces()
 
     def metrics(self, res: Resource, namespace: str | None, name: str | None) -> Obj:
         from gpunode_sandbox.kubesim.metrics import node_metrics, pod_metrics

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import pytest
 
@@ -140,6 +141,43 @@ def test_a_list_answer_fed_in_pieces_cut_anywhere_walks_as_the_whole_answer() ->
         assert fields + byte_by_byte.feed(b"", final=True) == whole
 
 
+def test_items_holding_what_looks_like_an_item_boundary_walk_as_the_whole_answer() -> None:
+    """Whole runs of items are decoded at once up to the last ``}, {"metadata"``: text that
+    only looks like such a boundary (in a string, or a nested value beginning so) still
+    gives each item as it is, wherever the answer is cut."""
+    from bot.kube.tallying import ListWalker, walk_list
+
+    tricky = [
+        {"metadata": {"name": "a", "namespace": 'x}, {"metadata": "y'}},
+        {"metadata": {"name": "b"}, "spec": [{"k": 1}, {"metadata": {"name": "nested"}}]},
+        {"metadata": {"name": "c"}, "note": '}, {"metadata": {}}, {"metadata"'},
+        {"metadata": {"name": "d"}},
+    ]
+    answer = {"kind": "PodMetricsList", "metadata": {}, "items": tricky}
+    for body in (
+        json.dumps(answer).encode(),
+        json.dumps(answer, separators=(",", ":")).encode(),
+        json.dumps(answer, indent=1).encode(),
+    ):
+        whole = list(walk_list(body))
+        assert [v for k, v in whole if k == "items"] == tricky
+        for cut in range(1, len(body)):
+            walker = ListWalker()
+            assert walker.feed(body[:cut]) + walker.feed(body[cut:], final=True) == whole, cut
+
+
+def test_a_broken_item_among_whole_ones_is_refused_clearly() -> None:
+    from bot.kube.tallying import ListWalker, walk_list
+
+    body = b'{"items": [{"metadata": 1}, {"metadata": tru}, {"metadata": 3}, {"metadata": 4}]}'
+    with pytest.raises(ValueError, match="not JSON"):
+        list(walk_list(body))
+    walker = ListWalker()
+    assert walker.feed(body[:40]) == [("items", {"metadata": 1})]
+    with pytest.raises(ValueError, match="not JSON"):
+        walker.feed(body[40:], final=True)
+
+
 def test_an_answer_that_ends_early_is_refused_clearly() -> None:
     from bot.kube.tallying import ListWalker
 
@@ -171,3 +209,27 @@ async def test_a_metrics_answer_streamed_in_small_pieces_gives_the_same_working_
             decoder.close()
         assert [n.working_set_bytes for n in streamed] == [n.working_set_bytes for n in whole]
     assert all(n.working_set_bytes for n in whole)
+
+
+def test_a_pods_working_set_is_read_as_its_metrics_model_reads_it() -> None:
+    from bot.kube.objects import parse_pod_metrics, pod_working_set
+
+    good: list[dict[str, Any]] = [
+        {"metadata": {"name": "p", "namespace": "n"}, "containers": []},
+        {"metadata": {"name": "p"}, "containers": [{"usage": {"memory": "1.5Gi"}}, {}]},
+        {"containers": [{"usage": {"memory": "100M"}}, {"usage": {"memory": "1Ki"}}]},
+    ]
+    for item in good:
+        m = parse_pod_metrics(item)
+        assert pod_working_set(item) == (m.namespace, m.name, m.memory_working_set_bytes)
+    bad: list[dict[str, Any]] = [
+        {"metadata": {"name": None, "namespace": "n"}},
+        {"metadata": {"name": "p", "namespace": 3}},
+        {"metadata": {"name": "p"}, "containers": [{"usage": {"memory": "lots"}}]},
+    ]
+    for item in bad:
+        with pytest.raises(ValueError) as model:
+            parse_pod_metrics(item)
+        with pytest.raises(ValueError) as lean:
+            pod_working_set(item)
+        assert type(lean.value) is type(model.value)
