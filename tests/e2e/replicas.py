@@ -83,6 +83,7 @@ class Replicas:
         }
         return (socket if self.socket_mode else {}) | {
             "PATH": os.environ.get("PATH", ""),
+            "PYTHONPATH": str(REPO),  # the checkout under test, not whatever is installed
             # the user's own HOME: matplotlib's font cache is built once, not per replica
             # (building it blocks a replica's event loop for seconds)
             "HOME": os.environ.get("HOME", str(self.workdir)),
@@ -173,6 +174,7 @@ class Replicas:
         """``gpunode audit --verify`` against the shared database: (exit code, its output)."""
         env = {
             "PATH": os.environ.get("PATH", ""),
+            "PYTHONPATH": str(REPO),
             "HOME": str(self.workdir),
             "GPUNODE_STORE__DSN": self.dsn,
         }

@@ -19,6 +19,8 @@ from gpunode_sandbox.slacksim import SlackSim
 from gpunode_sandbox.story import CHANNEL
 from tests.telemetry.scraping import Scrape, scrape
 
+CHECKOUT = str(Path(__file__).resolve().parents[2])  # the code under test, not an install
+
 pytestmark = pytest.mark.slow
 
 
@@ -51,6 +53,7 @@ async def test_serve_in_socket_mode_exports_metrics_on_the_metrics_port(tmp_path
     async with running_standins(socket_mode=True) as (kube, slack):
         env = {
             "PATH": os.environ.get("PATH", ""),
+            "PYTHONPATH": CHECKOUT,
             "HOME": str(tmp_path),
             "GPUNODE_SLACK__BOT_TOKEN": BOT_TOKEN,
             "GPUNODE_SLACK__APP_TOKEN": APP_TOKEN,

@@ -35,6 +35,8 @@ from tests.e2e.conftest import (
     thread,
 )
 
+CHECKOUT = str(Path(__file__).resolve().parents[2])  # the code under test, not an install
+
 pytestmark = pytest.mark.slow
 ALICE = "U0ALICE"
 SHUTDOWN_GRACE_S = 30  # Kubernetes' default terminationGracePeriodSeconds
@@ -177,6 +179,7 @@ async def test_gpunode_serve_in_socket_mode_connects_and_diagnoses(
     slack = SlackSim(signing_secret="unused", bot_token="xoxb-serve", socket_mode=True)
     env = {
         "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": CHECKOUT,
         "HOME": str(tmp_path),
         "GPUNODE_SLACK__BOT_TOKEN": "xoxb-serve",
         "GPUNODE_SLACK__APP_TOKEN": "xapp-1-A0GPUNODE-serve",
