@@ -41,13 +41,19 @@ def read_policy(path: str | Path) -> Policy:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise PolicyError(
-            f"cannot read policy file {source}: {exc.strerror}; check actions.policy_file"
+            f"cannot read policy file {source}: {exc.strerror}; check actions.policy_file",
+            key="policy_unreadable",
+            params={"source": source, "error": exc.strerror},
         ) from exc
     try:
         data = yaml.load(text, Loader=LOADER)  # noqa: S506 - a safe loader
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
-        raise PolicyError(f"policy file {source} is not valid YAML: {exc}") from exc
+        raise PolicyError(
+            f"policy file {source} is not valid YAML: {exc}",
+            key="policy_not_yaml",
+            params={"source": source, "error": str(exc)},
+        ) from exc
     lines: dict[Path_, int] = {}
     if root is not None:
         _line_index(root, (), lines)

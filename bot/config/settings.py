@@ -29,7 +29,7 @@ from pydantic import (
 
 from bot.core.model.clusters import DEFAULT_CLUSTER, cluster_name_problem
 from bot.core.model.locales import parse_channel_locales
-from bot.core.model.validation import validation_message
+from bot.core.model.validation import KeyedValueError, problems, validation_message
 from bot.core.model.workloads import HelmField, helm_keys_problem
 from bot.core.reporting.links import template_problem
 from bot.errors import ConfigError
@@ -340,11 +340,23 @@ class ClusterSettings(_Group):
     @model_validator(mode="after")
     def _complete(self) -> ClusterSettings:
         if self.mode == "server" and not self.server:
-            raise ValueError("mode 'server' needs server (the API server URL)")
+            raise KeyedValueError(
+                "mode 'server' needs server (the API server URL)",
+                key="setting_mode_needs",
+                params={"mode": "server", "needs": "server"},
+            )
         if self.mode == "server" and self.token is None and self.token_file is None:
-            raise ValueError("mode 'server' needs token_file (or token)")
+            raise KeyedValueError(
+                "mode 'server' needs token_file (or token)",
+                key="setting_mode_needs",
+                params={"mode": "server", "needs": "token_file"},
+            )
         if self.mode == "kubeconfig" and not self.context:
-            raise ValueError("mode 'kubeconfig' needs context (the kubeconfig context to use)")
+            raise KeyedValueError(
+                "mode 'kubeconfig' needs context (the kubeconfig context to use)",
+                key="setting_mode_needs",
+                params={"mode": "kubeconfig", "needs": "context"},
+            )
         return self
 
 
@@ -395,19 +407,27 @@ class Settings(_Group):
     def _clusters_known(self) -> Settings:
         for index, name in enumerate(self.clusters, 1):
             if cluster_name_problem(name):  # the name is not echoed: it may be a pasted secret
-                raise ValueError(
+                raise KeyedValueError(
                     f"clusters: name number {index} is not a DNS-1123 label (lowercase "
-                    "letters, digits and '-', at most 63, starting and ending alphanumeric)"
+                    "letters, digits and '-', at most 63, starting and ending alphanumeric)",
+                    key="setting_cluster_name",
+                    params={"index": index},
                 )
         names = sorted(self.clusters) or ["default"]
         listed = ", ".join(names)
         if self.default_cluster is not None and self.default_cluster not in names:
-            raise ValueError(f"default_cluster is not one of the clusters ({listed})")
+            raise KeyedValueError(
+                f"default_cluster is not one of the clusters ({listed})",
+                key="setting_default_cluster",
+                params={"clusters": names},
+            )
         for channel, cluster in self.channel_clusters.items():
             if cluster not in names:
-                raise ValueError(
+                raise KeyedValueError(
                     f"channel_clusters: channel {channel} maps to a cluster that is not listed "
-                    f"({listed})"
+                    f"({listed})",
+                    key="setting_channel_cluster",
+                    params={"channel": channel, "clusters": names},
                 )
         return self
 
@@ -482,22 +502,34 @@ def load_settings(
         try:
             loaded = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=LOADER)  # noqa: S506 or {}
         except OSError as exc:
-            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+            raise ConfigError(
+                f"cannot read config file {path}: {exc.strerror}",
+                key="config_unreadable",
+                params={"path": str(path), "error": exc.strerror},
+            ) from None
         except yaml.YAMLError as exc:
             raise ConfigError(
-                f"config file {path} is not valid YAML: {_yaml_problem(exc)}"
+                f"config file {path} is not valid YAML: {_yaml_problem(exc)}",
+                key="config_not_yaml",
+                params={"path": str(path), "error": _yaml_problem(exc)},
             ) from None
         if not isinstance(loaded, dict):
-            raise ConfigError(f"config file {path} must hold a mapping at the top level")
+            raise ConfigError(
+                f"config file {path} must hold a mapping at the top level",
+                key="config_not_mapping",
+                params={"path": str(path)},
+            )
         data = loaded
     data = _merge(data, _env_overrides(env))
     try:
         return Settings.model_validate(data)
     except ValidationError as exc:
-        problems = validation_message(exc, where=_key_path)
+        said = validation_message(exc, where=_key_path)
         raise ConfigError(
-            f"invalid settings ({problems}). Set them in the config file or as "
-            f"{ENV_PREFIX}<GROUP>__<FIELD> environment variables."
+            f"invalid settings ({said}). Set them in the config file or as "
+            f"{ENV_PREFIX}<GROUP>__<FIELD> environment variables.",
+            key="settings_invalid",
+            params={"problems": problems(exc, where=_key_path)},
         ) from None
 
 

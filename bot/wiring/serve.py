@@ -106,7 +106,9 @@ async def start_socket_mode(runtime: Runtime, app_token: str) -> AsyncSocketMode
         error = exc.response.get("error", "unknown")
         raise SlackError(
             f"Slack refused the app-level token for Socket Mode ({error}): set "
-            "GPUNODE_SLACK__APP_TOKEN to an xapp- token with the connections:write scope"
+            "GPUNODE_SLACK__APP_TOKEN to an xapp- token with the connections:write scope",
+            key="app_token_refused",
+            params={"error": error},
         ) from exc
     await handler.connect_async()  # type: ignore[no-untyped-call]
     return handler

@@ -8,6 +8,7 @@ import asyncio
 import copy
 import json
 import os
+import re
 import signal
 import socket
 import sys
@@ -237,3 +238,66 @@ async def test_gpunode_serve_in_socket_mode_connects_and_diagnoses(
     assert not shutdown_timed_out, f"no exit {SHUTDOWN_GRACE_S}s after SIGINT:\n{stderr.decode()}"
     assert b"socket mode" in stderr, stderr.decode()
     assert b"xapp-1-A0GPUNODE-serve" not in stderr  # the secret is never printed
+
+
+@pytest.mark.parametrize("lang", ["zh-CN", "en"])
+async def test_gpunode_serve_says_slack_refused_its_app_token_in_the_operators_language(
+    tmp_path: Path, lang: str
+) -> None:
+    """The real ``gpunode serve --lang``: Slack refuses the app-level token at
+    ``apps.connections.open``; serve exits 1 naming Slack's error and the setting to fix, in
+    Chinese without English words (Slack's error code is quoted as it said it), or in the
+    English it always printed."""
+    from tests.render.test_catalogs import english_words
+
+    kube = KubeSim(load_scenario("seed"))
+    slack = SlackSim(signing_secret="unused", bot_token="xoxb-serve", socket_mode=True)
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "GPUNODE_SLACK__BOT_TOKEN": "xoxb-serve",
+        "GPUNODE_SLACK__APP_TOKEN": "xapp-1-A0GPUNODE-revoked",
+        "GPUNODE_SLACK__SOCKET_MODE": "true",
+        "GPUNODE_KUBE__MODE": "server",
+        "GPUNODE_KUBE__SERVER": await kube.start(),
+        "GPUNODE_KUBE__TOKEN": BOT_TOKEN,
+        "GPUNODE_KUBE__VERIFY_TLS": "false",
+        "GPUNODE_ACTIONS__POLICY_FILE": str(POLICY),
+        "GPUNODE_STORE__PATH": str(tmp_path / "gpunode.db"),
+        "GPUNODE_HTTP__HOST": "127.0.0.1",
+        "GPUNODE_HTTP__PORT": str(_free_port()),
+    }
+    if "PYTHONPATH" in os.environ:  # the checkout under test, not another install
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    await slack.start()
+    slack.fail("apps.connections.open", error="invalid_auth")
+    env["GPUNODE_SLACK__API_BASE_URL"] = slack.api_url
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bot",
+            "serve",
+            "--lang",
+            lang,
+            env=env,
+            cwd=tmp_path,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        _, raw = await asyncio.wait_for(proc.communicate(), 120)
+    finally:
+        await slack.stop()
+        await kube.stop()
+
+    last = raw.decode().strip().splitlines()[-1]
+    assert proc.returncode == 1 and last.startswith("gpunode: "), raw.decode()
+    assert "invalid_auth" in last and "GPUNODE_SLACK__APP_TOKEN" in last, last
+    if lang == "en":
+        assert last == (
+            "gpunode: Slack refused the app-level token for Socket Mode (invalid_auth): set "
+            "GPUNODE_SLACK__APP_TOKEN to an xapp- token with the connections:write scope"
+        )
+    else:
+        assert english_words(last) == [] and re.search("[\u4e00-\u9fff]", last), last
+    assert b"xapp-1-A0GPUNODE-revoked" not in raw  # the secret is never printed

@@ -133,6 +133,86 @@ def _settings_errors() -> list[GpunodeError]:
     ]
 
 
+def _invalid_settings(tmp: Path) -> list[GpunodeError]:
+    """Settings pydantic refuses (``load_settings``, as from the environment): a port that is
+    no number, out of range or zero, a flag that is no flag, a mode that is not one of its
+    choices, a time that must be above zero, a key no group has; a cluster whose mode misses
+    what it needs (each mode), a cluster name that is no DNS label, a default cluster or a
+    channel's cluster that is not listed; and the config file: absent, not YAML, no
+    mapping."""
+    from bot.config.settings import load_settings
+
+    def loaded(env: dict[str, str], config: Path | None = None) -> GpunodeError:
+        return _raised(lambda: load_settings(env, config_file=config))
+
+    (tmp / "broken.yaml").write_text("slack:\n  bot_token: x: y\n")
+    (tmp / "list.yaml").write_text("- slack\n")
+    return [
+        loaded(
+            {
+                "GPUNODE_HTTP__PORT": "not-a-port",
+                "GPUNODE_METRICS__PORT": "70000",
+                "GPUNODE_KUBE__AGENT_PORT": "0",
+                "GPUNODE_SLACK__SOCKET_MODE": "maybe",
+                "GPUNODE_KUBE__COLLECTOR_MODE": "pod",
+                "GPUNODE_LEADER__RETRY_S": "0",
+                "GPUNODE_SLACK__NONSENSE": "x",
+            }
+        ),
+        loaded(
+            {
+                "GPUNODE_CLUSTERS__EU__MODE": "server",
+                "GPUNODE_CLUSTERS__US__MODE": "server",
+                "GPUNODE_CLUSTERS__US__SERVER": "https://10.0.0.1:6443",
+                "GPUNODE_CLUSTERS__ASIA__MODE": "kubeconfig",
+            }
+        ),
+        loaded({"GPUNODE_CLUSTERS__PROD_EU__MODE": "in_cluster"}),
+        loaded({"GPUNODE_DEFAULT_CLUSTER": "prod-us"}),
+        loaded({"GPUNODE_CHANNEL_CLUSTERS__C0INC": "prod-us"}),
+        loaded({}, tmp / "absent.yaml"),
+        loaded({}, tmp / "broken.yaml"),
+        loaded({}, tmp / "list.yaml"),
+    ]
+
+
+#: a policy file with a problem of every kind its keys can have: ids that are not Slack ids
+#: (a user, a user group, a channel), a quorum that is no number or too large, a key no
+#: policy has, a role's cluster that is no cluster name
+BAD_POLICY = """\
+roles:
+  sre: {allows: [1], can_approve: [1], clusters: [Prod-EU]}
+bindings:
+  sre: {users: [alice], usergroups: [sre-team]}
+channels: [general]
+approvals:
+  1: {quorum: many}
+  2: {quorum: 11}
+owner: alice
+"""
+
+
+def _invalid_policies(tmp: Path) -> list[GpunodeError]:
+    """The policy file (``read_policy``, with its lines): absent, not YAML, no mapping, every
+    problem of ``BAD_POLICY``, a binding of a role it does not define (with roles, and with
+    none), a quorum no role may approve."""
+    from bot.config.policy import read_policy
+
+    files = {
+        "policy-absent.yaml": None,
+        "policy-broken.yaml": "roles: [\n",
+        "policy-list.yaml": "- sre\n",
+        "bad.yaml": BAD_POLICY,
+        "unbound.yaml": "roles: {sre: {allows: [2]}}\nbindings: {oncall: {users: [U0ALICE1]}}\n",
+        "no-roles.yaml": "bindings: {oncall: {users: [U0ALICE1]}}\n",
+        "quorum.yaml": "roles: {sre: {allows: [1]}}\n",
+    }
+    for name, text in files.items():
+        if text is not None:
+            (tmp / name).write_text(text)
+    return [_raised(partial(read_policy, tmp / name)) for name in files]
+
+
 def _refusal_to_start() -> GpunodeError:
     """``serve``'s refusal beside live replicas that share its store without a Lease (the
     replicas row as ``gpunode doctor`` shows it)."""
@@ -192,6 +272,8 @@ def terminal_errors(tmp: Path) -> list[GpunodeError]:
         *_commands(tmp),
         _refusal_to_start(),
         *_settings_errors(),
+        *_invalid_settings(tmp),
+        *_invalid_policies(tmp),
         *asyncio.run(_incident_errors(tmp / "incidents.db")),
     ]
 
@@ -205,4 +287,7 @@ NOT_DRIVEN = {
     # needs a PostgreSQL store (SQLite has no roles): `migrate --app-role` with a name that is
     # not a plain role name; bot.store.roles.grant_app_role raises the English text
     "app_role_name": "migrate --app-role NAME against PostgreSQL",
+    # needs Slack refusing serve's app-level token over Socket Mode: the real serve against
+    # the Slack stand-in, tests/e2e/test_socket_mode.py, checks its English and Chinese
+    "app_token_refused": "serve in Socket Mode with an app-level token Slack refuses",
 }

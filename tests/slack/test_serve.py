@@ -187,3 +187,122 @@ def test_serve_says_which_setting_to_set_in_the_operators_language(
     assert re.search("[\u4e00-\u9fff]", last), last  # worded in Chinese, not only names
     for value in (SECRET, TOKEN):
         assert value not in done.stderr and value not in done.stdout
+
+
+#: a policy file with problems of several kinds: a user id that is no Slack id, a quorum that
+#: is no number, a key no policy has
+BAD_POLICY = """\
+roles:
+  sre: {allows: [1], can_approve: [1]}
+bindings:
+  sre: {users: [alice]}
+approvals:
+  1: {quorum: many}
+owner: alice
+"""
+READY = {"GPUNODE_SLACK__BOT_TOKEN": "xoxb-abc", "GPUNODE_SLACK__SIGNING_SECRET": SECRET}
+
+
+@pytest.mark.parametrize(
+    ("env", "policy", "says"),
+    [
+        ({**READY, "GPUNODE_HTTP__PORT": "not-a-port"}, None, ["http.port"]),
+        (
+            {**READY, "GPUNODE_SLACK__SOCKET_MODE": "maybe", "GPUNODE_KUBE__COLLECTOR_MODE": "pod"},
+            None,
+            ["slack.socket_mode", "kube.collector_mode", "'job'", "'daemonset'"],
+        ),
+        ({**READY, "GPUNODE_CLUSTERS__PROD__MODE": "server"}, None, ["clusters.prod", "server"]),
+        (READY, BAD_POLICY, ["bindings.sre.users.0", "'alice'", "U0123ABCD", "approvals.1"]),
+        (READY, "roles: [\n", ["policy.yaml", "YAML"]),
+        ({**READY, "GPUNODE_ACTIONS__POLICY_FILE": "absent.yaml"}, None, ["absent.yaml"]),
+    ],
+    ids=[
+        "port-not-a-number",
+        "flag-and-choice",
+        "cluster-mode-incomplete",
+        "policy-invalid",
+        "policy-not-yaml",
+        "policy-absent",
+    ],
+)
+def test_serve_words_a_setting_or_a_policy_it_refuses_in_the_operators_language(
+    env: dict[str, str], policy: str | None, says: list[str], tmp_path: Path
+) -> None:
+    """pydantic's own complaints (a number that is none, a flag, a choice) are worded from
+    the catalog, not quoted; the setting, the policy key, its line and the choices stay as
+    they are. What the system said (PyYAML's message, the OS error) is quoted as it said it,
+    so it is left out of the check for English words."""
+    import yaml
+
+    from bot.config.policy import LOADER
+    from tests.render.test_catalogs import english_words
+
+    quoted = [os.strerror(2)]  # ENOENT, as the OS says it
+    if policy is not None:
+        (tmp_path / "policy.yaml").write_text(policy, encoding="utf-8")
+        env = {**env, "GPUNODE_ACTIONS__POLICY_FILE": str(tmp_path / "policy.yaml")}
+        try:
+            yaml.load(policy, Loader=LOADER)  # the loader serve reads it with
+        except yaml.YAMLError as exc:
+            quoted.append(str(exc))
+    done = serve(env, tmp_path, "--lang", "zh-CN")
+
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    worded = done.stderr[done.stderr.index("gpunode: ") :]  # a YAML error spans lines
+    for said in says:
+        assert said in worded, worded
+    assert re.search("[\u4e00-\u9fff]", worded), worded
+    for text in quoted:
+        worded = worded.replace(text, " ")
+    assert english_words(worded) == [], worded
+    for value in (SECRET, TOKEN):
+        assert value not in done.stderr and value not in done.stdout
+
+
+def test_a_terminal_command_words_an_invalid_setting_in_the_readers_language(
+    tmp_path: Path,
+) -> None:
+    """Every command that reads the settings says what is wrong with them in ``--lang``."""
+    from tests.render.test_catalogs import english_words
+
+    base = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    if "PYTHONPATH" in os.environ:
+        base["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    env = {**base, "GPUNODE_KUBE__AGENT_PORT": "0", "GPUNODE_LEADER__RETRY_S": "0"}
+    done = subprocess.run(
+        [sys.executable, "-m", "bot", "top", "--lang", "zh-CN"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    last = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 1 and last.startswith("gpunode: "), done.stderr
+    assert "kube.agent_port" in last and "leader.retry_s" in last, last
+    assert english_words(last) == [] and re.search("[\u4e00-\u9fff]", last), last
+
+
+def test_an_english_reader_sees_the_settings_error_as_before(tmp_path: Path) -> None:
+    """Keying the error changed no English byte: without ``--lang`` serve prints the
+    error's own text, and the catalog's English words are that text."""
+    from bot.config.settings import load_settings
+    from bot.errors import ConfigError
+    from bot.render.errors import error_text
+
+    env = {**READY, "GPUNODE_HTTP__PORT": "not-a-port", "GPUNODE_SLACK__NONSENSE": "x"}
+    with pytest.raises(ConfigError) as caught:
+        load_settings(env)
+    done = serve(env, tmp_path)
+
+    expected = (
+        "invalid settings (slack.nonsense: Extra inputs are not permitted; http.port: Input "
+        "should be a valid integer, unable to parse string as an integer). Set them in the "
+        "config file or as GPUNODE_<GROUP>__<FIELD> environment variables."
+    )
+    assert caught.value.message == expected
+    assert done.stderr.strip().splitlines()[-1] == f"gpunode: {expected}"
+    assert error_text(caught.value.key, caught.value.params, "", "en") == expected

@@ -33,8 +33,8 @@ from pydantic import (
 )
 
 from bot.core.governance.impersonation import KubeIdentity
-from bot.core.model.clusters import cluster_name_problem
-from bot.core.model.validation import ErrorDetail, validation_message
+from bot.core.model.clusters import cluster_name_issue
+from bot.core.model.validation import ErrorDetail, KeyedValueError, problems, validation_message
 from bot.errors import PolicyError
 
 Tier = Literal[1, 2, 3]
@@ -48,6 +48,8 @@ _PATTERN_HINTS = {
     _GROUP_ID: "is not a Slack user-group id (they look like S0123ABCD)",
     _CHANNEL_ID: "is not a Slack channel id (they look like C0123ABCD)",
 }
+#: which id each pattern wants (the ``slack_id`` problem's ``kind``: its words per language)
+_PATTERN_KINDS = {_USER_ID: "user", _GROUP_ID: "usergroup", _CHANNEL_ID: "channel"}
 
 
 class _Model(BaseModel):
@@ -66,8 +68,9 @@ class Role(_Model):
     @classmethod
     def _cluster_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for name in value:
-            if problem := cluster_name_problem(name):
-                raise ValueError(problem)
+            if issue := cluster_name_issue(name):
+                key, text, params = issue
+                raise KeyedValueError(text, key=key, params=params)
         return value
 
     def applies_in(self, cluster: str | None) -> bool:
@@ -126,13 +129,19 @@ class Policy(_Model):
         for role in self.bindings:
             if role not in self.roles:
                 known = ", ".join(sorted(self.roles)) or "none defined"
-                raise ValueError(f"bindings.{role}: no such role (roles: {known})")
+                raise KeyedValueError(
+                    f"bindings.{role}: no such role (roles: {known})",
+                    key="policy_no_such_role",
+                    params={"role": role, "roles": sorted(self.roles)},
+                )
         merged = {**_default_approvals(), **self.approvals}
         for tier, rule in merged.items():
             if rule.quorum and not any(tier in r.can_approve for r in self.roles.values()):
-                raise ValueError(
+                raise KeyedValueError(
                     f"approvals.{tier}.quorum is {rule.quorum} but no role has {tier} in "
-                    "can_approve; add it to a role or set the quorum to 0"
+                    "can_approve; add it to a role or set the quorum to 0",
+                    key="policy_quorum_unapprovable",
+                    params={"tier": tier, "quorum": rule.quorum},
                 )
         return self
 
@@ -390,16 +399,35 @@ def parse_policy(
     source: str = "policy",
     line_of: Callable[[tuple[str | int, ...]], int | None] | None = None,
 ) -> Policy:
-    """Validate a loaded policy document; PolicyError lists every problem with its key path."""
+    """Validate a loaded policy document; PolicyError lists every problem with its key path
+    (keyed ``policy_invalid``: ``bot.core.model.validation.problems``, a Slack id that does
+    not match its pattern as a ``slack_id`` problem)."""
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
-        raise PolicyError(f"{source}: the policy must be a mapping with roles and bindings")
+        raise PolicyError(
+            f"{source}: the policy must be a mapping with roles and bindings",
+            key="policy_not_mapping",
+            params={"source": source},
+        )
     try:
         return Policy.model_validate(data)
     except ValidationError as exc:
-        problems = validation_message(exc, top=None, message=_policy_problem, line_of=line_of)
-        raise PolicyError(f"{source} is invalid: {problems}") from exc
+        said = validation_message(exc, top=None, message=_policy_problem, line_of=line_of)
+        keyed = problems(exc, message=_policy_problem, line_of=line_of)
+        for problem, err in zip(keyed, exc.errors(include_url=False), strict=True):
+            ctx = problem["ctx"]
+            kind = (
+                _PATTERN_KINDS.get(str(ctx.get("pattern", ""))) if isinstance(ctx, dict) else None
+            )
+            if problem["type"] == "string_pattern_mismatch" and kind:
+                # the English names the value too (``_policy_problem``): a Slack id, no secret
+                problem.update(type="slack_id", ctx={"kind": kind, "value": repr(err["input"])})
+        raise PolicyError(
+            f"{source} is invalid: {said}",
+            key="policy_invalid",
+            params={"source": source, "problems": keyed},
+        ) from exc
 
 
 def _policy_problem(err: ErrorDetail) -> str:

@@ -55,3 +55,66 @@ def validation_message(
     if count_rest and len(errors) > len(shown):
         out += f" (and {len(errors) - len(shown)} more)"
     return out
+
+
+class KeyedValueError(ValueError):
+    """A validator's own complaint with a key and raw params beside its English text, so
+    ``problems`` can hand it to a presenter (pydantic keeps it in the error's ``ctx``)."""
+
+    def __init__(self, message: str, *, key: str, params: Mapping[str, object]) -> None:
+        super().__init__(message)
+        self.key = key
+        self.params = dict(params)
+
+
+def _plain(value: object) -> object:
+    """A ctx value as a presenter may show it: numbers, text and flags as they are, anything
+    else (an exception, a pattern object) as its text. A whole float reads as pydantic writes
+    it (``greater than 0``, not ``0.0``)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value if isinstance(value, str | int | float | bool) else str(value)
+
+
+def _choices(expected: str) -> list[str]:
+    """pydantic's ``'a', 'b' or 'c'`` as its choices (``, `` and `` or `` joined back give the
+    same text)."""
+    head, _, last = expected.rpartition(" or ")
+    return [*head.split(", "), last] if head else [last]
+
+
+def problems(
+    exc: ValidationError,
+    *,
+    where: Callable[[Loc], str] = dotted,
+    message: Callable[[ErrorDetail], str] | None = None,
+    line_of: Callable[[Loc], int | None] | None = None,
+) -> list[dict[str, object]]:
+    """Each error of ``exc`` keyed for a presenter, in the order ``validation_message``
+    writes them: ``at`` (``where(loc)``), ``type`` (pydantic's error type, or a
+    ``KeyedValueError``'s key), ``ctx`` (pydantic's context, or that error's params, plain
+    values only), ``choices`` (literal and enum errors), ``line`` (when ``line_of`` knows
+    it) and ``msg``: the English text ``validation_message`` shows, which a presenter quotes
+    for a type it has no words for. The input value is never kept."""
+    out: list[dict[str, object]] = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(err["loc"])
+        raw = err.get("ctx") or {}
+        cause = raw.get("error") if isinstance(raw, dict) else None
+        kind = str(err["type"])
+        ctx = {str(k): _plain(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+        if isinstance(cause, KeyedValueError):
+            kind, ctx = cause.key, dict(cause.params)
+        problem: dict[str, object] = {
+            "at": where(loc),
+            "type": kind,
+            "ctx": ctx,
+            "msg": message(err) if message is not None else str(err["msg"]),
+        }
+        if kind in ("literal_error", "enum") and isinstance(ctx.get("expected"), str):
+            problem["choices"] = _choices(str(ctx["expected"]))
+        line = line_of(loc) if line_of is not None and loc else None
+        if line:
+            problem["line"] = line
+        out.append(problem)
+    return out
