@@ -31,6 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.core.reporting.analysis import analyze
+from bot.core.reporting.records import NO_CLUSTER
 from bot.store import AuditRecord, Store, record_rows
 from bot.store.db import Db
 from bot.store.summarizing import summarize
@@ -133,6 +134,7 @@ async def _verify(path: str, rows: list[int]) -> list[dict[str, Any]]:
                         channel="C1",
                         decision="allowed",
                         detail=f"row {have + i}",
+                        cluster=NO_CLUSTER,  # as the rows measured before
                     )
                     for i in range(n)
                 ]

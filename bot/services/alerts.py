@@ -38,7 +38,7 @@ from bot.core.model import actors
 from bot.core.model.clusters import NodeRef, cluster_name_problem, format_node_ref
 from bot.core.model.validation import validation_message
 from bot.core.reporting.outcomes import notice
-from bot.core.reporting.records import AuditRecord
+from bot.core.reporting.records import NO_CLUSTER, AuditRecord
 from bot.errors import GpunodeError, SlackError, UnknownClusterError, UsageError
 from bot.services.background import Background
 from bot.services.clusters import fan_out
@@ -323,6 +323,7 @@ class AlertService:
                 detail=detail,
                 detail_code=code,
                 detail_params=params or {},
+                cluster=NO_CLUSTER,  # the intake, across the clusters it serves
             )
         )
 

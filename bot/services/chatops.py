@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from bot.core.governance.policy import Deny, Permission, authorize
 from bot.core.model.clusters import format_node_ref
 from bot.core.reporting.outcomes import Notice, refused
-from bot.core.reporting.records import AuditRecord
+from bot.core.reporting.records import NO_CLUSTER, AuditRecord
 from bot.errors import GpunodeError
 from bot.services.anchoring import Anchors
 from bot.services.background import Background
@@ -84,9 +84,9 @@ class BotServices:
 
 
 def audited_cluster(cluster: str | None) -> str:
-    """How an audit row names the cluster a decision was made in: ``''`` for none in
-    particular (a read across clusters), as the audit table keeps it."""
-    return "" if cluster is None else cluster
+    """How an audit row names the cluster a decision was made in: ``NO_CLUSTER`` for none
+    in particular (None: a read across clusters)."""
+    return NO_CLUSTER if cluster is None else cluster
 
 
 def label(s: BotServices, incident: Any) -> str:
@@ -182,6 +182,7 @@ async def report_malformed(
             decision="refused",
             outcome="malformed_request",
             detail=problem,
+            cluster=NO_CLUSTER,  # not read far enough to know one
         )
     )
     if user and channel:

@@ -15,7 +15,7 @@ from typing import Any
 
 from bot.core.model.cluster import NodeLoad
 from bot.core.model.clusters import DEFAULT_CLUSTER
-from bot.core.model.incidents import TimelineEntry
+from bot.core.model.incidents import TimelineEntry, TimelineRow
 from bot.core.model.quantity import parse_quantity
 from bot.core.remedies.autoscalers import release_steps
 from bot.errors import GpunodeError, UsageError
@@ -166,7 +166,7 @@ class IncidentOps:
             )
         return found
 
-    async def timeline(self, incident_id: str) -> list[TimelineEntry]:
+    async def timeline(self, incident_id: str) -> list[TimelineRow]:
         return list(await self._store.timeline(incident_id))
 
     async def resolve(self, incident_id: str, *, by: str, note: str) -> Any:

@@ -29,7 +29,7 @@ from bot.core.governance.impersonation import ActingAs
 from bot.core.model.changes import Change, EnvValues, EvictionOutcome, ResourceValues
 from bot.core.model.cluster import ClusterView, NodeInfo, NodeLoad
 from bot.core.model.evidence import EvidenceBundle
-from bot.core.model.incidents import Incident, IncidentState, TimelineEntry
+from bot.core.model.incidents import Incident, IncidentState, TimelineEntry, TimelineRow
 from bot.core.remedies.prevention import KitSource, PreventionParams
 from bot.core.remedies.watching import RolloutProgress
 from bot.core.reporting.charts import ChartSpec
@@ -457,9 +457,10 @@ class StorePort(Protocol):
         """The ``limit`` newest incidents, open or resolved, newest first."""
 
     async def append_timeline(self, entry: TimelineEntry) -> int:
-        """Append one entry; returns its sequence number."""
+        """Append one entry, kept with its incident's cluster (``TimelineRow``); returns its
+        sequence number."""
 
-    async def timeline(self, incident_id: str) -> list[TimelineEntry]: ...
+    async def timeline(self, incident_id: str) -> list[TimelineRow]: ...
 
     async def state_messages(self, incident_id: str) -> list[str]:
         """The ts of the incident's pinned current-state messages ([] when none yet)."""

@@ -12,7 +12,7 @@ in the reader's.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -49,7 +49,7 @@ async def _names(user_name: UserName, ids: set[str]) -> dict[str, str]:
     return dict(zip(wanted, found, strict=True))
 
 
-def _charts(pm: Postmortem, entries: list[TimelineEntry]) -> dict[str, ChartSpec]:
+def _charts(pm: Postmortem, entries: Sequence[TimelineEntry]) -> dict[str, ChartSpec]:
     out: dict[str, ChartSpec] = {}
     if pm.start is not None:
         out["start"] = chart_spec(

@@ -15,6 +15,7 @@ from bot.core.model.incidents import (
     Incident,
     IncidentState,
     TimelineEntry,
+    TimelineRow,
     find_joinable,
     open_incident,
     order_timeline,
@@ -86,11 +87,12 @@ def save_incident(conn: Db, incident: Incident) -> None:
 
 
 def insert_timeline(conn: Db, entry: TimelineEntry) -> int:
-    """Append one entry; an entry that names no cluster gets its incident's."""
+    """Append one entry, kept with its incident's cluster (read from the incident's row;
+    ``''`` for an incident stored before clusters, or none)."""
     cur = conn.execute(
         "INSERT INTO timeline (incident_id, at, kind, actor, text, data, cluster) "
-        "VALUES (?,?,?,?,?,?, COALESCE(NULLIF(?, ''), "
-        "(SELECT cluster FROM incidents WHERE id=?), '')) RETURNING seq",
+        "VALUES (?,?,?,?,?,?, COALESCE((SELECT cluster FROM incidents WHERE id=?), '')) "
+        "RETURNING seq",
         (
             entry.incident_id,
             ts(entry.at),
@@ -98,7 +100,6 @@ def insert_timeline(conn: Db, entry: TimelineEntry) -> int:
             entry.actor,
             entry.text,
             dumps(entry.data),
-            entry.cluster,
             entry.incident_id,
         ),
     )
@@ -252,14 +253,14 @@ def set_state(
         return incident, entry
 
 
-def timeline(conn: Db, incident_id: str) -> list[TimelineEntry]:
+def timeline(conn: Db, incident_id: str) -> list[TimelineRow]:
     rows = conn.execute(
         "SELECT seq, incident_id, at, kind, actor, text, data, cluster FROM timeline "
         "WHERE incident_id=? ORDER BY at, seq",
         (incident_id,),
     ).fetchall()
     entries = [
-        TimelineEntry(
+        TimelineRow(
             seq=r["seq"],
             incident_id=r["incident_id"],
             at=parse_ts(r["at"]),

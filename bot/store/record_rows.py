@@ -92,7 +92,7 @@ def incident_for_alert_group(conn: Db, group_key: str) -> str | None:
 def append_audit(conn: Db, record: AuditRecord, key: bytes | None = None) -> AuditRecord:
     """Append one row to the hash chain (``audit_chain``), atomically across replicas.
 
-    A record that names no cluster gets its action's, else its incident's (when known)."""
+    The row keeps the cluster its record names, as given (``NO_CLUSTER``: ``''``)."""
     values = {
         "at": ts(record.at),
         "actor": record.actor,
@@ -109,25 +109,11 @@ def append_audit(conn: Db, record: AuditRecord, key: bytes | None = None) -> Aud
         "detail_code": record.detail_code,
         # canonical JSON (hashed as stored); '' when there are none, as on older rows
         "detail_params": dumps(record.detail_params) if record.detail_params else "",
+        "cluster": record.cluster,
     }
     with conn.transaction(lock="audit"):
-        cluster = record.cluster or _cluster_of(conn, record.action_id, record.incident_id)
-        values["cluster"] = cluster
         row_id, _prev, digest = audit_chain.insert(conn, values, key)
-    return record.model_copy(update={"id": row_id, "row_hash": digest, "cluster": cluster})
-
-
-def _cluster_of(conn: Db, action_id: str | None, incident_id: str | None) -> str:
-    if action_id:
-        row = conn.execute("SELECT cluster FROM actions WHERE action_id=?", (action_id,))
-        found = row.fetchone()
-        if found is not None and found[0]:
-            return str(found[0])
-    if incident_id:
-        found = conn.execute("SELECT cluster FROM incidents WHERE id=?", (incident_id,)).fetchone()
-        if found is not None and found[0]:
-            return str(found[0])
-    return ""
+    return record.model_copy(update={"id": row_id, "row_hash": digest})
 
 
 def verify_audit(conn: Db, key: bytes | None = None) -> ChainReport:

@@ -24,7 +24,7 @@ from bot.core.model import actors
 from bot.core.model.cluster import ClusterView
 from bot.core.model.clusters import DEFAULT_CLUSTER
 from bot.core.model.evidence import EvidenceBundle
-from bot.core.model.incidents import Incident, IncidentState, TimelineEntry
+from bot.core.model.incidents import Incident, IncidentState, TimelineEntry, TimelineRow
 from bot.core.reporting.records import (
     ActionRecord,
     ActionState,
@@ -265,10 +265,11 @@ class Store:
             self._open_cache = None
 
     async def append_timeline(self, entry: TimelineEntry) -> int:
-        """Append one entry; returns its sequence number."""
+        """Append one entry, kept with its incident's cluster (``TimelineRow``); returns its
+        sequence number."""
         return await self._run(incident_rows.insert_timeline, entry)
 
-    async def timeline(self, incident_id: str) -> list[TimelineEntry]:
+    async def timeline(self, incident_id: str) -> list[TimelineRow]:
         return await self._read(incident_rows.timeline, incident_id)
 
     async def state_messages(self, incident_id: str) -> list[str]:

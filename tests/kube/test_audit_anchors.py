@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from bot.cli import audit as audit_cli
+from bot.core.reporting.records import NO_CLUSTER
 from bot.kube.gateway import Gateway
 from bot.services.anchoring import Anchors
 from bot.services.locales import LocaleChooser
@@ -32,7 +33,11 @@ DEPLOYMENT = "gpunode"
 
 def record(minutes: int) -> AuditRecord:
     return AuditRecord(
-        at=T0 + timedelta(minutes=minutes), actor="U1", action="tier1.execute", decision="ok"
+        at=T0 + timedelta(minutes=minutes),
+        actor="U1",
+        action="tier1.execute",
+        decision="ok",
+        cluster=NO_CLUSTER,
     )
 
 

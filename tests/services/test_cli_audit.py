@@ -12,7 +12,7 @@ import pytest
 
 from bot.cli.audit import main
 from bot.core.model.clusters import DEFAULT_CLUSTER
-from bot.core.reporting.records import ActionRecord
+from bot.core.reporting.records import NO_CLUSTER, ActionRecord
 from bot.errors import StoreError, UsageError
 from bot.store import AuditRecord, Store, audit_guard
 from tests.render.test_catalogs import english_words
@@ -35,6 +35,7 @@ def _seed(path: str) -> None:
                         decision=decision,
                         outcome="ok" if decision == "executed" else "",
                         changes=[{"verb": "cordon", "name": "gpu-node-01"}],
+                        cluster=NO_CLUSTER,
                     )
                 )
 
@@ -166,6 +167,7 @@ def test_text_output_escapes_control_characters_and_newlines_in_every_field(
                     decision="refused\x07",
                     outcome="x\u202e",
                     detail="reason" + forged_line + "\\n",
+                    cluster=NO_CLUSTER,
                 )
             )
 
@@ -233,6 +235,7 @@ def _seed_stale_refusal(path: str) -> None:
                     decision="refused",
                     outcome="stale",
                     detail=reason,
+                    cluster=DEFAULT_CLUSTER,
                 )
             )
 

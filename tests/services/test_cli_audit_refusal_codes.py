@@ -24,6 +24,7 @@ from bot.cli.audit import main
 from bot.core.governance.policy import parse_policy
 from bot.core.model.clusters import DEFAULT_CLUSTER
 from bot.core.reporting.outcomes import Refused
+from bot.core.reporting.records import NO_CLUSTER
 from bot.services import approving
 from bot.services.alerts import AlertService, parse_payload
 from bot.services.chatops import BotServices, denied, permitted
@@ -137,6 +138,7 @@ async def _refused_clicks(world: World) -> None:
             tier=2,
             decision="refused",
             detail=OLD_DENIAL,
+            cluster=NO_CLUSTER,
         )
     )
 

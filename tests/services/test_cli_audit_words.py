@@ -21,6 +21,7 @@ import pytest
 from bot.cli.audit import escape, main
 from bot.core.governance.policy import Deny, Principal, authorize, parse_policy
 from bot.core.model import actors
+from bot.core.reporting.records import NO_CLUSTER
 from bot.errors import ClusterUnreachableError
 from bot.render.timeline import entry_text
 from bot.services import approving
@@ -81,6 +82,7 @@ async def _every_kind_of_row(world: World) -> None:
                 decision=decision,
                 outcome=outcome,
                 detail=detail,
+                cluster=NO_CLUSTER,
             )
         )
     # an approval asked for (tier 1 needs one), then nobody answers in time

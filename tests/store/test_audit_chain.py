@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.core.reporting.records import NO_CLUSTER
 from bot.store import AuditRecord, Store
 from bot.store.migrating import render
 from bot.store.migrations import MIGRATIONS
@@ -36,6 +37,7 @@ def record(minutes: int, decision: str = "allowed") -> AuditRecord:
         action="tier1.execute",
         decision=decision,
         changes=[{"verb": "cordon", "name": "gpu-node-01"}],
+        cluster=NO_CLUSTER,
     )
 
 
@@ -184,7 +186,8 @@ from bot.store.record_rows import append_audit
 target, who, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 db = connect(target, migrate=False)
 for i in range(count):
-    append_audit(db, AuditRecord(at=datetime.now(UTC), actor=who, action="x", decision=str(i)))
+    row = AuditRecord(at=datetime.now(UTC), actor=who, action="x", decision=str(i), cluster="")
+    append_audit(db, row)
 db.close()
 """
 

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from bot.core.reporting.records import NO_CLUSTER
 from bot.store import AuditRecord, Store, postgres, sqlite
 from bot.store.db import Db
 from bot.store.migrating import render
@@ -139,6 +140,7 @@ async def test_rows_from_before_codes_verify_after_the_upgrade_and_a_coded_row_c
                 detail=OLD_DENIAL,
                 detail_code="role_needed",
                 detail_params=ROLE_NEEDED,
+                cluster=NO_CLUSTER,
             )
         )
         after = await store.verify_audit()
@@ -168,6 +170,7 @@ async def test_the_parameters_are_stored_as_canonical_json_and_none_as_empty(tar
                     decision="denied",
                     detail_code=code,
                     detail_params=params,
+                    cluster=NO_CLUSTER,
                 )
             )
 

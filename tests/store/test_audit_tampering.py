@@ -20,6 +20,7 @@ import pytest
 from bot.cli import migrate
 from bot.core.model.clusters import DEFAULT_CLUSTER
 from bot.core.reporting.checkup import Finding
+from bot.core.reporting.records import NO_CLUSTER
 from bot.render.checkup import finding_words
 from bot.store import ActionRecord, AuditRecord, Store, audit_chain, audit_guard, engines, roles
 from tests.store.conftest import RAW_ERRORS, is_pg, lift, query, tamper
@@ -32,7 +33,9 @@ HEAD_OF_ROW_2 = (
 )
 
 
-def record(minutes: int, decision: str, action_id: str | None = None) -> AuditRecord:
+def record(
+    minutes: int, decision: str, action_id: str | None = None, cluster: str = NO_CLUSTER
+) -> AuditRecord:
     return AuditRecord(
         at=T0 + timedelta(minutes=minutes),
         actor="U1",
@@ -40,6 +43,7 @@ def record(minutes: int, decision: str, action_id: str | None = None) -> AuditRe
         decision=decision,
         action_id=action_id,
         changes=[{"verb": "cordon", "name": "n1"}],
+        cluster=cluster,
     )
 
 
@@ -173,7 +177,7 @@ async def _ran_an_action(store: Store) -> None:
         )
     )
     assert await store.claim_action("a-ran", "replica-1", at=T0)
-    await store.append_audit(record(3, "claimed", action_id="a-ran"))
+    await store.append_audit(record(3, "claimed", action_id="a-ran", cluster=DEFAULT_CLUSTER))
 
 
 async def test_a_wiped_log_fails_while_the_store_holds_an_action_that_ran(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bot.core.model.incidents import TimelineEntry
+from bot.core.reporting.records import NO_CLUSTER
 from bot.store import AuditRecord, Store
 from bot.store.values import NUL_STANDIN
 
@@ -54,7 +55,12 @@ async def test_an_audit_reason_with_a_nul_is_chained_as_stored(target: str) -> N
     async with await Store.open(target) as store:
         await store.append_audit(
             AuditRecord(
-                at=T0, actor="U1", action="tier1.request", decision="refused", detail=NUL_TEXT
+                at=T0,
+                actor="U1",
+                action="tier1.request",
+                decision="refused",
+                detail=NUL_TEXT,
+                cluster=NO_CLUSTER,
             )
         )
         report = await store.verify_audit()

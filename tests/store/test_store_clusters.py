@@ -1,6 +1,6 @@
-"""The store keeps each row's cluster: one open incident per (cluster, node), timeline and
-audit rows that name their cluster, and an audit chain that covers it without breaking the
-rows written before clusters existed."""
+"""The store keeps each row's cluster: one open incident per (cluster, node), timeline rows
+that carry their incident's cluster, audit rows that keep the one their writer names, and an
+audit chain that covers it without breaking the rows written before clusters existed."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from bot.core.model.incidents import TimelineEntry
+from bot.core.reporting.records import NO_CLUSTER
 from bot.store import ActionRecord, AuditRecord, Store
 from bot.store.migrating import render
 from bot.store.migrations import MIGRATIONS
@@ -100,7 +101,9 @@ async def test_timeline_entries_carry_their_incidents_cluster(store: Store) -> N
     assert [(e.kind, e.cluster) for e in entries] == [("opened", "prod-us"), ("note", "prod-us")]
 
 
-async def test_actions_and_their_audit_rows_carry_the_cluster(store: Store) -> None:
+async def test_actions_and_their_audit_rows_keep_the_cluster_their_writer_names(
+    store: Store,
+) -> None:
     incident, _ = await store.open_or_join_incident(
         "gpu-node-03", "C1", opened_by="U1", at=T0, cluster="prod-eu", locale="en"
     )
@@ -116,10 +119,9 @@ async def test_actions_and_their_audit_rows_carry_the_cluster(store: Store) -> N
         )
     )
     await store.append_audit(
-        AuditRecord(at=T0, actor="U1", action="tier1", decision="allowed", action_id="A1")
-    )
-    await store.append_audit(
-        AuditRecord(at=T0, actor="U1", action="note", decision="ok", incident_id=incident.id)
+        AuditRecord(
+            at=T0, actor="U1", action="tier1", decision="allowed", action_id="A1", cluster="prod-eu"
+        )
     )
     await store.append_audit(
         AuditRecord(at=T0, actor="U1", action="x", decision="ok", cluster="prod-us")
@@ -129,7 +131,32 @@ async def test_actions_and_their_audit_rows_carry_the_cluster(store: Store) -> N
     rows = await store.audit_since()
 
     assert action is not None and action.cluster == "prod-eu"
-    assert [r.cluster for r in rows] == ["prod-eu", "prod-eu", "prod-us"]
+    assert [r.cluster for r in rows] == ["prod-eu", "prod-us"]
+    assert (await store.verify_audit()).ok
+
+
+async def test_an_audit_row_about_no_one_cluster_stays_so_even_when_it_names_an_incident(
+    store: Store,
+) -> None:
+    """The store writes the cluster a row names and fills in none from its incident or
+    action: a decision made across clusters reads back (and is hashed) as written."""
+    incident, _ = await store.open_or_join_incident(
+        "gpu-node-03", "C1", opened_by="U1", at=T0, cluster="prod-eu", locale="en"
+    )
+    await store.append_audit(
+        AuditRecord(
+            at=T0,
+            actor="U1",
+            action="view",
+            decision="denied",
+            incident_id=incident.id,
+            cluster=NO_CLUSTER,
+        )
+    )
+
+    rows = await store.audit_since()
+
+    assert [r.cluster for r in rows] == [NO_CLUSTER]
     assert (await store.verify_audit()).ok
 
 

@@ -18,6 +18,7 @@ from bot.core.model.clusters import DEFAULT_CLUSTER
 from bot.core.model.evidence import EvidenceBundle
 from bot.core.model.incidents import IncidentStateError, TimelineEntry
 from bot.core.reporting.analysis import analyze
+from bot.core.reporting.records import NO_CLUSTER
 from bot.errors import StoreError
 from bot.store import ActionRecord, AuditRecord, Store, incident_rows, storing
 from bot.store.engines import connect
@@ -219,6 +220,7 @@ async def test_audit_rows_are_returned_since_a_time(store: Store) -> None:
                 action="tier1",
                 decision=decision,
                 changes=[{"verb": "cordon"}],
+                cluster=NO_CLUSTER,
             )
         )
         assert row_id > 0
@@ -227,7 +229,9 @@ async def test_audit_rows_are_returned_since_a_time(store: Store) -> None:
 
 
 async def test_audit_rows_cannot_be_updated_or_deleted(store: Store, target: str) -> None:
-    await store.append_audit(AuditRecord(at=T0, actor="U1", action="tier1", decision="allowed"))
+    await store.append_audit(
+        AuditRecord(at=T0, actor="U1", action="tier1", decision="allowed", cluster=NO_CLUSTER)
+    )
     with pytest.raises(RAW_ERRORS, match="append-only"):
         tamper(target, "UPDATE audit SET decision='denied'")
     with pytest.raises(RAW_ERRORS, match="append-only"):
@@ -251,7 +255,9 @@ async def test_a_restart_loses_nothing(target: str) -> None:
         )
         await first.create_action(action("A1", incident_id=incident.id))
         assert await first.claim_action("A1", "r1", at=T0)
-        await first.append_audit(AuditRecord(at=T0, actor="U1", action="tier1", decision="allowed"))
+        await first.append_audit(
+            AuditRecord(at=T0, actor="U1", action="tier1", decision="allowed", cluster=NO_CLUSTER)
+        )
         await first.remember_event("E1", at=T0)
     async with await Store.open(path) as second:
         assert [i.id for i in await second.open_incidents()] == [incident.id]

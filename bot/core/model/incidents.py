@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
@@ -67,7 +67,9 @@ class Incident(BaseModel):
 
 
 class TimelineEntry(BaseModel):
-    """One line of an incident's record. ``seq`` is the store's insertion order (tiebreak)."""
+    """One line of an incident's record, as a writer makes it. ``seq`` is the store's
+    insertion order (tiebreak). It names no cluster: the line is its incident's, and the
+    store keeps it with that incident's cluster (read back as a ``TimelineRow``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -78,7 +80,6 @@ class TimelineEntry(BaseModel):
     text: str = ""
     data: dict[str, Any] = Field(default_factory=dict)
     seq: int | None = None
-    cluster: str = Field("", description="the incident's cluster (the store fills it in)")
 
     @property
     def said(self) -> dict[str, Any] | None:
@@ -90,6 +91,14 @@ class TimelineEntry(BaseModel):
         if isinstance(value, dict) and isinstance(value.get("code"), str):
             return {"code": value["code"], "params": dict(value.get("params") or {})}
         return None
+
+
+class TimelineRow(TimelineEntry):
+    """A timeline entry as the store keeps it: with its incident's cluster, copied from the
+    incident's row when it was appended (``''``: an incident stored before clusters existed,
+    not yet adopted; ``ClusterRegistry.stored`` reads that)."""
+
+    cluster: str = Field(description="its incident's cluster, as the store keeps it")
 
 
 def said(code: str, /, **params: Any) -> dict[str, Any]:
@@ -147,7 +156,6 @@ def open_incident(
         actor=opened_by,
         text=reason or f"incident opened for node {node}",
         data={"node": node, "channel": channel},
-        cluster=cluster,
     )
     return incident, entry
 
@@ -214,11 +222,13 @@ def resolve_incident(
     return updated, entry
 
 
+#: an entry, or a stored row (``order_timeline`` keeps which)
+_Entry = TypeVar("_Entry", bound=TimelineEntry)
 # "opened" sorts first and "resolved" last among entries sharing one timestamp.
 _KIND_RANK: dict[str, int] = {"opened": 0, "resolved": 2}
 
 
-def order_timeline(entries: Sequence[TimelineEntry]) -> list[TimelineEntry]:
+def order_timeline(entries: Sequence[_Entry]) -> list[_Entry]:
     """Chronological order; ties keep ``seq`` (insertion) order, opened first, resolved last."""
     indexed = list(enumerate(entries))
     indexed.sort(

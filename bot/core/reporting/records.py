@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
@@ -34,6 +34,12 @@ ACTION_TRANSITIONS: dict[ActionState, tuple[ActionState, ...]] = {
     "undone": ("succeeded", "failed"),
 }
 INTERRUPTED_STATES: tuple[ActionState, ...] = ("claimed", "running")
+
+
+#: an audit row's cluster when its decision was about no one cluster (a read across all of
+#: them, an alert's intake, a request gpunode could not read); the audit table keeps it as
+#: ``''``, which the hash chain leaves out, as on rows stored before clusters existed
+NO_CLUSTER: Final = ""
 
 
 class _Row(BaseModel):
@@ -122,7 +128,9 @@ class AuditRecord(_Row):
     )
     row_hash: str | None = Field(None, description="its link in the hash chain (the store's)")
     cluster: str = Field(
-        "", description="the cluster acted on; the store fills it from the incident or action"
+        description="the cluster the decision was made in, as its writer names it (the store "
+        "keeps it as given); ``NO_CLUSTER`` for a decision about no one cluster, and how a row "
+        "stored before clusters existed reads back"
     )
 
 
