@@ -30,8 +30,8 @@ from pydantic import (
 from bot.core.model.clusters import DEFAULT_CLUSTER, cluster_name_problem
 from bot.core.model.locales import parse_channel_locales
 from bot.core.model.validation import KeyedValueError, problems, validation_message
-from bot.core.model.workloads import HelmField, helm_keys_problem
-from bot.core.reporting.links import template_problem
+from bot.core.model.workloads import HELM_KEYS_FAULTS, HelmField, helm_keys_fault
+from bot.core.reporting.links import template_fault, template_problem
 from bot.errors import ConfigError
 
 #: libyaml's safe loader when built (several times faster), else the pure-Python one
@@ -175,11 +175,13 @@ class KubeSettings(_Group):
     def _helm_keys(cls, v: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
         for chart, fields in v.items():
             for field, text in fields.items():
-                problem = helm_keys_problem(text)
-                if problem is not None:
-                    raise ValueError(
-                        f"helm_values_keys[{chart!r}][{field!r}]: {problem}, e.g. "
-                        "'resources.limits.memory' or 'main=server.resources.limits.memory'"
+                fault = helm_keys_fault(text)
+                if fault is not None:
+                    raise KeyedValueError(
+                        f"helm_values_keys[{chart!r}][{field!r}]: {HELM_KEYS_FAULTS[fault]}, "
+                        "e.g. 'resources.limits.memory' or 'main=server.resources.limits.memory'",
+                        key="setting_helm_keys",
+                        params={"chart": chart, "field": field, "fault": fault},
                     )
         return v
 
@@ -374,8 +376,9 @@ class LinksSettings(_Group):
     @field_validator("dashboard_url")
     @classmethod
     def _template(cls, value: str | None) -> str | None:
-        if value is not None and (problem := template_problem(value)):
-            raise ValueError(problem)
+        if value is not None and (fault := template_fault(value)):
+            key, params = fault
+            raise KeyedValueError(str(template_problem(value)), key=key, params=params)
         return value
 
 

@@ -138,8 +138,10 @@ def _invalid_settings(tmp: Path) -> list[GpunodeError]:
     no number, out of range or zero, a flag that is no flag, a mode that is not one of its
     choices, a time that must be above zero, a key no group has; a cluster whose mode misses
     what it needs (each mode), a cluster name that is no DNS label, a default cluster or a
-    channel's cluster that is not listed; and the config file: absent, not YAML, no
-    mapping."""
+    channel's cluster that is not listed; a Helm values-key text with each of its faults, a
+    dashboard URL template that is no http(s) URL or names unknown placeholders (a stray
+    brace quotes Python's English: tests/slack/test_serve.py checks it); and the config
+    file: absent, not YAML, no mapping."""
     from bot.config.settings import load_settings
 
     def loaded(env: dict[str, str], config: Path | None = None) -> GpunodeError:
@@ -170,6 +172,12 @@ def _invalid_settings(tmp: Path) -> list[GpunodeError]:
         loaded({"GPUNODE_CLUSTERS__PROD_EU__MODE": "in_cluster"}),
         loaded({"GPUNODE_DEFAULT_CLUSTER": "prod-us"}),
         loaded({"GPUNODE_CHANNEL_CLUSTERS__C0INC": "prod-us"}),
+        *(
+            loaded({"GPUNODE_KUBE__HELM_VALUES_KEYS__VLLM__MEMORY-LIMIT": keys})
+            for keys in ("a,,b", "main=a, b", "main=, x=b", "main=a b")
+        ),
+        loaded({"GPUNODE_LINKS__DASHBOARD_URL": "grafana/d/x?var-node={node}"}),
+        loaded({"GPUNODE_LINKS__DASHBOARD_URL": "https://g/d/x?n={host}&c={zone}"}),
         loaded({}, tmp / "absent.yaml"),
         loaded({}, tmp / "broken.yaml"),
         loaded({}, tmp / "list.yaml"),

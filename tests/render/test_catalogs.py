@@ -34,7 +34,8 @@ _STOPWORDS = """the and of to is are was for with on in not no be it its this th
 before only once still more than has have any all when which what does did will would should
 can could there their they them you your a an or but been being were at as"""
 STOPWORDS = frozenset(re.findall(r"[a-z]+", _STOPWORDS))
-_WORD = re.compile(r"(?<![\w./@#-])[A-Za-z]+(?![\w./@-])")
+#: a word right after ``{`` is a placeholder of a URL template (``{from}``), not prose
+_WORD = re.compile(r"(?<![\w./@#{-])[A-Za-z]+(?![\w./@-])")
 #: a quoted kernel log line, as the pseudo-locale shows it (verbatim, in straight quotes; HTML
 #: escapes them)
 _STRAIGHT_QUOTED = re.compile(r'"[^"\n]*"|&#34;.*?&#34;|&quot;.*?&quot;')

@@ -216,6 +216,16 @@ READY = {"GPUNODE_SLACK__BOT_TOKEN": "xoxb-abc", "GPUNODE_SLACK__SIGNING_SECRET"
         (READY, BAD_POLICY, ["bindings.sre.users.0", "'alice'", "U0123ABCD", "approvals.1"]),
         (READY, "roles: [\n", ["policy.yaml", "YAML"]),
         ({**READY, "GPUNODE_ACTIONS__POLICY_FILE": "absent.yaml"}, None, ["absent.yaml"]),
+        (
+            {**READY, "GPUNODE_KUBE__HELM_VALUES_KEYS__VLLM__MEMORY-LIMIT": "main=a, b"},
+            None,
+            ["kube.helm_values_keys", "['vllm']['memory-limit']", "container=key"],
+        ),
+        (
+            {**READY, "GPUNODE_LINKS__DASHBOARD_URL": "https://g/d/x?n={host}"},
+            None,
+            ["links.dashboard_url", "https://g/d/x?n={host}", "host", "{node}", "{to}"],
+        ),
     ],
     ids=[
         "port-not-a-number",
@@ -224,6 +234,8 @@ READY = {"GPUNODE_SLACK__BOT_TOKEN": "xoxb-abc", "GPUNODE_SLACK__SIGNING_SECRET"
         "policy-invalid",
         "policy-not-yaml",
         "policy-absent",
+        "helm-values-key-mixed",
+        "dashboard-url-unknown-placeholder",
     ],
 )
 def test_serve_words_a_setting_or_a_policy_it_refuses_in_the_operators_language(
@@ -306,3 +318,43 @@ def test_an_english_reader_sees_the_settings_error_as_before(tmp_path: Path) -> 
     assert caught.value.message == expected
     assert done.stderr.strip().splitlines()[-1] == f"gpunode: {expected}"
     assert error_text(caught.value.key, caught.value.params, "", "en") == expected
+
+
+@pytest.mark.parametrize(
+    ("env", "problem"),
+    [
+        (
+            {"GPUNODE_KUBE__HELM_VALUES_KEYS__VLLM__PRIORITY-CLASS": "main=a b"},
+            "kube.helm_values_keys: Value error, helm_values_keys['vllm']['priority-class']: a "
+            "values key or container name has no spaces, e.g. 'resources.limits.memory' or "
+            "'main=server.resources.limits.memory'",
+        ),
+        (
+            {"GPUNODE_LINKS__DASHBOARD_URL": "grafana/d/x"},
+            "links.dashboard_url: Value error, 'grafana/d/x' is not an http(s) URL",
+        ),
+        (
+            {"GPUNODE_LINKS__DASHBOARD_URL": "https://g/d/x?n={node"},
+            "links.dashboard_url: Value error, 'https://g/d/x?n={node' has a stray brace "
+            "(expected '}' before end of string); write {{ and }} for literal braces",
+        ),
+    ],
+    ids=["helm-values-key-space", "dashboard-url-not-http", "dashboard-url-stray-brace"],
+)
+def test_a_helm_values_key_or_dashboard_url_refused_reads_in_english_as_before(
+    env: dict[str, str], problem: str, tmp_path: Path
+) -> None:
+    """The validators' own complaints are keyed now; an English reader still sees their
+    text byte for byte, and a Chinese reader sees it worded, with the setting, the chart, the
+    field and the template kept as they are."""
+    expected = (
+        f"invalid settings ({problem}). Set them in the config file or as "
+        "GPUNODE_<GROUP>__<FIELD> environment variables."
+    )
+    english = serve({**READY, **env}, tmp_path)
+    chinese = serve({**READY, **env}, tmp_path, "--lang", "zh-CN")
+
+    assert english.stderr.strip().splitlines()[-1] == f"gpunode: {expected}", english.stderr
+    last = chinese.stderr.strip().splitlines()[-1]
+    assert chinese.returncode == 1 and re.search("[\u4e00-\u9fff]", last), chinese.stderr
+    assert "Value error" not in last and "e.g." not in last and " URL" not in last, last

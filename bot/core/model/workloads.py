@@ -248,23 +248,39 @@ HELM_FIELDS: tuple[HelmField, ...] = (
 HELM_KEY_ANNOTATION = "gpunode.io/helm-values-key."
 
 
-def helm_keys_problem(text: str) -> str | None:
-    """What is wrong with a values-key text (None: it parses): either one key (``{container}``
-    stands for the container's name) or ``container=key`` pairs separated by commas."""
+#: what is wrong with a values-key text, by fault (``helm_keys_fault``), in English
+HELM_KEYS_FAULTS: dict[str, str] = {
+    "empty": "give a values key, or container=key pairs separated by commas",
+    "mixed": "give one key, or container=key pairs for every entry, not both",
+    "pair": "each container=key pair needs a container name and a key",
+    "space": "a values key or container name has no spaces",
+}
+
+
+def helm_keys_fault(text: str) -> str | None:
+    """What is wrong with a values-key text as a key of ``HELM_KEYS_FAULTS`` (None: it
+    parses): either one key (``{container}`` stands for the container's name) or
+    ``container=key`` pairs separated by commas."""
     parts = [p.strip() for p in text.split(",")]
     if not text.strip() or any(not p for p in parts):
-        return "give a values key, or container=key pairs separated by commas"
+        return "empty"
     pairs = [p for p in parts if "=" in p]
     if pairs and len(pairs) != len(parts):
-        return "give one key, or container=key pairs for every entry, not both"
+        return "mixed"
     for p in pairs:
         container, _, key = p.partition("=")
         if not container.strip() or not key.strip() or "=" in key:
-            return "each container=key pair needs a container name and a key"
+            return "pair"
     words = [w.strip() for p in parts for w in p.split("=")]
     if any(any(c.isspace() for c in w) for w in words):
-        return "a values key or container name has no spaces"
+        return "space"
     return None
+
+
+def helm_keys_problem(text: str) -> str | None:
+    """``helm_keys_fault`` in English (None: the text parses)."""
+    fault = helm_keys_fault(text)
+    return None if fault is None else HELM_KEYS_FAULTS[fault]
 
 
 def parse_helm_keys(
@@ -275,7 +291,7 @@ def parse_helm_keys(
     where: str,
 ) -> list[HelmValuesKey]:
     """``text`` (see ``helm_keys_problem``) as the keys it names; [] when it does not parse."""
-    if helm_keys_problem(text) is not None:
+    if helm_keys_fault(text) is not None:
         return []
     out = []
     for part in (p.strip() for p in text.split(",")):

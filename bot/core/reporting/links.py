@@ -20,19 +20,43 @@ LOOKAHEAD = timedelta(minutes=10)
 _UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
 
 
-def template_problem(template: str) -> str | None:
-    """Why ``template`` cannot be a dashboard URL template, or None."""
+def template_fault(template: str) -> tuple[str, dict[str, object]] | None:
+    """Why ``template`` cannot be a dashboard URL template, as an error key and its params
+    (``template_problem`` words them in English), or None."""
     if not template.startswith(("http://", "https://")):
-        return f"{template!r} is not an http(s) URL"
+        return "dashboard_url_not_http", {"template": template}
     try:
         fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
     except ValueError as exc:
-        return f"{template!r} has a stray brace ({exc}); write {{{{ and }}}} for literal braces"
+        return "dashboard_url_stray_brace", {"template": template, "error": str(exc)}
     unknown = sorted({f for f in fields if f not in PLACEHOLDERS})
     if unknown:
-        known = ", ".join("{" + p + "}" for p in sorted(PLACEHOLDERS))
-        return f"{template!r} names {', '.join(unknown)}; only {known} are filled in"
+        known = ["{" + p + "}" for p in sorted(PLACEHOLDERS)]
+        return "dashboard_url_unknown_fields", {
+            "template": template,
+            "unknown": unknown,
+            "known": known,
+        }
     return None
+
+
+def template_problem(template: str) -> str | None:
+    """Why ``template`` cannot be a dashboard URL template, in English, or None."""
+    fault = template_fault(template)
+    if fault is None:
+        return None
+    key, p = fault
+    if key == "dashboard_url_not_http":
+        return f"{template!r} is not an http(s) URL"
+    if key == "dashboard_url_stray_brace":
+        return (
+            f"{template!r} has a stray brace ({p['error']}); write {{{{ and }}}} for literal braces"
+        )
+    return f"{template!r} names {_listed(p['unknown'])}; only {_listed(p['known'])} are filled in"
+
+
+def _listed(items: object) -> str:
+    return ", ".join(str(i) for i in items) if isinstance(items, list) else str(items)
 
 
 def _quote(value: str) -> str:
