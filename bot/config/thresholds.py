@@ -23,6 +23,8 @@ def read_thresholds(settings: Settings) -> Thresholds:
         raw = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=LOADER)  # noqa: S506
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(
-            f"cannot read thresholds file {path}: {exc}; fix it or unset thresholds_file"
+            f"cannot read thresholds file {path}: {exc}; fix it or unset thresholds_file",
+            key="thresholds_unreadable",
+            params={"path": path, "error": str(exc)},
         ) from exc
     return parse_thresholds(raw)

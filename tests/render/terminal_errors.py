@@ -184,6 +184,25 @@ def _invalid_settings(tmp: Path) -> list[GpunodeError]:
     ]
 
 
+def _invalid_thresholds(tmp: Path) -> list[GpunodeError]:
+    """The thresholds file (``read_thresholds``, as serve and the terminal read it): absent,
+    not a mapping, and keys pydantic refuses (a ratio above 1, a number that is none, an
+    unknown key)."""
+    from bot.config.thresholds import read_thresholds
+
+    def read(text: str | None) -> GpunodeError:
+        path = tmp / f"thresholds-{len(text or '')}.yaml"
+        if text is not None:
+            path.write_text(text, encoding="utf-8")
+        return _raised(lambda: read_thresholds(Settings(thresholds_file=str(path))))
+
+    return [
+        read(None),
+        read("- 0.5\n"),
+        read("container_near_limit_ratio: 1.5\nmin_consumer_bytes: lots\nslab_share: 0.2\n"),
+    ]
+
+
 #: a policy file with a problem of every kind its keys can have: ids that are not Slack ids
 #: (a user, a user group, a channel), a quorum that is no number or too large, a key no
 #: policy has, a role's cluster that is no cluster name
@@ -282,6 +301,7 @@ def terminal_errors(tmp: Path) -> list[GpunodeError]:
         *_settings_errors(),
         *_invalid_settings(tmp),
         *_invalid_policies(tmp),
+        *_invalid_thresholds(tmp),
         *asyncio.run(_incident_errors(tmp / "incidents.db")),
     ]
 

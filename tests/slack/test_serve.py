@@ -358,3 +358,28 @@ def test_a_helm_values_key_or_dashboard_url_refused_reads_in_english_as_before(
     last = chinese.stderr.strip().splitlines()[-1]
     assert chinese.returncode == 1 and re.search("[\u4e00-\u9fff]", last), chinese.stderr
     assert "Value error" not in last and "e.g." not in last and " URL" not in last, last
+
+
+def test_serve_words_a_thresholds_file_it_refuses_in_the_operators_language(
+    tmp_path: Path,
+) -> None:
+    """pydantic's complaints about the thresholds file read as settings ones do: English
+    byte for byte as before, Chinese from the catalog with the keys kept."""
+    from tests.render.test_catalogs import english_words
+
+    path = tmp_path / "thresholds.yaml"
+    path.write_text("container_near_limit_ratio: 1.5\nslab_share: 0.2\n", encoding="utf-8")
+    env = {**READY, "GPUNODE_THRESHOLDS_FILE": str(path)}
+
+    english = serve(env, tmp_path)
+    chinese = serve(env, tmp_path, "--lang", "zh-CN")
+
+    assert english.stderr.strip().splitlines()[-1] == (
+        "gpunode: thresholds file is invalid (container_near_limit_ratio: Input should be less "
+        "than or equal to 1; slab_share: Extra inputs are not permitted); fix or remove those "
+        "keys"
+    ), english.stderr
+    last = chinese.stderr.strip().splitlines()[-1]
+    assert chinese.returncode == 1 and re.search("[\u4e00-\u9fff]", last), chinese.stderr
+    assert "container_near_limit_ratio" in last and "slab_share" in last, last
+    assert english_words(last) == [], last

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.core.model.validation import validation_message
+from bot.core.model.validation import problems, validation_message
 from bot.errors import ConfigError
 
 GIB = 1024**3
@@ -118,12 +118,14 @@ def parse_thresholds(raw: dict[str, Any] | None) -> Thresholds:
         return DEFAULT
     if not isinstance(raw, dict):
         raise ConfigError(
-            "thresholds: expected a mapping of name: value; see bot/core/model/thresholds.py"
+            "thresholds: expected a mapping of name: value; see bot/core/model/thresholds.py",
+            key="thresholds_not_mapping",
         )
     try:
         return Thresholds.model_validate(raw)
     except ValidationError as exc:
-        problems = validation_message(exc)
         raise ConfigError(
-            f"thresholds file is invalid ({problems}); fix or remove those keys"
+            f"thresholds file is invalid ({validation_message(exc)}); fix or remove those keys",
+            key="thresholds_invalid",
+            params={"problems": problems(exc)},
         ) from exc
