@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 from bot.core.model.cluster import ClusterView
 from bot.core.model.evidence import SCHEMA_VERSION, EvidenceBundle, foreign_schema
 from bot.core.model.thresholds import DEFAULT, Thresholds
-from bot.core.model.validation import validation_message
+from bot.core.model.validation import problems, validation_message
 from bot.errors import CollectorError, UsageError
 
 M = TypeVar("M", bound=BaseModel)
@@ -96,13 +96,25 @@ def _read_json(path: str, kind: str) -> Any:
         ) from exc
 
 
+#: the schema problems an input file's error names; the rest are counted
+SHOWN_PROBLEMS = 5
+
+
 def _validate(model: type[M], data: Any, path: str, kind: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        problems = validation_message(exc, limit=5, count_rest=True, top="(top level)")
-        said = f"{{what}} file {path} does not match the schema: {problems}."
-        raise _bad_input(kind, path, "input_file_not_schema", said, error=problems) from exc
+        message = validation_message(exc, limit=SHOWN_PROBLEMS, count_rest=True, top="(top level)")
+        said = f"{{what}} file {path} does not match the schema: {message}."
+        found = problems(exc)
+        raise _bad_input(
+            kind,
+            path,
+            "input_file_not_schema",
+            said,
+            problems=found[:SHOWN_PROBLEMS],
+            more=max(len(found) - SHOWN_PROBLEMS, 0),
+        ) from exc
 
 
 def read_bundle(path: str) -> EvidenceBundle:

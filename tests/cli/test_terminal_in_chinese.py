@@ -6,6 +6,7 @@ of the English terminal."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -93,3 +94,31 @@ def test_diagnosing_a_node_the_cluster_lacks_names_it_and_says_how_to_list_nodes
     assert en == 1 and en_said.out == "", en_said
     assert f"node no-such-node not found in cluster {sim.url}; check the name" in en_said.err
     assert "`kubectl get nodes` or `gpunode top` lists the cluster's nodes" in en_said.err
+
+
+def test_an_evidence_file_off_the_schema_is_refused_in_chinese_and_as_before_in_english(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``analyze`` names each schema problem of the file (pydantic's words from the catalog,
+    the keys kept) and counts those past the fifth; in English the line is the one it was."""
+    from bot.core.model.evidence import SCHEMA_VERSION
+
+    path = tmp_path / "bad.json"
+    bad = {"schema_version": SCHEMA_VERSION, "collector_version": 1, "x": 1, "y": 2, "z": 3}
+    path.write_text(json.dumps(bad), encoding="utf-8")
+
+    zh = main(["analyze", str(path), "--lang", "zh-CN"])
+    chinese = capsys.readouterr().err
+    en = main(["analyze", str(path), "--lang", "en"])
+    english = capsys.readouterr().err
+
+    assert zh == en == 2
+    assert english.strip() == (
+        f"gpunode: evidence file {path} does not match the schema: collector_version: Input "
+        "should be a valid string; hostname: Field required; collected_at: Field required; "
+        "x: Extra inputs are not permitted; y: Extra inputs are not permitted (and 1 more). "
+        "Pass the JSON printed by `gpunode collect` (or saved from a diagnostic Job's log)."
+    ), english
+    assert CJK.search(chinese) and english_words(chinese) == [], chinese
+    for key in ("collector_version", "hostname", "collected_at", "x", "y", str(path)):
+        assert key in chinese, chinese

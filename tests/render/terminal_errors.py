@@ -51,13 +51,24 @@ def _awaited(call: Callable[[], Coroutine[Any, Any, object]]) -> GpunodeError:
 
 def _input_files(tmp: Path) -> list[GpunodeError]:
     """``gpunode analyze``'s files: missing, not UTF-8, not JSON, not an object, another
-    schema version, not the schema; and a cluster view that is missing."""
+    schema version, not the schema (more problems than it names); and a cluster view that is
+    missing or not an object (a problem at the top level)."""
     files = {
         "binary.json": b"\xff\xfe",
         "broken.json": b'{"schema_version": ',
         "list.json": b"[]",
         "future.json": json.dumps({"schema_version": "99.0"}).encode(),
         "empty.json": json.dumps({"schema_version": SCHEMA_VERSION}).encode(),
+        "wrong.json": json.dumps(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "collector_version": 1,
+                "hostname": [],
+                "x": 1,
+                "y": 2,
+                "z": 3,
+            }
+        ).encode(),
     }
     for name, body in files.items():
         (tmp / name).write_bytes(body)
@@ -65,6 +76,7 @@ def _input_files(tmp: Path) -> list[GpunodeError]:
         _raised(lambda: read_bundle(str(tmp / "absent.json"))),
         *(_raised(partial(read_bundle, str(tmp / name))) for name in files),
         _raised(lambda: read_view(str(tmp / "absent-view.json"))),
+        _raised(lambda: read_view(str(tmp / "list.json"))),
     ]
 
 
