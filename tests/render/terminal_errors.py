@@ -234,7 +234,8 @@ owner: alice
 def _invalid_policies(tmp: Path) -> list[GpunodeError]:
     """The policy file (``read_policy``, with its lines): absent, not YAML, no mapping, every
     problem of ``BAD_POLICY``, a binding of a role it does not define (with roles, and with
-    none), a quorum no role may approve."""
+    none), a quorum no role may approve, and an impersonated user or group name that is
+    blank, holds a control character or is a Kubernetes system identity."""
     from bot.config.policy import read_policy
 
     files = {
@@ -245,6 +246,19 @@ def _invalid_policies(tmp: Path) -> list[GpunodeError]:
         "unbound.yaml": "roles: {sre: {allows: [2]}}\nbindings: {oncall: {users: [U0ALICE1]}}\n",
         "no-roles.yaml": "bindings: {oncall: {users: [U0ALICE1]}}\n",
         "quorum.yaml": "roles: {sre: {allows: [1]}}\n",
+        **{
+            f"identity-{n}.yaml": f"impersonation:\n  users:\n    U0ALICE1: {identity}\n"
+            for n, identity in enumerate(
+                (
+                    '{user: " alice"}',
+                    '{user: "alice\\x07"}',
+                    "{user: system:admin}",
+                    '{user: alice, groups: [""]}',
+                    '{user: alice, groups: ["o\\tps"]}',
+                    "{user: alice, groups: [system:masters]}",
+                )
+            )
+        },
     }
     for name, text in files.items():
         if text is not None:

@@ -217,6 +217,11 @@ READY = {"GPUNODE_SLACK__BOT_TOKEN": "xoxb-abc", "GPUNODE_SLACK__SIGNING_SECRET"
         (READY, "roles: [\n", ["policy.yaml", "YAML"]),
         ({**READY, "GPUNODE_ACTIONS__POLICY_FILE": "absent.yaml"}, None, ["absent.yaml"]),
         (
+            READY,
+            "impersonation:\n  users:\n    U0ALICE1: {user: alice, groups: [system:masters]}\n",
+            ["impersonation.users.U0ALICE1.groups", "'system:masters'", "ServiceAccount"],
+        ),
+        (
             {**READY, "GPUNODE_KUBE__HELM_VALUES_KEYS__VLLM__MEMORY-LIMIT": "main=a, b"},
             None,
             ["kube.helm_values_keys", "['vllm']['memory-limit']", "container=key"],
@@ -234,6 +239,7 @@ READY = {"GPUNODE_SLACK__BOT_TOKEN": "xoxb-abc", "GPUNODE_SLACK__SIGNING_SECRET"
         "policy-invalid",
         "policy-not-yaml",
         "policy-absent",
+        "impersonated-group-is-a-system-identity",
         "helm-values-key-mixed",
         "dashboard-url-unknown-placeholder",
     ],

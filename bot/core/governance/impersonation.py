@@ -22,6 +22,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from bot.core.model.validation import KeyedValueError
+
 EXTRA_SLACK_USER = "gpunode.io/slack-user"
 EXTRA_APPROVED_BY = "gpunode.io/approved-by"
 EXTRA_ACTION = "gpunode.io/action-id"
@@ -29,19 +31,27 @@ EXTRA_KEYS = (EXTRA_SLACK_USER, EXTRA_APPROVED_BY, EXTRA_ACTION)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-def _name_problem(name: str, *, what: str) -> str | None:
+def _name_problem(name: str, *, what: str) -> KeyedValueError | None:
+    """What is wrong with a user or group name, keyed ``kube_identity_name``: ``what``
+    (user|group), ``name`` (as Python quotes it: control characters escaped) and ``fault``
+    (blank|control|system); None when it is fine."""
     if not name.strip() or name != name.strip():
-        return f"{what} {name!r} is empty or has surrounding spaces"
-    if _CONTROL.search(name):
-        return f"{what} {name!r} holds a control character"
-    if name.startswith("system:") and not (
+        fault, text = "blank", f"{what} {name!r} is empty or has surrounding spaces"
+    elif _CONTROL.search(name):
+        fault, text = "control", f"{what} {name!r} holds a control character"
+    elif name.startswith("system:") and not (
         what == "user" and name.startswith("system:serviceaccount:")
     ):
-        return (
+        fault = "system"
+        text = (
             f"{what} {name!r} is a Kubernetes system identity; map people to their own "
             "user and groups (a ServiceAccount user is allowed)"
         )
-    return None
+    else:
+        return None
+    return KeyedValueError(
+        text, key="kube_identity_name", params={"what": what, "name": repr(name), "fault": fault}
+    )
 
 
 class KubeIdentity(BaseModel):
@@ -56,7 +66,7 @@ class KubeIdentity(BaseModel):
     @classmethod
     def _user(cls, value: str) -> str:
         if problem := _name_problem(value, what="user"):
-            raise ValueError(problem)
+            raise problem
         return value
 
     @field_validator("groups")
@@ -64,7 +74,7 @@ class KubeIdentity(BaseModel):
     def _groups(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for group in value:
             if problem := _name_problem(group, what="group"):
-                raise ValueError(problem)
+                raise problem
         return value
 
 
