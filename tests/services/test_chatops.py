@@ -7,23 +7,8 @@ import pytest
 from bot.core.governance.policy import Permission
 from bot.core.model.clusters import DEFAULT_CLUSTER
 from bot.core.reporting.outcomes import refused
-from bot.services.chatops import NO_POLICY, BotServices, denied, permitted
-from bot.services.operations import IncidentOps
-from tests.services.world import CHANNEL, REQ, STRANGER, VIEWER, World
-
-
-def _services(world: World, *, with_actions: bool) -> BotServices:
-    return BotServices(
-        clusters=world.diagnose.clusters,
-        store=world.store,
-        chat=world.chat,
-        diagnose=world.diagnose,
-        ops=IncidentOps(world.store, clock=world.clock, clusters=world.diagnose.clusters),
-        bg=world.bg,
-        clock=world.clock,
-        act=world.act if with_actions else None,
-    )
-
+from bot.services.chatops import NO_POLICY, denied, permitted
+from tests.services.world import CHANNEL, REQ, STRANGER, VIEWER, World, bot_services
 
 PERMISSIONS: list[Permission] = ["view", "diagnose", "resolve"]
 
@@ -32,7 +17,7 @@ PERMISSIONS: list[Permission] = ["view", "diagnose", "resolve"]
 async def test_without_the_action_service_every_request_is_refused_told_and_audited(
     world: World, permission: Permission
 ) -> None:
-    s = _services(world, with_actions=False)
+    s = bot_services(world, with_actions=False)
     assert not await permitted(
         s, permission, user=REQ, channel=CHANNEL, cluster=DEFAULT_CLUSTER, thread_ts="1.0"
     )
@@ -45,7 +30,7 @@ async def test_without_the_action_service_every_request_is_refused_told_and_audi
 
 async def test_without_the_action_service_denied_answers_with_a_refusal(world: World) -> None:
     refusal = await denied(
-        _services(world, with_actions=False), "view", user=REQ, channel=CHANNEL, cluster=None
+        bot_services(world, with_actions=False), "view", user=REQ, channel=CHANNEL, cluster=None
     )
     assert refusal is not None and refusal.reason == NO_POLICY
 
@@ -62,7 +47,7 @@ async def test_without_the_action_service_denied_answers_with_a_refusal(world: W
 async def test_with_a_policy_permitted_follows_the_users_binding(
     world: World, user: str, permission: Permission, allowed: bool
 ) -> None:
-    s = _services(world, with_actions=True)
+    s = bot_services(world, with_actions=True)
     assert (
         await permitted(s, permission, user=user, channel=CHANNEL, cluster=DEFAULT_CLUSTER)
         is allowed

@@ -27,8 +27,7 @@ from bot.core.reporting.outcomes import Refused
 from bot.core.reporting.records import NO_CLUSTER
 from bot.services import approving
 from bot.services.alerts import AlertService, parse_payload
-from bot.services.chatops import BotServices, denied, permitted
-from bot.services.operations import IncidentOps
+from bot.services.chatops import denied, permitted
 from bot.services.prevention import prevent_incident
 from bot.store import AuditRecord
 from tests.render.test_catalogs import english_words
@@ -41,6 +40,7 @@ from tests.services.world import (
     TTL_S,
     VIEWER,
     World,
+    bot_services,
     make_world,
 )
 from tests.store.conftest import lift
@@ -95,19 +95,6 @@ async def world(target: str) -> AsyncIterator[World]:
     assert not w.bg.errors, w.bg.errors
 
 
-def _services(world: World) -> BotServices:
-    return BotServices(
-        clusters=world.diagnose.clusters,
-        store=world.store,
-        chat=world.chat,
-        diagnose=world.diagnose,
-        ops=IncidentOps(world.store, clock=world.clock, clusters=world.diagnose.clusters),
-        bg=world.bg,
-        clock=world.clock,
-        act=world.act,
-    )
-
-
 async def _refused_clicks(world: World) -> None:
     """Each kind of refusal with parameters, as people meet them."""
     action_id = await world.request(3, **EDITS)
@@ -124,7 +111,7 @@ async def _refused_clicks(world: World) -> None:
             channel=CHANNEL,
             trigger_id="T1",
         )
-    s = _services(world)
+    s = bot_services(world)
     # nobody may resolve; an SRE of prod-eu lists incidents here
     assert not await permitted(s, "resolve", user=REQ, channel=CHANNEL, cluster=DEFAULT_CLUSTER)
     assert await denied(s, "view", user=EU_SRE, channel=CHANNEL, cluster=DEFAULT_CLUSTER)

@@ -5,28 +5,13 @@ longer served is told and audited as a damaged button, and nothing is diagnosed.
 from __future__ import annotations
 
 from bot.core.model.clusters import DEFAULT_CLUSTER
-from bot.services.chatops import BotServices
-from bot.services.operations import IncidentOps
 from bot.slack.interactions import _rediagnose
-from tests.services.world import CHANNEL, NODE, REQ, STRANGER, World
-
-
-def _services(world: World) -> BotServices:
-    return BotServices(
-        clusters=world.diagnose.clusters,
-        store=world.store,
-        chat=world.chat,
-        diagnose=world.diagnose,
-        ops=IncidentOps(world.store, clock=world.clock, clusters=world.diagnose.clusters),
-        bg=world.bg,
-        clock=world.clock,
-        act=world.act,
-    )
+from tests.services.world import CHANNEL, NODE, REQ, STRANGER, World, bot_services
 
 
 async def test_the_button_diagnoses_the_node_in_the_cluster_it_names(world: World) -> None:
     for value in (NODE, f"{DEFAULT_CLUSTER}/{NODE}"):
-        await _rediagnose(_services(world), value, user=REQ, channel=CHANNEL)
+        await _rediagnose(bot_services(world), value, user=REQ, channel=CHANNEL)
 
     [incident] = await world.store.open_incidents()
     assert (incident.cluster, incident.node) == (DEFAULT_CLUSTER, NODE)
@@ -34,7 +19,7 @@ async def test_the_button_diagnoses_the_node_in_the_cluster_it_names(world: Worl
 
 
 async def test_a_cluster_no_longer_served_is_told_and_nothing_is_diagnosed(world: World) -> None:
-    await _rediagnose(_services(world), f"prod-gone/{NODE}", user=REQ, channel=CHANNEL)
+    await _rediagnose(bot_services(world), f"prod-gone/{NODE}", user=REQ, channel=CHANNEL)
     await world.bg.drain()
 
     assert await world.store.open_incidents() == []
@@ -44,7 +29,7 @@ async def test_a_cluster_no_longer_served_is_told_and_nothing_is_diagnosed(world
 
 
 async def test_the_role_is_checked_before_anything_runs(world: World) -> None:
-    await _rediagnose(_services(world), NODE, user=STRANGER, channel=CHANNEL)
+    await _rediagnose(bot_services(world), NODE, user=STRANGER, channel=CHANNEL)
 
     assert await world.store.open_incidents() == []
     assert world.kube.calls == []

@@ -9,10 +9,8 @@ import pytest
 
 from bot.core.model.incidents import Incident
 from bot.core.reporting.postmortem import Postmortem
-from bot.services.chatops import BotServices
-from bot.services.operations import IncidentOps
 from bot.services.timelines import upload_timeline
-from tests.services.world import NODE, REQ, World
+from tests.services.world import NODE, REQ, World, bot_services
 
 
 class Drafts:
@@ -26,19 +24,6 @@ class Drafts:
         return ["postmortem.md"]
 
 
-def _services(world: World) -> BotServices:
-    return BotServices(
-        clusters=world.diagnose.clusters,
-        store=world.store,
-        chat=world.chat,
-        diagnose=world.diagnose,
-        ops=IncidentOps(world.store, clock=world.clock, clusters=world.diagnose.clusters),
-        bg=world.bg,
-        clock=world.clock,
-        act=world.act,
-    )
-
-
 @pytest.mark.parametrize(("named", "shown"), [("kind-gpu-lab", "kind-gpu-lab"), ("", "default")])
 async def test_the_draft_names_the_cluster_as_its_gateway_does(
     world: World, named: str, shown: str
@@ -49,7 +34,7 @@ async def test_the_draft_names_the_cluster_as_its_gateway_does(
     world.diagnose.charts = drafts  # type: ignore[assignment]  # only the postmortem is asked
     world.kube.cluster_name = named
 
-    await upload_timeline(_services(world), incident, user=REQ)
+    await upload_timeline(bot_services(world), incident, user=REQ)
 
     [draft] = drafts.drafts
     assert draft.cluster == shown

@@ -20,8 +20,10 @@ from bot.core.model.clusters import DEFAULT_CLUSTER, NodeRef
 from bot.core.model.thresholds import DEFAULT
 from bot.services.act import ActService
 from bot.services.background import Background
+from bot.services.chatops import BotServices
 from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseOutcome, DiagnoseService
+from bot.services.operations import IncidentOps
 from bot.store.storing import Store
 from bot.wiring.runtime import verdict_sentence
 from tests.services.fakes import FakeChat, FakeKube, load_scenario
@@ -187,3 +189,18 @@ async def make_world(path: Path | str, scenario: str = "seed") -> World:
     world.act = world.service(store, replica="replica-a")
     world.diagnose = diagnose
     return world
+
+
+def bot_services(world: World, *, with_actions: bool = True) -> BotServices:
+    """The services a surface calls, built over ``world``'s parts (``act`` left out when
+    ``with_actions`` is false: a bot that only diagnoses)."""
+    return BotServices(
+        clusters=world.diagnose.clusters,
+        store=world.store,
+        chat=world.chat,
+        diagnose=world.diagnose,
+        ops=IncidentOps(world.store, clock=world.clock, clusters=world.diagnose.clusters),
+        bg=world.bg,
+        clock=world.clock,
+        act=world.act if with_actions else None,
+    )

@@ -17,29 +17,12 @@ from bot.store.db import Db
 from bot.store.migrating import render
 from bot.store.migrations import MIGRATIONS
 from tests.store.conftest import is_pg, lift, query
+from tests.store.first_chain import OLD_COLUMNS
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 #: the schema step that adds the detail's code and parameters
 CODES_STEP = next(
     i for i, step in enumerate(MIGRATIONS) if any("detail_code" in str(s) for s in step)
-)
-# the columns the chain hashed before codes were kept, spelled out here so the test does not
-# borrow the code under test; the cluster entered the hash only when non-empty
-_OLD_COLUMNS = (
-    "id",
-    "at",
-    "actor",
-    "action",
-    "channel",
-    "incident_id",
-    "action_id",
-    "tier",
-    "decision",
-    "dry_run",
-    "outcome",
-    "changes",
-    "detail",
-    "prev_hash",
 )
 #: a denial as the policy words it, stored by a gpunode that kept no code
 OLD_DENIAL = (
@@ -49,7 +32,7 @@ ROLE_NEEDED = {"what": "tier", "tier": 3, "roles": ["responder"]}
 
 
 def _old_digest(values: dict[str, object], cluster: str) -> str:
-    hashed = {c: values[c] for c in _OLD_COLUMNS} | ({"cluster": cluster} if cluster else {})
+    hashed = {c: values[c] for c in OLD_COLUMNS} | ({"cluster": cluster} if cluster else {})
     body = json.dumps(hashed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(f"{values['prev_hash']}\n{body}".encode()).hexdigest()
 
@@ -81,7 +64,7 @@ def _store_before_codes(target: str) -> None:
             [("denied", OLD_DENIAL, ""), ("refused", "action_already state=succeeded", "prod-eu")],
             start=1,
         ):
-            values: dict[str, object] = dict.fromkeys(_OLD_COLUMNS)
+            values: dict[str, object] = dict.fromkeys(OLD_COLUMNS)
             values |= {
                 "id": i,
                 "at": f"2026-01-0{i}T00:00:00.000000+00:00",
@@ -97,9 +80,9 @@ def _store_before_codes(target: str) -> None:
             digest = _old_digest(values, cluster)
             db.execute(
                 "INSERT INTO audit ({}, cluster, row_hash) VALUES ({}?, ?)".format(
-                    ", ".join(_OLD_COLUMNS), "?, " * len(_OLD_COLUMNS)
+                    ", ".join(OLD_COLUMNS), "?, " * len(OLD_COLUMNS)
                 ),
-                [values[c] for c in _OLD_COLUMNS] + [cluster, digest],
+                [values[c] for c in OLD_COLUMNS] + [cluster, digest],
             )
             prev = digest
     finally:

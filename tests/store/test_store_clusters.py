@@ -19,28 +19,11 @@ from bot.store import ActionRecord, AuditRecord, Store
 from bot.store.migrating import render
 from bot.store.migrations import MIGRATIONS
 from bot.store.sqlite import SqliteDb
+from tests.store.first_chain import OLD_COLUMNS
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 #: the schema steps before the cluster columns (step 5 adds them)
 BEFORE_CLUSTERS = 5
-# the columns the chain hashed before clusters existed (schema steps 1-3), spelled out here
-# so the test does not borrow the code under test
-_OLD_COLUMNS = (
-    "id",
-    "at",
-    "actor",
-    "action",
-    "channel",
-    "incident_id",
-    "action_id",
-    "tier",
-    "decision",
-    "dry_run",
-    "outcome",
-    "changes",
-    "detail",
-    "prev_hash",
-)
 
 
 @pytest.fixture
@@ -162,7 +145,7 @@ async def test_an_audit_row_about_no_one_cluster_stays_so_even_when_it_names_an_
 
 def _old_digest(values: dict[str, object]) -> str:
     body = json.dumps(
-        {c: values.get(c) for c in _OLD_COLUMNS},
+        {c: values.get(c) for c in OLD_COLUMNS},
         sort_keys=True,
         separators=(",", ":"),
         ensure_ascii=False,
@@ -185,7 +168,7 @@ def _schema_3_file_with_chained_rows(path: str, count: int) -> None:
                 conn.execute(sql)
     prev = "0" * 64
     for i in range(1, count + 1):
-        values: dict[str, object] = dict.fromkeys(_OLD_COLUMNS)
+        values: dict[str, object] = dict.fromkeys(OLD_COLUMNS)
         values |= {
             "id": i,
             "at": f"2026-01-0{i}T00:00:00.000000+00:00",
@@ -200,9 +183,9 @@ def _schema_3_file_with_chained_rows(path: str, count: int) -> None:
         digest = _old_digest(values)
         conn.execute(
             "INSERT INTO audit ({}, row_hash) VALUES ({}?)".format(
-                ", ".join(_OLD_COLUMNS), "?, " * len(_OLD_COLUMNS)
+                ", ".join(OLD_COLUMNS), "?, " * len(OLD_COLUMNS)
             ),
-            [values[c] for c in _OLD_COLUMNS] + [digest],
+            [values[c] for c in OLD_COLUMNS] + [digest],
         )
         prev = digest
     conn.execute("INSERT INTO audit_head (id, last_id, last_hash) VALUES (1, ?, ?)", (count, prev))
