@@ -133,6 +133,20 @@ class AckWords:
         return message
 
 
+def _usage_notice(err: UsageError) -> Notice:
+    """A command that does not parse, as the person is told: the usage error's words (its key
+    and parameters for a presenter) and the usage it breaks."""
+    return Notice(
+        key="usage_error",
+        params={
+            "message": err.message,
+            "usage": err.usage,
+            "error_key": err.key,
+            "error_params": err.params,
+        },
+    )
+
+
 async def _reply(s: BotServices, text: str, channel: str, user: str, locale: str) -> _Reply:
     """The answer to ``/gpunode text``: a usage error, a refusal of the channel, a quick
     command's outcome (a local read, carried out here), or the note that the command started
@@ -140,15 +154,7 @@ async def _reply(s: BotServices, text: str, channel: str, user: str, locale: str
     try:
         cmd = commands.parse(text, clusters=s.clusters.names)
     except UsageError as err:
-        told = Notice(
-            key="usage_error",
-            params={
-                "message": err.message,
-                "usage": err.usage,
-                "error_key": err.key,
-                "error_params": err.params,
-            },
-        )
+        told = _usage_notice(err)
         return _Reply(told, _verb_of(text), "usage_error")
     if s.channels and channel not in s.channels:
         told = Notice(key="channel_not_served", params={"channel": channel})
@@ -344,15 +350,7 @@ async def _ask_in_thread(
     try:
         cmd = commands.parse_in_thread(text, at=at, incident=incident.id, clusters=s.clusters.names)
     except UsageError as err:
-        told = Notice(
-            key="usage_error",
-            params={
-                "message": err.message,
-                "usage": err.usage,
-                "error_key": err.key,
-                "error_params": err.params,
-            },
-        )
+        told = _usage_notice(err)
         await s.thread.tell(channel, user, told, thread_ts=thread_ts)
         return
     await answer(s, cmd, asker, incident=incident)

@@ -38,6 +38,28 @@ from tests.e2e.conftest import (
 
 CHECKOUT = str(Path(__file__).resolve().parents[2])  # the code under test, not an install
 
+
+def _serve_env(tmp_path: Path, kube_url: str, *, app_token: str) -> dict[str, str]:
+    """The environment of a `gpunode serve` in Socket Mode against the Kubernetes stand-in at
+    ``kube_url``, run from this checkout (not an installed gpunode)."""
+    return {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": CHECKOUT,
+        "HOME": str(tmp_path),
+        "GPUNODE_SLACK__BOT_TOKEN": "xoxb-serve",
+        "GPUNODE_SLACK__APP_TOKEN": app_token,
+        "GPUNODE_SLACK__SOCKET_MODE": "true",
+        "GPUNODE_KUBE__MODE": "server",
+        "GPUNODE_KUBE__SERVER": kube_url,
+        "GPUNODE_KUBE__TOKEN": BOT_TOKEN,
+        "GPUNODE_KUBE__VERIFY_TLS": "false",
+        "GPUNODE_ACTIONS__POLICY_FILE": str(POLICY),
+        "GPUNODE_STORE__PATH": str(tmp_path / "gpunode.db"),
+        "GPUNODE_HTTP__HOST": "127.0.0.1",
+        "GPUNODE_HTTP__PORT": str(_free_port()),
+    }
+
+
 pytestmark = pytest.mark.slow
 ALICE = "U0ALICE"
 SHUTDOWN_GRACE_S = 30  # Kubernetes' default terminationGracePeriodSeconds
@@ -178,22 +200,7 @@ async def test_gpunode_serve_in_socket_mode_connects_and_diagnoses(
     background job (it then never raised KeyboardInterrupt: the flake under CI load)."""
     kube = KubeSim(load_scenario("seed"))
     slack = SlackSim(signing_secret="unused", bot_token="xoxb-serve", socket_mode=True)
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "PYTHONPATH": CHECKOUT,
-        "HOME": str(tmp_path),
-        "GPUNODE_SLACK__BOT_TOKEN": "xoxb-serve",
-        "GPUNODE_SLACK__APP_TOKEN": "xapp-1-A0GPUNODE-serve",
-        "GPUNODE_SLACK__SOCKET_MODE": "true",
-        "GPUNODE_KUBE__MODE": "server",
-        "GPUNODE_KUBE__SERVER": await kube.start(),
-        "GPUNODE_KUBE__TOKEN": BOT_TOKEN,
-        "GPUNODE_KUBE__VERIFY_TLS": "false",
-        "GPUNODE_ACTIONS__POLICY_FILE": str(POLICY),
-        "GPUNODE_STORE__PATH": str(tmp_path / "gpunode.db"),
-        "GPUNODE_HTTP__HOST": "127.0.0.1",
-        "GPUNODE_HTTP__PORT": str(_free_port()),
-    }
+    env = _serve_env(tmp_path, await kube.start(), app_token="xapp-1-A0GPUNODE-serve")
     await slack.start()
     env["GPUNODE_SLACK__API_BASE_URL"] = slack.api_url
     proc = await asyncio.create_subprocess_exec(
@@ -252,23 +259,7 @@ async def test_gpunode_serve_says_slack_refused_its_app_token_in_the_operators_l
 
     kube = KubeSim(load_scenario("seed"))
     slack = SlackSim(signing_secret="unused", bot_token="xoxb-serve", socket_mode=True)
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(tmp_path),
-        "GPUNODE_SLACK__BOT_TOKEN": "xoxb-serve",
-        "GPUNODE_SLACK__APP_TOKEN": "xapp-1-A0GPUNODE-revoked",
-        "GPUNODE_SLACK__SOCKET_MODE": "true",
-        "GPUNODE_KUBE__MODE": "server",
-        "GPUNODE_KUBE__SERVER": await kube.start(),
-        "GPUNODE_KUBE__TOKEN": BOT_TOKEN,
-        "GPUNODE_KUBE__VERIFY_TLS": "false",
-        "GPUNODE_ACTIONS__POLICY_FILE": str(POLICY),
-        "GPUNODE_STORE__PATH": str(tmp_path / "gpunode.db"),
-        "GPUNODE_HTTP__HOST": "127.0.0.1",
-        "GPUNODE_HTTP__PORT": str(_free_port()),
-    }
-    if "PYTHONPATH" in os.environ:  # the checkout under test, not another install
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    env = _serve_env(tmp_path, await kube.start(), app_token="xapp-1-A0GPUNODE-revoked")
     await slack.start()
     slack.fail("apps.connections.open", error="invalid_auth")
     env["GPUNODE_SLACK__API_BASE_URL"] = slack.api_url
