@@ -46,6 +46,8 @@ from bot.kube import (
     reading,
     resident,
     resizing,
+    selections,
+    selectors,
     selfcheck,
     tallying,
     unanswered,
@@ -377,6 +379,33 @@ class Gateway:
         # a row per GPU node (1,250 on a 5,000-node fleet): built off the event loop
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._threads, fleet.loads, used)
+
+    async def held_pods(self, namespace: str | None, selector: str) -> list[Obj] | None:
+        """The bound, running pods ``selector`` (a ``labelSelector`` value) picks, of
+        ``namespace`` or every namespace (None), from the pods informer's memory
+        (``bot.kube.selections``): no API call. None when it cannot answer as the API would
+        (informers not kept or not synced, not caught up with our last write, a selector it
+        cannot parse): the caller lists them, and ``selections.cut`` makes that answer the
+        same objects."""
+        informers = self.fleet_informers()
+        if informers is None:
+            return None
+        pods = informers[0]
+        loop = asyncio.get_running_loop()
+        if not pods.answered.is_set():  # its first list is this read: never a list beside it
+            await loop.run_in_executor(self._threads, pods.answered.wait)
+        if not pods.synced.is_set() or pods.heard_at <= self._written_at:
+            return None
+        try:
+            parsed = selectors.parse_selector(selector)
+        except ValueError:
+            return None
+
+        def chosen() -> list[Obj]:
+            records = pods.keyed() if namespace is None else pods.keyed_in(namespace)
+            return selections.select(records, parsed)
+
+        return await loop.run_in_executor(self._threads, chosen)
 
     def owner_cache(self) -> OwnerCache:
         """The controllers and owners' pods this gateway read lately: one lookup per owner

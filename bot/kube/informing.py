@@ -129,6 +129,12 @@ class Informer(Generic[R]):
             for name in sorted(names):
                 yield ns, name, names[name]
 
+    def keyed_in(self, namespace: str) -> list[tuple[str, str, R]]:
+        """(namespace, name, record) of ``namespace`` only, by name: O(its objects)."""
+        with self._lock:
+            names = dict(self._items.get(namespace) or {})
+        return [(namespace, name, names[name]) for name in sorted(names)]
+
     def items_in(self, namespaces: Iterable[str]) -> list[R]:
         """The objects of ``namespaces`` only: O(those objects), not O(all it holds)."""
         with self._lock:

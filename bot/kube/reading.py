@@ -70,6 +70,7 @@ class OwnerCache(dict[tuple[str, str, str], "Obj | None"]):
 
     def __init__(self) -> None:
         super().__init__()
+        #: the running pods, cut by ``bot.kube.selections.cut``
         self.pods: dict[tuple[str, str], list[Obj]] = {}
         #: namespace -> its PodDisruptionBudgets (``list_budgets``)
         self.budgets: dict[str, list[Obj]] = {}

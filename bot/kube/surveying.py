@@ -22,6 +22,12 @@
   with a required anti-affinity (from the fleet read), and the namespaces' labels when a
   term has a ``namespaceSelector`` (``ClusterView.peers``, ``namespace_labels``).
 
+The owners' pods and the terms' peers are selected from the pods informer's memory when the
+bot keeps one and it is synced (``Gateway.held_pods``, ``bot.kube.selections``): no list then,
+whatever the cluster's size. Otherwise they are listed as said above, and the answer is cut
+to the same slim objects, so a plan is the same whichever served it. (The gangs' members are
+still listed: a member is told by its whole owner chain, which the records do not hold.)
+
 Each part is optional evidence: a read the bot may not make (403) or a group the server
 does not serve leaves that part empty, never fails the diagnosis.
 """
@@ -39,7 +45,7 @@ from bot.core.model.gangs import builtin_kind, gang_of
 from bot.core.model.workloads import KueueWorkload, PeerPod, QueueInfo, Requirement, WorkloadInfo
 from bot.core.remedies.rollouts import KUEUE_QUEUE_LABEL
 from bot.errors import GpunodeError
-from bot.kube import objects, pools, queues, reading
+from bot.kube import objects, pools, queues, reading, selections
 from bot.kube.doing import Doing
 from bot.kube.reading import OwnerCache
 from bot.kube.rollouts import parse_workload
@@ -63,6 +69,8 @@ class Reads(Protocol):
     ) -> list[list[Any]]: ...
 
     async def fleet(self, *, max_age_s: float | None = None) -> FleetTally: ...
+
+    async def held_pods(self, namespace: str | None, selector: str) -> list[Obj] | None: ...
 
 
 #: kinds whose rollout facts a remedy reads
@@ -125,19 +133,20 @@ async def _peers(
         | {selector_text(s) for s in spread}
     )
     for text in selectors:
-        raw = await _optional(
-            gw,
-            Doing.of("list_pods_selected", selector=repr(text)),
-            reading.list_pods_selected,
-            text,
-        )
-        if raw is None:
-            return None, {}
-        for pod in raw:
-            bound = (pod.get("spec") or {}).get("nodeName")
-            if bound and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-                peer = peer_of(pod, str(bound))
-                found[peer.key] = peer  # the whole object: its deletionTimestamp too
+        chosen = await gw.held_pods(None, text)
+        if chosen is None:
+            raw = await _optional(
+                gw,
+                Doing.of("list_pods_selected", selector=repr(text)),
+                reading.list_pods_selected,
+                text,
+            )
+            if raw is None:
+                return None, {}
+            chosen = selections.cut(raw)
+        for pod in chosen:
+            peer = peer_of(pod, str(pod["spec"]["nodeName"]))
+            found[peer.key] = peer  # this pod's own: its deletionTimestamp too
     labels: dict[str, dict[str, str]] = {}
     every = [*terms, *(t for p in found.values() for t in p.anti_affinity_terms)]
     if any(t.namespace_selector is not None for t in every):
@@ -418,8 +427,10 @@ async def _with_elsewhere(
         selector = _selector((obj or {}).get("spec") or {})
         if w.kind not in ("Deployment", "StatefulSet") or selector is None:
             return {}
-        raw = cache.pods.get((w.namespace, selector))
-        if raw is None:
+        held = await gw.held_pods(w.namespace, selector)
+        if held is None:
+            held = cache.pods.get((w.namespace, selector))
+        if held is None:
             raw = await _optional(
                 gw,
                 Doing.of("list_pods_of", namespace=w.namespace, name=w.name),
@@ -428,12 +439,11 @@ async def _with_elsewhere(
                 label_selector=selector,
             )
             if raw is not None:
-                cache.pods[(w.namespace, selector)] = raw
+                held = cache.pods[(w.namespace, selector)] = selections.cut(raw)
         found: dict[str, str] = {}
-        for p in raw or []:
-            meta, where = p.get("metadata") or {}, (p.get("spec") or {}).get("nodeName")
-            phase = (p.get("status") or {}).get("phase")
-            if not where or where == node or phase in ("Succeeded", "Failed"):
+        for p in held or []:  # bound, not Succeeded or Failed (``selections``)
+            meta, where = p["metadata"], p["spec"]["nodeName"]
+            if where == node:
                 continue
             if meta.get("deletionTimestamp") or not _owned_by(p, w.kind, w.name):
                 continue

@@ -171,16 +171,23 @@ class MetricsPage(NamedTuple):
 #: each [[name, nanos, format], ...] in the list's order (``expanded`` reads it back). Text, not
 #: nested tuples: a tuple is untracked only once everything in it is, a level per collection
 Shape = str
-#: a pod as the fleet informer keeps it: (node, priority, shape, anti), what
-#: ``reduce_pod_page`` reads of it, already reduced. ``node`` is "" for a pod kubectl does not
-#: count (unbound, Succeeded or Failed); ``anti`` is its required podAntiAffinity, slim
-#: (``slim_anti``), or None. A plain tuple of atoms, not a NamedTuple or dicts of
+#: a pod as the fleet informer keeps it: (node, priority, shape, anti, labels, owner,
+#: deleting), what ``reduce_pod_page`` reads of it, already reduced, and what the plans' pod
+#: selections read (``bot.kube.selections``). ``node`` is "" for a pod kubectl does not
+#: count (unbound, Succeeded or Failed: no selection keeps those, so nothing else is held of
+#: them); ``anti`` is its required podAntiAffinity, slim (``slim_anti``), or None; ``labels``
+#: its labels as JSON text, keys sorted (``Labels``); ``owner`` its controller reference as
+#: JSON text ``[apiVersion, kind, name]``, "" when none; ``deleting``: it has a
+#: deletionTimestamp. A plain tuple of atoms, not a NamedTuple or dicts of
 #: ``Quantity``: the collector untracks such a tuple the first time it sees it (and a dict
 #: holding only such tuples at its next full collection), so a full collection never walks
 #: 150,000 pods. Such a walk held the interpreter lock for 115-300 ms on a loaded 2-core
 #: machine, on an informer's or a gateway's thread, and the event loop waited that long
-#: (issue #25). Equal shapes are one string (``FleetShare``).
-PodRecord = tuple[str, int, Shape, Obj | None]
+#: (issue #25). Equal shapes, label sets and owners are one string each (``FleetShare``):
+#: a ReplicaSet's pods share all three.
+PodRecord = tuple[str, int, Shape, Obj | None, str, str, bool]
+#: a pod's labels as a record keeps them (``labels_text``; ``labels_of`` reads them back)
+Labels = str
 
 
 def _shape(requests: ResourceList, limits: ResourceList) -> Shape:
@@ -196,7 +203,37 @@ def pod_record(pod: Obj) -> PodRecord:
         return _UNCOUNTED
     reqs, lims = pod_requests_and_limits(pod)
     _, priority = slot_key(pod)
-    return (node, priority, _shape(reqs, lims), slim_anti(pod))
+    meta = pod.get("metadata") or {}
+    ref = objects.controller_ref(pod)
+    owner = (
+        ""
+        if ref is None
+        else json.dumps(
+            [ref.get("apiVersion", ""), ref.get("kind", ""), ref.get("name", "")],
+            separators=(",", ":"),
+        )
+    )
+    return (
+        node,
+        priority,
+        _shape(reqs, lims),
+        slim_anti(pod),
+        labels_text(meta.get("labels") or {}),
+        owner,
+        bool(meta.get("deletionTimestamp")),
+    )
+
+
+def labels_text(labels: dict[str, Any]) -> Labels:
+    return json.dumps(
+        {str(k): str(v) for k, v in labels.items()}, separators=(",", ":"), sort_keys=True
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def labels_of(text: Labels) -> dict[str, str]:
+    """A record's labels as a dict: one per distinct label set, shared: never mutate it."""
+    return json.loads(text)  # type: ignore[no-any-return]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -273,13 +310,22 @@ class FleetShare:
     is what keeps 150,000 pods in a few tens of MiB."""
 
     def pod(self, record: PodRecord) -> PodRecord:
-        node, priority, shape, anti = record
+        node, priority, shape, anti, labels, owner, deleting = record
         if not node:
             return _UNCOUNTED
-        return (sys.intern(node), priority, sys.intern(shape), anti)
+        intern = sys.intern
+        return (
+            intern(node),
+            priority,
+            intern(shape),
+            anti,
+            intern(labels),
+            intern(owner),
+            deleting,
+        )
 
 
-_UNCOUNTED: PodRecord = ("", 0, "[[],[]]", None)
+_UNCOUNTED: PodRecord = ("", 0, "[[],[]]", None, "{}", "", False)
 
 
 def tally_from(
@@ -293,7 +339,7 @@ def tally_from(
     for _, name, node in nodes:
         fleet.nodes[name] = NodeTally(node, info_of(node))
     with gc_paused():
-        for ns, name, (node_name, priority, shape, anti) in pods:
+        for ns, name, (node_name, priority, shape, anti, *_) in pods:
             if not node_name:
                 continue
             if anti is not None:
