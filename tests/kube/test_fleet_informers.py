@@ -220,3 +220,28 @@ def test_the_pods_records_drop_out_of_the_garbage_collectors_walk() -> None:
     assert not any(gc.is_tracked(r) for r in records if r[3] is None)
     assert not any(gc.is_tracked(names) for names in held.values())
     assert sum(r[0] != "" for r in records) > 0
+
+
+def test_a_replica_sets_pods_share_one_labels_text_and_one_owner_text() -> None:
+    """What the plans' selections read of each pod (``bot.kube.selections``) costs a pointer
+    a pod: equal labels and controller references are one string, across list pages too."""
+    import json
+
+    fleet = sc.Scenario.synthetic_fleet(20, 1200)
+    sim = KubeSim(fleet)
+    items = sim.api.store.list("pods")
+    share = FleetShare()
+    records = [
+        share.pod(r)
+        for half in (items[:600], items[600:])  # two pages, cut apart as the decoder does
+        for _, _, r in pod_records_page(
+            json.dumps({"metadata": {"resourceVersion": "1"}, "items": half}).encode()
+        ).items
+    ]
+    owners = {r[5] for r in records}
+    assert len(records) == 1200 and 1 < len(owners) < 20
+    for owner in owners:
+        mine = [r for r in records if r[5] == owner]
+        assert len({id(r[4]) for r in mine}) == 1  # one labels string
+        assert len({id(r[5]) for r in mine}) == 1  # one owner string
+        assert json.loads(owner)[1] == "ReplicaSet"
