@@ -102,13 +102,15 @@ def test_collect_is_parsed_without_argparse_exactly_as_the_full_parser_parses_it
     assert vars(fast) == vars(build_parser().parse_args(words))
 
 
-def _imported_by_a_collection(args: list[str], modules: tuple[str, ...]) -> list[str]:
+def _imported_by_a_collection(
+    args: list[str], modules: tuple[str, ...], root: Path = HOSTS / "v2-cgroupfs-crio"
+) -> list[str]:
     """Which of ``modules`` a fresh interpreter has imported once ``collect ARGS`` ran."""
     code = (  # no contextlib here: it imports collections and functools itself
         "import sys, os\n"
         "from bot.cli import main\n"
         "sys.stdout = open(os.devnull, 'w')\n"
-        f"main(['collect', '--root', {str(HOSTS / 'v2-cgroupfs-crio')!r}, *{args!r}])\n"
+        f"main(['collect', '--root', {str(root)!r}, *{args!r}])\n"
         f"print(sorted(m for m in {modules!r} if m in sys.modules), file=sys.__stdout__)\n"
     )
     run = subprocess.run(
@@ -173,6 +175,28 @@ def test_a_collection_that_cannot_read_the_kernel_log_imports_neither_json_re_no
     without collections, functools, importlib or types (~1 ms or more each)."""
     modules = ("collections", "datetime", "enum", "functools", "importlib", "json", "re", "types")
     assert _imported_by_a_collection(["--format", "json"], modules) == []
+
+
+def test_a_kernel_log_without_oom_or_xid_reports_is_read_without_re_or_datetime(
+    tmp_path: Path,
+) -> None:
+    """As root (or privileged) the Job reads /dev/kmsg: a boot log's records, escaped tabs
+    included, are parsed and placed on the clock by hand; ``re`` is for OOM and XID reports."""
+    root = tmp_path / "host"
+    shutil.copytree(HOSTS / "v2-cgroupfs-crio", root, symlinks=True)
+    (root / "dev").mkdir(exist_ok=True)
+    (root / "dev" / "kmsg").write_text(
+        "6,0,0,-;Linux version 6.8.0-45-generic\n"
+        "6,90,252347,-;rcu: \\x09RCU restricting CPUs from NR_CPUS=256 to nr_cpu_ids=2.\n"
+        " SUBSYSTEM=cpu\n"
+        "4,91,252355,-;nvidia: loading out-of-tree module taints kernel.\n"
+    )
+    (root / "proc" / "stat").write_text("cpu  1 2 3\nbtime 1796000000\n")
+    imported = _imported_by_a_collection([], ("datetime", "enum", "re"), root=root)
+    assert imported == []
+    doc = collect_document(root, nvml_module=None)
+    assert doc["kernel_log"]["records_read"] == 3
+    assert doc["kernel_log"]["first_record_at"] == "2026-11-30T00:53:20+00:00"
 
 
 def test_collect_starts_without_importing_shutil() -> None:
