@@ -261,3 +261,49 @@ def test_a_hostile_host_gives_a_complete_bundle_that_names_its_gaps(hostile_host
     assert "\ufffd" in bundle.processes[0].cmdline
     assert "nvml" in sources and len(bundle.containers) == 2
     assert sources["procfs:/proc/slabinfo"] == "permission denied" and bundle.slab_caches == []
+
+
+def _job_and_module_runs(*args: str, **kw: object) -> list[subprocess.CompletedProcess[bytes]]:
+    """``collect ARGS`` run as the Job runs it (this checkout's bot/__main__.py by its path,
+    ``-I -S``) and as ``python -m bot``."""
+    script = str(REPO / "bot" / "__main__.py")
+    return [
+        subprocess.run([*head, "collect", *args], cwd=REPO, timeout=60, check=False, **kw)  # type: ignore[call-overload]
+        for head in ([sys.executable, "-I", "-S", script], [sys.executable, "-I", "-m", "bot"])
+    ]
+
+
+def _same_moment(stdout: bytes) -> dict[str, object]:
+    doc: dict[str, object] = json.loads(stdout)
+    doc.pop("collected_at"), doc.pop("duration_s")
+    return doc
+
+
+def test_the_jobs_run_writes_what_python_m_bot_writes_and_exits_as_it_does() -> None:
+    """The Job's run skips the garbage collector and the interpreter's teardown: its output
+    and exit status are still those of the ordinary run, for a collection and for a refusal."""
+    host = str(HOSTS / "v2-systemd-containerd")
+    job, module = _job_and_module_runs("--root", host, capture_output=True)
+    assert job.returncode == module.returncode == 0, job.stderr
+    assert job.stdout.endswith(b"}\n") and _same_moment(job.stdout) == _same_moment(module.stdout)
+    job, module = _job_and_module_runs("--root", host, "--top=-1", capture_output=True)
+    assert job.returncode == module.returncode == 1
+    assert job.stderr == module.stderr == b"gpunode: --top must be 0 or more\n"
+
+
+def test_the_jobs_run_reports_output_it_cannot_write_and_exits_120_as_python_does() -> None:
+    """A summary small enough to sit in stdout's buffer is written at exit: when that fails
+    (the reader is gone), both runs say so and exit 120."""
+    host = str(HOSTS / "v2-cgroupfs-crio")
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # no reader: a write fails with EPIPE
+    try:
+        runs = _job_and_module_runs(
+            *("--root", host, "--top", "0", "--kernel-log-window", "0", "--format", "text"),
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+        )
+    finally:
+        os.close(write_end)
+    assert [run.returncode for run in runs] == [120, 120]
+    assert runs[0].stderr == runs[1].stderr and b"BrokenPipeError" in runs[0].stderr
