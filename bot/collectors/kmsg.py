@@ -323,13 +323,12 @@ def _epoch_us(now: int | datetime | Callable[[], datetime]) -> int:
 def _boot_time_s(root: str, gaps: GapLog) -> int | None:
     """The boot time (``btime`` of ``/proc/stat``, seconds since the epoch), or None and a gap."""
     try:
-        with open(f"{root}/proc/stat", encoding="ascii", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("btime "):
-                    btime = int(line.split()[1])
-                    if _FIRST_S <= btime <= _LAST_S:
-                        return btime
-                    break
+        for line in ascii_text(f"{root}/proc/stat", errors="replace").split("\n"):
+            if line.startswith("btime "):
+                btime = int(line.split()[1])
+                if _FIRST_S <= btime <= _LAST_S:
+                    return btime
+                break
     except (OSError, ValueError, IndexError):
         pass
     gaps.add(
@@ -357,6 +356,14 @@ def _read_all(path: str, opener: Callable[[str, int], int]) -> bytes:
     finally:
         os.close(fd)
     return b"".join(chunks)
+
+
+def ascii_text(path: str, *, errors: str = "strict") -> str:
+    """A small file's text as ``open(path, encoding="ascii", errors=errors).read()`` gives it
+    (universal newlines: ``\\r\\n`` and ``\\r`` read as ``\\n``), without the io stack and the
+    ``encodings.ascii`` module ``open`` imports for it (~0.3 ms of a refused Job's run)."""
+    text = _read_all(path, os.open).decode("ascii", errors)
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def read_kernel_log(
@@ -441,10 +448,9 @@ _CAP_SYSLOG = 34
 def _cap_syslog_effective(status_path: str = "/proc/self/status") -> bool | None:
     """Whether this process holds CAP_SYSLOG in its effective set (None: unknown)."""
     try:
-        with open(status_path, encoding="ascii", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("CapEff:"):
-                    return bool(int(line.split()[1], 16) >> _CAP_SYSLOG & 1)
+        for line in ascii_text(status_path, errors="replace").split("\n"):
+            if line.startswith("CapEff:"):
+                return bool(int(line.split()[1], 16) >> _CAP_SYSLOG & 1)
     except (OSError, ValueError, IndexError):
         return None
     return None
@@ -452,8 +458,7 @@ def _cap_syslog_effective(status_path: str = "/proc/self/status") -> bool | None
 
 def _restrict_value(root: str) -> str | None:
     try:
-        with open(f"{root}/proc/sys/kernel/dmesg_restrict", encoding="ascii") as fh:
-            return fh.read().strip()
+        return ascii_text(f"{root}/proc/sys/kernel/dmesg_restrict").strip()
     except OSError:
         return None
 

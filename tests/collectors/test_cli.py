@@ -181,7 +181,8 @@ def test_a_kernel_log_without_oom_or_xid_reports_is_read_without_re_or_datetime(
     tmp_path: Path,
 ) -> None:
     """As root (or privileged) the Job reads /dev/kmsg: a boot log's records, escaped tabs
-    included, are parsed and placed on the clock by hand; ``re`` is for OOM and XID reports."""
+    included, are parsed and placed on the clock by hand (``re`` is for OOM and XID reports),
+    and /proc/stat is read without ``open``'s ascii codec module."""
     root = tmp_path / "host"
     shutil.copytree(HOSTS / "v2-cgroupfs-crio", root, symlinks=True)
     (root / "dev").mkdir(exist_ok=True)
@@ -192,7 +193,7 @@ def test_a_kernel_log_without_oom_or_xid_reports_is_read_without_re_or_datetime(
         "4,91,252355,-;nvidia: loading out-of-tree module taints kernel.\n"
     )
     (root / "proc" / "stat").write_text("cpu  1 2 3\nbtime 1796000000\n")
-    imported = _imported_by_a_collection([], ("datetime", "enum", "re"), root=root)
+    imported = _imported_by_a_collection([], ("datetime", "encodings.ascii", "re"), root=root)
     assert imported == []
     doc = collect_document(root, nvml_module=None)
     assert doc["kernel_log"]["records_read"] == 3

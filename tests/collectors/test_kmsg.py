@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from hypothesis import example, given
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from bot.collectors import kmsg
@@ -377,3 +377,27 @@ def test_a_btime_datetime_cannot_place_is_a_gap_not_a_crash(tmp_path: Path) -> N
     doc = kmsg.read_kernel_log(_host(tmp_path, GLOBAL, btime=10**20), now=NOW, gpus=[], gaps=gaps)
     assert doc is not None and doc["boot_time"] is None and doc["oom_kills"][0]["at"] is None
     assert [g["source"] for g in gaps.items] == ["procfs:/proc/stat"]
+
+
+@given(
+    st.binary(max_size=40)
+    | st.lists(st.sampled_from([b"\r", b"\n", b"a", b"\xff", b" "])).map(b"".join)
+)
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_small_file_is_read_as_ascii_text_as_open_reads_it(tmp_path: Path, raw: bytes) -> None:
+    """/proc/stat, our own status and dmesg_restrict are read without ``open``'s io stack:
+    same text, newlines translated, undecodable bytes replaced or refused alike."""
+    path = tmp_path / "file"
+    path.write_bytes(raw)
+    with open(path, encoding="ascii", errors="replace") as fh:
+        assert kmsg.ascii_text(str(path), errors="replace") == fh.read()
+    try:
+        with open(path, encoding="ascii") as fh:
+            expected: str | type[Exception] = fh.read()
+    except UnicodeDecodeError:
+        expected = UnicodeDecodeError
+    try:
+        got: str | type[Exception] = kmsg.ascii_text(str(path))
+    except UnicodeDecodeError:
+        got = UnicodeDecodeError
+    assert got == expected
