@@ -283,49 +283,48 @@ def read_text(path: str, *, source: str, gaps: GapLog, missing_ok: bool = False)
 def rank_by_statm(proc: str, *, page_size: int, gaps: GapLog) -> tuple[list[tuple[int, int]], int]:
     """Every process's (approximate rss bytes, pid) and how many pids were seen.
 
-    The hot loop of a busy node (one ``statm`` per process): names are opened relative to
-    ``proc``'s descriptor and the resident field is parsed in line (``parse_statm_rss``'s
-    rule), which makes it as cheap per process as a C reader of the same files.
+    The hot loop of a busy node (one ``statm`` per process), as cheap per process as CPython
+    allows (callgrind counts each change): names are listed and opened as bytes (no path
+    encoding per process), the resident field is parsed in line (``parse_statm_rss``'s rule),
+    and a pair is built per process, nothing more. A name that is not ASCII digits but whose
+    text is decimal (a hand-made host tree) is read as ``os.listdir(str)`` would have it.
     """
+    base = os.fsencode(proc) + b"/"
     try:
-        dirfd = os.open(proc, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            names = os.listdir(dirfd)
-        except OSError:
-            os.close(dirfd)
-            raise
+        names = os.listdir(base)
     except OSError as exc:
         error = str(exc.strerror)
         gaps.add("procfs:/proc", f"cannot list ({error})", "cannot_list", {"error": error})
         return [], 0
     ranked: list[tuple[int, int]] = []
     denied: list[int] = []
-    seen = 0
+    append = ranked.append
     open_, read, close, flags = os.open, os.read, os.close, os.O_RDONLY
-    try:
-        for name in names:
-            if not name.isdecimal():
-                continue
+    pid: bytes | str  # int() reads either
+    for name in names:
+        if name.isdigit():
+            pid = name
+        elif not name.isascii() and os.fsdecode(name).isdecimal():
+            pid = os.fsdecode(name)
+        else:
+            continue
+        try:
+            fd = open_(base + name + b"/statm", flags)
             try:
-                fd = open_(name + "/statm", flags, dir_fd=dirfd)
-                try:
-                    data = read(fd, 256)  # one short line: a single read
-                finally:
-                    close(fd)
-            except (FileNotFoundError, ProcessLookupError):
-                continue  # exited mid-scan: nothing to report
-            except PermissionError:
-                seen += 1
-                denied.append(int(name))
-                continue
-            except OSError:
-                continue
-            seen += 1
-            parts = data.split(None, 2)  # size, resident, the rest
-            rss = int(parts[1]) * page_size if len(parts) > 1 and parts[1].isdigit() else 0
-            ranked.append((rss, int(name)))
-    finally:
-        os.close(dirfd)
+                data = read(fd, 256)  # one short line: a single read
+            finally:
+                close(fd)
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # exited mid-scan: nothing to report
+        except PermissionError:
+            denied.append(int(pid))
+            continue
+        except OSError:
+            continue
+        parts = data.split(None, 2)  # size, resident, the rest
+        append(
+            (int(parts[1]) * page_size if len(parts) > 1 and parts[1].isdigit() else 0, int(pid))
+        )
     if denied:
         sample = ", ".join(str(p) for p in sorted(denied)[:5])
         gaps.add(
@@ -334,7 +333,7 @@ def rank_by_statm(proc: str, *, page_size: int, gaps: GapLog) -> tuple[list[tupl
             "statm_denied",
             {"count": len(denied), "pids": sorted(denied)[:5]},
         )
-    return ranked, seen
+    return ranked, len(ranked) + len(denied)
 
 
 def _read_rollup(base: str, pid: int, *, label: str, gaps: GapLog) -> str | None:

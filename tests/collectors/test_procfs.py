@@ -205,3 +205,14 @@ def test_a_meminfo_line_is_read_by_hand_exactly_as_its_regular_expression_reads_
     match = re.fullmatch(procfs.MEMINFO_LINE, line)
     expected = (match.group(1), int(match.group(2)), match.group(3) is not None) if match else None
     assert procfs.meminfo_line(line) == expected
+
+
+def test_every_decimal_name_is_a_process_and_nothing_else_is(tmp_path: Path) -> None:
+    """Names are listed as bytes (no path encoding per process); a hand-made tree's name
+    whose text is decimal in another script still counts, as ``str.isdecimal`` says."""
+    for name, resident in (("12", 3), ("\u0663\u0664", 9), ("self", 99), ("1x", 99), ("7", 0)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "statm").write_text(f"100 {resident} 0 0 0 0 0\n")
+    ranked, seen = procfs.rank_by_statm(str(tmp_path), page_size=4096, gaps=GapLog())
+    assert sorted(ranked, reverse=True) == [(9 * 4096, 34), (3 * 4096, 12), (0, 7)]
+    assert seen == 3
