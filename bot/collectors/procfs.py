@@ -168,30 +168,35 @@ def parse_slabinfo(text: str, *, page_size: int, top: int = 10) -> list[dict[str
 
     Line format: ``name active_objs num_objs objsize objperslab pagesperslab : tunables ...
     : slabdata active_slabs num_slabs sharedavail``; bytes = num_slabs x pagesperslab x page
-    size. Header lines, comments and malformed lines are skipped.
+    size. Header lines, comments and malformed lines are skipped. Only the kept caches become
+    dicts (a node's file has a few hundred lines; ~5M instructions of a root collection were
+    spent on dicts for caches that were dropped).
     """
-    caches: list[dict[str, Any]] = []
+    ranked: list[tuple[int, str, int, list[str]]] = []  # (-bytes, name, line order, words)
     for line in text.splitlines():
         if not line or line.startswith(("slabinfo", "#")):
             continue
         head, _, rest = line.partition(":")
         words = head.split()
         slabdata = rest.rpartition("slabdata")[2].split()
-        if len(words) < 6 or not all(w.isdecimal() for w in words[1:6]) or len(slabdata) < 2:
+        # split() leaves no empty word: the five are decimal when their join is
+        if len(words) < 6 or not "".join(words[1:6]).isdecimal() or len(slabdata) < 2:
             continue
         if not slabdata[1].isdecimal():
             continue
-        caches.append(
-            {
-                "name": words[0],
-                "active_objs": int(words[1]),
-                "num_objs": int(words[2]),
-                "objsize_bytes": int(words[3]),
-                "bytes": int(slabdata[1]) * int(words[5]) * page_size,
-            }
-        )
-    caches.sort(key=lambda c: (-c["bytes"], c["name"]))
-    return caches[: max(0, top)]
+        size = int(slabdata[1]) * int(words[5]) * page_size
+        ranked.append((-size, words[0], len(ranked), words))
+    ranked.sort()  # biggest first, then by name, then in the file's order (a stable sort's)
+    return [
+        {
+            "name": words[0],
+            "active_objs": int(words[1]),
+            "num_objs": int(words[2]),
+            "objsize_bytes": int(words[3]),
+            "bytes": -negative,
+        }
+        for negative, _name, _order, words in ranked[: max(0, top)]
+    ]
 
 
 def parse_statm_rss(data: bytes, *, page_size: int) -> int | None:
