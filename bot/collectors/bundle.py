@@ -35,22 +35,8 @@ SCHEMA_VERSION = "1.1"  # must equal bot.core.model.evidence.SCHEMA_VERSION (a t
 def iso_utc(ns: int) -> str:
     """``ns`` (nanoseconds since the epoch) as ``datetime.fromtimestamp(.., UTC).isoformat()``
     writes it, microseconds truncated: ``2026-01-01T00:00:00.250000+00:00``, no fraction when
-    it is zero. By hand because ``import datetime`` costs ~2 ms of a collection's CPU."""
-    seconds, micro = divmod(ns // 1000, 1_000_000)
-    t = time.gmtime(seconds)
-    fraction = f".{micro:06d}" if micro else ""
-    return (
-        f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}"
-        f"T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}{fraction}+00:00"
-    )
-
-
-def utc_datetime(ns: int) -> datetime:
-    """``ns`` (nanoseconds since the epoch) as an aware UTC datetime, microseconds truncated."""
-    from datetime import UTC, datetime
-
-    seconds, micro = divmod(ns // 1000, 1_000_000)
-    return datetime.fromtimestamp(seconds, UTC).replace(microsecond=micro)
+    it is zero (``kmsg.iso_utc_us``: by hand, without ``import datetime``)."""
+    return kmsg.iso_utc_us(ns // 1000)
 
 
 def _hostname(root: str) -> str:
@@ -155,15 +141,15 @@ def collect_document(
     """The EvidenceBundle as a JSON-ready dict (``collected_at`` as ISO-8601 text).
 
     ``now``: the clock (an aware datetime); None reads the system clock (UTC) without
-    importing ``datetime`` unless the kernel log needs one.
+    importing ``datetime``.
     ``kernel_log_window_s``: how far back to keep kernel log records (0: do not read it).
     """
     started = time.perf_counter()
-    moment: datetime | Callable[[], datetime]
+    moment: int | datetime  # microseconds since the epoch, or the clock's datetime
     if now is None:
         wall_ns = time.time_ns()
         collected_at = iso_utc(wall_ns)
-        moment = lambda: utc_datetime(wall_ns)  # noqa: E731 - built only if the log is read
+        moment = wall_ns // 1000
     else:
         moment = now()
         collected_at = moment.isoformat()

@@ -102,13 +102,15 @@ def test_collect_is_parsed_without_argparse_exactly_as_the_full_parser_parses_it
     assert vars(fast) == vars(build_parser().parse_args(words))
 
 
-def _imported_by_a_collection(args: list[str], modules: tuple[str, ...]) -> list[str]:
+def _imported_by_a_collection(
+    args: list[str], modules: tuple[str, ...], root: Path = HOSTS / "v2-cgroupfs-crio"
+) -> list[str]:
     """Which of ``modules`` a fresh interpreter has imported once ``collect ARGS`` ran."""
     code = (  # no contextlib here: it imports collections and functools itself
         "import sys, os\n"
         "from bot.cli import main\n"
         "sys.stdout = open(os.devnull, 'w')\n"
-        f"main(['collect', '--root', {str(HOSTS / 'v2-cgroupfs-crio')!r}, *{args!r}])\n"
+        f"main(['collect', '--root', {str(root)!r}, *{args!r}])\n"
         f"print(sorted(m for m in {modules!r} if m in sys.modules), file=sys.__stdout__)\n"
     )
     run = subprocess.run(
@@ -175,6 +177,29 @@ def test_a_collection_that_cannot_read_the_kernel_log_imports_neither_json_re_no
     assert _imported_by_a_collection(["--format", "json"], modules) == []
 
 
+def test_a_kernel_log_without_oom_or_xid_reports_is_read_without_re_or_datetime(
+    tmp_path: Path,
+) -> None:
+    """As root (or privileged) the Job reads /dev/kmsg: a boot log's records, escaped tabs
+    included, are parsed and placed on the clock by hand (``re`` is for OOM and XID reports),
+    and /proc/stat is read without ``open``'s ascii codec module."""
+    root = tmp_path / "host"
+    shutil.copytree(HOSTS / "v2-cgroupfs-crio", root, symlinks=True)
+    (root / "dev").mkdir(exist_ok=True)
+    (root / "dev" / "kmsg").write_text(
+        "6,0,0,-;Linux version 6.8.0-45-generic\n"
+        "6,90,252347,-;rcu: \\x09RCU restricting CPUs from NR_CPUS=256 to nr_cpu_ids=2.\n"
+        " SUBSYSTEM=cpu\n"
+        "4,91,252355,-;nvidia: loading out-of-tree module taints kernel.\n"
+    )
+    (root / "proc" / "stat").write_text("cpu  1 2 3\nbtime 1796000000\n")
+    imported = _imported_by_a_collection([], ("datetime", "encodings.ascii", "re"), root=root)
+    assert imported == []
+    doc = collect_document(root, nvml_module=None)
+    assert doc["kernel_log"]["records_read"] == 3
+    assert doc["kernel_log"]["first_record_at"] == "2026-11-30T00:53:20+00:00"
+
+
 def test_collect_starts_without_importing_shutil() -> None:
     """argparse's help formatter imports shutil (and its compression modules) for the
     terminal's width on every ``add_argument``: 4-10 ms of a collection's start-up."""
@@ -237,3 +262,49 @@ def test_a_hostile_host_gives_a_complete_bundle_that_names_its_gaps(hostile_host
     assert "\ufffd" in bundle.processes[0].cmdline
     assert "nvml" in sources and len(bundle.containers) == 2
     assert sources["procfs:/proc/slabinfo"] == "permission denied" and bundle.slab_caches == []
+
+
+def _job_and_module_runs(*args: str, **kw: object) -> list[subprocess.CompletedProcess[bytes]]:
+    """``collect ARGS`` run as the Job runs it (this checkout's bot/__main__.py by its path,
+    ``-I -S``) and as ``python -m bot``."""
+    script = str(REPO / "bot" / "__main__.py")
+    return [
+        subprocess.run([*head, "collect", *args], cwd=REPO, timeout=60, check=False, **kw)  # type: ignore[call-overload]
+        for head in ([sys.executable, "-I", "-S", script], [sys.executable, "-I", "-m", "bot"])
+    ]
+
+
+def _same_moment(stdout: bytes) -> dict[str, object]:
+    doc: dict[str, object] = json.loads(stdout)
+    doc.pop("collected_at"), doc.pop("duration_s")
+    return doc
+
+
+def test_the_jobs_run_writes_what_python_m_bot_writes_and_exits_as_it_does() -> None:
+    """The Job's run skips the garbage collector and the interpreter's teardown: its output
+    and exit status are still those of the ordinary run, for a collection and for a refusal."""
+    host = str(HOSTS / "v2-systemd-containerd")
+    job, module = _job_and_module_runs("--root", host, capture_output=True)
+    assert job.returncode == module.returncode == 0, job.stderr
+    assert job.stdout.endswith(b"}\n") and _same_moment(job.stdout) == _same_moment(module.stdout)
+    job, module = _job_and_module_runs("--root", host, "--top=-1", capture_output=True)
+    assert job.returncode == module.returncode == 1
+    assert job.stderr == module.stderr == b"gpunode: --top must be 0 or more\n"
+
+
+def test_the_jobs_run_reports_output_it_cannot_write_and_exits_120_as_python_does() -> None:
+    """A summary small enough to sit in stdout's buffer is written at exit: when that fails
+    (the reader is gone), both runs say so and exit 120."""
+    host = str(HOSTS / "v2-cgroupfs-crio")
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # no reader: a write fails with EPIPE
+    try:
+        runs = _job_and_module_runs(
+            *("--root", host, "--top", "0", "--kernel-log-window", "0", "--format", "text"),
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+        )
+    finally:
+        os.close(write_end)
+    assert [run.returncode for run in runs] == [120, 120]
+    assert runs[0].stderr == runs[1].stderr and b"BrokenPipeError" in runs[0].stderr

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from bot.collectors import kmsg
 from bot.collectors.gaps import GapLog
@@ -258,3 +261,143 @@ def test_collect_maps_an_xid_to_the_gpu_the_fake_nvml_lists_at_that_pci_address(
     ]
     assert bundle.kernel_log is not None
     assert [(x.code, x.gpu_index) for x in bundle.kernel_log.xids] == [(79, 2), (13, 0), (63, 3)]
+
+
+# The log is parsed by hand where a regular expression used to decide, so that a log without
+# OOM or XID reports (the usual one) is read without ``import re`` (~5 ms of the Job's
+# start-up) and placed on the clock without ``import datetime``. Each hand reading is held to
+# the expression it replaces.
+
+_FIELD = st.text(alphabet=st.sampled_from("09x-; \u0663\u00b2"), max_size=3)
+_RECORD_TEXT = st.builds(
+    lambda fields, tail: ",".join(fields) + tail,
+    st.lists(_FIELD, max_size=6),
+    st.text(alphabet=st.sampled_from(",;x \r\u00e9"), max_size=4),
+)
+_ESCAPED_TEXT = st.lists(
+    st.sampled_from(["\\x", "\\", "x", "X", "0", "9", "a", "F", "g", " ", "\u00e9", "\u4e2d"]),
+    max_size=10,
+).map("".join)
+
+
+@given(_RECORD_TEXT)
+@example("6,1,2,-;a message")
+@example("6,1,2;no flags field")
+@example("6,1,2,-,c=1;with more")
+def test_a_record_header_is_read_as_its_expression_reads_it(line: str) -> None:
+    match = re.match(kmsg.RECORD_HEADER, line)
+    expected = (int(match.group(2)), int(match.group(3)), match.group(5)) if match else None
+    assert kmsg.record_header(line) == expected
+
+
+@given(_ESCAPED_TEXT)
+def test_escaped_bytes_are_replaced_as_the_expression_replaces_them(text: str) -> None:
+    raw = re.sub(kmsg.ESCAPE, lambda m: chr(int(m.group(1), 16)), text)
+    expected = raw.encode("latin-1", "replace").decode("utf-8", "replace")
+    assert kmsg._unescape(text) == (expected if "\\x" in text else text)
+
+
+_PCI_PART = st.text(alphabet=st.sampled_from("0aF"), max_size=9) | st.sampled_from(["g", " ", "."])
+
+
+@given(st.lists(_PCI_PART, max_size=4).map(":".join))
+@example("00000000:3B:00.0")
+@example(" 0000:3b:00 ")
+@example("000000000:3b:00")
+@example("000:3b:00")
+def test_a_pci_address_is_read_as_its_expression_reads_it(bus_id: str) -> None:
+    match = re.match(kmsg.PCI_ADDRESS, bus_id.strip())
+    expected = f"{match[1][-4:]}:{match[2]}:{match[3]}".lower() if match else None
+    assert kmsg.normalize_pci(bus_id) == expected
+
+
+_MESSAGE_WORDS = st.sampled_from(
+    [
+        "python",
+        " invoked oom-killer: ",
+        "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null)",
+        ",global_oom",
+        ",task=python,pid=4242,uid=1000",
+        "Task in /a killed as a result of limit of /b",
+        "Memory cgroup out of memory: ",
+        "Killed process 4242 (python) total-vm:1kB, anon-rss:2kB, file-rss:3kB",
+        "NVRM: Xid (PCI:0000:3a:00): 79, ",
+        "pid=12, name=x, ",
+        ":",
+        " ",
+    ]
+)
+
+
+@given(st.lists(_MESSAGE_WORDS, max_size=6).map("".join))
+def test_no_message_an_expression_matches_is_skipped_before_the_expressions_run(
+    message: str,
+) -> None:
+    p = kmsg._patterns()
+    matched = any(
+        [
+            p.xid.search(message),
+            p.invoked.match(message),
+            p.summary.match(message),
+            p.legacy_task.match(message),
+            p.killed.match(message),
+        ]
+    )
+    assert kmsg._candidate(message) or not matched
+
+
+@given(st.integers(min_value=-62135596800_000_000, max_value=253402300799_999_999))
+def test_a_moment_in_microseconds_is_written_as_datetime_isoformat_writes_it(us: int) -> None:
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    assert kmsg.iso_utc_us(us) == (epoch + timedelta(microseconds=us)).isoformat()
+
+
+def test_the_collectors_clock_in_microseconds_places_records_as_a_datetime_does(
+    tmp_path: Path,
+) -> None:
+    root = _host(tmp_path, GLOBAL + CGROUP + XIDS)
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    cgroup_kill = datetime.fromtimestamp(BTIME, UTC) + timedelta(microseconds=259100000020)
+    counts = []
+    for late_us in (0, 1):  # the cgroup kill exactly a window (1 s) old, then 1 us older
+        moment = cgroup_kill + timedelta(seconds=1, microseconds=late_us)
+        moment_us = (moment - epoch) // timedelta(microseconds=1)
+        for window in (1, 86400):
+            by_us, by_datetime = (
+                kmsg.read_kernel_log(root, now=now, gpus=GPUS, gaps=GapLog(), window_s=window)
+                for now in (moment_us, moment)
+            )
+            assert by_us == by_datetime and by_us is not None
+            counts.append(len(by_us["oom_kills"]))
+    assert counts == [1, 2, 0, 2]
+
+
+def test_a_btime_datetime_cannot_place_is_a_gap_not_a_crash(tmp_path: Path) -> None:
+    gaps = GapLog()
+    doc = kmsg.read_kernel_log(_host(tmp_path, GLOBAL, btime=10**20), now=NOW, gpus=[], gaps=gaps)
+    assert doc is not None and doc["boot_time"] is None and doc["oom_kills"][0]["at"] is None
+    assert [g["source"] for g in gaps.items] == ["procfs:/proc/stat"]
+
+
+@given(
+    st.binary(max_size=40)
+    | st.lists(st.sampled_from([b"\r", b"\n", b"a", b"\xff", b" "])).map(b"".join)
+)
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_small_file_is_read_as_ascii_text_as_open_reads_it(tmp_path: Path, raw: bytes) -> None:
+    """/proc/stat, our own status and dmesg_restrict are read without ``open``'s io stack:
+    same text, newlines translated, undecodable bytes replaced or refused alike."""
+    path = tmp_path / "file"
+    path.write_bytes(raw)
+    with open(path, encoding="ascii", errors="replace") as fh:
+        assert kmsg.ascii_text(str(path), errors="replace") == fh.read()
+    try:
+        with open(path, encoding="ascii") as fh:
+            expected: str | type[Exception] = fh.read()
+    except UnicodeDecodeError:
+        expected = UnicodeDecodeError
+    try:
+        got: str | type[Exception] = kmsg.ascii_text(str(path))
+    except UnicodeDecodeError:
+        got = UnicodeDecodeError
+    assert got == expected

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from bot.collectors import procfs
@@ -205,3 +205,67 @@ def test_a_meminfo_line_is_read_by_hand_exactly_as_its_regular_expression_reads_
     match = re.fullmatch(procfs.MEMINFO_LINE, line)
     expected = (match.group(1), int(match.group(2)), match.group(3) is not None) if match else None
     assert procfs.meminfo_line(line) == expected
+
+
+def test_every_decimal_name_is_a_process_and_nothing_else_is(tmp_path: Path) -> None:
+    """Names are listed as bytes (no path encoding per process); a hand-made tree's name
+    whose text is decimal in another script still counts, as ``str.isdecimal`` says."""
+    for name, resident in (("12", 3), ("\u0663\u0664", 9), ("self", 99), ("1x", 99), ("7", 0)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "statm").write_text(f"100 {resident} 0 0 0 0 0\n")
+    ranked, seen = procfs.rank_by_statm(str(tmp_path), page_size=4096, gaps=GapLog())
+    assert sorted(ranked, reverse=True) == [(9 * 4096, 34), (3 * 4096, 12), (0, 7)]
+    assert seen == 3
+
+
+def _slabinfo_as_it_was_parsed(text: str, *, page_size: int, top: int) -> list[dict[str, object]]:
+    """The parser before it kept only the top caches as dicts: the reference it must match."""
+    caches: list[dict[str, object]] = []
+    for line in text.splitlines():
+        if not line or line.startswith(("slabinfo", "#")):
+            continue
+        head, _, rest = line.partition(":")
+        words = head.split()
+        slabdata = rest.rpartition("slabdata")[2].split()
+        if len(words) < 6 or not all(w.isdecimal() for w in words[1:6]) or len(slabdata) < 2:
+            continue
+        if not slabdata[1].isdecimal():
+            continue
+        caches.append(
+            {
+                "name": words[0],
+                "active_objs": int(words[1]),
+                "num_objs": int(words[2]),
+                "objsize_bytes": int(words[3]),
+                "bytes": int(slabdata[1]) * int(words[5]) * page_size,
+            }
+        )
+    caches.sort(key=lambda c: (-c["bytes"], c["name"]))  # type: ignore[operator]
+    return caches[: max(0, top)]
+
+
+_SLAB_WORD = st.sampled_from(["0", "1", "7", "16", "x", "\u0663", "dentry", "kmalloc-64", ""])
+_SLAB_NUMBERS = st.lists(st.sampled_from(["1", "2", "16"]), min_size=5, max_size=6)
+_SLAB_LINE = st.builds(
+    lambda name, numbers, slabdata, sep: (
+        f"{name} {' '.join(numbers)} {sep} tunables 0 0 0 {sep} slabdata {' '.join(slabdata)}"
+    ),
+    st.sampled_from(["dentry", "kmalloc-64", "a"]),  # few names: ties in size and name
+    _SLAB_NUMBERS | st.lists(_SLAB_WORD, max_size=7),  # mostly five or six numbers
+    st.lists(st.sampled_from(["1", "2"]), min_size=2, max_size=3) | st.lists(_SLAB_WORD),
+    st.sampled_from([":", ":", ";", ": :"]),
+)
+
+
+@given(
+    st.lists(_SLAB_LINE | st.sampled_from(["slabinfo - version: 2.1", "# name", ""]), max_size=12),
+    st.integers(min_value=-1, max_value=4),
+    st.sampled_from([0, 4096]),
+)
+@example(["bad 1 1 1 1 x : tunables 0 0 0 : slabdata 1 1", "ok 1 1 1 1 1 : slabdata 1 1"], 5, 4096)
+def test_slabinfo_keeps_what_the_dict_per_cache_parser_kept(
+    lines: list[str], top: int, page_size: int
+) -> None:
+    text = "\n".join(lines)
+    expected = _slabinfo_as_it_was_parsed(text, page_size=page_size, top=top)
+    assert procfs.parse_slabinfo(text, page_size=page_size, top=top) == expected
