@@ -27,6 +27,7 @@ from bot.prom.history import HistoryService
 from bot.render.sentences import sentence
 from bot.services.act import ActService
 from bot.services.alerts import AlertService
+from bot.services.analysing import Analyst
 from bot.services.anchoring import AnchorPort, Anchors
 from bot.services.background import Background
 from bot.services.chatops import BotServices, report_malformed
@@ -225,6 +226,8 @@ async def build_runtime(
         metrics=metrics,
         dashboard_url=settings.links.dashboard_url,
         verdict_words=verdict_sentence,
+        # a long-running bot analyses beside its event loop, not on its interpreter (#25)
+        analyst=Analyst(process=True),
     )
     act = ActService(
         clusters,
