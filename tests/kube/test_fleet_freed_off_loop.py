@@ -26,6 +26,9 @@ async def _freed_on(
         freed.set()
 
     weakref.finalize(await gw.fleet(), note)  # nothing here holds the first tally
+    # the step that received it ends (the loop lets go of its wake-up, which held it), as
+    # a later command's would
+    await asyncio.sleep(0)
     await replace(gw)
     assert await asyncio.to_thread(freed.wait, 30)
     return where[0]
