@@ -11,15 +11,18 @@ calls ``serve``), fed length-prefixed pickles of ``(fn, arg)`` on its stdin and 
 first import the parent's main script again (``gpunode serve``'s console script, so
 ``bot.cli`` and all it imports); this worker imports only the modules of the functions it is
 sent. A worker that exits fails the calls in flight with ``WorkerExitedError``; its owner
-decides what then (``bot.kube.decoding.PageDecoder`` starts another for the next page,
-``bot.services.analysing.Analyst`` computes that call on a thread and the next in a new
-process). No I/O here but the pipes.
+decides what then: ``bot.kube.decoding.PageDecoder`` starts another for the next page;
+``Offloader`` (a long-running bot's analyses and charts) computes that call on a thread and
+the next in a new process. No I/O here but the pipes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import gc
+import importlib
 import logging
 import os
 import pickle
@@ -31,11 +34,13 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import IO, Any, TypeVar
+from dataclasses import dataclass
+from typing import IO, Any, ParamSpec, TypeVar
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 A = TypeVar("A")
+P = ParamSpec("P")
 _SIZE = struct.Struct("<Q")
 
 
@@ -60,6 +65,19 @@ def _write_message(stream: IO[bytes], message: object) -> None:
     stream.write(_SIZE.pack(len(data)))
     stream.write(data)
     stream.flush()
+
+
+@dataclass(frozen=True)
+class Named:
+    """A module-level function by its import path (``"package.module:function"``), imported
+    where it is called: sent to a worker, it keeps its module (matplotlib's, for charts) out
+    of the process that sends it."""
+
+    path: str
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        module, _, name = self.path.partition(":")
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
 
 
 def call(job: Callable[[], T]) -> T:
@@ -200,6 +218,61 @@ class WorkerProcess:
         self._reap()
         for thread in self._threads:  # they end with the process (its pipes closed)
             thread.join(timeout=30)
+
+
+class Offloader:
+    """CPU-bound pure calls for the event loop: in one worker process (``process=True``,
+    started by the first call) or on threads (``asyncio.to_thread``).
+
+    One worker, its calls answered in order (bounded by what the bot keeps in flight: its
+    diagnoses, their charts). A worker that exits fails only the calls in flight there:
+    each is computed again on a thread, with the reason logged, and the next call starts
+    another worker; where no process can be started at all, every call runs on a thread
+    from then on, as after ``close``. Arguments and results must pickle; the functions are
+    module-level (the worker imports their modules), so the worker computes what a thread
+    would."""
+
+    def __init__(self, *, process: bool = False, name: str = "worker") -> None:
+        self._use_process = process
+        self._name = name
+        self._worker: WorkerProcess | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def pid(self) -> int | None:
+        """The worker process's id, or None when none runs (none started yet, or it exited)."""
+        worker = self._worker
+        return worker.pid if worker is not None and worker.alive else None
+
+    def _live_worker(self) -> WorkerProcess | None:
+        with self._lock:
+            if self._use_process and (self._worker is None or not self._worker.alive):
+                try:
+                    self._worker = WorkerProcess(name=self._name)
+                except OSError as exc:
+                    log.warning("no %s process (%s); its work runs on threads", self._name, exc)
+                    self._use_process = False
+            return self._worker if self._use_process else None
+
+    async def run(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """``fn(*args, **kwargs)``, in the worker where there is one."""
+        job = functools.partial(fn, *args, **kwargs)
+        worker = self._live_worker()
+        if worker is not None:
+            try:
+                return await asyncio.wrap_future(worker.submit(call, job))
+            except WorkerExitedError as exc:
+                log.warning("the %s process failed (%s); on a thread instead", self._name, exc)
+        return await asyncio.to_thread(job)
+
+    def close(self) -> None:
+        """End the worker (what it was computing is dropped); later calls run on threads.
+        Blocks until the worker ends: call it off the event loop."""
+        with self._lock:
+            worker, self._worker = self._worker, None
+            self._use_process = False
+        if worker is not None:
+            worker.close()
 
 
 if __name__ == "__main__":

@@ -236,6 +236,12 @@ def _snapshot_chart(host: Axes, gpu: Axes, spec: ChartSpec, t: Translator) -> No
     _draw_markers([host, gpu], spec, at=category_x(times) if times else None, last=len(xs) - 1)
 
 
+def render_pngs(charts: dict[str, ChartSpec], locale: str) -> dict[str, bytes]:
+    """Each spec as a PNG with its words in ``locale`` (what a worker process is sent:
+    ``bot.offloading.Named("bot.charts.rendering:render_pngs")``)."""
+    return {key: render_png(spec, locale=locale) for key, spec in charts.items()}
+
+
 def render_png(spec: ChartSpec, *, locale: str) -> bytes:
     """The chart as PNG bytes (1000x600 px), its words in ``locale``."""
     fig = draw(spec, locale=locale)

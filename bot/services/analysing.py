@@ -5,9 +5,10 @@ The analysis (``bot.core.reporting.analysis.analyze``, then the history's
 real-size bundle, 150 ms for a 5,000-process node. On a thread it still holds the bot's
 interpreter lock while it runs, and the event loop (the acks Slack waits for) waits behind it:
 issue #25 measured 235 ms stalls of the loop on a loaded machine. ``Analyst(process=True)``
-(``gpunode serve``) runs both in a worker process of its own (``bot.offloading``, started by
-the first analysis), so the bot only pickles the evidence out and the diagnosis back. The
-worker calls the same pure functions, so the diagnosis is the same as on a thread.
+or ``Analyst(offload=...)`` (``gpunode serve``: the worker its charts are drawn in too) runs
+both in a worker process (``bot.offloading.Offloader``, started by the first analysis), so
+the bot only pickles the evidence out and the diagnosis back. The worker calls the same pure
+functions, so the diagnosis is the same as on a thread.
 
 One worker, its calls answered in order (the diagnoses in flight are bounded by the service;
 one core's worth of analysis is what a 2-core node can spare). A worker that exits fails only
@@ -18,13 +19,7 @@ on a thread from then on. ``process=False`` (one-shot commands, tests): always a
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import logging
-import threading
-from collections.abc import Callable
 from datetime import datetime
-from typing import TypeVar
 
 from bot.core.diagnosis.findings import Diagnosis
 from bot.core.diagnosis.history import History
@@ -33,31 +28,26 @@ from bot.core.model.cluster import ClusterView
 from bot.core.model.evidence import EvidenceBundle
 from bot.core.model.thresholds import Thresholds
 from bot.core.reporting.analysis import analyze
-from bot.offloading import WorkerExitedError, WorkerProcess, call
-
-log = logging.getLogger(__name__)
-T = TypeVar("T")
+from bot.offloading import Offloader
 
 
 class Analyst:
-    def __init__(self, *, process: bool = False) -> None:
-        self._use_process = process
-        self._worker: WorkerProcess | None = None
-        self._lock = threading.Lock()
+    """``analyze`` and ``attach`` through an ``Offloader`` (its own unless given: the bot
+    shares one worker between its analyses and its charts)."""
+
+    def __init__(self, *, process: bool = False, offload: Offloader | None = None) -> None:
+        self.offload = offload or Offloader(process=process, name="analysis")
 
     @property
     def pid(self) -> int | None:
         """The worker process's id, or None when none runs (none started yet, or it exited)."""
-        worker = self._worker
-        return worker.pid if worker is not None and worker.alive else None
+        return self.offload.pid
 
     async def analyze(
         self, bundle: EvidenceBundle, view: ClusterView, *, thresholds: Thresholds, now: datetime
     ) -> Diagnosis:
         """``analyze(bundle, view, thresholds=, now=)``, in the worker where there is one."""
-        return await self._run(
-            functools.partial(analyze, bundle, view, thresholds=thresholds, now=now)
-        )
+        return await self.offload.run(analyze, bundle, view, thresholds=thresholds, now=now)
 
     async def attach(
         self,
@@ -69,33 +59,8 @@ class Analyst:
         now: datetime,
     ) -> Diagnosis:
         """``attach(diagnosis, past, bundle=, view=, now=)``: the history's findings."""
-        return await self._run(
-            functools.partial(attach, diagnosis, past, bundle=bundle, view=view, now=now)
-        )
-
-    def _live_worker(self) -> WorkerProcess | None:
-        with self._lock:
-            if self._use_process and (self._worker is None or not self._worker.alive):
-                try:
-                    self._worker = WorkerProcess(name="analyst")
-                except OSError as exc:
-                    log.warning("no analysis process (%s); diagnoses are analysed on threads", exc)
-                    self._use_process = False
-            return self._worker if self._use_process else None
-
-    async def _run(self, job: Callable[[], T]) -> T:
-        worker = self._live_worker()
-        if worker is not None:
-            try:
-                return await asyncio.wrap_future(worker.submit(call, job))
-            except WorkerExitedError as exc:
-                log.warning("the analysis process failed (%s); analysing on a thread", exc)
-        return await asyncio.to_thread(job)
+        return await self.offload.run(attach, diagnosis, past, bundle=bundle, view=view, now=now)
 
     def close(self) -> None:
         """End the worker (what it was computing is dropped); later analyses run on threads."""
-        with self._lock:
-            worker, self._worker = self._worker, None
-            self._use_process = False
-        if worker is not None:
-            worker.close()
+        self.offload.close()

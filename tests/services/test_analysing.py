@@ -7,12 +7,10 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
-from types import FrameType
 
 import pytest
 
@@ -20,6 +18,7 @@ from bot.core.model.thresholds import Thresholds
 from bot.core.reporting import analysis
 from bot.services.analysing import Analyst
 from tests.core.generating import nodes
+from tests.entering import entered
 from tests.services.fake_parts import BUNDLES, load_scenario
 from tests.services.world import World
 
@@ -27,23 +26,9 @@ NOW = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 SCENARIOS = sorted(p.name for p in BUNDLES.iterdir() if (p / "evidence.json").exists())
 
 
-@contextmanager
-def analyses_here() -> Iterator[list[str]]:
-    """The threads of this process that entered ``analyze`` while inside (threads started
-    inside included: ``asyncio.to_thread``'s are)."""
-    entered: list[str] = []
-
-    def profile(frame: FrameType, event: str, arg: object) -> None:
-        if event == "call" and frame.f_code is analysis.analyze.__code__:
-            entered.append(threading.current_thread().name)
-
-    threading.setprofile(profile)  # type: ignore[arg-type]
-    sys.setprofile(profile)  # type: ignore[arg-type]
-    try:
-        yield entered
-    finally:
-        sys.setprofile(None)
-        threading.setprofile(None)  # type: ignore[arg-type]
+def analyses_here() -> AbstractContextManager[list[str]]:
+    """The threads of this process that entered ``analyze`` while inside."""
+    return entered(analysis.analyze)
 
 
 @pytest.fixture
@@ -102,7 +87,7 @@ async def test_an_analysis_whose_worker_dies_is_done_on_a_thread_and_the_next_st
     first = analyst.pid
     assert first is not None
     os.kill(first, signal.SIGSTOP)  # the next analysis waits in the stopped worker...
-    with caplog.at_level(logging.WARNING, logger="bot.services.analysing"):
+    with caplog.at_level(logging.WARNING, logger="bot.offloading"):
         pending = analyst.analyze(bundle, view, thresholds=Thresholds(), now=NOW)
         killer = threading.Timer(0.5, os.kill, (first, signal.SIGKILL))  # ...then it dies
         killer.start()

@@ -6,14 +6,17 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bot.charts import render_png
+from bot.charts.rendering import render_pngs
 from bot.core.model.clusters import DEFAULT_CLUSTER
 from bot.core.model.incidents import Incident
 from bot.core.reporting.analysis import analyze
 from bot.core.reporting.charts import ChartSpec, chart_spec
 from bot.core.reporting.postmortem import build_postmortem
+from bot.offloading import Offloader
 from bot.render.postmortem import render_postmortem_markdown
 from bot.services.locales import LocaleChooser
 from bot.slack.presenter import SlackPresenter
+from tests.entering import entered
 from tests.services.fakes import FakeChat, load_scenario
 
 T0 = datetime(2026, 3, 14, 9, 0, tzinfo=UTC)
@@ -102,3 +105,20 @@ async def test_the_after_action_chart_is_titled_in_the_threads_language() -> Non
 
     [upload] = chat.uploads
     assert upload["title"] == "gpu-node-01：操作前后的内存"
+
+
+async def test_a_bots_chart_is_drawn_in_its_worker_process_as_a_thread_draws_it() -> None:
+    chat = FakeChat()
+    worker = Offloader(process=True)
+    presenter = SlackPresenter(chat, LocaleChooser(chat), offload=worker)
+    spec = _spec()
+    try:
+        with entered(render_pngs) as drawn_here:
+            await presenter.chart(_incident("zh-CN"), spec, name="memory-090000")
+        assert worker.pid is not None
+    finally:
+        worker.close()
+
+    assert drawn_here == [], "no thread of the bot's process drew it"
+    [upload] = chat.uploads
+    assert upload["content"] == render_png(spec, locale="zh-CN")  # the same bytes

@@ -1,0 +1,31 @@
+"""``entered(fn)``: which threads of this process called ``fn`` while inside; the tests that
+prove work runs in a worker process (``bot.offloading``) check that none did."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+
+@contextmanager
+def entered(fn: Callable[..., Any]) -> Iterator[list[str]]:
+    """The names of the threads that entered ``fn`` while inside (this one, and the threads
+    started inside: ``asyncio.to_thread``'s pool starts with the test's event loop)."""
+    code = fn.__code__
+    names: list[str] = []
+
+    def profile(frame: FrameType, event: str, arg: object) -> None:
+        if event == "call" and frame.f_code is code:
+            names.append(threading.current_thread().name)
+
+    threading.setprofile(profile)  # type: ignore[arg-type]
+    sys.setprofile(profile)  # type: ignore[arg-type]
+    try:
+        yield names
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)  # type: ignore[arg-type]
