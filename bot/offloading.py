@@ -41,6 +41,10 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 A = TypeVar("A")
 P = ParamSpec("P")
+#: how long an ``Offloader`` call may wait for its worker (its queue included) before the
+#: worker is taken for stuck: an analysis of a 5,000-process node takes seconds on a loaded
+#: machine, and a diagnosis's charts and analyses queue behind each other
+WORKER_TIMEOUT_S = 300.0
 _SIZE = struct.Struct("<Q")
 
 
@@ -228,13 +232,17 @@ class Offloader:
     diagnoses, their charts). A worker that exits fails only the calls in flight there:
     each is computed again on a thread, with the reason logged, and the next call starts
     another worker; where no process can be started at all, every call runs on a thread
-    from then on, as after ``close``. Arguments and results must pickle; the functions are
-    module-level (the worker imports their modules), so the worker computes what a thread
-    would."""
+    from then on, as after ``close``. A call the worker has not answered in ``timeout_s``
+    (queue included) ends the worker: it is stuck, so its calls go to threads as above.
+    Arguments and results must pickle; the functions are module-level (the worker imports
+    their modules), so the worker computes what a thread would."""
 
-    def __init__(self, *, process: bool = False, name: str = "worker") -> None:
+    def __init__(
+        self, *, process: bool = False, name: str = "worker", timeout_s: float = WORKER_TIMEOUT_S
+    ) -> None:
         self._use_process = process
         self._name = name
+        self.timeout_s = timeout_s
         self._worker: WorkerProcess | None = None
         self._lock = threading.Lock()
 
@@ -260,9 +268,18 @@ class Offloader:
         worker = self._live_worker()
         if worker is not None:
             try:
-                return await asyncio.wrap_future(worker.submit(call, job))
+                async with asyncio.timeout(self.timeout_s):
+                    return await asyncio.wrap_future(worker.submit(call, job))
             except WorkerExitedError as exc:
                 log.warning("the %s process failed (%s); on a thread instead", self._name, exc)
+            except TimeoutError:
+                log.warning(
+                    "the %s process did not answer in %.0f s; ending it, on a thread instead",
+                    self._name,
+                    self.timeout_s,
+                )
+                with contextlib.suppress(OSError):
+                    worker.proc.kill()  # its reader fails the others: they go to threads too
         return await asyncio.to_thread(job)
 
     def close(self) -> None:

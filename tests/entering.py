@@ -3,8 +3,10 @@ prove work runs in a worker process (``bot.offloading``) check that none did."""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -29,3 +31,11 @@ def entered(fn: Callable[..., Any]) -> Iterator[list[str]]:
     finally:
         sys.setprofile(None)
         threading.setprofile(None)  # type: ignore[arg-type]
+
+
+def hang_unless_in(pid: int) -> int:
+    """This process's id, at once in process ``pid``; anywhere else after an hour (a worker
+    process that is stuck)."""
+    if os.getpid() != pid:
+        time.sleep(3600)
+    return os.getpid()

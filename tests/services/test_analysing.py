@@ -4,6 +4,7 @@ the one a thread computes, and a worker that dies costs a thread's analysis, not
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import signal
@@ -16,9 +17,10 @@ import pytest
 
 from bot.core.model.thresholds import Thresholds
 from bot.core.reporting import analysis
+from bot.offloading import Offloader
 from bot.services.analysing import Analyst
 from tests.core.generating import nodes
-from tests.entering import entered
+from tests.entering import entered, hang_unless_in
 from tests.services.fake_parts import BUNDLES, load_scenario
 from tests.services.world import World
 
@@ -106,3 +108,24 @@ async def test_a_closed_analyst_analyses_on_threads(analyst: Analyst) -> None:
     with analyses_here() as entered:
         await analyst.analyze(bundle, view, thresholds=Thresholds(), now=NOW)
     assert len(entered) == 1 and analyst.pid is None
+
+
+async def test_a_worker_that_does_not_answer_in_time_is_ended_and_the_call_done_on_a_thread(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    worker = Offloader(process=True, timeout_s=1)
+    try:
+        stuck = await worker.run(os.getpid)
+        assert stuck != os.getpid()
+        with caplog.at_level(logging.WARNING, logger="bot.offloading"):
+            assert await worker.run(hang_unless_in, os.getpid()) == os.getpid()
+        assert "did not answer in 1 s" in caplog.text
+        for _ in range(300):  # the stuck one is ended (its reader sees it go)
+            if worker.pid is None:
+                break
+            await asyncio.sleep(0.1)
+        assert worker.pid is None
+        with pytest.raises(ProcessLookupError):
+            os.kill(stuck, 0)
+    finally:
+        worker.close()
