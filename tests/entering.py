@@ -1,4 +1,4 @@
-"""``entered(fn)``: which threads of this process called ``fn`` while inside; the tests that
+"""``entered(*fns)``: which threads of this process called ``fn`` while inside; the tests that
 prove work runs in a worker process (``bot.offloading``) check that none did."""
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from typing import Any
 
 
 @contextmanager
-def entered(fn: Callable[..., Any]) -> Iterator[list[str]]:
-    """The names of the threads that entered ``fn`` while inside (this one, and the threads
-    started inside: ``asyncio.to_thread``'s pool starts with the test's event loop)."""
-    code = fn.__code__
+def entered(*fns: Callable[..., Any]) -> Iterator[list[str]]:
+    """The names of the threads that entered any of ``fns`` while inside (this one, and the
+    threads started inside: ``asyncio.to_thread``'s pool starts with the test's event loop)."""
+    codes = {fn.__code__ for fn in fns}
     names: list[str] = []
 
     def profile(frame: FrameType, event: str, arg: object) -> None:
-        if event == "call" and frame.f_code is code:
+        if event == "call" and frame.f_code in codes:
             names.append(threading.current_thread().name)
 
     threading.setprofile(profile)  # type: ignore[arg-type]
