@@ -262,6 +262,12 @@ class Offloader:
                     self._use_process = False
             return self._worker if self._use_process else None
 
+    def start(self) -> int | None:
+        """Start the worker now (before traffic: starting a process blocks the caller while
+        it forks, so not on an event loop that serves); its id, None where it runs none."""
+        worker = self._live_worker()
+        return worker.pid if worker is not None else None
+
     async def run(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """``fn(*args, **kwargs)``, in the worker where there is one."""
         job = functools.partial(fn, *args, **kwargs)
