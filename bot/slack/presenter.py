@@ -53,6 +53,7 @@ from bot.render import environment
 from bot.render.acting import action_form, render_action
 from bot.render.blocks import Message
 from bot.render.catalogs import translator
+from bot.render.chart_titles import title as titled
 from bot.render.home import render_home
 from bot.render.notices import render_messages, render_told
 from bot.render.postmortem import render_postmortem_html, render_postmortem_markdown
@@ -72,9 +73,7 @@ DRAW_CHARTS = Named("bot.charts.rendering:render_pngs")
 
 def chart_title(spec: ChartSpec, locale: str) -> str:
     """The chart's title as drawn in ``locale`` (the file's title and alt text)."""
-    from bot.charts.rendering import title
-
-    return title(spec, translator(locale))
+    return titled(spec, translator(locale))
 
 
 class SlackPresenter:
