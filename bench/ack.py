@@ -223,13 +223,13 @@ async def measure(
     client: Connection | None = None,
 ) -> dict[str, object]:
     from bot.telemetry.lag import LoopLag
-    from bot.wiring.heap import settle_heap
+    from bot.wiring.warming import warm_up
 
     async with (
         running_bot(kube_url=kube_url, slack_api_url=slack_api) as (runtime, bot_url, _),
         aiohttp.ClientSession() as session,
     ):
-        settle_heap()  # as `gpunode serve` does after start-up
+        await warm_up(runtime)  # as `gpunode serve` does after start-up (bot.wiring.warming)
         if before_response:  # the evaluation of Bolt's process_before_response (issue #25)
             runtime.app._process_before_response = True
             runtime.app._async_listener_runner.process_before_response = True

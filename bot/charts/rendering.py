@@ -21,6 +21,7 @@ from matplotlib.patches import Rectangle
 
 from bot.core.reporting.charts import ChartSeries, ChartSpec
 from bot.render.catalogs import Translator, translator
+from bot.render.chart_titles import title
 from bot.render.markers import marker_label
 
 #: 1000x600 px, drawn on a 6.25x3.75 in canvas at 160 dpi: Slack previews the image 480 px
@@ -236,6 +237,12 @@ def _snapshot_chart(host: Axes, gpu: Axes, spec: ChartSpec, t: Translator) -> No
     _draw_markers([host, gpu], spec, at=category_x(times) if times else None, last=len(xs) - 1)
 
 
+def render_pngs(charts: dict[str, ChartSpec], locale: str) -> dict[str, bytes]:
+    """Each spec as a PNG with its words in ``locale`` (what a worker process is sent:
+    ``bot.offloading.Named("bot.charts.rendering:render_pngs")``)."""
+    return {key: render_png(spec, locale=locale) for key, spec in charts.items()}
+
+
 def render_png(spec: ChartSpec, *, locale: str) -> bytes:
     """The chart as PNG bytes (1000x600 px), its words in ``locale``."""
     fig = draw(spec, locale=locale)
@@ -295,23 +302,6 @@ def localized(spec: ChartSpec, t: Translator) -> ChartSpec:
 _GPU_LABEL = re.compile(r"GPU (\d+)")
 #: ``GPU 0–7 (each)``: the core's label of identical devices drawn as one series
 _GPUS_LABEL = re.compile(r"GPU ([\d–, ]+) \(each\)")
-
-
-def title(spec: ChartSpec, t: Translator) -> str:
-    """The chart's title in the reader's language when it is one of the titles gpunode
-    gives (``NODE: memory``, the postmortem's start and end, an action's before and after);
-    any other title as given."""
-    known = {
-        f"{spec.node}: memory": t.gettext("%(node)s: memory", node=spec.node),
-        f"{spec.node}: at the start": t.gettext("%(node)s: at the start", node=spec.node),
-        f"{spec.node}: at the end, actions marked": t.gettext(
-            "%(node)s: at the end, actions marked", node=spec.node
-        ),
-        f"{spec.node}: memory before and after the action": t.gettext(
-            "%(node)s: memory before and after the action", node=spec.node
-        ),
-    }
-    return known.get(spec.title, spec.title)
 
 
 def _draw(spec: ChartSpec, t: Translator) -> Figure:

@@ -165,7 +165,13 @@ class Gateway:
         Every effect takes ``dry_run``; with ``dry_run=False`` it is a real write, and a
         write that got no answer may still have been applied (the error says so)."""
         if kwargs.get("dry_run") is False:
-            self._tally = None  # our own write: the next fleet read must see it
+            # our own write: the next fleet read must see it
+            held: list[Any] = [self._tally]
+            self._tally = None
+            if self._tally_task is not None and self._tally_task.done():
+                held.append(self._tally_task)  # it holds the tally as its result
+                self._tally_task = None
+            self._let_go_off_loop(held)
             self._writes += 1
             self._written_at = time.monotonic()
         try:
@@ -265,7 +271,9 @@ class Gateway:
         if task is None or task.done() or self._tally_writes != self._writes:
             # none in flight, or one that started before our last write
             self._tally_writes = self._writes
+            replaced = [self._tally_task]  # the last read, its tally as its result
             task = self._tally_task = asyncio.ensure_future(self._read_fleet())
+            self._let_go_off_loop(replaced)
         return await asyncio.shield(task)
 
     async def _read_fleet(self) -> FleetTally:
@@ -275,8 +283,20 @@ class Gateway:
             Doing.of("list_nodes_and_pods"), tallying.read_fleet, self._decoder, dra
         )
         if writes == self._writes:
+            replaced = [self._tally]
             self._tally = (started, tally)
+            self._let_go_off_loop(replaced)
         return tally
+
+    def _let_go_off_loop(self, held: list[Any]) -> None:
+        """Empty ``held`` (the only holder of what it holds) on one of this cluster's threads:
+        the tally a fleet read replaces is ~150,000 records on a 5,000-node fleet, and freeing
+        them took the event loop 40 ms of CPU in one callback (issue #25). Where the pool is
+        shut down (the gateway closing), they are freed here."""
+        try:
+            self._threads.submit(held.clear)
+        except RuntimeError:
+            held.clear()
 
     def fleet_informers(self) -> tuple[Informer[PodRecord], Informer[Obj]] | None:
         """The pods and nodes informers (started on first use), or None when this gateway

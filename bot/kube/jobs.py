@@ -212,6 +212,14 @@ def classify_pod(pod: Obj) -> str | None:
     return None
 
 
+def import_watch_api() -> None:
+    """Import the client's ``CoreV1Api`` now (``wait_for_pod`` watches through it): the
+    client loads it, and the ~250 models its signatures name, on first use, 0.4 s of CPU
+    holding the interpreter lock in the first diagnosis. ``gpunode serve`` calls this before
+    traffic (``bot.wiring.warming``); a one-shot command does not pay for it."""
+    client.CoreV1Api  # noqa: B018 - the attribute's first read is the import
+
+
 def wait_for_pod(
     t: Transport,
     namespace: str,

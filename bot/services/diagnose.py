@@ -51,6 +51,7 @@ from bot.errors import (
     NotFoundError,
     StoreError,
 )
+from bot.services.analysing import Analyst
 from bot.services.clusters import ClusterRegistry
 from bot.services.current_state import STATE_KEY, show_state
 from bot.services.diagnosing import check_node, run_diagnosis
@@ -122,7 +123,10 @@ class DiagnoseService:
         metrics: MetricsPort | None = None,
         dashboard_url: str | None = None,
         verdict_words: VerdictWords | None = None,
+        analyst: Analyst | None = None,
     ) -> None:
+        #: where each diagnosis is analysed (``bot.services.analysing``; default: threads)
+        self.analyst = analyst or Analyst()
         self._metrics: MetricsPort = metrics or NoMetrics()
         #: the verdict as the timeline records it (``bot.render.sentences``, wired at the edge)
         self._verdict_words = verdict_words or _verdict_code
@@ -331,6 +335,7 @@ class DiagnoseService:
                 thresholds=self._thresholds,
                 clock=self._clock,
                 history=self._history,
+                analyst=self.analyst,
             )
         except KubeError as err:
             return await self._report_failure(incident, _named(err, incident.cluster), thread_ts)
@@ -431,8 +436,9 @@ class DiagnoseService:
         )
 
     async def close(self) -> None:
-        """Release the Prometheus client (if any)."""
+        """Release the Prometheus client (if any) and the analysis process (if any)."""
         await self._history.close()
+        await asyncio.to_thread(self.analyst.close)
 
     async def refresh_root(self, incident_id: str) -> None:
         """Re-render the root status line from the store (after resolve, actions...)."""

@@ -23,11 +23,10 @@ from datetime import datetime
 from bot.core.diagnosis.attribution import norm_uid
 from bot.core.diagnosis.dcgm import join, needs_dcgm
 from bot.core.diagnosis.findings import Diagnosis
-from bot.core.diagnosis.rules.growth import attach
 from bot.core.model.cluster import ClusterView, NodeInfo
 from bot.core.model.evidence import EvidenceBundle
 from bot.core.model.thresholds import Thresholds
-from bot.core.reporting.analysis import analyze
+from bot.services.analysing import Analyst
 from bot.services.ports import HistoryPort, KubePort, NoHistory
 
 
@@ -62,10 +61,11 @@ async def run_diagnosis(
     thresholds: Thresholds,
     clock: Callable[[], datetime],
     history: HistoryPort | None = None,
+    analyst: Analyst | None = None,
 ) -> Diagnosed:
     """Run the diagnostic Job on ``node`` (as ``check_node`` just read it; Prometheus queried
     alongside, bounded by its own timeout), build the cluster view, analyze, attach the
-    history.
+    history. ``analyst``: where the analysis runs (``Analyst``; None: on a thread).
 
     Raises what the Job or the view raise (``KubeError`` with a reason code,
     ``TimeoutError``); the history query is cancelled then."""
@@ -82,10 +82,9 @@ async def run_diagnosis(
         history_task.cancel()
         raise
     # the analysis is pure and CPU-bound (150 ms for a 5,000-process node, seconds on a
-    # loaded machine): on a thread the event loop keeps answering (acks, other commands)
-    diagnosis = await asyncio.to_thread(analyze, bundle, view, thresholds=thresholds, now=clock())
+    # loaded machine): off the event loop, in a process of its own for a long-running bot
+    where = analyst or Analyst()
+    diagnosis = await where.analyze(bundle, view, thresholds=thresholds, now=clock())
     past = await history_task
-    diagnosis = await asyncio.to_thread(
-        attach, diagnosis, past, bundle=bundle, view=view, now=clock()
-    )
+    diagnosis = await where.attach(diagnosis, past, bundle=bundle, view=view, now=clock())
     return Diagnosed(view, bundle, diagnosis)

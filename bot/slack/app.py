@@ -14,6 +14,7 @@ answer is told (ephemeral) in that language once Slack has said it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -43,7 +44,7 @@ from bot.services.chat_surface import ChatSurface
 from bot.services.chatops import BotServices
 from bot.services.clusters import incident_at
 from bot.services.commands import Asker, entry, handle
-from bot.services.locales import LATE_LOOKUP_S
+from bot.services.locales import ACK_LOOKUP_S, LATE_LOOKUP_S
 from bot.slack.payloads import slack_unescape
 
 log = logging.getLogger(__name__)
@@ -58,14 +59,21 @@ def register(app: AsyncApp, s: BotServices) -> None:
 @dataclass(frozen=True)
 class _Reply:
     """What a slash command is answered with: ``told`` to the asker (in the ack, or posted
-    after it), the metric's word for it (``result``; None: ``work`` counts itself) and the
-    work left to do after the answer (``work``: None for a refusal or a local read)."""
+    after it; None: ``work`` tells the answer when it has one), the metric's word for it
+    (``result``; None: ``work`` counts itself) and the work left to do after the answer
+    (``work``: None for a refusal or a local read answered in time)."""
 
-    told: Refused | Notice
+    told: Refused | Notice | None
     verb: str
     result: str | None = None
     work: Callable[[], Awaitable[str]] | None = None
 
+
+#: how long a slash command's ack waits for a quick command's answer (a local read, but its
+#: permission check may ask Slack who is in the policy's user groups when their cache is
+#: cold): then the ack goes without words and the answer follows, as for the person's
+#: language (``ACK_LOOKUP_S``; together they leave Slack's 3 s a second for the rest)
+QUICK_ACK_S = ACK_LOOKUP_S
 
 #: the slash command gpunode answers (deploy/slack-app-manifest.yaml)
 COMMAND = "/gpunode"
@@ -95,8 +103,11 @@ def command_listener(s: BotServices) -> CommandListener:
             s.bg.spawn(_reply_later(s, text, channel, user), name="cmd-reply")
             return
         reply = await _reply(s, text, channel, user, locale)
-        t, blocks = rendered(reply.told, locale)
-        await ack(text=t, blocks=blocks, response_type="ephemeral")
+        if reply.told is None:  # its answer is not ready in time: it follows the ack
+            await ack()
+        else:
+            t, blocks = rendered(reply.told, locale)
+            await ack(text=t, blocks=blocks, response_type="ephemeral")
         _go_on(s, reply)
 
     rendered = AckWords()
@@ -161,18 +172,52 @@ async def _reply(s: BotServices, text: str, channel: str, user: str, locale: str
         return _Reply(told, cmd.verb, "channel_not_served")
     asker = Asker(user=user, channel=channel)
     if entry(cmd.verb).quick:
-        # a local read: answered in the ack itself (one round trip, no Web API call,
-        # nothing left running after the ack)
+        # a local read: answered in the ack itself (one round trip, nothing left running
+        # after the ack), unless its permission check waits on Slack past QUICK_ACK_S: then
+        # the answer, from the membership Slack gives, follows the ack (never an older one)
+        quick = asyncio.ensure_future(_quick(s, cmd, asker, locale))
         try:
-            outcome = await handle(cmd, asker, ChatSurface(s))
-            told_now = as_told(outcome, locale)
-            result = _result(outcome)
-        except GpunodeError as err:
-            told_now, result = _failed(err), "failed"
-        assert told_now is not None, f"{cmd.verb} is quick, so it answers with words"
-        return _Reply(told_now, cmd.verb, result)
+            await asyncio.wait({quick}, timeout=QUICK_ACK_S)
+        except BaseException:
+            quick.cancel()
+            raise
+        if quick.done():
+            return _Reply(*quick.result())
+        return _Reply(None, cmd.verb, work=lambda: _tell_when_done(s, quick, channel, user))
     started = Notice(key="command_started", params={"command": commands.canonical(cmd)})
     return _Reply(started, cmd.verb, work=lambda: answer(s, cmd, asker))
+
+
+async def _quick(
+    s: BotServices, cmd: commands.Command, asker: Asker, locale: str
+) -> tuple[Refused | Notice, str, str]:
+    """A quick command's (told, verb, result)."""
+    try:
+        outcome = await handle(cmd, asker, ChatSurface(s))
+        told_now = as_told(outcome, locale)
+        result = _result(outcome)
+    except GpunodeError as err:
+        told_now, result = _failed(err), "failed"
+    assert told_now is not None, f"{cmd.verb} is quick, so it answers with words"
+    return told_now, cmd.verb, result
+
+
+async def _tell_when_done(
+    s: BotServices,
+    quick: asyncio.Future[tuple[Refused | Notice, str, str]],
+    channel: str,
+    user: str,
+) -> str:
+    """A quick command's answer that was not ready for the ack, told (ephemeral) when it is."""
+    try:
+        told, _, result = await quick
+    finally:
+        quick.cancel()  # when this is cancelled (shutdown); nothing once it is done
+    try:
+        await s.thread.tell(channel, user, told)
+    except GpunodeError as err:
+        log.warning("could not answer %s's command after its ack: %s", user, err.code)
+    return result
 
 
 def _go_on(s: BotServices, reply: _Reply) -> None:
@@ -188,10 +233,11 @@ async def _reply_later(s: BotServices, text: str, channel: str, user: str) -> No
     language is known, or the default one after ``LATE_LOOKUP_S``."""
     locale = await s.diagnose.locales.for_person(channel, user, timeout_s=LATE_LOOKUP_S)
     reply = await _reply(s, text, channel, user, locale)
-    try:
-        await s.thread.tell(channel, user, reply.told)
-    except GpunodeError as err:
-        log.warning("could not answer %s's command after its ack: %s", user, err.code)
+    if reply.told is not None:  # else its work tells it
+        try:
+            await s.thread.tell(channel, user, reply.told)
+        except GpunodeError as err:
+            log.warning("could not answer %s's command after its ack: %s", user, err.code)
     _go_on(s, reply)
 
 

@@ -10,7 +10,9 @@ channel's language, else the default.
 It is also the ``FilesPort``: the use cases hand it chart specs (``bot.core.reporting.charts``) and
 postmortem drafts (``bot.core.reporting.postmortem``), and it draws (``bot.charts``, in a worker
 thread) and renders (``bot.render.postmortem``) them in the thread's language, then shares
-the files. A chart that cannot be drawn or shared is logged, never the use case's failure.
+the files (charts in the bot's worker process, ``bot.offloading``, where it has one: drawing
+holds the interpreter lock). A chart that cannot be drawn or shared is logged, never the use
+case's failure.
 
 Rendering (Block Kit, Markdown, HTML, the prevention kit's files, charts) runs on a worker
 thread (``asyncio.to_thread``), never on the event loop: a diagnosis's messages take tens of
@@ -46,10 +48,12 @@ from bot.core.reporting.outcomes import (
 from bot.core.reporting.postmortem import Postmortem
 from bot.core.reporting.state_change import StateChange
 from bot.errors import GpunodeError
+from bot.offloading import Named, Offloader
 from bot.render import environment
 from bot.render.acting import action_form, render_action
 from bot.render.blocks import Message
 from bot.render.catalogs import translator
+from bot.render.chart_titles import title as titled
 from bot.render.home import render_home
 from bot.render.notices import render_messages, render_told
 from bot.render.postmortem import render_postmortem_html, render_postmortem_markdown
@@ -61,26 +65,27 @@ from bot.services.ports import ChatPort
 log = logging.getLogger(__name__)
 
 
-def draw_charts(charts: dict[str, ChartSpec], locale: str) -> dict[str, bytes]:
-    """Each spec as a PNG with its words in ``locale`` (matplotlib loads on the first)."""
-    from bot.charts import render_png
-
-    return {key: render_png(spec, locale=locale) for key, spec in charts.items()}
+#: ``bot.charts.rendering.render_pngs``: each spec as a PNG with its words in a locale,
+#: imported where it runs (matplotlib loads on the first chart, in the worker where there is
+#: one: ~80 ms of CPU a chart, 0.5 s for the first, none of it on the bot's interpreter)
+DRAW_CHARTS = Named("bot.charts.rendering:render_pngs")
 
 
 def chart_title(spec: ChartSpec, locale: str) -> str:
     """The chart's title as drawn in ``locale`` (the file's title and alt text)."""
-    from bot.charts.rendering import title
-
-    return title(spec, translator(locale))
+    return titled(spec, translator(locale))
 
 
 class SlackPresenter:
     """One per process, over the chat and the locale rules the services share."""
 
-    def __init__(self, chat: ChatPort, locales: LocaleChooser) -> None:
+    def __init__(
+        self, chat: ChatPort, locales: LocaleChooser, *, offload: Offloader | None = None
+    ) -> None:
         self.chat = chat
         self.locales = locales
+        #: where charts are drawn (``gpunode serve``: the worker process it analyses in)
+        self.offload = offload or Offloader()
 
     async def message_for(self, channel: str, user: str, told: Told) -> Message:
         """``told`` as ``user`` reads it: for answers that are not posts (a slash
@@ -147,7 +152,7 @@ class SlackPresenter:
             return
         locale = self.locales.for_thread(incident)
         try:
-            png = (await asyncio.to_thread(draw_charts, {name: spec}, locale))[name]
+            png = (await self.offload.run(DRAW_CHARTS, {name: spec}, locale))[name]
         except Exception:  # a drawing bug must not cost the thread its verdict line
             log.exception("chart for %s could not be drawn", incident.id)
             return
@@ -168,7 +173,7 @@ class SlackPresenter:
         self, incident: Incident, draft: Postmortem, charts: dict[str, ChartSpec]
     ) -> list[str]:
         locale = self.locales.for_thread(incident)
-        pngs = await asyncio.to_thread(draw_charts, charts, locale)
+        pngs: dict[str, bytes] = await self.offload.run(DRAW_CHARTS, charts, locale)
         chart_names = {key: f"{incident.id}-postmortem-{key}.png" for key in pngs}
         files: list[tuple[str, str, str | bytes]] = [
             (chart_names[key], f"{incident.id} · {chart_title(charts[key], locale)}", png)

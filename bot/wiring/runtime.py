@@ -23,10 +23,12 @@ from bot.core.governance.alert_caps import AlertCaps
 from bot.core.governance.policy import TIERS, Policy
 from bot.core.model.thresholds import Thresholds
 from bot.errors import ConfigError
+from bot.offloading import Offloader
 from bot.prom.history import HistoryService
 from bot.render.sentences import sentence
 from bot.services.act import ActService
 from bot.services.alerts import AlertService
+from bot.services.analysing import Analyst
 from bot.services.anchoring import AnchorPort, Anchors
 from bot.services.background import Background
 from bot.services.chatops import BotServices, report_malformed
@@ -211,7 +213,10 @@ async def build_runtime(
     # one set of language rules: the services keep a new thread's locale, the presenter
     # words every outcome in its reader's language
     locales = LocaleChooser(chat, channel_locales=settings.slack.channel_locales)
-    presenter = SlackPresenter(chat, locales)
+    # a long-running bot analyses and draws charts beside its event loop, in one worker
+    # process, not on its interpreter (#25); closed with the diagnose service
+    offload = Offloader(process=True, name="analysis")
+    presenter = SlackPresenter(chat, locales, offload=offload)
     diagnose = DiagnoseService(
         clusters,
         store,
@@ -225,6 +230,7 @@ async def build_runtime(
         metrics=metrics,
         dashboard_url=settings.links.dashboard_url,
         verdict_words=verdict_sentence,
+        analyst=Analyst(offload=offload),
     )
     act = ActService(
         clusters,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
-import importlib
 import logging
 import signal
 from datetime import UTC, datetime
@@ -30,8 +29,8 @@ from bot.services.leading import LeasePort
 from bot.slack.chatting import make_client
 from bot.store.checkup import check_store
 from bot.telemetry.serving import start_metrics_listener
-from bot.wiring.heap import settle_heap
 from bot.wiring.runtime import Runtime, build_runtime
+from bot.wiring.warming import warm_up
 
 log = logging.getLogger("gpunode")
 
@@ -148,11 +147,9 @@ async def _serve(settings: Settings) -> None:
         thresholds=thresholds,
         leases=lease_api(settings, kube.default_port()),  # in the default cluster
     )
-    # matplotlib builds its font cache on first import (seconds on a fresh home, far more on a
-    # busy node): pay it before taking traffic, not inside the first incident's chart, where a
-    # shutdown would also have to wait for it.
-    await asyncio.to_thread(importlib.import_module, "bot.charts")
-    settle_heap()  # start-up's objects out of the full collections (bot/wiring/heap.py)
+    # the worker started (matplotlib imported there), the templates compiled, the heap
+    # settled: before taking traffic, not inside the first incident's diagnosis
+    await warm_up(runtime)
     runner = web.AppRunner(runtime.web_app)
     await runner.setup()
     site = web.TCPSite(runner, settings.http.host, settings.http.port)

@@ -1,0 +1,52 @@
+"""A bot warmed up as ``gpunode serve`` does before traffic (``bot.wiring.warming``) compiles
+no template during its first diagnosis (Jinja's first-use compilation held the interpreter
+lock 50 ms a template while acks waited, issue #25), and its worker runs already."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import jinja2
+
+from bot.render import environment
+from bot.wiring.warming import warm_up
+from gpunode_sandbox.demo import Demo
+from tests.e2e.conftest import diagnose
+from tests.entering import entered
+
+
+async def test_a_warmed_up_bot_compiles_no_template_in_its_first_diagnosis(demo: Demo) -> None:
+    environment._environment.cache_clear()  # as a fresh process has them: none compiled
+    await warm_up(demo.runtime)
+    assert demo.runtime.services.diagnose.analyst.pid not in (None, os.getpid())
+
+    with entered(jinja2.Environment.compile) as compiled:
+        await diagnose(demo)
+
+    assert compiled == []
+
+
+async def test_without_the_warm_up_the_first_diagnosis_compiles_templates(demo: Demo) -> None:
+    # the check above can fail: a fresh environment compiles on first use
+    environment._environment.cache_clear()
+
+    with entered(jinja2.Environment.compile) as compiled:
+        await diagnose(demo)
+
+    assert compiled
+
+
+def test_the_watch_api_the_first_diagnosis_loads_is_imported_by_the_warm_up() -> None:
+    # a fresh interpreter: this one has imported it already
+    probe = (
+        "import sys; from bot.wiring.warming import import_watch_api; "
+        "m = 'kubernetes.client.api.core_v1_api'; before = m in sys.modules; "
+        "import_watch_api(); print(before, m in sys.modules)"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p or os.getcwd() for p in sys.path)}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True
+    )
+    assert done.stdout.split() == ["False", "True"]

@@ -1,0 +1,131 @@
+"""A long-running bot analyses each diagnosis in a process of its own (issue #25: on a thread
+the analysis holds the interpreter lock the event loop needs for the acks); the diagnosis is
+the one a thread computes, and a worker that dies costs a thread's analysis, not a hang."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime
+
+import pytest
+
+from bot.core.model.thresholds import Thresholds
+from bot.core.reporting import analysis
+from bot.offloading import Offloader
+from bot.services.analysing import Analyst
+from tests.core.generating import nodes
+from tests.entering import entered, hang_unless_in
+from tests.services.fake_parts import BUNDLES, load_scenario
+from tests.services.world import World
+
+NOW = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
+SCENARIOS = sorted(p.name for p in BUNDLES.iterdir() if (p / "evidence.json").exists())
+
+
+def analyses_here() -> AbstractContextManager[list[str]]:
+    """The threads of this process that entered ``analyze`` while inside."""
+    return entered(analysis.analyze)
+
+
+@pytest.fixture
+def analyst() -> Iterator[Analyst]:
+    where = Analyst(process=True)
+    yield where
+    where.close()
+
+
+async def test_the_bots_diagnosis_is_analysed_in_another_process_not_on_its_threads(
+    world: World, analyst: Analyst
+) -> None:
+    world.diagnose.analyst = analyst
+    with analyses_here() as entered:
+        outcome = await world.diagnosed()
+    assert outcome.created
+    assert entered == [], "no thread of the bot's process ran the analysis"
+    assert analyst.pid not in (None, os.getpid())
+
+
+async def test_a_thread_analyst_analyses_in_this_process(world: World) -> None:
+    # the check above can fail: without a process the analysis runs on a thread here
+    with analyses_here() as entered:
+        await world.diagnosed()
+    assert len(entered) == 1 and entered[0] != threading.main_thread().name
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+async def test_the_worker_finds_what_the_thread_finds_for_every_fixture_bundle(
+    scenario: str, analyst: Analyst
+) -> None:
+    bundle, view = load_scenario(scenario)
+    here = analysis.analyze(bundle, view, thresholds=Thresholds(), now=NOW)
+    there = await analyst.analyze(bundle, view, thresholds=Thresholds(), now=NOW)
+    assert there == here
+    assert await analyst.attach(
+        there, None, bundle=bundle, view=view, now=NOW
+    ) == await Analyst().attach(here, None, bundle=bundle, view=view, now=NOW)
+
+
+async def test_the_worker_finds_what_the_thread_finds_for_generated_nodes(
+    analyst: Analyst,
+) -> None:
+    for planted in nodes(12, seed=25):
+        bundle, view = planted.bundle, planted.view
+        here = analysis.analyze(bundle, view, thresholds=Thresholds(), now=NOW)
+        assert await analyst.analyze(bundle, view, thresholds=Thresholds(), now=NOW) == here
+
+
+async def test_an_analysis_whose_worker_dies_is_done_on_a_thread_and_the_next_starts_another(
+    analyst: Analyst, caplog: pytest.LogCaptureFixture
+) -> None:
+    bundle, view = load_scenario("seed")
+    expected = analysis.analyze(bundle, view, thresholds=Thresholds(), now=NOW)
+    assert await analyst.analyze(bundle, view, thresholds=Thresholds(), now=NOW) == expected
+    first = analyst.pid
+    assert first is not None
+    os.kill(first, signal.SIGSTOP)  # the next analysis waits in the stopped worker...
+    with caplog.at_level(logging.WARNING, logger="bot.offloading"):
+        pending = analyst.analyze(bundle, view, thresholds=Thresholds(), now=NOW)
+        killer = threading.Timer(0.5, os.kill, (first, signal.SIGKILL))  # ...then it dies
+        killer.start()
+        try:
+            assert await pending == expected
+        finally:
+            killer.join()
+    assert "the analysis process failed" in caplog.text
+    assert await analyst.analyze(bundle, view, thresholds=Thresholds(), now=NOW) == expected
+    assert analyst.pid not in (None, first)
+
+
+async def test_a_closed_analyst_analyses_on_threads(analyst: Analyst) -> None:
+    bundle, view = load_scenario("seed")
+    analyst.close()
+    with analyses_here() as entered:
+        await analyst.analyze(bundle, view, thresholds=Thresholds(), now=NOW)
+    assert len(entered) == 1 and analyst.pid is None
+
+
+async def test_a_worker_that_does_not_answer_in_time_is_ended_and_the_call_done_on_a_thread(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    worker = Offloader(process=True, timeout_s=1)
+    try:
+        stuck = await worker.run(os.getpid)
+        assert stuck != os.getpid()
+        with caplog.at_level(logging.WARNING, logger="bot.offloading"):
+            assert await worker.run(hang_unless_in, os.getpid()) == os.getpid()
+        assert "did not answer in 1 s" in caplog.text
+        for _ in range(300):  # the stuck one is ended (its reader sees it go)
+            if worker.pid is None:
+                break
+            await asyncio.sleep(0.1)
+        assert worker.pid is None
+        with pytest.raises(ProcessLookupError):
+            os.kill(stuck, 0)
+    finally:
+        worker.close()
