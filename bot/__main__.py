@@ -29,9 +29,15 @@ if JOB_RUN:
 if not __package__:  # run as a file, not as ``python -m bot``
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bot.cli import main  # noqa: E402 - after the path, when run as a file
+status: int | None = None
+if JOB_RUN:  # collect's own runner: neither bot.cli.main nor all of bot.errors (issue #25)
+    from bot.collectors.cli import run_job
 
-status = main()
+    status = run_job(sys.argv[2:])
+if status is None:  # not the Job, or words only argparse can judge (help, a usage error)
+    from bot.cli import main
+
+    status = main()
 if not JOB_RUN:
     raise SystemExit(status)
 try:
