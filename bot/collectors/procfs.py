@@ -14,7 +14,7 @@ Results are plain dicts shaped like the ``bot.core.model.evidence`` models (no p
 
 from __future__ import annotations
 
-import heapq
+import _heapq  # heapq's C half: heapq.py itself is ~1M instructions of the Job's start-up
 import os
 
 from bot.collectors.cgroups import parse_kube_path
@@ -71,6 +71,20 @@ SMAPS_DENIED = (
 #: processes ranked by statm beyond N whose exact RSS is also read, so that statm's
 #: approximation (per-CPU counter lag) cannot push a true top-N process out
 _RANK_SLACK = 8
+
+
+#: heapq's max-heap functions in C: public from Python 3.14 (``heapify_max``), private before
+_HEAP = vars(_heapq)
+_heapify_max = _HEAP.get("heapify_max") or _HEAP["_heapify_max"]
+_heappop_max = _HEAP.get("heappop_max") or _HEAP["_heappop_max"]
+
+
+def largest(n: int, items: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``heapq.nlargest(n, items)`` (the ``n`` largest, largest first), by heapifying ``items``
+    in place and popping, all in C: without heapq.py's import and its loop in Python over
+    every process (issue #25). ``items`` is left in heap order."""
+    _heapify_max(items)
+    return [_heappop_max(items) for _ in range(min(max(n, 0), len(items)))]
 
 
 #: a problem found while parsing: (gap code, English text, the code's params)
@@ -404,7 +418,7 @@ def scan_processes(
 ) -> tuple[list[dict[str, Any]], int]:
     """Top ``top`` processes by exact RSS plus every pid in ``always``; and the pid count."""
     ranked, seen = rank_by_statm(proc, page_size=page_size, gaps=gaps)
-    candidates = [pid for _, pid in heapq.nlargest(max(top, 0) + _RANK_SLACK, ranked)]
+    candidates = [pid for _, pid in largest(max(top, 0) + _RANK_SLACK, ranked)]
     details: dict[int, dict[str, Any]] = {}
     for pid in candidates:
         info = read_process(proc, pid, gaps=gaps)
