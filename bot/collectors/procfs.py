@@ -15,8 +15,8 @@ Results are plain dicts shaped like the ``bot.core.model.evidence`` models (no p
 from __future__ import annotations
 
 import _heapq  # heapq's C half: heapq.py itself is ~1M instructions of the Job's start-up
-import os
 
+from bot.collectors import hostos
 from bot.collectors.cgroups import parse_kube_path
 from bot.collectors.gaps import GapLog
 from bot.core.model.redaction import redact_command_line
@@ -274,14 +274,14 @@ def parse_proc_cgroup(text: str) -> str | None:
 
 
 def _slurp(path: str) -> bytes:
-    fd = os.open(path, os.O_RDONLY)
+    fd = hostos.open(path, hostos.O_RDONLY)
     try:
         chunks = []
-        while chunk := os.read(fd, 65536):
+        while chunk := hostos.read(fd, 65536):
             chunks.append(chunk)
         return b"".join(chunks)
     finally:
-        os.close(fd)
+        hostos.close(fd)
 
 
 def read_text(path: str, *, source: str, gaps: GapLog, missing_ok: bool = False) -> str | None:
@@ -308,9 +308,9 @@ def rank_by_statm(proc: str, *, page_size: int, gaps: GapLog) -> tuple[list[tupl
     and a pair is built per process, nothing more. A name that is not ASCII digits but whose
     text is decimal (a hand-made host tree) is read as ``os.listdir(str)`` would have it.
     """
-    base = os.fsencode(proc) + b"/"
+    base = hostos.fsencode(proc) + b"/"
     try:
-        names = os.listdir(base)
+        names = hostos.listdir(base)
     except OSError as exc:
         error = str(exc.strerror)
         gaps.add("procfs:/proc", f"cannot list ({error})", "cannot_list", {"error": error})
@@ -318,13 +318,13 @@ def rank_by_statm(proc: str, *, page_size: int, gaps: GapLog) -> tuple[list[tupl
     ranked: list[tuple[int, int]] = []
     denied: list[int] = []
     append = ranked.append
-    open_, read, close, flags = os.open, os.read, os.close, os.O_RDONLY
+    open_, read, close, flags = hostos.open, hostos.read, hostos.close, hostos.O_RDONLY
     pid: bytes | str  # int() reads either
     for name in names:
         if name.isdigit():
             pid = name
-        elif not name.isascii() and os.fsdecode(name).isdecimal():
-            pid = os.fsdecode(name)
+        elif not name.isascii() and hostos.fsdecode(name).isdecimal():
+            pid = hostos.fsdecode(name)
         else:
             continue
         try:
