@@ -40,7 +40,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
     pip install --no-index --find-links=/wheels --target /opt/gpunode nvidia-ml-py
-COPY --from=builder /src/bot/__init__.py /src/bot/__main__.py /src/bot/errors.py /opt/gpunode/bot/
+COPY --from=builder /src/bot/__init__.py /src/bot/__main__.py /src/bot/errorbase.py /src/bot/errors.py /opt/gpunode/bot/
 COPY --from=builder /src/bot/cli/__init__.py /src/bot/cli/main.py /opt/gpunode/bot/cli/
 COPY --from=builder /src/bot/collectors/ /opt/gpunode/bot/collectors/
 COPY --from=builder /src/bot/core/__init__.py /opt/gpunode/bot/core/

@@ -16,8 +16,8 @@ back at exit anyway. The output is flushed first; when that fails, the ordinary 
 runs, which reports it and exits 120.
 """
 
-import os
 import sys
+from posix import _exit, getcwd  # os's own: ``import os`` is ~6M instructions of the Job's run
 
 JOB_RUN = not __package__ and sys.argv[1:2] == ["collect"]  # the file, not ``-m``: the Job
 
@@ -27,11 +27,18 @@ if JOB_RUN:
     gc.disable()
 
 if not __package__:  # run as a file, not as ``python -m bot``
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    here = __file__ if __file__.startswith("/") else f"{getcwd()}/{__file__}"  # absolute
+    sys.path.insert(0, here.rsplit("/", 2)[0])  # the folder that holds bot/
 
-from bot.cli import main  # noqa: E402 - after the path, when run as a file
+status: int | None = None
+if JOB_RUN:  # collect's own runner: neither bot.cli.main nor all of bot.errors (issue #25)
+    from bot.collectors.cli import run_job
 
-status = main()
+    status = run_job(sys.argv[2:])
+if status is None:  # not the Job, or words only argparse can judge (help, a usage error)
+    from bot.cli import main
+
+    status = main()
 if not JOB_RUN:
     raise SystemExit(status)
 try:
@@ -39,4 +46,4 @@ try:
     sys.stderr.flush()
 except OSError:  # the output is not written: Python's teardown says why and exits 120
     raise SystemExit(status) from None
-os._exit(status)
+_exit(status)

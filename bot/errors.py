@@ -32,40 +32,12 @@ Every error that crosses a package boundary is one of these. Edges (``bot/kube``
 
 from __future__ import annotations
 
+from bot.errorbase import CollectorError as CollectorError  # defined apart: the Job's two
+from bot.errorbase import GpunodeError as GpunodeError  # (issue #25); the same classes
+
 TYPE_CHECKING = False  # importing typing costs ~3 ms of `gpunode collect`'s start-up
 if TYPE_CHECKING:
     from typing import Any
-
-
-class GpunodeError(Exception):
-    """Base of every gpunode error. ``str(err)`` is safe to show a user.
-
-    ``str(err)`` is the English text (logs, audit rows, JSON). An error a person can meet
-    also carries ``key`` and ``params`` (raw values): a presenter words it in the reader's
-    language from the catalog (``bot.render.errors``, ``templates/slack/errors.j2``), and
-    falls back to the English text for a key it has no words for."""
-
-    #: short machine-readable reason, stable across versions (used in JSON and audit rows)
-    code: str = "error"
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        code: str | None = None,
-        key: str | None = None,
-        params: dict[str, object] | None = None,
-    ) -> None:
-        super().__init__(message)
-        if code is not None:
-            self.code = code
-        #: which sentence words this error (``errors.j2``); empty: only the English text
-        self.key = key or ""
-        self.params: dict[str, object] = dict(params or {})
-
-    @property
-    def message(self) -> str:
-        return str(self.args[0]) if self.args else self.code
 
 
 class ConfigError(GpunodeError):
@@ -87,10 +59,6 @@ class UsageError(GpunodeError):
     ) -> None:
         super().__init__(message, key=key, params=params)
         self.usage = usage
-
-
-class CollectorError(GpunodeError):
-    code = "collector"
 
 
 class KubeError(GpunodeError):

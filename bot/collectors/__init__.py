@@ -1,8 +1,9 @@
 """Runs on the node, inside the diagnostic Job: reads /proc, cgroups and NVML from a host root.
 
-Contract: imports only the standard library, ``bot.core`` and ``bot.errors`` (pydantic only
-inside ``bundle.collect``; ``pynvml`` lazily, in ``nvml.py`` only). Never raises on partial
-evidence: every unreadable source becomes a ``Gap`` in the bundle.
+Contract: imports only the standard library, ``bot.core`` and ``bot.errors`` (the Job's run:
+its two classes from ``bot.errorbase``, and ``os``'s functions from ``posix``, see ``hostos``;
+pydantic only inside ``bundle.collect``; ``pynvml`` lazily, in ``nvml.py`` only).
+Never raises on partial evidence: every unreadable source becomes a ``Gap`` in the bundle.
 
 Host-tree layout read under ``--root`` (standard Linux formats; generated host trees for the
 Kubernetes stand-in must match it)::

@@ -12,11 +12,10 @@ is kept alongside the top N by RSS.
 
 from __future__ import annotations
 
-import os
 import time
 
 from bot import __version__
-from bot.collectors import cgroups, kmsg, nvml, procfs
+from bot.collectors import cgroups, hostos, kmsg, nvml, procfs
 from bot.collectors.gaps import GapLog
 from bot.core.diagnosis.memory import free_figures_data
 
@@ -41,7 +40,7 @@ def iso_utc(ns: int) -> str:
 
 def _hostname(root: str) -> str:
     if root in ("", "/"):
-        return os.uname().nodename
+        return hostos.uname().nodename
     for rel in ("proc/sys/kernel/hostname", "etc/hostname"):
         try:
             with open(f"{root}/{rel}", encoding="utf-8", errors="replace") as fh:
@@ -50,7 +49,7 @@ def _hostname(root: str) -> str:
             continue
         if name:
             return name
-    return os.uname().nodename
+    return hostos.uname().nodename
 
 
 def _host_memory(root: str, doc: dict[str, Any], gaps: GapLog, page_size: int) -> None:
@@ -123,7 +122,7 @@ def _process_cgroups(root: str, version: int, doc: dict[str, Any], gaps: GapLog)
         if not path or proc.get("pod_uid"):
             continue
         rel = "/" + "/".join(s for s in path.split("/") if s and s not in (".", ".."))
-        if rel == "/" or rel in known or not os.path.isdir(mount + rel):
+        if rel == "/" or rel in known or not hostos.isdir(mount + rel):
             continue
         known.add(rel)
         doc["containers"].append(_container(mount, rel, version=version, gaps=gaps))
@@ -155,12 +154,12 @@ def collect_document(
         collected_at = moment.isoformat()
     root_s = str(root).rstrip("/") or ""
     gaps = GapLog()
-    page_size = os.sysconf("SC_PAGE_SIZE")
+    page_size = hostos.sysconf("SC_PAGE_SIZE")
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "collector_version": __version__,
         "hostname": _hostname(root_s),
-        "node_name": node_name or os.environ.get("NODE_NAME") or None,
+        "node_name": node_name or hostos.getenv("NODE_NAME") or None,
         "collected_at": collected_at,
         "host_root": str(root),
         "cgroup_version": None,

@@ -13,8 +13,7 @@ treated as no limit. v1 has no OOM event counter (``failcnt`` counts limit hits,
 
 from __future__ import annotations
 
-import os
-
+from bot.collectors import hostos
 from bot.collectors.gaps import GapLog
 from bot.core.diagnosis.memory import working_set_bytes
 
@@ -167,9 +166,9 @@ def parse_int(text: str) -> int | None:
 
 def detect_version(root: str) -> Literal[1, 2] | None:
     """2 when ``sys/fs/cgroup`` is the unified mount, 1 when a v1 memory controller exists."""
-    if os.path.exists(f"{root}/sys/fs/cgroup/cgroup.controllers"):
+    if hostos.exists(f"{root}/sys/fs/cgroup/cgroup.controllers"):
         return 2
-    if os.path.isdir(f"{root}/sys/fs/cgroup/memory"):
+    if hostos.isdir(f"{root}/sys/fs/cgroup/memory"):
         return 1
     return None
 
@@ -273,7 +272,7 @@ def _v1_breakdown(base: str, stat: dict[str, int]) -> dict[str, Any]:
 
 def _subdirs(path: str) -> list[str]:
     try:
-        with os.scandir(path) as it:
+        with hostos.scandir(path) as it:
             return sorted(e.name for e in it if e.is_dir(follow_symlinks=False))
     except OSError:
         return []

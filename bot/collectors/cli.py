@@ -11,7 +11,8 @@ import sys
 
 from bot.collectors import jsontext
 from bot.collectors.bundle import collect_document
-from bot.errors import CollectorError
+from bot.collectors.options import parse_fast
+from bot.errorbase import CollectorError, GpunodeError
 
 TYPE_CHECKING = False  # typing and argparse cost ~5 ms of `gpunode collect`'s start-up
 if TYPE_CHECKING:
@@ -168,3 +169,25 @@ def main(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(jsontext.dumps(doc) + "\n")
     return 0
+
+
+def run_job(words: list[str]) -> int | None:
+    """The diagnostic Job's ``collect WORDS`` (``bot/__main__.py`` run by its path), as
+    ``gpunode``'s ``main`` runs it -- same output, same words and status on an error -- without
+    importing ``bot.cli.main`` or ``bot.errors``' other classes (~4M instructions, ~1 ms of the
+    Job's run; issue #25). None when ``parse_fast`` declines the words: ``main`` (argparse)
+    then decides, help and usage errors included."""
+    args = parse_fast(words)
+    if args is None:
+        return None
+    try:
+        return main(args)
+    except GpunodeError as err:  # as bot.cli.main's main words it (collect has no --lang)
+        print(f"gpunode: {err}", file=sys.stderr)
+        from bot.errors import UsageError  # only on the way out
+
+        if isinstance(err, UsageError) and err.usage:
+            print(f"usage: {err.usage}", file=sys.stderr)
+        return 2 if isinstance(err, UsageError) else 1
+    except KeyboardInterrupt:
+        return 130

@@ -34,10 +34,9 @@ feed recorded text; this module imports no pydantic (``gpunode collect`` stays l
 from __future__ import annotations
 
 import errno
-import os
 import time
 
-from bot.collectors import cgroups
+from bot.collectors import cgroups, hostos
 from bot.collectors.gaps import GapLog
 
 TYPE_CHECKING = False  # importing typing costs ~3 ms of `gpunode collect`'s start-up
@@ -338,13 +337,13 @@ def _boot_time_s(root: str, gaps: GapLog) -> int | None:
 
 
 def _read_all(path: str, opener: Callable[[str, int], int]) -> bytes:
-    fd = opener(path, os.O_RDONLY | os.O_NONBLOCK)
+    fd = opener(path, hostos.O_RDONLY | hostos.O_NONBLOCK)
     chunks: list[bytes] = []
     size = 0
     try:
         while size < MAX_BYTES:
             try:
-                data = os.read(fd, _READ_SIZE)
+                data = hostos.read(fd, _READ_SIZE)
             except BlockingIOError:  # EAGAIN: the end of /dev/kmsg
                 break
             except BrokenPipeError:  # EPIPE: records overwritten under us; next read goes on
@@ -354,7 +353,7 @@ def _read_all(path: str, opener: Callable[[str, int], int]) -> bytes:
             chunks.append(data)
             size += len(data)
     finally:
-        os.close(fd)
+        hostos.close(fd)
     return b"".join(chunks)
 
 
@@ -362,7 +361,7 @@ def ascii_text(path: str, *, errors: str = "strict") -> str:
     """A small file's text as ``open(path, encoding="ascii", errors=errors).read()`` gives it
     (universal newlines: ``\\r\\n`` and ``\\r`` read as ``\\n``), without the io stack and the
     ``encodings.ascii`` module ``open`` imports for it (~0.3 ms of a refused Job's run)."""
-    text = _read_all(path, os.open).decode("ascii", errors)
+    text = _read_all(path, hostos.open).decode("ascii", errors)
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -373,7 +372,7 @@ def read_kernel_log(
     gpus: list[dict[str, Any]],
     gaps: GapLog,
     window_s: int = DEFAULT_WINDOW_S,
-    opener: Callable[[str, int], int] = os.open,
+    opener: Callable[[str, int], int] = hostos.open,
     status_path: str = "/proc/self/status",
 ) -> dict[str, Any] | None:
     """The ``kernel_log`` document, or None with a gap when the log cannot be read.

@@ -19,8 +19,7 @@ total, free, used and reserved is assumed.
 
 from __future__ import annotations
 
-import os
-
+from bot.collectors import hostos
 from bot.collectors.gaps import GapLog
 
 TYPE_CHECKING = False  # importing typing costs ~3 ms of `gpunode collect`'s start-up
@@ -54,7 +53,7 @@ def load_pynvml(gaps: GapLog, *, dev: str = "/dev") -> Any | None:
     NVML talks to the driver through ``/dev/nvidiactl`` in *this* container; without it
     nvmlInit can only fail, so we record that instead of paying for the import (~15 ms).
     """
-    if not os.path.exists(f"{dev}/nvidiactl"):
+    if not hostos.exists(f"{dev}/nvidiactl"):
         gaps.add(
             "nvml",
             f"no {dev}/nvidiactl: NVIDIA driver not loaded or GPUs not exposed to the collector",

@@ -14,9 +14,9 @@ Results are plain dicts shaped like the ``bot.core.model.evidence`` models (no p
 
 from __future__ import annotations
 
-import heapq
-import os
+import _heapq  # heapq's C half: heapq.py itself is ~1M instructions of the Job's start-up
 
+from bot.collectors import hostos
 from bot.collectors.cgroups import parse_kube_path
 from bot.collectors.gaps import GapLog
 from bot.core.model.redaction import redact_command_line
@@ -71,6 +71,20 @@ SMAPS_DENIED = (
 #: processes ranked by statm beyond N whose exact RSS is also read, so that statm's
 #: approximation (per-CPU counter lag) cannot push a true top-N process out
 _RANK_SLACK = 8
+
+
+#: heapq's max-heap functions in C: public from Python 3.14 (``heapify_max``), private before
+_HEAP = vars(_heapq)
+_heapify_max = _HEAP.get("heapify_max") or _HEAP["_heapify_max"]
+_heappop_max = _HEAP.get("heappop_max") or _HEAP["_heappop_max"]
+
+
+def largest(n: int, items: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``heapq.nlargest(n, items)`` (the ``n`` largest, largest first), by heapifying ``items``
+    in place and popping, all in C: without heapq.py's import and its loop in Python over
+    every process (issue #25). ``items`` is left in heap order."""
+    _heapify_max(items)
+    return [_heappop_max(items) for _ in range(min(max(n, 0), len(items)))]
 
 
 #: a problem found while parsing: (gap code, English text, the code's params)
@@ -260,14 +274,14 @@ def parse_proc_cgroup(text: str) -> str | None:
 
 
 def _slurp(path: str) -> bytes:
-    fd = os.open(path, os.O_RDONLY)
+    fd = hostos.open(path, hostos.O_RDONLY)
     try:
         chunks = []
-        while chunk := os.read(fd, 65536):
+        while chunk := hostos.read(fd, 65536):
             chunks.append(chunk)
         return b"".join(chunks)
     finally:
-        os.close(fd)
+        hostos.close(fd)
 
 
 def read_text(path: str, *, source: str, gaps: GapLog, missing_ok: bool = False) -> str | None:
@@ -294,9 +308,9 @@ def rank_by_statm(proc: str, *, page_size: int, gaps: GapLog) -> tuple[list[tupl
     and a pair is built per process, nothing more. A name that is not ASCII digits but whose
     text is decimal (a hand-made host tree) is read as ``os.listdir(str)`` would have it.
     """
-    base = os.fsencode(proc) + b"/"
+    base = hostos.fsencode(proc) + b"/"
     try:
-        names = os.listdir(base)
+        names = hostos.listdir(base)
     except OSError as exc:
         error = str(exc.strerror)
         gaps.add("procfs:/proc", f"cannot list ({error})", "cannot_list", {"error": error})
@@ -304,13 +318,13 @@ def rank_by_statm(proc: str, *, page_size: int, gaps: GapLog) -> tuple[list[tupl
     ranked: list[tuple[int, int]] = []
     denied: list[int] = []
     append = ranked.append
-    open_, read, close, flags = os.open, os.read, os.close, os.O_RDONLY
+    open_, read, close, flags = hostos.open, hostos.read, hostos.close, hostos.O_RDONLY
     pid: bytes | str  # int() reads either
     for name in names:
         if name.isdigit():
             pid = name
-        elif not name.isascii() and os.fsdecode(name).isdecimal():
-            pid = os.fsdecode(name)
+        elif not name.isascii() and hostos.fsdecode(name).isdecimal():
+            pid = hostos.fsdecode(name)
         else:
             continue
         try:
@@ -404,7 +418,7 @@ def scan_processes(
 ) -> tuple[list[dict[str, Any]], int]:
     """Top ``top`` processes by exact RSS plus every pid in ``always``; and the pid count."""
     ranked, seen = rank_by_statm(proc, page_size=page_size, gaps=gaps)
-    candidates = [pid for _, pid in heapq.nlargest(max(top, 0) + _RANK_SLACK, ranked)]
+    candidates = [pid for _, pid in largest(max(top, 0) + _RANK_SLACK, ranked)]
     details: dict[int, dict[str, Any]] = {}
     for pid in candidates:
         info = read_process(proc, pid, gaps=gaps)

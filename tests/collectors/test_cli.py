@@ -308,3 +308,33 @@ def test_the_jobs_run_reports_output_it_cannot_write_and_exits_120_as_python_doe
         os.close(write_end)
     assert [run.returncode for run in runs] == [120, 120]
     assert runs[0].stderr == runs[1].stderr and b"BrokenPipeError" in runs[0].stderr
+
+
+def test_the_jobs_run_imports_neither_the_gpunode_command_nor_every_error_nor_heapq_py() -> None:
+    """The Job's run parses ``collect``'s words and words its refusals itself: ``bot.cli``'s
+    parser builders, ``bot.errors``' other nineteen classes and heapq.py (its C half does the
+    ranking) are ~1 ms of its start-up (issue #25). ``-X importtime`` lists what it imports."""
+    host = str(HOSTS / "v2-cgroupfs-crio")
+    script = str(REPO / "bot" / "__main__.py")
+    run = subprocess.run(
+        [sys.executable, "-X", "importtime", "-I", "-S", script, "collect", "--root", host],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines()}
+    assert "bot.collectors.procfs" in imported  # the listing is read
+    cut = {"argparse", "bot.cli", "bot.cli.main", "bot.errors", "heapq", "os", "posixpath"}
+    assert imported & cut == set()
+
+
+def test_the_jobs_run_leaves_help_and_usage_errors_to_argparse_as_python_m_bot_does() -> None:
+    host = str(HOSTS / "v2-cgroupfs-crio")
+    job, module = _job_and_module_runs("--root", host, "--top", "x", capture_output=True)
+    assert job.returncode == module.returncode == 2
+    assert job.stderr == module.stderr and b"argument --top: invalid int value" in job.stderr
+    job, module = _job_and_module_runs("--help", capture_output=True)
+    assert job.returncode == module.returncode == 0
+    assert job.stdout == module.stdout and job.stdout.startswith(b"usage: gpunode collect")

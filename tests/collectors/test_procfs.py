@@ -269,3 +269,15 @@ def test_slabinfo_keeps_what_the_dict_per_cache_parser_kept(
     text = "\n".join(lines)
     expected = _slabinfo_as_it_was_parsed(text, page_size=page_size, top=top)
     assert procfs.parse_slabinfo(text, page_size=page_size, top=top) == expected
+
+
+@given(
+    st.integers(min_value=-2, max_value=40),
+    st.lists(st.tuples(st.integers(0, 4), st.integers(0, 6)), max_size=30),
+)
+@example(28, [(4096, 1), (4096, 1), (0, 2)])
+def test_largest_is_heapqs_nlargest(n: int, pairs: list[tuple[int, int]]) -> None:
+    """The ranking's pick of the top pairs, done in heapq's C half, is heapq.nlargest's."""
+    import heapq
+
+    assert procfs.largest(n, list(pairs)) == heapq.nlargest(n, pairs)
