@@ -43,6 +43,7 @@ from bot.config import (
 from bot.config.policy import read_policy
 from bot.core.model.thresholds import Thresholds
 from bot.errors import ConfigError
+from bot.render.environment import compile_views
 from bot.services.clusters import ClusterRegistry
 from bot.slack.chatting import make_client
 from bot.store.engines import demo_settings_path, demo_store_path
@@ -193,6 +194,12 @@ async def running_bot(
         policy=read_policy(policy),
         thresholds=Thresholds(),
     )
+    # serve's warm-up compiles every template before traffic (bot.wiring.warming): without
+    # it a first click compiled its modal's templates before views.open, 0.3 s idle and past
+    # Slack's 3 s trigger_id lifetime under load. Compiled once a process (the environments
+    # are cached); the warm-up's worker start and matplotlib import stay with first use here,
+    # since every demo would pay them again.
+    await asyncio.to_thread(compile_views)
     runner = web.AppRunner(runtime.web_app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
