@@ -31,6 +31,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -45,6 +46,10 @@ P = ParamSpec("P")
 #: worker is taken for stuck: an analysis of a 5,000-process node takes seconds on a loaded
 #: machine, and a diagnosis's charts and analyses queue behind each other
 WORKER_TIMEOUT_S = 300.0
+#: how long a long-running bot's worker may sit idle before it ends (the next call starts
+#: another): once it has drawn a chart it holds matplotlib, ~100 MiB beside the bot's own
+#: memory, which an idle bot should not keep (issue #25's RSS budget)
+WORKER_IDLE_S = 120.0
 _SIZE = struct.Struct("<Q")
 
 
@@ -234,17 +239,27 @@ class Offloader:
     another worker; where no process can be started at all, every call runs on a thread
     from then on, as after ``close``. A call the worker has not answered in ``timeout_s``
     (queue included) ends the worker: it is stuck, so its calls go to threads as above.
+    With ``idle_s``, a worker that has had no call in flight for that long ends, and the next
+    call starts another (its memory, matplotlib's included, is not kept by an idle bot).
     Arguments and results must pickle; the functions are module-level (the worker imports
     their modules), so the worker computes what a thread would."""
 
     def __init__(
-        self, *, process: bool = False, name: str = "worker", timeout_s: float = WORKER_TIMEOUT_S
+        self,
+        *,
+        process: bool = False,
+        name: str = "worker",
+        timeout_s: float = WORKER_TIMEOUT_S,
+        idle_s: float | None = None,
     ) -> None:
         self._use_process = process
         self._name = name
         self.timeout_s = timeout_s
+        self.idle_s = idle_s
         self._worker: WorkerProcess | None = None
         self._lock = threading.Lock()
+        self._in_flight = 0
+        self._last_done = time.monotonic()
 
     @property
     def pid(self) -> int | None:
@@ -274,6 +289,7 @@ class Offloader:
         worker = self._live_worker()
         if worker is not None:
             try:
+                self._in_flight += 1
                 async with asyncio.timeout(self.timeout_s):
                     return await asyncio.wrap_future(worker.submit(call, job))
             except WorkerExitedError as exc:
@@ -286,7 +302,29 @@ class Offloader:
                 )
                 with contextlib.suppress(OSError):
                     worker.proc.kill()  # its reader fails the others: they go to threads too
+            finally:
+                self._done()
         return await asyncio.to_thread(job)
+
+    def _done(self) -> None:
+        """A worker call ended (on the event loop): with none left in flight, end the worker
+        once it has been idle ``idle_s``."""
+        self._in_flight -= 1
+        self._last_done = time.monotonic()
+        if self.idle_s is not None and self._in_flight == 0:
+            asyncio.get_running_loop().call_later(self.idle_s, self._retire_if_idle)
+
+    def _retire_if_idle(self) -> None:
+        if self.idle_s is None or self._in_flight:
+            return
+        if time.monotonic() - self._last_done < self.idle_s * 0.99:  # timers may fire early
+            return  # a later call's own timer decides
+        with self._lock:
+            worker, self._worker = self._worker, None
+        if worker is not None:
+            log.info("the %s process was idle %.0f s; ending it", self._name, self.idle_s)
+            # its input closed, it exits; waiting for that blocks, so not on the loop
+            threading.Thread(target=worker.close, name=f"{self._name}-retire").start()
 
     def close(self) -> None:
         """End the worker (what it was computing is dropped); later calls run on threads.

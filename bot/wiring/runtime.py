@@ -23,7 +23,7 @@ from bot.core.governance.alert_caps import AlertCaps
 from bot.core.governance.policy import TIERS, Policy
 from bot.core.model.thresholds import Thresholds
 from bot.errors import ConfigError
-from bot.offloading import Offloader
+from bot.offloading import WORKER_IDLE_S, Offloader
 from bot.prom.history import HistoryService
 from bot.render.sentences import sentence
 from bot.services.act import ActService
@@ -215,7 +215,7 @@ async def build_runtime(
     locales = LocaleChooser(chat, channel_locales=settings.slack.channel_locales)
     # a long-running bot analyses and draws charts beside its event loop, in one worker
     # process, not on its interpreter (#25); closed with the diagnose service
-    offload = Offloader(process=True, name="analysis")
+    offload = Offloader(process=True, name="analysis", idle_s=WORKER_IDLE_S)
     presenter = SlackPresenter(chat, locales, offload=offload)
     diagnose = DiagnoseService(
         clusters,

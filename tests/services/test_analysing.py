@@ -129,3 +129,41 @@ async def test_a_worker_that_does_not_answer_in_time_is_ended_and_the_call_done_
             os.kill(stuck, 0)
     finally:
         worker.close()
+
+
+async def test_an_idle_worker_ends_and_the_next_call_starts_another() -> None:
+    # a worker that drew a chart holds matplotlib (~100 MiB): an idle bot does not keep it
+    worker = Offloader(process=True, idle_s=0.3)
+    try:
+        first = await worker.run(os.getpid)
+        assert worker.pid == first != os.getpid()
+        await asyncio.sleep(0.1)
+        assert await worker.run(os.getpid) == first  # busy again before its idle time: kept
+        for _ in range(100):
+            if worker.pid is None:
+                break
+            await asyncio.sleep(0.05)
+        assert worker.pid is None
+        for _ in range(100):  # its input closed, it exits (reaped by the retiring thread)
+            try:
+                os.kill(first, 0)
+            except ProcessLookupError:
+                break
+            await asyncio.sleep(0.05)
+        else:
+            pytest.fail("the idle worker is still running")
+        second = await worker.run(os.getpid)
+        assert second not in (first, os.getpid())
+    finally:
+        await asyncio.to_thread(worker.close)
+
+
+async def test_without_an_idle_time_the_worker_stays() -> None:
+    # the check above can fail: a worker is not ended for idling unless told to
+    worker = Offloader(process=True)
+    try:
+        first = await worker.run(os.getpid)
+        await asyncio.sleep(0.6)
+        assert worker.pid == first
+    finally:
+        await asyncio.to_thread(worker.close)
