@@ -229,6 +229,52 @@ class WorkerProcess:
             thread.join(timeout=30)
 
 
+class WorkerSlot:
+    """At most one ``WorkerProcess`` of ``module``, started when first wanted and again after
+    one exits; once none can be started (``fallback`` says, in the log, where the work goes
+    then) or after ``close``, ``live`` answers None for good and the owner does the work
+    itself. Thread-safe."""
+
+    def __init__(self, module: str, *, name: str, use_process: bool, fallback: str) -> None:
+        self.module = module
+        self.name = name
+        self.fallback = fallback
+        self.usable = use_process
+        self._worker: WorkerProcess | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def pid(self) -> int | None:
+        """The worker process's id, or None when none runs (none started yet, or it exited)."""
+        worker = self._worker
+        return worker.pid if worker is not None and worker.alive else None
+
+    def live(self) -> WorkerProcess | None:
+        """The running worker, started now if there is none; None where none may run."""
+        with self._lock:
+            if self.usable and (self._worker is None or not self._worker.alive):
+                try:
+                    self._worker = WorkerProcess(self.module, name=self.name)
+                except OSError as exc:
+                    log.warning("no %s process (%s); %s", self.name, exc, self.fallback)
+                    self.usable = False
+            return self._worker if self.usable else None
+
+    def detach(self) -> WorkerProcess | None:
+        """The worker, no longer this slot's (the next ``live`` starts another)."""
+        with self._lock:
+            worker, self._worker = self._worker, None
+        return worker
+
+    def close(self) -> None:
+        """End the worker and start no other. Blocks until it ends."""
+        with self._lock:
+            worker, self._worker = self._worker, None
+            self.usable = False
+        if worker is not None:
+            worker.close()
+
+
 class Offloader:
     """CPU-bound pure calls for the event loop: in one worker process (``process=True``,
     started by the first call) or on threads (``asyncio.to_thread``).
@@ -252,41 +298,30 @@ class Offloader:
         timeout_s: float = WORKER_TIMEOUT_S,
         idle_s: float | None = None,
     ) -> None:
-        self._use_process = process
         self._name = name
         self.timeout_s = timeout_s
         self.idle_s = idle_s
-        self._worker: WorkerProcess | None = None
-        self._lock = threading.Lock()
+        self._slot = WorkerSlot(
+            "bot.offloading", name=name, use_process=process, fallback="its work runs on threads"
+        )
         self._in_flight = 0
         self._last_done = time.monotonic()
 
     @property
     def pid(self) -> int | None:
         """The worker process's id, or None when none runs (none started yet, or it exited)."""
-        worker = self._worker
-        return worker.pid if worker is not None and worker.alive else None
-
-    def _live_worker(self) -> WorkerProcess | None:
-        with self._lock:
-            if self._use_process and (self._worker is None or not self._worker.alive):
-                try:
-                    self._worker = WorkerProcess(name=self._name)
-                except OSError as exc:
-                    log.warning("no %s process (%s); its work runs on threads", self._name, exc)
-                    self._use_process = False
-            return self._worker if self._use_process else None
+        return self._slot.pid
 
     def start(self) -> int | None:
         """Start the worker now (before traffic: starting a process blocks the caller while
         it forks, so not on an event loop that serves); its id, None where it runs none."""
-        worker = self._live_worker()
+        worker = self._slot.live()
         return worker.pid if worker is not None else None
 
     async def run(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """``fn(*args, **kwargs)``, in the worker where there is one."""
         job = functools.partial(fn, *args, **kwargs)
-        worker = self._live_worker()
+        worker = self._slot.live()
         if worker is not None:
             try:
                 self._in_flight += 1
@@ -319,8 +354,7 @@ class Offloader:
             return
         if time.monotonic() - self._last_done < self.idle_s * 0.99:  # timers may fire early
             return  # a later call's own timer decides
-        with self._lock:
-            worker, self._worker = self._worker, None
+        worker = self._slot.detach()
         if worker is not None:
             log.info("the %s process was idle %.0f s; ending it", self._name, self.idle_s)
             # its input closed, it exits; waiting for that blocks, so not on the loop
@@ -329,11 +363,7 @@ class Offloader:
     def close(self) -> None:
         """End the worker (what it was computing is dropped); later calls run on threads.
         Blocks until the worker ends: call it off the event loop."""
-        with self._lock:
-            worker, self._worker = self._worker, None
-            self._use_process = False
-        if worker is not None:
-            worker.close()
+        self._slot.close()
 
 
 if __name__ == "__main__":

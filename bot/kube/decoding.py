@@ -19,13 +19,12 @@ calling thread with the collector paused, as before.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TypeVar
 
 from bot.kube.pages import gc_paused
-from bot.offloading import WorkerExitedError, WorkerProcess, serve_stdio
+from bot.offloading import WorkerExitedError, WorkerSlot, serve_stdio
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -41,25 +40,17 @@ DecoderExitedError = WorkerExitedError
 
 class PageDecoder:
     def __init__(self, *, use_process: bool = True) -> None:
-        self._use_process = use_process
-        self._worker: WorkerProcess | None = None
-        self._lock = threading.Lock()
+        self._slot = WorkerSlot(
+            "bot.kube.decoding",
+            name="decoder",
+            use_process=use_process,
+            fallback="list pages are decoded here",
+        )
 
     @property
     def pid(self) -> int | None:
         """The worker process's id, or None when none was started (or it exited)."""
-        worker = self._worker
-        return worker.pid if worker is not None and worker.alive else None
-
-    def _live_worker(self) -> WorkerProcess | None:
-        with self._lock:
-            if self._use_process and (self._worker is None or not self._worker.alive):
-                try:
-                    self._worker = WorkerProcess("bot.kube.decoding", name="decoder")
-                except OSError as exc:
-                    log.warning("no decoder process (%s); list pages are decoded here", exc)
-                    self._use_process = False
-            return self._worker if self._use_process else None
+        return self._slot.pid
 
     def submit(
         self, fn: Callable[[bytes], T], body: bytes, *, process: bool | None = None
@@ -68,7 +59,7 @@ class PageDecoder:
         of one), or here for a small page; ``process=True``: in the worker whatever the
         size (the pieces of one streamed answer all go where its state is kept)."""
         wanted = len(body) >= INLINE_BYTES if process is None else process
-        worker = self._live_worker() if wanted else None
+        worker = self._slot.live() if wanted else None
         if worker is not None:
             return worker.submit(fn, body)
         done: Future[T] = Future()
@@ -80,11 +71,7 @@ class PageDecoder:
         return done
 
     def close(self) -> None:
-        with self._lock:
-            worker, self._worker = self._worker, None
-            self._use_process = False
-        if worker is not None:
-            worker.close()
+        self._slot.close()
 
 
 if __name__ == "__main__":

@@ -203,7 +203,7 @@ async def test_a_metrics_answer_streamed_in_small_pieces_gives_the_same_working_
         try:
             streamed = await gw.gpu_node_loads()
             assert tallying._WALKERS == {}  # nothing left behind here
-            assert (decoder.pid is not None) == decoder._use_process  # where it ran
+            assert (decoder.pid is not None) == decoder._slot.usable  # where it ran
         finally:
             gw._decoder = own
             decoder.close()
