@@ -400,6 +400,20 @@ class Gateway:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._threads, fleet.loads, used)
 
+    async def _held(self) -> Informer[PodRecord] | None:
+        """The pods informer when it can answer as the API would: kept, synced (after waiting
+        out its first list, never a list beside it) and caught up with our last write."""
+        informers = self.fleet_informers()
+        if informers is None:
+            return None
+        pods = informers[0]
+        if not pods.answered.is_set():  # its first list is this read: never a list beside it
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(self._threads, pods.answered.wait)
+        if not pods.synced.is_set() or pods.heard_at <= self._written_at:
+            return None
+        return pods
+
     async def held_pods(self, namespace: str | None, selector: str) -> list[Obj] | None:
         """The bound, running pods ``selector`` (a ``labelSelector`` value) picks, of
         ``namespace`` or every namespace (None), from the pods informer's memory
@@ -407,14 +421,8 @@ class Gateway:
         (informers not kept or not synced, not caught up with our last write, a selector it
         cannot parse): the caller lists them, and ``selections.cut`` makes that answer the
         same objects."""
-        informers = self.fleet_informers()
-        if informers is None:
-            return None
-        pods = informers[0]
-        loop = asyncio.get_running_loop()
-        if not pods.answered.is_set():  # its first list is this read: never a list beside it
-            await loop.run_in_executor(self._threads, pods.answered.wait)
-        if not pods.synced.is_set() or pods.heard_at <= self._written_at:
+        pods = await self._held()
+        if pods is None:
             return None
         try:
             parsed = selectors.parse_selector(selector)
@@ -425,7 +433,18 @@ class Gateway:
             records = pods.keyed() if namespace is None else pods.keyed_in(namespace)
             return selections.select(records, parsed)
 
+        loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._threads, chosen)
+
+    async def held_records(self, namespace: str) -> list[tuple[str, str, PodRecord]] | None:
+        """Every pod of ``namespace`` as the pods informer keeps it (``bot.kube.members``
+        reads the gangs' members from them): no API call. None when it cannot answer as the
+        API would (see ``held_pods``): the caller lists the namespace."""
+        pods = await self._held()
+        if pods is None:
+            return None
+        loop = asyncio.get_running_loop()  # a training namespace may hold thousands
+        return await loop.run_in_executor(self._threads, pods.keyed_in, namespace)
 
     def owner_cache(self) -> OwnerCache:
         """The controllers and owners' pods this gateway read lately: one lookup per owner
