@@ -104,6 +104,9 @@ class Gateway:
         #: controllers read by owner-chain walks and each owner's pods elsewhere, shared by
         #: the diagnoses for ``fleet_cache_s`` (started, writes then, answers)
         self._owners: tuple[float, int, OwnerCache] | None = None
+        #: built-in controllers' own controller references, for ``discovery_cache_s``: the
+        #: chains of the gangs' candidate members (``member_chains``)
+        self._controller_refs = reading.ControllerRefs(settings.discovery_cache_s)
         #: pod events of every namespace, listed then watched (``informers=True``); None:
         #: each diagnosis lists its namespaces' events
         self._events: Informer[Obj] | None = None
@@ -248,6 +251,17 @@ class Gateway:
         self, t: Transport, pods: list[Obj], cache: dict[tuple[str, str, str], Obj | None]
     ) -> list[list[Any]]:
         return [reading.owner_chain(t, p, cache) for p in pods]
+
+    def _member_chains(
+        self, t: Transport, pods: list[Obj], cache: dict[tuple[str, str, str], Obj | None]
+    ) -> list[list[Any]]:
+        """The owner chains of the gangs' candidate members (one pod per distinct direct
+        owner, ``bot.kube.members``), through the controller references kept for
+        ``discovery_cache_s`` (``reading.ControllerRefs``). A view acting as a person walks
+        through its own owner cache only: their RBAC decides."""
+        if self.acting is not None:
+            return self._owner_chains(t, pods, cache)
+        return self._controller_refs.chains(t, pods, cache)
 
     async def fleet(self, *, max_age_s: float | None = None) -> FleetTally:
         """Every node's sums and room in slim records (``bot.kube.tallying``).

@@ -69,6 +69,10 @@ class Reads(Protocol):
         self, t: Transport, pods: list[Obj], cache: dict[tuple[str, str, str], Obj | None]
     ) -> list[list[Any]]: ...
 
+    def _member_chains(
+        self, t: Transport, pods: list[Obj], cache: dict[tuple[str, str, str], Obj | None]
+    ) -> list[list[Any]]: ...
+
     async def fleet(self, *, max_age_s: float | None = None) -> FleetTally: ...
 
     async def held_pods(self, namespace: str | None, selector: str) -> list[Obj] | None: ...
@@ -333,7 +337,7 @@ async def _gang_pods(
     """The members of the node's gangs on other nodes (``bot.kube.members``): a gang
     namespace's pods from the informer's memory when it is synced, else one list of the
     namespace; then each distinct direct owner's chain (a GET per built-in controller not
-    yet in ``cache``, none for a gang owner)."""
+    read lately, ``Gateway._member_chains``; none for a gang owner)."""
     gangs = {g.key: g for p in pods if (g := gang_of(p)) is not None}
     if not gangs:
         return []
@@ -348,7 +352,7 @@ async def _gang_pods(
         owned = members.owners(held, node)
         chains = await gw._call(
             Doing.of("read_pod_owners"),
-            gw._owner_chains,
+            gw._member_chains,
             [members.owner_pod(ns, o) for o in owned],
             cache,
         )

@@ -15,7 +15,7 @@ from the code under test. Through the real gateways over HTTP against the stand-
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import pytest
@@ -119,10 +119,10 @@ def workload(
     return made
 
 
-def generated(seed: int) -> tuple[Scenario, list[str]]:
-    """A cluster with every gang kind planted on ``NODE`` and around it, and the members to
-    delete (bound, running, not on ``NODE``) once it runs: names of workloads whose pods
-    those are."""
+def generated(seed: int, extra: Sequence[dict[str, Any]] = ()) -> tuple[Scenario, list[str]]:
+    """A cluster with every gang kind planted on ``NODE`` and around it (and ``extra``), and
+    the members to delete (bound, running, not on ``NODE``) once it runs: names of workloads
+    whose pods those are."""
     rng = random.Random(seed)
     planted: list[dict[str, Any]] = []
     deleting: list[str] = []
@@ -158,7 +158,7 @@ def generated(seed: int) -> tuple[Scenario, list[str]]:
             owner=owner("jobset.x-k8s.io/v1alpha2", "JobSet", "other"),
         )
     )
-    return seed_with(planted, crds=CRDS), deleting
+    return seed_with([*planted, *extra], crds=CRDS), deleting
 
 
 def expected(sim: KubeSim) -> set[str]:
@@ -240,6 +240,34 @@ async def test_a_plan_on_a_synced_informer_lists_no_namespace_of_pods_even_the_f
     # the chains above built-in owners are read once: a second plan reads no owner
     owners = [r for r in warm if "/apis/apps/" in r[1] or "/apis/batch/" in r[1]]
     assert owners == []
+
+
+async def test_a_gang_namespaces_other_owners_are_read_once_not_with_each_owner_cache(
+    make_kubesim: Callable[..., Awaitable[KubeSim]],
+) -> None:
+    filler = [
+        workload("Deployment", f"filler-{i}", None, NS, "decoy", replicas=2)
+        | {"nodes": ["gpu-node-02", "cpu-node-01"]}
+        for i in range(10)
+    ]
+    scenario, _ = generated(2, filler)
+    sim = await make_kubesim(scenario)
+    ensure_namespace(sim)
+    # an owner cache per view (as after each write, or each ``fleet_cache_s``)
+    gw = Gateway.from_settings(settings_for(sim.url, fleet_cache_s=0), informers=True)
+    try:
+        await gw.fleet()
+        views = [await view_with_calls(gw, sim, NODE) for _ in range(2)]
+    finally:
+        gw.close()
+    (first, cold), (second, warm) = views
+
+    def fillers(calls: list[tuple[str, str, str]]) -> list[str]:
+        return [r[1] for r in calls if r[0] == "GET" and "/filler-" in r[1]]
+
+    assert len(fillers(cold)) == 20  # each Deployment and its ReplicaSet, once
+    assert fillers(warm) == []
+    assert second.gang_pods == first.gang_pods and first.gang_pods
 
 
 async def test_the_plans_read_gang_members_from_the_api_while_the_informer_is_not_synced(
