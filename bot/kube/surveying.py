@@ -331,6 +331,28 @@ async def _workloads(
     return [parse_workload(obj, vpas.get(key[1], [])) for key, obj in sorted(tops.items())]
 
 
+def _listed(t: Transport, namespace: str) -> list[members.Keyed]:
+    """The namespace's pods, listed and cut to records on the gateway's thread."""
+    return members.records(reading.list_namespaced_pods(t, namespace))
+
+
+def _members_in(
+    t: Transport,
+    chains_of: Callable[..., list[list[OwnerRef]]],
+    namespace: str,
+    held: list[members.Keyed],
+    node: str,
+    gangs: list[str],
+    cache: dict[tuple[str, str, str], Obj | None],
+) -> list[PodInfo]:
+    """``members.members`` of one namespace, with each distinct direct owner's chain read
+    by ``chains_of``: on one of the gateway's threads (a namespace may hold thousands of
+    pods, and each member is a model built)."""
+    owned = members.owners(held, node)
+    chains = chains_of(t, [members.owner_pod(namespace, o) for o in owned], cache)
+    return members.members(held, node, gangs, dict(zip(owned, chains, strict=True)))
+
+
 async def _gang_pods(
     gw: Reads, node: str, pods: list[PodInfo], cache: dict[tuple[str, str, str], Obj | None]
 ) -> list[PodInfo]:
@@ -345,18 +367,19 @@ async def _gang_pods(
     for ns in sorted({g.namespace for g in gangs.values()}):
         held = await gw.held_records(ns)
         if held is None:
-            raw = await _optional(
-                gw, Doing.of("list_pods_in", namespace=ns), reading.list_namespaced_pods, ns
+            held = await _optional(gw, Doing.of("list_pods_in", namespace=ns), _listed, ns) or []
+        out.extend(
+            await gw._call(
+                Doing.of("read_pod_owners"),
+                _members_in,
+                gw._member_chains,
+                ns,
+                held,
+                node,
+                sorted(gangs),
+                cache,
             )
-            held = members.records(raw or [])
-        owned = members.owners(held, node)
-        chains = await gw._call(
-            Doing.of("read_pod_owners"),
-            gw._member_chains,
-            [members.owner_pod(ns, o) for o in owned],
-            cache,
         )
-        out.extend(members.members(held, node, gangs, dict(zip(owned, chains, strict=True))))
     return sorted(out, key=lambda p: p.key)
 
 
