@@ -105,7 +105,7 @@ class Gateway:
         #: the diagnoses for ``fleet_cache_s`` (started, writes then, answers)
         self._owners: tuple[float, int, OwnerCache] | None = None
         #: built-in controllers' own controller references, for ``discovery_cache_s``: the
-        #: chains of the gangs' candidate members (``member_chains``)
+        #: chains of the gangs' candidate members (``_member_chains``)
         self._controller_refs = reading.ControllerRefs(settings.discovery_cache_s)
         #: pod events of every namespace, listed then watched (``informers=True``); None:
         #: each diagnosis lists its namespaces' events

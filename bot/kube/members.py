@@ -10,7 +10,8 @@ controller reference (``owner``), for every pod that is not Succeeded or Failed,
 not. What the record cannot hold is the chain above a built-in controller (the Job's own
 controller): ``owners`` lists the distinct direct owners, and the caller reads each one's
 chain once (``bot.kube.reading.owner_chain``: a GET only for a built-in controller, never
-for a gang owner, each controller once per ``OwnerCache``), however many pods share it.
+for a gang owner; each controller's own reference kept by ``reading.ControllerRefs``),
+however many pods share it.
 
 So an API list is cut to records first (``records``), the informer's records are used as
 they are, and ``members`` makes both into the same ``PodInfo``: what the gang notes read

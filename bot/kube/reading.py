@@ -129,9 +129,6 @@ class ControllerRefs:
         self._held: dict[tuple[str, str, str], tuple[float, Obj]] = {}
         self._lock = threading.Lock()
 
-    def __len__(self) -> int:
-        return len(self._held)
-
     def chains(
         self, t: Transport, pods: list[Obj], cache: dict[tuple[str, str, str], Obj | None]
     ) -> list[list[OwnerRef]]:

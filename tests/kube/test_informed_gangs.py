@@ -242,8 +242,9 @@ async def test_a_plan_on_a_synced_informer_lists_no_namespace_of_pods_even_the_f
     assert owners == []
 
 
+@pytest.mark.parametrize(("kept_s", "read_again"), [(300.0, 0), (0.0, 20)])
 async def test_a_gang_namespaces_other_owners_are_read_once_not_with_each_owner_cache(
-    make_kubesim: Callable[..., Awaitable[KubeSim]],
+    make_kubesim: Callable[..., Awaitable[KubeSim]], kept_s: float, read_again: int
 ) -> None:
     filler = [
         workload("Deployment", f"filler-{i}", None, NS, "decoy", replicas=2)
@@ -254,7 +255,9 @@ async def test_a_gang_namespaces_other_owners_are_read_once_not_with_each_owner_
     sim = await make_kubesim(scenario)
     ensure_namespace(sim)
     # an owner cache per view (as after each write, or each ``fleet_cache_s``)
-    gw = Gateway.from_settings(settings_for(sim.url, fleet_cache_s=0), informers=True)
+    gw = Gateway.from_settings(
+        settings_for(sim.url, fleet_cache_s=0, discovery_cache_s=kept_s), informers=True
+    )
     try:
         await gw.fleet()
         views = [await view_with_calls(gw, sim, NODE) for _ in range(2)]
@@ -266,7 +269,7 @@ async def test_a_gang_namespaces_other_owners_are_read_once_not_with_each_owner_
         return [r[1] for r in calls if r[0] == "GET" and "/filler-" in r[1]]
 
     assert len(fillers(cold)) == 20  # each Deployment and its ReplicaSet, once
-    assert fillers(warm) == []
+    assert len(fillers(warm)) == read_again  # kept for ``discovery_cache_s``
     assert second.gang_pods == first.gang_pods and first.gang_pods
 
 
