@@ -14,6 +14,7 @@ from the code under test. Through the real gateways over HTTP against the stand-
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
@@ -271,6 +272,44 @@ async def test_a_gang_namespaces_other_owners_are_read_once_not_with_each_owner_
     assert len(fillers(cold)) == 20  # each Deployment and its ReplicaSet, once
     assert len(fillers(warm)) == read_again  # kept for ``discovery_cache_s``
     assert second.gang_pods == first.gang_pods and first.gang_pods
+
+
+async def test_a_member_started_elsewhere_after_the_list_is_named_from_the_watch(
+    gang_gateways: Callable[[int], Awaitable[tuple[Gateway, Gateway, KubeSim]]],
+) -> None:
+    _, informed, sim = await gang_gateways(3)
+    g = f"g{sorted(KINDS).index('volcano podgroup annotation')}"
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"{g}-late", "annotations": {"scheduling.k8s.io/group-name": g}},
+        "spec": {
+            "nodeName": "gpu-node-02",
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox",
+                    "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+                }
+            ],
+        },
+    }
+    status, _ = await kube_call(sim.url, "POST", f"/api/v1/namespaces/{NS}/pods", body=pod)
+    assert status == 201
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60.0  # generous: nothing here is timed
+    while True:
+        view, calls = await view_with_calls(informed, sim, NODE)
+        assert selected_pod_lists(calls) == []
+        late = [p for p in view.gang_pods if p.name == f"{g}-late"]
+        if late:
+            break
+        assert loop.time() < deadline, "the informer never saw the new member"
+        await asyncio.sleep(0.1)
+    assert (late[0].node_name, late[0].annotations) == (
+        "gpu-node-02",
+        {"scheduling.k8s.io/group-name": g},
+    )
 
 
 async def test_the_plans_read_gang_members_from_the_api_while_the_informer_is_not_synced(
