@@ -26,8 +26,8 @@ run on a fresh gateway as ``gpunode serve`` builds it (``informers=True``):
   peaks, the conservative figure), each part reported too (``bot_process_…``,
   ``decoder_…``, ``analysis_worker_peak_rss_mib``); apart from the stand-in's. This process
   holds what a serving bot's does: ``gpunode serve``'s imports (``bot.wiring.runtime``) and
-  its warm-up (the analysis worker started and its charts imported, the templates compiled,
-  the watch API imported; ``bot.wiring.warming``), and a diagnosis's work runs just before
+  its warm-up (the analysis worker started and its charts imported, the templates compiled;
+  ``bot.wiring.warming``), and a diagnosis's work runs just before
   each gateway's first ``top``: held as ``DiagnoseService`` holds it, the analysis of
   ``bench/analyze.py``'s 5,000-process node and its chart, in the analysis worker as
   ``gpunode serve`` wires it (``analysis_offloader``). That worker ends when the diagnosis
@@ -75,7 +75,6 @@ from bot.config import KubeSettings
 from bot.core.model.thresholds import Thresholds
 from bot.core.reporting.charts import chart_spec
 from bot.kube.gateway import Gateway
-from bot.kube.jobs import import_watch_api
 from bot.kube.transport import Transport
 from bot.render.environment import compile_views
 from bot.services.analysing import Analyst
@@ -183,7 +182,6 @@ async def _serve_warm_up(analyst: Analyst) -> None:
     await asyncio.to_thread(analyst.offload.start)
     await analyst.offload.run(IMPORT_CHARTS)
     await asyncio.to_thread(compile_views)
-    await asyncio.to_thread(import_watch_api)
 
 
 async def _diagnosis_work(analyst: Analyst) -> float:

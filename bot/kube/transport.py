@@ -203,13 +203,17 @@ class Transport:
                 raise ApiException.from_response(
                     http_resp=response, body=data.decode("utf-8", "replace"), data=None
                 )
-            rest, stream = b"", response.response
+            rest, stream, ended = b"", response.response, False
             try:
                 for chunk in stream.stream(amt=None, decode_content=False):
                     *lines, rest = (rest + chunk).split(b"\n")
                     yield from (line.decode("utf-8", "replace") for line in lines if line.strip())
+                ended = True
             finally:
-                stream.release_conn()
+                if ended:
+                    stream.release_conn()
+                else:  # left mid-watch: the connection cannot serve another request
+                    stream.close()
 
     @contextmanager
     def observed(self, verb: str, path: str) -> Iterator[Seen]:

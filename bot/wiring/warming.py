@@ -5,8 +5,6 @@ interpreter lock (or the loop itself) while slash commands wait for their acks (
 
 - every view template is compiled (``bot.render.environment.compile_views``: 3 s of CPU,
   else 50 ms a template in the first diagnoses);
-- the Kubernetes client's ``CoreV1Api`` (the diagnostic Job's pod watch) is imported, with
-  the ~250 models it names (``bot.kube.jobs.import_watch_api``: 0.4 s of CPU);
 - the worker process the bot analyses and draws charts in (``bot.offloading.Offloader``) is
   started, and imports matplotlib there (it builds its font cache on first import: seconds
   on a fresh home, far more on a busy node; each later worker, one a diagnosis, reads that
@@ -19,19 +17,16 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.kube.jobs import import_watch_api
 from bot.render.environment import compile_views
 from bot.wiring.heap import settle_heap
 from bot.wiring.runtime import IMPORT_CHARTS, Runtime
 
 
 async def warm_up(runtime: Runtime) -> None:
-    """Compile the templates, start the worker and import the charts there, import the
-    Kubernetes client's watch API, settle the heap.
+    """Compile the templates, start the worker and import the charts there, settle the heap.
     Call after ``build_runtime``, before the listener starts."""
     await asyncio.to_thread(compile_views)
     offload = runtime.services.diagnose.analyst.offload
     await asyncio.to_thread(offload.start)  # sent IMPORT_CHARTS first
     await offload.run(IMPORT_CHARTS)  # answered once that import (the font cache) is done
-    await asyncio.to_thread(import_watch_api)
     settle_heap()  # start-up's objects out of the full collections (bot/wiring/heap.py)
