@@ -27,8 +27,9 @@ run on a fresh gateway as ``gpunode serve`` builds it (``informers=True``):
   ``decoder_…``, ``analysis_worker_peak_rss_mib``); apart from the stand-in's. This process
   holds what a serving bot's does: ``gpunode serve``'s imports (``bot.wiring.runtime``) and
   its warm-up (the analysis worker started and its charts imported, the templates compiled;
-  ``bot.wiring.warming``), and a diagnosis's work runs just before
-  each gateway's first ``top``: held as ``DiagnoseService`` holds it, the analysis of
+  ``bot.wiring.warming``; it also holds the stand-in's token module, which serve does not).
+  A diagnosis's work runs just before each gateway's first ``top``: held as
+  ``DiagnoseService`` holds it, the analysis of
   ``bench/analyze.py``'s 5,000-process node and its chart, in the analysis worker as
   ``gpunode serve`` wires it (``analysis_offloader``). That worker ends when the diagnosis
   is done; ``analysis_worker_exit_s`` is how long it took (the ``top`` starts after), and
