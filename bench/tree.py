@@ -104,23 +104,26 @@ def _hwm_mib(pid: int) -> float | None:
 
 def _sample(pid: int, interval_s: float, ready: Any, stop: Any, out: Any) -> None:
     sightings: list[Sighting] = []
-    roles: dict[int, str | None] = {}
-    ready.set()
+    roles: dict[int, str] = {}  # a child not (yet) a worker is read again: forked, it shows
+    ready.set()  # its parent's command line until it execs
     while not stop.is_set():
         try:
             children = _children(pid)
         except OSError:
             break  # the bot's process is gone
         for child in children:
-            if child not in roles:
+            role = roles.get(child)
+            if role is None:
                 try:
                     cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
                 except OSError:
                     continue
-                roles[child] = role_of([a.decode(errors="replace") for a in cmdline if a])
-            role = roles[child]
-            hwm = _hwm_mib(child) if role is not None else None
-            if role is not None and hwm is not None:
+                role = role_of([a.decode(errors="replace") for a in cmdline if a])
+                if role is None:
+                    continue
+                roles[child] = role
+            hwm = _hwm_mib(child)
+            if hwm is not None:
                 sightings.append(Sighting(time.time(), child, role, hwm))
         time.sleep(interval_s)
     out.put(sightings)

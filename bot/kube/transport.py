@@ -219,12 +219,16 @@ class Transport:
     def observed(self, verb: str, path: str) -> Iterator[Seen]:
         """Report one request (or a watch: ``verb="WATCH"``) to ``observer`` once it ends:
         the status set on the yielded ``Seen`` (200 unless set), the status of an
-        ApiException raised inside, None for any other failure (no answer)."""
+        ApiException raised inside, None for any other failure (no answer); a stream its
+        reader stopped reading (``GeneratorExit``: a watch whose answer was found) ended
+        well."""
         seen = Seen(200)
         try:
             yield seen
         except ApiException as exc:
             seen.status = int(exc.status) if exc.status else None
+            raise
+        except GeneratorExit:
             raise
         except BaseException:
             seen.status = None

@@ -201,6 +201,26 @@ async def test_a_held_worker_outlives_its_idle_time_and_ends_as_the_last_hold_is
         await asyncio.to_thread(worker.close)
 
 
+async def test_a_held_worker_that_dies_is_replaced_for_the_next_call_which_ends_with_the_hold() -> (
+    None
+):
+    worker = Offloader(process=True, idle_s=0.2)
+    try:
+        async with worker.held():
+            first = worker.pid
+            assert first is not None
+            os.kill(first, signal.SIGKILL)
+            for _ in range(100):  # its reader sees it go
+                if worker.pid is None:
+                    break
+                await asyncio.sleep(0.05)
+            second = await worker.run(os.getpid)
+            assert second not in (first, os.getpid()), "a new worker, not a thread"
+        assert worker.pid is None and await _ended(second)
+    finally:
+        await asyncio.to_thread(worker.close)
+
+
 async def test_without_an_idle_time_a_released_hold_keeps_the_worker() -> None:
     # the check above can fail: a worker is not ended at release unless told to idle out
     worker = Offloader(process=True)
