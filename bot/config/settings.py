@@ -91,7 +91,8 @@ class KubeSettings(_Group):
         300.0,
         ge=0,
         le=86400,
-        description="seconds API discovery and the priority classes are reused across diagnoses",
+        description="seconds API discovery, the priority classes and built-in controllers' "
+        "own controller references (the gangs' owner chains) are reused across diagnoses",
     )
     namespace: str = Field("gpunode", description="namespace of the diagnostic Jobs")
     image: str = Field(

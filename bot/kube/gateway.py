@@ -104,6 +104,9 @@ class Gateway:
         #: controllers read by owner-chain walks and each owner's pods elsewhere, shared by
         #: the diagnoses for ``fleet_cache_s`` (started, writes then, answers)
         self._owners: tuple[float, int, OwnerCache] | None = None
+        #: built-in controllers' own controller references, for ``discovery_cache_s``: the
+        #: chains of the gangs' candidate members (``_member_chains``)
+        self._controller_refs = reading.ControllerRefs(settings.discovery_cache_s)
         #: pod events of every namespace, listed then watched (``informers=True``); None:
         #: each diagnosis lists its namespaces' events
         self._events: Informer[Obj] | None = None
@@ -248,6 +251,17 @@ class Gateway:
         self, t: Transport, pods: list[Obj], cache: dict[tuple[str, str, str], Obj | None]
     ) -> list[list[Any]]:
         return [reading.owner_chain(t, p, cache) for p in pods]
+
+    def _member_chains(
+        self, t: Transport, pods: list[Obj], cache: dict[tuple[str, str, str], Obj | None]
+    ) -> list[list[Any]]:
+        """The owner chains of the gangs' candidate members (one pod per distinct direct
+        owner, ``bot.kube.members``), through the controller references kept for
+        ``discovery_cache_s`` (``reading.ControllerRefs``). A view acting as a person walks
+        through its own owner cache only: their RBAC decides."""
+        if self.acting is not None:
+            return self._owner_chains(t, pods, cache)
+        return self._controller_refs.chains(t, pods, cache)
 
     async def fleet(self, *, max_age_s: float | None = None) -> FleetTally:
         """Every node's sums and room in slim records (``bot.kube.tallying``).
@@ -400,6 +414,20 @@ class Gateway:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._threads, fleet.loads, used)
 
+    async def _held(self) -> Informer[PodRecord] | None:
+        """The pods informer when it can answer as the API would: kept, synced (after waiting
+        out its first list, never a list beside it) and caught up with our last write."""
+        informers = self.fleet_informers()
+        if informers is None:
+            return None
+        pods = informers[0]
+        if not pods.answered.is_set():  # its first list is this read: never a list beside it
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(self._threads, pods.answered.wait)
+        if not pods.synced.is_set() or pods.heard_at <= self._written_at:
+            return None
+        return pods
+
     async def held_pods(self, namespace: str | None, selector: str) -> list[Obj] | None:
         """The bound, running pods ``selector`` (a ``labelSelector`` value) picks, of
         ``namespace`` or every namespace (None), from the pods informer's memory
@@ -407,14 +435,8 @@ class Gateway:
         (informers not kept or not synced, not caught up with our last write, a selector it
         cannot parse): the caller lists them, and ``selections.cut`` makes that answer the
         same objects."""
-        informers = self.fleet_informers()
-        if informers is None:
-            return None
-        pods = informers[0]
-        loop = asyncio.get_running_loop()
-        if not pods.answered.is_set():  # its first list is this read: never a list beside it
-            await loop.run_in_executor(self._threads, pods.answered.wait)
-        if not pods.synced.is_set() or pods.heard_at <= self._written_at:
+        pods = await self._held()
+        if pods is None:
             return None
         try:
             parsed = selectors.parse_selector(selector)
@@ -425,7 +447,18 @@ class Gateway:
             records = pods.keyed() if namespace is None else pods.keyed_in(namespace)
             return selections.select(records, parsed)
 
+        loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._threads, chosen)
+
+    async def held_records(self, namespace: str) -> list[tuple[str, str, PodRecord]] | None:
+        """Every pod of ``namespace`` as the pods informer keeps it (``bot.kube.members``
+        reads the gangs' members from them): no API call. None when it cannot answer as the
+        API would (see ``held_pods``): the caller lists the namespace."""
+        pods = await self._held()
+        if pods is None:
+            return None
+        loop = asyncio.get_running_loop()  # a training namespace may hold thousands
+        return await loop.run_in_executor(self._threads, pods.keyed_in, namespace)
 
     def owner_cache(self) -> OwnerCache:
         """The controllers and owners' pods this gateway read lately: one lookup per owner

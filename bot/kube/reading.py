@@ -4,6 +4,8 @@ for the gateway to translate."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -109,6 +111,47 @@ def owner_chain(
                 cache[key] = None
         obj = cache[key]
     return chain
+
+
+class ControllerRefs:
+    """Each built-in controller's own controller reference, as owner-chain walks read it, kept
+    for ``ttl_s`` across owner caches (which last ``fleet_cache_s`` and end at any write).
+
+    Who controls a ReplicaSet or a Job is set when it is made and changes only when it is
+    orphaned or adopted, while the gangs' members on other nodes walk the chain of every
+    distinct owner in their namespaces (``bot.kube.members``): kept, a plan reads only the
+    owners it has not met lately, not all of a namespace's again after each write. Only found
+    controllers are kept (not found or refused is asked again with the next owner cache).
+    Thread-safe: the walks run on the gateway's threads."""
+
+    def __init__(self, ttl_s: float) -> None:
+        self.ttl_s = ttl_s
+        self._held: dict[tuple[str, str, str], tuple[float, Obj]] = {}
+        self._lock = threading.Lock()
+
+    def chains(
+        self, t: Transport, pods: list[Obj], cache: dict[tuple[str, str, str], Obj | None]
+    ) -> list[list[OwnerRef]]:
+        """``owner_chain`` of each pod, through what is kept here and in ``cache``; what it
+        reads lands in both."""
+        now = time.monotonic()
+        with self._lock:
+            for key in [k for k, (at, _) in self._held.items() if now - at >= self.ttl_s]:
+                del self._held[key]
+            walk: dict[tuple[str, str, str], Obj | None] = {
+                k: obj for k, (_, obj) in self._held.items()
+            }
+        walk.update(cache)  # what this owner cache read wins: it is as new or newer
+        known = set(walk)
+        chains = [owner_chain(t, p, walk) for p in pods]
+        read = {k: walk[k] for k in walk.keys() - known}
+        cache.update(read)
+        with self._lock:
+            for key, obj in read.items():
+                if obj is not None:
+                    ref = controller_ref(obj)
+                    self._held[key] = (now, {"metadata": {"ownerReferences": [ref] if ref else []}})
+        return chains
 
 
 def list_events(

@@ -28,7 +28,7 @@ DELETING = "set"
 
 def held_pod(namespace: str, name: str, record: PodRecord) -> Obj | None:
     """The pod as the surveys read it (None: not bound, or Succeeded/Failed)."""
-    node, _, _, anti, labels, owner, deleting = record
+    node, _, _, anti, labels, owner, deleting, _ = record
     if not node:
         return None
     meta: Obj = {"namespace": namespace, "name": name, "labels": dict(labels_of(labels))}

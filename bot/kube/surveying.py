@@ -2,7 +2,8 @@
 
 - the rollout facts of the pods' top built-in controllers (strategy, GitOps owner, VPA,
   Job failure policy), from the controllers the owner-chain walk already read;
-- the members of the node's gangs on other nodes (one pod list per gang namespace);
+- the members of the node's gangs on other nodes (one pod list per gang namespace, and the
+  chain of each distinct direct owner: ``bot.kube.members``);
 - every node's free room, for where a restarted pod can go: the gateway's shared fleet
   read in slim records (``bot.kube.tallying``), reused while fresh (``fleet_cache_s``), so
   a diagnosis costs what its node costs, not what the cluster costs.
@@ -22,11 +23,11 @@
   with a required anti-affinity (from the fleet read), and the namespaces' labels when a
   term has a ``namespaceSelector`` (``ClusterView.peers``, ``namespace_labels``).
 
-The owners' pods and the terms' peers are selected from the pods informer's memory when the
-bot keeps one and it is synced (``Gateway.held_pods``, ``bot.kube.selections``): no list then,
-whatever the cluster's size. Otherwise they are listed as said above, and the answer is cut
-to the same slim objects, so a plan is the same whichever served it. (The gangs' members are
-still listed: a member is told by its whole owner chain, which the records do not hold.)
+The owners' pods, the terms' peers and the gangs' members are read from the pods informer's
+memory when the bot keeps one and it is synced (``Gateway.held_pods``, ``bot.kube.selections``;
+``Gateway.held_records``, ``bot.kube.members``): no list then, whatever the cluster's size.
+Otherwise they are listed as said above, and the answer is cut to the same slim objects, so a
+plan is the same whichever served it.
 
 Each part is optional evidence: a read the bot may not make (403) or a group the server
 does not serve leaves that part empty, never fails the diagnosis.
@@ -45,7 +46,7 @@ from bot.core.model.gangs import builtin_kind, gang_of
 from bot.core.model.workloads import KueueWorkload, PeerPod, QueueInfo, Requirement, WorkloadInfo
 from bot.core.remedies.rollouts import KUEUE_QUEUE_LABEL
 from bot.errors import GpunodeError
-from bot.kube import objects, pools, queues, reading, selections
+from bot.kube import members, pools, queues, reading, selections
 from bot.kube.doing import Doing
 from bot.kube.reading import OwnerCache
 from bot.kube.rollouts import parse_workload
@@ -68,9 +69,15 @@ class Reads(Protocol):
         self, t: Transport, pods: list[Obj], cache: dict[tuple[str, str, str], Obj | None]
     ) -> list[list[Any]]: ...
 
+    def _member_chains(
+        self, t: Transport, pods: list[Obj], cache: dict[tuple[str, str, str], Obj | None]
+    ) -> list[list[Any]]: ...
+
     async def fleet(self, *, max_age_s: float | None = None) -> FleetTally: ...
 
     async def held_pods(self, namespace: str | None, selector: str) -> list[Obj] | None: ...
+
+    async def held_records(self, namespace: str) -> list[members.Keyed] | None: ...
 
 
 #: kinds whose rollout facts a remedy reads
@@ -324,29 +331,55 @@ async def _workloads(
     return [parse_workload(obj, vpas.get(key[1], [])) for key, obj in sorted(tops.items())]
 
 
+def _listed(t: Transport, namespace: str) -> list[members.Keyed]:
+    """The namespace's pods, listed and cut to records on the gateway's thread."""
+    return members.records(reading.list_namespaced_pods(t, namespace))
+
+
+def _members_in(
+    t: Transport,
+    chains_of: Callable[..., list[list[OwnerRef]]],
+    namespace: str,
+    held: list[members.Keyed],
+    node: str,
+    gangs: list[str],
+    cache: dict[tuple[str, str, str], Obj | None],
+) -> list[PodInfo]:
+    """``members.members`` of one namespace, with each distinct direct owner's chain read
+    by ``chains_of``: on one of the gateway's threads (a namespace may hold thousands of
+    pods, and each member is a model built)."""
+    owned = members.owners(held, node)
+    chains = chains_of(t, [members.owner_pod(namespace, o) for o in owned], cache)
+    return members.members(held, node, gangs, dict(zip(owned, chains, strict=True)))
+
+
 async def _gang_pods(
     gw: Reads, node: str, pods: list[PodInfo], cache: dict[tuple[str, str, str], Obj | None]
 ) -> list[PodInfo]:
+    """The members of the node's gangs on other nodes (``bot.kube.members``): a gang
+    namespace's pods from the informer's memory when it is synced, else one list of the
+    namespace; then each distinct direct owner's chain (a GET per built-in controller not
+    read lately, ``Gateway._member_chains``; none for a gang owner)."""
     gangs = {g.key: g for p in pods if (g := gang_of(p)) is not None}
     if not gangs:
         return []
     out: list[PodInfo] = []
     for ns in sorted({g.namespace for g in gangs.values()}):
-        raw = await _optional(
-            gw, Doing.of("list_pods_in", namespace=ns), reading.list_namespaced_pods, ns
+        held = await gw.held_records(ns)
+        if held is None:
+            held = await _optional(gw, Doing.of("list_pods_in", namespace=ns), _listed, ns) or []
+        out.extend(
+            await gw._call(
+                Doing.of("read_pod_owners"),
+                _members_in,
+                gw._member_chains,
+                ns,
+                held,
+                node,
+                sorted(gangs),
+                cache,
+            )
         )
-        others = [
-            p
-            for p in raw or []
-            if (p.get("spec") or {}).get("nodeName") != node
-            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-        ]
-        chains = await gw._call(Doing.of("read_pod_owners"), gw._owner_chains, others, cache)
-        for p, chain in zip(others, chains, strict=True):
-            info = objects.parse_pod(p, owners=chain)
-            gang = gang_of(info)
-            if gang is not None and gang.key in gangs:
-                out.append(info)
     return sorted(out, key=lambda p: p.key)
 
 

@@ -49,6 +49,7 @@ from bot.core.diagnosis.allocation import (
     pod_requests_and_limits,
 )
 from bot.core.model.cluster import NodeInfo, NodeLoad, RoomOnNode
+from bot.core.model.gangs import ANNOTATION_KEYS
 from bot.core.model.quantity import Quantity
 from bot.core.model.workloads import PodSlot
 from bot.kube import objects
@@ -172,20 +173,24 @@ class MetricsPage(NamedTuple):
 #: nested tuples: a tuple is untracked only once everything in it is, a level per collection
 Shape = str
 #: a pod as the fleet informer keeps it: (node, priority, shape, anti, labels, owner,
-#: deleting), what ``reduce_pod_page`` reads of it, already reduced, and what the plans' pod
-#: selections read (``bot.kube.selections``). ``node`` is "" for a pod kubectl does not
-#: count (unbound, Succeeded or Failed: no selection keeps those, so nothing else is held of
-#: them); ``anti`` is its required podAntiAffinity, slim (``slim_anti``), or None; ``labels``
+#: deleting, marks), what ``reduce_pod_page`` reads of it, already reduced, what the plans'
+#: pod selections read (``bot.kube.selections``) and what tells a gang's members
+#: (``bot.kube.members``). ``node`` is "" for a pod kubectl does not count: of a Succeeded or
+#: Failed pod nothing else is held (``_UNCOUNTED``); of an unbound one, only what names its
+#: gang (labels, owner, deleting, marks: a gang's Pending member is still its member).
+#: ``anti`` is its required podAntiAffinity, slim (``slim_anti``), or None; ``labels``
 #: its labels as JSON text, keys sorted (``Labels``); ``owner`` its controller reference as
 #: JSON text ``[apiVersion, kind, name]``, "" when none; ``deleting``: it has a
-#: deletionTimestamp. A plain tuple of atoms, not a NamedTuple or dicts of
+#: deletionTimestamp; ``marks``: the annotations a gang is told by
+#: (``bot.core.model.gangs.ANNOTATION_KEYS``, Volcano's PodGroup) as JSON text, "" when none.
+#: A plain tuple of atoms, not a NamedTuple or dicts of
 #: ``Quantity``: the collector untracks such a tuple the first time it sees it (and a dict
 #: holding only such tuples at its next full collection), so a full collection never walks
 #: 150,000 pods. Such a walk held the interpreter lock for 115-300 ms on a loaded 2-core
 #: machine, on an informer's or a gateway's thread, and the event loop waited that long
-#: (issue #25). Equal shapes, label sets and owners are one string each (``FleetShare``):
-#: a ReplicaSet's pods share all three.
-PodRecord = tuple[str, int, Shape, Obj | None, str, str, bool]
+#: (issue #25). Equal shapes, label sets, owners and marks are one string each
+#: (``FleetShare``): a ReplicaSet's pods share all of them.
+PodRecord = tuple[str, int, Shape, Obj | None, str, str, bool, str]
 #: a pod's labels as a record keeps them (``labels_text``; ``labels_of`` reads them back)
 Labels = str
 
@@ -198,12 +203,9 @@ def _shape(requests: ResourceList, limits: ResourceList) -> Shape:
 
 
 def pod_record(pod: Obj) -> PodRecord:
-    node = (pod.get("spec") or {}).get("nodeName")
-    if not node or (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
-        return _UNCOUNTED
-    reqs, lims = pod_requests_and_limits(pod)
-    _, priority = slot_key(pod)
     meta = pod.get("metadata") or {}
+    if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+        return _UNCOUNTED
     ref = objects.controller_ref(pod)
     owner = (
         ""
@@ -213,14 +215,25 @@ def pod_record(pod: Obj) -> PodRecord:
             separators=(",", ":"),
         )
     )
+    annotations = meta.get("annotations") or {}
+    kept = {k: str(annotations[k]) for k in ANNOTATION_KEYS if k in annotations}
+    marks = json.dumps(kept, separators=(",", ":"), sort_keys=True) if kept else ""
+    labels = labels_text(meta.get("labels") or {})
+    deleting = bool(meta.get("deletionTimestamp"))
+    node = (pod.get("spec") or {}).get("nodeName")
+    if not node:  # not counted anywhere: only what tells its gang
+        return ("", 0, _UNCOUNTED[2], None, labels, owner, deleting, marks)
+    reqs, lims = pod_requests_and_limits(pod)
+    _, priority = slot_key(pod)
     return (
         node,
         priority,
         _shape(reqs, lims),
         slim_anti(pod),
-        labels_text(meta.get("labels") or {}),
+        labels,
         owner,
-        bool(meta.get("deletionTimestamp")),
+        deleting,
+        marks,
     )
 
 
@@ -310,9 +323,9 @@ class FleetShare:
     is what keeps 150,000 pods in a few tens of MiB."""
 
     def pod(self, record: PodRecord) -> PodRecord:
-        node, priority, shape, anti, labels, owner, deleting = record
-        if not node:
+        if record == _UNCOUNTED:
             return _UNCOUNTED
+        node, priority, shape, anti, labels, owner, deleting, marks = record
         intern = sys.intern
         return (
             intern(node),
@@ -322,10 +335,11 @@ class FleetShare:
             intern(labels),
             intern(owner),
             deleting,
+            intern(marks),
         )
 
 
-_UNCOUNTED: PodRecord = ("", 0, "[[],[]]", None, "{}", "", False)
+_UNCOUNTED: PodRecord = ("", 0, "[[],[]]", None, "{}", "", False, "")
 
 
 def tally_from(
