@@ -19,9 +19,22 @@ run on a fresh gateway as ``gpunode serve`` builds it (``informers=True``):
   (less work than ``top``: no quantities), one run per size (kubectl sends no token over
   plain HTTP: the stand-in runs with its insecure-port superuser for it; the bot uses its
   token).
-- the bot's peak RSS: this process's VmHWM after the first cold and warm ``top`` (the
-  informers holding every pod), before any baseline run, plus the decoder process's; apart
-  from the stand-in's;
+- the bot's peak RSS (``bot_peak_rss_mib``), its whole process tree: this process's VmHWM
+  after the first cold and warm ``top`` (the informers holding every pod), before any
+  baseline run, plus the VmHWM of every worker of the bot's alive during a ``top``, summed
+  (``bench/tree.py``: read from a process of its own every 0.1 s; the sum of per-process
+  peaks, the conservative figure), each part reported too (``bot_process_…``,
+  ``decoder_…``, ``analysis_worker_peak_rss_mib``); apart from the stand-in's. This process
+  holds what a serving bot's does: ``gpunode serve``'s imports (``bot.wiring.runtime``) and
+  its warm-up (the analysis worker started and its charts imported, the templates compiled;
+  ``bot.wiring.warming``; it also holds the stand-in's token module, which serve does not).
+  A diagnosis's work runs just before each gateway's first ``top``: held as
+  ``DiagnoseService`` holds it, the analysis of
+  ``bench/analyze.py``'s 5,000-process node and its chart, in the analysis worker as
+  ``gpunode serve`` wires it (``analysis_offloader``). That worker ends when the diagnosis
+  is done; ``analysis_worker_exit_s`` is how long it took (the ``top`` starts after), and
+  ``analysis_worker_drawing_peak_rss_mib`` its peak while it worked: a ``top`` during a
+  diagnosis would hold ``bot_peak_rss_mid_diagnosis_mib`` (bot, decoder and that peak);
 - the longest event-loop stall during the ``top``s, two ways: ``LoopLag`` (wall clock, 20 ms
   timer; the machine's load inflates it, so the same monitor's figure on an idle loop is
   reported beside it) and ``CallbackCpu`` (the loop thread's CPU time in its longest
@@ -57,12 +70,20 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.analyze import build
+from bench.tree import TreeSampler, holds_memory, peak_of, tree_peaks
 from bot.config import KubeSettings
+from bot.core.model.thresholds import Thresholds
+from bot.core.reporting.charts import chart_spec
 from bot.kube.gateway import Gateway
 from bot.kube.transport import Transport
+from bot.render.environment import compile_views
+from bot.services.analysing import Analyst
 from bot.services.diagnosing import measured_pods
+from bot.slack.presenter import DRAW_CHARTS
 from bot.telemetry.lag import CallbackCpu, GcPauses, LoopLag
 from bot.wiring.heap import settle_heap
+from bot.wiring.runtime import IMPORT_CHARTS, analysis_offloader
 from gpunode_sandbox.kubesim.access import BOT_TOKEN
 from gpunode_sandbox.kubesim.process import separate_process
 
@@ -156,6 +177,37 @@ def _gateway(url: str) -> Gateway:
     return gw
 
 
+async def _serve_warm_up(analyst: Analyst) -> None:
+    """What ``bot.wiring.warming.warm_up`` does before traffic, for the memory it leaves in
+    the bot's process (the analysis worker, its charts imported, ends after its idle time)."""
+    await asyncio.to_thread(analyst.offload.start)
+    await analyst.offload.run(IMPORT_CHARTS)
+    await asyncio.to_thread(compile_views)
+
+
+async def _diagnosis_work(analyst: Analyst) -> float:
+    """A diagnosis's work in the analysis worker, as ``DiagnoseService`` does it: held from
+    the Job's start (the worker started and primed then), the analysis and the history's
+    attach of a 5,000-process node (``bench/analyze.py``'s), its chart drawn. Answers the
+    seconds the worker took to end after the hold was released (the ``top`` waits for it)."""
+    bundle, view = await asyncio.to_thread(build)
+    async with analyst.held():
+        worker = analyst.pid
+        now = bundle.collected_at
+        diagnosis = await analyst.analyze(bundle, view, thresholds=Thresholds(), now=now)
+        diagnosis = await analyst.attach(diagnosis, None, bundle=bundle, view=view, now=now)
+        spec = chart_spec(diagnosis, bundle)
+        pngs = await analyst.offload.run(DRAW_CHARTS, {"memory": spec}, "en")
+        assert pngs["memory"].startswith(b"\x89PNG")
+    del bundle, view, diagnosis, spec, pngs
+    released = time.perf_counter()
+    for _ in range(3000):  # it exits once its input is closed (30 s at most)
+        if worker is None or not holds_memory(worker):
+            break
+        await asyncio.sleep(0.01)
+    return time.perf_counter() - released
+
+
 async def _diagnosis_calls(gw: Gateway, node: str) -> tuple[int, int, list[str]]:
     """Calls of the first diagnosis (which starts the pod-events informer, as in `gpunode
     serve`) and of the next one, once the informer has listed (its watch, 300 s long, ends
@@ -180,6 +232,8 @@ async def _diagnosis_calls(gw: Gateway, node: str) -> tuple[int, int, list[str]]
 
 
 async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
+    analyst = Analyst(offload=analysis_offloader())
+    await _serve_warm_up(analyst)
     settle_heap()  # as `gpunode serve` does after start-up
     lag = LoopLag(interval_s=0.02)
     lag.start()
@@ -194,7 +248,9 @@ async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
     gc_wall: list[float] = []
     gc_worst = ""
     control = ControlLag()
-    own_rss = decoder_rss = 0.0
+    tree = TreeSampler()
+    own_rss = 0.0
+    exits: list[float] = []
     gpu_nodes = 0
     gw: Gateway | None = None
     bare = Transport(_client(url), timeout_s=300)
@@ -215,6 +271,7 @@ async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
                     # off the loop: closing a gateway and starting the next one's decoder
                     # block, and would be counted as the `top`'s stall (the same task step)
                     gw = await asyncio.to_thread(_gateway, url)
+                    exits.append(await _diagnosis_work(analyst))
                     for times in (cold, warm):
                         began = time.time()
                         gcs.reset()
@@ -230,9 +287,7 @@ async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
                             worst = cpu.worst
                         cpu_stalls.append(cpu.max_s)
                     if i == 0:  # the informers hold every pod now; no baseline ran yet
-                        decoder_pid = gw._decoder.pid
-                        assert decoder_pid is not None  # the top above started it
-                        own_rss, decoder_rss = _hwm_mib(), _hwm_mib(decoder_pid)
+                        own_rss = _hwm_mib()
                 print(
                     f"  run {i}: bare lists {base[-1]:.2f}s top cold {cold[-1]:.2f}s "
                     f"warm {warm[-1]:.2f}s (max stall {max(stalls[-2:]) * 1000:.0f} ms wall, "
@@ -249,10 +304,15 @@ async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
     finally:
         await lag.stop()
         control.stop()
+        sightings = tree.stop()
         if gw is not None:
             gw.close()
+        analyst.close()
         bare.api_client.close()  # type: ignore[no-untyped-call]
     warm_s, cold_s, base_s = (statistics.median(x) for x in (warm, cold, base))
+    workers = tree_peaks(sightings, windows)
+    decoder_rss = workers.get("decoder", 0.0)
+    drawing = peak_of(sightings, "analysis_worker")
     return {
         "nodes": nodes,
         "pods": nodes * PODS_PER_NODE,
@@ -270,9 +330,14 @@ async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
         "max_gc_cpu_s": round(max(gc_cpu), 4),
         "max_gc_wall_s": round(max(gc_wall), 3),
         "worst_gc": gc_worst,
-        "bot_peak_rss_mib": round(own_rss + decoder_rss, 1),
+        "bot_peak_rss_mib": round(own_rss + sum(workers.values()), 1),
         "bot_process_peak_rss_mib": round(own_rss, 1),
         "decoder_peak_rss_mib": round(decoder_rss, 1),
+        "analysis_worker_peak_rss_mib": round(workers.get("analysis_worker", 0.0), 1),
+        "other_workers_peak_rss_mib": round(workers.get("other_worker", 0.0), 1),
+        "analysis_worker_drawing_peak_rss_mib": round(drawing, 1),
+        "bot_peak_rss_mid_diagnosis_mib": round(own_rss + decoder_rss + drawing, 1),
+        "analysis_worker_exit_s": round(max(exits), 3),
         "diagnosis_api_calls": calls,
         "first_diagnosis_api_calls": first_calls,
         "diagnosis_calls_by_kind": sorted(set(names)),
@@ -343,6 +408,13 @@ def main() -> None:
                 "ratio_vs_kubectl_jq": last.get("ratio_vs_kubectl_jq"),
                 "cold_ratio_vs_kubectl_jq": last.get("cold_ratio_vs_kubectl_jq"),
                 "bot_peak_rss_mib": last["bot_peak_rss_mib"],
+                "bot_process_peak_rss_mib": last["bot_process_peak_rss_mib"],
+                "decoder_peak_rss_mib": last["decoder_peak_rss_mib"],
+                "analysis_worker_peak_rss_mib": last["analysis_worker_peak_rss_mib"],
+                "analysis_worker_drawing_peak_rss_mib": last[
+                    "analysis_worker_drawing_peak_rss_mib"
+                ],
+                "bot_peak_rss_mid_diagnosis_mib": last["bot_peak_rss_mid_diagnosis_mib"],
                 "max_stall_s": last["max_stall_s"],
                 "idle_max_stall_s": last["idle_max_stall_s"],
                 "max_loop_cpu_s": last["max_loop_cpu_s"],

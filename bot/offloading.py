@@ -33,7 +33,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import IO, Any, ParamSpec, TypeVar
@@ -46,10 +46,12 @@ P = ParamSpec("P")
 #: worker is taken for stuck: an analysis of a 5,000-process node takes seconds on a loaded
 #: machine, and a diagnosis's charts and analyses queue behind each other
 WORKER_TIMEOUT_S = 300.0
-#: how long a long-running bot's worker may sit idle before it ends (the next call starts
-#: another): once it has drawn a chart it holds matplotlib, ~100 MiB beside the bot's own
-#: memory, which an idle bot should not keep (issue #25's RSS budget)
-WORKER_IDLE_S = 120.0
+#: how long a long-running bot's worker may sit idle after a call made outside any hold
+#: (``Offloader.held``: a diagnosis holds it) before it ends (the next call starts another):
+#: once it has drawn a chart it holds matplotlib (82-98 MiB resident, all told) beside the
+#: bot's own memory, which an idle bot should not keep (issue #25's RSS budget: 300 MiB for
+#: the bot's processes at 5,000 nodes)
+WORKER_IDLE_S = 10.0
 _SIZE = struct.Struct("<Q")
 
 
@@ -286,9 +288,14 @@ class Offloader:
     from then on, as after ``close``. A call the worker has not answered in ``timeout_s``
     (queue included) ends the worker: it is stuck, so its calls go to threads as above.
     With ``idle_s``, a worker that has had no call in flight for that long ends, and the next
-    call starts another (its memory, matplotlib's included, is not kept by an idle bot).
-    Arguments and results must pickle; the functions are module-level (the worker imports
-    their modules), so the worker computes what a thread would."""
+    call starts another (its memory, matplotlib's included, is not kept by an idle bot);
+    ``held()`` keeps it for a piece of work of several calls (a diagnosis: its analyses,
+    then its charts) and ends it as soon as the last hold is released with no call in
+    flight, without waiting ``idle_s``. ``prime``: a call (no arguments) each new worker is
+    sent first, its answer dropped (the charts' import: a diagnosis's worker imports
+    matplotlib while the diagnostic Job runs). Arguments and results must pickle; the
+    functions are module-level (the worker imports their modules), so the worker computes
+    what a thread would."""
 
     def __init__(
         self,
@@ -297,15 +304,19 @@ class Offloader:
         name: str = "worker",
         timeout_s: float = WORKER_TIMEOUT_S,
         idle_s: float | None = None,
+        prime: Callable[[], object] | None = None,
     ) -> None:
         self._name = name
         self.timeout_s = timeout_s
         self.idle_s = idle_s
+        self.prime = prime
         self._slot = WorkerSlot(
             "bot.offloading", name=name, use_process=process, fallback="its work runs on threads"
         )
         self._in_flight = 0
+        self._holds = 0
         self._last_done = time.monotonic()
+        self._primed: WorkerProcess | None = None
 
     @property
     def pid(self) -> int | None:
@@ -315,13 +326,36 @@ class Offloader:
     def start(self) -> int | None:
         """Start the worker now (before traffic: starting a process blocks the caller while
         it forks, so not on an event loop that serves); its id, None where it runs none."""
-        worker = self._slot.live()
+        worker = self._live()
         return worker.pid if worker is not None else None
+
+    def _live(self) -> WorkerProcess | None:
+        """The slot's worker (started if none runs), sent ``prime`` first when it is new."""
+        worker = self._slot.live()
+        if worker is not None and self.prime is not None and worker is not self._primed:
+            self._primed = worker
+            worker.submit(call, self.prime)  # answered first; its answer (or failure) dropped
+        return worker
+
+    @contextlib.asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        """The worker kept while inside (started now, off the event loop, and primed, so its
+        imports overlap what the holder waits for first); on leaving the last hold with no
+        call in flight it ends at once (with ``idle_s``), its memory back to the machine."""
+        self._holds += 1
+        try:
+            await asyncio.to_thread(self._live)
+            yield
+        finally:
+            self._holds -= 1
+            self._last_done = time.monotonic()
+            if self.idle_s is not None and not self._holds and not self._in_flight:
+                self._retire()
 
     async def run(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """``fn(*args, **kwargs)``, in the worker where there is one."""
         job = functools.partial(fn, *args, **kwargs)
-        worker = self._slot.live()
+        worker = self._live()
         if worker is not None:
             try:
                 self._in_flight += 1
@@ -350,13 +384,16 @@ class Offloader:
             asyncio.get_running_loop().call_later(self.idle_s, self._retire_if_idle)
 
     def _retire_if_idle(self) -> None:
-        if self.idle_s is None or self._in_flight:
+        if self.idle_s is None or self._in_flight or self._holds:
             return
         if time.monotonic() - self._last_done < self.idle_s * 0.99:  # timers may fire early
             return  # a later call's own timer decides
+        self._retire()
+
+    def _retire(self) -> None:
         worker = self._slot.detach()
         if worker is not None:
-            log.info("the %s process was idle %.0f s; ending it", self._name, self.idle_s)
+            log.info("the %s process is idle; ending it", self._name)
             # its input closed, it exits; waiting for that blocks, so not on the loop
             threading.Thread(target=worker.close, name=f"{self._name}-retire").start()
 

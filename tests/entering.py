@@ -39,3 +39,8 @@ def hang_unless_in(pid: int) -> int:
     if os.getpid() != pid:
         time.sleep(3600)
     return os.getpid()
+
+
+def imported(name: str) -> bool:
+    """Whether module ``name`` is imported in the process this runs in."""
+    return name in sys.modules

@@ -13,12 +13,13 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from contextlib import closing
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from kubernetes import client, watch
+from kubernetes.client.exceptions import ApiException
 from pydantic import ValidationError
 
 from bot.config import KubeSettings
@@ -212,12 +213,27 @@ def classify_pod(pod: Obj) -> str | None:
     return None
 
 
-def import_watch_api() -> None:
-    """Import the client's ``CoreV1Api`` now (``wait_for_pod`` watches through it): the
-    client loads it, and the ~250 models its signatures name, on first use, 0.4 s of CPU
-    holding the interpreter lock in the first diagnosis. ``gpunode serve`` calls this before
-    traffic (``bot.wiring.warming``); a one-shot command does not pay for it."""
-    client.CoreV1Api  # noqa: B018 - the attribute's first read is the import
+def _watch_events(
+    t: Transport, path: str, *, selector: str, version: str | None, chunk: int
+) -> Generator[Obj, None, None]:
+    """The watch's events (``{"type", "object"}``, the object as the API's JSON) through the
+    bot's own transport (``Transport.watch_lines``), as the informers watch: not through the
+    client's ``CoreV1Api`` and ``watch.Watch``, which load ~250 models (20 MiB of the bot's
+    memory, issue #25's budget; 0.4 s of CPU on first use) and build a model per event
+    that nothing reads. An ERROR event raises ``ApiException`` with its code, as
+    ``watch.Watch`` raises it."""
+    query = [
+        ("watch", "true"),
+        ("labelSelector", selector),
+        ("resourceVersion", version),
+        ("timeoutSeconds", chunk),
+    ]
+    for line in t.watch_lines(path, query=query, timeout_s=chunk + 5):
+        event: Obj = json.loads(line)
+        if event.get("type") == "ERROR":
+            status = event.get("object") or {}
+            raise ApiException(status=status.get("code"), reason=status.get("message"))
+        yield event
 
 
 def wait_for_pod(
@@ -234,7 +250,6 @@ def wait_for_pod(
     events are read between short watches, so a refused pod fails the wait at once."""
     from bot.kube.preflight import create_failures
 
-    core = client.CoreV1Api(t.api_client)
     selector = f"gpunode.io/run={run_id}"
     last: Obj | None = None
     while True:
@@ -253,27 +268,23 @@ def wait_for_pod(
             return PodOutcome("timeout", last)
         step = WATCH_CHUNK_S if last is not None or job is None else NO_POD_CHUNK_S
         chunk = max(1, min(step, int(remaining) + 1))
-        w = watch.Watch()  # type: ignore[no-untyped-call]
-        with t.observed("WATCH", f"/api/v1/namespaces/{namespace}/pods"):
-            for event in w.stream(  # type: ignore[no-untyped-call]
-                core.list_namespaced_pod,
-                namespace,
-                label_selector=selector,
-                resource_version=(listing.get("metadata") or {}).get("resourceVersion"),
-                timeout_seconds=chunk,
-                _request_timeout=chunk + 5,
-            ):
-                pod = event.get("raw_object") or {}
+        events = _watch_events(
+            t,
+            f"/api/v1/namespaces/{namespace}/pods",
+            selector=selector,
+            version=(listing.get("metadata") or {}).get("resourceVersion"),
+            chunk=chunk,
+        )
+        with closing(events):  # a return inside ends the watch (its connection closed)
+            for event in events:
+                pod = event.get("object") or {}
                 if event.get("type") == "DELETED":
-                    w.stop()  # type: ignore[no-untyped-call]
                     return PodOutcome("cancelled" if cancel.is_set() else "deleted", pod)
                 last = pod
                 report_progress(pod_progress(pod))
                 if state := classify_pod(pod):
-                    w.stop()  # type: ignore[no-untyped-call]
                     return PodOutcome(state, pod)
                 if cancel.is_set():
-                    w.stop()  # type: ignore[no-untyped-call]
                     return PodOutcome("cancelled", last)
 
 

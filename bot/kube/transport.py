@@ -203,24 +203,32 @@ class Transport:
                 raise ApiException.from_response(
                     http_resp=response, body=data.decode("utf-8", "replace"), data=None
                 )
-            rest, stream = b"", response.response
+            rest, stream, ended = b"", response.response, False
             try:
                 for chunk in stream.stream(amt=None, decode_content=False):
                     *lines, rest = (rest + chunk).split(b"\n")
                     yield from (line.decode("utf-8", "replace") for line in lines if line.strip())
+                ended = True
             finally:
-                stream.release_conn()
+                if ended:
+                    stream.release_conn()
+                else:  # left mid-watch: the connection cannot serve another request
+                    stream.close()
 
     @contextmanager
     def observed(self, verb: str, path: str) -> Iterator[Seen]:
         """Report one request (or a watch: ``verb="WATCH"``) to ``observer`` once it ends:
         the status set on the yielded ``Seen`` (200 unless set), the status of an
-        ApiException raised inside, None for any other failure (no answer)."""
+        ApiException raised inside, None for any other failure (no answer); a stream its
+        reader stopped reading (``GeneratorExit``: a watch whose answer was found) ended
+        well."""
         seen = Seen(200)
         try:
             yield seen
         except ApiException as exc:
             seen.status = int(exc.status) if exc.status else None
+            raise
+        except GeneratorExit:
             raise
         except BaseException:
             seen.status = None

@@ -19,6 +19,8 @@ on a thread from then on. ``process=False`` (one-shot commands, tests): always a
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import datetime
 
 from bot.core.diagnosis.findings import Diagnosis
@@ -42,6 +44,13 @@ class Analyst:
     def pid(self) -> int | None:
         """The worker process's id, or None when none runs (none started yet, or it exited)."""
         return self.offload.pid
+
+    @asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        """The worker kept for a diagnosis (started now, its imports overlapping the Job's
+        wait) and ended once no diagnosis holds it (``Offloader.held``)."""
+        async with self.offload.held():
+            yield
 
     async def analyze(
         self, bundle: EvidenceBundle, view: ClusterView, *, thresholds: Thresholds, now: datetime

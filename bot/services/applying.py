@@ -41,7 +41,7 @@ from bot.core.reporting.outcomes import (
     action_outcome,
     refused,
 )
-from bot.core.reporting.records import ActionRecord, ActionState
+from bot.core.reporting.records import ActionRecord, ActionState, EvidenceSnapshot
 from bot.errors import GpunodeError, NotFoundError, WriteUnknownError
 from bot.services import approval_view, publishing, watching
 from bot.services.acting import ActDeps
@@ -514,6 +514,12 @@ async def after(d: ActDeps, incident_id: str) -> None:
     before = await d.ports.store.latest_snapshot(incident_id)
     if incident is None or before is None:
         return
+    # one worker for the re-diagnosis and its chart (else it ends between the two)
+    async with d.diagnose.analyst.held():
+        await _after(d, incident, before)
+
+
+async def _after(d: ActDeps, incident: Incident, before: EvidenceSnapshot) -> None:
     outcome = await d.diagnose.diagnose(
         incident_at(d.diagnose.clusters, incident),
         channel=incident.channel,

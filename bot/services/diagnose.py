@@ -317,6 +317,24 @@ class DiagnoseService:
         chart: bool,
         quiet: bool = False,
     ) -> DiagnoseOutcome:
+        # the analysis worker is kept from the Job's start to the chart's upload, then ends
+        # (its memory, matplotlib's, is not kept between diagnoses: #25's RSS budget)
+        async with self.analyst.held():
+            return await self._run_held(
+                incident, known, channel, created=created, user=user, chart=chart, quiet=quiet
+            )
+
+    async def _run_held(
+        self,
+        incident: Incident,
+        known: NodeInfo,
+        channel: str,
+        *,
+        created: bool,
+        user: str,
+        chart: bool,
+        quiet: bool,
+    ) -> DiagnoseOutcome:
         node = known.name
         incident, thread_ts = await self._ensure_thread(incident, channel)
         label = self.label(incident.cluster, node)

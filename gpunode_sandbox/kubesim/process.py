@@ -5,7 +5,9 @@ profile of ``top`` measures the server as much as the client (issue #25: 81% of 
 ``python -m gpunode_sandbox.kubesim.process --nodes N --pods P`` builds the synthetic fleet
 (``Scenario.synthetic_fleet``) or a named scenario, serves it, and prints one line,
 ``URL PID``, once it listens; ``separate_process(...)`` runs that and yields the URL and the
-child's pid (for its RSS), and stops it on exit.
+child's pid (for its RSS), and stops it on exit. The stand-in's modules are imported in the
+child only: the parent is the bot's process in a benchmark, and its memory is measured
+(``bench/fleet.py``: they are 10 MiB a serving bot does not hold).
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from gpunode_sandbox.kubesim.scenarios import Scenario, load_scenario
-from gpunode_sandbox.kubesim.sim import KubeSim
+if TYPE_CHECKING:  # imported where the stand-in serves, not by the process that starts it
+    from gpunode_sandbox.kubesim.scenarios import Scenario
 
 
 async def _serve(scenario: Scenario, *, insecure_superuser: bool) -> None:
+    from gpunode_sandbox.kubesim.sim import KubeSim
+
     sim = KubeSim(scenario, insecure_superuser=insecure_superuser)
     url = await sim.start()
     # the fleet as built (millions of objects at 5,000 nodes) is moved out of the collector's
@@ -51,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
         help="token-less requests act as the superuser (kubectl over plain HTTP sends none)",
     )
     args = parser.parse_args(argv)
+    from gpunode_sandbox.kubesim.scenarios import Scenario, load_scenario
+
     scenario = (
         Scenario.synthetic_fleet(args.nodes, args.pods, gpu_fraction=args.gpu_fraction)
         if args.nodes

@@ -5,8 +5,6 @@ lock 50 ms a template while acks waited, issue #25), and its worker runs already
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import jinja2
 
@@ -38,20 +36,6 @@ async def test_without_the_warm_up_the_first_diagnosis_compiles_templates(demo: 
         await diagnose(demo)
 
     assert compiled
-
-
-def test_the_watch_api_the_first_diagnosis_loads_is_imported_by_the_warm_up() -> None:
-    # a fresh interpreter: this one has imported it already
-    probe = (
-        "import sys; from bot.wiring.warming import import_watch_api; "
-        "m = 'kubernetes.client.api.core_v1_api'; before = m in sys.modules; "
-        "import_watch_api(); print(before, m in sys.modules)"
-    )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p or os.getcwd() for p in sys.path)}
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True
-    )
-    assert done.stdout.split() == ["False", "True"]
 
 
 async def test_the_demo_bot_compiles_its_templates_before_traffic_as_serve_does() -> None:

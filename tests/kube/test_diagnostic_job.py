@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -278,3 +281,38 @@ async def test_each_stand_in_job_mode_gives_its_reason_code(
         await asyncio.wait_for(gw.run_diagnostic("gpu-node-02"), 20)
     assert info.value.code == code
     assert _jobs_left(sim) == []
+
+
+_FRESH_DIAGNOSIS = """
+import asyncio, sys
+from gpunode_sandbox.kubesim import KubeSim, load_scenario
+from bot.kube.gateway import Gateway
+from tests.kube.conftest import ensure_namespace, settings_for
+
+async def main():
+    sim = KubeSim(load_scenario("seed"))
+    await sim.start()
+    ensure_namespace(sim)
+    gw = Gateway.from_settings(settings_for(sim.url))
+    bundle = await gw.run_diagnostic("gpu-node-01")
+    gw.close()
+    await sim.stop()
+    print(bundle.node_name, sum(m.startswith("kubernetes.client.models.") for m in sys.modules))
+
+asyncio.run(main())
+"""
+
+
+def test_the_jobs_pod_is_watched_as_api_json_loading_no_client_model() -> None:
+    # the client's CoreV1Api and watch.Watch loaded ~250 models (20 MiB of the bot's memory,
+    # issue #25's budget) and built one per event; a fresh interpreter: this one has them
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p or os.getcwd() for p in sys.path)}
+    done = subprocess.run(
+        [sys.executable, "-c", _FRESH_DIAGNOSIS],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=300,
+    )
+    assert done.stdout.split() == ["gpu-node-01", "0"]

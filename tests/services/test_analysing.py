@@ -5,6 +5,7 @@ the one a thread computes, and a worker that dies costs a thread's analysis, not
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import signal
@@ -20,7 +21,7 @@ from bot.core.reporting import analysis
 from bot.offloading import Offloader
 from bot.services.analysing import Analyst
 from tests.core.generating import nodes
-from tests.entering import entered, hang_unless_in
+from tests.entering import entered, hang_unless_in, imported
 from tests.services.fake_parts import BUNDLES, load_scenario
 from tests.services.world import World
 
@@ -175,3 +176,95 @@ async def test_without_an_idle_time_the_worker_stays() -> None:
         assert worker.pid == first
     finally:
         await asyncio.to_thread(worker.close)
+
+
+async def _ended(pid: int) -> bool:
+    """Whether process ``pid`` is gone within 5 s (its input closed, it exits)."""
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+async def test_a_held_worker_outlives_its_idle_time_and_ends_as_the_last_hold_is_released() -> None:
+    # a diagnosis holds its worker from the Job's start to its chart; matplotlib's memory
+    # is not kept after it (#25's RSS budget)
+    worker = Offloader(process=True, idle_s=0.2)
+    try:
+        async with worker.held():
+            first = worker.pid
+            assert first not in (None, os.getpid()), "the hold started the worker"
+            assert await worker.run(os.getpid) == first
+            async with worker.held():  # another diagnosis at the same time
+                await asyncio.sleep(0.5)
+            assert await worker.run(os.getpid) == first, "kept past its idle time while held"
+        assert worker.pid is None, "ended as the last hold was released, not idle_s later"
+        assert first is not None and await _ended(first)
+        assert await worker.run(os.getpid) not in (first, os.getpid())
+    finally:
+        await asyncio.to_thread(worker.close)
+
+
+async def test_a_held_worker_that_dies_is_replaced_for_the_next_call_which_ends_with_the_hold() -> (
+    None
+):
+    worker = Offloader(process=True, idle_s=0.2)
+    try:
+        async with worker.held():
+            first = worker.pid
+            assert first is not None
+            os.kill(first, signal.SIGKILL)
+            for _ in range(100):  # its reader sees it go
+                if worker.pid is None:
+                    break
+                await asyncio.sleep(0.05)
+            second = await worker.run(os.getpid)
+            assert second not in (first, os.getpid()), "a new worker, not a thread"
+        assert worker.pid is None and await _ended(second)
+    finally:
+        await asyncio.to_thread(worker.close)
+
+
+async def test_without_an_idle_time_a_released_hold_keeps_the_worker() -> None:
+    # the check above can fail: a worker is not ended at release unless told to idle out
+    worker = Offloader(process=True)
+    try:
+        async with worker.held():
+            first = await worker.run(os.getpid)
+        assert worker.pid == first
+    finally:
+        await asyncio.to_thread(worker.close)
+
+
+async def test_each_new_worker_is_sent_its_prime_before_any_call() -> None:
+    # the charts' import overlaps the diagnostic Job's wait in each diagnosis's worker
+    prime = functools.partial(exec, "import colorsys")
+    worker = Offloader(process=True, idle_s=0.2, prime=prime)
+    plain = Offloader(process=True)
+    try:
+        async with worker.held():
+            first = worker.pid
+            assert await worker.run(imported, "colorsys")
+        async with worker.held():
+            assert worker.pid != first
+            assert await worker.run(imported, "colorsys"), "the next worker is primed too"
+        assert not await plain.run(imported, "colorsys"), "the worker does not import it itself"
+    finally:
+        await asyncio.to_thread(worker.close)
+        await asyncio.to_thread(plain.close)
+
+
+async def test_a_diagnosis_keeps_its_analysis_worker_only_while_it_runs(world: World) -> None:
+    analyst = Analyst(offload=Offloader(process=True, idle_s=3600))
+    world.diagnose.analyst = analyst
+    try:
+        with analyses_here() as entered:
+            outcome = await world.diagnosed()
+        assert outcome.diagnosis is not None
+        assert entered == [], "analysed in the worker"
+        assert analyst.pid is None, "ended with the diagnosis, not an hour later"
+    finally:
+        analyst.close()
