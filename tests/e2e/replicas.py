@@ -123,7 +123,10 @@ class Replicas:
             )
         replica = Replica(name, port, proc, log)
         self.running[name] = replica
-        await until(lambda: self._ready(replica), timeout_s=30, what=f"{name} to be ready")
+        # a serve start is ~7 s of CPU (imports, doctor, the warm-up's template compile and
+        # worker): with both cores busy (two suites of 4 workers each) two replicas starting
+        # together took over 30 s. Readiness time is not what these tests check.
+        await until(lambda: self._ready(replica), timeout_s=120, what=f"{name} to be ready")
         return replica
 
     async def _ready(self, replica: Replica) -> bool:

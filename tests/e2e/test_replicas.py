@@ -285,7 +285,7 @@ async def test_two_replicas_in_socket_mode_answer_each_command_exactly_once(
     await w.start("replica-b")
     await until(
         lambda: len([c for c in w.slack.socket.connections if not c.closed]) == 2,
-        timeout_s=20,
+        timeout_s=60,
         what="both replicas to connect",
     )
 
