@@ -320,94 +320,83 @@ class DiagnoseService:
         # the analysis worker is kept from the Job's start to the chart's upload, then ends
         # (its memory, matplotlib's, is not kept between diagnoses: #25's RSS budget)
         async with self.analyst.held():
-            return await self._run_held(
-                incident, known, channel, created=created, user=user, chart=chart, quiet=quiet
-            )
+            node = known.name
+            incident, thread_ts = await self._ensure_thread(incident, channel)
+            label = self.label(incident.cluster, node)
+            await self._note(incident.id, "diagnosis", user, f"diagnose {label} requested")
+            channel = incident.channel
+            if not created and not quiet:
+                told = notice("diagnose_joined", node=label, user=user)
+                await self.thread.post(channel, told, incident=incident, thread_ts=thread_ts)
+            # the incident and its thread as _ensure_thread just read them: no second read
+            await self._refresh_root(incident, progress="running_job", fresh=incident)
 
-    async def _run_held(
-        self,
-        incident: Incident,
-        known: NodeInfo,
-        channel: str,
-        *,
-        created: bool,
-        user: str,
-        chart: bool,
-        quiet: bool,
-    ) -> DiagnoseOutcome:
-        node = known.name
-        incident, thread_ts = await self._ensure_thread(incident, channel)
-        label = self.label(incident.cluster, node)
-        await self._note(incident.id, "diagnosis", user, f"diagnose {label} requested")
-        channel = incident.channel
-        if not created and not quiet:
-            told = notice("diagnose_joined", node=label, user=user)
-            await self.thread.post(channel, told, incident=incident, thread_ts=thread_ts)
-        # the incident and its thread as _ensure_thread just read them: no second read
-        await self._refresh_root(incident, progress="running_job", fresh=incident)
+            try:
+                done = await run_diagnosis(
+                    self.clusters.port(incident.cluster),
+                    known,
+                    thresholds=self._thresholds,
+                    clock=self._clock,
+                    history=self._history,
+                    analyst=self.analyst,
+                )
+            except KubeError as err:
+                return await self._report_failure(
+                    incident, _named(err, incident.cluster), thread_ts
+                )
+            except TimeoutError:
+                timeout = KubeError(
+                    "the diagnostic Job did not report in time; check the node, then retry",
+                    code="timeout",
+                )
+                return await self._report_failure(incident, timeout, thread_ts)
 
-        try:
-            done = await run_diagnosis(
-                self.clusters.port(incident.cluster),
-                known,
-                thresholds=self._thresholds,
-                clock=self._clock,
-                history=self._history,
-                analyst=self.analyst,
+            bundle, view, diagnosis = done.bundle, done.view, done.diagnosis
+            await self._store.save_snapshot(
+                incident.id,
+                at=self._clock(),
+                bundle=bundle,
+                view=view,
+                diagnosis=diagnosis,
             )
-        except KubeError as err:
-            return await self._report_failure(incident, _named(err, incident.cluster), thread_ts)
-        except TimeoutError:
-            timeout = KubeError(
-                "the diagnostic Job did not report in time; check the node, then retry",
-                code="timeout",
+            diagnosed = Diagnosed(
+                incident_id=incident.id,
+                diagnosis=diagnosis,
+                bundle=bundle,
+                dashboard=self._dashboard(incident, diagnosis),
             )
-            return await self._report_failure(incident, timeout, thread_ts)
-
-        bundle, view, diagnosis = done.bundle, done.view, done.diagnosis
-        await self._store.save_snapshot(
-            incident.id,
-            at=self._clock(),
-            bundle=bundle,
-            view=view,
-            diagnosis=diagnosis,
-        )
-        diagnosed = Diagnosed(
-            incident_id=incident.id,
-            diagnosis=diagnosis,
-            bundle=bundle,
-            dashboard=self._dashboard(incident, diagnosis),
-        )
-        # after an action (quiet) the state is edited in place; the action says what changed
-        state_ts = await show_state(
-            self.thread,
-            self._chat,
-            self._store,
-            incident,
-            diagnosed,
-            thread_ts=thread_ts,
-            quiet=quiet,
-        )
-        if chart:
-            await self.upload_chart(incident, diagnosis, bundle, name="memory", thread_ts=thread_ts)
-        await self._note(
-            incident.id,
-            "evidence",
-            actors.GPUNODE,
-            f"verdict: {self._verdict_words(diagnosis)}",
-            data={
-                "findings": [f.code for f in diagnosis.findings],
-                STATE_KEY: state_ts,
-                # the verdict as data: the postmortem words it in the thread's language
-                "verdict": {
-                    "cause": diagnosis.verdict.cause,
-                    "subject": diagnosis.verdict.subject,
-                    "params": diagnosis.verdict.params,
+            # after an action (quiet) the state is edited in place; the action says what changed
+            state_ts = await show_state(
+                self.thread,
+                self._chat,
+                self._store,
+                incident,
+                diagnosed,
+                thread_ts=thread_ts,
+                quiet=quiet,
+            )
+            if chart:
+                await self.upload_chart(
+                    incident, diagnosis, bundle, name="memory", thread_ts=thread_ts
+                )
+            await self._note(
+                incident.id,
+                "evidence",
+                actors.GPUNODE,
+                f"verdict: {self._verdict_words(diagnosis)}",
+                data={
+                    "findings": [f.code for f in diagnosis.findings],
+                    STATE_KEY: state_ts,
+                    # the verdict as data: the postmortem words it in the thread's language
+                    "verdict": {
+                        "cause": diagnosis.verdict.cause,
+                        "subject": diagnosis.verdict.subject,
+                        "params": diagnosis.verdict.params,
+                    },
                 },
-            },
-        )
-        await self._refresh_root(incident, progress=None, diagnosis=diagnosis)
-        return DiagnoseOutcome(incident.id, diagnosis, view, created=created, bundle=bundle)
+            )
+            await self._refresh_root(incident, progress=None, diagnosis=diagnosis)
+            return DiagnoseOutcome(incident.id, diagnosis, view, created=created, bundle=bundle)
 
     def _dashboard(
         self, incident: Incident, diagnosis: Diagnosis
