@@ -77,13 +77,12 @@ from bot.core.model.thresholds import Thresholds
 from bot.core.reporting.charts import chart_spec
 from bot.kube.gateway import Gateway
 from bot.kube.transport import Transport
-from bot.render.environment import compile_views
 from bot.services.analysing import Analyst
 from bot.services.diagnosing import measured_pods
 from bot.slack.presenter import DRAW_CHARTS
 from bot.telemetry.lag import CallbackCpu, GcPauses, LoopLag
-from bot.wiring.heap import settle_heap
-from bot.wiring.runtime import IMPORT_CHARTS, analysis_offloader
+from bot.wiring.runtime import analysis_offloader
+from bot.wiring.warming import warm_up_with
 from gpunode_sandbox.kubesim.access import BOT_TOKEN
 from gpunode_sandbox.kubesim.process import separate_process
 
@@ -177,14 +176,6 @@ def _gateway(url: str) -> Gateway:
     return gw
 
 
-async def _serve_warm_up(analyst: Analyst) -> None:
-    """What ``bot.wiring.warming.warm_up`` does before traffic, for the memory it leaves in
-    the bot's process (the analysis worker, its charts imported, ends after its idle time)."""
-    await asyncio.to_thread(analyst.offload.start)
-    await analyst.offload.run(IMPORT_CHARTS)
-    await asyncio.to_thread(compile_views)
-
-
 async def _diagnosis_work(analyst: Analyst) -> float:
     """A diagnosis's work in the analysis worker, as ``DiagnoseService`` does it: held from
     the Job's start (the worker started and primed then), the analysis and the history's
@@ -233,8 +224,9 @@ async def _diagnosis_calls(gw: Gateway, node: str) -> tuple[int, int, list[str]]
 
 async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
     analyst = Analyst(offload=analysis_offloader())
-    await _serve_warm_up(analyst)
-    settle_heap()  # as `gpunode serve` does after start-up
+    # serve's warm-up, for the memory it leaves in the bot's process (the analysis worker,
+    # its charts imported, ends after its idle time); it settles the heap last, as serve's
+    await warm_up_with(analyst.offload)
     lag = LoopLag(interval_s=0.02)
     lag.start()
     cold: list[float] = []

@@ -65,10 +65,6 @@ class Reads(Protocol):
 
     async def _call(self, what: Doing, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
 
-    def _owner_chains(
-        self, t: Transport, pods: list[Obj], cache: dict[tuple[str, str, str], Obj | None]
-    ) -> list[list[Any]]: ...
-
     def _member_chains(
         self, t: Transport, pods: list[Obj], cache: dict[tuple[str, str, str], Obj | None]
     ) -> list[list[Any]]: ...

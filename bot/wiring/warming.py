@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 
+from bot.offloading import Offloader
 from bot.render.environment import compile_views
 from bot.wiring.heap import settle_heap
 from bot.wiring.runtime import IMPORT_CHARTS, Runtime
@@ -25,8 +26,13 @@ from bot.wiring.runtime import IMPORT_CHARTS, Runtime
 async def warm_up(runtime: Runtime) -> None:
     """Compile the templates, start the worker and import the charts there, settle the heap.
     Call after ``build_runtime``, before the listener starts."""
+    await warm_up_with(runtime.services.diagnose.analyst.offload)
+
+
+async def warm_up_with(offload: Offloader) -> None:
+    """``warm_up`` for the analysis worker ``offload`` (a benchmark that builds no runtime
+    holds what serve holds through this)."""
     await asyncio.to_thread(compile_views)
-    offload = runtime.services.diagnose.analyst.offload
     await asyncio.to_thread(offload.start)  # sent IMPORT_CHARTS first
     await offload.run(IMPORT_CHARTS)  # answered once that import (the font cache) is done
     settle_heap()  # start-up's objects out of the full collections (bot/wiring/heap.py)
