@@ -8,6 +8,8 @@ run on a fresh gateway as ``gpunode serve`` builds it (``informers=True``):
   and pod a page (500) at a time, each page decoded and cut to slim records in the gateway's
   decoder process, then summed on a gateway thread; the pod metrics are read as they stream.
   (The decoder process is started before the clock, as a serving bot's first read has it.)
+  ``gpunode serve`` starts these lists itself once it is warm (``Gateway.prime``), so the
+  cold ``top`` is what a ``top`` sent during that first list waits at most.
 - warm ``top``: the next ``gpu_node_loads()``: pods and nodes summed from the informers'
   memory (they watch meanwhile), only the pod metrics read over the wire (metrics are not
   watchable).

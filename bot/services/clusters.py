@@ -149,6 +149,14 @@ class ClusterRegistry:
         """The default cluster's KubePort (the cluster the bot's Deployment runs in)."""
         return self.port(self.default)
 
+    def prime_default(self) -> None:
+        """Have the default cluster's port start what it keeps in memory (its ``prime``,
+        where it has one: the gateway's pods and nodes informers), without waiting for it.
+        The other clusters stay unconnected until asked about."""
+        prime = getattr(self.default_port(), "prime", None)
+        if callable(prime):
+            prime()
+
     def timeout_s(self, name: str) -> float:
         return self._timeouts.get(name, DEFAULT_TIMEOUT_S)
 

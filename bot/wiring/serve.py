@@ -150,6 +150,9 @@ async def _serve(settings: Settings) -> None:
     # the worker started (matplotlib imported there), the templates compiled, the heap
     # settled: before taking traffic, not inside the first incident's diagnosis
     await warm_up(runtime)
+    # the default cluster's pods and nodes listed now, then watched: the first `top` (and
+    # the first gang plan) reads memory, not a list of every pod while someone waits
+    kube.prime_default()
     runner = web.AppRunner(runtime.web_app)
     await runner.setup()
     site = web.TCPSite(runner, settings.http.host, settings.http.port)

@@ -311,3 +311,21 @@ async def test_two_replicas_in_socket_mode_answer_each_command_exactly_once(
         "incident_roots": len(incident_roots(w.slack)),
     }
     print(f"\n(d) Socket Mode, two connections: {found}")
+
+
+async def test_a_ready_replica_lists_and_watches_the_fleet_before_any_command(
+    world: Replicas,
+) -> None:
+    # the first `top` after a start reads the informers' memory, not a list of every pod
+    # while someone waits (issue #25: 20 s at 150,000 pods)
+    await world.start("a")
+
+    def informing(path: str) -> bool:  # an informer watches once its first list is done
+        return any(p == path and "watch=true" in q for _, p, q in world.kube.requests)
+
+    await until(
+        lambda: informing("/api/v1/pods") and informing("/api/v1/nodes"),
+        timeout_s=60,
+        what="the pods and nodes informers' first lists",
+    )
+    assert world.slack.messages(CHANNEL) == []  # nobody asked for anything

@@ -245,3 +245,47 @@ def test_a_replica_sets_pods_share_one_labels_text_and_one_owner_text() -> None:
         assert len({id(r[4]) for r in mine}) == 1  # one labels string
         assert len({id(r[5]) for r in mine}) == 1  # one owner string
         assert json.loads(owner)[1] == "ReplicaSet"
+
+
+async def test_a_primed_gateway_lists_the_fleet_before_anyone_asks_and_its_first_top_lists_nothing(
+    make_kubesim: Callable[..., Awaitable[KubeSim]],
+) -> None:
+    sim = await make_kubesim("seed")
+    listing = Gateway.from_settings(_settings(sim))
+    primed = await _informed(sim, watch_s=30)
+    try:
+        primed.prime()  # returns at once: the lists run on the informers' threads
+
+        def watching(path: str) -> bool:  # an informer watches once its list is done
+            return any(r[1] == path and "watch=true" in r[2] for r in sim.requests)
+
+        await until(lambda: watching("/api/v1/pods") and watching("/api/v1/nodes"), "lists")
+        sim.requests.clear()
+        first_loads = await primed.gpu_node_loads()
+        fleet = await primed.fleet()
+        asked = list(sim.requests)  # the primed gateway's reads, before the listing one's
+        listed = await listing.fleet()
+        listed_loads = await listing.gpu_node_loads()
+    finally:
+        primed.close()
+        listing.close()
+    assert first_loads == listed_loads
+    _same(listed, fleet)
+    assert [
+        r for r in asked if r[1] in ("/api/v1/pods", "/api/v1/nodes") and "watch" not in r[2]
+    ] == []
+
+
+async def test_priming_a_gateway_that_keeps_no_informers_reads_nothing(
+    make_kubesim: Callable[..., Awaitable[KubeSim]],
+) -> None:
+    sim = await make_kubesim("seed")
+    one_shot = Gateway.from_settings(_settings(sim))  # the terminal's: no informers
+    sim.requests.clear()
+    try:
+        one_shot.prime()
+        await asyncio.sleep(0.5)
+    finally:
+        one_shot.close()
+    assert one_shot.fleet_informers() is None
+    assert sim.requests == []

@@ -71,6 +71,30 @@ def test_the_registry_picks_named_then_channel_then_default_cluster(tmp_path: Pa
         registry.port("prod-ap")
 
 
+def test_priming_starts_the_default_clusters_port_and_connects_to_no_other(
+    tmp_path: Path,
+) -> None:
+    settings = load_settings({}, config_file=_write(tmp_path, TWO))
+    primed: list[str] = []
+
+    class Port:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def prime(self) -> None:
+            primed.append(self.name)
+
+    registry = ClusterRegistry.from_settings(
+        settings, build=lambda ks: cast(KubePort, Port(ks.context or ks.server or ks.mode))
+    )
+    registry.prime_default()
+
+    assert primed == [registry.default_port().name]  # type: ignore[attr-defined]
+    assert list(registry._ports) == ["prod-us"]
+    bare = ClusterRegistry.from_settings(settings, build=lambda ks: cast(KubePort, object()))
+    bare.prime_default()  # a port with nothing to keep: nothing to start, no error
+
+
 def test_settings_without_clusters_are_one_cluster_named_default(tmp_path: Path) -> None:
     text = "kube: {mode: server, server: http://127.0.0.1:1, token: t, namespace: gpunode}\n"
     settings = load_settings({}, config_file=_write(tmp_path, text))
