@@ -64,7 +64,7 @@ from bot.kube.pages import gc_paused
 from bot.kube.reading import OwnerCache
 from bot.kube.rollouts import with_settings_keys
 from bot.kube.surveying import survey
-from bot.kube.tallying import FleetShare, FleetTally, PodRecord
+from bot.kube.tallying import FleetShare, FleetTally, NodeShare, PodRecord
 from bot.kube.transport import ACTING_AS, Transport
 
 log = logging.getLogger(__name__)
@@ -334,6 +334,7 @@ class Gateway:
                 slim=tallying.node_record,
                 pages=tallying.node_records_page,
                 decoder=self._decoder,
+                share=NodeShare().node,
                 watch_s=self.fleet_watch_s,
                 name="nodes-informer",
             )
