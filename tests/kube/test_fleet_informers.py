@@ -11,18 +11,17 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot.config import KubeSettings
-from bot.kube.decoding import PageDecoder
-from bot.kube.gateway import Gateway
-from bot.kube.informing import Informer
-from bot.kube.tallying import (
+from bot.kube.cutting import (
     FleetShare,
-    FleetTally,
-    NodeShare,
     PodRecord,
     node_records_page,
     pod_record,
     pod_records_page,
 )
+from bot.kube.decoding import PageDecoder
+from bot.kube.gateway import Gateway
+from bot.kube.informing import Informer
+from bot.kube.tallying import FleetTally, NodeShare
 from gpunode_sandbox.kubesim import KubeSim
 from gpunode_sandbox.kubesim import scenarios as sc
 from gpunode_sandbox.kubesim.access import BOT_TOKEN

@@ -49,7 +49,7 @@ async def test_the_decoder_process_and_the_calling_thread_tally_the_same_fleet(
 
 
 def _walked(body: bytes) -> dict[str, object]:
-    from bot.kube.tallying import walk_list
+    from bot.kube.walking import walk_list
 
     out: dict[str, object] = {}
     items: list[object] = []
@@ -89,7 +89,7 @@ def test_a_list_answer_walked_item_by_item_is_the_answer_decoded_whole() -> None
 def test_a_body_that_is_not_a_json_object_is_refused_clearly() -> None:
     import pytest
 
-    from bot.kube.tallying import walk_list
+    from bot.kube.walking import walk_list
 
     for body in (b"[]", b'{"items": [1, 2', b'{"a" 1}'):
         with pytest.raises(ValueError):
@@ -99,7 +99,7 @@ def test_a_body_that_is_not_a_json_object_is_refused_clearly() -> None:
 def test_a_metrics_answer_reduces_to_each_pods_working_set() -> None:
     import json
 
-    from bot.kube.tallying import reduce_metrics_page
+    from bot.kube.cutting import reduce_metrics_page
 
     items = [
         {
@@ -119,7 +119,7 @@ def test_a_metrics_answer_reduces_to_each_pods_working_set() -> None:
 
 
 def test_a_list_answer_fed_in_pieces_cut_anywhere_walks_as_the_whole_answer() -> None:
-    from bot.kube.tallying import ListWalker, walk_list
+    from bot.kube.walking import ListWalker, walk_list
 
     answer = {
         "kind": "PodMetricsList",
@@ -145,7 +145,7 @@ def test_items_holding_what_looks_like_an_item_boundary_walk_as_the_whole_answer
     """Whole runs of items are decoded at once up to the last ``}, {"metadata"``: text that
     only looks like such a boundary (in a string, or a nested value beginning so) still
     gives each item as it is, wherever the answer is cut."""
-    from bot.kube.tallying import ListWalker, walk_list
+    from bot.kube.walking import ListWalker, walk_list
 
     tricky = [
         {"metadata": {"name": "a", "namespace": 'x}, {"metadata": "y'}},
@@ -167,7 +167,7 @@ def test_items_holding_what_looks_like_an_item_boundary_walk_as_the_whole_answer
 
 
 def test_a_broken_item_among_whole_ones_is_refused_clearly() -> None:
-    from bot.kube.tallying import ListWalker, walk_list
+    from bot.kube.walking import ListWalker, walk_list
 
     body = b'{"items": [{"metadata": 1}, {"metadata": tru}, {"metadata": 3}, {"metadata": 4}]}'
     with pytest.raises(ValueError, match="not JSON"):
@@ -179,7 +179,7 @@ def test_a_broken_item_among_whole_ones_is_refused_clearly() -> None:
 
 
 def test_an_answer_that_ends_early_is_refused_clearly() -> None:
-    from bot.kube.tallying import ListWalker
+    from bot.kube.walking import ListWalker
 
     walker = ListWalker()
     walker.feed(b'{"items": [{"a": 1}, {"b"')
@@ -192,7 +192,7 @@ def test_an_answer_that_ends_early_is_refused_clearly() -> None:
 async def test_a_metrics_answer_streamed_in_small_pieces_gives_the_same_working_sets(
     gateway: tuple[Gateway, KubeSim], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bot.kube import tallying
+    from bot.kube import cutting, tallying
 
     gw, _ = gateway
     whole = await gw.gpu_node_loads()
@@ -202,7 +202,7 @@ async def test_a_metrics_answer_streamed_in_small_pieces_gives_the_same_working_
         gw._decoder = decoder
         try:
             streamed = await gw.gpu_node_loads()
-            assert tallying._WALKERS == {}  # nothing left behind here
+            assert cutting._WALKERS == {}  # nothing left behind here
             assert (decoder.pid is not None) == decoder._slot.usable  # where it ran
         finally:
             gw._decoder = own
