@@ -22,7 +22,7 @@ from bot.core.diagnosis.requests import TERMINAL_PHASES, ResourceList, pod_reque
 from bot.core.model.annotations import ANNOTATION_KEYS, NODE_PROTECTION
 from bot.core.model.quantity import parse_quantity
 from bot.kube.pages import SlimPage
-from bot.kube.walking import ListWalker, walk_list
+from bot.kube.walking import ListWalker
 
 Obj = dict[str, Any]
 R = TypeVar("R")
@@ -194,25 +194,32 @@ def node_record(node: Obj) -> Obj:
     }
 
 
-#: bytes of a list page walked at a time: a page (1 MB, 500 pods) decoded whole held ~6 MiB of
-#: objects in the decoder at once; walked so, each run of items is cut and dropped before the
-#: next is decoded (0.7 MiB at most, as fast, measured)
+#: bytes of a list page (or a metrics answer's piece) walked at a time: a page (1 MB, 500
+#: pods) decoded whole held ~6 MiB of objects in the decoder at once; walked so, each run of
+#: items is cut and dropped before the next is decoded (0.7 MiB at most, as fast, measured)
 STEP = 64 * 1024
+
+
+def stepped(walker: ListWalker, body: bytes, *, final: bool) -> Iterator[tuple[str, Any]]:
+    """``walker`` fed ``body`` a ``STEP`` at a time, each step's fields handed on before the
+    next step is decoded (``final``: ``body`` ends the answer)."""
+    if not body:
+        yield from walker.feed(body, final=final)
+    for at in range(0, len(body), STEP):
+        yield from walker.feed(body[at : at + STEP], final=final and at + STEP >= len(body))
 
 
 def _slim_page(body: bytes, cut: Callable[[Obj], R]) -> SlimPage[R]:
     token: str | None = None
     version = ""
     items: list[tuple[str, str, R]] = []
-    walker = ListWalker()
-    for at in range(0, len(body), STEP):
-        for field, value in walker.feed(body[at : at + STEP], final=at + STEP >= len(body)):
-            if field == "items" and isinstance(value, dict):  # ("items", None): none
-                m = value.get("metadata") or {}
-                items.append((m.get("namespace") or "", m.get("name") or "", cut(value)))
-            elif field == "metadata" and isinstance(value, dict):
-                token = value.get("continue") or None
-                version = str(value.get("resourceVersion") or "")
+    for field, value in stepped(ListWalker(), body, final=True) if body else ():
+        if field == "items" and isinstance(value, dict):  # ("items", None): none
+            m = value.get("metadata") or {}
+            items.append((m.get("namespace") or "", m.get("name") or "", cut(value)))
+        elif field == "metadata" and isinstance(value, dict):
+            token = value.get("continue") or None
+            version = str(value.get("resourceVersion") or "")
     return SlimPage(token, version, items)
 
 
@@ -276,7 +283,7 @@ def slim_anti(pod: Obj) -> Obj | None:
 
 
 def reduce_metrics_page(body: bytes) -> MetricsPage:
-    return _reduce_metrics(walk_list(body) if body else ())
+    return _reduce_metrics(stepped(ListWalker(), body, final=True) if body else ())
 
 
 def _reduce_metrics(fields: Iterable[tuple[str, Any]]) -> MetricsPage:
@@ -302,13 +309,13 @@ def reduce_metrics_piece(stream: int, body: bytes, *, final: bool) -> MetricsPag
     (``token`` set by the piece that holds the list's metadata)."""
     walker = _WALKERS.setdefault(stream, ListWalker())
     try:
-        fields = walker.feed(body, final=final)
+        page = _reduce_metrics(stepped(walker, body, final=final))
     except BaseException:
         _WALKERS.pop(stream, None)
         raise
     if final:
         _WALKERS.pop(stream, None)
-    return _reduce_metrics(fields)
+    return page
 
 
 def forget_stream(stream: int, body: bytes) -> None:

@@ -233,3 +233,38 @@ def test_a_pods_working_set_is_read_as_its_metrics_model_reads_it() -> None:
         with pytest.raises(ValueError) as lean:
             pod_working_set(item)
         assert type(lean.value) is type(model.value)
+
+
+def _metrics_answer(pods: int) -> bytes:
+    """A pod metrics list as metrics-server writes it (metadata first, one container each)."""
+    items = [
+        {
+            "metadata": {"name": f"svc-{i // 200:04d}-abcde-{i:05d}", "namespace": "team-01"},
+            "timestamp": "2026-01-05T12:00:00Z",
+            "window": "30s",
+            "containers": [{"name": "app", "usage": {"cpu": "250m", "memory": "600Mi"}}],
+        }
+        for i in range(pods)
+    ]
+    return json.dumps({"kind": "PodMetricsList", "metadata": {}, "items": items}).encode()
+
+
+def test_a_metrics_answer_is_reduced_a_step_at_a_time_in_the_decoder() -> None:
+    """A 1 MiB piece of metrics (about 3,000 pods) was decoded whole in the decoder, its
+    objects all held at once (counted in the bot's process tree, issue #25's 300 MiB)."""
+    import tracemalloc
+
+    from bot.kube.cutting import reduce_metrics_page
+
+    body = _metrics_answer(6000)
+    assert len(body) > 2**20
+    tracemalloc.start()
+    try:
+        page = reduce_metrics_page(body)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(page.keys.split("\n")) == 6000
+    assert set(dict(page.usage()).values()) == {600 * 2**20}
+    print(f"reducing {len(body) / 2**20:.1f} MiB of metrics peaked at {peak / 2**20:.2f} MiB")
+    assert peak < 2 * 2**20 + len(body), peak  # the body's own text, and a step's objects
