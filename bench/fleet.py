@@ -27,7 +27,8 @@ run on a fresh gateway as ``gpunode serve`` builds it (``informers=True``):
   (``bench/tree.py``: read from a process of its own every 0.1 s; the sum of per-process
   peaks, the conservative figure), each part reported too (``bot_process_…``,
   ``decoder_…``, ``analysis_worker_peak_rss_mib``); apart from the stand-in's. This process
-  holds what a serving bot's does: ``gpunode serve``'s imports (``bot.wiring.runtime``) and
+  holds what a serving bot's does: its allocator's settings (``bot.wiring.heap.tune_malloc``),
+  ``gpunode serve``'s imports (``bot.wiring.runtime``) and
   its warm-up (the analysis worker started and its charts imported, the templates compiled;
   ``bot.wiring.warming``; it also holds the stand-in's token module, which serve does not).
   A diagnosis's work runs just before each gateway's first ``top``: held as
@@ -83,6 +84,7 @@ from bot.services.analysing import Analyst
 from bot.services.diagnosing import measured_pods
 from bot.slack.presenter import DRAW_CHARTS
 from bot.telemetry.lag import CallbackCpu, GcPauses, LoopLag
+from bot.wiring.heap import tune_malloc
 from bot.wiring.runtime import analysis_offloader
 from bot.wiring.warming import warm_up_with
 from gpunode_sandbox.kubesim.access import BOT_TOKEN
@@ -364,6 +366,7 @@ def _kubectl_jq(url: str) -> float | str:
 
 
 def main() -> None:
+    tune_malloc()  # as `gpunode serve` does first (its workers start with the same settings)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="500,2000", help="node counts, comma-separated")
     parser.add_argument("--runs", type=int, default=3)

@@ -1,8 +1,8 @@
 """The bot's process tree, as ``bench/fleet.py`` counts its memory (issue #25's 300 MiB).
 
 A serving bot is more than its own process: it starts workers, ``python -m MODULE`` processes
-(``bot.offloading.WorkerProcess``): the page decoder (``bot.kube.decoding``) and the analysis
-and chart worker (``bot.offloading``). ``TreeSampler`` runs in a process of its own (the
+(``bot.working.WorkerProcess``): the page decoder (``bot.kube.decoding``) and the analysis
+and chart worker (``bot.working``). ``TreeSampler`` runs in a process of its own (the
 bot's process does none of the reading: it would hold the bot's interpreter lock) and reads,
 every ``interval_s``, each child of the bot's process that is such a worker: its role and
 its peak resident set (``VmHWM``, the kernel's high-water mark over the process's life).
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 #: a bot worker's role by the module it runs (``python -m MODULE``)
-ROLES = {"bot.kube.decoding": "decoder", "bot.offloading": "analysis_worker"}
+ROLES = {"bot.kube.decoding": "decoder", "bot.working": "analysis_worker"}
 
 
 class Sighting(NamedTuple):

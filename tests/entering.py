@@ -1,5 +1,5 @@
 """``entered(*fns)``: which threads of this process called ``fn`` while inside; the tests that
-prove work runs in a worker process (``bot.offloading``) check that none did."""
+prove work runs in a worker process (``bot.working``) check that none did."""
 
 from __future__ import annotations
 
@@ -44,3 +44,9 @@ def hang_unless_in(pid: int) -> int:
 def imported(name: str) -> bool:
     """Whether module ``name`` is imported in the process this runs in."""
     return name in sys.modules
+
+
+def imported_of(names: bytes) -> list[str]:
+    """Which of ``names`` (module names, one a line: a page as the decoder is sent one) are
+    imported in the process this runs in."""
+    return [name for name in names.decode().split() if name in sys.modules]

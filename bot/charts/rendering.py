@@ -239,7 +239,7 @@ def _snapshot_chart(host: Axes, gpu: Axes, spec: ChartSpec, t: Translator) -> No
 
 def render_pngs(charts: dict[str, ChartSpec], locale: str) -> dict[str, bytes]:
     """Each spec as a PNG with its words in ``locale`` (what a worker process is sent:
-    ``bot.offloading.Named("bot.charts.rendering:render_pngs")``)."""
+    ``bot.working.Named("bot.charts.rendering:render_pngs")``)."""
     return {key: render_png(spec, locale=locale) for key, spec in charts.items()}
 
 

@@ -12,9 +12,11 @@ RuntimeClass check), ``resident`` (daemonset mode: the node's agent, found throu
 verified over TLS, asked with the bot's agent-audience token), ``draining`` (cordon,
 eviction), ``prioritizing`` (PriorityClass creation), ``patching`` (controller template
 patches), ``resizing`` (in-place pod resize),
-``scheduling`` (what the scheduler matches, each node's room; pure), ``selectors`` (label
-selectors as the API server reads them; pure), ``selections`` (the pods the plans select,
-from the pods informer or cut from the API's answer; pure), ``rollouts``
+``scheduling`` (what the scheduler matches, each node's room; pure), ``tallying`` (the fleet
+in slim records, summed), ``cutting`` (list pages cut to those records in the page decoder's
+process; pure, no models), ``walking`` (JSON list answers walked in pieces; pure),
+``selectors`` (label selectors as the API server reads them; pure), ``selections`` (the pods
+the plans select, from the pods informer or cut from the API's answer; pure), ``rollouts``
 (controllers' rollout facts; pure), ``watching`` (reads that follow an action as it lands),
 ``gateway`` (``Gateway``, the KubePort), ``permissions`` (``API_CALLS``: every call the
 gateway makes, for RBAC checks; ``api_calls(mode)`` per collector mode).

@@ -8,12 +8,13 @@ page reduced to a few slim records, so neither process ever holds the whole list
 
 One worker per cluster, started for the first page of ``INLINE_BYTES`` or more, its garbage
 collector off (it only decodes JSON, which has no cycles, and frees each page before the
-next). The worker is ``python -m bot.kube.decoding``, a ``bot.offloading.WorkerProcess``
+next). The worker is ``python -m bot.kube.decoding``, a ``bot.working.WorkerProcess``
 (length-prefixed pickles on its pipes, answers in order); it imports only the modules of the
-functions it is sent (``bot.kube.tallying``'s, kept free of the
-``kubernetes`` client: about 17 MiB less). A worker that exits fails the pages in flight and
-the next page starts another. Where no process can be started, pages are decoded on the
-calling thread with the collector paused, as before.
+functions it is sent: a serving bot's informers send ``bot.kube.cutting``'s, kept free of
+the ``kubernetes`` client (about 17 MiB), of pydantic and the core's models (about 20 MiB:
+the decoder holds 16 MiB of imports, not 38) and of ``asyncio``. A worker that exits fails
+the pages in flight and the next page starts another. Where no process can be started, pages
+are decoded on the calling thread with the collector paused, as before.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from concurrent.futures import Future
 from typing import TypeVar
 
 from bot.kube.pages import gc_paused
-from bot.offloading import WorkerExitedError, WorkerSlot, serve_stdio
+from bot.working import WorkerExitedError, WorkerSlot, serve_stdio
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -34,7 +35,7 @@ T = TypeVar("T")
 INLINE_BYTES = 256 * 1024
 
 
-#: the worker process ended before it answered (``bot.offloading.WorkerExitedError``)
+#: the worker process ended before it answered (``bot.working.WorkerExitedError``)
 DecoderExitedError = WorkerExitedError
 
 

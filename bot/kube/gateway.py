@@ -35,6 +35,7 @@ from bot.core.remedies.watching import RolloutProgress
 from bot.errors import DiagnosticJobError, GpunodeError, KubeUnavailableError, NotFoundError
 from bot.kube import (
     anchoring,
+    cutting,
     dra,
     draining,
     gpuevidence,
@@ -55,6 +56,7 @@ from bot.kube import (
 )
 from bot.kube import dcgm as kube_dcgm
 from bot.kube.connecting import build_api_client
+from bot.kube.cutting import FleetShare, PodRecord
 from bot.kube.decoding import PageDecoder
 from bot.kube.doing import Doing
 from bot.kube.errors import refused_as, translate
@@ -64,7 +66,7 @@ from bot.kube.pages import gc_paused
 from bot.kube.reading import OwnerCache
 from bot.kube.rollouts import with_settings_keys
 from bot.kube.surveying import survey
-from bot.kube.tallying import FleetShare, FleetTally, PodRecord
+from bot.kube.tallying import FleetTally, NodeShare
 from bot.kube.transport import ACTING_AS, Transport
 
 log = logging.getLogger(__name__)
@@ -321,8 +323,8 @@ class Gateway:
             pods: Informer[PodRecord] = Informer(
                 self.transport,
                 "/api/v1/pods",
-                slim=tallying.pod_record,
-                pages=tallying.pod_records_page,
+                slim=cutting.pod_record,
+                pages=cutting.pod_records_page,
                 decoder=self._decoder,
                 share=FleetShare().pod,
                 watch_s=self.fleet_watch_s,
@@ -331,9 +333,10 @@ class Gateway:
             nodes: Informer[Obj] = Informer(
                 self.transport,
                 "/api/v1/nodes",
-                slim=tallying.node_record,
-                pages=tallying.node_records_page,
+                slim=cutting.node_record,
+                pages=cutting.node_records_page,
                 decoder=self._decoder,
+                share=NodeShare().node,
                 watch_s=self.fleet_watch_s,
                 name="nodes-informer",
             )

@@ -28,7 +28,8 @@ from typing import Any
 
 from bot.core.model.cluster import OwnerRef, PodInfo
 from bot.core.model.gangs import gang_of
-from bot.kube.tallying import PodRecord, labels_of, pod_record
+from bot.kube.cutting import PodRecord, pod_record
+from bot.kube.tallying import labels_of
 
 Obj = dict[str, Any]
 #: (namespace, name, record), as ``Informer.keyed_in`` gives them

@@ -33,7 +33,10 @@ from bot.core.model.cluster import (
 from bot.core.model.evidence import QosTier
 from bot.core.model.gangs import ANNOTATION_KEYS
 from bot.core.model.quantity import parse_quantity
-from bot.core.remedies.autoscalers import NODE_PROTECTION, POD_ANNOTATIONS
+from bot.core.remedies.autoscalers import POD_ANNOTATIONS
+from bot.kube.cutting import KEPT_NODE_ANNOTATIONS as KEPT_NODE_ANNOTATIONS
+from bot.kube.cutting import controller_ref as controller_ref
+from bot.kube.cutting import pod_working_set as pod_working_set
 from bot.kube.scheduling import parse_scheduling, parse_selector
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -42,8 +45,6 @@ MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 #: pod annotations kept on PodInfo (gangs and tier 1 read them; the rest may be large or
 #: secret)
 KEPT_ANNOTATIONS = frozenset(ANNOTATION_KEYS) | frozenset(POD_ANNOTATIONS)
-#: node annotations kept on NodeInfo: the autoscalers' scale-down protection
-KEPT_NODE_ANNOTATIONS = frozenset(NODE_PROTECTION)
 _CONTAINER_ID = re.compile(r"^[a-z0-9.-]+://([0-9a-f]{64})$")
 _QOS: dict[str, QosTier] = {
     "Guaranteed": "guaranteed",
@@ -114,14 +115,6 @@ def is_gpu_node(node: Obj, dra_drivers: list[str] | None = None) -> bool:
     """The core predicate (``bot.core.model.cluster.is_gpu_node``) over a raw Node."""
     allocatable = (node.get("status") or {}).get("allocatable") or {}
     return core_is_gpu_node({k: str(v) for k, v in allocatable.items()}, dra_drivers or ())
-
-
-def controller_ref(obj: Obj) -> Obj | None:
-    """The ownerReference with ``controller: true`` (the one that manages the object)."""
-    for ref in _meta(obj).get("ownerReferences") or []:
-        if ref.get("controller"):
-            return ref  # type: ignore[no-any-return]
-    return None
 
 
 def parse_owner(ref: Obj) -> OwnerRef:
@@ -269,22 +262,6 @@ def parse_event(event: Obj) -> EventInfo:
         count=int(event.get("count") or (event.get("series") or {}).get("count") or 1),
         last_seen=parse_time(last),
     )
-
-
-def pod_working_set(item: Obj) -> tuple[str, str, int]:
-    """``parse_pod_metrics``'s (namespace, name, working-set bytes), the same figures (an item
-    it refuses is refused here too), without building the model: a pod metrics list holds one
-    item per running pod (150,000 on a 5,000-node fleet), and the model was most of the cost
-    of each."""
-    meta = _meta(item)
-    namespace, name = meta.get("namespace", ""), meta.get("name", "")
-    if type(namespace) is not str or type(name) is not str:  # the model's own error
-        m = parse_pod_metrics(item)
-        return m.namespace, m.name, m.memory_working_set_bytes
-    total = 0
-    for c in item.get("containers") or []:
-        total += parse_quantity((c.get("usage") or {}).get("memory", "0")).value()
-    return namespace, name, total
 
 
 def parse_pod_metrics(item: Obj) -> PodMetrics:

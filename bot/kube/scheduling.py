@@ -23,6 +23,7 @@ from bot.core.model.workloads import (
     SpreadConstraint,
     Toleration,
 )
+from bot.kube.cutting import slot_key
 
 Obj = Mapping[str, Any]
 
@@ -275,15 +276,6 @@ def pod_slot(pod: Obj) -> PodSlot:
 def slot_of(pod: Obj, requests: dict[str, int]) -> PodSlot:
     key, priority = slot_key(pod)
     return PodSlot(key=key, priority=priority, requests=requests)
-
-
-def slot_key(pod: Obj) -> tuple[str, int]:
-    """A ``PodSlot``'s key and priority, without building the model."""
-    meta = pod.get("metadata") or {}
-    return (
-        f"{meta.get('namespace')}/{meta.get('name')}",
-        int((pod.get("spec") or {}).get("priority") or 0),
-    )
 
 
 def room_from(node: Obj, used: Mapping[str, int], slots: list[PodSlot]) -> RoomOnNode:

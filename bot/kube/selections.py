@@ -18,8 +18,9 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from bot.kube.cutting import PodRecord, pod_record
 from bot.kube.selectors import Selector, selects
-from bot.kube.tallying import PodRecord, labels_of, pod_record
+from bot.kube.tallying import labels_of
 
 Obj = dict[str, Any]
 #: what ``held_pod`` writes for ``deletionTimestamp`` (the record keeps only that there is one)

@@ -21,41 +21,47 @@ per-node view's.
 A serving bot keeps the same reduction per object instead: its pods and nodes informers
 (``bot.kube.informing``) hold one ``PodRecord`` per pod and one ``node_record`` per node,
 cut by ``pod_records_page``/``node_records_page`` in the decoder and shared by
-``FleetShare``, and ``tally_from`` sums them into the same ``FleetTally`` ``read_fleet``
-builds (``tests/kube/test_fleet_informers.py`` compares the two).
+``FleetShare``/``NodeShare``, and ``tally_from`` sums them into the same ``FleetTally``
+``read_fleet`` builds (``tests/kube/test_fleet_informers.py`` compares the two).
 """
 
 from __future__ import annotations
 
-import codecs
 import functools
 import itertools
 import json
-import re
 import sys
-from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from bot.core.diagnosis.allocation import (
+from bot.core.diagnosis.allocation import allocation_rows, node_allocatable
+from bot.core.diagnosis.requests import (
     TERMINAL_PHASES,
     ResourceList,
     add_resource_list,
-    allocation_rows,
-    node_allocatable,
     pod_requests_and_limits,
 )
 from bot.core.model.cluster import NodeInfo, NodeLoad, RoomOnNode
-from bot.core.model.gangs import ANNOTATION_KEYS
 from bot.core.model.quantity import Quantity
 from bot.core.model.workloads import PodSlot
 from bot.kube import objects
+from bot.kube.cutting import (
+    Labels,
+    MetricsPage,
+    PodRecord,
+    Shape,
+    forget_stream,
+    reduce_metrics_page,
+    reduce_metrics_piece,
+    slim_anti,
+    slot_key,
+)
 from bot.kube.decoding import PageDecoder
-from bot.kube.pages import METRICS_GROUP, SlimPage, gc_paused, list_token
-from bot.kube.scheduling import request_units, room_from, slot_key
+from bot.kube.pages import METRICS_GROUP, gc_paused, list_token
+from bot.kube.scheduling import request_units, room_from
 
 if TYPE_CHECKING:  # the decoder process imports this module: no kubernetes client there
     from bot.kube.transport import Transport
@@ -152,97 +158,6 @@ class PodPage(NamedTuple):
     anti: list[tuple[str, Obj]]
 
 
-class MetricsPage(NamedTuple):
-    """A metrics list reduced: ``keys`` ("namespace/name" joined by newlines) and ``values``
-    (working-set bytes, int64 in ``array`` order), two objects instead of one tuple per pod,
-    so handing 150,000 pods back from the decoder is two copies, not 150,000 objects."""
-
-    token: str | None
-    keys: str
-    values: bytes
-
-    def usage(self) -> Iterator[tuple[str, int]]:
-        if not self.keys:
-            return iter(())
-        return zip(self.keys.split("\n"), array("q", self.values), strict=True)
-
-
-# -- the fleet as an informer holds it -----------------------------------------------------
-#: a pod's requests and limits as a fleet record keeps them: JSON text of [requests, limits],
-#: each [[name, nanos, format], ...] in the list's order (``expanded`` reads it back). Text, not
-#: nested tuples: a tuple is untracked only once everything in it is, a level per collection
-Shape = str
-#: a pod as the fleet informer keeps it: (node, priority, shape, anti, labels, owner,
-#: deleting, marks), what ``reduce_pod_page`` reads of it, already reduced, what the plans'
-#: pod selections read (``bot.kube.selections``) and what tells a gang's members
-#: (``bot.kube.members``). ``node`` is "" for a pod kubectl does not count: of a Succeeded or
-#: Failed pod nothing else is held (``_UNCOUNTED``); of an unbound one, only what names its
-#: gang (labels, owner, deleting, marks: a gang's Pending member is still its member).
-#: ``anti`` is its required podAntiAffinity, slim (``slim_anti``), or None; ``labels``
-#: its labels as JSON text, keys sorted (``Labels``); ``owner`` its controller reference as
-#: JSON text ``[apiVersion, kind, name]``, "" when none; ``deleting``: it has a
-#: deletionTimestamp; ``marks``: the annotations a gang is told by
-#: (``bot.core.model.gangs.ANNOTATION_KEYS``, Volcano's PodGroup) as JSON text, "" when none.
-#: A plain tuple of atoms, not a NamedTuple or dicts of
-#: ``Quantity``: the collector untracks such a tuple the first time it sees it (and a dict
-#: holding only such tuples at its next full collection), so a full collection never walks
-#: 150,000 pods. Such a walk held the interpreter lock for 115-300 ms on a loaded 2-core
-#: machine, on an informer's or a gateway's thread, and the event loop waited that long
-#: (issue #25). Equal shapes, label sets, owners and marks are one string each
-#: (``FleetShare``): a ReplicaSet's pods share all of them.
-PodRecord = tuple[str, int, Shape, Obj | None, str, str, bool, str]
-#: a pod's labels as a record keeps them (``labels_text``; ``labels_of`` reads them back)
-Labels = str
-
-
-def _shape(requests: ResourceList, limits: ResourceList) -> Shape:
-    return json.dumps(
-        [[[name, q.nanos, q.format] for name, q in part.items()] for part in (requests, limits)],
-        separators=(",", ":"),
-    )
-
-
-def pod_record(pod: Obj) -> PodRecord:
-    meta = pod.get("metadata") or {}
-    if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
-        return _UNCOUNTED
-    ref = objects.controller_ref(pod)
-    owner = (
-        ""
-        if ref is None
-        else json.dumps(
-            [ref.get("apiVersion", ""), ref.get("kind", ""), ref.get("name", "")],
-            separators=(",", ":"),
-        )
-    )
-    annotations = meta.get("annotations") or {}
-    kept = {k: str(annotations[k]) for k in ANNOTATION_KEYS if k in annotations}
-    marks = json.dumps(kept, separators=(",", ":"), sort_keys=True) if kept else ""
-    labels = labels_text(meta.get("labels") or {})
-    deleting = bool(meta.get("deletionTimestamp"))
-    node = (pod.get("spec") or {}).get("nodeName")
-    if not node:  # not counted anywhere: only what tells its gang
-        return ("", 0, _UNCOUNTED[2], None, labels, owner, deleting, marks)
-    reqs, lims = pod_requests_and_limits(pod)
-    _, priority = slot_key(pod)
-    return (
-        node,
-        priority,
-        _shape(reqs, lims),
-        slim_anti(pod),
-        labels,
-        owner,
-        deleting,
-        marks,
-    )
-
-
-def labels_text(labels: dict[str, Any]) -> Labels:
-    return json.dumps(
-        {str(k): str(v) for k, v in labels.items()}, separators=(",", ":"), sort_keys=True
-    )
-
-
 @functools.lru_cache(maxsize=4096)
 def labels_of(text: Labels) -> dict[str, str]:
     """A record's labels as a dict: one per distinct label set, shared: never mutate it."""
@@ -259,87 +174,65 @@ def expanded(shape: Shape) -> tuple[ResourceList, ResourceList, dict[str, int]]:
     return reqs, lims, request_units(reqs)
 
 
-def node_record(node: Obj) -> Obj:
-    """A node as the fleet informer keeps it: ``slim_node``'s fields and what
-    ``objects.parse_node`` and ``objects.is_gpu_node`` read (no images, no managedFields, only
-    the annotations a report shows)."""
-    meta, spec, status = (
-        node.get("metadata") or {},
-        node.get("spec") or {},
-        node.get("status") or {},
-    )
-    info = status.get("nodeInfo") or {}
-    kept = ("type", "status", "reason", "message", "lastTransitionTime")
-    return {
-        "metadata": {
-            "name": meta.get("name", ""),
-            "uid": meta.get("uid", ""),
-            "resourceVersion": meta.get("resourceVersion"),
-            "labels": meta.get("labels") or {},
-            "annotations": {
-                k: v
-                for k, v in (meta.get("annotations") or {}).items()
-                if k in objects.KEPT_NODE_ANNOTATIONS
-            },
-        },
-        "spec": {"unschedulable": spec.get("unschedulable"), "taints": spec.get("taints") or []},
-        "status": {
-            "allocatable": status.get("allocatable") or {},
-            "capacity": status.get("capacity") or {},
-            "conditions": [
-                {k: c[k] for k in kept if k in c} for c in status.get("conditions") or []
-            ],
-            "nodeInfo": {
-                k: info[k] for k in ("kubeletVersion", "kernelVersion", "osImage") if k in info
-            },
-        },
+#: the parts of a ``node_record`` a node pool's nodes hold alike, by (section, field)
+_POOL_PARTS = frozenset(
+    {
+        ("metadata", "annotations"),
+        ("spec", "taints"),
+        ("status", "allocatable"),
+        ("status", "capacity"),
+        ("status", "nodeInfo"),
     }
+)
+#: distinct node parts ``NodeShare`` keeps one of, at most (a node pool's parts are a few;
+#: parts that differ on every node just churn through, and the table is emptied past this)
+MAX_NODE_PARTS = 4096
 
 
-def _slim_page(body: bytes, cut: Callable[[Obj], R]) -> SlimPage[R]:
-    page = json.loads(body) if body else {}
-    meta = page.get("metadata") or {}
-    items = []
-    for obj in page.get("items") or []:
-        m = obj.get("metadata") or {}
-        items.append((m.get("namespace") or "", m.get("name") or "", cut(obj)))
-    return SlimPage(meta.get("continue") or None, str(meta.get("resourceVersion") or ""), items)
+def _interned(value: Any) -> Any:
+    """``value`` (decoded JSON) with every string in it interned, containers rebuilt."""
+    if type(value) is str:
+        return sys.intern(value)
+    if type(value) is dict:
+        return {_interned(k): _interned(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_interned(v) for v in value]
+    return value
 
 
-def pod_records_page(body: bytes) -> SlimPage[PodRecord]:
-    """A page of pods cut to ``PodRecord``s (in the decoder), equal parts shared."""
-    page = _slim_page(body, pod_record)
-    share = FleetShare()
-    return page._replace(items=[(ns, name, share.pod(r)) for ns, name, r in page.items])
+class NodeShare:
+    """Equal parts of node records made one, as ``FleetShare`` does for pods. A record from
+    the decoder (or another page) arrives with its own copies of every string and dict: a
+    ``node_record`` held so cost ~4.7 KiB (5,000 nodes: 23 MiB of the bot's process, issue
+    #25). Here every string is interned (condition types and reasons, label keys, versions,
+    the hostname label's value and the node's name: one string each), and the parts a node
+    pool's nodes hold alike (allocatable, capacity, nodeInfo, taints, annotations) are one
+    object per distinct value. A node's labels and conditions stay its own dicts (a hostname,
+    transition times), their strings shared. Shared parts are never mutated: the tally,
+    ``objects.parse_node`` and the room read them and copy what they keep."""
 
+    def __init__(self) -> None:
+        self._parts: dict[str, Any] = {}
 
-def node_records_page(body: bytes) -> SlimPage[Obj]:
-    return _slim_page(body, node_record)
+    def _part(self, value: Any) -> Any:
+        key = json.dumps(value, separators=(",", ":"))
+        held = self._parts.get(key)
+        if held is None:
+            if len(self._parts) >= MAX_NODE_PARTS:
+                self._parts.clear()
+            held = self._parts[key] = _interned(value)
+        return held
 
-
-class FleetShare:
-    """Equal parts of records made one: node names and shapes interned (``sys.intern``). A
-    record from another process (or another page) arrives with its own copies; sharing them
-    is what keeps 150,000 pods in a few tens of MiB."""
-
-    def pod(self, record: PodRecord) -> PodRecord:
-        if record == _UNCOUNTED:
-            return _UNCOUNTED
-        node, priority, shape, anti, labels, owner, deleting, marks = record
+    def node(self, record: Obj) -> Obj:
+        """``record`` (a ``node_record``) with its parts shared; equal to it."""
         intern = sys.intern
-        return (
-            intern(node),
-            priority,
-            intern(shape),
-            anti,
-            intern(labels),
-            intern(owner),
-            deleting,
-            intern(marks),
-        )
-
-
-_UNCOUNTED: PodRecord = ("", 0, "[[],[]]", None, "{}", "", False, "")
+        return {
+            intern(section): {
+                intern(k): self._part(v) if (section, k) in _POOL_PARTS else _interned(v)
+                for k, v in fields.items()
+            }
+            for section, fields in record.items()
+        }
 
 
 def tally_from(
@@ -421,211 +314,8 @@ def reduce_pod_page(body: bytes) -> PodPage:
     return PodPage(token, sums, slots, anti)
 
 
-def slim_anti(pod: Obj) -> Obj | None:
-    """A pod with a required pod anti-affinity, cut to what the filter reads (None: none)."""
-    affinity = (pod.get("spec") or {}).get("affinity") or {}
-    required = (affinity.get("podAntiAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    )
-    if not required:
-        return None
-    meta = pod.get("metadata") or {}
-    return {
-        "metadata": {
-            "namespace": meta.get("namespace"),
-            "name": meta.get("name"),
-            "labels": meta.get("labels") or {},
-        },
-        "spec": {
-            "affinity": {
-                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}
-            }
-        },
-    }
-
-
-_SPACE = re.compile(r"[ \t\n\r]*")
-#: how a Kubernetes list item begins (the API server's and metrics-server's encoders write
-#: ``metadata`` first): where a run of whole items may end, for ``ListWalker``'s bulk decode
-_ITEM_START = '{"metadata"'
-_BLANK = " \t\n\r"
-#: a stream whose undecodable rest grows past this is not a list answer
-MAX_PENDING = 64 * 1024 * 1024
-
-
-class ListWalker:
-    """A JSON list answer's top-level fields in order, fed in pieces: ``feed`` returns the
-    fields complete so far, ``("items", item)`` once per item, each item decoded only when
-    all of it has arrived. A caller that reduces each item at once holds one piece and one
-    item, never the whole answer (metrics-server answers a pod metrics list in one piece,
-    150,000 pods on a 5,000-node cluster). Raises ValueError when the answer is not a JSON
-    object, or ends before it is complete."""
-
-    def __init__(self) -> None:
-        self._text = ""
-        self._at = 0
-        self._state = "open"
-        self._key = ""
-        self._utf8 = codecs.getincrementaldecoder("utf-8")()
-        self._decode = json.JSONDecoder().raw_decode
-        self._bulk = True
-
-    def feed(self, data: bytes, *, final: bool = False) -> list[tuple[str, Any]]:
-        self._text = self._text[self._at :] + self._utf8.decode(data, final)
-        self._at = 0
-        out: list[tuple[str, Any]] = []
-        while self._state != "done" and self._step(out, final):
-            pass
-        if final and self._state != "done":
-            raise ValueError(f"a list answer ended early (in {self._state})")
-        if len(self._text) - self._at > MAX_PENDING:
-            raise ValueError("a list answer: one value is larger than 64 MiB")
-        return out
-
-    def _next(self) -> str:
-        """The next non-blank character ('' when more must come), not consumed."""
-        match = _SPACE.match(self._text, self._at)
-        self._at = match.end() if match else self._at
-        return self._text[self._at : self._at + 1]
-
-    def _value(self, final: bool) -> tuple[bool, Any]:
-        try:
-            value, end = self._decode(self._text, self._at)
-        except ValueError as exc:
-            if final:
-                raise ValueError(f"a list answer ended early or is not JSON: {exc}") from exc
-            return False, None  # cut by the piece's end: wait for the next piece
-        if end == len(self._text) and not final and not isinstance(value, dict | list | str):
-            return False, None  # a number or literal may go on in the next piece
-        self._at = end
-        return True, value
-
-    def _items(self, out: list[tuple[str, Any]]) -> bool:
-        """Every whole item from here up to the last ``}, {"metadata"`` in the text, decoded
-        as one array (one call of the decoder, not one per item): False when there is no
-        such boundary. A boundary that is not one (inside a string, or a nested value that
-        happens to begin so) leaves that array unbalanced, so the decoder refuses it: then
-        this answer is walked an item at a time, as it would have been."""
-        text, at = self._text, self._at
-        mark = text.rfind(_ITEM_START, at + 1)
-        while mark > at:
-            end = mark - 1
-            while end > at and text[end] in _BLANK:
-                end -= 1
-            if text[end] == ",":
-                end -= 1
-                while end > at and text[end] in _BLANK:
-                    end -= 1
-                if text[end] == "}":
-                    break
-            mark = text.rfind(_ITEM_START, at + 1, mark)
-        else:
-            return False
-        run = "[" + text[at : end + 1] + "]"
-        try:
-            values, used = self._decode(run)
-        except ValueError:
-            values, used = None, 0
-        if used != len(run) or not isinstance(values, list):
-            self._bulk = False
-            return False
-        out.extend(("items", value) for value in values)
-        self._at, self._state = end + 1, "item_sep"
-        return True
-
-    def _step(self, out: list[tuple[str, Any]], final: bool) -> bool:
-        char, state = self._next(), self._state
-        if not char:
-            return False
-        if state == "open":
-            if char != "{":
-                raise ValueError(f"a list answer: expected '{{', found {char!r}")
-            self._at, self._state = self._at + 1, "key_or_end"
-        elif state == "sep" and char in ",}":
-            self._at, self._state = self._at + 1, ("key" if char == "," else "done")
-        elif state == "key_or_end" and char == "}":
-            self._at, self._state = self._at + 1, "done"
-        elif state in ("key", "key_or_end"):
-            ok, key = self._value(final)
-            if not ok:
-                return False
-            if not isinstance(key, str):
-                raise ValueError(f"a list answer: a field name must be a string, not {key!r}")
-            self._key, self._state = key, "colon"
-        elif state == "colon":
-            if char != ":":
-                raise ValueError(f"a list answer: expected ':', found {char!r}")
-            self._at += 1
-            self._state = "value"
-        elif state == "value" and self._key == "items" and char == "[":
-            self._at, self._state = self._at + 1, "item_or_end"
-        elif state in ("value", "item_or_end", "item"):
-            if state == "item_or_end" and char == "]":
-                self._at, self._state = self._at + 1, "sep"
-                return True
-            if state != "value" and char == "{" and self._bulk and self._items(out):
-                return True
-            ok, value = self._value(final)
-            if not ok:
-                return False
-            out.append(("items" if state != "value" else self._key, value))
-            self._state = "sep" if state == "value" else "item_sep"
-        elif state == "item_sep":
-            if char not in ",]":
-                raise ValueError(f"a list answer: expected ',' or ']', found {char!r}")
-            self._at += 1
-            self._state = "item" if char == "," else "sep"
-        else:
-            raise ValueError(f"a list answer: expected ',' or '}}', found {char!r}")
-        return True
-
-
-def walk_list(body: bytes) -> Iterator[tuple[str, Any]]:
-    """A whole JSON list answer's top-level fields (``ListWalker`` fed once)."""
-    return iter(ListWalker().feed(body, final=True))
-
-
-def reduce_metrics_page(body: bytes) -> MetricsPage:
-    return _reduce_metrics(walk_list(body) if body else ())
-
-
-def _reduce_metrics(fields: Iterable[tuple[str, Any]]) -> MetricsPage:
-    token: str | None = None
-    keys: list[str] = []
-    values = array("q")
-    for field_name, value in fields:
-        if field_name == "items":
-            namespace, name, working_set = objects.pod_working_set(value)
-            keys.append(f"{namespace}/{name}")
-            values.append(working_set)
-        elif field_name == "metadata" and isinstance(value, dict):
-            token = value.get("continue") or None
-    return MetricsPage(token, "\n".join(keys), values.tobytes())
-
-
-#: the answers being walked piece by piece, by stream id (in the decoder's process)
-_WALKERS: dict[int, ListWalker] = {}
+#: the answers being walked piece by piece in the decoder (``reduce_metrics_piece``), by id
 _STREAM_IDS = itertools.count(1)
-
-
-def reduce_metrics_piece(stream: int, body: bytes, *, final: bool) -> MetricsPage:
-    """The next piece of metrics answer ``stream`` reduced: the pods complete so far
-    (``token`` set by the piece that holds the list's metadata)."""
-    walker = _WALKERS.setdefault(stream, ListWalker())
-    try:
-        fields = walker.feed(body, final=final)
-    except BaseException:
-        _WALKERS.pop(stream, None)
-        raise
-    if final:
-        _WALKERS.pop(stream, None)
-    return _reduce_metrics(fields)
-
-
-def forget_stream(stream: int, body: bytes) -> None:
-    """Drop an answer left unfinished (the caller failed or was cancelled)."""
-    del body
-    _WALKERS.pop(stream, None)
 
 
 def _with_last(pieces: Iterator[bytes]) -> Iterator[tuple[bytes, bool]]:

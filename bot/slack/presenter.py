@@ -48,7 +48,7 @@ from bot.core.reporting.outcomes import (
 from bot.core.reporting.postmortem import Postmortem
 from bot.core.reporting.state_change import StateChange
 from bot.errors import GpunodeError
-from bot.offloading import Named, Offloader
+from bot.offloading import Offloader
 from bot.render import environment
 from bot.render.acting import action_form, render_action
 from bot.render.blocks import Message
@@ -61,6 +61,7 @@ from bot.render.prevention import kit_message, render_prevention_files
 from bot.render.state import state_change_message, superseded_message
 from bot.services.locales import LocaleChooser
 from bot.services.ports import ChatPort
+from bot.working import Named
 
 log = logging.getLogger(__name__)
 

@@ -29,6 +29,7 @@ from bot.services.leading import LeasePort
 from bot.slack.chatting import make_client
 from bot.store.checkup import check_store
 from bot.telemetry.serving import start_metrics_listener
+from bot.wiring.heap import tune_malloc
 from bot.wiring.runtime import Runtime, build_runtime
 from bot.wiring.warming import warm_up
 
@@ -210,6 +211,7 @@ def lease_api(settings: Settings, kube: object) -> LeasePort | None:
 
 
 def main(args: argparse.Namespace) -> int:
+    tune_malloc()  # before any thread allocates (bot/wiring/heap.py)
     settings = load_settings(config_file=getattr(args, "config", None))
     configure_logging(settings.log_level)
     check_settings(settings)

@@ -9,7 +9,8 @@ import asyncio
 import sys
 
 from bench.tree import Sighting, TreeSampler, peak_of, role_of, tree_peaks
-from bot.offloading import Offloader, WorkerProcess
+from bot.offloading import Offloader
+from bot.working import WorkerProcess
 
 TOP = (10.0, 20.0)
 
@@ -17,7 +18,7 @@ TOP = (10.0, 20.0)
 def test_the_bots_workers_are_told_apart_by_the_module_they_run() -> None:
     python = sys.executable
     assert role_of([python, "-m", "bot.kube.decoding"]) == "decoder"
-    assert role_of([python, "-m", "bot.offloading"]) == "analysis_worker"
+    assert role_of([python, "-m", "bot.working"]) == "analysis_worker"
     assert role_of([python, "-m", "bot.some.new_worker"]) == "other_worker"
 
 

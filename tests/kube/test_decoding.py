@@ -10,7 +10,9 @@ from typing import cast
 
 import pytest
 
+from bot.kube.cutting import node_records_page, pod_records_page, reduce_metrics_page
 from bot.kube.decoding import DecoderExitedError, PageDecoder
+from tests.entering import imported_of
 
 WAIT_S = 120  # generous: starting a process on a busy machine takes seconds; nothing is timed
 
@@ -50,5 +52,21 @@ def test_when_the_process_exits_its_pages_fail_and_the_next_page_starts_another(
             ended.result(timeout=WAIT_S)
         assert decoder.submit(json.loads, b"2", process=True).result(timeout=WAIT_S) == 2
         assert decoder.pid not in (None, first)
+    finally:
+        decoder.close()
+
+
+def test_the_decoder_cuts_pages_without_the_models_or_the_event_loops_imports() -> None:
+    # pydantic and the core's models (~20 MiB), asyncio and ssl (6.7 MiB) of the decoder's
+    # resident memory, counted in the bot's process tree (issue #25's 300 MiB): cutting a
+    # page to the informers' records, and metrics to working sets, needs none of them
+    decoder = PageDecoder()
+    try:
+        empty = b'{"metadata": {}, "items": []}'
+        for cut in (pod_records_page, node_records_page, reduce_metrics_page):
+            decoder.submit(cut, empty, process=True).result(timeout=WAIT_S)
+        named = b"bot.kube.cutting pydantic bot.core.model.cluster kubernetes asyncio ssl"
+        loaded = decoder.submit(imported_of, named, process=True)
+        assert loaded.result(timeout=WAIT_S) == ["bot.kube.cutting"]
     finally:
         decoder.close()

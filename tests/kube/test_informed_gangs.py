@@ -25,8 +25,8 @@ from bot.core.model.cluster import ClusterView
 from bot.core.model.gangs import gang_of
 from bot.core.remedies.planning import plan_tier1
 from bot.kube import members
+from bot.kube.cutting import pod_record
 from bot.kube.gateway import Gateway
-from bot.kube.tallying import pod_record
 from gpunode_sandbox.kubesim import KubeSim, Scenario
 from tests.conftest import kube_call
 from tests.kube.conftest import ensure_namespace, settings_for

@@ -23,10 +23,10 @@ from bot.core.model.thresholds import DEFAULT
 from bot.core.remedies.planning import plan_tier1, plan_tier2
 from bot.core.reporting.analysis import analyze
 from bot.kube import reading, selections
+from bot.kube.cutting import FleetShare, pod_records_page
 from bot.kube.doing import Doing
 from bot.kube.gateway import Gateway
 from bot.kube.selectors import parse_selector
-from bot.kube.tallying import FleetShare, pod_records_page
 from gpunode_sandbox.kubesim import KubeSim, Scenario
 from tests.conftest import kube_call
 from tests.kube import test_affinity_placement as affinity

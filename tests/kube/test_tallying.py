@@ -49,7 +49,7 @@ async def test_the_decoder_process_and_the_calling_thread_tally_the_same_fleet(
 
 
 def _walked(body: bytes) -> dict[str, object]:
-    from bot.kube.tallying import walk_list
+    from bot.kube.walking import walk_list
 
     out: dict[str, object] = {}
     items: list[object] = []
@@ -89,7 +89,7 @@ def test_a_list_answer_walked_item_by_item_is_the_answer_decoded_whole() -> None
 def test_a_body_that_is_not_a_json_object_is_refused_clearly() -> None:
     import pytest
 
-    from bot.kube.tallying import walk_list
+    from bot.kube.walking import walk_list
 
     for body in (b"[]", b'{"items": [1, 2', b'{"a" 1}'):
         with pytest.raises(ValueError):
@@ -99,7 +99,7 @@ def test_a_body_that_is_not_a_json_object_is_refused_clearly() -> None:
 def test_a_metrics_answer_reduces_to_each_pods_working_set() -> None:
     import json
 
-    from bot.kube.tallying import reduce_metrics_page
+    from bot.kube.cutting import reduce_metrics_page
 
     items = [
         {
@@ -119,7 +119,7 @@ def test_a_metrics_answer_reduces_to_each_pods_working_set() -> None:
 
 
 def test_a_list_answer_fed_in_pieces_cut_anywhere_walks_as_the_whole_answer() -> None:
-    from bot.kube.tallying import ListWalker, walk_list
+    from bot.kube.walking import ListWalker, walk_list
 
     answer = {
         "kind": "PodMetricsList",
@@ -145,7 +145,7 @@ def test_items_holding_what_looks_like_an_item_boundary_walk_as_the_whole_answer
     """Whole runs of items are decoded at once up to the last ``}, {"metadata"``: text that
     only looks like such a boundary (in a string, or a nested value beginning so) still
     gives each item as it is, wherever the answer is cut."""
-    from bot.kube.tallying import ListWalker, walk_list
+    from bot.kube.walking import ListWalker, walk_list
 
     tricky = [
         {"metadata": {"name": "a", "namespace": 'x}, {"metadata": "y'}},
@@ -167,7 +167,7 @@ def test_items_holding_what_looks_like_an_item_boundary_walk_as_the_whole_answer
 
 
 def test_a_broken_item_among_whole_ones_is_refused_clearly() -> None:
-    from bot.kube.tallying import ListWalker, walk_list
+    from bot.kube.walking import ListWalker, walk_list
 
     body = b'{"items": [{"metadata": 1}, {"metadata": tru}, {"metadata": 3}, {"metadata": 4}]}'
     with pytest.raises(ValueError, match="not JSON"):
@@ -179,7 +179,7 @@ def test_a_broken_item_among_whole_ones_is_refused_clearly() -> None:
 
 
 def test_an_answer_that_ends_early_is_refused_clearly() -> None:
-    from bot.kube.tallying import ListWalker
+    from bot.kube.walking import ListWalker
 
     walker = ListWalker()
     walker.feed(b'{"items": [{"a": 1}, {"b"')
@@ -192,7 +192,7 @@ def test_an_answer_that_ends_early_is_refused_clearly() -> None:
 async def test_a_metrics_answer_streamed_in_small_pieces_gives_the_same_working_sets(
     gateway: tuple[Gateway, KubeSim], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bot.kube import tallying
+    from bot.kube import cutting, tallying
 
     gw, _ = gateway
     whole = await gw.gpu_node_loads()
@@ -202,7 +202,7 @@ async def test_a_metrics_answer_streamed_in_small_pieces_gives_the_same_working_
         gw._decoder = decoder
         try:
             streamed = await gw.gpu_node_loads()
-            assert tallying._WALKERS == {}  # nothing left behind here
+            assert cutting._WALKERS == {}  # nothing left behind here
             assert (decoder.pid is not None) == decoder._slot.usable  # where it ran
         finally:
             gw._decoder = own
@@ -233,3 +233,38 @@ def test_a_pods_working_set_is_read_as_its_metrics_model_reads_it() -> None:
         with pytest.raises(ValueError) as lean:
             pod_working_set(item)
         assert type(lean.value) is type(model.value)
+
+
+def _metrics_answer(pods: int) -> bytes:
+    """A pod metrics list as metrics-server writes it (metadata first, one container each)."""
+    items = [
+        {
+            "metadata": {"name": f"svc-{i // 200:04d}-abcde-{i:05d}", "namespace": "team-01"},
+            "timestamp": "2026-01-05T12:00:00Z",
+            "window": "30s",
+            "containers": [{"name": "app", "usage": {"cpu": "250m", "memory": "600Mi"}}],
+        }
+        for i in range(pods)
+    ]
+    return json.dumps({"kind": "PodMetricsList", "metadata": {}, "items": items}).encode()
+
+
+def test_a_metrics_answer_is_reduced_a_step_at_a_time_in_the_decoder() -> None:
+    """A 1 MiB piece of metrics (about 3,000 pods) was decoded whole in the decoder, its
+    objects all held at once (counted in the bot's process tree, issue #25's 300 MiB)."""
+    import tracemalloc
+
+    from bot.kube.cutting import reduce_metrics_page
+
+    body = _metrics_answer(6000)
+    assert len(body) > 2**20
+    tracemalloc.start()
+    try:
+        page = reduce_metrics_page(body)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(page.keys.split("\n")) == 6000
+    assert set(dict(page.usage()).values()) == {600 * 2**20}
+    print(f"reducing {len(body) / 2**20:.1f} MiB of metrics peaked at {peak / 2**20:.2f} MiB")
+    assert peak < 2 * 2**20 + len(body), peak  # the body's own text, and a step's objects

@@ -20,6 +20,7 @@ from bot.core.model.thresholds import Thresholds
 from bot.core.reporting import analysis
 from bot.offloading import Offloader
 from bot.services.analysing import Analyst
+from bot.slack.presenter import DRAW_CHARTS
 from tests.core.generating import nodes
 from tests.entering import entered, hang_unless_in, imported
 from tests.services.fake_parts import BUNDLES, load_scenario
@@ -268,3 +269,16 @@ async def test_a_diagnosis_keeps_its_analysis_worker_only_while_it_runs(world: W
         assert analyst.pid is None, "ended with the diagnosis, not an hour later"
     finally:
         analyst.close()
+
+
+async def test_the_analysis_and_chart_worker_imports_no_event_loop_machinery(
+    analyst: Analyst,
+) -> None:
+    # asyncio and ssl are 6.7 MiB of each worker's resident memory, counted in the bot's
+    # process tree (issue #25's 300 MiB); the worker analyses and draws without them
+    bundle, view = load_scenario("seed")
+    await analyst.analyze(bundle, view, thresholds=Thresholds(), now=NOW)
+    await analyst.offload.run(DRAW_CHARTS, {}, "en")  # the charts' import: matplotlib
+    assert await analyst.offload.run(imported, "matplotlib.figure")
+    for name in ("asyncio", "ssl"):
+        assert not await analyst.offload.run(imported, name), name

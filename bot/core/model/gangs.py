@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from bot.core.model.annotations import ANNOTATION_KEYS as ANNOTATION_KEYS
+from bot.core.model.annotations import VOLCANO_GROUP_ANNOTATION as VOLCANO_GROUP_ANNOTATION
 from bot.core.model.cluster import OwnerRef, PodInfo
 
 #: (group, kind) of owners that run gangs
@@ -61,7 +63,6 @@ GANG_LABELS: tuple[tuple[str, str, str], ...] = (
     ("kueue.x-k8s.io/pod-group-name", "kueue.x-k8s.io", "Workload"),
     ("sparkoperator.k8s.io/app-name", "sparkoperator.k8s.io", "SparkApplication"),
 )
-VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 LWS_GROUP_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
 #: labels whose value names a member's role; the roles that hold the gang together
@@ -71,8 +72,6 @@ ROLE_LABELS = (
     "spark-role",
 )
 COORDINATOR_ROLES = frozenset({"launcher", "master", "chief", "ps", "head", "driver", "leader"})
-#: annotation keys the gateway keeps on PodInfo for this module
-ANNOTATION_KEYS = (VOLCANO_GROUP_ANNOTATION,)
 
 
 class Gang(BaseModel):

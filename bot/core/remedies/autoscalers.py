@@ -27,18 +27,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.core.model.actions import Step
+from bot.core.model.annotations import DO_NOT_DISRUPT as DO_NOT_DISRUPT
+from bot.core.model.annotations import NODE_PROTECTION as NODE_PROTECTION
+from bot.core.model.annotations import POD_ANNOTATIONS as POD_ANNOTATIONS
+from bot.core.model.annotations import SAFE_TO_EVICT as SAFE_TO_EVICT
+from bot.core.model.annotations import SCALE_DOWN_DISABLED as SCALE_DOWN_DISABLED
 from bot.core.model.cluster import PodInfo
 from bot.core.model.durations import parse_duration
 from bot.errors import UsageError
-
-DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
-SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
-SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
-#: the pod annotations tier 1 reads (kept on PodInfo by the gateway)
-POD_ANNOTATIONS = (DO_NOT_DISRUPT, SAFE_TO_EVICT)
-#: what tier 1 sets on the cordoned node for the incident (the Node admission policy in
-#: deploy/base allows exactly these keys, with exactly this value)
-NODE_PROTECTION: dict[str, str] = {SCALE_DOWN_DISABLED: "true", DO_NOT_DISRUPT: "true"}
 
 #: node label -> the autoscaler that provisions nodes carrying it. Karpenter labels every node
 #: with its NodePool (v1; ``provisioner-name`` before v0.32); the managed node groups of EKS,

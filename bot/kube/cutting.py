@@ -1,0 +1,324 @@
+"""What the page decoder's process runs: list pages cut to the slim records the fleet
+informers keep, and pod metrics reduced to working-set bytes. Pure (no I/O).
+
+The decoder (``python -m bot.kube.decoding``) imports the module of each function it is sent,
+and so everything that module imports. This one imports no model (pydantic and the core's
+models, ~20 MiB of the decoder's resident memory, measured, counted in the bot's process tree:
+issue #25's 300 MiB) and no ``kubernetes`` client: the requests arithmetic
+(``bot.core.diagnosis.requests``), quantities, the annotation keys kept, the walker. The
+fleet read without informers (``bot.kube.tallying.reduce_pod_page``, a one-shot command's)
+builds models there, and imports them where it runs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, NamedTuple, TypeVar
+
+from bot.core.diagnosis.requests import TERMINAL_PHASES, ResourceList, pod_requests_and_limits
+from bot.core.model.annotations import ANNOTATION_KEYS, NODE_PROTECTION
+from bot.core.model.quantity import parse_quantity
+from bot.kube.pages import SlimPage
+from bot.kube.walking import ListWalker
+
+Obj = dict[str, Any]
+R = TypeVar("R")
+#: node annotations kept (on the node record, and on NodeInfo): the autoscalers' scale-down
+#: protection
+KEPT_NODE_ANNOTATIONS = frozenset(NODE_PROTECTION)
+
+
+def controller_ref(obj: Mapping[str, Any]) -> Obj | None:
+    """The ownerReference with ``controller: true`` (the one that manages the object)."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return ref  # type: ignore[no-any-return]
+    return None
+
+
+def slot_key(pod: Mapping[str, Any]) -> tuple[str, int]:
+    """A ``PodSlot``'s key and priority, without building the model."""
+    meta = pod.get("metadata") or {}
+    return (
+        f"{meta.get('namespace')}/{meta.get('name')}",
+        int((pod.get("spec") or {}).get("priority") or 0),
+    )
+
+
+def pod_working_set(item: Obj) -> tuple[str, str, int]:
+    """``parse_pod_metrics``'s (namespace, name, working-set bytes), the same figures (an item
+    it refuses is refused here too), without building the model: a pod metrics list holds one
+    item per running pod (150,000 on a 5,000-node fleet), and the model was most of the cost
+    of each."""
+    meta = item.get("metadata") or {}
+    namespace, name = meta.get("namespace", ""), meta.get("name", "")
+    if type(namespace) is not str or type(name) is not str:  # the model's own error
+        from bot.kube.objects import parse_pod_metrics  # its models, only for such an item
+
+        m = parse_pod_metrics(item)
+        return m.namespace, m.name, m.memory_working_set_bytes
+    total = 0
+    for c in item.get("containers") or []:
+        total += parse_quantity((c.get("usage") or {}).get("memory", "0")).value()
+    return namespace, name, total
+
+
+class MetricsPage(NamedTuple):
+    """A metrics list reduced: ``keys`` ("namespace/name" joined by newlines) and ``values``
+    (working-set bytes, int64 in ``array`` order), two objects instead of one tuple per pod,
+    so handing 150,000 pods back from the decoder is two copies, not 150,000 objects."""
+
+    token: str | None
+    keys: str
+    values: bytes
+
+    def usage(self) -> Iterator[tuple[str, int]]:
+        if not self.keys:
+            return iter(())
+        return zip(self.keys.split("\n"), array("q", self.values), strict=True)
+
+
+# -- the fleet as an informer holds it -----------------------------------------------------
+#: a pod's requests and limits as a fleet record keeps them: JSON text of [requests, limits],
+#: each [[name, nanos, format], ...] in the list's order (``expanded`` reads it back). Text, not
+#: nested tuples: a tuple is untracked only once everything in it is, a level per collection
+Shape = str
+#: a pod as the fleet informer keeps it: (node, priority, shape, anti, labels, owner,
+#: deleting, marks), what ``reduce_pod_page`` reads of it, already reduced, what the plans'
+#: pod selections read (``bot.kube.selections``) and what tells a gang's members
+#: (``bot.kube.members``). ``node`` is "" for a pod kubectl does not count: of a Succeeded or
+#: Failed pod nothing else is held (``_UNCOUNTED``); of an unbound one, only what names its
+#: gang (labels, owner, deleting, marks: a gang's Pending member is still its member).
+#: ``anti`` is its required podAntiAffinity, slim (``slim_anti``), or None; ``labels``
+#: its labels as JSON text, keys sorted (``Labels``); ``owner`` its controller reference as
+#: JSON text ``[apiVersion, kind, name]``, "" when none; ``deleting``: it has a
+#: deletionTimestamp; ``marks``: the annotations a gang is told by
+#: (``bot.core.model.gangs.ANNOTATION_KEYS``, Volcano's PodGroup) as JSON text, "" when none.
+#: A plain tuple of atoms, not a NamedTuple or dicts of
+#: ``Quantity``: the collector untracks such a tuple the first time it sees it (and a dict
+#: holding only such tuples at its next full collection), so a full collection never walks
+#: 150,000 pods. Such a walk held the interpreter lock for 115-300 ms on a loaded 2-core
+#: machine, on an informer's or a gateway's thread, and the event loop waited that long
+#: (issue #25). Equal shapes, label sets, owners and marks are one string each
+#: (``FleetShare``): a ReplicaSet's pods share all of them.
+PodRecord = tuple[str, int, Shape, Obj | None, str, str, bool, str]
+#: a pod's labels as a record keeps them (``labels_text``; ``labels_of`` reads them back)
+Labels = str
+
+
+def _shape(requests: ResourceList, limits: ResourceList) -> Shape:
+    return json.dumps(
+        [[[name, q.nanos, q.format] for name, q in part.items()] for part in (requests, limits)],
+        separators=(",", ":"),
+    )
+
+
+def pod_record(pod: Obj) -> PodRecord:
+    meta = pod.get("metadata") or {}
+    if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+        return _UNCOUNTED
+    ref = controller_ref(pod)
+    owner = (
+        ""
+        if ref is None
+        else json.dumps(
+            [ref.get("apiVersion", ""), ref.get("kind", ""), ref.get("name", "")],
+            separators=(",", ":"),
+        )
+    )
+    annotations = meta.get("annotations") or {}
+    kept = {k: str(annotations[k]) for k in ANNOTATION_KEYS if k in annotations}
+    marks = json.dumps(kept, separators=(",", ":"), sort_keys=True) if kept else ""
+    labels = labels_text(meta.get("labels") or {})
+    deleting = bool(meta.get("deletionTimestamp"))
+    node = (pod.get("spec") or {}).get("nodeName")
+    if not node:  # not counted anywhere: only what tells its gang
+        return ("", 0, _UNCOUNTED[2], None, labels, owner, deleting, marks)
+    reqs, lims = pod_requests_and_limits(pod)
+    _, priority = slot_key(pod)
+    return (
+        node,
+        priority,
+        _shape(reqs, lims),
+        slim_anti(pod),
+        labels,
+        owner,
+        deleting,
+        marks,
+    )
+
+
+def labels_text(labels: dict[str, Any]) -> Labels:
+    return json.dumps(
+        {str(k): str(v) for k, v in labels.items()}, separators=(",", ":"), sort_keys=True
+    )
+
+
+def node_record(node: Obj) -> Obj:
+    """A node as the fleet informer keeps it: ``slim_node``'s fields and what
+    ``objects.parse_node`` and ``objects.is_gpu_node`` read (no images, no managedFields, only
+    the annotations a report shows)."""
+    meta, spec, status = (
+        node.get("metadata") or {},
+        node.get("spec") or {},
+        node.get("status") or {},
+    )
+    info = status.get("nodeInfo") or {}
+    kept = ("type", "status", "reason", "message", "lastTransitionTime")
+    return {
+        "metadata": {
+            "name": meta.get("name", ""),
+            "uid": meta.get("uid", ""),
+            "resourceVersion": meta.get("resourceVersion"),
+            "labels": meta.get("labels") or {},
+            "annotations": {
+                k: v
+                for k, v in (meta.get("annotations") or {}).items()
+                if k in KEPT_NODE_ANNOTATIONS
+            },
+        },
+        "spec": {"unschedulable": spec.get("unschedulable"), "taints": spec.get("taints") or []},
+        "status": {
+            "allocatable": status.get("allocatable") or {},
+            "capacity": status.get("capacity") or {},
+            "conditions": [
+                {k: c[k] for k in kept if k in c} for c in status.get("conditions") or []
+            ],
+            "nodeInfo": {
+                k: info[k] for k in ("kubeletVersion", "kernelVersion", "osImage") if k in info
+            },
+        },
+    }
+
+
+#: bytes of a list page (or a metrics answer's piece) walked at a time: a page (1 MB, 500
+#: pods) decoded whole held ~6 MiB of objects in the decoder at once; walked so, each run of
+#: items is cut and dropped before the next is decoded (0.7 MiB at most, as fast, measured)
+STEP = 64 * 1024
+
+
+def stepped(walker: ListWalker, body: bytes, *, final: bool) -> Iterator[tuple[str, Any]]:
+    """``walker`` fed ``body`` a ``STEP`` at a time, each step's fields handed on before the
+    next step is decoded (``final``: ``body`` ends the answer)."""
+    if not body:
+        yield from walker.feed(body, final=final)
+    for at in range(0, len(body), STEP):
+        yield from walker.feed(body[at : at + STEP], final=final and at + STEP >= len(body))
+
+
+def _slim_page(body: bytes, cut: Callable[[Obj], R]) -> SlimPage[R]:
+    token: str | None = None
+    version = ""
+    items: list[tuple[str, str, R]] = []
+    for field, value in stepped(ListWalker(), body, final=True) if body else ():
+        if field == "items" and isinstance(value, dict):  # ("items", None): none
+            m = value.get("metadata") or {}
+            items.append((m.get("namespace") or "", m.get("name") or "", cut(value)))
+        elif field == "metadata" and isinstance(value, dict):
+            token = value.get("continue") or None
+            version = str(value.get("resourceVersion") or "")
+    return SlimPage(token, version, items)
+
+
+def pod_records_page(body: bytes) -> SlimPage[PodRecord]:
+    """A page of pods cut to ``PodRecord``s (in the decoder), equal parts shared."""
+    page = _slim_page(body, pod_record)
+    share = FleetShare()
+    return page._replace(items=[(ns, name, share.pod(r)) for ns, name, r in page.items])
+
+
+def node_records_page(body: bytes) -> SlimPage[Obj]:
+    return _slim_page(body, node_record)
+
+
+class FleetShare:
+    """Equal parts of records made one: node names and shapes interned (``sys.intern``). A
+    record from another process (or another page) arrives with its own copies; sharing them
+    is what keeps 150,000 pods in a few tens of MiB."""
+
+    def pod(self, record: PodRecord) -> PodRecord:
+        if record == _UNCOUNTED:
+            return _UNCOUNTED
+        node, priority, shape, anti, labels, owner, deleting, marks = record
+        intern = sys.intern
+        return (
+            intern(node),
+            priority,
+            intern(shape),
+            anti,
+            intern(labels),
+            intern(owner),
+            deleting,
+            intern(marks),
+        )
+
+
+_UNCOUNTED: PodRecord = ("", 0, "[[],[]]", None, "{}", "", False, "")
+
+
+def slim_anti(pod: Obj) -> Obj | None:
+    """A pod with a required pod anti-affinity, cut to what the filter reads (None: none)."""
+    affinity = (pod.get("spec") or {}).get("affinity") or {}
+    required = (affinity.get("podAntiAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    if not required:
+        return None
+    meta = pod.get("metadata") or {}
+    return {
+        "metadata": {
+            "namespace": meta.get("namespace"),
+            "name": meta.get("name"),
+            "labels": meta.get("labels") or {},
+        },
+        "spec": {
+            "affinity": {
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}
+            }
+        },
+    }
+
+
+def reduce_metrics_page(body: bytes) -> MetricsPage:
+    return _reduce_metrics(stepped(ListWalker(), body, final=True) if body else ())
+
+
+def _reduce_metrics(fields: Iterable[tuple[str, Any]]) -> MetricsPage:
+    token: str | None = None
+    keys: list[str] = []
+    values = array("q")
+    for field_name, value in fields:
+        if field_name == "items":
+            namespace, name, working_set = pod_working_set(value)
+            keys.append(f"{namespace}/{name}")
+            values.append(working_set)
+        elif field_name == "metadata" and isinstance(value, dict):
+            token = value.get("continue") or None
+    return MetricsPage(token, "\n".join(keys), values.tobytes())
+
+
+#: the answers being walked piece by piece, by stream id (in the decoder's process)
+_WALKERS: dict[int, ListWalker] = {}
+
+
+def reduce_metrics_piece(stream: int, body: bytes, *, final: bool) -> MetricsPage:
+    """The next piece of metrics answer ``stream`` reduced: the pods complete so far
+    (``token`` set by the piece that holds the list's metadata)."""
+    walker = _WALKERS.setdefault(stream, ListWalker())
+    try:
+        page = _reduce_metrics(stepped(walker, body, final=final))
+    except BaseException:
+        _WALKERS.pop(stream, None)
+        raise
+    if final:
+        _WALKERS.pop(stream, None)
+    return page
+
+
+def forget_stream(stream: int, body: bytes) -> None:
+    """Drop an answer left unfinished (the caller failed or was cancelled)."""
+    del body
+    _WALKERS.pop(stream, None)
