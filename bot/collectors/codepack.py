@@ -16,9 +16,10 @@ The pack is a cache, checked as ``.pyc`` files are, and never needed:
 - ``install(home)`` (``bot/__main__.py``, the Job's run only) puts a finder for the pack first
   on ``sys.meta_path``. It serves a module only when the pack was built by this interpreter's
   bytecode version (its magic number) for this very ``home``, and the module's source has the
-  size and modification time it had when it was compiled (``.pyc``'s own rule): a changed
-  source, a module added since, a moved tree or a pack that is missing, truncated or foreign
-  are all imported the ordinary way. So a stale pack costs time, never correctness.
+  size and modification time (in whole seconds) it had when it was compiled (``.pyc``'s own
+  rule): a changed source, a module added since, a moved tree or a pack that is missing,
+  truncated or foreign are all imported the ordinary way. So a stale pack costs time, never
+  correctness.
 """
 
 from __future__ import annotations
@@ -33,11 +34,14 @@ TYPE_CHECKING = False  # importing typing costs ~3 ms of `gpunode collect`'s sta
 if TYPE_CHECKING:
     from types import CodeType, ModuleType
 
-    #: module name -> (source path, is a package, source mtime_ns, source size, code)
+    #: module name -> (source path, is a package, source mtime in whole seconds, size, code)
     Entries = dict[str, tuple[str, bool, int, int, CodeType]]
 
 #: the modules the pack holds: those this one imports (the Job's runner), and nothing else
 ROOT_MODULE = "bot.collectors.cli"
+#: a source's modification time is compared in whole seconds, as a ``.pyc`` file's is: an
+#: image layer's archive need not keep the nanoseconds the build saw
+_NS = 1_000_000_000
 
 
 def pack_path(home: str) -> str | None:
@@ -62,12 +66,12 @@ class PackFinder:
         entry = self.entries.get(name)
         if entry is None:
             return None
-        origin, is_package, mtime_ns, size, _code = entry
+        origin, is_package, mtime_s, size, _code = entry
         try:
             st = stat(origin)
         except (OSError, ValueError):
             return None
-        if st.st_mtime_ns != mtime_ns or st.st_size != size:
+        if st.st_mtime_ns // _NS != mtime_s or st.st_size != size:
             return None  # changed since the pack was built
         # a loader as importlib's protocol has it (create_module, exec_module), not by class
         spec = ModuleSpec(name, self, origin=origin, is_package=is_package)  # type: ignore[arg-type]
@@ -157,7 +161,7 @@ def build(home: str, *, python: str = sys.executable) -> str:
             source = fh.read()
         code = compile(source, origin, "exec", dont_inherit=True)
         is_package = origin.endswith("/__init__.py")
-        entries[name] = (origin, is_package, st.st_mtime_ns, st.st_size, code)
+        entries[name] = (origin, is_package, st.st_mtime_ns // _NS, st.st_size, code)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     temporary = f"{path}.{os.getpid()}.tmp"
     with open(temporary, "wb") as fh:

@@ -7,6 +7,7 @@ if any, is left alone) and runs what the Job runs there, in a fresh interpreter.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -115,6 +116,24 @@ def test_a_module_changed_since_the_pack_was_built_is_imported_from_its_source(
     assert probe["options_marker"] == 1
     assert loaders["bot.collectors.options"] == "SourceFileLoader"
     assert loaders["bot.collectors.procfs"] == "pack"  # the rest is still served
+
+
+def test_a_source_touched_in_a_later_second_is_imported_from_it_and_nanoseconds_do_not_count(
+    home: str,
+) -> None:
+    """Same size, another second: stale (a .pyc's rule). Same second, other nanoseconds (an
+    image layer's archive may drop them): still the pack's."""
+    codepack.build(home)
+    options = Path(home) / "bot" / "collectors" / "options.py"
+    procfs = Path(home) / "bot" / "collectors" / "procfs.py"
+    seconds = options.stat().st_mtime_ns // 1_000_000_000
+    os.utime(options, ns=(0, (seconds + 5) * 1_000_000_000))
+    seconds = procfs.stat().st_mtime_ns // 1_000_000_000
+    os.utime(procfs, ns=(0, seconds * 1_000_000_000))
+    loaders = _probe(home)["loaders"]
+    assert isinstance(loaders, dict)
+    assert loaders["bot.collectors.options"] == "SourceFileLoader"
+    assert loaders["bot.collectors.procfs"] == "pack"
 
 
 @pytest.mark.parametrize(
