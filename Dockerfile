@@ -33,6 +33,9 @@ RUN pip wheel --wheel-dir /wheels .
 # -I ignores PYTHONPATH: /opt/gpunode reaches its sys.path through a .pth file in site-packages.
 # Their root filesystem is read-only and PYTHONDONTWRITEBYTECODE is set, so the code is
 # byte-compiled here, once: otherwise every collection would compile it again at start-up.
+# Then the Job's code pack (bot/collectors/codepack.py): the modules `collect` imports,
+# compiled into one file its run loads at once; each is served only while its source is as
+# it was built from, else imported the ordinary way.
 FROM python:3.11-slim AS collector
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -48,6 +51,7 @@ COPY --from=builder /src/bot/core/diagnosis/__init__.py /src/bot/core/diagnosis/
 COPY --from=builder /src/bot/core/model/__init__.py /src/bot/core/model/redaction.py /opt/gpunode/bot/core/model/
 RUN python -c "import site; open(site.getsitepackages()[0] + '/gpunode.pth', 'w').write('/opt/gpunode\n')" \
  && python -m compileall -q /opt/gpunode \
+ && python -I -m bot.collectors.codepack /opt/gpunode > /dev/null \
  && printf '#!/usr/local/bin/python\nfrom bot.cli.main import main\nraise SystemExit(main())\n' \
       > /usr/local/bin/gpunode \
  && chmod 0755 /usr/local/bin/gpunode \

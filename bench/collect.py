@@ -12,23 +12,24 @@ its cgroups' memory files; statm of every process, then status, cmdline, smaps_r
 cgroup of the top 20 + 8 (the collector's rank slack); /dev/kmsg and /proc/stat (or, refused,
 what words the gap); the kept processes' own cgroups' memory files. It prints a line per
 process, no JSON and no analysis. The same source built with ``-DNARROW`` is the reader this
-bench used before (statm of every process, then status, comm, smaps_rollup and cgroup of the
-top 20 only), timed too and reported as ``ratio_vs_c_narrow``: a floor, not a peer, since the
-collector must read more than that. The ``bot`` package is byte-compiled first
-(``compileall``), so no run pays for compiling. Prints medians and, as the last line, one JSON
-object for the largest count: {"bench": "collect", "metric": "wall_s_median", "value",
-"baseline" (ps), "ratio", "target": 1.0, "ratio_vs_c", "target_vs_c": 1.5, "cpu_ratio_vs_c",
-"ratio_vs_c_narrow", "max_ratio_vs_c", "max_ratio_vs_c_procs", "max_ratio_vs_ps", "python",
-"interpreters", "peak_rss_mib", "counts": [...]}. ``cpu_ratio_vs_c`` is the ratio of the
-median CPU seconds (user + system, from wait4) of the collector's and the C reader's runs: on a
-loaded machine the wall clock also counts the wait for a core. Peak RSS (target <= 20 MiB) is
-the largest ``ru_maxrss`` of three more collector runs, each fork()ed by bench/maxrss.c (a small
-C process): a child that subprocess starts with vfork() reports in ``ru_maxrss`` the bench's own
-resident memory at the moment it exec'd, so the timed runs' figure is not the collector's. Each
-count also reports ``top20_rss_mib``: the
-resident memory of the 20 largest processes, whose smaps_rollup the collector and the C reader
-both read (the kernel walks their page tables: on a shared machine that, not the process
-count, can dominate).
+bench used before (statm of every process, then status, comm, smaps_rollup and cgroup of the top
+20 only), timed too and reported as ``ratio_vs_c_narrow``: a floor, not a peer, since the
+collector must read more than that. The ``bot`` package is byte-compiled first (``compileall``)
+and the Job's code pack built (``python -m bot.collectors.codepack``, by the headline
+interpreter), as the collector image does, so no run pays for compiling. Prints medians and, as
+the last line, one JSON object for the largest count: {"bench": "collect", "metric":
+"wall_s_median", "value", "baseline" (ps), "ratio", "target": 1.0, "ratio_vs_c", "target_vs_c":
+1.5, "cpu_ratio_vs_c", "ratio_vs_c_narrow", "max_ratio_vs_c", "max_ratio_vs_c_procs",
+"max_ratio_vs_ps", "python", "interpreters", "peak_rss_mib", "counts": [...]}.
+``cpu_ratio_vs_c`` is the ratio of the median CPU seconds (user + system, from wait4) of the
+collector's and the C reader's runs: on a loaded machine the wall clock also counts the wait for
+a core. Peak RSS (target <= 20 MiB) is the largest ``ru_maxrss`` of three more collector runs,
+each fork()ed by bench/maxrss.c (a small C process): a child that subprocess starts with vfork()
+reports in ``ru_maxrss`` the bench's own resident memory at the moment it exec'd, so the timed
+runs' figure is not the collector's. Each count also reports ``top20_rss_mib``: the resident
+memory of the 20 largest processes, whose smaps_rollup the collector and the C reader both read
+(the kernel walks their page tables: on a shared machine that, not the process count, can
+dominate).
 
 Interpreters: the Job runs the collector image's python:3.11-slim, which is built with
 ``--enable-optimizations --with-lto``; a development interpreter may not be (pyenv's default
@@ -83,6 +84,18 @@ def collector_command(python: str) -> list[str]:
         "--format",
         "json",
     ]
+
+
+def build_code_pack(python: str) -> None:
+    """The Job's code in one file, as the collector image builds it after byte-compiling
+    (Dockerfile: ``python -I -m bot.collectors.codepack /opt/gpunode``), here for this
+    checkout; a run whose sources changed since is served the ordinary way."""
+    subprocess.run(
+        [python, "-S", "-m", "bot.collectors.codepack", str(REPO)],
+        cwd=REPO,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def release_python() -> str | None:
@@ -358,6 +371,7 @@ def main() -> int:
         p for p in (release_python(), sys.executable) if p is not None
     ]
     compileall.compile_dir(str(REPO / "bot"), quiet=1)  # .pyc before timing
+    build_code_pack(pythons[0])
     described = [describe_python(python) for python in pythons]
     with tempfile.TemporaryDirectory() as tmp:
         prefix: list[str] = []

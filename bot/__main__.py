@@ -13,7 +13,8 @@ that builds no reference cycles pays for nothing (issue #25: ~11% of its instruc
 young objects every 700 allocations while the process table is read, and the interpreter's
 teardown (a last collection, every module emptied), which only frees memory the kernel takes
 back at exit anyway. The output is flushed first; when that fails, the ordinary teardown
-runs, which reports it and exits 120.
+runs, which reports it and exits 120. Its modules come from the code pack when one was built
+(``bot.collectors.codepack``: one file instead of an import per module, ~0.5 ms; issue #25).
 """
 
 import sys
@@ -28,10 +29,14 @@ if JOB_RUN:
 
 if not __package__:  # run as a file, not as ``python -m bot``
     here = __file__ if __file__.startswith("/") else f"{getcwd()}/{__file__}"  # absolute
-    sys.path.insert(0, here.rsplit("/", 2)[0])  # the folder that holds bot/
+    home = here.rsplit("/", 2)[0]  # the folder that holds bot/
+    sys.path.insert(0, home)
 
 status: int | None = None
 if JOB_RUN:  # collect's own runner: neither bot.cli.main nor all of bot.errors (issue #25)
+    from bot.collectors.codepack import install
+
+    install(home)  # its modules from one file, when a pack was built
     from bot.collectors.cli import run_job
 
     status = run_job(sys.argv[2:])

@@ -178,11 +178,16 @@ def memory_mount(root: str, version: int) -> str:
 
 
 def _read(path: str) -> str | None:
+    """``open(path, encoding="utf-8", errors="replace").read()``, universal newlines
+    included, or None on ``OSError``: by ``hostos.read_file``, without io objects (a node's
+    collection reads four to six files per cgroup)."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read()
+        text = hostos.read_file(path).decode("utf-8", errors="replace")
     except OSError:
         return None
+    if "\r" in text:  # what text mode's newline=None makes of \r\n and a lone \r
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
 
 
 def read_cgroup_memory(mount: str, rel: str, *, version: int, gaps: GapLog) -> dict[str, Any]:

@@ -7,7 +7,10 @@ interpreter that runs ``bot/__main__.py -I -S`` has not imported it. The system 
 ``fsencode``/``fsdecode`` (the file system encoding and its error handler), ``exists`` and
 ``isdir`` (``os.path``'s: false on any ``OSError`` or ``ValueError``), and ``getenv``
 (``os.environ`` once something has imported ``os`` and may have changed it, else the
-environment the process started with).
+environment the process started with). ``read_file`` reads a whole file by these calls alone:
+a built-in ``open()`` creates three io objects per file and makes five more system calls
+(``fstat`` twice, an ``ioctl`` and two ``lseek``), ~10 us of each of the many small files a
+node's collection reads.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ __all__ = [
     "listdir",
     "open",
     "read",
+    "read_file",
     "scandir",
     "stat",
     "sysconf",
@@ -74,6 +78,18 @@ def isdir(path: str) -> bool:
     except (OSError, ValueError):
         return False
     return st.st_mode & _S_IFMT == _S_IFDIR
+
+
+def read_file(path: str) -> bytes:
+    """The whole file's bytes (``OSError`` as ``open`` raises it, or ``read`` for a folder)."""
+    fd = open(path, O_RDONLY)
+    try:
+        chunks = []
+        while chunk := read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        close(fd)
 
 
 def getenv(name: str) -> str | None:

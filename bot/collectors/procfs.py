@@ -273,21 +273,10 @@ def parse_proc_cgroup(text: str) -> str | None:
     return unified
 
 
-def _slurp(path: str) -> bytes:
-    fd = hostos.open(path, hostos.O_RDONLY)
-    try:
-        chunks = []
-        while chunk := hostos.read(fd, 65536):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        hostos.close(fd)
-
-
 def read_text(path: str, *, source: str, gaps: GapLog, missing_ok: bool = False) -> str | None:
     """A whole file as text (undecodable bytes replaced), or None with a gap recorded."""
     try:
-        return _slurp(path).decode("utf-8", errors="replace")
+        return hostos.read_file(path).decode("utf-8", errors="replace")
     except FileNotFoundError:
         if not missing_ok:
             gaps.add(source, "not present", "not_present")
@@ -359,7 +348,7 @@ def _read_rollup(base: str, pid: int, *, label: str, gaps: GapLog) -> str | None
     """``smaps_rollup`` text; a ptrace denial (EACCES: the collector lacks CAP_SYS_PTRACE,
     the usual case) joins one summarized gap instead of one gap per process."""
     try:
-        return _slurp(f"{base}/smaps_rollup").decode("utf-8", errors="replace")
+        return hostos.read_file(f"{base}/smaps_rollup").decode("utf-8", errors="replace")
     except ProcessLookupError:
         return None  # exited mid-scan
     except FileNotFoundError:
@@ -377,7 +366,7 @@ def read_process(proc: str, pid: int, *, gaps: GapLog) -> dict[str, Any] | None:
     base = f"{proc}/{pid}"
     label = f"procfs:/proc/{pid}"  # sources name the host path, not the mount point
     try:
-        status = parse_status(_slurp(f"{base}/status").decode("utf-8", errors="replace"))
+        status = parse_status(hostos.read_file(f"{base}/status").decode("utf-8", errors="replace"))
     except (FileNotFoundError, ProcessLookupError):
         return None
     except OSError as exc:
@@ -389,7 +378,7 @@ def read_process(proc: str, pid: int, *, gaps: GapLog) -> dict[str, Any] | None:
         comm = read_text(f"{base}/comm", source=f"{label}/comm", gaps=gaps, missing_ok=True)
         name = comm.strip() if comm else ""
     try:
-        cmdline = parse_cmdline(_slurp(f"{base}/cmdline"))
+        cmdline = parse_cmdline(hostos.read_file(f"{base}/cmdline"))
     except OSError:
         cmdline = ""
     rollup = _read_rollup(base, pid, label=label, gaps=gaps)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -205,3 +206,17 @@ def test_a_container_leaf_is_read_by_hand_exactly_as_its_regular_expression_read
 )
 def test_a_pod_segment_gives_its_uid_as_written(segment: str, uid: str | None) -> None:
     assert cgroups.pod_uid_of(segment) == uid
+
+
+@given(st.binary() | st.sampled_from([b"a\r\nb\rc\n", b"\r", b"\xff\r\n\xfe", b"\xe2\x82"]))
+def test_a_cgroup_file_is_read_as_text_mode_open_reads_it(data: bytes) -> None:
+    """Read without io objects, a file's text is still what ``open(...).read()`` gives:
+    undecodable bytes replaced, ``\\r\\n`` and a lone ``\\r`` made ``\\n``."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = f"{folder}/memory.stat"
+        with open(path, "wb") as fh:
+            fh.write(data)
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            assert cgroups._read(path) == fh.read()
+        assert cgroups._read(f"{folder}/absent") is None
+        assert cgroups._read(folder) is None  # a folder: open() refuses it, read() does here

@@ -63,3 +63,15 @@ def test_a_bundle_without_a_clock_is_stamped_with_the_system_clock_in_utc() -> N
     stamped = datetime.fromisoformat(doc["collected_at"])
     assert stamped.utcoffset() == timedelta(0)
     assert before.replace(microsecond=0) <= stamped <= after
+
+
+@given(st.text())  # every code point: controls, DEL, quotes, lone surrogates, astral ones
+def test_a_string_is_quoted_as_json_quotes_it(text: str) -> None:
+    assert jsontext.quote(text) == json.dumps(text)
+
+
+def test_every_ascii_character_and_the_edges_of_the_planes_are_quoted_as_json_quotes_them() -> None:
+    for char in [*map(chr, range(128)), "\x80", "\u2028", "\ud800", "\udfff", "\uffff"]:
+        assert jsontext.quote(char) == json.dumps(char), repr(char)
+    for text in ["\U00010000", "\U0010ffff", "a\U0001f600b", 'pod "x"\\y\n']:
+        assert jsontext.quote(text) == json.dumps(text), repr(text)

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bot.collectors.procfs import parse_cmdline
 from bot.core.model.evidence import ProcessMemory
-from bot.core.model.redaction import patterns, redact_command_line
+from bot.core.model.redaction import (
+    maybe_secret,
+    patterns,
+    redact_command_line,
+    redact_every_pattern,
+)
 
 
 @pytest.mark.parametrize(
@@ -100,8 +107,6 @@ def test_a_bundle_from_an_older_collector_is_redacted_when_parsed() -> None:
 def test_the_quick_check_lets_through_every_text_a_pattern_would_change() -> None:
     # maybe_secret only skips work: on texts built from every pattern's trigger, in every
     # case and place, the shortcut and the full table agree
-    from bot.core.model.redaction import maybe_secret, redact_every_pattern
-
     triggers = [
         "--password=a",
         "--Db-PassWD b",
@@ -126,3 +131,34 @@ def test_the_quick_check_lets_through_every_text_a_pattern_would_change() -> Non
     assert not maybe_secret("python train.py --epochs 3 --lr=0.001")
     # words that merely hold "gh", as ML command lines often do
     assert not maybe_secret("python train.py --weights /ckpt/high.pt --throughput-log x")
+
+
+#: pieces of what the patterns look for, near misses and characters whose case or space-ness
+#: is not ASCII's (re matches ``ſ`` to ``s`` under IGNORECASE, and ``\s`` to ``\xa0``)
+_PIECES = [
+    *("password", "PassWD", "passphrase", "pwd", "Secret", "TOKEN", "key", "api_", "access-"),
+    *("credential", "credentials", "session", "private", "Bearer", "-store", "-file"),
+    *("=", " ", "\t", "\x1c", "\xa0", "-", "--", "://", "http", "@", ":", "/", "&", "?"),
+    *("AKIA", "asia", "ASIA", "xoxb-", "xox", "ghp_", "gh", "abcdefgh", "0123456789ABCDEF"),
+    *("ſ", "K", "İ", "ı", "é", "x", "_"),
+]
+
+
+@given(st.lists(st.sampled_from(_PIECES) | st.text(max_size=3), max_size=12).map("".join))
+def test_the_quick_check_never_skips_a_text_a_pattern_would_change(text: str) -> None:
+    assert redact_every_pattern(text) == text or maybe_secret(text)
+
+
+@pytest.mark.parametrize(
+    "ordinary",
+    [
+        # seen among a machine's largest processes: each made the collector import re
+        "/usr/lib/chromium/chromium --password-store=basic --enable-features=KeyboardLock",
+        "kubectl --server http://127.0.0.1:42725 auth can-i patch deployments.apps -A",
+        "kubelet --tls-private-key-file=/var/lib/kubelet/pki/kubelet.key --token-file /t",
+        "python -c import sys; from bot.collectors.gaps import GapLog  # secrets, tokens",
+    ],
+)
+def test_a_command_line_that_merely_names_a_secret_word_needs_no_pattern(ordinary: str) -> None:
+    assert not maybe_secret(ordinary)
+    assert redact_every_pattern(ordinary) == ordinary

@@ -27,7 +27,7 @@ _SECRET_WORD = (
 )
 
 #: (name, pattern, replacement), applied in order; ``patterns()`` compiles them, once, on first
-#: use: an ordinary command line never needs them (``MAYBE_SECRET``), and compiling them costs
+#: use: an ordinary command line never needs them (``maybe_secret``), and compiling them costs
 #: ~1.5 ms of every ``gpunode collect`` run
 TABLE: tuple[tuple[str, str, str], ...] = (
     # scheme://user:password@host -> scheme://user:***@host (DSNs, proxies, git remotes)
@@ -64,43 +64,72 @@ TABLE: tuple[tuple[str, str, str], ...] = (
 )
 
 
-#: what every pattern above needs somewhere in the text, lower-cased (a superset: each
-#: secret word holds one of these, and so do URLs with a user, bearer tokens, AWS key ids,
-#: Slack and GitHub tokens): an ordinary command line holds none, and checking so is a few
-#: substring scans instead of eight regular expressions (a 5,000-process bundle parses in a
-#: fraction of the time, issue #25)
-MAYBE_SECRET = (
-    "://",
-    "passw",
+#: how every secret word of the patterns above ends (``api-key`` in ``key``, ``credentials?``
+#: in ``credential`` or ``credentials``), and ``bearer``: the case-insensitive patterns that
+#: name a secret need one of these right before an ``=`` or a space (``\\s``)
+SECRET_ENDINGS = (
+    "password",
+    "passwd",
     "passphrase",
     "pwd",
     "secret",
     "token",
     "key",
     "credential",
+    "credentials",
     "bearer",
-    "akia",
-    "asia",
-    "xox",
-    # GitHub tokens start gh[pousr]_: a bare "gh" is in "weights", "high", "throughput", so
-    # a training job's command line would compile the table (and import re) for nothing
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "ghr_",
 )
+#: what the case-sensitive patterns need, as written: AWS key ids, Slack and GitHub tokens
+TOKEN_PREFIXES = ("AKIA", "ASIA", "xox", "ghp_", "gho_", "ghu_", "ghs_", "ghr_")
 
 
 def maybe_secret(text: str) -> bool:
-    """Whether ``text`` holds one of ``MAYBE_SECRET`` (any case). A loop of ``in``: as fast as
-    one regular expression of the words (~3 us a command line either way), and it spares the
-    collector importing ``re`` (~7 ms of its start-up)."""
+    """Whether a pattern of ``TABLE`` could match ``text``: false only when none can, so an
+    ordinary command line is judged by a few substring searches instead of eight regular
+    expressions (and the collector never imports ``re``, ~7 ms of its start-up, issue #25).
+
+    What each pattern needs: a URL with a user (``://`` and ``@``); a secret word ending
+    (``SECRET_ENDINGS``) right before ``=``, or before a space in a flag (a word that starts
+    with ``-``) or as ``bearer``; or a token prefix (``TOKEN_PREFIXES``, case-sensitive as its
+    pattern is). Words merely holding a secret word (``--password-store=basic``,
+    ``--tls-private-key-file=PATH``, ``--token-file PATH``, ``/pki/kubelet.key``) need no
+    pattern. Text that is not ASCII always goes to the patterns: case-insensitive matching
+    of other characters is not ``str.lower``'s (``ſ`` matches ``s``, ``\\s`` matches
+    ``\\xa0``)."""
+    if not text.isascii():
+        return True
     low = text.lower()
-    for word in MAYBE_SECRET:  # noqa: SIM110 - any() over a generator is 1.5x slower
-        if word in low:
+    if "://" in low and "@" in low:
+        return True
+    for ending in SECRET_ENDINGS:
+        at = low.find(ending)
+        while at >= 0:
+            after = low[at + len(ending) : at + len(ending) + 1]
+            if after == "=":
+                return True
+            # before a space (re's \s, for ASCII: str.isspace): a flag's value, or a bearer's
+            if after.isspace() and (ending == "bearer" or _in_a_flag(low, at)):
+                return True
+            at = low.find(ending, at + 1)
+    for prefix in TOKEN_PREFIXES:  # noqa: SIM110 - any() over a generator is 1.5x slower
+        if prefix in text:
             return True
     return False
+
+
+#: what a flag-space pattern allows between a flag's first ``-`` and its secret word
+_FLAG_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_.-"
+
+
+def _in_a_flag(low: str, at: int) -> bool:
+    """Whether the word (between spaces) of lower-case ``low`` that holds ``low[at]`` is a
+    flag up to there: ``-`` first, then only ``_FLAG_CHARS`` (``--db-password``, not
+    ``--key-file=/etc/x.key``)."""
+    start = at
+    while start and not low[start - 1].isspace():
+        start -= 1
+    head = low[start:at]
+    return head.startswith("-") and not head.strip(_FLAG_CHARS)
 
 
 def redact_command_line(text: str) -> str:
@@ -124,7 +153,7 @@ def patterns() -> Compiled:
 
 
 def redact_every_pattern(text: str) -> str:
-    """Every pattern of the table applied, without the ``MAYBE_SECRET`` shortcut."""
+    """Every pattern of the table applied, without the ``maybe_secret`` shortcut."""
     for _name, pattern, replacement in patterns():
         text = pattern.sub(replacement, text)
     return text
