@@ -6,7 +6,6 @@ stand-in serves the lists and watches over HTTP, as an API server does."""
 from __future__ import annotations
 
 import asyncio
-import tracemalloc
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -26,6 +25,7 @@ from bot.kube.tallying import FleetTally, NodeShare
 from gpunode_sandbox.kubesim import KubeSim
 from gpunode_sandbox.kubesim import scenarios as sc
 from gpunode_sandbox.kubesim.access import BOT_TOKEN
+from tests.traced import held_by, peak_of
 
 Obj = dict[str, Any]
 WAIT_S = 60.0  # generous: the machine may be busy; nothing here is timed
@@ -193,14 +193,9 @@ def test_a_pod_costs_the_informer_a_few_hundred_bytes() -> None:
         {"metadata": {"resourceVersion": "1"}, "items": sim.api.store.list("pods")}
     ).encode()
     share = FleetShare()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.take_snapshot()
-        held = {(ns, name): share.pod(r) for ns, name, r in pod_records_page(body).items}
-        after = tracemalloc.take_snapshot()
-    finally:
-        tracemalloc.stop()
-    grown = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    held, grown = held_by(
+        lambda: {(ns, name): share.pod(r) for ns, name, r in pod_records_page(body).items}
+    )
     assert len(held) == 3000
     per_pod = grown / len(held)
     print(f"informer bytes per pod: {per_pod:.0f}")
@@ -329,15 +324,8 @@ def test_a_node_costs_the_informer_under_two_kib() -> None:
     pages, parts shared): 5,000 nodes held ~23 MiB of the bot's process unshared."""
     records = _node_records(KubeSim(sc.Scenario.synthetic_fleet(400, 400)), pages=4)
     share = NodeShare()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.take_snapshot()
-        held = [share.node(r) for r in records]
-        after = tracemalloc.take_snapshot()
-    finally:
-        tracemalloc.stop()
-    del records  # what the decoder's copies held is freed once the page is merged
-    grown = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    held, grown = held_by(lambda: [share.node(r) for r in records])
+    records.clear()  # what the decoder's copies held is freed once the page is merged
     per_node = grown / len(held)
     print(f"informer bytes per node: {per_node:.0f}")
     assert len(held) == 400
@@ -398,12 +386,7 @@ def test_a_pods_page_is_cut_in_steps_never_decoded_whole() -> None:
     """The decoder held a whole page's objects at once (~6 MiB for 500 pods), counted in the
     bot's process tree; cut a step at a time, under 2 MiB."""
     body = _page_of(KubeSim(sc.Scenario.synthetic_fleet(20, 500)).api.store.list("pods"))
-    tracemalloc.start()
-    try:
-        page = pod_records_page(body)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    page, peak = peak_of(lambda: pod_records_page(body))
     assert len(page.items) == 500
     print(f"cutting a 500-pod page peaked at {peak / 2**20:.2f} MiB")
     assert peak < 2 * 2**20, peak

@@ -17,6 +17,7 @@ from bot.kube.gateway import Gateway
 from bot.kube.pages import list_token
 from bot.kube.tallying import read_fleet
 from gpunode_sandbox.kubesim import KubeSim
+from tests.traced import peak_of
 
 
 def test_the_token_is_read_from_metadata_written_before_the_items() -> None:
@@ -252,18 +253,11 @@ def _metrics_answer(pods: int) -> bytes:
 def test_a_metrics_answer_is_reduced_a_step_at_a_time_in_the_decoder() -> None:
     """A 1 MiB piece of metrics (about 3,000 pods) was decoded whole in the decoder, its
     objects all held at once (counted in the bot's process tree, issue #25's 300 MiB)."""
-    import tracemalloc
-
     from bot.kube.cutting import reduce_metrics_page
 
     body = _metrics_answer(6000)
     assert len(body) > 2**20
-    tracemalloc.start()
-    try:
-        page = reduce_metrics_page(body)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    page, peak = peak_of(lambda: reduce_metrics_page(body))
     assert len(page.keys.split("\n")) == 6000
     assert set(dict(page.usage()).values()) == {600 * 2**20}
     print(f"reducing {len(body) / 2**20:.1f} MiB of metrics peaked at {peak / 2**20:.2f} MiB")
