@@ -10,6 +10,7 @@ stand-ins, the database, and run ``gpunode audit --verify`` as an operator would
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -139,7 +140,10 @@ class Replicas:
 
     async def stop(self, name: str, sig: int = signal.SIGTERM, *, wait_s: float = 30) -> int:
         replica = self.running.pop(name)
-        replica.proc.send_signal(sig)
+        if replica.proc.returncode is not None:  # it has exited already (e.g. a failed start)
+            return replica.proc.returncode
+        with contextlib.suppress(ProcessLookupError):  # it exits as it is signalled
+            replica.proc.send_signal(sig)
         try:
             return await asyncio.wait_for(replica.proc.wait(), wait_s)
         except TimeoutError:
