@@ -257,7 +257,9 @@ class LeaderSettings(_Group):
 
 class HttpSettings(_Group):
     host: str = Field("0.0.0.0", description="listen address for HTTP mode")
-    port: int = Field(3000, ge=1, le=65535, description="listen port")
+    port: int = Field(
+        3000, ge=0, le=65535, description="listen port (0: any free port; the log says which)"
+    )
     alertmanager_token: SecretStr | None = Field(None, description="bearer for /alertmanager")
 
 
@@ -267,10 +269,11 @@ class MetricsSettings(_Group):
     enabled: bool = Field(True, description="serve /metrics")
     port: int | None = Field(
         None,
-        ge=1,
+        ge=0,
         le=65535,
         description="serve /metrics on this port only (its own listener, for a NetworkPolicy "
-        "that lets Prometheus in); unset: on the HTTP server's port (http.port)",
+        "that lets Prometheus in; 0: any free port, the log says which); unset: on the HTTP "
+        "server's port (http.port)",
     )
     host: str = Field("0.0.0.0", description="listen address of the metrics port")
 

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import functools
 import logging
 import signal
+from collections.abc import Awaitable
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
@@ -34,6 +37,7 @@ from bot.wiring.runtime import Runtime, build_runtime
 from bot.wiring.warming import warm_up
 
 log = logging.getLogger("gpunode")
+T = TypeVar("T")
 
 
 #: each setting ``serve`` may miss, and how its English error names it
@@ -148,28 +152,8 @@ async def _serve(settings: Settings) -> None:
         thresholds=thresholds,
         leases=lease_api(settings, kube.default_port()),  # in the default cluster
     )
-    # the worker started (matplotlib imported there), the templates compiled, the heap
-    # settled: before taking traffic, not inside the first incident's diagnosis
-    await warm_up(runtime)
-    # the default cluster's pods and nodes listed now, then watched: the first `top` (and
-    # the first gang plan) reads memory, not a list of every pod while someone waits
-    kube.prime_default()
-    runner = web.AppRunner(runtime.web_app)
-    await runner.setup()
-    site = web.TCPSite(runner, settings.http.host, settings.http.port)
-    await site.start()
-    log.info(
-        "listening on %s:%s (%s mode)",
-        settings.http.host,
-        settings.http.port,
-        "socket" if settings.slack.socket_mode else "http",
-    )
-    metrics_runner = None
-    if settings.metrics.enabled and settings.metrics.port is not None:
-        metrics_runner = await start_metrics_listener(
-            runtime.metrics, host=settings.metrics.host, port=settings.metrics.port
-        )
-        log.info("metrics on %s:%s/metrics", settings.metrics.host, settings.metrics.port)
+    runner: web.AppRunner | None = None
+    metrics_runner: web.AppRunner | None = None
     handler = None
     stop = asyncio.Event()
     # SIGTERM (a rolling update, a node drain) or SIGINT (Ctrl-C): stop taking work, let the
@@ -178,7 +162,33 @@ async def _serve(settings: Settings) -> None:
     # inherits SIGINT ignored, and Python then never raises KeyboardInterrupt.
     for signum in (signal.SIGTERM, signal.SIGINT):
         asyncio.get_running_loop().add_signal_handler(signum, stop.set)
-    try:
+    try:  # from here on, a failure (a port taken) still closes what was started
+        # the worker started (matplotlib imported there), the templates compiled, the heap
+        # settled: before taking traffic, not inside the first incident's diagnosis
+        await warm_up(runtime)
+        # the default cluster's pods and nodes listed now, then watched: the first `top` (and
+        # the first gang plan) reads memory, not a list of every pod while someone waits
+        kube.prime_default()
+        runner = web.AppRunner(runtime.web_app)
+        await runner.setup()
+        http = settings.http
+        site = web.TCPSite(runner, http.host, http.port)
+        await listen(site.start(), http.host, http.port, setting="GPUNODE_HTTP__PORT")
+        log.info(
+            "listening on %s:%s (%s mode)",
+            http.host,
+            bound_port(runner),  # http.port, or the one picked for 0
+            "socket" if settings.slack.socket_mode else "http",
+        )
+        metrics = settings.metrics
+        if metrics.enabled and metrics.port is not None:
+            metrics_runner = await listen(
+                start_metrics_listener(runtime.metrics, host=metrics.host, port=metrics.port),
+                metrics.host,
+                metrics.port,
+                setting="GPUNODE_METRICS__PORT",
+            )
+            log.info("metrics on %s:%s/metrics", metrics.host, bound_port(metrics_runner))
         if settings.slack.socket_mode:
             assert settings.slack.app_token is not None  # checked by check_settings
             token = settings.slack.app_token.get_secret_value()
@@ -190,8 +200,34 @@ async def _serve(settings: Settings) -> None:
             await handler.close_async()  # type: ignore[no-untyped-call]
         if metrics_runner is not None:
             await metrics_runner.cleanup()
-        await runner.cleanup()
+        if runner is not None:
+            await runner.cleanup()
         await runtime.close()
+
+
+async def listen(start: Awaitable[T], host: str, port: int, *, setting: str) -> T:
+    """``start`` (a listener's start), or, when the address cannot be bound (the port taken,
+    a privileged port, an address not on this machine), a ``ConfigError`` naming the address,
+    the system's reason and the setting to change: not a traceback."""
+    try:
+        return await start
+    except OSError as exc:
+        code = errno.errorcode.get(exc.errno or 0, "") or type(exc).__name__
+        address = f"{host}:{port}"
+        raise ConfigError(
+            f"cannot listen on {address} ({code}): stop what holds that port, or set "
+            f"{setting} to a free one (0: any free port)",
+            key="listen_refused",
+            params={"address": address, "code": code, "setting": setting},
+        ) from exc
+
+
+def bound_port(runner: web.AppRunner) -> int:
+    """The port ``runner``'s first listener is bound to (the one the system picked for 0)."""
+    for address in runner.addresses:
+        if isinstance(address, tuple) and len(address) >= 2:
+            return int(address[1])
+    raise RuntimeError("the listener is not bound to a TCP address")
 
 
 def lease_api(settings: Settings, kube: object) -> LeasePort | None:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import signal
-import socket
 import sys
 import time
 from collections.abc import Callable
@@ -32,14 +32,10 @@ from gpunode_sandbox.slacksim import SlackSim
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "replica-signing-secret"
 LEASE = "gpunode-leader"
+#: the line serve logs once it listens, with the port it bound
+LISTENING = re.compile(r"listening on 127\.0\.0\.1:(\d+) ")
 #: a short lease, so a killed leader is replaced within the test (production: 15 s)
 LEASE_S = 3
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def until(check: Callable[[], Any], *, timeout_s: float, what: str) -> Any:
@@ -109,7 +105,10 @@ class Replicas:
         }
 
     async def start(self, name: str) -> Replica:
-        port = free_port()
+        # port 0: serve binds a free port and logs it (a port picked free here could be
+        # taken by another process, an ephemeral client port among them, before serve binds
+        # it: the flake under load); the port is read from the log line
+        port = 0
         log = self.workdir / f"{name}.log"
         with log.open("wb") as out:
             proc = await asyncio.create_subprocess_exec(
@@ -132,6 +131,11 @@ class Replicas:
 
     async def _ready(self, replica: Replica) -> bool:
         assert replica.proc.returncode is None, replica.log.read_text()[-3000:]
+        if not replica.port:
+            bound = LISTENING.search(replica.log.read_text(errors="replace"))
+            if bound is None:
+                return False
+            replica.port = int(bound[1])
         try:
             async with aiohttp.ClientSession() as http, http.get(replica.url + "/readyz") as r:
                 return r.status == 200

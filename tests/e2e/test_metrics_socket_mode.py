@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
+import re
 import sys
 from pathlib import Path
 
@@ -22,12 +22,6 @@ from tests.telemetry.scraping import Scrape, scrape
 CHECKOUT = str(Path(__file__).resolve().parents[2])  # the code under test, not an install
 
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def _until(condition: object, *, timeout_s: float) -> None:
@@ -49,7 +43,6 @@ async def _status(url: str) -> int:
 
 
 async def test_serve_in_socket_mode_exports_metrics_on_the_metrics_port(tmp_path: Path) -> None:
-    http_port, metrics_port = _free_port(), _free_port()
     async with running_standins(socket_mode=True) as (kube, slack):
         env = {
             "PATH": os.environ.get("PATH", ""),
@@ -66,9 +59,10 @@ async def test_serve_in_socket_mode_exports_metrics_on_the_metrics_port(tmp_path
             "GPUNODE_STORE__PATH": str(tmp_path / "gpunode.db"),
             "GPUNODE_ACTIONS__POLICY_FILE": str(POLICY),
             "GPUNODE_HTTP__HOST": "127.0.0.1",
-            "GPUNODE_HTTP__PORT": str(http_port),
+            "GPUNODE_HTTP__PORT": "0",  # a free port, which serve logs (one picked free
+            # beforehand could be taken before serve binds it: the flake under load)
             "GPUNODE_METRICS__HOST": "127.0.0.1",
-            "GPUNODE_METRICS__PORT": str(metrics_port),
+            "GPUNODE_METRICS__PORT": "0",
         }
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
@@ -80,8 +74,18 @@ async def test_serve_in_socket_mode_exports_metrics_on_the_metrics_port(tmp_path
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
         )
-        metrics_url = f"http://127.0.0.1:{metrics_port}"
+        assert proc.stdout is not None
+        said: list[bytes] = []
         try:
+            async with asyncio.timeout(120):  # a serve start: seconds of CPU, more when busy
+                while not any(b"metrics on " in line for line in said):
+                    said.append(await proc.stdout.readline())
+                    assert said[-1], b"".join(said).decode()[-3000:]
+            text = b"".join(said).decode()
+            http = re.search(r"listening on 127\.0\.0\.1:(\d+) ", text)
+            metrics = re.search(r"metrics on 127\.0\.0\.1:(\d+)/metrics", text)
+            assert http and metrics, text
+            http_port, metrics_url = int(http[1]), f"http://127.0.0.1:{metrics[1]}"
             await _until(lambda: _ok(f"{metrics_url}/metrics"), timeout_s=60)
             await _until(lambda: _connected(slack), timeout_s=60)
 
@@ -103,7 +107,8 @@ async def test_serve_in_socket_mode_exports_metrics_on_the_metrics_port(tmp_path
             assert await _status(f"http://127.0.0.1:{http_port}/metrics") == 404
         finally:
             proc.terminate()
-            out, _ = await asyncio.wait_for(proc.communicate(), timeout=60)
+            rest, _ = await asyncio.wait_for(proc.communicate(), timeout=60)
+        out = b"".join(said) + rest
         assert b"Traceback" not in out, out.decode()[-3000:]
 
 

@@ -344,4 +344,7 @@ NOT_DRIVEN = {
     # needs Slack refusing serve's app-level token over Socket Mode: the real serve against
     # the Slack stand-in, tests/e2e/test_socket_mode.py, checks its English and Chinese
     "app_token_refused": "serve in Socket Mode with an app-level token Slack refuses",
+    # needs serve to reach its listener (both stand-ins) on a port something else holds:
+    # the real serve, tests/e2e/test_serve_ports.py, checks its English and Chinese
+    "listen_refused": "serve on a port another process holds",
 }
