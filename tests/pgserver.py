@@ -50,6 +50,10 @@ def _reachable(dsn: str) -> bool:
     return True
 
 
+#: tries to start the server on a port found free (see throwaway_cluster)
+BIND_ATTEMPTS = 3
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -97,28 +101,38 @@ def throwaway_cluster() -> Iterator[str]:
         check=True,
         capture_output=True,
     )
-    options = (
-        f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={base} "
-        "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
-    )
-    subprocess.run(
-        [
-            *run,
-            pg_ctl,
-            "-D",
-            str(data),
-            "-o",
-            options,
-            "-l",
-            str(base / "server.log"),
-            "-w",
-            "-t",
-            "60",
-            "start",
-        ],
-        check=True,
-        capture_output=True,
-    )
+    for attempt in range(BIND_ATTEMPTS):
+        # a port found free can be taken (another process's client port) before the server
+        # binds it: then the server says so in its log, and another port is tried
+        options = (
+            f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={base} "
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+            "-c max_connections=200"
+        )
+        started = subprocess.run(
+            [
+                *run,
+                pg_ctl,
+                "-D",
+                str(data),
+                "-o",
+                options,
+                "-l",
+                str(base / "server.log"),
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ],
+            check=False,
+            capture_output=True,
+        )
+        if started.returncode == 0:
+            break
+        said = (base / "server.log").read_text(errors="replace")
+        if "Address already in use" not in said or attempt == BIND_ATTEMPTS - 1:
+            raise RuntimeError(f"pg_ctl start failed: {started.stderr!r}\n{said[-2000:]}")
+        port = _free_port()
     try:
         yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
     finally:

@@ -45,32 +45,30 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningProm
     )
     config = root / "prometheus.yml"
     config.write_text("global:\n  scrape_interval: 15s\nscrape_configs: []\n", encoding="utf-8")
-    port = _free_port()
-    log = (root / "prometheus.log").open("w")
-    proc = subprocess.Popen(
-        [
-            binary,
-            f"--config.file={config}",
-            f"--storage.tsdb.path={data}",
-            "--storage.tsdb.retention.time=30d",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
+    for attempt in range(3):
+        # a port found free can be taken (another process's client port) before Prometheus
+        # binds it: it then exits saying so, and another port is tried
+        port = _free_port()
+        log = (root / "prometheus.log").open("w")
+        proc = subprocess.Popen(
+            [
+                binary,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={data}",
+                "--storage.tsdb.retention.time=30d",
+                f"--web.listen-address=127.0.0.1:{port}",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+        if _ready(url, proc):
+            break
+        log.close()
+        said = (root / "prometheus.log").read_text()
+        if "address already in use" not in said or attempt == 2:
+            raise RuntimeError(said[-2000:])
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/-/ready", timeout=1) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError((root / "prometheus.log").read_text()[-2000:])
-            time.sleep(0.2)
         yield RunningPrometheus(url=url, now_s=now_s)
     finally:
         proc.terminate()
@@ -80,3 +78,22 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningProm
             proc.kill()
             proc.wait()
         log.close()
+
+
+def _ready(url: str, proc: subprocess.Popen[bytes]) -> bool:
+    """Wait (60 s at most) for Prometheus at ``url`` to be ready: False if it exited first."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/-/ready", timeout=1) as resp:
+                if resp.status == 200:
+                    return True
+        except OSError:
+            pass
+        if proc.poll() is not None:
+            return False
+        if time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            return False
+        time.sleep(0.2)
