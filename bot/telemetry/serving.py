@@ -38,7 +38,7 @@ def metrics_app(metrics: Metrics) -> web.Application:
 
 async def start_metrics_listener(metrics: Metrics, *, host: str, port: int) -> web.AppRunner:
     """Serve ``/metrics`` on ``host:port``; the caller cleans the runner up. ``port`` 0 picks
-    a free port (tests): read it back with ``listening_port``."""
+    a free port: read it back with ``listening_port``."""
     runner = web.AppRunner(metrics_app(metrics), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
@@ -47,8 +47,8 @@ async def start_metrics_listener(metrics: Metrics, *, host: str, port: int) -> w
 
 
 def listening_port(runner: web.AppRunner) -> int:
-    for site in runner.sites:
-        sockets = getattr(site, "_server", None)
-        if sockets is not None and sockets.sockets:
-            return int(sockets.sockets[0].getsockname()[1])
-    raise RuntimeError("the metrics listener is not listening")
+    """The port ``runner``'s first listener is bound to (the one the system picked for 0)."""
+    for address in runner.addresses:
+        if isinstance(address, tuple) and len(address) >= 2:
+            return int(address[1])
+    raise RuntimeError("the listener is not bound to a TCP address")

@@ -31,7 +31,7 @@ from bot.services import doctor
 from bot.services.leading import LeasePort
 from bot.slack.chatting import make_client
 from bot.store.checkup import check_store
-from bot.telemetry.serving import start_metrics_listener
+from bot.telemetry.serving import listening_port, start_metrics_listener
 from bot.wiring.heap import tune_malloc
 from bot.wiring.runtime import Runtime, build_runtime
 from bot.wiring.warming import warm_up
@@ -177,7 +177,7 @@ async def _serve(settings: Settings) -> None:
         log.info(
             "listening on %s:%s (%s mode)",
             http.host,
-            bound_port(runner),  # http.port, or the one picked for 0
+            listening_port(runner),  # http.port, or the one picked for 0
             "socket" if settings.slack.socket_mode else "http",
         )
         metrics = settings.metrics
@@ -188,7 +188,7 @@ async def _serve(settings: Settings) -> None:
                 metrics.port,
                 setting="GPUNODE_METRICS__PORT",
             )
-            log.info("metrics on %s:%s/metrics", metrics.host, bound_port(metrics_runner))
+            log.info("metrics on %s:%s/metrics", metrics.host, listening_port(metrics_runner))
         if settings.slack.socket_mode:
             assert settings.slack.app_token is not None  # checked by check_settings
             token = settings.slack.app_token.get_secret_value()
@@ -220,14 +220,6 @@ async def listen(start: Awaitable[T], host: str, port: int, *, setting: str) -> 
             key="listen_refused",
             params={"address": address, "code": code, "setting": setting},
         ) from exc
-
-
-def bound_port(runner: web.AppRunner) -> int:
-    """The port ``runner``'s first listener is bound to (the one the system picked for 0)."""
-    for address in runner.addresses:
-        if isinstance(address, tuple) and len(address) >= 2:
-            return int(address[1])
-    raise RuntimeError("the listener is not bound to a TCP address")
 
 
 def lease_api(settings: Settings, kube: object) -> LeasePort | None:
