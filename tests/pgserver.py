@@ -18,7 +18,6 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
@@ -26,6 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.ports import free_port
 
 ENV_DSN = "GPUNODE_TEST_PG_DSN"
 BIN_DIRS = ("/usr/local/bin", *sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True))
@@ -54,12 +55,6 @@ def _reachable(dsn: str) -> bool:
 BIND_ATTEMPTS = 3
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def throwaway_cluster() -> Iterator[str]:
     found = _binaries()
@@ -79,7 +74,7 @@ def throwaway_cluster() -> Iterator[str]:
         as_user = ["runuser", "-u", user, "--"]
     base = Path(tempfile.mkdtemp(prefix="gpunode-pg-"))
     data = base / "data"
-    port = _free_port()
+    port = free_port()
     if as_user:
         shutil.chown(base, user=as_user[2])
     run = [*as_user]
@@ -132,7 +127,7 @@ def throwaway_cluster() -> Iterator[str]:
         said = (base / "server.log").read_text(errors="replace")
         if "Address already in use" not in said or attempt == BIND_ATTEMPTS - 1:
             raise RuntimeError(f"pg_ctl start failed: {started.stderr!r}\n{said[-2000:]}")
-        port = _free_port()
+        port = free_port()
     try:
         yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
     finally:

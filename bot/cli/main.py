@@ -84,7 +84,9 @@ def _agent_args(p: argparse.ArgumentParser) -> None:
     sa_dir = "/var/run/secrets/kubernetes.io/serviceaccount"
     p.add_argument("--root", default="/", help="host root to read (default /)")
     p.add_argument("--listen", default="0.0.0.0", help="address to listen on")
-    p.add_argument("--port", type=int, default=8443, help="HTTPS port (default 8443)")
+    p.add_argument(
+        "--port", type=int, default=8443, help="HTTPS port (default 8443; 0: any free port)"
+    )
     p.add_argument("--tls-cert", required=True, help="the agent's certificate (PEM)")
     p.add_argument("--tls-key", required=True, help="its private key (PEM)")
     p.add_argument(

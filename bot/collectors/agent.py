@@ -329,8 +329,16 @@ def main(args: argparse.Namespace) -> int:
     agent, tls = build(args)
     if agent.node_name is None:
         agent.node_name = os.environ.get("NODE_NAME") or None
-    server = AgentServer((args.listen, args.port), agent, tls)
-    log.info("gpunode agent on %s:%d, answering %s only", args.listen, args.port, agent.allow)
+    try:
+        server = AgentServer((args.listen, args.port), agent, tls)
+    except OSError as exc:  # taken, not an address of this host, a privileged port
+        reason = exc.strerror or str(exc)
+        raise CollectorError(
+            f"cannot listen on {args.listen}:{args.port} ({reason}): choose another --port "
+            "(0: any free port, named in the log) or --listen address"
+        ) from None
+    host, port = server.server_address[:2]  # the port bound, when --port is 0
+    log.info("gpunode agent on %s:%d, answering %s only", host, port, agent.allow)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

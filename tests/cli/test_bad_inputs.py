@@ -5,7 +5,6 @@ stderr exactly as in a terminal). Usage errors exit 2, runtime failures 1."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ import pytest
 
 from gpunode_sandbox.kubesim import KubeSim, load_scenario
 from gpunode_sandbox.kubesim.access import BOT_TOKEN
+from tests.ports import refusing_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,13 +23,6 @@ ROOT = Path(__file__).resolve().parents[2]
 def sim_url() -> Iterator[str]:
     with KubeSim.running_in_thread(load_scenario("seed")) as sim:
         yield sim.url
-
-
-def _closed_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def gpunode(
@@ -93,8 +86,9 @@ def test_a_name_that_does_not_resolve_is_named(tmp_path: Path) -> None:
 
 
 def test_an_unreachable_server_is_named_with_its_url(tmp_path: Path) -> None:
-    url = f"http://127.0.0.1:{_closed_port()}"
-    result = gpunode("diagnose", "gpu-node-01", "--server", url, cwd=tmp_path)
+    with refusing_port() as port:
+        url = f"http://127.0.0.1:{port}"
+        result = gpunode("diagnose", "gpu-node-01", "--server", url, cwd=tmp_path)
     assert_clean(result, 1, f"the API server at {url} did not answer", "connection was refused")
     assert "MaxRetryError" not in result.stderr
 

@@ -309,3 +309,28 @@ def test_gpunode_agent_refuses_bad_settings_saying_what_to_do(
 
     assert code == 1
     assert says in capsys.readouterr().err
+
+
+def test_gpunode_agent_on_a_taken_port_names_it_and_what_to_change(
+    tls: Tls, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bot.cli.main import main
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = main(
+            [
+                "agent",
+                *("--tls-cert", str(tls.cert), "--tls-key", str(tls.key)),
+                *("--allow", "system:serviceaccount:gpunode:gpunode"),
+                *("--api-server", "https://127.0.0.1:6443", "--listen", "127.0.0.1"),
+                *("--port", str(port)),
+            ]
+        )
+
+    err = capsys.readouterr().err
+    assert code == 1
+    assert f"cannot listen on 127.0.0.1:{port} (Address already in use)" in err
+    assert "choose another --port" in err and "Traceback" not in err

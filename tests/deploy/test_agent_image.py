@@ -10,6 +10,7 @@ import asyncio
 import http.client
 import json
 import os
+import re
 import shutil
 import socket
 import ssl
@@ -26,10 +27,18 @@ from tests.kube.agents import AUDIENCE, BOT_USER, OVERLAY, SERVER_NAME, make_tls
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+async def _port_logged(proc: asyncio.subprocess.Process, said: list[bytes]) -> int:
+    """The port the agent started on ``--port 0`` bound, from its log line (each line read
+    is kept in ``said``)."""
+    assert proc.stdout is not None
+    while True:
+        line = await asyncio.wait_for(proc.stdout.readline(), timeout=60)
+        said.append(line)
+        if not line:
+            raise AssertionError(b"the agent exited before listening: " + b"".join(said))
+        found = re.search(rb"gpunode agent on 127\.0\.0\.1:(\d+),", line)
+        if found:
+            return int(found.group(1))
 
 
 def _get(port: int, ca: Path, token: str) -> tuple[int, bytes]:
@@ -64,7 +73,6 @@ async def test_the_agent_serves_from_the_slim_image_without_any_third_party_pack
     tls = make_tls(tmp_path / "tls")
     own = tmp_path / "agent-token"
     own.write_text(sim.authn.issue("gpunode", "gpunode-agent", API_AUDIENCES))
-    port = _free_port()
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-S",
@@ -76,7 +84,7 @@ async def test_the_agent_serves_from_the_slim_image_without_any_third_party_pack
         "--listen",
         "127.0.0.1",
         "--port",
-        str(port),
+        "0",
         "--tls-cert",
         str(tls.cert),
         "--tls-key",
@@ -94,12 +102,15 @@ async def test_the_agent_serves_from_the_slim_image_without_any_third_party_pack
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )
+    said: list[bytes] = []
     try:
+        port = await _port_logged(proc, said)
         token = sim.authn.issue("gpunode", "gpunode", (AUDIENCE,))
         status, body = await asyncio.to_thread(_get, port, tls.ca, token)
     finally:
         proc.terminate()
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout=60)
+        rest, _ = await asyncio.wait_for(proc.communicate(), timeout=60)
+    out = b"".join(said) + rest
 
     assert status == 200, (body, out)
     doc = json.loads(body)

@@ -12,9 +12,9 @@ import asyncio
 import contextlib
 import os
 import shutil
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ import yaml
 
 from gpunode_sandbox.demo import Demo, running_demo
 from tests.e2e.conftest import incident_roots, text_of, thread
+from tests.ports import free_port
 
 pytestmark = pytest.mark.slow
 TOKEN = "am-bearer-token-for-tests"
@@ -46,10 +47,8 @@ def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8", errors="replace")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+#: tries at starting Alertmanager on a port found free (see running_alertmanager)
+BIND_ATTEMPTS = 3
 
 
 def config(bot_url: str, *, token: str | None) -> dict[str, Any]:
@@ -112,37 +111,56 @@ async def running_alertmanager(
     binary = alertmanager_binary()
     cfg = tmp_path / "alertmanager.yml"
     cfg.write_text(yaml.safe_dump(config(bot_url, token=token)), encoding="utf-8")
-    port = free_port()
     log = tmp_path / "alertmanager.log"
-    with log.open("wb") as sink:
-        proc = await asyncio.create_subprocess_exec(
-            binary,
-            f"--config.file={cfg}",
-            f"--storage.path={tmp_path / 'am-data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-            "--cluster.listen-address=",  # no gossip: one instance, loopback only
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=sink,
-        )
-    am = Alertmanager(f"http://127.0.0.1:{port}", log)
+    for attempt in range(BIND_ATTEMPTS):
+        # a port found free can be taken before Alertmanager binds it: it then exits saying
+        # so, and another port is tried
+        port = free_port()
+        with log.open("wb") as sink:
+            proc = await asyncio.create_subprocess_exec(
+                binary,
+                f"--config.file={cfg}",
+                f"--storage.path={tmp_path / 'am-data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--cluster.listen-address=",  # no gossip: one instance, loopback only
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=sink,
+            )
+        am = Alertmanager(f"http://127.0.0.1:{port}", log)
+        try:
+            await until(partial(_ready, am.url), what="Alertmanager ready", proc=proc, log=log)
+            break
+        except AssertionError:
+            taken = "address already in use" in await asyncio.to_thread(_read, log)
+            if proc.returncode is None or not taken or attempt == BIND_ATTEMPTS - 1:
+                await _stop(proc)
+                raise
     try:
-        await until(lambda: _ready(am.url), what="Alertmanager ready", proc=proc, log=log)
         yield am
     finally:
-        if proc.returncode is None:
-            proc.terminate()
-            try:
-                await asyncio.wait_for(proc.wait(), 10)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
+        await _stop(proc)
+
+
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is None:
+        proc.terminate()
+        try:
+            await asyncio.wait_for(proc.wait(), 10)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
 
 
 async def _ready(url: str) -> bool:
+    """Whether Alertmanager answers ready; not when nothing answers within a few seconds
+    (then whether it exited is looked at, as when it refuses)."""
     try:
-        async with aiohttp.ClientSession() as http, http.get(f"{url}/-/ready") as r:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=3)) as http,
+            http.get(f"{url}/-/ready") as r,
+        ):
             return r.status == 200
-    except aiohttp.ClientError:
+    except (aiohttp.ClientError, TimeoutError):
         return False
 
 

@@ -9,7 +9,6 @@ installs them (``make system-deps``).
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import time
 import urllib.request
@@ -18,13 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.ports import free_port
 from tests.prom.histories import RunningPrometheus, openmetrics
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +42,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningProm
     for attempt in range(3):
         # a port found free can be taken (another process's client port) before Prometheus
         # binds it: it then exits saying so, and another port is tried
-        port = _free_port()
+        port = free_port()
         log = (root / "prometheus.log").open("w")
         proc = subprocess.Popen(
             [

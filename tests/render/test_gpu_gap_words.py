@@ -8,7 +8,6 @@ exactly the gap's English reason."""
 from __future__ import annotations
 
 import asyncio
-import socket
 from datetime import UTC, datetime
 
 import pytest
@@ -21,6 +20,7 @@ from bot.kube.gateway import Gateway
 from bot.kube.gpuevidence import GpuPlan, evidence_gap
 from bot.render.errors import gap_text
 from tests.kube.conftest import settings_for
+from tests.ports import refusing_port
 from tests.render.locale_renderings import every_message
 from tests.render.test_catalogs import _PRE, _STRAIGHT_QUOTED, KNOWN_ENGLISH, _texts, english_words
 from tests.services.fakes import load_scenario as load_fixture
@@ -102,14 +102,12 @@ def _unreachable_read() -> DcgmAttempt:
     gateway's own attempt, quoting the Kubernetes error it met."""
 
     async def read() -> DcgmAttempt:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        gateway = Gateway.from_settings(settings_for(f"https://127.0.0.1:{port}"))
-        try:
-            return await gateway.read_dcgm_exporter("gpu-node-01")
-        finally:
-            gateway.close()
+        with refusing_port() as port:
+            gateway = Gateway.from_settings(settings_for(f"https://127.0.0.1:{port}"))
+            try:
+                return await gateway.read_dcgm_exporter("gpu-node-01")
+            finally:
+                gateway.close()
 
     attempt = asyncio.run(read())
     assert attempt.code == "exporter_read_failed", attempt

@@ -5,7 +5,6 @@ clusters and names one that cannot be reached."""
 from __future__ import annotations
 
 import contextlib
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,13 +15,7 @@ from bot.kube.doing import LABELS, Doing, placeholders
 from bot.render.errors import doing_text
 from gpunode_sandbox.kubesim import KubeSim, load_scenario
 from gpunode_sandbox.kubesim.access import BOT_TOKEN
-
-
-def _closed_port_url() -> str:
-    """A loopback URL nothing listens on (a stopped API server): connection refused."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}"
+from tests.ports import refusing_port
 
 
 @contextlib.contextmanager
@@ -30,8 +23,9 @@ def two_clusters(tmp_path: Path, *, us_stopped: bool = False) -> Iterator[tuple[
     with (
         KubeSim.running_in_thread(load_scenario("seed")) as eu,
         KubeSim.running_in_thread(load_scenario("slab-leak")) as us,
+        refusing_port() as stopped,  # a stopped API server: the connection is refused
     ):
-        us_url = _closed_port_url() if us_stopped else us.url
+        us_url = f"http://127.0.0.1:{stopped}" if us_stopped else us.url
         # A stopped server refuses at once, so a short timeout costs nothing there; a running
         # one gets as long as prod-eu, or a loaded machine times out the Job's creation.
         us_timeout_s = 1 if us_stopped else 20

@@ -2,26 +2,20 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from bot.errors import SlackError
 from bot.slack.chatting import SlackChat, make_client
 from gpunode_sandbox.slacksim import SlackSim
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.ports import refusing_port
 
 
 async def test_an_unreachable_slack_is_a_slack_error_not_an_aiohttp_one() -> None:
-    client = make_client("xoxb-test", base_url=f"http://127.0.0.1:{_closed_port()}/api/")
-    chat = SlackChat(client)
-    with pytest.raises(SlackError, match=r"chat\.postMessage failed"):
-        await chat.post("C1", text="hi", blocks=[], thread_ts=None)
+    with refusing_port() as port:
+        client = make_client("xoxb-test", base_url=f"http://127.0.0.1:{port}/api/")
+        chat = SlackChat(client)
+        with pytest.raises(SlackError, match=r"chat\.postMessage failed"):
+            await chat.post("C1", text="hi", blocks=[], thread_ts=None)
 
 
 async def test_an_api_error_is_a_slack_error_with_slacks_code() -> None:

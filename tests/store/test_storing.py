@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import socket
 import sqlite3
 import threading
 from collections.abc import AsyncIterator
@@ -23,6 +22,7 @@ from bot.errors import StoreError
 from bot.store import ActionRecord, AuditRecord, Store, incident_rows, storing
 from bot.store.engines import connect
 from bot.store.migrations import SCHEMA_VERSION
+from tests.ports import refusing_port
 from tests.store.conftest import RAW_ERRORS, query, tamper
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -290,12 +290,10 @@ async def test_two_replicas_opening_a_new_database_together_migrate_it_once(targ
 async def test_an_unreachable_postgresql_server_is_a_store_error_naming_it_without_password() -> (
     None
 ):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    dsn = f"postgresql://gpunode:s3cret@127.0.0.1:{port}/gpunode?connect_timeout=2"
-    with pytest.raises(StoreError, match="GPUNODE_STORE__PATH") as caught:
-        await Store.open(dsn)
+    with refusing_port() as port:
+        dsn = f"postgresql://gpunode:s3cret@127.0.0.1:{port}/gpunode?connect_timeout=2"
+        with pytest.raises(StoreError, match="GPUNODE_STORE__PATH") as caught:
+            await Store.open(dsn)
     assert "s3cret" not in str(caught.value)
     assert f"127.0.0.1:{port}" in str(caught.value)
 

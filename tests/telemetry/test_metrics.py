@@ -4,7 +4,6 @@ Kubernetes transport), each against the stand-ins over real HTTP."""
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 import time
 
@@ -28,6 +27,7 @@ from gpunode_sandbox.kubesim.access import BOT_TOKEN as KUBE_BOT_TOKEN
 from gpunode_sandbox.kubesim.access import service_account_token
 from gpunode_sandbox.slacksim import SlackSim
 from tests.conftest import kube_call
+from tests.ports import refusing_port
 
 
 def _value(m: Metrics, name: str, **labels: str) -> float:
@@ -118,12 +118,6 @@ async def test_the_metrics_listener_serves_only_metrics() -> None:
         await runner.cleanup()
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 async def test_slack_calls_are_counted_in_the_client_ok_refused_and_unreachable() -> None:
     m = Metrics()
     sim = SlackSim(signing_secret="s")
@@ -137,10 +131,11 @@ async def test_slack_calls_are_counted_in_the_client_ok_refused_and_unreachable(
             await chat.post("C0NOWHERE", text="hi", blocks=[], thread_ts=None)
     finally:
         await sim.stop()
-    down = make_client("xoxb-test", base_url=f"http://127.0.0.1:{_closed_port()}/api/")
-    instrument(m, store=None, client=down, kube=None, replica_id="r")
-    with pytest.raises(SlackError):
-        await SlackChat(down).update("C1", "1.2", text="hi", blocks=[])
+    with refusing_port() as port:
+        down = make_client("xoxb-test", base_url=f"http://127.0.0.1:{port}/api/")
+        instrument(m, store=None, client=down, kube=None, replica_id="r")
+        with pytest.raises(SlackError):
+            await SlackChat(down).update("C1", "1.2", text="hi", blocks=[])
 
     assert _value(m, "gpunode_slack_api_requests_total", method="chat.postMessage") == 2
     assert (
