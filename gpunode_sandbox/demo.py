@@ -47,8 +47,8 @@ from bot.render.environment import compile_views
 from bot.services.clusters import ClusterRegistry
 from bot.slack.chatting import make_client
 from bot.store.engines import demo_settings_path, demo_store_path
+from bot.wiring.running import start_socket_mode
 from bot.wiring.runtime import Runtime, build_runtime
-from bot.wiring.serve import start_socket_mode
 from gpunode_sandbox.kubesim import KubeSim, load_scenario
 from gpunode_sandbox.kubesim.access import BOT_TOKEN as KUBE_BOT_TOKEN
 from gpunode_sandbox.kubesim.scenarios import ScenarioError

@@ -8,7 +8,7 @@ Checks, each a row (``ok``, ``warn`` or ``FAIL``):
 - the collector Job, created with ``dryRun=All`` on one GPU node: admitted or not (FAIL);
   in daemonset mode, the node's agent pod, found as a diagnosis finds it (FAIL: none);
 - the store's rows come from ``bot.store.checkup`` (its roles, the audit key, replicas
-  without a Lease), handed in by the edge (``bot.cli.doctor``, ``bot.wiring.serve``): this
+  without a Lease), handed in by the edge (``bot.cli.doctor``, ``bot.wiring.running``): this
   module reads neither the configuration nor the store.
 
 Each row (``bot.core.reporting.checkup.Row``) says what was found as a code and raw params;

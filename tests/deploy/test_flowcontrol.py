@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import kubernetes_validate
 import pytest
 
 from tests.deploy.kustomizing import find, render
+from tests.schemas import validate_strict
 
 REPO = Path(__file__).resolve().parents[2]
 FLOWCONTROL = REPO / "deploy" / "flowcontrol"
@@ -24,7 +24,7 @@ def test_the_flowcontrol_objects_pass_strict_schema_validation(version: str) -> 
     objects = render(FLOWCONTROL)
     assert sorted(o["kind"] for o in objects) == ["FlowSchema", "PriorityLevelConfiguration"]
     for obj in objects:
-        kubernetes_validate.validate(obj, version, strict=True)
+        validate_strict(obj, version)
 
 
 def test_the_flowschema_sends_the_bots_service_account_to_its_own_queued_level() -> None:

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from tests.deploy.kustomizing import KustomizeError, find, render, strategic_merge
+from tests.schemas import validate_strict
 
 REPO = Path(__file__).resolve().parents[2]
 BASE = REPO / "deploy" / "base"
@@ -47,7 +48,7 @@ OPENSHIFT_KINDS = {"SecurityContextConstraints"}
 def _validate(obj: dict[str, Any], version: str) -> None:
     if obj["kind"] in OPENSHIFT_KINDS:
         return
-    kubernetes_validate.validate(obj, version, strict=True)
+    validate_strict(obj, version)
 
 
 def _env(objects: list[dict[str, Any]]) -> dict[str, Any]:

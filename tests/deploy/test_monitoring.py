@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import kubernetes_validate
 import pytest
 import yaml
 
 from tests.deploy.kustomizing import find, render
+from tests.schemas import validate_strict
 
 #: the runbook page the alerts' runbook_url points at, one "## AlertName" section each
 RUNBOOK_PAGE = (Path(__file__).resolve().parents[2] / "docs" / "runbook.md").read_text(
@@ -80,7 +80,7 @@ def test_monitoring_holds_the_expected_objects_in_the_gpunode_namespace() -> Non
 def test_builtin_objects_pass_strict_schema_validation(version: str) -> None:
     for obj in render(MONITORING):
         if obj["kind"] not in CRD_KINDS:
-            kubernetes_validate.validate(obj, version, strict=True)
+            validate_strict(obj, version)
 
 
 @pytest.mark.parametrize("kind", sorted(CRD_KINDS))

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import kubernetes_validate
 import pytest
 import yaml
 
@@ -35,6 +34,7 @@ from bot.services.prevention import Kit, kit_from_cluster
 from gpunode_sandbox.kubesim import KubeSim, load_scenario
 from gpunode_sandbox.kubesim.access import BOT_TOKEN
 from gpunode_sandbox.kubesim.scenarios import list_scenarios
+from tests.schemas import validate_strict
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMAS = REPO / "deploy" / "schemas"
@@ -101,7 +101,7 @@ def test_every_scenario_kit_quota_and_limitrange_pass_kubernetes_validate(
         quotas, ranges = docs(kit, "resourcequota.yaml"), docs(kit, "limitrange.yaml")
         assert len(quotas) == len(ranges) == len(kit.params.namespaces), node
         for doc in [*quotas, *ranges]:
-            kubernetes_validate.validate(doc, version, strict=True)
+            validate_strict(doc, version)
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)

@@ -6,19 +6,19 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import kubernetes_validate
 import pytest
 
 from bot.config import KubeSettings
 from bot.kube import draining, jobs, patching, prioritizing
 from gpunode_sandbox.kubesim.patching import strategic_merge_patch
+from tests.schemas import validate_strict
 
 VERSIONS = ("1.31", "1.37")
 
 
 def _validate(obj: dict[str, Any]) -> None:
     for version in VERSIONS:
-        kubernetes_validate.validate(obj, version, strict=True)
+        validate_strict(obj, version)
 
 
 def _job(**settings: Any) -> dict[str, Any]:

@@ -5,7 +5,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import kubernetes_validate
 import pytest
 import yaml
 
@@ -13,6 +12,7 @@ from bot.core.model.cluster import ClusterView, NodeInfo, PodInfo
 from bot.core.remedies.prevention import kube_reserved_bytes, prevention_params
 from bot.render.prevention import KIT_FILES, kit_message, render_prevention_kit
 from bot.slack.blockkit import validate_blocks
+from tests.schemas import validate_strict
 
 GiB = 1024**3
 VERSIONS = ("1.31.0", "1.37.0")
@@ -82,7 +82,7 @@ def test_quota_and_limitrange_validate_against_the_official_schemas(
     for name in ("resourcequota.yaml", "limitrange.yaml"):
         for doc in yaml.safe_load_all(kit[name]):
             if doc is not None:
-                kubernetes_validate.validate(doc, version, strict=True)
+                validate_strict(doc, version)
     quota = next(d for d in yaml.safe_load_all(kit["resourcequota.yaml"]) if d)
     assert quota["spec"]["hard"]["requests.nvidia.com/gpu"] == "8"
     assert quota["metadata"]["namespace"] == "ml"

@@ -92,6 +92,49 @@ def test_serve_fails_fast_naming_the_setting_without_printing_secrets(
         assert value not in done.stderr and value not in done.stdout
 
 
+#: what a refused start reports importing: what serving needs, never what refusing needs
+SERVING = ("aiohttp", "slack_bolt", "kubernetes", "matplotlib", "bot.wiring.running")
+REPORT_IMPORTS = f"""
+import sys
+from bot.cli import main
+status = main(sys.argv[1:])
+print(status, sorted(m for m in {SERVING!r} if m in sys.modules))
+"""
+
+
+@pytest.mark.parametrize(
+    ("env", "policy"),
+    [
+        ({}, None),
+        ({"GPUNODE_SLACK__BOT_TOKEN": "xoxb-abc", "GPUNODE_SLACK__SIGNING_SECRET": SECRET}, ":"),
+    ],
+    ids=["missing-settings", "policy-not-yaml"],
+)
+def test_a_refused_start_is_worded_without_importing_what_serving_needs(
+    env: dict[str, str], policy: str | None, tmp_path: Path
+) -> None:
+    """A missing setting or a policy that does not parse is told before the SDKs, the
+    runtime and its services are imported: a second of CPU a refused start paid first."""
+    if policy is not None:
+        (tmp_path / "policy.yaml").write_text(policy)
+        env = {**env, "GPUNODE_ACTIONS__POLICY_FILE": str(tmp_path / "policy.yaml")}
+    base = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    if "PYTHONPATH" in os.environ:  # the checkout under test, not another install
+        base["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    done = subprocess.run(
+        [sys.executable, "-c", REPORT_IMPORTS, "serve"],
+        env={**base, **env},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert done.stdout.strip() == "1 []", done.stderr
+    assert "gpunode:" in done.stderr and "Traceback" not in done.stderr
+
+
 def serve_with_config(text: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     config = tmp_path / "gpunode.yaml"
     config.write_text(text, encoding="utf-8")
