@@ -16,12 +16,16 @@ SECRET = "sig-secret-value-5f2a9c"
 TOKEN = "xoxp-user-token-value-77aa"
 
 
-def serve(env: dict[str, str], tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _python(
+    args: list[str], env: dict[str, str], tmp_path: Path
+) -> subprocess.CompletedProcess[str]:
+    """This interpreter run with ``args`` in ``tmp_path``, with only PATH, HOME (the folder)
+    and the checkout under test's PYTHONPATH from this environment, plus ``env``."""
     base = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
     if "PYTHONPATH" in os.environ:  # the checkout under test, not another install
         base["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return subprocess.run(
-        [sys.executable, "-m", "bot", "serve", *args],
+        [sys.executable, *args],
         env={**base, **env},
         cwd=tmp_path,
         capture_output=True,
@@ -29,6 +33,10 @@ def serve(env: dict[str, str], tmp_path: Path, *args: str) -> subprocess.Complet
         timeout=60,
         check=False,
     )
+
+
+def serve(env: dict[str, str], tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return _python(["-m", "bot", "serve", *args], env, tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -118,18 +126,7 @@ def test_a_refused_start_is_worded_without_importing_what_serving_needs(
     if policy is not None:
         (tmp_path / "policy.yaml").write_text(policy)
         env = {**env, "GPUNODE_ACTIONS__POLICY_FILE": str(tmp_path / "policy.yaml")}
-    base = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
-    if "PYTHONPATH" in os.environ:  # the checkout under test, not another install
-        base["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    done = subprocess.run(
-        [sys.executable, "-c", REPORT_IMPORTS, "serve"],
-        env={**base, **env},
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = _python(["-c", REPORT_IMPORTS, "serve"], env, tmp_path)
 
     assert done.stdout.strip() == "1 []", done.stderr
     assert "gpunode:" in done.stderr and "Traceback" not in done.stderr
