@@ -9,6 +9,11 @@ with the state, in ``lang`` (``/?lang=zh-CN``) or else the acting person's Slack
 Slack's own client follows its user's language; messages from the bot are in whatever
 language the bot chose for them. Everything a person does in the page
 goes through the driver, i.e. as signed requests to the bot, exactly like a test would.
+
+A command typed before the bot is wired (``gpunode demo`` serves the page before its bot is
+built) is held until it is, then sent; if the bot is not wired within ``sim.console_hold_s``
+the command is not sent and the answer says so (``{"starting": true, "text": ...}``), so the
+page can say "still starting" and give the command back, instead of a developer message.
 """
 
 from __future__ import annotations
@@ -110,7 +115,10 @@ def routes(sim: SlackSim) -> list[web.AbstractRouteDef]:
             data = await request.json()
             try:
                 if kind == "command":
-                    res = await sim.slash_command(data["user"], data["channel"], data["text"])
+                    user, channel, text = data["user"], data["channel"], data["text"]
+                    if not await sim.wait_wired(sim.console_hold_s):
+                        return web.json_response({"status": None, "starting": True, "text": text})
+                    res = await sim.slash_command(user, channel, text)
                 elif kind == "click":
                     res = await sim.click(
                         data["user"],

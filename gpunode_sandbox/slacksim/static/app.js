@@ -69,6 +69,7 @@ function buttonHandler(message) {
 function setStatus(res) {
   const s = $("command-status");
   if (res.error) s.textContent = label("error", {error: res.error});
+  else if (res.starting) s.textContent = label("starting", {text: res.text});
   else if (res.status === 0) s.textContent = label("unreachable", {error: res.body});
   else if (res.status !== undefined && res.status !== null) s.textContent = label("answered", {status: res.status, seconds: res.elapsed_s.toFixed(2)});
 }
@@ -265,7 +266,11 @@ $("command-form").addEventListener("submit", async (ev) => {
   const text = $("command-input").value.replace(/^\/gpunode\s*/, "");
   $("command-input").value = "";
   $("command-status").textContent = label("sending", {text});
-  setStatus(await post("command", {user: ui.user, channel: ui.channel, text}));
+  const res = await post("command", {user: ui.user, channel: ui.channel, text});
+  // the bot never came: the command was not sent, so it goes back in the box (unless
+  // the person has typed another meanwhile) for one press of Enter later
+  if (res.starting && !$("command-input").value) $("command-input").value = text;
+  setStatus(res);
 });
 $("reply-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();
