@@ -579,7 +579,7 @@ def _list(request: web.Request, route: Route) -> Obj:
         "kind": f"{route.res.kind}List",
         "apiVersion": route.res.api_version,
         "metadata": meta,
-        "items": [sim.present(route.res, o) for o in items],
+        "items": [sim.served(route.res, o) for o in items],  # encoded at once (_rest)
     }
 
 
