@@ -107,10 +107,13 @@ async def _json_body(request: web.Request) -> Any:
         raise ApiError(400, f"invalid JSON body: {exc}") from exc
 
 
+#: JSON as the API server writes it: compact, no blank after "," or ":" (Go's encoding/json);
+#: Python's default separators made a 500-pod page 7% longer, to write and to read
+_encode = json.JSONEncoder(separators=(",", ":")).encode
+
+
 def _json(obj: Any, status: int = 200) -> web.Response:
-    return web.Response(
-        body=json.dumps(obj).encode(), status=status, content_type="application/json"
-    )
+    return web.Response(body=_encode(obj).encode(), status=status, content_type="application/json")
 
 
 #: items per piece of a list answer sent as it is made (about 330 KiB of pod metrics)
@@ -125,15 +128,15 @@ def _json_pieces(head: Obj, count: int, pieces: Iterator[list[Obj]]) -> web.Resp
     list encoder. A shorter one is ``_json`` itself, sent whole with its length."""
     if count <= PIECE_ITEMS:
         return _json({**head, "items": [item for piece in pieces for item in piece]})
-    start = json.dumps(head)[:-1] + ", " if head else "{"
+    start = _encode(head)[:-1] + "," if head else "{"
 
     async def body() -> AsyncIterator[bytes]:
-        yield (start + '"items": [').encode()
+        yield (start + '"items":[').encode()
         sep = ""
         for piece in pieces:
-            # a list's encoding is its items' joined by ", ": one encoder call a piece
-            yield (sep + json.dumps(piece)[1:-1]).encode()
-            sep = ", "
+            # a list's encoding is its items' joined by ",": one encoder call a piece
+            yield (sep + _encode(piece)[1:-1]).encode()
+            sep = ","
         yield b"]}"
 
     return web.Response(body=body(), content_type="application/json")
@@ -579,7 +582,7 @@ def _list(request: web.Request, route: Route) -> Obj:
         "kind": f"{route.res.kind}List",
         "apiVersion": route.res.api_version,
         "metadata": meta,
-        "items": [sim.present(route.res, o) for o in items],
+        "items": [sim.served(route.res, o) for o in items],  # encoded at once (_rest)
     }
 
 
@@ -603,7 +606,7 @@ async def _watch(request: web.Request, route: Route) -> web.StreamResponse:
             include = request.query.get("includeObject", "Metadata")
             shown = tables.table(route.res, [shown], now=datetime.now(UTC), include_object=include)
         line = {"type": kind, "object": shown}
-        await resp.write(json.dumps(line).encode() + b"\n")
+        await resp.write(_encode(line).encode() + b"\n")
 
     async def bookmark() -> None:
         """What the API server sends now and then, and just before a watch times out, when
@@ -613,7 +616,7 @@ async def _watch(request: web.Request, route: Route) -> web.StreamResponse:
             "apiVersion": route.res.api_version,
             "metadata": {"resourceVersion": str(store.rv)},
         }
-        await resp.write(json.dumps({"type": "BOOKMARK", "object": shown}).encode() + b"\n")
+        await resp.write(_encode({"type": "BOOKMARK", "object": shown}).encode() + b"\n")
 
     try:
         last = store.rv
@@ -627,7 +630,7 @@ async def _watch(request: web.Request, route: Route) -> web.StreamResponse:
                 gone = ApiError(
                     410, f"too old resource version: {rv} ({store.rv})", reason="Expired"
                 ).status()
-                await resp.write(json.dumps({"type": "ERROR", "object": gone}).encode() + b"\n")
+                await resp.write(_encode({"type": "ERROR", "object": gone}).encode() + b"\n")
                 return resp
             for ev in backlog:
                 if wanted(ev.obj):

@@ -174,6 +174,15 @@ class KubeSim:
             return stamps.shift_stamps(obj, self.clock_shift)  # type: ignore[no-any-return]
         return copy.deepcopy(obj)
 
+    def served(self, res: Resource, obj: Obj) -> Obj:
+        """``present``'s object for a response encoded before control returns to the event
+        loop, and never changed: the store's own object when nothing in it is computed. The
+        API server's watch cache serializes the objects it holds, it does not copy each one;
+        a list of 150,000 pods spent most of its time here in copies."""
+        if self.clock_shift or res.kind == "PodDisruptionBudget":
+            return self.present(res, obj)
+        return obj
+
     def _memory_usage(self, pod: Obj) -> dict[str, int]:
         from gpunode_sandbox.kubesim.usage import figures
 
