@@ -83,6 +83,24 @@ async def _press(sim: SlackSim, log: StoryLog, user: str, action_id: str, drain:
     await drain()
 
 
+#: the bot's words when Slack's 3 s to open a form after a click ran out (a busy bot): the
+#: person presses the button again (``bot.services.requesting``, acting.j2 form_expired)
+FORM_EXPIRED = "Press the button again."
+
+
+async def _press_for_form(
+    sim: SlackSim, log: StoryLog, user: str, action_id: str, drain: Drain
+) -> None:
+    """Press a button that opens a form; pressed once more, as a person would, when the bot
+    said the form opened too late (a loaded machine can hold the bot past Slack's 3 s)."""
+    told = len(sim.ephemerals(user))
+    await _press(sim, log, user, action_id, drain)
+    said = [json.dumps(m) for m in sim.ephemerals(user)[told:]]
+    if not sim.open_views(user) and any(FORM_EXPIRED in m for m in said):
+        log.steps.append(f"{action_id}: the form opened too late for Slack; pressed again")
+        await _press(sim, log, user, action_id, drain)
+
+
 async def _confirm(
     sim: SlackSim, user: str, reason: str, drain: Drain, edits: dict[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -101,7 +119,7 @@ async def _confirm(
 async def _tier3(sim: SlackSim, log: StoryLog, drain: Drain) -> None:
     reason = "preprocessing is starving the node"
     edits: dict[str, Any] = {"omp_num_threads": "4", "accept_oom": False}
-    await _press(sim, log, ALICE, "gpunode_tier3", drain)
+    await _press_for_form(sim, log, ALICE, "gpunode_tier3", drain)
     await _confirm(sim, ALICE, reason, drain, edits)
     if sim.open_views(ALICE):  # the modal stayed open: read its errors, accept the OOM
         errors = sim.open_views(ALICE)[-1].get("errors", {})
@@ -138,7 +156,7 @@ async def run_story(sim: SlackSim, drain: Drain, *, node: str = "gpu-node-01") -
         else:
             log.steps.append("tier 1 not offered (see the Mitigation tiers message for why)")
         return await _export(sim, log, drain)
-    await _press(sim, log, ALICE, "gpunode_tier1", drain)
+    await _press_for_form(sim, log, ALICE, "gpunode_tier1", drain)
     if not sim.open_views(ALICE):
         log.steps.append("tier 1 not offered: the node is no longer at risk, nothing to do")
     else:

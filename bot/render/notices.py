@@ -58,7 +58,7 @@ NOTICE_KEYS = (
     "malformed_request",
 )
 #: the action flow's notices, worded beside its other messages (``acting.j2``)
-ACTING_KEYS = ("approval_pending", "vote_counted", "interrupted")
+ACTING_KEYS = ("approval_pending", "vote_counted", "interrupted", "form_expired")
 
 
 def told_mrkdwn(told: Refused | Notice, locale: str) -> str:

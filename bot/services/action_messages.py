@@ -73,9 +73,11 @@ class ActionMessages:
             await self.journal.audit(actor=user, **fields)
         await self.thread.tell(channel, user, told, thread_ts=thread_ts)
 
-    async def say(self, channel: str, user: str, key: str, **params: Any) -> None:
-        """Tell only ``user`` the notice ``key``."""
-        await self.thread.tell(channel, user, Notice(key=key, params=params))
+    async def say(
+        self, channel: str, user: str, key: str, *, thread_ts: str | None = None, **params: Any
+    ) -> None:
+        """Tell only ``user`` the notice ``key`` (in the thread ``thread_ts``, when given)."""
+        await self.thread.tell(channel, user, Notice(key=key, params=params), thread_ts=thread_ts)
 
     async def update_message(
         self,

@@ -8,6 +8,7 @@ applying would fail the same way.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from bot.core.governance.policy import ActionRequestInfo, Deny, NeedsApproval, decide
@@ -19,12 +20,16 @@ from bot.core.model.quantity import QuantityError, parse_quantity
 from bot.core.remedies.editing import FieldError, Tier3Bounds, Tier3Edits, apply_tier3_edits
 from bot.core.reporting.outcomes import ActionForm, DryRun, Refused, StepsReport, refused
 from bot.core.reporting.records import ActionRecord
+from bot.errors import SlackError
 from bot.services import approval_view
 from bot.services.acting import ActDeps
 from bot.services.action_records import audit_fields, available_plan, tier_of
 from bot.services.executing import StepsResult, run_steps
 
+log = logging.getLogger(__name__)
 NOT_CURRENT = refused("plan_not_current")
+#: Slack's answer to ``views.open`` more than 3 s after the click that gave the trigger
+EXPIRED_TRIGGER = "expired_trigger_id"
 
 
 async def open_confirmation(
@@ -74,7 +79,15 @@ async def open_confirmation(
         return
     plan = found[2]
     meta = {"incident": incident_id, "plan_id": plan_id, "tier": plan.tier, "channel": channel}
-    await d.ports.thread.show(trigger_id, channel, user, ActionForm(plan=plan, meta=meta))
+    try:
+        await d.ports.thread.show(trigger_id, channel, user, ActionForm(plan=plan, meta=meta))
+    except SlackError as exc:
+        if exc.code != EXPIRED_TRIGGER:
+            raise
+        # Slack opens a modal only within 3 s of the click; a busy bot can miss that, and
+        # then nothing would happen on screen: the person is told to press again instead
+        log.warning("the confirmation modal for %s opened too late (%s)", user, exc)
+        await d.messages.say(channel, user, "form_expired", thread_ts=thread_ts)
 
 
 _TEXT_FIELDS = ("memory_limit", "memory_request", "cpu_limit", "cpu_request", "omp_num_threads")
