@@ -15,6 +15,7 @@ from bot.render.blocks import details_view
 from bot.render.markdown import render_report_markdown
 from bot.services.chatops import BotServices
 from bot.services.details import evidence_document, load_details
+from bot.services.requesting import EXPIRED_TRIGGER
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,11 @@ async def open_details(
             comment=str(t.details_files_comment(incident)).strip(),
         )
     except GpunodeError as err:
-        told = notice("command_failed", message=err.message, code=err.code)
+        told = (
+            notice("form_expired")  # Slack's 3 s after the click ran out: press again
+            if err.code == EXPIRED_TRIGGER
+            else notice("command_failed", message=err.message, code=err.code)
+        )
         try:
             await s.thread.tell(channel, user, told)
         except GpunodeError:

@@ -5,6 +5,7 @@ opens the form."""
 
 from __future__ import annotations
 
+from bot.render.blocks import DETAILS_ACTION
 from gpunode_sandbox.demo import Demo
 from gpunode_sandbox.slacksim import SlackSim
 from gpunode_sandbox.story import FORM_EXPIRED, run_story
@@ -58,3 +59,14 @@ async def test_the_scripted_story_presses_again_when_told_and_runs_to_its_end(de
     log = await run_story(demo.slack, demo.drain)
     assert "gpunode_tier3: the form opened too late for Slack; pressed again" in log.steps
     assert "tier 3 applied" in log.steps
+
+
+async def test_details_that_open_too_late_say_so_and_open_when_pressed_again(demo: Demo) -> None:
+    root = await diagnose(demo)
+    demo.slack.fail("views.open", error="expired_trigger_id")
+    await press(demo, root, ALICE, DETAILS_ACTION)
+    told = [t for t in ephemeral_texts(demo.slack, ALICE) if FORM_EXPIRED in t]
+    assert len(told) == 1
+    assert not any("expired_trigger_id" in t for t in ephemeral_texts(demo.slack, ALICE))
+    await press(demo, root, ALICE, DETAILS_ACTION)
+    assert _calls(demo.slack, "views.open") == [False, True]
