@@ -139,6 +139,11 @@ class SlackError(GpunodeError):
     code = "slack"
 
 
+#: a ``SlackError``'s code when ``views.open`` came more than 3 s after the click that gave
+#: its trigger (Slack's limit): the form did not open, and pressing again would open it
+EXPIRED_TRIGGER = "expired_trigger_id"
+
+
 class StoreError(GpunodeError):
     code = "store"
 

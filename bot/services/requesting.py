@@ -20,7 +20,7 @@ from bot.core.model.quantity import QuantityError, parse_quantity
 from bot.core.remedies.editing import FieldError, Tier3Bounds, Tier3Edits, apply_tier3_edits
 from bot.core.reporting.outcomes import ActionForm, DryRun, Refused, StepsReport, refused
 from bot.core.reporting.records import ActionRecord
-from bot.errors import SlackError
+from bot.errors import EXPIRED_TRIGGER, SlackError
 from bot.services import approval_view
 from bot.services.acting import ActDeps
 from bot.services.action_records import audit_fields, available_plan, tier_of
@@ -28,8 +28,6 @@ from bot.services.executing import StepsResult, run_steps
 
 log = logging.getLogger(__name__)
 NOT_CURRENT = refused("plan_not_current")
-#: Slack's answer to ``views.open`` more than 3 s after the click that gave the trigger
-EXPIRED_TRIGGER = "expired_trigger_id"
 
 
 async def open_confirmation(

@@ -9,13 +9,12 @@ from __future__ import annotations
 import logging
 
 from bot.core.reporting.outcomes import notice
-from bot.errors import GpunodeError
+from bot.errors import EXPIRED_TRIGGER, GpunodeError
 from bot.render import environment
 from bot.render.blocks import details_view
 from bot.render.markdown import render_report_markdown
 from bot.services.chatops import BotServices
 from bot.services.details import evidence_document, load_details
-from bot.services.requesting import EXPIRED_TRIGGER
 
 log = logging.getLogger(__name__)
 
