@@ -22,6 +22,7 @@ the next in a new process. No I/O here but the pipes.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import gc
 import importlib
 import logging
@@ -129,6 +130,20 @@ def serve_stdio(*, collect_garbage: bool = True) -> None:
     serve(sys.stdin.buffer, answers, collect_garbage=collect_garbage)
 
 
+#: a pipe's buffer, asked for at 1 MiB (Linux's default ceiling for anyone,
+#: /proc/sys/fs/pipe-max-size) instead of 64 KiB: a 3 MB list page crosses in 3 turns of the
+#: reader and the writer instead of 48, each a wake-up and a switch on a busy machine
+PIPE_BYTES = 1 << 20
+
+
+def _widen(*pipes: IO[bytes] | None) -> None:
+    """Ask for ``PIPE_BYTES`` of buffer on each pipe (Linux); elsewhere, or refused, leave it."""
+    for pipe in pipes:
+        if pipe is not None and hasattr(fcntl, "F_SETPIPE_SZ"):
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+
+
 class WorkerProcess:
     """One ``python -m MODULE`` process; a thread writes what is submitted (a submit never
     waits for the worker to be free), another resolves the futures in order. ``alive`` turns
@@ -146,6 +161,7 @@ class WorkerProcess:
         )
         self.pid = self.proc.pid
         self.name = name
+        _widen(self.proc.stdin, self.proc.stdout)
         self.alive = True
         self._lock = threading.Lock()
         self._pending: deque[Future[Any]] = deque()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 _SPACE = re.compile(r"[ \t\n\r]*")
@@ -28,7 +28,10 @@ class ListWalker:
     150,000 pods on a 5,000-node cluster). Raises ValueError when the answer is not a JSON
     object, or ends before it is complete."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, decode_run: Callable[[str], list[Any] | None] | None = None) -> None:
+        """``decode_run``: decodes a run of whole items (a JSON array, as text) to what the
+        caller reads of them, or None when it cannot; the general decoder then does."""
+        self._decode_run = decode_run
         self._text = ""
         self._at = 0
         self._state = "open"
@@ -89,10 +92,14 @@ class ListWalker:
         else:
             return False
         run = "[" + text[at : end + 1] + "]"
-        try:
-            values, used = self._decode(run)
-        except ValueError:
-            values, used = None, 0
+        narrow = self._decode_run(run) if self._decode_run is not None else None
+        if narrow is not None:
+            values, used = narrow, len(run)
+        else:
+            try:
+                values, used = self._decode(run)
+            except ValueError:
+                values, used = None, 0
         if used != len(run) or not isinstance(values, list):
             self._bulk = False
             return False
