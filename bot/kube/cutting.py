@@ -18,11 +18,13 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple, TypeVar, cast
 
+import msgspec
+
 from bot.core.diagnosis.requests import TERMINAL_PHASES, ResourceList, pod_requests_and_limits
 from bot.core.model.annotations import ANNOTATION_KEYS, NODE_PROTECTION
 from bot.core.model.quantity import parse_quantity
 from bot.kube.pages import SlimPage
-from bot.kube.podpages import decode_metrics_run, decode_pod_page
+from bot.kube.podpages import RawPod, RawSpec, decode_metrics_run, decode_pod_page
 from bot.kube.walking import ListWalker
 
 Obj = dict[str, Any]
@@ -159,19 +161,28 @@ def pod_shape(pod: Obj) -> Shape:
     return shape
 
 
+def _owner_text(refs: Any) -> str:
+    """A record's ``owner``: the controller among ``refs`` (a pod's ownerReferences) as JSON
+    text ``[apiVersion, kind, name]``, "" when none."""
+    for ref in refs or []:
+        if ref.get("controller"):
+            return _compact([ref.get("apiVersion", ""), ref.get("kind", ""), ref.get("name", "")])
+    return ""
+
+
+def _marks_text(annotations: Any) -> str:
+    """A record's ``marks``: the annotations a gang is told by, as JSON text ("" when none)."""
+    annotations = annotations or {}
+    kept = {k: str(annotations[k]) for k in ANNOTATION_KEYS if k in annotations}
+    return _compact_sorted(kept) if kept else ""
+
+
 def pod_record(pod: Obj) -> PodRecord:
     meta = pod.get("metadata") or {}
     if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
         return _UNCOUNTED
-    ref = controller_ref(pod)
-    owner = (
-        ""
-        if ref is None
-        else _compact([ref.get("apiVersion", ""), ref.get("kind", ""), ref.get("name", "")])
-    )
-    annotations = meta.get("annotations") or {}
-    kept = {k: str(annotations[k]) for k in ANNOTATION_KEYS if k in annotations}
-    marks = _compact_sorted(kept) if kept else ""
+    owner = _owner_text(meta.get("ownerReferences"))
+    marks = _marks_text(meta.get("annotations"))
     labels = labels_text(meta.get("labels") or {})
     deleting = bool(meta.get("deletionTimestamp"))
     node = (pod.get("spec") or {}).get("nodeName")
@@ -183,6 +194,100 @@ def pod_record(pod: Obj) -> PodRecord:
         priority,
         pod_shape(pod),
         slim_anti(pod),
+        labels,
+        owner,
+        deleting,
+        marks,
+    )
+
+
+#: texts made from a raw part (``bot.kube.podpages``), by its bytes: labels, owners, marks;
+#: and shapes by the bytes of what the sum reads. A ReplicaSet's pods have equal parts, so
+#: each is worked out once: bounded, emptied when full, as ``_SHAPES``
+_LABELS: dict[bytes, str] = {}
+_OWNERS: dict[bytes, str] = {}
+_MARKS: dict[bytes, str] = {}
+_RAW_SHAPES: dict[tuple[Any, ...], Shape] = {}
+
+
+RawPart = msgspec.Raw | None
+
+
+def _loads(raw: RawPart) -> Any:
+    """A raw part decoded as ``json.loads`` decodes it; None when absent."""
+    return None if raw is None else json.loads(bytes(raw))
+
+
+def _text_of(cache: dict[bytes, str], raw: msgspec.Raw | None, make: Callable[[Any], str]) -> str:
+    key = b"" if raw is None else bytes(raw)
+    text = cache.get(key)
+    if text is None:
+        text = make(json.loads(key) if key else None)
+        if len(cache) >= _SHAPES_MAX:
+            cache.clear()
+        cache[key] = text
+    return text
+
+
+def _labels_of_raw(labels: Any) -> str:
+    return labels_text(labels or {})
+
+
+def _raw(part: msgspec.Raw | None) -> bytes | None:
+    return None if part is None else bytes(part)
+
+
+def _raw_shape(spec: RawSpec) -> Shape:
+    """``pod_shape`` of a pod whose spec came raw: by the bytes of each part the sum reads."""
+    containers, inits = spec.get("containers"), spec.get("initContainers")
+    key = (
+        tuple(_raw(c.get("resources")) for c in containers or ()),
+        tuple((_raw(c.get("resources")), _raw(c.get("restartPolicy"))) for c in inits or ()),
+        _raw(spec.get("overhead")),
+        _raw(spec.get("resources")),
+    )
+    shape = _RAW_SHAPES.get(key)
+    if shape is None:
+        summed: Obj = {}
+        for k, part in (("overhead", spec.get("overhead")), ("resources", spec.get("resources"))):
+            if part is not None:
+                summed[k] = _loads(part)
+        for k, listed in (("containers", spec.get("containers")), ("initContainers", inits)):
+            if listed is not None:
+                # a raw container holds raw parts only (``RawContainer``)
+                summed[k] = [{f: _loads(cast(RawPart, v)) for f, v in c.items()} for c in listed]
+        shape = _shape(*pod_requests_and_limits({"spec": summed}))
+        if len(_RAW_SHAPES) >= _SHAPES_MAX:
+            _RAW_SHAPES.clear()
+        _RAW_SHAPES[key] = shape
+    return shape
+
+
+def raw_pod_record(pod: RawPod) -> PodRecord:
+    """``pod_record`` of a pod decoded with its parts raw (``bot.kube.podpages``): the same
+    record, each part's text made once per distinct bytes."""
+    meta = pod.get("metadata") or {}
+    if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+        return _UNCOUNTED
+    owner = _text_of(_OWNERS, meta.get("ownerReferences"), _owner_text)
+    marks = _text_of(_MARKS, meta.get("annotations"), _marks_text)
+    labels = _text_of(_LABELS, meta.get("labels"), _labels_of_raw)
+    deleting = bool(meta.get("deletionTimestamp"))
+    spec = pod.get("spec") or {}
+    node = spec.get("nodeName")
+    if not node:  # not counted anywhere: only what tells its gang
+        return ("", 0, _UNCOUNTED[2], None, labels, owner, deleting, marks)
+    affinity = spec.get("affinity")
+    anti = None
+    if affinity is not None:  # rare: the affinity and labels decoded, and cut as a pod's
+        kept = {"namespace": meta.get("namespace"), "name": meta.get("name")}
+        named = {**kept, "labels": _loads(meta.get("labels"))}
+        anti = slim_anti({"metadata": named, "spec": {"affinity": _loads(affinity)}})
+    return (
+        node,
+        int(spec.get("priority") or 0),
+        _raw_shape(spec),
+        anti,
         labels,
         owner,
         deleting,
@@ -261,16 +366,17 @@ def _slim_page(body: bytes, cut: Callable[[Obj], R]) -> SlimPage[R]:
 
 
 def _pod_page(body: bytes) -> SlimPage[PodRecord]:
-    """``_slim_page(body, pod_record)``, the page decoded to only what ``pod_record`` reads
-    (``bot.kube.podpages``) where it fits, the general way where it does not."""
+    """``_slim_page(body, pod_record)``, the page decoded to only what ``pod_record`` reads,
+    those parts raw (``bot.kube.podpages``, ``raw_pod_record``) where it fits, the general way
+    where it does not."""
     page = decode_pod_page(body) if body else None
     if page is None:
         return _slim_page(body, pod_record)
     meta = page.get("metadata") or {}
     items: list[tuple[str, str, PodRecord]] = []
-    for pod in cast("list[Obj]", page.get("items") or []):
+    for pod in page.get("items") or ():
         m = pod.get("metadata") or {}
-        items.append((m.get("namespace") or "", m.get("name") or "", pod_record(pod)))
+        items.append((m.get("namespace") or "", m.get("name") or "", raw_pod_record(pod)))
     return SlimPage(meta.get("continue") or None, str(meta.get("resourceVersion") or ""), items)
 
 

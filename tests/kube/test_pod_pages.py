@@ -162,7 +162,7 @@ def test_the_narrow_decode_keeps_only_what_the_records_read() -> None:
     [
         ("an item that is not an object", "pod"),
         ("a spec that is a number", {"metadata": {"name": "p"}, "spec": 5}),
-        ("owner references that are an object", {"metadata": {"ownerReferences": {}}}),
+        ("metadata that is a list", {"metadata": [], "spec": {"nodeName": "n"}}),
         ("containers that are a string", {"spec": {"containers": "c", "nodeName": "n"}}),
     ],
 )
@@ -177,6 +177,28 @@ def test_a_page_the_narrow_shapes_refuse_is_cut_the_general_way(what: str, item:
             cutting.pod_records_page(body)
     else:
         assert cutting.pod_records_page(body) == expected
+
+
+@pytest.mark.parametrize(
+    ("what", "item"),
+    [
+        ("owner references that are an empty object", {"metadata": {"ownerReferences": {}}}),
+        ("labels written null", {"metadata": {"labels": None}}),
+        ("annotations written null", {"metadata": {"annotations": None, "name": "a"}}),
+        ("a container's resources written null", {"spec": {"containers": [{"resources": None}]}}),
+        ("a sidecar's policy a number", {"spec": {"initContainers": [{"restartPolicy": 5}]}}),
+        ("an affinity written null", {"spec": {"affinity": None, "nodeName": "n"}}),
+        ("an empty affinity", {"spec": {"affinity": {}, "nodeName": "n"}}),
+        ("overhead written null", {"spec": {"overhead": None, "nodeName": "n"}}),
+    ],
+)
+def test_a_part_kept_raw_and_oddly_written_is_judged_as_the_whole_decode_judges_it(
+    what: str, item: Obj
+) -> None:
+    item["spec"] = {"nodeName": "gpu-node-01", **(item.get("spec") or {})}
+    body = page_of([item])
+    assert decode_pod_page(body) is not None, what
+    assert cutting.pod_records_page(body) == cut_whole(body), what
 
 
 @pytest.mark.parametrize("body", [b'{"items":[{"metadata":', b"not json", b'{"items":[1,]}'])
