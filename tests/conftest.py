@@ -8,6 +8,7 @@ cluster admin (test setup); pass ``token=BOT_TOKEN`` to act with the bot's deplo
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -16,6 +17,14 @@ from hypothesis import HealthCheck, settings
 
 from gpunode_sandbox.kubesim import KubeSim, Scenario, load_scenario
 from gpunode_sandbox.kubesim.access import ADMIN_TOKEN
+from gpunode_sandbox.kubesim.store import CHECK_ENCODED
+
+# A stand-in's stored objects are read-only (Store's contract: every change is a put, as every
+# change through the API server bumps the resourceVersion); its answers reuse each object's
+# encoding until the next put. In the suite, every reuse encodes again and fails loudly when a
+# test (or the stand-in) changed a stored object in place, here and in the stand-ins the
+# tests start in processes of their own (the environment is inherited).
+os.environ.setdefault(CHECK_ENCODED, "1")
 
 # Hypothesis judges what a property test finds, never how fast: its default 200 ms deadline per
 # example and its too-slow health check fail a correct test on a busy machine (two cores shared

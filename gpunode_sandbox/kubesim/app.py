@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import copy
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -35,13 +34,15 @@ from gpunode_sandbox.kubesim.authz import (
     self_subject_access_review,
     self_subject_rules_review,
 )
+from gpunode_sandbox.kubesim.encoding import encode as _encode
+from gpunode_sandbox.kubesim.encoding import list_body
 from gpunode_sandbox.kubesim.fields import check_field_selector
 from gpunode_sandbox.kubesim.impersonation import impersonate
 from gpunode_sandbox.kubesim.resources import Resource
 from gpunode_sandbox.kubesim.rules import resize_supported
 from gpunode_sandbox.kubesim.selectors import parse_field_selector, parse_label_selector
 from gpunode_sandbox.kubesim.statuses import ApiError
-from gpunode_sandbox.kubesim.store import Obj
+from gpunode_sandbox.kubesim.store import Obj, key_of
 from gpunode_sandbox.kubesim.tokenreview import token_review
 
 if TYPE_CHECKING:
@@ -107,13 +108,12 @@ async def _json_body(request: web.Request) -> Any:
         raise ApiError(400, f"invalid JSON body: {exc}") from exc
 
 
-#: JSON as the API server writes it: compact, no blank after "," or ":" (Go's encoding/json);
-#: Python's default separators made a 500-pod page 7% longer, to write and to read
-_encode = json.JSONEncoder(separators=(",", ":")).encode
-
-
 def _json(obj: Any, status: int = 200) -> web.Response:
-    return web.Response(body=_encode(obj).encode(), status=status, content_type="application/json")
+    return _json_bytes(_encode(obj).encode(), status)
+
+
+def _json_bytes(body: bytes, status: int = 200) -> web.Response:
+    return web.Response(body=body, status=status, content_type="application/json")
 
 
 #: items per piece of a list answer sent as it is made (about 330 KiB of pod metrics)
@@ -365,7 +365,11 @@ async def _rest(request: web.Request, route: Route) -> web.StreamResponse:
         if m == "GET":
             if request.query.get("watch") in ("true", "1"):
                 return await _watch(request, route)
-            return _json(_as_table(request, route, _list(request, route)))
+            if _wants_table(request, route):
+                return _json(_as_table(request, route, _list(request, route)))
+            head, rows = _page(request, route)
+            # each item's encoding made once per version (the watch cache's serializations)
+            return _json_bytes(list_body(head, [sim.encoded(res, k, o) for k, o in rows]))
         if m == "POST":
             body = await _json_body(request)
             return _json(sim.api.create(res, route.namespace, body, dry_run=_dry_run(request)), 201)
@@ -385,8 +389,10 @@ async def _rest(request: web.Request, route: Route) -> web.StreamResponse:
     if route.sub == "resize" and not resize_supported(sim.kube_version):
         raise ApiError(404, "the server could not find the requested resource")
     if m == "GET":
-        obj = sim.present(res, sim.api.get(res.key, route.namespace, route.name))
-        return _json(_as_table(request, route, obj))
+        stored = sim.api.get(res.key, route.namespace, route.name)
+        if _wants_table(request, route):
+            return _json(_as_table(request, route, sim.present(res, stored)))
+        return _json_bytes(sim.encoded(res, (route.namespace or "", route.name), stored))
     if m == "PUT":
         body = await _json_body(request)
         return _json(
@@ -499,9 +505,14 @@ def not_found_error(route: Route) -> ApiError:
     )
 
 
+def _wants_table(request: web.Request, route: Route) -> bool:
+    """Whether the answer is a Table (kubectl's ``get``): asked for, and not a subresource."""
+    return not route.sub and tables.wants_table(request.headers.get("Accept", ""))
+
+
 def _as_table(request: web.Request, route: Route, answer: Obj) -> Obj:
     """``answer`` (a list or one object) as a Table when the client asked for one."""
-    if route.sub or not tables.wants_table(request.headers.get("Accept", "")):
+    if not _wants_table(request, route):
         return answer
     items = answer["items"] if route.name is None else [answer]
     meta = answer.get("metadata") if route.name is None else {}
@@ -534,8 +545,17 @@ def _node_name_selected(route: Route, text: str | None) -> str | None:
 
 
 def _list(request: web.Request, route: Route) -> Obj:
-    """One page: ``limit`` items after the ``continue`` token's key, read in API order from
-    there (O(page), as the API server's cache serves it, not a filter over the whole set).
+    """``_page`` as the list object it answers (``served`` items; for a Table)."""
+    sim = request.app[SIM_KEY]
+    head, rows = _page(request, route)
+    return {**head, "items": [sim.served(route.res, o) for _, o in rows]}
+
+
+def _page(request: web.Request, route: Route) -> tuple[Obj, list[tuple[tuple[str, str], Obj]]]:
+    """One page, as the list's fields but ``items`` (kind, apiVersion, metadata) and its
+    items' (key, stored object): ``limit`` items after the ``continue`` token's key, read in
+    API order from there (O(page), as the API server's cache serves it, not a filter over the
+    whole set).
 
     Every page of one list carries the first page's ``resourceVersion`` (the token keeps it),
     as the API server's do: a client that watches from it is sent every change made while
@@ -565,7 +585,7 @@ def _list(request: web.Request, route: Route) -> Obj:
     among = store.pods_on(node) if node is not None else None
     limit = int(request.query.get("limit") or 0)
     meta: Obj = {"resourceVersion": str(listed_at)}
-    items: list[Obj] = []
+    items: list[tuple[tuple[str, str], Obj]] = []
     last: tuple[str, str] | None = None
     rows = store.scan(route.res.key, route.namespace, after=after, among=among)
     for key, obj in rows:
@@ -576,14 +596,10 @@ def _list(request: web.Request, route: Route) -> Obj:
             token = {"rv": listed_at, "start": list(last or key)}
             meta["continue"] = base64.urlsafe_b64encode(json.dumps(token).encode()).decode()
             break
-        items.append(obj)
+        items.append((key, obj))
         last = key
-    return {
-        "kind": f"{route.res.kind}List",
-        "apiVersion": route.res.api_version,
-        "metadata": meta,
-        "items": [sim.served(route.res, o) for o in items],  # encoded at once (_rest)
-    }
+    head = {"kind": f"{route.res.kind}List", "apiVersion": route.res.api_version, "metadata": meta}
+    return head, items
 
 
 async def _watch(request: web.Request, route: Route) -> web.StreamResponse:
@@ -601,12 +617,22 @@ async def _watch(request: web.Request, route: Route) -> web.StreamResponse:
         return (route.namespace is None or ns == route.namespace) and bool(match(obj))
 
     async def send(kind: str, obj: Obj) -> None:
-        shown = sim.present(route.res, obj)
+        """One event line, made before the write yields: ``obj`` (the stored object, or an
+        older version of it) is read, never changed, as the store's contract has it."""
         if tables.wants_table(request.headers.get("Accept", "")):  # kubectl get -w
             include = request.query.get("includeObject", "Metadata")
-            shown = tables.table(route.res, [shown], now=datetime.now(UTC), include_object=include)
-        line = {"type": kind, "object": shown}
-        await resp.write(_encode(line).encode() + b"\n")
+            shown = tables.table(
+                route.res,
+                [sim.present(route.res, obj)],
+                now=datetime.now(UTC),
+                include_object=include,
+            )
+            await resp.write(_encode({"type": kind, "object": shown}).encode() + b"\n")
+            return
+        # {"type":…,"object":…} as encoded whole; the object's kept encoding while current
+        shown_bytes = sim.encoded(route.res, key_of(obj), obj)
+        start = '{"type":' + _encode(kind) + ',"object":'
+        await resp.write(start.encode() + shown_bytes + b"}\n")
 
     async def bookmark() -> None:
         """What the API server sends now and then, and just before a watch times out, when
@@ -648,7 +674,7 @@ async def _watch(request: web.Request, route: Route) -> web.StreamResponse:
                     await bookmark()
                 continue
             if ev.rv > last and wanted(ev.obj):
-                await send(ev.type, copy.deepcopy(ev.obj))
+                await send(ev.type, ev.obj)
     except ConnectionResetError:
         pass  # the client went away; nothing to tell it
     finally:

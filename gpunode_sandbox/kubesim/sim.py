@@ -27,6 +27,7 @@ from gpunode_sandbox.kubesim.app import build_app
 from gpunode_sandbox.kubesim.authz import Authorizer
 from gpunode_sandbox.kubesim.crud import ApiCore
 from gpunode_sandbox.kubesim.dcgmexporter import Exporters
+from gpunode_sandbox.kubesim.encoding import encode_bytes
 from gpunode_sandbox.kubesim.faults import Faults
 from gpunode_sandbox.kubesim.resources import STORED, Resource
 from gpunode_sandbox.kubesim.scenarios import Scenario
@@ -179,9 +180,22 @@ class KubeSim:
         loop, and never changed: the store's own object when nothing in it is computed. The
         API server's watch cache serializes the objects it holds, it does not copy each one;
         a list of 150,000 pods spent most of its time here in copies."""
-        if self.clock_shift or res.kind == "PodDisruptionBudget":
+        if self._computed(res):
             return self.present(res, obj)
         return obj
+
+    def encoded(self, res: Resource, key: tuple[str, str], obj: Obj) -> bytes:
+        """``served``'s object as JSON bytes, for the stored (or once stored) object ``obj``
+        at ``key``: the store's kept encoding when nothing in the answer is computed (made
+        once per version of the object, ``Store.encoded``), else made now."""
+        if self._computed(res):
+            return encode_bytes(self.present(res, obj))
+        return self.api.store.encoded(res.key, key, obj, encode_bytes)
+
+    def _computed(self, res: Resource) -> bool:
+        """Whether ``present`` computes part of a ``res`` answer (it is not the stored
+        object as stored): a PodDisruptionBudget's status, every stamp on a moved clock."""
+        return bool(self.clock_shift) or res.kind == "PodDisruptionBudget"
 
     def _memory_usage(self, pod: Obj) -> dict[str, int]:
         from gpunode_sandbox.kubesim.usage import figures

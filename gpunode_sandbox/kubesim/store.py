@@ -3,6 +3,14 @@
 Runs on the sim's event loop only (no locks). Every write bumps the global resourceVersion,
 stamps it on the object and publishes a watch event; a bounded history lets a watch resume
 from a recent resourceVersion (older ones get 410 Gone, as etcd compaction would give).
+
+A stored object is never changed in place: every change is a ``put`` of a new version (a
+copy changed), as every change through the API server is a write that bumps the
+resourceVersion. The store keeps each object's JSON encoding once made (``encoded``, as the
+API server's watch cache keeps its objects' serializations) and forgets it on the key's next
+``put`` or ``remove``; an object changed in place would be served as it was. With
+``KUBESIM_CHECK_ENCODED=1`` in the environment (the test suite sets it) every use of a kept
+encoding encodes the object again and raises ``ChangedInPlaceError`` when they differ.
 """
 
 from __future__ import annotations
@@ -10,13 +18,20 @@ from __future__ import annotations
 import asyncio
 import bisect
 import builtins
+import os
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 Obj = dict[str, Any]
 HISTORY = 20_000  # events kept for watch resumption; older resourceVersions answer 410
+#: the environment variable that makes every use of a kept encoding check it (``Store``)
+CHECK_ENCODED = "KUBESIM_CHECK_ENCODED"
+
+
+class ChangedInPlaceError(AssertionError):
+    """A stored object differs from its kept encoding: it was changed without ``put``."""
 
 
 @dataclass
@@ -52,7 +67,10 @@ def key_of(obj: Obj) -> tuple[str, str]:
 
 
 class Store:
-    """In-memory objects keyed by ``(namespace, name)`` per plural."""
+    """In-memory objects keyed by ``(namespace, name)`` per plural.
+
+    Contract: an object the store holds (``get``, ``list``, ``scan``, what ``put`` returns)
+    is read-only; to change one, ``put`` a changed copy (see the module's docstring)."""
 
     def __init__(self) -> None:
         self._objs: dict[str, dict[tuple[str, str], Obj]] = {}
@@ -68,6 +86,10 @@ class Store:
         self._watchers: set[Watcher] = set()
         #: writes per plural so far: a reader may reuse what it derived from one while unchanged
         self.writes: dict[str, int] = {}
+        # each stored object's JSON encoding once made, per plural and key, until its next write
+        self._encoded: dict[str, dict[tuple[str, str], bytes]] = {}
+        #: encode again on every use of a kept encoding, and raise if the object changed
+        self.check_encoded = os.environ.get(CHECK_ENCODED, "") not in ("", "0")
 
     def next_rv(self) -> int:
         self.rv += 1
@@ -119,8 +141,30 @@ class Store:
             if obj is not None:
                 yield k, obj
 
+    def encoded(
+        self, plural: str, k: tuple[str, str], obj: Obj, encode: Callable[[Obj], bytes]
+    ) -> bytes:
+        """``encode(obj)``, made once per version of a stored object: kept while ``obj`` is
+        the object stored at ``k`` (every ``put`` or ``remove`` of ``k`` forgets it). Any
+        other object (an older version, a deleted one's last state) is encoded each time and
+        not kept. ``encode`` must be one function for the store's life (the API's JSON)."""
+        if self._objs.get(plural, {}).get(k) is not obj:
+            return encode(obj)
+        kept = self._encoded.setdefault(plural, {})
+        text = kept.get(k)
+        if text is None:
+            text = kept[k] = encode(obj)
+        elif self.check_encoded and encode(obj) != text:
+            raise ChangedInPlaceError(
+                f"{plural} {'/'.join(p for p in k if p)} was changed in place, without a put: "
+                "a stored object is read-only (put a changed copy)"
+            )
+        return text
+
     def _index(self, plural: str, k: tuple[str, str], obj: Obj | None, *, new: bool) -> None:
         self.writes[plural] = self.writes.get(plural, 0) + 1
+        if kept := self._encoded.get(plural):
+            kept.pop(k, None)  # the next answer encodes the new version (or none: removed)
         if new:
             self._sorted.pop(plural, None)
         if plural != "pods":

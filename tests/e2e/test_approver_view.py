@@ -179,7 +179,11 @@ async def test_a_budget_block_is_named_in_the_approval_request_before_anyone_app
         # the stand-in's store, as a cluster admin would label the pod and add the budget
         stored = demo.kube.api.store.get("pods", guarded.namespace, guarded.name)
         assert stored is not None
-        stored["metadata"].setdefault("labels", {})["guard"] = "this-one"
+        labels = {**(stored["metadata"].get("labels") or {}), "guard": "this-one"}
+        # a write (a label through the API bumps the resourceVersion; stored ones are read-only)
+        demo.kube.api.store.put(
+            "pods", {**stored, "metadata": {**stored["metadata"], "labels": labels}}
+        )
         demo.kube.api.seed(
             {
                 "apiVersion": "policy/v1",

@@ -22,7 +22,8 @@ async def _place(sim: KubeSim, spec: dict[str, Any], *, taint_gpu_nodes: bool = 
         for name in ("gpu-node-01", "gpu-node-02"):
             node = sim.api.store.get("nodes", None, name)
             assert node is not None
-            node["spec"]["taints"] = [GPU_TAINT]
+            # a write, as a taint through the API is (stored objects are read-only)
+            sim.api.store.put("nodes", {**node, "spec": {**node["spec"], "taints": [GPU_TAINT]}})
     api: Any = client.AppsV1Api(client.ApiClient(kube_client_config(sim.url)))
     container = {"name": "c", "image": "registry.example.com/x:1", **spec.pop("container", {})}
     body = {
