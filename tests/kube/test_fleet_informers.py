@@ -411,3 +411,34 @@ def test_a_page_cut_in_steps_is_the_page_cut_whole() -> None:
     empty = pod_records_page(json.dumps({"metadata": {}, "items": None}).encode())
     assert (empty.token, empty.resource_version, empty.items) == (None, "", [])
     assert pod_records_page(b"").items == []
+
+
+async def test_top_reads_the_pod_metrics_beside_the_fleets_lists_not_after_them(
+    make_kubesim: Callable[..., Awaitable[KubeSim]],
+) -> None:
+    # the pods list answers late: the metrics list is asked for while it is held (read
+    # after the fleet, as it was, it could only be asked for once the pods list had ended)
+    sim = await make_kubesim("seed")
+    timeline: list[str] = []
+    apply = sim.faults.apply
+
+    async def entered(method: str, path: str) -> Any:
+        timeline.append(f"asked {path}")
+        return await apply(method, path)
+
+    sim.faults.apply = entered  # type: ignore[method-assign]  # the stand-in's own hook
+    for informed in (False, True):
+        gw = (await _informed(sim)) if informed else Gateway.from_settings(_settings(sim))
+        gw.observe_api(lambda verb, resource, status: timeline.append(f"{verb} {resource}"))
+        # 4 s: what a loaded machine may take to ask for discovery and then the metrics
+        held = sim.faults.add("GET", r"^/api/v1/pods$", delay_s=4.0)
+        timeline.clear()
+        try:
+            loads = await gw.gpu_node_loads()
+        finally:
+            gw.close()
+        assert held.hits == 1
+        assert loads and all(load.working_set_bytes is not None for load in loads)
+        pods_answered = timeline.index("GET pods")  # the first request of pods to end
+        metrics_asked = timeline.index("asked /apis/metrics.k8s.io/v1beta1/pods")
+        assert metrics_asked < pods_answered, (informed, timeline)
