@@ -1,5 +1,8 @@
 """Fleet benchmark: ``/gpunode top`` (``Gateway.gpu_node_loads``) over synthetic fleets of 30
-pods per node, the Kubernetes stand-in serving in a process of its own.
+pods per node, the Kubernetes stand-in serving in a process of its own, started warm
+(``separate_process``'s ``warm``): every stored object's JSON and every pod metrics item made
+before the first list, as the API server serves lists from its watch cache and metrics-server
+from its last scrape, so the stand-in's Python encoding is not counted in the bot's time.
 
 Per size (``--sizes``, nodes; default 500,2000; the issue's full set is 500,2000,5000), each
 run on a fresh gateway as ``gpunode serve`` builds it (``informers=True``):

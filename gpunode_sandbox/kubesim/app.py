@@ -120,23 +120,23 @@ def _json_bytes(body: bytes, status: int = 200) -> web.Response:
 PIECE_ITEMS = 1000
 
 
-def _json_pieces(head: Obj, count: int, pieces: Iterator[list[Obj]]) -> web.Response:
-    """A list answer, ``head``'s fields then ``items`` (``count`` of them, from ``pieces``),
-    its bytes exactly ``_json({**head, "items": [...]})``'s. A list of more than
-    ``PIECE_ITEMS`` is sent chunked, each piece made and encoded as the answer is sent: the
-    client reads the first items while the last are made, as from the API server's streaming
-    list encoder. A shorter one is ``_json`` itself, sent whole with its length."""
+def _json_pieces(head: Obj, count: int, pieces: Iterator[list[bytes]]) -> web.Response:
+    """A list answer, ``head``'s fields then ``items`` (``count`` of them, each as its JSON,
+    ``encode_bytes``, from ``pieces``), its bytes exactly ``_json({**head, "items": [...]})``'s
+    (a list's encoding is its items' joined by ","). A list of more than ``PIECE_ITEMS`` is
+    sent chunked, each piece made as the answer is sent: the client reads the first items
+    while the last are made, as from the API server's streaming list encoder. A shorter one
+    is sent whole with its length."""
     if count <= PIECE_ITEMS:
-        return _json({**head, "items": [item for piece in pieces for item in piece]})
+        return _json_bytes(list_body(head, [item for piece in pieces for item in piece]))
     start = _encode(head)[:-1] + "," if head else "{"
 
     async def body() -> AsyncIterator[bytes]:
         yield (start + '"items":[').encode()
-        sep = ""
+        sep = b""
         for piece in pieces:
-            # a list's encoding is its items' joined by ",": one encoder call a piece
-            yield (sep + _encode(piece)[1:-1]).encode()
-            sep = ","
+            yield sep + b",".join(piece)
+            sep = b","
         yield b"]}"
 
     return web.Response(body=body(), content_type="application/json")

@@ -8,7 +8,8 @@ A stored object is never changed in place: every change is a ``put`` of a new ve
 copy changed), as every change through the API server is a write that bumps the
 resourceVersion. The store keeps each object's JSON encoding once made (``encoded``, as the
 API server's watch cache keeps its objects' serializations) and forgets it on the key's next
-``put`` or ``remove``; an object changed in place would be served as it was. With
+``put`` or ``remove`` (and so drops what a reader derived from it and keeps in a ``derived``
+dict: the pod metrics items); an object changed in place would be served as it was. With
 ``KUBESIM_CHECK_ENCODED=1`` in the environment (the test suite sets it) every use of a kept
 encoding encodes the object again and raises ``ChangedInPlaceError`` when they differ.
 """
@@ -88,6 +89,8 @@ class Store:
         self.writes: dict[str, int] = {}
         # each stored object's JSON encoding once made, per plural and key, until its next write
         self._encoded: dict[str, dict[tuple[str, str], bytes]] = {}
+        # readers' dicts of what they derive from each object, per plural (``derived``)
+        self._derived: dict[str, builtins.list[dict[tuple[str, str], Any]]] = {}
         #: encode again on every use of a kept encoding, and raise if the object changed
         self.check_encoded = os.environ.get(CHECK_ENCODED, "") not in ("", "0")
 
@@ -103,6 +106,10 @@ class Store:
         bucket = self._objs.get(plural, {})
         keys = sorted(k for k in bucket if namespace is None or k[0] == namespace)
         return [bucket[k] for k in keys]
+
+    def plurals(self) -> builtins.list[str]:
+        """The plurals that have held objects."""
+        return builtins.list(self._objs)
 
     def keys(self, plural: str) -> builtins.list[tuple[str, str]]:
         """Every key of ``plural`` in API order (cached until the next add or remove)."""
@@ -161,10 +168,21 @@ class Store:
             )
         return text
 
+    def derived(self, plural: str) -> dict[tuple[str, str], Any]:
+        """A new dict for what a reader derives from ``plural``'s stored objects, keyed as
+        they are: the store drops a key's entry on the key's every ``put`` or ``remove`` (as
+        it forgets the key's encoding), so an entry is about the object stored at its key
+        now and none outlives its object. The reader clears it, never replaces it."""
+        made: dict[tuple[str, str], Any] = {}
+        self._derived.setdefault(plural, []).append(made)
+        return made
+
     def _index(self, plural: str, k: tuple[str, str], obj: Obj | None, *, new: bool) -> None:
         self.writes[plural] = self.writes.get(plural, 0) + 1
         if kept := self._encoded.get(plural):
             kept.pop(k, None)  # the next answer encodes the new version (or none: removed)
+        for derived in self._derived.get(plural, ()):
+            derived.pop(k, None)  # made from the version written over (or removed)
         if new:
             self._sorted.pop(plural, None)
         if plural != "pods":

@@ -152,6 +152,20 @@ def workload_of(sim: KubeSim, pod: Obj) -> sc.Workload | None:
     return by_owner.get((kind, name, ns, app))
 
 
+def replicasets_read(pod: Obj) -> list[tuple[str, str]]:
+    """The keys of the ReplicaSets ``workload_of`` reads for ``pod`` (its controller
+    references' that are ReplicaSets). Besides them it reads only the pod itself and the
+    scenario's workloads: what a reader that keeps ``figures`` must check (keep the two in
+    step; ``metrics.PodMetricTexts`` checks against a fresh computation under the suite's
+    ``KUBESIM_CHECK_ENCODED``)."""
+    ns = pod["metadata"].get("namespace", "")
+    return [
+        (ns, ref["name"])
+        for ref in pod["metadata"].get("ownerReferences") or []
+        if ref.get("controller") and ref["kind"] == "ReplicaSet"
+    ]
+
+
 def container_figures(c: sc.Container, limit: sc.Quantity | None) -> Figures:
     """Figures of scenario container ``c`` running under memory ``limit`` (None: no limit)."""
     u = c.usage
