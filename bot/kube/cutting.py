@@ -40,7 +40,12 @@ _compact_sorted = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
 
 def controller_ref(obj: Mapping[str, Any]) -> Obj | None:
     """The ownerReference with ``controller: true`` (the one that manages the object)."""
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+    return _controller_among((obj.get("metadata") or {}).get("ownerReferences"))
+
+
+def _controller_among(refs: Any) -> Obj | None:
+    """The ownerReference of ``refs`` with ``controller: true``, or None."""
+    for ref in refs or []:
         if ref.get("controller"):
             return ref  # type: ignore[no-any-return]
     return None
@@ -164,10 +169,10 @@ def pod_shape(pod: Obj) -> Shape:
 def _owner_text(refs: Any) -> str:
     """A record's ``owner``: the controller among ``refs`` (a pod's ownerReferences) as JSON
     text ``[apiVersion, kind, name]``, "" when none."""
-    for ref in refs or []:
-        if ref.get("controller"):
-            return _compact([ref.get("apiVersion", ""), ref.get("kind", ""), ref.get("name", "")])
-    return ""
+    ref = _controller_among(refs)
+    if ref is None:
+        return ""
+    return _compact([ref.get("apiVersion", ""), ref.get("kind", ""), ref.get("name", "")])
 
 
 def _marks_text(annotations: Any) -> str:
@@ -218,8 +223,9 @@ def _loads(raw: RawPart) -> Any:
     return None if raw is None else json.loads(bytes(raw))
 
 
-def _text_of(cache: dict[bytes, str], raw: msgspec.Raw | None, make: Callable[[Any], str]) -> str:
-    key = b"" if raw is None else bytes(raw)
+def _text_of(cache: dict[bytes, str], raw: RawPart, make: Callable[[Any], str]) -> str:
+    """``make(raw decoded)``, kept in ``cache`` by the raw bytes (bounded as ``_SHAPES``)."""
+    key = _raw(raw) or b""
     text = cache.get(key)
     if text is None:
         text = make(json.loads(key) if key else None)
@@ -233,7 +239,7 @@ def _labels_of_raw(labels: Any) -> str:
     return labels_text(labels or {})
 
 
-def _raw(part: msgspec.Raw | None) -> bytes | None:
+def _raw(part: RawPart) -> bytes | None:
     return None if part is None else bytes(part)
 
 
@@ -252,7 +258,7 @@ def _raw_shape(spec: RawSpec) -> Shape:
         for k, part in (("overhead", spec.get("overhead")), ("resources", spec.get("resources"))):
             if part is not None:
                 summed[k] = _loads(part)
-        for k, listed in (("containers", spec.get("containers")), ("initContainers", inits)):
+        for k, listed in (("containers", containers), ("initContainers", inits)):
             if listed is not None:
                 # a raw container holds raw parts only (``RawContainer``)
                 summed[k] = [{f: _loads(cast(RawPart, v)) for f, v in c.items()} for c in listed]
