@@ -26,14 +26,18 @@ run on a fresh gateway as ``gpunode serve`` builds it (``informers=True``):
   token).
 - the bot's peak RSS (``bot_peak_rss_mib``), its whole process tree: this process's VmHWM
   after the first cold and warm ``top`` (the informers holding every pod), before any
-  baseline run, plus the VmHWM of every worker of the bot's alive during a ``top``, summed
-  (``bench/tree.py``: read from a process of its own every 0.1 s; the sum of per-process
-  peaks, the conservative figure), each part reported too (``bot_process_…``,
-  ``decoder_…``, ``analysis_worker_peak_rss_mib``); apart from the stand-in's. This process
-  holds what a serving bot's does: its allocator's settings (``bot.wiring.heap.tune_malloc``),
-  ``gpunode serve``'s imports (``bot.wiring.runtime``) and
-  its warm-up (the analysis worker started and its charts imported, the templates compiled;
-  ``bot.wiring.warming``; it also holds the stand-in's token module, which serve does not).
+  baseline run of the size (the peak is reset to the current RSS as each size starts,
+  ``bot_process_peak_reset``: an earlier size's baseline lists, decoded in this process, are
+  not the bot's; what earlier sizes left resident still counts,
+  ``bot_process_rss_at_start_mib``), plus the VmHWM of every worker of the bot's alive
+  during a ``top``, summed (``bench/tree.py``: read from a process of its own every 0.1 s;
+  the sum of per-process peaks, the conservative figure), each part reported too
+  (``bot_process_…``, ``decoder_…``, ``analysis_worker_peak_rss_mib``); apart from the
+  stand-in's. This process holds what a serving bot's does: its allocator's settings
+  (``bot.wiring.heap.tune_malloc``), ``gpunode serve``'s imports (``bot.wiring.runtime``)
+  and its warm-up (the analysis worker started and its charts imported, the templates
+  compiled; ``bot.wiring.warming``; it also holds the stand-in's token module, which serve
+  does not).
   A diagnosis's work runs just before each gateway's first ``top``: held as
   ``DiagnoseService`` holds it, the analysis of
   ``bench/analyze.py``'s 5,000-process node and its chart, in the analysis worker as
@@ -101,11 +105,23 @@ JQ = (
 )
 
 
-def _hwm_mib(pid: int | str = "self") -> float:
+def _hwm_mib(pid: int | str = "self", field: str = "VmHWM") -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def _reset_hwm() -> bool:
+    """Reset this process's VmHWM to its current RSS (``clear_refs`` 5, Linux ≥ 4.0), so
+    that one size's peak is its own: the previous size's baseline (bare lists decoded here)
+    and gateway do not count in it. False where the kernel refuses (the figure then holds
+    every earlier peak: conservative)."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
 
 
 def _control(stop: Any, out: Any) -> None:
@@ -230,6 +246,8 @@ async def _diagnosis_calls(gw: Gateway, node: str) -> tuple[int, int, list[str]]
 
 
 async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
+    hwm_reset = _reset_hwm()
+    rss_at_start = _hwm_mib(field="VmRSS")
     analyst = Analyst(offload=analysis_offloader())
     # serve's warm-up, for the memory it leaves in the bot's process (the analysis worker,
     # its charts imported, ends after its idle time); it settles the heap last, as serve's
@@ -331,6 +349,8 @@ async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
         "worst_gc": gc_worst,
         "bot_peak_rss_mib": round(own_rss + sum(workers.values()), 1),
         "bot_process_peak_rss_mib": round(own_rss, 1),
+        "bot_process_rss_at_start_mib": round(rss_at_start, 1),
+        "bot_process_peak_reset": hwm_reset,
         "decoder_peak_rss_mib": round(decoder_rss, 1),
         "analysis_worker_peak_rss_mib": round(workers.get("analysis_worker", 0.0), 1),
         "other_workers_peak_rss_mib": round(workers.get("other_worker", 0.0), 1),
@@ -409,6 +429,7 @@ def main() -> None:
                 "cold_ratio_vs_kubectl_jq": last.get("cold_ratio_vs_kubectl_jq"),
                 "bot_peak_rss_mib": last["bot_peak_rss_mib"],
                 "bot_process_peak_rss_mib": last["bot_process_peak_rss_mib"],
+                "bot_process_rss_at_start_mib": last["bot_process_rss_at_start_mib"],
                 "decoder_peak_rss_mib": last["decoder_peak_rss_mib"],
                 "analysis_worker_peak_rss_mib": last["analysis_worker_peak_rss_mib"],
                 "analysis_worker_drawing_peak_rss_mib": last[

@@ -6,13 +6,16 @@ while after each diagnosis, went uncounted: issue #25's 300 MiB)."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
+from pathlib import Path
 
 from bench.tree import Sighting, TreeSampler, peak_of, role_of, tree_peaks
 from bot.offloading import Offloader
 from bot.working import WorkerProcess
 
 TOP = (10.0, 20.0)
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_bots_workers_are_told_apart_by_the_module_they_run() -> None:
@@ -86,3 +89,26 @@ async def test_the_sampler_sees_a_worker_of_this_process_and_not_its_other_child
     assert "analysis_worker" in roles.values()
     assert sampler.pid not in roles, "the sampler itself is not the bot's"
     assert all(s.hwm_mib > 1 for s in sightings)
+
+
+def test_each_fleet_size_starts_its_peak_afresh_so_an_earlier_sizes_baseline_is_not_the_bots() -> (
+    None
+):
+    """The sizes run in one process, and a size's bare-list baseline decodes whole pages
+    here: without the reset, 2,000 nodes' baseline (242 MiB) was read as 5,000 nodes' peak."""
+    script = (
+        "from bench.fleet import _hwm_mib, _reset_hwm\n"
+        "block = bytearray(256 * 1024 * 1024)\n"
+        "block[::4096] = b'x' * len(block[::4096])\n"
+        "del block\n"
+        "before = _hwm_mib()\n"
+        "assert _reset_hwm()\n"
+        "print(before, _hwm_mib(), _hwm_mib(field='VmRSS'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    before, after, rss = (float(x) for x in done.stdout.split())
+    assert before >= 256
+    assert after < 128
+    assert after <= rss + 1
