@@ -8,18 +8,45 @@ except its store, which is what an operator's ``gpunode status`` reads too.
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from bot.core.reporting.records import ActionRecord
+from bot.telemetry.lag import LoopLag
 from gpunode_sandbox.demo import Demo, running_demo
 from gpunode_sandbox.slacksim import SlackSim
 from gpunode_sandbox.slacksim.blocks import message_text
 from gpunode_sandbox.story import CHANNEL, find_button
 
 NODE = "gpu-node-01"
+
+
+#: event-loop stalls at least this long are listed in a failed test's output
+STALL_SHOWN_S = 0.5
+
+
+@pytest.fixture(autouse=True)
+async def _loop_stalls() -> AsyncIterator[None]:
+    """The bot and both stand-ins share the test's event loop: a timeout under load is
+    either the loop stalled (listed here, with the machine's load, in a failed test's
+    captured output) or something that waited without it."""
+    began = time.monotonic()
+    stalls: list[tuple[float, float]] = []
+    lag = LoopLag(
+        lambda s: stalls.append((time.monotonic() - began, s)) if s >= STALL_SHOWN_S else None,
+        interval_s=0.05,
+    )
+    lag.start()
+    yield
+    await lag.stop()
+    shown = ", ".join(f"{s:.2f} s at +{t:.1f} s" for t, s in stalls) or "none"
+    load = "/".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"event loop: longest stall {lag.max_s:.3f} s; stalls >= {STALL_SHOWN_S} s: {shown}")
+    print(f"load average {load} on {os.cpu_count()} CPUs")
 
 
 @pytest.fixture
