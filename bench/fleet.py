@@ -56,7 +56,10 @@ run on a fresh gateway as ``gpunode serve`` builds it (``informers=True``):
 - the Kubernetes calls of a diagnosis after a ``top`` (``run_diagnostic`` +
   ``get_cluster_view`` on a GPU node, counted by the gateway's observer): the first one
   (``first_diagnosis_api_calls``: it starts the pod-events informer and reads each owner),
-  and the next one (``diagnosis_api_calls``), as in ``gpunode serve``.
+  the next one (``diagnosis_api_calls``: the owners cached), and one made after the owner
+  cache expired (``cold_owner_diagnosis_api_calls``, ``fleet_cache_s`` later: what a
+  diagnosis that follows the last one by more than that makes, each owner read again;
+  ``cold_owner_diagnosis_calls_by_kind``), as in ``gpunode serve``.
 
 Usage: ``python bench/fleet.py [--sizes 500,2000,5000] [--runs 3] [--no-kubectl]``.
 Last line: one JSON object for the largest size (``"sizes"`` holds every size's figures):
@@ -75,6 +78,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -222,27 +226,34 @@ async def _diagnosis_work(analyst: Analyst) -> float:
     return time.perf_counter() - released
 
 
-async def _diagnosis_calls(gw: Gateway, node: str) -> tuple[int, int, list[str]]:
+async def _diagnosis_calls(gw: Gateway, node: str) -> tuple[int, int, list[str], int, list[str]]:
     """Calls of the first diagnosis (which starts the pod-events informer, as in `gpunode
-    serve`) and of the next one, once the informer has listed (its watch, 300 s long, ends
-    outside the count)."""
+    serve`), of the next one, once the informer has listed (its watch, 300 s long, ends
+    outside the count), and of one more after the owner cache has expired
+    (``fleet_cache_s`` later, as any diagnosis that follows the last one by more than that:
+    the usual incident), each owner then read again."""
     calls: list[str] = []
     gw.observe_api(lambda verb, resource, status: calls.append(f"{verb} {resource}"))
-    try:
+
+    async def diagnose() -> list[str]:
+        calls.clear()
         bundle = await gw.run_diagnostic(node)
         await gw.get_cluster_view(node, measured=measured_pods(bundle))
-        first = len(calls)
+        return list(calls)
+
+    try:
+        first = len(await diagnose())
         informer = gw.pod_events()
         for _ in range(6000):
             if informer is None or informer.synced.is_set():
                 break
             await asyncio.sleep(0.1)
-        calls.clear()
-        bundle = await gw.run_diagnostic(node)
-        await gw.get_cluster_view(node, measured=measured_pods(bundle))
+        warm = await diagnose()
+        await asyncio.sleep(gw.settings.fleet_cache_s + 1)
+        cold = await diagnose()
     finally:
         gw.observe_api(None)
-    return first, len(calls), calls
+    return first, len(warm), warm, len(cold), cold
 
 
 async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
@@ -317,7 +328,9 @@ async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
         lag.reset()
         await asyncio.sleep(5)  # the machine's own noise: the same monitor on an idle loop
         idle_stall = lag.max_s
-        first_calls, calls, names = await _diagnosis_calls(gw, "gpu-node-0001")
+        first_calls, calls, names, cold_calls, cold_names = await _diagnosis_calls(
+            gw, "gpu-node-0001"
+        )
     finally:
         await lag.stop()
         control.stop()
@@ -359,6 +372,8 @@ async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
         "analysis_worker_exit_s": round(max(exits), 3),
         "diagnosis_api_calls": calls,
         "first_diagnosis_api_calls": first_calls,
+        "cold_owner_diagnosis_api_calls": cold_calls,
+        "cold_owner_diagnosis_calls_by_kind": dict(Counter(cold_names).most_common()),
         "diagnosis_calls_by_kind": sorted(set(names)),
     }
 
@@ -443,6 +458,7 @@ def main() -> None:
                 "max_gc_cpu_s": last["max_gc_cpu_s"],
                 "max_gc_wall_s": last["max_gc_wall_s"],
                 "diagnosis_api_calls": last["diagnosis_api_calls"],
+                "cold_owner_diagnosis_api_calls": last["cold_owner_diagnosis_api_calls"],
                 "runs": args.runs,
                 "sizes": results,
             }
