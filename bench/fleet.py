@@ -85,7 +85,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.analyze import build
-from bench.tree import TreeSampler, holds_memory, peak_of, tree_peaks
+from bench.tree import TreeSampler, holds_memory, peak_of, status_mib, tree_peaks
 from bot.config import KubeSettings
 from bot.core.model.thresholds import Thresholds
 from bot.core.reporting.charts import chart_spec
@@ -109,11 +109,8 @@ JQ = (
 )
 
 
-def _hwm_mib(pid: int | str = "self", field: str = "VmHWM") -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+def _hwm_mib(pid: int | str = "self") -> float:
+    return status_mib(pid) or 0.0
 
 
 def _reset_hwm() -> bool:
@@ -258,7 +255,7 @@ async def _diagnosis_calls(gw: Gateway, node: str) -> tuple[int, int, list[str],
 
 async def _one_size(url: str, nodes: int, runs: int) -> dict[str, Any]:
     hwm_reset = _reset_hwm()
-    rss_at_start = _hwm_mib(field="VmRSS")
+    rss_at_start = status_mib(field="VmRSS") or 0.0
     analyst = Analyst(offload=analysis_offloader())
     # serve's warm-up, for the memory it leaves in the bot's process (the analysis worker,
     # its charts imported, ends after its idle time); it settles the heap last, as serve's

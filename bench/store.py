@@ -30,6 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.tree import status_mib
 from bot.core.reporting.analysis import analyze
 from bot.core.reporting.records import NO_CLUSTER
 from bot.store import AuditRecord, Store, record_rows
@@ -50,10 +51,7 @@ def _analyze_bench() -> Any:
 
 
 def _hwm_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+    return status_mib() or 0.0
 
 
 def _append_many(conn: Db, records: list[AuditRecord]) -> None:

@@ -79,7 +79,7 @@ def peak_of(sightings: Iterable[Sighting], role: str) -> float:
 def holds_memory(pid: int) -> bool:
     """Whether process ``pid`` runs still (ended, or a zombie not yet reaped: it holds no
     memory then)."""
-    return _hwm_mib(pid) is not None
+    return status_mib(pid) is not None
 
 
 def _children(pid: int) -> set[int]:
@@ -92,10 +92,12 @@ def _children(pid: int) -> set[int]:
     return found
 
 
-def _hwm_mib(pid: int) -> float | None:
+def status_mib(pid: int | str = "self", field: str = "VmHWM") -> float | None:
+    """A memory ``field`` of ``/proc/<pid>/status`` (VmHWM: the peak; VmRSS: now) in MiB;
+    None when the process is gone (or the field absent: a zombie)."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
     except OSError:
         return None
@@ -122,7 +124,7 @@ def _sample(pid: int, interval_s: float, ready: Any, stop: Any, out: Any) -> Non
                 if role is None:
                     continue
                 roles[child] = role
-            hwm = _hwm_mib(child)
+            hwm = status_mib(child)
             if hwm is not None:
                 sightings.append(Sighting(time.time(), child, role, hwm))
         time.sleep(interval_s)

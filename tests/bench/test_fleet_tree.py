@@ -91,19 +91,18 @@ async def test_the_sampler_sees_a_worker_of_this_process_and_not_its_other_child
     assert all(s.hwm_mib > 1 for s in sightings)
 
 
-def test_each_fleet_size_starts_its_peak_afresh_so_an_earlier_sizes_baseline_is_not_the_bots() -> (
-    None
-):
+def test_each_fleet_size_starts_its_peak_afresh() -> None:
     """The sizes run in one process, and a size's bare-list baseline decodes whole pages
     here: without the reset, 2,000 nodes' baseline (242 MiB) was read as 5,000 nodes' peak."""
     script = (
-        "from bench.fleet import _hwm_mib, _reset_hwm\n"
+        "from bench.fleet import _reset_hwm\n"
+        "from bench.tree import status_mib\n"
         "block = bytearray(256 * 1024 * 1024)\n"
         "block[::4096] = b'x' * len(block[::4096])\n"
         "del block\n"
-        "before = _hwm_mib()\n"
+        "before = status_mib()\n"
         "assert _reset_hwm()\n"
-        "print(before, _hwm_mib(), _hwm_mib(field='VmRSS'))\n"
+        "print(before, status_mib(), status_mib(field='VmRSS'))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT
