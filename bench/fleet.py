@@ -55,11 +55,12 @@ run on a fresh gateway as ``gpunode serve`` builds it (``informers=True``):
   interpreter lock throughout; CPU and wall);
 - the Kubernetes calls of a diagnosis after a ``top`` (``run_diagnostic`` +
   ``get_cluster_view`` on a GPU node, counted by the gateway's observer): the first one
-  (``first_diagnosis_api_calls``: it starts the pod-events informer and reads each owner),
-  the next one (``diagnosis_api_calls``: the owners cached), and one made after the owner
-  cache expired (``cold_owner_diagnosis_api_calls``, ``fleet_cache_s`` later: what a
-  diagnosis that follows the last one by more than that makes, each owner read again;
-  ``cold_owner_diagnosis_calls_by_kind``), as in ``gpunode serve``.
+  (``first_diagnosis_api_calls``: it starts the pod-events informer and the owner informers,
+  whose lists it counts), the next one (``diagnosis_api_calls``: the owners cached), and one
+  made after the owner cache expired (``cold_owner_diagnosis_api_calls``, ``fleet_cache_s``
+  later: what a diagnosis that follows the last one by more than that makes, the usual
+  incident; ``cold_owner_diagnosis_calls_by_kind``: the owner informers answer for the
+  owners and budgets), as in ``gpunode serve``.
 
 Usage: ``python bench/fleet.py [--sizes 500,2000,5000] [--runs 3] [--no-kubectl]``.
 Last line: one JSON object for the largest size (``"sizes"`` holds every size's figures):
@@ -224,11 +225,11 @@ async def _diagnosis_work(analyst: Analyst) -> float:
 
 
 async def _diagnosis_calls(gw: Gateway, node: str) -> tuple[int, int, list[str], int, list[str]]:
-    """Calls of the first diagnosis (which starts the pod-events informer, as in `gpunode
-    serve`), of the next one, once the informer has listed (its watch, 300 s long, ends
-    outside the count), and of one more after the owner cache has expired
+    """Calls of the first diagnosis (which starts the pod-events and owner informers, as in
+    `gpunode serve`), of the next one, once the informers have listed (their watches, 300 s
+    long, end outside the count), and of one more after the owner cache has expired
     (``fleet_cache_s`` later, as any diagnosis that follows the last one by more than that:
-    the usual incident), each owner then read again."""
+    the usual incident), the owners then read from the owner informers."""
     calls: list[str] = []
     gw.observe_api(lambda verb, resource, status: calls.append(f"{verb} {resource}"))
 
@@ -240,9 +241,9 @@ async def _diagnosis_calls(gw: Gateway, node: str) -> tuple[int, int, list[str],
 
     try:
         first = len(await diagnose())
-        informer = gw.pod_events()
+        informers = [gw.pod_events(), *(gw.owner_informers() or {}).values()]
         for _ in range(6000):
-            if informer is None or informer.synced.is_set():
+            if all(i is None or i.synced.is_set() for i in informers):
                 break
             await asyncio.sleep(0.1)
         warm = await diagnose()

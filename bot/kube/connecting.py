@@ -24,10 +24,11 @@ from bot.kube.errors import translating
 #: urllib3 retries on connection/read errors; one retry rides over a dropped keep-alive
 #: connection without multiplying long timeouts.
 DEFAULT_RETRIES = 1
-#: keep-alive connections per cluster: one per gateway thread (gateway.THREADS_PER_CLUSTER),
-#: so no call opens a connection the pool then discards (the client's default is 5 per CPU:
-#: 10 on a 2-core pod, fewer than the threads)
-POOL_SIZE = 16
+#: keep-alive connections per cluster: one per gateway thread (gateway.THREADS_PER_CLUSTER,
+#: 16) and one per informer's watch (10: pods, nodes, pod events, six kinds of controller,
+#: PodDisruptionBudgets), so no call opens a connection the pool then discards (the client's
+#: default is 5 per CPU: 10 on a 2-core pod, fewer than the threads)
+POOL_SIZE = 26
 
 
 def server_url_cause(url: str) -> tuple[str, str] | None:

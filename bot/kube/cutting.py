@@ -357,7 +357,9 @@ def stepped(walker: ListWalker, body: bytes, *, final: bool) -> Iterator[tuple[s
         yield from walker.feed(body[at : at + STEP], final=final and at + STEP >= len(body))
 
 
-def _slim_page(body: bytes, cut: Callable[[Obj], R]) -> SlimPage[R]:
+def slim_page(body: bytes, cut: Callable[[Obj], R]) -> SlimPage[R]:
+    """A list page ``body`` with each item cut by ``cut``, its ``continue`` token and
+    resourceVersion; decoded an item at a time (``ListWalker``), never the whole page."""
     token: str | None = None
     version = ""
     items: list[tuple[str, str, R]] = []
@@ -372,12 +374,12 @@ def _slim_page(body: bytes, cut: Callable[[Obj], R]) -> SlimPage[R]:
 
 
 def _pod_page(body: bytes) -> SlimPage[PodRecord]:
-    """``_slim_page(body, pod_record)``, the page decoded to only what ``pod_record`` reads,
+    """``slim_page(body, pod_record)``, the page decoded to only what ``pod_record`` reads,
     those parts raw (``bot.kube.podpages``, ``raw_pod_record``) where it fits, the general way
     where it does not."""
     page = decode_pod_page(body) if body else None
     if page is None:
-        return _slim_page(body, pod_record)
+        return slim_page(body, pod_record)
     meta = page.get("metadata") or {}
     items: list[tuple[str, str, PodRecord]] = []
     for pod in page.get("items") or ():
@@ -394,7 +396,7 @@ def pod_records_page(body: bytes) -> SlimPage[PodRecord]:
 
 
 def node_records_page(body: bytes) -> SlimPage[Obj]:
-    return _slim_page(body, node_record)
+    return slim_page(body, node_record)
 
 
 class FleetShare:

@@ -62,6 +62,15 @@ from bot.kube.doing import Doing
 from bot.kube.errors import refused_as, translate
 from bot.kube.informing import Informer, slim_event
 from bot.kube.observing import KubeObserver
+from bot.kube.ownerrecords import (
+    BUDGETS_PATH,
+    INFORMED_CONTROLLERS,
+    api_version,
+    budget_record,
+    budget_records_page,
+    controller_record,
+    controller_records_page,
+)
 from bot.kube.pages import gc_paused
 from bot.kube.reading import OwnerCache
 from bot.kube.rollouts import with_settings_keys
@@ -76,9 +85,17 @@ T = TypeVar("T")
 THREADS_PER_CLUSTER = 16
 #: seconds each watch of the pod-events informer lasts before it resumes
 EVENTS_WATCH_S = 300
-#: ... and of the pods and nodes informers (as client-go's reflector: 5-10 minutes)
+#: ... and of the pods and nodes informers (as client-go's reflector: 5-10 minutes), and of
+#: the owner informers
 FLEET_WATCH_S = 300
+#: the owner informers' key for the PodDisruptionBudgets' (the others' is their kind)
+BUDGETS = "PodDisruptionBudget"
 Obj = dict[str, Any]
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 class Gateway:
@@ -118,6 +135,11 @@ class Gateway:
         #: fleet (`top`, the plans' room) is summed from memory while they are synced
         self._fleet_informers: tuple[Informer[PodRecord], Informer[Obj]] | None = None
         self.fleet_watch_s = FLEET_WATCH_S
+        #: every built-in controller an owner chain walks through, and every
+        #: PodDisruptionBudget, in slim records (``bot.kube.ownerrecords``), listed then
+        #: watched (``informers=True``): a diagnosis reads its pods' owners and its
+        #: namespaces' budgets from memory, however long since the last one (issue #25)
+        self._owner_informers: dict[str, Informer[Obj]] | None = None
         #: the fleet summed from the informers: (pods generation, nodes generation, drivers)
         self._summed: tuple[tuple[int, int, object], FleetTally] | None = None
         #: parsed GPU nodes by (name, resourceVersion, DRA drivers), reused while unchanged
@@ -159,6 +181,8 @@ class Gateway:
         if self._events is not None:
             self._events.stop()
         for informer in self._fleet_informers or ():
+            informer.stop()
+        for informer in (self._owner_informers or {}).values():
             informer.stop()
         self._threads.shutdown(wait=True, cancel_futures=True)
         self._decoder.close()
@@ -252,7 +276,8 @@ class Gateway:
     def _owner_chains(
         self, t: Transport, pods: list[Obj], cache: dict[tuple[str, str, str], Obj | None]
     ) -> list[list[Any]]:
-        return [reading.owner_chain(t, p, cache) for p in pods]
+        held = self._owner_lookup()
+        return [reading.owner_chain(t, p, cache, held) for p in pods]
 
     def _member_chains(
         self, t: Transport, pods: list[Obj], cache: dict[tuple[str, str, str], Obj | None]
@@ -263,7 +288,7 @@ class Gateway:
         through its own owner cache only: their RBAC decides."""
         if self.acting is not None:
             return self._owner_chains(t, pods, cache)
-        return self._controller_refs.chains(t, pods, cache)
+        return self._controller_refs.chains(t, pods, cache, self._owner_lookup())
 
     async def fleet(self, *, max_age_s: float | None = None) -> FleetTally:
         """Every node's sums and room in slim records (``bot.kube.tallying``).
@@ -289,6 +314,11 @@ class Gateway:
             self._tally_writes = self._writes
             replaced = [self._tally_task]  # the last read, its tally as its result
             task = self._tally_task = asyncio.ensure_future(self._read_fleet())
+            # its failure reaches every waiter through the shield; marked retrieved here too,
+            # so a read no one waits on any more is never logged later by the collector, on
+            # whatever thread runs it (Python 3.11 formats that traceback with ``ast``, which
+            # is not safe beside another thread's ``ast.parse``: seen as a SystemError)
+            task.add_done_callback(_retrieved)
             self._let_go_off_loop(replaced)
         return await asyncio.shield(task)
 
@@ -351,8 +381,10 @@ class Gateway:
         watch. ``gpunode serve`` calls it once it is warm, so the first ``top`` and the tier
         planners' first gang members read memory instead of waiting on that list (about 20 s
         at 150,000 pods, issue #25). Nothing for a gateway that keeps no informers, or acts
-        as a person; the call itself never waits on the API."""
+        as a person; the call itself never waits on the API. The owner informers start
+        too (``owner_informers``)."""
         self.fleet_informers()
+        self.owner_informers()
 
     async def _informed_fleet(self) -> FleetTally | None:
         """The fleet from the informers' memory, or None: not kept, not synced (after
@@ -499,6 +531,79 @@ class Gateway:
             held = self._owners = (now, self._writes, OwnerCache())
         return held[2]
 
+    def owner_informers(self) -> dict[str, Informer[Obj]] | None:
+        """The owner informers (started on first use), by kind: each built-in controller
+        kind an owner chain walks through (``ownerrecords.INFORMED_CONTROLLERS``) and
+        ``BUDGETS``; None when this gateway keeps none (``informers``) or acts as a person
+        (their RBAC decides what they read). A page of them is cut in the decoder process,
+        as the pods' are."""
+        if not self.informers or self.acting is not None:
+            return None
+        if self._owner_informers is None:
+            held: dict[str, Informer[Obj]] = {}
+            for kind, (prefix, plural) in INFORMED_CONTROLLERS.items():
+                version = api_version(prefix)
+                held[kind] = Informer(
+                    self.transport,
+                    f"{prefix}/{plural}",
+                    slim=functools.partial(controller_record, kind, version),
+                    pages=functools.partial(controller_records_page, kind, version),
+                    decoder=self._decoder,
+                    watch_s=self.fleet_watch_s,
+                    name=f"{plural}-informer",
+                )
+            held[BUDGETS] = Informer(
+                self.transport,
+                BUDGETS_PATH,
+                slim=budget_record,
+                pages=budget_records_page,
+                decoder=self._decoder,
+                watch_s=self.fleet_watch_s,
+                name="poddisruptionbudgets-informer",
+            )
+            self._owner_informers = held
+            for informer in held.values():
+                informer.start()
+        return self._owner_informers
+
+    async def _owners_answered(self) -> None:
+        """Start the owner informers (when `serve` did not prime them: a diagnosis's Job
+        started them), and wait out their first lists, never a GET beside them (bounded
+        by the request timeout a page, or the first failure: then the walk GETs)."""
+        held = self.owner_informers()
+        waiting = [i for i in (held or {}).values() if not i.answered.is_set()]
+        if waiting:
+            loop = asyncio.get_running_loop()
+            for informer in waiting:
+                await loop.run_in_executor(self._threads, informer.answered.wait)
+
+    def _answering(self, kind: str) -> Informer[Obj] | None:
+        """The owner informer of ``kind`` when it can answer as the API would: kept for this
+        gateway (not a view acting as a person), synced, and heard from since this gateway's
+        last real write (a patched Deployment's own event has then arrived, or a bookmark
+        newer than it). None otherwise: the caller reads the API."""
+        if self.acting is not None or self._owner_informers is None:
+            return None
+        informer = self._owner_informers.get(kind)
+        if informer is None or not informer.synced.is_set():
+            return None
+        if informer.heard_at <= self._written_at:
+            return None
+        return informer
+
+    def _held_owner(self, kind: str, namespace: str, name: str) -> Obj | None:
+        """``reading.OwnerLookup``: the controller from its informer's memory; None (the walk
+        then GETs it) when the informer cannot answer (``_answering``) or holds no such
+        object (one made a moment ago whose event is still on its way, or one deleted: the
+        GET says which)."""
+        informer = self._answering(kind)
+        return None if informer is None else informer.get(namespace, name)
+
+    def _owner_lookup(self) -> reading.OwnerLookup | None:
+        if self.acting is not None or self._owner_informers is None:
+            return None
+        return self._held_owner
+
     def pod_events(self) -> Informer[Obj] | None:
         """The pod-events informer (started on first use), or None when this gateway keeps
         none (``informers``) or acts as a person (their RBAC decides what they may read)."""
@@ -545,6 +650,7 @@ class Gateway:
             }
         )
         cache = self.owner_cache()
+        await self._owners_answered()
         informer = self.pod_events()
         held = informer.items_in if informer is not None and informer.synced.is_set() else None
         chains, events, metrics, budgets = await asyncio.gather(
@@ -626,6 +732,13 @@ class Gateway:
         }
         if not spaces:
             return []
+        informer = self._answering(BUDGETS)
+        if informer is not None:  # by namespace, then name: as the lists below answer
+            return [
+                objects.parse_budget(b)
+                for ns in sorted(spaces)
+                for _, _, b in informer.keyed_in(ns)
+            ]
         try:
             items = await self._call(
                 Doing.of("list_budgets"), reading.list_budgets, spaces, cache.budgets
@@ -717,6 +830,7 @@ class Gateway:
 
     # -- diagnostic Job -------------------------------------------------------------------
     async def run_diagnostic(self, node: str, *, known: NodeInfo | None = None) -> EvidenceBundle:
+        self.owner_informers()  # their first lists run beside the Job (``_owners_answered``)
         task = self._diagnoses.get(node)
         if task is None or task.done():
             task = asyncio.create_task(self._diagnose(node, known), name=f"gpunode-diagnose-{node}")

@@ -56,15 +56,16 @@ def _key(obj: Obj) -> tuple[str, str]:
 
 
 class Informer(Generic[R]):
-    """``path``'s objects (those ``field_selector`` selects) as ``slim`` makes them;
-    ``pages`` (with ``decoder``): how a whole list page is cut (see the module docstring)."""
+    """``path``'s objects (those ``field_selector`` selects) as ``slim`` makes them (None:
+    nothing of that object is kept); ``pages`` (with ``decoder``): how a whole list page is
+    cut (see the module docstring)."""
 
     def __init__(
         self,
         transport: Transport,
         path: str,
         *,
-        slim: Callable[[Obj], R],
+        slim: Callable[[Obj], R | None],
         field_selector: str | None = None,
         watch_s: int = 300,
         page_size: int = 500,
@@ -105,8 +106,9 @@ class Informer(Generic[R]):
     def stop(self) -> None:
         """Stop after the watch in flight ends (at most ``watch_s``, or at once when the
         connections are closed under it); nothing is reported after this."""
-        self._stop.set()
-        self.synced.clear()
+        with self._lock:  # never synced after this, even by a list ending now (``_list``)
+            self._stop.set()
+            self.synced.clear()
         self.answered.set()
 
     @property
@@ -134,6 +136,11 @@ class Informer(Generic[R]):
         with self._lock:
             names = dict(self._items.get(namespace) or {})
         return [(namespace, name, names[name]) for name in sorted(names)]
+
+    def get(self, namespace: str, name: str) -> R | None:
+        """The record of ``namespace``/``name``, or None when none is held."""
+        with self._lock:
+            return (self._items.get(namespace) or {}).get(name)
 
     def items_in(self, namespaces: Iterable[str]) -> list[R]:
         """The objects of ``namespaces`` only: O(those objects), not O(all it holds)."""
@@ -213,7 +220,9 @@ class Informer(Generic[R]):
             page = self.transport.request("GET", self.path, query=self._query(token))
             for obj in page.get("items") or []:
                 ns, name = _key(obj)
-                items.setdefault(ns, {})[name] = self.slim(obj)
+                record = self.slim(obj)
+                if record is not None:
+                    items.setdefault(ns, {})[name] = record
             meta = page.get("metadata") or {}
             token = meta.get("continue") or None
             if token is None:
@@ -237,11 +246,12 @@ class Informer(Generic[R]):
         with self._lock:
             self._items = items
             self.generation += 1
-        self.resource_version = version
-        self.heard_at = time.monotonic()
-        self.lists += 1
-        self.failures = 0
-        self.synced.set()
+            self.resource_version = version
+            self.heard_at = time.monotonic()
+            self.lists += 1
+            self.failures = 0
+            if not self._stop.is_set():
+                self.synced.set()
         self.answered.set()
         return version
 

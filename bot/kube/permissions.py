@@ -63,6 +63,13 @@ API_CALLS: tuple[ApiCall, ...] = (
     # ... and the restarted pods' Kueue Workloads (admission, PodsReady, evictions)
     ApiCall("kueue.x-k8s.io", "workloads", "list"),
     *(ApiCall(group, plural, "get") for group, plural in _CONTROLLERS),
+    # the owner informers (bot.kube.ownerrecords): every kind but ReplicationController
+    *(
+        ApiCall(group, plural, verb)
+        for group, plural in _CONTROLLERS
+        if plural != "replicationcontrollers"
+        for verb in ("list", "watch")
+    ),
     # the diagnostic Job: the NVIDIA RuntimeClass preflight, then the Job (its FailedCreate
     # events come from the events list above)
     ApiCall("node.k8s.io", "runtimeclasses", "get"),
@@ -87,6 +94,7 @@ API_CALLS: tuple[ApiCall, ...] = (
     ApiCall("", "pods/resize", "patch"),
     # the budgets of the node's namespaces (tier 1 names the pods they pin) and of evicted pods
     ApiCall("policy", "poddisruptionbudgets", "list"),
+    ApiCall("policy", "poddisruptionbudgets", "watch"),  # their informer
     ApiCall("scheduling.k8s.io", "priorityclasses", "get"),
     ApiCall("scheduling.k8s.io", "priorityclasses", "create"),
     # tier 2 / 3 patch pod templates of these kinds only (bot.core.model.actions.PATCHABLE_KINDS)

@@ -78,11 +78,21 @@ class OwnerCache(dict[tuple[str, str, str], "Obj | None"]):
         self.budgets: dict[str, list[Obj]] = {}
 
 
+#: (kind, namespace, name) -> the controller as an owner informer holds it, or None when it
+#: cannot say (``Gateway._held_owner``): the walk then reads the API
+OwnerLookup = Callable[[str, str, str], "Obj | None"]
+
+
 def owner_chain(
-    t: Transport, pod: Obj, cache: dict[tuple[str, str, str], Obj | None]
+    t: Transport,
+    pod: Obj,
+    cache: dict[tuple[str, str, str], Obj | None],
+    held: OwnerLookup | None = None,
 ) -> list[OwnerRef]:
     """Controller refs from the pod up to the top controller (nearest first).
 
+    Each controller is taken from ``cache``, else from ``held`` (an owner informer's memory,
+    ``bot.kube.ownerrecords``), else read (one GET); what it finds lands in ``cache``.
     An owner that is not a built-in controller *of its built-in API group*, or one the
     gateway may not read (404/403), ends the chain at that owner: it is still reported, only
     its own owners stay unknown.
@@ -101,6 +111,10 @@ def owner_chain(
         if builtin_kind(owner) is None:
             break
         key = (owner.kind, namespace, owner.name)
+        if key not in cache and held is not None:
+            found = held(owner.kind, namespace, owner.name)
+            if found is not None:
+                cache[key] = found
         if key not in cache:
             try:
                 with translating(
@@ -130,10 +144,14 @@ class ControllerRefs:
         self._lock = threading.Lock()
 
     def chains(
-        self, t: Transport, pods: list[Obj], cache: dict[tuple[str, str, str], Obj | None]
+        self,
+        t: Transport,
+        pods: list[Obj],
+        cache: dict[tuple[str, str, str], Obj | None],
+        held: OwnerLookup | None = None,
     ) -> list[list[OwnerRef]]:
-        """``owner_chain`` of each pod, through what is kept here and in ``cache``; what it
-        reads lands in both."""
+        """``owner_chain`` of each pod, through what is kept here and in ``cache`` (and
+        ``held``, the owner informers); what it reads lands in both."""
         now = time.monotonic()
         with self._lock:
             for key in [k for k, (at, _) in self._held.items() if now - at >= self.ttl_s]:
@@ -143,7 +161,7 @@ class ControllerRefs:
             }
         walk.update(cache)  # what this owner cache read wins: it is as new or newer
         known = set(walk)
-        chains = [owner_chain(t, p, walk) for p in pods]
+        chains = [owner_chain(t, p, walk, held) for p in pods]
         read = {k: walk[k] for k in walk.keys() - known}
         cache.update(read)
         with self._lock:

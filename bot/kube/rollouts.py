@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from bot.core.model.annotations import ARGO_TRACKING, HELM_RELEASE, HELM_RELEASE_NAMESPACE
 from bot.core.model.workloads import (
     HELM_FIELDS,
     HELM_KEY_ANNOTATION,
@@ -26,12 +27,9 @@ from bot.core.model.workloads import (
 
 Obj = Mapping[str, Any]
 ARGO_LABEL = "argocd.argoproj.io/instance"
-ARGO_TRACKING = "argocd.argoproj.io/tracking-id"
 FLUX_LABELS = ("kustomize.toolkit.fluxcd.io/name", "helm.toolkit.fluxcd.io/name")
 #: what Helm 3 writes on every object of a release (``helm install/upgrade``)
 HELM_MANAGED_BY = ("app.kubernetes.io/managed-by", "Helm")
-HELM_RELEASE = "meta.helm.sh/release-name"
-HELM_RELEASE_NAMESPACE = "meta.helm.sh/release-namespace"
 HELM_CHART = "helm.sh/chart"
 
 

@@ -20,20 +20,21 @@ DEPLOY = REPO / "deploy"
 BASE = DEPLOY / "base"
 
 CLUSTER_RULES = {
+    # the owner informers (controllers and budgets, list then watch) read, never write more
     ("", "nodes"): {"get", "list", "watch", "patch"},
     ("", "pods"): {"get", "list", "watch"},
     ("", "pods/eviction"): {"create"},
     ("", "pods/resize"): {"patch"},
     ("", "events"): {"list", "watch"},
-    ("apps", "deployments"): {"get", "patch"},
-    ("apps", "statefulsets"): {"get", "patch"},
-    ("apps", "replicasets"): {"get"},
-    ("apps", "daemonsets"): {"get", "patch"},
-    ("batch", "jobs"): {"get"},
-    ("batch", "cronjobs"): {"get"},
+    ("apps", "deployments"): {"get", "list", "watch", "patch"},
+    ("apps", "statefulsets"): {"get", "list", "watch", "patch"},
+    ("apps", "replicasets"): {"get", "list", "watch"},
+    ("apps", "daemonsets"): {"get", "list", "watch", "patch"},
+    ("batch", "jobs"): {"get", "list", "watch"},
+    ("batch", "cronjobs"): {"get", "list", "watch"},
     ("", "replicationcontrollers"): {"get"},
     ("scheduling.k8s.io", "priorityclasses"): {"get", "list", "create"},
-    ("policy", "poddisruptionbudgets"): {"list"},
+    ("policy", "poddisruptionbudgets"): {"list", "watch"},
     ("metrics.k8s.io", "pods"): {"list"},
     ("node.k8s.io", "runtimeclasses"): {"get"},
     ("resource.k8s.io", "resourceslices"): {"list"},

@@ -125,7 +125,7 @@ def page_of(items: list[Any], *, token: str | None = "abc", rv: str = "1234") ->
 def cut_whole(body: bytes) -> SlimPage[cutting.PodRecord]:
     """The page decoded whole, by the general walker, and cut: what ``pod_records_page``
     answered before the narrow decode."""
-    page = cutting._slim_page(body, cutting.pod_record)
+    page = cutting.slim_page(body, cutting.pod_record)
     share = cutting.FleetShare()
     return page._replace(items=[(ns, n, share.pod(r)) for ns, n, r in page.items])
 

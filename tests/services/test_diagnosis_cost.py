@@ -77,9 +77,12 @@ async def _two_diagnoses(
     nodes: int,
     *,
     informers: bool = False,
+    owner_cache_s: float = 3600,
 ) -> tuple[list[Request], list[Request]]:
     """The calls of the first diagnosis after a `top`, and of the next one of that node
-    (with ``informers``: once the pod-events informer the first one started has listed)."""
+    (with ``informers``: once the pod-events informer the first one started has listed, and
+    the owner informers too). ``owner_cache_s``: how long the owners one diagnosis read are
+    shared with the next (``fleet_cache_s``; 0: each diagnosis finds the cache expired)."""
     sim = await make_kubesim(seed_with_filler(nodes))
     gateway = Gateway.from_settings(
         KubeSettings(
@@ -89,7 +92,7 @@ async def _two_diagnoses(
             verify_tls=False,
             namespace="gpunode",
             job_timeout_s=30,
-            fleet_cache_s=3600,
+            fleet_cache_s=owner_cache_s,
         ),
         informers=informers,
     )
@@ -110,13 +113,14 @@ async def _two_diagnoses(
         assert first.error is None, first.error
         cold = list(sim.requests)
         if informers:
-            informer = gateway.pod_events()
-            assert informer is not None
+            events, owners = gateway.pod_events(), gateway.owner_informers()
+            assert events is not None and owners is not None
+            started = [events, *owners.values()]
             for _ in range(1200):  # generous: up to 60 s on a busy machine
-                if informer.synced.is_set():
+                if all(i.synced.is_set() for i in started):
                     break
                 await asyncio.sleep(0.05)
-            assert informer.synced.is_set(), "the pod-events informer never listed"
+            assert all(i.synced.is_set() for i in started), "an informer never listed"
         sim.requests.clear()
         outcome = await service.diagnose(AT, channel="C0INCIDENT", user="UREQ")
         assert outcome.error is None and outcome.diagnosis is not None, outcome.error
@@ -133,8 +137,22 @@ def shape(calls: list[Request]) -> Counter[tuple[str, str, str]]:
     return Counter(normalized(r) for r in calls if "watch=true" not in r[2])
 
 
+#: what the informers list and watch, cluster-wide (pod events; pods, nodes; owners, budgets)
+INFORMED = re.compile(
+    r"/api/v1/(events|pods|nodes)"
+    r"|/apis/(apps|batch)/v1/(replicasets|deployments|statefulsets|daemonsets|jobs|cronjobs)"
+    r"|/apis/policy/v1/poddisruptionbudgets"
+)
+
+
 def _informer_call(r: Request) -> bool:
-    return r[1] == "/api/v1/events" and "involvedObject.kind%3DPod" in r[2]
+    """An informer's list or watch: of a whole collection, with no selector narrowing it to
+    the node (the pod-events informer's is its kind)."""
+    method, path, query = r
+    if method != "GET" or not INFORMED.fullmatch(path):
+        return False
+    selectors = " ".join(parse_qs(query).get("fieldSelector", []))
+    return NODE not in selectors and "labelSelector" not in query
 
 
 def owner_reads(calls: list[Request]) -> list[Request]:
@@ -211,3 +229,23 @@ async def test_with_the_pod_events_informer_a_diagnosis_makes_at_most_ten_calls(
         assert len(warm) <= 10, [normalized(r) for r in warm]
         assert [r for r in warm if unscoped(r)] == []
         assert not any("/events" in r[1] and "/namespaces/" in r[1] for r in warm)
+
+
+async def test_with_the_owner_informers_a_diagnosis_long_after_the_last_makes_at_most_ten(
+    make_kubesim: Callable[..., Awaitable[KubeSim]], tmp_path: Path
+) -> None:
+    """The usual incident: the owners the last diagnosis read are long expired. The owner
+    and budget informers answer for them, so the diagnosis reads no owner and lists no
+    budget, at any cluster size."""
+    runs = [
+        await _two_diagnoses(make_kubesim, tmp_path, n, informers=True, owner_cache_s=0)
+        for n in (20, 200)
+    ]
+    assert shape(runs[0][1]) == shape(runs[1][1])
+    for cold, warm in runs:
+        for calls in ([r for r in cold if not _informer_call(r)], warm):
+            # the first started the owner informers, and waited for their lists
+            assert owner_reads(calls) == []
+            assert not any(r[1].endswith("/poddisruptionbudgets") for r in calls), calls
+        assert len(warm) <= 10, [normalized(r) for r in warm]
+        assert [r for r in warm if unscoped(r)] == []

@@ -22,3 +22,15 @@ POD_ANNOTATIONS = (DO_NOT_DISRUPT, SAFE_TO_EVICT)
 #: what tier 1 sets on the cordoned node for the incident (the Node admission policy in
 #: deploy/base allows exactly these keys, with exactly this value)
 NODE_PROTECTION: dict[str, str] = {SCALE_DOWN_DISABLED: "true", DO_NOT_DISRUPT: "true"}
+
+#: the controller annotations a remedy's rollout facts read (``bot.kube.rollouts``): Argo CD's
+#: tracking id, the Helm release Helm 3 writes on every object of a release, and the values
+#: keys a team names for gpunode; the owner informers keep these and no other
+#: (``bot.kube.ownerrecords``: ``last-applied-configuration`` alone is the whole object again)
+ARGO_TRACKING = "argocd.argoproj.io/tracking-id"
+HELM_RELEASE = "meta.helm.sh/release-name"
+HELM_RELEASE_NAMESPACE = "meta.helm.sh/release-namespace"
+#: the prefix of the annotation a team sets on the workload (in its chart's template) to name
+#: the values key of a field (``gpunode.io/helm-values-key.memory-limit``)
+HELM_KEY_ANNOTATION = "gpunode.io/helm-values-key."
+CONTROLLER_ANNOTATIONS = (ARGO_TRACKING, HELM_RELEASE, HELM_RELEASE_NAMESPACE)

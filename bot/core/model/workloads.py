@@ -11,6 +11,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+#: the annotation a team sets on the workload (in its chart's template) to name the key
+from bot.core.model.annotations import HELM_KEY_ANNOTATION as HELM_KEY_ANNOTATION
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -244,8 +247,6 @@ HELM_FIELDS: tuple[HelmField, ...] = (
     "memory-limit",
     "priority-class",
 )
-#: the annotation a team sets on the workload (in its chart's template) to name the key
-HELM_KEY_ANNOTATION = "gpunode.io/helm-values-key."
 
 
 #: what is wrong with a values-key text, by fault (``helm_keys_fault``), in English
