@@ -66,10 +66,11 @@ from bot.kube.ownerrecords import (
     BUDGETS_PATH,
     INFORMED_CONTROLLERS,
     api_version,
-    budget_record,
     budget_records_page,
-    controller_record,
+    budget_text,
     controller_records_page,
+    controller_text,
+    read_record,
 )
 from bot.kube.pages import gc_paused
 from bot.kube.reading import OwnerCache
@@ -139,7 +140,7 @@ class Gateway:
         #: PodDisruptionBudget, in slim records (``bot.kube.ownerrecords``), listed then
         #: watched (``informers=True``): a diagnosis reads its pods' owners and its
         #: namespaces' budgets from memory, however long since the last one (issue #25)
-        self._owner_informers: dict[str, Informer[Obj]] | None = None
+        self._owner_informers: dict[str, Informer[str]] | None = None
         #: the fleet summed from the informers: (pods generation, nodes generation, drivers)
         self._summed: tuple[tuple[int, int, object], FleetTally] | None = None
         #: parsed GPU nodes by (name, resourceVersion, DRA drivers), reused while unchanged
@@ -180,9 +181,7 @@ class Gateway:
         ``asyncio.run`` waits for ``to_thread`` calls), then close the connections."""
         if self._events is not None:
             self._events.stop()
-        for informer in self._fleet_informers or ():
-            informer.stop()
-        for informer in (self._owner_informers or {}).values():
+        for informer in [*(self._fleet_informers or ()), *(self._owner_informers or {}).values()]:
             informer.stop()
         self._threads.shutdown(wait=True, cancel_futures=True)
         self._decoder.close()
@@ -531,7 +530,7 @@ class Gateway:
             held = self._owners = (now, self._writes, OwnerCache())
         return held[2]
 
-    def owner_informers(self) -> dict[str, Informer[Obj]] | None:
+    def owner_informers(self) -> dict[str, Informer[str]] | None:
         """The owner informers (started on first use), by kind: each built-in controller
         kind an owner chain walks through (``ownerrecords.INFORMED_CONTROLLERS``) and
         ``BUDGETS``; None when this gateway keeps none (``informers``) or acts as a person
@@ -540,13 +539,13 @@ class Gateway:
         if not self.informers or self.acting is not None:
             return None
         if self._owner_informers is None:
-            held: dict[str, Informer[Obj]] = {}
+            held: dict[str, Informer[str]] = {}
             for kind, (prefix, plural) in INFORMED_CONTROLLERS.items():
                 version = api_version(prefix)
                 held[kind] = Informer(
                     self.transport,
                     f"{prefix}/{plural}",
-                    slim=functools.partial(controller_record, kind, version),
+                    slim=functools.partial(controller_text, kind, version),
                     pages=functools.partial(controller_records_page, kind, version),
                     decoder=self._decoder,
                     watch_s=self.fleet_watch_s,
@@ -555,7 +554,7 @@ class Gateway:
             held[BUDGETS] = Informer(
                 self.transport,
                 BUDGETS_PATH,
-                slim=budget_record,
+                slim=budget_text,
                 pages=budget_records_page,
                 decoder=self._decoder,
                 watch_s=self.fleet_watch_s,
@@ -577,7 +576,7 @@ class Gateway:
             for informer in waiting:
                 await loop.run_in_executor(self._threads, informer.answered.wait)
 
-    def _answering(self, kind: str) -> Informer[Obj] | None:
+    def _answering(self, kind: str) -> Informer[str] | None:
         """The owner informer of ``kind`` when it can answer as the API would: kept for this
         gateway (not a view acting as a person), synced, and heard from since this gateway's
         last real write (a patched Deployment's own event has then arrived, or a bookmark
@@ -597,7 +596,8 @@ class Gateway:
         object (one made a moment ago whose event is still on its way, or one deleted: the
         GET says which)."""
         informer = self._answering(kind)
-        return None if informer is None else informer.get(namespace, name)
+        text = None if informer is None else informer.get(namespace, name)
+        return None if text is None else read_record(text)
 
     def _owner_lookup(self) -> reading.OwnerLookup | None:
         if self.acting is not None or self._owner_informers is None:
@@ -735,9 +735,9 @@ class Gateway:
         informer = self._answering(BUDGETS)
         if informer is not None:  # by namespace, then name: as the lists below answer
             return [
-                objects.parse_budget(b)
+                objects.parse_budget(read_record(text))
                 for ns in sorted(spaces)
-                for _, _, b in informer.keyed_in(ns)
+                for _, _, text in informer.keyed_in(ns)
             ]
         try:
             items = await self._call(

@@ -16,12 +16,14 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs
 
 from bot.config import KubeSettings
 from bot.core.model.clusters import DEFAULT_CLUSTER, NodeRef
 from bot.core.model.thresholds import DEFAULT
 from bot.kube.gateway import Gateway
+from bot.kube.informing import Informer
 from bot.services.clusters import ClusterRegistry
 from bot.services.diagnose import DiagnoseService
 from bot.store.storing import Store
@@ -115,7 +117,7 @@ async def _two_diagnoses(
         if informers:
             events, owners = gateway.pod_events(), gateway.owner_informers()
             assert events is not None and owners is not None
-            started = [events, *owners.values()]
+            started: list[Informer[Any]] = [events, *owners.values()]
             for _ in range(1200):  # generous: up to 60 s on a busy machine
                 if all(i.synced.is_set() for i in started):
                     break
