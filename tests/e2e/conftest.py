@@ -7,8 +7,11 @@ except its store, which is what an operator's ``gpunode status`` reads too.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+import sys
+import threading
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -27,26 +30,93 @@ NODE = "gpu-node-01"
 
 #: event-loop stalls at least this long are listed in a failed test's output
 STALL_SHOWN_S = 0.5
+#: ... and the loop thread's stack is sampled while one lasts this long, every so often
+STALL_SAMPLED_S = 1.0
+#: frames kept of a sample, innermost first
+SAMPLE_DEPTH = 16
+
+
+class _StallSampler:
+    """A thread that samples the loop thread's stack while the loop has not ticked for
+    ``STALL_SAMPLED_S``: what held it, shown in a failed test's output. Frames are read
+    from ``sys._current_frames`` and named by hand (``traceback``'s formatting parses
+    source with ``ast``, not safe beside another thread's ``ast.parse`` on Python 3.11)."""
+
+    def __init__(self) -> None:
+        self.loop_thread = threading.get_ident()
+        self.ticked = time.monotonic()
+        self.samples: list[tuple[float, list[str]]] = []
+        #: collections of STALL_SHOWN_S or more: (generation, seconds, objects it walked)
+        self.collections: list[tuple[int, float, int]] = []
+        self._collecting = 0.0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="stall-sampler", daemon=True)
+
+    def start(self) -> None:
+        gc.callbacks.append(self._collected)
+        self._thread.start()
+
+    def stop(self) -> None:
+        gc.callbacks.remove(self._collected)
+        self._done.set()
+        self._thread.join(timeout=2)
+
+    def _collected(self, phase: str, info: dict[str, int]) -> None:
+        """A garbage collection holds the interpreter lock from start to stop: a long one
+        (the worker's heap grown by earlier tests) stalls the loop with no frame to show."""
+        if phase == "start":
+            self._collecting = time.monotonic()
+        elif self._collecting:
+            took = time.monotonic() - self._collecting
+            if took >= STALL_SHOWN_S:
+                walked = len(gc.get_objects(info["generation"]))
+                self.collections.append((info["generation"], took, walked))
+
+    def _run(self) -> None:
+        began = time.monotonic()
+        while not self._done.wait(0.25):
+            late = time.monotonic() - self.ticked
+            if late < STALL_SAMPLED_S or len(self.samples) >= 40:
+                continue
+            frame = sys._current_frames().get(self.loop_thread)
+            stack: list[str] = []
+            while frame is not None and len(stack) < SAMPLE_DEPTH:
+                code = frame.f_code
+                stack.append(f"{code.co_filename}:{frame.f_lineno} {code.co_name}")
+                frame = frame.f_back
+            self.samples.append((time.monotonic() - began, stack))
 
 
 @pytest.fixture(autouse=True)
 async def _loop_stalls() -> AsyncIterator[None]:
     """The bot and both stand-ins share the test's event loop: a timeout under load is
-    either the loop stalled (listed here, with the machine's load, in a failed test's
-    captured output) or something that waited without it."""
+    either the loop stalled (listed here, with the machine's load and the loop thread's
+    stack sampled during each stall of a second or more, in a failed test's captured
+    output) or something that waited without it."""
     began = time.monotonic()
     stalls: list[tuple[float, float]] = []
-    lag = LoopLag(
-        lambda s: stalls.append((time.monotonic() - began, s)) if s >= STALL_SHOWN_S else None,
-        interval_s=0.05,
-    )
+    sampler = _StallSampler()
+
+    def seen(s: float) -> None:
+        sampler.ticked = time.monotonic()
+        if s >= STALL_SHOWN_S:
+            stalls.append((time.monotonic() - began, s))
+
+    lag = LoopLag(seen, interval_s=0.05)
     lag.start()
+    sampler.start()
     yield
     await lag.stop()
+    sampler.stop()
     shown = ", ".join(f"{s:.2f} s at +{t:.1f} s" for t, s in stalls) or "none"
     load = "/".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"event loop: longest stall {lag.max_s:.3f} s; stalls >= {STALL_SHOWN_S} s: {shown}")
     print(f"load average {load} on {os.cpu_count()} CPUs")
+    for generation, took, walked in sampler.collections:
+        print(f"garbage collection of generation {generation}: {took:.2f} s ({walked} objects)")
+    for at, stack in sampler.samples:
+        print(f"loop thread at +{at:.2f} s, stalled:")
+        print("\n".join(f"  {line}" for line in stack))
 
 
 @pytest.fixture
