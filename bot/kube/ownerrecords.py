@@ -30,9 +30,10 @@ on every full collection; as text, a fraction of that, none of it walked.
 
 Left out: ``managedFields``, every other annotation (``kubectl.kubernetes.io/
 last-applied-configuration`` alone holds the whole object again) and the pod template's
-spec beyond its containers' names. ``tests/kube/test_owner_records.py`` checks, for every
-controller and budget of every scenario, that each reader reads a record as it reads the
-object.
+spec beyond its containers' names. ``tests/kube/test_owner_records.py`` checks, on generated
+controllers and budgets of every informed kind, that each reader reads a record as it reads
+the object; ``tests/kube/test_owner_informers.py``, that a cluster view built from the
+informers is the one the API's own answers build.
 """
 
 from __future__ import annotations
