@@ -15,19 +15,16 @@ from bot.errors import ForbiddenError, NotFoundError
 from bot.kube.doing import Doing
 from bot.kube.errors import translating
 from bot.kube.objects import controller_ref, parse_owner
+from bot.kube.ownerrecords import INFORMED_CONTROLLERS
 from bot.kube.pages import METRICS_GROUP as METRICS_GROUP  # where the gateway reads it
 from bot.kube.transport import Transport
 
 Obj = dict[str, Any]
 
-#: kind -> (API path prefix, plural) for controllers the gateway reads and patches
+#: kind -> (API path prefix, plural) for controllers the gateway reads and patches: those the
+#: owner informers keep, and the legacy ReplicationController
 CONTROLLERS: dict[str, tuple[str, str]] = {
-    "Deployment": ("/apis/apps/v1", "deployments"),
-    "StatefulSet": ("/apis/apps/v1", "statefulsets"),
-    "DaemonSet": ("/apis/apps/v1", "daemonsets"),
-    "ReplicaSet": ("/apis/apps/v1", "replicasets"),
-    "Job": ("/apis/batch/v1", "jobs"),
-    "CronJob": ("/apis/batch/v1", "cronjobs"),
+    **INFORMED_CONTROLLERS,
     "ReplicationController": ("/api/v1", "replicationcontrollers"),
 }
 #: how deep an ownerReference chain may go (Pod -> RS -> Deployment is 2; guards loops)

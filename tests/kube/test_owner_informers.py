@@ -6,9 +6,10 @@ under the ClusterRole deploy/base ships."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
+
+import pytest
 
 from bot.config import KubeSettings
 from bot.core.model.cluster import ClusterView
@@ -19,9 +20,9 @@ from gpunode_sandbox.kubesim import KubeSim, Scenario
 from gpunode_sandbox.kubesim.access import BOT_TOKEN
 from tests.conftest import kube_call
 from tests.kube.remedy_scenarios import GANG_CRDS, container, gang_fleet, seed_with
+from tests.kube.test_fleet_informers import until
 
 NODE = "gpu-node-01"
-WAIT_S = 60.0  # generous: the machine may be busy; nothing here is timed
 HELM = {
     "meta.helm.sh/release-name": "prep",
     "meta.helm.sh/release-namespace": "data-prep",
@@ -122,20 +123,17 @@ def _settings(sim: KubeSim, **over: Any) -> KubeSettings:
     )
 
 
-async def until(check: Callable[[], bool], what: str) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + WAIT_S
-    while not check():
-        assert loop.time() < deadline, f"gave up waiting: {what}"
-        await asyncio.sleep(0.05)
+def owners_of(gw: Gateway) -> dict[str, Informer[str]]:
+    held = gw.owner_informers()
+    assert held is not None, "a serving bot's gateway keeps owner informers"
+    return held
 
 
 async def primed(sim: KubeSim) -> Gateway:
     """A serving bot's gateway whose informers have all listed."""
     gw = Gateway.from_settings(_settings(sim), informers=True)
     gw.prime()
-    held = gw.owner_informers()
-    assert held is not None
+    held = owners_of(gw)
     fleet = gw.fleet_informers()
     assert fleet is not None
     informers: list[Informer[Any]] = [*held.values(), *fleet]
@@ -166,22 +164,33 @@ def comparable(view: ClusterView) -> dict[str, Any]:
     )
 
 
-async def test_a_view_from_the_owner_informers_is_the_view_the_api_answers_build(
-    make_kubesim: Callable[..., Awaitable[KubeSim]],
-) -> None:
+Gateways = tuple[KubeSim, Gateway, Gateway]
+
+
+@pytest.fixture
+async def gateways(make_kubesim: Callable[..., Awaitable[KubeSim]]) -> AsyncIterator[Gateways]:
+    """``rich_cluster`` in a stand-in; a one-shot command's gateway (no informers, every
+    owner read from the API) and a serving bot's, its informers listed."""
     sim = await make_kubesim(rich_cluster())
     listing = Gateway.from_settings(_settings(sim))
     informed = await primed(sim)
     try:
-        by_api = await listing.get_cluster_view(NODE)
-        read = owner_reads(sim)
-        sim.requests.clear()
-        from_memory = await informed.get_cluster_view(NODE)
-        again = await informed.get_cluster_view(NODE)  # the owner cache expired (0 s)
-        held = owner_reads(sim)
+        yield sim, listing, informed
     finally:
         listing.close()
         informed.close()
+
+
+async def test_a_view_from_the_owner_informers_is_the_view_the_api_answers_build(
+    gateways: Gateways,
+) -> None:
+    sim, listing, informed = gateways
+    by_api = await listing.get_cluster_view(NODE)
+    read = owner_reads(sim)
+    sim.requests.clear()
+    from_memory = await informed.get_cluster_view(NODE)
+    again = await informed.get_cluster_view(NODE)  # the owner cache expired (0 s)
+    held = owner_reads(sim)
     assert comparable(from_memory) == comparable(by_api) == comparable(again)
     kinds = {w.kind for w in by_api.workloads}
     assert {"Deployment", "StatefulSet", "DaemonSet", "Job"} <= kinds, kinds
@@ -196,23 +205,16 @@ async def test_a_view_from_the_owner_informers_is_the_view_the_api_answers_build
 
 
 async def test_an_informer_that_cannot_answer_leaves_the_owner_to_a_get(
-    make_kubesim: Callable[..., Awaitable[KubeSim]],
+    gateways: Gateways,
 ) -> None:
-    sim = await make_kubesim(rich_cluster())
-    listing = Gateway.from_settings(_settings(sim))
-    informed = await primed(sim)
-    try:
-        held = informed.owner_informers()
-        assert held is not None
-        held["ReplicaSet"].stop()  # no longer synced: as after a failed watch
-        held[BUDGETS].stop()
-        sim.requests.clear()
-        view = await informed.get_cluster_view(NODE)
-        read = owner_reads(sim)
-        by_api = await listing.get_cluster_view(NODE)
-    finally:
-        listing.close()
-        informed.close()
+    sim, listing, informed = gateways
+    held = owners_of(informed)
+    held["ReplicaSet"].stop()  # no longer synced: as after a failed watch
+    held[BUDGETS].stop()
+    sim.requests.clear()
+    view = await informed.get_cluster_view(NODE)
+    read = owner_reads(sim)
+    by_api = await listing.get_cluster_view(NODE)
     assert comparable(view) == comparable(by_api)
     assert any("/replicasets/" in r[1] for r in read), read
     assert any(r[1].endswith("/poddisruptionbudgets") for r in read), read
@@ -220,33 +222,27 @@ async def test_an_informer_that_cannot_answer_leaves_the_owner_to_a_get(
 
 
 async def test_a_change_another_client_makes_reaches_the_next_view_through_the_watch(
-    make_kubesim: Callable[..., Awaitable[KubeSim]],
+    gateways: Gateways,
 ) -> None:
-    sim = await make_kubesim(rich_cluster())
-    informed = await primed(sim)
-    try:
-        held = informed.owner_informers()
-        assert held is not None
-        deployments = held["Deployment"]
-        seen = deployments.generation
-        path = "/apis/apps/v1/namespaces/data-prep/deployments/feature-etl"
-        status, answer = await kube_call(
-            sim.url,
-            "PATCH",
-            path,
-            body={
-                "metadata": {"annotations": {"meta.helm.sh/release-name": "prep-v2"}},
-                "spec": {"strategy": {"rollingUpdate": {"maxSurge": 3}}},
-            },
-            content_type="application/merge-patch+json",
-        )
-        assert status == 200, answer
-        await until(lambda: deployments.generation > seen, "the Deployment's watch event")
-        sim.requests.clear()
-        view = await informed.get_cluster_view(NODE)
-        read = owner_reads(sim)
-    finally:
-        informed.close()
+    sim, _, informed = gateways
+    deployments = owners_of(informed)["Deployment"]
+    seen = deployments.generation
+    path = "/apis/apps/v1/namespaces/data-prep/deployments/feature-etl"
+    status, answer = await kube_call(
+        sim.url,
+        "PATCH",
+        path,
+        body={
+            "metadata": {"annotations": {"meta.helm.sh/release-name": "prep-v2"}},
+            "spec": {"strategy": {"rollingUpdate": {"maxSurge": 3}}},
+        },
+        content_type="application/merge-patch+json",
+    )
+    assert status == 200, answer
+    await until(lambda: deployments.generation > seen, "the Deployment's watch event")
+    sim.requests.clear()
+    view = await informed.get_cluster_view(NODE)
+    read = owner_reads(sim)
     etl = next(w for w in view.workloads if w.name == "feature-etl")
     assert (etl.helm_release, etl.max_surge) == ("data-prep/prep-v2", "3")
     assert read == []
