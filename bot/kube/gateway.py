@@ -393,10 +393,7 @@ class Gateway:
         if informers is None:
             return None
         pods, nodes = informers
-        loop = asyncio.get_running_loop()
-        for informer in (nodes, pods):  # their first list is this read: never a second beside it
-            if not informer.answered.is_set():
-                await loop.run_in_executor(self._threads, informer.answered.wait)
+        await self._first_lists([nodes, pods])  # this read: never a second list beside them
         if not (pods.synced.is_set() and nodes.synced.is_set()):
             return None
         if min(pods.heard_at, nodes.heard_at) <= self._written_at:
@@ -434,6 +431,7 @@ class Gateway:
                 self._summed = (key, tally)
                 return tally
 
+        loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._threads, summed)
 
     async def gpu_node_loads(self) -> list[NodeLoad]:
@@ -480,9 +478,7 @@ class Gateway:
         if informers is None:
             return None
         pods = informers[0]
-        if not pods.answered.is_set():  # its first list is this read: never a list beside it
-            loop = asyncio.get_running_loop()
-            await loop.run_in_executor(self._threads, pods.answered.wait)
+        await self._first_lists([pods])  # this read: never a list beside it
         if not pods.synced.is_set() or pods.heard_at <= self._written_at:
             return None
         return pods
@@ -569,11 +565,14 @@ class Gateway:
         """Start the owner informers (when `serve` did not prime them: a diagnosis's Job
         started them), and wait out their first lists, never a GET beside them (bounded
         by the request timeout a page, or the first failure: then the walk GETs)."""
-        held = self.owner_informers()
-        waiting = [i for i in (held or {}).values() if not i.answered.is_set()]
-        if waiting:
-            loop = asyncio.get_running_loop()
-            for informer in waiting:
+        await self._first_lists(list((self.owner_informers() or {}).values()))
+
+    async def _first_lists(self, informers: list[Informer[Any]]) -> None:
+        """Wait, on this cluster's threads, until each of ``informers`` has ended its first
+        list, listed or failed (``Informer.answered``)."""
+        loop = asyncio.get_running_loop()
+        for informer in informers:
+            if not informer.answered.is_set():
                 await loop.run_in_executor(self._threads, informer.answered.wait)
 
     def _answering(self, kind: str) -> Informer[str] | None:
