@@ -20,7 +20,8 @@ interpreter), as the collector image does, so no run pays for compiling. Prints 
 the last line, one JSON object for the largest count: {"bench": "collect", "metric":
 "wall_s_median", "value", "baseline" (ps), "ratio", "target": 1.0, "ratio_vs_c", "target_vs_c":
 1.5, "cpu_ratio_vs_c", "ratio_vs_c_narrow", "max_ratio_vs_c", "max_ratio_vs_c_procs",
-"max_ratio_vs_ps", "python", "interpreters", "peak_rss_mib", "counts": [...]}.
+"max_ratio_vs_ps", "floor_ratio_vs_c", "resident_ratio_vs_c" (both at max_ratio_vs_c_procs),
+"python", "interpreters", "peak_rss_mib", "counts": [...]}.
 ``cpu_ratio_vs_c`` is the ratio of the median CPU seconds (user + system, from wait4) of the
 collector's and the C reader's runs: on a loaded machine the wall clock also counts the wait for
 a core. Peak RSS (target <= 20 MiB) is the largest ``ru_maxrss`` of three more collector runs,
@@ -41,6 +42,20 @@ interpreter's version, the optimization flags its configure line states and its 
 start-up (``-I -S -c pass``) are in ``interpreters``, and each count's per-interpreter
 figures under ``counts[].interpreters``. ``max_ratio_vs_c`` is the largest ratio to the C
 reader over the counts of 2,000 and more (the issue's target holds at each of them).
+
+Two more figures place the collector between what CPython must pay and what C pays, from the
+same alternation:
+
+- ``floor_ratio_vs_c``: the least a collector in CPython could take were each of its reads as
+  cheap as C's. A run of the Job's command that loads the collector's code from the pack and
+  exits before its first read (``load_only_s``), plus the C reader's whole run, less one
+  process start and exit under the same prefix (``true``: ``empty_s``), which both count.
+  What the collector takes above it (``collect_s`` minus the floor) is its reads' cost in
+  Python over their cost in C.
+- ``resident_ratio_vs_c``: the DaemonSet mode's collector (``gpunode agent``), one process
+  started once, timed inside that process per collection (``Agent.evidence``: the bundle and
+  its JSON bytes; no HTTP, TLS or TokenReview), against the C reader's whole run: what a
+  collection costs when no interpreter has to start.
 
 ``--as-job`` runs all of them as the diagnostic Job does (uid 65534, no capabilities): the
 kernel then refuses smaps_rollup of other users' processes, /proc/slabinfo and /dev/kmsg to
@@ -84,6 +99,65 @@ def collector_command(python: str) -> list[str]:
         "--format",
         "json",
     ]
+
+
+#: the Job's run up to its first read (bot/__main__.py's JOB_RUN path: the collector's code
+#: loaded from the pack, the collector's runner imported) and its exit, nothing read: the
+#: least any collector in CPython pays before and after its reads
+LOAD_ONLY = (
+    "import sys, gc; gc.disable(); sys.path.insert(0, {home!r}); "
+    "from bot.collectors.codepack import install; install({home!r}); "
+    "import bot.collectors.cli; from posix import _exit; sys.stdout.flush(); _exit(0)"
+)
+
+#: the DaemonSet mode's collector (``gpunode agent``), resident: for each line it reads, one
+#: collection as the agent serves ``GET /v1/evidence`` (``Agent.evidence``: the bundle and its
+#: JSON bytes, no HTTP, no TLS, no TokenReview), and its own wall seconds written back
+RESIDENT = (
+    "import sys, time; sys.path.insert(0, {home!r}); "
+    "from bot.collectors.agent import Agent; "
+    "agent = Agent(root='/', allow='-', api_server='https://127.0.0.1:9', "
+    "api_token_file='/nonexistent')\n"
+    "for _ in sys.stdin:\n"
+    "    t = time.perf_counter(); agent.evidence(); "
+    "print(time.perf_counter() - t, flush=True)\n"
+)
+
+
+def load_only_command(python: str) -> list[str]:
+    """A run of ``python`` as the Job's that loads the collector's code and reads nothing."""
+    return [python, "-I", "-S", "-c", LOAD_ONLY.format(home=str(REPO))]
+
+
+class Resident:
+    """The agent's collector in one long-lived process (started under ``prefix``, so as the
+    Job's user with ``--as-job``): ``collect()`` asks for one collection and returns the wall
+    seconds it took, timed inside that process. The bench's side of the pipe is not timed."""
+
+    def __init__(self, prefix: list[str], python: str) -> None:
+        self.proc = subprocess.Popen(
+            [*prefix, python, "-I", "-S", "-c", RESIDENT.format(home=str(REPO))],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=REPO,
+            text=True,
+        )
+
+    def collect(self) -> float:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+        answer = self.proc.stdout.readline()
+        if not answer:
+            err = self.proc.stderr.read() if self.proc.stderr else ""
+            raise SystemExit(f"the resident collector failed: {err}")
+        return float(answer)
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=30)
 
 
 def build_code_pack(python: str) -> None:
@@ -277,7 +351,13 @@ def one_count(
         reader = [*prefix, *reader]
     if isinstance(narrow, list):
         narrow = [*prefix, *narrow]
+    load_only = [*prefix, *load_only_command(pythons[0])]
+    empty = [*prefix, shutil.which("true") or "/bin/true"]  # a start and an exit, nothing else
     spawner = start_sleepers(count)
+    resident = Resident(prefix, pythons[0])
+    loads: list[float] = []
+    empties: list[float] = []
+    residents: list[float] = []
     ours: list[list[float]] = [[] for _ in collectors]
     theirs: list[float] = []
     cs: list[float] = []
@@ -291,6 +371,8 @@ def one_count(
         for collector in collectors:  # warm the page cache
             timed(collector)
         timed(baseline)
+        timed(load_only)
+        resident.collect()
         for _ in range(rounds):
             for times, collector in zip(ours, collectors, strict=True):
                 times.append(timed(collector))
@@ -299,9 +381,13 @@ def one_count(
                 cs.append(timed(reader))
             if isinstance(narrow, list):
                 narrows.append(timed(narrow))
+            loads.append(timed(load_only))
+            empties.append(timed(empty))
+            residents.append(resident.collect())
         if isinstance(maxrss, list):
             peaks = [peak_rss_kib(maxrss, collectors[0]) for _ in range(3)]
     finally:
+        resident.close()
         stop_sleepers(spawner)
     base = statistics.median(theirs)
     c_s = statistics.median(cs) if cs else None
@@ -339,6 +425,16 @@ def one_count(
         row["cpu_ratio_vs_c"] = first["cpu_ratio_vs_c"]
     else:
         row["c_reader_s"] = reader
+    load_s, resident_s = statistics.median(loads), statistics.median(residents)
+    empty_s = statistics.median(empties)
+    row["load_only_s"], row["empty_s"] = round(load_s, 4), round(empty_s, 4)
+    row["resident_s"] = round(resident_s, 4)
+    if c_s is not None:
+        # the least a CPython collector could take were each of its reads as cheap as C's: the
+        # Job's start-up, code and exit (load_only) plus the C reader's whole run, less one
+        # process start and exit (``true``), which both of those count
+        row["floor_ratio_vs_c"] = round((load_s + c_s - empty_s) / c_s, 3)
+        row["resident_ratio_vs_c"] = round(resident_s / c_s, 3)
     if narrows:
         row["c_narrow_s"] = round(statistics.median(narrows), 4)
         row["ratio_vs_c_narrow"] = round(first["collect_s"] / statistics.median(narrows), 3)
@@ -408,6 +504,8 @@ def main() -> int:
                 "max_ratio_vs_c": worst.get("ratio_vs_c"),
                 "max_ratio_vs_c_procs": worst["procs"],
                 "max_ratio_vs_ps": max(r["ratio_vs_ps"] for r in judged),
+                "floor_ratio_vs_c": worst.get("floor_ratio_vs_c"),
+                "resident_ratio_vs_c": worst.get("resident_ratio_vs_c"),
                 "python": pythons[0],
                 "interpreters": described,
                 "peak_rss_mib": last["peak_rss_mib"],
