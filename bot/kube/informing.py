@@ -35,7 +35,7 @@ from kubernetes.client.exceptions import ApiException
 
 from bot.kube.decoding import PageDecoder
 from bot.kube.pages import SlimPage, gc_paused, list_token
-from bot.kube.transport import Transport
+from bot.kube.transport import Transport, WatchInterrupt
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -95,6 +95,8 @@ class Informer(Generic[R]):
         self._items: dict[str, dict[str, R]] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        #: ends the watch in flight when stopped (``stop``)
+        self._interrupt = WatchInterrupt()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -104,16 +106,23 @@ class Informer(Generic[R]):
             self._thread.start()
 
     def stop(self) -> None:
-        """Stop after the watch in flight ends (at most ``watch_s``, or at once when the
-        connections are closed under it); nothing is reported after this."""
+        """Stop now: the watch in flight is ended under its reader (its socket shut, so the
+        server sees the watch closed), a list in flight ends within the request timeout, and
+        nothing is reported after this. Does not wait for the thread."""
         with self._lock:  # never synced after this, even by a list ending now (``_list``)
             self._stop.set()
             self.synced.clear()
         self.answered.set()
+        self._interrupt.set()
 
     @property
     def stopped(self) -> bool:
         return self._stop.is_set()
+
+    @property
+    def running(self) -> bool:
+        """Whether its thread still runs (it ends soon after ``stop``)."""
+        return self._thread is not None and self._thread.is_alive()
 
     def items(self) -> list[R]:
         with self._lock:
@@ -264,7 +273,9 @@ class Informer(Generic[R]):
             ("fieldSelector", self.field_selector),
         ]
         try:
-            lines = self.transport.watch_lines(self.path, query=query, timeout_s=self.watch_s + 30)
+            lines = self.transport.watch_lines(
+                self.path, query=query, timeout_s=self.watch_s + 30, interrupt=self._interrupt
+            )
             for line in lines:
                 if self._stop.is_set():
                     break

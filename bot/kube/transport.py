@@ -16,8 +16,10 @@ Sync on purpose: the gateway runs it on its own threads. Errors are client excep
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import json
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,6 +29,7 @@ from urllib.parse import quote
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3 import HTTPHeaderDict
+from urllib3.exceptions import HTTPError as Urllib3Error
 
 from bot.core.governance.impersonation import ActingAs
 from bot.kube.observing import KubeObserver, resource_of
@@ -51,6 +54,45 @@ class Seen:
     """The status an observed request ended with (None: no answer came)."""
 
     status: int | None
+
+
+class WatchInterrupt:
+    """Ends a watch from another thread (an informer's ``stop``): ``set`` shuts the reading
+    side of the watch's socket, so a read blocked on it returns at once, not when the server
+    next writes or the watch times out; a watch started after ``set`` is shut as it opens.
+    The watch then ends as if its server had ended it, and its connection is closed, never
+    handed back to the pool (a connection shut under one request must serve no other)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._set = False
+        self._stream: Any = None  # the urllib3 response of the watch in flight
+
+    def set(self) -> None:
+        with self._lock:  # under the lock: the stream cannot be released meanwhile
+            self._set = True
+            if self._stream is not None:
+                _shut(self._stream)
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def _attach(self, stream: Any) -> None:
+        with self._lock:
+            self._stream = stream
+            if self._set:
+                _shut(stream)
+
+    def _detach(self) -> None:
+        with self._lock:
+            self._stream = None
+
+
+def _shut(stream: Any) -> None:
+    # urllib3's HTTPResponse.shutdown (2.3+, pinned): shutdown(SHUT_RD) of its socket. It
+    # refuses a response already closed or released: then nothing is left to end
+    with contextlib.suppress(ValueError, RuntimeError, OSError):
+        stream.shutdown()
 
 
 class Transport:
@@ -181,11 +223,17 @@ class Transport:
                     stream.close()
 
     def watch_lines(
-        self, path: str, *, query: Sequence[tuple[str, Any]], timeout_s: float
+        self,
+        path: str,
+        *,
+        query: Sequence[tuple[str, Any]],
+        timeout_s: float,
+        interrupt: WatchInterrupt | None = None,
     ) -> Iterator[str]:
         """A watch's answer (``watch=true`` in ``query``) line by line as it streams; reported
         as verb ``WATCH`` when it ends. Raises ApiException when the server refuses it. Made
-        as the bot itself (informers are the bot's, never a person's view)."""
+        as the bot itself (informers are the bot's, never a person's view). ``interrupt``:
+        ended early when it is set (the lines end; nothing is raised)."""
         method_, url, header_params, _, _ = self.api_client.param_serialize(
             method="GET",
             resource_path=path,
@@ -204,15 +252,23 @@ class Transport:
                     http_resp=response, body=data.decode("utf-8", "replace"), data=None
                 )
             rest, stream, ended = b"", response.response, False
+            if interrupt is not None:
+                interrupt._attach(stream)
             try:
                 for chunk in stream.stream(amt=None, decode_content=False):
                     *lines, rest = (rest + chunk).split(b"\n")
                     yield from (line.decode("utf-8", "replace") for line in lines if line.strip())
-                ended = True
+                ended = interrupt is None or not interrupt.is_set()
+            except (Urllib3Error, OSError):
+                if interrupt is None or not interrupt.is_set():
+                    raise  # not ours: the watch failed
+                # ours: the read under the shut socket failed, as it must
             finally:
+                if interrupt is not None:
+                    interrupt._detach()
                 if ended:
                     stream.release_conn()
-                else:  # left mid-watch: the connection cannot serve another request
+                else:  # left mid-watch or shut: the connection cannot serve another request
                     stream.close()
 
     @contextmanager

@@ -7,6 +7,7 @@ both run exactly the same code; only the endpoints differ.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import secrets
@@ -144,7 +145,9 @@ class Runtime:
         await self.services.bg.drain(timeout_s=30)
         await self.services.diagnose.close()
         await self.store.close()
-        self.services.diagnose.clusters.close()
+        # off the loop: a gateway's close waits for its threads' calls in flight (each within
+        # the request timeout), and the loop keeps serving meanwhile
+        await asyncio.to_thread(self.services.diagnose.clusters.close)
         close = getattr(self.chat.client, "close", None)
         if close is not None:
             await close()  # its shared HTTP session (bot.slack.chatting.ObservedWebClient)

@@ -666,15 +666,17 @@ async def _watch(request: web.Request, route: Route) -> web.StreamResponse:
         bookmarks = request.query.get("allowWatchBookmarks") in ("true", "1")
         while (left := deadline - loop.time()) > 0:
             try:
-                ev = await asyncio.wait_for(
+                queued = await asyncio.wait_for(
                     watcher.queue.get(), min(left, sim.bookmark_s) if bookmarks else left
                 )
             except TimeoutError:
                 if bookmarks:  # nothing queued: every event up to now has been sent
                     await bookmark()
                 continue
-            if ev.rv > last and wanted(ev.obj):
-                await send(ev.type, ev.obj)
+            if queued is None:  # the server is shutting down (``Store.end_watches``)
+                break
+            if queued.rv > last and wanted(queued.obj):
+                await send(queued.type, queued.obj)
     except ConnectionResetError:
         pass  # the client went away; nothing to tell it
     finally:

@@ -133,6 +133,7 @@ class KubeSim:
     async def stop(self) -> None:
         await self.controllers.stop()
         await self.exporters.stop()
+        self.api.store.end_watches()  # else the runner waits out its shutdown timeout on them
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

@@ -46,7 +46,8 @@ class WatchEvent:
 @dataclass(eq=False)
 class Watcher:
     plural: str
-    queue: asyncio.Queue[WatchEvent] = field(default_factory=asyncio.Queue)
+    #: the events to send, in order; None: the server is shutting down, end the watch
+    queue: asyncio.Queue[WatchEvent | None] = field(default_factory=asyncio.Queue)
 
 
 T = TypeVar("T")
@@ -233,6 +234,16 @@ class Store:
 
     def unsubscribe(self, w: Watcher) -> None:
         self._watchers.discard(w)
+
+    def open_watches(self) -> int:
+        """How many watches are being served now."""
+        return len(self._watchers)
+
+    def end_watches(self) -> None:
+        """Every open watch ends now, as the API server ends its long-running requests when
+        it shuts down: its client sees the answer end and watches again elsewhere."""
+        for w in list(self._watchers):
+            w.queue.put_nowait(None)
 
     def compact(self) -> None:
         """Forget the history up to now, as etcd's compaction does: a watch that resumes

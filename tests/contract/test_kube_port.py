@@ -11,6 +11,7 @@ real API server assigns.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -58,7 +59,9 @@ async def ports(
     sim = await make_kubesim("seed")
     gateway, fake = await _both(sim)
     yield {"gateway": gateway, "fake": fake}
-    gateway.close()
+    # off the loop: the stand-in answers on this loop, so a call still in flight on one of
+    # the gateway's threads could not end while its close waits for it here
+    await asyncio.to_thread(gateway.close)
 
 
 def _normal(value: Any) -> Any:

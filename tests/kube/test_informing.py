@@ -11,6 +11,7 @@ from typing import Any
 from bot.config import KubeSettings
 from bot.kube.gateway import Gateway
 from bot.kube.informing import Informer, slim_event
+from bot.kube.transport import WatchInterrupt
 from gpunode_sandbox.kubesim import KubeSim
 from gpunode_sandbox.kubesim.access import BOT_TOKEN
 from gpunode_sandbox.kubesim.recorder import record
@@ -32,13 +33,13 @@ def _gateway(sim: KubeSim) -> Gateway:
     )
 
 
-def _pod_events(gw: Gateway, **kw: Any) -> Informer[dict[str, Any]]:
+def _pod_events(gw: Gateway, *, watch_s: int = 1, **kw: Any) -> Informer[dict[str, Any]]:
     return Informer(
         gw.transport,
         "/api/v1/events",
         slim=slim_event,
         field_selector="involvedObject.kind=Pod",
-        watch_s=1,
+        watch_s=watch_s,
         **kw,
     )
 
@@ -194,3 +195,47 @@ def test_the_informer_hands_out_the_events_of_the_namespaces_asked_for_only() ->
     assert names(informer.items_in(["a", "b", "zz"])) == ["e2", "e3"]
     assert names(informer.items()) == ["e2", "e3"]
     assert informer.items_in(["c"]) == []
+
+
+async def test_stopping_an_informer_ends_its_watch_at_once_not_when_the_watch_times_out(
+    make_kubesim: Callable[..., Awaitable[KubeSim]],
+) -> None:
+    sim = await make_kubesim("seed")
+    sim.bookmark_s = 3600.0  # the server writes nothing to the watch meanwhile
+    gw = _gateway(sim)
+    informer = _pod_events(gw, watch_s=300)  # a watch that would run 300 s
+    try:
+        informer.start()
+        await until(informer.synced.is_set, "the first list")
+        await until(lambda: sim.api.store.open_watches() == 1, "the watch to open")
+        informer.stop()
+        await until(lambda: not informer.running, "the informer's thread to end")
+        assert informer.failures == 0  # ended as asked, not failed
+    finally:
+        informer.stop()
+        gw.close()
+
+
+async def test_a_watch_whose_interrupt_was_set_before_it_opened_ends_as_it_opens(
+    make_kubesim: Callable[..., Awaitable[KubeSim]],
+) -> None:
+    sim = await make_kubesim("seed")
+    gw = _gateway(sim)
+    interrupt = WatchInterrupt()
+    interrupt.set()
+    query = [("watch", "true"), ("resourceVersion", "0"), ("timeoutSeconds", 300)]
+    try:
+        lines = await asyncio.wait_for(
+            asyncio.to_thread(
+                lambda: list(
+                    gw.transport.watch_lines(
+                        "/api/v1/nodes", query=query, timeout_s=330, interrupt=interrupt
+                    )
+                )
+            ),
+            WAIT_S,
+        )
+        # whatever arrived before the shut socket was read, and then the end, not a failure
+        assert all('"type":"ADDED"' in line.replace(" ", "") for line in lines)
+    finally:
+        gw.close()
