@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
+from bot.wiring.heap import settle_heap
 from gpunode_sandbox.kubesim import KubeSim, Scenario, load_scenario
 from gpunode_sandbox.kubesim.access import ADMIN_TOKEN
 from gpunode_sandbox.kubesim.store import CHECK_ENCODED
@@ -33,6 +34,19 @@ settings.register_profile(
     "gpunode", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
 )
 settings.load_profile("gpunode")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _heap_settled_as_serve_leaves_it() -> None:
+    """The suite's bots run in its workers' processes, as `gpunode serve` runs after its
+    warm-up (``bot.wiring.heap.settle_heap``): one collection, then every object alive (each
+    module the worker imported to collect the tests) frozen out of the full collections, and
+    the young generation collected every 50,000 allocations. Without it, a full collection
+    walks the whole worker's heap on the bot's loop: seen once as 3.29 s for 679,842 objects
+    under a load average of 46 on 2 CPUs, during a click, past Slack's 3 s ``trigger_id``
+    lifetime (tests/e2e/conftest.py's stall report named it). Once per worker, before its
+    first test."""
+    settle_heap()
 
 
 def kube_client_config(url: str, *, token: str = ADMIN_TOKEN) -> Any:
