@@ -22,8 +22,12 @@ Spec (JSON; keep exactly, the stand-in writes it)::
       ]
     }
 
-Free memory is ``total - used - reserved`` (v2) / ``total - used`` (v1): a modelling choice
-of the fake. Whether real drivers keep that identity is unverified on hardware.
+``memory_used_bytes`` is what v2 calls ``used`` (allocations only) and
+``memory_reserved_bytes`` the driver's and firmware's reserve. The fake keeps the identities an
+H200 showed (driver 580.159.04, bench/nvml.py on real hardware, 2026-12-04): v2 ``total == free
++ used + reserved``; v1 ``used`` is v2 ``used + reserved`` and v1 ``free`` is v2's, so v1
+``total == free + used``. A v1-only driver's spec may still carry a reserve: its v1 ``used``
+counts it, and it has no other way to say so.
 Optional extra key (tests only): ``"process_api": 3|2`` — with 2 the v3 process call raises
 FUNCTION_NOT_FOUND, as on drivers older than the v3 symbol.
 """
@@ -189,13 +193,13 @@ class FakeNvml:
         dev = self._device(handle)
         total, used = int(dev["memory_total_bytes"]), int(dev["memory_used_bytes"])
         reserved = int(dev.get("memory_reserved_bytes") or 0)
-        if not version:
+        free = max(total - used - reserved, 0)
+        if not version:  # v1: the reserve is in ``used``, as an H200 showed (bench/nvml.py)
             self.calls.append("nvmlDeviceGetMemoryInfo")
-            return _Memory(total=total, free=max(total - used, 0), used=used)
+            return _Memory(total=total, free=free, used=used + reserved)
         if int(self.spec.get("memory_info_version", 2)) < 2:
             raise NVMLError(NVML_ERROR_FUNCTION_NOT_FOUND)
         self.calls.append("nvmlDeviceGetMemoryInfo_v2")
-        free = max(total - used - reserved, 0)
         return _Memory(total=total, free=free, used=used, reserved=reserved, version=version)
 
     def nvmlDeviceGetPciInfo(self, handle: object) -> _PciInfo:

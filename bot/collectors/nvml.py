@@ -12,9 +12,13 @@ API versions handled:
   mismatches. ``usedGpuMemory`` of None or NVML_VALUE_NOT_AVAILABLE becomes None.
   PIDs are host (init-namespace) PIDs: the driver ignores PID namespaces.
 
-Unverified on real hardware (reference §6/§8): whether v2 ``used`` includes ``reserved``. We
-report ``used`` exactly as NVML returns it and ``reserved`` separately; no identity between
-total, free, used and reserved is assumed.
+Seen on real hardware (bench/nvml.py on an NVIDIA H200, driver 580.159.04, 2026-12-04; the
+question reference §6/§8 left open): v2 ``used`` does not include ``reserved`` (616 MiB there,
+in use before any process ran); ``total == free + used + reserved`` to the byte; v1 ``used`` is
+v2 ``used + reserved`` and v1 ``free`` is v2's. Run as the Job runs (uid 65534, no
+capabilities), NVML listed every process's PID (the host's) and ``usedGpuMemory``, each equal
+to nvidia-smi's to the MiB. We still record ``used`` exactly as NVML returns it and
+``reserved`` beside it, and derive nothing from an identity one driver showed.
 """
 
 from __future__ import annotations

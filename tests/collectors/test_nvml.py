@@ -115,3 +115,26 @@ def test_the_real_pynvml_without_its_library_is_a_gap(tmp_path: Path) -> None:
     assert module is not None and module.__name__ == "pynvml"
     assert read_gpus(module, gaps=gaps) == ([], [], None)
     assert "library not found" in gaps.items[0]["reason"].lower()
+
+
+@pytest.mark.parametrize(
+    ("total", "used", "reserved"),
+    [(1000, 600, 50), (150754820096, 12031754240, 644939776), (1000, 0, 0), (1000, 999, 1)],
+)
+def test_the_fake_keeps_the_memory_identities_an_h200_showed(
+    total: int, used: int, reserved: int
+) -> None:
+    device = {**spec()["devices"][0], "memory_total_bytes": total}
+    device.update(memory_used_bytes=used, memory_reserved_bytes=reserved)
+    fake = FakeNvml.from_spec(spec(devices=[device]))
+    fake.nvmlInit()
+    v1 = fake.nvmlDeviceGetMemoryInfo(0)
+    v2 = fake.nvmlDeviceGetMemoryInfo(0, version=0x02000028)
+    assert v2.total == v2.free + v2.used + v2.reserved
+    assert v1.total == v1.free + v1.used
+    assert (v1.used, v1.free) == (v2.used + v2.reserved, v2.free)
+
+
+def test_a_v1_only_drivers_used_counts_the_reserve_it_cannot_name() -> None:
+    devices, _, _ = read_gpus(FakeNvml.from_spec(spec(memory_info_version=1)), gaps=GapLog())
+    assert (devices[0]["memory_used_bytes"], devices[0]["memory_free_bytes"]) == (650, 350)
