@@ -23,6 +23,16 @@ COPY deploy/base ./deploy/base
 # `gpunode sandbox` and `collect --fake-nvml` say so there; run them from a source checkout.
 RUN pip wheel --wheel-dir /wheels .
 
+# --- native: the collector's optional C module (bot/collectors/_statm.c, the statm loop of a
+# busy node; issue #25), compiled by the full python:3.11 image, which has the compiler and the
+# headers the slim ones lack, for the same CPython 3.11 ABI the collector stage runs. Without
+# it the collector reads statm in Python; here its absence fails the build (`ls`).
+FROM python:3.11 AS native
+WORKDIR /src
+COPY bot/__init__.py ./bot/
+COPY bot/collectors/__init__.py bot/collectors/native.py bot/collectors/_statm.c ./bot/collectors/
+RUN python -m bot.collectors.native /native && ls /native/_statm.cpython-311-*.so
+
 # --- collector: `gpunode collect` and nvidia-ml-py, nothing else (kube.image). The module list
 # is the import closure of `gpunode collect`; tests/deploy/test_collector_image.py recomputes
 # it and compares, so a new import in the collector cannot be left out of the image. The
@@ -46,6 +56,7 @@ RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
 COPY --from=builder /src/bot/__init__.py /src/bot/__main__.py /src/bot/errorbase.py /src/bot/errors.py /opt/gpunode/bot/
 COPY --from=builder /src/bot/cli/__init__.py /src/bot/cli/main.py /opt/gpunode/bot/cli/
 COPY --from=builder /src/bot/collectors/ /opt/gpunode/bot/collectors/
+COPY --from=native /native/ /opt/gpunode/bot/collectors/
 COPY --from=builder /src/bot/core/__init__.py /opt/gpunode/bot/core/
 COPY --from=builder /src/bot/core/diagnosis/__init__.py /src/bot/core/diagnosis/memory.py /opt/gpunode/bot/core/diagnosis/
 COPY --from=builder /src/bot/core/model/__init__.py /src/bot/core/model/redaction.py /opt/gpunode/bot/core/model/
@@ -58,7 +69,8 @@ RUN python -c "import site; open(site.getsitepackages()[0] + '/gpunode.pth', 'w'
  && gpunode collect --help > /dev/null \
  && python -I -m bot collect --help > /dev/null \
  && python -I -S /opt/gpunode/bot/__main__.py collect --help > /dev/null \
- && python -I -S -c "import sys; sys.path.insert(0, '/opt/gpunode'); import pynvml"
+ && python -I -S -c "import sys; sys.path.insert(0, '/opt/gpunode'); import pynvml" \
+ && python -I -S -c "import sys; sys.path.insert(0, '/opt/gpunode'); from bot.collectors import procfs; assert procfs.NATIVE_RANK"
 USER 65534:65534
 ENTRYPOINT ["gpunode"]
 CMD ["collect", "--root", "/", "--format", "text"]

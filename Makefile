@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test test-serial check lint fmt types bench setup system-deps test-fast clean catalogs screenshots
+.PHONY: demo test test-serial check lint fmt types bench setup native system-deps test-fast clean catalogs screenshots
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -13,7 +13,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 
-setup: $(STAMP)
+setup: $(STAMP) native
+
+# The collector's optional C module (bot/collectors/_statm.c: the statm loop of a busy node),
+# built in place for this interpreter when a compiler and Python's headers are here (else it
+# says why, and the collector reads statm in Python); left as it is while newer than its source.
+native: $(STAMP)
+	$(BIN)/python -m bot.collectors.native
 
 # Debian packages the tests need: Chromium for the console tests (with the emoji font and
 # fonts-noto-cjk, so the zh-CN console renders Chinese rather than boxes), promtool for the alert rules,
@@ -34,7 +40,7 @@ system-deps:
 	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-demo: $(STAMP)
+demo: $(STAMP) native
 	$(BIN)/gpunode demo
 
 # The one entry point (README, .ci/run): what `make check` checks, then every test, spread
@@ -49,13 +55,13 @@ TEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 # xdist worker, and each worker, collector and CLI process the tests start, compiles the same
 # sources again (collecting the suite took 12.2 s of CPU a process without it, 6.6 with it).
 test test-serial test-fast: export PYTHONDONTWRITEBYTECODE :=
-test: $(STAMP) system-deps lint types
+test: $(STAMP) native system-deps lint types
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist worksteal
 
-test-serial: $(STAMP) system-deps
+test-serial: $(STAMP) native system-deps
 	$(BIN)/pytest -q -p no:xdist
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) native
 	$(BIN)/pytest -q -n auto -m 'not slow and not browser'
 
 fmt: $(STAMP)
@@ -88,8 +94,9 @@ catalogs: $(STAMP)
 screenshots: $(STAMP)
 	$(BIN)/python -m gpunode_sandbox.screenshots
 
-bench: $(STAMP)
+bench: $(STAMP) native
 	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
+	rm -f bot/collectors/_statm*.so
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache dist build test-artifacts

@@ -20,7 +20,8 @@ interpreter), as the collector image does, so no run pays for compiling. Prints 
 the last line, one JSON object for the largest count: {"bench": "collect", "metric":
 "wall_s_median", "value", "baseline" (ps), "ratio", "target": 1.0, "ratio_vs_c", "target_vs_c":
 1.5, "cpu_ratio_vs_c", "ratio_vs_c_narrow", "max_ratio_vs_c", "max_ratio_vs_c_procs",
-"max_ratio_vs_ps", "floor_ratio_vs_c", "resident_ratio_vs_c" (both at max_ratio_vs_c_procs),
+"max_ratio_vs_ps", "floor_ratio_vs_c", "resident_ratio_vs_c", "python_loop_ratio_vs_c" (all three
+at max_ratio_vs_c_procs), "native",
 "python", "interpreters", "peak_rss_mib", "counts": [...]}.
 ``cpu_ratio_vs_c`` is the ratio of the median CPU seconds (user + system, from wait4) of the
 collector's and the C reader's runs: on a loaded machine the wall clock also counts the wait for
@@ -52,6 +53,10 @@ same alternation:
   process start and exit under the same prefix (``true``: ``empty_s``), which both count.
   What the collector takes above it (``collect_s`` minus the floor) is its reads' cost in
   Python over their cost in C.
+- ``python_loop_ratio_vs_c``: the same collector with its C statm loop turned off
+  (``GPUNODE_NATIVE=0``), as a machine without the C module (``bot/collectors/_statm.c``,
+  built by ``make setup`` where a compiler is) runs it. ``native`` says whether the headline
+  collector had the module.
 - ``resident_ratio_vs_c``: the DaemonSet mode's collector (``gpunode agent``), one process
   started once, timed inside that process per collection (``Agent.evidence``: the bundle and
   its JSON bytes; no HTTP, TLS or TokenReview), against the C reader's whole run: what a
@@ -122,6 +127,17 @@ RESIDENT = (
     "    t = time.perf_counter(); agent.evidence(); "
     "print(time.perf_counter() - t, flush=True)\n"
 )
+
+
+def has_native(python: str) -> bool:
+    """Whether the collector run by ``python`` uses its C statm loop (built by ``make setup``:
+    ``python -m bot.collectors.native``) or, without it, reads statm in Python."""
+    probe = (
+        f"import sys; sys.path.insert(0, {str(REPO)!r}); from bot.collectors import procfs; "
+        "print(procfs.NATIVE_RANK is not None)"
+    )
+    done = subprocess.run([python, "-I", "-S", "-c", probe], capture_output=True, text=True)
+    return done.stdout.strip() == "True"
 
 
 def load_only_command(python: str) -> list[str]:
@@ -222,13 +238,21 @@ def describe_python(python: str, rounds: int = 21) -> dict[str, Any]:
 CPU: dict[tuple[str, ...], list[float]] = {}
 
 
-def timed(cmd: list[str]) -> float:
-    """Wall seconds of one run, output discarded (its CPU seconds go to ``CPU``)."""
+#: the collector's environment with its C statm loop turned off (bot/collectors/procfs.py)
+PYTHON_LOOP_ENV = {**os.environ, "GPUNODE_NATIVE": "0"}
+
+
+def timed(cmd: list[str], env: dict[str, str] | None = None) -> float:
+    """Wall seconds of one run, output discarded (its CPU seconds go to ``CPU``, under the
+    command, and ``GPUNODE_NATIVE=0`` after it when ``env`` is ``PYTHON_LOOP_ENV``)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO, env=env
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
-    CPU.setdefault(tuple(cmd), []).append(usage.ru_utime + usage.ru_stime)
+    key = (*cmd, "GPUNODE_NATIVE=0") if env is PYTHON_LOOP_ENV else tuple(cmd)
+    CPU.setdefault(key, []).append(usage.ru_utime + usage.ru_stime)
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         err = proc.stderr.read().decode() if proc.stderr else ""
@@ -358,6 +382,7 @@ def one_count(
     loads: list[float] = []
     empties: list[float] = []
     residents: list[float] = []
+    python_loops: list[float] = []
     ours: list[list[float]] = [[] for _ in collectors]
     theirs: list[float] = []
     cs: list[float] = []
@@ -376,6 +401,7 @@ def one_count(
         for _ in range(rounds):
             for times, collector in zip(ours, collectors, strict=True):
                 times.append(timed(collector))
+            python_loops.append(timed(collectors[0], env=PYTHON_LOOP_ENV))
             theirs.append(timed(baseline))
             if isinstance(reader, list):
                 cs.append(timed(reader))
@@ -435,6 +461,14 @@ def one_count(
         # process start and exit (``true``), which both of those count
         row["floor_ratio_vs_c"] = round((load_s + c_s - empty_s) / c_s, 3)
         row["resident_ratio_vs_c"] = round(resident_s / c_s, 3)
+    # the same collector with its statm loop in Python (GPUNODE_NATIVE=0): what a machine
+    # without the C module gets, and what the module saves
+    loop_s = statistics.median(python_loops)
+    row["python_loop_s"] = round(loop_s, 4)
+    if c_s is not None and c_cpu is not None:
+        loop_cpu = statistics.median(CPU[(*collectors[0], "GPUNODE_NATIVE=0")])
+        row["python_loop_ratio_vs_c"] = round(loop_s / c_s, 3)
+        row["python_loop_cpu_ratio_vs_c"] = round(loop_cpu / c_cpu, 3)
     if narrows:
         row["c_narrow_s"] = round(statistics.median(narrows), 4)
         row["ratio_vs_c_narrow"] = round(first["collect_s"] / statistics.median(narrows), 3)
@@ -468,6 +502,8 @@ def main() -> int:
     ]
     compileall.compile_dir(str(REPO / "bot"), quiet=1)  # .pyc before timing
     build_code_pack(pythons[0])
+    native = has_native(pythons[0])
+    print(f"the C statm loop (bot.collectors._statm) under {pythons[0]}: {native}", file=sys.stderr)
     described = [describe_python(python) for python in pythons]
     with tempfile.TemporaryDirectory() as tmp:
         prefix: list[str] = []
@@ -506,6 +542,8 @@ def main() -> int:
                 "max_ratio_vs_ps": max(r["ratio_vs_ps"] for r in judged),
                 "floor_ratio_vs_c": worst.get("floor_ratio_vs_c"),
                 "resident_ratio_vs_c": worst.get("resident_ratio_vs_c"),
+                "python_loop_ratio_vs_c": worst.get("python_loop_ratio_vs_c"),
+                "native": native,
                 "python": pythons[0],
                 "interpreters": described,
                 "peak_rss_mib": last["peak_rss_mib"],

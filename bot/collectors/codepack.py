@@ -139,7 +139,8 @@ def imported_modules(home: str, *, python: str = sys.executable) -> list[tuple[s
     ).stdout
     bot_dir = f"{home}/bot/"
     found = [tuple(line.split(" ", 1)) for line in out.splitlines()]
-    return [(name, origin) for name, origin in found if origin.startswith(bot_dir)]
+    # Python sources only: a C module (``_statm``, when built) is imported the ordinary way
+    return [(n, o) for n, o in found if o.startswith(bot_dir) and o.endswith(".py")]
 
 
 def build(home: str, *, python: str = sys.executable) -> str:

@@ -23,7 +23,11 @@ from bot.core.model.redaction import redact_command_line
 
 TYPE_CHECKING = False  # importing typing costs ~3 ms of `gpunode collect`'s start-up
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
+
+    #: ``_statm.rank``: (base, page size) -> (ranked, denied pids, names left to Python)
+    NativeRank = Callable[[bytes, int], tuple[list[tuple[int, int]], list[int], list[bytes]]]
 
 _KB = 1024
 #: meminfo key -> MemInfo field (all kB lines except the HugePages_* counts)
@@ -288,24 +292,48 @@ def read_text(path: str, *, source: str, gaps: GapLog, missing_ok: bool = False)
     return None
 
 
-def rank_by_statm(proc: str, *, page_size: int, gaps: GapLog) -> tuple[list[tuple[int, int]], int]:
+def _native_rank() -> NativeRank | None:
+    """``bot.collectors._statm.rank`` when it was built and ``GPUNODE_NATIVE`` is not ``0``."""
+    if hostos.getenv("GPUNODE_NATIVE") == "0":
+        return None
+    try:
+        from bot.collectors._statm import rank
+    except ImportError:  # not built here (no compiler), or built for another interpreter
+        return None
+    return rank
+
+
+#: the C loop (``_statm.c``) when this machine has it; None: the Python loop below
+NATIVE_RANK = _native_rank()
+
+
+def rank_by_statm(
+    proc: str, *, page_size: int, gaps: GapLog, native: NativeRank | None = NATIVE_RANK
+) -> tuple[list[tuple[int, int]], int]:
     """Every process's (approximate rss bytes, pid) and how many pids were seen.
 
-    The hot loop of a busy node (one ``statm`` per process), as cheap per process as CPython
-    allows (callgrind counts each change): names are listed and opened as bytes (no path
-    encoding per process), the resident field is parsed in line (``parse_statm_rss``'s rule),
-    and a pair is built per process, nothing more. A name that is not ASCII digits but whose
-    text is decimal (a hand-made host tree) is read as ``os.listdir(str)`` would have it.
+    The hot loop of a busy node (one ``statm`` per process). ``native`` (default: the C module
+    ``_statm``, when built) lists the folder and reads every ASCII-digit name's ``statm``;
+    tests/collectors/test_native_statm.py holds it to the Python loop's answers. Without it,
+    the Python loop is as cheap per process as CPython allows (callgrind counts each change):
+    names are listed and opened as bytes (no path encoding per process), the resident field is
+    parsed in line (``parse_statm_rss``'s rule), and a pair is built per process, nothing
+    more. A name that is not ASCII digits but whose text is decimal (a hand-made host tree) is
+    read as ``os.listdir(str)`` would have it; the C loop leaves every non-ASCII name to the
+    Python loop.
     """
     base = hostos.fsencode(proc) + b"/"
+    ranked: list[tuple[int, int]]
+    denied: list[int]
     try:
-        names = hostos.listdir(base)
+        if native is not None:
+            ranked, denied, names = native(base, page_size)
+        else:
+            ranked, denied, names = [], [], hostos.listdir(base)
     except OSError as exc:
         error = str(exc.strerror)
         gaps.add("procfs:/proc", f"cannot list ({error})", "cannot_list", {"error": error})
         return [], 0
-    ranked: list[tuple[int, int]] = []
-    denied: list[int] = []
     append = ranked.append
     open_, read, close, flags = hostos.open, hostos.read, hostos.close, hostos.O_RDONLY
     pid: bytes | str  # int() reads either

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.collectors import native
 from bot.core.model.evidence import EvidenceBundle
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,13 +41,20 @@ def _collector_stage() -> list[str]:
 
 
 def copied_files() -> set[str]:
-    """Repository paths the collector stage copies (``/src/`` is the builder's checkout)."""
+    """Repository paths the collector stage copies (``/src/`` is the builder's checkout; the
+    ``native`` stage's ``/native/`` is the C module ``python -m bot.collectors.native``
+    builds, here the one ``make setup`` built in place, when this machine could)."""
     files: set[str] = set()
     for line in _collector_stage():
         words = line.split()
         if words[0].upper() != "COPY":
             continue
         sources = [w for w in words[1:-1] if not w.startswith("--")]
+        if "--from=native" in words:
+            assert sources == ["/native/"], line
+            built = native.target()
+            files |= {str(built.relative_to(REPO))} if built.exists() else set()
+            continue
         for source in sources:
             path = REPO / source.removeprefix("/src/")
             if path.is_dir():
@@ -211,3 +219,26 @@ def test_the_collector_stage_byte_compiles_its_code_for_a_read_only_root() -> No
     stage = _collector_stage()
     assert any("PYTHONDONTWRITEBYTECODE=1" in line for line in stage)
     assert any("compileall" in line and "/opt/gpunode" in line for line in stage)
+
+
+def _stage(name: str) -> list[str]:
+    text = re.sub(r"\\\n", " ", (REPO / "Dockerfile").read_text(encoding="utf-8"))
+    lines = [line.strip() for line in text.splitlines()]
+    start = next(i for i, line in enumerate(lines) if line.endswith(f" AS {name}"))
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("FROM ")), None)
+    return [line for line in lines[start:end] if line and not line.startswith("#")]
+
+
+def test_the_native_stage_builds_the_c_module_from_its_source_for_the_collectors_python() -> None:
+    """The C module is compiled by ``bot.collectors.native`` from the very files the
+    repository holds, by the same Python minor version as the collector stage runs, and the
+    image fails to build without it (``ls`` of the module, then the collector's own check)."""
+    stage = _stage("native")
+    assert stage[0] == "FROM python:3.11 AS native"
+    assert _stage("collector")[0] == "FROM python:3.11-slim AS collector"
+    copied = {w for line in stage if line.startswith("COPY ") for w in line.split()[1:-1]}
+    assert {"bot/collectors/native.py", "bot/collectors/_statm.c"} <= copied
+    assert all((REPO / path).is_file() for path in copied)
+    [run] = [line for line in stage if line.startswith("RUN ")]
+    assert "python -m bot.collectors.native /native" in run and "ls /native/_statm." in run
+    assert any("assert procfs.NATIVE_RANK" in line for line in _collector_stage())

@@ -29,11 +29,19 @@ def _instructions(stage: list[str], name: str) -> list[str]:
 
 
 def test_image_is_multi_stage_on_python_311_slim() -> None:
+    """Every stage runs CPython 3.11; every stage but ``native`` is the slim image. That one
+    has the compiler and headers for the collector's C module, and only the module leaves it
+    (tests/deploy/test_collector_image.py)."""
     stages = _stages()
     assert len(stages) >= 2
     for stage in stages:
-        assert stage[0].split()[1] == "python:3.11-slim"
+        image = stage[0].split()[1]
+        assert image == ("python:3.11" if stage[0].endswith(" AS native") else "python:3.11-slim")
     assert stages[0][0].endswith(" AS builder")
+    copied_from_native = [
+        c for stage in stages for c in _instructions(stage, "COPY") if "--from=native" in c
+    ]
+    assert copied_from_native == ["--from=native /native/ /opt/gpunode/bot/collectors/"]
 
 
 def test_final_stage_runs_as_a_numeric_non_root_user() -> None:
