@@ -58,6 +58,7 @@ from gpunode_sandbox.story_clusters import run_clusters_story, transcript
 
 if TYPE_CHECKING:
     from bot.kube.gateway import Gateway
+    from bot.offloading import Offloader
 
 SIGNING_SECRET = "demo-signing-secret"
 BOT_TOKEN = "xoxb-demo"
@@ -154,12 +155,14 @@ async def running_bot(
     clusters: dict[str, str] | None = None,
     channel_locales: dict[str, str] | None = None,
     policy_file: Path | None = None,
+    offload: Offloader | None = None,
 ) -> AsyncIterator[tuple[Runtime, str, AsyncSocketModeHandler | None]]:
     """The real bot, wired to the given endpoints exactly as ``serve`` wires it.
 
     ``clusters``: name -> API URL of several clusters (the first is the default); without
-    it the one cluster at ``kube_url``. Yields (runtime, bot_url, socket-mode handler or
-    None)."""
+    it the one cluster at ``kube_url``. ``offload``: an analysis worker the bot uses instead
+    of its own (``build_runtime``'s), left running when the bot stops. Yields (runtime,
+    bot_url, socket-mode handler or None)."""
     from bot.kube.gateway import Gateway
 
     tmp = tempfile.TemporaryDirectory(prefix="gpunode-demo-")
@@ -193,6 +196,7 @@ async def running_bot(
         client=make_client(BOT_TOKEN, base_url=slack_api_url),
         policy=read_policy(policy),
         thresholds=Thresholds(),
+        offload=offload,
     )
     # serve's warm-up compiles every template before traffic (bot.wiring.warming): without
     # it a first click compiled its modal's templates before views.open, 0.3 s idle and past
@@ -216,6 +220,22 @@ async def running_bot(
         await runtime.close()
         await runner.cleanup()
         tmp.cleanup()
+
+
+#: the analysis worker every demo of this process uses, if set (``share_analysis_worker``)
+_shared_analysis: Offloader | None = None
+
+
+def share_analysis_worker(offload: Offloader | None) -> Offloader | None:
+    """Have every later demo of this process (``running_demo``) analyse and chart in
+    ``offload``, kept across demos and closed by the caller, instead of a worker of its own
+    started for each diagnosis (None: each its own again, as ``serve`` does). The test suite
+    sets one per test process: its demos' diagnoses then import matplotlib once, not each in
+    a new worker (about 1 s of CPU each, most of its end-to-end tests' own work). Returns
+    the one it replaces."""
+    global _shared_analysis
+    before, _shared_analysis = _shared_analysis, offload
+    return before
 
 
 @contextlib.asynccontextmanager
@@ -273,6 +293,7 @@ async def running_demo(
                 channel_locales=channel_locales,
                 clusters={n: k.url for n, k in kubes.items()} if second is not None else None,
                 policy_file=policy_file,
+                offload=_shared_analysis,
             )
         )
         if not socket_mode:

@@ -9,13 +9,16 @@ cluster admin (test setup); pass ``token=BOT_TOKEN`` to act with the bot's deplo
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 
+from bot.offloading import Offloader
 from bot.wiring.heap import settle_heap
+from bot.wiring.runtime import IMPORT_CHARTS
+from gpunode_sandbox.demo import share_analysis_worker
 from gpunode_sandbox.kubesim import KubeSim, Scenario, load_scenario
 from gpunode_sandbox.kubesim.access import ADMIN_TOKEN
 from gpunode_sandbox.kubesim.store import CHECK_ENCODED
@@ -47,6 +50,30 @@ def _heap_settled_as_serve_leaves_it() -> None:
     lifetime (tests/e2e/conftest.py's stall report named it). Once per worker, before its
     first test."""
     settle_heap()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_analysis_worker_for_the_demos() -> Iterator[Offloader]:
+    """Every demo bot of this test process (``running_demo``) analyses and charts in one
+    worker process, started by the first diagnosis and kept, instead of one started for each
+    diagnosis as ``serve`` does (``gpunode_sandbox.demo.share_analysis_worker``). Each such
+    worker imported matplotlib again: 216 of them in one run of tests/e2e, about 1.4 s of CPU
+    each, a third of that run's CPU. The per-diagnosis worker is what
+    ``own_analysis_worker`` gives back (tests/e2e/test_serving_offloads.py), and
+    tests/services/test_analysing.py checks its lifecycle."""
+    offload = Offloader(process=True, name="analysis", prime=IMPORT_CHARTS)
+    before = share_analysis_worker(offload)
+    yield offload
+    share_analysis_worker(before)
+    offload.close()
+
+
+@pytest.fixture
+def own_analysis_worker() -> Iterator[None]:
+    """This test's demos each start their own analysis worker per diagnosis, as ``serve``."""
+    shared = share_analysis_worker(None)
+    yield
+    share_analysis_worker(shared)
 
 
 def kube_client_config(url: str, *, token: str = ADMIN_TOKEN) -> Any:

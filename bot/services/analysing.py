@@ -35,10 +35,19 @@ from bot.offloading import Offloader
 
 class Analyst:
     """``analyze`` and ``attach`` through an ``Offloader`` (its own unless given: the bot
-    shares one worker between its analyses and its charts)."""
+    shares one worker between its analyses and its charts). ``close`` ends it, unless
+    ``close_offload`` is false: a worker its giver keeps beyond this analyst (the test
+    suite's demos share one a process)."""
 
-    def __init__(self, *, process: bool = False, offload: Offloader | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        process: bool = False,
+        offload: Offloader | None = None,
+        close_offload: bool = True,
+    ) -> None:
         self.offload = offload or Offloader(process=process, name="analysis")
+        self._close_offload = close_offload
 
     @property
     def pid(self) -> int | None:
@@ -71,5 +80,7 @@ class Analyst:
         return await self.offload.run(attach, diagnosis, past, bundle=bundle, view=view, now=now)
 
     def close(self) -> None:
-        """End the worker (what it was computing is dropped); later analyses run on threads."""
-        self.offload.close()
+        """End the worker (what it was computing is dropped); later analyses run on threads.
+        A worker given with ``close_offload=False`` is left to its giver."""
+        if self._close_offload:
+            self.offload.close()

@@ -206,9 +206,13 @@ async def build_runtime(
     metrics: Metrics | None = None,
     leases: LeasePort | None = None,
     on_leader: OnChange | None = None,
+    offload: Offloader | None = None,
 ) -> Runtime:
     """``leases``: the Lease to elect the background-work leader with (``settings.leader``;
     None: this replica always leads). ``on_leader(holder, me)``: told of leadership changes.
+    ``offload``: the analysis worker to use instead of the runtime's own
+    (``analysis_offloader``, ended with the runtime): one given is its giver's to close
+    (``gpunode_sandbox.demo.share_analysis_worker``: the test suite's demos share one).
     ``metrics``: a fresh ``Metrics`` unless given (its registry is this runtime's alone); the
     Slack client, the gateway and the store report to it when they can
     (``bot.telemetry.wiring.instrument``), and so does the leader election."""
@@ -233,7 +237,8 @@ async def build_runtime(
     locales = LocaleChooser(chat, channel_locales=settings.slack.channel_locales)
     # a long-running bot analyses and draws charts beside its event loop, in a worker
     # process, not on its interpreter (#25); closed with the diagnose service
-    offload = analysis_offloader()
+    owned = offload is None
+    offload = offload or analysis_offloader()
     presenter = SlackPresenter(chat, locales, offload=offload)
     diagnose = DiagnoseService(
         clusters,
@@ -248,7 +253,7 @@ async def build_runtime(
         metrics=metrics,
         dashboard_url=settings.links.dashboard_url,
         verdict_words=verdict_sentence,
-        analyst=Analyst(offload=offload),
+        analyst=Analyst(offload=offload, close_offload=owned),
     )
     act = ActService(
         clusters,

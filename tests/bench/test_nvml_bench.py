@@ -1,6 +1,7 @@
 """``bench/nvml.py`` judges the collector's GPU evidence against the driver's own figures: a
 bundle that misses a holder, gets its memory wrong or its device's reserve, fails; without a
-GPU the bench says it skipped and why, and succeeds."""
+GPU the bench says it skipped and why, and succeeds. ``bench/nvml_pods.py`` judges the pod
+attribution of a bundle against the pods it planted: a wrong limit or a missed OOM kill fails."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from typing import Any
 import pytest
 
 from bench.nvml import MIB, check, identities
+from bench.nvml_pods import Pod
+from bench.nvml_pods import check as pods_check
 
 ROOT = Path(__file__).resolve().parents[2]
 UUID = "GPU-6379d5aa"
@@ -91,3 +94,49 @@ def test_without_a_gpu_the_bench_says_it_skipped_and_why(tmp_path: Path) -> None
     ).stdout
     last = json.loads(out.splitlines()[-1])
     assert last["bench"] == "nvml" and "no NVIDIA GPU" in last["skipped"]
+
+
+def planted(uid: str, container_id: str, limit: int) -> Pod:
+    pod = Pod.__new__(Pod)  # the figures alone: no cgroup is made
+    pod.uid, pod.container_id, pod.limit = uid, container_id, limit
+    return pod
+
+
+HOLDER = planted("0c99aa88-3f48-456d-a561-da978a649684", "2c" * 32, 4 << 30)
+VICTIM = planted("070a336d-7da6-4a67-8cba-0d905d45f071", "5a" * 32, 256 << 20)
+
+
+def pods_bundle(**victim: Any) -> dict[str, Any]:
+    kill = {"pid": 20, "scope": "cgroup", "pod_uid": VICTIM.uid, "container_id": "5a" * 32}
+    return {
+        "containers": [
+            {"container_id": "2c" * 32, "pod_uid": HOLDER.uid, "limit_bytes": 4 << 30},
+            {
+                "container_id": "5a" * 32,
+                "pod_uid": VICTIM.uid,
+                "limit_bytes": 256 << 20,
+                "oom_kill_events": 1,
+                **victim,
+            },
+        ],
+        "kernel_log": {"oom_kills": [kill]},
+        "processes": [{"pid": 10, "pod_uid": HOLDER.uid, "container_id": "2c" * 32}],
+        "gpu_processes": [{"pid": 10, "pod_uid": HOLDER.uid, "container_id": "2c" * 32}],
+        "gaps": [],
+    }
+
+
+def pods_failed(doc: dict[str, Any]) -> list[str]:
+    checks = pods_check(doc, HOLDER, VICTIM, {"holder": 10, "victim": 20}, True)
+    return [c["check"] for c in checks if not c["ok"]]
+
+
+def test_a_bundle_that_attributes_the_planted_pods_passes_every_pod_check() -> None:
+    assert pods_failed(pods_bundle()) == []
+
+
+def test_a_container_with_another_limit_or_no_oom_kill_fails_its_pod_checks() -> None:
+    assert pods_failed(pods_bundle(limit_bytes=1 << 30, oom_kill_events=0)) == [
+        "the victim's container has its limit",
+        "the victim's container counts one OOM kill",
+    ]

@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from bot.charts.rendering import render_pngs
 from bot.core.reporting.analysis import analyze
-from gpunode_sandbox.demo import Demo
+from bot.offloading import Offloader
+from gpunode_sandbox.demo import Demo, running_demo
 from gpunode_sandbox.story import CHANNEL
 from tests.e2e.conftest import diagnose, thread
 from tests.entering import entered
 
 
+@pytest.mark.usefixtures("own_analysis_worker")
 async def test_a_serving_bots_diagnosis_is_analysed_and_charted_beside_its_process(
     demo: Demo,
 ) -> None:
@@ -30,3 +34,19 @@ async def test_a_serving_bots_diagnosis_is_analysed_and_charted_beside_its_proce
             break
         await asyncio.sleep(0.05)
     assert analyst.pid is None, "its worker ended with it"
+
+
+async def test_the_suites_demos_share_one_worker_and_leave_it_running(
+    _one_analysis_worker_for_the_demos: Offloader,
+) -> None:
+    """tests/conftest.py lends every demo of a test process one worker: each diagnosis
+    uses it, and it outlives the demo that started it (the next demo's charts need no new
+    matplotlib import)."""
+    shared = _one_analysis_worker_for_the_demos
+    pids = []
+    for _ in range(2):
+        async with running_demo("seed") as demo:
+            await diagnose(demo)
+            assert demo.runtime.services.diagnose.analyst.offload is shared
+        pids.append(shared.pid)
+    assert pids[0] is not None and pids == [pids[0], pids[0]]

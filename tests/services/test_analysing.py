@@ -112,6 +112,20 @@ async def test_a_closed_analyst_analyses_on_threads(analyst: Analyst) -> None:
     assert len(entered) == 1 and analyst.pid is None
 
 
+async def test_an_analyst_leaves_a_worker_it_was_lent_running_when_it_closes() -> None:
+    lent = Offloader(process=True)
+    try:
+        analyst = Analyst(offload=lent, close_offload=False)
+        bundle, view = load_scenario("seed")
+        await analyst.analyze(bundle, view, thresholds=Thresholds(), now=NOW)
+        pid = lent.pid
+        analyst.close()
+        assert pid is not None and lent.pid == pid
+        assert await lent.run(os.getpid) == pid
+    finally:
+        lent.close()
+
+
 async def test_a_worker_that_does_not_answer_in_time_is_ended_and_the_call_done_on_a_thread(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
