@@ -164,20 +164,17 @@ def collect(home: Path, *, as_job: bool) -> tuple[dict[str, Any], float]:
     raise SystemExit("no python3 the Job's user may run")
 
 
+def job_command(python: str, home: Path, *, kernel_log_window_s: int) -> list[str]:
+    """The diagnostic Job's command, run from ``home`` (``job_home``) by ``python``."""
+    main = str(home / "bot" / "__main__.py")
+    window = ["--kernel-log-window", str(kernel_log_window_s)]
+    return [python, "-I", "-S", main, "collect", "--format", "json", *window]
+
+
 def _collect(python: str, home: Path, *, as_job: bool) -> tuple[dict[str, Any], float]:
     started = time.perf_counter()
     proc = subprocess.run(
-        [
-            python,
-            "-I",
-            "-S",
-            str(home / "bot" / "__main__.py"),
-            "collect",
-            "--format",
-            "json",
-            "--kernel-log-window",
-            "0",
-        ],
+        job_command(python, home, kernel_log_window_s=0),
         capture_output=True,
         text=True,
         timeout=120,

@@ -40,14 +40,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.nvml import job_home  # noqa: E402  (after the path: run as a file)
+from bench.nvml import HOLDER, job_command, job_home  # noqa: E402  (after the path: run as a file)
 
 MIB = 1024 * 1024
-GPU_HOLDER = (
-    "import sys, time, torch\n"
-    "x = torch.empty(int(sys.argv[1]) * 1024 * 1024, dtype=torch.uint8, device='cuda')\n"
-    "x.fill_(1); torch.cuda.synchronize(); print('ready', flush=True); time.sleep(300)\n"
-)
 CPU_HOLDER = "import time; x = b'x' * (64 << 20); print('ready', flush=True); time.sleep(300)\n"
 VICTIM = "import time; x = b'x' * (1 << 30); time.sleep(30)\n"
 
@@ -81,7 +76,7 @@ class Pod:
             [
                 "sh",
                 "-c",
-                f'echo $$ > "{procs}" && exec "$0" -c "$1" "$2"',
+                f'echo $$ > "{procs}" && exec "$0" -c "$@"',
                 sys.executable,
                 code,
                 *args,
@@ -167,22 +162,16 @@ def check(
             container_id=mine[0].get("container_id"),
             task_memcg=mine[0].get("task_memcg"),
         )
-    row = next((p for p in bundle.get("processes", []) if p["pid"] == pids["holder"]), None)
-    add(
-        "the holder's process names its pod and container",
-        row is not None
-        and row.get("pod_uid") == holder.uid
-        and row.get("container_id") == holder.container_id,
-        row=None if row is None else {k: row.get(k) for k in ("pod_uid", "container_id")},
-    )
-    if gpu:
-        gp = next((g for g in bundle.get("gpu_processes", []) if g["pid"] == pids["holder"]), None)
+    rows = [("process", "processes", True), ("GPU process", "gpu_processes", gpu)]
+    for what, key, wanted in rows:
+        if not wanted:
+            continue
+        row = next((p for p in bundle.get(key, []) if p["pid"] == pids["holder"]), None)
+        seen = None if row is None else {k: row.get(k) for k in ("pod_uid", "container_id")}
         add(
-            "the holder is a GPU process of its pod and container",
-            gp is not None
-            and gp.get("pod_uid") == holder.uid
-            and gp.get("container_id") == holder.container_id,
-            gpu_process=gp,
+            f"the holder's {what} names its pod and container",
+            seen == {"pod_uid": holder.uid, "container_id": holder.container_id},
+            row=seen,
         )
     return checks
 
@@ -204,7 +193,7 @@ def main() -> int:
     victim = Pod(path, version, 256 << 20)
     procs: list[subprocess.Popen[str]] = []
     try:
-        hold = holder.start(GPU_HOLDER if gpu else CPU_HOLDER, str(args.gpu_mib))
+        hold = holder.start(HOLDER if gpu else CPU_HOLDER, str(args.gpu_mib), "300")
         procs.append(hold)
         line = hold.stdout.readline() if hold.stdout else ""
         if line.strip() != "ready":
@@ -218,17 +207,7 @@ def main() -> int:
             os.chmod(tmp, 0o755)
             home = job_home(Path(tmp))
             run = subprocess.run(
-                [
-                    sys.executable,
-                    "-I",
-                    "-S",
-                    str(home / "bot" / "__main__.py"),
-                    "collect",
-                    "--format",
-                    "json",
-                    "--kernel-log-window",
-                    "3600",
-                ],
+                job_command(sys.executable, home, kernel_log_window_s=3600),
                 capture_output=True,
                 text=True,
                 timeout=120,

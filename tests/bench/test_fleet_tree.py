@@ -88,7 +88,12 @@ async def test_the_sampler_sees_a_worker_of_this_process_and_not_its_other_child
     assert roles.get(worker.pid) == "decoder"
     assert "analysis_worker" in roles.values()
     assert sampler.pid not in roles, "the sampler itself is not the bot's"
-    assert all(s.hwm_mib > 1 for s in sightings)
+    # each worker's peak: a read just after a worker's exec finds it before the interpreter
+    # has mapped its first MiB (seen once in a full suite run), a truthful but early figure
+    peaks: dict[int, float] = {}
+    for s in sightings:
+        peaks[s.pid] = max(peaks.get(s.pid, 0.0), s.hwm_mib)
+    assert all(peak > 1 for peak in peaks.values()), peaks
 
 
 def test_each_fleet_size_starts_its_peak_afresh() -> None:

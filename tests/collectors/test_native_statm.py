@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench.collect import AS_JOB
 from bot.collectors import native, procfs
 from bot.collectors.gaps import GapLog
 
@@ -142,19 +143,7 @@ def test_statm_files_the_kernel_refuses_are_counted_and_named_the_same_either_wa
         os.chmod(top / "302", 0o700)
         probe = _REFUSED_PROBE.format(repo=str(REPO), proc=str(top))
         run = subprocess.run(
-            [
-                "setpriv",
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                "--inh-caps=-all",
-                "--bounding-set=-all",
-                sys.executable,
-                "-I",
-                "-S",
-                "-c",
-                probe,
-            ],
+            [*AS_JOB, sys.executable, "-I", "-S", "-c", probe],
             capture_output=True,
             text=True,
             timeout=60,
@@ -184,15 +173,19 @@ def test_gpunode_native_0_turns_the_c_loop_off() -> None:
     assert run.stdout.strip() == "True", run.stderr
 
 
-def test_a_machine_without_a_compiler_builds_nothing_and_says_why(tmp_path: Path) -> None:
-    env = {**os.environ, "CC": str(tmp_path / "no-such-cc"), "PYTHONPATH": str(REPO)}
-    run = subprocess.run(
-        [sys.executable, "-m", "bot.collectors.native", str(tmp_path / "out")],
+def build_with(cc: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m bot.collectors.native OUT`` with ``CC=cc``."""
+    return subprocess.run(
+        [sys.executable, "-m", "bot.collectors.native", str(out)],
         capture_output=True,
         text=True,
-        env=env,
+        env={**os.environ, "CC": str(cc), "PYTHONPATH": str(REPO)},
         timeout=60,
     )
+
+
+def test_a_machine_without_a_compiler_builds_nothing_and_says_why(tmp_path: Path) -> None:
+    run = build_with(tmp_path / "no-such-cc", tmp_path / "out")
     assert run.returncode == 0 and "no C compiler" in run.stdout
     assert not (tmp_path / "out").exists()
 
@@ -203,13 +196,6 @@ def test_a_compiler_that_fails_is_an_error_and_leaves_no_module(tmp_path: Path) 
     failing = tmp_path / "cc"
     failing.write_text("#!/bin/sh\nexit 3\n")
     failing.chmod(0o755)
-    env = {**os.environ, "CC": str(failing), "PYTHONPATH": str(REPO)}
-    run = subprocess.run(
-        [sys.executable, "-m", "bot.collectors.native", str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    run = build_with(failing, tmp_path / "out")
     assert run.returncode == 1 and "compiler failed (3)" in run.stderr
     assert list((tmp_path / "out").iterdir()) == []
