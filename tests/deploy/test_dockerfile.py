@@ -91,4 +91,22 @@ def test_dockerignore_keeps_secrets_and_the_venv_out_of_the_context() -> None:
     lines = (REPO / ".dockerignore").read_text().split()
     assert lines[lines.index("*")] == "*", "deny by default"
     allowed = {line[1:].rstrip("/") for line in lines if line.startswith("!")}
-    assert allowed == {"pyproject.toml", "README.md", "bot", "templates", "locales"}
+    assert allowed == {"pyproject.toml", "README.md", "bot", "templates", "locales", "deploy/base"}
+
+
+def test_every_file_the_dockerfile_copies_from_the_context_is_in_the_context() -> None:
+    """A COPY of a path .dockerignore leaves out fails the build ("not found"): deploy/base
+    was copied by the builder and left out of the context until this test."""
+    lines = (REPO / ".dockerignore").read_text().split()
+    allowed = [line[1:].rstrip("/") for line in lines if line.startswith("!")]
+    sources = [
+        word.rstrip("/")
+        for stage in _stages()
+        for copy in _instructions(stage, "COPY")
+        if "--from=" not in copy
+        for word in copy.split()[:-1]
+        if not word.startswith("--")
+    ]
+    assert sources, "the Dockerfile copies from its context"
+    outside = [s for s in sources if not any(s == a or s.startswith(f"{a}/") for a in allowed)]
+    assert outside == [], f"copied but left out of the build context: {outside}"
