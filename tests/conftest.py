@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from bot.offloading import Offloader
 from bot.wiring.heap import settle_heap
-from bot.wiring.runtime import IMPORT_CHARTS
-from gpunode_sandbox.demo import share_analysis_worker
 from gpunode_sandbox.kubesim import KubeSim, Scenario, load_scenario
 from gpunode_sandbox.kubesim.access import ADMIN_TOKEN
 from gpunode_sandbox.kubesim.store import CHECK_ENCODED
+
+if TYPE_CHECKING:
+    from bot.offloading import Offloader
 
 # A stand-in's stored objects are read-only (Store's contract: every change is a put, as every
 # change through the API server bumps the resourceVersion); its answers reuse each object's
@@ -52,15 +52,21 @@ def _heap_settled_as_serve_leaves_it() -> None:
     settle_heap()
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _one_analysis_worker_for_the_demos() -> Iterator[Offloader]:
+@pytest.fixture(scope="session")
+def shared_analysis_worker() -> Iterator[Offloader]:
     """Every demo bot of this test process (``running_demo``) analyses and charts in one
     worker process, started by the first diagnosis and kept, instead of one started for each
     diagnosis as ``serve`` does (``gpunode_sandbox.demo.share_analysis_worker``). Each such
     worker imported matplotlib again: 216 of them in one run of tests/e2e, about 1.4 s of CPU
-    each, a third of that run's CPU. The per-diagnosis worker is what
+    each, a third of that run's CPU. The folders whose tests run demos (e2e, browser,
+    telemetry) ask for it in their conftest, so a process that runs none of them neither
+    imports the demo (1.5 s) nor makes one. The per-diagnosis worker is what
     ``own_analysis_worker`` gives back (tests/e2e/test_serving_offloads.py), and
     tests/services/test_analysing.py checks its lifecycle."""
+    from bot.offloading import Offloader
+    from bot.wiring.runtime import IMPORT_CHARTS
+    from gpunode_sandbox.demo import share_analysis_worker
+
     offload = Offloader(process=True, name="analysis", prime=IMPORT_CHARTS)
     before = share_analysis_worker(offload)
     yield offload
@@ -71,6 +77,8 @@ def _one_analysis_worker_for_the_demos() -> Iterator[Offloader]:
 @pytest.fixture
 def own_analysis_worker() -> Iterator[None]:
     """This test's demos each start their own analysis worker per diagnosis, as ``serve``."""
+    from gpunode_sandbox.demo import share_analysis_worker
+
     shared = share_analysis_worker(None)
     yield
     share_analysis_worker(shared)

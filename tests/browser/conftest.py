@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from bot.offloading import Offloader
+
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
 CHROMIUM_ARGS = [
@@ -132,3 +134,9 @@ def shots() -> Callable[..., Path]:
         return path
 
     return shoot
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _demos_share_one_analysis_worker(shared_analysis_worker: Offloader) -> None:
+    """This folder's demos analyse and chart in the test process's one worker
+    (tests/conftest.py ``shared_analysis_worker``)."""

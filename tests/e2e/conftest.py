@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from bot.core.reporting.records import ActionRecord
+from bot.offloading import Offloader
 from bot.telemetry.lag import LoopLag
 from gpunode_sandbox.demo import Demo, running_demo
 from gpunode_sandbox.slacksim import SlackSim
@@ -224,3 +225,9 @@ async def shown(demo: Demo, record: ActionRecord) -> tuple[ActionRecord, str, di
     msg = demo.slack.message(CHANNEL, fresh.message_ts)
     assert msg is not None
     return fresh, message_text(msg), msg
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _demos_share_one_analysis_worker(shared_analysis_worker: Offloader) -> None:
+    """This folder's demos analyse and chart in the test process's one worker
+    (tests/conftest.py ``shared_analysis_worker``)."""

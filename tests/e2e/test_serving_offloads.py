@@ -37,12 +37,12 @@ async def test_a_serving_bots_diagnosis_is_analysed_and_charted_beside_its_proce
 
 
 async def test_the_suites_demos_share_one_worker_and_leave_it_running(
-    _one_analysis_worker_for_the_demos: Offloader,
+    shared_analysis_worker: Offloader,
 ) -> None:
     """tests/conftest.py lends every demo of a test process one worker: each diagnosis
     uses it, and it outlives the demo that started it (the next demo's charts need no new
     matplotlib import)."""
-    shared = _one_analysis_worker_for_the_demos
+    shared = shared_analysis_worker
     pids = []
     for _ in range(2):
         async with running_demo("seed") as demo:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.offloading import Offloader
 from gpunode_sandbox.demo import running_demo
 from gpunode_sandbox.story import CHANNEL, run_story
 from tests.telemetry.scraping import Scrape, scrape
@@ -46,3 +47,9 @@ def bot_scrapes() -> BotScrapes:
     ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
     ARTIFACT.write_text(result.story.text, encoding="utf-8")
     return result
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _demos_share_one_analysis_worker(shared_analysis_worker: Offloader) -> None:
+    """This folder's demos analyse and chart in the test process's one worker
+    (tests/conftest.py ``shared_analysis_worker``)."""
